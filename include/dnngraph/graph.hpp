@@ -1,0 +1,118 @@
+// Graph: build an operation graph, validate it, plan it, run it. Mirrors the cuDNN frontend's Graph.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dnngraph/attributes.hpp"
+#include "dnngraph/handle.hpp"
+#include "dnngraph/kernel_cache.hpp"
+#include "dnngraph/status.hpp"
+#include "dnngraph/tensor.hpp"
+#include "dnngraph/types.hpp"
+
+namespace dnngraph {
+
+using VariantPack = std::unordered_map<TensorPtr, void*>;
+using UidVariantPack = std::unordered_map<int64_t, void*>;
+
+struct GraphImpl;
+
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // ---- graph-wide settings
+  Graph& set_name(std::string name);
+  Graph& set_io_data_type(DataType t);            // default for user tensors and outputs
+  Graph& set_intermediate_data_type(DataType t);  // default for virtual tensors
+  Graph& set_compute_data_type(DataType t);       // default for every op
+  Graph& set_dynamic_shape_enabled(bool enabled); // sizes become kernel arguments
+  Graph& set_kernel_cache(std::shared_ptr<KernelCache> cache);
+
+  // ---- building
+  TensorPtr tensor(const TensorAttr& attr);
+  TensorPtr tensor(double scalar);  // a pass-by-value FLOAT scalar
+  TensorPtr conv_fprop(TensorPtr x, TensorPtr w, ConvFpropAttr attr);
+  TensorPtr conv_dgrad(TensorPtr dy, TensorPtr w, ConvDgradAttr attr);
+  TensorPtr conv_wgrad(TensorPtr dy, TensorPtr x, ConvWgradAttr attr);
+  TensorPtr matmul(TensorPtr a, TensorPtr b, MatmulAttr attr);
+  TensorPtr pointwise(TensorPtr a, PointwiseAttr attr);
+  TensorPtr pointwise(TensorPtr a, TensorPtr b, PointwiseAttr attr);
+  TensorPtr pointwise(TensorPtr a, TensorPtr b, TensorPtr c, PointwiseAttr attr);
+  TensorPtr reduction(TensorPtr x, ReductionAttr attr);
+  TensorPtr batchnorm_inference(TensorPtr x, TensorPtr mean, TensorPtr inv_variance, TensorPtr scale,
+                                TensorPtr bias, BatchnormInferenceAttr attr);
+  std::array<TensorPtr, 3> layernorm(TensorPtr x, TensorPtr scale, TensorPtr bias, LayernormAttr attr);
+  std::array<TensorPtr, 2> rmsnorm(TensorPtr x, TensorPtr scale, RmsnormAttr attr);
+  TensorPtr resample(TensorPtr x, ResampleAttr attr);
+  std::array<TensorPtr, 2> sdpa(TensorPtr q, TensorPtr k, TensorPtr v, SdpaAttr attr);
+  TensorPtr reshape(TensorPtr x, ReshapeAttr attr);
+  TensorPtr transpose(TensorPtr x, TransposeAttr attr);
+  TensorPtr slice(TensorPtr x, SliceAttr attr);
+  TensorPtr concatenate(std::vector<TensorPtr> xs, ConcatenateAttr attr);
+  // Named pointwise helpers.
+  TensorPtr add(TensorPtr a, TensorPtr b);
+  TensorPtr bias(TensorPtr x, TensorPtr b);
+  TensorPtr mul(TensorPtr a, TensorPtr b);
+  TensorPtr scale(TensorPtr x, TensorPtr s);
+  TensorPtr relu(TensorPtr x);
+  TensorPtr gelu(TensorPtr x);
+  TensorPtr sigmoid(TensorPtr x);
+  TensorPtr tanh(TensorPtr x);
+
+  // ---- the five build steps
+  Status validate();
+  Status build_operation_graph(const Handle& handle);
+  Status create_execution_plans(const std::vector<HeurMode>& modes);
+  Status check_support(const Handle& handle);
+  Status build_plans(const Handle& handle, BuildPlanPolicy policy = BuildPlanPolicy::HEURISTICS_CHOICE);
+
+  // ---- plans
+  Status get_workspace_size(int64_t& bytes) const;
+  int64_t get_execution_plan_count() const;
+  Status get_plan_name_at_index(int64_t index, std::string& name) const;
+  Status get_workspace_size_plan_at_index(int64_t index, int64_t& bytes) const;
+  Status build_plan_at_index(const Handle& handle, int64_t index);
+  // The partitions, every engine's verdict on each (with reasons), and the plan list.
+  std::string explain() const;
+
+  // ---- execution. workspace_bytes < 0: size unknown to the caller, not checked.
+  Status execute(const Handle& handle, const VariantPack& pack, void* workspace,
+                 int64_t workspace_bytes = -1) const;
+  Status execute(const Handle& handle, const UidVariantPack& pack, void* workspace,
+                 int64_t workspace_bytes = -1) const;
+  Status execute_plan_at_index(const Handle& handle, const VariantPack& pack, void* workspace,
+                               int64_t index, int64_t workspace_bytes = -1) const;
+  Status execute_plan_at_index(const Handle& handle, const UidVariantPack& pack, void* workspace,
+                               int64_t index, int64_t workspace_bytes = -1) const;
+  // Time every built plan, make the fastest the default and record it in the tuning DB.
+  Status autotune(const Handle& handle, const VariantPack& pack, void* workspace);
+  Status autotune(const Handle& handle, const UidVariantPack& pack, void* workspace);
+  // CUDA graphs: cuda_graph is a cudaGraph_t made by the caller.
+  Status populate_cuda_graph(const Handle& handle, const VariantPack& pack, void* workspace,
+                             void* cuda_graph) const;
+  Status update_cuda_graph(const Handle& handle, const VariantPack& pack, void* workspace,
+                           void* cuda_graph) const;
+
+  // ---- persistence
+  Status serialize(std::vector<uint8_t>& bytes) const;
+  Status deserialize(const Handle& handle, const std::vector<uint8_t>& bytes);
+  std::string to_json() const;                               // the graph, in docs/graph-json.md's format
+  static Status from_json(const std::string& json, Graph& graph);
+
+  GraphImpl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<GraphImpl> impl_;
+};
+
+}  // namespace dnngraph

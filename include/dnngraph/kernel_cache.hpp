@@ -1,0 +1,31 @@
+// KernelCache: compiled kernels shared by graphs, in memory and (optionally) on disk.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dnngraph {
+
+struct KernelCacheImpl;
+
+class KernelCache {
+ public:
+  KernelCache();
+  ~KernelCache();
+  KernelCache(const KernelCache&) = delete;
+  KernelCache& operator=(const KernelCache&) = delete;
+
+  // Also keep binaries in this folder (created if missing); empty disables the disk cache.
+  KernelCache& set_directory(std::string dir);
+  const std::string& get_directory() const;
+  int64_t size() const;    // entries in memory
+  int64_t hits() const;    // lookups served without compiling
+  int64_t misses() const;  // lookups that compiled
+
+  KernelCacheImpl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<KernelCacheImpl> impl_;
+};
+
+}  // namespace dnngraph

@@ -1,0 +1,59 @@
+// TensorAttr: a tensor's description (dims, strides, type, uid) as the user declares it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dnngraph/types.hpp"
+
+namespace dnngraph {
+
+class TensorAttr {
+ public:
+  TensorAttr& set_name(std::string name) { name_ = std::move(name); return *this; }
+  TensorAttr& set_dim(std::vector<int64_t> dim) { dim_ = std::move(dim); return *this; }
+  TensorAttr& set_stride(std::vector<int64_t> stride) { stride_ = std::move(stride); return *this; }
+  TensorAttr& set_data_type(DataType t) { data_type_ = t; return *this; }
+  TensorAttr& set_uid(int64_t uid) { uid_ = uid; return *this; }
+  TensorAttr& clear_uid() { uid_.reset(); return *this; }
+  // An output is a graph result the user reads; every other produced tensor is virtual.
+  TensorAttr& set_output(bool output) { is_virtual_ = !output; return *this; }
+  TensorAttr& set_is_virtual(bool v) { is_virtual_ = v; return *this; }
+  // A pass-by-value tensor is a host scalar baked into the plan (alpha, epsilon): no pointer needed.
+  TensorAttr& set_is_pass_by_value(bool v) { is_pass_by_value_ = v; return *this; }
+  TensorAttr& set_value(double v) {
+    value_ = v;
+    is_pass_by_value_ = true;
+    if (dim_.empty()) dim_ = {1};
+    if (stride_.empty()) stride_ = {1};
+    return *this;
+  }
+
+  const std::string& get_name() const { return name_; }
+  const std::vector<int64_t>& get_dim() const { return dim_; }
+  const std::vector<int64_t>& get_stride() const { return stride_; }
+  DataType get_data_type() const { return data_type_; }
+  bool has_uid() const { return uid_.has_value(); }
+  int64_t get_uid() const { return uid_.value_or(-1); }
+  bool get_is_virtual() const { return is_virtual_; }
+  bool get_is_output() const { return !is_virtual_; }
+  bool get_is_pass_by_value() const { return is_pass_by_value_; }
+  std::optional<double> get_value() const { return value_; }
+  int64_t get_volume() const;  // product of dims
+
+ private:
+  std::string name_;
+  std::vector<int64_t> dim_;
+  std::vector<int64_t> stride_;
+  DataType data_type_ = DataType::NOT_SET;
+  std::optional<int64_t> uid_;
+  bool is_virtual_ = false;
+  bool is_pass_by_value_ = false;
+  std::optional<double> value_;
+};
+
+using TensorPtr = std::shared_ptr<TensorAttr>;
+
+}  // namespace dnngraph

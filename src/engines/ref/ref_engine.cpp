@@ -1,0 +1,90 @@
+// The reference engine: runs each node of a partition with plain loops, in double.
+// On a GPU handle it stages the partition's inputs through host memory.
+#include "engines/ref/ref_engine.hpp"
+
+#include <cstring>
+
+#include "engines/ref/ops.hpp"
+#include "runtime/memory.hpp"
+
+namespace dnngraph::ref {
+namespace {
+
+View view_of(const ir::Tensor& t, void* data) { return View{t.dtype, t.dims, t.strides, data}; }
+
+class RefPlan final : public Plan {
+ public:
+  explicit RefPlan(const Partition& p) : part_(p) {}
+
+  Status execute(const ExecArgs& args) const override {
+    const ir::Graph& g = *part_.graph;
+    HandleImpl& h = args.handle;
+    const bool staged = h.device.is_cuda();
+    // Host memory for every tensor the partition touches that is not already on the host.
+    std::vector<std::vector<unsigned char>> storage(g.tensors.size());
+    std::vector<void*> host(g.tensors.size(), nullptr);
+    auto host_ptr = [&](int id) -> void* {
+      const size_t i = static_cast<size_t>(id);
+      if (host[i]) return host[i];
+      const ir::Tensor& t = g.tensor(id);
+      if (t.is_pass_by_value) return host[i] = args.ptrs[i];  // scalars are host pointers already
+      if (!staged && args.ptrs[i]) return host[i] = args.ptrs[i];
+      storage[i].assign(static_cast<size_t>(t.span_bytes()), 0);
+      return host[i] = storage[i].data();
+    };
+    if (staged) {
+      for (int id : part_.inputs) {
+        const ir::Tensor& t = g.tensor(id);
+        if (t.is_pass_by_value) continue;
+        if (auto s = memory::copy_to_host(h, host_ptr(id), args.ptrs[static_cast<size_t>(id)],
+                                          static_cast<size_t>(t.span_bytes()));
+            !s.ok())
+          return s;
+      }
+    }
+    for (size_t k = 0; k < part_.nodes.size(); ++k) {
+      const ir::Node& n = part_.node(k);
+      NodeArgs na{g, n, {}, {}, h.thread_pool()};
+      for (int id : n.inputs) na.in.push_back(id < 0 ? View{} : view_of(g.tensor(id), host_ptr(id)));
+      for (int id : n.outputs) na.out.push_back(view_of(g.tensor(id), host_ptr(id)));
+      Status s = std::visit([&](const auto& attr) { return run(attr, na); }, n.attr);
+      if (!s.ok()) return {s.code(), "ref: node '" + n.name + "': " + s.message()};
+    }
+    if (staged) {
+      for (int id : part_.outputs) {
+        const ir::Tensor& t = g.tensor(id);
+        if (auto s = memory::copy_to_device(h, args.ptrs[static_cast<size_t>(id)], host_ptr(id),
+                                            static_cast<size_t>(t.span_bytes()));
+            !s.ok())
+          return s;
+      }
+    }
+    return {};
+  }
+
+ private:
+  Partition part_;
+};
+
+class RefEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "ref"; }
+  Support check(const Partition&, const Target&) const override { return Support::yes(); }
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {
+    // Scalar double loops on one core: a few hundred MFLOP/s.
+    return partition_flops(p) / 3e8 + partition_bytes(p) / 1e9 + (t.device().is_cuda() ? 1e-3 : 0.0);
+  }
+  Status build(const Partition& p, const Target&, const Knobs&, std::unique_ptr<Plan>& plan) const override {
+    plan = std::make_unique<RefPlan>(p);
+    return {};
+  }
+};
+
+}  // namespace
+
+const Engine& engine() {
+  static const RefEngine kEngine;
+  return kEngine;
+}
+
+}  // namespace dnngraph::ref

@@ -1,0 +1,32 @@
+// Partition: a connected piece of the IR that one engine runs as one unit (ideally one kernel).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "dnngraph/status.hpp"
+#include "graph/ir.hpp"
+
+namespace dnngraph {
+
+struct Partition {
+  const ir::Graph* graph = nullptr;
+  std::vector<int> nodes;    // node indices, topological
+  std::vector<int> inputs;   // tensor ids read from outside the partition (graph inputs included)
+  std::vector<int> outputs;  // tensor ids written here and read outside, or graph outputs
+  int anchor = -1;           // the conv/matmul/sdpa/norm node it is built around; -1 if none
+  std::string pattern;       // the fusion pattern that formed it
+
+  const ir::Node& node(size_t i) const { return graph->nodes[static_cast<size_t>(nodes[i])]; }
+  const ir::Tensor& tensor(int id) const { return graph->tensor(id); }
+  bool contains_node(int node_index) const;
+  bool is_internal(int tensor_id) const;  // produced and consumed only inside, and virtual
+};
+
+// Splits the graph into partitions by the fusion patterns (src/fusion/patterns.cpp).
+Status partition_graph(const ir::Graph& graph, std::vector<Partition>& out);
+// One partition per node: the split used when no engine accepts a fused partition.
+std::vector<Partition> split_per_node(const Partition& p);
+// Computes inputs/outputs of a partition from its node list.
+void finish_partition(Partition& p);
+
+}  // namespace dnngraph

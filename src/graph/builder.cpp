@@ -1,0 +1,152 @@
+// Graph's building methods: each op appends a NodeSpec and returns its (virtual) outputs.
+#include "graph/graph_impl.hpp"
+#include "planning/plan_set.hpp"
+
+namespace dnngraph {
+
+GraphImpl::GraphImpl() = default;
+GraphImpl::~GraphImpl() = default;
+
+void GraphImpl::invalidate() {
+  stage = Stage::BUILDING;
+  ir.reset();
+  tensor_id.clear();
+  plans.reset();
+}
+
+Graph::Graph() : impl_(std::make_unique<GraphImpl>()) {}
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+
+Graph& Graph::set_name(std::string name) { impl_->name = std::move(name); return *this; }
+Graph& Graph::set_io_data_type(DataType t) { impl_->defaults.io = t; impl_->invalidate(); return *this; }
+Graph& Graph::set_intermediate_data_type(DataType t) { impl_->defaults.intermediate = t; impl_->invalidate(); return *this; }
+Graph& Graph::set_compute_data_type(DataType t) { impl_->defaults.compute = t; impl_->invalidate(); return *this; }
+Graph& Graph::set_dynamic_shape_enabled(bool e) { impl_->dynamic_shapes = e; impl_->invalidate(); return *this; }
+Graph& Graph::set_kernel_cache(std::shared_ptr<KernelCache> c) { impl_->kernel_cache = std::move(c); return *this; }
+
+TensorPtr Graph::tensor(const TensorAttr& attr) {
+  impl_->invalidate();
+  auto t = std::make_shared<TensorAttr>(attr);
+  if (t->get_name().empty()) t->set_name("tensor_" + std::to_string(impl_->tensor_counter));
+  ++impl_->tensor_counter;
+  impl_->tensors.push_back(t);
+  return t;
+}
+
+TensorPtr Graph::tensor(double scalar) {
+  return tensor(TensorAttr().set_data_type(DataType::FLOAT).set_value(scalar));
+}
+
+namespace {
+
+// Appends a node with `n_outputs` fresh virtual outputs named "<node>::<slot name>".
+std::vector<TensorPtr> add_node(GraphImpl& g, OpAttr attr, std::string name, std::vector<TensorPtr> inputs,
+                                std::initializer_list<const char*> output_names) {
+  g.invalidate();
+  if (name.empty()) name = std::string(op_name(attr)) + "_" + std::to_string(g.node_counter);
+  ++g.node_counter;
+  NodeSpec node{name, std::move(attr), std::move(inputs), {}};
+  for (const char* out : output_names) {
+    auto t = std::make_shared<TensorAttr>();
+    t->set_name(name + "::" + out).set_is_virtual(true);
+    node.outputs.push_back(std::move(t));
+  }
+  g.nodes.push_back(std::move(node));
+  return g.nodes.back().outputs;
+}
+
+}  // namespace
+
+TensorPtr Graph::conv_fprop(TensorPtr x, TensorPtr w, ConvFpropAttr a) {
+  auto name = a.get_name();
+  return add_node(*impl_, std::move(a), name, {std::move(x), std::move(w)}, {"Y"})[0];
+}
+TensorPtr Graph::conv_dgrad(TensorPtr dy, TensorPtr w, ConvDgradAttr a) {
+  auto name = a.get_name();
+  return add_node(*impl_, std::move(a), name, {std::move(dy), std::move(w)}, {"DX"})[0];
+}
+TensorPtr Graph::conv_wgrad(TensorPtr dy, TensorPtr x, ConvWgradAttr a) {
+  auto name = a.get_name();
+  return add_node(*impl_, std::move(a), name, {std::move(dy), std::move(x)}, {"DW"})[0];
+}
+TensorPtr Graph::matmul(TensorPtr a, TensorPtr b, MatmulAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name, {std::move(a), std::move(b)}, {"C"})[0];
+}
+TensorPtr Graph::pointwise(TensorPtr a, PointwiseAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name, {std::move(a)}, {"OUT"})[0];
+}
+TensorPtr Graph::pointwise(TensorPtr a, TensorPtr b, PointwiseAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name, {std::move(a), std::move(b)}, {"OUT"})[0];
+}
+TensorPtr Graph::pointwise(TensorPtr a, TensorPtr b, TensorPtr c, PointwiseAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name, {std::move(a), std::move(b), std::move(c)}, {"OUT"})[0];
+}
+TensorPtr Graph::reduction(TensorPtr x, ReductionAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name, {std::move(x)}, {"Y"})[0];
+}
+TensorPtr Graph::batchnorm_inference(TensorPtr x, TensorPtr mean, TensorPtr inv_variance, TensorPtr scale,
+                                     TensorPtr bias, BatchnormInferenceAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name,
+                  {std::move(x), std::move(mean), std::move(inv_variance), std::move(scale), std::move(bias)},
+                  {"Y"})[0];
+}
+std::array<TensorPtr, 3> Graph::layernorm(TensorPtr x, TensorPtr scale, TensorPtr bias, LayernormAttr attr) {
+  auto name = attr.get_name();
+  TensorPtr eps = attr.get_epsilon();
+  auto outs = add_node(*impl_, std::move(attr), name, {std::move(x), std::move(scale), std::move(bias), eps},
+                       {"Y", "MEAN", "INV_VARIANCE"});
+  return {outs[0], outs[1], outs[2]};
+}
+std::array<TensorPtr, 2> Graph::rmsnorm(TensorPtr x, TensorPtr scale, RmsnormAttr attr) {
+  auto name = attr.get_name();
+  TensorPtr eps = attr.get_epsilon();
+  TensorPtr bias = attr.get_bias();
+  auto outs = add_node(*impl_, std::move(attr), name, {std::move(x), std::move(scale), bias, eps}, {"Y", "INV_RMS"});
+  return {outs[0], outs[1]};
+}
+TensorPtr Graph::resample(TensorPtr x, ResampleAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name, {std::move(x)}, {"Y"})[0];
+}
+std::array<TensorPtr, 2> Graph::sdpa(TensorPtr q, TensorPtr k, TensorPtr v, SdpaAttr attr) {
+  auto name = attr.get_name();
+  TensorPtr sq = attr.get_seq_len_q(), skv = attr.get_seq_len_kv();
+  auto outs = add_node(*impl_, std::move(attr), name, {std::move(q), std::move(k), std::move(v), sq, skv},
+                       {"O", "STATS"});
+  return {outs[0], outs[1]};
+}
+TensorPtr Graph::reshape(TensorPtr x, ReshapeAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name, {std::move(x)}, {"Y"})[0];
+}
+TensorPtr Graph::transpose(TensorPtr x, TransposeAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name, {std::move(x)}, {"Y"})[0];
+}
+TensorPtr Graph::slice(TensorPtr x, SliceAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name, {std::move(x)}, {"Y"})[0];
+}
+TensorPtr Graph::concatenate(std::vector<TensorPtr> xs, ConcatenateAttr attr) {
+  auto name = attr.get_name();
+  return add_node(*impl_, std::move(attr), name, std::move(xs), {"Y"})[0];
+}
+
+TensorPtr Graph::add(TensorPtr a, TensorPtr b) { return pointwise(std::move(a), std::move(b), PointwiseAttr().set_mode(PointwiseMode::ADD)); }
+TensorPtr Graph::bias(TensorPtr x, TensorPtr b) { return add(std::move(x), std::move(b)); }
+TensorPtr Graph::mul(TensorPtr a, TensorPtr b) { return pointwise(std::move(a), std::move(b), PointwiseAttr().set_mode(PointwiseMode::MUL)); }
+TensorPtr Graph::scale(TensorPtr x, TensorPtr s) { return mul(std::move(x), std::move(s)); }
+TensorPtr Graph::relu(TensorPtr x) { return pointwise(std::move(x), PointwiseAttr().set_mode(PointwiseMode::RELU_FWD)); }
+TensorPtr Graph::gelu(TensorPtr x) { return pointwise(std::move(x), PointwiseAttr().set_mode(PointwiseMode::GELU_FWD)); }
+TensorPtr Graph::sigmoid(TensorPtr x) { return pointwise(std::move(x), PointwiseAttr().set_mode(PointwiseMode::SIGMOID_FWD)); }
+TensorPtr Graph::tanh(TensorPtr x) { return pointwise(std::move(x), PointwiseAttr().set_mode(PointwiseMode::TANH_FWD)); }
+
+}  // namespace dnngraph

@@ -1,0 +1,41 @@
+// Helpers shared by the op families' shape inference and validation.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dnngraph/status.hpp"
+#include "graph/node.hpp"
+
+namespace dnngraph {
+
+// "node 'conv0' (conv_fprop), tensor 'W': <rule>" : every validation message has this shape.
+std::string where(const NodeSpec& node, const TensorAttr* tensor = nullptr);
+Status node_error(ErrorCode code, const NodeSpec& node, const TensorAttr* tensor, const std::string& rule);
+
+std::string dims_to_string(const std::vector<int64_t>& dims);
+
+// Row-major packed strides for dims.
+std::vector<int64_t> packed_strides(const std::vector<int64_t>& dims);
+// Packed strides for dims that keep the dim order of `like` (sorted by stride, largest outermost);
+// e.g. an NHWC input gives an NHWC output. Falls back to row-major when ranks differ.
+std::vector<int64_t> strides_like(const std::vector<int64_t>& dims, const std::vector<int64_t>& like);
+
+// An input must have dims set (all >= 1), strides of the same rank (all >= 0), a known data type.
+Status check_input(const NodeSpec& node, const TensorAttr* t, const char* slot_name);
+// Fill an output's dims (checking them if the user set them), strides (like `layout_like`, or
+// checked for rank and sign and non-overlap) and type (io type for outputs, intermediate for
+// virtual tensors, unless set).
+Status fill_output(const NodeSpec& node, TensorAttr& out, const std::vector<int64_t>& dims,
+                   const std::vector<int64_t>& layout_like, const GraphDefaults& defaults,
+                   DataType fallback_type);
+// True when no two in-bounds indices map to the same offset.
+bool strides_are_non_overlapping(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides);
+
+// Numpy-style broadcast of equal-rank dims (a dim of 1 stretches); false if incompatible.
+bool broadcast_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>& out);
+
+// The compute type of a node: its attribute's, else the graph's, else FLOAT.
+DataType resolve_compute_type(DataType attr_type, const GraphDefaults& defaults);
+
+}  // namespace dnngraph

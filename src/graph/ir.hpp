@@ -1,0 +1,56 @@
+// The IR: a validated, shape-inferred, topologically ordered graph. Engines read only this.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dnngraph/types.hpp"
+#include "graph/op_attr.hpp"
+
+namespace dnngraph::ir {
+
+struct Tensor {
+  int id = -1;            // index in Graph::tensors
+  int64_t uid = -1;       // user-visible id (every non-virtual tensor has one)
+  std::string name;
+  DataType dtype = DataType::NOT_SET;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> strides;
+  bool is_virtual = false;        // produced and consumed inside the graph
+  bool is_pass_by_value = false;  // a host scalar; `value` holds it
+  bool has_value = false;         // pass-by-value with a value baked in (else given at execute)
+  double value = 0.0;
+  int producer = -1;              // node index, -1 for graph inputs
+
+  int64_t volume() const;
+  int rank() const { return static_cast<int>(dims.size()); }
+  // Bytes spanned from the base pointer: (max offset + 1) * element size.
+  int64_t span_bytes() const;
+};
+
+struct Node {
+  std::string name;
+  OpAttr attr;
+  DataType compute_type = DataType::FLOAT;
+  std::vector<int> inputs;   // tensor ids by slot, -1 for an absent optional input
+  std::vector<int> outputs;  // tensor ids by slot
+};
+
+struct Graph {
+  std::string name;
+  std::vector<Tensor> tensors;
+  std::vector<Node> nodes;  // topological order
+  DataType io_type = DataType::FLOAT;
+  DataType intermediate_type = DataType::FLOAT;
+  DataType compute_type = DataType::FLOAT;
+  bool dynamic_shapes = false;
+
+  const Tensor& tensor(int id) const { return tensors[static_cast<size_t>(id)]; }
+  // Nodes reading tensor `id`.
+  std::vector<int> consumers(int id) const;
+  // A stable hash of everything that decides how the graph runs (ops, attrs, shapes, strides,
+  // types; not names). With `ignore_batch`, dim 0 of every tensor is left out (dynamic shapes).
+  uint64_t fingerprint(bool ignore_batch = false) const;
+};
+
+}  // namespace dnngraph::ir

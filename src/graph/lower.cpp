@@ -1,0 +1,112 @@
+// Lowering: validated NodeSpecs -> the IR (tensors by id, nodes in topological order).
+#include <nlohmann/json.hpp>
+
+#include "core/hash.hpp"
+#include "dnngraph/handle.hpp"
+#include "graph/graph_impl.hpp"
+#include "graph/json_attr.hpp"
+
+namespace dnngraph {
+
+Status lower_to_ir(GraphImpl& g) {
+  if (g.stage < Stage::VALIDATED) return {ErrorCode::INVALID_CALL_ORDER, "build_operation_graph: call validate() first"};
+  auto ir = std::make_unique<ir::Graph>();
+  ir->name = g.name;
+  ir->io_type = g.defaults.io;
+  ir->intermediate_type = g.defaults.intermediate == DataType::NOT_SET ? DataType::FLOAT : g.defaults.intermediate;
+  ir->compute_type = g.defaults.compute == DataType::NOT_SET ? DataType::FLOAT : g.defaults.compute;
+  ir->dynamic_shapes = g.dynamic_shapes;
+  g.tensor_id.clear();
+  auto id_of = [&](const TensorPtr& t) -> int {
+    if (!t) return -1;
+    auto [it, inserted] = g.tensor_id.emplace(t.get(), static_cast<int>(ir->tensors.size()));
+    if (inserted) {
+      ir::Tensor x;
+      x.id = it->second;
+      x.uid = t->get_is_virtual() ? -1 : t->get_uid();
+      x.name = t->get_name();
+      x.dtype = t->get_data_type();
+      x.dims = t->get_dim();
+      x.strides = t->get_stride();
+      x.is_virtual = t->get_is_virtual();
+      x.is_pass_by_value = t->get_is_pass_by_value();
+      x.has_value = t->get_value().has_value();
+      x.value = t->get_value().value_or(0.0);
+      ir->tensors.push_back(std::move(x));
+    }
+    return it->second;
+  };
+  for (int index : g.topo_order) {
+    const NodeSpec& spec = g.nodes[static_cast<size_t>(index)];
+    ir::Node n;
+    n.name = spec.name;
+    n.attr = spec.attr;
+    n.compute_type = std::visit(
+        [&](const auto& a) {
+          DataType t = a.get_compute_data_type();
+          return t != DataType::NOT_SET ? t : ir->compute_type;
+        },
+        spec.attr);
+    for (const auto& t : spec.inputs) n.inputs.push_back(id_of(t));
+    for (const auto& t : spec.outputs) {
+      int id = id_of(t);
+      ir->tensors[static_cast<size_t>(id)].producer = static_cast<int>(ir->nodes.size());
+      n.outputs.push_back(id);
+    }
+    ir->nodes.push_back(std::move(n));
+  }
+  g.ir = std::move(ir);
+  g.stage = Stage::LOWERED;
+  return {};
+}
+
+Status Graph::build_operation_graph(const Handle& handle) {
+  if (!handle.status().ok()) return handle.status();
+  if (impl_->stage < Stage::VALIDATED) {
+    if (auto s = validate(); !s.ok()) return s;
+  }
+  if (auto s = lower_to_ir(*impl_); !s.ok()) return s;
+  impl_->handle = std::make_unique<Handle>(handle);
+  return {};
+}
+
+namespace ir {
+
+int64_t Tensor::volume() const {
+  int64_t v = 1;
+  for (int64_t d : dims) v *= d;
+  return v;
+}
+
+int64_t Tensor::span_bytes() const {
+  int64_t max_offset = 0;
+  for (size_t i = 0; i < dims.size(); ++i) max_offset += (dims[i] - 1) * strides[i];
+  return (max_offset + 1) * size_of(dtype);
+}
+
+std::vector<int> Graph::consumers(int id) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int in : nodes[i].inputs)
+      if (in == id) {
+        out.push_back(static_cast<int>(i));
+        break;
+      }
+  return out;
+}
+
+uint64_t Graph::fingerprint(bool ignore_batch) const {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& t : tensors) {
+    auto dims = t.dims;
+    auto strides = t.strides;
+    if (ignore_batch && !dims.empty()) dims[0] = strides[0] = -1;  // batch size and batch stride vary
+    j.push_back({t.uid, static_cast<int>(t.dtype), dims, strides,
+                 t.is_virtual, t.is_pass_by_value, t.is_pass_by_value ? t.value : 0.0});
+  }
+  for (const auto& n : nodes) j.push_back({attr_to_json(n.attr), static_cast<int>(n.compute_type), n.inputs, n.outputs});
+  return hash64(j.dump());
+}
+
+}  // namespace ir
+}  // namespace dnngraph

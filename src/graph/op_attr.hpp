@@ -1,0 +1,28 @@
+// OpAttr: the closed set of operations, as one variant. Op families dispatch by overload on it.
+#pragma once
+#include <string_view>
+#include <variant>
+
+#include "dnngraph/attributes.hpp"
+
+namespace dnngraph {
+
+using OpAttr = std::variant<ConvFpropAttr, ConvDgradAttr, ConvWgradAttr, MatmulAttr, PointwiseAttr,
+                            ReductionAttr, BatchnormInferenceAttr, LayernormAttr, RmsnormAttr,
+                            ResampleAttr, SdpaAttr, ReshapeAttr, TransposeAttr, SliceAttr,
+                            ConcatenateAttr>;
+
+// The op's name as it appears in messages and in the JSON format ("conv_fprop", "matmul", ...).
+std::string_view op_name(const OpAttr& attr);
+std::string_view op_name_of_index(size_t variant_index);
+
+// Input slots, in the order the builder stores them. Optional inputs are null when absent.
+namespace slot {
+enum Conv { CONV_X = 0, CONV_W = 1 };               // fprop: X, W; dgrad: DY, W; wgrad: DY, X
+enum Matmul { MM_A = 0, MM_B = 1 };
+enum Bn { BN_X = 0, BN_MEAN, BN_INV_VAR, BN_SCALE, BN_BIAS };
+enum Ln { LN_X = 0, LN_SCALE, LN_BIAS, LN_EPS };     // rmsnorm: X, SCALE, BIAS (optional), EPS
+enum Sdpa { SDPA_Q = 0, SDPA_K, SDPA_V, SDPA_SEQ_Q, SDPA_SEQ_KV };
+}  // namespace slot
+
+}  // namespace dnngraph

@@ -1,0 +1,129 @@
+// Graph-wide validation: ordering, producers, uids, default types; then each node's own rules.
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph/graph_impl.hpp"
+#include "graph/infer_util.hpp"
+
+namespace dnngraph {
+namespace {
+
+Status graph_error(const std::string& msg) { return {ErrorCode::INVALID_GRAPH, msg}; }
+
+// Kahn's algorithm over producer -> consumer edges, keeping build order among ready nodes.
+Status topological_order(GraphImpl& g, const std::unordered_map<const TensorAttr*, int>& producer) {
+  const size_t n = g.nodes.size();
+  std::vector<int> indegree(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto& in : g.nodes[i].inputs) {
+      if (!in) continue;
+      auto it = producer.find(in.get());
+      if (it == producer.end()) continue;
+      users[static_cast<size_t>(it->second)].push_back(static_cast<int>(i));
+      ++indegree[i];
+    }
+  }
+  std::set<int> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (indegree[i] == 0) ready.insert(static_cast<int>(i));
+  g.topo_order.clear();
+  while (!ready.empty()) {
+    int v = *ready.begin();
+    ready.erase(ready.begin());
+    g.topo_order.push_back(v);
+    for (int u : users[static_cast<size_t>(v)])
+      if (--indegree[static_cast<size_t>(u)] == 0) ready.insert(u);
+  }
+  if (g.topo_order.size() != n) {
+    std::string names;
+    for (size_t i = 0; i < n; ++i)
+      if (indegree[i] > 0) names += (names.empty() ? "'" : ", '") + g.nodes[i].name + "'";
+    return graph_error("the graph has a cycle through nodes " + names);
+  }
+  return {};
+}
+
+Status check_producers(GraphImpl& g, std::unordered_map<const TensorAttr*, int>& producer) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const auto& out : g.nodes[i].outputs) {
+      auto [it, inserted] = producer.emplace(out.get(), static_cast<int>(i));
+      if (!inserted)
+        return graph_error("tensor '" + out->get_name() + "' is produced by two nodes, '" +
+                           g.nodes[static_cast<size_t>(it->second)].name + "' and '" + g.nodes[i].name + "'");
+    }
+  }
+  for (const auto& node : g.nodes) {
+    for (const auto& in : node.inputs) {
+      if (in && in->get_is_virtual() && !producer.count(in.get()))
+        return graph_error(where(node, in.get()) + ": is used before it is produced (a virtual tensor that no node outputs)");
+    }
+  }
+  return {};
+}
+
+Status default_input_types(GraphImpl& g, const std::unordered_map<const TensorAttr*, int>& producer) {
+  for (auto& node : g.nodes) {
+    for (auto& in : node.inputs) {
+      if (!in || producer.count(in.get()) || in->get_data_type() != DataType::NOT_SET) continue;
+      if (g.defaults.io == DataType::NOT_SET)
+        return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, in.get(),
+                          "has no data type and the graph has no io_data_type to default to");
+      in->set_data_type(g.defaults.io);
+    }
+  }
+  return {};
+}
+
+// Every non-virtual tensor gets a uid; duplicates are an error.
+Status assign_uids(GraphImpl& g) {
+  std::vector<TensorAttr*> all;
+  std::unordered_set<const TensorAttr*> seen;
+  auto visit = [&](const TensorPtr& t) {
+    if (t && !t->get_is_virtual() && seen.insert(t.get()).second) all.push_back(t.get());
+  };
+  for (auto& node : g.nodes) {
+    for (auto& t : node.inputs) visit(t);
+    for (auto& t : node.outputs) visit(t);
+  }
+  std::unordered_map<int64_t, const TensorAttr*> by_uid;
+  int64_t next = 0;
+  for (auto* t : all) {
+    if (!t->has_uid()) continue;
+    auto [it, inserted] = by_uid.emplace(t->get_uid(), t);
+    if (!inserted)
+      return graph_error("tensors '" + it->second->get_name() + "' and '" + t->get_name() + "' share uid " +
+                         std::to_string(t->get_uid()) + "; uids must be unique");
+    next = std::max(next, t->get_uid() + 1);
+  }
+  for (auto* t : all)
+    if (!t->has_uid()) t->set_uid(next++);
+  return {};
+}
+
+}  // namespace
+
+Status validate_graph(GraphImpl& g) {
+  g.invalidate();
+  if (g.nodes.empty()) return graph_error("the graph has no operations");
+  std::unordered_map<const TensorAttr*, int> producer;
+  if (auto s = check_producers(g, producer); !s.ok()) return s;
+  if (auto s = topological_order(g, producer); !s.ok()) return s;
+  if (auto s = default_input_types(g, producer); !s.ok()) return s;
+  for (int i : g.topo_order) {
+    if (auto s = infer_node(g.nodes[static_cast<size_t>(i)], g.defaults); !s.ok()) return s;
+  }
+  bool any_output = false;
+  for (const auto& node : g.nodes)
+    for (const auto& out : node.outputs) any_output |= !out->get_is_virtual();
+  if (!any_output) return graph_error("no tensor is marked as an output (call set_output(true) on a result)");
+  if (auto s = assign_uids(g); !s.ok()) return s;
+  g.stage = Stage::VALIDATED;
+  return {};
+}
+
+Status Graph::validate() { return validate_graph(*impl_); }
+
+}  // namespace dnngraph

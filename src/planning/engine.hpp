@@ -1,0 +1,90 @@
+// The engine contract. An engine is stateless and const; its registry id is append-only (ids key
+// tuning records and serialized plans). check() says why when it says no.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/bytes.hpp"
+#include "dnngraph/status.hpp"
+#include "fusion/partition.hpp"
+#include "runtime/handle_impl.hpp"
+
+namespace dnngraph {
+
+struct KernelCacheImpl;
+
+// Tuning knobs: tile shapes, stages, split-k, ... by name. Ordered, so they print and hash stably.
+using Knobs = std::map<std::string, int64_t>;
+std::string knobs_to_string(const Knobs& k);  // "tile_m=128,tile_n=128"
+
+struct Target {
+  HandleImpl* handle = nullptr;  // device, stream, info, thread pool
+  bool dynamic_shapes = false;
+  KernelCacheImpl* kernel_cache = nullptr;  // may be null: compile without caching
+  const DeviceInfo& info() const { return handle->info; }
+  const Device& device() const { return handle->device; }
+};
+
+struct Support {
+  bool ok = false;
+  std::string reason;
+  static Support yes() { return {true, {}}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+struct ExecArgs {
+  HandleImpl& handle;
+  // By IR tensor id: device pointers for tensors, host pointers for pass-by-value scalars, null for
+  // tensors internal to the partition (engines keep those in their workspace or registers).
+  const std::vector<void*>& ptrs;
+  void* workspace;  // workspace_size() bytes, on the device
+};
+
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  virtual int64_t workspace_size() const { return 0; }
+  // Thread-safe: one plan may run from several threads at once.
+  virtual Status execute(const ExecArgs& args) const = 0;
+  // Engine-specific payload (e.g. compiled kernel binaries) that Engine::deserialize reads back.
+  virtual void serialize(ByteWriter&) const {}
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string_view name() const = 0;
+  virtual Support check(const Partition& p, const Target& t) const = 0;
+  // Candidate knob settings, best guess first. Most engines have one.
+  virtual std::vector<Knobs> knob_space(const Partition&, const Target&) const { return {Knobs{}}; }
+  // Predicted run time, for heuristic mode A.
+  virtual double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const = 0;
+  virtual Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const = 0;
+  // Rebuilds a plan from Plan::serialize's payload, without compiling. Default: build again.
+  virtual Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader&,
+                             std::unique_ptr<Plan>& plan) const {
+    return build(p, t, k, plan);
+  }
+};
+
+struct RegisteredEngine {
+  int id;
+  const Engine* engine;
+};
+// Every engine, in id order. Built once.
+const std::vector<RegisteredEngine>& engine_registry();
+const Engine* engine_by_id(int id);
+int engine_id_by_name(std::string_view name);  // -1 if unknown
+
+// Roofline helper for estimate_seconds: max(flops / (peak * efficiency), bytes / bandwidth) + launch.
+double roofline_seconds(double flops, double bytes, const DeviceInfo& info, double efficiency,
+                        double launch_seconds);
+// FLOPs and minimum bytes moved by a partition (inputs read once, outputs written once).
+double partition_flops(const Partition& p);
+double partition_bytes(const Partition& p);
+
+}  // namespace dnngraph

@@ -1,0 +1,57 @@
+// PlanSet: the partitions of a graph, each with its ordered candidates and built plans.
+//
+// Plan index i (get_execution_plan_count, build/execute_plan_at_index) means: every partition uses
+// its i-th ranked candidate, or its last one when it has fewer. execute() uses each partition's
+// chosen candidate: the heuristics' first, or after autotune the fastest measured.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusion/partition.hpp"
+#include "graph/graph_impl.hpp"
+#include "planning/engine.hpp"
+
+namespace dnngraph {
+
+struct Candidate {
+  int engine_id = -1;
+  Knobs knobs;
+  double estimate_s = 0;   // heuristic estimate
+  double measured_s = -1;  // autotune's median, when timed
+  std::string label() const;  // "engine[knobs]"
+};
+
+struct PartitionPlans {
+  Partition partition;
+  std::vector<Candidate> candidates;         // best first
+  std::vector<std::string> verdicts;         // one line per engine, for explain()
+  std::vector<std::shared_ptr<Plan>> built;  // parallel to candidates; null until built
+  int chosen = 0;
+  size_t index_for(int64_t plan_index) const {
+    return std::min(static_cast<size_t>(plan_index), candidates.size() - 1);
+  }
+};
+
+struct PlanSet {
+  std::vector<PartitionPlans> parts;
+  std::vector<HeurMode> modes;
+  std::vector<int64_t> workspace_offset;  // by tensor id: intermediates between partitions; -1 elsewhere
+  int64_t intermediates_bytes = 0;
+
+  int64_t plan_count() const;
+  int64_t workspace_bytes() const;  // intermediates + the largest built plan's workspace
+};
+
+Target make_target(const GraphImpl& g, const Handle& handle);
+
+// Resolves a variant pack into pointers by IR tensor id, checking every rule (src/planning/execute.cpp).
+// `scalars` receives storage for pass-by-value values baked into the graph.
+Status resolve_pack(const GraphImpl& g, const Handle& handle, const VariantPack* by_tensor,
+                    const UidVariantPack* by_uid, void* workspace, int64_t workspace_bytes,
+                    std::vector<void*>& ptrs, std::vector<double>& scalars);
+// Runs every partition with candidate choice[p] (which must be built).
+Status run_partitions(const GraphImpl& g, const Handle& handle, const std::vector<void*>& ptrs, void* workspace,
+                      const std::vector<size_t>& choice);
+
+}  // namespace dnngraph

@@ -1,0 +1,253 @@
+// create_execution_plans, check_support, build_plans: partitions -> ranked candidates -> plans.
+#include <algorithm>
+#include <sstream>
+
+#include "core/log.hpp"
+#include "planning/heuristics.hpp"
+#include "planning/plan_set.hpp"
+
+namespace dnngraph {
+
+std::string Candidate::label() const {
+  const Engine* e = engine_by_id(engine_id);
+  std::string s(e ? e->name() : "unknown");
+  if (!knobs.empty()) s += "[" + knobs_to_string(knobs) + "]";
+  return s;
+}
+
+int64_t PlanSet::plan_count() const {
+  size_t n = 0;
+  for (const auto& p : parts) n = std::max(n, p.candidates.size());
+  return static_cast<int64_t>(n);
+}
+
+int64_t PlanSet::workspace_bytes() const {
+  int64_t engine_ws = 0;
+  for (const auto& p : parts)
+    for (const auto& plan : p.built)
+      if (plan) engine_ws = std::max(engine_ws, plan->workspace_size());
+  return intermediates_bytes + engine_ws;
+}
+
+Target make_target(const GraphImpl& g, const Handle& handle) {
+  Target t;
+  t.handle = &handle.impl();
+  t.dynamic_shapes = g.dynamic_shapes;
+  t.kernel_cache = g.kernel_cache ? &g.kernel_cache->impl() : nullptr;
+  return t;
+}
+
+namespace {
+
+// Asks every engine about the partition; fills verdicts and unordered candidates.
+void survey_engines(PartitionPlans& pp, const Target& target) {
+  pp.candidates.clear();
+  pp.verdicts.clear();
+  for (const auto& reg : engine_registry()) {
+    const Support s = reg.engine->check(pp.partition, target);
+    if (!s.ok) {
+      pp.verdicts.push_back(std::string(reg.engine->name()) + ": rejected: " + s.reason);
+      DG_LOG(INFO) << "partition " << pp.partition.pattern << ": " << reg.engine->name() << " rejected: " << s.reason;
+      continue;
+    }
+    for (const Knobs& k : reg.engine->knob_space(pp.partition, target)) {
+      Candidate c{reg.id, k, reg.engine->estimate_seconds(pp.partition, target, k), -1};
+      pp.candidates.push_back(c);
+    }
+    pp.verdicts.push_back(std::string(reg.engine->name()) + ": accepted");
+  }
+}
+
+bool only_ref(const PartitionPlans& pp) {
+  return std::all_of(pp.candidates.begin(), pp.candidates.end(), [](const Candidate& c) { return c.engine_id == 0; });
+}
+
+// Intermediates that cross partitions live in the workspace, 256-byte aligned.
+void layout_intermediates(PlanSet& ps, const ir::Graph& g) {
+  ps.workspace_offset.assign(g.tensors.size(), -1);
+  ps.intermediates_bytes = 0;
+  for (const auto& pp : ps.parts)
+    for (int t : pp.partition.outputs) {
+      const auto& x = g.tensor(t);
+      if (!x.is_virtual || ps.workspace_offset[static_cast<size_t>(t)] >= 0) continue;
+      ps.workspace_offset[static_cast<size_t>(t)] = ps.intermediates_bytes;
+      ps.intermediates_bytes += (x.span_bytes() + 255) / 256 * 256;
+    }
+}
+
+}  // namespace
+
+Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
+  GraphImpl& g = *impl_;
+  if (g.stage < Stage::LOWERED || !g.handle)
+    return {ErrorCode::INVALID_CALL_ORDER, "create_execution_plans: call build_operation_graph(handle) first"};
+  if (modes.empty()) return {ErrorCode::INVALID_VALUE, "create_execution_plans: no heuristic mode given"};
+  const Target target = make_target(g, *g.handle);
+  std::vector<Partition> fused;
+  if (auto s = partition_graph(*g.ir, fused); !s.ok()) return s;
+  auto ps = std::make_shared<PlanSet>();
+  ps->modes = modes;
+  for (auto& part : fused) {
+    PartitionPlans pp;
+    pp.partition = std::move(part);
+    survey_engines(pp, target);
+    // A fused partition that only the reference engine (or none) accepts is split into single ops,
+    // when that lets faster engines take the pieces.
+    if (pp.partition.nodes.size() > 1 && only_ref(pp)) {
+      std::vector<PartitionPlans> pieces;
+      bool better = false;
+      for (auto& q : split_per_node(pp.partition)) {
+        PartitionPlans qp;
+        qp.partition = std::move(q);
+        survey_engines(qp, target);
+        better |= !qp.candidates.empty() && !only_ref(qp);
+        pieces.push_back(std::move(qp));
+      }
+      const bool all_covered = std::all_of(pieces.begin(), pieces.end(), [](auto& q) { return !q.candidates.empty(); });
+      if (all_covered && (better || pp.candidates.empty())) {
+        for (auto& q : pieces) ps->parts.push_back(std::move(q));
+        continue;
+      }
+    }
+    ps->parts.push_back(std::move(pp));
+  }
+  for (auto& pp : ps->parts) {
+    order_candidates(pp, *g.ir, target, modes);
+    pp.built.assign(pp.candidates.size(), nullptr);
+  }
+  layout_intermediates(*ps, *g.ir);
+  g.plans = std::move(ps);
+  g.stage = Stage::PLANS_CREATED;
+  return {};
+}
+
+Status Graph::check_support(const Handle& handle) {
+  GraphImpl& g = *impl_;
+  if (!handle.status().ok()) return handle.status();
+  if (g.stage < Stage::PLANS_CREATED || !g.plans)
+    return {ErrorCode::INVALID_CALL_ORDER, "check_support: call create_execution_plans first"};
+  for (const auto& pp : g.plans->parts) {
+    if (!pp.candidates.empty()) continue;
+    std::string why;
+    for (const auto& v : pp.verdicts) why += "\n  " + v;
+    std::string nodes;
+    for (size_t i = 0; i < pp.partition.nodes.size(); ++i) nodes += (i ? ", '" : "'") + pp.partition.node(i).name + "'";
+    return {ErrorCode::GRAPH_NOT_SUPPORTED,
+            "no engine supports the partition of nodes " + nodes + " on " + handle.device().to_string() + ":" + why};
+  }
+  g.stage = Stage::SUPPORT_CHECKED;
+  return {};
+}
+
+namespace {
+Status build_candidate(GraphImpl& g, const Handle& handle, PartitionPlans& pp, size_t i) {
+  if (pp.built[i]) return {};
+  const Candidate& c = pp.candidates[i];
+  std::unique_ptr<Plan> plan;
+  const Target target = make_target(g, handle);
+  if (auto s = engine_by_id(c.engine_id)->build(pp.partition, target, c.knobs, plan); !s.ok()) {
+    DG_LOG(INFO) << "building " << c.label() << " failed: " << s.to_string();
+    return s;
+  }
+  pp.built[i] = std::move(plan);
+  return {};
+}
+}  // namespace
+
+Status Graph::build_plans(const Handle& handle, BuildPlanPolicy policy) {
+  GraphImpl& g = *impl_;
+  if (!handle.status().ok()) return handle.status();
+  if (g.stage < Stage::SUPPORT_CHECKED) {
+    if (auto s = check_support(handle); !s.ok()) return s;
+  }
+  for (auto& pp : g.plans->parts) {
+    Status last;
+    bool any = false;
+    for (size_t i = 0; i < pp.candidates.size(); ++i) {
+      last = build_candidate(g, handle, pp, i);
+      if (last.ok() && !any) {
+        any = true;
+        pp.chosen = static_cast<int>(i);
+      }
+      if (any && policy == BuildPlanPolicy::HEURISTICS_CHOICE) break;
+    }
+    if (!any)
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
+              "no candidate of partition '" + pp.partition.pattern + "' could be built; last error: " + last.to_string()};
+  }
+  g.stage = Stage::PLANS_BUILT;
+  return {};
+}
+
+Status Graph::build_plan_at_index(const Handle& handle, int64_t index) {
+  GraphImpl& g = *impl_;
+  if (g.stage < Stage::SUPPORT_CHECKED) {
+    if (auto s = check_support(handle); !s.ok()) return s;
+  }
+  if (index < 0 || index >= g.plans->plan_count())
+    return {ErrorCode::INVALID_VALUE, "build_plan_at_index: index " + std::to_string(index) + " is outside [0, " +
+                                          std::to_string(g.plans->plan_count()) + ")"};
+  for (auto& pp : g.plans->parts)
+    if (auto s = build_candidate(g, handle, pp, pp.index_for(index)); !s.ok()) return s;
+  if (g.stage < Stage::PLANS_BUILT) {
+    for (auto& pp : g.plans->parts) pp.chosen = static_cast<int>(pp.index_for(index));
+    g.stage = Stage::PLANS_BUILT;
+  }
+  return {};
+}
+
+int64_t Graph::get_execution_plan_count() const { return impl_->plans ? impl_->plans->plan_count() : 0; }
+
+Status Graph::get_plan_name_at_index(int64_t index, std::string& name) const {
+  if (!impl_->plans) return {ErrorCode::INVALID_CALL_ORDER, "get_plan_name_at_index: no plans yet"};
+  if (index < 0 || index >= impl_->plans->plan_count())
+    return {ErrorCode::INVALID_VALUE, "plan index " + std::to_string(index) + " is out of range"};
+  name.clear();
+  for (const auto& pp : impl_->plans->parts) name += (name.empty() ? "" : " + ") + pp.candidates[pp.index_for(index)].label();
+  return {};
+}
+
+Status Graph::get_workspace_size(int64_t& bytes) const {
+  if (!impl_->plans || impl_->stage < Stage::PLANS_BUILT)
+    return {ErrorCode::INVALID_CALL_ORDER, "get_workspace_size: call build_plans first"};
+  bytes = impl_->plans->workspace_bytes();
+  return {};
+}
+
+Status Graph::get_workspace_size_plan_at_index(int64_t index, int64_t& bytes) const {
+  if (!impl_->plans) return {ErrorCode::INVALID_CALL_ORDER, "get_workspace_size_plan_at_index: no plans yet"};
+  if (index < 0 || index >= impl_->plans->plan_count())
+    return {ErrorCode::INVALID_VALUE, "plan index " + std::to_string(index) + " is out of range"};
+  bytes = impl_->plans->intermediates_bytes;
+  int64_t engine_ws = 0;
+  for (const auto& pp : impl_->plans->parts) {
+    const auto& plan = pp.built[pp.index_for(index)];
+    if (!plan) return {ErrorCode::INVALID_CALL_ORDER, "plan " + std::to_string(index) + " is not built"};
+    engine_ws = std::max(engine_ws, plan->workspace_size());
+  }
+  bytes += engine_ws;
+  return {};
+}
+
+std::string Graph::explain() const {
+  std::ostringstream os;
+  if (!impl_->plans) return "no plans: call create_execution_plans first\n";
+  const auto& parts = impl_->plans->parts;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto& pp = parts[i];
+    os << "partition " << i << " (" << pp.partition.pattern << "):";
+    for (size_t k = 0; k < pp.partition.nodes.size(); ++k) os << (k ? ", " : " ") << pp.partition.node(k).name;
+    os << "\n";
+    for (const auto& v : pp.verdicts) os << "  " << v << "\n";
+    for (size_t k = 0; k < pp.candidates.size(); ++k) {
+      const auto& c = pp.candidates[k];
+      os << "  plan " << k << ": " << c.label() << "  estimate " << c.estimate_s * 1e3 << " ms";
+      if (c.measured_s >= 0) os << "  measured " << c.measured_s * 1e3 << " ms";
+      if (static_cast<int>(k) == pp.chosen) os << "  (chosen)";
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
+}  // namespace dnngraph

@@ -1,0 +1,27 @@
+// The engine registry: one line per engine. Ids are append-only: they key tuning records and
+// serialized plans, so an id is never reused or renumbered.
+#include "engines/ref/ref_engine.hpp"
+#include "planning/engine.hpp"
+
+namespace dnngraph {
+
+const std::vector<RegisteredEngine>& engine_registry() {
+  static const std::vector<RegisteredEngine> kEngines{
+      {0, &ref::engine()},
+  };
+  return kEngines;
+}
+
+const Engine* engine_by_id(int id) {
+  for (const auto& e : engine_registry())
+    if (e.id == id) return e.engine;
+  return nullptr;
+}
+
+int engine_id_by_name(std::string_view name) {
+  for (const auto& e : engine_registry())
+    if (e.engine->name() == name) return e.id;
+  return -1;
+}
+
+}  // namespace dnngraph

@@ -1,0 +1,90 @@
+#include "runtime/cpu/thread_pool.hpp"
+
+#include <algorithm>
+
+namespace dnngraph {
+namespace {
+thread_local bool t_inside_pool = false;
+}
+
+ThreadPool::ThreadPool(int threads) {
+  int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 0; i + 1 < n; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
+  if (n <= 0) return;
+  const int64_t chunks_wanted = static_cast<int64_t>(size()) * 4;
+  const int64_t chunk = std::max<int64_t>(std::max<int64_t>(grain, 1), (n + chunks_wanted - 1) / chunks_wanted);
+  if (t_inside_pool || workers_.empty() || n <= chunk) {
+    fn(0, n);
+    return;
+  }
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = &fn;
+    n_ = n;
+    chunk_ = chunk;
+    next_ = 0;
+    pending_ = static_cast<int>(workers_.size());
+    ++generation_;
+  }
+  wake_.notify_all();
+  t_inside_pool = true;
+  for (;;) {
+    int64_t begin;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      begin = next_;
+      next_ += chunk_;
+    }
+    if (begin >= n) break;
+    fn(begin, std::min(n, begin + chunk));
+  }
+  t_inside_pool = false;
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [this] { return pending_ == 0; });
+  job_ = nullptr;
+}
+
+void ThreadPool::worker_loop(int) {
+  t_inside_pool = true;
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(int64_t, int64_t)>* job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_;
+    }
+    for (;;) {
+      int64_t begin, end;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        begin = next_;
+        next_ += chunk_;
+        end = std::min(n_, begin + chunk_);
+      }
+      if (begin >= n_) break;
+      (*job)(begin, end);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_all();
+    }
+  }
+}
+
+}  // namespace dnngraph

@@ -1,0 +1,38 @@
+// ThreadPool: a fixed set of workers running parallel_for over index ranges.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dnngraph {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);  // threads <= 0: hardware concurrency
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  // Calls fn(begin, end) over chunks of [0, n), on the workers and the calling thread; returns when
+  // all are done. Calls from several threads at once are serialized. Nested calls run inline.
+  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
+
+ private:
+  void worker_loop(int index);
+  std::vector<std::thread> workers_;
+  std::mutex run_mutex_;  // one parallel_for at a time
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  int64_t n_ = 0, chunk_ = 0;
+  int64_t next_ = 0;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace dnngraph
