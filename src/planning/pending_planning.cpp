@@ -1,4 +1,4 @@
-// SCAFFOLDING: removed as autotune, serialization, CUDA graphs and JSON land.
+// SCAFFOLDING: delete when autotune, serialization and the kernel cache land.
 #include "dnngraph/graph.hpp"
 #include "graph/graph_impl.hpp"
 
@@ -6,12 +6,8 @@ namespace dnngraph {
 static Status pending() { return {ErrorCode::GRAPH_NOT_SUPPORTED, "pending"}; }
 Status Graph::autotune(const Handle&, const VariantPack&, void*) { return pending(); }
 Status Graph::autotune(const Handle&, const UidVariantPack&, void*) { return pending(); }
-Status Graph::populate_cuda_graph(const Handle&, const VariantPack&, void*, void*) const { return pending(); }
-Status Graph::update_cuda_graph(const Handle&, const VariantPack&, void*, void*) const { return pending(); }
 Status Graph::serialize(std::vector<uint8_t>&) const { return pending(); }
 Status Graph::deserialize(const Handle&, const std::vector<uint8_t>&) { return pending(); }
-std::string Graph::to_json() const { return "{}"; }
-Status Graph::from_json(const std::string&, Graph&) { return pending(); }
 
 struct KernelCacheImpl {
   std::string dir;
