@@ -37,6 +37,9 @@ class Graph {
   Graph& set_compute_data_type(DataType t);       // default for every op
   Graph& set_dynamic_shape_enabled(bool enabled); // sizes become kernel arguments
   Graph& set_kernel_cache(std::shared_ptr<KernelCache> cache);
+  // Engine filters by name ("ref", "cpu_gemm_packed", ...), applied by create_execution_plans.
+  Graph& select_engines(std::vector<std::string> names);    // only these (empty: all)
+  Graph& deselect_engines(std::vector<std::string> names);  // never these
 
   // ---- building
   TensorPtr tensor(const TensorAttr& attr);

@@ -25,6 +25,8 @@ Graph& Graph::set_intermediate_data_type(DataType t) { impl_->defaults.intermedi
 Graph& Graph::set_compute_data_type(DataType t) { impl_->defaults.compute = t; impl_->invalidate(); return *this; }
 Graph& Graph::set_dynamic_shape_enabled(bool e) { impl_->dynamic_shapes = e; impl_->invalidate(); return *this; }
 Graph& Graph::set_kernel_cache(std::shared_ptr<KernelCache> c) { impl_->kernel_cache = std::move(c); return *this; }
+Graph& Graph::select_engines(std::vector<std::string> names) { impl_->selected_engines = std::move(names); return *this; }
+Graph& Graph::deselect_engines(std::vector<std::string> names) { impl_->deselected_engines = std::move(names); return *this; }
 
 TensorPtr Graph::tensor(const TensorAttr& attr) {
   impl_->invalidate();

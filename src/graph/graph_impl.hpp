@@ -20,6 +20,7 @@ struct GraphImpl {
   GraphDefaults defaults;
   bool dynamic_shapes = false;
   std::shared_ptr<KernelCache> kernel_cache;
+  std::vector<std::string> selected_engines, deselected_engines;
 
   std::vector<TensorPtr> tensors;  // declared with tensor()
   std::vector<NodeSpec> nodes;     // in the order the user built them

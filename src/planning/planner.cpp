@@ -39,11 +39,20 @@ Target make_target(const GraphImpl& g, const Handle& handle) {
 
 namespace {
 
+bool engine_allowed(const GraphImpl& g, std::string_view name) {
+  auto listed = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), name) != v.end(); };
+  return (g.selected_engines.empty() || listed(g.selected_engines)) && !listed(g.deselected_engines);
+}
+
 // Asks every engine about the partition; fills verdicts and unordered candidates.
-void survey_engines(PartitionPlans& pp, const Target& target) {
+void survey_engines(const GraphImpl& g, PartitionPlans& pp, const Target& target) {
   pp.candidates.clear();
   pp.verdicts.clear();
   for (const auto& reg : engine_registry()) {
+    if (!engine_allowed(g, reg.engine->name())) {
+      pp.verdicts.push_back(std::string(reg.engine->name()) + ": rejected: deselected by the graph's engine filter");
+      continue;
+    }
     const Support s = reg.engine->check(pp.partition, target);
     if (!s.ok) {
       pp.verdicts.push_back(std::string(reg.engine->name()) + ": rejected: " + s.reason);
@@ -90,7 +99,7 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
   for (auto& part : fused) {
     PartitionPlans pp;
     pp.partition = std::move(part);
-    survey_engines(pp, target);
+    survey_engines(g, pp, target);
     // A fused partition that only the reference engine (or none) accepts is split into single ops,
     // when that lets faster engines take the pieces.
     if (pp.partition.nodes.size() > 1 && only_ref(pp)) {
@@ -99,7 +108,7 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
       for (auto& q : split_per_node(pp.partition)) {
         PartitionPlans qp;
         qp.partition = std::move(q);
-        survey_engines(qp, target);
+        survey_engines(g, qp, target);
         better |= !qp.candidates.empty() && !only_ref(qp);
         pieces.push_back(std::move(qp));
       }
