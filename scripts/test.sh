@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds dnngraph and runs every test: C++ (CTest), Python (pytest), and bounded fuzz runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+echo "== C++ tests (ctest)"
+ctest --test-dir build --output-on-failure -j "$(nproc)"
+
+if ls build/python/*.so >/dev/null 2>&1 && [ -d tests/python ]; then
+  echo "== Python tests (pytest)"
+  PYTHONPATH="$PWD/build/python:$PWD/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q tests/python
+fi
+
+if [ -f scripts/fuzz.sh ]; then
+  echo "== fuzz (bounded)"
+  bash scripts/fuzz.sh
+fi
