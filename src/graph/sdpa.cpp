@@ -1,0 +1,137 @@
+// Scaled dot-product attention: shape inference and validation.
+//
+// Q[b,h,sq,d], K[b,hk,skv,d], V[b,hk,skv,dv] -> O[b,h,sq,dv] (in Q's layout), STATS[b,h,sq,1] FLOAT.
+// Masking rules, shared by every engine (see also src/engines/ref/ref_sdpa.cpp):
+//  - With the padding mask, sq and skv below are the per-batch lengths seq_len_q[b] and seq_len_kv[b]
+//    (clamped to [0, dim]); rows i >= sq give O = 0 and STATS = 0, keys j >= skv are masked.
+//  - Diagonal offset: 0 for TOP_LEFT, skv - sq for BOTTOM_RIGHT.
+//  - Key j is visible to query i when j <= i + offset + right (if a right bound is set; causal masks
+//    set right = 0) and j > i + offset - left (if a left bound is set: a sliding window of `left`).
+//  - A row that sees no key at all gives O = 0 and STATS = 0 (never NaN).
+//  - STATS = logsumexp over the visible keys of attn_scale * q.k (natural log).
+#include <cmath>
+
+#include "graph/families.hpp"
+#include "graph/infer_util.hpp"
+
+namespace dnngraph {
+namespace {
+
+bool is_sdpa_io_type(DataType t) {
+  return t == DataType::FLOAT || t == DataType::HALF || t == DataType::BFLOAT16 || t == DataType::FP8_E4M3 ||
+         t == DataType::FP8_E5M2;
+}
+
+Status check_qkv_types(const NodeSpec& n, const TensorAttr& q, const TensorAttr& k, const TensorAttr& v) {
+  if (!is_sdpa_io_type(q.get_data_type()))
+    return node_error(ErrorCode::INVALID_DATA_TYPE, n, &q,
+                      "data type " + std::string(to_string(q.get_data_type())) +
+                          " is not supported (sdpa takes HALF, BFLOAT16, FLOAT, FP8_E4M3 or FP8_E5M2)");
+  for (const TensorAttr* t : {&k, &v})
+    if (t->get_data_type() != q.get_data_type())
+      return node_error(ErrorCode::INVALID_DATA_TYPE, n, t,
+                        "data type " + std::string(to_string(t->get_data_type())) + " differs from Q's " +
+                            std::string(to_string(q.get_data_type())) + " (Q, K and V must share one type)");
+  return {};
+}
+
+Status check_qkv_shapes(const NodeSpec& n, const TensorAttr& q, const TensorAttr& k, const TensorAttr& v) {
+  for (const TensorAttr* t : {&q, &k, &v})
+    if (t->get_dim().size() != 4)
+      return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, n, t,
+                        "rank " + std::to_string(t->get_dim().size()) + " is not 4 (sdpa tensors are [b,h,s,d])");
+  const auto &qd = q.get_dim(), &kd = k.get_dim(), &vd = v.get_dim();
+  for (const TensorAttr* t : {&k, &v})
+    if (t->get_dim()[0] != qd[0])
+      return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, n, t,
+                        "batch " + std::to_string(t->get_dim()[0]) + " differs from Q's batch " + std::to_string(qd[0]));
+  if (vd[1] != kd[1])
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, n, &v,
+                      "heads " + std::to_string(vd[1]) + " differ from K's heads " + std::to_string(kd[1]));
+  if (qd[1] % kd[1] != 0)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, n, &k,
+                      "heads " + std::to_string(kd[1]) + " do not divide Q's heads " + std::to_string(qd[1]) +
+                          " (grouped-query attention needs h % hk == 0)");
+  if (kd[3] != qd[3])
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, n, &k,
+                      "head dim " + std::to_string(kd[3]) + " differs from Q's head dim " + std::to_string(qd[3]));
+  if (vd[2] != kd[2])
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, n, &v,
+                      "sequence length " + std::to_string(vd[2]) + " differs from K's " + std::to_string(kd[2]));
+  return {};
+}
+
+Status check_seq_len(const NodeSpec& n, const TensorAttr* t, const char* slot_name, int64_t batch) {
+  if (auto s = check_input(n, t, slot_name); !s.ok()) return s;
+  const std::vector<int64_t> want{batch, 1, 1, 1};
+  if (t->get_dim() != want)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, n, t,
+                      "dims " + dims_to_string(t->get_dim()) + " must be " + dims_to_string(want) +
+                          " (one sequence length per batch)");
+  if (t->get_data_type() != DataType::INT32)
+    return node_error(ErrorCode::INVALID_DATA_TYPE, n, t,
+                      "data type " + std::string(to_string(t->get_data_type())) + " must be INT32");
+  return {};
+}
+
+Status check_masks(const SdpaAttr& a, const NodeSpec& n, int64_t batch) {
+  if (auto l = a.get_diagonal_band_left_bound(); l && *l < 0)
+    return node_error(ErrorCode::INVALID_VALUE, n, nullptr,
+                      "diagonal band left bound " + std::to_string(*l) + " must not be negative");
+  if (auto r = a.get_diagonal_band_right_bound(); r && *r < 0)
+    return node_error(ErrorCode::INVALID_VALUE, n, nullptr,
+                      "diagonal band right bound " + std::to_string(*r) + " must not be negative");
+  if (auto s = a.get_attn_scale(); s && !std::isfinite(*s))
+    return node_error(ErrorCode::INVALID_VALUE, n, nullptr, "attn_scale must be finite");
+  const TensorAttr* sq = n.inputs.size() > slot::SDPA_SEQ_Q ? n.inputs[slot::SDPA_SEQ_Q].get() : nullptr;
+  const TensorAttr* skv = n.inputs.size() > slot::SDPA_SEQ_KV ? n.inputs[slot::SDPA_SEQ_KV].get() : nullptr;
+  if (!a.get_padding_mask()) {
+    if (sq || skv)
+      return node_error(ErrorCode::INVALID_VALUE, n, sq ? sq : skv,
+                        "a sequence-length tensor is given but the padding mask is off (set_padding_mask(true))");
+    return {};
+  }
+  if (!sq || !skv)
+    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, n, nullptr,
+                      std::string("the padding mask needs ") + (sq ? "seq_len_kv" : "seq_len_q") +
+                          " (set_seq_len_q and set_seq_len_kv)");
+  if (auto s = check_seq_len(n, sq, "SEQ_LEN_Q", batch); !s.ok()) return s;
+  return check_seq_len(n, skv, "SEQ_LEN_KV", batch);
+}
+
+Status fill_stats(const SdpaAttr& a, const NodeSpec& n, TensorAttr& stats, const std::vector<int64_t>& dims,
+                  const GraphDefaults& defaults) {
+  if (a.get_is_inference() && stats.get_is_output())
+    return node_error(ErrorCode::INVALID_VALUE, n, &stats,
+                      "is marked as an output but the node is in inference mode (set_is_inference(false) to get stats)");
+  if (stats.get_data_type() == DataType::NOT_SET) stats.set_data_type(DataType::FLOAT);
+  if (stats.get_data_type() != DataType::FLOAT)
+    return node_error(ErrorCode::INVALID_DATA_TYPE, n, &stats,
+                      "data type " + std::string(to_string(stats.get_data_type())) + " must be FLOAT");
+  return fill_output(n, stats, dims, {}, defaults, DataType::FLOAT);  // packed [b,h,sq,1]
+}
+
+}  // namespace
+
+Status infer(const SdpaAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  static const char* kSlot[] = {"Q", "K", "V"};
+  if (node.inputs.size() < 3 || node.outputs.size() != 2)
+    return node_error(ErrorCode::INVALID_GRAPH, node, nullptr, "sdpa takes Q, K, V and gives O and STATS");
+  for (size_t i = 0; i < 3; ++i)
+    if (auto s = check_input(node, node.inputs[i].get(), kSlot[i]); !s.ok()) return s;
+  const TensorAttr &q = *node.inputs[slot::SDPA_Q], &k = *node.inputs[slot::SDPA_K], &v = *node.inputs[slot::SDPA_V];
+  if (auto s = check_qkv_shapes(node, q, k, v); !s.ok()) return s;
+  if (auto s = check_qkv_types(node, q, k, v); !s.ok()) return s;
+  const DataType compute = resolve_compute_type(attr.get_compute_data_type(), defaults);
+  if (compute != DataType::FLOAT)
+    return node_error(ErrorCode::INVALID_DATA_TYPE, node, nullptr,
+                      "compute data type " + std::string(to_string(compute)) + " is not supported (sdpa computes in FLOAT)");
+  if (auto s = check_masks(attr, node, q.get_dim()[0]); !s.ok()) return s;
+  const auto& qd = q.get_dim();
+  const std::vector<int64_t> o_dims{qd[0], qd[1], qd[2], v.get_dim()[3]};
+  if (auto s = fill_output(node, *node.outputs[0], o_dims, q.get_stride(), defaults, q.get_data_type()); !s.ok())
+    return s;
+  return fill_stats(attr, node, *node.outputs[1], {qd[0], qd[1], qd[2], 1}, defaults);
+}
+
+}  // namespace dnngraph
