@@ -1,0 +1,151 @@
+// Layout ops: reshape (row-major element order), transpose, slice, concatenate. They move elements
+// and never change their values.
+#include <string>
+
+#include "graph/families.hpp"
+#include "graph/infer_util.hpp"
+
+namespace dnngraph {
+namespace {
+
+int64_t volume(const std::vector<int64_t>& dims) {
+  int64_t v = 1;
+  for (int64_t d : dims) v *= d;
+  return v;
+}
+
+Status check_one_input(const NodeSpec& node) {
+  if (node.inputs.size() != 1)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      std::string(op_name(node.attr)) + " takes 1 input, got " + std::to_string(node.inputs.size()));
+  return check_input(node, node.inputs[0].get(), "X");
+}
+
+// Resolves a single -1 in `dims` against X's volume.
+Status resolve_reshape_dims(const NodeSpec& node, const TensorAttr& x, std::vector<int64_t>& dims) {
+  int holes = 0;
+  int64_t known = 1;
+  for (int64_t d : dims) {
+    if (d == -1) {
+      ++holes;
+    } else if (d < 1) {
+      return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                        "reshape dims " + dims_to_string(dims) + " must be >= 1, or -1 for one inferred dim");
+    } else {
+      known *= d;
+    }
+  }
+  if (holes > 1)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "reshape dims " + dims_to_string(dims) + " have " + std::to_string(holes) +
+                          " entries of -1; at most one dim may be inferred");
+  const int64_t have = x.get_volume();
+  if (holes == 1) {
+    if (have % known != 0)
+      return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, &x,
+                        "cannot infer the -1 in reshape dims " + dims_to_string(dims) + ": X's " +
+                            std::to_string(have) + " elements are not a multiple of " + std::to_string(known));
+    for (int64_t& d : dims)
+      if (d == -1) d = have / known;
+  }
+  if (volume(dims) != have)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, &x,
+                      "reshape dims " + dims_to_string(dims) + " hold " + std::to_string(volume(dims)) +
+                          " elements but X " + dims_to_string(x.get_dim()) + " holds " + std::to_string(have));
+  return {};
+}
+
+}  // namespace
+
+Status infer(const ReshapeAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  if (auto s = check_one_input(node); !s.ok()) return s;
+  const TensorAttr& x = *node.inputs[0];
+  TensorAttr& y = *node.outputs[0];
+  // The dims come from the attribute, else from Y's dims as the user set them (cuDNN's way).
+  std::vector<int64_t> dims = attr.get_dim().empty() ? y.get_dim() : attr.get_dim();
+  if (dims.empty())
+    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr,
+                      "reshape dims are not set (call set_dim, or set the output's dims)");
+  if (auto s = resolve_reshape_dims(node, x, dims); !s.ok()) return s;
+  return fill_output(node, y, dims, packed_strides(dims), defaults, x.get_data_type());
+}
+
+Status infer(const TransposeAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  if (auto s = check_one_input(node); !s.ok()) return s;
+  const TensorAttr& x = *node.inputs[0];
+  const auto& perm = attr.get_permutation();
+  const size_t rank = x.get_dim().size();
+  if (perm.size() != rank)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "permutation " + dims_to_string(perm) + " has " + std::to_string(perm.size()) +
+                          " entries but X has rank " + std::to_string(rank));
+  std::vector<bool> seen(rank, false);
+  std::vector<int64_t> dims(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t p = perm[i];
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)])
+      return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                        "permutation " + dims_to_string(perm) + " is not a permutation of 0.." +
+                            std::to_string(rank - 1));
+    seen[static_cast<size_t>(p)] = true;
+    dims[i] = x.get_dim()[static_cast<size_t>(p)];
+  }
+  return fill_output(node, *node.outputs[0], dims, packed_strides(dims), defaults, x.get_data_type());
+}
+
+Status infer(const SliceAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  if (auto s = check_one_input(node); !s.ok()) return s;
+  const TensorAttr& x = *node.inputs[0];
+  const auto& slices = attr.get_slices();
+  const auto& xd = x.get_dim();
+  if (slices.size() > xd.size())
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "slice has " + std::to_string(slices.size()) + " ranges but X has rank " +
+                          std::to_string(xd.size()));
+  std::vector<int64_t> dims = xd;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const auto [start, end] = slices[i];
+    const std::string range = "range [" + std::to_string(start) + ", " + std::to_string(end) + ") of dim " +
+                              std::to_string(i);
+    if (start < 0 || end > xd[i])
+      return node_error(ErrorCode::INVALID_VALUE, node, &x,
+                        range + " is outside [0, " + std::to_string(xd[i]) + ")");
+    if (start >= end)
+      return node_error(ErrorCode::INVALID_VALUE, node, &x, range + " is empty (start must be below end)");
+    dims[i] = end - start;
+  }
+  return fill_output(node, *node.outputs[0], dims, x.get_stride(), defaults, x.get_data_type());
+}
+
+Status infer(const ConcatenateAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  if (node.inputs.empty())
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr, "concatenate needs at least one input");
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const std::string slot_name = "IN_" + std::to_string(i);
+    if (auto s = check_input(node, node.inputs[i].get(), slot_name.c_str()); !s.ok()) return s;
+  }
+  const TensorAttr& first = *node.inputs[0];
+  const size_t rank = first.get_dim().size();
+  const int64_t axis = attr.get_axis();
+  if (axis < 0 || axis >= static_cast<int64_t>(rank))
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "axis " + std::to_string(axis) + " is outside [0, " + std::to_string(rank) + ")");
+  std::vector<int64_t> dims = first.get_dim();
+  dims[static_cast<size_t>(axis)] = 0;
+  for (const auto& in : node.inputs) {
+    const auto& d = in->get_dim();
+    if (d.size() != rank)
+      return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, in.get(),
+                        "rank " + std::to_string(d.size()) + " differs from the first input's rank " +
+                            std::to_string(rank));
+    for (size_t k = 0; k < rank; ++k)
+      if (k != static_cast<size_t>(axis) && d[k] != first.get_dim()[k])
+        return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, in.get(),
+                          "dims " + dims_to_string(d) + " differ from the first input's " +
+                              dims_to_string(first.get_dim()) + " outside the axis " + std::to_string(axis));
+    dims[static_cast<size_t>(axis)] += d[static_cast<size_t>(axis)];
+  }
+  return fill_output(node, *node.outputs[0], dims, first.get_stride(), defaults, first.get_data_type());
+}
+
+}  // namespace dnngraph

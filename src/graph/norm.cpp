@@ -1,0 +1,128 @@
+// Normalizations: batchnorm_inference (per channel), layernorm and rmsnorm (over every dim but
+// the first). Parameters have exact dims; epsilon is a pass-by-value scalar.
+#include "graph/families.hpp"
+#include "graph/infer_util.hpp"
+
+namespace dnngraph {
+namespace {
+
+// A parameter tensor (mean, scale, bias, ...) must have exactly `want` dims.
+Status check_param(const NodeSpec& node, const TensorAttr* t, const char* slot_name,
+                   const std::vector<int64_t>& want, const char* why) {
+  if (auto s = check_input(node, t, slot_name); !s.ok()) return s;
+  if (t->get_dim() != want)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, t,
+                      std::string(slot_name) + " dims " + dims_to_string(t->get_dim()) + " must be " +
+                          dims_to_string(want) + " (" + why + ")");
+  return {};
+}
+
+Status check_x(const NodeSpec& node, const TensorAttr* x, const char* shape_name) {
+  if (auto s = check_input(node, x, "X"); !s.ok()) return s;
+  if (x->get_dim().size() < 2)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, x,
+                      "rank " + std::to_string(x->get_dim().size()) + " is below 2 (X's dims are " + shape_name + ")");
+  return {};
+}
+
+Status check_epsilon(const NodeSpec& node, const TensorAttr* eps) {
+  if (!eps)
+    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "epsilon is not set (call set_epsilon)");
+  if (auto s = check_input(node, eps, "EPSILON"); !s.ok()) return s;
+  if (!eps->get_is_pass_by_value())
+    return node_error(ErrorCode::INVALID_VALUE, node, eps, "epsilon must be a pass-by-value scalar (set_value)");
+  if (eps->get_volume() != 1)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, eps,
+                      "epsilon dims " + dims_to_string(eps->get_dim()) + " must hold exactly one element");
+  return {};
+}
+
+// Statistics outputs (mean, inverse variance or RMS): one value per row, dims (N, 1, ..., 1). In
+// the INFERENCE phase they are not computed for the user, so they must stay virtual; they still
+// get dims so that the IR is complete.
+Status fill_stat(const NodeSpec& node, TensorAttr& stat, const std::vector<int64_t>& x_dims, NormFwdPhase phase,
+                 const GraphDefaults& defaults) {
+  if (phase == NormFwdPhase::INFERENCE && stat.get_is_output())
+    return node_error(ErrorCode::INVALID_VALUE, node, &stat,
+                      "is marked as an output, but the INFERENCE phase does not produce it "
+                      "(set_forward_phase(NormFwdPhase::TRAINING) to get it)");
+  std::vector<int64_t> dims(x_dims.size(), 1);
+  dims[0] = x_dims[0];
+  return fill_output(node, stat, dims, {}, defaults, DataType::FLOAT);
+}
+
+Status check_phase(const NodeSpec& node, NormFwdPhase phase) {
+  if (phase == NormFwdPhase::NOT_SET)
+    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "forward phase is not set");
+  if (to_string(phase) == "UNKNOWN")
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "unknown forward phase " + std::to_string(static_cast<int>(phase)));
+  return {};
+}
+
+std::vector<int64_t> row_param_dims(const std::vector<int64_t>& x_dims) {
+  std::vector<int64_t> d = x_dims;
+  d[0] = 1;
+  return d;
+}
+
+}  // namespace
+
+Status infer(const BatchnormInferenceAttr&, NodeSpec& node, const GraphDefaults& defaults) {
+  if (node.inputs.size() != 5)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "batchnorm_inference takes 5 inputs, got " + std::to_string(node.inputs.size()));
+  const TensorAttr* x = node.inputs[slot::BN_X].get();
+  if (auto s = check_x(node, x, "N, C, ..."); !s.ok()) return s;
+  std::vector<int64_t> per_channel(x->get_dim().size(), 1);
+  per_channel[1] = x->get_dim()[1];
+  static const char* kNames[] = {"X", "MEAN", "INV_VARIANCE", "SCALE", "BIAS"};
+  for (int i = slot::BN_MEAN; i <= slot::BN_BIAS; ++i)
+    if (auto s = check_param(node, node.inputs[static_cast<size_t>(i)].get(), kNames[i], per_channel,
+                             "one value per channel: 1, C, 1, ...");
+        !s.ok())
+      return s;
+  return fill_output(node, *node.outputs[0], x->get_dim(), x->get_stride(), defaults, x->get_data_type());
+}
+
+Status infer(const LayernormAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  const NormFwdPhase phase = attr.get_forward_phase();
+  if (auto s = check_phase(node, phase); !s.ok()) return s;
+  if (node.inputs.size() != 4)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "takes 4 input slots (X, SCALE, BIAS, EPSILON), got " + std::to_string(node.inputs.size()));
+  const TensorAttr* x = node.inputs[slot::LN_X].get();
+  if (auto s = check_x(node, x, "N, normalized dims..."); !s.ok()) return s;
+  const auto param = row_param_dims(x->get_dim());
+  const char* why = "X's dims with dim 0 = 1: layernorm normalizes over every dim but the first";
+  if (auto s = check_param(node, node.inputs[slot::LN_SCALE].get(), "SCALE", param, why); !s.ok()) return s;
+  if (auto s = check_param(node, node.inputs[slot::LN_BIAS].get(), "BIAS", param, why); !s.ok()) return s;
+  if (auto s = check_epsilon(node, node.inputs[slot::LN_EPS].get()); !s.ok()) return s;
+  if (auto s = fill_output(node, *node.outputs[0], x->get_dim(), x->get_stride(), defaults, x->get_data_type());
+      !s.ok())
+    return s;
+  if (auto s = fill_stat(node, *node.outputs[1], x->get_dim(), phase, defaults); !s.ok()) return s;
+  return fill_stat(node, *node.outputs[2], x->get_dim(), phase, defaults);
+}
+
+Status infer(const RmsnormAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  const NormFwdPhase phase = attr.get_forward_phase();
+  if (auto s = check_phase(node, phase); !s.ok()) return s;
+  if (node.inputs.size() != 4)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "takes 4 input slots (X, SCALE, BIAS, EPSILON), got " + std::to_string(node.inputs.size()));
+  const TensorAttr* x = node.inputs[slot::LN_X].get();
+  if (auto s = check_x(node, x, "N, normalized dims..."); !s.ok()) return s;
+  const auto param = row_param_dims(x->get_dim());
+  const char* why = "X's dims with dim 0 = 1: rmsnorm normalizes over every dim but the first";
+  if (auto s = check_param(node, node.inputs[slot::LN_SCALE].get(), "SCALE", param, why); !s.ok()) return s;
+  if (const TensorAttr* bias = node.inputs[slot::LN_BIAS].get())
+    if (auto s = check_param(node, bias, "BIAS", param, why); !s.ok()) return s;
+  if (auto s = check_epsilon(node, node.inputs[slot::LN_EPS].get()); !s.ok()) return s;
+  if (auto s = fill_output(node, *node.outputs[0], x->get_dim(), x->get_stride(), defaults, x->get_data_type());
+      !s.ok())
+    return s;
+  return fill_stat(node, *node.outputs[1], x->get_dim(), phase, defaults);
+}
+
+}  // namespace dnngraph

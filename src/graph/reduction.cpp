@@ -1,0 +1,41 @@
+// Reduction: X -> Y, where Y's dims pick the reduced axes (a 1 where X's dim is larger).
+#include "graph/families.hpp"
+#include "graph/infer_util.hpp"
+
+namespace dnngraph {
+
+Status infer(const ReductionAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  const ReductionMode mode = attr.get_mode();
+  if (mode == ReductionMode::NOT_SET)
+    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "reduction mode is not set");
+  if (to_string(mode) == "UNKNOWN")
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "unknown reduction mode " + std::to_string(static_cast<int>(mode)));
+  if (node.inputs.size() != 1)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "reduction takes 1 input, got " + std::to_string(node.inputs.size()));
+  const TensorAttr* x = node.inputs[0].get();
+  if (auto s = check_input(node, x, "X"); !s.ok()) return s;
+  const auto& xd = x->get_dim();
+  TensorAttr& y = *node.outputs[0];
+  // Full reduction unless the user chose the kept axes through Y's dims.
+  std::vector<int64_t> dims(xd.size(), 1);
+  if (!y.get_dim().empty()) {
+    const auto& yd = y.get_dim();
+    if (yd.size() != xd.size())
+      return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, &y,
+                        "rank " + std::to_string(yd.size()) + " differs from X's rank " + std::to_string(xd.size()) +
+                            " (a reduction keeps the rank; reduced dims are 1)");
+    for (size_t i = 0; i < xd.size(); ++i) {
+      if (yd[i] != xd[i] && yd[i] != 1)
+        return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, &y,
+                          "dim " + std::to_string(i) + " is " + std::to_string(yd[i]) + " but must be X's " +
+                              std::to_string(xd[i]) + " (kept) or 1 (reduced); Y dims " + dims_to_string(yd) +
+                              ", X dims " + dims_to_string(xd));
+    }
+    dims = yd;
+  }
+  return fill_output(node, y, dims, x->get_stride(), defaults, DataType::FLOAT);
+}
+
+}  // namespace dnngraph

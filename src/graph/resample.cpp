@@ -1,0 +1,120 @@
+// Resample: pooling (window, stride, padding per spatial dim) and resizing (NEAREST, BILINEAR) of
+// X (N, C, spatial...). Pooling: out = floor((in + pre + post - window) / stride) + 1. Resizing:
+// the output's spatial dims are Y's if the user set them, else floor(in * scale).
+#include <cmath>
+
+#include "graph/families.hpp"
+#include "graph/infer_util.hpp"
+
+namespace dnngraph {
+namespace {
+
+bool is_pooling(ResampleMode m) {
+  return m == ResampleMode::MAXPOOL || m == ResampleMode::AVGPOOL_INCLUDE_PADDING ||
+         m == ResampleMode::AVGPOOL_EXCLUDE_PADDING;
+}
+
+// A per-spatial-dim attribute must have one value per spatial dim, each at least `min`.
+Status check_per_dim(const NodeSpec& node, const std::vector<int64_t>& v, size_t spatial, const char* name,
+                     int64_t min) {
+  if (v.size() != spatial)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      std::string(name) + " " + dims_to_string(v) + " has " + std::to_string(v.size()) +
+                          " values but X has " + std::to_string(spatial) + " spatial dims");
+  for (int64_t x : v)
+    if (x < min)
+      return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                        std::string(name) + " " + dims_to_string(v) + " must all be >= " + std::to_string(min));
+  return {};
+}
+
+Status pooled_dims(const ResampleAttr& attr, const NodeSpec& node, const TensorAttr& x, std::vector<int64_t>& dims) {
+  const size_t spatial = x.get_dim().size() - 2;
+  const auto& window = attr.get_window();
+  const auto& stride = attr.get_stride();
+  if (window.empty()) return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "pooling window is not set");
+  if (stride.empty()) return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "pooling stride is not set");
+  const std::vector<int64_t> zeros(spatial, 0);
+  const auto& pre = attr.get_pre_padding().empty() ? zeros : attr.get_pre_padding();
+  const auto& post = attr.get_post_padding().empty() ? zeros : attr.get_post_padding();
+  if (auto s = check_per_dim(node, window, spatial, "window", 1); !s.ok()) return s;
+  if (auto s = check_per_dim(node, stride, spatial, "stride", 1); !s.ok()) return s;
+  if (auto s = check_per_dim(node, pre, spatial, "pre-padding", 0); !s.ok()) return s;
+  if (auto s = check_per_dim(node, post, spatial, "post-padding", 0); !s.ok()) return s;
+  dims = x.get_dim();
+  for (size_t i = 0; i < spatial; ++i) {
+    // Padding below the window keeps at least one real element in every window.
+    if (pre[i] >= window[i] || post[i] >= window[i])
+      return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                        "padding " + dims_to_string(pre) + " / " + dims_to_string(post) +
+                            " must be smaller than the window " + dims_to_string(window) + " in spatial dim " +
+                            std::to_string(i));
+    const int64_t padded = x.get_dim()[i + 2] + pre[i] + post[i];
+    if (padded < window[i])
+      return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, &x,
+                        "spatial dim " + std::to_string(i) + " padded to " + std::to_string(padded) +
+                            " is smaller than the window " + std::to_string(window[i]));
+    dims[i + 2] = (padded - window[i]) / stride[i] + 1;
+  }
+  return {};
+}
+
+Status resized_dims(const ResampleAttr& attr, const NodeSpec& node, const TensorAttr& x, const TensorAttr& y,
+                    std::vector<int64_t>& dims) {
+  const auto& xd = x.get_dim();
+  const size_t spatial = xd.size() - 2;
+  if (!y.get_dim().empty()) {
+    const auto& yd = y.get_dim();
+    if (yd.size() != xd.size() || yd[0] != xd[0] || yd[1] != xd[1])
+      return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, &y,
+                        "dims " + dims_to_string(yd) + " must keep X's rank and N, C " + dims_to_string(xd) +
+                            " (resizing changes only the spatial dims)");
+    dims = yd;
+    return {};
+  }
+  const auto& scale = attr.get_scale();
+  if (scale.empty())
+    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, &y,
+                      "resizing needs the output's dims or a scale (set Y's dims or call set_scale)");
+  if (scale.size() != spatial)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "scale has " + std::to_string(scale.size()) + " values but X has " + std::to_string(spatial) +
+                          " spatial dims");
+  dims = xd;
+  for (size_t i = 0; i < spatial; ++i) {
+    const double out = std::isfinite(scale[i]) ? std::floor(static_cast<double>(xd[i + 2]) * scale[i]) : 0.0;
+    if (!(out >= 1.0))
+      return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                        "scale " + std::to_string(scale[i]) + " of spatial dim " + std::to_string(i) +
+                            " gives an output size below 1 from " + std::to_string(xd[i + 2]));
+    dims[i + 2] = static_cast<int64_t>(out);
+  }
+  return {};
+}
+
+}  // namespace
+
+Status infer(const ResampleAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  const ResampleMode mode = attr.get_resampling_mode();
+  if (mode == ResampleMode::NOT_SET)
+    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "resampling mode is not set");
+  if (to_string(mode) == "UNKNOWN")
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "unknown resampling mode " + std::to_string(static_cast<int>(mode)));
+  if (node.inputs.size() != 1)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "resample takes 1 input, got " + std::to_string(node.inputs.size()));
+  const TensorAttr* x = node.inputs[0].get();
+  if (auto s = check_input(node, x, "X"); !s.ok()) return s;
+  if (x->get_dim().size() < 3)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, x,
+                      "rank " + std::to_string(x->get_dim().size()) +
+                          " is below 3 (resample needs dims N, C and at least one spatial dim)");
+  TensorAttr& y = *node.outputs[0];
+  std::vector<int64_t> dims;
+  Status s = is_pooling(mode) ? pooled_dims(attr, node, *x, dims) : resized_dims(attr, node, *x, y, dims);
+  if (!s.ok()) return s;
+  return fill_output(node, y, dims, x->get_stride(), defaults, x->get_data_type());
+}
+
+}  // namespace dnngraph

@@ -1,0 +1,161 @@
+// Helpers for the reference-engine tests of the reduction, norm, resample and layout families:
+// strided host tensors with random layouts and types, NaN poisoning, a run through the public
+// pipeline restricted to the ref engine, and comparison with tolerances by precision.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "dnngraph/dnngraph.hpp"
+
+namespace ref_test {
+
+namespace dg = dnngraph;
+using Dims = std::vector<int64_t>;
+
+// Calls fn(index) for every index of dims, row-major.
+inline void for_each(const Dims& dims, const std::function<void(const Dims&)>& fn) {
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  Dims idx(dims.size(), 0);
+  for (int64_t n = 0; n < total; ++n) {
+    fn(idx);
+    for (size_t k = dims.size(); k-- > 0;) {
+      if (++idx[k] < dims[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+inline int64_t volume(const Dims& dims) {
+  int64_t v = 1;
+  for (int64_t d : dims) v *= d;
+  return v;
+}
+
+// A tensor in host memory with arbitrary strides, read and written by logical index.
+struct HostTensor {
+  dg::DataType dtype = dg::DataType::FLOAT;
+  Dims dims, strides;
+  std::vector<unsigned char> bytes;
+
+  int64_t offset(const Dims& idx) const {
+    int64_t o = 0;
+    for (size_t i = 0; i < idx.size(); ++i) o += idx[i] * strides[i];
+    return o;
+  }
+  double get(const Dims& idx) const { return dnngraph::dtype::load(bytes.data(), dtype, offset(idx)); }
+  void set(const Dims& idx, double v) { dnngraph::dtype::store(bytes.data(), dtype, offset(idx), v); }
+  void* data() { return bytes.data(); }
+  // Declares it in a graph as a user tensor with these dims, strides and type.
+  dg::TensorPtr declare(dg::Graph& g, const std::string& name) const {
+    return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(strides).set_data_type(dtype));
+  }
+  // Gives a node's output these dims, strides and type, and marks it an output.
+  void describe(const dg::TensorPtr& t) const {
+    t->set_dim(dims).set_stride(strides).set_data_type(dtype).set_output(true);
+  }
+};
+
+// Packed strides in a random dim order, sometimes with a gap after one dim (a padded row).
+inline Dims random_strides(const Dims& dims, std::mt19937& rng) {
+  std::vector<size_t> order(dims.size());  // innermost first
+  std::iota(order.begin(), order.end(), 0);
+  std::reverse(order.begin(), order.end());
+  if (rng() % 2) std::shuffle(order.begin(), order.end(), rng);
+  const size_t gap_at = rng() % 3 == 0 ? rng() % dims.size() : dims.size();
+  Dims strides(dims.size());
+  int64_t running = 1;
+  for (size_t k = 0; k < order.size(); ++k) {
+    strides[order[k]] = running;
+    running *= dims[order[k]];
+    if (k == gap_at) running += 3;
+  }
+  return strides;
+}
+
+// A tensor of `dims`, storage poisoned with NaN (every slot of its span, gaps included).
+inline HostTensor make_tensor(const Dims& dims, const Dims& strides, dg::DataType t) {
+  HostTensor h;
+  h.dtype = t;
+  h.dims = dims;
+  h.strides = strides;
+  int64_t span = 1;
+  for (size_t i = 0; i < dims.size(); ++i) span += (dims[i] - 1) * strides[i];
+  h.bytes.assign(static_cast<size_t>(span * dg::size_of(t)), 0);
+  for (int64_t i = 0; i < span; ++i) dnngraph::dtype::store(h.bytes.data(), t, i, std::nan(""));
+  return h;
+}
+
+inline HostTensor random_tensor(const Dims& dims, dg::DataType t, std::mt19937& rng, double lo = -2.0,
+                                double hi = 2.0) {
+  HostTensor h = make_tensor(dims, random_strides(dims, rng), t);
+  std::uniform_real_distribution<double> u(lo, hi);
+  for_each(dims, [&](const Dims& idx) { h.set(idx, u(rng)); });
+  return h;
+}
+
+inline dg::DataType random_float_type(std::mt19937& rng) {
+  static const dg::DataType kTypes[] = {dg::DataType::FLOAT, dg::DataType::HALF, dg::DataType::BFLOAT16};
+  return kTypes[rng() % 3];
+}
+
+inline Dims random_dims(std::mt19937& rng, size_t rank, int64_t max_dim) {
+  Dims d(rank);
+  for (auto& v : d) v = 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(max_dim));
+  return d;
+}
+
+// Relative tolerance of a result stored in type t (about two roundings of t).
+inline double tolerance(dg::DataType t) {
+  switch (t) {
+    case dg::DataType::HALF: return 3e-3;
+    case dg::DataType::BFLOAT16: return 1e-2;
+    default: return 1e-5;
+  }
+}
+
+// Expects every element of got to be within tol * max(|want|, floor) of want(index); tol < 0
+// means the tolerance of got's type. Reports the first few mismatches.
+inline void expect_near(const HostTensor& got, const std::function<double(const Dims&)>& want, double tol = -1.0,
+                        double floor = 1e-3) {
+  if (tol < 0) tol = tolerance(got.dtype);
+  int bad = 0;
+  for_each(got.dims, [&](const Dims& idx) {
+    const double g = got.get(idx), w = want(idx);
+    const bool ok = (std::isnan(w) && std::isnan(g)) || (std::isinf(w) && g == w) ||
+                    std::fabs(g - w) <= tol * std::max(std::fabs(w), floor);
+    if (!ok && bad++ < 5) {
+      std::string s;
+      for (int64_t v : idx) s += std::to_string(v) + " ";
+      ADD_FAILURE() << "at [ " << s << "] got " << g << " want " << w << " (" << dg::to_string(got.dtype) << ")";
+    }
+  });
+}
+
+// Runs g on the ref engine (selected by name) through the five build steps and execute.
+inline dg::Status run_on_ref(dg::Graph& g, const dg::VariantPack& pack) {
+  dg::Handle handle(dg::Device::cpu());
+  g.select_engines({"ref"});
+  if (auto s = g.validate(); !s.ok()) return s;
+  if (auto s = g.build_operation_graph(handle); !s.ok()) return s;
+  if (auto s = g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}); !s.ok()) return s;
+  if (auto s = g.check_support(handle); !s.ok()) return s;
+  if (auto s = g.build_plans(handle); !s.ok()) return s;
+  std::string name;
+  if (auto s = g.get_plan_name_at_index(0, name); !s.ok()) return s;
+  if (name.find("ref") != 0) return {dg::ErrorCode::INTERNAL_ERROR, "plan 0 is '" + name + "', not ref"};
+  int64_t ws = 0;
+  if (auto s = g.get_workspace_size(ws); !s.ok()) return s;
+  std::vector<unsigned char> workspace(static_cast<size_t>(ws) + 1);
+  return g.execute(handle, pack, workspace.data(), ws);
+}
+
+}  // namespace ref_test
