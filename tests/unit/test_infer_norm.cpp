@@ -169,6 +169,16 @@ TEST(InferLayernorm, PhaseMustBeSet) {
   EXPECT_EQ(s.message(), "node 'ln' (layernorm): forward phase is not set");
 }
 
+TEST(InferLayernorm, UnknownPhaseIsRejected) {
+  auto g = float_graph();
+  auto outs = g.layernorm(tensor(g, "X", {4, 6}), tensor(g, "S", {1, 6}), tensor(g, "B", {1, 6}),
+                          ln(static_cast<dg::NormFwdPhase>(9)));
+  outs[0]->set_output(true);
+  auto s = g.validate();
+  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
+  EXPECT_EQ(s.message(), "node 'ln' (layernorm): unknown forward phase 9");
+}
+
 TEST(InferLayernorm, XNeedsTwoDims) {
   auto g = float_graph();
   auto outs =
