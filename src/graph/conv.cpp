@@ -1,0 +1,260 @@
+// Convolutions: conv_fprop (X, W -> Y), conv_dgrad (DY, W -> DX, the transposed convolution) and
+// conv_wgrad (DY, X -> DW). Dims are N, C, spatial... (ranks 3 to 5); strides pick the layout.
+// Groups follow from channel counts: groups = C / W.C.
+#include <string>
+
+#include "graph/families.hpp"
+#include "graph/infer_util.hpp"
+
+namespace dnngraph {
+namespace {
+
+// Padding, stride and dilation with one value per spatial dim, defaults filled in.
+struct ConvParams {
+  std::vector<int64_t> pre, post, stride, dilation;
+};
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// Forward output size of one spatial dim; may be < 1 when the dilated kernel does not fit.
+int64_t forward_size(const ConvParams& p, size_t i, int64_t in, int64_t k) {
+  const int64_t span = in + p.pre[i] + p.post[i] - p.dilation[i] * (k - 1) - 1;
+  return span < 0 ? 0 : span / p.stride[i] + 1;
+}
+
+// One value per spatial dim, or empty for `fallback`.
+Status per_spatial(const NodeSpec& node, const std::vector<int64_t>& v, size_t nsp, int64_t fallback,
+                   const char* what, std::vector<int64_t>& out) {
+  if (v.empty()) {
+    out.assign(nsp, fallback);
+    return {};
+  }
+  if (v.size() != nsp)
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      std::string(what) + " has " + str(static_cast<int64_t>(v.size())) + " values but there are " +
+                          str(static_cast<int64_t>(nsp)) + " spatial dims (give one per spatial dim, or none)");
+  out = v;
+  return {};
+}
+
+template <class Attr>
+Status conv_params(const Attr& attr, const NodeSpec& node, size_t nsp, ConvParams& p) {
+  if (auto s = per_spatial(node, attr.get_pre_padding(), nsp, 0, "pre-padding", p.pre); !s.ok()) return s;
+  if (auto s = per_spatial(node, attr.get_post_padding(), nsp, 0, "post-padding", p.post); !s.ok()) return s;
+  if (auto s = per_spatial(node, attr.get_stride(), nsp, 1, "stride", p.stride); !s.ok()) return s;
+  if (auto s = per_spatial(node, attr.get_dilation(), nsp, 1, "dilation", p.dilation); !s.ok()) return s;
+  for (size_t i = 0; i < nsp; ++i) {
+    if (p.pre[i] < 0 || p.post[i] < 0)
+      return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                        "padding " + dims_to_string(p.pre) + "/" + dims_to_string(p.post) + " must not be negative");
+    if (p.stride[i] < 1)
+      return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                        "stride " + dims_to_string(p.stride) + " must be >= 1 in every spatial dim");
+    if (p.dilation[i] < 1)
+      return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                        "dilation " + dims_to_string(p.dilation) + " must be >= 1 in every spatial dim");
+  }
+  return {};
+}
+
+// Both inputs present and well formed, rank 3..5, equal ranks; `out`, if the user set its dims, too.
+Status check_operands(const NodeSpec& node, const char* a_name, const char* b_name) {
+  const TensorAttr* a = node.inputs.size() > 0 ? node.inputs[0].get() : nullptr;
+  const TensorAttr* b = node.inputs.size() > 1 ? node.inputs[1].get() : nullptr;
+  if (auto s = check_input(node, a, a_name); !s.ok()) return s;
+  if (auto s = check_input(node, b, b_name); !s.ok()) return s;
+  const size_t rank = a->get_dim().size();
+  if (rank < 3 || rank > 5)
+    return node_error(ErrorCode::INVALID_VALUE, node, a,
+                      "rank " + str(static_cast<int64_t>(rank)) +
+                          " is outside 3..5 (dims are N, C and 1 to 3 spatial dims)");
+  if (b->get_dim().size() != rank)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, b,
+                      "rank " + str(static_cast<int64_t>(b->get_dim().size())) + " differs from " + a_name +
+                          "'s rank " + str(static_cast<int64_t>(rank)));
+  const TensorAttr* out = node.outputs[0].get();
+  if (!out->get_dim().empty() && out->get_dim().size() != rank)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, out,
+                      "rank " + str(static_cast<int64_t>(out->get_dim().size())) + " differs from " + a_name +
+                          "'s rank " + str(static_cast<int64_t>(rank)));
+  return {};
+}
+
+bool is_8bit_integer(DataType t) { return t == DataType::INT8 || t == DataType::UINT8; }
+
+// The two inputs share a type, neither BOOLEAN nor INT64; 8-bit integer inputs accumulate into
+// INT32 or FLOAT outputs. Run after fill_output so the output's type is known.
+Status check_types(const NodeSpec& node) {
+  const TensorAttr* a = node.inputs[0].get();
+  const TensorAttr* b = node.inputs[1].get();
+  const TensorAttr* out = node.outputs[0].get();
+  const DataType t = a->get_data_type();
+  if (b->get_data_type() != t)
+    return node_error(ErrorCode::INVALID_DATA_TYPE, node, b,
+                      "data type " + std::string(to_string(b->get_data_type())) + " differs from the " +
+                          std::string(to_string(t)) + " of '" + a->get_name() +
+                          "' (convolution inputs must share a data type)");
+  for (const TensorAttr* x : {a, out}) {
+    const DataType xt = x->get_data_type();
+    if (xt == DataType::BOOLEAN || xt == DataType::INT64)
+      return node_error(ErrorCode::INVALID_DATA_TYPE, node, x,
+                        "data type " + std::string(to_string(xt)) + " is not allowed for convolutions");
+  }
+  const DataType ot = out->get_data_type();
+  if (is_8bit_integer(t) && ot != DataType::INT32 && ot != DataType::FLOAT)
+    return node_error(ErrorCode::INVALID_DATA_TYPE, node, out,
+                      "data type " + std::string(to_string(ot)) + " is not allowed for " + std::string(to_string(t)) +
+                          " inputs (the output must be INT32 or FLOAT)");
+  return {};
+}
+
+// groups = c / c_per_group, which must divide exactly, and k must split into the groups.
+Status conv_groups(const NodeSpec& node, const TensorAttr* chan_tensor, int64_t c, const TensorAttr* filter,
+                   int64_t c_per_group, int64_t k, int64_t& groups) {
+  if (c % c_per_group != 0)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, chan_tensor,
+                      "channel count " + str(c) + " is not a multiple of the filter's channels per group " +
+                          str(c_per_group) + " (groups = C / filter C must be whole)");
+  groups = c / c_per_group;
+  if (k % groups != 0)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, filter,
+                      "output channel count K=" + str(k) + " is not divisible by groups=" + str(groups));
+  return {};
+}
+
+// Every spatial dim: forward_size(in, k) must equal out. `in_t` names the tensor blamed.
+Status check_forward_relation(const NodeSpec& node, const TensorAttr* blamed, const ConvParams& p,
+                              const std::vector<int64_t>& in, const std::vector<int64_t>& k,
+                              const std::vector<int64_t>& out, const char* in_name, const char* out_name) {
+  const size_t nsp = in.size() - 2;
+  std::vector<int64_t> fwd(nsp);
+  for (size_t i = 0; i < nsp; ++i) fwd[i] = forward_size(p, i, in[i + 2], k[i + 2]);
+  if (fwd != std::vector<int64_t>(out.begin() + 2, out.end()))
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, blamed,
+                      std::string("a convolution over ") + in_name + "'s spatial dims " +
+                          dims_to_string({in.begin() + 2, in.end()}) + " gives " + dims_to_string(fwd) + ", not " +
+                          out_name + "'s " + dims_to_string({out.begin() + 2, out.end()}));
+  return {};
+}
+
+}  // namespace
+
+Status infer(const ConvFpropAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  if (auto s = check_operands(node, "X", "W"); !s.ok()) return s;
+  const TensorAttr* x = node.inputs[0].get();
+  const TensorAttr* w = node.inputs[1].get();
+  const auto& xd = x->get_dim();
+  const auto& wd = w->get_dim();
+  const size_t nsp = xd.size() - 2;
+  ConvParams p;
+  if (auto s = conv_params(attr, node, nsp, p); !s.ok()) return s;
+  int64_t groups = 1;
+  if (auto s = conv_groups(node, x, xd[1], w, wd[1], wd[0], groups); !s.ok()) return s;
+  std::vector<int64_t> yd = {xd[0], wd[0]};
+  for (size_t i = 0; i < nsp; ++i) {
+    const int64_t o = forward_size(p, i, xd[i + 2], wd[i + 2]);
+    if (o < 1)
+      return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, x,
+                        "spatial dim " + str(static_cast<int64_t>(i)) + ": input " + str(xd[i + 2]) + " padded by " +
+                            str(p.pre[i]) + "+" + str(p.post[i]) + " is smaller than the dilated kernel " +
+                            str(p.dilation[i] * (wd[i + 2] - 1) + 1) + " (output size would be < 1)");
+    yd.push_back(o);
+  }
+  if (auto s = fill_output(node, *node.outputs[0], yd, x->get_stride(), defaults, x->get_data_type()); !s.ok())
+    return s;
+  return check_types(node);
+}
+
+Status infer(const ConvDgradAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  if (auto s = check_operands(node, "DY", "W"); !s.ok()) return s;
+  const TensorAttr* dy = node.inputs[0].get();
+  const TensorAttr* w = node.inputs[1].get();
+  TensorAttr& dx = *node.outputs[0];
+  const auto& dyd = dy->get_dim();
+  const auto& wd = w->get_dim();
+  const size_t nsp = dyd.size() - 2;
+  ConvParams p;
+  if (auto s = conv_params(attr, node, nsp, p); !s.ok()) return s;
+  if (dyd[1] != wd[0])
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, w,
+                      "output channels K=" + str(wd[0]) + " differ from DY's channel count " + str(dyd[1]));
+  std::vector<int64_t> dxd;
+  if (!dx.get_dim().empty()) {
+    // The user's DX picks among the input sizes a strided forward conv maps onto DY's size.
+    dxd = dx.get_dim();
+    int64_t groups = 1;
+    if (dxd[0] != dyd[0])
+      return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, &dx,
+                        "batch " + str(dxd[0]) + " differs from DY's batch " + str(dyd[0]));
+    if (auto s = conv_groups(node, &dx, dxd[1], w, wd[1], wd[0], groups); !s.ok()) return s;
+    if (auto s = check_forward_relation(node, &dx, p, dxd, wd, dyd, "DX", "DY"); !s.ok()) return s;
+  } else {
+    // Without DX dims the channel count is W's: groups = 1.
+    dxd = {dyd[0], wd[1]};
+    for (size_t i = 0; i < nsp; ++i) {
+      const int64_t in = (dyd[i + 2] - 1) * p.stride[i] - p.pre[i] - p.post[i] + p.dilation[i] * (wd[i + 2] - 1) + 1;
+      if (in < 1)
+        return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, dy,
+                          "spatial dim " + str(static_cast<int64_t>(i)) + ": the padding " + str(p.pre[i]) + "+" +
+                              str(p.post[i]) + " exceeds the transposed convolution's extent (DX size would be " +
+                              str(in) + " < 1)");
+      dxd.push_back(in);
+    }
+  }
+  if (auto s = fill_output(node, dx, dxd, dy->get_stride(), defaults, dy->get_data_type()); !s.ok()) return s;
+  return check_types(node);
+}
+
+namespace {
+
+// Largest kernel size k with forward_size(in, k) == out, or 0 when none exists.
+int64_t largest_kernel(const ConvParams& p, size_t i, int64_t in, int64_t out) {
+  const int64_t room = in + p.pre[i] + p.post[i] - 1 - (out - 1) * p.stride[i];
+  if (room < 0) return 0;
+  const int64_t k = room / p.dilation[i] + 1;
+  return forward_size(p, i, in, k) == out ? k : 0;
+}
+
+}  // namespace
+
+Status infer(const ConvWgradAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  if (auto s = check_operands(node, "DY", "X"); !s.ok()) return s;
+  const TensorAttr* dy = node.inputs[0].get();
+  const TensorAttr* x = node.inputs[1].get();
+  TensorAttr& dw = *node.outputs[0];
+  const auto& dyd = dy->get_dim();
+  const auto& xd = x->get_dim();
+  const size_t nsp = dyd.size() - 2;
+  ConvParams p;
+  if (auto s = conv_params(attr, node, nsp, p); !s.ok()) return s;
+  if (dyd[0] != xd[0])
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, x,
+                      "batch " + str(xd[0]) + " differs from DY's batch " + str(dyd[0]));
+  std::vector<int64_t> dwd;
+  if (!dw.get_dim().empty()) {
+    dwd = dw.get_dim();
+    if (dwd[0] != dyd[1])
+      return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, &dw,
+                        "output channels K=" + str(dwd[0]) + " differ from DY's channel count " + str(dyd[1]));
+    int64_t groups = 1;
+    if (auto s = conv_groups(node, x, xd[1], &dw, dwd[1], dwd[0], groups); !s.ok()) return s;
+    if (auto s = check_forward_relation(node, &dw, p, xd, dwd, dyd, "X", "DY"); !s.ok()) return s;
+  } else {
+    // Without DW dims: groups = 1 and the largest kernel the sizes allow.
+    dwd = {dyd[1], xd[1]};
+    for (size_t i = 0; i < nsp; ++i) {
+      const int64_t k = largest_kernel(p, i, xd[i + 2], dyd[i + 2]);
+      if (k < 1)
+        return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, dy,
+                          "spatial dim " + str(static_cast<int64_t>(i)) + ": no kernel size maps X's " +
+                              str(xd[i + 2]) + " onto DY's " + str(dyd[i + 2]) + " with padding " + str(p.pre[i]) +
+                              "+" + str(p.post[i]) + ", stride " + str(p.stride[i]) + ", dilation " +
+                              str(p.dilation[i]) + " (set DW's dims)");
+      dwd.push_back(k);
+    }
+  }
+  if (auto s = fill_output(node, dw, dwd, x->get_stride(), defaults, x->get_data_type()); !s.ok()) return s;
+  return check_types(node);
+}
+
+}  // namespace dnngraph
