@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/log.hpp"
+#include "planning/tuning_db.hpp"
+
 namespace dnngraph {
 namespace {
 
@@ -20,9 +23,29 @@ std::vector<Candidate> mode_fallback(std::vector<Candidate> c) {
   return c;
 }
 
+// Mode A's order with the tuning DB's recorded winner for this partition and device moved first.
+// A record naming an engine or knobs that are no longer candidates is ignored.
+std::vector<Candidate> mode_b(std::vector<Candidate> c, const Partition& p, const ir::Graph& g, const Target& t) {
+  c = mode_a(std::move(c));
+  std::vector<std::string> warnings;
+  const auto rec = TuningDb(TuningDb::default_path())
+                       .find(g.fingerprint(g.dynamic_shapes), partition_nodes_key(p), t.info().signature, warnings);
+  if (!rec) return c;
+  const int engine = engine_id_by_name(rec->engine);
+  auto it = std::find_if(c.begin(), c.end(), [&](const Candidate& x) { return x.engine_id == engine && x.knobs == rec->knobs; });
+  if (it == c.end()) {
+    DG_LOG(INFO) << "mode B: the recorded " << rec->engine << " [" << knobs_to_string(rec->knobs)
+                 << "] is no longer a candidate of partition " << p.pattern;
+    return c;
+  }
+  std::rotate(c.begin(), it, it + 1);
+  c.front().measured_s = rec->seconds;
+  return c;
+}
+
 }  // namespace
 
-void order_candidates(PartitionPlans& pp, const ir::Graph&, const Target&, const std::vector<HeurMode>& modes) {
+void order_candidates(PartitionPlans& pp, const ir::Graph& g, const Target& target, const std::vector<HeurMode>& modes) {
   std::vector<Candidate> all = pp.candidates, ordered;
   auto append = [&](const std::vector<Candidate>& list) {
     for (const auto& c : list) {
@@ -34,7 +57,7 @@ void order_candidates(PartitionPlans& pp, const ir::Graph&, const Target&, const
   for (HeurMode m : modes) {
     switch (m) {
       case HeurMode::A: append(mode_a(all)); break;
-      case HeurMode::B: append(mode_a(all)); break;  // the tuning DB's record is put first by planning/tuning_db
+      case HeurMode::B: append(mode_b(all, pp.partition, g, target)); break;
       case HeurMode::FALLBACK: append(mode_fallback(all)); break;
     }
   }

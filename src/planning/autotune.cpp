@@ -1,0 +1,183 @@
+// autotune: warm-up, timed repeats, median; hopeless candidates are dropped early.
+#include "planning/autotune.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "core/log.hpp"
+#include "dnngraph/version.hpp"
+#include "planning/tuning_db.hpp"
+#include "runtime/cuda/context.hpp"
+
+namespace dnngraph {
+namespace {
+
+class SteadyClockTimer final : public Timer {
+ public:
+  explicit SteadyClockTimer(HandleImpl& h) : handle_(h) {}
+  Status start() override {
+    if (auto s = drain(); !s.ok()) return s;
+    start_ = std::chrono::steady_clock::now();
+    return {};
+  }
+  Status stop(double& seconds) override {
+    if (auto s = drain(); !s.ok()) return s;
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return {};
+  }
+
+ private:
+  // On CUDA the clock only means something once the stream has finished the work.
+  Status drain() { return handle_.device.is_cuda() ? cuda::synchronize(handle_) : Status{}; }
+  HandleImpl& handle_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+struct Measurement {
+  double seconds = std::numeric_limits<double>::infinity();
+  int runs = 0;
+  bool gave_up = false;
+  bool timed = false;  // false: not built, not run
+  Status error;
+  bool ok() const { return timed && error.ok(); }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Measurement time_plan(const Plan& plan, const ExecArgs& args, Timer& timer, const AutotuneOptions& o, double best) {
+  Measurement m;
+  m.timed = true;
+  auto run_once = [&](double& seconds) -> Status {
+    if (auto s = timer.start(); !s.ok()) return s;
+    if (auto s = plan.execute(args); !s.ok()) return s;
+    return timer.stop(seconds);
+  };
+  double seconds = 0;
+  for (int i = 0; i < o.warmup; ++i)
+    if (m.error = run_once(seconds); !m.error.ok()) return m;
+  std::vector<double> samples;
+  for (int i = 0; i < std::max(1, o.repeats); ++i) {
+    if (m.error = run_once(seconds); !m.error.ok()) return m;
+    samples.push_back(seconds);
+    // Even its fastest run loses by the give-up ratio: more runs cannot make it the winner.
+    if (*std::min_element(samples.begin(), samples.end()) > o.give_up_ratio * best) {
+      m.gave_up = i + 1 < std::max(1, o.repeats);
+      break;
+    }
+  }
+  m.seconds = median(samples);
+  m.runs = static_cast<int>(samples.size());
+  return m;
+}
+
+// Fastest first; then candidates that failed; then the unbuilt ones in their heuristic order.
+std::vector<size_t> ranking(const std::vector<Measurement>& m) {
+  std::vector<size_t> order(m.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto group = [&](size_t i) { return m[i].ok() ? 0 : m[i].timed ? 1 : 2; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (group(a) != group(b)) return group(a) < group(b);
+    return group(a) == 0 && m[a].seconds < m[b].seconds;
+  });
+  return order;
+}
+
+void reorder(PartitionPlans& pp, const std::vector<Measurement>& m, size_t part, std::vector<CandidateTiming>* out) {
+  const std::vector<size_t> order = ranking(m);
+  std::vector<Candidate> candidates;
+  std::vector<std::shared_ptr<Plan>> built;
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    const size_t i = order[rank];
+    candidates.push_back(pp.candidates[i]);
+    candidates.back().measured_s = m[i].ok() ? m[i].seconds : -1;
+    built.push_back(pp.built[i]);
+    if (out && m[i].timed)
+      out->push_back({part, rank, pp.candidates[i].label(), m[i].seconds, m[i].runs, m[i].gave_up,
+                      pp.built[i]->workspace_size(), m[i].error.ok() ? std::string() : m[i].error.to_string()});
+  }
+  pp.candidates = std::move(candidates);
+  pp.built = std::move(built);
+  pp.chosen = 0;
+}
+
+void record_winners(const GraphImpl& g, const Handle& handle, const std::string& db_path) {
+  const uint64_t fingerprint = g.ir->fingerprint(g.ir->dynamic_shapes);
+  std::vector<TuningRecord> records;
+  for (const auto& pp : g.plans->parts) {
+    const Candidate& c = pp.candidates[static_cast<size_t>(pp.chosen)];
+    if (c.measured_s < 0) continue;
+    records.push_back({fingerprint, partition_nodes_key(pp.partition), handle.impl().info.signature, kVersionString,
+                       std::string(engine_by_id(c.engine_id)->name()), c.knobs, c.measured_s});
+  }
+  TuningDb db(db_path.empty() ? TuningDb::default_path() : db_path);
+  std::vector<std::string> warnings;
+  // The tuning itself succeeded; a DB that cannot be written costs only the next process a re-tune.
+  if (auto s = db.store(records, warnings); !s.ok()) {
+    DG_LOG(ERROR) << "autotune: the winners were not recorded: " << s.message();
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Timer> make_timer(HandleImpl& handle) { return std::make_unique<SteadyClockTimer>(handle); }
+
+Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_tensor, const UidVariantPack* by_uid,
+                      void* workspace, const AutotuneOptions& options, std::vector<CandidateTiming>* timings) {
+  std::vector<void*> ptrs;
+  std::vector<double> scalars;
+  if (auto s = resolve_pack(g, handle, by_tensor, by_uid, workspace, -1, ptrs, scalars); !s.ok()) return s;
+  PlanSet& ps = *g.plans;
+  auto current_choice = [&] {
+    std::vector<size_t> choice;
+    for (const auto& pp : ps.parts) choice.push_back(static_cast<size_t>(pp.chosen));
+    return choice;
+  };
+  // Fill the intermediates that later partitions read, so each partition is timed on real data. A
+  // chosen plan that fails here is timed (and fails) below like any other candidate.
+  if (auto s = run_partitions(g, handle, ptrs, workspace, current_choice()); !s.ok()) {
+    DG_LOG(INFO) << "autotune: the run with the current choice failed: " << s.to_string();
+  }
+  size_t total = 0, done = 0;
+  for (const auto& pp : ps.parts) total += static_cast<size_t>(std::count_if(pp.built.begin(), pp.built.end(), [](auto& b) { return b != nullptr; }));
+  auto timer = make_timer(handle.impl());
+  void* engine_ws = workspace ? static_cast<char*>(workspace) + ps.intermediates_bytes : nullptr;
+  for (size_t p = 0; p < ps.parts.size(); ++p) {
+    PartitionPlans& pp = ps.parts[p];
+    std::vector<Measurement> m(pp.candidates.size());
+    double best = std::numeric_limits<double>::infinity();
+    Status last_error;
+    for (size_t i = 0; i < pp.candidates.size(); ++i) {
+      if (!pp.built[i]) continue;
+      m[i] = time_plan(*pp.built[i], ExecArgs{handle.impl(), ptrs, engine_ws}, *timer, options, best);
+      if (m[i].ok()) best = std::min(best, m[i].seconds);
+      else last_error = m[i].error;
+      DG_LOG(INFO) << "autotune: partition " << p << ": " << pp.candidates[i].label() << ": "
+                   << (m[i].ok() ? std::to_string(m[i].seconds * 1e3) + " ms" : m[i].error.to_string())
+                   << (m[i].gave_up ? " (gave up)" : "");
+      if (options.progress) options.progress(++done, total);
+    }
+    if (best == std::numeric_limits<double>::infinity())
+      return {ErrorCode::GRAPH_EXECUTION_FAILED,
+              "autotune: no built candidate of partition " + std::to_string(p) + " ('" + pp.partition.pattern +
+                  "') ran" + (last_error.ok() ? std::string(": none is built") : ": " + last_error.to_string())};
+    reorder(pp, m, p, timings);
+  }
+  // Leave the outputs holding the chosen plans' results, as execute() would.
+  if (auto s = run_partitions(g, handle, ptrs, workspace, current_choice()); !s.ok()) return s;
+  if (options.record) record_winners(g, handle, options.db_path);
+  return {};
+}
+
+Status Graph::autotune(const Handle& handle, const VariantPack& pack, void* workspace) {
+  return autotune_graph(*impl_, handle, &pack, nullptr, workspace, AutotuneOptions{}, nullptr);
+}
+Status Graph::autotune(const Handle& handle, const UidVariantPack& pack, void* workspace) {
+  return autotune_graph(*impl_, handle, nullptr, &pack, workspace, AutotuneOptions{}, nullptr);
+}
+
+}  // namespace dnngraph

@@ -1,0 +1,68 @@
+// KernelCacheImpl: compiled kernel binaries by key, in memory and (when a folder is set) on disk.
+//
+// Engines that compile (NVRTC on CUDA; any CPU JIT later) ask the cache before compiling:
+//   KernelKey key{hash64(source), options, target arch, compiler version};
+//   std::vector<uint8_t> cubin;
+//   auto compile = [&](std::vector<uint8_t>& out) { return nvrtc_compile(source, options, out); };
+//   Status s = t.kernel_cache ? t.kernel_cache->get_or_compile(key, compile, cubin) : compile(cubin);
+// With dynamic shapes, sizes that vary are kernel arguments, so the source (and key) of a graph that
+// differs only in batch size is the same and its binary is served from the cache.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dnngraph/kernel_cache.hpp"
+#include "dnngraph/status.hpp"
+
+namespace dnngraph {
+
+struct KernelKey {
+  uint64_t source_hash = 0;      // hash64 of the generated source text
+  std::string options;           // compile options exactly as passed to the compiler
+  std::string arch;              // "sm_90", or the CPU's ISA for a CPU JIT
+  std::string compiler_version;  // "nvrtc 13.0"
+  // The canonical text of the key: what entries are compared by (hash collisions cannot mix them up).
+  std::string text() const;
+  // The entry's file name in the cache folder.
+  std::string file_name() const;
+};
+
+struct KernelCacheImpl {
+  using Binary = std::vector<uint8_t>;
+  using Compile = std::function<Status(Binary&)>;
+
+  // Memory first, then the folder (a file found there is kept in memory). Counts a hit or a miss.
+  bool lookup(const KernelKey& key, Binary& binary);
+  // Keeps the binary in memory and, when a folder is set, writes it there atomically.
+  Status insert(const KernelKey& key, const Binary& binary);
+  // lookup, else compile (once: concurrent callers with the same key wait for the first) and insert.
+  // A failed compile is returned to its caller and is not cached.
+  Status get_or_compile(const KernelKey& key, const Compile& compile, Binary& binary);
+
+  void set_directory(std::string dir);
+  const std::string& directory() const { return dir_; }
+  int64_t size() const;
+  int64_t hits() const;
+  int64_t misses() const;
+
+ private:
+  // Reads and checks <dir>/<file_name>; false (with a log line) when missing, corrupt or foreign.
+  static bool read_file(const std::string& dir, const KernelKey& key, Binary& binary);
+  static Status write_file(const std::string& dir, const KernelKey& key, const Binary& binary);
+
+  mutable std::mutex mutex_;
+  std::condition_variable compiled_;
+  std::map<std::string, std::shared_ptr<const Binary>> entries_;  // by key text
+  std::set<std::string> compiling_;                               // keys being compiled now
+  std::string dir_;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace dnngraph

@@ -1,0 +1,224 @@
+// autotune: timing, reordering, early give-up, failures, the tuning DB record and mode B.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "dnngraph/dnngraph.hpp"
+#include "dnngraph/version.hpp"
+#include "graph/graph_impl.hpp"
+#include "planning/autotune.hpp"
+#include "planning/tuning_db.hpp"
+
+namespace dg = dnngraph;
+
+namespace {
+
+// Wraps a real plan, adding a fixed delay or failing: candidates whose relative speed is known.
+class ScriptedPlan final : public dg::Plan {
+ public:
+  ScriptedPlan(std::shared_ptr<dg::Plan> inner, int delay_us, bool fail) : inner_(std::move(inner)), delay_us_(delay_us), fail_(fail) {}
+  int64_t workspace_size() const override { return 0; }
+  dg::Status execute(const dg::ExecArgs& args) const override {
+    if (fail_) return {dg::ErrorCode::GRAPH_EXECUTION_FAILED, "scripted failure"};
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us_));
+    return inner_->execute(args);
+  }
+
+ private:
+  std::shared_ptr<dg::Plan> inner_;
+  int delay_us_;
+  bool fail_;
+};
+
+// Points the tuning DB at a fresh folder for the test's duration.
+class AutotuneTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = testing::TempDir() + "dg_autotune_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    ::setenv("DNNGRAPH_CACHE_DIR", dir_.c_str(), 1);
+    ::unsetenv("DNNGRAPH_TUNING_DB");
+  }
+  void TearDown() override { ::unsetenv("DNNGRAPH_CACHE_DIR"); }
+
+  // Y = relu(X + B), built with the heuristics' choice.
+  void build(dg::Graph& g, std::vector<dg::HeurMode> modes = {dg::HeurMode::A, dg::HeurMode::FALLBACK}) {
+    g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+    x_ = g.tensor(dg::TensorAttr().set_name("X").set_uid(1).set_dim({3, 5, 7}).set_stride({35, 7, 1}));
+    b_ = g.tensor(dg::TensorAttr().set_name("B").set_uid(2).set_dim({1, 5, 1}).set_stride({5, 1, 1}));
+    y_ = g.relu(g.bias(x_, b_));
+    y_->set_output(true).set_uid(3);
+    ASSERT_TRUE(g.build_operation_graph(handle_).ok());
+    ASSERT_TRUE(g.create_execution_plans(modes).ok());
+    ASSERT_TRUE(g.check_support(handle_).ok());
+    ASSERT_TRUE(g.build_plans(handle_).ok());
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1, 1);
+    xs_.resize(105);
+    bs_.resize(5);
+    for (auto& v : xs_) v = u(rng);
+    for (auto& v : bs_) v = u(rng);
+    ys_.assign(105, std::nanf(""));
+  }
+
+  // Replaces partition 0's list with scripted candidates around its built ref plan:
+  // {delay_us, fail} each, labelled by a "script" knob so the DB can tell them apart.
+  void script(dg::Graph& g, const std::vector<std::pair<int, bool>>& behaviours) {
+    auto& pp = g.impl().plans->parts.at(0);
+    auto real = pp.built.at(0);
+    pp.candidates.clear();
+    pp.built.clear();
+    for (size_t i = 0; i < behaviours.size(); ++i) {
+      pp.candidates.push_back(dg::Candidate{0, {{"script", static_cast<int64_t>(i)}}, 1e-6 * static_cast<double>(i), -1});
+      pp.built.push_back(std::make_shared<ScriptedPlan>(real, behaviours[i].first, behaviours[i].second));
+    }
+  }
+
+  dg::UidVariantPack pack() { return {{1, xs_.data()}, {2, bs_.data()}, {3, ys_.data()}}; }
+  void expect_outputs_correct() {
+    for (size_t i = 0; i < ys_.size(); ++i)
+      ASSERT_NEAR(ys_[i], std::max(0.0f, xs_[i] + bs_[(i / 7) % 5]), 1e-6) << i;
+  }
+
+  std::string dir_;
+  dg::Handle handle_{dg::Device::cpu()};
+  dg::TensorPtr x_, b_, y_;
+  std::vector<float> xs_, bs_, ys_;
+};
+
+}  // namespace
+
+TEST_F(AutotuneTest, FastestFirstHopelessGivenUpWinnerRecorded) {
+  dg::Graph g;
+  build(g);
+  script(g, {{3000, false}, {0, false}, {60000, false}});
+  std::vector<dg::CandidateTiming> timings;
+  std::vector<std::pair<size_t, size_t>> progress;
+  dg::AutotuneOptions opts;
+  opts.progress = [&](size_t done, size_t total) { progress.emplace_back(done, total); };
+  auto p = pack();
+  ASSERT_TRUE(dg::autotune_graph(g.impl(), handle_, nullptr, &p, nullptr, opts, &timings).ok());
+  expect_outputs_correct();  // left holding the chosen plan's results
+
+  const auto& pp = g.impl().plans->parts[0];
+  ASSERT_EQ(pp.candidates.size(), 3u);
+  EXPECT_EQ(pp.chosen, 0);
+  EXPECT_EQ(pp.candidates[0].knobs.at("script"), 1);
+  EXPECT_EQ(pp.candidates[1].knobs.at("script"), 0);
+  EXPECT_EQ(pp.candidates[2].knobs.at("script"), 2);
+  EXPECT_GE(pp.candidates[1].measured_s, 3e-3);
+  EXPECT_LT(pp.candidates[0].measured_s, pp.candidates[1].measured_s);
+  std::string name;
+  ASSERT_TRUE(g.get_plan_name_at_index(0, name).ok());
+  EXPECT_EQ(name, "ref[script=1]");
+
+  ASSERT_EQ(timings.size(), 3u);
+  for (const auto& t : timings) {
+    EXPECT_TRUE(t.error.empty());
+    if (t.label == "ref[script=2]") {
+      EXPECT_TRUE(t.gave_up);  // 60 ms against ~3 ms: one timed run, not five
+      EXPECT_EQ(t.runs, 1);
+      EXPECT_EQ(t.rank, 2u);
+    } else {
+      EXPECT_FALSE(t.gave_up) << t.label;
+      EXPECT_EQ(t.runs, opts.repeats) << t.label;
+    }
+  }
+  EXPECT_EQ(progress, (std::vector<std::pair<size_t, size_t>>{{1, 3}, {2, 3}, {3, 3}}));
+
+  std::vector<dg::TuningRecord> records;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(dg::TuningDb(dir_ + "/tuning.db").load(records, warnings).ok());
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].engine, "ref");
+  EXPECT_EQ(records[0].knobs, (dg::Knobs{{"script", 1}}));
+  EXPECT_EQ(records[0].device, handle_.impl().info.signature);
+  EXPECT_EQ(records[0].fingerprint, g.impl().ir->fingerprint());
+  EXPECT_EQ(records[0].nodes, "0,1");
+}
+
+TEST_F(AutotuneTest, FailingCandidatesRankLastAndAllFailingIsAnError) {
+  dg::Graph g;
+  build(g);
+  script(g, {{0, true}, {100, false}});
+  std::vector<dg::CandidateTiming> timings;
+  dg::AutotuneOptions opts;
+  opts.record = false;
+  auto p = pack();
+  ASSERT_TRUE(dg::autotune_graph(g.impl(), handle_, nullptr, &p, nullptr, opts, &timings).ok());
+  const auto& pp = g.impl().plans->parts[0];
+  EXPECT_EQ(pp.candidates[0].knobs.at("script"), 1);
+  EXPECT_EQ(pp.candidates[1].measured_s, -1);
+  ASSERT_EQ(timings.size(), 2u);
+  EXPECT_NE(timings[1].error.find("scripted failure"), std::string::npos);
+  expect_outputs_correct();
+
+  dg::Graph h;
+  build(h);
+  script(h, {{0, true}});
+  h.impl().plans->parts[0].built.push_back(nullptr);  // an unbuilt candidate is not timed
+  h.impl().plans->parts[0].candidates.push_back(dg::Candidate{0, {{"script", 9}}, 1, -1});
+  auto q = pack();
+  const auto s = dg::autotune_graph(h.impl(), handle_, nullptr, &q, nullptr, opts, nullptr);
+  EXPECT_EQ(s.code(), dg::ErrorCode::GRAPH_EXECUTION_FAILED);
+  EXPECT_NE(s.message().find("no built candidate of partition 0"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("scripted failure"), std::string::npos) << s.message();
+}
+
+TEST_F(AutotuneTest, PublicAutotuneByTensorAndByUid) {
+  dg::Graph g;
+  build(g);
+  ASSERT_TRUE(g.autotune(handle_, {{x_, xs_.data()}, {b_, bs_.data()}, {y_, ys_.data()}}, nullptr).ok());
+  expect_outputs_correct();
+  ys_.assign(ys_.size(), std::nanf(""));
+  ASSERT_TRUE(g.autotune(handle_, pack(), nullptr).ok());
+  expect_outputs_correct();
+  EXPECT_GE(g.impl().plans->parts[0].candidates[0].measured_s, 0);
+  EXPECT_NE(g.explain().find("measured"), std::string::npos);
+  // Bad packs are reported as execute() reports them.
+  EXPECT_EQ(g.autotune(handle_, dg::UidVariantPack{{1, xs_.data()}}, nullptr).code(), dg::ErrorCode::INVALID_VARIANT_PACK);
+  dg::Graph unbuilt;
+  EXPECT_EQ(unbuilt.autotune(handle_, pack(), nullptr).code(), dg::ErrorCode::INVALID_CALL_ORDER);
+}
+
+// Mode B puts the DB's recorded winner first; a record for a candidate that no longer exists, or
+// for another device, changes nothing.
+TEST_F(AutotuneTest, ModeBReadsTheRecordedWinner) {
+  dg::Graph probe;
+  build(probe);
+  const auto fingerprint = probe.impl().ir->fingerprint();
+  const auto& candidates = probe.impl().plans->parts[0].candidates;
+  ASSERT_FALSE(candidates.empty());
+  // Record the last candidate of mode A's list as the winner.
+  const dg::Candidate last = candidates.back();
+  dg::TuningRecord r{fingerprint, "0,1", handle_.impl().info.signature, dg::kVersionString,
+                     std::string(dg::engine_by_id(last.engine_id)->name()), last.knobs, 1e-5};
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(dg::TuningDb(dg::TuningDb::default_path()).store({r}, warnings).ok());
+  dg::Graph g;
+  build(g, {dg::HeurMode::B});
+  const auto& c = g.impl().plans->parts[0].candidates;
+  EXPECT_EQ(c.front().engine_id, last.engine_id);
+  EXPECT_EQ(c.front().knobs, last.knobs);
+  EXPECT_DOUBLE_EQ(c.front().measured_s, 1e-5);
+  EXPECT_EQ(c.size(), candidates.size());
+
+  // A stale record (knobs no candidate has) or another device's record: mode A's order.
+  r.knobs = {{"no_such_knob", 1}};
+  dg::TuningRecord other_device = r;
+  other_device.knobs = last.knobs;
+  other_device.device = "cuda:sm_90:NVIDIA H200";
+  ASSERT_TRUE(dg::TuningDb(dg::TuningDb::default_path()).store({r, other_device}, warnings).ok());
+  dg::Graph a, b;
+  build(a, {dg::HeurMode::A});
+  build(b, {dg::HeurMode::B});
+  const auto& ca = a.impl().plans->parts[0].candidates;
+  const auto& cb = b.impl().plans->parts[0].candidates;
+  ASSERT_EQ(ca.size(), cb.size());
+  for (size_t i = 0; i < ca.size(); ++i) EXPECT_TRUE(ca[i].engine_id == cb[i].engine_id && ca[i].knobs == cb[i].knobs);
+}
