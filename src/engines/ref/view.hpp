@@ -1,5 +1,6 @@
 // View: a strided tensor in host memory, read and written as double.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -61,7 +62,7 @@ void for_each_index(const std::vector<int64_t>& dims, Fn&& fn) {
   }
 }
 
-// The same, split over the pool by the outermost dim.
+// The same, split over the pool by the outermost dim. One index vector per chunk, updated in place.
 template <class Fn>
 void parallel_for_each_index(ThreadPool& pool, const std::vector<int64_t>& dims, Fn&& fn) {
   if (dims.empty()) {
@@ -69,14 +70,21 @@ void parallel_for_each_index(ThreadPool& pool, const std::vector<int64_t>& dims,
     fn(idx);
     return;
   }
+  int64_t inner_total = 1;
+  for (size_t k = 1; k < dims.size(); ++k) inner_total *= dims[k];
   pool.parallel_for(dims[0], [&](int64_t b, int64_t e) {
-    std::vector<int64_t> inner(dims.begin() + 1, dims.end());
-    for (int64_t i = b; i < e; ++i)
-      for_each_index(inner, [&](const std::vector<int64_t>& rest) {
-        std::vector<int64_t> idx(1, i);
-        idx.insert(idx.end(), rest.begin(), rest.end());
+    std::vector<int64_t> idx(dims.size(), 0);
+    for (int64_t i = b; i < e; ++i) {
+      std::fill(idx.begin(), idx.end(), 0);
+      idx[0] = i;
+      for (int64_t n = 0; n < inner_total; ++n) {
         fn(idx);
-      });
+        for (size_t k = dims.size(); k-- > 1;) {
+          if (++idx[k] < dims[k]) break;
+          idx[k] = 0;
+        }
+      }
+    }
   });
 }
 
