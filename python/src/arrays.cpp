@@ -1,0 +1,208 @@
+// Arrays through DLPack (NumPy, PyTorch, CuPy, JAX, anything with __dlpack__ or the buffer
+// protocol), data types from any framework's dtype, streams from any framework's stream object.
+#include <algorithm>
+#include <cctype>
+
+#include "common.hpp"
+
+namespace dnngraph::python {
+namespace {
+
+namespace dl = nb::dlpack;
+
+constexpr int kCpu = 1, kCuda = 2, kCudaHost = 3, kCudaManaged = 13;
+
+std::optional<DataType> data_type_by_name(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (s.rfind("torch.", 0) == 0) s = s.substr(6);
+  if (s.rfind("jnp.", 0) == 0) s = s.substr(4);
+  struct Name { const char* name; DataType type; };
+  static const Name kNames[] = {
+      {"float32", DataType::FLOAT},      {"float", DataType::FLOAT},        {"float16", DataType::HALF},
+      {"half", DataType::HALF},          {"bfloat16", DataType::BFLOAT16},  {"float64", DataType::DOUBLE},
+      {"double", DataType::DOUBLE},      {"int8", DataType::INT8},          {"uint8", DataType::UINT8},
+      {"int32", DataType::INT32},        {"int64", DataType::INT64},        {"long", DataType::INT64},
+      {"bool", DataType::BOOLEAN},       {"boolean", DataType::BOOLEAN},    {"bool_", DataType::BOOLEAN},
+      {"float8_e4m3fn", DataType::FP8_E4M3}, {"float8_e4m3", DataType::FP8_E4M3}, {"fp8_e4m3", DataType::FP8_E4M3},
+      {"float8_e5m2", DataType::FP8_E5M2},   {"fp8_e5m2", DataType::FP8_E5M2},
+  };
+  for (const auto& n : kNames)
+    if (s == n.name) return n.type;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool ArrayRef::on_host() const {
+  const int t = array.device_type();
+  return t == kCpu || t == kCudaHost || t == kCudaManaged;
+}
+
+bool ArrayRef::usable_on(const Device& d) const {
+  const int t = array.device_type();
+  if (d.is_cpu()) return on_host();
+  if (t == kCuda) return array.device_id() == d.index();
+  return t == kCudaHost || t == kCudaManaged;
+}
+
+std::string ArrayRef::device_string() const {
+  switch (array.device_type()) {
+    case kCpu: return "cpu";
+    case kCuda: return "cuda:" + std::to_string(array.device_id());
+    case kCudaHost: return "cuda_host (pinned)";
+    case kCudaManaged: return "cuda_managed";
+    default: return "DLPack device type " + std::to_string(array.device_type());
+  }
+}
+
+std::optional<DataType> ArrayRef::data_type() const {
+  const dl::dtype t = array.dtype();
+  if (t.lanes != 1) return std::nullopt;
+  switch (static_cast<dl::dtype_code>(t.code)) {
+    case dl::dtype_code::Float:
+      if (t.bits == 16) return DataType::HALF;
+      if (t.bits == 32) return DataType::FLOAT;
+      if (t.bits == 64) return DataType::DOUBLE;
+      break;
+    case dl::dtype_code::Bfloat:
+      if (t.bits == 16) return DataType::BFLOAT16;
+      break;
+    case dl::dtype_code::Int:
+      if (t.bits == 8) return DataType::INT8;
+      if (t.bits == 32) return DataType::INT32;
+      if (t.bits == 64) return DataType::INT64;
+      break;
+    case dl::dtype_code::UInt:
+      if (t.bits == 8) return DataType::UINT8;
+      break;
+    case dl::dtype_code::Bool:
+      if (t.bits == 8) return DataType::BOOLEAN;
+      break;
+    case dl::dtype_code::Float8_E4M3FN:
+      return DataType::FP8_E4M3;
+    case dl::dtype_code::Float8_E5M2:
+      return DataType::FP8_E5M2;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+std::string ArrayRef::dtype_string() const {
+  if (auto t = data_type()) {
+    switch (*t) {
+      case DataType::FLOAT: return "float32";
+      case DataType::HALF: return "float16";
+      case DataType::BFLOAT16: return "bfloat16";
+      case DataType::DOUBLE: return "float64";
+      case DataType::INT8: return "int8";
+      case DataType::UINT8: return "uint8";
+      case DataType::INT32: return "int32";
+      case DataType::INT64: return "int64";
+      case DataType::BOOLEAN: return "bool";
+      case DataType::FP8_E4M3: return "float8_e4m3fn";
+      case DataType::FP8_E5M2: return "float8_e5m2";
+      default: break;
+    }
+  }
+  const dl::dtype t = array.dtype();
+  return "DLPack dtype (code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits)";
+}
+
+std::vector<int64_t> ArrayRef::dims() const {
+  std::vector<int64_t> d(array.ndim());
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<int64_t>(array.shape(i));
+  return d;
+}
+
+std::vector<int64_t> ArrayRef::strides() const {
+  std::vector<int64_t> s(array.ndim());
+  for (size_t i = 0; i < s.size(); ++i) s[i] = array.stride(i);
+  return s;
+}
+
+int64_t ArrayRef::extent_bytes() const {
+  return span_elements(dims(), strides()) * static_cast<int64_t>(array.itemsize());
+}
+
+bool ArrayRef::has_negative_stride() const {
+  for (size_t i = 0; i < array.ndim(); ++i)
+    if (array.stride(i) < 0 && array.shape(i) > 1) return true;
+  return false;
+}
+
+bool to_array(nb::handle obj, ArrayRef& out) {
+  if (obj.is_none() || PyLong_Check(obj.ptr())) return false;
+  // Writable first: outputs need it. A read-only producer (a frozen NumPy array, JAX) then
+  // comes in read-only, and only inputs may be read-only.
+  nb::ndarray<> rw;
+  if (nb::try_cast(obj, rw, false)) {
+    out.array = std::move(rw);
+    out.writable = true;
+    return true;
+  }
+  nb::ndarray<nb::ro> ro;
+  if (nb::try_cast(obj, ro, false)) {
+    out.array = nb::ndarray<>(ro);
+    out.writable = false;
+    return true;
+  }
+  return false;
+}
+
+DataType to_data_type(nb::handle obj) {
+  if (nb::isinstance<DataType>(obj)) return nb::cast<DataType>(obj);
+  std::string name;
+  if (nb::isinstance<nb::str>(obj)) {
+    name = nb::cast<std::string>(obj);
+    if (auto ours = data_type_from_string(name)) return *ours;
+  } else if (PyType_Check(obj.ptr()) && nb::hasattr(obj, "__name__")) {
+    name = nb::cast<std::string>(obj.attr("__name__"));  // numpy.float32, ml_dtypes.bfloat16
+  } else if (nb::hasattr(obj, "name") && nb::isinstance<nb::str>(obj.attr("name"))) {
+    name = nb::cast<std::string>(obj.attr("name"));  // numpy.dtype('float16')
+  } else {
+    name = nb::cast<std::string>(nb::str(obj));  // torch.float16
+  }
+  if (auto t2 = data_type_by_name(name)) return *t2;
+  fail(ErrorCode::INVALID_DATA_TYPE, "'" + name + "' is not a data type dnngraph knows");
+}
+
+void* to_pointer(nb::handle obj) {
+  if (obj.is_none()) return nullptr;
+  void* p = PyLong_AsVoidPtr(obj.ptr());
+  if (PyErr_Occurred()) throw nb::python_error();
+  return p;
+}
+
+void* to_stream(nb::handle obj) {
+  if (obj.is_none()) return nullptr;
+  if (PyLong_Check(obj.ptr())) return to_pointer(obj);
+  if (nb::hasattr(obj, "cuda_stream")) return to_pointer(obj.attr("cuda_stream"));  // torch.cuda.Stream
+  if (nb::hasattr(obj, "ptr")) return to_pointer(obj.attr("ptr"));                  // cupy.cuda.Stream
+  if (nb::hasattr(obj, "_as_parameter_")) {                                         // ctypes-style
+    nb::object p = obj.attr("_as_parameter_");
+    if (nb::hasattr(p, "value")) p = p.attr("value");
+    return to_pointer(p);
+  }
+  fail(ErrorCode::INVALID_VALUE, "set_stream: expected an int (cudaStream_t), None, or an object with "
+                                 ".cuda_stream, .ptr or ._as_parameter_; got " +
+                                     py_type_name(obj));
+}
+
+std::vector<int64_t> packed_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * std::max<int64_t>(dims[i], 1);
+  return s;
+}
+
+int64_t span_elements(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  int64_t last = 0;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 0) return 0;
+    const int64_t s = i < strides.size() ? strides[i] : 0;
+    if (s > 0) last += (dims[i] - 1) * s;
+  }
+  return last + 1;
+}
+
+}  // namespace dnngraph::python

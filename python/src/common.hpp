@@ -1,0 +1,84 @@
+// Shared by the binding files: Status -> Python exceptions, arrays through DLPack, conversions.
+#pragma once
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dnngraph/dnngraph.hpp"
+
+namespace dnngraph::python {
+
+namespace nb = nanobind;
+
+// ---- errors (errors.cpp)
+
+// Carries a failed Status to the exception translator, which raises ValueError,
+// dnngraph.GraphNotSupportedError or RuntimeError with the library's message and `.code`.
+class StatusError : public std::exception {
+ public:
+  explicit StatusError(Status s) : status_(std::move(s)), what_(status_.to_string()) {}
+  const Status& status() const { return status_; }
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  Status status_;
+  std::string what_;
+};
+
+inline void check(const Status& s) {
+  if (!s.ok()) throw StatusError(s);
+}
+[[noreturn]] inline void fail(ErrorCode code, std::string message) { throw StatusError(Status(code, std::move(message))); }
+
+void init_errors(nb::module_& m);
+
+// "numpy.ndarray", "torch.Tensor", ...: for messages.
+inline std::string py_type_name(nb::handle obj) { return nb::type_name(obj.type()).c_str(); }
+
+// ---- arrays (arrays.cpp)
+
+// An array taken through DLPack (or the buffer protocol); holds a reference to its producer.
+struct ArrayRef {
+  nb::ndarray<> array;
+  bool writable = false;
+
+  void* data() const { return array.data(); }
+  bool on_host() const;                      // CPU, CUDA-pinned or managed memory
+  bool usable_on(const Device& d) const;     // kernels on d may read it
+  std::string device_string() const;         // "cpu", "cuda:1", ...
+  std::optional<DataType> data_type() const; // nullopt: a type dnngraph has no name for
+  std::string dtype_string() const;          // "float32", "bfloat16", ...
+  std::vector<int64_t> dims() const;
+  std::vector<int64_t> strides() const;      // in elements
+  int64_t extent_bytes() const;              // bytes from data() to one past the last element
+  bool has_negative_stride() const;
+};
+
+// False when obj is neither a DLPack producer nor a buffer.
+bool to_array(nb::handle obj, ArrayRef& out);
+// A data type from a dnngraph.data_type, a NumPy / PyTorch dtype, or a name such as "float16".
+DataType to_data_type(nb::handle obj);
+inline DataType optional_data_type(nb::handle obj) {
+  return obj.is_none() ? DataType::NOT_SET : to_data_type(obj);
+}
+// A stream from None, an int, or an object with .cuda_stream (torch), .ptr (cupy) or ._as_parameter_.
+void* to_stream(nb::handle obj);
+// A raw pointer passed as a Python int.
+void* to_pointer(nb::handle obj);
+// Row-major strides for dims.
+std::vector<int64_t> packed_strides(const std::vector<int64_t>& dims);
+// 1 + the largest element offset; 0 for an empty tensor.
+int64_t span_elements(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides);
+
+// ---- the other binding files
+void init_enums(nb::module_& m);
+void init_handle(nb::module_& m);
+void init_tensor(nb::module_& m);
+void init_pygraph(nb::module_& m);
+
+}  // namespace dnngraph::python

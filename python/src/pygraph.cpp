@@ -1,0 +1,237 @@
+// pygraph: construction, tensors, the five build steps, plan queries and persistence.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "pygraph.hpp"
+
+namespace dnngraph::python {
+
+PyGraph::PyGraph(std::string name, DataType io, DataType intermediate, DataType compute,
+                 std::optional<Handle> handle, std::shared_ptr<KernelCache> cache, bool dynamic_shapes)
+    : handle_(std::move(handle)), cache_(std::move(cache)) {
+  if (!name.empty()) graph.set_name(std::move(name));
+  graph.set_io_data_type(io).set_intermediate_data_type(intermediate).set_compute_data_type(compute);
+  graph.set_dynamic_shape_enabled(dynamic_shapes);
+  if (cache_) graph.set_kernel_cache(cache_);
+}
+
+const Handle& PyGraph::handle(const std::optional<Handle>& given) {
+  if (given) return *given;
+  if (!handle_) {
+    Handle best;
+    check(best.status());
+    handle_ = best;
+  }
+  return *handle_;
+}
+
+TensorPtr PyGraph::input(TensorPtr t) {
+  tensors_.push_back(t);
+  return t;
+}
+
+TensorPtr PyGraph::produced(TensorPtr t) {
+  if (!t) return t;
+  produced_.insert(t.get());
+  tensors_.push_back(t);
+  return t;
+}
+
+TensorPtr PyGraph::find_uid(int64_t uid) const {
+  for (const auto& t : tensors_)
+    if (!t->get_is_virtual() && t->has_uid() && t->get_uid() == uid) return t;
+  return nullptr;
+}
+
+TensorPtr PyGraph::find(nb::handle obj) const {
+  const TensorAttr* p = nb::inst_ptr<TensorAttr>(obj);
+  for (const auto& t : tensors_)
+    if (t.get() == p) return t;
+  return nullptr;
+}
+
+namespace {
+
+using OptHandle = std::optional<Handle>;
+
+std::unique_ptr<PyGraph> make_graph(std::string name, nb::handle io, nb::handle intermediate, nb::handle compute,
+                                    OptHandle handle, std::shared_ptr<KernelCache> cache, bool dynamic) {
+  if (handle) check(handle->status());
+  return std::make_unique<PyGraph>(std::move(name), optional_data_type(io), optional_data_type(intermediate),
+                                   optional_data_type(compute), std::move(handle), std::move(cache), dynamic);
+}
+
+TensorPtr make_tensor(PyGraph& g, std::vector<int64_t> dim, std::optional<std::vector<int64_t>> stride,
+                      nb::handle data_type, bool is_virtual, bool is_pass_by_value, std::string name,
+                      std::optional<int64_t> uid, std::optional<double> value) {
+  TensorAttr a;
+  a.set_name(std::move(name)).set_stride(stride ? *stride : packed_strides(dim)).set_dim(std::move(dim));
+  a.set_data_type(optional_data_type(data_type)).set_is_virtual(is_virtual).set_is_pass_by_value(is_pass_by_value);
+  if (uid && *uid >= 0) a.set_uid(*uid);
+  if (value) a.set_value(*value);
+  return g.input(g.graph.tensor(a));
+}
+
+// tensor_like(array): dims, strides (in elements) and type of a DLPack array. On a GPU graph a
+// host array becomes a pass-by-value tensor, as in the cuDNN frontend (scalars such as a scale).
+TensorPtr tensor_like_array(PyGraph& g, nb::handle obj, std::string name) {
+  ArrayRef a;
+  if (!to_array(obj, a))
+    fail(ErrorCode::INVALID_VALUE, "tensor_like: expected a dnngraph.tensor or an array with __dlpack__ or the "
+                                   "buffer protocol; got " + py_type_name(obj));
+  auto type = a.data_type();
+  if (!type) fail(ErrorCode::INVALID_DATA_TYPE, "tensor_like: the array's dtype, " + a.dtype_string() +
+                                                    ", has no dnngraph data type");
+  if (a.has_negative_stride()) fail(ErrorCode::INVALID_VALUE, "tensor_like: the array has negative strides");
+  std::vector<int64_t> dims = a.dims(), strides = a.strides();
+  if (dims.empty()) dims = strides = {1};  // a 0-d array is a scalar tensor of one element
+  TensorAttr t;
+  t.set_name(std::move(name)).set_dim(std::move(dims)).set_stride(std::move(strides)).set_data_type(*type);
+  if (g.handle().device().is_cuda() && a.on_host() && a.array.device_type() == 1) t.set_is_pass_by_value(true);
+  return g.input(g.graph.tensor(t));
+}
+
+TensorPtr tensor_like(PyGraph& g, nb::handle obj, std::string name) {
+  if (nb::isinstance<TensorAttr>(obj)) {
+    TensorAttr t = *nb::cast<TensorPtr>(obj);
+    t.clear_uid().set_is_virtual(false).set_name(std::move(name));
+    return g.input(g.graph.tensor(t));
+  }
+  return tensor_like_array(g, obj, std::move(name));
+}
+
+std::vector<HeurMode> heur_modes(nb::handle obj) {
+  if (nb::isinstance<HeurMode>(obj)) return {nb::cast<HeurMode>(obj)};
+  return nb::cast<std::vector<HeurMode>>(obj);
+}
+
+std::vector<uint8_t> to_bytes(nb::handle data) {
+  nb::bytes b = nb::borrow<nb::bytes>(nb::module_::import_("builtins").attr("bytes")(data));
+  const auto* p = static_cast<const uint8_t*>(b.data());
+  return std::vector<uint8_t>(p, p + b.size());
+}
+
+void build_all(PyGraph& g, nb::handle modes, BuildPlanPolicy policy) {
+  const Handle& h = g.handle();
+  check(g.graph.validate());
+  check(g.graph.build_operation_graph(h));
+  check(g.graph.create_execution_plans(heur_modes(modes)));
+  check(g.graph.check_support(h));
+  nb::gil_scoped_release release;
+  check(g.graph.build_plans(h, policy));
+}
+
+}  // namespace
+
+void bind_pygraph_build(nb::class_<PyGraph>& c) {
+  c.def(nb::new_(&make_graph), nb::arg("name") = "", nb::arg("io_data_type").none() = nb::none(),
+        nb::arg("intermediate_data_type").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("handle").none() = nb::none(), nb::arg("kernel_cache").none() = nb::none(),
+        nb::arg("is_dynamic_shape_enabled") = false,
+        "A graph. Data types default the graph's tensors and ops; without a handle the graph runs on "
+        "the best device (CUDA device 0 when usable, else the CPU).");
+  c.def_prop_ro("handle", [](PyGraph& g) { return g.handle(); });
+  c.def_prop_ro("kernel_cache", &PyGraph::kernel_cache);
+  c.def("set_io_data_type", [](PyGraph& g, nb::handle t) { g.graph.set_io_data_type(to_data_type(t)); }, nb::arg("data_type"));
+  c.def("set_intermediate_data_type", [](PyGraph& g, nb::handle t) { g.graph.set_intermediate_data_type(to_data_type(t)); },
+        nb::arg("data_type"));
+  c.def("set_compute_data_type", [](PyGraph& g, nb::handle t) { g.graph.set_compute_data_type(to_data_type(t)); },
+        nb::arg("data_type"));
+  c.def("set_dynamic_shape_enabled", [](PyGraph& g, bool e) { g.graph.set_dynamic_shape_enabled(e); }, nb::arg("enabled"));
+  c.def("select_engines", [](PyGraph& g, std::vector<std::string> n) { g.graph.select_engines(std::move(n)); },
+        nb::arg("names"), "Only these engines (by name) are considered by create_execution_plans.");
+  c.def("deselect_engines", [](PyGraph& g, std::vector<std::string> n) { g.graph.deselect_engines(std::move(n)); },
+        nb::arg("names"), "These engines (by name) are never considered.");
+
+  c.def("tensor", &make_tensor, nb::arg("dim"), nb::arg("stride").none() = nb::none(),
+        nb::arg("data_type").none() = nb::none(), nb::arg("is_virtual") = false, nb::arg("is_pass_by_value") = false,
+        nb::arg("name") = "", nb::arg("uid").none() = nb::none(), nb::arg("value").none() = nb::none(),
+        "Declare a tensor. Strides are in elements (row-major when left out); `value` makes a "
+        "pass-by-value scalar baked into the plan.");
+  c.def("tensor_like", &tensor_like, nb::arg("input"), nb::arg("name") = "",
+        "A tensor shaped like an array (dims, strides, dtype through DLPack) or like another tensor.");
+  c.def("tensor_scalar", [](PyGraph& g, double v, nb::handle t) {
+          TensorPtr s = g.graph.tensor(v);
+          if (!t.is_none()) s->set_data_type(to_data_type(t));
+          return g.input(s);
+        }, nb::arg("value"), nb::arg("data_type").none() = nb::none(),
+        "A pass-by-value scalar tensor holding `value` (FLOAT unless data_type says otherwise).");
+
+  c.def("validate", [](PyGraph& g) { check(g.graph.validate()); });
+  c.def("build_operation_graph", [](PyGraph& g, OptHandle h) { check(g.graph.build_operation_graph(g.handle(h))); },
+        nb::arg("handle").none() = nb::none());
+  c.def("create_execution_plans", [](PyGraph& g, nb::handle modes) { check(g.graph.create_execution_plans(heur_modes(modes))); },
+        nb::arg("heur_modes"));
+  c.def("check_support", [](PyGraph& g, OptHandle h) { check(g.graph.check_support(g.handle(h))); },
+        nb::arg("handle").none() = nb::none());
+  c.def("build_plans", [](PyGraph& g, BuildPlanPolicy p, OptHandle h) {
+          const Handle& hd = g.handle(h);
+          nb::gil_scoped_release release;
+          check(g.graph.build_plans(hd, p));
+        }, nb::arg("policy") = BuildPlanPolicy::HEURISTICS_CHOICE, nb::arg("handle").none() = nb::none());
+  c.def("build", &build_all, nb::arg("heur_modes") = std::vector<HeurMode>{HeurMode::A, HeurMode::FALLBACK},
+        nb::arg("policy") = BuildPlanPolicy::HEURISTICS_CHOICE,
+        "validate, build_operation_graph, create_execution_plans, check_support and build_plans in one call.");
+
+  c.def("get_workspace_size", [](const PyGraph& g) {
+    int64_t bytes = 0;
+    check(g.graph.get_workspace_size(bytes));
+    return bytes;
+  });
+  c.def("get_execution_plan_count", [](const PyGraph& g) { return g.graph.get_execution_plan_count(); });
+  c.def("get_plan_name_at_index", [](const PyGraph& g, int64_t i) {
+    std::string name;
+    check(g.graph.get_plan_name_at_index(i, name));
+    return name;
+  }, nb::arg("index"));
+  c.def("get_workspace_size_plan_at_index", [](const PyGraph& g, int64_t i) {
+    int64_t bytes = 0;
+    check(g.graph.get_workspace_size_plan_at_index(i, bytes));
+    return bytes;
+  }, nb::arg("index"));
+  c.def("build_plan_at_index", [](PyGraph& g, int64_t i, OptHandle h) {
+    const Handle& hd = g.handle(h);
+    nb::gil_scoped_release release;
+    check(g.graph.build_plan_at_index(hd, i));
+  }, nb::arg("index"), nb::arg("handle").none() = nb::none());
+  c.def("explain", [](const PyGraph& g) { return g.graph.explain(); },
+        "The partitions, every engine's verdict on each (with reasons), and the plan list.");
+
+  c.def("serialize", [](const PyGraph& g) {
+    std::vector<uint8_t> bytes;
+    check(g.graph.serialize(bytes));
+    return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }, "The built plans as bytes, for deserialize (no recompilation).");
+  c.def("deserialize", [](PyGraph& g, const Handle& h, nb::handle data) {
+    auto bytes = to_bytes(data);
+    nb::gil_scoped_release release;
+    check(g.graph.deserialize(h, bytes));
+  }, nb::arg("handle"), nb::arg("data"));
+  c.def("deserialize", [](PyGraph& g, nb::handle data) {
+    auto bytes = to_bytes(data);
+    const Handle& h = g.handle();
+    nb::gil_scoped_release release;
+    check(g.graph.deserialize(h, bytes));
+  }, nb::arg("data"));
+  c.def("to_json", [](const PyGraph& g) { return g.graph.to_json(); });
+  c.def_static("from_json", [](const std::string& json, OptHandle h) {
+    auto g = std::make_unique<PyGraph>("", DataType::NOT_SET, DataType::NOT_SET, DataType::NOT_SET, std::move(h),
+                                       nullptr, false);
+    check(Graph::from_json(json, g->graph));
+    return g;
+  }, nb::arg("json"), nb::arg("handle").none() = nb::none(), "A graph read from docs/graph-json.md's format.");
+  c.def("__repr__", [](const PyGraph& g) { return g.graph.to_json(); });
+}
+
+void init_pygraph(nb::module_& m) {
+  nb::class_<PyGraph> c(m, "pygraph", "An operation graph: build it, plan it, run it (cudnn.pygraph's API).");
+  bind_pygraph_build(c);
+  bind_pygraph_execute(c);
+  bind_pygraph_ops(c);
+  bind_pygraph_pointwise(c);
+}
+
+}  // namespace dnngraph::python

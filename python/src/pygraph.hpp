@@ -1,0 +1,64 @@
+// dnngraph.pygraph: a Graph plus the handle it runs on (given, or the best device on first use)
+// and the tensors the Python side has seen, which let variant packs be checked before execution.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "common.hpp"
+
+namespace dnngraph::python {
+
+class PyGraph {
+ public:
+  PyGraph(std::string name, DataType io, DataType intermediate, DataType compute, std::optional<Handle> handle,
+          std::shared_ptr<KernelCache> cache, bool dynamic_shapes);
+
+  Graph graph;
+
+  // The handle given for this call, else the graph's own.
+  const Handle& handle(const std::optional<Handle>& given = std::nullopt);
+  bool has_handle() const { return handle_.has_value(); }
+  std::shared_ptr<KernelCache> kernel_cache() const { return cache_; }
+
+  // Records a tensor declared through the Python API and returns it.
+  TensorPtr input(TensorPtr t);
+  // Records a tensor produced by a node (an output the user may read) and returns it.
+  TensorPtr produced(TensorPtr t);
+  bool is_produced(const TensorAttr* t) const { return produced_.count(t) > 0; }
+  // A user-visible (non-virtual) tensor with this uid, or null.
+  TensorPtr find_uid(int64_t uid) const;
+  // The tensor this Python object wraps, if this pygraph declared or produced it; else null.
+  TensorPtr find(nb::handle obj) const;
+
+ private:
+  std::optional<Handle> handle_;
+  std::shared_ptr<KernelCache> cache_;
+  std::vector<TensorPtr> tensors_;
+  std::unordered_set<const TensorAttr*> produced_;
+};
+
+// A variant pack resolved to pointers: keyed by tensor, or by uid when any key is a uid.
+struct ResolvedPack {
+  VariantPack by_tensor;
+  UidVariantPack by_uid;
+  bool use_uid = false;
+  std::vector<ArrayRef> keep;  // the arrays stay alive until execution returns
+};
+struct ResolvedWorkspace {
+  void* ptr = nullptr;
+  int64_t bytes = -1;  // -1: unknown (a raw pointer), not checked by the library
+  ArrayRef keep;
+};
+ResolvedPack resolve_pack(PyGraph& g, nb::handle pack, const Handle& h);
+ResolvedWorkspace resolve_workspace(nb::handle workspace, const Handle& h);
+
+// Binding of pygraph's methods, by area.
+void bind_pygraph_build(nb::class_<PyGraph>& c);      // pygraph.cpp: settings, tensors, build steps, persistence
+void bind_pygraph_execute(nb::class_<PyGraph>& c);    // pack.cpp: execute, autotune, CUDA graphs
+void bind_pygraph_ops(nb::class_<PyGraph>& c);        // pygraph_ops.cpp: conv, matmul, norms, sdpa, layout
+void bind_pygraph_pointwise(nb::class_<PyGraph>& c);  // pygraph_pointwise.cpp
+
+}  // namespace dnngraph::python

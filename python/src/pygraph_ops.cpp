@@ -1,0 +1,271 @@
+// pygraph's operations other than pointwise, with the cuDNN frontend's keyword names:
+// convolutions, matmul, reduction, normalizations, resample, sdpa and the layout ops.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "pygraph.hpp"
+
+namespace dnngraph::python {
+namespace {
+
+using OptDims = std::optional<std::vector<int64_t>>;
+using Pair = std::tuple<TensorPtr, TensorPtr>;
+using Triple = std::tuple<TensorPtr, TensorPtr, TensorPtr>;
+
+template <class A>
+A named(A attr, nb::handle compute, std::string name) {
+  attr.set_compute_data_type(optional_data_type(compute)).set_name(std::move(name));
+  return attr;
+}
+
+template <class A>
+A conv_attr(const OptDims& padding, const OptDims& stride, const OptDims& dilation, const OptDims& pre,
+            const OptDims& post, nb::handle compute, std::string name) {
+  A a = named(A(), compute, std::move(name));
+  if (padding) a.set_padding(*padding);
+  if (pre) a.set_pre_padding(*pre);
+  if (post) a.set_post_padding(*post);
+  if (stride) a.set_stride(*stride);
+  if (dilation) a.set_dilation(*dilation);
+  return a;
+}
+
+// Epsilon as the cuDNN frontend takes it (a pass-by-value tensor) or as a number.
+template <class A>
+void set_epsilon(A& attr, nb::handle eps) {
+  if (nb::isinstance<TensorAttr>(eps)) attr.set_epsilon(nb::cast<TensorPtr>(eps));
+  else if (!eps.is_none()) attr.set_epsilon(nb::cast<double>(eps));
+}
+
+#define DG_CONV_ARGS                                                                                         \
+  nb::arg("padding").none() = nb::none(), nb::arg("stride").none() = nb::none(),                             \
+      nb::arg("dilation").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),             \
+      nb::arg("name") = "", nb::arg("pre_padding").none() = nb::none(), nb::arg("post_padding").none() = nb::none()
+
+void bind_conv(nb::class_<PyGraph>& c) {
+  c.def("conv_fprop",
+        [](PyGraph& g, TensorPtr image, TensorPtr weight, OptDims pad, OptDims stride, OptDims dil, nb::handle ct,
+           std::string name, OptDims pre, OptDims post) {
+          auto a = conv_attr<ConvFpropAttr>(pad, stride, dil, pre, post, ct, std::move(name));
+          return g.produced(g.graph.conv_fprop(std::move(image), std::move(weight), std::move(a)));
+        },
+        nb::arg("image"), nb::arg("weight"), DG_CONV_ARGS, "Y = conv(X, W): dims N, C, spatial...; strides pick the layout.");
+  c.def("conv_dgrad",
+        [](PyGraph& g, TensorPtr loss, TensorPtr filter, OptDims pad, OptDims stride, OptDims dil, nb::handle ct,
+           std::string name, OptDims pre, OptDims post) {
+          auto a = conv_attr<ConvDgradAttr>(pad, stride, dil, pre, post, ct, std::move(name));
+          return g.produced(g.graph.conv_dgrad(std::move(loss), std::move(filter), std::move(a)));
+        },
+        nb::arg("loss"), nb::arg("filter"), DG_CONV_ARGS, "DX from DY and W (a transposed convolution).");
+  c.def("conv_wgrad",
+        [](PyGraph& g, TensorPtr image, TensorPtr loss, OptDims pad, OptDims stride, OptDims dil, nb::handle ct,
+           std::string name, OptDims pre, OptDims post) {
+          auto a = conv_attr<ConvWgradAttr>(pad, stride, dil, pre, post, ct, std::move(name));
+          return g.produced(g.graph.conv_wgrad(std::move(loss), std::move(image), std::move(a)));
+        },
+        nb::arg("image"), nb::arg("loss"), DG_CONV_ARGS, "DW from X and DY.");
+}
+#undef DG_CONV_ARGS
+
+void bind_matmul_reduction(nb::class_<PyGraph>& c) {
+  c.def("matmul",
+        [](PyGraph& g, TensorPtr a, TensorPtr b, nb::handle ct, double padding, std::string name) {
+          if (padding != 0.0)
+            fail(ErrorCode::INVALID_VALUE, "matmul: padding values other than 0 are not supported");
+          return g.produced(g.graph.matmul(std::move(a), std::move(b), named(MatmulAttr(), ct, std::move(name))));
+        },
+        nb::arg("A"), nb::arg("B"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("padding") = 0.0,
+        nb::arg("name") = "", "C[..., M, N] = A[..., M, K] @ B[..., K, N]; batch dims broadcast.");
+  c.def("reduction",
+        [](PyGraph& g, TensorPtr x, ReductionMode mode, nb::handle ct, std::string name) {
+          auto a = named(ReductionAttr(), ct, std::move(name)).set_mode(mode);
+          return g.produced(g.graph.reduction(std::move(x), a));
+        },
+        nb::arg("input"), nb::arg("mode"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
+        "Reduce the axes where the output's dims are 1 (all of them unless the output's dims are set).");
+}
+
+void bind_norms(nb::class_<PyGraph>& c) {
+  c.def("batchnorm_inference",
+        [](PyGraph& g, TensorPtr x, TensorPtr mean, TensorPtr inv_var, TensorPtr scale, TensorPtr bias, nb::handle ct,
+           std::string name) {
+          return g.produced(g.graph.batchnorm_inference(std::move(x), std::move(mean), std::move(inv_var),
+                                                        std::move(scale), std::move(bias),
+                                                        named(BatchnormInferenceAttr(), ct, std::move(name))));
+        },
+        nb::arg("input"), nb::arg("mean"), nb::arg("inv_variance"), nb::arg("scale"), nb::arg("bias"),
+        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  c.def("layernorm",
+        [](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps,
+           nb::handle ct, std::string name) {
+          auto a = named(LayernormAttr(), ct, std::move(name)).set_forward_phase(phase);
+          set_epsilon(a, eps);
+          auto [y, mean, inv_var] = g.graph.layernorm(std::move(x), std::move(scale), std::move(bias), a);
+          if (phase == NormFwdPhase::INFERENCE) return Triple{g.produced(y), nullptr, nullptr};
+          return Triple{g.produced(y), g.produced(mean), g.produced(inv_var)};
+        },
+        nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale").none() = nb::none(),
+        nb::arg("bias").none() = nb::none(), nb::arg("epsilon").none() = nb::none(),
+        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
+        "(Y, mean, inv_variance), normalizing over every dim but the first; mean and inv_variance are "
+        "None in the INFERENCE phase. epsilon: a pass-by-value tensor or a number.");
+  c.def("rmsnorm",
+        [](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps,
+           nb::handle ct, std::string name) {
+          auto a = named(RmsnormAttr(), ct, std::move(name)).set_forward_phase(phase);
+          set_epsilon(a, eps);
+          if (bias) a.set_bias(std::move(bias));
+          auto [y, inv_rms] = g.graph.rmsnorm(std::move(x), std::move(scale), a);
+          if (phase == NormFwdPhase::INFERENCE) return Pair{g.produced(y), nullptr};
+          return Pair{g.produced(y), g.produced(inv_rms)};
+        },
+        nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale").none() = nb::none(),
+        nb::arg("bias").none() = nb::none(), nb::arg("epsilon").none() = nb::none(),
+        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
+        "(Y, inv_variance); inv_variance is None in the INFERENCE phase.");
+}
+
+void bind_resample(nb::class_<PyGraph>& c) {
+  c.def("resample",
+        [](PyGraph& g, TensorPtr x, ResampleMode mode, nb::handle padding_mode, OptDims pre, OptDims post,
+           OptDims stride, OptDims window, std::optional<std::vector<double>> scale, OptDims padding,
+           bool generate_index, nb::handle ct, std::string name) {
+          if (generate_index) fail(ErrorCode::INVALID_VALUE, "resample: generate_index is not supported");
+          if (!padding_mode.is_none()) {
+            // dnngraph pads max pooling with -inf and average pooling with zeros; other paddings are not offered.
+            const std::string pm = nb::cast<std::string>(nb::str(padding_mode));
+            const bool max_pool = mode == ResampleMode::MAXPOOL;
+            const bool ok = max_pool ? pm.find("NEG_INF_PAD") != std::string::npos
+                                     : pm.find("ZERO_PAD") != std::string::npos;
+            if (!ok) fail(ErrorCode::INVALID_VALUE, "resample: padding_mode " + pm + " is not supported for " +
+                                                        std::string(to_string(mode)) + " (max pooling pads with "
+                                                        "NEG_INF_PAD, the others with ZERO_PAD)");
+          }
+          auto a = named(ResampleAttr(), ct, std::move(name)).set_resampling_mode(mode);
+          if (padding) a.set_padding(*padding);
+          if (pre) a.set_pre_padding(*pre);
+          if (post) a.set_post_padding(*post);
+          if (stride) a.set_stride(*stride);
+          if (window) a.set_window(*window);
+          if (scale) a.set_scale(*scale);
+          return Pair{g.produced(g.graph.resample(std::move(x), a)), nullptr};
+        },
+        nb::arg("input"), nb::arg("resampling_mode"), nb::arg("padding_mode").none() = nb::none(),
+        nb::arg("pre_padding").none() = nb::none(), nb::arg("post_padding").none() = nb::none(),
+        nb::arg("stride").none() = nb::none(), nb::arg("window").none() = nb::none(),
+        nb::arg("scale").none() = nb::none(), nb::arg("padding").none() = nb::none(),
+        nb::arg("generate_index") = false, nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
+        "(Y, None): pooling (window, stride, padding) or resizing (NEAREST, BILINEAR: Y's dims or scale). "
+        "The second item mirrors cuDNN's index output, which dnngraph does not produce.");
+}
+
+void bind_sdpa(nb::class_<PyGraph>& c) {
+  c.def("sdpa",
+        [](PyGraph& g, TensorPtr q, TensorPtr k, TensorPtr v, std::optional<bool> is_inference,
+           std::optional<bool> generate_stats, nb::handle attn_scale, bool causal, bool causal_br,
+           std::optional<DiagonalAlignment> alignment, std::optional<int64_t> left, std::optional<int64_t> right,
+           std::optional<int64_t> window, bool use_padding_mask, TensorPtr seq_len_q, TensorPtr seq_len_kv,
+           nb::handle ct, std::string name) {
+          auto a = named(SdpaAttr(), ct, std::move(name));
+          bool inference = true;
+          if (generate_stats) inference = !*generate_stats;
+          if (is_inference) inference = *is_inference;
+          a.set_is_inference(inference);
+          if (!attn_scale.is_none()) {
+            if (!PyFloat_Check(attn_scale.ptr()) && !PyLong_Check(attn_scale.ptr()))
+              fail(ErrorCode::INVALID_VALUE, "sdpa: attn_scale must be a number (a tensor scale is not supported)");
+            a.set_attn_scale(nb::cast<double>(attn_scale));
+          }
+          if (causal) a.set_causal_mask(true);
+          if (causal_br) a.set_causal_mask_bottom_right(true);
+          if (alignment) a.set_diagonal_alignment(*alignment);
+          if (window) a.set_diagonal_band_left_bound(*window);
+          if (left) a.set_diagonal_band_left_bound(*left);
+          if (right) a.set_diagonal_band_right_bound(*right);
+          if (use_padding_mask) a.set_padding_mask(true);
+          if (seq_len_q) a.set_seq_len_q(std::move(seq_len_q));
+          if (seq_len_kv) a.set_seq_len_kv(std::move(seq_len_kv));
+          auto [o, stats] = g.graph.sdpa(std::move(q), std::move(k), std::move(v), a);
+          return Pair{g.produced(o), inference ? nullptr : g.produced(stats)};
+        },
+        nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("is_inference").none() = nb::none(),
+        nb::arg("generate_stats").none() = nb::none(), nb::arg("attn_scale").none() = nb::none(),
+        nb::arg("use_causal_mask") = false, nb::arg("use_causal_mask_bottom_right") = false,
+        nb::arg("diagonal_alignment").none() = nb::none(), nb::arg("diagonal_band_left_bound").none() = nb::none(),
+        nb::arg("diagonal_band_right_bound").none() = nb::none(), nb::arg("sliding_window_length").none() = nb::none(),
+        nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
+        nb::arg("seq_len_kv").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("name") = "",
+        "(O, Stats): attention of Q[b,h,sq,d], K[b,hk,skv,d], V[b,hk,skv,dv]. Stats (logsumexp) is None "
+        "for inference. Masks: causal (top-left or bottom-right diagonal) and diagonal bands, where key j "
+        "is visible to query i when i - left_bound < j - offset <= i + right_bound.");
+}
+
+std::pair<int64_t, int64_t> slice_bounds(nb::handle s, const TensorPtr& x, size_t axis) {
+  if (PySlice_Check(s.ptr())) {
+    Py_ssize_t start = 0, stop = 0, step = 1;
+    if (PySlice_Unpack(s.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
+    if (step != 1) fail(ErrorCode::INVALID_VALUE, "slice: steps other than 1 are not supported");
+    if (axis < x->get_dim().size()) {
+      PySlice_AdjustIndices(static_cast<Py_ssize_t>(x->get_dim()[axis]), &start, &stop, step);
+    } else if (start < 0 || stop < 0 || stop == PY_SSIZE_T_MAX) {
+      fail(ErrorCode::INVALID_VALUE, "slice: the input's dims are not known yet, so slices need explicit "
+                                     "non-negative start and stop");
+    }
+    return {start, stop};
+  }
+  auto pair = nb::cast<std::tuple<int64_t, int64_t>>(s);
+  return {std::get<0>(pair), std::get<1>(pair)};
+}
+
+void bind_layout(nb::class_<PyGraph>& c) {
+  c.def("reshape",
+        [](PyGraph& g, TensorPtr x, std::string name, OptDims dim) {
+          ReshapeAttr a;
+          a.set_name(std::move(name));
+          if (dim) a.set_dim(*dim);
+          return g.produced(g.graph.reshape(std::move(x), a));
+        },
+        nb::arg("input"), nb::arg("name") = "", nb::arg("dim").none() = nb::none(),
+        "Same elements in row-major order with new dims (from `dim`, or the output's dims).");
+  c.def("transpose",
+        [](PyGraph& g, TensorPtr x, std::vector<int64_t> perm, nb::handle ct, std::string name) {
+          auto a = named(TransposeAttr(), ct, std::move(name)).set_permutation(std::move(perm));
+          return g.produced(g.graph.transpose(std::move(x), a));
+        },
+        nb::arg("input"), nb::arg("permutation"), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("name") = "", "Y.dim[i] = X.dim[permutation[i]].");
+  c.def("slice",
+        [](PyGraph& g, TensorPtr x, nb::list slices, nb::handle ct, std::string name) {
+          std::vector<std::pair<int64_t, int64_t>> bounds;
+          for (size_t i = 0; i < slices.size(); ++i) bounds.push_back(slice_bounds(slices[i], x, i));
+          auto a = named(SliceAttr(), ct, std::move(name)).set_slices(std::move(bounds));
+          return g.produced(g.graph.slice(std::move(x), a));
+        },
+        nb::arg("input"), nb::arg("slices"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
+        "Python slices (or (start, stop) pairs), one per leading dim; dims left out are taken whole.");
+  c.def("concatenate",
+        [](PyGraph& g, std::vector<TensorPtr> xs, int64_t axis, std::optional<int64_t> in_place, std::string name) {
+          if (in_place) fail(ErrorCode::INVALID_VALUE, "concatenate: in_place_index is not supported");
+          ConcatenateAttr a;
+          a.set_axis(axis).set_name(std::move(name));
+          return g.produced(g.graph.concatenate(std::move(xs), a));
+        },
+        nb::arg("inputs"), nb::arg("axis"), nb::arg("in_place_index").none() = nb::none(), nb::arg("name") = "");
+}
+
+}  // namespace
+
+void bind_pygraph_ops(nb::class_<PyGraph>& c) {
+  bind_conv(c);
+  bind_matmul_reduction(c);
+  bind_norms(c);
+  bind_resample(c);
+  bind_sdpa(c);
+  bind_layout(c);
+}
+
+}  // namespace dnngraph::python

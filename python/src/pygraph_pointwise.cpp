@@ -1,0 +1,188 @@
+// pygraph's pointwise operations, one method per mode with the cuDNN frontend's names and
+// keywords, plus the generic pointwise(mode, input0, input1, input2).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+
+#include "pygraph.hpp"
+
+namespace dnngraph::python {
+namespace {
+
+using M = PointwiseMode;
+using Opt = std::optional<double>;
+
+PointwiseAttr attr(M mode, nb::handle compute, std::string name) {
+  PointwiseAttr a;
+  a.set_mode(mode).set_compute_data_type(optional_data_type(compute)).set_name(std::move(name));
+  return a;
+}
+
+void set_relu(PointwiseAttr& a, Opt negative_slope, Opt lower_clip, Opt upper_clip) {
+  if (negative_slope) a.set_relu_lower_clip_slope(*negative_slope);
+  if (lower_clip) a.set_relu_lower_clip(*lower_clip);
+  if (upper_clip) a.set_relu_upper_clip(*upper_clip);
+}
+
+struct Named { const char* name; M mode; };
+struct Named2 { const char* name; M mode; const char* a; const char* b; };
+
+constexpr Named kUnary[] = {
+    {"abs", M::ABS}, {"ceil", M::CEIL}, {"cos", M::COS}, {"exp", M::EXP}, {"floor", M::FLOOR},
+    {"log", M::LOG}, {"neg", M::NEG}, {"rsqrt", M::RSQRT}, {"sin", M::SIN}, {"sqrt", M::SQRT},
+    {"tan", M::TAN}, {"erf", M::ERF}, {"identity", M::IDENTITY}, {"reciprocal", M::RECIPROCAL},
+    {"logical_not", M::LOGICAL_NOT}, {"tanh", M::TANH_FWD}, {"sigmoid", M::SIGMOID_FWD},
+    {"gelu", M::GELU_FWD}, {"gelu_approx_tanh", M::GELU_APPROX_TANH_FWD},
+};
+
+constexpr Named2 kBinary[] = {
+    {"add", M::ADD, "a", "b"}, {"sub", M::SUB, "a", "b"}, {"mul", M::MUL, "a", "b"}, {"div", M::DIV, "a", "b"},
+    {"pow", M::POW, "a", "b"}, {"mod", M::MOD, "a", "b"}, {"add_square", M::ADD_SQUARE, "a", "b"},
+    {"atan2", M::ATAN2, "a", "b"}, {"logical_and", M::LOGICAL_AND, "a", "b"}, {"logical_or", M::LOGICAL_OR, "a", "b"},
+    {"bias", M::ADD, "input", "bias"}, {"scale", M::MUL, "input", "scale"},
+    {"max", M::MAX, "input0", "input1"}, {"min", M::MIN, "input0", "input1"},
+    {"cmp_eq", M::CMP_EQ, "input", "comparison"}, {"cmp_neq", M::CMP_NEQ, "input", "comparison"},
+    {"cmp_gt", M::CMP_GT, "input", "comparison"}, {"cmp_ge", M::CMP_GE, "input", "comparison"},
+    {"cmp_lt", M::CMP_LT, "input", "comparison"}, {"cmp_le", M::CMP_LE, "input", "comparison"},
+    {"tanh_backward", M::TANH_BWD, "loss", "input"}, {"sigmoid_backward", M::SIGMOID_BWD, "loss", "input"},
+    {"gelu_backward", M::GELU_BWD, "loss", "input"},
+    {"gelu_approx_tanh_backward", M::GELU_APPROX_TANH_BWD, "loss", "input"},
+};
+
+void bind_tables(nb::class_<PyGraph>& c) {
+  for (const Named& u : kUnary) {
+    const M mode = u.mode;
+    c.def(u.name,
+          [mode](PyGraph& g, TensorPtr x, nb::handle ct, std::string name) {
+            return g.produced(g.graph.pointwise(std::move(x), attr(mode, ct, std::move(name))));
+          },
+          nb::arg("input"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  }
+  for (const Named2& b : kBinary) {
+    const M mode = b.mode;
+    c.def(b.name,
+          [mode](PyGraph& g, TensorPtr x, TensorPtr y, nb::handle ct, std::string name) {
+            return g.produced(g.graph.pointwise(std::move(x), std::move(y), attr(mode, ct, std::move(name))));
+          },
+          nb::arg(b.a), nb::arg(b.b), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  }
+}
+
+void bind_parameterized(nb::class_<PyGraph>& c) {
+  c.def("relu",
+        [](PyGraph& g, TensorPtr x, Opt slope, Opt lower, Opt upper, nb::handle ct, std::string name) {
+          auto a = attr(M::RELU_FWD, ct, std::move(name));
+          set_relu(a, slope, lower, upper);
+          return g.produced(g.graph.pointwise(std::move(x), a));
+        },
+        nb::arg("input"), nb::arg("negative_slope").none() = nb::none(), nb::arg("lower_clip").none() = nb::none(),
+        nb::arg("upper_clip").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("name") = "");
+  c.def("leaky_relu",
+        [](PyGraph& g, TensorPtr x, double slope, nb::handle ct, std::string name) {
+          auto a = attr(M::RELU_FWD, ct, std::move(name));
+          a.set_relu_lower_clip_slope(slope);
+          return g.produced(g.graph.pointwise(std::move(x), a));
+        },
+        nb::arg("input"), nb::arg("negative_slope"), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("name") = "");
+  c.def("relu_backward",
+        [](PyGraph& g, TensorPtr dy, TensorPtr x, Opt slope, Opt lower, Opt upper, nb::handle ct, std::string name) {
+          auto a = attr(M::RELU_BWD, ct, std::move(name));
+          set_relu(a, slope, lower, upper);
+          return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
+        },
+        nb::arg("loss"), nb::arg("input"), nb::arg("negative_slope").none() = nb::none(),
+        nb::arg("lower_clip").none() = nb::none(), nb::arg("upper_clip").none() = nb::none(),
+        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  c.def("elu",
+        [](PyGraph& g, TensorPtr x, Opt alpha, nb::handle ct, std::string name) {
+          auto a = attr(M::ELU_FWD, ct, std::move(name));
+          if (alpha) a.set_elu_alpha(*alpha);
+          return g.produced(g.graph.pointwise(std::move(x), a));
+        },
+        nb::arg("input"), nb::arg("alpha").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("name") = "");
+  c.def("elu_backward",
+        [](PyGraph& g, TensorPtr dy, TensorPtr x, Opt alpha, nb::handle ct, std::string name) {
+          auto a = attr(M::ELU_BWD, ct, std::move(name));
+          if (alpha) a.set_elu_alpha(*alpha);
+          return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
+        },
+        nb::arg("loss"), nb::arg("input"), nb::arg("alpha").none() = nb::none(),
+        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  c.def("softplus",
+        [](PyGraph& g, TensorPtr x, Opt beta, nb::handle ct, std::string name) {
+          auto a = attr(M::SOFTPLUS_FWD, ct, std::move(name));
+          if (beta) a.set_softplus_beta(*beta);
+          return g.produced(g.graph.pointwise(std::move(x), a));
+        },
+        nb::arg("input"), nb::arg("beta").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("name") = "");
+  c.def("softplus_backward",
+        [](PyGraph& g, TensorPtr dy, TensorPtr x, Opt beta, nb::handle ct, std::string name) {
+          auto a = attr(M::SOFTPLUS_BWD, ct, std::move(name));
+          if (beta) a.set_softplus_beta(*beta);
+          return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
+        },
+        nb::arg("loss"), nb::arg("input"), nb::arg("beta").none() = nb::none(),
+        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  c.def("swish",
+        [](PyGraph& g, TensorPtr x, Opt beta, nb::handle ct, std::string name) {
+          auto a = attr(M::SWISH_FWD, ct, std::move(name));
+          if (beta) a.set_swish_beta(*beta);
+          return g.produced(g.graph.pointwise(std::move(x), a));
+        },
+        nb::arg("input"), nb::arg("swish_beta").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("name") = "");
+  c.def("swish_backward",
+        [](PyGraph& g, TensorPtr dy, TensorPtr x, Opt beta, nb::handle ct, std::string name) {
+          auto a = attr(M::SWISH_BWD, ct, std::move(name));
+          if (beta) a.set_swish_beta(*beta);
+          return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
+        },
+        nb::arg("loss"), nb::arg("input"), nb::arg("swish_beta").none() = nb::none(),
+        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  c.def("gen_index",
+        [](PyGraph& g, TensorPtr x, int64_t axis, nb::handle ct, std::string name) {
+          auto a = attr(M::GEN_INDEX, ct, std::move(name));
+          a.set_axis(axis);
+          return g.produced(g.graph.pointwise(std::move(x), a));
+        },
+        nb::arg("input"), nb::arg("axis"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  c.def("binary_select",
+        [](PyGraph& g, TensorPtr x0, TensorPtr x1, TensorPtr mask, nb::handle ct, std::string name) {
+          return g.produced(g.graph.pointwise(std::move(x0), std::move(x1), std::move(mask),
+                                              attr(M::BINARY_SELECT, ct, std::move(name))));
+        },
+        nb::arg("input0"), nb::arg("input1"), nb::arg("mask"), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("name") = "", "mask ? input0 : input1, elementwise.");
+}
+
+void bind_generic(nb::class_<PyGraph>& c) {
+  c.def("pointwise",
+        [](PyGraph& g, M mode, TensorPtr x0, TensorPtr x1, TensorPtr x2, nb::handle ct, std::string name) {
+          auto a = attr(mode, ct, std::move(name));
+          const int given = 1 + (x1 ? 1 : 0) + (x2 ? 1 : 0);
+          if (x2 && !x1) fail(ErrorCode::INVALID_VALUE, "pointwise: input2 given without input1");
+          if (given != arity(mode))
+            fail(ErrorCode::INVALID_VALUE, "pointwise: mode " + std::string(to_string(mode)) + " takes " +
+                                               std::to_string(arity(mode)) + " inputs, got " + std::to_string(given));
+          if (x2) return g.produced(g.graph.pointwise(std::move(x0), std::move(x1), std::move(x2), a));
+          if (x1) return g.produced(g.graph.pointwise(std::move(x0), std::move(x1), a));
+          return g.produced(g.graph.pointwise(std::move(x0), a));
+        },
+        nb::arg("mode"), nb::arg("input0"), nb::arg("input1").none() = nb::none(),
+        nb::arg("input2").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("name") = "", "Any pointwise mode by dnngraph.pointwise_mode, with 1, 2 or 3 inputs.");
+}
+
+}  // namespace
+
+void bind_pygraph_pointwise(nb::class_<PyGraph>& c) {
+  bind_tables(c);
+  bind_parameterized(c);
+  bind_generic(c);
+}
+
+}  // namespace dnngraph::python
