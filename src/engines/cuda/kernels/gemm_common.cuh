@@ -1,0 +1,143 @@
+// Pieces every GEMM-shaped kernel shares (matmul and implicit-GEMM convolution, mma.sync and
+// wgmma): kernel arguments, cp.async / ldmatrix / mma wrappers, the swizzled shared-memory tile
+// addressing, and the call into the generated epilogue for a pair of accumulators.
+//
+// The epilogue (struct Epilogue from src/engines/cuda/codegen, emitted over the layout built by
+// src/engines/cuda/gemm/epilogue_layout.cpp) sees coordinates [batch dims..., m, n]: the last two are
+// the GEMM row and column, the others the output's batch dims.
+#pragma once
+#include "dg_pointwise.cuh"
+
+namespace dg {
+
+#define DG_GEMM_MAX_BATCH 6
+
+// Kernel arguments of a (batched) matmul. Mirrored by src/engines/cuda/gemm/gemm_params.hpp.
+struct GemmParams {
+  i64 M, N, K;
+  i64 a_stride_m, a_stride_k;              // elements
+  i64 b_stride_k, b_stride_n;
+  i64 batch_size[DG_GEMM_MAX_BATCH];       // output batch dims, outermost first (1 when unused)
+  i64 a_batch_stride[DG_GEMM_MAX_BATCH];   // elements; 0 where A broadcasts
+  i64 b_batch_stride[DG_GEMM_MAX_BATCH];
+  i64 batch_count;                         // product of batch_size
+  const void* a;
+  const void* b;
+  i64 a_batch_unit;                        // wgmma: A's batch offsets are multiples of this (TMA coordinate)
+  i64 b_batch_unit;
+  int batch_dims;                          // output batch dims used
+  int epi_vec;                             // 2: operands allow pair access in the epilogue; 1: element access
+  int tiles_m, tiles_n;
+};
+
+// ---- PTX wrappers
+
+__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+// 16 bytes global -> shared; bytes past `src_bytes` (0..16) are zero-filled.
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(u32 addr, u32 (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 addr, u32 (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+// D += A * B for one m16n8k16 tile; DT picks bf16 or fp16 operands, accumulation is fp32.
+template <int DT> __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1);
+template <> __device__ __forceinline__ void mma_16816<DT_BFLOAT16>(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma_16816<DT_HALF>(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// ---- swizzled tiles: ROWS rows of COLS contiguous 16-bit elements, stored in 16-byte chunks whose
+// index is XORed with the row so that 8 rows read at one chunk column hit 8 different bank groups.
+template <int COLS>
+__device__ __forceinline__ u32 tile_offset(int row, int chunk) {
+  const int phys = COLS >= 64 ? (chunk ^ (row & 7)) : COLS == 32 ? (chunk ^ ((row >> 1) & 3)) : (chunk ^ ((row >> 2) & 1));
+  return (u32)(row * COLS * 2 + phys * 16);
+}
+
+// ---- tile coordinates
+
+// Output tile (tm, tn) of batch b for linear tile index t: consecutive tiles walk down GROUP rows
+// of tiles before moving right, so that the tiles in flight share A and B panels in L2.
+__device__ __forceinline__ void tile_coords(i64 t, int tiles_m, int tiles_n, i64& b, int& tm, int& tn) {
+  const i64 per_batch = (i64)tiles_m * tiles_n;
+  b = t / per_batch;
+  const int idx = (int)(t - b * per_batch);
+  const int GROUP = 8;
+  const int group = idx / (GROUP * tiles_n);
+  const int first_m = group * GROUP;
+  const int gsize = min(tiles_m - first_m, GROUP);
+  const int in_group = idx - group * GROUP * tiles_n;
+  tm = first_m + in_group % gsize;
+  tn = in_group / gsize;
+}
+
+// Batch index b -> element offsets of A and B, and the epilogue's batch coordinates.
+template <class Ep>
+__device__ __forceinline__ void batch_coords(const GemmParams& g, i64 b, i64& a_off, i64& b_off,
+                                             typename Ep::Index (&c)[Ep::kRank]) {
+  a_off = 0;
+  b_off = 0;
+  i64 rest = b;
+#pragma unroll
+  for (int d = DG_GEMM_MAX_BATCH - 1; d >= 0; --d) {
+    if (d >= g.batch_dims) continue;
+    const i64 x = rest % g.batch_size[d];
+    rest /= g.batch_size[d];
+    a_off += x * g.a_batch_stride[d];
+    b_off += x * g.b_batch_stride[d];
+    if (d < Ep::kRank - 2) c[d] = (typename Ep::Index)x;
+  }
+}
+
+// ---- epilogue: accumulators (m, n) and (m, n + 1) through the generated functor. Pairs start at
+// even n; `vec2` says the operands allow a two-element vector there.
+template <class Ep>
+__device__ __forceinline__ void epilogue_pair(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank], i64 m,
+                                              i64 n, float v0, float v1, i64 M, i64 N, bool vec2, float* red) {
+  if (m >= M || n >= N) return;
+  c[Ep::kRank - 2] = (typename Ep::Index)m;
+  c[Ep::kRank - 1] = (typename Ep::Index)n;
+  if (vec2 && n + 1 < N) {
+    typename Ep::template Loaded<2> l;
+    Ep::template load<2>(p, c, l);
+    const float a[2] = {v0, v1};
+    Ep::template apply<2>(p, c, l, a, red);
+    return;
+  }
+  {
+    typename Ep::template Loaded<1> l;
+    Ep::template load<1>(p, c, l);
+    Ep::template apply<1>(p, c, l, &v0, red);
+  }
+  if (n + 1 < N) {
+    c[Ep::kRank - 1] = (typename Ep::Index)(n + 1);
+    typename Ep::template Loaded<1> l;
+    Ep::template load<1>(p, c, l);
+    Ep::template apply<1>(p, c, l, &v1, red);
+  }
+}
+
+}  // namespace dg

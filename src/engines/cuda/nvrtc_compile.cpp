@@ -1,0 +1,91 @@
+#include "engines/cuda/nvrtc_compile.hpp"
+
+#include <chrono>
+
+#include "core/hash.hpp"
+#include "core/log.hpp"
+#include "engines/cuda/kernel_sources.hpp"
+#include "planning/kernel_cache.hpp"
+#include "runtime/cuda/driver_api.hpp"
+
+namespace dnngraph::cuda {
+
+std::string nvrtc_arch(int sm_version) {
+  const std::string base = "sm_" + std::to_string(sm_version);
+  return sm_version == 90 ? base + "a" : base;
+}
+
+const std::vector<std::string>& nvrtc_base_options() {
+  static const std::vector<std::string> kOptions{"--std=c++17", "-DNDEBUG"};
+  return kOptions;
+}
+
+Status nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
+                     std::vector<uint8_t>& cubin) {
+  const NvrtcApi* nv = nvrtc();
+  if (!nv) return {ErrorCode::DEVICE_NOT_AVAILABLE, "cannot compile '" + name + "': " + nvrtc_error()};
+  std::vector<const char*> header_names, header_texts;
+  std::vector<std::string> texts;  // NUL-terminated copies (the embedded arrays are, but keep it explicit)
+  texts.reserve(kEmbeddedKernelCount);
+  for (size_t i = 0; i < kEmbeddedKernelCount; ++i) {
+    texts.emplace_back(kEmbeddedKernels[i].text, kEmbeddedKernels[i].size);
+    header_names.push_back(kEmbeddedKernels[i].name);
+  }
+  for (const auto& t : texts) header_texts.push_back(t.c_str());
+  nvrtcProgram prog = nullptr;
+  nvrtcResult r = nv->nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), static_cast<int>(header_names.size()),
+                                         header_texts.data(), header_names.data());
+  if (r != NVRTC_SUCCESS)
+    return {ErrorCode::COMPILATION_FAILED, "nvrtcCreateProgram(" + name + "): " + nv->nvrtcGetErrorString(r)};
+  std::vector<std::string> opts = nvrtc_base_options();
+  opts.push_back("--gpu-architecture=" + arch);
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  r = nv->nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  std::string log;
+  if (nv->nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+    log.resize(log_size);
+    if (nv->nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) log.clear();
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  }
+  Status status;
+  if (r != NVRTC_SUCCESS) {
+    status = {ErrorCode::COMPILATION_FAILED,
+              "NVRTC failed to compile '" + name + "' for " + arch + ": " + nv->nvrtcGetErrorString(r) + "\n" + log};
+  } else {
+    size_t size = 0;
+    r = nv->nvrtcGetCUBINSize(prog, &size);
+    if (r == NVRTC_SUCCESS) {
+      cubin.resize(size);
+      r = nv->nvrtcGetCUBIN(prog, reinterpret_cast<char*>(cubin.data()));
+    }
+    if (r != NVRTC_SUCCESS)
+      status = {ErrorCode::COMPILATION_FAILED, "nvrtcGetCUBIN(" + name + "): " + nv->nvrtcGetErrorString(r)};
+  }
+  nv->nvrtcDestroyProgram(&prog);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  DG_LOG(INFO) << "nvrtc: compiled '" << name << "' for " << arch << " in " << ms << " ms"
+               << (log.empty() ? "" : "; log:\n" + log);
+  return status;
+}
+
+Status compile_cached(const Target& t, const std::string& source, const std::string& name,
+                      std::vector<uint8_t>& cubin) {
+  const std::string arch = nvrtc_arch(t.info().sm_version);
+  auto compile = [&](std::vector<uint8_t>& out) { return nvrtc_compile(source, name, arch, out); };
+  if (!t.kernel_cache) return compile(cubin);
+  if (!nvrtc()) return compile(cubin);  // the error says NVRTC is missing; nothing to key on
+  KernelKey key;
+  // The embedded headers are part of what is compiled: hash them with the source.
+  uint64_t h = hash64(source);
+  for (size_t i = 0; i < kEmbeddedKernelCount; ++i) h = hash64(kEmbeddedKernels[i].text, kEmbeddedKernels[i].size, h);
+  key.source_hash = h;
+  for (const auto& o : nvrtc_base_options()) key.options += o + " ";
+  key.arch = arch;
+  key.compiler_version = "nvrtc " + std::to_string(nvrtc_version() / 10) + "." + std::to_string(nvrtc_version() % 10);
+  return t.kernel_cache->get_or_compile(key, compile, cubin);
+}
+
+}  // namespace dnngraph::cuda

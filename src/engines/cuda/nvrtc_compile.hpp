@@ -1,0 +1,27 @@
+// Compiling CUDA C++ to a cubin with NVRTC, through the kernel cache. Every kernel source of
+// src/engines/cuda/kernels is given to NVRTC as a header, so generated code includes them by name.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dnngraph/status.hpp"
+#include "planning/engine.hpp"
+
+namespace dnngraph::cuda {
+
+// The NVRTC target for a device: "sm_90a" on Hopper (wgmma, setmaxnreg), "sm_XY" elsewhere.
+std::string nvrtc_arch(int sm_version);
+// The options every compile uses, besides the architecture.
+const std::vector<std::string>& nvrtc_base_options();
+
+// Compiles `source` for `arch` (e.g. "sm_90a"): the cubin, or COMPILATION_FAILED with NVRTC's log.
+// `name` names the program in messages ("pointwise.cu"). DEVICE_NOT_AVAILABLE when NVRTC is missing.
+Status nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
+                     std::vector<uint8_t>& cubin);
+
+// nvrtc_compile through the target's kernel cache (memory + disk), when it has one: a source
+// compiled before for this arch and NVRTC version is not compiled again.
+Status compile_cached(const Target& t, const std::string& source, const std::string& name, std::vector<uint8_t>& cubin);
+
+}  // namespace dnngraph::cuda

@@ -1,0 +1,236 @@
+#include "engines/cuda/pointwise/pointwise_jit.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/dtype.hpp"
+#include "core/hash.hpp"
+#include "core/log.hpp"
+#include "engines/cuda/codegen/emitter.hpp"
+#include "engines/cuda/codegen/params.hpp"
+#include "engines/cuda/nvrtc_compile.hpp"
+#include "runtime/cuda/context.hpp"
+
+namespace dnngraph::cuda {
+namespace {
+
+using codegen::Layout;
+
+constexpr uint32_t kPayloadVersion = 1;
+
+bool deterministic_requested() {
+  const char* v = std::getenv("DNNGRAPH_DETERMINISTIC");
+  return v && std::strcmp(v, "0") != 0 && *v != '\0';
+}
+
+// Whether the deterministic knob changes anything: an order-dependent full reduction (sums), and
+// no order-dependent partial one (which the two-pass form does not cover).
+bool deterministic_is_a_choice(const expr::Program& prog, const ir::Graph& g) {
+  bool full = false, partial = false;
+  for (const auto& in : prog.code) {
+    if (in.kind != expr::InstrKind::REDUCE || !codegen::order_dependent(in.reduce)) continue;
+    (g.tensor(in.tensor).volume() == 1 ? full : partial) = true;
+  }
+  return full && !partial;
+}
+
+// Blocks for the main kernel: enough to cover the work, at most a full wave of 256-thread blocks.
+int grid_for(const Layout& L, const Target& t) {
+  const Context& c = *t.handle->cuda;
+  const int per_sm = std::max(1, c.max_threads_per_sm / codegen::kThreads);
+  const int64_t wave = int64_t{c.multiprocessors} * per_sm;
+  const int64_t need = (L.volume / L.vec + codegen::kThreads - 1) / codegen::kThreads;
+  return static_cast<int>(std::max<int64_t>(1, std::min(wave, need)));
+}
+
+uint32_t identity_bits(ReductionMode m) {
+  switch (m) {
+    case ReductionMode::MUL: return 0x3f800000u;  // 1.0f
+    case ReductionMode::MIN: return 0x7f800000u;  // +inf
+    case ReductionMode::MAX: return 0xff800000u;  // -inf
+    default: return 0;                            // sums, AMAX (of |x| >= 0)
+  }
+}
+
+struct Kernels {
+  std::string source;
+  std::vector<uint8_t> cubin;
+  std::shared_ptr<Module> module;
+  CUfunction vector = nullptr, scalar = nullptr, finalize = nullptr;
+};
+
+// Lowering and layout: what both build and deserialize start from.
+Status prepare(const Partition& p, const Target& t, const Knobs& k, expr::Program& prog, Layout& L) {
+  std::string why;
+  if (!expr::lower(p, -1, prog, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cuda_pointwise_jit: " + why};
+  codegen::LayoutOptions o;
+  o.dynamic = t.dynamic_shapes;
+  o.deterministic = k.count("deterministic") ? k.at("deterministic") != 0 : deterministic_requested();
+  o.unroll = k.count("unroll") ? static_cast<int>(k.at("unroll")) : 2;
+  if (!codegen::plan_layout(prog, *p.graph, o, L, why))
+    return {ErrorCode::GRAPH_NOT_SUPPORTED, "cuda_pointwise_jit: " + why};
+  o.grid = grid_for(L, t);
+  if (!codegen::plan_layout(prog, *p.graph, o, L, why))
+    return {ErrorCode::GRAPH_NOT_SUPPORTED, "cuda_pointwise_jit: " + why};
+  return {};
+}
+
+Status load_kernels(const Target& t, const Layout& L, Kernels& k) {
+  if (auto s = Module::load(*t.handle, k.cubin, k.module); !s.ok()) return s;
+  if (auto s = k.module->function(codegen::kVectorKernel, k.vector); !s.ok()) return s;
+  if (L.vec > 1) {
+    if (auto s = k.module->function(codegen::kScalarKernel, k.scalar); !s.ok()) return s;
+  }
+  if (L.needs_finalize()) {
+    if (auto s = k.module->function(codegen::kFinalizeKernel, k.finalize); !s.ok()) return s;
+  }
+  return {};
+}
+
+class PointwisePlan final : public Plan {
+ public:
+  PointwisePlan(const Partition& p, Layout L, Kernels k) : part_(p), L_(std::move(L)), k_(std::move(k)) {}
+
+  int64_t workspace_size() const override { return L_.workspace_bytes; }
+
+  Status execute(const ExecArgs& args) const override {
+    HandleImpl& h = args.handle;
+    if (!h.device.is_cuda() || !h.cuda) return {ErrorCode::GRAPH_EXECUTION_FAILED, "cuda_pointwise_jit: not a CUDA handle"};
+    if (L_.workspace_bytes > 0 && !args.workspace)
+      return {ErrorCode::WORKSPACE_TOO_SMALL, "cuda_pointwise_jit: the plan needs workspace but it is null"};
+    std::vector<float> scalars;
+    for (int id : L_.scalars)
+      scalars.push_back(static_cast<float>(dtype::load(args.ptrs[static_cast<size_t>(id)], part_.tensor(id).dtype, 0)));
+    const int vec = aligned(args.ptrs) ? L_.vec : 1;
+    if (vec != L_.vec) {
+      DG_LOG(INFO) << "cuda_pointwise_jit: an operand is not aligned to " << L_.vec << " elements; running the scalar kernel";
+    }
+    codegen::PointwiseParams params;
+    codegen::fill_params(L_, vec, args.ptrs, scalars, args.workspace, params);
+    for (size_t i = 0; i < L_.reductions.size(); ++i) {
+      const auto& r = L_.reductions[i];
+      if (r.full && L_.deterministic) continue;  // partials are written, not accumulated
+      if (auto s = fill32(h, params.acc[i], identity_bits(r.mode), static_cast<size_t>(r.volume)); !s.ok()) return s;
+    }
+    void* main_args[] = {&params};
+    const LaunchDims main{static_cast<unsigned>(L_.grid), codegen::kThreads, 0};
+    if (auto s = launch(h, vec == L_.vec ? k_.vector : k_.scalar, main, main_args, "cuda_pointwise_jit"); !s.ok())
+      return s;
+    if (!L_.needs_finalize()) return {};
+    int blocks = L_.grid;
+    int64_t partial_volume = 1;
+    for (const auto& r : L_.reductions)
+      if (!r.full) partial_volume = std::max(partial_volume, r.volume);
+    const LaunchDims fin{static_cast<unsigned>(std::min<int64_t>(L_.grid, (partial_volume + 255) / 256)),
+                         codegen::kThreads, 0};
+    void* fin_args[] = {&params, &blocks};
+    return launch(h, k_.finalize, fin, fin_args, "cuda_pointwise_jit finalize");
+  }
+
+  void serialize(ByteWriter& w) const override {
+    w.put(kPayloadVersion);
+    w.put(hash64(k_.source));
+    w.put_bytes(k_.cubin.data(), k_.cubin.size());
+  }
+
+ private:
+  // Every vector-accessed operand is aligned to a whole vector.
+  bool aligned(const std::vector<void*>& ptrs) const {
+    for (const auto& op : L_.operands) {
+      if (op.inner != codegen::Access::VEC) continue;
+      const auto addr = reinterpret_cast<uintptr_t>(ptrs[static_cast<size_t>(op.tensor)]);
+      if (addr % static_cast<uintptr_t>(L_.vec * size_of(op.dtype)) != 0) return false;
+    }
+    return true;
+  }
+
+  Partition part_;
+  Layout L_;
+  Kernels k_;
+};
+
+class PointwiseJitEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "cuda_pointwise_jit"; }
+
+  Support check(const Partition& p, const Target& t) const override {
+    if (!t.device().is_cuda() || !t.handle->cuda)
+      return Support::no("runs on CUDA handles; this one is " + t.device().to_string());
+    if (p.anchor >= 0) return Support::no("node '" + p.node(0).name + "': the partition has an anchor op; GEMM/conv engines fuse epilogues");
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      const ir::Node& n = p.node(i);
+      const std::string op(op_name(n.attr));
+      if (op != "pointwise" && op != "reduction") return Support::no("node '" + n.name + "' (" + op + ") is not pointwise or a reduction");
+      if (n.compute_type == DataType::DOUBLE) return Support::no("node '" + n.name + "': compute type DOUBLE is not supported (fp32 arithmetic)");
+    }
+    if (!nvrtc()) return Support::no(nvrtc_error());
+    expr::Program prog;
+    Layout L;
+    if (auto s = prepare(p, t, Knobs{}, prog, L); !s.ok()) return Support::no(s.message());
+    return Support::yes();
+  }
+
+  std::vector<Knobs> knob_space(const Partition& p, const Target&) const override {
+    expr::Program prog;
+    std::string why;
+    const bool det_choice = expr::lower(p, -1, prog, why) && deterministic_is_a_choice(prog, *p.graph);
+    std::vector<Knobs> out;
+    for (int64_t unroll : {2, 4, 1}) {
+      if (!det_choice) out.push_back({{"unroll", unroll}});
+      else if (deterministic_requested()) out.push_back({{"deterministic", 1}, {"unroll", unroll}});
+      else for (int64_t d : {0, 1}) out.push_back({{"deterministic", d}, {"unroll", unroll}});
+    }
+    return out;
+  }
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    // Memory bound: ~85% of peak bandwidth; a launch (two with the deterministic finalizer) of a few
+    // microseconds. Unrolling by 2 is the usual best; the others rank after it.
+    const double launches = (k.count("deterministic") && k.at("deterministic")) ? 2 : 1;
+    const double penalty = (k.count("unroll") && k.at("unroll") != 2) ? 1.05 : 1.0;
+    return penalty * roofline_seconds(partition_flops(p), partition_bytes(p), t.info(), 0.85, 4e-6 * launches);
+  }
+
+  Status build(const Partition& p, const Target& t, const Knobs& knobs, std::unique_ptr<Plan>& plan) const override {
+    expr::Program prog;
+    Layout L;
+    if (auto s = prepare(p, t, knobs, prog, L); !s.ok()) return s;
+    Kernels k;
+    k.source = codegen::emit_pointwise(prog, *p.graph, L);
+    if (auto s = compile_cached(t, k.source, "cuda_pointwise_jit.cu", k.cubin); !s.ok()) return s;
+    if (auto s = load_kernels(t, L, k); !s.ok()) return s;
+    DG_LOG(DEBUG) << "cuda_pointwise_jit: " << L.describe() << " grid=" << L.grid;
+    plan = std::make_unique<PointwisePlan>(p, std::move(L), std::move(k));
+    return {};
+  }
+
+  Status deserialize(const Partition& p, const Target& t, const Knobs& knobs, ByteReader& r,
+                     std::unique_ptr<Plan>& plan) const override {
+    expr::Program prog;
+    Layout L;
+    if (auto s = prepare(p, t, knobs, prog, L); !s.ok()) return s;
+    Kernels k;
+    k.source = codegen::emit_pointwise(prog, *p.graph, L);
+    const auto version = r.get<uint32_t>();
+    const auto source_hash = r.get<uint64_t>();
+    if (!r.get_bytes(k.cubin, size_t{1} << 30) || version != kPayloadVersion)
+      return {ErrorCode::SERIALIZATION_FAILED, "cuda_pointwise_jit: the plan payload is truncated or of another version"};
+    if (source_hash != hash64(k.source))
+      return {ErrorCode::SERIALIZATION_FAILED,
+              "cuda_pointwise_jit: the stored kernel was generated from other source (another library version or "
+              "device); rebuild the plan"};
+    if (auto s = load_kernels(t, L, k); !s.ok()) return s;
+    plan = std::make_unique<PointwisePlan>(p, std::move(L), std::move(k));
+    return {};
+  }
+};
+
+}  // namespace
+
+const Engine& pointwise_jit_engine() {
+  static const PointwiseJitEngine kEngine;
+  return kEngine;
+}
+
+}  // namespace dnngraph::cuda

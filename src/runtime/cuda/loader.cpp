@@ -1,0 +1,322 @@
+// dlopen of the CUDA driver and NVRTC. Every path tried is remembered (and logged at
+// DNNGRAPH_LOG_LEVEL=2) so that `dnngraph info` can say what was searched and why it failed.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <vector>
+
+#include "core/log.hpp"
+#include "runtime/cuda/driver_api.hpp"
+
+namespace dnngraph::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+// Files in `dir` whose name starts with `prefix`, newest version first (libnvrtc.so.13 before .so.12).
+std::vector<std::string> files_with_prefix(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end(), std::greater<>());
+  return out;
+}
+
+// Subfolders of `parent` whose name starts with "python3" (python3.11, python3.12, ...).
+std::vector<fs::path> python_dirs(const fs::path& parent) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  if (!fs::is_directory(parent, ec)) return out;
+  for (const auto& e : fs::directory_iterator(parent, ec))
+    if (e.path().filename().string().rfind("python3", 0) == 0) out.push_back(e.path());
+  std::sort(out.begin(), out.end(), std::greater<>());
+  return out;
+}
+
+// site-packages / dist-packages folders where pip puts the nvidia-* wheels.
+std::vector<fs::path> python_site_dirs() {
+  std::vector<fs::path> roots;  // folders holding python3.X/
+  std::vector<fs::path> sites;
+  if (auto s = env("DNNGRAPH_PYTHON_SITE"); !s.empty()) sites.emplace_back(s);
+  if (auto v = env("VIRTUAL_ENV"); !v.empty()) roots.emplace_back(fs::path(v) / "lib");
+  // The python3 first on PATH (a venv's or conda's, say): <prefix>/bin/python3 -> <prefix>/lib.
+  std::string path = env("PATH");
+  for (size_t pos = 0; pos <= path.size();) {
+    size_t end = path.find(':', pos);
+    if (end == std::string::npos) end = path.size();
+    fs::path exe = fs::path(path.substr(pos, end - pos)) / "python3";
+    std::error_code ec;
+    if (!exe.parent_path().empty() && fs::exists(exe, ec)) {
+      roots.push_back(exe.parent_path().parent_path() / "lib");
+      break;
+    }
+    pos = end + 1;
+  }
+  if (auto h = env("HOME"); !h.empty()) roots.emplace_back(fs::path(h) / ".local/lib");
+  roots.emplace_back("/usr/local/lib");
+  roots.emplace_back("/usr/lib");
+  for (const auto& r : roots)
+    for (const auto& py : python_dirs(r)) {
+      sites.push_back(py / "site-packages");
+      sites.push_back(py / "dist-packages");
+    }
+  return sites;
+}
+
+bool resolve_all(void* lib, const std::vector<std::pair<const char*, void**>>& syms, std::string& missing) {
+  for (const auto& [name, slot] : syms) {
+    *slot = dlsym(lib, name);
+    if (!*slot) {
+      missing = name;
+      return false;
+    }
+  }
+  return true;
+}
+
+struct DriverState {
+  DriverApi api{};
+  bool ok = false;
+  std::string error;
+  std::vector<std::string> searched;
+  int version = 0;
+};
+
+void* sym_either(void* lib, const char* a, const char* b) {
+  void* p = dlsym(lib, a);
+  return p ? p : dlsym(lib, b);
+}
+
+DriverState load_driver_state() {
+  DriverState s;
+  const char* name = "libcuda.so.1";
+  dlerror();
+  void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* e = dlerror();
+    s.searched.push_back(std::string(name) + " (system loader): " + (e ? e : "not found"));
+    s.error = "the CUDA driver (libcuda.so.1) could not be loaded: " + std::string(e ? e : "not found") +
+              " (is an NVIDIA driver installed?)";
+    DG_LOG(INFO) << "cuda: " << s.searched.back();
+    return s;
+  }
+  s.searched.push_back(std::string(name) + " (system loader): loaded");
+  DG_LOG(INFO) << "cuda: loaded " << name;
+  DriverApi& a = s.api;
+  std::vector<std::pair<const char*, void**>> syms = {
+      {"cuInit", reinterpret_cast<void**>(&a.cuInit)},
+      {"cuDriverGetVersion", reinterpret_cast<void**>(&a.cuDriverGetVersion)},
+      {"cuGetErrorName", reinterpret_cast<void**>(&a.cuGetErrorName)},
+      {"cuGetErrorString", reinterpret_cast<void**>(&a.cuGetErrorString)},
+      {"cuDeviceGetCount", reinterpret_cast<void**>(&a.cuDeviceGetCount)},
+      {"cuDeviceGet", reinterpret_cast<void**>(&a.cuDeviceGet)},
+      {"cuDeviceGetName", reinterpret_cast<void**>(&a.cuDeviceGetName)},
+      {"cuDeviceGetAttribute", reinterpret_cast<void**>(&a.cuDeviceGetAttribute)},
+      {"cuDeviceTotalMem_v2", reinterpret_cast<void**>(&a.cuDeviceTotalMem)},
+      {"cuDevicePrimaryCtxRetain", reinterpret_cast<void**>(&a.cuDevicePrimaryCtxRetain)},
+      {"cuDevicePrimaryCtxRelease_v2", reinterpret_cast<void**>(&a.cuDevicePrimaryCtxRelease)},
+      {"cuCtxSetCurrent", reinterpret_cast<void**>(&a.cuCtxSetCurrent)},
+      {"cuCtxSynchronize", reinterpret_cast<void**>(&a.cuCtxSynchronize)},
+      {"cuMemAlloc_v2", reinterpret_cast<void**>(&a.cuMemAlloc)},
+      {"cuMemFree_v2", reinterpret_cast<void**>(&a.cuMemFree)},
+      {"cuMemGetInfo_v2", reinterpret_cast<void**>(&a.cuMemGetInfo)},
+      {"cuMemcpyHtoDAsync_v2", reinterpret_cast<void**>(&a.cuMemcpyHtoDAsync)},
+      {"cuMemcpyDtoHAsync_v2", reinterpret_cast<void**>(&a.cuMemcpyDtoHAsync)},
+      {"cuMemcpyDtoDAsync_v2", reinterpret_cast<void**>(&a.cuMemcpyDtoDAsync)},
+      {"cuMemsetD8Async", reinterpret_cast<void**>(&a.cuMemsetD8Async)},
+      {"cuMemsetD32Async", reinterpret_cast<void**>(&a.cuMemsetD32Async)},
+      {"cuPointerGetAttribute", reinterpret_cast<void**>(&a.cuPointerGetAttribute)},
+      {"cuStreamCreate", reinterpret_cast<void**>(&a.cuStreamCreate)},
+      {"cuStreamDestroy_v2", reinterpret_cast<void**>(&a.cuStreamDestroy)},
+      {"cuStreamSynchronize", reinterpret_cast<void**>(&a.cuStreamSynchronize)},
+      {"cuStreamBeginCapture_v2", reinterpret_cast<void**>(&a.cuStreamBeginCapture)},
+      {"cuStreamEndCapture", reinterpret_cast<void**>(&a.cuStreamEndCapture)},
+      {"cuStreamIsCapturing", reinterpret_cast<void**>(&a.cuStreamIsCapturing)},
+      {"cuEventCreate", reinterpret_cast<void**>(&a.cuEventCreate)},
+      {"cuEventRecord", reinterpret_cast<void**>(&a.cuEventRecord)},
+      {"cuEventSynchronize", reinterpret_cast<void**>(&a.cuEventSynchronize)},
+      {"cuEventDestroy_v2", reinterpret_cast<void**>(&a.cuEventDestroy)},
+      {"cuModuleLoadData", reinterpret_cast<void**>(&a.cuModuleLoadData)},
+      {"cuModuleUnload", reinterpret_cast<void**>(&a.cuModuleUnload)},
+      {"cuModuleGetFunction", reinterpret_cast<void**>(&a.cuModuleGetFunction)},
+      {"cuFuncGetAttribute", reinterpret_cast<void**>(&a.cuFuncGetAttribute)},
+      {"cuOccupancyMaxActiveBlocksPerMultiprocessor",
+       reinterpret_cast<void**>(&a.cuOccupancyMaxActiveBlocksPerMultiprocessor)},
+      {"cuLaunchKernel", reinterpret_cast<void**>(&a.cuLaunchKernel)},
+      {"cuGraphCreate", reinterpret_cast<void**>(&a.cuGraphCreate)},
+      {"cuGraphDestroy", reinterpret_cast<void**>(&a.cuGraphDestroy)},
+      {"cuGraphAddChildGraphNode", reinterpret_cast<void**>(&a.cuGraphAddChildGraphNode)},
+      {"cuGraphChildGraphNodeGetGraph", reinterpret_cast<void**>(&a.cuGraphChildGraphNodeGetGraph)},
+      {"cuGraphGetNodes", reinterpret_cast<void**>(&a.cuGraphGetNodes)},
+      {"cuGraphDestroyNode", reinterpret_cast<void**>(&a.cuGraphDestroyNode)},
+      {"cuGraphNodeGetType", reinterpret_cast<void**>(&a.cuGraphNodeGetType)},
+      {"cuGraphKernelNodeGetParams_v2", reinterpret_cast<void**>(&a.cuGraphKernelNodeGetParams)},
+      {"cuGraphKernelNodeSetParams_v2", reinterpret_cast<void**>(&a.cuGraphKernelNodeSetParams)},
+      {"cuGraphMemsetNodeGetParams", reinterpret_cast<void**>(&a.cuGraphMemsetNodeGetParams)},
+      {"cuGraphMemsetNodeSetParams", reinterpret_cast<void**>(&a.cuGraphMemsetNodeSetParams)},
+      {"cuGraphInstantiateWithFlags", reinterpret_cast<void**>(&a.cuGraphInstantiateWithFlags)},
+      {"cuGraphExecUpdate_v2", reinterpret_cast<void**>(&a.cuGraphExecUpdate)},
+      {"cuGraphLaunch", reinterpret_cast<void**>(&a.cuGraphLaunch)},
+      {"cuGraphExecDestroy", reinterpret_cast<void**>(&a.cuGraphExecDestroy)},
+  };
+  std::string missing;
+  if (!resolve_all(lib, syms, missing)) {
+    s.error = "the CUDA driver is too old: libcuda.so.1 lacks " + missing + " (CUDA 12.0 or newer is needed)";
+    return s;
+  }
+  // cuda.h 12.8+ maps cuEventElapsedTime to _v2; older drivers have only the first.
+  a.cuEventElapsedTime = reinterpret_cast<CUresult (*)(float*, CUevent, CUevent)>(
+      sym_either(lib, "cuEventElapsedTime_v2", "cuEventElapsedTime"));
+  if (!a.cuEventElapsedTime) {
+    s.error = "the CUDA driver lacks cuEventElapsedTime";
+    return s;
+  }
+  if (CUresult r = a.cuInit(0); r != CUDA_SUCCESS) {
+    const char* n = nullptr;
+    const char* m = nullptr;
+    a.cuGetErrorName(r, &n);
+    a.cuGetErrorString(r, &m);
+    s.error = std::string("cuInit failed: ") + (n ? n : "?") + " (" + (m ? m : "unknown error") + ")";
+    DG_LOG(INFO) << "cuda: " << s.error;
+    return s;
+  }
+  a.cuDriverGetVersion(&s.version);
+  s.ok = true;
+  return s;
+}
+
+const DriverState& driver_state() {
+  static const DriverState s = load_driver_state();
+  return s;
+}
+
+struct NvrtcState {
+  NvrtcApi api{};
+  bool ok = false;
+  std::string error;
+  std::string path;
+  int version = 0;
+  std::vector<std::string> searched;
+};
+
+// Loads NVRTC's builtins library from `dir` first, so that NVRTC's own dlopen of it (by soname)
+// succeeds even when `dir` is not on the loader's path.
+void preload_builtins(const fs::path& dir, NvrtcState& s) {
+  for (const auto& f : files_with_prefix(dir, "libnvrtc-builtins.so")) {
+    if (dlopen(f.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+      s.searched.push_back("  builtins " + f + ": loaded");
+      return;
+    }
+  }
+}
+
+bool try_nvrtc(const std::string& name, bool by_path, NvrtcState& s) {
+  if (by_path) preload_builtins(fs::path(name).parent_path(), s);
+  dlerror();
+  void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* e = dlerror();
+    s.searched.push_back(name + ": " + (e ? e : "not found"));
+    DG_LOG(INFO) << "cuda: NVRTC " << s.searched.back();
+    return false;
+  }
+  NvrtcApi& a = s.api;
+  std::vector<std::pair<const char*, void**>> syms = {
+      {"nvrtcVersion", reinterpret_cast<void**>(&a.nvrtcVersion)},
+      {"nvrtcGetErrorString", reinterpret_cast<void**>(&a.nvrtcGetErrorString)},
+      {"nvrtcCreateProgram", reinterpret_cast<void**>(&a.nvrtcCreateProgram)},
+      {"nvrtcDestroyProgram", reinterpret_cast<void**>(&a.nvrtcDestroyProgram)},
+      {"nvrtcCompileProgram", reinterpret_cast<void**>(&a.nvrtcCompileProgram)},
+      {"nvrtcGetProgramLogSize", reinterpret_cast<void**>(&a.nvrtcGetProgramLogSize)},
+      {"nvrtcGetProgramLog", reinterpret_cast<void**>(&a.nvrtcGetProgramLog)},
+      {"nvrtcGetCUBINSize", reinterpret_cast<void**>(&a.nvrtcGetCUBINSize)},
+      {"nvrtcGetCUBIN", reinterpret_cast<void**>(&a.nvrtcGetCUBIN)},
+      {"nvrtcGetNumSupportedArchs", reinterpret_cast<void**>(&a.nvrtcGetNumSupportedArchs)},
+      {"nvrtcGetSupportedArchs", reinterpret_cast<void**>(&a.nvrtcGetSupportedArchs)},
+  };
+  std::string missing;
+  if (!resolve_all(lib, syms, missing)) {
+    s.searched.push_back(name + ": loaded, but it lacks " + missing + " (NVRTC 12 or newer is needed)");
+    return false;
+  }
+  int major = 0, minor = 0;
+  a.nvrtcVersion(&major, &minor);
+  if (major < 12) {
+    s.searched.push_back(name + ": NVRTC " + std::to_string(major) + "." + std::to_string(minor) +
+                         " is too old (12 or newer is needed)");
+    return false;
+  }
+  Dl_info info{};
+  s.path = (dladdr(reinterpret_cast<void*>(a.nvrtcVersion), &info) && info.dli_fname) ? info.dli_fname : name;
+  s.version = major * 10 + minor;
+  s.searched.push_back(name + ": loaded NVRTC " + std::to_string(major) + "." + std::to_string(minor));
+  DG_LOG(INFO) << "cuda: NVRTC " << s.searched.back() << " from " << s.path;
+  s.ok = true;
+  return true;
+}
+
+NvrtcState load_nvrtc_state() {
+  NvrtcState s;
+  // 1. An explicit file or folder.
+  if (auto p = env("DNNGRAPH_NVRTC_PATH"); !p.empty()) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      for (const auto& f : files_with_prefix(p, "libnvrtc.so"))
+        if (try_nvrtc(f, true, s)) return s;
+      s.searched.push_back("DNNGRAPH_NVRTC_PATH=" + p + ": no libnvrtc.so* in it");
+    } else if (try_nvrtc(p, true, s)) {
+      return s;
+    }
+  }
+  // 2. The system loader (LD_LIBRARY_PATH, ldconfig).
+  for (const char* n : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
+    if (try_nvrtc(n, false, s)) return s;
+  // 3. The toolkit's usual home.
+  for (const auto& f : files_with_prefix("/usr/local/cuda/lib64", "libnvrtc.so"))
+    if (try_nvrtc(f, true, s)) return s;
+  // 4. The nvidia-cuda-nvrtc wheel (nvidia/cuda_nvrtc/lib for CUDA 12, nvidia/cu13/lib for 13).
+  for (const auto& site : python_site_dirs()) {
+    for (const char* sub : {"nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"}) {
+      const auto files = files_with_prefix(site / sub, "libnvrtc.so");
+      if (files.empty()) continue;
+      for (const auto& f : files)
+        if (try_nvrtc(f, true, s)) return s;
+    }
+  }
+  s.searched.push_back("python wheels: no nvidia/cu13/lib or nvidia/cuda_nvrtc/lib with libnvrtc.so* found");
+  s.error = "NVRTC was not found (set DNNGRAPH_NVRTC_PATH to libnvrtc.so or its folder); searched:";
+  for (const auto& line : s.searched) s.error += "\n  " + line;
+  return s;
+}
+
+const NvrtcState& nvrtc_state() {
+  static const NvrtcState s = load_nvrtc_state();
+  return s;
+}
+
+}  // namespace
+
+const DriverApi* driver() { return driver_state().ok ? &driver_state().api : nullptr; }
+const std::string& driver_error() { return driver_state().error; }
+int driver_version() { return driver_state().version; }
+const std::vector<std::string>& driver_search_log() { return driver_state().searched; }
+
+const NvrtcApi* nvrtc() { return nvrtc_state().ok ? &nvrtc_state().api : nullptr; }
+const std::string& nvrtc_error() { return nvrtc_state().error; }
+const std::string& nvrtc_path() { return nvrtc_state().path; }
+int nvrtc_version() { return nvrtc_state().version; }
+const std::vector<std::string>& nvrtc_search_log() { return nvrtc_state().searched; }
+
+}  // namespace dnngraph::cuda
