@@ -1,5 +1,6 @@
 // The engine registry: one line per engine. Ids are append-only: they key tuning records and
 // serialized plans, so an id is never reused or renumbered.
+#include "engines/cpu/sdpa/flash_engine.hpp"
 #include "engines/ref/ref_engine.hpp"
 #include "planning/engine.hpp"
 
@@ -8,6 +9,7 @@ namespace dnngraph {
 const std::vector<RegisteredEngine>& engine_registry() {
   static const std::vector<RegisteredEngine> kEngines{
       {0, &ref::engine()},
+      {8, &cpu::sdpa_flash_engine()},
   };
   return kEngines;
 }

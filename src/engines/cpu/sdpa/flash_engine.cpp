@@ -1,0 +1,361 @@
+// cpu_sdpa_flash: one task per (batch, head, block of kBlockQ query rows). A task walks only the key
+// blocks its rows can see (causal and sliding-window masks end the walk early), computes scores with
+// the GEMM tile kernel, folds them into a running max/sum (online softmax) and accumulates P·V in
+// fp32. Inputs of any layout and of type FLOAT, HALF or BFLOAT16 are converted while tiles load.
+// Masking rules: src/graph/sdpa.cpp.
+#include "engines/cpu/sdpa/flash_engine.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "engines/cpu/sdpa/flash_kernels.hpp"
+#include "runtime/cpu/thread_pool.hpp"
+
+namespace dnngraph::cpu {
+namespace {
+
+using sdpa::kMr;
+using sdpa::kNr;
+
+constexpr int64_t kBlockQ = 8 * kMr;   // query rows per task
+constexpr int64_t kBlockKv = 4 * kNr;  // keys per tile
+constexpr float kLog2e = 1.44269504088896340736f;
+constexpr float kLn2 = 0.69314718055994530942f;
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+bool is_tile_type(DataType t) { return t == DataType::FLOAT || t == DataType::HALF || t == DataType::BFLOAT16; }
+
+// A rank-4 operand: tensor id, type, strides in elements.
+struct Operand {
+  int id = -1;
+  DataType dtype = DataType::NOT_SET;
+  std::array<int64_t, 4> st{};
+  int64_t offset(int64_t b, int64_t h, int64_t s, int64_t c) const {
+    return b * st[0] + h * st[1] + s * st[2] + c * st[3];
+  }
+};
+
+Operand operand(const ir::Graph& g, int id) {
+  Operand o;
+  o.id = id;
+  if (id < 0) return o;
+  const ir::Tensor& t = g.tensor(id);
+  o.dtype = t.dtype;
+  for (size_t i = 0; i < 4 && i < t.strides.size(); ++i) o.st[i] = t.strides[i];
+  return o;
+}
+
+// Everything execute() needs, resolved once at build.
+struct Problem {
+  int64_t b = 0, h = 0, hk = 0, sq = 0, skv = 0, d = 0, dv = 0;
+  Operand q, k, v, seq_q, seq_kv, o, stats;
+  float scale_log2 = 0;  // attn_scale * log2(e): scores come out in log2 units
+  std::optional<int64_t> left, right;
+  bool bottom_right = false;
+};
+
+Problem make_problem(const Partition& p) {
+  const ir::Graph& g = *p.graph;
+  const ir::Node& n = p.node(0);
+  const auto& attr = std::get<SdpaAttr>(n.attr);
+  Problem pr;
+  pr.q = operand(g, n.inputs[slot::SDPA_Q]);
+  pr.k = operand(g, n.inputs[slot::SDPA_K]);
+  pr.v = operand(g, n.inputs[slot::SDPA_V]);
+  if (n.inputs.size() > slot::SDPA_SEQ_KV) {
+    pr.seq_q = operand(g, n.inputs[slot::SDPA_SEQ_Q]);
+    pr.seq_kv = operand(g, n.inputs[slot::SDPA_SEQ_KV]);
+  }
+  pr.o = operand(g, n.outputs[0]);
+  pr.stats = operand(g, n.outputs[1]);
+  const auto& qd = g.tensor(pr.q.id).dims;
+  const auto& kd = g.tensor(pr.k.id).dims;
+  pr.b = qd[0], pr.h = qd[1], pr.sq = qd[2], pr.d = qd[3];
+  pr.hk = kd[1], pr.skv = kd[2];
+  pr.dv = g.tensor(pr.v.id).dims[3];
+  const double scale = attr.get_attn_scale().value_or(1.0 / std::sqrt(static_cast<double>(pr.d)));
+  pr.scale_log2 = static_cast<float>(scale) * kLog2e;
+  pr.left = attr.get_diagonal_band_left_bound();
+  pr.right = attr.get_diagonal_band_right_bound();
+  pr.bottom_right = attr.get_diagonal_alignment() == DiagonalAlignment::BOTTOM_RIGHT;
+  return pr;
+}
+
+// The keys one query row sees: [lo, hi), empty when lo >= hi. Both ends grow with the row.
+struct Band {
+  int64_t seq_q, seq_kv, offset;
+  std::optional<int64_t> left, right;
+  int64_t lo(int64_t i) const { return left ? std::clamp(i + offset - *left + 1, int64_t{0}, seq_kv) : 0; }
+  int64_t hi(int64_t i) const { return right ? std::clamp(i + offset + *right + 1, int64_t{0}, seq_kv) : seq_kv; }
+};
+
+// ---- element conversion while tiles load and store
+
+inline float half_bits_to_float(uint16_t h) {
+  // Rebias by multiplying: exact for normals and subnormals; inf/NaN patched after.
+  const uint32_t em = h & 0x7fffu;
+  uint32_t bits = em << 13;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  f *= 0x1p112f;
+  std::memcpy(&bits, &f, 4);
+  if (em >= 0x7c00u) bits = 0x7f800000u | ((em & 0x3ffu) << 13);
+  bits |= static_cast<uint32_t>(h & 0x8000u) << 16;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// dst[i * dst_stride] = src[off + i * src_stride] * scale, for i < n.
+void load_strided(const void* base, DataType t, int64_t off, int64_t src_stride, int64_t n, float* dst,
+                  int64_t dst_stride, float scale) {
+  switch (t) {
+    case DataType::FLOAT: {
+      const float* s = static_cast<const float*>(base) + off;
+      for (int64_t i = 0; i < n; ++i) dst[i * dst_stride] = s[i * src_stride] * scale;
+      return;
+    }
+    case DataType::BFLOAT16: {
+      const uint16_t* s = static_cast<const uint16_t*>(base) + off;
+      for (int64_t i = 0; i < n; ++i) dst[i * dst_stride] = dtype::bf16_to_float(s[i * src_stride]) * scale;
+      return;
+    }
+    case DataType::HALF: {
+      const uint16_t* s = static_cast<const uint16_t*>(base) + off;
+      for (int64_t i = 0; i < n; ++i) dst[i * dst_stride] = half_bits_to_float(s[i * src_stride]) * scale;
+      return;
+    }
+    default: return;  // check() admits only the three types above
+  }
+}
+
+void store_strided(void* base, DataType t, int64_t off, int64_t stride, int64_t n, const float* src, float scale) {
+  switch (t) {
+    case DataType::FLOAT: {
+      float* d = static_cast<float*>(base) + off;
+      for (int64_t i = 0; i < n; ++i) d[i * stride] = src[i] * scale;
+      return;
+    }
+    case DataType::BFLOAT16: {
+      uint16_t* d = static_cast<uint16_t*>(base) + off;
+      for (int64_t i = 0; i < n; ++i) d[i * stride] = dtype::float_to_bf16(src[i] * scale);
+      return;
+    }
+    case DataType::HALF: {
+      uint16_t* d = static_cast<uint16_t*>(base) + off;
+      for (int64_t i = 0; i < n; ++i) d[i * stride] = dtype::float_to_half(src[i] * scale);
+      return;
+    }
+    default: return;
+  }
+}
+
+// Per-thread fp32 tiles, 64-byte aligned.
+class Scratch {
+ public:
+  Scratch(const Problem& p) : d_(p.d), dv_pad_(round_up(p.dv, kNr)) {
+    const int64_t sizes[] = {kBlockQ * d_, d_ * kBlockKv, kBlockQ * kBlockKv, kBlockKv * dv_pad_,
+                             kBlockQ * dv_pad_, kBlockQ, kBlockQ};
+    int64_t total = 0;
+    for (int64_t s : sizes) total += round_up(s, 16);
+    buf_.assign(static_cast<size_t>(total + 16), 0.0f);
+    float* at = buf_.data();
+    at += (16 - (reinterpret_cast<uintptr_t>(at) / sizeof(float)) % 16) % 16;
+    float** slots[] = {&q, &kt, &s, &v, &acc, &m, &l};
+    for (size_t i = 0; i < 7; ++i) {
+      *slots[i] = at;
+      at += round_up(sizes[i], 16);
+    }
+  }
+  float *q = nullptr, *kt = nullptr, *s = nullptr, *v = nullptr, *acc = nullptr, *m = nullptr, *l = nullptr;
+  std::array<int64_t, kBlockQ> row_lo{}, row_hi{}, tile_lo{}, tile_hi{};
+
+ private:
+  int64_t d_, dv_pad_;
+  std::vector<float> buf_;
+};
+
+struct Pointers {
+  const void *q, *k, *v;
+  const int32_t *seq_q, *seq_kv;
+  void *o, *stats;
+};
+
+class FlashPlan final : public Plan {
+ public:
+  FlashPlan(const Partition& p, bool avx2) : pr_(make_problem(p)), kern_(sdpa::kernels(avx2)) {}
+
+  Status execute(const ExecArgs& args) const override {
+    auto ptr = [&](const Operand& o) -> void* { return o.id < 0 ? nullptr : args.ptrs[static_cast<size_t>(o.id)]; };
+    const Pointers ptrs{ptr(pr_.q), ptr(pr_.k), ptr(pr_.v), static_cast<const int32_t*>(ptr(pr_.seq_q)),
+                        static_cast<const int32_t*>(ptr(pr_.seq_kv)), ptr(pr_.o), ptr(pr_.stats)};
+    if (!ptrs.q || !ptrs.k || !ptrs.v)
+      return {ErrorCode::INVALID_VARIANT_PACK, "cpu_sdpa_flash: Q, K or V has no pointer"};
+    const int64_t q_blocks = (pr_.sq + kBlockQ - 1) / kBlockQ;
+    const int64_t heads = pr_.b * pr_.h;
+    // Later query blocks see more keys under causal masks: hand them out first.
+    args.handle.thread_pool().parallel_for(heads * q_blocks, [&](int64_t begin, int64_t end) {
+      Scratch scratch(pr_);
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t qb = q_blocks - 1 - t / heads, bh = t % heads;
+        run_block(ptrs, bh / pr_.h, bh % pr_.h, qb * kBlockQ, scratch);
+      }
+    });
+    return {};
+  }
+
+ private:
+  Band band_of(const Pointers& ptrs, int64_t b) const {
+    int64_t lq = pr_.sq, lkv = pr_.skv;
+    if (ptrs.seq_q) lq = std::clamp<int64_t>(ptrs.seq_q[b * pr_.seq_q.st[0]], 0, pr_.sq);
+    if (ptrs.seq_kv) lkv = std::clamp<int64_t>(ptrs.seq_kv[b * pr_.seq_kv.st[0]], 0, pr_.skv);
+    return Band{lq, lkv, pr_.bottom_right ? lkv - lq : 0, pr_.left, pr_.right};
+  }
+
+  void load_q(const Pointers& ptrs, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t rows_pad,
+              float* q) const {
+    for (int64_t r = 0; r < rows; ++r)
+      load_strided(ptrs.q, pr_.q.dtype, pr_.q.offset(b, h, i0 + r, 0), pr_.q.st[3], pr_.d, q + r * pr_.d, 1,
+                   pr_.scale_log2);
+    std::fill(q + rows * pr_.d, q + rows_pad * pr_.d, 0.0f);
+  }
+
+  // K^T tile [d x kBlockKv] (columns past `cols` zero) and V tile [cols x dv_pad] (pad columns zero).
+  void load_kv(const Pointers& ptrs, int64_t b, int64_t kh, int64_t j0, int64_t cols, int64_t n_pad,
+               Scratch& sc) const {
+    for (int64_t j = 0; j < cols; ++j)
+      load_strided(ptrs.k, pr_.k.dtype, pr_.k.offset(b, kh, j0 + j, 0), pr_.k.st[3], pr_.d, sc.kt + j, kBlockKv, 1.0f);
+    for (int64_t c = 0; c < pr_.d && cols < n_pad; ++c) std::fill(sc.kt + c * kBlockKv + cols, sc.kt + c * kBlockKv + n_pad, 0.0f);
+    const int64_t dv_pad = round_up(pr_.dv, kNr);
+    for (int64_t j = 0; j < cols; ++j) {
+      float* row = sc.v + j * dv_pad;
+      load_strided(ptrs.v, pr_.v.dtype, pr_.v.offset(b, kh, j0 + j, 0), pr_.v.st[3], pr_.dv, row, 1, 1.0f);
+      std::fill(row + pr_.dv, row + dv_pad, 0.0f);
+    }
+  }
+
+  // One task: query rows [i0, i0 + kBlockQ) of head (b, h).
+  void run_block(const Pointers& ptrs, int64_t b, int64_t h, int64_t i0, Scratch& sc) const {
+    const Band band = band_of(ptrs, b);
+    const int64_t rows_all = std::min(kBlockQ, pr_.sq - i0);
+    const int64_t rows = std::clamp<int64_t>(band.seq_q - i0, 0, rows_all);  // the rest are padding
+    const int64_t rows_pad = round_up(std::max<int64_t>(rows, 1), kMr);
+    const int64_t dv_pad = round_up(pr_.dv, kNr);
+    std::fill(sc.acc, sc.acc + rows_pad * dv_pad, 0.0f);
+    std::fill(sc.m, sc.m + kBlockQ, -std::numeric_limits<float>::infinity());
+    std::fill(sc.l, sc.l + kBlockQ, 0.0f);
+    for (int64_t r = 0; r < rows; ++r) sc.row_lo[r] = band.lo(i0 + r), sc.row_hi[r] = band.hi(i0 + r);
+    // Rows' bands only move right, so the tile walk spans [first row's lo, last row's hi).
+    const int64_t key_begin = rows ? sc.row_lo[0] : 0;
+    const int64_t key_end = rows ? sc.row_hi[rows - 1] : 0;
+    if (key_begin < key_end) load_q(ptrs, b, h, i0, rows, rows_pad, sc.q);
+    const int64_t kh = h / (pr_.h / pr_.hk);
+    for (int64_t j0 = key_begin; j0 < key_end; j0 += kBlockKv) {
+      const int64_t cols = std::min(kBlockKv, key_end - j0);
+      const int64_t n_pad = round_up(cols, kNr);
+      load_kv(ptrs, b, kh, j0, cols, n_pad, sc);
+      kern_.gemm(rows_pad, n_pad, pr_.d, sc.q, pr_.d, sc.kt, kBlockKv, sc.s, kBlockKv, false);
+      for (int64_t r = 0; r < rows_pad; ++r) {
+        const bool live = r < rows;
+        sc.tile_lo[r] = live ? std::clamp(sc.row_lo[r] - j0, int64_t{0}, cols) : 0;
+        sc.tile_hi[r] = live ? std::clamp(sc.row_hi[r] - j0, int64_t{0}, cols) : 0;
+      }
+      kern_.softmax(sc.s, kBlockKv, rows_pad, n_pad, sc.tile_lo.data(), sc.tile_hi.data(), sc.m, sc.l, sc.acc, dv_pad,
+                    dv_pad);
+      kern_.gemm(rows_pad, dv_pad, cols, sc.s, kBlockKv, sc.v, dv_pad, sc.acc, dv_pad, true);
+    }
+    store_rows(ptrs, b, h, i0, rows, rows_all, sc);
+  }
+
+  // O = acc / l and STATS = ln(sum exp) for live rows; rows that saw no key and padded rows get 0.
+  void store_rows(const Pointers& ptrs, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t rows_all,
+                  const Scratch& sc) const {
+    const int64_t dv_pad = round_up(pr_.dv, kNr);
+    for (int64_t r = 0; r < rows_all; ++r) {
+      const bool seen = r < rows && sc.l[r] > 0.0f;
+      if (ptrs.o)
+        store_strided(ptrs.o, pr_.o.dtype, pr_.o.offset(b, h, i0 + r, 0), pr_.o.st[3], pr_.dv, sc.acc + r * dv_pad,
+                      seen ? 1.0f / sc.l[r] : 0.0f);
+      if (ptrs.stats)
+        static_cast<float*>(ptrs.stats)[pr_.stats.offset(b, h, i0 + r, 0)] =
+            seen ? (sc.m[r] + std::log2(sc.l[r])) * kLn2 : 0.0f;
+    }
+  }
+
+  Problem pr_;
+  const sdpa::Kernels& kern_;
+};
+
+// Pairs (query, key) that some row sees, ignoring the padding mask (unknown until execution).
+double visible_pairs(const Problem& p) {
+  const Band band{p.sq, p.skv, p.bottom_right ? p.skv - p.sq : 0, p.left, p.right};
+  double pairs = 0;
+  for (int64_t i = 0; i < p.sq; ++i) pairs += static_cast<double>(std::max<int64_t>(band.hi(i) - band.lo(i), 0));
+  return pairs;
+}
+
+class FlashEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "cpu_sdpa_flash"; }
+
+  Support check(const Partition& p, const Target& t) const override {
+    if (!t.device().is_cpu()) return Support::no("runs on the CPU only, not on " + t.device().to_string());
+    if (p.nodes.size() != 1)
+      return Support::no("takes a partition of one sdpa node, this one has " + std::to_string(p.nodes.size()) +
+                         " nodes");
+    const ir::Node& n = p.node(0);
+    if (!std::holds_alternative<SdpaAttr>(n.attr))
+      return Support::no("node '" + n.name + "' is " + std::string(op_name(n.attr)) + ", not sdpa");
+    const ir::Graph& g = *p.graph;
+    for (int slot : {slot::SDPA_Q, slot::SDPA_K, slot::SDPA_V}) {
+      const ir::Tensor& x = g.tensor(n.inputs[static_cast<size_t>(slot)]);
+      if (!is_tile_type(x.dtype))
+        return Support::no("node '" + n.name + "', tensor '" + x.name + "': data type " +
+                           std::string(to_string(x.dtype)) + " is not supported (FLOAT, HALF, BFLOAT16)");
+    }
+    const ir::Tensor& o = g.tensor(n.outputs[0]);
+    if (!is_tile_type(o.dtype))
+      return Support::no("node '" + n.name + "', tensor '" + o.name + "': output data type " +
+                         std::string(to_string(o.dtype)) + " is not supported (FLOAT, HALF, BFLOAT16)");
+    return Support::yes();
+  }
+
+  std::vector<Knobs> knob_space(const Partition&, const Target&) const override {
+    if (sdpa::cpu_has_avx2_fma()) return {Knobs{{"avx2", 1}}, Knobs{{"avx2", 0}}};
+    return {Knobs{{"avx2", 0}}};
+  }
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    const Problem pr = make_problem(p);
+    const double heads = static_cast<double>(pr.b * pr.h);
+    // Two GEMMs over the visible pairs plus about 16 FLOP-equivalents of softmax per pair.
+    const double flops = heads * visible_pairs(pr) * (2.0 * static_cast<double>(pr.d + pr.dv) + 16.0);
+    const bool avx2 = k.count("avx2") && k.at("avx2") != 0;
+    return roofline_seconds(flops, partition_bytes(p), t.info(), avx2 ? 0.45 : 0.08, 5e-6);
+  }
+
+  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
+    if (Support s = check(p, t); !s.ok) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_sdpa_flash: " + s.reason};
+    const bool avx2 = k.count("avx2") && k.at("avx2") != 0;
+    if (avx2 && !sdpa::cpu_has_avx2_fma())
+      return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_sdpa_flash: knob avx2=1 but this CPU lacks AVX2 or FMA"};
+    plan = std::make_unique<FlashPlan>(p, avx2);
+    return {};
+  }
+};
+
+}  // namespace
+
+const Engine& sdpa_flash_engine() {
+  static const FlashEngine kEngine;
+  return kEngine;
+}
+
+}  // namespace dnngraph::cpu

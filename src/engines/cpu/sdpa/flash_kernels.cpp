@@ -1,0 +1,202 @@
+// AVX2+FMA and portable builds of the cpu_sdpa_flash tile kernels (see flash_kernels.hpp).
+// The AVX2 functions carry target attributes, so the library itself still builds for baseline
+// x86-64; kernels() picks them only after a run-time CPU check.
+#include "engines/cpu/sdpa/flash_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define DG_SDPA_HAVE_AVX2 1
+#endif
+
+namespace dnngraph::cpu::sdpa {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// ---- portable
+
+void gemm_generic(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                  float* c, int64_t ldc, bool accumulate) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* crow = c + i * ldc;
+    if (!accumulate) std::fill(crow, crow + n, 0.0f);
+    for (int64_t p = 0; p < k; ++p) {
+      const float av = a[i * lda + p];
+      const float* brow = b + p * ldb;
+      for (int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];  // GCC vectorizes this loop
+    }
+  }
+}
+
+// The row-max update shared by both builds: returns the scale for the old accumulator, or a
+// negative value when the row has nothing visible in this tile.
+inline float update_max(float* m, float tile_max) {
+  const float m_new = std::max(*m, tile_max);
+  const float alpha = *m == kNegInf ? 0.0f : std::exp2(*m - m_new);
+  *m = m_new;
+  return alpha;
+}
+
+void softmax_generic(float* s, int64_t lds, int64_t rows, int64_t n_pad, const int64_t* lo, const int64_t* hi,
+                     float* m, float* l, float* acc, int64_t ldacc, int64_t dv_pad) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * lds;
+    if (lo[r] >= hi[r]) {
+      std::fill(row, row + n_pad, 0.0f);
+      continue;
+    }
+    float mx = kNegInf;
+    for (int64_t j = lo[r]; j < hi[r]; ++j) mx = std::max(mx, row[j]);
+    const float alpha = update_max(&m[r], mx);
+    float sum = 0;
+    for (int64_t j = 0; j < n_pad; ++j) {
+      const float p = (j >= lo[r] && j < hi[r]) ? std::exp2(row[j] - m[r]) : 0.0f;
+      row[j] = p;
+      sum += p;
+    }
+    l[r] = l[r] * alpha + sum;
+    if (alpha != 1.0f)
+      for (int64_t c = 0; c < dv_pad; ++c) acc[r * ldacc + c] *= alpha;
+  }
+}
+
+const Kernels kGeneric{"generic", gemm_generic, softmax_generic};
+
+// ---- AVX2 + FMA
+
+#ifdef DG_SDPA_HAVE_AVX2
+#define DG_AVX2 __attribute__((target("avx2,fma")))
+
+// C[6 x 16] (+)= A[6 x k] * B[k x 16]: 12 accumulators, the classic Haswell register block.
+DG_AVX2 void gemm_6x16(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                       bool accumulate) {
+  __m256 acc[6][2];
+  for (int r = 0; r < 6; ++r)
+    for (int h = 0; h < 2; ++h)
+      acc[r][h] = accumulate ? _mm256_loadu_ps(c + r * ldc + 8 * h) : _mm256_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(b + p * ldb);
+    const __m256 b1 = _mm256_loadu_ps(b + p * ldb + 8);
+    for (int r = 0; r < 6; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < 6; ++r)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(c + r * ldc + 8 * h, acc[r][h]);
+}
+
+DG_AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                       float* c, int64_t ldc, bool accumulate) {
+  for (int64_t j = 0; j < n; j += kNr)
+    for (int64_t i = 0; i < m; i += kMr) gemm_6x16(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+}
+
+// 2^x for x <= 0 (inputs below -126 give 2^-126, negligible next to the row max's 1): the Cephes
+// exp2f polynomial on [-0.5, 0.5], about 2 ulp.
+DG_AVX2 inline __m256 exp2_avx2(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-126.0f)), _mm256_set1_ps(126.0f));
+  const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 f = _mm256_sub_ps(x, n);
+  __m256 p = _mm256_set1_ps(1.535336188319500e-4f);
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.339887440266574e-3f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618437357674640e-3f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550332471162809e-2f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402264791363012e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931472028550421e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+DG_AVX2 inline float hmax(__m256 v) {
+  __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_max_ss(x, _mm_shuffle_ps(x, x, 1));
+  return _mm_cvtss_f32(x);
+}
+
+DG_AVX2 inline float hsum(__m256 v) {
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_add_ss(x, _mm_shuffle_ps(x, x, 1));
+  return _mm_cvtss_f32(x);
+}
+
+// Lanes j0 .. j0+7 inside [lo, hi).
+DG_AVX2 inline __m256 lane_mask(int64_t j0, int64_t lo, int64_t hi) {
+  const __m256i j = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(j0)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i in_lo = _mm256_cmpgt_epi32(j, _mm256_set1_epi32(static_cast<int>(lo) - 1));
+  const __m256i in_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(hi)), j);
+  return _mm256_castsi256_ps(_mm256_and_si256(in_lo, in_hi));
+}
+
+DG_AVX2 void softmax_row_avx2(float* row, int64_t n_pad, int64_t lo, int64_t hi, float* m, float* l, float* acc,
+                              int64_t dv_pad) {
+  // n_pad is a multiple of 16, so whole vectors cover the row; lanes outside [lo, hi) are masked.
+  __m256 vmax = _mm256_set1_ps(kNegInf);
+  for (int64_t j = lo / 8 * 8; j < hi; j += 8) {
+    const __m256 keep = lane_mask(j, lo, hi);
+    vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(_mm256_set1_ps(kNegInf), _mm256_loadu_ps(row + j), keep));
+  }
+  const float alpha = update_max(m, hmax(vmax));
+  const __m256 vm = _mm256_set1_ps(*m);
+  __m256 vsum = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n_pad; j += 8) {
+    __m256 p;
+    if (j + 8 <= lo || j >= hi) {
+      p = _mm256_setzero_ps();
+    } else {
+      p = exp2_avx2(_mm256_sub_ps(_mm256_loadu_ps(row + j), vm));
+      if (j < lo || j + 8 > hi) p = _mm256_and_ps(p, lane_mask(j, lo, hi));
+    }
+    _mm256_storeu_ps(row + j, p);
+    vsum = _mm256_add_ps(vsum, p);
+  }
+  *l = *l * alpha + hsum(vsum);
+  if (alpha != 1.0f) {
+    const __m256 va = _mm256_set1_ps(alpha);
+    for (int64_t c = 0; c < dv_pad; c += 8) _mm256_storeu_ps(acc + c, _mm256_mul_ps(_mm256_loadu_ps(acc + c), va));
+  }
+}
+
+DG_AVX2 void softmax_avx2(float* s, int64_t lds, int64_t rows, int64_t n_pad, const int64_t* lo, const int64_t* hi,
+                          float* m, float* l, float* acc, int64_t ldacc, int64_t dv_pad) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * lds;
+    if (lo[r] >= hi[r]) {
+      for (int64_t j = 0; j < n_pad; j += 8) _mm256_storeu_ps(row + j, _mm256_setzero_ps());
+      continue;
+    }
+    softmax_row_avx2(row, n_pad, lo[r], hi[r], &m[r], &l[r], acc + r * ldacc, dv_pad);
+  }
+}
+
+const Kernels kAvx2{"avx2", gemm_avx2, softmax_avx2};
+#endif
+
+}  // namespace
+
+bool cpu_has_avx2_fma() {
+#ifdef DG_SDPA_HAVE_AVX2
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+#else
+  return false;
+#endif
+}
+
+const Kernels& kernels(bool avx2) {
+#ifdef DG_SDPA_HAVE_AVX2
+  if (avx2 && cpu_has_avx2_fma()) return kAvx2;
+#endif
+  (void)avx2;
+  return kGeneric;
+}
+
+}  // namespace dnngraph::cpu::sdpa

@@ -1,0 +1,30 @@
+// The fp32 tile kernels of cpu_sdpa_flash: a register-blocked GEMM tile and the online-softmax
+// step. Two builds of each: AVX2+FMA (chosen at run time when the CPU has them) and portable loops.
+// The benchmark's unfused baseline uses the same kernels, so the comparison measures fusion alone.
+#pragma once
+#include <cstdint>
+
+namespace dnngraph::cpu::sdpa {
+
+// GEMM tiles are blocks of kMr rows by kNr columns: callers pad m and n to these multiples.
+inline constexpr int64_t kMr = 6;
+inline constexpr int64_t kNr = 16;
+
+struct Kernels {
+  const char* isa;  // "avx2" or "generic"
+  // C[m x n] = A[m x k] * B[k x n] (or C += when accumulate); all row-major with leading dims.
+  // m % kMr == 0 and n % kNr == 0.
+  void (*gemm)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+               int64_t ldc, bool accumulate);
+  // One online-softmax step over a score tile s[rows x n_pad] in log2 units. Row r sees columns
+  // [lo[r], hi[r]); the others become 0. Updates the running max m[r] and sum l[r], rescales the
+  // row's accumulator acc[r][0 .. dv_pad) when the max grows, and leaves P = exp2(s - m) in s.
+  void (*softmax)(float* s, int64_t lds, int64_t rows, int64_t n_pad, const int64_t* lo, const int64_t* hi,
+                  float* m, float* l, float* acc, int64_t ldacc, int64_t dv_pad);
+};
+
+bool cpu_has_avx2_fma();
+// The AVX2 kernels when asked for and the CPU has them, else the portable ones.
+const Kernels& kernels(bool avx2);
+
+}  // namespace dnngraph::cpu::sdpa

@@ -1,0 +1,335 @@
+// cpu_sdpa_flash against the reference engine: seeded random shapes (sequence lengths that are not
+// multiples of the tiles, GQA/MQA, BHSD and BSHD strides, every mask, padding, stats, fp32/bf16/fp16),
+// outputs poisoned with NaN; both kernel builds (avx2=1 and avx2=0); the engine's rejections.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "core/dtype.hpp"
+#include "dnngraph/dnngraph.hpp"
+#include "engines/cpu/sdpa/flash_engine.hpp"
+#include "engines/cpu/sdpa/flash_kernels.hpp"
+#include "graph/graph_impl.hpp"
+#include "planning/plan_set.hpp"
+
+namespace dg = dnngraph;
+
+namespace {
+
+enum class Mask { NONE, CAUSAL, CAUSAL_BOTTOM_RIGHT, SLIDING_WINDOW, BAND };
+
+struct Case {
+  int64_t b = 1, h = 1, hk = 1, sq = 1, skv = 1, d = 8, dv = 8;
+  dg::DataType type = dg::DataType::FLOAT;
+  bool bshd = false;
+  Mask mask = Mask::NONE;
+  int64_t left = 0, right = 0;  // SLIDING_WINDOW: left; BAND: both
+  bool padding = false;
+  bool stats = false;
+  std::string describe() const {
+    return "b" + std::to_string(b) + " h" + std::to_string(h) + " hk" + std::to_string(hk) + " sq" +
+           std::to_string(sq) + " skv" + std::to_string(skv) + " d" + std::to_string(d) + " dv" + std::to_string(dv) +
+           " " + std::string(dg::to_string(type)) + (bshd ? " BSHD" : " BHSD") + " mask" +
+           std::to_string(static_cast<int>(mask)) + " left" + std::to_string(left) + " right" + std::to_string(right) +
+           (padding ? " padding" : "") + (stats ? " stats" : "");
+  }
+};
+
+// A rank-4 host buffer in BHSD or BSHD layout.
+struct Buffer {
+  std::vector<int64_t> dims, strides;
+  dg::DataType type = dg::DataType::FLOAT;
+  std::vector<unsigned char> bytes;
+  Buffer() = default;
+  Buffer(std::vector<int64_t> d, dg::DataType t, bool bshd) : dims(std::move(d)), type(t) {
+    strides = bshd ? std::vector<int64_t>{dims[1] * dims[2] * dims[3], dims[3], dims[1] * dims[3], 1}
+                   : std::vector<int64_t>{dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+    bytes.resize(static_cast<size_t>(dims[0] * dims[1] * dims[2] * dims[3] * dg::size_of(t)));
+  }
+  int64_t offset(int64_t b, int64_t h, int64_t s, int64_t c) const {
+    return b * strides[0] + h * strides[1] + s * strides[2] + c * strides[3];
+  }
+  int64_t count() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
+  void fill_random(std::mt19937& rng) {
+    std::uniform_real_distribution<double> u(-1.5, 1.5);
+    for (int64_t i = 0; i < count(); ++i) dg::dtype::store(bytes.data(), type, i, u(rng));
+  }
+  void poison() {
+    for (int64_t i = 0; i < count(); ++i) dg::dtype::store(bytes.data(), type, i, std::nan(""));
+  }
+  double at(int64_t b, int64_t h, int64_t s, int64_t c) const {
+    return dg::dtype::load(bytes.data(), type, offset(b, h, s, c));
+  }
+  dg::TensorPtr declare(dg::Graph& g, const char* name) const {
+    return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(strides).set_data_type(type));
+  }
+};
+
+struct Inputs {
+  Buffer q, k, v;
+  std::vector<int32_t> seq_q, seq_kv;
+};
+
+Inputs make_inputs(const Case& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Inputs in{Buffer({c.b, c.h, c.sq, c.d}, c.type, c.bshd), Buffer({c.b, c.hk, c.skv, c.d}, c.type, c.bshd),
+            Buffer({c.b, c.hk, c.skv, c.dv}, c.type, c.bshd), {}, {}};
+  in.q.fill_random(rng);
+  in.k.fill_random(rng);
+  in.v.fill_random(rng);
+  if (c.padding) {
+    for (int64_t b = 0; b < c.b; ++b) {
+      in.seq_q.push_back(static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, c.sq)(rng)));
+      in.seq_kv.push_back(static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, c.skv)(rng)));
+    }
+  }
+  return in;
+}
+
+dg::SdpaAttr attr_of(const Case& c) {
+  dg::SdpaAttr a;
+  a.set_name("attn").set_is_inference(!c.stats);
+  switch (c.mask) {
+    case Mask::NONE: break;
+    case Mask::CAUSAL: a.set_causal_mask(true); break;
+    case Mask::CAUSAL_BOTTOM_RIGHT: a.set_causal_mask_bottom_right(true); break;
+    case Mask::SLIDING_WINDOW: a.set_causal_mask(true).set_diagonal_band_left_bound(c.left); break;
+    case Mask::BAND:
+      a.set_diagonal_alignment(dg::DiagonalAlignment::BOTTOM_RIGHT)
+          .set_diagonal_band_left_bound(c.left)
+          .set_diagonal_band_right_bound(c.right);
+      break;
+  }
+  return a;
+}
+
+struct Outputs {
+  Buffer o, stats;
+  std::string plan_name;
+};
+
+// Builds the graph restricted to `engine`, and runs its plan `plan_index` on the inputs.
+Outputs run(const Case& c, const Inputs& in, const std::string& engine, int64_t plan_index) {
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g;
+  g.set_io_data_type(c.type).set_compute_data_type(dg::DataType::FLOAT).select_engines({engine});
+  auto Q = in.q.declare(g, "Q"), K = in.k.declare(g, "K"), V = in.v.declare(g, "V");
+  dg::SdpaAttr attr = attr_of(c);
+  dg::TensorPtr SQ, SKV;
+  if (c.padding) {
+    auto seq = [&](const char* name) {
+      return g.tensor(dg::TensorAttr().set_name(name).set_dim({c.b, 1, 1, 1}).set_stride({1, 1, 1, 1}).set_data_type(
+          dg::DataType::INT32));
+    };
+    SQ = seq("SEQ_Q"), SKV = seq("SEQ_KV");
+    attr.set_padding_mask(true).set_seq_len_q(SQ).set_seq_len_kv(SKV);
+  }
+  auto [O, STATS] = g.sdpa(Q, K, V, attr);
+  O->set_output(true);
+  if (c.stats) STATS->set_output(true);
+  Outputs out{Buffer({c.b, c.h, c.sq, c.dv}, c.type, c.bshd), Buffer({c.b, c.h, c.sq, 1}, dg::DataType::FLOAT, false), {}};
+  out.o.poison();
+  out.stats.poison();
+  EXPECT_TRUE(g.validate().ok());
+  EXPECT_TRUE(g.build_operation_graph(handle).ok());
+  EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  auto s = g.check_support(handle);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_TRUE(g.build_plan_at_index(handle, plan_index).ok());
+  EXPECT_TRUE(g.get_plan_name_at_index(plan_index, out.plan_name).ok());
+  for (size_t i = 0; i < 4; ++i)  // O takes Q's layout (a size-1 dim's stride is free)
+    EXPECT_TRUE(out.o.dims[i] == 1 || O->get_stride()[i] == out.o.strides[i]) << "O stride " << i;
+  std::vector<int32_t> sq = in.seq_q, skv = in.seq_kv;
+  dg::VariantPack pack{{Q, const_cast<unsigned char*>(in.q.bytes.data())},
+                       {K, const_cast<unsigned char*>(in.k.bytes.data())},
+                       {V, const_cast<unsigned char*>(in.v.bytes.data())},
+                       {O, out.o.bytes.data()}};
+  if (c.padding) pack[SQ] = sq.data(), pack[SKV] = skv.data();
+  if (c.stats) pack[STATS] = out.stats.bytes.data();
+  s = g.execute_plan_at_index(handle, pack, nullptr, plan_index);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return out;
+}
+
+double tolerance(dg::DataType t) {
+  switch (t) {
+    case dg::DataType::HALF: return 3e-3;
+    case dg::DataType::BFLOAT16: return 1e-2;
+    default: return 2e-5;
+  }
+}
+
+void expect_close(const Case& c, const Buffer& got, const Buffer& want, double tol, const char* what) {
+  int64_t bad = 0;
+  for (int64_t b = 0; b < want.dims[0]; ++b)
+    for (int64_t h = 0; h < want.dims[1]; ++h)
+      for (int64_t s = 0; s < want.dims[2]; ++s)
+        for (int64_t x = 0; x < want.dims[3]; ++x) {
+          const double g = got.at(b, h, s, x), w = want.at(b, h, s, x);
+          if (std::fabs(g - w) <= tol * (1.0 + std::fabs(w))) continue;  // NaN fails too
+          if (++bad <= 3)
+            ADD_FAILURE() << what << "[" << b << "," << h << "," << s << "," << x << "] = " << g << ", ref " << w
+                          << " (" << c.describe() << ")";
+        }
+  EXPECT_EQ(bad, 0) << what << ": " << c.describe();
+}
+
+// cpu_sdpa_flash's plans (avx2=1 and avx2=0 where the CPU has AVX2) against ref.
+void check_against_ref(const Case& c, uint32_t seed) {
+  const Inputs in = make_inputs(c, seed);
+  const Outputs want = run(c, in, "ref", 0);
+  const int64_t plans = dg::cpu::sdpa::cpu_has_avx2_fma() ? 2 : 1;
+  for (int64_t i = 0; i < plans; ++i) {
+    const Outputs got = run(c, in, "cpu_sdpa_flash", i);
+    EXPECT_EQ(got.plan_name.rfind("cpu_sdpa_flash[avx2=", 0), 0u) << got.plan_name;
+    expect_close(c, got.o, want.o, tolerance(c.type), ("O of " + got.plan_name).c_str());
+    if (c.stats) expect_close(c, got.stats, want.stats, 2e-5, ("STATS of " + got.plan_name).c_str());
+  }
+}
+
+}  // namespace
+
+TEST(CpuSdpaFlash, MatchesRefOnRandomShapes) {
+  std::mt19937 rng(2024);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const dg::DataType types[] = {dg::DataType::FLOAT, dg::DataType::BFLOAT16, dg::DataType::HALF};
+  const int64_t head_dims[] = {1, 8, 13, 24, 40, 64};
+  for (int trial = 0; trial < 30; ++trial) {
+    Case c;
+    c.b = pick(1, 2);
+    c.hk = pick(1, 2);
+    c.h = c.hk * pick(1, 3);
+    c.sq = pick(1, 110);
+    c.skv = pick(1, 140);
+    c.d = head_dims[pick(0, 5)];
+    c.dv = trial % 3 == 0 ? head_dims[pick(0, 5)] : c.d;
+    c.type = types[trial % 3];
+    c.bshd = trial % 2 == 1;
+    c.mask = static_cast<Mask>(trial % 5);
+    c.left = pick(1, 40);
+    c.right = pick(0, 20);
+    c.padding = trial % 4 == 3;
+    c.stats = trial % 3 != 2;
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    check_against_ref(c, static_cast<uint32_t>(trial + 1));
+  }
+}
+
+TEST(CpuSdpaFlash, TileEdgesAndLongSequences) {
+  // Query blocks of 48 and key blocks of 64: lengths just below, at and above several tiles.
+  const int64_t lengths[][2] = {{48, 64}, {49, 65}, {47, 63}, {97, 129}, {200, 200}, {1, 193}};
+  int seed = 100;
+  for (auto [sq, skv] : lengths) {
+    for (Mask m : {Mask::NONE, Mask::CAUSAL, Mask::CAUSAL_BOTTOM_RIGHT, Mask::SLIDING_WINDOW}) {
+      Case c;
+      c.h = 2;
+      c.sq = sq;
+      c.skv = skv;
+      c.d = 32;
+      c.dv = 16;
+      c.mask = m;
+      c.left = 70;
+      c.stats = true;
+      check_against_ref(c, static_cast<uint32_t>(++seed));
+    }
+  }
+}
+
+TEST(CpuSdpaFlash, FullyMaskedAndPaddedRowsAreZeroNotNaN) {
+  Case c;
+  c.b = 3;
+  c.sq = 70;
+  c.skv = 30;  // bottom-right causal with sq > skv: the first 40 rows see no key
+  c.mask = Mask::CAUSAL_BOTTOM_RIGHT;
+  c.stats = true;
+  c.padding = true;
+  Inputs in = make_inputs(c, 7);
+  in.seq_q = {70, 0, 55};
+  in.seq_kv = {30, 12, 0};
+  const Outputs got = run(c, in, "cpu_sdpa_flash", 0);
+  const Outputs want = run(c, in, "ref", 0);
+  expect_close(c, got.o, want.o, tolerance(c.type), "O");
+  expect_close(c, got.stats, want.stats, 2e-5, "STATS");
+  for (int64_t s = 0; s < 40; ++s) EXPECT_EQ(got.o.at(0, 0, s, 0), 0.0) << "row " << s;
+  EXPECT_EQ(got.o.at(1, 0, 3, 2), 0.0);
+  EXPECT_EQ(got.stats.at(2, 0, 10, 0), 0.0);
+}
+
+TEST(CpuSdpaFlash, IsChosenAheadOfRef) {
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
+  Buffer q({1, 4, 33, 16}, dg::DataType::BFLOAT16, false), kv({1, 2, 40, 16}, dg::DataType::BFLOAT16, true);
+  auto [O, STATS] = g.sdpa(q.declare(g, "Q"), kv.declare(g, "K"), kv.declare(g, "V"),
+                           dg::SdpaAttr().set_name("attn").set_causal_mask(true));
+  O->set_output(true);
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(handle).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
+  const std::string text = g.explain();
+  EXPECT_NE(text.find("cpu_sdpa_flash: accepted"), std::string::npos) << text;
+  std::string name;
+  ASSERT_TRUE(g.get_plan_name_at_index(0, name).ok());
+  EXPECT_EQ(name.rfind("cpu_sdpa_flash", 0), 0u) << name;
+  ASSERT_TRUE(g.get_plan_name_at_index(g.get_execution_plan_count() - 1, name).ok());
+  EXPECT_EQ(name, "ref");
+}
+
+TEST(CpuSdpaFlash, RejectsWithReasons) {
+  dg::Handle handle(dg::Device::cpu());
+  // FP8 inputs: rejected by type.
+  {
+    dg::Graph g;
+    g.set_io_data_type(dg::DataType::HALF);
+    Buffer q({1, 1, 4, 8}, dg::DataType::FP8_E4M3, false);
+    auto [O, S] = g.sdpa(q.declare(g, "Q"), q.declare(g, "K"), q.declare(g, "V"), dg::SdpaAttr().set_name("attn"));
+    O->set_output(true);
+    ASSERT_TRUE(g.build_operation_graph(handle).ok());
+    ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+    const std::string text = g.explain();
+    EXPECT_NE(text.find("cpu_sdpa_flash: rejected: node 'attn', tensor 'Q': data type FP8_E4M3 is not supported"),
+              std::string::npos)
+        << text;
+  }
+  // sdpa -> pointwise fused: rejected whole; the planner then splits it and the sdpa piece is ours.
+  {
+    dg::Graph g;
+    g.set_io_data_type(dg::DataType::FLOAT);
+    Buffer q({1, 1, 4, 8}, dg::DataType::FLOAT, false);
+    auto [O, S] = g.sdpa(q.declare(g, "Q"), q.declare(g, "K"), q.declare(g, "V"), dg::SdpaAttr().set_name("attn"));
+    g.relu(O)->set_output(true);
+    ASSERT_TRUE(g.build_operation_graph(handle).ok());
+    std::vector<dg::Partition> fused;
+    ASSERT_TRUE(dg::partition_graph(*g.impl().ir, fused).ok());
+    ASSERT_EQ(fused.size(), 1u);
+    dg::Target target;
+    target.handle = &handle.impl();
+    const dg::Support s = dg::cpu::sdpa_flash_engine().check(fused[0], target);
+    EXPECT_FALSE(s.ok);
+    EXPECT_EQ(s.reason, "takes a partition of one sdpa node, this one has 2 nodes");
+    ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+    std::string name;
+    ASSERT_TRUE(g.get_plan_name_at_index(0, name).ok());
+    EXPECT_EQ(name.rfind("cpu_sdpa_flash", 0), 0u) << name;
+  }
+  // Not a CPU target: the engine says so (no GPU here, so ask the engine directly).
+  {
+    dg::Graph g;
+    g.set_io_data_type(dg::DataType::FLOAT);
+    Buffer q({1, 1, 4, 8}, dg::DataType::FLOAT, false);
+    auto [O, S] = g.sdpa(q.declare(g, "Q"), q.declare(g, "K"), q.declare(g, "V"), dg::SdpaAttr().set_name("attn"));
+    O->set_output(true);
+    ASSERT_TRUE(g.build_operation_graph(handle).ok());
+    ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+    dg::HandleImpl gpu;
+    gpu.device = dg::Device::cuda(0);
+    dg::Target target;
+    target.handle = &gpu;
+    const dg::Support s = dg::cpu::sdpa_flash_engine().check(g.impl().plans->parts[0].partition, target);
+    EXPECT_FALSE(s.ok);
+    EXPECT_EQ(s.reason, "runs on the CPU only, not on cuda:0");
+  }
+}
