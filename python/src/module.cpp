@@ -1,7 +1,5 @@
 // The dnngraph._dnngraph extension: enums, handles, kernel caches, and the module's entry point.
 // The graph (pygraph) and its tensors live in pygraph_*.cpp and tensor.cpp.
-#include <nanobind/stl/shared_ptr.h>
-#include <nanobind/stl/string.h>
 
 #include "common.hpp"
 

@@ -1,7 +1,6 @@
 // Variant packs and workspaces from Python: {tensor or uid: array or int pointer}. Each array is
 // checked against its tensor (device, type, size, writability) before the library sees a pointer,
 // so a wrong array is a ValueError naming the tensor instead of a crash.
-#include <nanobind/stl/optional.h>
 
 #include "pygraph.hpp"
 

@@ -1,9 +1,4 @@
 // pygraph: construction, tensors, the five build steps, plan queries and persistence.
-#include <nanobind/stl/optional.h>
-#include <nanobind/stl/shared_ptr.h>
-#include <nanobind/stl/string.h>
-#include <nanobind/stl/unique_ptr.h>
-#include <nanobind/stl/vector.h>
 
 #include "pygraph.hpp"
 

@@ -1,10 +1,5 @@
 // pygraph's operations other than pointwise, with the cuDNN frontend's keyword names:
 // convolutions, matmul, reduction, normalizations, resample, sdpa and the layout ops.
-#include <nanobind/stl/optional.h>
-#include <nanobind/stl/shared_ptr.h>
-#include <nanobind/stl/string.h>
-#include <nanobind/stl/tuple.h>
-#include <nanobind/stl/vector.h>
 
 #include "pygraph.hpp"
 

@@ -1,8 +1,5 @@
 // pygraph's pointwise operations, one method per mode with the cuDNN frontend's names and
 // keywords, plus the generic pointwise(mode, input0, input1, input2).
-#include <nanobind/stl/optional.h>
-#include <nanobind/stl/shared_ptr.h>
-#include <nanobind/stl/string.h>
 
 #include "pygraph.hpp"
 

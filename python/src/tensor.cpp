@@ -1,9 +1,5 @@
 // dnngraph.tensor: a tensor's description (TensorAttr). Setters return the tensor, so they chain
 // as in the cuDNN frontend: Y.set_output(True).set_data_type(dnngraph.data_type.HALF).
-#include <nanobind/stl/optional.h>
-#include <nanobind/stl/shared_ptr.h>
-#include <nanobind/stl/string.h>
-#include <nanobind/stl/vector.h>
 
 #include "common.hpp"
 
