@@ -7,6 +7,7 @@
 
 #include "core/log.hpp"
 #include "dnngraph/version.hpp"
+#include "engines/cuda/event_timer.hpp"
 #include "planning/tuning_db.hpp"
 #include "runtime/cuda/context.hpp"
 
@@ -124,7 +125,12 @@ void record_winners(const GraphImpl& g, const Handle& handle, const std::string&
 
 }  // namespace
 
-std::unique_ptr<Timer> make_timer(HandleImpl& handle) { return std::make_unique<SteadyClockTimer>(handle); }
+std::unique_ptr<Timer> make_timer(HandleImpl& handle) {
+  if (handle.device.is_cuda()) {
+    if (auto t = cuda::make_event_timer(handle)) return t;
+  }
+  return std::make_unique<SteadyClockTimer>(handle);
+}
 
 Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_tensor, const UidVariantPack* by_uid,
                       void* workspace, const AutotuneOptions& options, std::vector<CandidateTiming>* timings) {

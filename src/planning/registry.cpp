@@ -1,6 +1,7 @@
 // The engine registry: one line per engine. Ids are append-only: they key tuning records and
 // serialized plans, so an id is never reused or renumbered.
 #include "engines/cpu/sdpa/flash_engine.hpp"
+#include "engines/cuda/pointwise/pointwise_jit.hpp"
 #include "engines/ref/ref_engine.hpp"
 #include "planning/engine.hpp"
 
@@ -10,6 +11,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
   static const std::vector<RegisteredEngine> kEngines{
       {0, &ref::engine()},
       {8, &cpu::sdpa_flash_engine()},
+      {9, &cuda::pointwise_jit_engine()},
   };
   return kEngines;
 }

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -141,6 +143,95 @@ inline double relative_error(const ir::Tensor& t, const std::vector<uint8_t>& a,
     }
   }
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// Tolerance on ||got - want|| / ||want|| by the output's type.
+inline double tolerance(DataType t) {
+  switch (t) {
+    case DataType::FLOAT: return 2e-5;
+    case DataType::HALF: return 3e-3;
+    case DataType::BFLOAT16: return 1e-2;
+    case DataType::FP8_E4M3: return 7e-2;
+    case DataType::FP8_E5M2: return 1.3e-1;
+    default: return 1e-2;  // integers: a value on a rounding boundary may land one step away
+  }
+}
+
+using Builder = std::function<void(dg::Graph&)>;
+using Outputs = std::map<int64_t, std::vector<uint8_t>>;  // bytes by uid
+
+struct RunOptions {
+  std::string engine;                      // the only engine allowed
+  bool dynamic = false;
+  std::shared_ptr<dg::KernelCache> cache;
+  int64_t misalign_elements = 0;           // offsets every input and output pointer by this many elements
+  uint32_t seed = 1;
+};
+
+// Builds the graph on `h` with only options.engine, runs it on seeded random inputs (outputs poisoned
+// first) and returns every output's bytes, with the IR graph for comparing them.
+inline ::testing::AssertionResult run_graph(const Builder& build, dg::Handle& h, const RunOptions& o, Outputs& out,
+                                            std::vector<ir::Tensor>* tensors = nullptr) {
+  dg::Graph g;
+  build(g);
+  g.select_engines({o.engine}).set_dynamic_shape_enabled(o.dynamic);
+  if (o.cache) g.set_kernel_cache(o.cache);
+  auto fail = [](const char* step, const Status& s) { return ::testing::AssertionFailure() << step << ": " << s.to_string(); };
+  if (auto s = g.validate(); !s.ok()) return fail("validate", s);
+  if (auto s = g.build_operation_graph(h); !s.ok()) return fail("build_operation_graph", s);
+  if (auto s = g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}); !s.ok())
+    return fail("create_execution_plans", s) << "\n" << g.explain();
+  if (auto s = g.check_support(h); !s.ok()) return fail("check_support", s) << "\n" << g.explain();
+  if (auto s = g.build_plans(h); !s.ok()) return fail("build_plans", s);
+  int64_t ws = 0;
+  if (auto s = g.get_workspace_size(ws); !s.ok()) return fail("get_workspace_size", s);
+  HandleImpl& hi = h.impl();
+  const ir::Graph& ir = *g.impl().ir;
+  if (tensors) *tensors = ir.tensors;
+  std::vector<memory::Buffer> buffers;
+  dg::UidVariantPack pack;
+  std::vector<std::pair<int64_t, std::pair<void*, size_t>>> results;
+  for (const auto& t : ir.tensors) {
+    if (t.is_virtual || t.is_pass_by_value) continue;
+    const size_t pad = static_cast<size_t>(o.misalign_elements * size_of(t.dtype));
+    const bool is_input = t.producer < 0;
+    std::vector<uint8_t> bytes = is_input ? random_bytes(t, o.seed * 7919u + static_cast<uint32_t>(t.uid)) : poison_bytes(t);
+    buffers.emplace_back(hi, bytes.size() + pad);
+    if (!buffers.back().status().ok()) return fail("allocate", buffers.back().status());
+    void* p = static_cast<char*>(buffers.back().get()) + pad;
+    if (auto s = memory::copy_to_device(hi, p, bytes.data(), bytes.size()); !s.ok()) return fail("copy_to_device", s);
+    pack[t.uid] = p;
+    if (!is_input) results.push_back({t.uid, {p, bytes.size()}});
+  }
+  memory::Buffer workspace(hi, static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  if (auto s = g.execute(h, pack, workspace.get(), ws); !s.ok()) return fail("execute", s);
+  if (auto s = memory::synchronize(hi); !s.ok()) return fail("synchronize", s);
+  for (const auto& [uid, where] : results) {
+    std::vector<uint8_t> bytes(where.second);
+    if (auto s = memory::copy_to_host(hi, bytes.data(), where.first, bytes.size()); !s.ok()) return fail("copy_to_host", s);
+    out[uid] = std::move(bytes);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Runs the graph with options.engine on `h` and with ref on the CPU, and compares every output.
+inline void expect_matches_ref(const Builder& build, dg::Handle& h, RunOptions o, double tol_scale = 1.0) {
+  Outputs got, want;
+  std::vector<ir::Tensor> tensors;
+  ASSERT_TRUE(run_graph(build, h, o, got, &tensors));
+  dg::Handle cpu(dg::Device::cpu());
+  RunOptions ref = o;
+  ref.engine = "ref";
+  ref.misalign_elements = 0;
+  ASSERT_TRUE(run_graph(build, cpu, ref, want));
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& t : tensors) {
+    if (!got.count(t.uid)) continue;
+    std::string bad;
+    const double err = relative_error(t, got[t.uid], want[t.uid], bad);
+    EXPECT_LE(err, tolerance(t.dtype) * tol_scale)
+        << "output '" << t.name << "' (" << to_string(t.dtype) << "): relative error " << err << " " << bad;
+  }
 }
 
 }  // namespace dnngraph::cuda::testing
