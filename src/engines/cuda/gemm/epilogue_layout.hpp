@@ -13,6 +13,7 @@
 #include "engines/cuda/codegen/layout.hpp"
 #include "engines/cuda/codegen/params.hpp"
 #include "planning/engine.hpp"
+#include "runtime/cuda/context.hpp"
 
 namespace dnngraph::cuda::gemm {
 
