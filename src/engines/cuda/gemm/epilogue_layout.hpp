@@ -26,7 +26,7 @@ struct EpilogueAxes {
 
 struct EpiloguePlan {
   expr::Program prog;
-  codegen::Layout L;  // dims = [batch..., M, N]; vec 2 along n where operands allow
+  codegen::Layout L;  // dims = [batch..., M, N]; vectors of 4 along n where operands allow
 };
 
 // Lowers the partition around its anchor and lays the epilogue out over the axes; false with `why`.
@@ -39,7 +39,7 @@ inline constexpr const char* kFinalizeKernel = "dg_gemm_finalize";
 std::string finalize_source(const codegen::Layout& L);
 
 // Execute-time pieces: the epilogue's kernel arguments (scalars read from their host pointers),
-// whether pair access is allowed for these pointers (1 or 2), the accumulators reset to each
+// whether vector access is allowed for these pointers (L.vec or 1), the accumulators reset to each
 // reduction's identity before the main kernel, and the finalizer after it.
 Status epilogue_params(const Partition& p, const codegen::Layout& L, const ExecArgs& args,
                        codegen::PointwiseParams& params, int& vec);

@@ -26,7 +26,7 @@ struct GemmParams {
   i64 a_batch_unit;                        // wgmma: A's batch offsets are multiples of this (TMA coordinate)
   i64 b_batch_unit;
   int batch_dims;                          // output batch dims used
-  int epi_vec;                             // 2: operands allow pair access in the epilogue; 1: element access
+  int epi_vec;                             // 4: operands allow 4-wide vectors in the epilogue; 1: elements
   int tiles_m, tiles_n;
 };
 
@@ -112,32 +112,47 @@ __device__ __forceinline__ void batch_coords(const GemmParams& g, i64 b, i64& a_
   }
 }
 
-// ---- epilogue: accumulators (m, n) and (m, n + 1) through the generated functor. Pairs start at
-// even n; `vec2` says the operands allow a two-element vector there.
+// ---- epilogue. Accumulators are staged in shared memory first (fp32, `ld` floats per row), then
+// read back V consecutive columns at a time in a loop that is not unrolled: the generated functor
+// is instantiated a few times per kernel, not once per accumulator register, and its loads and
+// stores are coalesced along n.
+template <class Ep, int V>
+__device__ __forceinline__ void epilogue_tile(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
+                                              const float* tile, int ld, int rows, int cols, i64 m0, i64 n0, i64 M,
+                                              i64 N, float* red, int tid, int nthreads) {
+  typedef typename Ep::Index Index;
+  const int per_row = cols / V;
+#pragma unroll 1
+  for (int i = tid; i < rows * per_row; i += nthreads) {
+    const int r = i / per_row, cv = (i - r * per_row) * V;
+    const i64 m = m0 + r, n = n0 + cv;
+    if (m >= M || n >= N) continue;
+    c[Ep::kRank - 2] = (Index)m;
+    c[Ep::kRank - 1] = (Index)n;
+    const float* a = tile + r * ld + cv;
+    if (V == 1 || n + V <= N) {
+      typename Ep::template Loaded<V> l;
+      Ep::template load<V>(p, c, l);
+      Ep::template apply<V>(p, c, l, a, red);
+    } else {
+#pragma unroll 1
+      for (int e = 0; e < V && n + e < N; ++e) {
+        c[Ep::kRank - 1] = (Index)(n + e);
+        typename Ep::template Loaded<1> l;
+        Ep::template load<1>(p, c, l);
+        Ep::template apply<1>(p, c, l, a + e, red);
+      }
+    }
+  }
+}
+
+// Vector width 4 where the plan's operands allow it (g.epi_vec), else element by element.
 template <class Ep>
-__device__ __forceinline__ void epilogue_pair(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank], i64 m,
-                                              i64 n, float v0, float v1, i64 M, i64 N, bool vec2, float* red) {
-  if (m >= M || n >= N) return;
-  c[Ep::kRank - 2] = (typename Ep::Index)m;
-  c[Ep::kRank - 1] = (typename Ep::Index)n;
-  if (vec2 && n + 1 < N) {
-    typename Ep::template Loaded<2> l;
-    Ep::template load<2>(p, c, l);
-    const float a[2] = {v0, v1};
-    Ep::template apply<2>(p, c, l, a, red);
-    return;
-  }
-  {
-    typename Ep::template Loaded<1> l;
-    Ep::template load<1>(p, c, l);
-    Ep::template apply<1>(p, c, l, &v0, red);
-  }
-  if (n + 1 < N) {
-    c[Ep::kRank - 1] = (typename Ep::Index)(n + 1);
-    typename Ep::template Loaded<1> l;
-    Ep::template load<1>(p, c, l);
-    Ep::template apply<1>(p, c, l, &v1, red);
-  }
+__device__ __forceinline__ void epilogue_staged(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
+                                                const float* tile, int ld, int rows, int cols, i64 m0, i64 n0, i64 M,
+                                                i64 N, int vec, float* red, int tid, int nthreads) {
+  if (vec == 4) epilogue_tile<Ep, 4>(p, c, tile, ld, rows, cols, m0, n0, M, N, red, tid, nthreads);
+  else epilogue_tile<Ep, 1>(p, c, tile, ld, rows, cols, m0, n0, M, N, red, tid, nthreads);
 }
 
 }  // namespace dg

@@ -140,23 +140,29 @@ __device__ __forceinline__ void mma_mainloop(const LA& la, const LB& lb, int kti
   cp_async_wait<0>();
 }
 
-// The accumulators of one output tile through the epilogue.
+// The accumulators of one output tile through the epilogue, staged in shared memory (the pipeline
+// buffers are free by then: every cp.async has landed and every warp has left the main loop).
 template <int BM, int BN, int WARPS_M, int WARPS_N, class Ep>
 __device__ __forceinline__ void mma_epilogue(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank], i64 m0,
-                                             i64 n0, i64 M, i64 N, bool vec2,
-                                             const float (&acc)[BM / WARPS_M / 16][BN / WARPS_N / 8][4], float* red) {
+                                             i64 n0, i64 M, i64 N, int vec,
+                                             const float (&acc)[BM / WARPS_M / 16][BN / WARPS_N / 8][4], float* red,
+                                             float* stage) {
   typedef MmaShape<BM, BN, 16, WARPS_M, WARPS_N> S;
+  constexpr int LD = BN + 4;  // a row pad that spreads the fragment stores over the banks
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
   const int wm = warp % WARPS_M, wn = warp / WARPS_M;
+  __syncthreads();
 #pragma unroll
   for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
     for (int ni = 0; ni < S::NI; ++ni) {
-      const i64 m = m0 + wm * S::WTM + mi * 16 + (lane >> 2);
-      const i64 n = n0 + wn * S::WTN + ni * 8 + (lane & 3) * 2;
-      epilogue_pair<Ep>(p, c, m, n, acc[mi][ni][0], acc[mi][ni][1], M, N, vec2, red);
-      epilogue_pair<Ep>(p, c, m + 8, n, acc[mi][ni][2], acc[mi][ni][3], M, N, vec2, red);
+      const int r = wm * S::WTM + mi * 16 + (lane >> 2);
+      const int col = wn * S::WTN + ni * 8 + (lane & 3) * 2;
+      *reinterpret_cast<float2*>(stage + r * LD + col) = make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+      *reinterpret_cast<float2*>(stage + (r + 8) * LD + col) = make_float2(acc[mi][ni][2], acc[mi][ni][3]);
     }
+  __syncthreads();
+  epilogue_staged<Ep>(p, c, stage, LD, BM, BN, m0, n0, M, N, vec, red, (int)threadIdx.x, S::THREADS);
 }
 
 // One CTA per output tile (linear over batch x tiles). The generated kernel calls this.
@@ -195,7 +201,8 @@ __device__ __forceinline__ void gemm_mma_sync(const GemmParams& g, const Pointwi
   float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
   const int ktiles = (int)((g.K + BK - 1) / BK);
   mma_mainloop<DT, BM, BN, BK, WARPS_M, WARPS_N, STAGES, A_KM, B_KM>(la, lb, ktiles, smem, acc);
-  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, g.M, g.N, g.epi_vec == 2, acc, red);
+  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, g.M, g.N, g.epi_vec, acc, red,
+                                            reinterpret_cast<float*>(smem));
   Ep::finish_full(p, red);
 }
 

@@ -1,0 +1,64 @@
+#include "engines/cuda/gemm/driver_ext.hpp"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <string>
+
+namespace dnngraph::cuda::gemm {
+namespace {
+
+using EncodeTiled = CUresult (*)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*,
+                                 const uint32_t*, int, int, int, int);
+using FuncSetAttribute = CUresult (*)(CUfunction, int, int);
+
+constexpr int kTensorMapBf16 = 9, kTensorMapF16 = 6;  // CUtensorMapDataType
+constexpr int kSwizzle128 = 3, kL2Promotion256 = 3;
+constexpr int kAttrMaxDynamicSmem = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+struct Ext {
+  EncodeTiled encode = nullptr;
+  FuncSetAttribute set_attribute = nullptr;
+};
+
+// libcuda is already loaded by runtime/cuda (RTLD_NOLOAD finds it without loading another copy).
+const Ext& ext() {
+  static Ext e;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!driver()) return;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcuda.so", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) return;
+    e.encode = reinterpret_cast<EncodeTiled>(dlsym(lib, "cuTensorMapEncodeTiled"));
+    e.set_attribute = reinterpret_cast<FuncSetAttribute>(dlsym(lib, "cuFuncSetAttribute"));
+  });
+  return e;
+}
+
+}  // namespace
+
+Status encode_tensor_map(const TensorMapSpec& spec, const void* base, TensorMap& out) {
+  if (!ext().encode)
+    return {ErrorCode::CUDA_API_FAILED, "cuTensorMapEncodeTiled is not in the loaded CUDA driver (TMA needs CUDA 12+)"};
+  const uint32_t elem_strides[3] = {1, 1, 1};
+  return check(ext().encode(&out, spec.bf16 ? kTensorMapBf16 : kTensorMapF16, static_cast<uint32_t>(spec.rank),
+                            const_cast<void*>(base), spec.dims, spec.strides_bytes, spec.box, elem_strides, 0,
+                            kSwizzle128, kL2Promotion256, 0),
+               "cuTensorMapEncodeTiled");
+}
+
+Status set_dynamic_smem(CUfunction f, int bytes, std::string_view kernel_name) {
+  if (!ext().set_attribute) return {ErrorCode::CUDA_API_FAILED, "cuFuncSetAttribute is not in the loaded CUDA driver"};
+  return check(ext().set_attribute(f, kAttrMaxDynamicSmem, bytes),
+               "cuFuncSetAttribute(" + std::string(kernel_name) + ", dynamic shared memory " + std::to_string(bytes) + ")");
+}
+
+Status launch_3d(HandleImpl& h, CUfunction f, Grid3 grid, unsigned block, unsigned smem, void** args,
+                 std::string_view kernel_name) {
+  if (auto s = make_current(h); !s.ok()) return s;
+  return check(driver()->cuLaunchKernel(f, grid.x, grid.y, grid.z, block, 1, 1, smem, stream_of(h), args, nullptr),
+               "cuLaunchKernel(" + std::string(kernel_name) + ")");
+}
+
+}  // namespace dnngraph::cuda::gemm

@@ -1,0 +1,39 @@
+// Driver entry points the GEMM and convolution engines need beyond runtime/cuda's set: the
+// dynamic shared-memory limit of a kernel, 3D grids, and TMA tensor maps (cuTensorMapEncodeTiled,
+// host-only: it writes a 128-byte descriptor that the kernel takes as a __grid_constant__ parameter).
+// Resolved with dlsym from the libcuda that runtime/cuda already loaded.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include "dnngraph/status.hpp"
+#include "runtime/cuda/context.hpp"
+
+namespace dnngraph::cuda::gemm {
+
+// CUtensorMap: 16 opaque 64-bit words, 64-byte aligned.
+struct alignas(64) TensorMap {
+  uint64_t words[16];
+};
+
+// A 2D or 3D tile map over 16-bit elements (dims and strides innermost first; strides in bytes,
+// for dims 1.. only), 128-byte swizzle, out-of-bounds elements read as zero.
+struct TensorMapSpec {
+  bool bf16 = true;  // else fp16
+  int rank = 3;
+  uint64_t dims[3] = {1, 1, 1};
+  uint64_t strides_bytes[2] = {0, 0};
+  uint32_t box[3] = {1, 1, 1};
+};
+Status encode_tensor_map(const TensorMapSpec& spec, const void* base, TensorMap& out);
+
+// Lets f use `bytes` of dynamic shared memory (above the 48 KB default).
+Status set_dynamic_smem(CUfunction f, int bytes, std::string_view kernel_name);
+
+struct Grid3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+Status launch_3d(HandleImpl& h, CUfunction f, Grid3 grid, unsigned block, unsigned smem, void** args,
+                 std::string_view kernel_name);
+
+}  // namespace dnngraph::cuda::gemm

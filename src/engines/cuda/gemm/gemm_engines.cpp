@@ -1,0 +1,210 @@
+#include "engines/cuda/gemm/gemm_engines.hpp"
+
+#include <algorithm>
+
+#include "core/log.hpp"
+#include "engines/cuda/gemm/matmul_plan.hpp"
+#include "runtime/cuda/driver_api.hpp"
+
+namespace dnngraph::cuda {
+namespace {
+
+using gemm::Core;
+using gemm::MatmulConfig;
+using gemm::MatmulPieces;
+
+int64_t knob(const Knobs& k, const char* name, int64_t fallback) {
+  auto it = k.find(name);
+  return it == k.end() ? fallback : it->second;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Predicted seconds: the tile-padded FLOPs at `efficiency` of the device's bf16 peak, or the
+// bytes at its bandwidth, plus a launch.
+double estimate(const Partition& p, const Target& t, const MatmulConfig& c, double efficiency) {
+  MatmulPieces pieces;
+  std::string why;
+  double padded = 1.0;
+  if (gemm::describe_matmul(p, t, pieces.mp, why)) {
+    const auto& mp = pieces.mp;
+    padded = static_cast<double>(ceil_div(mp.M, c.bm) * c.bm * ceil_div(mp.N, c.bn) * c.bn) /
+             static_cast<double>(mp.M * mp.N);
+    const int64_t tiles = mp.batch_count() * ceil_div(mp.M, c.bm) * ceil_div(mp.N, c.bn);
+    const int64_t sms = std::max(1, t.info().multiprocessors);
+    padded *= static_cast<double>(ceil_div(tiles, sms) * sms) / static_cast<double>(tiles);  // the last wave
+    if (!mp.a_vec || !mp.b_vec) efficiency *= 0.1;  // element-by-element loads
+  }
+  return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), efficiency, 5e-6);
+}
+
+Status build_plan(const Partition& p, const Target& t, const MatmulConfig& c, bool compile, ByteReader* r,
+                  std::string_view engine, std::unique_ptr<Plan>& plan) {
+  MatmulPieces pieces;
+  if (auto s = gemm::prepare_matmul(p, t, pieces); !s.ok()) return s;
+  gemm::KernelBuild k;
+  k.source = gemm::matmul_source(pieces.mp, c, pieces.epi, *p.graph);
+  const char* kernel = c.core == Core::WGMMA ? gemm::kWgmmaKernel : gemm::kMmaSyncKernel;
+  const bool fin = pieces.epi.L.needs_finalize();
+  Status s = compile ? gemm::compile_kernel(t, std::string(engine) + ".cu", kernel, c.smem_bytes, fin, k)
+                     : gemm::reload_kernel(t, *r, kernel, c.smem_bytes, fin, engine, k);
+  if (!s.ok()) return s;
+  DG_LOG(DEBUG) << engine << ": " << c.describe() << " " << pieces.epi.L.describe();
+  plan = gemm::make_matmul_plan(p, std::move(pieces), c, std::move(k), t.handle->cuda->multiprocessors);
+  return {};
+}
+
+// ---- mma.sync
+
+bool mma_config(const Knobs& k, MatmulConfig& c, std::string& why) {
+  c.core = Core::MMA_SYNC;
+  c.bm = static_cast<int>(knob(k, "tile_m", 128));
+  c.bn = static_cast<int>(knob(k, "tile_n", 128));
+  c.stages = static_cast<int>(knob(k, "stages", 4));
+  c.bk = 32;
+  c.threads = 128;
+  if ((c.bm != 64 && c.bm != 128) || (c.bn != 64 && c.bn != 128) || c.stages < 2 || c.stages > 6) {
+    why = "knobs " + knobs_to_string(k) + ": tile_m and tile_n must be 64 or 128, stages 2..6";
+    return false;
+  }
+  // The pipeline, then the fp32 tile staged for the epilogue in the same bytes.
+  c.smem_bytes = std::max(c.stages * (c.bm + c.bn) * c.bk * 2, c.bm * (c.bn + 4) * 4);
+  return true;
+}
+
+class GemmMmaSyncEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "cuda_gemm_mma_sync"; }
+
+  Support check(const Partition& p, const Target& t) const override {
+    MatmulPieces pieces;
+    if (auto s = gemm::prepare_matmul(p, t, pieces); !s.ok()) return Support::no(s.message());
+    if (!nvrtc()) return Support::no(nvrtc_error());
+    return Support::yes();
+  }
+
+  std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
+    std::vector<Knobs> out;
+    for (auto [bm, bn] : {std::pair{128, 128}, {128, 64}, {64, 128}, {64, 64}})
+      for (int st : {4, 3}) out.push_back({{"tile_m", bm}, {"tile_n", bn}, {"stages", st}});
+    // Best guess first: the largest tile that still gives every multiprocessor a block.
+    std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
+      return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
+    });
+    return out;
+  }
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    MatmulConfig c;
+    std::string why;
+    if (!mma_config(k, c, why)) return 1e9;
+    // Larger tiles reuse more of each load; small ones are for filling the machine.
+    const double eff = c.bm * c.bn >= 128 * 128 ? 0.40 : c.bm * c.bn >= 128 * 64 ? 0.34 : 0.26;
+    return estimate(p, t, c, eff * (c.stages >= 4 ? 1.0 : 0.95));
+  }
+
+  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
+    MatmulConfig c;
+    std::string why;
+    if (!mma_config(k, c, why)) return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, "cuda_gemm_mma_sync: " + why};
+    return build_plan(p, t, c, true, nullptr, name(), plan);
+  }
+
+  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
+                     std::unique_ptr<Plan>& plan) const override {
+    MatmulConfig c;
+    std::string why;
+    if (!mma_config(k, c, why)) return {ErrorCode::SERIALIZATION_FAILED, "cuda_gemm_mma_sync: " + why};
+    return build_plan(p, t, c, false, &r, name(), plan);
+  }
+};
+
+// ---- wgmma + TMA (sm_90a)
+
+bool wgmma_config(const Knobs& k, MatmulConfig& c, std::string& why) {
+  c.core = Core::WGMMA;
+  c.bm = 128;
+  c.bn = static_cast<int>(knob(k, "tile_n", 256));
+  c.stages = static_cast<int>(knob(k, "stages", c.bn == 256 ? 4 : 5));
+  c.bk = 64;
+  c.threads = 384;  // a producer warpgroup and two consumer warpgroups
+  if ((c.bn != 128 && c.bn != 256) || c.stages < 2 || c.stages > 8) {
+    why = "knobs " + knobs_to_string(k) + ": tile_n must be 128 or 256, stages 2..8";
+    return false;
+  }
+  // 1 KB of alignment slack, the stages, the epilogue staging (2 x 64 x 36 floats), the barriers.
+  c.smem_bytes = 1024 + c.stages * (c.bm + c.bn) * c.bk * 2 + 2 * 64 * 36 * 4 + 16 * c.stages;
+  if (c.smem_bytes > 227 * 1024) {
+    why = "knobs " + knobs_to_string(k) + ": " + std::to_string(c.smem_bytes) + " bytes of shared memory exceed 227 KB";
+    return false;
+  }
+  return true;
+}
+
+class GemmWgmmaTmaEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "cuda_gemm_wgmma_tma"; }
+
+  Support check(const Partition& p, const Target& t) const override {
+    MatmulPieces pieces;
+    if (auto s = gemm::prepare_matmul(p, t, pieces); !s.ok()) return Support::no(s.message());
+    if (t.info().sm_version != 90)
+      return Support::no("wgmma and TMA need sm_90a; the device is sm_" + std::to_string(t.info().sm_version));
+    const auto& mp = pieces.mp;
+    for (bool is_a : {true, false}) {
+      const ir::Tensor& x = p.tensor(is_a ? mp.a : mp.b);
+      if (!(is_a ? mp.a_vec : mp.b_vec))
+        return Support::no("tensor '" + x.name + "': TMA needs a contiguous dim and other strides that are multiples "
+                           "of 16 bytes; strides are " + std::to_string(is_a ? mp.a_sm : mp.b_sk) + "/" +
+                           std::to_string(is_a ? mp.a_sk : mp.b_sn));
+    }
+    if (!nvrtc()) return Support::no(nvrtc_error());
+    return Support::yes();
+  }
+
+  std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
+    std::vector<Knobs> out{{{"tile_n", 256}, {"stages", 4}}, {{"tile_n", 128}, {"stages", 5}},
+                           {{"tile_n", 256}, {"stages", 3}}, {{"tile_n", 128}, {"stages", 4}}};
+    std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
+      return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
+    });
+    return out;
+  }
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    MatmulConfig c;
+    std::string why;
+    if (!wgmma_config(k, c, why)) return 1e9;
+    const double eff = (c.bn == 256 ? 0.75 : 0.68) * (c.stages >= 4 ? 1.0 : 0.96);
+    return estimate(p, t, c, eff);
+  }
+
+  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
+    MatmulConfig c;
+    std::string why;
+    if (!wgmma_config(k, c, why)) return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, "cuda_gemm_wgmma_tma: " + why};
+    return build_plan(p, t, c, true, nullptr, name(), plan);
+  }
+
+  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
+                     std::unique_ptr<Plan>& plan) const override {
+    MatmulConfig c;
+    std::string why;
+    if (!wgmma_config(k, c, why)) return {ErrorCode::SERIALIZATION_FAILED, "cuda_gemm_wgmma_tma: " + why};
+    return build_plan(p, t, c, false, &r, name(), plan);
+  }
+};
+
+}  // namespace
+
+const Engine& gemm_wgmma_tma_engine() {
+  static const GemmWgmmaTmaEngine kEngine;
+  return kEngine;
+}
+
+const Engine& gemm_mma_sync_engine() {
+  static const GemmMmaSyncEngine kEngine;
+  return kEngine;
+}
+
+}  // namespace dnngraph::cuda

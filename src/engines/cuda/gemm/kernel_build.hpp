@@ -1,0 +1,31 @@
+// Compiling, loading, serializing and reloading the one kernel (plus the reduction finalizer) a
+// GEMM or convolution plan runs: shared by every engine under src/engines/cuda/gemm and conv.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/bytes.hpp"
+#include "planning/engine.hpp"
+#include "runtime/cuda/context.hpp"
+
+namespace dnngraph::cuda::gemm {
+
+struct KernelBuild {
+  std::string source;
+  std::vector<uint8_t> cubin;
+  std::shared_ptr<Module> module;
+  CUfunction main = nullptr;
+  CUfunction finalize = nullptr;  // when the epilogue has reductions to finish
+};
+
+// Compiles `source` (through the target's kernel cache) and loads it; `kernel` is the main entry,
+// allowed `smem_bytes` of dynamic shared memory.
+Status compile_kernel(const Target& t, const std::string& program_name, const char* kernel, int smem_bytes,
+                      bool has_finalize, KernelBuild& k);
+// Loads k.cubin (from a serialized plan) after checking it was built from k.source.
+Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int smem_bytes, bool has_finalize,
+                     std::string_view engine, KernelBuild& k);
+void serialize_kernel(const KernelBuild& k, ByteWriter& w);
+
+}  // namespace dnngraph::cuda::gemm

@@ -1,0 +1,166 @@
+#include "engines/cuda/gemm/matmul_plan.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+
+#include "engines/cuda/gemm/driver_ext.hpp"
+
+namespace dnngraph::cuda::gemm {
+namespace {
+
+const char* dt_name(DataType t) { return t == DataType::HALF ? "dg::DT_HALF" : "dg::DT_BFLOAT16"; }
+const char* b(bool v) { return v ? "true" : "false"; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool misaligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; }
+
+// TMA maps for the wgmma core: A as (K, M, batch) or (M, K, batch) innermost first, B as (K, N,
+// batch) or (N, K, batch); the batch coordinate counts the operand's batch offset in units.
+TensorMapSpec operand_map(const MatmulProblem& mp, bool is_a, const MatmulConfig& c, int64_t unit, int64_t batch_extent) {
+  TensorMapSpec s;
+  s.bf16 = mp.dtype == DataType::BFLOAT16;
+  const bool k_major = is_a ? mp.a_k_major : mp.b_k_major;
+  const int64_t mn = is_a ? mp.M : mp.N;
+  const int64_t s_mn = is_a ? mp.a_sm : mp.b_sn;
+  const int64_t s_k = is_a ? mp.a_sk : mp.b_sk;
+  const int tile_mn = is_a ? c.bm : c.bn;
+  s.rank = 3;
+  s.dims[0] = static_cast<uint64_t>(k_major ? mp.K : mn);
+  s.dims[1] = static_cast<uint64_t>(k_major ? mn : mp.K);
+  s.dims[2] = static_cast<uint64_t>(batch_extent);
+  const int64_t outer = k_major ? s_mn : s_k;
+  s.strides_bytes[0] = static_cast<uint64_t>(std::max<int64_t>(outer, 8) * 2);
+  s.strides_bytes[1] = static_cast<uint64_t>(std::max<int64_t>(unit, 8) * 2);
+  // K-major: one box of 64 k x tile rows; MN-major: boxes of 64 (m or n) x 64 k, several per tile.
+  s.box[0] = 64;
+  s.box[1] = k_major ? static_cast<uint32_t>(tile_mn) : 64;
+  s.box[2] = 1;
+  return s;
+}
+
+class MatmulPlan final : public Plan {
+ public:
+  MatmulPlan(const Partition& p, MatmulPieces pieces, MatmulConfig c, KernelBuild k, int sms)
+      : part_(p), mp_(std::move(pieces.mp)), epi_(std::move(pieces.epi)), c_(c), k_(std::move(k)), sms_(sms) {}
+
+  int64_t workspace_size() const override { return epi_.L.workspace_bytes; }
+
+  Status execute(const ExecArgs& args) const override {
+    HandleImpl& h = args.handle;
+    if (!h.device.is_cuda() || !h.cuda) return {ErrorCode::GRAPH_EXECUTION_FAILED, "matmul plan: not a CUDA handle"};
+    const void* a = args.ptrs[static_cast<size_t>(mp_.a)];
+    const void* bp = args.ptrs[static_cast<size_t>(mp_.b)];
+    for (int id : {mp_.a, mp_.b}) {
+      const void* ptr = args.ptrs[static_cast<size_t>(id)];
+      if (!ptr) return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(id).name + "': the pointer is null"};
+      const bool vec = id == mp_.a ? mp_.a_vec : mp_.b_vec;
+      if ((vec || c_.core == Core::WGMMA) && misaligned(ptr, 16))
+        return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(id).name +
+                                                     "': the pointer is not 16-byte aligned, which this plan's "
+                                                     "16-byte loads need (build the plan for such pointers elsewhere)"};
+    }
+    codegen::PointwiseParams pp;
+    int vec = 1;
+    if (auto s = epilogue_params(part_, epi_.L, args, pp, vec); !s.ok()) return s;
+    GemmParams g = gemm_params(mp_, a, bp);
+    g.epi_vec = vec;
+    g.tiles_m = static_cast<int32_t>(ceil_div(mp_.M, c_.bm));
+    g.tiles_n = static_cast<int32_t>(ceil_div(mp_.N, c_.bn));
+    const int64_t tiles = g.batch_count * g.tiles_m * g.tiles_n;
+    if (auto s = reset_reductions(h, epi_.L, pp); !s.ok()) return s;
+    if (c_.core == Core::MMA_SYNC) {
+      void* kargs[] = {&g, &pp};
+      if (auto s = launch_3d(h, k_.main, {static_cast<unsigned>(tiles), 1, 1}, static_cast<unsigned>(c_.threads),
+                             static_cast<unsigned>(c_.smem_bytes), kargs, kMmaSyncKernel);
+          !s.ok())
+        return s;
+    } else {
+      TensorMap ma, mb;
+      int64_t a_extent = 1, b_extent = 1;
+      g.a_batch_unit = batch_unit(mp_.a_bs, mp_.batch, a_extent);
+      g.b_batch_unit = batch_unit(mp_.b_bs, mp_.batch, b_extent);
+      if (auto s = encode_tensor_map(operand_map(mp_, true, c_, g.a_batch_unit, a_extent), a, ma); !s.ok()) return s;
+      if (auto s = encode_tensor_map(operand_map(mp_, false, c_, g.b_batch_unit, b_extent), bp, mb); !s.ok()) return s;
+      void* kargs[] = {&g, &pp, &ma, &mb};
+      const int64_t grid = std::min<int64_t>(tiles, sms_);
+      if (auto s = launch_3d(h, k_.main, {static_cast<unsigned>(grid), 1, 1}, static_cast<unsigned>(c_.threads),
+                             static_cast<unsigned>(c_.smem_bytes), kargs, kWgmmaKernel);
+          !s.ok())
+        return s;
+    }
+    return run_finalize(h, epi_.L, k_.finalize, pp);
+  }
+
+  void serialize(ByteWriter& w) const override { serialize_kernel(k_, w); }
+
+  // The smallest batch stride (in elements) every batch offset is a multiple of, and how many
+  // such units the offsets span (the TMA map's batch extent).
+  static int64_t batch_unit(const std::vector<int64_t>& strides, const std::vector<int64_t>& dims, int64_t& extent) {
+    int64_t unit = 0, span = 0;
+    for (size_t i = 0; i < strides.size(); ++i) {
+      if (strides[i] == 0 || dims[i] == 1) continue;
+      unit = unit == 0 ? strides[i] : std::gcd(unit, strides[i]);
+      span += (dims[i] - 1) * strides[i];
+    }
+    if (unit == 0) {
+      extent = 1;
+      return 8;
+    }
+    extent = span / unit + 1;
+    return unit;
+  }
+
+ private:
+  Partition part_;
+  MatmulProblem mp_;
+  EpiloguePlan epi_;
+  MatmulConfig c_;
+  KernelBuild k_;
+  int sms_;
+};
+
+}  // namespace
+
+std::string MatmulConfig::describe() const {
+  std::ostringstream os;
+  os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages;
+  return os.str();
+}
+
+std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const EpiloguePlan& e, const ir::Graph& g) {
+  std::ostringstream os;
+  os << "// Generated by dnngraph's CUDA matmul engines.\n#include \"dg_math.cuh\"\n";
+  if (c.core == Core::MMA_SYNC) {
+    os << "#include \"gemm_mma_sync.cuh\"\n\n" << epilogue_source(e, g) << "\n";
+    os << "extern \"C\" __global__ void __launch_bounds__(" << c.threads << ") " << kMmaSyncKernel
+       << "(const dg::GemmParams g, const dg::PointwiseParams p) {\n  dg::gemm_mma_sync<" << dt_name(mp.dtype) << ", "
+       << c.bm << ", " << c.bn << ", " << c.bk << ", 2, 2, " << c.stages << ", " << b(mp.a_k_major) << ", "
+       << b(mp.b_k_major) << ", " << b(mp.a_vec) << ", " << b(mp.b_vec) << ", dg_gen::Epilogue>(g, p);\n}\n";
+  } else {
+    os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(e, g) << "\n";
+    os << "extern \"C\" __global__ void __launch_bounds__(" << c.threads << ", 1) " << kWgmmaKernel
+       << "(const dg::GemmParams g, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc ma, "
+          "const __grid_constant__ dg::TmaDesc mb) {\n  dg::gemm_wgmma<"
+       << dt_name(mp.dtype) << ", " << c.bn << ", " << c.stages << ", " << b(mp.a_k_major) << ", " << b(mp.b_k_major)
+       << ", dg_gen::Epilogue>(g, p, &ma, &mb);\n}\n";
+  }
+  os << finalize_source(e.L);
+  return os.str();
+}
+
+Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out) {
+  std::string why;
+  if (!describe_matmul(p, t, out.mp, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, why};
+  if (!plan_epilogue(p, out.mp.axes, t.dynamic_shapes, out.epi, why))
+    return {ErrorCode::GRAPH_NOT_SUPPORTED, "the epilogue does not fit: " + why};
+  return {};
+}
+
+std::unique_ptr<Plan> make_matmul_plan(const Partition& p, MatmulPieces pieces, MatmulConfig c, KernelBuild k,
+                                       int multiprocessors) {
+  return std::make_unique<MatmulPlan>(p, std::move(pieces), c, std::move(k), multiprocessors);
+}
+
+}  // namespace dnngraph::cuda::gemm

@@ -1,0 +1,38 @@
+// The plan both matmul engines build: one generated kernel (mma.sync or wgmma core + the fused
+// epilogue), its launch shape, and the reduction finalizer when the epilogue needs one.
+#pragma once
+#include <string>
+
+#include "engines/cuda/gemm/kernel_build.hpp"
+#include "engines/cuda/gemm/matmul_problem.hpp"
+
+namespace dnngraph::cuda::gemm {
+
+enum class Core : int { MMA_SYNC = 0, WGMMA = 1 };
+
+// A kernel configuration: the engine's knobs, validated.
+struct MatmulConfig {
+  Core core = Core::MMA_SYNC;
+  int bm = 128, bn = 128, bk = 32, stages = 4;
+  int threads = 128;
+  int smem_bytes = 0;
+  std::string describe() const;
+};
+
+inline constexpr const char* kMmaSyncKernel = "dg_gemm_mma_sync";
+inline constexpr const char* kWgmmaKernel = "dg_gemm_wgmma";
+
+// The translation unit for a problem, configuration and epilogue.
+std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const EpiloguePlan& e, const ir::Graph& g);
+
+// Describes, plans the epilogue, and (for build) compiles: what build() and deserialize() share.
+struct MatmulPieces {
+  MatmulProblem mp;
+  EpiloguePlan epi;
+};
+Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out);
+
+std::unique_ptr<Plan> make_matmul_plan(const Partition& p, MatmulPieces pieces, MatmulConfig c, KernelBuild k,
+                                       int multiprocessors);
+
+}  // namespace dnngraph::cuda::gemm

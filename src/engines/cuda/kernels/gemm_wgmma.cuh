@@ -1,0 +1,238 @@
+// The Hopper GEMM core (sm_90a): TMA loads into 128-byte-swizzled shared memory, completed on
+// mbarriers; warp specialization (warpgroup 0 produces, warpgroups 1 and 2 each compute 64 rows of
+// a 128 x BN tile with wgmma.mma_async); a persistent grid walking the tiles in L2-friendly order;
+// the generated epilogue applied to the accumulators in registers while the producer already
+// loads the next tile.
+//
+// Shared-memory tiles (BK = 64, so one row of k is one 128-byte swizzle row):
+//   K-major operand:  rows = m or n, 64 k each: one TMA box (64 x rows); wgmma descriptor SBO =
+//                     1024 (8-row groups), k16 steps advance the start address by 32 bytes.
+//   MN-major operand: boxes of 64 (m or n) x 64 k, one per 64 columns, 8 KB apart (LBO); 8-row k
+//                     groups 1024 bytes apart (SBO); k16 steps advance by 2048 bytes.
+#pragma once
+#include "gemm_wgmma_ops.cuh"
+
+namespace dg {
+
+// A CUtensorMap, passed by value as a __grid_constant__ kernel parameter.
+struct __align__(64) TmaDesc {
+  u64 w[16];
+};
+
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(u32 bar, u32 parity) {
+  u32 ok;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+  while (!mbar_try_wait(bar, parity)) {
+  }
+}
+
+__device__ __forceinline__ void tma_load_3d(u32 dst, const TmaDesc* map, u32 bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(
+          dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Shared-memory matrix descriptor with 128-byte swizzle.
+__device__ __forceinline__ u64 smem_desc(u32 addr, u32 lbo, u32 sbo) {
+  return (u64)((addr & 0x3FFFFu) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+template <int DT, int BN, bool TA, bool TB>
+__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], u64 da, u64 db, int scale_d) {
+  if constexpr (BN == 256) {
+    if constexpr (DT == DT_BFLOAT16) wgmma_m64n256_bf16<TA, TB>(d, da, db, scale_d);
+    else wgmma_m64n256_f16<TA, TB>(d, da, db, scale_d);
+  } else {
+    if constexpr (DT == DT_BFLOAT16) wgmma_m64n128_bf16<TA, TB>(d, da, db, scale_d);
+    else wgmma_m64n128_f16<TA, TB>(d, da, db, scale_d);
+  }
+}
+
+template <int BN, int STAGES>
+struct WgmmaSmem {
+  static constexpr int BM = 128, BK = 64;
+  static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  // Epilogue staging: per consumer warpgroup 64 rows x 32 columns of fp32 (+4 floats of row pad).
+  static constexpr int EPI_COLS = 32, EPI_LD = EPI_COLS + 4;
+  static constexpr int EPI = STAGES * STAGE_BYTES;
+  static constexpr int BARRIERS = EPI + 2 * 64 * EPI_LD * 4;  // full[STAGES], then empty[STAGES]
+  static constexpr int BYTES = BARRIERS + 16 * STAGES;
+};
+
+// The producer: one thread issues every TMA load of every tile this CTA owns.
+template <int BN, int STAGES, bool A_KM, bool B_KM>
+__device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc* ma, const TmaDesc* mb, u32 base) {
+  typedef WgmmaSmem<BN, STAGES> S;
+  const i64 tiles = g.batch_count * g.tiles_m * g.tiles_n;
+  const int ktiles = (int)((g.K + S::BK - 1) / S::BK);
+  int s = 0;
+  u32 phase = 0;
+  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    i64 b;
+    int tm, tn;
+    tile_coords(t, g.tiles_m, g.tiles_n, b, tm, tn);
+    // The operands' batch coordinates in their maps' units.
+    i64 a_off = 0, b_off = 0, rest = b;
+    for (int d = g.batch_dims - 1; d >= 0; --d) {
+      const i64 x = rest % g.batch_size[d];
+      rest /= g.batch_size[d];
+      a_off += x * g.a_batch_stride[d];
+      b_off += x * g.b_batch_stride[d];
+    }
+    const int ab = (int)(a_off / g.a_batch_unit), bb = (int)(b_off / g.b_batch_unit);
+    const int m0 = tm * S::BM, n0 = tn * BN;
+    for (int kt = 0; kt < ktiles; ++kt) {
+      const u32 full = base + S::BARRIERS + 8 * s, empty = full + 8 * STAGES;
+      mbar_wait(empty, phase ^ 1);
+      mbar_expect_tx(full, S::STAGE_BYTES);
+      const u32 a_dst = base + s * S::STAGE_BYTES, b_dst = a_dst + S::A_BYTES;
+      const int k0 = kt * S::BK;
+      if (A_KM) {
+        tma_load_3d(a_dst, ma, full, k0, m0, ab);
+      } else {
+        tma_load_3d(a_dst, ma, full, m0, k0, ab);
+        tma_load_3d(a_dst + 8192, ma, full, m0 + 64, k0, ab);
+      }
+      if (B_KM) {
+        tma_load_3d(b_dst, mb, full, k0, n0, bb);
+      } else {
+#pragma unroll
+        for (int j = 0; j < BN / 64; ++j) tma_load_3d(b_dst + 8192 * j, mb, full, n0 + 64 * j, k0, bb);
+      }
+      if (++s == STAGES) {
+        s = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+
+// A consumer warpgroup (cw = 0 or 1): rows cw*64 .. cw*64+63 of every tile.
+template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, class Ep>
+__device__ __forceinline__ void wgmma_consume(const GemmParams& g, const PointwiseParams& p, u32 base,
+                                              char* smem_generic, int cw, float* red) {
+  typedef WgmmaSmem<BN, STAGES> S;
+  const i64 tiles = g.batch_count * g.tiles_m * g.tiles_n;
+  const int ktiles = (int)((g.K + S::BK - 1) / S::BK);
+  const int lane = (int)threadIdx.x % 32, warp = ((int)threadIdx.x / 32) % 4;
+  int s = 0;
+  u32 phase = 0;
+  float acc[BN / 2];
+  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    i64 b;
+    int tm, tn;
+    tile_coords(t, g.tiles_m, g.tiles_n, b, tm, tn);
+    int prev = -1;
+    for (int kt = 0; kt < ktiles; ++kt) {
+      const u32 full = base + S::BARRIERS + 8 * s;
+      mbar_wait(full, phase);
+      const u32 a_tile = base + s * S::STAGE_BYTES + cw * 8192;
+      const u32 b_tile = base + s * S::STAGE_BYTES + S::A_BYTES;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < S::BK / 16; ++kk) {
+        const u64 da = A_KM ? smem_desc(a_tile + 32 * kk, 16, 1024) : smem_desc(a_tile + 2048 * kk, 8192, 1024);
+        const u64 db = B_KM ? smem_desc(b_tile + 32 * kk, 16, 1024) : smem_desc(b_tile + 2048 * kk, 8192, 1024);
+        wgmma_tile<DT, BN, !A_KM, !B_KM>(acc, da, db, (kt > 0 || kk > 0) ? 1 : 0);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();  // the previous k tile's products are done: its stage can be refilled
+      if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
+      prev = s;
+      if (++s == STAGES) {
+        s = 0;
+        phase ^= 1;
+      }
+    }
+    wgmma_wait<0>();
+    if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
+    if (ktiles == 0) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+    }
+    // Epilogue, 32 columns at a time through shared memory: fragment j holds rows r and r + 8,
+    // columns 8j + 2 * (lane % 4) + {0, 1}. The chunk loop is not unrolled; the register copy is,
+    // with every fragment's store predicated on its chunk.
+    typename Ep::Index c[Ep::kRank];
+#pragma unroll
+    for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+    i64 a_off, b_off;
+    batch_coords<Ep>(g, b, a_off, b_off, c);
+    float* stage = reinterpret_cast<float*>(smem_generic) + (S::EPI / 4) + cw * 64 * S::EPI_LD;
+    const int r = warp * 16 + (lane >> 2);
+#pragma unroll 1
+    for (int q = 0; q < BN / S::EPI_COLS; ++q) {
+      named_barrier_sync(1 + cw, 128);  // the previous chunk has been read
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        if ((j * 8) / S::EPI_COLS != q) continue;
+        const int col = (j * 8) % S::EPI_COLS + (lane & 3) * 2;
+        *reinterpret_cast<float2*>(stage + r * S::EPI_LD + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
+        *reinterpret_cast<float2*>(stage + (r + 8) * S::EPI_LD + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+      }
+      named_barrier_sync(1 + cw, 128);
+      epilogue_staged<Ep>(p, c, stage, S::EPI_LD, 64, S::EPI_COLS, (i64)tm * S::BM + cw * 64,
+                          (i64)tn * BN + q * S::EPI_COLS, g.M, g.N, g.epi_vec, red, (int)threadIdx.x % 128, 128);
+    }
+  }
+}
+
+template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, class Ep>
+__device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseParams& p, const TmaDesc* ma,
+                                           const TmaDesc* mb) {
+  typedef WgmmaSmem<BN, STAGES> S;
+  extern __shared__ __align__(1024) char smem_raw[];
+  // The swizzle pattern repeats every 1024 bytes: tiles start on such a boundary.
+  const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const int wg = (int)threadIdx.x / 128;
+  float red[Ep::kFull > 0 ? Ep::kFull : 1];
+  Ep::init_full(red);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(base + S::BARRIERS + 8 * s, 1);                  // full: the producer's expect_tx
+      mbar_init(base + S::BARRIERS + 8 * (STAGES + s), 256);     // empty: every consumer thread
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(ma) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(mb) : "memory");
+  }
+  __syncthreads();
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (threadIdx.x == 0) wgmma_produce<BN, STAGES, A_KM, B_KM>(g, ma, mb, base);
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, Ep>(g, p, base, smem_raw + (base - smem_u32(smem_raw)), wg - 1, red);
+  }
+  Ep::finish_full(p, red);
+}
+
+}  // namespace dg

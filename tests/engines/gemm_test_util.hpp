@@ -1,0 +1,149 @@
+// Helpers for the CUDA GEMM and convolution engine tests: a graph run on ref (host) and on one
+// CUDA engine (device buffers, outputs poisoned with NaN before every plan), compared element by
+// element; and the generated sources of a graph's anchor partition for the NVRTC compile tests.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dnngraph/dnngraph.hpp"
+#include "dnngraph/kernel_cache.hpp"
+#include "engines/test_cuda_util.hpp"
+#include "graph/graph_impl.hpp"
+#include "ref_test_util.hpp"
+#include "runtime/memory.hpp"
+
+namespace gemm_test {
+
+namespace dg = dnngraph;
+using ref_test::Dims;
+using ref_test::HostTensor;
+using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::vector<dg::TensorPtr>&)>;
+
+// One cache for every test graph: with dynamic shapes, shapes that differ only in sizes and
+// strides share a compiled kernel.
+inline std::shared_ptr<dg::KernelCache> shared_cache() {
+  static auto cache = std::make_shared<dg::KernelCache>();
+  return cache;
+}
+
+inline HostTensor packed(const Dims& dims, dg::DataType t) {
+  Dims strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+  return ref_test::make_tensor(dims, strides, t);
+}
+
+inline void fill_random(HostTensor& h, std::mt19937& rng, double lo = -1, double hi = 1) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  ref_test::for_each(h.dims, [&](const Dims& idx) { h.set(idx, u(rng)); });
+}
+
+struct Expect {
+  double tol = -1;    // relative; < 0: by the output's type
+  double floor = 1;   // |want| below this is compared absolutely against tol * floor
+};
+
+// Runs `build` on ref and on `engine` (plan indices 0 .. max_plans-1, each checked to be that
+// engine in one partition) and compares every output.
+inline void run_vs_ref(const std::string& engine, std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs,
+                       const Build& build, const std::vector<Expect>& expect, int max_plans = 1) {
+  auto make = [&](dg::Graph& g, std::vector<HostTensor>& results, dg::VariantPack& pack,
+                  std::vector<dg::TensorPtr>& ins, std::vector<dg::TensorPtr>& outputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      ins.push_back(inputs[i].declare(g, "in" + std::to_string(i)));
+      pack[ins.back()] = inputs[i].data();
+    }
+    outputs = build(g, ins);
+    results = outs;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      outs[i].describe(outputs[i]);
+      pack[outputs[i]] = results[i].data();
+    }
+  };
+  dg::Graph gr;
+  std::vector<HostTensor> want;
+  dg::VariantPack pack_r;
+  std::vector<dg::TensorPtr> ins_r, outs_r;
+  make(gr, want, pack_r, ins_r, outs_r);
+  auto s = ref_test::run_on_ref(gr, pack_r);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+
+  std::string why;
+  auto handle = dnngraph::cuda::testing::cuda_handle(why);
+  ASSERT_TRUE(handle) << why;
+  dg::HandleImpl& h = handle->impl();
+  dg::Graph g;
+  std::vector<HostTensor> got;
+  dg::VariantPack host_pack;
+  std::vector<dg::TensorPtr> ins, outputs;
+  make(g, got, host_pack, ins, outputs);
+  g.set_dynamic_shape_enabled(true).set_kernel_cache(shared_cache());
+  g.select_engines({engine});
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(*handle).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
+  s = g.check_support(*handle);
+  ASSERT_TRUE(s.ok()) << s.to_string() << "\n" << g.explain();
+  // Device copies of the inputs; outputs poisoned again before every plan.
+  std::vector<dg::memory::Buffer> in_dev, out_dev;
+  dg::VariantPack pack;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    in_dev.emplace_back(h, inputs[i].bytes.size());
+    ASSERT_TRUE(in_dev.back().status().ok());
+    ASSERT_TRUE(dg::memory::copy_to_device(h, in_dev.back().get(), inputs[i].bytes.data(), inputs[i].bytes.size()).ok());
+    pack[ins[i]] = in_dev.back().get();
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    out_dev.emplace_back(h, got[i].bytes.size());
+    ASSERT_TRUE(out_dev.back().status().ok());
+    pack[outputs[i]] = out_dev.back().get();
+  }
+  const int64_t plans = std::min<int64_t>(max_plans, g.get_execution_plan_count());
+  ASSERT_GE(plans, 1);
+  for (int64_t idx = 0; idx < plans; ++idx) {
+    std::string name;
+    s = g.build_plan_at_index(*handle, idx);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
+    EXPECT_EQ(name.rfind(engine, 0), 0u) << name;
+    EXPECT_EQ(name.find(" + "), std::string::npos) << "more than one partition: " << name;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      HostTensor poison = outs[i];  // NaN in every slot
+      ASSERT_TRUE(dg::memory::copy_to_device(h, out_dev[i].get(), poison.bytes.data(), poison.bytes.size()).ok());
+    }
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size_plan_at_index(idx, ws).ok());
+    dg::memory::Buffer workspace(h, static_cast<size_t>(ws) + 256);
+    s = g.execute_plan_at_index(*handle, pack, workspace.get(), idx, ws);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.to_string();
+    ASSERT_TRUE(dg::memory::synchronize(h).ok());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      ASSERT_TRUE(dg::memory::copy_to_host(h, got[i].bytes.data(), out_dev[i].get(), got[i].bytes.size()).ok());
+      SCOPED_TRACE(name + ", output " + std::to_string(i));
+      const Expect e = i < expect.size() ? expect[i] : Expect{};
+      ref_test::expect_near(got[i], [&](const Dims& ix) { return want[i].get(ix); }, e.tol, e.floor);
+    }
+  }
+}
+
+// The anchor partition of a graph built on the CPU (codegen needs no GPU).
+struct Lowered {
+  const dg::ir::Graph* ir = nullptr;
+  std::vector<dg::Partition> parts;
+};
+
+inline ::testing::AssertionResult lower_graph(dg::Graph& g, Lowered& out) {
+  dg::Handle cpu(dg::Device::cpu());
+  if (auto s = g.validate(); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
+  if (auto s = g.build_operation_graph(cpu); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
+  out.ir = g.impl().ir.get();
+  if (auto s = dg::partition_graph(*out.ir, out.parts); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
+  for (const auto& p : out.parts)
+    if (p.anchor >= 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "no anchored partition";
+}
+
+}  // namespace gemm_test

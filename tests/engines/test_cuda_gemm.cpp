@@ -1,0 +1,263 @@
+// cuda_gemm_wgmma_tma and cuda_gemm_mma_sync against ref. The NVRTC compile tests need no GPU
+// (they run in CI wherever NVRTC loads); the GPU tests skip without one. GPU shapes are random,
+// fit no tile, and mix operand majors, batch broadcast and fused epilogues.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engines/cuda/gemm/matmul_plan.hpp"
+#include "engines/cuda/nvrtc_compile.hpp"
+#include "gemm_test_util.hpp"
+
+namespace {
+
+namespace dg = dnngraph;
+namespace gm = dnngraph::cuda::gemm;
+using gemm_test::Dims;
+using gemm_test::Expect;
+using gemm_test::HostTensor;
+using M = dg::PointwiseMode;
+
+constexpr const char* kWgmma = "cuda_gemm_wgmma_tma";
+constexpr const char* kMmaSync = "cuda_gemm_mma_sync";
+
+// ---- NVRTC compile tests (no GPU)
+
+// matmul -> * alpha -> + bias -> GELU -> + residual, stored as `out`, with AMAX of the result.
+dg::TensorPtr fused_chain(dg::Graph& g, dg::TensorPtr y, dg::TensorPtr bias, dg::TensorPtr residual, double alpha_value) {
+  auto alpha = g.tensor(dg::TensorAttr().set_name("alpha").set_dim({1, 1, 1}).set_stride({1, 1, 1})
+                            .set_data_type(dg::DataType::FLOAT));
+  alpha->set_is_pass_by_value(true).set_value(alpha_value);
+  y = g.scale(y, alpha);
+  y = g.bias(y, bias);
+  y = g.pointwise(y, dg::PointwiseAttr().set_mode(M::GELU_FWD));
+  if (residual) y = g.add(y, residual);
+  return y;
+}
+
+struct CompileCase {
+  dg::DataType in = dg::DataType::BFLOAT16;
+  bool a_mn_major = false, b_k_major = false;
+  dg::DataType out = dg::DataType::BFLOAT16;
+};
+
+void compile_case(const CompileCase& cc, const std::vector<gm::MatmulConfig>& configs, const std::string& arch) {
+  dg::Graph g;
+  g.set_io_data_type(cc.in).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+  const int64_t m = 96, n = 40, k = 72;
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({2, m, k})
+                        .set_stride(cc.a_mn_major ? Dims{m * k, 1, m} : Dims{m * k, k, 1}));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({1, k, n})
+                        .set_stride(cc.b_k_major ? Dims{k * n, 1, k} : Dims{k * n, n, 1}));
+  auto bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim({1, 1, n}).set_stride({n, n, 1}));
+  auto res = g.tensor(dg::TensorAttr().set_name("R").set_dim({2, m, n}).set_stride({m * n, n, 1}));
+  auto y = fused_chain(g, g.matmul(a, b, dg::MatmulAttr()), bias, res, 0.5);
+  y->set_output(true).set_data_type(cc.out);
+  auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+  amax->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
+  gemm_test::Lowered low;
+  ASSERT_TRUE(gemm_test::lower_graph(g, low));
+  for (const auto& p : low.parts) {
+    if (p.anchor < 0) continue;
+    gm::MatmulPieces pieces;
+    std::string why;
+    ASSERT_TRUE(gm::describe_matmul_graph(p, pieces.mp, why)) << why;
+    EXPECT_EQ(pieces.mp.a_k_major, !cc.a_mn_major);
+    EXPECT_EQ(pieces.mp.b_k_major, cc.b_k_major);
+    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
+    for (const auto& c : configs) {
+      const std::string src = gm::matmul_source(pieces.mp, c, pieces.epi, *low.ir);
+      std::vector<uint8_t> cubin;
+      auto s = dg::cuda::nvrtc_compile(src, "test_gemm.cu", arch, cubin);
+      ASSERT_TRUE(s.ok()) << c.describe() << ": " << s.to_string() << "\n---- source:\n" << src;
+      EXPECT_GT(cubin.size(), 1000u);
+    }
+  }
+}
+
+gm::MatmulConfig mma(int bm, int bn, int stages) {
+  gm::MatmulConfig c;
+  c.bm = bm, c.bn = bn, c.stages = stages;
+  return c;
+}
+
+gm::MatmulConfig wgmma(int bn, int stages) {
+  gm::MatmulConfig c;
+  c.core = gm::Core::WGMMA;
+  c.bm = 128, c.bn = bn, c.bk = 64, c.stages = stages, c.threads = 384;
+  return c;
+}
+
+class CudaGemmCompile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  }
+};
+
+TEST_F(CudaGemmCompile, MmaSyncKernelsCompileForAmpereAndHopper) {
+  compile_case({dg::DataType::BFLOAT16, false, false, dg::DataType::FP8_E4M3}, {mma(128, 128, 4)}, "sm_80");
+  compile_case({dg::DataType::HALF, true, true, dg::DataType::HALF}, {mma(64, 128, 3)}, "sm_90a");
+}
+
+TEST_F(CudaGemmCompile, WgmmaKernelsCompileForEveryOperandMajor) {
+  compile_case({dg::DataType::BFLOAT16, false, false, dg::DataType::BFLOAT16}, {wgmma(256, 4)}, "sm_90a");
+  compile_case({dg::DataType::HALF, true, true, dg::DataType::FP8_E5M2}, {wgmma(128, 5)}, "sm_90a");
+}
+
+TEST_F(CudaGemmCompile, EpilogueLayoutCollapsesOnlyNestedStrides) {
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({16, 8}).set_stride({8, 1}));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({8, 16}).set_stride({16, 1}));
+  auto y = g.pointwise(g.matmul(a, b, dg::MatmulAttr()), dg::PointwiseAttr().set_mode(M::RELU_FWD));
+  y->set_output(true).set_stride({1, 16});  // column-major output
+  gemm_test::Lowered low;
+  ASSERT_TRUE(gemm_test::lower_graph(g, low));
+  for (const auto& p : low.parts) {
+    if (p.anchor < 0) continue;
+    gm::MatmulPieces pieces;
+    std::string why;
+    ASSERT_TRUE(gm::describe_matmul_graph(p, pieces.mp, why)) << why;
+    // Both output axes folded into one row index: column-major strides do not nest that way.
+    gm::EpilogueAxes folded{{}, {0, 1}, {}};
+    EXPECT_FALSE(gm::plan_epilogue(p, folded, false, pieces.epi, why));
+    EXPECT_NE(why.find("do not walk the GEMM rows and columns"), std::string::npos) << why;
+    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, false, pieces.epi, why)) << why;
+    ASSERT_EQ(pieces.epi.L.rank(), 2);
+    EXPECT_EQ(pieces.epi.L.vec, 4);
+    const auto& out = pieces.epi.L.operands.back();
+    EXPECT_EQ(out.strides, (std::vector<int64_t>{1, 16}));
+    EXPECT_EQ(out.inner, dg::cuda::codegen::Access::STRIDED);
+  }
+}
+
+// ---- GPU: every engine against ref
+
+// A [batch..., m, k] with its rows (or columns, when MN-major) padded to a multiple of 8
+// elements, as real leading dimensions are, so that 16-byte loads and TMA apply.
+HostTensor operand(const Dims& batch, int64_t rows, int64_t cols, bool transposed, dg::DataType t, std::mt19937& rng,
+                   bool pad = true) {
+  Dims dims = batch;
+  dims.push_back(rows);
+  dims.push_back(cols);
+  const int64_t inner = transposed ? rows : cols, outer = transposed ? cols : rows;
+  const int64_t ld = pad ? (inner + 7) / 8 * 8 : inner;
+  Dims strides(dims.size());
+  strides[dims.size() - (transposed ? 2 : 1)] = 1;
+  strides[dims.size() - (transposed ? 1 : 2)] = ld;
+  int64_t running = ld * outer;
+  for (size_t i = batch.size(); i-- > 0;) {
+    strides[i] = running;
+    running *= batch[i];
+  }
+  HostTensor h = ref_test::make_tensor(dims, strides, t);
+  gemm_test::fill_random(h, rng);
+  return h;
+}
+
+void random_plain_cases(const std::string& engine, uint32_t seed, int trials, bool pad) {
+  std::mt19937 rng(seed);
+  for (int trial = 0; trial < trials; ++trial) {
+    const int64_t m = 1 + rng() % 300, n = 1 + rng() % 300, k = 1 + rng() % 200;
+    const bool at = rng() % 2, bt = rng() % 2;
+    const dg::DataType t = rng() % 2 ? dg::DataType::BFLOAT16 : dg::DataType::HALF;
+    Dims batch = rng() % 2 ? Dims{} : Dims{1 + int64_t(rng() % 3)};
+    auto a = operand(batch, m, k, at, t, rng, pad);
+    auto b = operand(batch, k, n, bt, t, rng, pad);
+    Dims cd = batch;
+    cd.push_back(m);
+    cd.push_back(n);
+    SCOPED_TRACE("trial " + std::to_string(trial) + ": m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                 " k=" + std::to_string(k) + (at ? " A^T" : "") + (bt ? " B^T" : "") + " " + std::string(dg::to_string(t)));
+    gemm_test::run_vs_ref(engine, {a, b}, {gemm_test::packed(cd, dg::DataType::FLOAT)},
+                          [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                            g.set_compute_data_type(dg::DataType::FLOAT);
+                            return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
+                          },
+                          {Expect{1e-5, std::sqrt(double(k))}});
+  }
+}
+
+TEST(CudaGemm, WgmmaRandomShapesAndMajorsMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  random_plain_cases(kWgmma, 31, 6, true);
+}
+TEST(CudaGemm, MmaSyncRandomShapesAndMajorsMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  random_plain_cases(kMmaSync, 32, 6, true);
+}
+TEST(CudaGemm, MmaSyncUnalignedStridesMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  random_plain_cases(kMmaSync, 33, 3, false);
+}
+
+// Every knob setting once on one shape that fits no tile.
+TEST(CudaGemm, EveryConfigurationMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  for (const char* engine : {kWgmma, kMmaSync}) {
+    std::mt19937 rng(41);
+    auto a = operand({2}, 200, 136, false, dg::DataType::BFLOAT16, rng);
+    auto b = operand({2}, 136, 264, false, dg::DataType::BFLOAT16, rng);
+    SCOPED_TRACE(engine);
+    gemm_test::run_vs_ref(engine, {a, b}, {gemm_test::packed({2, 200, 264}, dg::DataType::FLOAT)},
+                          [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                            return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
+                          },
+                          {Expect{1e-5, 12}}, 8);
+  }
+}
+
+// Batch dims that broadcast: A [3, 1, m, k] x B [1, 2, k, n].
+TEST(CudaGemm, BroadcastBatchMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  for (const char* engine : {kWgmma, kMmaSync}) {
+    std::mt19937 rng(51);
+    auto a = operand({3, 1}, 70, 48, false, dg::DataType::HALF, rng);
+    auto b = operand({1, 2}, 48, 90, true, dg::DataType::HALF, rng);
+    SCOPED_TRACE(engine);
+    gemm_test::run_vs_ref(engine, {a, b}, {gemm_test::packed({3, 2, 70, 90}, dg::DataType::FLOAT)},
+                          [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                            return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
+                          },
+                          {Expect{1e-5, 7}});
+  }
+}
+
+// x alpha + bias -> GELU (+ residual), AMAX of the result, outputs in bf16 / fp8 / fp32.
+void fused_case(const std::string& engine, uint32_t seed, dg::DataType out_type, bool residual) {
+  std::mt19937 rng(seed);
+  const int64_t bt = 2, m = 1 + rng() % 200, n = 1 + rng() % 200, k = 1 + rng() % 150;
+  std::vector<HostTensor> in{operand({bt}, m, k, false, dg::DataType::BFLOAT16, rng),
+                             operand({1}, k, n, rng() % 2, dg::DataType::BFLOAT16, rng),
+                             gemm_test::packed({1, 1, n}, dg::DataType::FLOAT)};
+  gemm_test::fill_random(in[2], rng);
+  if (residual) {
+    in.push_back(gemm_test::packed({bt, m, n}, dg::DataType::BFLOAT16));
+    gemm_test::fill_random(in[3], rng);
+  }
+  const double out_tol = out_type == dg::DataType::FP8_E4M3 ? 0.13 : out_type == dg::DataType::FLOAT ? 2e-5 : 1.2e-2;
+  SCOPED_TRACE(engine + " seed " + std::to_string(seed) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+               " k=" + std::to_string(k));
+  gemm_test::run_vs_ref(engine, in,
+                        {gemm_test::packed({bt, m, n}, out_type), gemm_test::packed({1, 1, 1}, dg::DataType::FLOAT)},
+                        [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
+                          g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+                          auto y = fused_chain(g, g.matmul(t[0], t[1], dg::MatmulAttr()), t[2],
+                                               residual ? t[3] : nullptr, 0.75);
+                          auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+                          return std::vector<dg::TensorPtr>{y, amax};
+                        },
+                        {Expect{out_tol, std::sqrt(double(k)) * 0.1}, Expect{out_tol < 1e-3 ? 1e-5 : out_tol, 1}});
+}
+
+TEST(CudaGemm, FusedEpiloguesMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  for (const char* engine : {kWgmma, kMmaSync}) {
+    fused_case(engine, 61, dg::DataType::BFLOAT16, true);
+    fused_case(engine, 62, dg::DataType::FP8_E4M3, false);
+    fused_case(engine, 63, dg::DataType::FLOAT, true);
+  }
+}
+
+}  // namespace
