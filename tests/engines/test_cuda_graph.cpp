@@ -60,7 +60,7 @@ class CudaGraph : public ::testing::Test {
  protected:
   void SetUp() override {
     h_ = cuda_handle(skip_);
-    if (!h_) GTEST_SKIP() << "no CUDA device: " << skip_;
+    DG_SKIP_WITHOUT_GPU(h_, skip_);
     ASSERT_TRUE(create_stream(h_->impl(), &stream_).ok());
     ASSERT_TRUE(h_->set_stream(stream_).ok());
   }

@@ -45,7 +45,7 @@ class CudaPointwise : public ::testing::Test {
  protected:
   void SetUp() override {
     h_ = cuda_handle(skip_);
-    if (!h_) GTEST_SKIP() << "no CUDA device: " << skip_;
+    DG_SKIP_WITHOUT_GPU(h_, skip_);
   }
   RunOptions opts(uint32_t seed = 1) const {
     RunOptions o;

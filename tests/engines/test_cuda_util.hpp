@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -71,7 +72,13 @@ inline dg::TensorPtr reduce(dg::Graph& g, dg::ReductionMode m, dg::TensorPtr x, 
   return y;
 }
 
-// A usable CUDA handle, or null (the test then skips).
+// Set by bench/gpu.sh on GPU machines: there a GPU test that cannot get its GPU fails, not skips.
+inline bool gpu_required() {
+  const char* v = std::getenv("DNNGRAPH_REQUIRE_GPU");
+  return v && *v && std::string(v) != "0";
+}
+
+// A usable CUDA handle, or null (the test then skips, or fails where a GPU is required).
 inline std::unique_ptr<dg::Handle> cuda_handle(std::string& why) {
   if (device_count() == 0) {
     why = driver() ? "the CUDA driver reports no device" : driver_error();
@@ -89,10 +96,20 @@ inline std::unique_ptr<dg::Handle> cuda_handle(std::string& why) {
   return h;
 }
 
-#define DG_REQUIRE_CUDA(handle_var)                                  \
-  std::string cuda_skip_reason;                                      \
-  auto handle_var = ::dnngraph::cuda::testing::cuda_handle(cuda_skip_reason); \
-  if (!handle_var) GTEST_SKIP() << "no CUDA device: " << cuda_skip_reason
+// In a fixture's SetUp: skips (or fails, where a GPU is required) when `handle` is null.
+#define DG_SKIP_WITHOUT_GPU(handle, why)                                                         \
+  do {                                                                                           \
+    if (!(handle)) {                                                                             \
+      if (::dnngraph::cuda::testing::gpu_required()) FAIL() << "DNNGRAPH_REQUIRE_GPU: " << (why); \
+      GTEST_SKIP() << "no CUDA device: " << (why);                                               \
+    }                                                                                            \
+  } while (0)
+
+// In a test body: declares `handle_var`, a CUDA handle, or skips (fails where a GPU is required).
+#define DG_REQUIRE_CUDA(handle_var)                                              \
+  std::string cuda_skip_reason;                                                  \
+  auto handle_var = ::dnngraph::cuda::testing::cuda_handle(cuda_skip_reason);    \
+  DG_SKIP_WITHOUT_GPU(handle_var, cuda_skip_reason)
 
 // Host data of a tensor, seeded random in [-2, 2) (never zeros), rounded to its type.
 inline std::vector<uint8_t> random_bytes(const ir::Tensor& t, uint32_t seed) {

@@ -48,7 +48,12 @@ TEST(CudaRuntime, SuccessIsOkAndErrorsCarryTheirCode) {
 class CudaDevice : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (device_count() == 0) GTEST_SKIP() << "no CUDA device: " << (driver() ? "the driver reports none" : driver_error());
+    if (device_count() == 0) {
+      const std::string why = driver() ? "the driver reports none" : driver_error();
+      const char* required = std::getenv("DNNGRAPH_REQUIRE_GPU");
+      if (required && *required && std::string(required) != "0") FAIL() << "DNNGRAPH_REQUIRE_GPU: " << why;
+      GTEST_SKIP() << "no CUDA device: " << why;
+    }
     h_ = std::make_unique<Handle>(Device::cuda(0));
     ASSERT_TRUE(h_->status().ok()) << h_->status().to_string();
   }
