@@ -23,10 +23,16 @@ Status infer(const PointwiseAttr& attr, NodeSpec& node, const GraphDefaults& def
   static const char* kSlot[] = {"IN_0", "IN_1", "IN_2"};
   std::vector<int64_t> dims;
   const TensorAttr* widest = nullptr;  // the input whose dims equal the output's: its layout is kept
+  // Pass-by-value scalars (alpha, g.tensor(0.125)) broadcast at any rank; other inputs need equal ranks.
+  auto is_scalar = [](const TensorAttr* t) { return t->get_is_pass_by_value() && t->get_volume() == 1; };
+  const TensorAttr* first = nullptr;
+  for (size_t i = 0; i < want; ++i)
+    if (auto s = check_input(node, node.inputs[i].get(), kSlot[i]); !s.ok()) return s;
   for (size_t i = 0; i < want; ++i) {
     const TensorAttr* t = node.inputs[i].get();
-    if (auto s = check_input(node, t, kSlot[i]); !s.ok()) return s;
-    if (i == 0) {
+    if (is_scalar(t)) continue;
+    if (!first) {
+      first = t;
       dims = t->get_dim();
       continue;
     }
@@ -40,6 +46,7 @@ Status infer(const PointwiseAttr& attr, NodeSpec& node, const GraphDefaults& def
                         "dims " + dims_to_string(t->get_dim()) + " do not broadcast with " + dims_to_string(dims));
     dims = out;
   }
+  if (!first) dims = node.inputs[0]->get_dim();  // only scalars
   for (size_t i = 0; i < want && !widest; ++i)
     if (node.inputs[i]->get_dim() == dims) widest = node.inputs[i].get();
   if (mode == PointwiseMode::GEN_INDEX && (attr.get_axis() < 0 || attr.get_axis() >= static_cast<int64_t>(dims.size())))

@@ -33,8 +33,10 @@ struct FlopCounter {
   }
   double operator()(const ConvFpropAttr&) const { return conv_fprop(); }
   double operator()(const ConvDgradAttr&) const {
+    // Each DX element sums over the K / groups output channels of its group and the filter window.
     const auto& w = g.tensor(n.inputs[1]).dims;
-    double per_in = static_cast<double>(w[0]);
+    const double groups = static_cast<double>(g.tensor(n.outputs[0]).dims[1]) / static_cast<double>(w[1]);
+    double per_in = static_cast<double>(w[0]) / groups;
     for (size_t i = 2; i < w.size(); ++i) per_in *= static_cast<double>(w[i]);
     return 2.0 * out_volume() * per_in;
   }

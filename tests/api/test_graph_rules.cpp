@@ -292,3 +292,19 @@ TEST(ExecuteRules, PassByValueWithoutValue) {
   ASSERT_TRUE(g.execute(handle, dg::VariantPack{{x, xs.data()}, {alpha, &a}, {y, ys.data()}}, nullptr).ok());
   for (float v : ys) EXPECT_FLOAT_EQ(v, 6.0f);
 }
+
+TEST(GraphRules, PassByValueScalarBroadcastsAtAnyRank) {
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g = float_graph();
+  auto x = g.tensor(attr("X", {2, 3, 4}));
+  auto y = g.scale(x, g.tensor(0.5));  // a rank-1 scalar against a rank-3 tensor
+  y->set_output(true);
+  ASSERT_TRUE(g.build_operation_graph(handle).ok());
+  EXPECT_EQ(y->get_dim(), (std::vector<int64_t>{2, 3, 4}));
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  ASSERT_TRUE(g.build_plans(handle).ok());
+  std::vector<float> xs(24), ys(24, std::nanf(""));
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i) - 7.5f;
+  ASSERT_TRUE(g.execute(handle, dg::VariantPack{{x, xs.data()}, {y, ys.data()}}, nullptr).ok());
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_FLOAT_EQ(ys[i], 0.5f * xs[i]);
+}
