@@ -139,7 +139,7 @@ std::string TuningDb::default_path() {
 
 std::string TuningDb::format_line(const TuningRecord& r) {
   char seconds[32];
-  std::snprintf(seconds, sizeof(seconds), "%.6e", r.seconds);
+  std::snprintf(seconds, sizeof(seconds), "%.17g", r.seconds);  // round-trips exactly
   const std::string knobs = r.knobs.empty() ? "-" : knobs_to_string(r.knobs);
   std::string line = std::string(kTag) + '\t' + clean(r.library_version) + '\t' + hex16(r.fingerprint) + '\t' +
                      clean(r.nodes) + '\t' + clean(r.device) + '\t' + clean(r.engine) + '\t' + clean(knobs) + '\t' +

@@ -222,3 +222,56 @@ TEST_F(AutotuneTest, ModeBReadsTheRecordedWinner) {
   ASSERT_EQ(ca.size(), cb.size());
   for (size_t i = 0; i < ca.size(); ++i) EXPECT_TRUE(ca[i].engine_id == cb[i].engine_id && ca[i].knobs == cb[i].knobs);
 }
+
+// With real engines: a matmul has several candidates (engines and knob settings). Autotune times
+// every built one, the chosen plan is the fastest measured, and mode B then starts from it.
+TEST_F(AutotuneTest, MatmulCandidatesTunedAndReadBackByModeB) {
+  auto make = [&](dg::Graph& g, std::vector<float>& a, std::vector<float>& b, std::vector<float>& c,
+                  std::vector<dg::HeurMode> modes) {
+    g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+    auto A = g.tensor(dg::TensorAttr().set_name("A").set_uid(1).set_dim({2, 24, 40}).set_stride({960, 40, 1}));
+    auto B = g.tensor(dg::TensorAttr().set_name("B").set_uid(2).set_dim({2, 40, 16}).set_stride({640, 16, 1}));
+    g.matmul(A, B, dg::MatmulAttr())->set_output(true).set_uid(3);
+    ASSERT_TRUE(g.build_operation_graph(handle_).ok());
+    ASSERT_TRUE(g.create_execution_plans(modes).ok());
+    ASSERT_TRUE(g.build_plans(handle_, dg::BuildPlanPolicy::ALL).ok());
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(-1, 1);
+    a.resize(1920);
+    b.resize(1280);
+    for (auto& v : a) v = u(rng);
+    for (auto& v : b) v = u(rng);
+    c.assign(768, std::nanf(""));
+  };
+  dg::Graph g;
+  std::vector<float> a, b, c;
+  make(g, a, b, c, {dg::HeurMode::A, dg::HeurMode::FALLBACK});
+  const auto& pp = g.impl().plans->parts.at(0);
+  if (pp.candidates.size() < 2) GTEST_SKIP() << "only one engine takes a matmul in this build";
+  int64_t ws = 0;
+  ASSERT_TRUE(g.get_workspace_size(ws).ok());
+  std::vector<char> workspace(static_cast<size_t>(ws) + 1);
+  std::vector<dg::CandidateTiming> timings;
+  const dg::UidVariantPack p{{1, a.data()}, {2, b.data()}, {3, c.data()}};
+  ASSERT_TRUE(dg::autotune_graph(g.impl(), handle_, nullptr, &p, workspace.data(), dg::AutotuneOptions{}, &timings).ok());
+  size_t built = 0;
+  for (const auto& plan : pp.built) built += plan != nullptr;
+  EXPECT_EQ(timings.size(), built);
+  for (size_t i = 1; i < pp.candidates.size() && pp.candidates[i].measured_s >= 0; ++i)
+    EXPECT_LE(pp.candidates[0].measured_s, pp.candidates[i].measured_s);
+  // The output holds the product.
+  for (int64_t m = 0; m < 24; m += 5)
+    for (int64_t n = 0; n < 16; n += 3) {
+      double want = 0;
+      for (int64_t k = 0; k < 40; ++k) want += double(a[static_cast<size_t>(960 + m * 40 + k)]) * b[static_cast<size_t>(640 + k * 16 + n)];
+      EXPECT_NEAR(c[static_cast<size_t>(384 + m * 16 + n)], want, 1e-4);
+    }
+  const dg::Candidate winner = pp.candidates[0];
+  dg::Graph again;
+  std::vector<float> a2, b2, c2;
+  make(again, a2, b2, c2, {dg::HeurMode::B});
+  const auto& first = again.impl().plans->parts.at(0).candidates.at(0);
+  EXPECT_EQ(first.engine_id, winner.engine_id);
+  EXPECT_EQ(first.knobs, winner.knobs);
+  EXPECT_DOUBLE_EQ(first.measured_s, winner.measured_s);
+}
