@@ -1,6 +1,7 @@
 // The engine registry: one line per engine. Ids are append-only: they key tuning records and
 // serialized plans, so an id is never reused or renumbered.
 #include "engines/cpu/sdpa/flash_engine.hpp"
+#include "engines/cuda/conv/conv_engines.hpp"
 #include "engines/cuda/gemm/gemm_engines.hpp"
 #include "engines/cuda/pointwise/pointwise_jit.hpp"
 #include "engines/ref/ref_engine.hpp"
@@ -14,6 +15,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {8, &cpu::sdpa_flash_engine()},
       {9, &cuda::pointwise_jit_engine()},
       {10, &cuda::gemm_wgmma_tma_engine()},
+      {11, &cuda::conv_implicit_gemm_engine()},
       {16, &cuda::gemm_mma_sync_engine()},
   };
   return kEngines;

@@ -32,7 +32,9 @@ TensorMapSpec operand_map(const MatmulProblem& mp, bool is_a, const MatmulConfig
   s.dims[2] = static_cast<uint64_t>(batch_extent);
   const int64_t outer = k_major ? s_mn : s_k;
   s.strides_bytes[0] = static_cast<uint64_t>(std::max<int64_t>(outer, 8) * 2);
-  s.strides_bytes[1] = static_cast<uint64_t>(std::max<int64_t>(unit, 8) * 2);
+  // One batch (or a broadcast operand): a stride past the whole matrix, as a packed 3D tensor has.
+  s.strides_bytes[1] = batch_extent > 1 ? static_cast<uint64_t>(unit * 2)
+                                        : (s.strides_bytes[0] * s.dims[1] + 15) / 16 * 16;
   // K-major: one box of 64 k x tile rows; MN-major: boxes of 64 (m or n) x 64 k, several per tile.
   s.box[0] = 64;
   s.box[1] = k_major ? static_cast<uint32_t>(tile_mn) : 64;

@@ -1,0 +1,227 @@
+// GPU benchmark of the tensor-core GEMM and implicit-GEMM convolution engines with fused
+// epilogues: the workloads of shared/bench/ANCHORS.md. Prints one line per workload:
+//   RESULT <name> <ms> <TFLOP/s> <plan name>
+// bench/gpu/gemm_conv_torch.py runs this program and PyTorch eager on the same machine, in the
+// same run, and prints them side by side.
+//
+//   dnngraph_gemm_conv_bench [--plans N] [--only SUBSTRING] [--build-only]
+//
+// With GEMM_BENCH_CACHE set, compiled kernels are kept in that folder (the kernel cache's disk
+// layer): build-only runs of single workloads can fill it in parallel before the timed run.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "dnngraph/dnngraph.hpp"
+#include "dnngraph/kernel_cache.hpp"
+#include "runtime/cuda/context.hpp"
+#include "runtime/memory.hpp"
+
+namespace dg = dnngraph;
+using Dims = std::vector<int64_t>;
+
+namespace {
+
+int g_plans = 2;
+std::string g_only;
+bool g_build_only = false;
+
+std::shared_ptr<dg::KernelCache> kernel_cache() {
+  static std::shared_ptr<dg::KernelCache> cache = [] {
+    auto c = std::make_shared<dg::KernelCache>();
+    if (const char* dir = std::getenv("GEMM_BENCH_CACHE")) c->set_directory(dir);
+    return c;
+  }();
+  return cache;
+}
+
+Dims packed(const Dims& d) {
+  Dims s(d.size(), 1);
+  for (size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
+  return s;
+}
+
+Dims channels_last(const Dims& d) {
+  Dims s(d.size());
+  int64_t running = d[1];
+  s[1] = 1;
+  for (size_t i = d.size(); i-- > 2;) {
+    s[i] = running;
+    running *= d[i];
+  }
+  s[0] = running;
+  return s;
+}
+
+int64_t volume(const Dims& d) {
+  int64_t v = 1;
+  for (int64_t x : d) v *= x;
+  return v;
+}
+
+// A device buffer of random bf16 (or fp32) values in [-1, 1).
+struct DeviceTensor {
+  dg::memory::Buffer buf;
+  DeviceTensor(dg::HandleImpl& h, int64_t elems, dg::DataType t, uint32_t seed) : buf(h, static_cast<size_t>(elems * dg::size_of(t))) {
+    std::vector<uint8_t> host(buf.size());
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int64_t i = 0; i < elems; ++i) dg::dtype::store(host.data(), t, i, u(rng));
+    if (!dg::memory::copy_to_device(h, buf.get(), host.data(), host.size()).ok()) std::fprintf(stderr, "copy failed\n");
+  }
+};
+
+bool check(const dg::Status& s, const std::string& what) {
+  if (!s.ok()) std::printf("ERROR %s: %s\n", what.c_str(), s.to_string().c_str());
+  return s.ok();
+}
+
+// Builds up to g_plans plans of the graph, times each (median of 7 repeats of `iters` runs) and
+// prints the fastest.
+void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, double flops) {
+  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  dg::HandleImpl& h = handle.impl();
+  g.set_kernel_cache(kernel_cache());
+  if (!check(g.validate(), name) || !check(g.build_operation_graph(handle), name) ||
+      !check(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}), name) ||
+      !check(g.check_support(handle), name)) {
+    std::printf("%s\n", g.explain().c_str());
+    return;
+  }
+  double best = 1e30;
+  std::string best_name;
+  const int64_t plans = std::min<int64_t>(g_plans, g.get_execution_plan_count());
+  for (int64_t idx = 0; idx < plans; ++idx) {
+    std::string pname;
+    if (!check(g.build_plan_at_index(handle, idx), name + " build") || !g.get_plan_name_at_index(idx, pname).ok()) continue;
+    if (g_build_only) {
+      std::printf("BUILT %s %d %s\n", name.c_str(), static_cast<int>(idx), pname.c_str());
+      continue;
+    }
+    int64_t ws = 0;
+    (void)g.get_workspace_size_plan_at_index(idx, ws);
+    dg::memory::Buffer workspace(h, static_cast<size_t>(ws) + 256);
+    auto once = [&] { return g.execute_plan_at_index(handle, pack, workspace.get(), idx, ws); };
+    if (!check(once(), name + " execute")) continue;
+    (void)dg::memory::synchronize(h);
+    std::unique_ptr<dg::cuda::EventTimer> timer;
+    if (!check(dg::cuda::EventTimer::create(h, timer), "timer")) return;
+    // Size the repeat to ~20 ms.
+    double secs = 0;
+    (void)timer->start();
+    (void)once();
+    (void)timer->stop();
+    (void)timer->seconds(secs);
+    const int iters = std::max(3, std::min(200, static_cast<int>(0.02 / std::max(secs, 1e-6))));
+    std::vector<double> times;
+    for (int rep = 0; rep < 7; ++rep) {
+      (void)timer->start();
+      for (int i = 0; i < iters; ++i) (void)once();
+      (void)timer->stop();
+      if (!check(timer->seconds(secs), "timing")) return;
+      times.push_back(secs / iters);
+    }
+    std::sort(times.begin(), times.end());
+    const double t = times[times.size() / 2];
+    std::printf("PLAN %s %d %.4f ms %s\n", name.c_str(), static_cast<int>(idx), t * 1e3, pname.c_str());
+    if (t < best) best = t, best_name = pname;
+  }
+  if (best < 1e30)
+    std::printf("RESULT %s %.4f %.1f %s\n", name.c_str(), best * 1e3, flops / best * 1e-12, best_name.c_str());
+  std::fflush(stdout);
+}
+
+// conv (R x S, pad, stride 1) [+ bias + ReLU], NHWC bf16, fp32 accumulation.
+void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int64_t hw, int64_t k, int64_t r,
+          bool fused) {
+  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  dg::HandleImpl& h = handle.impl();
+  const int64_t pad = r / 2;
+  const Dims xd{n, c, hw, hw}, wd{k, c, r, r}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
+  DeviceTensor x(h, volume(xd), dg::DataType::BFLOAT16, 1), w(h, volume(wd), dg::DataType::BFLOAT16, 2),
+      b(h, volume(bd), dg::DataType::BFLOAT16, 3);
+  dg::memory::Buffer y(h, static_cast<size_t>(volume(yd) * 2));
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
+  auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
+  auto Y = g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({pad, pad}).set_stride({1, 1}).set_dilation({1, 1}));
+  dg::VariantPack pack{{X, x.buf.get()}, {W, w.buf.get()}};
+  if (fused) {
+    auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(channels_last(bd)));
+    Y = g.pointwise(g.bias(Y, B), dg::PointwiseAttr().set_mode(dg::PointwiseMode::RELU_FWD));
+    pack[B] = b.buf.get();
+  }
+  Y->set_output(true).set_stride(channels_last(yd));
+  pack[Y] = y.get();
+  g.select_engines({"cuda_conv_implicit_gemm"});
+  run(name, g, handle, pack, 2.0 * volume(yd) * c * r * r);
+}
+
+// (batch x m x k) x (batch x k x n) [x alpha + bias -> GELU, AMAX], bf16 in and out.
+void matmul(dg::Handle& handle, const std::string& name, int64_t batch, int64_t m, int64_t n, int64_t k, bool chain) {
+  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  dg::HandleImpl& h = handle.impl();
+  const Dims ad{batch, m, k}, bd{batch, k, n}, cd{batch, m, n}, biasd{1, 1, n};
+  DeviceTensor a(h, volume(ad), dg::DataType::BFLOAT16, 4), b(h, volume(bd), dg::DataType::BFLOAT16, 5),
+      bias(h, n, dg::DataType::BFLOAT16, 6);
+  dg::memory::Buffer c(h, static_cast<size_t>(volume(cd) * 2)), amax(h, 4);
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim(ad).set_stride(packed(ad)));
+  auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(packed(bd)));
+  auto C = g.matmul(A, B, dg::MatmulAttr());
+  dg::VariantPack pack{{A, a.buf.get()}, {B, b.buf.get()}};
+  if (chain) {
+    auto alpha = g.tensor(dg::TensorAttr().set_name("alpha").set_dim({1, 1, 1}).set_stride({1, 1, 1})
+                              .set_data_type(dg::DataType::FLOAT));
+    alpha->set_is_pass_by_value(true).set_value(0.125);
+    auto Bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim(biasd).set_stride(packed(biasd)));
+    C = g.pointwise(g.bias(g.scale(C, alpha), Bias), dg::PointwiseAttr().set_mode(dg::PointwiseMode::GELU_FWD));
+    auto Amax = g.reduction(C, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+    Amax->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
+    pack[Bias] = bias.buf.get();
+    pack[Amax] = amax.get();
+  }
+  C->set_output(true);
+  pack[C] = c.get();
+  g.select_engines({"cuda_gemm_wgmma_tma", "cuda_gemm_mma_sync"});
+  run(name, g, handle, pack, 2.0 * batch * m * n * k);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--plans") && i + 1 < argc) g_plans = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
+    if (!std::strcmp(argv[i], "--build-only")) g_build_only = true;
+  }
+  dg::Handle handle(dg::Device::cuda(0));
+  if (!handle.status().ok()) {
+    std::printf("ERROR no CUDA handle: %s\n", handle.status().to_string().c_str());
+    return 1;
+  }
+  matmul(handle, "gemm_8192_plain", 1, 8192, 8192, 8192, false);
+  matmul(handle, "gemm_8x2048_chain", 8, 2048, 2048, 2048, true);
+  matmul(handle, "gemm_16x1024x4096x1024_chain", 16, 1024, 4096, 1024, true);
+  conv(handle, "conv_tutorial_n32c128_56_k256", 32, 128, 56, 256, 3, true);
+  conv(handle, "conv_tutorial_alone", 32, 128, 56, 256, 3, false);
+  conv(handle, "rn50_3x3_c64_56_k64", 32, 64, 56, 64, 3, true);
+  conv(handle, "rn50_3x3_c256_14_k256", 32, 256, 14, 256, 3, true);
+  conv(handle, "rn50_3x3_n8_c64_32_k64", 8, 64, 32, 64, 3, true);
+  conv(handle, "rn50_1x1_c256_56_k64", 32, 256, 56, 64, 1, true);
+  conv(handle, "rn50_3x3_c128_28_k128", 32, 128, 28, 128, 3, true);
+  conv(handle, "rn50_3x3_c512_7_k512", 32, 512, 7, 512, 3, true);
+  conv(handle, "rn50_3x3_n1_c64_32_k64", 1, 64, 32, 64, 3, true);
+  return 0;
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# GPU run of the GEMM / implicit-GEMM conv engines: their GPU tests, their benchmark beside
+# PyTorch eager in the same run, and SASS evidence (HGMMA count) of the kernels it compiled.
+#
+#   bash bench/gpu/gemm_conv.sh BIN_DIR OUT_DIR
+#
+# BIN_DIR holds gemm_conv_tests and dnngraph_gemm_conv_bench (built by bench/gpu.sh's build, or
+# carried); kernels compile in parallel first (tests in shards, each benchmark workload on its
+# own), then the benchmark is timed alone.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bin=$(cd "$1" && pwd)
+out=$2
+mkdir -p "$out"
+export GEMM_BENCH_CACHE=${GEMM_BENCH_CACHE:-/tmp/dnngraph_gemm_cache}
+mkdir -p "$GEMM_BENCH_CACHE"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+echo "==== compile in parallel ($SECONDS s)"
+shards=6
+for i in $(seq 0 $((shards - 1))); do
+  GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin/gemm_conv_tests" --gtest_filter='CudaGemm.*:CudaConv*' \
+    >"$out/tests_$i.log" 2>&1 &
+done
+for w in gemm_8192 gemm_8x2048 gemm_16x1024 conv_tutorial_n32 conv_tutorial_alone rn50_3x3_c64_56 rn50_3x3_c256 \
+  rn50_3x3_n8 rn50_1x1 rn50_3x3_c128 rn50_3x3_c512 rn50_3x3_n1; do
+  "$bin/dnngraph_gemm_conv_bench" --only "$w" --build-only --plans "${PLANS:-2}" >"$out/build_$w.log" 2>&1 &
+done
+wait
+echo "==== tests ($SECONDS s)"
+cat "$out"/tests_*.log | grep -E "^\[  (FAILED|  OK|SKIPPED) |Failure|error" | sort | uniq -c | sort -rn | head -60
+grep -h -A12 "Failure" "$out"/tests_*.log | head -80
+grep -h "ERROR" "$out"/build_*.log | head -20
+echo "==== benchmark ($SECONDS s)"
+PYTHONUNBUFFERED=1 python3 "$root/bench/gpu/gemm_conv_torch.py" --bench "$bin/dnngraph_gemm_conv_bench" \
+  --plans "${PLANS:-2}" --out "$out/gemm_conv_results.json" 2>&1 | tee "$out/bench.log" | grep -v "^PLAN\|^RESULT" | tail -40
+echo "==== SASS of the compiled kernels ($SECONDS s)"
+cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+python3 - "$GEMM_BENCH_CACHE" "$cuobjdump" <<'PY'
+import glob, os, struct, subprocess, sys
+for f in sorted(glob.glob(sys.argv[1] + "/*")):
+    data = open(f, "rb").read()
+    i = data.find(b"\x7fELF")
+    if i < 0:
+        continue
+    shoff, = struct.unpack_from("<Q", data, i + 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, i + 0x3A)
+    open("/tmp/k.cubin", "wb").write(data[i:i + shoff + shentsize * shnum])
+    sass = subprocess.run([sys.argv[2], "--dump-sass", "/tmp/k.cubin"], capture_output=True, text=True).stdout
+    names = sorted({l.split("Function : ")[1].strip() for l in sass.splitlines() if "Function : " in l})
+    print(f"{os.path.basename(f)[:16]} {','.join(names)[:60]:<60} HGMMA={sass.count('HGMMA')} HMMA={sass.count('HMMA')} "
+          f"LDSM={sass.count('LDSM')} UTMALDG={sass.count('UTMALDG')} LDL/STL={sass.count('LDL') + sass.count('STL')}")
+PY
+echo "==== done ($SECONDS s)"
+grep -h "RESULT" "$out/bench.log"
