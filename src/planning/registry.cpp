@@ -1,5 +1,7 @@
 // The engine registry: one line per engine. Ids are append-only: they key tuning records and
 // serialized plans, so an id is never reused or renumbered.
+#include "engines/cpu/conv/conv_implicit_gemm.hpp"
+#include "engines/cpu/gemm/cpu_gemm_packed.hpp"
 #include "engines/cpu/sdpa/flash_engine.hpp"
 #include "engines/cuda/conv/conv_engines.hpp"
 #include "engines/cuda/gemm/gemm_engines.hpp"
@@ -12,6 +14,8 @@ namespace dnngraph {
 const std::vector<RegisteredEngine>& engine_registry() {
   static const std::vector<RegisteredEngine> kEngines{
       {0, &ref::engine()},
+      {2, &cpu::gemm_packed_engine()},
+      {3, &cpu::conv_implicit_gemm_engine()},
       {8, &cpu::sdpa_flash_engine()},
       {9, &cuda::pointwise_jit_engine()},
       {10, &cuda::gemm_wgmma_tma_engine()},

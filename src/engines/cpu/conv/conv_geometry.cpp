@@ -1,0 +1,107 @@
+#include "engines/cpu/conv/conv_geometry.hpp"
+
+namespace dnngraph::cpu {
+namespace {
+
+template <class Attr>
+void read_params(const Attr& a, ConvGeometry& g) {
+  for (int i = 0; i < g.nsp; ++i) {
+    const size_t u = static_cast<size_t>(i);
+    if (u < a.get_pre_padding().size()) g.pad[u] = a.get_pre_padding()[u];
+    if (u < a.get_stride().size()) g.stride[u] = a.get_stride()[u];
+    if (u < a.get_dilation().size()) g.dil[u] = a.get_dilation()[u];
+  }
+}
+
+void read_tensor(const ir::Tensor& t, int nsp, std::array<int64_t, 5>& st, std::array<int64_t, 3>* sp) {
+  st = {t.strides[0], t.strides[1], 0, 0, 0};
+  for (int i = 0; i < nsp; ++i) {
+    st[static_cast<size_t>(2 + i)] = t.strides[static_cast<size_t>(2 + i)];
+    if (sp) (*sp)[static_cast<size_t>(i)] = t.dims[static_cast<size_t>(2 + i)];
+  }
+}
+
+int64_t floor_mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
+
+}  // namespace
+
+void ConvGeometry::init(const ir::Graph& g, const ir::Node& node) {
+  dgrad = std::holds_alternative<ConvDgradAttr>(node.attr);
+  src = node.inputs[0];
+  wei = node.inputs[1];
+  dst = node.outputs[0];
+  const ir::Tensor &s = g.tensor(src), &w = g.tensor(wei), &d = g.tensor(dst);
+  nsp = s.rank() - 2;
+  if (dgrad) read_params(std::get<ConvDgradAttr>(node.attr), *this);
+  else read_params(std::get<ConvFpropAttr>(node.attr), *this);
+  n = s.dims[0];
+  src_c = s.dims[1];
+  dst_c = d.dims[1];
+  // Weights are [K, C/groups, taps]: K is Y's channels in fprop, DY's (src) in dgrad.
+  const int64_t c_total = dgrad ? dst_c : src_c;
+  groups = c_total / w.dims[1];
+  src_cg = src_c / groups;
+  dst_cg = dst_c / groups;
+  read_tensor(s, nsp, src_st, &src_sp);
+  read_tensor(d, nsp, dst_st, &dst_sp);
+  read_tensor(w, nsp, wei_st, &ker);
+  src_t = s.dtype;
+  wei_t = w.dtype;
+  dst_t = d.dtype;
+}
+
+int64_t ConvGeometry::wei_offset(int64_t g, int64_t ic, int64_t oc, int64_t t) const {
+  const int64_t r2 = t % ker[2], r1 = (t / ker[2]) % ker[1], r0 = t / (ker[1] * ker[2]);
+  const int64_t sp = r0 * wei_st[2] + r1 * wei_st[3] + r2 * wei_st[4];
+  if (dgrad) return (g * src_cg + ic) * wei_st[0] + oc * wei_st[1] + sp;
+  return (g * dst_cg + oc) * wei_st[0] + ic * wei_st[1] + sp;
+}
+
+void ConvGeometry::dst_coord(int64_t nn, int64_t c, const int64_t* o, int64_t* coord) const {
+  coord[0] = nn;
+  coord[1] = c;
+  for (int i = 0; i < nsp; ++i) coord[2 + i] = o[i];
+}
+
+std::vector<ConvPhase> conv_phases(const ConvGeometry& g) {
+  std::vector<ConvPhase> out;
+  if (!g.dgrad) {
+    ConvPhase p;
+    for (size_t d = 0; d < 3; ++d) {
+      p.count[d] = g.dst_sp[d];
+      p.jstride[d] = g.stride[d];
+      for (int64_t r = 0; r < g.ker[d]; ++r) {
+        p.off[d].push_back(r * g.dil[d] - g.pad[d]);
+        p.rtap[d].push_back(r);
+      }
+    }
+    out.push_back(std::move(p));
+    return out;
+  }
+  // dgrad: dst position i takes tap r when (i + pad - r * dil) is a multiple of the stride; for
+  // i = rho + s * j that depends only on the phase rho, and src index = j + (rho + pad - r*dil)/s.
+  std::array<int64_t, 3> rho{0, 0, 0};
+  for (rho[0] = 0; rho[0] < g.stride[0]; ++rho[0])
+    for (rho[1] = 0; rho[1] < g.stride[1]; ++rho[1])
+      for (rho[2] = 0; rho[2] < g.stride[2]; ++rho[2]) {
+        ConvPhase p;
+        bool empty = false;
+        for (size_t d = 0; d < 3; ++d) {
+          p.start[d] = rho[d];
+          p.step[d] = g.stride[d];
+          p.count[d] = rho[d] < g.dst_sp[d] ? (g.dst_sp[d] - rho[d] + g.stride[d] - 1) / g.stride[d] : 0;
+          p.jstride[d] = 1;
+          for (int64_t r = 0; r < g.ker[d]; ++r) {
+            const int64_t t = rho[d] + g.pad[d] - r * g.dil[d];
+            if (floor_mod(t, g.stride[d]) != 0) continue;
+            p.off[d].push_back((t - floor_mod(t, g.stride[d])) / g.stride[d]);
+            p.rtap[d].push_back(r);
+          }
+          empty |= p.count[d] == 0;
+        }
+        if (!empty) out.push_back(std::move(p));
+      }
+  return out;
+}
+
+}  // namespace dnngraph::cpu

@@ -1,0 +1,51 @@
+// A convolution node resolved for the CPU engines: sizes, groups, padding, strides, dilation and
+// tensor strides, with 1D and 2D convolutions padded to three spatial dims (size 1, stride 0).
+// fprop reads X and writes Y; dgrad (the transposed convolution) reads DY and writes DX, and is
+// described here as src -> dst with the weights' channel roles swapped.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engines/cpu/gemm/engine_common.hpp"
+
+namespace dnngraph::cpu {
+
+struct ConvGeometry {
+  bool dgrad = false;
+  int nsp = 0;                 // real spatial dims (1..3)
+  int src = -1, wei = -1, dst = -1;  // tensor ids
+  int64_t n = 0;
+  int64_t src_c = 0, dst_c = 0;   // channels of src and dst
+  int64_t groups = 1;
+  int64_t src_cg = 0, dst_cg = 0; // channels per group
+  std::array<int64_t, 3> src_sp{1, 1, 1}, dst_sp{1, 1, 1}, ker{1, 1, 1};
+  std::array<int64_t, 3> stride{1, 1, 1}, pad{0, 0, 0}, dil{1, 1, 1};
+  // Element strides: [n, c, d0, d1, d2]; weights [k, c, r0, r1, r2] as the IR has them.
+  std::array<int64_t, 5> src_st{}, wei_st{}, dst_st{};
+  DataType src_t = DataType::FLOAT, wei_t = DataType::FLOAT, dst_t = DataType::FLOAT;
+
+  // Fills from the anchor node of a conv_fprop or conv_dgrad partition.
+  void init(const ir::Graph& g, const ir::Node& node);
+  int64_t taps() const { return ker[0] * ker[1] * ker[2]; }
+  int64_t dst_pixels() const { return dst_sp[0] * dst_sp[1] * dst_sp[2]; }
+  // Weight element offset of (src channel ic, dst channel oc) in group g at tap index t (row-major
+  // over ker): fprop W[g*Kg + oc, ic, t], dgrad W[g*Kg + ic, oc, t].
+  int64_t wei_offset(int64_t g, int64_t ic, int64_t oc, int64_t t) const;
+  // The domain index of a dst element (rank 2 + nsp).
+  void dst_coord(int64_t n, int64_t c, const int64_t* o, int64_t* coord) const;
+};
+
+// One implicit GEMM over a set of dst positions that share a tap list. Per spatial dim d: dst
+// positions start[d] + step[d] * j for j < count[d]; tap i reads src at j * jstride[d] + off[d][i]
+// through weight tap index rtap[d][i]. fprop has one such sub-problem; dgrad has one per phase.
+struct ConvPhase {
+  std::array<int64_t, 3> start{0, 0, 0}, step{1, 1, 1}, count{1, 1, 1}, jstride{1, 1, 1};
+  std::array<std::vector<int64_t>, 3> off, rtap;
+  int64_t taps() const { return static_cast<int64_t>(off[0].size() * off[1].size() * off[2].size()); }
+  int64_t pixels() const { return count[0] * count[1] * count[2]; }
+};
+std::vector<ConvPhase> conv_phases(const ConvGeometry& g);
+
+}  // namespace dnngraph::cpu

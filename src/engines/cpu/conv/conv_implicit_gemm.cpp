@@ -1,0 +1,241 @@
+// cpu_conv_implicit_gemm: convolution as GEMM without materialising im2col. Per group,
+// M = output pixels, N = output channels, K = taps x input channels (channel fastest). A's rows
+// are read in place through one pointer per (pixel, tap) when the input is fp32 with unit channel
+// stride (NHWC: the indirect form), else gathered and converted into the packed-A block; the
+// weights are packed once per execute into NR-wide B panels; the epilogue runs on each C block.
+// conv_dgrad (the transposed convolution) runs as one such GEMM per stride phase: the outputs
+// i = rho + s*j all read the same taps (those with (rho + pad - r*dil) divisible by s), from
+// input j + (rho + pad - r*dil)/s, so no multiply by an inserted zero is ever done.
+#include "engines/cpu/conv/conv_implicit_gemm.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/gemm/pack.hpp"
+
+namespace dnngraph::cpu {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// True when dst pixels, flattened as (n, d0, d1, d2), sit at a uniform stride ldc.
+bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
+  ldc = g.dst_st[2 + static_cast<size_t>(g.nsp) - 1];
+  int64_t expect = ldc;
+  for (int d = g.nsp - 1; d >= 0; --d) {
+    const size_t u = static_cast<size_t>(d);
+    if (g.dst_sp[u] != 1 && g.dst_st[2 + u] != expect) return false;
+    expect *= g.dst_sp[u];
+  }
+  return g.n == 1 || g.dst_st[0] == expect;
+}
+
+class ConvProblem final : public gemm::GemmProblem {
+ public:
+  ConvProblem(const ConvGeometry& g, const ConvPhase& ph, const Epilogue& epi, const std::vector<void*>* ptrs,
+              EpilogueRun* run)
+      : g_(g), ph_(ph), run_(run) {
+    batch = g.groups;
+    M = g.n * ph.pixels();
+    N = g.dst_cg;
+    K = ph.taps() * g.src_cg;
+    if (ptrs) {
+      src_ = (*ptrs)[static_cast<size_t>(g.src)];
+      wei_ = (*ptrs)[static_cast<size_t>(g.wei)];
+      dst_ = (*ptrs)[static_cast<size_t>(g.dst)];
+    }
+    indirect_ = g.src_t == DataType::FLOAT && g.src_st[1] == 1;
+    int64_t ldc = 0;
+    c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g, ldc);
+    ldc_ = ldc;
+  }
+
+  std::vector<gemm::KBlock> k_blocks(int64_t kc) const override {
+    std::vector<gemm::KBlock> out;
+    const int64_t icg = g_.src_cg, taps = ph_.taps();
+    if (icg <= kc) {  // whole taps per block, one segment each
+      const int64_t per = std::max<int64_t>(1, kc / icg);
+      for (int64_t t = 0; t < taps; t += per)
+        out.push_back({t * icg, static_cast<int>(std::min(per, taps - t)), icg});
+    } else {  // a tap's channels in equal chunks
+      const int64_t chunk = ceil_div(icg, ceil_div(icg, kc));
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t c0 = 0; c0 < icg; c0 += chunk) out.push_back({t * icg + c0, 1, std::min(chunk, icg - c0)});
+    }
+    return out;
+  }
+
+  int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return indirect_ ? kc : mc * kc; }
+
+  void a_rows(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
+              float* scratch) const override {
+    const int64_t icg = g_.src_cg, kc = kb.kc(), es = size_of(g_.src_t);
+    const int64_t tiles = ceil_div(mc, mr);
+    if (indirect_) std::fill_n(scratch, kb.seg_len, 0.0f);
+    for (int64_t i = 0; i < tiles * mr; ++i) {
+      const int64_t row = std::min(i, mc - 1);
+      const int64_t m = m0 + row;
+      const int64_t pix = ph_.pixels();
+      const int64_t nn = m / pix, p = m % pix;
+      const int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
+      for (int s = 0; s < kb.nseg; ++s) {
+        const int64_t kk = kb.k0 + s * kb.seg_len, t = kk / icg, c0 = kk % icg;
+        const size_t n1 = ph_.off[1].size(), n2 = ph_.off[2].size();
+        const size_t tt[3] = {static_cast<size_t>(t) / (n1 * n2), (static_cast<size_t>(t) / n2) % n1,
+                              static_cast<size_t>(t) % n2};
+        int64_t off = nn * g_.src_st[0] + (grp * icg + c0) * g_.src_st[1];
+        bool inside = true;
+        for (size_t d = 0; d < 3; ++d) {
+          const int64_t pos = j[d] * ph_.jstride[d] + ph_.off[d][tt[d]];
+          inside &= pos >= 0 && pos < g_.src_sp[d];
+          off += pos * g_.src_st[2 + d];
+        }
+        const float** slot = rows + ((i / mr) * kb.nseg + s) * mr + (i % mr);
+        if (indirect_) {
+          *slot = inside ? static_cast<const float*>(src_) + off : scratch;
+          continue;
+        }
+        float* dst = scratch + row * kc + s * kb.seg_len;
+        if (i == row) {  // padding rows reuse the last real row's data
+          if (inside) gemm::convert_run(static_cast<const char*>(src_) + off * es, g_.src_t, g_.src_st[1], kb.seg_len, dst);
+          else std::fill_n(dst, kb.seg_len, 0.0f);
+        }
+        *slot = dst;
+      }
+    }
+  }
+
+  int64_t b_count() const override { return g_.groups; }
+  void pack_b(int64_t grp, int64_t n0, int64_t nc, int nr, float* dst) const override {
+    const int64_t icg = g_.src_cg, es = size_of(g_.wei_t);
+    const int64_t oc_stride = g_.dgrad ? g_.wei_st[1] : g_.wei_st[0];
+    const size_t n1 = ph_.rtap[1].size(), n2 = ph_.rtap[2].size();
+    for (int64_t p = 0; p * nr < nc; ++p) {
+      const int64_t oc0 = n0 + p * nr, w = std::min<int64_t>(nr, nc - p * nr);
+      for (int64_t kk = 0; kk < K; ++kk) {
+        const size_t t = static_cast<size_t>(kk / icg);
+        const int64_t rt = (ph_.rtap[0][t / (n1 * n2)] * g_.ker[1] + ph_.rtap[1][(t / n2) % n1]) * g_.ker[2] +
+                           ph_.rtap[2][t % n2];
+        float* d = dst + p * K * nr + kk * nr;
+        const int64_t off = g_.wei_offset(grp, kk % icg, oc0, rt);
+        gemm::convert_run(static_cast<const char*>(wei_) + off * es, g_.wei_t, oc_stride, w, d);
+        std::fill(d + w, d + nr, 0.0f);
+      }
+    }
+  }
+
+  float* c_direct(int64_t grp, int64_t m0, int64_t n0, int64_t& ldc) const override {
+    if (!c_direct_) return nullptr;
+    ldc = ldc_;
+    return static_cast<float*>(dst_) + m0 * ldc_ + grp * g_.dst_cg + n0;
+  }
+
+  void c_block(int slot, int64_t grp, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* c,
+               int64_t ldc) const override {
+    const int64_t pix = ph_.pixels();
+    int64_t coord[5];
+    for (int64_t i = 0; i < mc; ++i) {
+      const int64_t m = m0 + i, nn = m / pix, p = m % pix;
+      const int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
+      int64_t o[3];
+      for (size_t d = 0; d < 3; ++d) o[d] = ph_.start[d] + ph_.step[d] * j[d];
+      g_.dst_coord(nn, grp * g_.dst_cg + n0, o, coord);
+      run_->strip(slot, coord, 1, nc, 1, c + i * ldc);
+    }
+  }
+
+ private:
+  const ConvGeometry& g_;
+  const ConvPhase& ph_;
+  EpilogueRun* run_;
+  const void* src_ = nullptr;
+  const void* wei_ = nullptr;
+  void* dst_ = nullptr;
+  bool indirect_ = false, c_direct_ = false;
+  int64_t ldc_ = 0;
+};
+
+class ConvImplicitPlan final : public Plan {
+ public:
+  ConvImplicitPlan(const Partition& p, const Epilogue& epi, Isa isa, gemm::Blocking blk, int threads)
+      : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), blk_(blk), threads_(threads) {
+    geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    phases_ = conv_phases(geo_);
+    for (const auto& ph : phases_) {
+      ConvProblem sizing(geo_, ph, epi_, nullptr, nullptr);
+      ws_ = std::max(ws_, gemm::workspace_bytes(sizing, ks_, blk_, threads_) + 64);
+    }
+  }
+  int64_t workspace_size() const override { return ws_; }
+
+  Status execute(const ExecArgs& args) const override {
+    ThreadPool& pool = args.handle.thread_pool();
+    EpilogueRun run(epi_, args.ptrs, pool.size());
+    for (const auto& ph : phases_) {  // every dst position lies in exactly one phase
+      ConvProblem prob(geo_, ph, epi_, &args.ptrs, &run);
+      gemm::run(prob, ks_, blk_, pool, usable_workspace(args.workspace, threads_, pool.size()));
+    }
+    return run.finish();
+  }
+
+ private:
+  Partition part_;
+  Epilogue epi_;
+  const gemm::KernelSet& ks_;
+  gemm::Blocking blk_;
+  int threads_;
+  ConvGeometry geo_;
+  std::vector<ConvPhase> phases_;
+  int64_t ws_ = 0;
+};
+
+const ir::Node* check_conv(const Partition& p, const Target& t, Epilogue& epi, std::string& why) {
+  std::string_view op = "conv_fprop";
+  if (p.anchor >= 0 && op_name(p.graph->nodes[static_cast<size_t>(p.anchor)].attr) == "conv_dgrad") op = "conv_dgrad";
+  return check_anchor(p, t, op, epi, why);
+}
+
+class ConvImplicitGemmEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "cpu_conv_implicit_gemm"; }
+
+  Support check(const Partition& p, const Target& t) const override {
+    Epilogue epi;
+    std::string why;
+    if (!check_conv(p, t, epi, why)) return Support::no(why);
+    return Support::yes();
+  }
+
+  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return gemm_knob_space(); }
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    ConvGeometry g;
+    g.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    // Narrow GEMMs (few channels per group) leave the register tile mostly empty.
+    const double fill_k = std::min(1.0, static_cast<double>(g.src_cg * g.taps()) / 64.0);
+    const double fill_n = std::min(1.0, static_cast<double>(g.dst_cg) / 16.0);
+    const double eff = isa_efficiency(knob_isa(k)) * 0.85 * fill_k * fill_n;
+    return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
+  }
+
+  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
+    Epilogue epi;
+    std::string why;
+    if (!check_conv(p, t, epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_conv_implicit_gemm: " + why};
+    Isa isa;
+    gemm::Blocking blk;
+    if (!read_gemm_knobs(k, isa, blk, why)) return {ErrorCode::INVALID_VALUE, "cpu_conv_implicit_gemm: " + why};
+    plan = std::make_unique<ConvImplicitPlan>(p, epi, isa, blk, t.handle->thread_pool().size());
+    return {};
+  }
+};
+
+}  // namespace
+
+const Engine& conv_implicit_gemm_engine() {
+  static const ConvImplicitGemmEngine kEngine;
+  return kEngine;
+}
+
+}  // namespace dnngraph::cpu

@@ -1,0 +1,96 @@
+#include "engines/cpu/cpu_features.hpp"
+
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define DNNGRAPH_X86 1
+#endif
+
+namespace dnngraph::cpu {
+namespace {
+
+#ifdef DNNGRAPH_X86
+// XCR0: which register states the OS saves on context switches (AVX needs YMM, AVX-512 ZMM too).
+uint64_t read_xcr0() {
+  uint32_t lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+void detect_isa(CpuFeatures& f) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+  const bool osxsave = (c >> 27) & 1u;
+  const bool avx = (c >> 28) & 1u;
+  f.fma = (c >> 12) & 1u;
+  f.f16c = (c >> 29) & 1u;
+  if (!osxsave || !avx) return;
+  const uint64_t xcr0 = read_xcr0();
+  const bool ymm_saved = (xcr0 & 0x6u) == 0x6u;
+  const bool zmm_saved = (xcr0 & 0xe6u) == 0xe6u;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
+  f.avx2 = ymm_saved && ((b >> 5) & 1u);
+  f.avx512f = zmm_saved && ((b >> 16) & 1u);
+}
+#else
+void detect_isa(CpuFeatures&) {}
+#endif
+
+void detect_caches(CpuFeatures& f) {
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  if (long v = sysconf(_SC_LEVEL1_DCACHE_SIZE); v > 0) f.l1d_bytes = v;
+  if (long v = sysconf(_SC_LEVEL2_CACHE_SIZE); v > 0) f.l2_bytes = v;
+  if (long v = sysconf(_SC_LEVEL3_CACHE_SIZE); v > 0) f.l3_bytes = v;
+#endif
+}
+
+std::string kib(int64_t bytes) {
+  return bytes >= (1 << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
+}
+
+}  // namespace
+
+bool CpuFeatures::supports(Isa isa) const {
+  switch (isa) {
+    case Isa::PORTABLE: return true;
+    case Isa::AVX2: return avx2 && fma && f16c;
+    case Isa::AVX512: return supports(Isa::AVX2) && avx512f;
+  }
+  return false;
+}
+
+Isa CpuFeatures::best() const {
+  if (supports(Isa::AVX512)) return Isa::AVX512;
+  if (supports(Isa::AVX2)) return Isa::AVX2;
+  return Isa::PORTABLE;
+}
+
+std::string CpuFeatures::to_string() const {
+  std::string s;
+  for (auto [on, name] : {std::pair{avx2, "avx2"}, {fma, "fma"}, {f16c, "f16c"}, {avx512f, "avx512f"}})
+    if (on) s += std::string(s.empty() ? "" : " ") + name;
+  if (s.empty()) s = "no simd extensions";
+  return s + ", L1d " + kib(l1d_bytes) + ", L2 " + kib(l2_bytes) + ", L3 " + kib(l3_bytes);
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures kFeatures = [] {
+    CpuFeatures f;
+    detect_isa(f);
+    detect_caches(f);
+    return f;
+  }();
+  return kFeatures;
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::PORTABLE: return "portable";
+    case Isa::AVX2: return "avx2";
+    case Isa::AVX512: return "avx512";
+  }
+  return "unknown";
+}
+
+}  // namespace dnngraph::cpu

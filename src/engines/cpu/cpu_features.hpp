@@ -1,0 +1,29 @@
+// Run-time CPU feature detection: which kernel ISA this machine can run, and its cache sizes
+// (the GEMM blocking is derived from them). Read once, immutable afterwards.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace dnngraph::cpu {
+
+// Kernel instruction-set levels, lowest first. Values are stable: they are the "isa" knob.
+enum class Isa : int {
+  PORTABLE = 0,  // plain C++ (compiler vector extensions); any CPU
+  AVX2 = 1,      // AVX2 + FMA + F16C
+  AVX512 = 2,    // AVX-512 F (+ the AVX2 level)
+};
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false, avx512f = false;
+  int64_t l1d_bytes = 32 << 10;  // per core
+  int64_t l2_bytes = 512 << 10;  // per core
+  int64_t l3_bytes = 8 << 20;    // shared
+  Isa best() const;
+  bool supports(Isa isa) const;
+  std::string to_string() const;  // "avx2 fma f16c, L1d 32 KiB, L2 512 KiB, L3 32 MiB"
+};
+
+const CpuFeatures& cpu_features();
+const char* isa_name(Isa isa);  // "portable", "avx2", "avx512"
+
+}  // namespace dnngraph::cpu

@@ -1,0 +1,91 @@
+// The CPU executor of the fused expression list (src/fusion/expr.hpp): it applies a Program to
+// runs of anchor results that are hot in cache (a GEMM row strip, a conv output row), in fp32,
+// loading broadcast operands, storing to any strides and data types, and accumulating fused
+// reductions per thread. With no anchor it is a standalone pointwise executor (anchor = null).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dnngraph/status.hpp"
+#include "fusion/expr.hpp"
+
+namespace dnngraph::cpu {
+
+// A Program compiled against the IR: tensor layouts resolved, ready to run many times.
+class Epilogue {
+ public:
+  // False with `why` when the program uses something this executor cannot run.
+  bool init(const expr::Program& prog, const ir::Graph& g, std::string& why);
+
+  const std::vector<int64_t>& domain() const { return domain_; }
+  int rank() const { return static_cast<int>(domain_.size()); }
+  int num_regs() const { return prog_.num_regs; }
+  // The anchor result is only stored, once, to an fp32 tensor (no other op): a producer may write
+  // it there itself. Returns that tensor's id, or -1.
+  int plain_fp32_store() const { return plain_store_; }
+  bool has_reductions() const { return !prog_.reductions.empty(); }
+  const expr::Program& program() const { return prog_; }
+
+  struct Operand {  // a tensor the program reads or writes
+    int id = -1;
+    DataType dtype = DataType::FLOAT;
+    std::vector<int64_t> strides;  // per domain dim, 0 where the tensor has size 1 (broadcast)
+    int64_t volume = 1;            // reductions: the reduced tensor's element count
+    std::vector<int64_t> dense;    // reductions: row-major strides over its dims, 0 on reduced dims
+    ReductionMode reduce = ReductionMode::NOT_SET;
+  };
+  const std::vector<Operand>& operands() const { return operands_; }
+  int operand_of(int instr) const { return operand_index_[static_cast<size_t>(instr)]; }
+  // The type an APPLY's result is rounded to before use: the virtual tensor's (as lowered) or,
+  // for a stored tensor, its own type, so later ops see the value that ref would read back.
+  DataType round_of(int instr) const { return round_[static_cast<size_t>(instr)]; }
+
+ private:
+  expr::Program prog_;
+  std::vector<int64_t> domain_;
+  std::vector<Operand> operands_;
+  std::vector<int> operand_index_;  // per instruction, -1 if it touches no tensor
+  std::vector<DataType> round_;     // per instruction
+  int plain_store_ = -1;
+};
+
+// One execution of an Epilogue: bound pointers, per-thread registers and reduction partials.
+class EpilogueRun {
+ public:
+  static constexpr int64_t kChunk = 256;  // elements per register; a strip is cut into chunks
+
+  // `ptrs` by IR tensor id (as ExecArgs); `slots`: how many threads may call strip() at once.
+  EpilogueRun(const Epilogue& e, const std::vector<void*>& ptrs, int slots);
+
+  // Runs the program on `len` domain elements from index `coord`, stepping `step` along `axis`.
+  // With step 1 a strip may run past the end of `axis` into the next index of the outer dims
+  // (row-major order). `anchor` holds the len anchor values, contiguous (null when no anchor).
+  // `slot` (< slots) identifies the calling thread: one slot is never used by two at once.
+  void strip(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor);
+
+  // Combines the reductions' per-slot partials and stores them. Call once, after every strip.
+  Status finish();
+
+ private:
+  void run_chunk(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor);
+
+  const Epilogue& e_;
+  std::vector<void*> data_;              // per operand
+  std::vector<float> scalars_;           // per instruction: LOAD_SCALAR values
+  std::vector<std::vector<float>> regs_; // per slot: num_regs * kChunk
+  std::vector<std::vector<double>> partials_;  // per slot: every reduction's accumulators, concatenated
+  std::vector<int64_t> partial_offset_;  // per operand: where its accumulators start (-1: none)
+  int64_t partial_size_ = 0;
+};
+
+// out[i] = op(a[i], b[i], c[i]) in fp32 for the common modes (the formulas of
+// ref::pointwise_apply), the double formula otherwise; then rounded to `round_to`.
+void apply_pointwise(const PointwiseAttr& op, DataType round_to, int64_t n, const float* a, const float* b,
+                     const float* c, float* out);
+// Converts n fp32 values to `t` at dst + i * stride (element units).
+void store_run(void* dst, DataType t, int64_t stride, int64_t n, const float* src);
+// Loads n values of type `t` from src + i * stride as fp32.
+void load_run(const void* src, DataType t, int64_t stride, int64_t n, float* dst);
+
+}  // namespace dnngraph::cpu

@@ -1,0 +1,172 @@
+// The element loops of the CPU epilogue: pointwise modes in fp32 (the formulas of
+// ref::pointwise_apply, which is the fallback for the rarer modes), rounding, loads and stores.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/dtype.hpp"
+#include "engines/cpu/epilogue/convert.hpp"
+#include "engines/cpu/epilogue/epilogue.hpp"
+#include "engines/ref/ops.hpp"
+
+namespace dnngraph::cpu {
+namespace {
+
+constexpr float kSqrt1_2 = 0.70710678118654752f;
+constexpr float kSqrt2OverPi = 0.79788456080286536f;
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+template <class F>
+void unary(int64_t n, const float* a, float* o, F f) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
+}
+template <class F>
+void binary(int64_t n, const float* a, const float* b, float* o, F f) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+}
+
+void relu(const PointwiseAttr& p, int64_t n, const float* a, float* o) {
+  const float lo = static_cast<float>(p.get_relu_lower_clip());
+  const float slope = static_cast<float>(p.get_relu_lower_clip_slope());
+  if (slope == 0.0f) {
+    for (int64_t i = 0; i < n; ++i) o[i] = a[i] > lo ? a[i] : lo;
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = a[i] > lo ? a[i] : lo + slope * (a[i] - lo);
+  }
+  if (auto hi = p.get_relu_upper_clip()) {
+    const float h = static_cast<float>(*hi);
+    for (int64_t i = 0; i < n; ++i) o[i] = std::fmin(o[i], h);
+  }
+}
+
+// The fp32 loop of a mode; false when the mode has none (the caller falls back to double).
+bool apply_fp32(const PointwiseAttr& p, int64_t n, const float* a, const float* b, const float* c, float* o) {
+  using M = PointwiseMode;
+  switch (p.get_mode()) {
+    case M::ADD: binary(n, a, b, o, [](float x, float y) { return x + y; }); return true;
+    case M::SUB: binary(n, a, b, o, [](float x, float y) { return x - y; }); return true;
+    case M::MUL: binary(n, a, b, o, [](float x, float y) { return x * y; }); return true;
+    case M::DIV: binary(n, a, b, o, [](float x, float y) { return x / y; }); return true;
+    case M::ADD_SQUARE: binary(n, a, b, o, [](float x, float y) { return x + y * y; }); return true;
+    case M::MAX: binary(n, a, b, o, [](float x, float y) { return std::fmax(x, y); }); return true;
+    case M::MIN: binary(n, a, b, o, [](float x, float y) { return std::fmin(x, y); }); return true;
+    case M::IDENTITY: std::memmove(o, a, static_cast<size_t>(n) * sizeof(float)); return true;
+    case M::NEG: unary(n, a, o, [](float x) { return -x; }); return true;
+    case M::ABS: unary(n, a, o, [](float x) { return std::fabs(x); }); return true;
+    case M::RECIPROCAL: unary(n, a, o, [](float x) { return 1.0f / x; }); return true;
+    case M::SQRT: unary(n, a, o, [](float x) { return std::sqrt(x); }); return true;
+    case M::RSQRT: unary(n, a, o, [](float x) { return 1.0f / std::sqrt(x); }); return true;
+    case M::EXP: unary(n, a, o, [](float x) { return std::exp(x); }); return true;
+    case M::LOG: unary(n, a, o, [](float x) { return std::log(x); }); return true;
+    case M::TANH_FWD: unary(n, a, o, [](float x) { return std::tanh(x); }); return true;
+    case M::SIGMOID_FWD: unary(n, a, o, sigmoid); return true;
+    case M::RELU_FWD: relu(p, n, a, o); return true;
+    case M::GELU_FWD:
+      unary(n, a, o, [](float x) { return 0.5f * x * (1.0f + std::erf(x * kSqrt1_2)); });
+      return true;
+    case M::GELU_APPROX_TANH_FWD:
+      unary(n, a, o, [](float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x))); });
+      return true;
+    case M::SWISH_FWD: {
+      const float beta = static_cast<float>(p.get_swish_beta());
+      unary(n, a, o, [beta](float x) { return x * sigmoid(beta * x); });
+      return true;
+    }
+    case M::CMP_GT: binary(n, a, b, o, [](float x, float y) { return x > y ? 1.0f : 0.0f; }); return true;
+    case M::CMP_GE: binary(n, a, b, o, [](float x, float y) { return x >= y ? 1.0f : 0.0f; }); return true;
+    case M::CMP_LT: binary(n, a, b, o, [](float x, float y) { return x < y ? 1.0f : 0.0f; }); return true;
+    case M::CMP_LE: binary(n, a, b, o, [](float x, float y) { return x <= y ? 1.0f : 0.0f; }); return true;
+    case M::CMP_EQ: binary(n, a, b, o, [](float x, float y) { return x == y ? 1.0f : 0.0f; }); return true;
+    case M::CMP_NEQ: binary(n, a, b, o, [](float x, float y) { return x != y ? 1.0f : 0.0f; }); return true;
+    case M::BINARY_SELECT:
+      for (int64_t i = 0; i < n; ++i) o[i] = c[i] != 0.0f ? a[i] : b[i];
+      return true;
+    default: return false;
+  }
+}
+
+void round_run(DataType t, int64_t n, float* o) {
+  switch (t) {
+    case DataType::NOT_SET: case DataType::FLOAT: case DataType::DOUBLE: return;
+    case DataType::BFLOAT16:
+      for (int64_t i = 0; i < n; ++i) o[i] = bf16_to_fp32(fp32_to_bf16(o[i]));
+      return;
+    case DataType::HALF:
+      for (int64_t i = 0; i < n; ++i) o[i] = fp16_to_fp32(fp32_to_fp16(o[i]));
+      return;
+    default:
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(dtype::round_to(t, o[i]));
+  }
+}
+
+}  // namespace
+
+void apply_pointwise(const PointwiseAttr& op, DataType round_to, int64_t n, const float* a, const float* b,
+                     const float* c, float* out) {
+  static const float kZeros[EpilogueRun::kChunk] = {};
+  if (!b) b = kZeros;  // absent operands read as 0, as ref does
+  if (!c) c = kZeros;
+  if (n > EpilogueRun::kChunk) {  // keep the zero operands in range
+    for (int64_t i = 0; i < n; i += EpilogueRun::kChunk) {
+      const int64_t m = std::min<int64_t>(EpilogueRun::kChunk, n - i);
+      apply_pointwise(op, round_to, m, a + i, b == kZeros ? nullptr : b + i, c == kZeros ? nullptr : c + i, out + i);
+    }
+    return;
+  }
+  if (!apply_fp32(op, n, a, b, c, out))
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(ref::pointwise_apply(op, a[i], b[i], c[i]));
+  round_run(round_to, n, out);
+}
+
+void store_run(void* dst, DataType t, int64_t stride, int64_t n, const float* src) {
+  switch (t) {
+    case DataType::FLOAT: {
+      float* d = static_cast<float*>(dst);
+      if (stride == 1) std::memmove(d, src, static_cast<size_t>(n) * sizeof(float));
+      else for (int64_t i = 0; i < n; ++i) d[i * stride] = src[i];
+      return;
+    }
+    case DataType::BFLOAT16: {
+      uint16_t* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i * stride] = fp32_to_bf16(src[i]);
+      return;
+    }
+    case DataType::HALF: {
+      uint16_t* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i * stride] = fp32_to_fp16(src[i]);
+      return;
+    }
+    case DataType::DOUBLE: {
+      double* d = static_cast<double*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i * stride] = src[i];
+      return;
+    }
+    default:
+      for (int64_t i = 0; i < n; ++i) dtype::store(dst, t, i * stride, src[i]);
+  }
+}
+
+void load_run(const void* src, DataType t, int64_t stride, int64_t n, float* dst) {
+  switch (t) {
+    case DataType::FLOAT: {
+      const float* s = static_cast<const float*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = s[i * stride];
+      return;
+    }
+    case DataType::BFLOAT16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(s[i * stride]);
+      return;
+    }
+    case DataType::HALF: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(s[i * stride]);
+      return;
+    }
+    default:
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(dtype::load(src, t, i * stride));
+  }
+}
+
+}  // namespace dnngraph::cpu

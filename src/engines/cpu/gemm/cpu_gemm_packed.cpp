@@ -1,0 +1,198 @@
+// cpu_gemm_packed: C[..., M, N] = A[..., M, K] x B[..., K, N] with broadcast batch dims, any
+// strides (packing handles transposes), FLOAT/BFLOAT16/HALF inputs converted while packing, fp32
+// accumulation, and the partition's epilogue applied to each C block while it is in cache.
+#include "engines/cpu/gemm/cpu_gemm_packed.hpp"
+
+#include "engines/cpu/gemm/engine_common.hpp"
+#include "engines/cpu/gemm/pack.hpp"
+
+namespace dnngraph::cpu {
+namespace {
+
+// Shapes and strides of one matmul, resolved from the IR at build time.
+struct MatmulGeometry {
+  int a = -1, b = -1, c = -1;  // tensor ids
+  int64_t M = 0, N = 0, K = 0, batch = 1;
+  std::vector<int64_t> batch_dims;              // C's
+  std::vector<int64_t> a_bs, b_bs, c_bs;        // batch strides (0 where broadcast)
+  gemm::StridedMatrix a_mat, b_mat;             // data filled in per execute
+  int64_t c_rs = 0, c_cs = 0;
+  DataType c_dtype = DataType::FLOAT;
+  bool b_broadcast = true;                      // one B for every batch
+
+  void init(const ir::Graph& g, const ir::Node& n) {
+    a = n.inputs[0];
+    b = n.inputs[1];
+    c = n.outputs[0];
+    const ir::Tensor &ta = g.tensor(a), &tb = g.tensor(b), &tc = g.tensor(c);
+    const size_t r = tc.dims.size();
+    M = tc.dims[r - 2];
+    N = tc.dims[r - 1];
+    K = ta.dims[r - 1];
+    batch_dims.assign(tc.dims.begin(), tc.dims.end() - 2);
+    for (size_t i = 0; i + 2 < r; ++i) {
+      batch *= tc.dims[i];
+      a_bs.push_back(ta.dims[i] == 1 ? 0 : ta.strides[i]);
+      b_bs.push_back(tb.dims[i] == 1 ? 0 : tb.strides[i]);
+      c_bs.push_back(tc.dims[i] == 1 ? 0 : tc.strides[i]);
+      if (tb.dims[i] != 1) b_broadcast = false;
+    }
+    a_mat = {nullptr, ta.dtype, ta.strides[r - 2], ta.strides[r - 1]};
+    b_mat = {nullptr, tb.dtype, tb.strides[r - 2], tb.strides[r - 1]};
+    c_rs = tc.strides[r - 2];
+    c_cs = tc.strides[r - 1];
+    c_dtype = tc.dtype;
+  }
+  int64_t offset(const std::vector<int64_t>& bs, int64_t bi) const {
+    int64_t off = 0;
+    for (size_t i = batch_dims.size(); i-- > 0;) {
+      off += (bi % batch_dims[i]) * bs[i];
+      bi /= batch_dims[i];
+    }
+    return off;
+  }
+};
+
+class MatmulProblem final : public gemm::GemmProblem {
+ public:
+  MatmulProblem(const MatmulGeometry& g, const Epilogue& epi, const std::vector<void*>* ptrs, EpilogueRun* run,
+                int nr)
+      : g_(g), run_(run) {
+    batch = g.batch;
+    M = g.M;
+    N = g.N;
+    K = g.K;
+    a_ = g.a_mat;
+    b_ = g.b_mat;
+    if (ptrs) {
+      a_.data = (*ptrs)[static_cast<size_t>(g.a)];
+      b_.data = (*ptrs)[static_cast<size_t>(g.b)];
+      c_data_ = static_cast<float*>((*ptrs)[static_cast<size_t>(g.c)]);
+    }
+    // Reading A in place skips packing; worth it when B is so narrow that packing A would cost
+    // as much as the multiply. Otherwise packed blocks also dodge cache-set conflicts of
+    // power-of-two row strides.
+    a_direct_ = a_.dtype == DataType::FLOAT && a_.cs == 1 && N <= 2 * nr;
+    c_direct_ = epi.plain_fp32_store() == g.c && g.c_cs == 1;
+  }
+
+  void a_rows(int64_t b, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
+              float* scratch) const override {
+    const int64_t tiles = (mc + mr - 1) / mr;
+    const int64_t kc = kb.kc();
+    if (a_direct_) {
+      const float* base = static_cast<const float*>(a_.data) + g_.offset(g_.a_bs, b) + kb.k0;
+      for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = base + (m0 + std::min(i, mc - 1)) * a_.rs;
+      return;
+    }
+    gemm::StridedMatrix a = a_;
+    a.data = static_cast<const char*>(a_.data) + g_.offset(g_.a_bs, b) * size_of(a_.dtype);
+    gemm::pack_rows(a, m0, mc, kb.k0, kc, scratch, kc);
+    for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = scratch + std::min(i, mc - 1) * kc;
+  }
+  int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return a_direct_ ? 0 : mc * kc; }
+
+  int64_t b_count() const override { return g_.b_broadcast ? 1 : batch; }
+  int64_t b_index(int64_t b) const override { return g_.b_broadcast ? 0 : b; }
+  void pack_b(int64_t d, int64_t n0, int64_t nc, int nr, float* dst) const override {
+    gemm::StridedMatrix bm = b_;
+    bm.data = static_cast<const char*>(b_.data) + g_.offset(g_.b_bs, d) * size_of(b_.dtype);
+    gemm::pack_panels(bm, K, n0, nc, nr, dst);
+  }
+
+  float* c_direct(int64_t b, int64_t m0, int64_t n0, int64_t& ldc) const override {
+    if (!c_direct_) return nullptr;
+    ldc = g_.c_rs;
+    return c_data_ + g_.offset(g_.c_bs, b) + m0 * g_.c_rs + n0;
+  }
+  void c_block(int slot, int64_t b, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* c,
+               int64_t ldc) const override {
+    int64_t coord[16];
+    const size_t nb = g_.batch_dims.size();
+    int64_t rest = b;
+    for (size_t i = nb; i-- > 0;) {
+      coord[i] = rest % g_.batch_dims[i];
+      rest /= g_.batch_dims[i];
+    }
+    for (int64_t i = 0; i < mc; ++i) {
+      coord[nb] = m0 + i;
+      coord[nb + 1] = n0;
+      run_->strip(slot, coord, static_cast<int>(nb + 1), nc, 1, c + i * ldc);
+    }
+  }
+
+ private:
+  const MatmulGeometry& g_;
+  EpilogueRun* run_;
+  gemm::StridedMatrix a_, b_;
+  float* c_data_ = nullptr;
+  bool a_direct_ = false, c_direct_ = false;
+};
+
+class MatmulPlan final : public Plan {
+ public:
+  MatmulPlan(const Partition& p, const Epilogue& epi, Isa isa, gemm::Blocking blk, int threads)
+      : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), blk_(blk), threads_(threads) {
+    geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    MatmulProblem sizing(geo_, epi_, nullptr, nullptr, ks_.nr);
+    ws_ = gemm::workspace_bytes(sizing, ks_, blk_, threads_) + 64;
+  }
+  int64_t workspace_size() const override { return ws_; }
+
+  Status execute(const ExecArgs& args) const override {
+    ThreadPool& pool = args.handle.thread_pool();
+    EpilogueRun run(epi_, args.ptrs, pool.size());
+    MatmulProblem prob(geo_, epi_, &args.ptrs, &run, ks_.nr);
+    gemm::run(prob, ks_, blk_, pool, usable_workspace(args.workspace, threads_, pool.size()));
+    return run.finish();
+  }
+
+ private:
+  Partition part_;
+  Epilogue epi_;
+  const gemm::KernelSet& ks_;
+  gemm::Blocking blk_;
+  int threads_;
+  MatmulGeometry geo_;
+  int64_t ws_ = 0;
+};
+
+class GemmPackedEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "cpu_gemm_packed"; }
+
+  Support check(const Partition& p, const Target& t) const override {
+    Epilogue epi;
+    std::string why;
+    const ir::Node* n = check_anchor(p, t, "matmul", epi, why);
+    if (!n) return Support::no(why);
+    return Support::yes();
+  }
+
+  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return gemm_knob_space(); }
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    // Packing and the epilogue pass add a memory term on top of the FMA roofline.
+    return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), isa_efficiency(knob_isa(k)), 5e-6);
+  }
+
+  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
+    Epilogue epi;
+    std::string why;
+    if (!check_anchor(p, t, "matmul", epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_gemm_packed: " + why};
+    Isa isa;
+    gemm::Blocking blk;
+    if (!read_gemm_knobs(k, isa, blk, why)) return {ErrorCode::INVALID_VALUE, "cpu_gemm_packed: " + why};
+    plan = std::make_unique<MatmulPlan>(p, epi, isa, blk, t.handle->thread_pool().size());
+    return {};
+  }
+};
+
+}  // namespace
+
+const Engine& gemm_packed_engine() {
+  static const GemmPackedEngine kEngine;
+  return kEngine;
+}
+
+}  // namespace dnngraph::cpu

@@ -1,0 +1,206 @@
+#include "engines/cpu/gemm/driver.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "engines/cpu/cpu_features.hpp"
+
+namespace dnngraph::cpu::gemm {
+namespace {
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
+constexpr int64_t kAlignFloats = 16;  // 64 bytes
+
+// How the work is cut into tasks, and the scratch each thread needs for one.
+struct TaskShape {
+  int64_t mt = 0, nt = 0;          // rows and columns per task
+  int64_t m_tasks = 0, n_tasks = 0;
+  std::vector<KBlock> kblocks;
+  int max_nseg = 1;
+  int64_t max_kc = 0;
+  // Per-thread scratch, in floats, each region 64-byte aligned.
+  int64_t a_floats = 0, b_floats = 0, c_floats = 0, rows_ptrs = 0, edge_floats = 0;
+  int64_t per_thread() const {
+    return round_up(a_floats, kAlignFloats) + round_up(b_floats, kAlignFloats) + round_up(c_floats, kAlignFloats) +
+           round_up(rows_ptrs * 2, kAlignFloats) + round_up(edge_floats, kAlignFloats) + kAlignFloats;
+  }
+  int64_t shared_b = 0;  // floats of pre-packed B
+};
+
+TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads) {
+  TaskShape t;
+  const int64_t mr = ks.mr, nr = ks.nr;
+  const int64_t mc = std::max<int64_t>(mr, blk.mc / mr * mr);
+  const int64_t want = 3 * static_cast<int64_t>(std::max(threads, 1));
+  t.nt = std::max<int64_t>(nr, std::min(round_up(std::max<int64_t>(p.N, 1), nr), blk.nc / nr * nr));
+  if (p.b_shared()) {
+    t.mt = mc;
+    // Enough tasks for every thread: split N finer before giving up.
+    while (p.batch * ceil_div(p.M, t.mt) * ceil_div(p.N, t.nt) < want && t.nt > 4 * nr) t.nt = round_up(t.nt / 2, nr);
+  } else {
+    // B is packed per task: give each task all rows it can take, so B is gathered once.
+    t.mt = round_up(std::max<int64_t>(p.M, 1), mc);
+    while (p.batch * ceil_div(p.M, t.mt) * ceil_div(p.N, t.nt) < want && t.nt > 2 * nr) t.nt = round_up(t.nt / 2, nr);
+    while (p.batch * ceil_div(p.M, t.mt) * ceil_div(p.N, t.nt) < want && t.mt > mc) t.mt = round_up(t.mt / 2, mc);
+  }
+  t.m_tasks = ceil_div(p.M, t.mt);
+  t.n_tasks = ceil_div(p.N, t.nt);
+  t.kblocks = p.k_blocks(std::max<int64_t>(blk.kc, 1));
+  for (const auto& kb : t.kblocks) {
+    t.max_nseg = std::max(t.max_nseg, kb.nseg);
+    t.max_kc = std::max(t.max_kc, kb.kc());
+  }
+  t.a_floats = p.a_scratch_floats(mc, t.max_kc);
+  t.b_floats = p.b_shared() ? 0 : p.K * t.nt;
+  t.c_floats = round_up(mc, mr) * t.nt;
+  t.rows_ptrs = ceil_div(mc, mr) * t.max_nseg * mr;
+  t.edge_floats = mr * nr;
+  t.shared_b = p.b_shared() ? p.b_count() * round_up(p.N, nr) * p.K : 0;
+  return t;
+}
+
+// Per-thread scratch regions carved from one block.
+struct Scratch {
+  float* a;
+  float* b;
+  float* c;
+  const float** rows;
+  float* edge;
+};
+
+Scratch carve(const TaskShape& t, float* base) {
+  auto align = [](float* p) {
+    const uintptr_t v = reinterpret_cast<uintptr_t>(p);
+    return reinterpret_cast<float*>((v + 63) & ~uintptr_t{63});
+  };
+  Scratch s;
+  float* p = align(base);
+  s.a = p; p = align(p + t.a_floats);
+  s.b = p; p = align(p + t.b_floats);
+  s.c = p; p = align(p + t.c_floats);
+  s.rows = reinterpret_cast<const float**>(p); p = align(p + t.rows_ptrs * 2);
+  s.edge = p;
+  return s;
+}
+
+// One task: rows [ma, me) and columns [n0, n0 + nc) of batch b.
+void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, const TaskShape& t, const float* shared_b,
+              int slot, const Scratch& s, int64_t b, int64_t ma, int64_t me, int64_t n0, int64_t nc) {
+  const int mr = ks.mr, nr = ks.nr;
+  const int64_t panel_stride = p.K * nr;
+  const float* bp;
+  if (p.b_shared()) {
+    bp = shared_b + p.b_index(b) * round_up(p.N, nr) * p.K + (n0 / nr) * panel_stride;
+  } else {
+    p.pack_b(p.b_index(b), n0, nc, nr, s.b);
+    bp = s.b;
+  }
+  const int64_t mc_max = std::max<int64_t>(mr, blk.mc / mr * mr);
+  for (int64_t m0 = ma; m0 < me; m0 += mc_max) {
+    const int64_t mc = std::min(mc_max, me - m0);
+    int64_t ldc = round_up(nc, nr);
+    float* direct = p.c_direct(b, m0, n0, ldc);
+    float* c = direct ? direct : s.c;
+    if (!direct) ldc = round_up(nc, nr);
+    if (t.kblocks.empty())  // K = 0: C is all zeros
+      for (int64_t i = 0; i < mc; ++i) std::fill_n(c + i * ldc, nc, 0.0f);
+    for (size_t kbi = 0; kbi < t.kblocks.size(); ++kbi) {
+      const KBlock& kb = t.kblocks[kbi];
+      p.a_rows(b, m0, mc, kb, mr, s.rows, s.a);
+      const bool acc = kbi > 0;
+      for (int64_t jr = 0; jr < nc; jr += nr) {
+        const int64_t nr_here = std::min<int64_t>(nr, nc - jr);
+        const float* panel = bp + (jr / nr) * panel_stride + kb.k0 * nr;
+        for (int64_t ir = 0; ir < mc; ir += mr) {
+          const float* const* tile_rows = s.rows + (ir / mr) * kb.nseg * mr;
+          const int64_t mr_here = std::min<int64_t>(mr, mc - ir);
+          float* ct = c + ir * ldc + jr;
+          if (direct && (mr_here < mr || nr_here < nr)) {
+            // An edge tile of the user's C: compute in full aside, add the valid part.
+            ks.kernel(kb.nseg, kb.seg_len, tile_rows, panel, s.edge, nr, false);
+            for (int64_t i = 0; i < mr_here; ++i)
+              for (int64_t j = 0; j < nr_here; ++j) ct[i * ldc + j] = (acc ? ct[i * ldc + j] : 0.0f) + s.edge[i * nr + j];
+          } else {
+            ks.kernel(kb.nseg, kb.seg_len, tile_rows, panel, ct, ldc, acc);
+          }
+        }
+      }
+    }
+    if (!direct) p.c_block(slot, b, m0, mc, n0, nc, c, ldc);
+  }
+}
+
+}  // namespace
+
+std::vector<KBlock> GemmProblem::k_blocks(int64_t kc) const {
+  std::vector<KBlock> out;
+  if (K <= 0) return out;
+  const int64_t n = ceil_div(K, kc), step = ceil_div(K, n);
+  for (int64_t k0 = 0; k0 < K; k0 += step) out.push_back(KBlock{k0, 1, std::min(step, K - k0)});
+  return out;
+}
+
+int ThreadSlots::acquire() {
+  for (;;) {
+    for (size_t i = 0; i < busy_.size(); ++i) {
+      bool expected = false;
+      if (!busy_[i].load(std::memory_order_relaxed) &&
+          busy_[i].compare_exchange_strong(expected, true, std::memory_order_acquire))
+        return static_cast<int>(i);
+    }
+    std::this_thread::yield();  // more callers than slots: wait for one to finish
+  }
+}
+
+Blocking default_blocking(const KernelSet& ks) {
+  const CpuFeatures& f = cpu_features();
+  Blocking b;
+  b.kc = std::clamp<int64_t>(f.l1d_bytes / 2 / (ks.nr * 4), 64, 512) / 8 * 8;
+  b.mc = std::clamp<int64_t>(f.l2_bytes / 4 / (b.kc * 4), 4 * ks.mr, 480) / ks.mr * ks.mr;
+  b.nc = std::max<int64_t>(ks.nr, 512 / ks.nr * ks.nr);
+  return b;
+}
+
+int64_t workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads) {
+  const TaskShape t = plan_tasks(p, ks, blk, threads);
+  return (t.shared_b + kAlignFloats + t.per_thread() * std::max(threads, 1)) * 4;
+}
+
+void run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace) {
+  const int threads = pool.size();
+  const TaskShape t = plan_tasks(p, ks, blk, threads);
+  std::vector<float> own;
+  float* ws = static_cast<float*>(workspace);
+  if (!ws) {
+    own.resize(static_cast<size_t>(workspace_bytes(p, ks, blk, threads) / 4));
+    ws = own.data();
+  }
+  float* shared_b = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t{63});
+  float* per_thread = shared_b + round_up(t.shared_b, kAlignFloats);
+  if (p.b_shared()) {
+    const int64_t nr = ks.nr, chunk = std::max<int64_t>(nr, 256 / nr * nr);
+    const int64_t chunks = ceil_div(p.N, chunk), stride = round_up(p.N, nr) * p.K;
+    pool.parallel_for(p.b_count() * chunks, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t d = i / chunks, n0 = (i % chunks) * chunk;
+        p.pack_b(d, n0, std::min(chunk, p.N - n0), ks.nr, shared_b + d * stride + (n0 / nr) * p.K * nr);
+      }
+    });
+  }
+  ThreadSlots slots(threads);
+  const int64_t tasks = p.batch * t.m_tasks * t.n_tasks;
+  pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
+    SlotGuard g(slots);
+    const Scratch s = carve(t, per_thread + g.slot() * t.per_thread());
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t b = i / (t.m_tasks * t.n_tasks), rem = i % (t.m_tasks * t.n_tasks);
+      const int64_t mi = rem / t.n_tasks, ni = rem % t.n_tasks;
+      const int64_t ma = mi * t.mt, n0 = ni * t.nt;
+      run_task(p, ks, blk, t, shared_b, g.slot(), s, b, ma, std::min(p.M, ma + t.mt), n0, std::min(t.nt, p.N - n0));
+    }
+  });
+}
+
+}  // namespace dnngraph::cpu::gemm

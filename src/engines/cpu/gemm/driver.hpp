@@ -1,0 +1,91 @@
+// The blocked GEMM driver (Goto/BLIS loop nest) shared by every CPU engine that reduces to GEMM:
+// tasks of (batch, M range, N range) run in parallel; each walks M blocks of mc rows, K blocks
+// of about kc, NR-wide B panels and MR-row micro-tiles, and hands each finished C block to the
+// problem's sink while it is still in cache. What A, B and C are (a strided matrix, packed
+// weights, input patches gathered on the fly, ...) is up to the GemmProblem.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engines/cpu/gemm/microkernel.hpp"
+#include "runtime/cpu/thread_pool.hpp"
+
+namespace dnngraph::cpu::gemm {
+
+struct Blocking {
+  int64_t mc = 0, kc = 0, nc = 0;
+};
+// From the cache sizes: a kc x NR B panel fills half of L1, an mc x kc A block a quarter of L2.
+Blocking default_blocking(const KernelSet& ks);
+
+// A block of the K dimension: B rows [k0, k0 + nseg * seg_len); A given as nseg segments.
+struct KBlock {
+  int64_t k0 = 0;
+  int nseg = 1;
+  int64_t seg_len = 0;
+  int64_t kc() const { return nseg * seg_len; }
+};
+
+class GemmProblem {
+ public:
+  virtual ~GemmProblem() = default;
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+
+  // K cut into blocks of at most about kc. Default: equal blocks of one segment each.
+  virtual std::vector<KBlock> k_blocks(int64_t kc) const;
+  // A rows [m0, m0 + mc) over block kb, for micro-tiles of mr rows: rows[(t * nseg + s) * mr + i]
+  // is row t * mr + i of segment s (seg_len floats, unit stride). Rows past mc must still be
+  // readable (point them at a valid row). May pack into `scratch` (a_scratch_floats floats).
+  virtual void a_rows(int64_t b, int64_t m0, int64_t mc, const KBlock& kb, int mr, const float** rows,
+                      float* scratch) const = 0;
+  virtual int64_t a_scratch_floats(int64_t /*mc*/, int64_t /*kc*/) const { return 0; }
+
+  // B: `b_count` distinct matrices; batch b uses b_index(b). pack_b packs columns [n0, n0 + nc)
+  // of matrix d over all of K into NR-wide panels: panel p at dst + p * K * nr, zero-padded.
+  virtual int64_t b_count() const { return batch; }
+  virtual int64_t b_index(int64_t b) const { return b; }
+  virtual void pack_b(int64_t d, int64_t n0, int64_t nc, int nr, float* dst) const = 0;
+  // True: B is packed once for all tasks (weights); false: per task, as it is cheap to gather
+  // and large (input patches).
+  virtual bool b_shared() const { return true; }
+
+  // C: where a block may be accumulated in place (fp32, unit stride along N), or null to get a
+  // buffer that is handed to c_block once the block is final.
+  virtual float* c_direct(int64_t /*b*/, int64_t /*m0*/, int64_t /*n0*/, int64_t& /*ldc*/) const { return nullptr; }
+  virtual void c_block(int /*slot*/, int64_t /*b*/, int64_t /*m0*/, int64_t /*mc*/, int64_t /*n0*/, int64_t /*nc*/,
+                       const float* /*c*/, int64_t /*ldc*/) const {}
+};
+
+// Hands out slot numbers to the threads inside one parallel_for (at most `n` at once).
+class ThreadSlots {
+ public:
+  explicit ThreadSlots(int n) : busy_(static_cast<size_t>(n)) {}
+  int acquire();
+  void release(int s) { busy_[static_cast<size_t>(s)].store(false, std::memory_order_release); }
+  int size() const { return static_cast<int>(busy_.size()); }
+
+ private:
+  std::vector<std::atomic<bool>> busy_;
+};
+
+class SlotGuard {
+ public:
+  explicit SlotGuard(ThreadSlots& s) : s_(s), slot_(s.acquire()) {}
+  ~SlotGuard() { s_.release(slot_); }
+  int slot() const { return slot_; }
+
+ private:
+  ThreadSlots& s_;
+  int slot_;
+};
+
+// Bytes of workspace run() needs with `threads` workers.
+int64_t workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads);
+
+// Runs the GEMM on the pool; `workspace` holds workspace_bytes(p, ks, blk, pool.size()) bytes
+// (null: allocated here). c_block calls get slot numbers below pool.size().
+void run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace);
+
+}  // namespace dnngraph::cpu::gemm

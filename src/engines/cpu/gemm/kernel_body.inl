@@ -1,0 +1,41 @@
+// The microkernel body, written once over a vector type V and instantiated per ISA: each
+// kernel_<isa>.cpp includes this file inside its own target region (so every instantiation is
+// compiled for exactly that ISA) after defining V with:
+//   Reg, kWidth, zero(), load(p), store(p, r), bcast(p), fma(a, b, acc) = a * b + acc.
+// No include guard: it is meant to be included once per ISA file.
+
+template <class V, int MR, int NV>
+void microkernel(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
+                 bool accumulate) {
+  constexpr int W = V::kWidth;
+  typename V::Reg acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
+  for (int s = 0; s < nseg; ++s) {
+    const float* r[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) r[i] = rows[s * MR + i];
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < seg_len; ++k) {
+      typename V::Reg bv[NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * W);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        const typename V::Reg a = V::bcast(r[i] + k);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) acc[i][j] = V::fma(a, bv[j], acc[i][j]);
+      }
+      b += NV * W;
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      float* p = c + i * ldc + j * W;
+      V::store(p, accumulate ? V::add(V::load(p), acc[i][j]) : acc[i][j]);
+    }
+}

@@ -1,0 +1,33 @@
+// GEMM microkernels: C[MR x NR] (+)= A[MR x k] * B[k x NR] with the tile in registers, fp32.
+// A is read through row pointers (unit stride along k), so one kernel serves packed A blocks,
+// row-major A read in place, and the indirect (pointer-per-tap) form of convolution. B is packed
+// in NR-wide panels: k rows of NR contiguous floats.
+#pragma once
+#include <cstdint>
+
+#include "engines/cpu/cpu_features.hpp"
+
+namespace dnngraph::cpu::gemm {
+
+// Sums nseg segments: segment s reads rows[s * MR + i][0, seg_len) for row i, and seg_len rows
+// of the B panel (which continues from segment to segment). Writes the full MR x NR tile at c
+// (row stride ldc), adding to what is there when `accumulate`.
+using MicroKernel = void (*)(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c,
+                             int64_t ldc, bool accumulate);
+
+struct KernelSet {
+  Isa isa;
+  int mr, nr;
+  MicroKernel kernel;
+};
+
+// The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
+const KernelSet& kernel_set(Isa isa);
+
+// Per-ISA definitions (kernel_<isa>.cpp); on non-x86 builds the x86 ones are absent and
+// kernel_set falls back to the portable kernels.
+const KernelSet& portable_kernels();
+const KernelSet* avx2_kernels();    // null when not compiled in
+const KernelSet* avx512_kernels();  // null when not compiled in
+
+}  // namespace dnngraph::cpu::gemm

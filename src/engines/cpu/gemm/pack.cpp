@@ -1,0 +1,95 @@
+#include "engines/cpu/gemm/pack.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engines/cpu/epilogue/convert.hpp"
+
+namespace dnngraph::cpu::gemm {
+namespace {
+
+template <class T>
+float to_fp32(T v);
+template <>
+float to_fp32<float>(float v) { return v; }
+
+struct Bf16 { uint16_t bits; };
+struct Fp16 { uint16_t bits; };
+template <>
+float to_fp32<Bf16>(Bf16 v) { return bf16_to_fp32(v.bits); }
+template <>
+float to_fp32<Fp16>(Fp16 v) { return fp16_to_fp32(v.bits); }
+
+template <class T>
+void rows_typed(const StridedMatrix& s, int64_t r0, int64_t rows, int64_t c0, int64_t cols, float* dst, int64_t ld) {
+  const T* base = static_cast<const T*>(s.data);
+  if (s.cs == 1) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const T* src = base + (r0 + i) * s.rs + c0;
+      float* d = dst + i * ld;
+      for (int64_t k = 0; k < cols; ++k) d[k] = to_fp32(src[k]);
+    }
+    return;
+  }
+  // Columns strided (a transposed view): walk 8-row strips so reads along r stay near each other.
+  for (int64_t i0 = 0; i0 < rows; i0 += 8) {
+    const int64_t ie = std::min(rows, i0 + 8);
+    for (int64_t k = 0; k < cols; ++k) {
+      const T* src = base + (c0 + k) * s.cs + r0 * s.rs;
+      for (int64_t i = i0; i < ie; ++i) dst[i * ld + k] = to_fp32(src[i * s.rs]);
+    }
+  }
+}
+
+template <class T>
+void panels_typed(const StridedMatrix& s, int64_t krows, int64_t c0, int64_t cols, int nr, float* dst) {
+  const T* base = static_cast<const T*>(s.data);
+  for (int64_t p = 0; p * nr < cols; ++p) {
+    float* d = dst + p * krows * nr;
+    const int64_t j0 = c0 + p * nr, w = std::min<int64_t>(nr, cols - p * nr);
+    if (s.cs == 1) {
+      for (int64_t k = 0; k < krows; ++k) {
+        const T* src = base + k * s.rs + j0;
+        float* dk = d + k * nr;
+        for (int64_t j = 0; j < w; ++j) dk[j] = to_fp32(src[j]);
+        for (int64_t j = w; j < nr; ++j) dk[j] = 0.0f;
+      }
+    } else {
+      for (int64_t j = 0; j < nr; ++j) {
+        if (j >= w) {
+          for (int64_t k = 0; k < krows; ++k) d[k * nr + j] = 0.0f;
+          continue;
+        }
+        const T* src = base + (j0 + j) * s.cs;
+        for (int64_t k = 0; k < krows; ++k) d[k * nr + j] = to_fp32(src[k * s.rs]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool packable(DataType t) { return t == DataType::FLOAT || t == DataType::BFLOAT16 || t == DataType::HALF; }
+
+void pack_rows(const StridedMatrix& s, int64_t r0, int64_t rows, int64_t c0, int64_t cols, float* dst, int64_t ld) {
+  switch (s.dtype) {
+    case DataType::BFLOAT16: rows_typed<Bf16>(s, r0, rows, c0, cols, dst, ld); return;
+    case DataType::HALF: rows_typed<Fp16>(s, r0, rows, c0, cols, dst, ld); return;
+    default: rows_typed<float>(s, r0, rows, c0, cols, dst, ld); return;
+  }
+}
+
+void pack_panels(const StridedMatrix& s, int64_t krows, int64_t c0, int64_t cols, int nr, float* dst) {
+  switch (s.dtype) {
+    case DataType::BFLOAT16: panels_typed<Bf16>(s, krows, c0, cols, nr, dst); return;
+    case DataType::HALF: panels_typed<Fp16>(s, krows, c0, cols, nr, dst); return;
+    default: panels_typed<float>(s, krows, c0, cols, nr, dst); return;
+  }
+}
+
+void convert_run(const void* src, DataType t, int64_t stride, int64_t n, float* dst) {
+  const StridedMatrix s{src, t, 0, stride};
+  pack_rows(s, 0, 1, 0, n, dst, n);
+}
+
+}  // namespace dnngraph::cpu::gemm

@@ -1,0 +1,206 @@
+// The CPU convolution engines against ref on seeded random shapes: NHWC, NCHW and other
+// layouts, 1D/2D/3D, groups, stride, dilation, asymmetric padding, fp32/bf16/fp16 inputs,
+// conv_dgrad (transposed convolution), fusion chains, NaN-poisoned outputs. Every plan index is
+// checked to be the engine under test.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ref_test_util.hpp"
+
+namespace {
+
+namespace dg = dnngraph;
+using ref_test::Dims;
+using ref_test::HostTensor;
+
+// ---- graph level
+
+using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::vector<dg::TensorPtr>&)>;
+
+// Runs the graph `build` makes on ref and on `engine` (every plan index, each checked to be that
+// engine alone), with NaN-poisoned outputs, and compares every output.
+void check_engine_vs_ref(const std::string& engine, std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs,
+                         const Build& build, double tol = -1.0, double floor = 1e-3) {
+  auto make = [&](dg::Graph& g, std::vector<HostTensor>& results, dg::VariantPack& pack) {
+    std::vector<dg::TensorPtr> in;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      in.push_back(inputs[i].declare(g, "in" + std::to_string(i)));
+      pack[in.back()] = inputs[i].data();
+    }
+    auto out = build(g, in);
+    results = outs;
+    for (size_t i = 0; i < out.size(); ++i) {
+      outs[i].describe(out[i]);
+      pack[out[i]] = results[i].data();
+    }
+    return out;
+  };
+  dg::Graph gr;
+  std::vector<HostTensor> want;
+  dg::VariantPack pack_r;
+  make(gr, want, pack_r);
+  auto s = ref_test::run_on_ref(gr, pack_r);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g;
+  std::vector<HostTensor> got;
+  dg::VariantPack pack;
+  make(g, got, pack);
+  g.select_engines({engine});
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(handle).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
+  s = g.check_support(handle);
+  ASSERT_TRUE(s.ok()) << s.to_string() << "\n" << g.explain();
+  ASSERT_GE(g.get_execution_plan_count(), 1);
+  for (int64_t idx = 0; idx < g.get_execution_plan_count(); ++idx) {
+    std::string name;
+    ASSERT_TRUE(g.build_plan_at_index(handle, idx).ok());
+    ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
+    EXPECT_EQ(name.rfind(engine, 0), 0u) << name;
+    EXPECT_EQ(name.find(" + "), std::string::npos) << "more than one partition: " << name;
+    for (auto& t : got) {  // poison again before every plan
+      int64_t span = static_cast<int64_t>(t.bytes.size()) / dg::size_of(t.dtype);
+      for (int64_t i = 0; i < span; ++i) dg::dtype::store(t.bytes.data(), t.dtype, i, std::nan(""));
+    }
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size(ws).ok());  // execute checks the largest built plan's need
+    std::vector<unsigned char> workspace(static_cast<size_t>(ws) + 1);
+    s = g.execute_plan_at_index(handle, pack, workspace.data(), idx, ws);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.to_string();
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(name + ", output " + std::to_string(i));
+      const double t = tol >= 0 ? std::max(tol, ref_test::tolerance(got[i].dtype)) : -1.0;
+      ref_test::expect_near(got[i], [&](const Dims& ix) { return want[i].get(ix); }, t, floor);
+    }
+  }
+}
+
+// A random convolution problem; `depthwise` forces groups == C == K.
+struct ConvCase {
+  int nsp = 2;
+  int64_t n = 1, c = 1, k = 1, groups = 1;
+  Dims in, ker, out, stride, dil, pre, post;
+  dg::DataType type = dg::DataType::FLOAT;
+};
+
+int64_t fwd_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pre, int64_t post) {
+  const int64_t span = in + pre + post - d * (k - 1) - 1;
+  return span < 0 ? 0 : span / s + 1;
+}
+
+ConvCase random_case(std::mt19937& rng, bool depthwise, bool unit_stride_3x3 = false) {
+  ConvCase cc;
+  do {
+    cc.nsp = unit_stride_3x3 ? 2 : 1 + static_cast<int>(rng() % 3);
+    cc.n = 1 + rng() % 2;
+    cc.groups = depthwise ? 1 + rng() % 12 : (rng() % 3 == 0 ? 1 + rng() % 3 : 1);
+    cc.c = depthwise ? cc.groups : cc.groups * (1 + rng() % 9);
+    cc.k = depthwise ? cc.groups : cc.groups * (1 + rng() % 9);
+    cc.in.clear(); cc.ker.clear(); cc.out.clear(); cc.stride.clear(); cc.dil.clear(); cc.pre.clear(); cc.post.clear();
+    bool ok = true;
+    for (int d = 0; d < cc.nsp; ++d) {
+      const int64_t lim = cc.nsp == 3 ? 6 : 11;
+      cc.in.push_back(1 + rng() % lim);
+      cc.ker.push_back(unit_stride_3x3 ? 3 : 1 + rng() % 3);
+      cc.stride.push_back(unit_stride_3x3 ? 1 : 1 + rng() % 2);
+      cc.dil.push_back(unit_stride_3x3 ? 1 : 1 + rng() % 2);
+      cc.pre.push_back(rng() % 2);
+      cc.post.push_back(rng() % 3 == 0 ? 0 : rng() % 2);
+      const int64_t o = fwd_size(cc.in.back(), cc.ker.back(), cc.stride.back(), cc.dil.back(), cc.pre.back(), cc.post.back());
+      ok &= o >= 1;
+      cc.out.push_back(o);
+    }
+    if (ok) break;
+  } while (true);
+  return cc;
+}
+
+Dims cat(Dims a, const Dims& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Conv (fprop or dgrad) -> [+ bias] -> [ReLU] -> [+ residual], [AMAX], in `out_type`.
+void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, std::mt19937& rng, bool bias,
+                   bool relu, bool residual, bool amax, dg::DataType out_type, double tol = 1e-5) {
+  const Dims xd = cat({cc.n, cc.c}, cc.in), wd = cat({cc.k, cc.c / cc.groups}, cc.ker), yd = cat({cc.n, cc.k}, cc.out);
+  const Dims& src_d = dgrad ? yd : xd;
+  const Dims& dst_d = dgrad ? xd : yd;
+  std::vector<HostTensor> in{ref_test::random_tensor(src_d, cc.type, rng, -1, 1),
+                             ref_test::random_tensor(wd, cc.type, rng, -1, 1)};
+  Dims bd(dst_d.size(), 1);
+  bd[1] = dst_d[1];
+  if (bias) in.push_back(ref_test::random_tensor(bd, dg::DataType::FLOAT, rng, -1, 1));
+  if (residual) in.push_back(ref_test::random_tensor(dst_d, dg::DataType::FLOAT, rng, -1, 1));
+  std::vector<HostTensor> outs{ref_test::make_tensor(dst_d, ref_test::random_strides(dst_d, rng), out_type)};
+  if (amax) outs.push_back(ref_test::make_tensor(Dims(dst_d.size(), 1), Dims(dst_d.size(), 1), dg::DataType::FLOAT));
+  const int64_t kdim = (dgrad ? cc.k / cc.groups : cc.c / cc.groups) * ref_test::volume(cc.ker);
+  std::string what = engine + (dgrad ? " dgrad" : " fprop") + " nsp=" + std::to_string(cc.nsp) + " n=" +
+                     std::to_string(cc.n) + " c=" + std::to_string(cc.c) + " k=" + std::to_string(cc.k) + " g=" +
+                     std::to_string(cc.groups) + " " + std::string(dg::to_string(cc.type));
+  for (int d = 0; d < cc.nsp; ++d)
+    what += " [in " + std::to_string(cc.in[d]) + " k " + std::to_string(cc.ker[d]) + " s " + std::to_string(cc.stride[d]) +
+            " d " + std::to_string(cc.dil[d]) + " p " + std::to_string(cc.pre[d]) + "/" + std::to_string(cc.post[d]) + "]";
+  SCOPED_TRACE(what);
+  check_engine_vs_ref(engine, in, outs,
+                      [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
+                        dg::TensorPtr y;
+                        if (dgrad) {
+                          y = g.conv_dgrad(t[0], t[1], dg::ConvDgradAttr().set_pre_padding(cc.pre).set_post_padding(cc.post)
+                                                           .set_stride(cc.stride).set_dilation(cc.dil));
+                          y->set_dim(dst_d);  // DX's dims pick the groups (W alone cannot)
+                        } else {
+                          y = g.conv_fprop(t[0], t[1], dg::ConvFpropAttr().set_pre_padding(cc.pre).set_post_padding(cc.post)
+                                                           .set_stride(cc.stride).set_dilation(cc.dil));
+                        }
+                        size_t next = 2;
+                        if (bias) y = g.bias(y, t[next++]);
+                        if (relu) y = g.relu(y);
+                        if (residual) y = g.add(y, t[next++]);
+                        std::vector<dg::TensorPtr> r{y};
+                        if (amax) r.push_back(g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX)));
+                        return r;
+                      }, tol, std::sqrt(double(std::max<int64_t>(kdim, 1))));
+}
+
+TEST(CpuConvImplicitGemm, RandomFpropMatchesRef) {
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 14; ++trial) {
+    ConvCase cc = random_case(rng, false);
+    cc.type = ref_test::random_float_type(rng);
+    run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, false, false, false, false, dg::DataType::FLOAT);
+  }
+}
+
+TEST(CpuConvImplicitGemm, RandomDgradMatchesRef) {
+  std::mt19937 rng(32);
+  for (int trial = 0; trial < 12; ++trial) {
+    ConvCase cc = random_case(rng, false);
+    cc.type = trial % 3 == 0 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
+    run_conv_case("cpu_conv_implicit_gemm", cc, true, rng, false, false, false, false, dg::DataType::FLOAT);
+  }
+}
+
+TEST(CpuConvImplicitGemm, FusedEpiloguesMatchRef) {
+  std::mt19937 rng(33);
+  for (int trial = 0; trial < 6; ++trial) {
+    ConvCase cc = random_case(rng, false);
+    const bool dgrad = trial == 5;
+    run_conv_case("cpu_conv_implicit_gemm", cc, dgrad, rng, true, true, trial % 2 == 0, trial % 3 == 0,
+                  trial == 4 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT);
+  }
+}
+
+TEST(CpuConvImplicitGemm, LargerChannelsThanOneBlock) {
+  std::mt19937 rng(34);
+  ConvCase cc;
+  cc.nsp = 2; cc.n = 1; cc.c = 300; cc.k = 40; cc.groups = 1;
+  cc.in = {5, 6}; cc.ker = {3, 3}; cc.stride = {1, 1}; cc.dil = {1, 1}; cc.pre = {1, 1}; cc.post = {1, 1};
+  cc.out = {5, 6};
+  run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, true, true, false, false, dg::DataType::FLOAT);
+}
+
+}  // namespace

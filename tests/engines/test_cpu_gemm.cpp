@@ -1,0 +1,262 @@
+// cpu_gemm_packed against ref: the microkernels and the blocked driver directly, then matmul
+// graphs of random shapes, strides, types and fusion chains through the public pipeline, every
+// plan (one per ISA the CPU has) checked to be cpu_gemm_packed.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engines/cpu/gemm/driver.hpp"
+#include "engines/cpu/gemm/pack.hpp"
+#include "ref_test_util.hpp"
+
+namespace {
+
+namespace dg = dnngraph;
+namespace cg = dnngraph::cpu::gemm;
+using ref_test::Dims;
+using ref_test::HostTensor;
+
+std::vector<dg::cpu::Isa> supported_isas() {
+  std::vector<dg::cpu::Isa> out;
+  for (auto isa : {dg::cpu::Isa::PORTABLE, dg::cpu::Isa::AVX2, dg::cpu::Isa::AVX512})
+    if (dg::cpu::cpu_features().supports(isa)) out.push_back(isa);
+  return out;
+}
+
+// C = A x B over row-major fp32 (or bf16 A), with C handed back block by block.
+class PlainProblem final : public cg::GemmProblem {
+ public:
+  cg::StridedMatrix a, bm;
+  std::vector<float>* c = nullptr;
+  PlainProblem(int64_t m, int64_t n, int64_t k) {
+    M = m;
+    N = n;
+    K = k;
+  }
+  void a_rows(int64_t, int64_t m0, int64_t mc, const cg::KBlock& kb, int mr, const float** rows,
+              float* scratch) const override {
+    cg::pack_rows(a, m0, mc, kb.k0, kb.kc(), scratch, kb.kc());
+    const int64_t tiles = (mc + mr - 1) / mr;
+    for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = scratch + std::min(i, mc - 1) * kb.kc();
+  }
+  int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return mc * kc; }
+  void pack_b(int64_t, int64_t n0, int64_t nc, int nr, float* dst) const override {
+    cg::pack_panels(bm, K, n0, nc, nr, dst);
+  }
+  void c_block(int, int64_t, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* cb,
+               int64_t ldc) const override {
+    for (int64_t i = 0; i < mc; ++i)
+      for (int64_t j = 0; j < nc; ++j) (*c)[static_cast<size_t>((m0 + i) * N + n0 + j)] = cb[i * ldc + j];
+  }
+};
+
+TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  dg::ThreadPool pool(2);
+  for (auto isa : supported_isas()) {
+    const cg::KernelSet& ks = cg::kernel_set(isa);
+    for (int trial = 0; trial < 6; ++trial) {
+      const int64_t m = 1 + rng() % 70, n = 1 + rng() % 70, k = 1 + rng() % 90;
+      const bool bf16 = trial % 2;
+      std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+      std::vector<uint16_t> a16(a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        a16[i] = dg::dtype::float_to_bf16(u(rng));
+        a[i] = bf16 ? dg::dtype::bf16_to_float(a16[i]) : u(rng);
+      }
+      for (auto& v : b) v = u(rng);
+      std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
+      PlainProblem p(m, n, k);
+      p.a = {bf16 ? static_cast<const void*>(a16.data()) : a.data(), bf16 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT,
+             k, 1};
+      p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
+      p.c = &c;
+      // Small blocks so that several K blocks, M blocks and N tasks occur.
+      cg::Blocking blk{2 * ks.mr, 16, 2 * ks.nr};
+      cg::run(p, ks, blk, pool, nullptr);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (int64_t q = 0; q < k; ++q) want += double(a[static_cast<size_t>(i * k + q)]) * b[static_cast<size_t>(q * n + j)];
+          ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-5 * (1 + std::fabs(want)) * std::sqrt(double(k)))
+              << dg::cpu::isa_name(isa) << " m=" << m << " n=" << n << " k=" << k << " at " << i << "," << j;
+        }
+    }
+  }
+}
+
+TEST(CpuGemmKernels, PackPanelsZeroPadsAndConverts) {
+  std::vector<uint16_t> src(3 * 5);  // 3 x 5 fp16, row-major
+  for (size_t i = 0; i < src.size(); ++i) src[i] = dg::dtype::float_to_half(0.25f * static_cast<float>(i) - 1.0f);
+  std::vector<float> dst(2 * 3 * 4, std::nanf(""));
+  cg::pack_panels({src.data(), dg::DataType::HALF, 5, 1}, 3, 1, 4, 4, dst.data());
+  for (int k = 0; k < 3; ++k)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(dst[static_cast<size_t>(k * 4 + j)], 0.25f * static_cast<float>(k * 5 + 1 + j) - 1.0f);
+  std::vector<float> dst2(3 * 4, std::nanf(""));
+  cg::pack_panels({src.data(), dg::DataType::HALF, 5, 1}, 3, 3, 2, 4, dst2.data());
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(dst2[static_cast<size_t>(k * 4 + 1)], 0.25f * static_cast<float>(k * 5 + 4) - 1.0f);
+    EXPECT_EQ(dst2[static_cast<size_t>(k * 4 + 2)], 0.0f);
+    EXPECT_EQ(dst2[static_cast<size_t>(k * 4 + 3)], 0.0f);
+  }
+}
+
+// ---- graph level
+
+using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::vector<dg::TensorPtr>&)>;
+
+// Runs the graph `build` makes on ref and on `engine` (every plan index, each checked to be that
+// engine alone), with NaN-poisoned outputs, and compares every output.
+void check_engine_vs_ref(const std::string& engine, std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs,
+                         const Build& build, double tol = -1.0, double floor = 1e-3) {
+  auto make = [&](dg::Graph& g, std::vector<HostTensor>& results, dg::VariantPack& pack) {
+    std::vector<dg::TensorPtr> in;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      in.push_back(inputs[i].declare(g, "in" + std::to_string(i)));
+      pack[in.back()] = inputs[i].data();
+    }
+    auto out = build(g, in);
+    results = outs;
+    for (size_t i = 0; i < out.size(); ++i) {
+      outs[i].describe(out[i]);
+      pack[out[i]] = results[i].data();
+    }
+    return out;
+  };
+  dg::Graph gr;
+  std::vector<HostTensor> want;
+  dg::VariantPack pack_r;
+  make(gr, want, pack_r);
+  auto s = ref_test::run_on_ref(gr, pack_r);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g;
+  std::vector<HostTensor> got;
+  dg::VariantPack pack;
+  make(g, got, pack);
+  g.select_engines({engine});
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(handle).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
+  s = g.check_support(handle);
+  ASSERT_TRUE(s.ok()) << s.to_string() << "\n" << g.explain();
+  ASSERT_GE(g.get_execution_plan_count(), 1);
+  for (int64_t idx = 0; idx < g.get_execution_plan_count(); ++idx) {
+    std::string name;
+    ASSERT_TRUE(g.build_plan_at_index(handle, idx).ok());
+    ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
+    EXPECT_EQ(name.rfind(engine, 0), 0u) << name;
+    EXPECT_EQ(name.find(" + "), std::string::npos) << "more than one partition: " << name;
+    for (auto& t : got) {  // poison again before every plan
+      int64_t span = static_cast<int64_t>(t.bytes.size()) / dg::size_of(t.dtype);
+      for (int64_t i = 0; i < span; ++i) dg::dtype::store(t.bytes.data(), t.dtype, i, std::nan(""));
+    }
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size(ws).ok());  // execute checks the largest built plan's need
+    std::vector<unsigned char> workspace(static_cast<size_t>(ws) + 1);
+    s = g.execute_plan_at_index(handle, pack, workspace.data(), idx, ws);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.to_string();
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(name + ", output " + std::to_string(i));
+      const double t = tol >= 0 ? std::max(tol, ref_test::tolerance(got[i].dtype)) : -1.0;
+      ref_test::expect_near(got[i], [&](const Dims& ix) { return want[i].get(ix); }, t, floor);
+    }
+  }
+}
+
+HostTensor output_like(const Dims& dims, dg::DataType t) {
+  Dims strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+  return ref_test::make_tensor(dims, strides, t);
+}
+
+TEST(CpuGemmPacked, RandomShapesStridesAndTypesMatchRef) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 10; ++trial) {
+    const size_t rank = 2 + rng() % 3;
+    const int64_t m = 1 + rng() % 45, n = 1 + rng() % 45, k = 1 + rng() % 60;
+    Dims ad(rank), bd(rank), cd(rank);
+    for (size_t i = 0; i + 2 < rank; ++i) {
+      const int64_t b = 1 + rng() % 3;
+      ad[i] = rng() % 3 == 0 ? 1 : b;  // broadcast batch dims
+      bd[i] = rng() % 3 == 0 ? 1 : b;
+      cd[i] = std::max(ad[i], bd[i]);
+      if (ad[i] != cd[i] && ad[i] != 1) ad[i] = cd[i];
+    }
+    ad[rank - 2] = m; ad[rank - 1] = k;
+    bd[rank - 2] = k; bd[rank - 1] = n;
+    cd[rank - 2] = m; cd[rank - 1] = n;
+    const dg::DataType t = ref_test::random_float_type(rng);
+    auto a = ref_test::random_tensor(ad, t, rng, -1, 1);
+    auto b = ref_test::random_tensor(bd, t, rng, -1, 1);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(dg::to_string(t)));
+    check_engine_vs_ref("cpu_gemm_packed", {a, b}, {output_like(cd, dg::DataType::FLOAT)},
+                        [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                          return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
+                        }, 1e-5, std::sqrt(double(k)));
+  }
+}
+
+TEST(CpuGemmPacked, LargerThanOneBlockMatchesRef) {
+  std::mt19937 rng(12);
+  // Over the default blocking in every direction, with edges that fit no tile.
+  auto a = ref_test::random_tensor({131, 517}, dg::DataType::FLOAT, rng, -1, 1);
+  auto b = ref_test::random_tensor({517, 83}, dg::DataType::FLOAT, rng, -1, 1);
+  check_engine_vs_ref("cpu_gemm_packed", {a, b}, {output_like({131, 83}, dg::DataType::FLOAT)},
+                      [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                        return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
+                      }, 1e-5, 20.0);
+}
+
+// matmul -> * alpha -> + bias -> activation (-> + residual), optional AMAX and bf16 output.
+void fused_case(uint32_t seed, dg::PointwiseMode act, bool residual, bool amax, dg::DataType out_type) {
+  std::mt19937 rng(seed);
+  const int64_t bt = 2, m = 1 + rng() % 40, n = 1 + rng() % 40, k = 1 + rng() % 50;
+  std::vector<HostTensor> in{ref_test::random_tensor({bt, m, k}, dg::DataType::FLOAT, rng, -1, 1),
+                             ref_test::random_tensor({1, k, n}, dg::DataType::FLOAT, rng, -1, 1),
+                             ref_test::random_tensor({1, 1, n}, dg::DataType::FLOAT, rng, -1, 1)};
+  if (residual) in.push_back(ref_test::random_tensor({bt, m, n}, dg::DataType::BFLOAT16, rng, -1, 1));
+  std::vector<HostTensor> outs{output_like({bt, m, n}, out_type)};
+  if (amax) outs.push_back(output_like({1, 1, 1}, dg::DataType::FLOAT));
+  SCOPED_TRACE("seed " + std::to_string(seed) + " act " + std::string(dg::to_string(act)));
+  check_engine_vs_ref("cpu_gemm_packed", in, outs,
+                      [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
+                        auto y = g.matmul(t[0], t[1], dg::MatmulAttr());
+                        auto alpha = g.tensor(dg::TensorAttr().set_name("alpha").set_dim({1, 1, 1}).set_stride({1, 1, 1}).set_data_type(dg::DataType::FLOAT));
+                        alpha->set_is_pass_by_value(true).set_value(0.75);
+                        y = g.scale(y, alpha);
+                        y = g.bias(y, t[2]);
+                        y = g.pointwise(y, dg::PointwiseAttr().set_mode(act));
+                        if (residual) y = g.add(y, t[3]);
+                        std::vector<dg::TensorPtr> r{y};
+                        if (amax) r.push_back(g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX)));
+                        return r;
+                      }, 1e-5, std::sqrt(double(k)));
+}
+
+TEST(CpuGemmPacked, FusedEpiloguesMatchRef) {
+  fused_case(21, dg::PointwiseMode::RELU_FWD, false, false, dg::DataType::FLOAT);
+  fused_case(22, dg::PointwiseMode::GELU_FWD, true, false, dg::DataType::FLOAT);
+  fused_case(23, dg::PointwiseMode::GELU_APPROX_TANH_FWD, false, true, dg::DataType::FLOAT);
+  fused_case(24, dg::PointwiseMode::SIGMOID_FWD, true, true, dg::DataType::BFLOAT16);
+  fused_case(25, dg::PointwiseMode::ELU_FWD, false, false, dg::DataType::HALF);  // a double-formula mode
+}
+
+TEST(CpuGemmPacked, RejectsInt8WithAReason) {
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g;
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({4, 8}).set_stride({8, 1}).set_data_type(dg::DataType::INT8));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({8, 4}).set_stride({4, 1}).set_data_type(dg::DataType::INT8));
+  auto c = g.matmul(a, b, dg::MatmulAttr());
+  c->set_output(true).set_data_type(dg::DataType::INT32);
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(handle).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  const std::string e = g.explain();
+  EXPECT_NE(e.find("cpu_gemm_packed: rejected: node"), std::string::npos) << e;
+  EXPECT_NE(e.find("tensor 'A': data type INT8 is not supported"), std::string::npos) << e;
+}
+
+}  // namespace
