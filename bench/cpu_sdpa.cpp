@@ -88,7 +88,7 @@ class Unfused {
         const int64_t m = (rows + sk::kMr - 1) / sk::kMr * sk::kMr;
         std::fill(qs.begin(), qs.end(), 0.0f);
         for (int64_t x = 0; x < rows * D; ++x) qs[static_cast<size_t>(x)] = q[(bh * S + i0) * D + x] * scale;
-        kern.gemm(m, S, D, qs.data(), D, kt_.data() + bh * D * S, S, scores(bh) + i0 * S, S, false);
+        kern.gemm(m, S, D, qs.data(), D, kt_.data() + bh * D * S, S, scores(bh) + i0 * S, S, false, nullptr);
       }
     });
     // Phase 2: masked softmax, rows normalized.
@@ -108,7 +108,7 @@ class Unfused {
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t bh = t / blocks, i0 = t % blocks * kRows, rows = block_rows(i0);
         const int64_t m = (rows + sk::kMr - 1) / sk::kMr * sk::kMr;
-        kern.gemm(m, D, S, scores(bh) + i0 * S, S, v + bh * S * D, D, tile.data(), D, false);
+        kern.gemm(m, D, S, scores(bh) + i0 * S, S, v + bh * S * D, D, tile.data(), D, false, nullptr);
         std::copy(tile.begin(), tile.begin() + rows * D, o + (bh * S + i0) * D);
       }
     });

@@ -24,7 +24,7 @@ namespace {
 using sdpa::kMr;
 using sdpa::kNr;
 
-constexpr int64_t kBlockQ = 8 * kMr;   // query rows per task
+constexpr int64_t kBlockQ = 16 * kMr;  // query rows per task
 constexpr int64_t kBlockKv = 4 * kNr;  // keys per tile
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kLn2 = 0.69314718055994530942f;
@@ -160,9 +160,10 @@ void store_strided(void* base, DataType t, int64_t off, int64_t stride, int64_t 
 // Per-thread fp32 tiles, 64-byte aligned.
 class Scratch {
  public:
-  Scratch(const Problem& p) : d_(p.d), dv_pad_(round_up(p.dv, kNr)) {
-    const int64_t sizes[] = {kBlockQ * d_, d_ * kBlockKv, kBlockQ * kBlockKv, kBlockKv * dv_pad_,
-                             kBlockQ * dv_pad_, kBlockQ, kBlockQ};
+  explicit Scratch(const Problem& p) {
+    const int64_t d = p.d, dv_pad = round_up(p.dv, kNr);
+    const int64_t sizes[] = {kBlockQ * d, d * kBlockKv, kBlockQ * kBlockKv, kBlockKv * dv_pad, kBlockQ * dv_pad,
+                             kBlockQ, kBlockQ};
     int64_t total = 0;
     for (int64_t s : sizes) total += round_up(s, 16);
     buf_.assign(static_cast<size_t>(total + 16), 0.0f);
@@ -176,9 +177,11 @@ class Scratch {
   }
   float *q = nullptr, *kt = nullptr, *s = nullptr, *v = nullptr, *acc = nullptr, *m = nullptr, *l = nullptr;
   std::array<int64_t, kBlockQ> row_lo{}, row_hi{}, tile_lo{}, tile_hi{};
+  std::array<sdpa::RowBlock, kBlockQ / kMr> qk_blocks{}, pv_blocks{};
+  const float* v_tile = nullptr;  // sc.v, or V itself when it can be read in place
+  int64_t ldv = 0;
 
  private:
-  int64_t d_, dv_pad_;
   std::vector<float> buf_;
 };
 
@@ -227,17 +230,49 @@ class FlashPlan final : public Plan {
     std::fill(q + rows * pr_.d, q + rows_pad * pr_.d, 0.0f);
   }
 
-  // K^T tile [d x kBlockKv] (columns past `cols` zero) and V tile [cols x dv_pad] (pad columns zero).
+  // K^T tile [d x kBlockKv] (columns past `cols` zero) and V tile [cols x dv_pad] (pad columns
+  // zero); dense fp32 V rows whose width is a multiple of kNr are read in place.
   void load_kv(const Pointers& ptrs, int64_t b, int64_t kh, int64_t j0, int64_t cols, int64_t n_pad,
                Scratch& sc) const {
     for (int64_t j = 0; j < cols; ++j)
       load_strided(ptrs.k, pr_.k.dtype, pr_.k.offset(b, kh, j0 + j, 0), pr_.k.st[3], pr_.d, sc.kt + j, kBlockKv, 1.0f);
-    for (int64_t c = 0; c < pr_.d && cols < n_pad; ++c) std::fill(sc.kt + c * kBlockKv + cols, sc.kt + c * kBlockKv + n_pad, 0.0f);
+    for (int64_t c = 0; c < pr_.d && cols < n_pad; ++c)
+      std::fill(sc.kt + c * kBlockKv + cols, sc.kt + c * kBlockKv + n_pad, 0.0f);
     const int64_t dv_pad = round_up(pr_.dv, kNr);
+    if (pr_.v.dtype == DataType::FLOAT && pr_.v.st[3] == 1 && pr_.dv == dv_pad) {
+      sc.v_tile = static_cast<const float*>(ptrs.v) + pr_.v.offset(b, kh, j0, 0);
+      sc.ldv = pr_.v.st[2];
+      return;
+    }
     for (int64_t j = 0; j < cols; ++j) {
       float* row = sc.v + j * dv_pad;
       load_strided(ptrs.v, pr_.v.dtype, pr_.v.offset(b, kh, j0 + j, 0), pr_.v.st[3], pr_.dv, row, 1, 1.0f);
       std::fill(row + pr_.dv, row + dv_pad, 0.0f);
+    }
+    sc.v_tile = sc.v;
+    sc.ldv = dv_pad;
+  }
+
+  // Each row's visible columns in the tile [j0, j0 + cols), and per block of kMr rows the columns
+  // the score GEMM must produce and the keys the P·V GEMM must sum: the masked rest is skipped.
+  void tile_ranges(int64_t j0, int64_t cols, int64_t n_pad, int64_t rows, int64_t rows_pad, Scratch& sc) const {
+    const int64_t dv_pad = round_up(pr_.dv, kNr);
+    for (int64_t r = 0; r < rows_pad; ++r) {
+      const bool live = r < rows;
+      sc.tile_lo[r] = live ? std::clamp(sc.row_lo[r] - j0, int64_t{0}, cols) : 0;
+      sc.tile_hi[r] = live ? std::clamp(sc.row_hi[r] - j0, int64_t{0}, cols) : 0;
+    }
+    for (int64_t blk = 0; blk < rows_pad / kMr; ++blk) {
+      // Bands move right with the row: the block spans [first row's lo, last live row's hi).
+      const int64_t r0 = blk * kMr, r1 = std::min(r0 + kMr, rows) - 1;
+      const int64_t lo = r1 >= r0 ? sc.tile_lo[r0] : 0, hi = r1 >= r0 ? sc.tile_hi[r1] : 0;
+      if (lo >= hi) {
+        sc.qk_blocks[blk] = {0, 0, 0, 0};
+        sc.pv_blocks[blk] = {0, 0, 0, 0};
+        continue;
+      }
+      sc.qk_blocks[blk] = {lo / kNr * kNr, std::min(round_up(hi, kNr), n_pad), 0, pr_.d};
+      sc.pv_blocks[blk] = {0, dv_pad, lo, hi};
     }
   }
 
@@ -261,15 +296,11 @@ class FlashPlan final : public Plan {
       const int64_t cols = std::min(kBlockKv, key_end - j0);
       const int64_t n_pad = round_up(cols, kNr);
       load_kv(ptrs, b, kh, j0, cols, n_pad, sc);
-      kern_.gemm(rows_pad, n_pad, pr_.d, sc.q, pr_.d, sc.kt, kBlockKv, sc.s, kBlockKv, false);
-      for (int64_t r = 0; r < rows_pad; ++r) {
-        const bool live = r < rows;
-        sc.tile_lo[r] = live ? std::clamp(sc.row_lo[r] - j0, int64_t{0}, cols) : 0;
-        sc.tile_hi[r] = live ? std::clamp(sc.row_hi[r] - j0, int64_t{0}, cols) : 0;
-      }
+      tile_ranges(j0, cols, n_pad, rows, rows_pad, sc);
+      kern_.gemm(rows_pad, n_pad, pr_.d, sc.q, pr_.d, sc.kt, kBlockKv, sc.s, kBlockKv, false, sc.qk_blocks.data());
       kern_.softmax(sc.s, kBlockKv, rows_pad, n_pad, sc.tile_lo.data(), sc.tile_hi.data(), sc.m, sc.l, sc.acc, dv_pad,
                     dv_pad);
-      kern_.gemm(rows_pad, dv_pad, cols, sc.s, kBlockKv, sc.v, dv_pad, sc.acc, dv_pad, true);
+      kern_.gemm(rows_pad, dv_pad, cols, sc.s, kBlockKv, sc.v_tile, sc.ldv, sc.acc, dv_pad, true, sc.pv_blocks.data());
     }
     store_rows(ptrs, b, h, i0, rows, rows_all, sc);
   }
@@ -338,7 +369,7 @@ class FlashEngine final : public Engine {
     // Two GEMMs over the visible pairs plus about 16 FLOP-equivalents of softmax per pair.
     const double flops = heads * visible_pairs(pr) * (2.0 * static_cast<double>(pr.d + pr.dv) + 16.0);
     const bool avx2 = k.count("avx2") && k.at("avx2") != 0;
-    return roofline_seconds(flops, partition_bytes(p), t.info(), avx2 ? 0.45 : 0.08, 5e-6);
+    return roofline_seconds(flops, partition_bytes(p), t.info(), avx2 ? 0.6 : 0.1, 5e-6);
   }
 
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {

@@ -20,14 +20,15 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // ---- portable
 
 void gemm_generic(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-                  float* c, int64_t ldc, bool accumulate) {
+                  float* c, int64_t ldc, bool accumulate, const RowBlock* blocks) {
   for (int64_t i = 0; i < m; ++i) {
+    const RowBlock rb = blocks ? blocks[i / kMr] : RowBlock{0, n, 0, k};
     float* crow = c + i * ldc;
-    if (!accumulate) std::fill(crow, crow + n, 0.0f);
-    for (int64_t p = 0; p < k; ++p) {
+    if (!accumulate) std::fill(crow + rb.n_begin, crow + rb.n_end, 0.0f);
+    for (int64_t p = rb.k_begin; p < rb.k_end; ++p) {
       const float av = a[i * lda + p];
       const float* brow = b + p * ldb;
-      for (int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];  // GCC vectorizes this loop
+      for (int64_t j = rb.n_begin; j < rb.n_end; ++j) crow[j] += av * brow[j];  // GCC vectorizes this loop
     }
   }
 }
@@ -92,9 +93,14 @@ DG_AVX2 void gemm_6x16(int64_t k, const float* a, int64_t lda, const float* b, i
 }
 
 DG_AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-                       float* c, int64_t ldc, bool accumulate) {
-  for (int64_t j = 0; j < n; j += kNr)
-    for (int64_t i = 0; i < m; i += kMr) gemm_6x16(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+                       float* c, int64_t ldc, bool accumulate, const RowBlock* blocks) {
+  for (int64_t i = 0; i < m; i += kMr) {
+    const RowBlock rb = blocks ? blocks[i / kMr] : RowBlock{0, n, 0, k};
+    const float* ai = a + i * lda + rb.k_begin;
+    const float* bk = b + rb.k_begin * ldb;
+    for (int64_t j = rb.n_begin; j < rb.n_end; j += kNr)
+      gemm_6x16(rb.k_end - rb.k_begin, ai, lda, bk + j, ldb, c + i * ldc + j, ldc, accumulate);
+  }
 }
 
 // 2^x for x <= 0 (inputs below -126 give 2^-126, negligible next to the row max's 1): the Cephes
@@ -138,23 +144,25 @@ DG_AVX2 inline __m256 lane_mask(int64_t j0, int64_t lo, int64_t hi) {
 
 DG_AVX2 void softmax_row_avx2(float* row, int64_t n_pad, int64_t lo, int64_t hi, float* m, float* l, float* acc,
                               int64_t dv_pad) {
-  // n_pad is a multiple of 16, so whole vectors cover the row; lanes outside [lo, hi) are masked.
-  __m256 vmax = _mm256_set1_ps(kNegInf);
-  for (int64_t j = lo / 8 * 8; j < hi; j += 8) {
-    const __m256 keep = lane_mask(j, lo, hi);
-    vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(_mm256_set1_ps(kNegInf), _mm256_loadu_ps(row + j), keep));
+  // n_pad is a multiple of 16, so whole vectors cover the row. Vectors [first, last) hold visible
+  // lanes; only the two edge vectors need a lane mask.
+  const int64_t first = lo / 8 * 8, last = (hi + 7) / 8 * 8;
+  const __m256 neg_inf = _mm256_set1_ps(kNegInf);
+  __m256 vmax = neg_inf;
+  for (int64_t j = first; j < last; j += 8) {
+    __m256 x = _mm256_loadu_ps(row + j);
+    if (j < lo || j + 8 > hi) x = _mm256_blendv_ps(neg_inf, x, lane_mask(j, lo, hi));
+    vmax = _mm256_max_ps(vmax, x);
   }
   const float alpha = update_max(m, hmax(vmax));
   const __m256 vm = _mm256_set1_ps(*m);
-  __m256 vsum = _mm256_setzero_ps();
-  for (int64_t j = 0; j < n_pad; j += 8) {
-    __m256 p;
-    if (j + 8 <= lo || j >= hi) {
-      p = _mm256_setzero_ps();
-    } else {
-      p = exp2_avx2(_mm256_sub_ps(_mm256_loadu_ps(row + j), vm));
-      if (j < lo || j + 8 > hi) p = _mm256_and_ps(p, lane_mask(j, lo, hi));
-    }
+  const __m256 zero = _mm256_setzero_ps();
+  for (int64_t j = 0; j < first; j += 8) _mm256_storeu_ps(row + j, zero);
+  for (int64_t j = last; j < n_pad; j += 8) _mm256_storeu_ps(row + j, zero);
+  __m256 vsum = zero;
+  for (int64_t j = first; j < last; j += 8) {
+    __m256 p = exp2_avx2(_mm256_sub_ps(_mm256_loadu_ps(row + j), vm));
+    if (j < lo || j + 8 > hi) p = _mm256_and_ps(p, lane_mask(j, lo, hi));
     _mm256_storeu_ps(row + j, p);
     vsum = _mm256_add_ps(vsum, p);
   }

@@ -10,12 +10,19 @@ namespace dnngraph::cpu::sdpa {
 inline constexpr int64_t kMr = 6;
 inline constexpr int64_t kNr = 16;
 
+// What one block of kMr rows of a GEMM call computes: output columns [n_begin, n_end) (multiples
+// of kNr) over the reduction range [k_begin, k_end). The rest of the block's C is left untouched.
+// This is how masked parts of a tile (above a causal diagonal, outside a window) are skipped.
+struct RowBlock {
+  int64_t n_begin, n_end, k_begin, k_end;
+};
+
 struct Kernels {
   const char* isa;  // "avx2" or "generic"
   // C[m x n] = A[m x k] * B[k x n] (or C += when accumulate); all row-major with leading dims.
-  // m % kMr == 0 and n % kNr == 0.
+  // m % kMr == 0 and n % kNr == 0. `blocks` (m / kMr entries) narrows each row block; null: all.
   void (*gemm)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-               int64_t ldc, bool accumulate);
+               int64_t ldc, bool accumulate, const RowBlock* blocks);
   // One online-softmax step over a score tile s[rows x n_pad] in log2 units. Row r sees columns
   // [lo[r], hi[r]); the others become 0. Updates the running max m[r] and sum l[r], rescales the
   // row's accumulator acc[r][0 .. dv_pad) when the max grows, and leaves P = exp2(s - m) in s.
