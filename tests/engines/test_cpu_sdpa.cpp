@@ -196,7 +196,7 @@ TEST(CpuSdpaFlash, MatchesRefOnRandomShapes) {
   std::mt19937 rng(2024);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   const dg::DataType types[] = {dg::DataType::FLOAT, dg::DataType::BFLOAT16, dg::DataType::HALF};
-  const int64_t head_dims[] = {1, 8, 13, 24, 40, 64};
+  const int64_t head_dims[] = {1, 8, 13, 24, 40, 64, 128};
   for (int trial = 0; trial < 30; ++trial) {
     Case c;
     c.b = pick(1, 2);
@@ -204,8 +204,8 @@ TEST(CpuSdpaFlash, MatchesRefOnRandomShapes) {
     c.h = c.hk * pick(1, 3);
     c.sq = pick(1, 110);
     c.skv = pick(1, 140);
-    c.d = head_dims[pick(0, 5)];
-    c.dv = trial % 3 == 0 ? head_dims[pick(0, 5)] : c.d;
+    c.d = head_dims[pick(0, 6)];
+    c.dv = trial % 3 == 0 ? head_dims[pick(0, 6)] : c.d;
     c.type = types[trial % 3];
     c.bshd = trial % 2 == 1;
     c.mask = static_cast<Mask>(trial % 5);
@@ -219,8 +219,9 @@ TEST(CpuSdpaFlash, MatchesRefOnRandomShapes) {
 }
 
 TEST(CpuSdpaFlash, TileEdgesAndLongSequences) {
-  // Query blocks of 48 and key blocks of 64: lengths just below, at and above several tiles.
-  const int64_t lengths[][2] = {{48, 64}, {49, 65}, {47, 63}, {97, 129}, {200, 200}, {1, 193}};
+  // Query blocks of 96 rows (in GEMM blocks of 6) and key blocks of 64: lengths just below, at and
+  // above several tiles.
+  const int64_t lengths[][2] = {{96, 64}, {97, 65}, {95, 63}, {193, 129}, {200, 200}, {1, 193}, {50, 47}};
   int seed = 100;
   for (auto [sq, skv] : lengths) {
     for (Mask m : {Mask::NONE, Mask::CAUSAL, Mask::CAUSAL_BOTTOM_RIGHT, Mask::SLIDING_WINDOW}) {

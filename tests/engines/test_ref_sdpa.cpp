@@ -1,5 +1,5 @@
 // The reference sdpa: cases worked out by hand, and a naive full-matrix oracle written independently
-// (mask matrix, then softmax) on seeded random shapes.
+// (mask matrix, then softmax) on seeded random shapes and every input type (FLOAT, HALF, BFLOAT16, FP8).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,13 +19,24 @@ struct RefCase {
   dg::SdpaAttr attr;
   std::vector<int32_t> seq_q, seq_kv;  // padding mask when non-empty
   bool stats = true;
+  dg::DataType input_type = dg::DataType::FLOAT;  // Q, K, V; O and STATS are FLOAT
 };
 
 struct RefResult {
   std::vector<float> q, k, v, o, stats;  // dense [b,h,s,d] order
 };
 
-// Runs the graph on the ref engine with float tensors; inputs are random unless given.
+// Q, K, V stored as `t`; the float vectors hold the values they decode to.
+std::vector<unsigned char> encode(std::vector<float>& x, dg::DataType t) {
+  std::vector<unsigned char> bytes(x.size() * static_cast<size_t>(dg::size_of(t)));
+  for (size_t i = 0; i < x.size(); ++i) {
+    dg::dtype::store(bytes.data(), t, static_cast<int64_t>(i), x[i]);
+    x[i] = static_cast<float>(dg::dtype::load(bytes.data(), t, static_cast<int64_t>(i)));
+  }
+  return bytes;
+}
+
+// Runs the graph on the ref engine; inputs are random unless given.
 RefResult run_ref(const RefCase& c, uint32_t seed, const RefResult* inputs = nullptr) {
   dg::Handle handle(dg::Device::cpu());
   dg::Graph g;
@@ -36,9 +47,9 @@ RefResult run_ref(const RefCase& c, uint32_t seed, const RefResult* inputs = nul
     for (size_t i = dims.size(); i-- > 1;) st[i - 1] = st[i] * dims[i];
     return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(st).set_data_type(t));
   };
-  auto Q = dense("Q", {c.b, c.h, c.sq, c.d}, dg::DataType::FLOAT);
-  auto K = dense("K", {c.b, c.hk, c.skv, c.d}, dg::DataType::FLOAT);
-  auto V = dense("V", {c.b, c.hk, c.skv, c.dv}, dg::DataType::FLOAT);
+  auto Q = dense("Q", {c.b, c.h, c.sq, c.d}, c.input_type);
+  auto K = dense("K", {c.b, c.hk, c.skv, c.d}, c.input_type);
+  auto V = dense("V", {c.b, c.hk, c.skv, c.dv}, c.input_type);
   dg::SdpaAttr attr = c.attr;
   dg::TensorPtr SQ, SKV;
   if (!c.seq_q.empty()) {
@@ -71,7 +82,9 @@ RefResult run_ref(const RefCase& c, uint32_t seed, const RefResult* inputs = nul
   EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
   EXPECT_TRUE(g.check_support(handle).ok());
   EXPECT_TRUE(g.build_plans(handle).ok());
-  dg::VariantPack pack{{Q, r.q.data()}, {K, r.k.data()}, {V, r.v.data()}, {O, r.o.data()}};
+  std::vector<unsigned char> qb = encode(r.q, c.input_type), kb = encode(r.k, c.input_type),
+                             vb = encode(r.v, c.input_type);
+  dg::VariantPack pack{{Q, qb.data()}, {K, kb.data()}, {V, vb.data()}, {O, r.o.data()}};
   std::vector<int32_t> sq = c.seq_q, skv = c.seq_kv;
   if (SQ) {
     pack[SQ] = sq.data();
@@ -231,6 +244,9 @@ TEST(RefSdpa, MatchesNaiveOnRandomShapes) {
       case 3: c.attr.set_diagonal_band_left_bound(pick(0, 3)).set_diagonal_band_right_bound(pick(0, 3)); break;
       default: break;
     }
+    const dg::DataType types[] = {dg::DataType::FLOAT, dg::DataType::HALF, dg::DataType::BFLOAT16,
+                                  dg::DataType::FP8_E4M3, dg::DataType::FP8_E5M2};
+    c.input_type = types[trial % 5];
     if (trial % 5 == 4) {
       for (int64_t b = 0; b < c.b; ++b) {
         c.seq_q.push_back(static_cast<int32_t>(pick(0, c.sq)));
