@@ -1,8 +1,8 @@
 // cpu_sdpa_flash: one task per (batch, head, block of kBlockQ query rows). A task walks only the key
-// blocks its rows can see (causal and sliding-window masks end the walk early), computes scores with
-// the GEMM tile kernel, folds them into a running max/sum (online softmax) and accumulates P·V in
-// fp32. Inputs of any layout and of type FLOAT, HALF or BFLOAT16 are converted while tiles load.
-// Masking rules: src/graph/sdpa.cpp.
+// blocks its rows can see (causal and sliding-window masks end the walk early) and, inside a tile,
+// only the part each block of kMr rows can see. It computes scores with the GEMM tile kernel, folds
+// them into a running max/sum (online softmax) and accumulates P·V in fp32. Inputs of any layout
+// and of type FLOAT, HALF or BFLOAT16 are converted while tiles load. Masking rules: src/graph/sdpa.cpp.
 #include "engines/cpu/sdpa/flash_engine.hpp"
 
 #include <algorithm>
@@ -283,7 +283,7 @@ class FlashPlan final : public Plan {
     const int64_t rows = std::clamp<int64_t>(band.seq_q - i0, 0, rows_all);  // the rest are padding
     const int64_t rows_pad = round_up(std::max<int64_t>(rows, 1), kMr);
     const int64_t dv_pad = round_up(pr_.dv, kNr);
-    std::fill(sc.acc, sc.acc + rows_pad * dv_pad, 0.0f);
+    std::fill(sc.acc, sc.acc + std::max(rows_pad, rows_all) * dv_pad, 0.0f);  // rows that see nothing store it
     std::fill(sc.m, sc.m + kBlockQ, -std::numeric_limits<float>::infinity());
     std::fill(sc.l, sc.l + kBlockQ, 0.0f);
     for (int64_t r = 0; r < rows; ++r) sc.row_lo[r] = band.lo(i0 + r), sc.row_hi[r] = band.hi(i0 + r);
@@ -305,7 +305,8 @@ class FlashPlan final : public Plan {
     store_rows(ptrs, b, h, i0, rows, rows_all, sc);
   }
 
-  // O = acc / l and STATS = ln(sum exp) for live rows; rows that saw no key and padded rows get 0.
+  // O = acc / l and STATS = ln(sum exp) for live rows; rows that saw no key and padded rows get 0
+  // (their accumulators are still zero).
   void store_rows(const Pointers& ptrs, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t rows_all,
                   const Scratch& sc) const {
     const int64_t dv_pad = round_up(pr_.dv, kNr);
