@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <random>
@@ -309,6 +311,27 @@ TEST(GraphJson, InvalidUtf8NamesDoNotThrow) {
   EXPECT_NO_THROW(text = g.to_json());
   dg::Graph g2;
   EXPECT_TRUE(dg::Graph::from_json(text, g2).ok());
+}
+
+// examples/graphs: every file reads, validates, and is in the writer's canonical form.
+TEST(GraphJson, ExampleGraphsAreValidAndCanonical) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "graphs";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    ++files;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    dg::Graph g;
+    auto s = dg::Graph::from_json(text, g);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_EQ(g.to_json(), text);
+    s = g.validate();
+    EXPECT_TRUE(s.ok()) << s.to_string();
+  }
+  EXPECT_GE(files, 8);
 }
 
 // ---- reader errors: code and message

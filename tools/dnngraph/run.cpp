@@ -1,5 +1,114 @@
-// SCAFFOLDING: replaced when the 'run' command lands.
+// dnngraph run GRAPH.json: builds the graph on a device, runs it on seeded random inputs, times it,
+// and checks every output against the same graph run by the reference engine on the CPU.
+#include <iostream>
+#include <memory>
+
 #include "commands.hpp"
+#include "common.hpp"
+#include "graph/graph_impl.hpp"
+
 namespace dnngraph::cli {
-void add_run_command(CLI::App& app) { app.add_subcommand("run", "(not yet available)"); }
+namespace {
+
+struct RunOptions {
+  std::string graph_path;
+  std::string device;  // empty: the best device present
+  uint64_t seed = 1;
+  int64_t plan = -1;   // -1: the heuristics' choice
+  int iters = 5;
+  bool explain = false;
+  bool check = true;
+  double rtol = 0;     // 0: by data type
+  std::vector<std::string> engines;  // empty: every engine
+};
+
+void run_graph(const RunOptions& o) {
+  std::string text;
+  exit_on_error(read_text_file(o.graph_path, text), "reading the graph");
+  Graph g;
+  exit_on_error(Graph::from_json(text, g), o.graph_path);
+
+  Device device = Device::cpu();
+  std::string why_not_cuda;
+  if (o.device.empty()) device = best_device(why_not_cuda);
+  else exit_on_error(parse_device(o.device, device), "--device");
+  Handle handle(device);
+  exit_on_error(handle.status(), "opening " + device.to_string());
+  std::cout << "graph: " << o.graph_path << " ('" << g.impl().name << "', " << g.impl().nodes.size() << " nodes)\n";
+  std::cout << "device: " << device.to_string();
+  if (!why_not_cuda.empty()) std::cout << " (no GPU: " << why_not_cuda << ")";
+  std::cout << "\n";
+
+  if (!o.engines.empty()) g.select_engines(o.engines);
+  exit_on_error(plan_graph(g, handle), "planning");
+  for (const auto& line : partition_lines(g)) std::cout << "  " << line << "\n";
+  for (const auto& line : plan_names(g)) std::cout << "  " << line << "\n";
+  if (o.explain) std::cout << g.explain();
+  if (o.plan >= g.get_execution_plan_count())
+    exit_on_error({ErrorCode::INVALID_VALUE, "--plan " + std::to_string(o.plan) + ": the graph has " +
+                                                 std::to_string(g.get_execution_plan_count()) + " plans"}, "--plan");
+  exit_on_error(o.plan < 0 ? g.build_plans(handle) : g.build_plan_at_index(handle, o.plan), "building plans");
+  std::cout << "running " << (o.plan < 0 ? "the heuristics' choice" : "plan " + std::to_string(o.plan)) << "\n";
+
+  std::vector<HostTensor> tensors;
+  exit_on_error(make_host_tensors(g, o.seed, tensors), "making inputs");
+  DeviceTensors dev;
+  exit_on_error(dev.upload(handle, tensors), "uploading inputs");
+  int64_t ws = 0;
+  exit_on_error(o.plan < 0 ? g.get_workspace_size(ws) : g.get_workspace_size_plan_at_index(o.plan, ws), "workspace size");
+  exit_on_error(dev.reserve_workspace(ws), "allocating the workspace");
+  auto execute = [&] {
+    return o.plan < 0 ? g.execute(handle, dev.pack(), dev.workspace(), dev.workspace_bytes())
+                      : g.execute_plan_at_index(handle, dev.pack(), dev.workspace(), o.plan, dev.workspace_bytes());
+  };
+  // The checked run: outputs are NaN before it, so anything left unwritten shows.
+  exit_on_error(execute(), "executing");
+  exit_on_error(dev.download_outputs(tensors), "downloading outputs");
+  Timing t;
+  exit_on_error(time_runs(handle, o.iters, execute, t), "timing");
+  std::cout << "time: median " << format_seconds(t.median_s) << ", min " << format_seconds(t.min_s) << " over "
+            << t.iters << " runs";
+  const std::string rate = format_rate(graph_flops(g), t.median_s);
+  std::cout << (rate.empty() ? "" : ", " + rate) << ", workspace " << ws << " bytes\n";
+
+  if (!o.check) {
+    for (const auto& h : tensors)
+      if (h.is_output) std::cout << "  '" << h.name << "' checksum " << checksum(h) << "\n";
+    return;
+  }
+  if (const double flops = graph_flops(g); flops > 2e9)
+    std::cout << "checking against ref on the CPU: " << flops / 1e9
+              << " GFLOP at well under 1 GFLOP/s may take minutes (--no-check skips it)\n" << std::flush;
+  std::vector<HostTensor> ref;
+  exit_on_error(run_reference(text, tensors, ref), "running the reference engine");
+  std::vector<Comparison> results;
+  const double tol = o.rtol > 0 ? o.rtol : graph_tolerance(g);
+  exit_on_error(compare_outputs(tensors, ref, tol, results), "comparing");
+  bool ok = true;
+  std::cout << "check against ref (cpu):\n";
+  for (const auto& c : results) {
+    std::cout << "  " << format_comparison(c) << "\n";
+    ok &= c.ok;
+  }
+  std::cout << (ok ? "PASS" : "FAIL") << "\n";
+  if (!ok) throw CLI::RuntimeError(kExitCheckFailed);
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Run a graph JSON file on random inputs, time it, check it against ref");
+  cmd->add_option("graph", o->graph_path, "graph JSON file (docs/graph-json.md)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--device", o->device, "cpu, cuda or cuda:N (default: the best device present)");
+  cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
+  cmd->add_option("--plan", o->plan, "run plan N instead of the heuristics' choice");
+  cmd->add_option("--iters", o->iters, "timed runs (the median is printed)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--explain", o->explain, "print every partition, every engine's verdict and the plan list");
+  cmd->add_flag("!--no-check", o->check, "skip the comparison with the reference engine");
+  cmd->add_option("--rtol", o->rtol, "tolerance of the check (default: by data type)");
+  cmd->add_option("--engines", o->engines, "only these engines, comma-separated (e.g. ref,cpu_gemm_packed)")->delimiter(',');
+  cmd->callback([o] { run_graph(*o); });
+}
+
 }  // namespace dnngraph::cli
