@@ -7,9 +7,9 @@ bash scripts/setup.sh
 echo "== C++ tests (ctest)"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 
-if ls build/python/*.so >/dev/null 2>&1 && [ -d tests/python ]; then
+if ls build/python/dnngraph/_dnngraph*.so >/dev/null 2>&1 && [ -d tests/python ]; then
   echo "== Python tests (pytest)"
-  PYTHONPATH="$PWD/build/python:$PWD/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q tests/python
+  PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q tests/python
 fi
 
 if [ -f scripts/fuzz.sh ]; then

@@ -136,7 +136,7 @@ Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_
                       void* workspace, const AutotuneOptions& options, std::vector<CandidateTiming>* timings) {
   std::vector<void*> ptrs;
   std::vector<double> scalars;
-  if (auto s = resolve_pack(g, handle, by_tensor, by_uid, workspace, -1, ptrs, scalars); !s.ok()) return s;
+  if (auto s = resolve_pack(g, handle, by_tensor, by_uid, workspace, -1, g.plans ? g.plans->workspace_bytes() : 0, ptrs, scalars); !s.ok()) return s;
   PlanSet& ps = *g.plans;
   auto current_choice = [&] {
     std::vector<size_t> choice;

@@ -30,7 +30,7 @@ Status capture(const GraphImpl& g, const Handle& handle, const VariantPack& pack
                    "stream (the default stream cannot be captured)");
   std::vector<void*> ptrs;
   std::vector<double> scalars;
-  if (auto s = resolve_pack(g, handle, &pack, nullptr, workspace, -1, ptrs, scalars); !s.ok()) return s;
+  if (auto s = resolve_pack(g, handle, &pack, nullptr, workspace, -1, g.plans ? g.plans->workspace_bytes() : 0, ptrs, scalars); !s.ok()) return s;
   std::vector<size_t> choice;
   for (const auto& pp : g.plans->parts) choice.push_back(static_cast<size_t>(pp.chosen));
   if (auto s = cuda::make_current(h); !s.ok()) return s;

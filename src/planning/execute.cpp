@@ -1,4 +1,5 @@
 // execute(): variant pack -> pointers by tensor id -> each partition's plan, in order.
+#include <algorithm>
 #include <cstring>
 
 #include "core/dtype.hpp"
@@ -17,7 +18,8 @@ std::string describe(const ir::Tensor& t) {
 }  // namespace
 
 Status resolve_pack(const GraphImpl& g, const Handle& handle, const VariantPack* by_tensor, const UidVariantPack* by_uid,
-                    void* workspace, int64_t workspace_bytes, std::vector<void*>& ptrs, std::vector<double>& scalars) {
+                    void* workspace, int64_t workspace_bytes, int64_t need, std::vector<void*>& ptrs,
+                    std::vector<double>& scalars) {
   if (!handle.status().ok()) return handle.status();
   if (g.stage < Stage::PLANS_BUILT || !g.plans) return {ErrorCode::INVALID_CALL_ORDER, "execute: call build_plans first"};
   const ir::Graph& ir = *g.ir;
@@ -26,7 +28,6 @@ Status resolve_pack(const GraphImpl& g, const Handle& handle, const VariantPack*
   if (h.device != g.handle->device())
     return {ErrorCode::INVALID_VALUE, "execute: the graph was built for " + g.handle->device().to_string() +
                                           " but the handle is " + h.device.to_string()};
-  const int64_t need = ps.workspace_bytes();
   if (need > 0 && workspace == nullptr)
     return {ErrorCode::WORKSPACE_TOO_SMALL, "execute: the plans need " + std::to_string(need) + " bytes of workspace but it is null"};
   if (workspace_bytes >= 0 && workspace_bytes < need)
@@ -107,15 +108,21 @@ Status run_partitions(const GraphImpl& g, const Handle& handle, const std::vecto
 namespace {
 Status execute_impl(const GraphImpl& g, const Handle& handle, const VariantPack* bt, const UidVariantPack* bu,
                     void* workspace, int64_t ws_bytes, int64_t index) {
+  if (g.stage < Stage::PLANS_BUILT || !g.plans) return {ErrorCode::INVALID_CALL_ORDER, "execute: call build_plans first"};
+  if (index >= g.plans->plan_count())
+    return {ErrorCode::INVALID_VALUE, "execute_plan_at_index: index " + std::to_string(index) + " is out of range"};
+  // The plans that will run decide the workspace needed: the chosen ones, or plan `index`'s.
+  std::vector<size_t> choice;
+  int64_t engine_ws = 0;
+  for (const auto& pp : g.plans->parts) {
+    choice.push_back(index < 0 ? static_cast<size_t>(pp.chosen) : pp.index_for(index));
+    if (const auto& plan = pp.built[choice.back()]) engine_ws = std::max(engine_ws, plan->workspace_size());
+  }
   std::vector<void*> ptrs;
   std::vector<double> scalars;
-  if (auto s = resolve_pack(g, handle, bt, bu, workspace, ws_bytes, ptrs, scalars); !s.ok()) return s;
-  std::vector<size_t> choice;
-  for (const auto& pp : g.plans->parts) {
-    if (index >= g.plans->plan_count())
-      return {ErrorCode::INVALID_VALUE, "execute_plan_at_index: index " + std::to_string(index) + " is out of range"};
-    choice.push_back(index < 0 ? static_cast<size_t>(pp.chosen) : pp.index_for(index));
-  }
+  if (auto s = resolve_pack(g, handle, bt, bu, workspace, ws_bytes, g.plans->intermediates_bytes + engine_ws, ptrs, scalars);
+      !s.ok())
+    return s;
   return run_partitions(g, handle, ptrs, workspace, choice);
 }
 }  // namespace

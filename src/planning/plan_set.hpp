@@ -2,7 +2,8 @@
 //
 // Plan index i (get_execution_plan_count, build/execute_plan_at_index) means: every partition uses
 // its i-th ranked candidate, or its last one when it has fewer. execute() uses each partition's
-// chosen candidate: the heuristics' first, or after autotune the fastest measured.
+// chosen candidate: the heuristics' first, or after autotune the fastest measured (autotune reorders
+// every partition's list fastest first, so plan 0 is then every partition's fastest).
 #pragma once
 #include <memory>
 #include <string>
@@ -47,8 +48,9 @@ Target make_target(const GraphImpl& g, const Handle& handle);
 
 // Resolves a variant pack into pointers by IR tensor id, checking every rule (src/planning/execute.cpp).
 // `scalars` receives storage for pass-by-value values baked into the graph.
+// `need` is the workspace the plans about to run ask for.
 Status resolve_pack(const GraphImpl& g, const Handle& handle, const VariantPack* by_tensor,
-                    const UidVariantPack* by_uid, void* workspace, int64_t workspace_bytes,
+                    const UidVariantPack* by_uid, void* workspace, int64_t workspace_bytes, int64_t need,
                     std::vector<void*>& ptrs, std::vector<double>& scalars);
 // Runs every partition with candidate choice[p] (which must be built).
 Status run_partitions(const GraphImpl& g, const Handle& handle, const std::vector<void*>& ptrs, void* workspace,
