@@ -159,10 +159,12 @@ Status rebuild(const Stored& s, const Handle& handle, std::shared_ptr<KernelCach
   GraphImpl& g = out.impl();
   if (g.ir->fingerprint(g.ir->dynamic_shapes) != s.fingerprint)
     return bad("the stored graph JSON does not rebuild the graph that was serialized (fingerprints differ)");
-  for (const auto& [uid, name] : s.uids) {
-    const bool found = std::any_of(g.ir->tensors.begin(), g.ir->tensors.end(),
-                                   [&](const ir::Tensor& t) { return !t.is_virtual && t.uid == uid && t.name == name; });
-    if (!found) return bad("tensor '" + name + "' with uid " + std::to_string(uid) + " is missing from the stored graph");
+  for (const auto& stored : s.uids) {
+    const bool found = std::any_of(g.ir->tensors.begin(), g.ir->tensors.end(), [&](const ir::Tensor& t) {
+      return !t.is_virtual && t.uid == stored.first && t.name == stored.second;
+    });
+    if (!found)
+      return bad("tensor '" + stored.second + "' with uid " + std::to_string(stored.first) + " is missing from the stored graph");
   }
   if (s.modes.empty()) return bad("no heuristic mode stored");
   if (auto st = out.create_execution_plans(s.modes); !st.ok()) return bad("re-planning the stored graph: " + st.message());
