@@ -114,6 +114,9 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
       }
       const bool all_covered = std::all_of(pieces.begin(), pieces.end(), [](auto& q) { return !q.candidates.empty(); });
       if (all_covered && (better || pp.candidates.empty())) {
+        // Keep the verdicts on the fused form, so explain() says why it was split.
+        for (const auto& v : pp.verdicts)
+          pieces.front().verdicts.insert(pieces.front().verdicts.begin(), "fused " + pp.partition.pattern + ": " + v);
         for (auto& q : pieces) ps->parts.push_back(std::move(q));
         continue;
       }
