@@ -76,15 +76,26 @@ TEST(Cli, RunPlanIndexExplainAndEngineFilter) {
   EXPECT_TRUE(contains(r.out, "error: --plan: INVALID_VALUE: --plan 99: the graph has ")) << r.out;
 }
 
-// A tolerance no engine but ref itself can meet: another engine's result must fail the check.
+// With a zero tolerance, an fp32 GEMM (fp32 accumulation) cannot match ref (double accumulation)
+// on every element of 64x64 dot products of length 256: the check must fail with exit code 1.
 TEST(Cli, RunExitsOneOnMismatch) {
   const Result engines = run_cli("info");
-  if (!contains(engines.out, ": cpu_gemm_packed\n")) GTEST_SKIP() << "needs an engine other than ref for matmul";
-  const std::string g = (examples_dir() / "tutorial_matmul_epilogue_amax_small.json").string();
-  const Result r = run_cli("run '" + g + "' --iters 1 --rtol 1e-30 --engines cpu_gemm_packed");
+  if (!contains(engines.out, ": cpu_gemm_packed\n")) GTEST_SKIP() << "needs an fp32 matmul engine other than ref";
+  const fs::path g = fs::temp_directory_path() / "dnngraph_test_cli_matmul.json";
+  FILE* f = std::fopen(g.c_str(), "w");
+  ASSERT_TRUE(f);
+  std::fputs(R"({"format": "dnngraph-graph", "version": 1, "io_data_type": "FLOAT", "compute_data_type": "FLOAT",
+    "tensors": [{"name": "A", "dim": [1, 64, 256], "stride": [16384, 256, 1]},
+                {"name": "B", "dim": [1, 256, 64], "stride": [16384, 64, 1]}, {"name": "C", "output": true}],
+    "nodes": [{"name": "mm", "op": "matmul", "inputs": {"A": "A", "B": "B"}, "outputs": {"C": "C"}}]})", f);
+  std::fclose(f);
+  Result r = run_cli("run '" + g.string() + "' --iters 1 --engines cpu_gemm_packed");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  r = run_cli("run '" + g.string() + "' --iters 1 --rtol 1e-300 --engines cpu_gemm_packed");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_TRUE(contains(r.out, "MISMATCH in ")) << r.out;
   EXPECT_TRUE(contains(r.out, "\nFAIL\n")) << r.out;
+  fs::remove(g);
 }
 
 TEST(Cli, RunReportsBadInput) {
