@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -275,3 +276,32 @@ TEST_F(AutotuneTest, MatmulCandidatesTunedAndReadBackByModeB) {
   EXPECT_EQ(first.knobs, winner.knobs);
   EXPECT_DOUBLE_EQ(first.measured_s, winner.measured_s);
 }
+
+#ifdef DNNGRAPH_CLI_PATH
+// `dnngraph tune`: the table, the progress bar, the DB record and the chart.
+TEST_F(AutotuneTest, TuneCommandPrintsRanksRecordsAndCharts) {
+  const std::string graph = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string() +
+                            "/examples/graphs/tutorial_matmul_epilogue_amax_small.json";
+  const std::string db = dir_ + "/cli.db", chart = dir_ + "/spread.svg";
+  const std::string cmd = std::string("'") + DNNGRAPH_CLI_PATH + "' tune '" + graph + "' --device cpu --repeats 2 --db '" +
+                          db + "' --chart '" + chart + "' 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << out;
+  for (const char* part : {"rank", "workspace", "timing [", "candidates", "chosen: ", "recorded in ", "chart: "})
+    EXPECT_NE(out.find(part), std::string::npos) << part << "\n" << out;
+  std::vector<dg::TuningRecord> records;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(dg::TuningDb(db).load(records, warnings).ok());
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_NE(out.find("chosen: " + records[0].engine), std::string::npos) << out;
+  FILE* svg = fopen(chart.c_str(), "r");
+  ASSERT_NE(svg, nullptr);
+  const size_t n = fread(buf, 1, sizeof buf - 1, svg);
+  fclose(svg);
+  EXPECT_EQ(std::string(buf, n).rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+}
+#endif

@@ -1,5 +1,193 @@
-// SCAFFOLDING: replaced when the 'tune' command lands.
+// dnngraph tune GRAPH.json: builds every candidate plan, times each one (progress on stderr),
+// prints every candidate's rank, time and workspace, records the winners in the tuning DB and
+// draws the spread between the fastest and the slowest plan as an SVG bar chart.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
 #include "commands.hpp"
+#include "common.hpp"
+#include "graph/graph_impl.hpp"
+#include "planning/autotune.hpp"
+#include "planning/tuning_db.hpp"
+
 namespace dnngraph::cli {
-void add_tune_command(CLI::App& app) { app.add_subcommand("tune", "(not yet available)"); }
+namespace {
+
+struct TuneOptions {
+  std::string graph_path;
+  std::string device;  // empty: the best device present
+  std::string db_path;  // empty: TuningDb::default_path()
+  std::string chart_path;
+  uint64_t seed = 1;
+  int warmup = 1;
+  int repeats = 5;
+  bool record = true;
+  std::vector<std::string> engines;
+};
+
+void draw_progress(size_t done, size_t total) {
+  constexpr int kWidth = 30;
+  const int filled = total ? static_cast<int>(kWidth * done / total) : kWidth;
+  std::fprintf(stderr, "\rtiming [%s%s] %zu/%zu candidates", std::string(static_cast<size_t>(filled), '#').c_str(),
+               std::string(static_cast<size_t>(kWidth - filled), '.').c_str(), done, total);
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// Fastest and slowest measured time of a partition; {0, 0} when nothing ran.
+std::pair<double, double> spread(const std::vector<CandidateTiming>& t, size_t part) {
+  double lo = 0, hi = 0;
+  for (const auto& c : t)
+    if (c.partition == part && c.error.empty()) {
+      lo = lo == 0 ? c.seconds : std::min(lo, c.seconds);
+      hi = std::max(hi, c.seconds);
+    }
+  return {lo, hi};
+}
+
+// One horizontal bar per candidate, ranked, per partition; bar length is time over the partition's
+// slowest, so the spread between the fastest and slowest plan reads at a glance.
+Status write_chart(const std::string& path, const std::string& title, const Graph& g,
+                   const std::vector<CandidateTiming>& timings) {
+  constexpr int kLabelW = 300, kBarW = 420, kTextW = 140, kRowH = 22, kTop = 40;
+  const int width = kLabelW + kBarW + kTextW;
+  std::ostringstream body;
+  int y = kTop;
+  const auto& parts = g.impl().plans->parts;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const auto [lo, hi] = spread(timings, p);
+    std::ostringstream head;
+    head << "partition " << p << " (" << parts[p].partition.pattern << ")";
+    if (lo > 0) head << ": fastest " << format_seconds(lo) << ", slowest " << format_seconds(hi) << ", spread "
+                     << std::fixed << std::setprecision(1) << hi / lo << "x";
+    body << "<text x=\"8\" y=\"" << y + 15 << "\" font-weight=\"bold\">" << xml_escape(head.str()) << "</text>\n";
+    y += kRowH;
+    for (const auto& t : timings) {
+      if (t.partition != p) continue;
+      const bool failed = !t.error.empty();
+      const int w = failed || hi <= 0 ? 0 : std::max(1, static_cast<int>(kBarW * t.seconds / hi));
+      const char* color = failed ? "#c62828" : t.rank == 0 ? "#2e7d32" : t.gave_up ? "#9e9e9e" : "#1565c0";
+      const std::string note = failed ? "failed" : format_seconds(t.seconds) + (t.gave_up ? " (gave up)" : "");
+      body << "<text x=\"" << kLabelW - 6 << "\" y=\"" << y + 15 << "\" text-anchor=\"end\">" << t.rank << ". "
+           << xml_escape(t.label) << "</text>\n"
+           << "<rect x=\"" << kLabelW << "\" y=\"" << y + 3 << "\" width=\"" << w << "\" height=\"" << kRowH - 6
+           << "\" fill=\"" << color << "\"/>\n"
+           << "<text x=\"" << kLabelW + w + 6 << "\" y=\"" << y + 15 << "\">" << xml_escape(note) << "</text>\n";
+      y += kRowH;
+    }
+    y += kRowH / 2;
+  }
+  std::ofstream out(path);
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << y + 10
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"8\" y=\"22\" font-size=\"15\">" << xml_escape(title) << "</text>\n"
+      << body.str() << "</svg>\n";
+  out.close();
+  if (!out) return {ErrorCode::IO_ERROR, "cannot write the chart '" + path + "'"};
+  return {};
+}
+
+void print_table(const Graph& g, const std::vector<CandidateTiming>& timings) {
+  const auto& parts = g.impl().plans->parts;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    std::cout << "partition " << p << " (" << parts[p].partition.pattern << "):\n";
+    std::cout << "  " << std::left << std::setw(6) << "rank" << std::setw(44) << "plan" << std::right << std::setw(12)
+              << "time" << std::setw(6) << "runs" << std::setw(14) << "workspace" << "\n";
+    for (const auto& t : timings) {
+      if (t.partition != p) continue;
+      std::cout << "  " << std::left << std::setw(6) << t.rank << std::setw(44) << t.label << std::right << std::setw(12)
+                << (t.error.empty() ? format_seconds(t.seconds) : "failed") << std::setw(6) << t.runs << std::setw(14)
+                << t.workspace << (t.gave_up ? "  gave up early: hopeless against the best" : "")
+                << (t.error.empty() ? "" : "  " + t.error) << "\n";
+    }
+    const size_t unbuilt = parts[p].candidates.size() -
+                           static_cast<size_t>(std::count_if(timings.begin(), timings.end(), [&](auto& t) { return t.partition == p; }));
+    if (unbuilt) std::cout << "  (" << unbuilt << " candidates could not be built)\n";
+    const auto [lo, hi] = spread(timings, p);
+    if (lo > 0)
+      std::cout << "  fastest " << format_seconds(lo) << ", slowest " << format_seconds(hi) << ": the engine choice is worth "
+                << std::fixed << std::setprecision(1) << hi / lo << "x\n" << std::defaultfloat;
+  }
+}
+
+void tune_graph(const TuneOptions& o) {
+  Graph g;
+  exit_on_error(load_graph_file(o.graph_path, g), o.graph_path);
+  Device device = Device::cpu();
+  std::string why_not_cuda;
+  if (o.device.empty()) device = best_device(why_not_cuda);
+  else exit_on_error(parse_device(o.device, device), "--device");
+  Handle handle(device);
+  exit_on_error(handle.status(), "opening " + device.to_string());
+  std::cout << "graph: " << o.graph_path << ", device: " << device.to_string() << " (" << handle.impl().info.name << ")\n";
+  if (!o.engines.empty()) g.select_engines(o.engines);
+  exit_on_error(plan_graph(g, handle), "planning");
+  exit_on_error(g.build_plans(handle, BuildPlanPolicy::ALL), "building every plan");
+
+  std::vector<HostTensor> tensors;
+  exit_on_error(make_host_tensors(g, o.seed, tensors), "making inputs");
+  DeviceTensors dev;
+  exit_on_error(dev.upload(handle, tensors), "uploading inputs");
+  int64_t ws = 0;
+  exit_on_error(g.get_workspace_size(ws), "workspace size");
+  exit_on_error(dev.reserve_workspace(ws), "allocating the workspace");
+
+  AutotuneOptions opts;
+  opts.warmup = o.warmup;
+  opts.repeats = o.repeats;
+  opts.record = o.record;
+  opts.db_path = o.db_path.empty() ? TuningDb::default_path() : o.db_path;
+  opts.progress = draw_progress;
+  std::vector<CandidateTiming> timings;
+  exit_on_error(autotune_graph(g.impl(), handle, nullptr, &dev.pack(), dev.workspace(), opts, &timings), "tuning");
+  print_table(g, timings);
+  std::string chosen;
+  exit_on_error(g.get_plan_name_at_index(0, chosen), "naming the plan");
+  std::cout << "chosen: " << chosen << "\n";
+  if (o.record) std::cout << "recorded in " << opts.db_path << "\n";
+  if (!o.chart_path.empty()) {
+    const std::string title = "dnngraph tune " + o.graph_path + " on " + device.to_string();
+    exit_on_error(write_chart(o.chart_path, title, g, timings), "--chart");
+    std::cout << "chart: " << o.chart_path << "\n";
+  }
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app) {
+  auto o = std::make_shared<TuneOptions>();
+  auto* cmd = app.add_subcommand("tune", "Time every candidate plan of a graph JSON file and record the fastest");
+  cmd->add_option("graph", o->graph_path, "graph JSON file (docs/graph-json.md)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--device", o->device, "cpu, cuda or cuda:N (default: the best device present)");
+  cmd->add_option("--db", o->db_path, "tuning DB file (default: $DNNGRAPH_TUNING_DB, else $DNNGRAPH_CACHE_DIR/tuning.db, "
+                                      "else ~/.cache/dnngraph/tuning.db)");
+  cmd->add_option("--chart", o->chart_path, "write an SVG bar chart of every candidate's time");
+  cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "untimed runs per candidate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeats", o->repeats, "timed runs per candidate (the median counts)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("!--no-record", o->record, "do not write the winners to the tuning DB");
+  cmd->add_option("--engines", o->engines, "only these engines, comma-separated")->delimiter(',');
+  cmd->callback([o] { tune_graph(*o); });
+}
+
 }  // namespace dnngraph::cli
