@@ -389,7 +389,9 @@ Status run_reference(const std::string& graph_json, const std::vector<HostTensor
 double tolerance_of(DataType t) {
   switch (t) {
     case DataType::DOUBLE: return 1e-12;
-    case DataType::FLOAT: return 1e-5;
+    // fp32 engines reorder sums and use Winograd transforms; errors relative to the output's scale
+    // reach 1e-5 on large graphs, so fp32 gets headroom. Real bugs are orders of magnitude larger.
+    case DataType::FLOAT: return 1e-4;
     case DataType::HALF: return 3e-3;
     case DataType::BFLOAT16: return 1e-2;
     case DataType::FP8_E4M3: return 1.25e-1;

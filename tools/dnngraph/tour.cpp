@@ -105,7 +105,8 @@ class Tour {
     return dev.download_outputs(tensors);
   }
 
-  std::string time_line(const Graph& g, DeviceTensors& dev, int64_t index, bool has_ref) {
+  // "1.234 ms, 12.3 GFLOP/s"; `median_s` receives the time when it was measured.
+  std::string time_line(const Graph& g, DeviceTensors& dev, int64_t index, bool has_ref, double* median_s = nullptr) {
     const double flops = graph_flops(g);
     if (has_ref && flops > kRefTimingFlopLimit) return "not timed (it runs the ref engine)";
     Timing t;
@@ -114,6 +115,7 @@ class Tour {
                        : g.execute_plan_at_index(handle_, dev.pack(), dev.workspace(), index, dev.workspace_bytes());
     }, t);
     if (!s.ok()) return "timing failed: " + s.to_string();
+    if (median_s) *median_s = t.median_s;
     const std::string rate = format_rate(flops, t.median_s);
     return format_seconds(t.median_s) + (rate.empty() ? "" : ", " + rate);
   }
@@ -147,6 +149,8 @@ class Tour {
     DeviceTensors dev;
     if (auto s = dev.upload(handle_, tensors); !s.ok()) return step_failed(s, "uploading inputs");
     bool ok = true;
+    int64_t fastest = -1;
+    double fastest_s = 0;
     const auto names = plan_names(conv_graph_);
     for (int64_t i = 0; i < static_cast<int64_t>(names.size()); ++i) {
       std::cout << "    " << names[static_cast<size_t>(i)] << "\n";
@@ -160,8 +164,16 @@ class Tour {
         continue;
       }
       ok &= report_check(conv_graph_, conv_ref_, tensors, "      ");
-      std::cout << "      time: " << time_line(conv_graph_, dev, i, has_ref) << "\n";
+      double median = -1;
+      std::cout << "      time: " << time_line(conv_graph_, dev, i, has_ref, &median) << "\n";
+      if (median >= 0 && (fastest < 0 || median < fastest_s)) {
+        fastest = i;
+        fastest_s = median;
+      }
     }
+    if (fastest >= 0)
+      std::cout << "    fastest: plan " << fastest << " at " << format_seconds(fastest_s)
+                << (fastest == 0 ? " (the heuristics' first choice)" : "; the heuristics ranked plan 0 first") << "\n";
     conv_inputs_ = tensors;
     step_done(ok);
   }
