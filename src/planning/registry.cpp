@@ -6,6 +6,7 @@
 #include "engines/cuda/conv/conv_engines.hpp"
 #include "engines/cuda/gemm/gemm_engines.hpp"
 #include "engines/cuda/pointwise/pointwise_jit.hpp"
+#include "engines/cuda/sdpa/sdpa_engine.hpp"
 #include "engines/ref/ref_engine.hpp"
 #include "planning/engine.hpp"
 
@@ -20,6 +21,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {9, &cuda::pointwise_jit_engine()},
       {10, &cuda::gemm_wgmma_tma_engine()},
       {11, &cuda::conv_implicit_gemm_engine()},
+      {12, &cuda::sdpa_flash_engine()},
       {16, &cuda::gemm_mma_sync_engine()},
   };
   return kEngines;

@@ -1,0 +1,221 @@
+// The Hopper flash-attention forward core (sm_90a), FA3-style. One block of three warpgroups per
+// (query block of 128 rows, head, batch): warpgroup 0 produces (one thread issues every TMA load:
+// the Q block once, then K and V tiles into a STAGES-deep ring, each completing on its own
+// mbarrier); warpgroups 1 and 2 each own 64 query rows and consume: S = Q K^T with wgmma (both
+// operands in shared memory), the online softmax in registers, O += P V with wgmma (P from
+// registers, V N-major in shared memory). With OVERLAP, S for the next tile is issued before
+// P V of the current one, so the softmax of one tile runs while the tensor cores work on P V.
+//
+// Shared memory (128-byte swizzle, every tile 1024-byte aligned): a tile of R rows and D (head dim
+// rounded up to 64) columns is D / 64 TMA boxes of R rows x 64 columns (128 bytes a row), box c at
+// c * R * 128. wgmma descriptors: K-major (Q, K): SBO 1024 (8-row groups), k16 steps +32 bytes
+// inside a box; N-major (V): LBO = R * 128 (next 64 columns), SBO 1024, k16 steps +2048 bytes.
+#pragma once
+#include "sdpa_common.cuh"
+#include "sdpa_wgmma_ops.cuh"
+
+namespace dg {
+
+__device__ __forceinline__ void tma_load_4d(u32 dst, const TmaDesc* map, u32 bar, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+template <int D, int BN, int STAGES>
+struct WgSdpaSmem {
+  static constexpr int BM = 128, BOXES = D / 64;
+  static constexpr int Q_BYTES = BM * D * 2, KV_BYTES = BN * D * 2;
+  static constexpr int K_OFF = Q_BYTES, V_OFF = K_OFF + STAGES * KV_BYTES;
+  // Barriers: q_full, then k_full, v_full, k_empty, v_empty (STAGES each).
+  static constexpr int BAR_OFF = V_OFF + STAGES * KV_BYTES;
+  static constexpr int BYTES = BAR_OFF + 8 * (1 + 4 * STAGES) + 1024;  // + alignment slack
+  static_assert(D % 64 == 0 && (BN == 64 || BN == 128), "D is whole 64-column boxes; S tiles 64 or 128 keys");
+  static_assert(Q_BYTES % 1024 == 0 && KV_BYTES % 1024 == 0, "tiles stay 1024-byte aligned");
+  __device__ static u32 q_full(u32 base) { return base + BAR_OFF; }
+  __device__ static u32 k_full(u32 base, int s) { return base + BAR_OFF + 8 * (1 + s); }
+  __device__ static u32 v_full(u32 base, int s) { return base + BAR_OFF + 8 * (1 + STAGES + s); }
+  __device__ static u32 k_empty(u32 base, int s) { return base + BAR_OFF + 8 * (1 + 2 * STAGES + s); }
+  __device__ static u32 v_empty(u32 base, int s) { return base + BAR_OFF + 8 * (1 + 3 * STAGES + s); }
+};
+
+// The producer thread: Q once, then K and V of every visible tile, last tile first.
+template <int D, int BN, int STAGES>
+__device__ __forceinline__ void wg_sdpa_produce(const TmaDesc* mq, const TmaDesc* mk, const TmaDesc* mv, u32 base,
+                                                int m0, int h, int kh, int b, const KeyTiles& kt) {
+  typedef WgSdpaSmem<D, BN, STAGES> S;
+  mbar_expect_tx(S::q_full(base), S::Q_BYTES);
+#pragma unroll
+  for (int c = 0; c < S::BOXES; ++c) tma_load_4d(base + c * S::BM * 128, mq, S::q_full(base), 64 * c, m0, h, b);
+  const int top = kt.first + kt.count - 1;
+#pragma unroll 1
+  for (int it = 0; it < kt.count; ++it) {
+    const int s = it % STAGES;
+    const u32 phase = (u32)(it / STAGES) & 1u;
+    const int n0 = (top - it) * BN;
+    const u32 k_dst = base + S::K_OFF + s * S::KV_BYTES, v_dst = base + S::V_OFF + s * S::KV_BYTES;
+    mbar_wait(S::k_empty(base, s), phase ^ 1u);
+    mbar_expect_tx(S::k_full(base, s), S::KV_BYTES);
+#pragma unroll
+    for (int c = 0; c < S::BOXES; ++c) tma_load_4d(k_dst + c * BN * 128, mk, S::k_full(base, s), 64 * c, n0, kh, b);
+    mbar_wait(S::v_empty(base, s), phase ^ 1u);
+    mbar_expect_tx(S::v_full(base, s), S::KV_BYTES);
+#pragma unroll
+    for (int c = 0; c < S::BOXES; ++c) tma_load_4d(v_dst + c * BN * 128, mv, S::v_full(base, s), 64 * c, n0, kh, b);
+  }
+}
+
+// S (64 rows of this warpgroup x BN keys) = Q K^T.
+template <int DT, int D, int BN, int STAGES>
+__device__ __forceinline__ void wg_issue_qk(float (&s)[BN / 2], u32 base, int cw, int stage) {
+  typedef WgSdpaSmem<D, BN, STAGES> S;
+  const u32 q_tile = base + cw * 64 * 128, k_tile = base + S::K_OFF + stage * S::KV_BYTES;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const int box = kk / 4, step = 32 * (kk % 4);
+    const u64 da = smem_desc(q_tile + box * S::BM * 128 + step, 16, 1024);
+    const u64 db = smem_desc(k_tile + box * BN * 128 + step, 16, 1024);
+    wgmma_ss<DT, BN>(s, da, db, kk > 0 ? 1 : 0);
+  }
+}
+
+// O (64 rows x D) (+)= P V; `accumulate` 0 overwrites O (the first tile).
+template <int DT, int D, int BN, int STAGES>
+__device__ __forceinline__ void wg_issue_pv(float (&o)[D / 2], const u32 (&pa)[BN / 16][4], u32 base, int stage,
+                                            int accumulate) {
+  typedef WgSdpaSmem<D, BN, STAGES> S;
+  const u32 v_tile = base + S::V_OFF + stage * S::KV_BYTES;
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk)
+    wgmma_rs<DT, D>(o, pa[kk], smem_desc(v_tile + 2048 * kk, BN * 128, 1024), (accumulate || kk > 0) ? 1 : 0);
+}
+
+// Softmax of one tile: the band applied only where the tile needs it.
+template <int BN, bool NEG>
+__device__ __forceinline__ void wg_softmax(float (&s)[BN / 2], RowState& st, float (&corr)[2], const SdpaBand& bd,
+                                           const KeyTiles& kt, int m0, int row0, int n0, float scale_log2) {
+  if (tile_needs_mask(bd, m0, kt.last_row, n0, BN)) softmax_tile<BN, true, NEG>(s, st, corr, bd, row0, n0, scale_log2);
+  else softmax_tile<BN, false, NEG>(s, st, corr, bd, row0, n0, scale_log2);
+}
+
+// A consumer warpgroup (cw = 0 or 1) over every tile; returns with o, st final (unnormalized).
+template <int DT, int D, int BN, int STAGES, bool NEG, bool OVERLAP>
+__device__ __forceinline__ void wg_sdpa_consume(const SdpaParams& p, u32 base, int cw, int m0, int row0,
+                                                const SdpaBand& bd, const KeyTiles& kt, float (&o)[D / 2],
+                                                RowState& st) {
+  typedef WgSdpaSmem<D, BN, STAGES> S;
+  const int top = kt.first + kt.count - 1;
+  mbar_wait(S::q_full(base), 0);
+  float s[BN / 2];
+  u32 pa[BN / 16][4];
+  float corr[2];
+  if constexpr (!OVERLAP) {
+#pragma unroll 1
+    for (int it = 0; it < kt.count; ++it) {
+      const int stage = it % STAGES;
+      const u32 phase = (u32)(it / STAGES) & 1u;
+      const int n0 = (top - it) * BN;
+      mbar_wait(S::k_full(base, stage), phase);
+      wgmma_fence();
+      wg_issue_qk<DT, D, BN, STAGES>(s, base, cw, stage);
+      wgmma_commit();
+      wgmma_wait<0>();
+      mbar_arrive(S::k_empty(base, stage));
+      wg_softmax<BN, NEG>(s, st, corr, bd, kt, m0, row0, n0, p.scale_log2);
+      rescale_rows<D>(o, corr);
+      pack_p<DT, BN>(s, pa);
+      mbar_wait(S::v_full(base, stage), phase);
+      wgmma_fence();
+      wg_issue_pv<DT, D, BN, STAGES>(o, pa, base, stage, it > 0);
+      wgmma_commit();
+      wgmma_wait<0>();
+      mbar_arrive(S::v_empty(base, stage));
+    }
+  } else {
+    // Tile 0: S, softmax, P. Then for each further tile: issue S(it) and P(it-1) V(it-1), wait for
+    // S(it) only, softmax it while P V runs, then wait for P V, rescale O and pack P(it).
+    mbar_wait(S::k_full(base, 0), 0);
+    wgmma_fence();
+    wg_issue_qk<DT, D, BN, STAGES>(s, base, cw, 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    mbar_arrive(S::k_empty(base, 0));
+    wg_softmax<BN, NEG>(s, st, corr, bd, kt, m0, row0, top * BN, p.scale_log2);
+    pack_p<DT, BN>(s, pa);
+#pragma unroll 1
+    for (int it = 1; it < kt.count; ++it) {
+      const int stage = it % STAGES, prev = (it - 1) % STAGES;
+      const u32 phase = (u32)(it / STAGES) & 1u, prev_phase = (u32)((it - 1) / STAGES) & 1u;
+      const int n0 = (top - it) * BN;
+      mbar_wait(S::k_full(base, stage), phase);
+      wgmma_fence();
+      wg_issue_qk<DT, D, BN, STAGES>(s, base, cw, stage);
+      wgmma_commit();
+      mbar_wait(S::v_full(base, prev), prev_phase);
+      wg_issue_pv<DT, D, BN, STAGES>(o, pa, base, prev, it > 1);
+      wgmma_commit();
+      wgmma_wait<1>();
+      mbar_arrive(S::k_empty(base, stage));
+      wg_softmax<BN, NEG>(s, st, corr, bd, kt, m0, row0, n0, p.scale_log2);
+      wgmma_wait<0>();
+      mbar_arrive(S::v_empty(base, prev));
+      rescale_rows<D>(o, corr);
+      pack_p<DT, BN>(s, pa);
+    }
+    const int last = (kt.count - 1) % STAGES;
+    mbar_wait(S::v_full(base, last), (u32)((kt.count - 1) / STAGES) & 1u);
+    wgmma_fence();
+    wg_issue_pv<DT, D, BN, STAGES>(o, pa, base, last, kt.count > 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    mbar_arrive(S::v_empty(base, last));
+  }
+}
+
+template <int DT, int OT, int D, int BN, int STAGES, bool NEG, bool OVERLAP>
+__device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* mq, const TmaDesc* mk,
+                                           const TmaDesc* mv) {
+  typedef WgSdpaSmem<D, BN, STAGES> S;
+  extern __shared__ __align__(1024) char smem_raw[];
+  const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const int wg = (int)threadIdx.x / 128;
+  const int bi = (int)blockIdx.z, hi = (int)blockIdx.y;
+  const int m0 = (p.m_blocks - 1 - (int)blockIdx.x) * S::BM;  // the longest rows (causal) first
+  const SdpaBand bd = sdpa_band(p, bi);
+  const KeyTiles kt = key_tiles(bd, m0, S::BM, BN);
+  if (threadIdx.x == 0) {
+    mbar_init(S::q_full(base), 1);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(S::k_full(base, s), 1);
+      mbar_init(S::v_full(base, s), 1);
+      mbar_init(S::k_empty(base, s), 256);  // every consumer thread arrives
+      mbar_init(S::v_empty(base, s), 256);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+    if (threadIdx.x == 0 && kt.count > 0) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(mq) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(mk) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(mv) : "memory");
+      wg_sdpa_produce<D, BN, STAGES>(mq, mk, mv, base, m0, hi, hi / (p.h / p.hk), bi, kt);
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+    const int cw = wg - 1;
+    const int row0 = m0 + cw * 64 + (((int)threadIdx.x / 32) % 4) * 16 + ((int)threadIdx.x % 32) / 4;
+    RowState st;
+    row_state_init(st);
+    float o[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+    if (kt.count > 0) wg_sdpa_consume<DT, D, BN, STAGES, NEG, OVERLAP>(p, base, cw, m0, row0, bd, kt, o, st);
+    store_rows<OT, D>(p, o, st, bd, bi, hi, row0);
+  }
+}
+
+}  // namespace dg

@@ -1,0 +1,226 @@
+// cuda_sdpa_flash: the engine (support, knobs, cost) and its plan (kernel arguments, TMA maps,
+// launch). The kernels: src/engines/cuda/kernels/sdpa_*.cuh; one per (core, types, padded head dim),
+// every size a kernel argument, so one compiled kernel serves every shape.
+#include "engines/cuda/sdpa/sdpa_engine.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "core/log.hpp"
+#include "engines/cuda/gemm/driver_ext.hpp"
+#include "engines/cuda/gemm/kernel_build.hpp"
+#include "engines/cuda/sdpa/sdpa_params.hpp"
+#include "engines/cuda/sdpa/sdpa_problem.hpp"
+
+namespace dnngraph::cuda {
+namespace {
+
+using gemm::KernelBuild;
+using gemm::TensorMap;
+using sdpa::Config;
+using sdpa::Core;
+using sdpa::Operand;
+using sdpa::Problem;
+
+// ---- TMA maps of rank 4 ([b, h, s, d] with any batch/head/sequence strides); the GEMM engines'
+// helper stops at rank 3.
+
+using EncodeTiled = CUresult (*)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*,
+                                 const uint32_t*, int, int, int, int);
+
+EncodeTiled encode_fn() {
+  static EncodeTiled fn = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!driver()) return;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcuda.so", RTLD_NOW | RTLD_NOLOAD);
+    if (lib) fn = reinterpret_cast<EncodeTiled>(dlsym(lib, "cuTensorMapEncodeTiled"));
+  });
+  return fn;
+}
+
+// Boxes of 64 head-dim columns (128 bytes, the 128-byte swizzle's span) x `rows` sequence rows.
+Status encode_rows_map(const Operand& x, uint32_t rows, const void* base, TensorMap& out) {
+  const EncodeTiled encode = encode_fn();
+  if (!encode) return {ErrorCode::CUDA_API_FAILED, "cuTensorMapEncodeTiled is not in the loaded CUDA driver (TMA needs CUDA 12+)"};
+  const uint64_t dims[4] = {static_cast<uint64_t>(x.dims[3]), static_cast<uint64_t>(x.dims[2]),
+                            static_cast<uint64_t>(x.dims[1]), static_cast<uint64_t>(x.dims[0])};
+  uint64_t strides[3];
+  for (int i = 0; i < 3; ++i) {
+    const int dim = 2 - i;  // sequence, head, batch
+    strides[i] = x.dims[dim] > 1 ? static_cast<uint64_t>(x.strides[dim]) * 2 : 16;  // unused when the dim is 1
+  }
+  const uint32_t box[4] = {64, rows, 1, 1}, elem[4] = {1, 1, 1, 1};
+  constexpr int kBf16 = 9, kF16 = 6, kSwizzle128 = 3, kL2Promotion256 = 3;
+  return check(encode(&out, x.dtype == DataType::BFLOAT16 ? kBf16 : kF16, 4, const_cast<void*>(base), dims, strides, box,
+                      elem, 0, kSwizzle128, kL2Promotion256, 0),
+               "cuTensorMapEncodeTiled");
+}
+
+bool misaligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; }
+
+void copy3(const Operand& x, int64_t (&dst)[3]) {
+  for (int i = 0; i < 3; ++i) dst[i] = x.strides[static_cast<size_t>(i)];
+}
+
+int32_t clamp_bound(int64_t v, int64_t limit) { return static_cast<int32_t>(std::min(v, limit)); }
+
+class SdpaPlan final : public Plan {
+ public:
+  SdpaPlan(const Partition& p, Problem pr, Config c, KernelBuild k)
+      : part_(p), pr_(std::move(pr)), c_(c), k_(std::move(k)) {}
+
+  Status execute(const ExecArgs& args) const override {
+    HandleImpl& h = args.handle;
+    if (!h.device.is_cuda() || !h.cuda) return {ErrorCode::GRAPH_EXECUTION_FAILED, "cuda_sdpa_flash: not a CUDA handle"};
+    const auto ptr = [&](const Operand& x) -> void* { return x.id < 0 ? nullptr : args.ptrs[static_cast<size_t>(x.id)]; };
+    for (const Operand* x : {&pr_.q, &pr_.k, &pr_.v, &pr_.o}) {
+      const std::string name = "cuda_sdpa_flash: tensor '" + part_.tensor(x->id).name + "'";
+      if (!ptr(*x)) return {ErrorCode::INVALID_VARIANT_PACK, name + ": the pointer is null"};
+      if (misaligned(ptr(*x)))
+        return {ErrorCode::INVALID_VARIANT_PACK, name + ": the pointer is not 16-byte aligned (rows move in 16-byte chunks)"};
+    }
+    sdpa::SdpaParams prm = params(ptr);
+    if ((pr_.seq_q.id >= 0) != (prm.seq_q != nullptr) || (pr_.seq_kv.id >= 0) != (prm.seq_kv != nullptr))
+      return {ErrorCode::INVALID_VARIANT_PACK, "cuda_sdpa_flash: a sequence-length tensor of the padding mask has no pointer"};
+    const gemm::Grid3 grid{static_cast<unsigned>(prm.m_blocks), static_cast<unsigned>(pr_.h), static_cast<unsigned>(pr_.b)};
+    if (c_.core == Core::MMA_SYNC) {
+      void* kargs[] = {&prm};
+      return gemm::launch_3d(h, k_.main, grid, static_cast<unsigned>(c_.threads), static_cast<unsigned>(c_.smem_bytes),
+                             kargs, sdpa::kKernelName);
+    }
+    TensorMap mq, mk, mv;
+    if (auto s = encode_rows_map(pr_.q, static_cast<uint32_t>(c_.bm), prm.q, mq); !s.ok()) return s;
+    if (auto s = encode_rows_map(pr_.k, static_cast<uint32_t>(c_.bn), prm.k, mk); !s.ok()) return s;
+    if (auto s = encode_rows_map(pr_.v, static_cast<uint32_t>(c_.bn), prm.v, mv); !s.ok()) return s;
+    void* kargs[] = {&prm, &mq, &mk, &mv};
+    return gemm::launch_3d(h, k_.main, grid, static_cast<unsigned>(c_.threads), static_cast<unsigned>(c_.smem_bytes),
+                           kargs, sdpa::kKernelName);
+  }
+
+  void serialize(ByteWriter& w) const override { gemm::serialize_kernel(k_, w); }
+
+ private:
+  template <class Ptr>
+  sdpa::SdpaParams params(const Ptr& ptr) const {
+    sdpa::SdpaParams prm{};
+    prm.q = ptr(pr_.q);
+    prm.k = ptr(pr_.k);
+    prm.v = ptr(pr_.v);
+    prm.o = ptr(pr_.o);
+    prm.stats = static_cast<float*>(ptr(pr_.stats));
+    prm.seq_q = static_cast<const int32_t*>(ptr(pr_.seq_q));
+    prm.seq_kv = static_cast<const int32_t*>(ptr(pr_.seq_kv));
+    copy3(pr_.q, prm.q_stride);
+    copy3(pr_.k, prm.k_stride);
+    copy3(pr_.v, prm.v_stride);
+    copy3(pr_.o, prm.o_stride);
+    copy3(pr_.stats, prm.stats_stride);
+    prm.seq_q_stride = pr_.seq_q.strides[0];
+    prm.seq_kv_stride = pr_.seq_kv.strides[0];
+    prm.b = static_cast<int32_t>(pr_.b);
+    prm.h = static_cast<int32_t>(pr_.h);
+    prm.hk = static_cast<int32_t>(pr_.hk);
+    prm.sq = static_cast<int32_t>(pr_.sq);
+    prm.skv = static_cast<int32_t>(pr_.skv);
+    prm.d = static_cast<int32_t>(pr_.d);
+    prm.scale_log2 = static_cast<float>(pr_.scale * 1.44269504088896340736);
+    // A bound past every (row, key) pair masks nothing; clamping keeps the kernels' int arithmetic exact.
+    const int64_t limit = pr_.sq + pr_.skv + 1;
+    prm.has_left = pr_.left.has_value();
+    prm.has_right = pr_.right.has_value();
+    prm.left = pr_.left ? clamp_bound(*pr_.left, limit) : 0;
+    prm.right = pr_.right ? clamp_bound(*pr_.right, limit) : 0;
+    prm.bottom_right = pr_.bottom_right;
+    prm.m_blocks = static_cast<int32_t>((pr_.sq + c_.bm - 1) / c_.bm);
+    return prm;
+  }
+
+  Partition part_;
+  Problem pr_;
+  Config c_;
+  KernelBuild k_;
+};
+
+class SdpaFlashEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "cuda_sdpa_flash"; }
+
+  Support check(const Partition& p, const Target& t) const override {
+    Problem pr;
+    Config c;
+    std::string why;
+    if (!sdpa::describe(p, pr, why) || !sdpa::check_device(t, why) ||
+        !sdpa::make_config(pr, Knobs{}, t.info().sm_version, c, why))
+      return Support::no(why);
+    return Support::yes();
+  }
+
+  std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
+    std::vector<Knobs> all{{{"core", 0}}};
+    if (t.info().sm_version == 90) all = {{{"core", 1}, {"overlap", 1}}, {{"core", 1}, {"overlap", 0}}, {{"core", 0}}};
+    Problem pr;
+    std::string why;
+    if (!sdpa::describe(p, pr, why)) return all;
+    std::vector<Knobs> out;
+    for (const Knobs& k : all) {
+      Config c;
+      if (sdpa::make_config(pr, k, t.info().sm_version, c, why)) out.push_back(k);
+    }
+    return out.empty() ? all : out;
+  }
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    Problem pr;
+    Config c;
+    std::string why;
+    if (!sdpa::describe(p, pr, why) || !sdpa::make_config(pr, k, t.info().sm_version, c, why)) return 1e9;
+    // Two GEMMs over the visible pairs; the exp2 of the softmax costs the tensor cores idle time,
+    // which overlapping S with P V hides in part.
+    const double flops = 4.0 * static_cast<double>(pr.b * pr.h * pr.d) * sdpa::visible_pairs(pr);
+    const double eff = c.core == Core::WGMMA ? (c.overlap ? 0.55 : 0.5) : 0.3;
+    return roofline_seconds(flops, partition_bytes(p), t.info(), eff, 5e-6);
+  }
+
+  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
+    return make(p, t, k, nullptr, plan);
+  }
+
+  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
+                     std::unique_ptr<Plan>& plan) const override {
+    return make(p, t, k, &r, plan);
+  }
+
+ private:
+  // Compiles (r null) or reloads the stored kernel (r set), then makes the plan.
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
+    const ErrorCode fail = r ? ErrorCode::SERIALIZATION_FAILED : ErrorCode::GRAPH_NOT_SUPPORTED;
+    Problem pr;
+    Config c;
+    std::string why;
+    if (!sdpa::describe(p, pr, why) || !sdpa::check_device(t, why) ||
+        !sdpa::make_config(pr, k, t.info().sm_version, c, why))
+      return {fail, "cuda_sdpa_flash: " + why};
+    KernelBuild kb;
+    kb.source = sdpa::kernel_source(c);
+    Status s = r ? gemm::reload_kernel(t, *r, sdpa::kKernelName, c.smem_bytes, false, name(), kb)
+                 : gemm::compile_kernel(t, "cuda_sdpa_flash.cu", sdpa::kKernelName, c.smem_bytes, false, kb);
+    if (!s.ok()) return s;
+    DG_LOG(DEBUG) << "cuda_sdpa_flash: " << c.describe() << ", " << c.smem_bytes << " bytes of shared memory";
+    plan = std::make_unique<SdpaPlan>(p, std::move(pr), c, std::move(kb));
+    return {};
+  }
+};
+
+}  // namespace
+
+const Engine& sdpa_flash_engine() {
+  static const SdpaFlashEngine kEngine;
+  return kEngine;
+}
+
+}  // namespace dnngraph::cuda

@@ -1,0 +1,518 @@
+// cuda_sdpa_flash against the reference engine. Without a GPU: the kernels compile through NVRTC
+// (wgmma for sm_90a, mma.sync for sm_80/sm_86), the engine's rejections and configurations. With
+// one (the tests skip otherwise): every plan the engine offers (wgmma with and without overlap,
+// mma.sync) on seeded random shapes (sequence lengths that fit no tile, GQA/MQA, BHSD and BSHD,
+// every mask, padding, stats, bf16/fp16), head dims 8..256, fp32 output, negative and zero scales,
+// fully masked rows, and a serialized plan. Outputs are poisoned with NaN before each run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "core/dtype.hpp"
+#include "dnngraph/dnngraph.hpp"
+#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/sdpa/sdpa_engine.hpp"
+#include "engines/cuda/sdpa/sdpa_problem.hpp"
+#include "engines/test_cuda_util.hpp"
+#include "graph/graph_impl.hpp"
+#include "planning/kernel_cache.hpp"
+#include "runtime/memory.hpp"
+
+namespace {
+
+namespace dg = dnngraph;
+namespace sd = dnngraph::cuda::sdpa;
+using T = dg::DataType;
+
+enum class Mask { NONE, CAUSAL, CAUSAL_BOTTOM_RIGHT, SLIDING_WINDOW, BAND };
+
+struct Case {
+  int64_t b = 1, h = 1, hk = 1, sq = 1, skv = 1, d = 64, dv = 64;
+  T type = T::BFLOAT16, out = T::NOT_SET;  // out NOT_SET: Q's type
+  bool bshd = false;
+  Mask mask = Mask::NONE;
+  int64_t left = 0, right = 0;
+  bool padding = false, stats = false;
+  std::optional<double> scale;
+  std::string describe() const {
+    return "b" + std::to_string(b) + " h" + std::to_string(h) + " hk" + std::to_string(hk) + " sq" + std::to_string(sq) +
+           " skv" + std::to_string(skv) + " d" + std::to_string(d) + " " + std::string(dg::to_string(type)) +
+           (bshd ? " BSHD" : " BHSD") + " mask" + std::to_string(static_cast<int>(mask)) + " left" +
+           std::to_string(left) + " right" + std::to_string(right) + (padding ? " padding" : "") +
+           (stats ? " stats" : "") + (scale ? " scale" + std::to_string(*scale) : "");
+  }
+};
+
+// A rank-4 host tensor in BHSD or BSHD layout.
+struct HostTensor {
+  std::vector<int64_t> dims, strides;
+  T type = T::FLOAT;
+  std::vector<unsigned char> bytes;
+  HostTensor() = default;
+  HostTensor(std::vector<int64_t> d, T t, bool bshd) : dims(std::move(d)), type(t) {
+    strides = bshd ? std::vector<int64_t>{dims[1] * dims[2] * dims[3], dims[3], dims[1] * dims[3], 1}
+                   : std::vector<int64_t>{dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+    bytes.resize(static_cast<size_t>(count() * static_cast<int64_t>(dg::size_of(t))));
+  }
+  int64_t count() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
+  double at(int64_t b, int64_t h, int64_t s, int64_t c) const {
+    return dg::dtype::load(bytes.data(), type, b * strides[0] + h * strides[1] + s * strides[2] + c * strides[3]);
+  }
+  void fill(std::mt19937& rng) {
+    std::uniform_real_distribution<double> u(-1.5, 1.5);
+    for (int64_t i = 0; i < count(); ++i) dg::dtype::store(bytes.data(), type, i, u(rng));
+  }
+  void poison() {
+    for (int64_t i = 0; i < count(); ++i) dg::dtype::store(bytes.data(), type, i, std::nan(""));
+  }
+  dg::TensorPtr declare(dg::Graph& g, const char* name) const {
+    return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(strides).set_data_type(type));
+  }
+};
+
+struct Inputs {
+  HostTensor q, k, v;
+  std::vector<int32_t> seq_q, seq_kv;
+};
+
+Inputs make_inputs(const Case& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Inputs in{HostTensor({c.b, c.h, c.sq, c.d}, c.type, c.bshd), HostTensor({c.b, c.hk, c.skv, c.d}, c.type, c.bshd),
+            HostTensor({c.b, c.hk, c.skv, c.dv}, c.type, c.bshd), {}, {}};
+  in.q.fill(rng);
+  in.k.fill(rng);
+  in.v.fill(rng);
+  for (int64_t b = 0; c.padding && b < c.b; ++b) {
+    in.seq_q.push_back(static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, c.sq)(rng)));
+    in.seq_kv.push_back(static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, c.skv)(rng)));
+  }
+  return in;
+}
+
+dg::SdpaAttr attr_of(const Case& c) {
+  dg::SdpaAttr a;
+  a.set_name("attn").set_is_inference(!c.stats);
+  if (c.scale) a.set_attn_scale(*c.scale);
+  switch (c.mask) {
+    case Mask::NONE: break;
+    case Mask::CAUSAL: a.set_causal_mask(true); break;
+    case Mask::CAUSAL_BOTTOM_RIGHT: a.set_causal_mask_bottom_right(true); break;
+    case Mask::SLIDING_WINDOW: a.set_causal_mask(true).set_diagonal_band_left_bound(c.left); break;
+    case Mask::BAND:
+      a.set_diagonal_alignment(dg::DiagonalAlignment::BOTTOM_RIGHT)
+          .set_diagonal_band_left_bound(c.left)
+          .set_diagonal_band_right_bound(c.right);
+      break;
+  }
+  return a;
+}
+
+// Kernels compiled once per process; also kept in $DNNGRAPH_KERNEL_CACHE_DIR when set (a folder the
+// benchmark's --prebuild filled, so that a GPU machine runs the tests without compiling).
+std::shared_ptr<dg::KernelCache> shared_cache() {
+  static std::shared_ptr<dg::KernelCache> cache = [] {
+    auto c = std::make_shared<dg::KernelCache>();
+    if (const char* dir = std::getenv("DNNGRAPH_KERNEL_CACHE_DIR"); dir && *dir) c->set_directory(dir);
+    return c;
+  }();
+  return cache;
+}
+
+struct Outputs {
+  HostTensor o, stats;
+  std::vector<std::string> plans;  // every plan the engine offered
+};
+
+// Builds the graph for `engine` on `handle` and runs the plan whose name is `plan` (the first when
+// empty). Tensors live in host memory on the CPU, in device memory on a GPU.
+Outputs run(const Case& c, const Inputs& in, dg::Handle& handle, const std::string& engine, const std::string& plan) {
+  dg::Graph g;
+  g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT).select_engines({engine}).set_kernel_cache(shared_cache());
+  auto Q = in.q.declare(g, "Q"), K = in.k.declare(g, "K"), V = in.v.declare(g, "V");
+  dg::SdpaAttr attr = attr_of(c);
+  dg::TensorPtr SQ, SKV;
+  if (c.padding) {
+    auto seq = [&](const char* n) {
+      return g.tensor(dg::TensorAttr().set_name(n).set_dim({c.b, 1, 1, 1}).set_stride({1, 1, 1, 1}).set_data_type(T::INT32));
+    };
+    SQ = seq("SEQ_Q"), SKV = seq("SEQ_KV");
+    attr.set_padding_mask(true).set_seq_len_q(SQ).set_seq_len_kv(SKV);
+  }
+  auto [O, STATS] = g.sdpa(Q, K, V, attr);
+  const T out_type = c.out == T::NOT_SET ? c.type : c.out;
+  O->set_output(true).set_data_type(out_type);
+  if (c.stats) STATS->set_output(true);
+  Outputs out{HostTensor({c.b, c.h, c.sq, c.dv}, out_type, c.bshd), HostTensor({c.b, c.h, c.sq, 1}, T::FLOAT, false), {}};
+  out.o.poison();
+  out.stats.poison();
+  EXPECT_TRUE(g.validate().ok());
+  EXPECT_TRUE(g.build_operation_graph(handle).ok());
+  EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  auto s = g.check_support(handle);
+  EXPECT_TRUE(s.ok()) << s.to_string() << "\n" << g.explain();
+  if (!s.ok()) return out;
+  int64_t index = -1;
+  for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+    std::string name;
+    EXPECT_TRUE(g.get_plan_name_at_index(i, name).ok());
+    out.plans.push_back(name);
+    if (index < 0 && (plan.empty() || name == plan)) index = i;
+  }
+  EXPECT_GE(index, 0) << "no plan named '" << plan << "'";
+  if (index < 0) return out;
+  s = g.build_plan_at_index(handle, index);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  std::vector<int32_t> sq = in.seq_q, skv = in.seq_kv;
+  std::vector<std::pair<dg::TensorPtr, void*>> host{{Q, const_cast<unsigned char*>(in.q.bytes.data())},
+                                                     {K, const_cast<unsigned char*>(in.k.bytes.data())},
+                                                     {V, const_cast<unsigned char*>(in.v.bytes.data())},
+                                                     {O, out.o.bytes.data()}};
+  std::vector<size_t> sizes{in.q.bytes.size(), in.k.bytes.size(), in.v.bytes.size(), out.o.bytes.size()};
+  if (c.padding) {
+    host.push_back({SQ, sq.data()}), sizes.push_back(sq.size() * 4);
+    host.push_back({SKV, skv.data()}), sizes.push_back(skv.size() * 4);
+  }
+  if (c.stats) host.push_back({STATS, out.stats.bytes.data()}), sizes.push_back(out.stats.bytes.size());
+  dg::VariantPack pack;
+  std::vector<dg::memory::Buffer> device;
+  dg::HandleImpl& hi = handle.impl();
+  const bool gpu = hi.device.is_cuda();
+  for (size_t i = 0; i < host.size(); ++i) {
+    if (!gpu) {
+      pack[host[i].first] = host[i].second;
+      continue;
+    }
+    device.emplace_back(hi, sizes[i]);
+    EXPECT_TRUE(device.back().status().ok());
+    EXPECT_TRUE(dg::memory::copy_to_device(hi, device.back().get(), host[i].second, sizes[i]).ok());
+    pack[host[i].first] = device.back().get();
+  }
+  s = g.execute_plan_at_index(handle, pack, nullptr, index);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  if (gpu) {
+    EXPECT_TRUE(dg::memory::synchronize(hi).ok());
+    EXPECT_TRUE(dg::memory::copy_to_host(hi, out.o.bytes.data(), pack[O], out.o.bytes.size()).ok());
+    if (c.stats) {
+      EXPECT_TRUE(dg::memory::copy_to_host(hi, out.stats.bytes.data(), pack[STATS], out.stats.bytes.size()).ok());
+    }
+  }
+  return out;
+}
+
+double tolerance(T t) { return t == T::HALF ? 3e-3 : t == T::FLOAT ? 3e-3 : 1e-2; }
+
+// ||got - want|| / ||want|| within tol, every element within 8 tol (1 + |want|), no NaN.
+void expect_close(const Case& c, const HostTensor& got, const HostTensor& want, double tol, const std::string& what) {
+  double num = 0, den = 0;
+  int64_t bad = 0;
+  for (int64_t b = 0; b < want.dims[0]; ++b)
+    for (int64_t h = 0; h < want.dims[1]; ++h)
+      for (int64_t s = 0; s < want.dims[2]; ++s)
+        for (int64_t x = 0; x < want.dims[3]; ++x) {
+          const double g = got.at(b, h, s, x), w = want.at(b, h, s, x);
+          num += (g - w) * (g - w);
+          den += w * w;
+          if (std::fabs(g - w) <= 8 * tol * (1.0 + std::fabs(w))) continue;  // NaN fails too
+          if (++bad <= 3)
+            ADD_FAILURE() << what << "[" << b << "," << h << "," << s << "," << x << "] = " << g << ", ref " << w << " ("
+                          << c.describe() << ")";
+        }
+  EXPECT_EQ(bad, 0) << what << ": " << c.describe();
+  const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  EXPECT_LE(rel, tol) << what << ": relative error " << rel << " (" << c.describe() << ")";
+}
+
+// ---- no GPU needed
+
+class CudaSdpaCompile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  }
+  static void compile(const sd::Config& c, const std::string& arch) {
+    std::vector<uint8_t> cubin;
+    const std::string src = sd::kernel_source(c);
+    const auto s = dg::cuda::nvrtc_compile(src, "test_sdpa.cu", arch, cubin);
+    ASSERT_TRUE(s.ok()) << c.describe() << ": " << s.to_string() << "\n---- source:\n" << src;
+    EXPECT_GT(cubin.size(), 1000u);
+  }
+};
+
+TEST_F(CudaSdpaCompile, WgmmaKernelsCompileForHopper) {
+  compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false), "sm_90a");
+  compile(sd::config_for(sd::Core::WGMMA, T::HALF, T::FLOAT, 256, false, true), "sm_90a");
+}
+
+TEST_F(CudaSdpaCompile, MmaSyncKernelsCompileForAmpere) {
+  compile(sd::config_for(sd::Core::MMA_SYNC, T::BFLOAT16, T::BFLOAT16, 64, false, false), "sm_80");
+  compile(sd::config_for(sd::Core::MMA_SYNC, T::HALF, T::HALF, 192, false, true), "sm_86");
+}
+
+// A graph lowered for the CPU handle: the partition the engine would see.
+struct Lowered {
+  dg::Graph g;
+  dg::Handle cpu{dg::Device::cpu()};
+  dg::Partition part;
+};
+
+void lower(const Case& c, Lowered& l, std::vector<int64_t> q_strides = {}) {
+  l.g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT);
+  HostTensor q({c.b, c.h, c.sq, c.d}, c.type, c.bshd), k({c.b, c.hk, c.skv, c.d}, c.type, c.bshd),
+      v({c.b, c.hk, c.skv, c.dv}, c.type, c.bshd);
+  if (!q_strides.empty()) q.strides = q_strides;
+  auto [O, S] = l.g.sdpa(q.declare(l.g, "Q"), k.declare(l.g, "K"), v.declare(l.g, "V"), attr_of(c));
+  O->set_output(true);
+  ASSERT_TRUE(l.g.validate().ok());
+  ASSERT_TRUE(l.g.build_operation_graph(l.cpu).ok());
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(dg::partition_graph(*l.g.impl().ir, parts).ok());
+  ASSERT_EQ(parts.size(), 1u);
+  l.part = parts[0];
+}
+
+std::string describe_reason(const Case& c, std::vector<int64_t> q_strides = {}) {
+  Lowered l;
+  lower(c, l, std::move(q_strides));
+  sd::Problem pr;
+  std::string why;
+  return sd::describe(l.part, pr, why) ? "accepted" : why;
+}
+
+TEST(CudaSdpaEngine, RejectsWithReasons) {
+  Case c;
+  c.type = T::FLOAT;
+  EXPECT_EQ(describe_reason(c),
+            "node 'attn', tensor 'Q': data type FLOAT is not supported (HALF or BFLOAT16: the tensor cores take 16-bit "
+            "operands)");
+  c = Case{};
+  c.dv = 32;
+  EXPECT_EQ(describe_reason(c), "node 'attn', tensor 'V': head dim 32 differs from Q's 64 (the kernels need equal head "
+                                "dims for Q, K and V)");
+  c = Case{};
+  c.d = c.dv = 320;
+  EXPECT_EQ(describe_reason(c), "node 'attn', tensor 'V': head dim 320 exceeds 256 (a row of O is held in registers)");
+  c.d = c.dv = 12;
+  EXPECT_EQ(describe_reason(c), "node 'attn', tensor 'V': head dim 12 is not a multiple of 8 (rows move in 16-byte chunks)");
+  c = Case{};
+  c.sq = 4;
+  EXPECT_EQ(describe_reason(c, {4 * 64 * 2, 4 * 64 * 2, 1, 4}),
+            "node 'attn', tensor 'Q': the head dim is not contiguous (its stride is 4, the kernels need 1)");
+  EXPECT_EQ(describe_reason(c, {1000, 1000, 68, 1}),
+            "node 'attn', tensor 'Q': stride 68 of dim 2 is not a positive multiple of 8 elements (rows move in 16-byte "
+            "chunks)");
+  EXPECT_EQ(describe_reason(Case{}), "accepted");
+  // Not a CUDA handle, an old GPU, wgmma off Hopper.
+  Lowered l;
+  lower(Case{}, l);
+  dg::Target cpu_target;
+  cpu_target.handle = &l.cpu.impl();
+  const dg::Support s = dg::cuda::sdpa_flash_engine().check(l.part, cpu_target);
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.reason, "runs on CUDA handles; this one is cpu");
+  sd::Problem pr;
+  std::string why;
+  ASSERT_TRUE(sd::describe(l.part, pr, why)) << why;
+  sd::Config cfg;
+  EXPECT_FALSE(sd::make_config(pr, {{"core", 1}}, 80, cfg, why));
+  EXPECT_EQ(why, "knob core=1 (wgmma + TMA) needs sm_90a; the device is sm_80");
+}
+
+TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
+  for (int d : {8, 64, 80, 128, 192, 256}) {
+    const auto w = sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, d, true, false);
+    const auto m = sd::config_for(sd::Core::MMA_SYNC, T::BFLOAT16, T::BFLOAT16, d, false, false);
+    EXPECT_EQ(w.d_pad % 64, 0);
+    EXPECT_GE(w.d_pad, d);
+    EXPECT_LE(w.smem_bytes, 227 * 1024) << w.describe();
+    EXPECT_LE(m.smem_bytes, 99 * 1024) << m.describe();  // fits sm_86/sm_89 too
+  }
+  // Knobs by device: wgmma first on Hopper, mma.sync only elsewhere.
+  Lowered l;
+  lower(Case{}, l);
+  dg::HandleImpl hopper, ampere;
+  hopper.info.sm_version = 90;
+  ampere.info.sm_version = 80;
+  dg::Target th, ta;
+  th.handle = &hopper;
+  ta.handle = &ampere;
+  const auto kh = dg::cuda::sdpa_flash_engine().knob_space(l.part, th);
+  ASSERT_EQ(kh.size(), 3u);
+  EXPECT_EQ(dg::knobs_to_string(kh[0]), "core=1,overlap=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[2]), "core=0");
+  const auto ka = dg::cuda::sdpa_flash_engine().knob_space(l.part, ta);
+  ASSERT_EQ(ka.size(), 1u);
+  EXPECT_EQ(dg::knobs_to_string(ka[0]), "core=0");
+}
+
+// ---- GPU: every plan against ref
+
+class CudaSdpa : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gpu_ = dg::cuda::testing::cuda_handle(why_);
+    DG_SKIP_WITHOUT_GPU(gpu_, why_);
+  }
+
+  // Every plan cuda_sdpa_flash offers for the case, each against ref.
+  void check(const Case& c, uint32_t seed) {
+    const Inputs in = make_inputs(c, seed);
+    const Outputs want = run(c, in, cpu_, "ref", "");
+    const Outputs first = run(c, in, *gpu_, "cuda_sdpa_flash", "");
+    ASSERT_FALSE(first.plans.empty()) << c.describe();
+    for (const std::string& plan : first.plans) {
+      const Outputs got = run(c, in, *gpu_, "cuda_sdpa_flash", plan);
+      expect_close(c, got.o, want.o, tolerance(got.o.type), "O of " + plan);
+      if (c.stats) expect_close(c, got.stats, want.stats, 1e-5, "STATS of " + plan);
+    }
+  }
+
+  std::string why_;
+  std::unique_ptr<dg::Handle> gpu_;
+  dg::Handle cpu_{dg::Device::cpu()};
+};
+
+TEST_F(CudaSdpa, MatchesRefOnRandomShapes) {
+  std::mt19937 rng(2026);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 20; ++trial) {
+    Case c;
+    c.b = pick(1, 2);
+    c.hk = pick(1, 2);
+    c.h = c.hk * pick(1, 3);
+    c.sq = pick(1, 300);
+    c.skv = pick(1, 300);
+    c.d = c.dv = trial % 4 == 3 ? 128 : 64;
+    c.type = trial % 2 ? T::HALF : T::BFLOAT16;
+    c.bshd = trial % 3 == 1;
+    c.mask = static_cast<Mask>(trial % 5);
+    c.left = pick(1, 150);
+    c.right = pick(0, 60);
+    c.padding = trial % 4 == 2;
+    c.stats = trial % 3 != 2;
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    check(c, static_cast<uint32_t>(trial + 1));
+  }
+}
+
+TEST_F(CudaSdpa, TileEdgesAndLongSequences) {
+  // Query blocks of 64 (mma.sync) and 128 (wgmma), key tiles of 64 and 128: lengths around them.
+  const int64_t lengths[][2] = {{128, 128}, {129, 127}, {63, 257}, {640, 700}, {1, 385}, {300, 17}};
+  uint32_t seed = 100;
+  for (auto [sq, skv] : lengths)
+    for (Mask m : {Mask::NONE, Mask::CAUSAL, Mask::CAUSAL_BOTTOM_RIGHT, Mask::SLIDING_WINDOW}) {
+      Case c;
+      c.h = 2;
+      c.sq = sq;
+      c.skv = skv;
+      c.mask = m;
+      c.left = 150;
+      c.stats = true;
+      check(c, ++seed);
+    }
+}
+
+TEST_F(CudaSdpa, HeadDimsUpTo256) {
+  uint32_t seed = 200;
+  for (int64_t d : {8, 40, 96, 192, 256}) {
+    Case c;
+    c.h = 2;
+    c.hk = 1;
+    c.sq = 150;
+    c.skv = 133;
+    c.d = c.dv = d;
+    c.mask = d % 3 ? Mask::CAUSAL : Mask::NONE;
+    c.stats = true;
+    check(c, ++seed);
+  }
+}
+
+TEST_F(CudaSdpa, FloatOutputNegativeAndZeroScale) {
+  Case c;
+  c.h = 3;
+  c.sq = 77;
+  c.skv = 190;
+  c.out = T::FLOAT;
+  c.mask = Mask::CAUSAL_BOTTOM_RIGHT;
+  c.stats = true;
+  check(c, 301);
+  c.out = T::NOT_SET;
+  c.type = T::HALF;
+  c.scale = -0.2;
+  check(c, 302);
+  c.scale = 0.0;
+  c.mask = Mask::SLIDING_WINDOW;
+  c.left = 30;
+  check(c, 303);
+}
+
+TEST_F(CudaSdpa, FullyMaskedAndPaddedRowsAreZeroNotNaN) {
+  Case c;
+  c.b = 3;
+  c.sq = 170;
+  c.skv = 30;  // bottom-right causal with sq > skv: the first 140 rows see no key
+  c.mask = Mask::CAUSAL_BOTTOM_RIGHT;
+  c.stats = true;
+  c.padding = true;
+  Inputs in = make_inputs(c, 7);
+  in.seq_q = {170, 0, 55};
+  in.seq_kv = {30, 12, 0};
+  const Outputs want = run(c, in, cpu_, "ref", "");
+  const Outputs first = run(c, in, *gpu_, "cuda_sdpa_flash", "");
+  for (const std::string& plan : first.plans) {
+    const Outputs got = run(c, in, *gpu_, "cuda_sdpa_flash", plan);
+    expect_close(c, got.o, want.o, tolerance(c.type), "O of " + plan);
+    expect_close(c, got.stats, want.stats, 1e-5, "STATS of " + plan);
+    for (int64_t s = 0; s < 140; ++s) EXPECT_EQ(got.o.at(0, 0, s, 0), 0.0) << plan << " row " << s;
+    EXPECT_EQ(got.o.at(1, 0, 3, 2), 0.0) << plan;
+    EXPECT_EQ(got.stats.at(2, 0, 10, 0), 0.0) << plan;
+  }
+}
+
+TEST_F(CudaSdpa, ChosenFirstAndSerializedPlanRuns) {
+  Case c;
+  c.b = 2, c.h = 4, c.hk = 2, c.sq = 200, c.skv = 200, c.mask = Mask::CAUSAL, c.stats = true;
+  const Inputs in = make_inputs(c, 11);
+  // With every engine allowed, the GPU plan comes first.
+  dg::Graph g;
+  g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT).set_kernel_cache(shared_cache());
+  auto [O, S] = g.sdpa(in.q.declare(g, "Q"), in.k.declare(g, "K"), in.v.declare(g, "V"), attr_of(c));
+  O->set_output(true);
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(*gpu_).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
+  std::string name;
+  ASSERT_TRUE(g.get_plan_name_at_index(0, name).ok());
+  EXPECT_EQ(name.rfind("cuda_sdpa_flash", 0), 0u) << g.explain();
+  ASSERT_TRUE(g.build_plan_at_index(*gpu_, 0).ok());
+  std::vector<uint8_t> blob;
+  ASSERT_TRUE(g.serialize(blob).ok());
+  dg::Graph g2;
+  const auto s = g2.deserialize(*gpu_, blob);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  // The reloaded plan gives what a freshly built one gives, bit for bit.
+  const Outputs fresh = run(c, in, *gpu_, "cuda_sdpa_flash", name);
+  dg::HandleImpl& hi = gpu_->impl();
+  std::vector<dg::memory::Buffer> bufs;
+  for (const auto* t : {&in.q, &in.k, &in.v}) {
+    bufs.emplace_back(hi, t->bytes.size());
+    ASSERT_TRUE(dg::memory::copy_to_device(hi, bufs.back().get(), t->bytes.data(), t->bytes.size()).ok());
+  }
+  bufs.emplace_back(hi, fresh.o.bytes.size());
+  const auto& ir = *g2.impl().ir;
+  dg::UidVariantPack pack;
+  for (const auto& t : ir.tensors) {
+    if (t.name == "Q") pack[t.uid] = bufs[0].get();
+    if (t.name == "K") pack[t.uid] = bufs[1].get();
+    if (t.name == "V") pack[t.uid] = bufs[2].get();
+    if (!t.is_virtual && t.producer >= 0 && t.dims[3] == c.d) pack[t.uid] = bufs[3].get();
+  }
+  ASSERT_TRUE(g2.execute(*gpu_, pack, nullptr).ok());
+  std::vector<unsigned char> o(fresh.o.bytes.size());
+  ASSERT_TRUE(dg::memory::copy_to_host(hi, o.data(), bufs[3].get(), o.size()).ok());
+  EXPECT_EQ(o, fresh.o.bytes);
+}
+
+}  // namespace
