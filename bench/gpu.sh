@@ -48,7 +48,7 @@ if [[ -n "${DNNGRAPH_DEPS:-}" ]]; then
   if [[ ! -f $prefix/lib/cmake/GTest/GTestConfig.cmake ]]; then
     gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
     cmake -S "$deps/src/googletest" -B "$build/googletest" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_GMOCK=ON >"$build/googletest.log" 2>&1 &&
+      -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_GMOCK=ON -DCMAKE_POLICY_VERSION_MINIMUM=3.5 >"$build/googletest.log" 2>&1 &&
       cmake --build "$build/googletest" -j "$jobs" >>"$build/googletest.log" 2>&1 &&
       cmake --install "$build/googletest" >>"$build/googletest.log" 2>&1 || { echo "googletest build failed:"; tail -20 "$build/googletest.log"; }
   fi
@@ -98,6 +98,7 @@ if [[ -z "${DNNGRAPH_SKIP_BENCH:-}" ]]; then
   PYTHONUNBUFFERED=1 python3 "$root/bench/gpu/compare.py" --bench "$bench" --out "$results" 2>&1 | tee "$logdir/bench.log"
   bench_rc=${PIPESTATUS[0]}
 fi
+[[ -z "${DNNGRAPH_SKIP_BENCH:-}" ]] && { step "GEMM / conv engines vs PyTorch"; c++ -std=c++20 -O2 -I"$root/include" -I"$root/src" "$root/bench/gpu/gemm_conv.cpp" "$build/libdnngraph.a" $xxhash_libs -ldl -pthread -o "$build/dnngraph_gemm_conv_bench" && SKIP_TESTS=1 bash "$root/bench/gpu/gemm_conv.sh" "$build" "$logdir/gemm_conv" || bench_rc=1; }
 step "done"
 echo "$tests_summary"
 echo "results: $results"
