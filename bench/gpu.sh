@@ -99,6 +99,7 @@ if [[ -z "${DNNGRAPH_SKIP_BENCH:-}" ]]; then
   bench_rc=${PIPESTATUS[0]}
 fi
 [[ -z "${DNNGRAPH_SKIP_BENCH:-}" ]] && { step "GEMM / conv engines vs PyTorch"; c++ -std=c++20 -O2 -I"$root/include" -I"$root/src" "$root/bench/gpu/gemm_conv.cpp" "$build/libdnngraph.a" $xxhash_libs -ldl -pthread -o "$build/dnngraph_gemm_conv_bench" && SKIP_TESTS=1 bash "$root/bench/gpu/gemm_conv.sh" "$build" "$logdir/gemm_conv" || bench_rc=1; }
+[[ -z "${DNNGRAPH_SKIP_BENCH:-}" ]] && { step "attention: cuda_sdpa_flash vs PyTorch SDPA (flash, cuDNN)"; DNNGRAPH_SKIP_TESTS=1 bash "$root/bench/gpu/sdpa.sh" "$build" "$xxhash_libs" 2>&1 | tee "$logdir/sdpa.log" || bench_rc=1; }
 step "done"
 echo "$tests_summary"
 echo "results: $results"

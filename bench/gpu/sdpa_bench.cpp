@@ -6,6 +6,9 @@
 // few sampled rows (max_err), so a fast wrong kernel cannot pass unnoticed.
 //
 // usage: dnngraph_sdpa_bench [--repeats N] [--case NAME]
+//        dnngraph_sdpa_bench --dump DIR       run small cases (GQA, BSHD, cross-attention, fp16) with
+//                                             every plan and write inputs and outputs to DIR, for
+//                                             sdpa_compare.py to check against PyTorch's backends
 //        dnngraph_sdpa_bench --prebuild DIR   compile the kernels the benchmark and the GPU tests
 //                                             use for sm_90a into kernel-cache folder DIR (no GPU
 //                                             needed); set DNNGRAPH_KERNEL_CACHE_DIR=DIR there
@@ -170,6 +173,86 @@ void run_case(dg::Handle& handle, const Case& c, const std::shared_ptr<dg::Kerne
   }
 }
 
+// ---- --dump: small cases for the comparison with PyTorch's own outputs
+
+struct DumpCase {
+  const char* name;
+  int64_t b, h, hk, sq, skv, d;
+  bool causal, bshd;
+  DataType type;
+};
+const DumpCase kDumpCases[] = {
+    {"gqa_bshd_causal", 2, 8, 2, 777, 777, 128, true, true, DataType::BFLOAT16},
+    {"cross_fp16", 1, 4, 4, 1000, 1203, 64, false, false, DataType::HALF},
+    {"causal_d64", 2, 4, 4, 1030, 1030, 64, true, false, DataType::BFLOAT16},
+};
+
+void write_file(const std::string& path, const void* data, size_t bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(data, 1, bytes, f) != bytes) die("write " + path, dg::Status(dg::ErrorCode::IO_ERROR, "failed"));
+  std::fclose(f);
+}
+
+// Inputs as raw 16-bit files (BHSD or BSHD as the case says), one output file per plan, and a JSON
+// line per case on stdout naming them.
+void dump_case(dg::Handle& handle, const DumpCase& c, const std::string& dir, const std::shared_ptr<dg::KernelCache>& cache) {
+  dg::HandleImpl& hi = handle.impl();
+  auto layout = [&](int64_t heads, int64_t s) {
+    return c.bshd ? std::vector<int64_t>{s * heads * c.d, c.d, heads * c.d, 1}
+                  : std::vector<int64_t>{heads * s * c.d, s * c.d, c.d, 1};
+  };
+  const int64_t nq = c.b * c.h * c.sq * c.d, nkv = c.b * c.hk * c.skv * c.d;
+  auto host = [&](int64_t n, uint64_t seed) {
+    auto v = random_bf16(n, seed);  // bf16 bits; re-rounded to fp16 for HALF cases
+    if (c.type == DataType::HALF)
+      for (auto& x : v) x = dg::dtype::float_to_half(dg::dtype::bf16_to_float(x));
+    return v;
+  };
+  const auto hq = host(nq, 11), hk = host(nkv, 12), hv = host(nkv, 13);
+  dg::memory::Buffer q(hi, hq.size() * 2), k(hi, hk.size() * 2), v(hi, hv.size() * 2), o(hi, hq.size() * 2);
+  ok(dg::memory::copy_to_device(hi, q.get(), hq.data(), hq.size() * 2), "upload");
+  ok(dg::memory::copy_to_device(hi, k.get(), hk.data(), hk.size() * 2), "upload");
+  ok(dg::memory::copy_to_device(hi, v.get(), hv.data(), hv.size() * 2), "upload");
+  const std::string base = dir + "/" + c.name;
+  write_file(base + ".q", hq.data(), hq.size() * 2);
+  write_file(base + ".k", hk.data(), hk.size() * 2);
+  write_file(base + ".v", hv.data(), hv.size() * 2);
+  dg::Graph g;
+  g.set_io_data_type(c.type).set_compute_data_type(DataType::FLOAT).select_engines({"cuda_sdpa_flash"});
+  g.set_kernel_cache(cache);
+  auto T = [&](const char* name, int64_t heads, int64_t s) {
+    return g.tensor(dg::TensorAttr().set_name(name).set_dim({c.b, heads, s, c.d}).set_stride(layout(heads, s))
+                        .set_data_type(c.type));
+  };
+  auto Q = T("Q", c.h, c.sq), K = T("K", c.hk, c.skv), V = T("V", c.hk, c.skv);
+  auto [O, S] = g.sdpa(Q, K, V, dg::SdpaAttr().set_name("attn").set_causal_mask(c.causal));
+  O->set_output(true).set_stride(layout(c.h, c.sq));
+  ok(g.validate(), "validate");
+  ok(g.build_operation_graph(handle), "build_operation_graph");
+  ok(g.create_execution_plans({dg::HeurMode::A}), "create_execution_plans");
+  ok(g.check_support(handle), "check_support");
+  dg::VariantPack pack{{Q, q.get()}, {K, k.get()}, {V, v.get()}, {O, o.get()}};
+  std::string plans;
+  for (int64_t p = 0; p < g.get_execution_plan_count(); ++p) {
+    std::string plan;
+    ok(g.get_plan_name_at_index(p, plan), "plan name");
+    ok(g.build_plan_at_index(handle, p), "build " + plan);
+    ok(dg::cuda::fill32(hi, o.get(), 0x7fc07fc0u, hq.size() / 2), "poison");
+    ok(g.execute_plan_at_index(handle, pack, nullptr, p), "execute " + plan);
+    std::vector<uint16_t> ho(hq.size());
+    ok(dg::memory::copy_to_host(hi, ho.data(), o.get(), ho.size() * 2), "download");
+    write_file(base + ".o" + std::to_string(p), ho.data(), ho.size() * 2);
+    plans += std::string(plans.empty() ? "" : ", ") + "\"" + plan + "\"";
+  }
+  std::printf("{\"dump\": \"%s\", \"b\": %lld, \"h\": %lld, \"hk\": %lld, \"sq\": %lld, \"skv\": %lld, \"d\": %lld, "
+              "\"causal\": %s, \"bshd\": %s, \"type\": \"%s\", \"plans\": [%s]}\n",
+              base.c_str(), static_cast<long long>(c.b), static_cast<long long>(c.h), static_cast<long long>(c.hk),
+              static_cast<long long>(c.sq), static_cast<long long>(c.skv), static_cast<long long>(c.d),
+              c.causal ? "true" : "false", c.bshd ? "true" : "false", c.type == DataType::HALF ? "fp16" : "bf16",
+              plans.c_str());
+  std::fflush(stdout);
+}
+
 // The kernels of the benchmark and of tests/engines/test_cuda_sdpa.cpp on sm_90a, compiled into DIR.
 int prebuild(const std::string& dir) {
   auto cache = std::make_shared<dg::KernelCache>();
@@ -210,17 +293,22 @@ int prebuild(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string only;
+  std::string only, dump;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--prebuild" && i + 1 < argc) return prebuild(argv[++i]);
     if (a == "--repeats" && i + 1 < argc) g_repeats = std::max(1, std::atoi(argv[++i]));
     else if (a == "--case" && i + 1 < argc) only = argv[++i];
+    else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
   }
   dg::Handle handle(dg::Device::cuda(0));
   ok(handle.status(), "CUDA device");
   auto cache = std::make_shared<dg::KernelCache>();
   if (const char* dir = std::getenv("DNNGRAPH_KERNEL_CACHE_DIR"); dir && *dir) cache->set_directory(dir);
+  if (!dump.empty()) {
+    for (const DumpCase& c : kDumpCases) dump_case(handle, c, dump, cache);
+    return 0;
+  }
   for (const Case& c : kCases)
     if (only.empty() || only == c.name) run_case(handle, c, cache);
   return 0;

@@ -329,19 +329,28 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
     EXPECT_LE(w.smem_bytes, 227 * 1024) << w.describe();
     EXPECT_LE(m.smem_bytes, 99 * 1024) << m.describe();  // fits sm_86/sm_89 too
   }
-  // Knobs by device: wgmma first on Hopper, mma.sync only elsewhere.
-  Lowered l;
+  // Knobs by device: wgmma first on Hopper (with the S/PV overlap at head dim 128, without at 64,
+  // as measured), mma.sync only elsewhere.
+  Case c128;
+  c128.d = c128.dv = 128;
+  Lowered l, l128;
   lower(Case{}, l);
+  lower(c128, l128);
   dg::HandleImpl hopper, ampere;
   hopper.info.sm_version = 90;
   ampere.info.sm_version = 80;
+  hopper.info.peak_flops = ampere.info.peak_flops = 900e12;
+  hopper.info.peak_bytes_per_s = ampere.info.peak_bytes_per_s = 4e12;
   dg::Target th, ta;
   th.handle = &hopper;
   ta.handle = &ampere;
   const auto kh = dg::cuda::sdpa_flash_engine().knob_space(l.part, th);
   ASSERT_EQ(kh.size(), 3u);
-  EXPECT_EQ(dg::knobs_to_string(kh[0]), "core=1,overlap=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[0]), "core=1,overlap=0");
   EXPECT_EQ(dg::knobs_to_string(kh[2]), "core=0");
+  const auto kh128 = dg::cuda::sdpa_flash_engine().knob_space(l128.part, th);
+  ASSERT_EQ(kh128.size(), 3u);
+  EXPECT_EQ(dg::knobs_to_string(kh128[0]), "core=1,overlap=1");
   const auto ka = dg::cuda::sdpa_flash_engine().knob_space(l.part, ta);
   ASSERT_EQ(ka.size(), 1u);
   EXPECT_EQ(dg::knobs_to_string(ka[0]), "core=0");

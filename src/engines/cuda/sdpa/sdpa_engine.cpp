@@ -171,7 +171,12 @@ class SdpaFlashEngine final : public Engine {
       Config c;
       if (sdpa::make_config(pr, k, t.info().sm_version, c, why)) out.push_back(k);
     }
-    return out.empty() ? all : out;
+    if (out.empty()) return all;
+    // Best guess first.
+    std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
+      return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
+    });
+    return out;
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
@@ -180,9 +185,11 @@ class SdpaFlashEngine final : public Engine {
     std::string why;
     if (!sdpa::describe(p, pr, why) || !sdpa::make_config(pr, k, t.info().sm_version, c, why)) return 1e9;
     // Two GEMMs over the visible pairs; the exp2 of the softmax costs the tensor cores idle time,
-    // which overlapping S with P V hides in part.
+    // which overlapping S with P V hides in part. Measured on an H200 (docs/perf.md): the overlap
+    // gains 15% at head dim 128 and loses 2-5% at 64, where the GEMMs are too short to hide it.
     const double flops = 4.0 * static_cast<double>(pr.b * pr.h * pr.d) * sdpa::visible_pairs(pr);
-    const double eff = c.core == Core::WGMMA ? (c.overlap ? 0.55 : 0.5) : 0.3;
+    double eff = 0.3;
+    if (c.core == Core::WGMMA) eff = c.d_pad >= 128 ? (c.overlap ? 0.66 : 0.57) : (c.overlap ? 0.43 : 0.45);
     return roofline_seconds(flops, partition_bytes(p), t.info(), eff, 5e-6);
   }
 
