@@ -1,6 +1,8 @@
 // The engine registry: one line per engine. Ids are append-only: they key tuning records and
 // serialized plans, so an id is never reused or renumbered.
+#include "engines/cpu/conv/conv_depthwise_direct.hpp"
 #include "engines/cpu/conv/conv_implicit_gemm.hpp"
+#include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
 #include "engines/cpu/sdpa/flash_engine.hpp"
 #include "engines/cuda/conv/conv_engines.hpp"
@@ -17,6 +19,8 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {0, &ref::engine()},
       {2, &cpu::gemm_packed_engine()},
       {3, &cpu::conv_implicit_gemm_engine()},
+      {4, &cpu::conv_winograd_f4x3_engine()},
+      {5, &cpu::conv_depthwise_direct_engine()},
       {8, &cpu::sdpa_flash_engine()},
       {9, &cuda::pointwise_jit_engine()},
       {10, &cuda::gemm_wgmma_tma_engine()},

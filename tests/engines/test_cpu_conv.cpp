@@ -91,12 +91,15 @@ int64_t fwd_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pre, int64
   return span < 0 ? 0 : span / s + 1;
 }
 
-ConvCase random_case(std::mt19937& rng, bool depthwise, bool unit_stride_3x3 = false) {
+enum class Kind { GENERAL, DEPTHWISE, WINOGRAD };
+
+ConvCase random_case(std::mt19937& rng, Kind kind) {
+  const bool depthwise = kind == Kind::DEPTHWISE, unit_stride_3x3 = kind == Kind::WINOGRAD;
   ConvCase cc;
   do {
     cc.nsp = unit_stride_3x3 ? 2 : 1 + static_cast<int>(rng() % 3);
     cc.n = 1 + rng() % 2;
-    cc.groups = depthwise ? 1 + rng() % 12 : (rng() % 3 == 0 ? 1 + rng() % 3 : 1);
+    cc.groups = depthwise ? 1 + rng() % 12 : (!unit_stride_3x3 && rng() % 3 == 0 ? 1 + rng() % 3 : 1);
     cc.c = depthwise ? cc.groups : cc.groups * (1 + rng() % 9);
     cc.k = depthwise ? cc.groups : cc.groups * (1 + rng() % 9);
     cc.in.clear(); cc.ker.clear(); cc.out.clear(); cc.stride.clear(); cc.dil.clear(); cc.pre.clear(); cc.post.clear();
@@ -169,7 +172,7 @@ void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, st
 TEST(CpuConvImplicitGemm, RandomFpropMatchesRef) {
   std::mt19937 rng(31);
   for (int trial = 0; trial < 14; ++trial) {
-    ConvCase cc = random_case(rng, false);
+    ConvCase cc = random_case(rng, Kind::GENERAL);
     cc.type = ref_test::random_float_type(rng);
     run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, false, false, false, false, dg::DataType::FLOAT);
   }
@@ -178,7 +181,7 @@ TEST(CpuConvImplicitGemm, RandomFpropMatchesRef) {
 TEST(CpuConvImplicitGemm, RandomDgradMatchesRef) {
   std::mt19937 rng(32);
   for (int trial = 0; trial < 12; ++trial) {
-    ConvCase cc = random_case(rng, false);
+    ConvCase cc = random_case(rng, Kind::GENERAL);
     cc.type = trial % 3 == 0 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
     run_conv_case("cpu_conv_implicit_gemm", cc, true, rng, false, false, false, false, dg::DataType::FLOAT);
   }
@@ -187,7 +190,7 @@ TEST(CpuConvImplicitGemm, RandomDgradMatchesRef) {
 TEST(CpuConvImplicitGemm, FusedEpiloguesMatchRef) {
   std::mt19937 rng(33);
   for (int trial = 0; trial < 6; ++trial) {
-    ConvCase cc = random_case(rng, false);
+    ConvCase cc = random_case(rng, Kind::GENERAL);
     const bool dgrad = trial == 5;
     run_conv_case("cpu_conv_implicit_gemm", cc, dgrad, rng, true, true, trial % 2 == 0, trial % 3 == 0,
                   trial == 4 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT);
@@ -201,6 +204,71 @@ TEST(CpuConvImplicitGemm, LargerChannelsThanOneBlock) {
   cc.in = {5, 6}; cc.ker = {3, 3}; cc.stride = {1, 1}; cc.dil = {1, 1}; cc.pre = {1, 1}; cc.post = {1, 1};
   cc.out = {5, 6};
   run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, true, true, false, false, dg::DataType::FLOAT);
+}
+
+TEST(CpuConvWinogradF4x3, RandomMatchesRef) {
+  std::mt19937 rng(41);
+  for (int trial = 0; trial < 8; ++trial) {
+    ConvCase cc = random_case(rng, Kind::WINOGRAD);
+    if (trial < 2) {  // bigger than one tile block, and channels past the 512-wide C split
+      cc.in = {13, 17};
+      cc.c = trial == 0 ? 520 : 24;
+      cc.k = trial == 0 ? 8 : 40;
+      cc.out = {fwd_size(13, 3, 1, 1, cc.pre[0], cc.post[0]), fwd_size(17, 3, 1, 1, cc.pre[1], cc.post[1])};
+    }
+    cc.type = trial % 4 == 3 ? dg::DataType::HALF : dg::DataType::FLOAT;
+    // F(4x4,3x3) loses about a decimal digit to its transforms.
+    run_conv_case("cpu_conv_winograd_f4x3", cc, false, rng, trial % 2 == 0, trial % 2 == 0, trial == 3, trial == 5,
+                  dg::DataType::FLOAT, 2e-4);
+  }
+}
+
+TEST(CpuConvWinogradF4x3, RejectsWhatItCannotRun) {
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::FLOAT);
+  auto x = g.tensor(dg::TensorAttr().set_name("X").set_dim({1, 4, 8, 8}).set_stride({256, 64, 8, 1}));
+  auto w = g.tensor(dg::TensorAttr().set_name("W").set_dim({4, 4, 3, 3}).set_stride({36, 9, 3, 1}));
+  g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}).set_stride({2, 2}))->set_output(true);
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(handle).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  const std::string e = g.explain();
+  EXPECT_NE(e.find("cpu_conv_winograd_f4x3: rejected: node 'conv_fprop_0': F(4x4,3x3) needs stride 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("cpu_conv_depthwise_direct: rejected: node 'conv_fprop_0': not depthwise"), std::string::npos) << e;
+}
+
+TEST(CpuConvDepthwiseDirect, RandomMatchesRef) {
+  std::mt19937 rng(51);
+  for (int trial = 0; trial < 12; ++trial) {
+    ConvCase cc = random_case(rng, Kind::DEPTHWISE);
+    cc.type = trial % 3 == 2 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
+    run_conv_case("cpu_conv_depthwise_direct", cc, false, rng, trial % 2 == 1, trial % 2 == 1, trial % 4 == 1,
+                  trial == 3, trial == 7 ? dg::DataType::HALF : dg::DataType::FLOAT);
+  }
+}
+
+// Mode A puts Winograd first for a 3x3 stride-1 conv with enough channels, the depthwise engine
+// first for a depthwise conv, and implicit GEMM first otherwise.
+std::string first_plan(int64_t c, int64_t k, int64_t groups, int64_t r, int64_t stride) {
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::FLOAT);
+  auto x = g.tensor(dg::TensorAttr().set_name("X").set_dim({1, c, 28, 28}).set_stride({784 * c, 1, 28 * c, c}));
+  auto w = g.tensor(dg::TensorAttr().set_name("W").set_dim({k, c / groups, r, r}).set_stride({r * r * c / groups, 1, r * c / groups, c / groups}));
+  g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({r / 2, r / 2}).set_stride({stride, stride}))->set_output(true);
+  if (!g.validate().ok() || !g.build_operation_graph(handle).ok() || !g.create_execution_plans({dg::HeurMode::A}).ok())
+    return "error";
+  std::string name;
+  (void)g.get_plan_name_at_index(0, name);
+  return name;
+}
+
+TEST(CpuConvHeuristics, ModeARanksTheCpuConvEngines) {
+  EXPECT_EQ(first_plan(64, 64, 1, 3, 1).rfind("cpu_conv_winograd_f4x3", 0), 0u) << first_plan(64, 64, 1, 3, 1);
+  EXPECT_EQ(first_plan(64, 64, 64, 3, 1).rfind("cpu_conv_depthwise_direct", 0), 0u) << first_plan(64, 64, 64, 3, 1);
+  EXPECT_EQ(first_plan(64, 64, 1, 3, 2).rfind("cpu_conv_implicit_gemm", 0), 0u) << first_plan(64, 64, 1, 3, 2);
+  EXPECT_EQ(first_plan(64, 64, 1, 1, 1).rfind("cpu_conv_implicit_gemm", 0), 0u) << first_plan(64, 64, 1, 1, 1);
 }
 
 }  // namespace

@@ -6,18 +6,19 @@ namespace {
 template <class Attr>
 void read_params(const Attr& a, ConvGeometry& g) {
   for (int i = 0; i < g.nsp; ++i) {
-    const size_t u = static_cast<size_t>(i);
-    if (u < a.get_pre_padding().size()) g.pad[u] = a.get_pre_padding()[u];
-    if (u < a.get_stride().size()) g.stride[u] = a.get_stride()[u];
-    if (u < a.get_dilation().size()) g.dil[u] = a.get_dilation()[u];
+    const size_t u = static_cast<size_t>(i), d = static_cast<size_t>(3 - g.nsp + i);
+    if (u < a.get_pre_padding().size()) g.pad[d] = a.get_pre_padding()[u];
+    if (u < a.get_stride().size()) g.stride[d] = a.get_stride()[u];
+    if (u < a.get_dilation().size()) g.dil[d] = a.get_dilation()[u];
   }
 }
 
 void read_tensor(const ir::Tensor& t, int nsp, std::array<int64_t, 5>& st, std::array<int64_t, 3>* sp) {
   st = {t.strides[0], t.strides[1], 0, 0, 0};
   for (int i = 0; i < nsp; ++i) {
-    st[static_cast<size_t>(2 + i)] = t.strides[static_cast<size_t>(2 + i)];
-    if (sp) (*sp)[static_cast<size_t>(i)] = t.dims[static_cast<size_t>(2 + i)];
+    const size_t d = static_cast<size_t>(3 - nsp + i);
+    st[2 + d] = t.strides[static_cast<size_t>(2 + i)];
+    if (sp) (*sp)[d] = t.dims[static_cast<size_t>(2 + i)];
   }
 }
 
@@ -60,7 +61,7 @@ int64_t ConvGeometry::wei_offset(int64_t g, int64_t ic, int64_t oc, int64_t t) c
 void ConvGeometry::dst_coord(int64_t nn, int64_t c, const int64_t* o, int64_t* coord) const {
   coord[0] = nn;
   coord[1] = c;
-  for (int i = 0; i < nsp; ++i) coord[2 + i] = o[i];
+  for (int i = 0; i < nsp; ++i) coord[2 + i] = o[3 - nsp + i];
 }
 
 std::vector<ConvPhase> conv_phases(const ConvGeometry& g) {

@@ -1,5 +1,6 @@
 // A convolution node resolved for the CPU engines: sizes, groups, padding, strides, dilation and
-// tensor strides, with 1D and 2D convolutions padded to three spatial dims (size 1, stride 0).
+// tensor strides, with 1D and 2D convolutions padded to three spatial dims by leading dims of
+// size 1 and stride 0 (so the last spatial dim is always the row: W).
 // fprop reads X and writes Y; dgrad (the transposed convolution) reads DY and writes DX, and is
 // described here as src -> dst with the weights' channel roles swapped.
 #pragma once
@@ -14,7 +15,7 @@ namespace dnngraph::cpu {
 
 struct ConvGeometry {
   bool dgrad = false;
-  int nsp = 0;                 // real spatial dims (1..3)
+  int nsp = 0;                 // real spatial dims (1..3); they are the last nsp of the three
   int src = -1, wei = -1, dst = -1;  // tensor ids
   int64_t n = 0;
   int64_t src_c = 0, dst_c = 0;   // channels of src and dst

@@ -21,12 +21,11 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // True when dst pixels, flattened as (n, d0, d1, d2), sit at a uniform stride ldc.
 bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
-  ldc = g.dst_st[2 + static_cast<size_t>(g.nsp) - 1];
+  ldc = g.dst_st[4];
   int64_t expect = ldc;
-  for (int d = g.nsp - 1; d >= 0; --d) {
-    const size_t u = static_cast<size_t>(d);
-    if (g.dst_sp[u] != 1 && g.dst_st[2 + u] != expect) return false;
-    expect *= g.dst_sp[u];
+  for (size_t d = 3; d-- > 0;) {
+    if (g.dst_sp[d] != 1 && g.dst_st[2 + d] != expect) return false;
+    expect *= g.dst_sp[d];
   }
   return g.n == 1 || g.dst_st[0] == expect;
 }

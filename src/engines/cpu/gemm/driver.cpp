@@ -12,6 +12,8 @@ namespace {
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
 constexpr int64_t kAlignFloats = 16;  // 64 bytes
+// Row stride of a C buffer: a cache line past the panels, so rows do not share cache sets.
+int64_t buffer_ld(int64_t nc, int64_t nr) { return round_up(nc, nr) + 16; }
 
 // How the work is cut into tasks, and the scratch each thread needs for one.
 struct TaskShape {
@@ -54,7 +56,7 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
   }
   t.a_floats = p.a_scratch_floats(mc, t.max_kc);
   t.b_floats = p.b_shared() ? 0 : p.K * t.nt;
-  t.c_floats = round_up(mc, mr) * t.nt;
+  t.c_floats = round_up(mc, mr) * buffer_ld(t.nt, nr);
   t.rows_ptrs = ceil_div(mc, mr) * t.max_nseg * mr;
   t.edge_floats = mr * nr;
   t.shared_b = p.b_shared() ? p.b_count() * round_up(p.N, nr) * p.K : 0;
@@ -100,10 +102,12 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
   const int64_t mc_max = std::max<int64_t>(mr, blk.mc / mr * mr);
   for (int64_t m0 = ma; m0 < me; m0 += mc_max) {
     const int64_t mc = std::min(mc_max, me - m0);
-    int64_t ldc = round_up(nc, nr);
-    float* direct = p.c_direct(b, m0, n0, ldc);
+    // The user's C is only written in place when one K block finishes it: accumulating there
+    // over several blocks thrashes cache sets when its row stride is a power of two.
+    int64_t ldc = 0;
+    float* direct = t.kblocks.size() == 1 ? p.c_direct(b, m0, n0, ldc) : nullptr;
     float* c = direct ? direct : s.c;
-    if (!direct) ldc = round_up(nc, nr);
+    if (!direct) ldc = buffer_ld(nc, nr);
     if (t.kblocks.empty())  // K = 0: C is all zeros
       for (int64_t i = 0; i < mc; ++i) std::fill_n(c + i * ldc, nc, 0.0f);
     for (size_t kbi = 0; kbi < t.kblocks.size(); ++kbi) {

@@ -10,6 +10,11 @@ void microkernel(int nseg, int64_t seg_len, const float* const* rows, const floa
   constexpr int W = V::kWidth;
   typename V::Reg acc[MR][NV];
 #pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {  // the C tile is read at the end: start fetching it now
+    __builtin_prefetch(c + i * ldc);
+    __builtin_prefetch(c + i * ldc + NV * W - 1);
+  }
+#pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "engines/cpu/epilogue/convert.hpp"
 
@@ -44,25 +45,41 @@ void rows_typed(const StridedMatrix& s, int64_t r0, int64_t rows, int64_t c0, in
 template <class T>
 void panels_typed(const StridedMatrix& s, int64_t krows, int64_t c0, int64_t cols, int nr, float* dst) {
   const T* base = static_cast<const T*>(s.data);
-  for (int64_t p = 0; p * nr < cols; ++p) {
+  const int64_t panels = (cols + nr - 1) / nr;
+  if (s.cs == 1) {
+    // Rows in blocks of 16 across every panel: reads stay within a few rows (pages), and each
+    // panel receives a contiguous 16 x NR piece.
+    for (int64_t k0 = 0; k0 < krows; k0 += 16) {
+      const int64_t ke = std::min(krows, k0 + 16);
+      for (int64_t p = 0; p < panels; ++p) {
+        const int64_t j0 = c0 + p * nr, w = std::min<int64_t>(nr, cols - p * nr);
+        float* d = dst + p * krows * nr;
+        for (int64_t k = k0; k < ke; ++k) {
+          const T* src = base + k * s.rs + j0;
+          float* dk = d + k * nr;
+          if constexpr (std::is_same_v<T, float>) {
+            if (w == nr) {
+              std::memcpy(dk, src, static_cast<size_t>(nr) * sizeof(float));
+              continue;
+            }
+          }
+          for (int64_t j = 0; j < w; ++j) dk[j] = to_fp32(src[j]);
+          for (int64_t j = w; j < nr; ++j) dk[j] = 0.0f;
+        }
+      }
+    }
+    return;
+  }
+  for (int64_t p = 0; p < panels; ++p) {
     float* d = dst + p * krows * nr;
     const int64_t j0 = c0 + p * nr, w = std::min<int64_t>(nr, cols - p * nr);
-    if (s.cs == 1) {
-      for (int64_t k = 0; k < krows; ++k) {
-        const T* src = base + k * s.rs + j0;
-        float* dk = d + k * nr;
-        for (int64_t j = 0; j < w; ++j) dk[j] = to_fp32(src[j]);
-        for (int64_t j = w; j < nr; ++j) dk[j] = 0.0f;
+    for (int64_t j = 0; j < nr; ++j) {
+      if (j >= w) {
+        for (int64_t k = 0; k < krows; ++k) d[k * nr + j] = 0.0f;
+        continue;
       }
-    } else {
-      for (int64_t j = 0; j < nr; ++j) {
-        if (j >= w) {
-          for (int64_t k = 0; k < krows; ++k) d[k * nr + j] = 0.0f;
-          continue;
-        }
-        const T* src = base + (j0 + j) * s.cs;
-        for (int64_t k = 0; k < krows; ++k) d[k * nr + j] = to_fp32(src[k * s.rs]);
-      }
+      const T* src = base + (j0 + j) * s.cs;
+      for (int64_t k = 0; k < krows; ++k) d[k * nr + j] = to_fp32(src[k * s.rs]);
     }
   }
 }

@@ -1,0 +1,280 @@
+// The CPU GEMM and convolution engines against OpenBLAS (cblas_sgemm) and oneDNN on the same run,
+// fp32, all cores: sgemm 1024 and 2048, the tutorial conv and three ResNet-50 layers at N=1
+// (NHWC), and conv + bias + ReLU fused against the same conv followed by separate bias and ReLU
+// passes. Also measures the machine's fp32 FMA peak. Prints median wall times (and process CPU
+// time, which shows the work done when other processes share the machine) and the ratios.
+//
+//   dnngraph_bench_cpu_gemm_conv [iterations]      default 15
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include "dnngraph/dnngraph.hpp"
+#include "engines/cpu/cpu_features.hpp"
+#include "runtime/cpu/thread_pool.hpp"
+
+extern "C" {
+void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc);
+}
+
+namespace dg = dnngraph;
+
+namespace {
+
+constexpr int kRowMajor = 101, kNoTrans = 111;
+
+struct Timing {
+  double wall = 0, cpu = 0;
+};
+
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+template <class Fn>
+Timing median_time(int iterations, Fn&& fn) {
+  fn();
+  fn();  // warm-up: page faults, thread start, packed buffers
+  std::vector<double> wall, cpu;
+  for (int i = 0; i < iterations; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_seconds();
+    fn();
+    cpu.push_back(cpu_seconds() - c0);
+    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(wall.begin(), wall.end());
+  std::sort(cpu.begin(), cpu.end());
+  return {wall[wall.size() / 2], cpu[cpu.size() / 2]};
+}
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// ---- the machine's fp32 peak: independent FMA chains on every core
+__attribute__((target("avx2,fma"))) double fma_loop_avx2(int64_t iters) {
+  typedef float v8 __attribute__((vector_size(32)));
+  v8 acc[10];
+  for (int i = 0; i < 10; ++i) acc[i] = v8{} + static_cast<float>(i) * 1e-3f;
+  const v8 m = v8{} + 0.99999f, c = v8{} + 1e-6f;
+  for (int64_t k = 0; k < iters; ++k) {
+    for (int i = 0; i < 10; ++i) acc[i] = acc[i] * m + c;  // contracted to vfmadd
+    __asm__ volatile("" : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]), "+x"(acc[4]), "+x"(acc[5]),
+                     "+x"(acc[6]), "+x"(acc[7]), "+x"(acc[8]), "+x"(acc[9]));
+  }
+  float s = 0;
+  for (int i = 0; i < 10; ++i) s += acc[i][0];
+  return s;
+}
+
+double measure_peak(dg::ThreadPool& pool) {
+  if (!dg::cpu::cpu_features().supports(dg::cpu::Isa::AVX2)) return 0;
+  const int64_t iters = 20000000;
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(pool.size(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) (void)fma_loop_avx2(iters);
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, static_cast<double>(pool.size()) * iters * 10 * 16 / s);
+  }
+  return best;
+}
+
+// ---- dnngraph graphs
+struct Built {
+  dg::Graph g;
+  dg::Handle handle{dg::Device::cpu()};
+  std::vector<unsigned char> ws;
+  dg::VariantPack pack;
+  std::string plan;
+  void finish(std::vector<std::string> engines = {}) {
+    if (!engines.empty()) g.select_engines(engines);
+    auto check = [](const dg::Status& s) {
+      if (!s.ok()) {
+        std::fprintf(stderr, "dnngraph: %s\n", s.to_string().c_str());
+        std::exit(1);
+      }
+    };
+    check(g.validate());
+    check(g.build_operation_graph(handle));
+    check(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}));
+    check(g.check_support(handle));
+    check(g.build_plans(handle));
+    int64_t bytes = 0;
+    check(g.get_workspace_size(bytes));
+    ws.resize(static_cast<size_t>(bytes) + 64);
+    check(g.get_plan_name_at_index(0, plan));
+  }
+  void run() {
+    if (auto s = g.execute(handle, pack, ws.data()); !s.ok()) {
+      std::fprintf(stderr, "execute: %s\n", s.to_string().c_str());
+      std::exit(1);
+    }
+  }
+};
+
+struct ConvShape {
+  const char* name;
+  int64_t c, h, w, k, r, pad;
+  int64_t oh() const { return h + 2 * pad - r + 1; }
+  int64_t ow() const { return w + 2 * pad - r + 1; }
+  double flops() const { return 2.0 * oh() * ow() * k * c * r * r; }
+};
+
+// X NHWC, W KRSC, Y NHWC; optional bias + ReLU fused after the conv.
+void build_conv(Built& b, const ConvShape& s, float* x, float* w, float* bias, float* y, bool fused,
+                std::vector<std::string> engines = {}) {
+  auto X = b.g.tensor(dg::TensorAttr().set_name("X").set_dim({1, s.c, s.h, s.w}).set_stride({s.h * s.w * s.c, 1, s.w * s.c, s.c}).set_data_type(dg::DataType::FLOAT));
+  auto W = b.g.tensor(dg::TensorAttr().set_name("W").set_dim({s.k, s.c, s.r, s.r}).set_stride({s.c * s.r * s.r, 1, s.r * s.c, s.c}).set_data_type(dg::DataType::FLOAT));
+  auto Y = b.g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({s.pad, s.pad}).set_stride({1, 1}).set_dilation({1, 1}));
+  b.pack = {{X, x}, {W, w}};
+  if (fused) {
+    auto B = b.g.tensor(dg::TensorAttr().set_name("B").set_dim({1, s.k, 1, 1}).set_stride({s.k, 1, s.k, s.k}).set_data_type(dg::DataType::FLOAT));
+    Y = b.g.relu(b.g.bias(Y, B));
+    b.pack[B] = bias;
+  }
+  Y->set_output(true).set_data_type(dg::DataType::FLOAT).set_stride({s.oh() * s.ow() * s.k, 1, s.ow() * s.k, s.k});
+  b.pack[Y] = y;
+  b.finish(std::move(engines));
+}
+
+// ---- oneDNN: src/dst NHWC as the user holds them, weights reordered once to its preferred layout
+struct OneDnnConv {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  dnnl::convolution_forward prim;
+  dnnl::memory src, wei, dst;
+  OneDnnConv(const ConvShape& s, float* x, float* w_krsc, float* y) {
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    const dnnl::memory::dims sd{1, s.c, s.h, s.w}, wd{s.k, s.c, s.r, s.r}, dd{1, s.k, s.oh(), s.ow()};
+    dnnl::memory::desc src_md(sd, dt::f32, tag::nhwc), dst_md(dd, dt::f32, tag::nhwc), wei_any(wd, dt::f32, tag::any);
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src_md,
+                                         wei_any, dst_md, {1, 1}, {s.pad, s.pad}, {s.pad, s.pad});
+    dnnl::convolution_forward::primitive_desc pd(desc, eng);
+    prim = dnnl::convolution_forward(pd);
+    src = dnnl::memory(src_md, eng, x);
+    dst = dnnl::memory(dst_md, eng, y);
+    dnnl::memory user_w({wd, dt::f32, tag::ohwi}, eng, w_krsc);
+    wei = dnnl::memory(pd.weights_desc(), eng);
+    dnnl::reorder(user_w, wei).execute(strm, user_w, wei);
+    strm.wait();
+  }
+  void run() {
+    prim.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+    strm.wait();
+  }
+};
+
+void print_row(const char* what, const char* ours_name, Timing ours, const char* peer, Timing theirs, double flops) {
+  std::printf("%-34s %8.3f ms (cpu %7.3f) %7.1f GF/s | %-8s %8.3f ms (cpu %7.3f) %7.1f GF/s | ratio %.2f  [%s]\n", what,
+              ours.wall * 1e3, ours.cpu * 1e3, flops / ours.wall * 1e-9, peer, theirs.wall * 1e3, theirs.cpu * 1e3,
+              flops / theirs.wall * 1e-9, theirs.wall / ours.wall, ours_name);
+}
+
+void bench_sgemm(int64_t n, int iters) {
+  auto a = random_vec(static_cast<size_t>(n * n), 1), b = random_vec(static_cast<size_t>(n * n), 2);
+  std::vector<float> c(static_cast<size_t>(n * n)), c_ref(c.size());
+  Built m;
+  auto A = m.g.tensor(dg::TensorAttr().set_name("A").set_dim({n, n}).set_stride({n, 1}).set_data_type(dg::DataType::FLOAT));
+  auto B = m.g.tensor(dg::TensorAttr().set_name("B").set_dim({n, n}).set_stride({n, 1}).set_data_type(dg::DataType::FLOAT));
+  auto C = m.g.matmul(A, B, dg::MatmulAttr());
+  C->set_output(true).set_data_type(dg::DataType::FLOAT);
+  m.pack = {{A, a.data()}, {B, b.data()}, {C, c.data()}};
+  m.finish();
+  const int ni = static_cast<int>(n);
+  const Timing ours = median_time(iters, [&] { m.run(); });
+  const Timing blas = median_time(iters, [&] {
+    cblas_sgemm(kRowMajor, kNoTrans, kNoTrans, ni, ni, ni, 1.0f, a.data(), ni, b.data(), ni, 0.0f, c_ref.data(), ni);
+  });
+  double err = 0;
+  for (size_t i = 0; i < c.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(c[i] - c_ref[i])));
+  const std::string what = "sgemm " + std::to_string(n) + " (max diff " + std::to_string(err).substr(0, 8) + ")";
+  print_row(what.c_str(), m.plan.c_str(), ours, "OpenBLAS", blas, 2.0 * n * n * n);
+}
+
+void bench_conv(const ConvShape& s, int iters) {
+  auto x = random_vec(static_cast<size_t>(s.c * s.h * s.w), 3), w = random_vec(static_cast<size_t>(s.k * s.c * s.r * s.r), 4);
+  std::vector<float> y(static_cast<size_t>(s.k * s.oh() * s.ow())), y_ref(y.size());
+  OneDnnConv peer(s, x.data(), w.data(), y_ref.data());
+  const Timing theirs = median_time(iters, [&] { peer.run(); });
+  Built def;
+  build_conv(def, s, x.data(), w.data(), nullptr, y.data(), false);
+  const Timing ours = median_time(iters, [&] { def.run(); });
+  double err = 0, mag = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    err = std::max(err, static_cast<double>(std::fabs(y[i] - y_ref[i])));
+    mag = std::max(mag, static_cast<double>(std::fabs(y_ref[i])));
+  }
+  std::printf("  (max |diff| %.2e of max |y| %.2e)\n", err, mag);
+  print_row(s.name, def.plan.c_str(), ours, "oneDNN", theirs, s.flops());
+  if (def.plan.rfind("cpu_conv_implicit_gemm", 0) != 0) {  // the heuristic chose another engine: show both
+    Built ig;
+    build_conv(ig, s, x.data(), w.data(), nullptr, y.data(), false, {"cpu_conv_implicit_gemm"});
+    print_row(s.name, ig.plan.c_str(), median_time(iters, [&] { ig.run(); }), "oneDNN", theirs, s.flops());
+  }
+}
+
+// Fused conv + bias + ReLU against the conv then a bias pass and a ReLU pass over memory.
+void bench_fusion(const ConvShape& s, int iters, dg::ThreadPool& pool) {
+  auto x = random_vec(static_cast<size_t>(s.c * s.h * s.w), 5), w = random_vec(static_cast<size_t>(s.k * s.c * s.r * s.r), 6);
+  auto bias = random_vec(static_cast<size_t>(s.k), 7);
+  const int64_t pixels = s.oh() * s.ow();
+  std::vector<float> y(static_cast<size_t>(s.k * pixels)), z(y.size()), r(y.size());
+  Built fused, plain;
+  build_conv(fused, s, x.data(), w.data(), bias.data(), r.data(), true);
+  build_conv(plain, s, x.data(), w.data(), nullptr, y.data(), false);
+  const Timing t_fused = median_time(iters, [&] { fused.run(); });
+  const Timing t_sep = median_time(iters, [&] {
+    plain.run();
+    pool.parallel_for(pixels, [&](int64_t b, int64_t e) {  // bias pass
+      for (int64_t p = b; p < e; ++p)
+        for (int64_t k = 0; k < s.k; ++k) z[static_cast<size_t>(p * s.k + k)] = y[static_cast<size_t>(p * s.k + k)] + bias[static_cast<size_t>(k)];
+    });
+    pool.parallel_for(pixels, [&](int64_t b, int64_t e) {  // ReLU pass
+      for (int64_t i = b * s.k; i < e * s.k; ++i) r[static_cast<size_t>(i)] = std::max(z[static_cast<size_t>(i)], 0.0f);
+    });
+  });
+  const std::string what = std::string(s.name) + " +bias+relu";
+  print_row(what.c_str(), fused.plan.c_str(), t_fused, "separate", t_sep, s.flops());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int iters = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
+  dg::Handle h(dg::Device::cpu());
+  dg::ThreadPool pool(h.get_num_threads());
+  std::printf("cpu: %s\n", dg::cpu::cpu_features().to_string().c_str());
+  std::printf("threads: %d, iterations: %d (median)\n", pool.size(), iters);
+  const double peak = measure_peak(pool);
+  std::printf("measured fp32 FMA peak (AVX2, all cores): %.1f GFLOP/s\n\n", peak * 1e-9);
+  bench_sgemm(1024, iters);
+  bench_sgemm(2048, std::max(3, iters / 3));
+  const ConvShape shapes[] = {{"tutorial 3x3 C128 56x56 -> 256", 128, 56, 56, 256, 3, 1},
+                              {"rn50 3x3 C64 56x56 -> 64", 64, 56, 56, 64, 3, 1},
+                              {"rn50 1x1 C256 56x56 -> 64", 256, 56, 56, 64, 1, 0},
+                              {"rn50 3x3 C256 14x14 -> 256", 256, 14, 14, 256, 3, 1}};
+  for (const auto& s : shapes) bench_conv(s, iters);
+  std::printf("\n");
+  for (const auto& s : shapes) bench_fusion(s, iters, pool);
+  return 0;
+}

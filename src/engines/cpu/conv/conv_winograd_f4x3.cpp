@@ -1,0 +1,277 @@
+// cpu_conv_winograd_f4x3: 2D conv_fprop with a 3x3 kernel, stride 1, dilation 1, groups 1, any
+// padding and layout, by Winograd F(4x4, 3x3) (Lavin's matrices, points 0, +-1, +-2, inf): each
+// 4x4 output tile costs 36 multiplies per (c, k) instead of 144. Per block of tiles: the input
+// transform V = B^T d B, then 36 GEMMs M[xi] = V[xi] x U[xi] on the GEMM microkernel (U = G g G^T,
+// the transformed weights, packed once per execute), then Y = A^T M A and the fused epilogue per
+// output pixel. Accuracy: the transforms' constants (up to 8 and 1/24) cost about one decimal
+// digit against direct fp32 summation: expect ~1e-4 relative error on typical data.
+#include "engines/cpu/conv/conv_winograd_f4x3.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/epilogue/convert.hpp"
+#include "engines/cpu/gemm/pack.hpp"
+
+namespace dnngraph::cpu {
+namespace {
+
+constexpr int kT = 6;     // input tile
+constexpr int kOut = 4;   // output tile
+constexpr int kXi = 36;   // transformed points
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// U = G g G^T for one 3x3 kernel g (row-major), into u[36].
+void weight_transform(const float* g, float* u) {
+  static const float G[6][3] = {{1.0f / 4, 0, 0},          {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                {-1.0f / 6, 1.0f / 6, -1.0f / 6}, {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                {1.0f / 24, -1.0f / 12, 1.0f / 6}, {0, 0, 1}};
+  float t[6][3];
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * g[0 * 3 + j] + G[i][1] * g[1 * 3 + j] + G[i][2] * g[2 * 3 + j];
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 6; ++j) u[i * 6 + j] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
+}
+
+// B^T x for six vectors of n lanes: out[i] = sum_j BT[i][j] * in[j] (in/out rows of stride `ld`).
+void bt6(const float* in, int64_t in_ld, float* out, int64_t out_ld, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) {
+    const float d0 = in[c], d1 = in[in_ld + c], d2 = in[2 * in_ld + c], d3 = in[3 * in_ld + c], d4 = in[4 * in_ld + c],
+                d5 = in[5 * in_ld + c];
+    out[c] = 4 * d0 - 5 * d2 + d4;
+    out[out_ld + c] = -4 * d1 - 4 * d2 + d3 + d4;
+    out[2 * out_ld + c] = 4 * d1 - 4 * d2 - d3 + d4;
+    out[3 * out_ld + c] = -2 * d1 - d2 + 2 * d3 + d4;
+    out[4 * out_ld + c] = 2 * d1 - d2 - 2 * d3 + d4;
+    out[5 * out_ld + c] = 4 * d1 - 5 * d3 + d5;
+  }
+}
+
+// A^T x: four outputs from six rows.
+void at6(const float* in, int64_t in_ld, float* out, int64_t out_ld, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) {
+    const float m0 = in[c], m1 = in[in_ld + c], m2 = in[2 * in_ld + c], m3 = in[3 * in_ld + c], m4 = in[4 * in_ld + c],
+                m5 = in[5 * in_ld + c];
+    out[c] = m0 + m1 + m2 + m3 + m4;
+    out[out_ld + c] = m1 - m2 + 2 * m3 - 2 * m4;
+    out[2 * out_ld + c] = m1 + m2 + 4 * m3 + 4 * m4;
+    out[3 * out_ld + c] = m1 - m2 + 8 * m3 - 8 * m4 + m5;
+  }
+}
+
+class WinogradPlan final : public Plan {
+ public:
+  WinogradPlan(const Partition& p, const Epilogue& epi, Isa isa, int threads)
+      : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), threads_(threads) {
+    g_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    C_ = g_.src_c;
+    K_ = g_.dst_c;
+    th_ = (g_.dst_sp[1] + kOut - 1) / kOut;
+    tw_ = (g_.dst_sp[2] + kOut - 1) / kOut;
+    tiles_ = g_.n * th_ * tw_;
+    // Tile blocks: big enough that each U[xi] read serves many tiles, small enough for every thread.
+    tb_ = std::clamp(round_up((tiles_ + 4 * threads - 1) / (4 * threads), ks_.mr), static_cast<int64_t>(ks_.mr),
+                     static_cast<int64_t>(8 * ks_.mr));
+    ldm_ = round_up(K_, ks_.nr) + 16;
+    ws_ = (u_floats() + threads_ * per_thread_floats()) * 4 + 128;
+  }
+  int64_t workspace_size() const override { return ws_; }
+
+  Status execute(const ExecArgs& args) const override {
+    ThreadPool& pool = args.handle.thread_pool();
+    EpilogueRun run(epi_, args.ptrs, pool.size());
+    std::vector<float> own;
+    float* ws = static_cast<float*>(usable_workspace(args.workspace, threads_, pool.size()));
+    if (!ws) {
+      own.resize(static_cast<size_t>(u_floats() + pool.size() * per_thread_floats() + 32));
+      ws = own.data();
+    }
+    ws = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t{63});
+    float* u = ws;
+    transform_weights(static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.wei)]), u, pool);
+    const char* src = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.src)]);
+    gemm::ThreadSlots slots(pool.size());
+    const int64_t blocks = (tiles_ + tb_ - 1) / tb_;
+    pool.parallel_for(blocks, [&](int64_t b, int64_t e) {
+      gemm::SlotGuard guard(slots);
+      float* scratch = u + u_floats() + guard.slot() * per_thread_floats();
+      for (int64_t blk = b; blk < e; ++blk) run_block(blk * tb_, std::min(tb_, tiles_ - blk * tb_), src, u, scratch, run,
+                                                      guard.slot());
+    });
+    return run.finish();
+  }
+
+ private:
+  int64_t u_floats() const { return kXi * C_ * round_up(K_, ks_.nr) + 16; }
+  // V [36][tb][C], M [36][tb][ldm], a 36 x C gather tile, the 16 x K output tile, row pointers.
+  int64_t per_thread_floats() const {
+    return round_up(kXi * tb_ * C_, 16) + round_up(kXi * tb_ * ldm_, 16) + round_up(2 * kXi * C_, 16) +
+           round_up(kXi * std::max(K_, C_) * 2, 16) + 2 * tb_ + 64;
+  }
+
+  // U[xi] packed as NR-wide GEMM B panels over (C x K): u + xi * C * Kp + panel * C * NR.
+  void transform_weights(const char* wei, float* u, ThreadPool& pool) const {
+    const int64_t kp = round_up(K_, ks_.nr), nr = ks_.nr;
+    pool.parallel_for(K_, [&](int64_t b, int64_t e) {
+      float gk[9], uk[kXi];
+      for (int64_t k = b; k < e; ++k)
+        for (int64_t c = 0; c < C_; ++c) {
+          for (int t = 0; t < 9; ++t) gk[t] = load_weight(wei, g_.wei_offset(0, c, k, t));
+          weight_transform(gk, uk);
+          for (int xi = 0; xi < kXi; ++xi) u[xi * C_ * kp + (k / nr) * C_ * nr + c * nr + k % nr] = uk[xi];
+        }
+    });
+    const int64_t pad_cols = kp - K_;
+    if (pad_cols > 0)
+      for (int xi = 0; xi < kXi; ++xi)
+        for (int64_t c = 0; c < C_; ++c)
+          std::fill_n(u + xi * C_ * kp + (K_ / nr) * C_ * nr + c * nr + K_ % nr, pad_cols, 0.0f);
+  }
+
+  float load_weight(const char* wei, int64_t off) const {
+    switch (g_.wei_t) {
+      case DataType::FLOAT: return reinterpret_cast<const float*>(wei)[off];
+      case DataType::BFLOAT16: return bf16_to_fp32(reinterpret_cast<const uint16_t*>(wei)[off]);
+      default: return fp16_to_fp32(reinterpret_cast<const uint16_t*>(wei)[off]);
+    }
+  }
+
+  void tile_origin(int64_t t, int64_t& n, int64_t& oh, int64_t& ow) const {
+    n = t / (th_ * tw_);
+    oh = (t / tw_) % th_ * kOut;
+    ow = t % tw_ * kOut;
+  }
+
+  void run_block(int64_t t0, int64_t nt, const char* src, const float* u, float* scratch, EpilogueRun& run,
+                 int slot) const {
+    float* v = scratch;
+    float* m = v + round_up(kXi * tb_ * C_, 16);
+    float* d = m + round_up(kXi * tb_ * ldm_, 16);       // 36 x C gathered input, then B^T d
+    float* tmp = d + round_up(2 * kXi * C_, 16);          // scratch rows for the transforms
+    const float** rows = reinterpret_cast<const float**>(tmp + round_up(kXi * std::max(K_, C_) * 2, 16));
+    const int64_t es = size_of(g_.src_t);
+    // Input transform, tile by tile, vectorized over channels.
+    for (int64_t i = 0; i < nt; ++i) {
+      int64_t n, oh, ow;
+      tile_origin(t0 + i, n, oh, ow);
+      for (int y = 0; y < kT; ++y)
+        for (int x = 0; x < kT; ++x) {
+          const int64_t ih = oh - g_.pad[1] + y, iw = ow - g_.pad[2] + x;
+          float* dst = d + (y * kT + x) * C_;
+          if (ih < 0 || ih >= g_.src_sp[1] || iw < 0 || iw >= g_.src_sp[2]) {
+            std::fill_n(dst, C_, 0.0f);
+            continue;
+          }
+          const int64_t off = n * g_.src_st[0] + ih * g_.src_st[3] + iw * g_.src_st[4];
+          gemm::convert_run(src + off * es, g_.src_t, g_.src_st[1], C_, dst);
+        }
+      // Columns: for each x, tmp[y'][x] = sum_y BT[y'][y] d[y][x]; then rows.
+      for (int x = 0; x < kT; ++x) bt6(d + x * C_, kT * C_, tmp + x * C_, kT * C_, C_);
+      for (int y = 0; y < kT; ++y) bt6(tmp + y * kT * C_, C_, v + (y * kT) * tb_ * C_ + i * C_, tb_ * C_, C_);
+    }
+    // 36 GEMMs: M[xi] (nt x K) = V[xi] (nt x C) x U[xi] (C x K), C split in K blocks of <= 512.
+    const int mr = ks_.mr, nr = ks_.nr;
+    const int64_t kp = round_up(K_, nr), tiles_pad = round_up(nt, mr);
+    for (int xi = 0; xi < kXi; ++xi) {
+      const float* vx = v + xi * tb_ * C_;
+      float* mx = m + xi * tb_ * ldm_;
+      for (int64_t c0 = 0; c0 < C_; c0 += 512) {
+        const int64_t cl = std::min<int64_t>(512, C_ - c0);
+        for (int64_t r = 0; r < tiles_pad; ++r) rows[r] = vx + std::min(r, nt - 1) * C_ + c0;
+        for (int64_t jr = 0; jr < kp; jr += nr) {
+          const float* panel = u + xi * C_ * kp + (jr / nr) * C_ * nr + c0 * nr;
+          for (int64_t ir = 0; ir < tiles_pad; ir += mr) ks_.kernel(1, cl, rows + ir, panel, mx + ir * ldm_ + jr, ldm_, c0 > 0);
+        }
+      }
+    }
+    // Output transform and the epilogue, pixel by pixel along K.
+    for (int64_t i = 0; i < nt; ++i) {
+      int64_t n, oh, ow;
+      tile_origin(t0 + i, n, oh, ow);
+      for (int x = 0; x < kT; ++x) at6(m + x * tb_ * ldm_ + i * ldm_, kT * tb_ * ldm_, tmp + x * K_, kT * K_, K_);
+      float* y = tmp + 24 * K_;  // 16 x K, after A^T M's 24 rows
+      for (int r = 0; r < kOut; ++r) at6(tmp + r * kT * K_, K_, y + r * kOut * K_, K_, K_);
+      for (int r = 0; r < kOut && oh + r < g_.dst_sp[1]; ++r)
+        for (int q = 0; q < kOut && ow + q < g_.dst_sp[2]; ++q) {
+          const int64_t o[3] = {0, oh + r, ow + q};
+          int64_t coord[4];
+          g_.dst_coord(n, 0, o, coord);
+          run.strip(slot, coord, 1, K_, 1, y + (r * kOut + q) * K_);
+        }
+    }
+  }
+
+  Partition part_;
+  Epilogue epi_;
+  const gemm::KernelSet& ks_;
+  int threads_;
+  ConvGeometry g_;
+  int64_t C_ = 0, K_ = 0, th_ = 0, tw_ = 0, tiles_ = 0, tb_ = 0, ldm_ = 0, ws_ = 0;
+};
+
+bool check_winograd(const Partition& p, const Target& t, Epilogue& epi, std::string& why) {
+  const ir::Node* n = check_anchor(p, t, "conv_fprop", epi, why);
+  if (!n) return false;
+  ConvGeometry g;
+  g.init(*p.graph, *n);
+  std::string rule;
+  if (g.nsp != 2) rule = "needs a 2D convolution";
+  else if (g.ker[1] != 3 || g.ker[2] != 3) rule = "needs a 3x3 kernel";
+  else if (g.stride[1] != 1 || g.stride[2] != 1) rule = "needs stride 1";
+  else if (g.dil[1] != 1 || g.dil[2] != 1) rule = "needs dilation 1";
+  else if (g.groups != 1) rule = "needs groups == 1";
+  if (rule.empty()) return true;
+  why = "node '" + n->name + "': F(4x4,3x3) " + rule;
+  return false;
+}
+
+class WinogradEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "cpu_conv_winograd_f4x3"; }
+
+  Support check(const Partition& p, const Target& t) const override {
+    Epilogue epi;
+    std::string why;
+    return check_winograd(p, t, epi, why) ? Support::yes() : Support::no(why);
+  }
+
+  std::vector<Knobs> knob_space(const Partition&, const Target&) const override {
+    std::vector<Knobs> out;
+    for (int level = static_cast<int>(cpu_features().best()); level >= 0; --level)
+      if (cpu_features().supports(static_cast<Isa>(level))) out.push_back(Knobs{{"isa", level}});
+    return out;
+  }
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    ConvGeometry g;
+    g.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    // 36/144 of the multiplies, plus transforms that cost about as much as a GEMM with 16
+    // channels: with few channels the transforms dominate.
+    const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
+    const double eff = isa_efficiency(knob_isa(k)) * 0.75;
+    return roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6);
+  }
+
+  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
+    Epilogue epi;
+    std::string why;
+    if (!check_winograd(p, t, epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_conv_winograd_f4x3: " + why};
+    const Isa isa = knob_isa(k);
+    if (!cpu_features().supports(isa))
+      return {ErrorCode::INVALID_VALUE, "cpu_conv_winograd_f4x3: knob isa=" + std::to_string(static_cast<int>(isa)) +
+                                            " is not supported by this CPU"};
+    plan = std::make_unique<WinogradPlan>(p, epi, isa, t.handle->thread_pool().size());
+    return {};
+  }
+};
+
+}  // namespace
+
+const Engine& conv_winograd_f4x3_engine() {
+  static const WinogradEngine kEngine;
+  return kEngine;
+}
+
+}  // namespace dnngraph::cpu
