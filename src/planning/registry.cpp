@@ -5,10 +5,12 @@
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
 #include "engines/cpu/sdpa/flash_engine.hpp"
+#include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cuda/conv/conv_engines.hpp"
 #include "engines/cuda/gemm/gemm_engines.hpp"
 #include "engines/cuda/pointwise/pointwise_jit.hpp"
 #include "engines/cuda/sdpa/sdpa_engine.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/ref/ref_engine.hpp"
 #include "planning/engine.hpp"
 
@@ -26,6 +28,8 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {10, &cuda::gemm_wgmma_tma_engine()},
       {11, &cuda::conv_implicit_gemm_engine()},
       {12, &cuda::sdpa_flash_engine()},
+      {13, &cudnn::engine()},
+      {14, &cublaslt::engine()},
       {16, &cuda::gemm_mma_sync_engine()},
   };
   return kEngines;

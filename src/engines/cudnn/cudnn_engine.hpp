@@ -1,0 +1,24 @@
+// cudnn: the vendor engine over cuDNN's backend API (dlopen'ed; see cudnn_api.hpp for the search
+// order). A partition is lowered to a cuDNN operation graph; every engine config that cuDNN's
+// heuristics (modes A, B and FALLBACK) offer becomes one candidate, with knobs
+// {cudnn_engine: <global index>, k_<knob>: <value>...}, so autotune times cuDNN's plans beside
+// dnngraph's own. Plans serialize as cuDNN's own JSON representation; they run on the handle's
+// stream (and so inside CUDA graph captures); dynamic-shape graphs share a cuDNN kernel cache per
+// dnngraph KernelCache. A partition cuDNN rejects carries cuDNN's reason.
+#pragma once
+#include <string>
+
+#include "planning/engine.hpp"
+
+namespace dnngraph::cudnn {
+
+const Engine& engine();
+
+}  // namespace dnngraph::cudnn
+
+namespace dnngraph {
+
+// For `dnngraph info`: the cuDNN and cuBLASLt libraries found (version, path) or every path searched.
+std::string describe_vendor_libraries();
+
+}  // namespace dnngraph

@@ -1,0 +1,35 @@
+// cuDNN handles and kernel caches shared by every plan of a CUDA context.
+//
+// A cuDNN handle is costly to create and must not be used by two threads at once, so there is one
+// per CUDA context, made on first use and kept for the process (the registry of them is built
+// once per context, like the engine registry), and every use of it (finalizing graphs and plans,
+// cudnnSetStream + cudnnBackendExecute) holds its mutex.
+#pragma once
+#include <cstdint>
+#include <mutex>
+
+#include "engines/cudnn/op_graph.hpp"
+#include "runtime/handle_impl.hpp"
+
+namespace dnngraph {
+struct KernelCacheImpl;
+}
+
+namespace dnngraph::cudnn {
+
+struct SharedHandle {
+  cudnnHandle_t handle = nullptr;
+  std::mutex mutex;
+};
+
+// The cuDNN handle of the CUDA context `h` stands for (made current first).
+Status shared_handle(const CudnnApi& api, HandleImpl& h, SharedHandle*& out);
+
+// A cuDNN kernel cache (cuDNN 9.5+) shared by the plans built with one dnngraph KernelCache for
+// graphs of one topology (`topology`: the graph's fingerprint without its batch dims), so that
+// dynamic-shape graphs that differ only in batch size reuse compiled kernels. Null when cuDNN is
+// too old for it.
+Status kernel_cache(const CudnnApi& api, const KernelCacheImpl* owner, uint64_t topology, const Descriptor& graph,
+                    BackendDescriptor& out);
+
+}  // namespace dnngraph::cudnn

@@ -1,0 +1,379 @@
+#include "engines/cudnn/lower.hpp"
+
+#include <algorithm>
+#include <map>
+#include <variant>
+
+namespace dnngraph::cudnn {
+namespace {
+
+bool is_conv(const OpAttr& a) {
+  return std::holds_alternative<ConvFpropAttr>(a) || std::holds_alternative<ConvDgradAttr>(a) ||
+         std::holds_alternative<ConvWgradAttr>(a);
+}
+
+bool is_scalar(const ir::Tensor& t) { return t.is_pass_by_value && t.volume() == 1; }
+
+// How the partition's tensors are lifted to the ranks cuDNN takes.
+struct Lift {
+  bool conv_1d = false;  // insert a unit H at index 2 of every rank-3 tensor
+  int min_rank = 3;      // otherwise: leading unit dims up to this rank
+  int rank = 3;          // the partition's rank after lifting (scalars take it)
+};
+
+Lift plan_lift(const Partition& p) {
+  Lift L;
+  int max_rank = 0;
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const ir::Node& n = p.node(i);
+    if (is_conv(n.attr) && p.tensor(n.inputs[0]).rank() == 3) L.conv_1d = true;
+    for (const auto* list : {&n.inputs, &n.outputs})
+      for (int id : *list)
+        if (id >= 0 && !is_scalar(p.tensor(id))) max_rank = std::max(max_rank, p.tensor(id).rank());
+  }
+  L.rank = L.conv_1d ? 4 : std::max(L.min_rank, max_rank);
+  return L;
+}
+
+void lift(const Lift& L, const ir::Tensor& t, std::vector<int64_t>& dims, std::vector<int64_t>& strides) {
+  dims = t.dims;
+  strides = t.strides;
+  if (is_scalar(t)) {
+    dims.assign(static_cast<size_t>(L.rank), 1);
+    strides.assign(static_cast<size_t>(L.rank), 1);
+    return;
+  }
+  if (L.conv_1d && dims.size() == 3) {
+    // The unit H spans what W spans, so the layout (NCW or NWC) reads the same as NCHW or NHWC.
+    dims.insert(dims.begin() + 2, 1);
+    strides.insert(strides.begin() + 2, t.dims[2] * t.strides[2]);
+    return;
+  }
+  while (static_cast<int>(dims.size()) < L.min_rank) {
+    strides.insert(strides.begin(), dims.empty() ? 1 : dims[0] * strides[0]);
+    dims.insert(dims.begin(), 1);
+  }
+}
+
+std::string node_text(const ir::Node& n) { return "node '" + n.name + "' (" + std::string(op_name(n.attr)) + ")"; }
+
+// Per-spatial-dim conv parameters with defaults, lifted for 1D.
+struct ConvGeometry {
+  std::vector<int64_t> pre, post, stride, dilation;
+};
+
+template <class A>
+ConvGeometry conv_geometry(const A& a, size_t spatial, bool lift_1d) {
+  auto fill = [&](const std::vector<int64_t>& v, int64_t def) {
+    std::vector<int64_t> out = v.empty() ? std::vector<int64_t>(spatial, def) : v;
+    if (lift_1d) out.insert(out.begin(), def);
+    return out;
+  };
+  return {fill(a.get_pre_padding(), 0), fill(a.get_post_padding(), 0), fill(a.get_stride(), 1),
+          fill(a.get_dilation(), 1)};
+}
+
+bool to_pw_mode(PointwiseMode m, PwMode& out) {
+  switch (m) {
+#define DG_PW_CASE(name, value) \
+  case PointwiseMode::name: out = PwMode::name; return true;
+    DG_CUDNN_PW_MODES(DG_PW_CASE)
+#undef DG_PW_CASE
+    case PointwiseMode::NOT_SET: return false;
+  }
+  return false;
+}
+
+bool is_backward(PointwiseMode m) { return m >= PointwiseMode::RELU_BWD && m <= PointwiseMode::GELU_APPROX_TANH_BWD; }
+
+bool to_reduce_op(ReductionMode m, ReduceOp& out) {
+  switch (m) {
+    case ReductionMode::ADD: out = ReduceOp::ADD; return true;
+    case ReductionMode::MUL: out = ReduceOp::MUL; return true;
+    case ReductionMode::MIN: out = ReduceOp::MIN; return true;
+    case ReductionMode::MAX: out = ReduceOp::MAX; return true;
+    case ReductionMode::AMAX: out = ReduceOp::AMAX; return true;
+    case ReductionMode::AVG: out = ReduceOp::AVG; return true;
+    case ReductionMode::NORM1: out = ReduceOp::NORM1; return true;
+    case ReductionMode::NORM2: out = ReduceOp::NORM2; return true;
+    case ReductionMode::NOT_SET: return false;
+  }
+  return false;
+}
+
+// Builds the operation descriptors of one partition, reading tensor descriptors by IR id.
+class OpLowering {
+ public:
+  OpLowering(const CudnnApi& api, const Partition& p, const Lift& L, Lowered& out,
+             const std::map<int, BackendDescriptor>& tensors)
+      : api_(api), p_(p), L_(L), out_(out), t_(tensors) {}
+
+  Status node(const ir::Node& n) {
+    comp_ = Dtype::FLOAT;
+    if (!to_cudnn(n.compute_type, comp_)) comp_ = Dtype::FLOAT;
+    return std::visit([&](const auto& a) { return lower(n, a); }, n.attr);
+  }
+
+ private:
+  BackendDescriptor tensor(int id) const { return t_.at(id); }
+
+  Descriptor& make(Desc type) {
+    out_.descriptors.push_back(std::make_shared<Descriptor>(api_, type));
+    return *out_.descriptors.back();
+  }
+
+  Status add_op(Descriptor& op) {
+    if (auto s = op.finalize(); !s.ok()) return s;
+    out_.ops.push_back(op.get());
+    return {};
+  }
+
+  // alpha = 1, beta = 0, in the precision cuDNN expects for the compute type.
+  Descriptor& scale_pair(Descriptor& op, Attr alpha, Attr beta) {
+    if (comp_ == Dtype::DOUBLE) return op.set_double(alpha, 1.0).set_double(beta, 0.0);
+    return op.set_float(alpha, 1.0f).set_float(beta, 0.0f);
+  }
+  Descriptor& real(Descriptor& d, Attr a, double v) {
+    return comp_ == Dtype::DOUBLE ? d.set_double(a, v) : d.set_float(a, static_cast<float>(v));
+  }
+
+  template <class A>
+  Status conv_desc(const ir::Node& n, const A& a, int x_slot, BackendDescriptor& out) {
+    const size_t spatial = p_.tensor(n.inputs[static_cast<size_t>(x_slot)]).dims.size() - 2;
+    const ConvGeometry g = conv_geometry(a, spatial, L_.conv_1d);
+    Descriptor& d = make(Desc::CONVOLUTION);
+    d.set_dtype(Attr::CONVOLUTION_COMP_TYPE, comp_)
+        .set_enum(Attr::CONVOLUTION_CONV_MODE, AttrType::CONVOLUTION_MODE, static_cast<int>(ConvMode::CROSS_CORRELATION))
+        .set_i64(Attr::CONVOLUTION_SPATIAL_DIMS, static_cast<int64_t>(g.stride.size()))
+        .set_i64s(Attr::CONVOLUTION_PRE_PADDINGS, g.pre)
+        .set_i64s(Attr::CONVOLUTION_POST_PADDINGS, g.post)
+        .set_i64s(Attr::CONVOLUTION_FILTER_STRIDES, g.stride)
+        .set_i64s(Attr::CONVOLUTION_DILATIONS, g.dilation);
+    if (auto s = d.finalize(); !s.ok()) return s;
+    out = d.get();
+    return {};
+  }
+
+  Status lower(const ir::Node& n, const ConvFpropAttr& a) {
+    BackendDescriptor conv = nullptr;
+    if (auto s = conv_desc(n, a, 0, conv); !s.ok()) return s;
+    Descriptor& op = make(Desc::OPERATION_CONVOLUTION_FORWARD);
+    op.set_desc(Attr::OPERATION_CONVOLUTION_FORWARD_X, tensor(n.inputs[0]))
+        .set_desc(Attr::OPERATION_CONVOLUTION_FORWARD_W, tensor(n.inputs[1]))
+        .set_desc(Attr::OPERATION_CONVOLUTION_FORWARD_Y, tensor(n.outputs[0]))
+        .set_desc(Attr::OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
+    scale_pair(op, Attr::OPERATION_CONVOLUTION_FORWARD_ALPHA, Attr::OPERATION_CONVOLUTION_FORWARD_BETA);
+    return add_op(op);
+  }
+
+  Status lower(const ir::Node& n, const ConvDgradAttr& a) {  // (DY, W) -> DX
+    BackendDescriptor conv = nullptr;
+    if (auto s = conv_desc(n, a, 0, conv); !s.ok()) return s;
+    Descriptor& op = make(Desc::OPERATION_CONVOLUTION_BACKWARD_DATA);
+    op.set_desc(Attr::OPERATION_CONVOLUTION_BWD_DATA_DY, tensor(n.inputs[0]))
+        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_DATA_W, tensor(n.inputs[1]))
+        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_DATA_DX, tensor(n.outputs[0]))
+        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv);
+    scale_pair(op, Attr::OPERATION_CONVOLUTION_BWD_DATA_ALPHA, Attr::OPERATION_CONVOLUTION_BWD_DATA_BETA);
+    return add_op(op);
+  }
+
+  Status lower(const ir::Node& n, const ConvWgradAttr& a) {  // (DY, X) -> DW
+    BackendDescriptor conv = nullptr;
+    if (auto s = conv_desc(n, a, 1, conv); !s.ok()) return s;
+    Descriptor& op = make(Desc::OPERATION_CONVOLUTION_BACKWARD_FILTER);
+    op.set_desc(Attr::OPERATION_CONVOLUTION_BWD_FILTER_DY, tensor(n.inputs[0]))
+        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_FILTER_X, tensor(n.inputs[1]))
+        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_FILTER_DW, tensor(n.outputs[0]))
+        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv);
+    scale_pair(op, Attr::OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, Attr::OPERATION_CONVOLUTION_BWD_FILTER_BETA);
+    return add_op(op);
+  }
+
+  Status lower(const ir::Node& n, const MatmulAttr&) {
+    Descriptor& mm = make(Desc::MATMUL);
+    if (auto s = mm.set_dtype(Attr::MATMUL_COMP_TYPE, comp_).finalize(); !s.ok()) return s;
+    Descriptor& op = make(Desc::OPERATION_MATMUL);
+    op.set_desc(Attr::OPERATION_MATMUL_ADESC, tensor(n.inputs[0]))
+        .set_desc(Attr::OPERATION_MATMUL_BDESC, tensor(n.inputs[1]))
+        .set_desc(Attr::OPERATION_MATMUL_CDESC, tensor(n.outputs[0]))
+        .set_desc(Attr::OPERATION_MATMUL_DESC, mm.get());
+    return add_op(op);
+  }
+
+  Status lower(const ir::Node& n, const PointwiseAttr& a) {
+    PwMode mode = PwMode::IDENTITY;
+    to_pw_mode(a.get_mode(), mode);
+    Descriptor& pw = make(Desc::POINTWISE);
+    pw.set_enum(Attr::POINTWISE_MODE, AttrType::POINTWISE_MODE, static_cast<int>(mode))
+        .set_dtype(Attr::POINTWISE_MATH_PREC, comp_);
+    switch (a.get_mode()) {
+      case PointwiseMode::RELU_FWD:
+      case PointwiseMode::RELU_BWD:
+        real(pw, Attr::POINTWISE_RELU_LOWER_CLIP, a.get_relu_lower_clip());
+        if (a.get_relu_upper_clip()) real(pw, Attr::POINTWISE_RELU_UPPER_CLIP, *a.get_relu_upper_clip());
+        if (a.get_relu_lower_clip_slope() != 0.0)
+          real(pw, Attr::POINTWISE_RELU_LOWER_CLIP_SLOPE, a.get_relu_lower_clip_slope());
+        break;
+      case PointwiseMode::ELU_FWD:
+      case PointwiseMode::ELU_BWD: real(pw, Attr::POINTWISE_ELU_ALPHA, a.get_elu_alpha()); break;
+      case PointwiseMode::SOFTPLUS_FWD:
+      case PointwiseMode::SOFTPLUS_BWD: real(pw, Attr::POINTWISE_SOFTPLUS_BETA, a.get_softplus_beta()); break;
+      case PointwiseMode::SWISH_FWD:
+      case PointwiseMode::SWISH_BWD: real(pw, Attr::POINTWISE_SWISH_BETA, a.get_swish_beta()); break;
+      case PointwiseMode::GEN_INDEX: pw.set_i64(Attr::POINTWISE_AXIS, a.get_axis()); break;
+      default: break;
+    }
+    if (auto s = pw.finalize(); !s.ok()) return s;
+    Descriptor& op = make(Desc::OPERATION_POINTWISE);
+    op.set_desc(Attr::OPERATION_POINTWISE_PW_DESCRIPTOR, pw.get());
+    if (is_backward(a.get_mode())) {  // (dy, x) -> dx
+      op.set_desc(Attr::OPERATION_POINTWISE_DYDESC, tensor(n.inputs[0]))
+          .set_desc(Attr::OPERATION_POINTWISE_XDESC, tensor(n.inputs[1]))
+          .set_desc(Attr::OPERATION_POINTWISE_DXDESC, tensor(n.outputs[0]));
+      return add_op(op);
+    }
+    op.set_desc(Attr::OPERATION_POINTWISE_XDESC, tensor(n.inputs[0]));
+    if (n.inputs.size() > 1) op.set_desc(Attr::OPERATION_POINTWISE_BDESC, tensor(n.inputs[1]));
+    if (n.inputs.size() > 2) op.set_desc(Attr::OPERATION_POINTWISE_TDESC, tensor(n.inputs[2]));
+    op.set_desc(Attr::OPERATION_POINTWISE_YDESC, tensor(n.outputs[0]));
+    return add_op(op);
+  }
+
+  Status lower(const ir::Node& n, const ReductionAttr& a) {
+    ReduceOp r = ReduceOp::ADD;
+    to_reduce_op(a.get_mode(), r);
+    Descriptor& red = make(Desc::REDUCTION);
+    red.set_enum(Attr::REDUCTION_OPERATOR, AttrType::REDUCTION_OPERATOR_TYPE, static_cast<int>(r))
+        .set_dtype(Attr::REDUCTION_COMP_TYPE, comp_);
+    if (auto s = red.finalize(); !s.ok()) return s;
+    Descriptor& op = make(Desc::OPERATION_REDUCTION);
+    op.set_desc(Attr::OPERATION_REDUCTION_XDESC, tensor(n.inputs[0]))
+        .set_desc(Attr::OPERATION_REDUCTION_YDESC, tensor(n.outputs[0]))
+        .set_desc(Attr::OPERATION_REDUCTION_DESC, red.get());
+    return add_op(op);
+  }
+
+  template <class A>
+  Status lower(const ir::Node& n, const A&) {
+    return {ErrorCode::GRAPH_NOT_SUPPORTED, "cudnn: " + node_text(n) + " has no cuDNN lowering"};
+  }
+
+  const CudnnApi& api_;
+  const Partition& p_;
+  const Lift& L_;
+  Lowered& out_;
+  const std::map<int, BackendDescriptor>& t_;
+  Dtype comp_ = Dtype::FLOAT;
+};
+
+}  // namespace
+
+bool to_cudnn(DataType t, Dtype& out) {
+  switch (t) {
+    case DataType::FLOAT: out = Dtype::FLOAT; return true;
+    case DataType::HALF: out = Dtype::HALF; return true;
+    case DataType::BFLOAT16: out = Dtype::BFLOAT16; return true;
+    case DataType::DOUBLE: out = Dtype::DOUBLE; return true;
+    case DataType::INT8: out = Dtype::INT8; return true;
+    case DataType::INT32: out = Dtype::INT32; return true;
+    case DataType::INT64: out = Dtype::INT64; return true;
+    case DataType::BOOLEAN: out = Dtype::BOOLEAN; return true;
+    case DataType::UINT8: out = Dtype::UINT8; return true;
+    case DataType::FP8_E4M3: out = Dtype::FP8_E4M3; return true;
+    case DataType::FP8_E5M2: out = Dtype::FP8_E5M2; return true;
+    case DataType::NOT_SET: return false;
+  }
+  return false;
+}
+
+std::string unsupported_reason(const Partition& p) {
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const ir::Node& n = p.node(i);
+    const bool lowered = is_conv(n.attr) || std::holds_alternative<MatmulAttr>(n.attr) ||
+                         std::holds_alternative<PointwiseAttr>(n.attr) || std::holds_alternative<ReductionAttr>(n.attr);
+    if (!lowered)
+      return node_text(n) + ": dnngraph's cudnn engine lowers conv_fprop/dgrad/wgrad, matmul, pointwise and "
+                            "reduction nodes only";
+    for (const auto* list : {&n.inputs, &n.outputs})
+      for (int id : *list) {
+        Dtype d;
+        if (id >= 0 && !to_cudnn(p.tensor(id).dtype, d))
+          return node_text(n) + ", tensor '" + p.tensor(id).name + "': data type " +
+                 std::string(to_string(p.tensor(id).dtype)) + " has no cuDNN counterpart";
+        if (id >= 0 && p.tensor(id).rank() > 8)
+          return node_text(n) + ", tensor '" + p.tensor(id).name + "': rank above cuDNN's 8 dims";
+      }
+    if (is_conv(n.attr) && p.tensor(n.inputs[0]).rank() < 3)
+      return node_text(n) + ": convolution tensors of rank below 3";
+  }
+  return {};
+}
+
+Status plan_tensors(const Partition& p, std::vector<TensorPlan>& out) {
+  out.clear();
+  const Lift L = plan_lift(p);
+  std::vector<bool> seen(p.graph->tensors.size(), false);
+  auto add = [&](int id) -> Status {
+    if (id < 0 || seen[static_cast<size_t>(id)]) return {};
+    seen[static_cast<size_t>(id)] = true;
+    const ir::Tensor& t = p.tensor(id);
+    TensorPlan tp;
+    tp.id = id;
+    tp.uid = id + 1;
+    if (!to_cudnn(t.dtype, tp.dtype))
+      return {ErrorCode::GRAPH_NOT_SUPPORTED, "cudnn: tensor '" + t.name + "' has no data type"};
+    lift(L, t, tp.dims, tp.strides);
+    tp.by_value = t.is_pass_by_value;
+    tp.is_virtual = p.is_internal(id);
+    out.push_back(std::move(tp));
+    return {};
+  };
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const ir::Node& n = p.node(i);
+    for (int id : n.inputs)
+      if (auto s = add(id); !s.ok()) return s;
+    for (int id : n.outputs)
+      if (auto s = add(id); !s.ok()) return s;
+  }
+  return {};
+}
+
+PackLayout pack_layout(const std::vector<TensorPlan>& tensors) {
+  PackLayout pl;
+  for (const auto& t : tensors) {
+    if (t.is_virtual) continue;
+    pl.ids.push_back(t.id);
+    pl.uids.push_back(t.uid);
+    pl.by_value.push_back(t.by_value);
+  }
+  return pl;
+}
+
+Status lower_partition(const CudnnApi& api, const Partition& p, Lowered& out) {
+  if (auto why = unsupported_reason(p); !why.empty()) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cudnn: " + why};
+  if (auto s = plan_tensors(p, out.tensors); !s.ok()) return s;
+  out.pack = pack_layout(out.tensors);
+  std::map<int, BackendDescriptor> by_id;
+  for (const auto& t : out.tensors) {
+    out.descriptors.push_back(std::make_shared<Descriptor>(api, Desc::TENSOR));
+    Descriptor& d = *out.descriptors.back();
+    d.set_dtype(Attr::TENSOR_DATA_TYPE, t.dtype)
+        .set_i64s(Attr::TENSOR_DIMENSIONS, t.dims)
+        .set_i64s(Attr::TENSOR_STRIDES, t.strides)
+        .set_i64(Attr::TENSOR_UNIQUE_ID, t.uid)
+        .set_i64(Attr::TENSOR_BYTE_ALIGNMENT, kAlignment)
+        .set_bool(Attr::TENSOR_IS_VIRTUAL, t.is_virtual);
+    if (t.by_value) d.set_bool(Attr::TENSOR_IS_BY_VALUE, true);
+    if (auto s = d.finalize(); !s.ok())
+      return {s.code(), s.message() + " (tensor '" + p.tensor(t.id).name + "')"};
+    by_id[t.id] = d.get();
+  }
+  const Lift L = plan_lift(p);
+  OpLowering ops(api, p, L, out, by_id);
+  for (size_t i = 0; i < p.nodes.size(); ++i)
+    if (auto s = ops.node(p.node(i)); !s.ok()) return {s.code(), s.message() + " (" + node_text(p.node(i)) + ")"};
+  return {};
+}
+
+}  // namespace dnngraph::cudnn

@@ -1,0 +1,684 @@
+// The cudnn vendor engine. Without a GPU: the library search (failures, the log of paths tried),
+// the lowering of partitions to backend descriptors and the reading of cuDNN's heuristics, through
+// a fake function table that records every descriptor (and through the real library where it is
+// installed: descriptors need no GPU), and the reasons the engine gives. With a GPU: every cuDNN
+// plan of fused conv and matmul graphs against ref, serialization, dynamic shapes with a kernel
+// cache, CUDA-graph capture, and cuDNN's own reason in explain().
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "engines/cudnn/cudnn_engine.hpp"
+#include "engines/cudnn/op_graph.hpp"
+#include "engines/cudnn/vendor_library.hpp"
+#include "engines/test_cuda_util.hpp"
+
+namespace dnngraph::cudnn {
+namespace {
+
+namespace ct = dnngraph::cuda::testing;
+namespace dg = dnngraph;
+using M = PointwiseMode;
+using T = DataType;
+
+// ---------------------------------------------------------------- a fake cuDNN backend
+
+struct FakeDesc {
+  int type = -1;
+  std::map<int, std::pair<int, std::vector<uint8_t>>> attrs;  // attribute -> (type, bytes)
+  bool finalized = false;
+  int64_t engine = -1;                          // ENGINE, ENGINECFG
+  std::vector<std::pair<int, int64_t>> knobs;   // ENGINECFG
+  int knob_type = -1;                           // KNOB_CHOICE
+  int64_t knob_value = 0;
+
+  std::vector<int64_t> i64s(Attr a) const {
+    const auto& b = attrs.at(static_cast<int>(a)).second;
+    std::vector<int64_t> v(b.size() / 8);
+    std::memcpy(v.data(), b.data(), b.size());
+    return v;
+  }
+  int enum_value(Attr a) const {
+    int v = 0;
+    std::memcpy(&v, attrs.at(static_cast<int>(a)).second.data(), 4);
+    return v;
+  }
+  void* desc(Attr a, size_t i = 0) const {
+    void* v = nullptr;
+    std::memcpy(&v, attrs.at(static_cast<int>(a)).second.data() + 8 * i, 8);
+    return v;
+  }
+  bool has(Attr a) const { return attrs.count(static_cast<int>(a)) != 0; }
+};
+
+// Heuristic results by mode: (engine, knobs) per config.
+using FakeConfigs = std::vector<std::pair<int64_t, std::vector<std::pair<int, int64_t>>>>;
+
+struct Fake {
+  std::vector<std::unique_ptr<FakeDesc>> all;
+  int fail_type = -1;  // finalize of this descriptor type fails with fail_status
+  int fail_status = 0;
+  std::map<int, FakeConfigs> heuristics;  // by HeurMode
+  std::vector<const FakeDesc*> of(Desc t) const {
+    std::vector<const FakeDesc*> out;
+    for (const auto& d : all)
+      if (d->type == static_cast<int>(t)) out.push_back(d.get());
+    return out;
+  }
+};
+Fake* g_fake = nullptr;
+
+size_t element_size(int type) {
+  switch (static_cast<AttrType>(type)) {
+    case AttrType::BOOLEAN:
+    case AttrType::CHAR: return 1;
+    case AttrType::FLOAT:
+    case AttrType::DATA_TYPE:
+    case AttrType::CONVOLUTION_MODE:
+    case AttrType::HEUR_MODE:
+    case AttrType::KNOB_TYPE:
+    case AttrType::POINTWISE_MODE:
+    case AttrType::REDUCTION_OPERATOR_TYPE:
+    case AttrType::NUMERICAL_NOTE:
+    case AttrType::BEHAVIOR_NOTE: return 4;
+    default: return 8;
+  }
+}
+
+cudnnStatus_t fake_create(int type, BackendDescriptor* d) {
+  g_fake->all.push_back(std::make_unique<FakeDesc>());
+  g_fake->all.back()->type = type;
+  *d = g_fake->all.back().get();
+  return STATUS_SUCCESS;
+}
+cudnnStatus_t fake_destroy(BackendDescriptor) { return STATUS_SUCCESS; }
+cudnnStatus_t fake_finalize(BackendDescriptor d) {
+  auto* f = static_cast<FakeDesc*>(d);
+  if (f->type == g_fake->fail_type) return g_fake->fail_status;
+  f->finalized = true;
+  return STATUS_SUCCESS;
+}
+cudnnStatus_t fake_set(BackendDescriptor d, int attr, int type, int64_t n, const void* data) {
+  const auto* b = static_cast<const uint8_t*>(data);
+  static_cast<FakeDesc*>(d)->attrs[attr] = {type, std::vector<uint8_t>(b, b + n * static_cast<int64_t>(element_size(type)))};
+  return STATUS_SUCCESS;
+}
+cudnnStatus_t fake_get(BackendDescriptor d, int attr, int, int64_t requested, int64_t* count, void* out) {
+  auto* f = static_cast<FakeDesc*>(d);
+  auto** descs = static_cast<FakeDesc**>(out);
+  switch (static_cast<Attr>(attr)) {
+    case Attr::ENGINEHEUR_RESULTS: {
+      const auto& cfgs = g_fake->heuristics[f->enum_value(Attr::ENGINEHEUR_MODE)];
+      *count = std::min<int64_t>(static_cast<int64_t>(cfgs.size()), requested ? requested : INT64_MAX);
+      for (int64_t i = 0; out && i < *count; ++i) {
+        descs[i]->engine = cfgs[static_cast<size_t>(i)].first;
+        descs[i]->knobs = cfgs[static_cast<size_t>(i)].second;
+      }
+      return STATUS_SUCCESS;
+    }
+    case Attr::ENGINECFG_ENGINE: descs[0]->engine = f->engine; *count = 1; return STATUS_SUCCESS;
+    case Attr::ENGINECFG_KNOB_CHOICES:
+      *count = static_cast<int64_t>(f->knobs.size());
+      for (size_t i = 0; i < f->knobs.size(); ++i) {
+        descs[i]->knob_type = f->knobs[i].first;
+        descs[i]->knob_value = f->knobs[i].second;
+      }
+      return STATUS_SUCCESS;
+    case Attr::ENGINE_GLOBAL_INDEX: *static_cast<int64_t*>(out) = f->engine; *count = 1; return STATUS_SUCCESS;
+    case Attr::KNOB_CHOICE_KNOB_TYPE: *static_cast<int*>(out) = f->knob_type; *count = 1; return STATUS_SUCCESS;
+    case Attr::KNOB_CHOICE_KNOB_VALUE: *static_cast<int64_t*>(out) = f->knob_value; *count = 1; return STATUS_SUCCESS;
+    case Attr::ENGINE_BEHAVIOR_NOTE:  // engine 7 compiles at run time
+      *count = f->engine == 7 ? 1 : 0;
+      if (f->engine == 7) *static_cast<int*>(out) = static_cast<int>(BehaviorNote::RUNTIME_COMPILATION);
+      return STATUS_SUCCESS;
+    case Attr::ENGINE_NUMERICAL_NOTE: *count = 0; return STATUS_SUCCESS;
+    case Attr::EXECUTION_PLAN_WORKSPACE_SIZE: *static_cast<int64_t*>(out) = 4096; *count = 1; return STATUS_SUCCESS;
+    default: return 2000;
+  }
+}
+const char* fake_error_string(cudnnStatus_t s) { return s == 3002 ? "CUDNN_STATUS_NOT_SUPPORTED_SHAPE" : "FAKE"; }
+void fake_last_error(char* msg, size_t n) { std::snprintf(msg, n, "%s", "the fake backend rejects this on purpose"); }
+
+CudnnApi fake_api() {
+  CudnnApi a{};
+  a.cudnnGetErrorString = fake_error_string;
+  a.cudnnGetLastErrorString = fake_last_error;
+  a.cudnnBackendCreateDescriptor = fake_create;
+  a.cudnnBackendDestroyDescriptor = fake_destroy;
+  a.cudnnBackendFinalize = fake_finalize;
+  a.cudnnBackendSetAttribute = fake_set;
+  a.cudnnBackendGetAttribute = fake_get;
+  return a;
+}
+
+class FakeBackend : public ::testing::Test {
+ protected:
+  void SetUp() override { g_fake = &fake_; }
+  void TearDown() override { g_fake = nullptr; }
+  Fake fake_;
+  CudnnApi api_ = fake_api();
+};
+
+// ---------------------------------------------------------------- graphs
+
+std::vector<int64_t> channels_last(const std::vector<int64_t>& d) {
+  std::vector<int64_t> s(d.size());
+  int64_t running = d[1];
+  s[1] = 1;
+  for (size_t i = d.size(); i-- > 2;) {
+    s[i] = running;
+    running *= d[i];
+  }
+  s[0] = running;
+  return s;
+}
+
+dg::TensorPtr nhwc(dg::Graph& g, const std::string& name, const std::vector<int64_t>& d, T t) {
+  return g.tensor(dg::TensorAttr().set_name(name).set_dim(d).set_stride(channels_last(d)).set_data_type(t));
+}
+
+// Y = relu(conv(X, W) + B), channels-last; spatial rank from x_dims.
+ct::Builder conv_bias_relu(std::vector<int64_t> x_dims, int64_t k, std::vector<int64_t> pad, std::vector<int64_t> stride,
+                           std::vector<int64_t> dilation, T io) {
+  return [=](dg::Graph& g) {
+    g.set_io_data_type(io).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+    std::vector<int64_t> w_dims{k, x_dims[1]}, b_dims(x_dims.size(), 1);
+    for (size_t i = 2; i < x_dims.size(); ++i) w_dims.push_back(3);
+    b_dims[1] = k;
+    auto x = nhwc(g, "X", x_dims, io);
+    auto w = nhwc(g, "W", w_dims, io);
+    auto b = nhwc(g, "B", b_dims, io);
+    auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_pre_padding(pad).set_post_padding(pad).set_stride(stride)
+                                    .set_dilation(dilation));
+    auto r = g.relu(g.bias(y, b));
+    r->set_output(true).set_data_type(io);
+  };
+}
+
+// C = gelu(alpha * A x B + bias) with A [batch, M, K], B [1, K, N] (broadcast), row-major.
+ct::Builder matmul_epilogue(int64_t batch, int64_t m, int64_t n, int64_t k, T io) {
+  return [=](dg::Graph& g) {
+    g.set_io_data_type(io).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+    auto a = ct::input(g, "A", {batch, m, k}, io);
+    auto b = ct::input(g, "B", {1, k, n}, io);
+    auto bias = ct::input(g, "bias", {1, 1, n}, io);
+    auto alpha = g.tensor(0.25);
+    auto c = g.gelu(g.bias(g.scale(g.matmul(a, b, dg::MatmulAttr()), alpha), bias));
+    c->set_output(true).set_data_type(io);
+  };
+}
+
+struct Parts {
+  dg::Graph g;
+  std::vector<Partition> parts;
+};
+
+void partition_on_cpu(const ct::Builder& build, Parts& out) {
+  build(out.g);
+  dg::Handle cpu(dg::Device::cpu());
+  ASSERT_TRUE(out.g.validate().ok());
+  ASSERT_TRUE(out.g.build_operation_graph(cpu).ok());
+  ASSERT_TRUE(partition_graph(*out.g.impl().ir, out.parts).ok());
+}
+
+const TensorPlan& plan_named(const Partition& p, const std::vector<TensorPlan>& plans, const std::string& name) {
+  for (const auto& t : plans)
+    if (p.tensor(t.id).name == name) return t;
+  static TensorPlan none;
+  ADD_FAILURE() << "no tensor named " << name;
+  return none;
+}
+
+// ---------------------------------------------------------------- the library search
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+vendor::LibrarySpec missing_spec() {
+  return {"cuDNN-test", "DNNGRAPH_TEST_VENDOR_PATH", {"libdnngraph_no_such_library.so.9"}, "libdgvendortest.so",
+          {"nvidia/dgvendortest/lib"}, {"/nonexistent/dnngraph/lib64"}};
+}
+
+TEST(VendorLibrary, EveryPathTriedIsLoggedAndNamedInTheMessage) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dg_vendor_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "libdgvendortest.so.9") << "not an ELF file";
+  ScopedEnv env("DNNGRAPH_TEST_VENDOR_PATH", dir.string());
+  const auto lib = vendor::load_library(missing_spec(), nullptr);
+  EXPECT_EQ(lib.handle, nullptr);
+  ASSERT_GE(lib.searched.size(), 3u);
+  const std::string msg = vendor::not_found_message(missing_spec(), lib);
+  EXPECT_EQ(msg.rfind("cuDNN-test not found (searched: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find((dir / "libdgvendortest.so.9").string() + " (DNNGRAPH_TEST_VENDOR_PATH)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("libdnngraph_no_such_library.so.9 (system loader)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("python wheels: no nvidia/dgvendortest/lib"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("/nonexistent/dnngraph/lib64: no libdgvendortest.so*"), std::string::npos) << msg;
+  fs::remove_all(dir);
+}
+
+TEST(VendorLibrary, ALibraryTheAcceptCheckRefusesIsSkippedWithItsReason) {
+  vendor::LibrarySpec spec = missing_spec();
+  spec.sonames = {"libm.so.6"};  // loads everywhere; refused as "too old" below
+  const auto lib = vendor::load_library(spec, [](void*) { return std::string("it is too old (test)"); });
+  EXPECT_EQ(lib.handle, nullptr);
+  const std::string msg = vendor::not_found_message(spec, lib);
+  EXPECT_NE(msg.find("libm.so.6 (system loader): loaded, but it is too old (test)"), std::string::npos) << msg;
+}
+
+TEST(VendorLibrary, AMissingEntryPointIsNamed) {
+  CudnnApi a{};
+  std::string missing;
+  auto lookup = [](void*, const char* name) -> void* {
+    return std::string(name) == "cudnnBackendExecute" ? nullptr : reinterpret_cast<void*>(&fake_destroy);
+  };
+  EXPECT_FALSE(resolve_api(lookup, nullptr, a, missing));
+  EXPECT_EQ(missing, "cudnnBackendExecute");
+}
+
+TEST(VendorLibrary, InfoSaysWhatWasFoundOrEverythingSearched) {
+  const std::string info = describe_vendor_libraries();
+  EXPECT_NE(info.find("cuDNN:\n"), std::string::npos) << info;
+  EXPECT_NE(info.find("cuBLASLt:\n"), std::string::npos) << info;
+  if (api()) {
+    EXPECT_GE(version(), 90000u);
+    EXPECT_NE(info.find("using " + path() + " (cuDNN 9."), std::string::npos) << info;
+  } else {
+    EXPECT_NE(error().find("cuDNN not found (searched: "), std::string::npos) << error();
+    EXPECT_NE(info.find("not usable: cuDNN not found"), std::string::npos) << info;
+  }
+}
+
+// ---------------------------------------------------------------- lowering (fake and real backends)
+
+TEST_F(FakeBackend, ConvBiasReluLowersToTensorsConvAndPointwiseOps) {
+  Parts ps;
+  partition_on_cpu(conv_bias_relu({2, 8, 6, 7}, 16, {1, 2}, {1, 2}, {2, 1}, T::BFLOAT16), ps);
+  ASSERT_EQ(ps.parts.size(), 1u);
+  const Partition& p = ps.parts[0];
+  Lowered low;
+  ASSERT_TRUE(lower_partition(api_, p, low).ok());
+  // X, W, conv out, B, bias out, relu out: the two intermediates are virtual, in FLOAT.
+  ASSERT_EQ(low.tensors.size(), 6u);
+  const auto& x = plan_named(p, low.tensors, "X");
+  EXPECT_EQ(x.dims, (std::vector<int64_t>{2, 8, 6, 7}));
+  EXPECT_EQ(x.strides, channels_last({2, 8, 6, 7}));
+  EXPECT_EQ(x.dtype, Dtype::BFLOAT16);
+  EXPECT_FALSE(x.is_virtual);
+  EXPECT_EQ(x.uid, x.id + 1);
+  int virtuals = 0;
+  for (const auto& t : low.tensors) virtuals += t.is_virtual;
+  EXPECT_EQ(virtuals, 2);
+  EXPECT_EQ(low.pack.ids.size(), 4u);  // X, W, B, the output
+  const auto convs = fake_.of(Desc::CONVOLUTION);
+  ASSERT_EQ(convs.size(), 1u);
+  EXPECT_EQ(convs[0]->i64s(Attr::CONVOLUTION_PRE_PADDINGS), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(convs[0]->i64s(Attr::CONVOLUTION_FILTER_STRIDES), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(convs[0]->i64s(Attr::CONVOLUTION_DILATIONS), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(convs[0]->enum_value(Attr::CONVOLUTION_CONV_MODE), static_cast<int>(ConvMode::CROSS_CORRELATION));
+  const auto pws = fake_.of(Desc::POINTWISE);
+  ASSERT_EQ(pws.size(), 2u);
+  EXPECT_EQ(pws[0]->enum_value(Attr::POINTWISE_MODE), static_cast<int>(PwMode::ADD));
+  EXPECT_EQ(pws[1]->enum_value(Attr::POINTWISE_MODE), static_cast<int>(PwMode::RELU_FWD));
+  EXPECT_EQ(low.ops.size(), 3u);
+  for (const auto& d : fake_.all) EXPECT_TRUE(d->finalized) << "descriptor type " << d->type;
+}
+
+TEST_F(FakeBackend, OneDimensionalConvGetsAUnitHeight) {
+  Parts ps;
+  partition_on_cpu(conv_bias_relu({2, 8, 11}, 16, {1}, {2}, {1}, T::FLOAT), ps);
+  Lowered low;
+  ASSERT_TRUE(lower_partition(api_, ps.parts[0], low).ok());
+  const auto& x = plan_named(ps.parts[0], low.tensors, "X");
+  EXPECT_EQ(x.dims, (std::vector<int64_t>{2, 8, 1, 11}));
+  EXPECT_EQ(x.strides, (std::vector<int64_t>{88, 1, 88, 8}));
+  const auto conv = fake_.of(Desc::CONVOLUTION).at(0);
+  EXPECT_EQ(conv->i64s(Attr::CONVOLUTION_PRE_PADDINGS), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(conv->i64s(Attr::CONVOLUTION_FILTER_STRIDES), (std::vector<int64_t>{1, 2}));
+  for (const auto& t : low.tensors) EXPECT_EQ(t.dims.size(), 4u);
+}
+
+TEST_F(FakeBackend, MatmulScalarsAreByValueAndRankTwoGetsABatchDim) {
+  Parts ps;
+  partition_on_cpu([](dg::Graph& g) {
+    auto a = ct::input(g, "A", {5, 7}, T::FLOAT);
+    auto b = ct::input(g, "B", {7, 3}, T::FLOAT);
+    auto c = g.scale(g.matmul(a, b, dg::MatmulAttr()), g.tensor(0.5));
+    c->set_output(true);
+  }, ps);
+  Lowered low;
+  ASSERT_TRUE(lower_partition(api_, ps.parts[0], low).ok());
+  const auto& a = plan_named(ps.parts[0], low.tensors, "A");
+  EXPECT_EQ(a.dims, (std::vector<int64_t>{1, 5, 7}));
+  EXPECT_EQ(a.strides, (std::vector<int64_t>{35, 7, 1}));
+  int by_value = 0;
+  for (const auto& t : low.tensors)
+    if (t.by_value) {
+      ++by_value;
+      EXPECT_EQ(t.dims, (std::vector<int64_t>{1, 1, 1}));
+    }
+  EXPECT_EQ(by_value, 1);
+  EXPECT_EQ(fake_.of(Desc::OPERATION_MATMUL).size(), 1u);
+}
+
+TEST_F(FakeBackend, AFinalizeFailureCarriesCudnnsOwnWords) {
+  fake_.fail_type = static_cast<int>(Desc::OPERATION_CONVOLUTION_FORWARD);
+  fake_.fail_status = 3002;
+  Parts ps;
+  partition_on_cpu(conv_bias_relu({1, 8, 5, 5}, 8, {1, 1}, {1, 1}, {1, 1}, T::FLOAT), ps);
+  Lowered low;
+  const Status s = lower_partition(api_, ps.parts[0], low);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::GRAPH_NOT_SUPPORTED);
+  for (const char* part : {"CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR", "CUDNN_STATUS_NOT_SUPPORTED_SHAPE",
+                           "the fake backend rejects this on purpose", "(conv_fprop)"})
+    EXPECT_NE(s.message().find(part), std::string::npos) << s.message();
+}
+
+TEST_F(FakeBackend, HeuristicConfigsBecomeKnobsWithoutDuplicates) {
+  const int tile = static_cast<int>(KnobType::TILE_SIZE), stages = static_cast<int>(KnobType::STAGES);
+  fake_.heuristics[static_cast<int>(HeurMode::A)] = {{12, {{tile, 3}, {stages, 4}}}, {7, {}}};
+  fake_.heuristics[static_cast<int>(HeurMode::FALLBACK)] = {{7, {}}, {0, {{tile, 1}}}};
+  Descriptor graph(api_, Desc::OPERATIONGRAPH);
+  ASSERT_TRUE(graph.finalize().ok());
+  std::vector<EngineConfig> configs;
+  ASSERT_TRUE(heuristic_configs(api_, graph, HeurMode::A, configs).ok());
+  ASSERT_TRUE(heuristic_configs(api_, graph, HeurMode::FALLBACK, configs).ok());
+  ASSERT_EQ(configs.size(), 3u);
+  EXPECT_EQ(configs[0].engine, 12);
+  EXPECT_TRUE(configs[1].runtime_compiled);
+  const Knobs k = to_knobs(configs[0]);
+  EXPECT_EQ(knobs_to_string(k), "cudnn_engine=12,k_stages=4,k_tile_size=3");
+  EngineConfig back;
+  std::string why;
+  ASSERT_TRUE(from_knobs(k, back, why)) << why;
+  EXPECT_EQ(back.engine, 12);
+  EXPECT_EQ(back.knobs, configs[0].knobs);
+  EXPECT_FALSE(from_knobs({{"cudnn_engine", 1}, {"k_no_such_knob", 2}}, back, why));
+  EXPECT_NE(why.find("k_no_such_knob"), std::string::npos);
+  EXPECT_FALSE(from_knobs({{"tile", 1}}, back, why));
+}
+
+TEST_F(FakeBackend, APlanIsMadeFromTheEngineIndexAndKnobChoices) {
+  Descriptor graph(api_, Desc::OPERATIONGRAPH);
+  ASSERT_TRUE(graph.finalize().ok());
+  EngineConfig c;
+  c.engine = 5;
+  c.knobs = {{static_cast<int>(KnobType::SPLIT_K_SLC), 2}, {static_cast<int>(KnobType::TILE_SIZE), 9}};
+  PlanDescriptors pd;
+  auto fake_handle = reinterpret_cast<cudnnHandle_t>(uintptr_t{0x1234});
+  ASSERT_TRUE(make_plan(api_, fake_handle, graph, c, nullptr, pd).ok());
+  EXPECT_EQ(pd.workspace, 4096);
+  const auto engines = fake_.of(Desc::ENGINE);
+  ASSERT_EQ(engines.size(), 1u);
+  EXPECT_EQ(engines[0]->i64s(Attr::ENGINE_GLOBAL_INDEX), (std::vector<int64_t>{5}));
+  const auto choices = fake_.of(Desc::KNOB_CHOICE);
+  ASSERT_EQ(choices.size(), 2u);
+  EXPECT_EQ(choices[1]->enum_value(Attr::KNOB_CHOICE_KNOB_TYPE), static_cast<int>(KnobType::TILE_SIZE));
+  EXPECT_EQ(choices[1]->i64s(Attr::KNOB_CHOICE_KNOB_VALUE), (std::vector<int64_t>{9}));
+  const auto plans = fake_.of(Desc::EXECUTION_PLAN);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0]->desc(Attr::EXECUTION_PLAN_HANDLE), fake_handle);
+  EXPECT_FALSE(plans[0]->has(Attr::EXECUTION_PLAN_KERNEL_CACHE));
+}
+
+TEST(CudnnLowering, UnsupportedOpsAndTypesHaveReasons) {
+  Parts ps;
+  partition_on_cpu([](dg::Graph& g) {
+    auto x = ct::input(g, "X", {4, 16}, T::FLOAT);
+    auto scale = ct::input(g, "scale", {1, 16}, T::FLOAT);
+    auto bias = ct::input(g, "bias", {1, 16}, T::FLOAT);
+    auto outs = g.layernorm(x, scale, bias, dg::LayernormAttr().set_name("ln").set_epsilon(1e-5));
+    outs[0]->set_output(true);
+  }, ps);
+  ASSERT_FALSE(ps.parts.empty());
+  const std::string why = unsupported_reason(ps.parts[0]);
+  EXPECT_NE(why.find("node 'ln' (layernorm)"), std::string::npos) << why;
+}
+
+TEST(CudnnLowering, TheRealLibraryFinalizesTheDescriptors) {
+  if (!api()) GTEST_SKIP() << error();
+  Parts ps;
+  partition_on_cpu(conv_bias_relu({2, 16, 9, 9}, 32, {1, 1}, {1, 1}, {1, 1}, T::HALF), ps);
+  Lowered low;
+  const Status s = lower_partition(*api(), ps.parts[0], low);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(low.ops.size(), 3u);
+}
+
+TEST(CudnnEngine, ACpuHandleIsRefusedInExplain) {
+  dg::Graph g;
+  conv_bias_relu({1, 8, 5, 5}, 8, {1, 1}, {1, 1}, {1, 1}, T::FLOAT)(g);
+  dg::Handle cpu(dg::Device::cpu());
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  const std::string text = g.explain();
+  EXPECT_NE(text.find("cudnn: rejected: runs on CUDA handles"), std::string::npos) << text;
+  EXPECT_NE(text.find("cublaslt: rejected:"), std::string::npos) << text;
+  EXPECT_EQ(engine_id_by_name("cudnn"), 13);
+  EXPECT_EQ(engine_id_by_name("cublaslt"), 14);
+}
+
+// ---------------------------------------------------------------- on a GPU
+
+// Device buffers for a graph built on `h`: inputs hold the seeded data ct::run_graph uses (seed 1),
+// outputs are poisoned with NaN before every run.
+struct Rig {
+  dg::Handle& h;
+  std::vector<memory::Buffer> buffers;
+  dg::UidVariantPack pack;
+  std::vector<std::pair<const ir::Tensor*, void*>> outputs;
+
+  Rig(dg::Handle& handle, const dg::Graph& g) : h(handle) {
+    for (const auto& t : g.impl().ir->tensors) {
+      if (t.is_virtual || t.is_pass_by_value) continue;
+      const bool input = t.producer < 0;
+      const auto bytes = input ? ct::random_bytes(t, 7919u + static_cast<uint32_t>(t.uid)) : ct::poison_bytes(t);
+      buffers.emplace_back(h.impl(), bytes.size());
+      EXPECT_TRUE(memory::copy_to_device(h.impl(), buffers.back().get(), bytes.data(), bytes.size()).ok());
+      pack[t.uid] = buffers.back().get();
+      if (!input) outputs.push_back({&t, buffers.back().get()});
+    }
+  }
+  void poison() {
+    for (const auto& [t, p] : outputs) {
+      const auto bytes = ct::poison_bytes(*t);
+      EXPECT_TRUE(memory::copy_to_device(h.impl(), p, bytes.data(), bytes.size()).ok());
+    }
+  }
+  void expect_matches(const ct::Outputs& want, const std::string& what) {
+    ASSERT_TRUE(memory::synchronize(h.impl()).ok());
+    for (const auto& [t, p] : outputs) {
+      std::vector<uint8_t> got(static_cast<size_t>(t->span_bytes()));
+      ASSERT_TRUE(memory::copy_to_host(h.impl(), got.data(), p, got.size()).ok());
+      std::string bad;
+      const double err = ct::relative_error(*t, got, want.at(t->uid), bad);
+      EXPECT_LE(err, ct::tolerance(t->dtype)) << what << ", output '" << t->name << "': " << bad;
+    }
+  }
+};
+
+// The same pointers keyed by the graph's tensor objects (populate_cuda_graph takes those).
+dg::VariantPack uid_pack_as_tensors(const dg::Graph& g, const dg::UidVariantPack& by_uid) {
+  dg::VariantPack out;
+  auto add = [&](const dg::TensorPtr& t) {
+    if (auto it = t ? by_uid.find(t->get_uid()) : by_uid.end(); it != by_uid.end()) out[t] = it->second;
+  };
+  for (const auto& t : g.impl().tensors) add(t);
+  for (const auto& n : g.impl().nodes)
+    for (const auto& t : n.outputs) add(t);
+  return out;
+}
+
+ct::Outputs ref_outputs(const ct::Builder& build) {
+  dg::Handle cpu(dg::Device::cpu());
+  ct::Outputs want;
+  ct::RunOptions o;
+  o.engine = "ref";
+  EXPECT_TRUE(ct::run_graph(build, cpu, o, want));
+  return want;
+}
+
+Status plan_cudnn(const ct::Builder& build, dg::Handle& h, dg::Graph& g, bool dynamic = false) {
+  build(g);
+  g.select_engines({"cudnn"}).set_dynamic_shape_enabled(dynamic);
+  for (const Status& s : {g.validate(), g.build_operation_graph(h),
+                          g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::B, dg::HeurMode::FALLBACK}),
+                          g.check_support(h)})
+    if (!s.ok()) return {s.code(), s.message() + "\n" + g.explain()};
+  return {};
+}
+
+// Builds and runs plan i of the graph for i < max_plans (every cuDNN engine config), each against ref.
+void expect_every_plan_matches_ref(const ct::Builder& build, dg::Handle& h, int64_t max_plans) {
+  const ct::Outputs want = ref_outputs(build);
+  dg::Graph g;
+  const Status planned = plan_cudnn(build, h, g);
+  ASSERT_TRUE(planned.ok()) << planned.to_string();
+  Rig rig(h, g);
+  const int64_t n = std::min(g.get_execution_plan_count(), max_plans);
+  int64_t built = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    std::string name;
+    ASSERT_TRUE(g.get_plan_name_at_index(i, name).ok());
+    EXPECT_EQ(name.rfind("cudnn[cudnn_engine=", 0), 0u) << name;
+    if (Status s = g.build_plan_at_index(h, i); !s.ok()) {
+      ADD_FAILURE() << name << " was offered by cuDNN's heuristics but does not build: " << s.to_string();
+      continue;
+    }
+    ++built;
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
+    memory::Buffer workspace(h.impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    rig.poison();
+    const Status run = g.execute_plan_at_index(h, rig.pack, workspace.get(), i, ws);
+    ASSERT_TRUE(run.ok()) << name << ": " << run.to_string();
+    rig.expect_matches(want, name);
+  }
+  EXPECT_GT(built, 0);
+}
+
+class CudnnGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    h_ = ct::cuda_handle(skip_);
+    DG_SKIP_WITHOUT_GPU(h_, skip_);
+    if (!api()) {
+      if (ct::gpu_required()) FAIL() << "DNNGRAPH_REQUIRE_GPU: " << error();
+      GTEST_SKIP() << error();
+    }
+  }
+  std::string skip_;
+  std::unique_ptr<dg::Handle> h_;
+};
+
+TEST_F(CudnnGpu, FusedConvEveryPlanMatchesRef) {
+  expect_every_plan_matches_ref(conv_bias_relu({2, 32, 12, 12}, 64, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16), *h_, 100);
+  expect_every_plan_matches_ref(conv_bias_relu({3, 16, 9, 11}, 24, {1, 0}, {2, 1}, {1, 2}, T::FLOAT), *h_, 6);
+  expect_every_plan_matches_ref(conv_bias_relu({2, 16, 21}, 32, {1}, {1}, {1}, T::HALF), *h_, 4);
+}
+
+TEST_F(CudnnGpu, MatmulEpilogueEveryPlanMatchesRef) {
+  expect_every_plan_matches_ref(matmul_epilogue(3, 64, 48, 40, T::BFLOAT16), *h_, 8);
+  expect_every_plan_matches_ref(matmul_epilogue(2, 32, 24, 16, T::FLOAT), *h_, 4);
+}
+
+TEST_F(CudnnGpu, SerializedPlanReloadsWithoutHeuristicsChoiceChanging) {
+  const auto build = conv_bias_relu({2, 16, 8, 8}, 32, {1, 1}, {1, 1}, {1, 1}, T::HALF);
+  const ct::Outputs want = ref_outputs(build);
+  dg::Graph g;
+  ASSERT_TRUE(plan_cudnn(build, *h_, g).ok());
+  ASSERT_TRUE(g.build_plans(*h_).ok());
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(g.serialize(bytes).ok());
+  dg::Graph loaded;
+  const Status s = loaded.deserialize(*h_, bytes);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_NE(loaded.explain().find("cudnn[cudnn_engine="), std::string::npos);
+  Rig rig(*h_, loaded);
+  int64_t ws = 0;
+  ASSERT_TRUE(loaded.get_workspace_size(ws).ok());
+  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  ASSERT_TRUE(loaded.execute(*h_, rig.pack, workspace.get(), ws).ok());
+  rig.expect_matches(want, "deserialized plan");
+  // A corrupt cuDNN payload is an error, not a crash: flip a byte inside the JSON.
+  bytes[bytes.size() / 2] ^= 0x5a;
+  dg::Graph broken;
+  EXPECT_FALSE(broken.deserialize(*h_, bytes).ok());
+}
+
+TEST_F(CudnnGpu, DynamicShapesShareAKernelCache) {
+  auto cache = std::make_shared<dg::KernelCache>();
+  for (int64_t n : {2, 6}) {
+    const auto build = conv_bias_relu({n, 16, 10, 10}, 32, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16);
+    const ct::Outputs want = ref_outputs(build);
+    dg::Graph g;
+    g.set_kernel_cache(cache);
+    ASSERT_TRUE(plan_cudnn(build, *h_, g, true).ok());
+    ASSERT_TRUE(g.build_plans(*h_).ok());
+    Rig rig(*h_, g);
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size(ws).ok());
+    memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());
+    rig.expect_matches(want, "n = " + std::to_string(n));
+  }
+}
+
+TEST_F(CudnnGpu, RunsOnTheHandlesStreamInsideACudaGraph) {
+  const auto build = conv_bias_relu({2, 16, 8, 8}, 16, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16);
+  const ct::Outputs want = ref_outputs(build);
+  void* stream = nullptr;
+  ASSERT_TRUE(cuda::create_stream(h_->impl(), &stream).ok());
+  ASSERT_TRUE(h_->set_stream(stream).ok());
+  dg::Graph g;
+  ASSERT_TRUE(plan_cudnn(build, *h_, g).ok());
+  ASSERT_TRUE(g.build_plans(*h_).ok());
+  Rig rig(*h_, g);
+  int64_t ws = 0;
+  ASSERT_TRUE(g.get_workspace_size(ws).ok());
+  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  const cuda::DriverApi& d = *cuda::driver();
+  cuda::CUgraph graph = nullptr;
+  ASSERT_TRUE(cuda::check(d.cuGraphCreate(&graph, 0), "cuGraphCreate").ok());
+  const Status s = g.populate_cuda_graph(*h_, uid_pack_as_tensors(g, rig.pack), workspace.get(), graph);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  cuda::CUgraphExec exec = nullptr;
+  ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
+  rig.poison();
+  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(h_->impl())), "cuGraphLaunch").ok());
+  rig.expect_matches(want, "CUDA graph replay");
+  d.cuGraphExecDestroy(exec);
+  d.cuGraphDestroy(graph);
+  (void)h_->set_stream(nullptr);
+  cuda::destroy_stream(h_->impl(), stream);
+}
+
+TEST_F(CudnnGpu, ARejectedPartitionCarriesCudnnsReason) {
+  dg::Graph g;
+  auto a = ct::input(g, "A", {1, 8, 8}, T::INT64);
+  auto b = ct::input(g, "B", {1, 8, 8}, T::INT64);
+  g.matmul(a, b, dg::MatmulAttr())->set_output(true).set_data_type(T::INT64);
+  g.select_engines({"cudnn", "ref"});
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(*h_).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  const std::string text = g.explain();
+  const size_t at = text.find("cudnn: rejected: ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  EXPECT_TRUE(line.find("CUDNN_STATUS_") != std::string::npos || line.find("heuristics") != std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace dnngraph::cudnn
