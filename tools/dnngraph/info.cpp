@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "dnngraph/dnngraph.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
 #include "planning/cache_files.hpp"
 #include "planning/engine.hpp"
 #include "planning/tuning_db.hpp"
@@ -63,6 +64,7 @@ void print_info() {
   print_devices();
   std::cout << "CUDA runtime libraries:\n";
   print_indented(cuda::describe_runtime(), "  ");
+  print_indented(describe_vendor_libraries(), "  ");
   std::cout << "engines (id: name):\n";
   for (const auto& e : engine_registry()) std::cout << "  " << e.id << ": " << e.engine->name() << "\n";
   print_caches();
