@@ -8,6 +8,7 @@
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engines/cpu/conv/conv_geometry.hpp"
@@ -23,20 +24,30 @@ constexpr int kXi = 36;   // transformed points
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// U = G g G^T for one 3x3 kernel g (row-major), into u[36].
-void weight_transform(const float* g, float* u) {
+// Compiled twice, for AVX2 and for the baseline ISA, picked at load time (the loops vectorize).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DNNGRAPH_WINO_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DNNGRAPH_WINO_CLONES
+#endif
+
+// U = G g G^T for n <= 32 kernels at once (n is a GEMM NR): g[9][n] (row-major taps) into u[36][n].
+DNNGRAPH_WINO_CLONES void weight_transform(const float* g, float* u, int64_t n) {
   static const float G[6][3] = {{1.0f / 4, 0, 0},          {-1.0f / 6, -1.0f / 6, -1.0f / 6},
                                 {-1.0f / 6, 1.0f / 6, -1.0f / 6}, {1.0f / 24, 1.0f / 12, 1.0f / 6},
                                 {1.0f / 24, -1.0f / 12, 1.0f / 6}, {0, 0, 1}};
-  float t[6][3];
+  float t[6][3][32];
   for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * g[0 * 3 + j] + G[i][1] * g[1 * 3 + j] + G[i][2] * g[2 * 3 + j];
+    for (int j = 0; j < 3; ++j)
+      for (int64_t l = 0; l < n; ++l)
+        t[i][j][l] = G[i][0] * g[(0 * 3 + j) * n + l] + G[i][1] * g[(1 * 3 + j) * n + l] + G[i][2] * g[(2 * 3 + j) * n + l];
   for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 6; ++j) u[i * 6 + j] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
+    for (int j = 0; j < 6; ++j)
+      for (int64_t l = 0; l < n; ++l) u[(i * 6 + j) * n + l] = t[i][0][l] * G[j][0] + t[i][1][l] * G[j][1] + t[i][2][l] * G[j][2];
 }
 
 // B^T x for six vectors of n lanes: out[i] = sum_j BT[i][j] * in[j] (in/out rows of stride `ld`).
-void bt6(const float* in, int64_t in_ld, float* out, int64_t out_ld, int64_t n) {
+DNNGRAPH_WINO_CLONES void bt6(const float* in, int64_t in_ld, float* out, int64_t out_ld, int64_t n) {
   for (int64_t c = 0; c < n; ++c) {
     const float d0 = in[c], d1 = in[in_ld + c], d2 = in[2 * in_ld + c], d3 = in[3 * in_ld + c], d4 = in[4 * in_ld + c],
                 d5 = in[5 * in_ld + c];
@@ -50,7 +61,7 @@ void bt6(const float* in, int64_t in_ld, float* out, int64_t out_ld, int64_t n) 
 }
 
 // A^T x: four outputs from six rows.
-void at6(const float* in, int64_t in_ld, float* out, int64_t out_ld, int64_t n) {
+DNNGRAPH_WINO_CLONES void at6(const float* in, int64_t in_ld, float* out, int64_t out_ld, int64_t n) {
   for (int64_t c = 0; c < n; ++c) {
     const float m0 = in[c], m1 = in[in_ld + c], m2 = in[2 * in_ld + c], m3 = in[3 * in_ld + c], m4 = in[4 * in_ld + c],
                 m5 = in[5 * in_ld + c];
@@ -111,23 +122,22 @@ class WinogradPlan final : public Plan {
            round_up(kXi * std::max(K_, C_) * 2, 16) + 2 * tb_ + 64;
   }
 
-  // U[xi] packed as NR-wide GEMM B panels over (C x K): u + xi * C * Kp + panel * C * NR.
+  // U[xi] packed as NR-wide GEMM B panels over (C x K): u + xi * C * Kp + panel * C * NR. One
+  // panel row (NR output channels) is transformed at a time so that every write is contiguous.
   void transform_weights(const char* wei, float* u, ThreadPool& pool) const {
     const int64_t kp = round_up(K_, ks_.nr), nr = ks_.nr;
-    pool.parallel_for(K_, [&](int64_t b, int64_t e) {
-      float gk[9], uk[kXi];
-      for (int64_t k = b; k < e; ++k)
+    pool.parallel_for(kp / nr, [&](int64_t b, int64_t e) {
+      std::vector<float> gk(static_cast<size_t>(9 * nr)), uk(static_cast<size_t>(kXi * nr));
+      for (int64_t p = b; p < e; ++p)
         for (int64_t c = 0; c < C_; ++c) {
-          for (int t = 0; t < 9; ++t) gk[t] = load_weight(wei, g_.wei_offset(0, c, k, t));
-          weight_transform(gk, uk);
-          for (int xi = 0; xi < kXi; ++xi) u[xi * C_ * kp + (k / nr) * C_ * nr + c * nr + k % nr] = uk[xi];
+          for (int64_t j = 0; j < nr; ++j)
+            for (int t = 0; t < 9; ++t)
+              gk[static_cast<size_t>(t * nr + j)] = p * nr + j < K_ ? load_weight(wei, g_.wei_offset(0, c, p * nr + j, t)) : 0.0f;
+          weight_transform(gk.data(), uk.data(), nr);
+          for (int xi = 0; xi < kXi; ++xi)
+            std::memcpy(u + xi * C_ * kp + p * C_ * nr + c * nr, uk.data() + xi * nr, static_cast<size_t>(nr) * sizeof(float));
         }
     });
-    const int64_t pad_cols = kp - K_;
-    if (pad_cols > 0)
-      for (int xi = 0; xi < kXi; ++xi)
-        for (int64_t c = 0; c < C_; ++c)
-          std::fill_n(u + xi * C_ * kp + (K_ / nr) * C_ * nr + c * nr + K_ % nr, pad_cols, 0.0f);
   }
 
   float load_weight(const char* wei, int64_t off) const {
@@ -251,7 +261,15 @@ class WinogradEngine final : public Engine {
     // channels: with few channels the transforms dominate.
     const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
     const double eff = isa_efficiency(knob_isa(k)) * 0.75;
-    return roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6);
+    // The transformed weights (36 x C x K floats) are written once and read once per tile block:
+    // with few tiles (small images) that traffic outweighs the saved multiplies.
+    const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
+    const double blocks = std::max(1.0, std::ceil(tiles / 48.0)) + 1.0;
+    const double u_bytes = 36.0 * static_cast<double>(g.src_c * g.dst_c) * 4.0 * blocks;
+    // Transforming the weights: about 200 operations per (c, k), at an eighth of the FMA rate.
+    const double wt_seconds = 1600.0 * static_cast<double>(g.src_c * g.dst_c) / std::max(t.info().peak_flops, 1.0);
+    return roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6) +
+           u_bytes / std::max(t.info().peak_bytes_per_s, 1.0) + wt_seconds;
   }
 
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
