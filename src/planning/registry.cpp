@@ -4,6 +4,8 @@
 #include "engines/cpu/conv/conv_implicit_gemm.hpp"
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
+#include "engines/cpu/norm/norm_engine.hpp"
+#include "engines/cpu/pointwise/pointwise_engine.hpp"
 #include "engines/cpu/sdpa/flash_engine.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cuda/conv/conv_engines.hpp"
@@ -19,10 +21,12 @@ namespace dnngraph {
 const std::vector<RegisteredEngine>& engine_registry() {
   static const std::vector<RegisteredEngine> kEngines{
       {0, &ref::engine()},
+      {1, &cpu::pointwise_fused_engine()},
       {2, &cpu::gemm_packed_engine()},
       {3, &cpu::conv_implicit_gemm_engine()},
       {4, &cpu::conv_winograd_f4x3_engine()},
       {5, &cpu::conv_depthwise_direct_engine()},
+      {6, &cpu::norm_engine()},
       {8, &cpu::sdpa_flash_engine()},
       {9, &cuda::pointwise_jit_engine()},
       {10, &cuda::gemm_wgmma_tma_engine()},

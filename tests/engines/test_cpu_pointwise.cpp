@@ -1,0 +1,348 @@
+// cpu_pointwise_fused against ref: random pointwise chains with broadcasting, strides and types,
+// fusion chains with AMAX, terminal and lone reductions, GEN_INDEX, large tensors split over
+// threads; the canonical layout directly; and every rejection reason.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engines/cpu/pointwise/canonical_layout.hpp"
+#include "engines/cpu/pointwise/pointwise_engine.hpp"
+#include "fusion/partition.hpp"
+#include "graph/graph_impl.hpp"
+#include "ref_test_util.hpp"
+
+namespace {
+
+namespace dg = dnngraph;
+using ref_test::Dims;
+using ref_test::HostTensor;
+using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::vector<dg::TensorPtr>&)>;
+constexpr const char* kEngine = "cpu_pointwise_fused";
+
+// Runs the graph `build` makes on ref and on cpu_pointwise_fused (every plan index, each checked to
+// be that engine alone), outputs poisoned with NaN before each run, and compares every output.
+void check_vs_ref(std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs, const Build& build,
+                  double tol = -1.0, double floor = 1e-3) {
+  auto make = [&](dg::Graph& g, std::vector<HostTensor>& results, dg::VariantPack& pack) {
+    std::vector<dg::TensorPtr> in;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      in.push_back(inputs[i].declare(g, "in" + std::to_string(i)));
+      pack[in.back()] = inputs[i].data();
+    }
+    auto out = build(g, in);
+    results = outs;
+    for (size_t i = 0; i < out.size(); ++i) {
+      outs[i].describe(out[i]);
+      pack[out[i]] = results[i].data();
+    }
+  };
+  dg::Graph gr;
+  std::vector<HostTensor> want;
+  dg::VariantPack pack_r;
+  make(gr, want, pack_r);
+  auto s = ref_test::run_on_ref(gr, pack_r);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g;
+  std::vector<HostTensor> got;
+  dg::VariantPack pack;
+  make(g, got, pack);
+  g.select_engines({kEngine});
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(handle).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
+  s = g.check_support(handle);
+  ASSERT_TRUE(s.ok()) << s.to_string() << "\n" << g.explain();
+  for (int64_t idx = 0; idx < g.get_execution_plan_count(); ++idx) {
+    std::string name;
+    ASSERT_TRUE(g.build_plan_at_index(handle, idx).ok());
+    ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
+    EXPECT_EQ(name.rfind(kEngine, 0), 0u) << name;
+    EXPECT_EQ(name.find(" + "), std::string::npos) << "more than one partition: " << name;
+    for (auto& t : got) {
+      int64_t span = static_cast<int64_t>(t.bytes.size()) / dg::size_of(t.dtype);
+      for (int64_t i = 0; i < span; ++i) dg::dtype::store(t.bytes.data(), t.dtype, i, std::nan(""));
+    }
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size(ws).ok());
+    std::vector<unsigned char> workspace(static_cast<size_t>(ws) + 1);
+    s = g.execute_plan_at_index(handle, pack, workspace.data(), idx, ws);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.to_string();
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(name + ", output " + std::to_string(i));
+      const double t = tol >= 0 ? std::max(tol, ref_test::tolerance(got[i].dtype)) : -1.0;
+      ref_test::expect_near(got[i], [&](const Dims& ix) { return want[i].get(ix); }, t, floor);
+    }
+  }
+}
+
+HostTensor random_input(const Dims& dims, dg::DataType t, std::mt19937& rng, double lo = -2, double hi = 2) {
+  return ref_test::random_tensor(dims, t, rng, lo, hi);
+}
+HostTensor random_output(const Dims& dims, dg::DataType t, std::mt19937& rng) {
+  return ref_test::make_tensor(dims, ref_test::random_strides(dims, rng), t);
+}
+
+dg::PointwiseAttr mode(dg::PointwiseMode m) { return dg::PointwiseAttr().set_mode(m); }
+
+// ---- canonical layout
+
+TEST(CpuPointwiseLayout, MergesContiguousDimsAndOrdersByStride) {
+  namespace expr = dg::expr;
+  dg::ir::Graph g;
+  auto add_tensor = [&](Dims dims, Dims strides) {
+    dg::ir::Tensor t;
+    t.id = static_cast<int>(g.tensors.size());
+    t.dtype = dg::DataType::FLOAT;
+    t.dims = std::move(dims);
+    t.strides = std::move(strides);
+    g.tensors.push_back(t);
+    return t.id;
+  };
+  // NCHW dims over NHWC memory, a per-channel operand, an output of the same layout.
+  const int x = add_tensor({2, 3, 4, 5}, {60, 1, 15, 3});
+  const int b = add_tensor({1, 3, 1, 1}, {3, 1, 1, 1});
+  const int y = add_tensor({2, 3, 4, 5}, {60, 1, 15, 3});
+  expr::Program prog;
+  prog.domain = {2, 3, 4, 5};
+  auto instr = [](expr::InstrKind k, int dst, int src0, int src1, int tensor) {
+    expr::Instr in{};
+    in.kind = k;
+    in.dst = dst;
+    in.src[0] = src0;
+    in.src[1] = src1;
+    in.tensor = tensor;
+    return in;
+  };
+  prog.code.push_back(instr(expr::InstrKind::LOAD, 0, -1, -1, x));
+  prog.code.push_back(instr(expr::InstrKind::LOAD, 1, -1, -1, b));
+  prog.code.push_back(instr(expr::InstrKind::APPLY, 2, 0, 1, -1));
+  prog.code.back().op = mode(dg::PointwiseMode::ADD);
+  prog.code.push_back(instr(expr::InstrKind::STORE, -1, 2, -1, y));
+  prog.num_regs = 3;
+  prog.stores = {y};
+  dg::cpu::canonicalize_domain(prog, g, y, 0);
+  // N, H, W merge into one dim of 40 (C stays apart: the bias broadcasts along the others).
+  EXPECT_EQ(prog.domain, (Dims{40, 3}));
+  EXPECT_EQ(g.tensor(x).dims, (Dims{40, 3}));
+  EXPECT_EQ(g.tensor(x).strides, (Dims{3, 1}));
+  EXPECT_EQ(g.tensor(b).dims, (Dims{1, 3}));
+  EXPECT_EQ(g.tensor(y).strides, (Dims{3, 1}));
+}
+
+// ---- graphs vs ref
+
+TEST(CpuPointwiseFused, RandomChainsMatchRef) {
+  std::mt19937 rng(101);
+  const dg::PointwiseMode binary[] = {dg::PointwiseMode::ADD, dg::PointwiseMode::SUB, dg::PointwiseMode::MUL,
+                                      dg::PointwiseMode::MAX, dg::PointwiseMode::MIN, dg::PointwiseMode::CMP_GT};
+  const dg::PointwiseMode unary[] = {dg::PointwiseMode::RELU_FWD, dg::PointwiseMode::TANH_FWD,
+                                     dg::PointwiseMode::SIGMOID_FWD, dg::PointwiseMode::EXP, dg::PointwiseMode::ABS,
+                                     dg::PointwiseMode::GELU_FWD, dg::PointwiseMode::NEG};
+  for (int trial = 0; trial < 24; ++trial) {
+    const size_t rank = 1 + rng() % 4;
+    const Dims dims = ref_test::random_dims(rng, rank, 7);
+    Dims bdims = dims;  // a broadcast operand: some dims 1
+    for (auto& d : bdims)
+      if (rng() % 2) d = 1;
+    const auto ta = ref_test::random_float_type(rng), tb = ref_test::random_float_type(rng);
+    const auto to = ref_test::random_float_type(rng);
+    const auto op1 = binary[rng() % 6], op2 = binary[rng() % 5];
+    const auto act = unary[rng() % 7];
+    const bool second_output = rng() % 2;
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    std::vector<HostTensor> outs{random_output(dims, to, rng)};
+    if (second_output) outs.push_back(random_output(dims, dg::DataType::FLOAT, rng));
+    check_vs_ref({random_input(dims, ta, rng), random_input(bdims, tb, rng)}, outs,
+                 [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                   auto t = g.pointwise(in[0], in[1], mode(op1));
+                   auto u = g.pointwise(t, mode(act));
+                   auto v = g.pointwise(u, in[0], mode(op2));
+                   std::vector<dg::TensorPtr> r{v};
+                   if (second_output) r.push_back(u);
+                   return r;
+                 });
+  }
+}
+
+// x * alpha + bias -> GELU -> cast to bf16, with the AMAX of the GELU output.
+TEST(CpuPointwiseFused, ScaleBiasGeluCastWithAmaxMatchesRef) {
+  std::mt19937 rng(102);
+  for (int trial = 0; trial < 4; ++trial) {
+    const Dims dims{int64_t(1 + rng() % 5), int64_t(1 + rng() % 40), int64_t(1 + rng() % 70)};
+    const Dims bias_dims{1, 1, dims[2]};
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    check_vs_ref({random_input(dims, ref_test::random_float_type(rng), rng), random_input(bias_dims, dg::DataType::FLOAT, rng)},
+                 {random_output(dims, dg::DataType::BFLOAT16, rng), random_output({1, 1, 1}, dg::DataType::FLOAT, rng)},
+                 [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                   auto alpha = g.tensor(0.625);
+                   auto y = g.bias(g.scale(in[0], alpha), in[1]);
+                   auto act = g.gelu(y);
+                   auto cast = g.pointwise(act, mode(dg::PointwiseMode::IDENTITY));
+                   auto amax = g.reduction(act, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+                   return std::vector<dg::TensorPtr>{cast, amax};
+                 });
+  }
+}
+
+TEST(CpuPointwiseFused, TerminalReductionsMatchRef) {
+  std::mt19937 rng(103);
+  const dg::ReductionMode modes[] = {dg::ReductionMode::ADD, dg::ReductionMode::MAX, dg::ReductionMode::MIN,
+                                     dg::ReductionMode::AMAX, dg::ReductionMode::AVG, dg::ReductionMode::NORM1,
+                                     dg::ReductionMode::NORM2, dg::ReductionMode::MUL};
+  for (int trial = 0; trial < 16; ++trial) {
+    const size_t rank = 1 + rng() % 4;
+    const Dims dims = ref_test::random_dims(rng, rank, 9);
+    Dims rdims = dims;  // reduce a random subset of the dims (all of them sometimes)
+    for (auto& d : rdims)
+      if (rng() % 2 || trial % 4 == 0) d = 1;
+    const auto m = modes[trial % 8];
+    SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(dg::to_string(m)));
+    const double lo = m == dg::ReductionMode::MUL ? 0.9 : -2.0, hi = m == dg::ReductionMode::MUL ? 1.1 : 2.0;
+    check_vs_ref({random_input(dims, ref_test::random_float_type(rng), rng, lo, hi), random_input(dims, dg::DataType::FLOAT, rng, lo, hi)},
+                 {random_output(rdims, dg::DataType::FLOAT, rng)},
+                 [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                   auto t = g.pointwise(in[0], in[1], mode(dg::PointwiseMode::MUL));
+                   return std::vector<dg::TensorPtr>{g.reduction(t, dg::ReductionAttr().set_mode(m))};
+                 }, 1e-5, 1.0);
+  }
+}
+
+TEST(CpuPointwiseFused, LoneReductionMatchesRef) {
+  std::mt19937 rng(104);
+  for (int trial = 0; trial < 6; ++trial) {
+    const Dims dims = ref_test::random_dims(rng, 3, 12);
+    Dims rdims = dims;
+    rdims[trial % 3] = 1;
+    const auto m = trial % 2 ? dg::ReductionMode::ADD : dg::ReductionMode::MAX;
+    check_vs_ref({random_input(dims, ref_test::random_float_type(rng), rng)}, {random_output(rdims, dg::DataType::FLOAT, rng)},
+                 [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                   return std::vector<dg::TensorPtr>{g.reduction(in[0], dg::ReductionAttr().set_mode(m))};
+                 }, 1e-5, 1.0);
+  }
+}
+
+TEST(CpuPointwiseFused, GenIndexKeepsItsAxis) {
+  std::mt19937 rng(105);
+  const Dims dims{3, 4, 5};
+  for (int axis = 0; axis < 3; ++axis)
+    check_vs_ref({random_input(dims, dg::DataType::FLOAT, rng)}, {random_output(dims, dg::DataType::FLOAT, rng)},
+                 [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                   auto idx = g.pointwise(in[0], mode(dg::PointwiseMode::GEN_INDEX).set_axis(axis));
+                   return std::vector<dg::TensorPtr>{g.add(idx, in[0])};
+                 });
+}
+
+// Large enough for several threads' ranges; NCHW dims over NHWC memory with a per-channel
+// operand, and a partial (per-channel) sum.
+TEST(CpuPointwiseFused, LargeTensorsSplitOverThreadsMatchRef) {
+  std::mt19937 rng(106);
+  const Dims dims{2, 24, 33, 31};
+  auto nhwc = [&](const Dims& d, dg::DataType t) {
+    HostTensor h = ref_test::make_tensor(d, {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]}, t);
+    std::uniform_real_distribution<double> u(-2, 2);
+    ref_test::for_each(d, [&](const Dims& i) { h.set(i, u(rng)); });
+    return h;
+  };
+  check_vs_ref({nhwc(dims, dg::DataType::BFLOAT16), random_input({1, 24, 1, 1}, dg::DataType::FLOAT, rng)},
+               {ref_test::make_tensor(dims, {dims[1] * dims[2] * dims[3], 1, dims[3] * dims[1], dims[1]}, dg::DataType::HALF),
+                random_output({1, 24, 1, 1}, dg::DataType::FLOAT, rng)},
+               [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                 auto y = g.relu(g.bias(in[0], in[1]));
+                 return std::vector<dg::TensorPtr>{y, g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::ADD))};
+               }, 1e-5, 30.0);
+}
+
+// ---- rejections
+
+struct Planned {
+  dg::Handle handle{dg::Device::cpu()};
+  dg::Graph g;
+  std::string explain() {
+    EXPECT_TRUE(g.validate().ok());
+    EXPECT_TRUE(g.build_operation_graph(handle).ok());
+    EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+    return g.explain();
+  }
+};
+
+dg::TensorPtr f32(dg::Graph& g, const std::string& name, Dims dims, dg::DataType t = dg::DataType::FLOAT) {
+  Dims strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+  return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(strides).set_data_type(t));
+}
+
+void expect_rejected(const std::string& explain, const std::string& reason) {
+  EXPECT_NE(explain.find(std::string(kEngine) + ": rejected: " + reason), std::string::npos) << explain;
+}
+
+TEST(CpuPointwiseFused, RejectsAnchoredPartitions) {
+  Planned p;
+  auto y = p.g.relu(p.g.matmul(f32(p.g, "A", {4, 8}), f32(p.g, "B", {8, 4}), dg::MatmulAttr().set_name("mm")));
+  y->set_output(true);
+  expect_rejected(p.explain(), "the partition is anchored on node 'mm' (matmul)");
+}
+
+TEST(CpuPointwiseFused, RejectsOtherOps) {
+  Planned p;
+  auto y = p.g.resample(f32(p.g, "X", {1, 2, 4, 4}), dg::ResampleAttr()
+                                                        .set_name("pool")
+                                                        .set_resampling_mode(dg::ResampleMode::MAXPOOL)
+                                                        .set_window({2, 2})
+                                                        .set_stride({2, 2}));
+  y->set_output(true);
+  expect_rejected(p.explain(), "node 'pool' (resample) is not a pointwise op or a reduction");
+}
+
+TEST(CpuPointwiseFused, RejectsAStoredResultSmallerThanTheDomain) {
+  Planned p;
+  auto small = p.g.relu(f32(p.g, "X", {4, 1}));
+  small->set_output(true).set_name("small");
+  auto big = p.g.add(small, f32(p.g, "W", {4, 5}));
+  big->set_output(true);
+  expect_rejected(p.explain(), "the partition does not lower to one fused loop: tensor 'small': a stored result must span");
+}
+
+TEST(CpuPointwiseFused, RejectsTypesFp32CannotHold) {
+  Planned p;
+  auto y = p.g.add(f32(p.g, "I", {4, 4}, dg::DataType::INT32), f32(p.g, "X", {4, 4}));
+  y->set_output(true);
+  expect_rejected(p.explain(), "tensor 'I': data type INT32 is not supported (fp32 arithmetic");
+}
+
+TEST(CpuPointwiseFused, RejectsADoubleComputeType) {
+  Planned p;
+  auto y = p.g.pointwise(f32(p.g, "X", {4, 4}), mode(dg::PointwiseMode::EXP).set_name("e").set_compute_data_type(dg::DataType::DOUBLE));
+  y->set_output(true);
+  expect_rejected(p.explain(), "node 'e': compute type DOUBLE is not supported");
+}
+
+TEST(CpuPointwiseFused, RejectsMoreThanTwelveUnmergeableDims) {
+  Planned p;
+  const Dims dims(13, 2);
+  Dims col(13, 1);  // column-major: the transpose of the input's layout, so no two dims merge
+  for (size_t i = 1; i < 13; ++i) col[i] = col[i - 1] * 2;
+  auto y = p.g.relu(f32(p.g, "X", dims));
+  y->set_output(true).set_dim(dims).set_stride(col);
+  expect_rejected(p.explain(), "the fused domain has rank 13");
+}
+
+TEST(CpuPointwiseFused, RejectsNonCpuHandles) {
+  dg::Graph g;
+  dg::Handle cpu(dg::Device::cpu());
+  g.relu(f32(g, "X", {4, 4}))->set_output(true);
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(dg::partition_graph(*g.impl().ir, parts).ok());
+  dg::HandleImpl gpu;
+  gpu.device = dg::Device::cuda(0);
+  dg::Target t;
+  t.handle = &gpu;
+  const auto s = dg::cpu::pointwise_fused_engine().check(parts.at(0), t);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("runs on the CPU only"), std::string::npos) << s.reason;
+}
+
+}  // namespace
