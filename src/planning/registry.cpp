@@ -6,6 +6,7 @@
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
 #include "engines/cpu/norm/norm_engine.hpp"
 #include "engines/cpu/pointwise/pointwise_engine.hpp"
+#include "engines/cpu/pool/pool_engine.hpp"
 #include "engines/cpu/sdpa/flash_engine.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cuda/conv/conv_engines.hpp"
@@ -27,6 +28,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {4, &cpu::conv_winograd_f4x3_engine()},
       {5, &cpu::conv_depthwise_direct_engine()},
       {6, &cpu::norm_engine()},
+      {7, &cpu::pool_engine()},
       {8, &cpu::sdpa_flash_engine()},
       {9, &cuda::pointwise_jit_engine()},
       {10, &cuda::gemm_wgmma_tma_engine()},

@@ -1,0 +1,320 @@
+// cpu_pool. Each output row is computed in an fp32 accumulator of at most kBlock elements, then
+// converted and stored once. Rows run along C when C is X's innermost dim (NHWC): every window
+// element or interpolation corner is a contiguous channel vector folded in by a SIMD row kernel.
+// Otherwise rows run along the last spatial dim (NCHW): for each window column kw the output
+// positions whose input is inside X form one strided run (contiguous at stride 1). Work items
+// (an output position, or an output row) are shared among threads.
+#include "engines/cpu/pool/pool_engine.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "engines/cpu/epilogue/convert.hpp"
+#include "engines/cpu/epilogue/epilogue.hpp"
+#include "engines/cpu/pool/pool_geometry.hpp"
+#include "engines/cpu/pool/pool_kernels.hpp"
+#include "runtime/cpu/thread_pool.hpp"
+
+namespace dnngraph::cpu {
+namespace {
+
+using pool::Geometry;
+using pool::kMaxSpatial;
+
+constexpr int64_t kBlock = 512;            // accumulator elements
+constexpr int64_t kMinPerChunk = 1 << 13;  // output elements per parallel_for chunk
+
+struct Buffers {
+  float acc[kBlock], a[kBlock], b[kBlock];
+};
+
+class PoolPlan final : public Plan {
+ public:
+  PoolPlan(Geometry g, Isa isa) : g_(std::move(g)), k_(pool::pool_kernels(isa)) {}
+
+  Status execute(const ExecArgs& args) const override {
+    const void* x = args.ptrs[static_cast<size_t>(g_.x)];
+    void* y = args.ptrs[static_cast<size_t>(g_.y)];
+    ThreadPool& tp = args.handle.thread_pool();
+    const int S = g_.spatial;
+    // Work items: output positions (channels inner) or output rows along the last spatial dim.
+    const int outer_dims = g_.channels_inner ? S : S - 1;
+    int64_t items = g_.n * (g_.channels_inner ? 1 : g_.c);
+    for (int i = 0; i < outer_dims; ++i) items *= g_.out[static_cast<size_t>(i)];
+    const int64_t per_item = g_.channels_inner ? g_.c : g_.out.back();
+    tp.parallel_for(items, [&](int64_t b, int64_t e) {
+      Buffers buf;
+      int64_t o[kMaxSpatial] = {};
+      for (int64_t it = b; it < e; ++it) {
+        int64_t rest = it;
+        for (int i = outer_dims; i-- > 0;) {
+          o[i] = rest % g_.out[static_cast<size_t>(i)];
+          rest /= g_.out[static_cast<size_t>(i)];
+        }
+        const int64_t c = g_.channels_inner ? 0 : rest % g_.c;
+        const int64_t n = g_.channels_inner ? rest : rest / g_.c;
+        if (g_.channels_inner) along_channels(x, y, n, o, buf);
+        else along_rows(x, y, n, c, o, buf);
+      }
+    }, std::max<int64_t>(1, kMinPerChunk / std::max<int64_t>(per_item, 1)));
+    return {};
+  }
+
+ private:
+  // n values of X from element offset `off` at stride `inc`, as fp32: in place or converted.
+  const float* x_run(const void* x, int64_t off, int64_t inc, int64_t n, float* buf) const {
+    if (g_.xt == DataType::FLOAT && inc == 1) return static_cast<const float*>(x) + off;
+    load_run(static_cast<const char*>(x) + off * size_of(g_.xt), g_.xt, inc, n, buf);
+    return buf;
+  }
+
+  void fill(float* acc, int64_t n) const {
+    const float v = g_.mode == ResampleMode::MAXPOOL ? -std::numeric_limits<float>::infinity() : 0.0f;
+    std::fill_n(acc, n, v);
+  }
+
+  void fold(float* acc, const float* src, int64_t n) const {
+    if (g_.mode == ResampleMode::MAXPOOL) k_.max_row(acc, src, n);
+    else k_.add_row(acc, src, n);
+  }
+
+  double window_volume() const {
+    double v = 1;
+    for (int64_t w : g_.window) v *= static_cast<double>(w);
+    return v;
+  }
+
+  // ---- vectors along C: one output position (n, o...) per item
+
+  void along_channels(const void* x, void* y, int64_t n, const int64_t* o, Buffers& buf) const {
+    const int S = g_.spatial;
+    for (int64_t c0 = 0; c0 < g_.c; c0 += kBlock) {
+      const int64_t len = std::min(kBlock, g_.c - c0);
+      const int64_t base = n * g_.xs[0] + c0 * g_.xs[1];
+      if (g_.pooling()) {
+        pool_channels(x, base, o, len, buf);
+      } else if (g_.mode == ResampleMode::NEAREST) {
+        int64_t off = base;
+        for (int i = 0; i < S; ++i) off += g_.nearest[static_cast<size_t>(i)][static_cast<size_t>(o[i])] * g_.xs[static_cast<size_t>(i) + 2];
+        const float* src = x_run(x, off, g_.xs[1], len, buf.a);
+        std::copy_n(src, len, buf.acc);
+      } else {
+        linear_channels(x, base, o, len, buf);
+      }
+      int64_t yoff = n * g_.ys[0] + c0 * g_.ys[1];
+      for (int i = 0; i < S; ++i) yoff += o[i] * g_.ys[static_cast<size_t>(i) + 2];
+      store_run(static_cast<char*>(y) + yoff * size_of(g_.yt), g_.yt, g_.ys[1], len, buf.acc);
+    }
+  }
+
+  void pool_channels(const void* x, int64_t base, const int64_t* o, int64_t len, Buffers& buf) const {
+    const int S = g_.spatial;
+    int64_t start[kMaxSpatial], lo[kMaxSpatial], hi[kMaxSpatial], k[kMaxSpatial];
+    int64_t count = 1;
+    for (int i = 0; i < S; ++i) {
+      g_.window_range(i, o[i], start[i], lo[i], hi[i]);
+      count *= hi[i] - lo[i];
+      k[i] = lo[i];
+    }
+    fill(buf.acc, len);
+    for (int64_t w = 0; w < count; ++w) {  // odometer over the window positions inside X
+      int64_t off = base;
+      for (int i = 0; i < S; ++i) off += (start[i] + k[i]) * g_.xs[static_cast<size_t>(i) + 2];
+      fold(buf.acc, x_run(x, off, g_.xs[1], len, buf.a), len);
+      for (int i = S; i-- > 0;) {
+        if (++k[i] < hi[i]) break;
+        k[i] = lo[i];
+      }
+    }
+    if (g_.mode == ResampleMode::MAXPOOL) return;
+    const float s = static_cast<float>(1.0 / (g_.mode == ResampleMode::AVGPOOL_INCLUDE_PADDING
+                                                  ? window_volume() : static_cast<double>(count)));
+    for (int64_t i = 0; i < len; ++i) buf.acc[i] *= s;
+  }
+
+  void linear_channels(const void* x, int64_t base, const int64_t* o, int64_t len, Buffers& buf) const {
+    const int S = g_.spatial;
+    std::fill_n(buf.acc, len, 0.0f);
+    for (int corner = 0; corner < (1 << S); ++corner) {
+      double w = 1.0;
+      int64_t off = base;
+      for (int i = 0; i < S; ++i) {
+        const size_t d = static_cast<size_t>(i), oi = static_cast<size_t>(o[i]);
+        const bool up = (corner >> (S - 1 - i)) & 1;
+        w *= up ? g_.frac[d][oi] : 1.0 - g_.frac[d][oi];
+        off += (up ? g_.hi[d][oi] : g_.lo[d][oi]) * g_.xs[d + 2];
+      }
+      k_.axpy_row(buf.acc, static_cast<float>(w), x_run(x, off, g_.xs[1], len, buf.a), len);
+    }
+  }
+
+  // ---- vectors along the last spatial dim: one output row (n, c, o...) per item
+
+  void along_rows(const void* x, void* y, int64_t n, int64_t c, const int64_t* o, Buffers& buf) const {
+    const int L = g_.spatial - 1;
+    const int64_t out_l = g_.out.back();
+    for (int64_t w0 = 0; w0 < out_l; w0 += kBlock) {
+      const int64_t len = std::min(kBlock, out_l - w0);
+      const int64_t base = n * g_.xs[0] + c * g_.xs[1];
+      if (g_.pooling()) pool_row(x, base, o, w0, len, buf);
+      else resize_row(x, base, o, w0, len, buf);
+      int64_t yoff = n * g_.ys[0] + c * g_.ys[1] + w0 * g_.ys.back();
+      for (int i = 0; i < L; ++i) yoff += o[i] * g_.ys[static_cast<size_t>(i) + 2];
+      store_run(static_cast<char*>(y) + yoff * size_of(g_.yt), g_.yt, g_.ys.back(), len, buf.acc);
+    }
+  }
+
+  void pool_row(const void* x, int64_t base, const int64_t* o, int64_t w0, int64_t len, Buffers& buf) const {
+    const int L = g_.spatial - 1;
+    int64_t start[kMaxSpatial], lo[kMaxSpatial], hi[kMaxSpatial], k[kMaxSpatial];
+    int64_t outer = 1;
+    for (int i = 0; i < L; ++i) {
+      g_.window_range(i, o[i], start[i], lo[i], hi[i]);
+      outer *= hi[i] - lo[i];
+      k[i] = lo[i];
+    }
+    const size_t l = static_cast<size_t>(L);
+    const int64_t s = g_.stride[l], pre = g_.pre[l], in = g_.in[l], xs = g_.xs[l + 2];
+    fill(buf.acc, len);
+    for (int64_t w = 0; w < outer; ++w) {  // odometer over the outer window positions inside X
+      int64_t row = base;
+      for (int i = 0; i < L; ++i) row += (start[i] + k[i]) * g_.xs[static_cast<size_t>(i) + 2];
+      for (int64_t kw = 0; kw < g_.window[l]; ++kw) {
+        // Outputs whose input column ow * s - pre + kw lies in [0, in).
+        const int64_t need = pre - kw, last = in - 1 + pre - kw;
+        if (last < 0) continue;
+        const int64_t first_ow = std::max(w0, need <= 0 ? int64_t{0} : (need + s - 1) / s);
+        const int64_t end_ow = std::min(w0 + len, last / s + 1);
+        if (end_ow <= first_ow) continue;
+        const int64_t m = end_ow - first_ow;
+        fold(buf.acc + (first_ow - w0), x_run(x, row + (first_ow * s - pre + kw) * xs, s * xs, m, buf.a), m);
+      }
+      for (int i = L; i-- > 0;) {
+        if (++k[i] < hi[i]) break;
+        k[i] = lo[i];
+      }
+    }
+    if (g_.mode == ResampleMode::AVGPOOL_INCLUDE_PADDING) {
+      const float f = static_cast<float>(1.0 / window_volume());
+      for (int64_t i = 0; i < len; ++i) buf.acc[i] *= f;
+    } else if (g_.mode == ResampleMode::AVGPOOL_EXCLUDE_PADDING) {
+      for (int64_t i = 0; i < len; ++i)
+        buf.b[i] = static_cast<float>(1.0 / static_cast<double>(outer * g_.last_count[static_cast<size_t>(w0 + i)]));
+      k_.mul_row(buf.acc, buf.b, len);
+    }
+  }
+
+  // Gathers X[row + idx[i] * (last spatial stride)] for n output positions, as fp32.
+  void gather(const void* x, int64_t row, const int64_t* idx, int64_t n, float* out) const {
+    const int64_t xs = g_.xs.back();
+    if (g_.xt == DataType::FLOAT) {
+      const float* p = static_cast<const float*>(x) + row;
+      for (int64_t i = 0; i < n; ++i) out[i] = p[idx[i] * xs];
+      return;
+    }
+    const uint16_t* p = static_cast<const uint16_t*>(x) + row;  // HALF or BFLOAT16
+    if (g_.xt == DataType::BFLOAT16) {
+      for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_fp32(p[idx[i] * xs]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(p[idx[i] * xs]);
+    }
+  }
+
+  void resize_row(const void* x, int64_t base, const int64_t* o, int64_t w0, int64_t len, Buffers& buf) const {
+    const int L = g_.spatial - 1;
+    const size_t l = static_cast<size_t>(L);
+    if (g_.mode == ResampleMode::NEAREST) {
+      int64_t row = base;
+      for (int i = 0; i < L; ++i) row += g_.nearest[static_cast<size_t>(i)][static_cast<size_t>(o[i])] * g_.xs[static_cast<size_t>(i) + 2];
+      gather(x, row, g_.nearest[l].data() + w0, len, buf.acc);
+      return;
+    }
+    std::fill_n(buf.acc, len, 0.0f);
+    for (int corner = 0; corner < (1 << L); ++corner) {
+      double w = 1.0;
+      int64_t row = base;
+      for (int i = 0; i < L; ++i) {
+        const size_t d = static_cast<size_t>(i), oi = static_cast<size_t>(o[i]);
+        const bool up = (corner >> (L - 1 - i)) & 1;
+        w *= up ? g_.frac[d][oi] : 1.0 - g_.frac[d][oi];
+        row += (up ? g_.hi[d][oi] : g_.lo[d][oi]) * g_.xs[d + 2];
+      }
+      gather(x, row, g_.lo[l].data() + w0, len, buf.a);
+      gather(x, row, g_.hi[l].data() + w0, len, buf.b);
+      for (int64_t i = 0; i < len; ++i) {
+        const double f = g_.frac[l][static_cast<size_t>(w0 + i)];
+        buf.acc[i] += static_cast<float>(w * (1.0 - f)) * buf.a[i] + static_cast<float>(w * f) * buf.b[i];
+      }
+    }
+  }
+
+  Geometry g_;
+  const pool::PoolKernels& k_;
+};
+
+bool prepare(const Partition& p, const Target& t, Geometry& g, std::string& why) {
+  if (!t.device().is_cpu()) {
+    why = "runs on the CPU only; the handle is " + t.device().to_string();
+    return false;
+  }
+  return pool::read_geometry(p, g, why);
+}
+
+Isa knob_isa(const Knobs& k) {
+  auto it = k.find("isa");
+  return it == k.end() ? cpu_features().best() : static_cast<Isa>(it->second);
+}
+
+class PoolEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "cpu_pool"; }
+
+  Support check(const Partition& p, const Target& t) const override {
+    Geometry g;
+    std::string why;
+    return prepare(p, t, g, why) ? Support::yes() : Support::no(why);
+  }
+
+  // The kernels of each ISA the CPU has, best first.
+  std::vector<Knobs> knob_space(const Partition&, const Target&) const override {
+    std::vector<Knobs> out;
+    for (int level = static_cast<int>(cpu_features().best()); level >= 0; --level)
+      if (cpu_features().supports(static_cast<Isa>(level))) out.push_back(Knobs{{"isa", level}});
+    return out;
+  }
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    // X read about once (overlapping windows hit the cache), Y written once; the window folds at
+    // SIMD width, or a few times slower without it.
+    Geometry g;
+    std::string why;
+    double window = 1.0;
+    if (pool::read_geometry(p, g, why))
+      for (int64_t w : g.window) window *= static_cast<double>(w);
+    const double flops = window * static_cast<double>(p.tensor(p.node(0).outputs[0]).volume());
+    const double eff = knob_isa(k) == Isa::PORTABLE ? 0.25 : 0.5;
+    return roofline_seconds(flops * 8.0, partition_bytes(p), t.info(), eff, 3e-6);
+  }
+
+  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
+    Geometry g;
+    std::string why;
+    if (!prepare(p, t, g, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_pool: " + why};
+    const Isa isa = knob_isa(k);
+    if (static_cast<int>(isa) < 0 || static_cast<int>(isa) > static_cast<int>(Isa::AVX512) ||
+        !cpu_features().supports(isa))
+      return {ErrorCode::INVALID_VALUE, "cpu_pool: knob isa=" + std::to_string(static_cast<int>(isa)) +
+                                            " is not supported by this CPU (" + cpu_features().to_string() + ")"};
+    plan = std::make_unique<PoolPlan>(std::move(g), isa);
+    return {};
+  }
+};
+
+}  // namespace
+
+const Engine& pool_engine() {
+  static const PoolEngine kEngine;
+  return kEngine;
+}
+
+}  // namespace dnngraph::cpu

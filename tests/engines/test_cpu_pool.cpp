@@ -1,0 +1,265 @@
+// cpu_pool against ref: max and average pooling (padding included and excluded) and nearest and
+// bilinear resizing over 1-3 spatial dims, NHWC, NCHW and random layouts, fp32/bf16/fp16, NaN
+// propagation, blocks longer than the accumulator, every ISA plan; the kernels directly; and
+// every rejection reason.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engines/cpu/pool/pool_engine.hpp"
+#include "engines/cpu/pool/pool_kernels.hpp"
+#include "fusion/partition.hpp"
+#include "graph/graph_impl.hpp"
+#include "ref_test_util.hpp"
+
+namespace {
+
+namespace dg = dnngraph;
+using ref_test::Dims;
+using ref_test::HostTensor;
+using RM = dg::ResampleMode;
+constexpr const char* kEngine = "cpu_pool";
+
+// Runs resample(x, attr) on ref and on cpu_pool (every plan index, each checked to be that engine
+// alone), the output poisoned with NaN before each run, and compares.
+void check_vs_ref(const HostTensor& x, const HostTensor& y_like, const dg::ResampleAttr& attr) {
+  auto make = [&](dg::Graph& g, HostTensor& result, dg::VariantPack& pack) {
+    auto X = x.declare(g, "x");
+    pack[X] = const_cast<HostTensor&>(x).data();
+    auto Y = g.resample(X, attr);
+    result = y_like;
+    y_like.describe(Y);
+    pack[Y] = result.data();
+  };
+  dg::Graph gr;
+  HostTensor want;
+  dg::VariantPack pack_r;
+  make(gr, want, pack_r);
+  auto s = ref_test::run_on_ref(gr, pack_r);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g;
+  HostTensor got;
+  dg::VariantPack pack;
+  make(g, got, pack);
+  g.select_engines({kEngine});
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(handle).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
+  s = g.check_support(handle);
+  ASSERT_TRUE(s.ok()) << s.to_string() << "\n" << g.explain();
+  for (int64_t idx = 0; idx < g.get_execution_plan_count(); ++idx) {
+    std::string name;
+    ASSERT_TRUE(g.build_plan_at_index(handle, idx).ok());
+    ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
+    EXPECT_EQ(name.rfind(kEngine, 0), 0u) << name;
+    const int64_t span = static_cast<int64_t>(got.bytes.size()) / dg::size_of(got.dtype);
+    for (int64_t i = 0; i < span; ++i) dg::dtype::store(got.bytes.data(), got.dtype, i, std::nan(""));
+    s = g.execute_plan_at_index(handle, pack, nullptr, idx, 0);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.to_string();
+    SCOPED_TRACE(name);
+    ref_test::expect_near(got, [&](const Dims& ix) { return want.get(ix); }, -1.0, 1.0);
+  }
+}
+
+Dims nhwc(const Dims& d) {  // channels innermost, then the spatial dims in order
+  Dims s(d.size());
+  int64_t running = 1;
+  s[1] = 1;
+  running = d[1];
+  for (size_t i = d.size(); i-- > 2;) {
+    s[i] = running;
+    running *= d[i];
+  }
+  s[0] = running;
+  return s;
+}
+Dims nchw(const Dims& d) {
+  Dims s(d.size(), 1);
+  for (size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
+  return s;
+}
+
+enum class Layout { NHWC, NCHW, RANDOM };
+
+HostTensor tensor_in(const Dims& dims, Layout l, dg::DataType t, std::mt19937& rng) {
+  const Dims st = l == Layout::NHWC ? nhwc(dims) : l == Layout::NCHW ? nchw(dims) : ref_test::random_strides(dims, rng);
+  HostTensor h = ref_test::make_tensor(dims, st, t);
+  std::uniform_real_distribution<double> u(-2, 2);
+  ref_test::for_each(dims, [&](const Dims& i) { h.set(i, u(rng)); });
+  return h;
+}
+HostTensor tensor_out(const Dims& dims, Layout l, dg::DataType t, std::mt19937& rng) {
+  const Dims st = l == Layout::NHWC ? nhwc(dims) : l == Layout::NCHW ? nchw(dims) : ref_test::random_strides(dims, rng);
+  return ref_test::make_tensor(dims, st, t);
+}
+
+// Pooled output dims, as src/graph/resample.cpp computes them.
+Dims pooled(const Dims& x, const Dims& w, const Dims& s, const Dims& pre, const Dims& post) {
+  Dims y = x;
+  for (size_t i = 0; i + 2 < x.size(); ++i) y[i + 2] = (x[i + 2] + pre[i] + post[i] - w[i]) / s[i] + 1;
+  return y;
+}
+
+// ---- kernels
+
+TEST(CpuPoolKernels, MatchPlainLoopsOnEveryIsa) {
+  std::mt19937 rng(301);
+  std::uniform_real_distribution<float> u(-3, 3);
+  for (auto isa : {dg::cpu::Isa::PORTABLE, dg::cpu::Isa::AVX2, dg::cpu::Isa::AVX512}) {
+    if (!dg::cpu::cpu_features().supports(isa)) continue;
+    const auto& k = dg::cpu::pool::pool_kernels(isa);
+    SCOPED_TRACE(dg::cpu::isa_name(isa));
+    for (int64_t n : {1, 9, 16, 37}) {
+      std::vector<float> acc(n), x(n), f(n);
+      for (int64_t i = 0; i < n; ++i) acc[i] = u(rng), x[i] = u(rng), f[i] = u(rng);
+      x[n / 2] = std::nanf("");
+      auto m = acc;
+      k.max_row(m.data(), x.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        if (i == n / 2) EXPECT_TRUE(std::isnan(m[i]));
+        else EXPECT_EQ(m[i], std::max(acc[i], x[i]));
+      }
+      auto nan_acc = m;  // a NaN already there stays
+      k.max_row(nan_acc.data(), acc.data(), n);
+      EXPECT_TRUE(std::isnan(nan_acc[n / 2]));
+      x[n / 2] = 1.0f;
+      auto a = acc;
+      k.add_row(a.data(), x.data(), n);
+      for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(a[i], acc[i] + x[i]);
+      a = acc;
+      k.axpy_row(a.data(), 0.5f, x.data(), n);
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(a[i], acc[i] + 0.5f * x[i], 1e-6);
+      a = acc;
+      k.mul_row(a.data(), f.data(), n);
+      for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(a[i], acc[i] * f[i]);
+    }
+  }
+}
+
+// ---- graphs vs ref
+
+TEST(CpuPool, RandomPoolingMatchesRef) {
+  std::mt19937 rng(302);
+  const RM modes[] = {RM::MAXPOOL, RM::AVGPOOL_INCLUDE_PADDING, RM::AVGPOOL_EXCLUDE_PADDING};
+  for (int trial = 0; trial < 30; ++trial) {
+    const size_t spatial = 1 + rng() % 3;
+    Dims x = {int64_t(1 + rng() % 3), int64_t(1 + rng() % 12)};
+    Dims w, s, pre, post;
+    for (size_t i = 0; i < spatial; ++i) {
+      w.push_back(1 + rng() % 3);
+      s.push_back(1 + rng() % 3);
+      pre.push_back(rng() % w.back());
+      post.push_back(rng() % w.back());
+      x.push_back(std::max<int64_t>(w.back(), 1 + rng() % (spatial == 3 ? 6 : 11)));
+    }
+    const Layout l = static_cast<Layout>(trial % 3);
+    const auto mode = modes[trial % 3 == 0 ? (trial / 3) % 3 : trial % 3];
+    SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(dg::to_string(mode)));
+    check_vs_ref(tensor_in(x, l, ref_test::random_float_type(rng), rng),
+                 tensor_out(pooled(x, w, s, pre, post), l, ref_test::random_float_type(rng), rng),
+                 dg::ResampleAttr().set_resampling_mode(mode).set_window(w).set_stride(s).set_pre_padding(pre).set_post_padding(post));
+  }
+}
+
+TEST(CpuPool, RandomResizingMatchesRef) {
+  std::mt19937 rng(303);
+  for (int trial = 0; trial < 20; ++trial) {
+    const size_t spatial = 1 + rng() % 3;
+    Dims x = {int64_t(1 + rng() % 3), int64_t(1 + rng() % 10)}, y;
+    for (size_t i = 0; i < spatial; ++i) x.push_back(1 + rng() % 9);
+    y = x;
+    for (size_t i = 0; i < spatial; ++i) y[i + 2] = 1 + rng() % 13;  // up and down
+    const Layout l = static_cast<Layout>(trial % 3);
+    const auto mode = trial % 2 ? RM::NEAREST : RM::BILINEAR;
+    SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(dg::to_string(mode)));
+    check_vs_ref(tensor_in(x, l, ref_test::random_float_type(rng), rng),
+                 tensor_out(y, l, ref_test::random_float_type(rng), rng), dg::ResampleAttr().set_resampling_mode(mode));
+  }
+}
+
+TEST(CpuPool, MaxPoolingPropagatesNaN) {
+  std::mt19937 rng(304);
+  for (Layout l : {Layout::NHWC, Layout::NCHW}) {
+    HostTensor x = tensor_in({1, 3, 6, 6}, l, dg::DataType::FLOAT, rng);
+    x.set({0, 1, 2, 3}, std::nan(""));
+    check_vs_ref(x, tensor_out({1, 3, 3, 3}, l, dg::DataType::FLOAT, rng),
+                 dg::ResampleAttr().set_resampling_mode(RM::MAXPOOL).set_window({2, 2}).set_stride({2, 2}));
+  }
+}
+
+// Channel and row blocks longer than the accumulator (512), over several threads' items.
+TEST(CpuPool, LongChannelsAndRowsMatchRef) {
+  std::mt19937 rng(305);
+  const auto pool3 = dg::ResampleAttr().set_resampling_mode(RM::AVGPOOL_EXCLUDE_PADDING).set_window({3, 3}).set_stride({1, 2}).set_padding({1, 1});
+  check_vs_ref(tensor_in({2, 600, 3, 4}, Layout::NHWC, dg::DataType::BFLOAT16, rng),
+               tensor_out(pooled({2, 600, 3, 4}, {3, 3}, {1, 2}, {1, 1}, {1, 1}), Layout::NHWC, dg::DataType::FLOAT, rng), pool3);
+  check_vs_ref(tensor_in({1, 2, 3, 1300}, Layout::NCHW, dg::DataType::HALF, rng),
+               tensor_out(pooled({1, 2, 3, 1300}, {3, 3}, {1, 2}, {1, 1}, {1, 1}), Layout::NCHW, dg::DataType::HALF, rng), pool3);
+  check_vs_ref(tensor_in({1, 2, 2, 700}, Layout::NCHW, dg::DataType::FLOAT, rng),
+               tensor_out({1, 2, 3, 1100}, Layout::NCHW, dg::DataType::FLOAT, rng),
+               dg::ResampleAttr().set_resampling_mode(RM::BILINEAR));
+}
+
+// ---- rejections
+
+dg::TensorPtr packed(dg::Graph& g, const std::string& name, Dims dims, dg::DataType t = dg::DataType::FLOAT) {
+  return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(nchw(dims)).set_data_type(t));
+}
+
+std::string explain(dg::Graph& g) {
+  dg::Handle handle(dg::Device::cpu());
+  EXPECT_TRUE(g.validate().ok()) << g.validate().to_string();
+  EXPECT_TRUE(g.build_operation_graph(handle).ok());
+  EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  return g.explain();
+}
+
+void expect_rejected(const std::string& explain, const std::string& reason) {
+  EXPECT_NE(explain.find(std::string(kEngine) + ": rejected: " + reason), std::string::npos) << explain;
+}
+
+dg::ResampleAttr maxpool(size_t spatial) {
+  return dg::ResampleAttr().set_name("pool").set_resampling_mode(RM::MAXPOOL).set_window(Dims(spatial, 1)).set_stride(Dims(spatial, 1));
+}
+
+TEST(CpuPool, RejectsOtherPartitions) {
+  dg::Graph g;
+  g.relu(packed(g, "X", {2, 2}))->set_output(true);
+  expect_rejected(explain(g), "takes a partition of one resample node; this one has 1 node(s), the first 'pointwise_0' (pointwise)");
+}
+
+TEST(CpuPool, RejectsUnsupportedTypesAndRanks) {
+  dg::Graph g;
+  g.resample(packed(g, "X", {1, 2, 4, 4}, dg::DataType::DOUBLE), maxpool(2))->set_output(true);
+  expect_rejected(explain(g), "node 'pool', tensor 'X': data type DOUBLE is not supported (FLOAT, HALF and BFLOAT16 are)");
+  dg::Graph h;
+  h.resample(packed(h, "X", Dims(9, 2)), maxpool(7))->set_output(true);
+  expect_rejected(explain(h), "node 'pool', tensor 'X': rank 9 is above 8");
+}
+
+TEST(CpuPool, RejectsNonCpuHandlesAndUnsupportedIsaKnobs) {
+  dg::Graph g;
+  dg::Handle cpu(dg::Device::cpu());
+  g.resample(packed(g, "X", {1, 2, 4, 4}), maxpool(2))->set_output(true);
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(dg::partition_graph(*g.impl().ir, parts).ok());
+  dg::HandleImpl gpu;
+  gpu.device = dg::Device::cuda(0);
+  dg::Target t;
+  t.handle = &gpu;
+  const auto s = dg::cpu::pool_engine().check(parts.at(0), t);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("runs on the CPU only"), std::string::npos) << s.reason;
+  dg::Target c;
+  c.handle = &cpu.impl();
+  std::unique_ptr<dg::Plan> plan;
+  const auto b = dg::cpu::pool_engine().build(parts.at(0), c, {{"isa", 7}}, plan);
+  EXPECT_EQ(b.code(), dg::ErrorCode::INVALID_VALUE);
+  EXPECT_NE(b.message().find("knob isa=7 is not supported"), std::string::npos) << b.message();
+}
+
+}  // namespace
