@@ -9,6 +9,13 @@
 #include "engines/cpu/epilogue/epilogue.hpp"
 #include "engines/ref/ops.hpp"
 
+// The element loops are compiled for AVX2 and for the baseline ISA, picked at load time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DNNGRAPH_EPILOGUE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DNNGRAPH_EPILOGUE_CLONES
+#endif
+
 namespace dnngraph::cpu {
 namespace {
 
@@ -41,7 +48,7 @@ void relu(const PointwiseAttr& p, int64_t n, const float* a, float* o) {
 }
 
 // The fp32 loop of a mode; false when the mode has none (the caller falls back to double).
-bool apply_fp32(const PointwiseAttr& p, int64_t n, const float* a, const float* b, const float* c, float* o) {
+DNNGRAPH_EPILOGUE_CLONES bool apply_fp32(const PointwiseAttr& p, int64_t n, const float* a, const float* b, const float* c, float* o) {
   using M = PointwiseMode;
   switch (p.get_mode()) {
     case M::ADD: binary(n, a, b, o, [](float x, float y) { return x + y; }); return true;
@@ -86,7 +93,7 @@ bool apply_fp32(const PointwiseAttr& p, int64_t n, const float* a, const float* 
   }
 }
 
-void round_run(DataType t, int64_t n, float* o) {
+DNNGRAPH_EPILOGUE_CLONES void round_run(DataType t, int64_t n, float* o) {
   switch (t) {
     case DataType::NOT_SET: case DataType::FLOAT: case DataType::DOUBLE: return;
     case DataType::BFLOAT16:
@@ -119,7 +126,7 @@ void apply_pointwise(const PointwiseAttr& op, DataType round_to, int64_t n, cons
   round_run(round_to, n, out);
 }
 
-void store_run(void* dst, DataType t, int64_t stride, int64_t n, const float* src) {
+DNNGRAPH_EPILOGUE_CLONES void store_run(void* dst, DataType t, int64_t stride, int64_t n, const float* src) {
   switch (t) {
     case DataType::FLOAT: {
       float* d = static_cast<float*>(dst);
@@ -147,7 +154,7 @@ void store_run(void* dst, DataType t, int64_t stride, int64_t n, const float* sr
   }
 }
 
-void load_run(const void* src, DataType t, int64_t stride, int64_t n, float* dst) {
+DNNGRAPH_EPILOGUE_CLONES void load_run(const void* src, DataType t, int64_t stride, int64_t n, float* dst) {
   switch (t) {
     case DataType::FLOAT: {
       const float* s = static_cast<const float*>(src);
