@@ -108,7 +108,7 @@ enum class HeurMode : int { DG_CUDNN_HEUR_MODES(DG_CUDNN_ENUMERATOR) };
 
 // cudnnBackendNumericalNote_t (those dnngraph reads)
 #define DG_CUDNN_NUMERICAL_NOTES(X) \
-  X(TENSOR_CORE, 0) X(NONDETERMINISTIC, 4) X(TYPE_COUNT, 10)
+  X(TENSOR_CORE, 0) X(DOWN_CONVERT_INPUTS, 1) X(NONDETERMINISTIC, 4) X(TYPE_COUNT, 10)
 enum class NumericalNote : int { DG_CUDNN_NUMERICAL_NOTES(DG_CUDNN_ENUMERATOR) };
 
 // cudnnBackendBehaviorNote_t (those dnngraph reads)

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <variant>
 
 #include "core/hash.hpp"
 #include "core/log.hpp"
@@ -16,6 +17,18 @@ constexpr uint32_t kPayloadVersion = 1;
 bool deterministic_requested() {
   const char* v = std::getenv("DNNGRAPH_DETERMINISTIC");
   return v && *v && std::strcmp(v, "0") != 0;
+}
+
+// Whether a conv or matmul of the partition reads FLOAT or DOUBLE: dnngraph computes those in full
+// precision, so cuDNN's tensor-core (TF32) configs do not qualify.
+bool full_precision_anchor(const Partition& p) {
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const ir::Node& n = p.node(i);
+    if (std::holds_alternative<PointwiseAttr>(n.attr) || std::holds_alternative<ReductionAttr>(n.attr)) continue;
+    const DataType t = p.tensor(n.inputs[0]).dtype;
+    if (t == DataType::FLOAT || t == DataType::DOUBLE) return true;
+  }
+  return false;
 }
 
 // What cuDNN offers for one partition: its operation graph and the engine configs of heuristic
@@ -36,14 +49,23 @@ Survey survey_once(const CudnnApi& a, SharedHandle& sh, const Partition& p, bool
     Status st = heuristic_configs(a, *s.graph->graph, m, s.configs);
     if (!st.ok() && first_error.ok()) first_error = st;
   }
-  const bool deterministic = deterministic_requested();
+  // As PyTorch does: no configs that down-convert inputs, no TF32 for full-precision inputs, and
+  // only deterministic ones when DNNGRAPH_DETERMINISTIC asks for them.
+  const bool deterministic = deterministic_requested(), full_precision = full_precision_anchor(p);
+  const size_t offered = s.configs.size();
   std::erase_if(s.configs, [&](const EngineConfig& c) {
-    return c.needs_reorder || (deterministic && c.nondeterministic);
+    return c.needs_reorder || c.down_convert || (full_precision && c.tensor_core) ||
+           (deterministic && c.nondeterministic);
   });
-  if (s.configs.empty())
+  if (!s.configs.empty()) return s;
+  if (offered > 0)
+    s.status = {ErrorCode::GRAPH_NOT_SUPPORTED,
+                "none of the " + std::to_string(offered) + " engine configs cuDNN offers computes the graph" +
+                    (full_precision ? " in full FLOAT precision (no TF32)" : "") +
+                    (deterministic ? " deterministically" : "") + " without reordering or down-converting inputs"};
+  else
     s.status = first_error.ok() ? Status{ErrorCode::GRAPH_NOT_SUPPORTED,
-                                         "cuDNN's heuristics (modes A, B, FALLBACK) offer no engine config for this "
-                                         "graph" + std::string(deterministic ? " that is deterministic" : "")}
+                                         "cuDNN's heuristics (modes A, B, FALLBACK) offer no engine config for this graph"}
                                 : first_error;
   return s;
 }
@@ -55,15 +77,17 @@ std::shared_ptr<const Survey> survey(const Partition& p, const Target& t) {
   thread_local std::shared_ptr<const Survey> memo;
   std::string key = std::to_string(p.graph->fingerprint()) + "|" +
                     std::to_string(reinterpret_cast<uintptr_t>(t.handle->cuda->context)) + "|" +
-                    (t.dynamic_shapes ? "d" : "s") + (deterministic_requested() ? "D" : "") + "|";
+                    (t.dynamic_shapes && t.kernel_cache ? "d" : "s") + (deterministic_requested() ? "D" : "") + "|";
   for (int n : p.nodes) key += std::to_string(n) + ",";
   if (memo && key == memo_key) return memo;
   auto out = std::make_shared<Survey>();
   SharedHandle* sh = nullptr;
   if (out->status = shared_handle(*api(), *t.handle, sh); out->status.ok()) {
     std::lock_guard<std::mutex> lock(sh->mutex);
-    *out = survey_once(*api(), *sh, p, t.dynamic_shapes);
-    if (t.dynamic_shapes && !out->status.ok()) {
+    // cuDNN serves other batch sizes from compiled kernels through a kernel cache only.
+    const bool dynamic = t.dynamic_shapes && t.kernel_cache;
+    *out = survey_once(*api(), *sh, p, dynamic);
+    if (dynamic && !out->status.ok()) {
       DG_LOG(INFO) << "cudnn: with dynamic shapes: " << out->status.message() << "; trying static shapes";
       Survey fixed = survey_once(*api(), *sh, p, false);
       if (fixed.status.ok()) *out = std::move(fixed);

@@ -1,6 +1,7 @@
 #include "engines/cudnn/lower.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <variant>
 
@@ -133,9 +134,8 @@ class OpLowering {
     if (comp_ == Dtype::DOUBLE) return op.set_double(alpha, 1.0).set_double(beta, 0.0);
     return op.set_float(alpha, 1.0f).set_float(beta, 0.0f);
   }
-  Descriptor& real(Descriptor& d, Attr a, double v) {
-    return comp_ == Dtype::DOUBLE ? d.set_double(a, v) : d.set_float(a, static_cast<float>(v));
-  }
+  // Pointwise parameters are DOUBLE attributes whatever the math precision (as the cuDNN frontend sets them).
+  static Descriptor& real(Descriptor& d, Attr a, double v) { return d.set_double(a, v); }
 
   template <class A>
   Status conv_desc(const ir::Node& n, const A& a, int x_slot, BackendDescriptor& out) {
@@ -211,7 +211,10 @@ class OpLowering {
       case PointwiseMode::RELU_FWD:
       case PointwiseMode::RELU_BWD:
         real(pw, Attr::POINTWISE_RELU_LOWER_CLIP, a.get_relu_lower_clip());
-        if (a.get_relu_upper_clip()) real(pw, Attr::POINTWISE_RELU_UPPER_CLIP, *a.get_relu_upper_clip());
+        // No upper clip: the largest value of the math precision, as the cuDNN frontend does.
+        real(pw, Attr::POINTWISE_RELU_UPPER_CLIP,
+             a.get_relu_upper_clip().value_or(comp_ == Dtype::DOUBLE ? std::numeric_limits<double>::max()
+                                                                     : std::numeric_limits<float>::max()));
         if (a.get_relu_lower_clip_slope() != 0.0)
           real(pw, Attr::POINTWISE_RELU_LOWER_CLIP_SLOPE, a.get_relu_lower_clip_slope());
         break;

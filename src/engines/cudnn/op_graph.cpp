@@ -67,8 +67,11 @@ Status read_config(const CudnnApi& api, const Descriptor& cfg, EngineConfig& c) 
                        note == static_cast<int>(BehaviorNote::REQUIRES_BIAS_INT8x32_REORDER);
   }
   for (int note : get_notes(api, *engine[0], Attr::ENGINE_NUMERICAL_NOTE, AttrType::NUMERICAL_NOTE,
-                            static_cast<int>(NumericalNote::TYPE_COUNT)))
+                            static_cast<int>(NumericalNote::TYPE_COUNT))) {
     c.nondeterministic |= note == static_cast<int>(NumericalNote::NONDETERMINISTIC);
+    c.tensor_core |= note == static_cast<int>(NumericalNote::TENSOR_CORE);
+    c.down_convert |= note == static_cast<int>(NumericalNote::DOWN_CONVERT_INPUTS);
+  }
   return {};
 }
 

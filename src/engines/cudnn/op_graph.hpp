@@ -26,6 +26,8 @@ struct EngineConfig {
   std::vector<std::pair<int, int64_t>> knobs;   // (cudnnBackendKnobType_t, value)
   bool runtime_compiled = false;                // CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION
   bool nondeterministic = false;                // CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC
+  bool tensor_core = false;                     // CUDNN_NUMERICAL_NOTE_TENSOR_CORE (TF32 for FLOAT inputs)
+  bool down_convert = false;                    // CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
   bool needs_reorder = false;                   // INT8x32 filter/bias reordering, which dnngraph does not do
 };
 

@@ -1,0 +1,246 @@
+// dnngraph's own engines beside the vendor engines (cudnn, cublaslt) in one plan list, measured in
+// the same run on the workloads of shared/bench/ANCHORS.md (bf16, fp32 accumulation, NHWC):
+// the tutorial conv 3x3 + bias + ReLU, ResNet-50 3x3 layers, and the tutorial matmul chain.
+//
+//   dnngraph_vendor_bench [--own N] [--vendor N] [--only SUBSTRING] [--budget SECONDS]
+//
+// For each workload every candidate of the planner is listed; the first N of each own engine
+// (default 1: own engines compile with NVRTC) and up to N vendor plans (default 80) are built and
+// timed with CUDA events (median of 7 repeats of ~20 ms). Prints
+//   PLAN <workload> <ms> <label>
+//   RESULT <workload> own <ms> <label> | cudnn <ms> <label> (<n> plans) | own/cudnn <x> | anchor <ms> cudnn/anchor <x>
+//   HOST <workload> <label> <us per execute()>   (host time of enqueueing one plan through dnngraph)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "dnngraph/dnngraph.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
+#include "graph/graph_impl.hpp"
+#include "planning/plan_set.hpp"
+#include "runtime/cuda/context.hpp"
+#include "runtime/memory.hpp"
+
+namespace dg = dnngraph;
+using Dims = std::vector<int64_t>;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int g_own = 1, g_vendor = 80;
+double g_budget = 1e9;
+std::string g_only;
+const Clock::time_point g_start = Clock::now();
+
+double elapsed() { return std::chrono::duration<double>(Clock::now() - g_start).count(); }
+
+Dims packed(const Dims& d) {
+  Dims s(d.size(), 1);
+  for (size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
+  return s;
+}
+
+Dims channels_last(const Dims& d) {
+  Dims s(d.size());
+  int64_t running = d[1];
+  s[1] = 1;
+  for (size_t i = d.size(); i-- > 2;) {
+    s[i] = running;
+    running *= d[i];
+  }
+  s[0] = running;
+  return s;
+}
+
+int64_t volume(const Dims& d) {
+  int64_t v = 1;
+  for (int64_t x : d) v *= x;
+  return v;
+}
+
+struct DeviceTensor {
+  dg::memory::Buffer buf;
+  DeviceTensor(dg::HandleImpl& h, int64_t elems, dg::DataType t, uint32_t seed)
+      : buf(h, static_cast<size_t>(elems * dg::size_of(t))) {
+    std::vector<uint8_t> host(buf.size());
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int64_t i = 0; i < elems; ++i) dg::dtype::store(host.data(), t, i, u(rng));
+    if (!dg::memory::copy_to_device(h, buf.get(), host.data(), host.size()).ok()) std::printf("ERROR copy\n");
+  }
+};
+
+using dg::Status;
+
+bool check(const dg::Status& s, const std::string& what) {
+  if (!s.ok()) std::printf("ERROR %s: %s\n", what.c_str(), s.to_string().c_str());
+  return s.ok();
+}
+
+bool is_vendor(const std::string& engine) { return engine == "cudnn" || engine == "cublaslt"; }
+
+struct Timed {
+  double ms = 1e30;
+  std::string label;
+  int64_t index = -1;
+};
+
+// Median time of one execute() of plan `idx`, in seconds.
+double time_plan(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, void* ws, int64_t ws_bytes,
+                 int64_t idx) {
+  dg::HandleImpl& h = handle.impl();
+  auto once = [&] { return g.execute_plan_at_index(handle, pack, ws, idx, ws_bytes); };
+  std::unique_ptr<dg::cuda::EventTimer> timer;
+  if (!check(dg::cuda::EventTimer::create(h, timer), "timer")) return 1e30;
+  double secs = 0;
+  for (int i = 0; i < 3; ++i) (void)once();  // warm up
+  (void)timer->start();
+  (void)once();
+  (void)timer->stop();
+  (void)timer->seconds(secs);
+  const int iters = std::max(3, std::min(500, static_cast<int>(0.02 / std::max(secs, 1e-6))));
+  std::vector<double> times;
+  for (int rep = 0; rep < 7; ++rep) {
+    (void)timer->start();
+    for (int i = 0; i < iters; ++i) (void)once();
+    (void)timer->stop();
+    if (!check(timer->seconds(secs), "timing")) return 1e30;
+    times.push_back(secs / iters);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// Host microseconds per execute() of plan `idx`: 100 calls enqueued back to back, then one sync.
+double host_us(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, void* ws, int64_t ws_bytes,
+               int64_t idx) {
+  constexpr int kCalls = 100;
+  (void)dg::memory::synchronize(handle.impl());
+  const auto t0 = Clock::now();
+  for (int i = 0; i < kCalls; ++i) (void)g.execute_plan_at_index(handle, pack, ws, idx, ws_bytes);
+  const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kCalls;
+  (void)dg::memory::synchronize(handle.impl());
+  return us;
+}
+
+void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, double anchor_ms) {
+  dg::HandleImpl& h = handle.impl();
+  g.deselect_engines({"ref"});
+  if (!check(g.validate(), name) || !check(g.build_operation_graph(handle), name) ||
+      !check(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::B, dg::HeurMode::FALLBACK}), name) ||
+      !check(g.check_support(handle), name)) {
+    std::printf("%s\n", g.explain().c_str());
+    return;
+  }
+  const auto& cands = g.impl().plans->parts.at(0).candidates;
+  std::printf("WORKLOAD %s: %zu candidates\n", name.c_str(), cands.size());
+  std::map<std::string, int> taken;
+  std::map<std::string, Timed> best;  // "own" / engine name
+  int vendor_timed = 0, build_failures = 0;
+  for (size_t i = 0; i < cands.size() && elapsed() < g_budget; ++i) {
+    const std::string engine(dg::engine_by_id(cands[i].engine_id)->name());
+    if (taken[engine] >= (is_vendor(engine) ? g_vendor : g_own)) continue;
+    ++taken[engine];
+    const int64_t idx = static_cast<int64_t>(i);
+    const std::string label = cands[i].label();
+    if (Status s = g.build_plan_at_index(handle, idx); !s.ok()) {
+      if (!is_vendor(engine)) check(s, name + " build " + label);
+      ++build_failures;  // a vendor config that does not finalize for this graph is skipped, as autotune does
+      continue;
+    }
+    int64_t ws = 0;
+    (void)g.get_workspace_size_plan_at_index(idx, ws);
+    dg::memory::Buffer workspace(h, static_cast<size_t>(ws) + 256);
+    if (!check(g.execute_plan_at_index(handle, pack, workspace.get(), idx, ws), name + " execute " + label)) continue;
+    const double ms = time_plan(g, handle, pack, workspace.get(), ws, idx) * 1e3;
+    std::printf("PLAN %s %.4f %s\n", name.c_str(), ms, label.c_str());
+    Timed& b = best[is_vendor(engine) ? engine : "own"];
+    if (ms < b.ms) b = {ms, label, idx};
+    vendor_timed += is_vendor(engine);
+  }
+  const Timed own = best["own"], dnn = best["cudnn"], lt = best["cublaslt"];
+  std::printf("RESULT %s own %.4f %s | cudnn %.4f %s (%d vendor plans timed) | own/cudnn %.2f | anchor %.4f "
+              "cudnn/anchor %.3f",
+              name.c_str(), own.ms, own.label.c_str(), dnn.ms, dnn.label.c_str(), vendor_timed, own.ms / dnn.ms,
+              anchor_ms, dnn.ms / anchor_ms);
+  if (lt.index >= 0) std::printf(" | cublaslt %.4f %s", lt.ms, lt.label.c_str());
+  std::printf(" | %d plans did not build\n", build_failures);
+  for (const Timed* t : {&dnn, &own}) {
+    if (t->index < 0) continue;
+    int64_t ws = 0;
+    (void)g.get_workspace_size_plan_at_index(t->index, ws);
+    dg::memory::Buffer workspace(h, static_cast<size_t>(ws) + 256);
+    std::printf("HOST %s %s %.2f us\n", name.c_str(), t->label.c_str(),
+                host_us(g, handle, pack, workspace.get(), ws, t->index));
+  }
+  std::fflush(stdout);
+}
+
+// conv 3x3 pad 1 + bias + ReLU, NHWC bf16.
+void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int64_t hw, int64_t k, double anchor) {
+  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  dg::HandleImpl& h = handle.impl();
+  const Dims xd{n, c, hw, hw}, wd{k, c, 3, 3}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
+  DeviceTensor x(h, volume(xd), dg::DataType::BFLOAT16, 1), w(h, volume(wd), dg::DataType::BFLOAT16, 2),
+      b(h, volume(bd), dg::DataType::BFLOAT16, 3);
+  dg::memory::Buffer y(h, static_cast<size_t>(volume(yd) * 2));
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
+  auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
+  auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(channels_last(bd)));
+  auto Y = g.relu(g.bias(g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({1, 1})), B));
+  Y->set_output(true).set_stride(channels_last(yd));
+  run(name, g, handle, {{X, x.buf.get()}, {W, w.buf.get()}, {B, b.buf.get()}, {Y, y.get()}}, anchor);
+}
+
+// The tutorial matmul chain: (16,512,1024) x (16,1024,512) x 0.125 + bias -> GELU, with AMAX.
+void matmul(dg::Handle& handle, const std::string& name, double anchor) {
+  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  dg::HandleImpl& h = handle.impl();
+  const Dims ad{16, 512, 1024}, bd{16, 1024, 512}, cd{16, 512, 512}, biasd{1, 1, 512};
+  DeviceTensor a(h, volume(ad), dg::DataType::BFLOAT16, 4), b(h, volume(bd), dg::DataType::BFLOAT16, 5),
+      bias(h, 512, dg::DataType::BFLOAT16, 6);
+  dg::memory::Buffer c(h, static_cast<size_t>(volume(cd) * 2)), amax(h, 4);
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim(ad).set_stride(packed(ad)));
+  auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(packed(bd)));
+  auto Bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim(biasd).set_stride(packed(biasd)));
+  auto C = g.gelu(g.bias(g.scale(g.matmul(A, B, dg::MatmulAttr()), g.tensor(0.125)), Bias));
+  auto Amax = g.reduction(C, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+  Amax->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
+  C->set_output(true);
+  run(name, g, handle, {{A, a.buf.get()}, {B, b.buf.get()}, {Bias, bias.buf.get()}, {C, c.get()}, {Amax, amax.get()}},
+      anchor);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--own")) g_own = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--vendor")) g_vendor = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--only")) g_only = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--budget")) g_budget = std::atof(argv[i + 1]);
+  }
+  dg::Handle handle(dg::Device::cuda(0));
+  if (!check(handle.status(), "cuda:0")) return 1;
+  std::printf("device %s\n%s", handle.impl().info.name.c_str(), dg::describe_vendor_libraries().c_str());
+  conv(handle, "conv_tutorial_n32", 32, 128, 56, 256, 0.0986);
+  conv(handle, "rn50_3x3_c64_56", 32, 64, 56, 64, 0.0385);
+  conv(handle, "rn50_3x3_c256_14", 32, 256, 14, 256, 0.0309);
+  conv(handle, "rn50_3x3_n8_c64_32", 8, 64, 32, 64, 0.0174);
+  matmul(handle, "matmul_tutorial_chain", 0.0323);
+  std::printf("done in %.1f s\n", elapsed());
+  return 0;
+}
