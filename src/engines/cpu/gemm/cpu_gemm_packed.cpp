@@ -87,10 +87,11 @@ class MatmulProblem final : public gemm::GemmProblem {
     }
     gemm::StridedMatrix a = a_;
     a.data = static_cast<const char*>(a_.data) + g_.offset(g_.a_bs, b) * size_of(a_.dtype);
-    gemm::pack_rows(a, m0, mc, kb.k0, kc, scratch, kc);
-    for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = scratch + std::min(i, mc - 1) * kc;
+    gemm::pack_a_panels(a, m0, mc, kb.k0, kc, mr, scratch);
+    for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = scratch + (i / mr) * kc * mr;
   }
-  int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return a_direct_ ? 0 : mc * kc; }
+  int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return a_direct_ ? 0 : (mc + 32) * kc; }
+  bool a_kmajor() const override { return !a_direct_; }
 
   int64_t b_count() const override { return g_.b_broadcast ? 1 : batch; }
   int64_t b_index(int64_t b) const override { return g_.b_broadcast ? 0 : b; }

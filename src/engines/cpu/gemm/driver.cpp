@@ -91,6 +91,7 @@ Scratch carve(const TaskShape& t, float* base) {
 void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, const TaskShape& t, const float* shared_b,
               int slot, const Scratch& s, int64_t b, int64_t ma, int64_t me, int64_t n0, int64_t nc) {
   const int mr = ks.mr, nr = ks.nr;
+  const MicroKernel kernel = p.a_kmajor() ? ks.kernel_packed : ks.kernel;
   const int64_t panel_stride = p.K * nr;
   const float* bp;
   if (p.b_shared()) {
@@ -123,11 +124,11 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
           float* ct = c + ir * ldc + jr;
           if (direct && (mr_here < mr || nr_here < nr)) {
             // An edge tile of the user's C: compute in full aside, add the valid part.
-            ks.kernel(kb.nseg, kb.seg_len, tile_rows, panel, s.edge, nr, false);
+            kernel(kb.nseg, kb.seg_len, tile_rows, panel, s.edge, nr, false);
             for (int64_t i = 0; i < mr_here; ++i)
               for (int64_t j = 0; j < nr_here; ++j) ct[i * ldc + j] = (acc ? ct[i * ldc + j] : 0.0f) + s.edge[i * nr + j];
           } else {
-            ks.kernel(kb.nseg, kb.seg_len, tile_rows, panel, ct, ldc, acc);
+            kernel(kb.nseg, kb.seg_len, tile_rows, panel, ct, ldc, acc);
           }
         }
       }

@@ -41,6 +41,9 @@ class GemmProblem {
   virtual void a_rows(int64_t b, int64_t m0, int64_t mc, const KBlock& kb, int mr, const float** rows,
                       float* scratch) const = 0;
   virtual int64_t a_scratch_floats(int64_t /*mc*/, int64_t /*kc*/) const { return 0; }
+  // True when a_rows packs each micro-tile as one k-major panel (KernelSet::kernel_packed's
+  // form) and only rows[(t * nseg + s) * mr] is meaningful.
+  virtual bool a_kmajor() const { return false; }
 
   // B: `b_count` distinct matrices; batch b uses b_index(b). pack_b packs columns [n0, n0 + nc)
   // of matrix d over all of K into NR-wide panels: panel p at dst + p * K * nr, zero-padded.

@@ -33,7 +33,12 @@ struct VecAvx2 {
 
 void kernel_6x16(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
                  bool accumulate) {
-  microkernel<VecAvx2, 6, 2>(nseg, seg_len, rows, b, c, ldc, accumulate);
+  microkernel<VecAvx2, 6, 2, false>(nseg, seg_len, rows, b, c, ldc, accumulate);
+}
+
+void kernel_6x16_packed(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
+                bool accumulate) {
+  microkernel<VecAvx2, 6, 2, true>(nseg, seg_len, rows, b, c, ldc, accumulate);
 }
 
 }  // namespace
@@ -49,7 +54,7 @@ void kernel_6x16(int nseg, int64_t seg_len, const float* const* rows, const floa
 // Outside the target region: this runs on any CPU.
 namespace dnngraph::cpu::gemm {
 const KernelSet* avx2_kernels() {
-  static const KernelSet kSet{Isa::AVX2, 6, 16, kernel_6x16};
+  static const KernelSet kSet{Isa::AVX2, 6, 16, kernel_6x16, kernel_6x16_packed};
   return &kSet;
 }
 }  // namespace dnngraph::cpu::gemm

@@ -33,7 +33,12 @@ struct VecAvx512 {
 
 void kernel_12x32(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
                  bool accumulate) {
-  microkernel<VecAvx512, 12, 2>(nseg, seg_len, rows, b, c, ldc, accumulate);
+  microkernel<VecAvx512, 12, 2, false>(nseg, seg_len, rows, b, c, ldc, accumulate);
+}
+
+void kernel_12x32_packed(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
+                bool accumulate) {
+  microkernel<VecAvx512, 12, 2, true>(nseg, seg_len, rows, b, c, ldc, accumulate);
 }
 
 }  // namespace
@@ -49,7 +54,7 @@ void kernel_12x32(int nseg, int64_t seg_len, const float* const* rows, const flo
 // Outside the target region: this runs on any CPU.
 namespace dnngraph::cpu::gemm {
 const KernelSet* avx512_kernels() {
-  static const KernelSet kSet{Isa::AVX512, 12, 32, kernel_12x32};
+  static const KernelSet kSet{Isa::AVX512, 12, 32, kernel_12x32, kernel_12x32_packed};
   return &kSet;
 }
 }  // namespace dnngraph::cpu::gemm

@@ -4,7 +4,9 @@
 //   Reg, kWidth, zero(), load(p), store(p, r), bcast(p), fma(a, b, acc) = a * b + acc.
 // No include guard: it is meant to be included once per ISA file.
 
-template <class V, int MR, int NV>
+// kPacked: A of each segment is one k-major panel at rows[s * MR] (element (i, k) at [k * MR + i]),
+// a single stream; otherwise row i of segment s is rows[s * MR + i], unit stride.
+template <class V, int MR, int NV, bool kPacked>
 void microkernel(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
                  bool accumulate) {
   constexpr int W = V::kWidth;
@@ -21,7 +23,8 @@ void microkernel(int nseg, int64_t seg_len, const float* const* rows, const floa
   for (int s = 0; s < nseg; ++s) {
     const float* r[MR];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) r[i] = rows[s * MR + i];
+    for (int i = 0; i < MR; ++i) r[i] = kPacked ? rows[s * MR] + i : rows[s * MR + i];
+    constexpr int64_t kStep = kPacked ? MR : 1;
 #pragma GCC unroll 4
     for (int64_t k = 0; k < seg_len; ++k) {
       typename V::Reg bv[NV];
@@ -29,7 +32,7 @@ void microkernel(int nseg, int64_t seg_len, const float* const* rows, const floa
       for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * W);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
-        const typename V::Reg a = V::bcast(r[i] + k);
+        const typename V::Reg a = V::bcast(r[i] + k * kStep);
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) acc[i][j] = V::fma(a, bv[j], acc[i][j]);
       }

@@ -26,13 +26,18 @@ struct VecPortable {
 
 void kernel_4x8(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
                 bool accumulate) {
-  microkernel<VecPortable, 4, 2>(nseg, seg_len, rows, b, c, ldc, accumulate);
+  microkernel<VecPortable, 4, 2, false>(nseg, seg_len, rows, b, c, ldc, accumulate);
+}
+
+void kernel_4x8_packed(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
+                bool accumulate) {
+  microkernel<VecPortable, 4, 2, true>(nseg, seg_len, rows, b, c, ldc, accumulate);
 }
 
 }  // namespace
 
 const KernelSet& portable_kernels() {
-  static const KernelSet kSet{Isa::PORTABLE, 4, 8, kernel_4x8};
+  static const KernelSet kSet{Isa::PORTABLE, 4, 8, kernel_4x8, kernel_4x8_packed};
   return kSet;
 }
 

@@ -18,7 +18,8 @@ using MicroKernel = void (*)(int nseg, int64_t seg_len, const float* const* rows
 struct KernelSet {
   Isa isa;
   int mr, nr;
-  MicroKernel kernel;
+  MicroKernel kernel;         // A through MR row pointers per segment
+  MicroKernel kernel_packed;  // A as one k-major panel per segment: rows[s * MR], (i, k) at [k * MR + i]
 };
 
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.

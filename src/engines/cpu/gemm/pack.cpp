@@ -84,7 +84,32 @@ void panels_typed(const StridedMatrix& s, int64_t krows, int64_t c0, int64_t col
   }
 }
 
+template <class T>
+void a_panels_typed(const StridedMatrix& s, int64_t r0, int64_t rows, int64_t c0, int64_t cols, int mr, float* dst) {
+  const T* base = static_cast<const T*>(s.data);
+  for (int64_t t = 0; t * mr < rows; ++t) {
+    float* d = dst + t * cols * mr;
+    const int64_t h = std::min<int64_t>(mr, rows - t * mr);
+    for (int64_t i = 0; i < mr; ++i) {
+      if (i >= h) {
+        for (int64_t k = 0; k < cols; ++k) d[k * mr + i] = 0.0f;
+        continue;
+      }
+      const T* src = base + (r0 + t * mr + i) * s.rs + c0 * s.cs;
+      for (int64_t k = 0; k < cols; ++k) d[k * mr + i] = to_fp32(src[k * s.cs]);
+    }
+  }
+}
+
 }  // namespace
+
+void pack_a_panels(const StridedMatrix& s, int64_t r0, int64_t rows, int64_t c0, int64_t cols, int mr, float* dst) {
+  switch (s.dtype) {
+    case DataType::BFLOAT16: a_panels_typed<Bf16>(s, r0, rows, c0, cols, mr, dst); return;
+    case DataType::HALF: a_panels_typed<Fp16>(s, r0, rows, c0, cols, mr, dst); return;
+    default: a_panels_typed<float>(s, r0, rows, c0, cols, mr, dst); return;
+  }
+}
 
 bool packable(DataType t) { return t == DataType::FLOAT || t == DataType::BFLOAT16 || t == DataType::HALF; }
 

@@ -20,6 +20,10 @@ bool packable(DataType t);  // FLOAT, BFLOAT16, HALF
 // dst[i * ld + k] = src(r0 + i, c0 + k) for i < rows, k < cols, in fp32.
 void pack_rows(const StridedMatrix& src, int64_t r0, int64_t rows, int64_t c0, int64_t cols, float* dst, int64_t ld);
 
+// k-major A panels of mr rows: panel t holds dst[t * cols * mr + k * mr + i] = src(r0 + t * mr + i,
+// c0 + k), zero for rows past `rows`.
+void pack_a_panels(const StridedMatrix& src, int64_t r0, int64_t rows, int64_t c0, int64_t cols, int mr, float* dst);
+
 // B panels: columns [c0, c0 + cols) of rows [0, krows), NR wide: panel p holds
 // dst[p * krows * nr + k * nr + j] = src(k, c0 + p * nr + j), zero past `cols`.
 void pack_panels(const StridedMatrix& src, int64_t krows, int64_t c0, int64_t cols, int nr, float* dst);
