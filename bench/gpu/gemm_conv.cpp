@@ -138,13 +138,14 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
   std::fflush(stdout);
 }
 
-// conv (R x S, pad, stride 1) [+ bias + ReLU], NHWC bf16, fp32 accumulation.
+// conv (R x S, pad, stride 1) [+ bias + ReLU], NHWC bf16, fp32 accumulation; `depthwise`: groups
+// == C == K (filters [C, 1, R, S]).
 void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int64_t hw, int64_t k, int64_t r,
-          bool fused) {
+          bool fused, bool depthwise = false) {
   if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
   dg::HandleImpl& h = handle.impl();
   const int64_t pad = r / 2;
-  const Dims xd{n, c, hw, hw}, wd{k, c, r, r}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
+  const Dims xd{n, c, hw, hw}, wd{k, depthwise ? 1 : c, r, r}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
   DeviceTensor x(h, volume(xd), dg::DataType::BFLOAT16, 1), w(h, volume(wd), dg::DataType::BFLOAT16, 2),
       b(h, volume(bd), dg::DataType::BFLOAT16, 3);
   dg::memory::Buffer y(h, static_cast<size_t>(volume(yd) * 2));
@@ -162,8 +163,8 @@ void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int
   }
   Y->set_output(true).set_stride(channels_last(yd));
   pack[Y] = y.get();
-  g.select_engines({"cuda_conv_implicit_gemm"});
-  run(name, g, handle, pack, 2.0 * volume(yd) * c * r * r);
+  g.select_engines({depthwise ? "cuda_conv_depthwise_direct" : "cuda_conv_implicit_gemm"});
+  run(name, g, handle, pack, 2.0 * volume(yd) * (depthwise ? 1 : c) * r * r);
 }
 
 // (batch x m x k) x (batch x k x n) [x alpha + bias -> GELU, AMAX], bf16 in and out.
@@ -223,5 +224,6 @@ int main(int argc, char** argv) {
   conv(handle, "rn50_3x3_c128_28_k128", 32, 128, 28, 128, 3, true);
   conv(handle, "rn50_3x3_c512_7_k512", 32, 512, 7, 512, 3, true);
   conv(handle, "rn50_3x3_n1_c64_32_k64", 1, 64, 32, 64, 3, true);
+  conv(handle, "depthwise_3x3_c256_28", 32, 256, 28, 256, 3, true, true);
   return 0;
 }

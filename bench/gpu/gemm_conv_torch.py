@@ -38,15 +38,16 @@ def timed(fn, reps=7):
     return times[len(times) // 2]
 
 
-def torch_conv(n, c, hw, k, r, fused):
+def torch_conv(n, c, hw, k, r, fused, groups=1):
     dev, dt = "cuda", torch.bfloat16
     x = (torch.rand(n, c, hw, hw, device=dev) * 2 - 1).to(dt).to(memory_format=torch.channels_last)
-    w = (torch.rand(k, c, r, r, device=dev) * 2 - 1).to(dt).to(memory_format=torch.channels_last)
+    w = (torch.rand(k, c // groups, r, r, device=dev) * 2 - 1).to(dt).to(memory_format=torch.channels_last)
     b = (torch.rand(1, k, 1, 1, device=dev) * 2 - 1).to(dt)
     pad = r // 2
+    conv = lambda: F.conv2d(x, w, padding=pad, groups=groups)
     if fused:
-        return timed(lambda: torch.relu(F.conv2d(x, w, padding=pad) + b)), timed(lambda: F.conv2d(x, w, padding=pad))
-    return timed(lambda: F.conv2d(x, w, padding=pad)), None
+        return timed(lambda: torch.relu(conv() + b)), timed(conv)
+    return timed(conv), None
 
 
 def torch_matmul(batch, m, n, k, chain):
@@ -78,6 +79,7 @@ WORKLOADS = [
     ("rn50_3x3_c128_28_k128", "conv", (32, 128, 28, 128, 3, True)),
     ("rn50_3x3_c512_7_k512", "conv", (32, 512, 7, 512, 3, True)),
     ("rn50_3x3_n1_c64_32_k64", "conv", (1, 64, 32, 64, 3, True)),
+    ("depthwise_3x3_c256_28", "conv", (32, 256, 28, 256, 3, True, 256)),
 ]
 
 
@@ -85,8 +87,9 @@ def flops(kind, args):
     if kind == "mm":
         b, m, n, k, _ = args
         return 2.0 * b * m * n * k
-    n, c, hw, k, r, _ = args
-    return 2.0 * n * k * hw * hw * c * r * r
+    n, c, hw, k, r, _ = args[:6]
+    groups = args[6] if len(args) > 6 else 1
+    return 2.0 * n * k * hw * hw * (c // groups) * r * r
 
 
 def main():

@@ -36,6 +36,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {12, &cuda::sdpa_flash_engine()},
       {13, &cudnn::engine()},
       {14, &cublaslt::engine()},
+      {15, &cuda::conv_depthwise_direct_engine()},
       {16, &cuda::gemm_mma_sync_engine()},
   };
   return kEngines;

@@ -50,7 +50,7 @@ bool describe(int64_t c, int64_t wc, std::string& why) {
   gemm_test::Lowered low;
   EXPECT_TRUE(gemm_test::lower_graph(g, low));
   for (const auto& p : low.parts) {
-    if (p.anchor < 0) continue;
+    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
     cv::ConvProblem cp;
     return cv::describe_conv_fprop(p, cp, why);
   }
@@ -66,7 +66,7 @@ TEST(CudaConvImplicitGemm, RejectsChannelsNotAMultipleOf8AndGroupsWithAReason) {
   EXPECT_NE(why.find("grouped convolution (groups = 2)"), std::string::npos) << why;
 }
 
-TEST(CudaConvImplicitGemm, KernelCompilesWithNvrtc) {
+TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
   g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
@@ -80,11 +80,35 @@ TEST(CudaConvImplicitGemm, KernelCompilesWithNvrtc) {
   gemm_test::Lowered low;
   ASSERT_TRUE(gemm_test::lower_graph(g, low));
   for (const auto& p : low.parts) {
-    if (p.anchor < 0) continue;
+    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
     std::string src, why;
-    ASSERT_TRUE(cv::fprop_source_for_test(p, 128, 128, 4, src, why)) << why;
+    for (int core : {0, 1}) {
+      ASSERT_TRUE(cv::fprop_source_for_test(p, core, 128, 128, 4, src, why)) << why;
+      std::vector<uint8_t> cubin;
+      auto s = dg::cuda::nvrtc_compile(src, "test_conv.cu", "sm_90a", cubin);
+      ASSERT_TRUE(s.ok()) << "core " << core << ": " << s.to_string() << "\n---- source:\n" << src;
+    }
+  }
+}
+
+TEST(CudaConvImplicitGemm, DgradKernelCompilesWithNvrtc) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::HALF).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  auto dy = declare(g, "DY", {2, 24, 7, 7}, dg::DataType::HALF);
+  auto w = declare(g, "W", {24, 16, 3, 3}, dg::DataType::HALF);
+  auto dx = g.conv_dgrad(dy, w, dg::ConvDgradAttr().set_padding({1, 1}).set_stride({2, 2}));
+  dx->set_dim({2, 16, 13, 13}).set_stride(channels_last({2, 16, 13, 13})).set_output(true);
+  gemm_test::Lowered low;
+  ASSERT_TRUE(gemm_test::lower_graph(g, low));
+  for (const auto& p : low.parts) {
+    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
+    std::string src, why;
+    ASSERT_TRUE(cv::fprop_source_for_test(p, 0, 64, 64, 3, src, why)) << why;
+    EXPECT_NE(src.find("conv_dgrad_mma_sync"), std::string::npos);
     std::vector<uint8_t> cubin;
-    auto s = dg::cuda::nvrtc_compile(src, "test_conv.cu", "sm_90a", cubin);
+    auto s = dg::cuda::nvrtc_compile(src, "test_dgrad.cu", "sm_80", cubin);
     ASSERT_TRUE(s.ok()) << s.to_string() << "\n---- source:\n" << src;
   }
 }
@@ -159,12 +183,193 @@ TEST(CudaConvImplicitGemm, Conv1dAnd3dMatchRef) {
            dg::DataType::BFLOAT16, true, rng);
 }
 
-// The first four knob settings, on a shape that fits no tile.
+// The first eight knob settings (on Hopper: the four wgmma ones, then mma.sync), on a shape that fits no tile.
 TEST(CudaConvImplicitGemm, EveryConfigurationMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
   std::mt19937 rng(73);
   run_case({{2, 64, 15, 13}, 136, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, dg::DataType::BFLOAT16,
-           dg::DataType::BFLOAT16, true, rng, 4);
+           dg::DataType::BFLOAT16, true, rng, 8);
+}
+
+}  // namespace
+
+namespace {
+
+// conv_dgrad: DX (the case's x dims) from DY (the forward output's dims, c.k channels) and W.
+void run_dgrad(const Case& c, dg::DataType t, bool relu, std::mt19937& rng) {
+  Dims dyd = out_dims(c);
+  Dims wd{c.k, c.x[1]};
+  for (int64_t f : c.filt) wd.push_back(f);
+  HostTensor dy = nhwc(dyd, t), w = nhwc(wd, t);
+  gemm_test::fill_random(dy, rng);
+  gemm_test::fill_random(w, rng);
+  int64_t taps = c.k;
+  for (int64_t f : c.filt) taps *= f;
+  gemm_test::run_vs_ref(kEngine, {dy, w}, {nhwc(c.x, dg::DataType::FLOAT)},
+                        [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
+                          g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+                          auto dx = g.conv_dgrad(ts[0], ts[1], dg::ConvDgradAttr()
+                                                                   .set_pre_padding(c.pre)
+                                                                   .set_post_padding(c.post)
+                                                                   .set_stride(c.stride)
+                                                                   .set_dilation(c.dil));
+                          dx->set_dim(c.x);
+                          if (relu) dx = g.pointwise(dx, dg::PointwiseAttr().set_mode(M::RELU_FWD));
+                          return std::vector<dg::TensorPtr>{dx};
+                        },
+                        {Expect{2e-5, std::sqrt(double(taps)) * 0.1}});
+}
+
+TEST(CudaConvImplicitGemm, DgradMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(81);
+  for (int trial = 0; trial < 4; ++trial) {
+    Case c;
+    c.x = {1 + int64_t(rng() % 2), 8 * (1 + int64_t(rng() % 5)), 4 + int64_t(rng() % 14), 4 + int64_t(rng() % 14)};
+    c.k = 8 * (1 + int64_t(rng() % 5));
+    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
+    c.pre = {int64_t(rng() % 2), int64_t(rng() % 2)};
+    c.post = {int64_t(rng() % 2), int64_t(rng() % 2)};
+    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
+    c.dil = {1, 1 + int64_t(rng() % 2)};
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    run_dgrad(c, trial % 2 ? dg::DataType::HALF : dg::DataType::BFLOAT16, trial % 2 == 0, rng);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+constexpr const char* kDepthwise = "cuda_conv_depthwise_direct";
+
+TEST(CudaConvDepthwise, KernelCompilesWithNvrtc) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  auto x = declare(g, "X", {2, 32, 14, 14}, dg::DataType::BFLOAT16);
+  auto w = declare(g, "W", {32, 1, 3, 3}, dg::DataType::BFLOAT16);
+  auto b = declare(g, "B", {1, 32, 1, 1}, dg::DataType::BFLOAT16);
+  auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}));
+  y = g.pointwise(g.bias(y, b), dg::PointwiseAttr().set_mode(M::RELU_FWD));
+  y->set_output(true).set_stride(channels_last({2, 32, 14, 14}));
+  gemm_test::Lowered low;
+  ASSERT_TRUE(gemm_test::lower_graph(g, low));
+  for (const auto& p : low.parts) {
+    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
+    std::string src, why;
+    ASSERT_TRUE(cv::depthwise_source_for_test(p, src, why)) << why;
+    std::vector<uint8_t> cubin;
+    auto s = dg::cuda::nvrtc_compile(src, "test_depthwise.cu", "sm_90a", cubin);
+    ASSERT_TRUE(s.ok()) << s.to_string() << "\n---- source:\n" << src;
+  }
+}
+
+// Depthwise: random channels (multiples of 8 or not), filters, strides, dilations, with bias + ReLU.
+TEST(CudaConvDepthwise, RandomShapesMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(91);
+  for (int trial = 0; trial < 5; ++trial) {
+    const int64_t ch = trial % 2 ? 8 * (1 + rng() % 8) : 1 + rng() % 40;
+    const bool big = trial == 4;  // a 5x5 filter: taps beyond the register cache
+    Case c;
+    c.x = {1 + int64_t(rng() % 2), ch, 3 + int64_t(rng() % 16), 3 + int64_t(rng() % 16)};
+    c.k = ch;
+    c.filt = {big ? 5 : 1 + int64_t(rng() % 3), big ? 5 : 1 + int64_t(rng() % 3)};
+    c.pre = {int64_t(rng() % 2), int64_t(rng() % 2)};
+    c.post = {int64_t(rng() % 2), int64_t(rng() % 2) + (big ? 4 : 0)};
+    c.stride = {1 + int64_t(rng() % 2), 1};
+    c.dil = {1, 1 + int64_t(rng() % 2)};
+    c.x[2] += 4, c.x[3] += 4;
+    Dims wd{ch, 1, c.filt[0], c.filt[1]};
+    Dims bd{1, ch, 1, 1};
+    const dg::DataType t = trial % 3 == 0 ? dg::DataType::FLOAT : trial % 3 == 1 ? dg::DataType::BFLOAT16 : dg::DataType::HALF;
+    HostTensor x = nhwc(c.x, t), w = nhwc(wd, t), b = nhwc(bd, dg::DataType::FLOAT);
+    gemm_test::fill_random(x, rng);
+    gemm_test::fill_random(w, rng);
+    gemm_test::fill_random(b, rng);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " C=" + std::to_string(ch));
+    gemm_test::run_vs_ref(kDepthwise, {x, w, b}, {nhwc(out_dims(c), dg::DataType::FLOAT)},
+                          [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
+                            g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+                            auto y = g.conv_fprop(ts[0], ts[1], dg::ConvFpropAttr()
+                                                                    .set_pre_padding(c.pre)
+                                                                    .set_post_padding(c.post)
+                                                                    .set_stride(c.stride)
+                                                                    .set_dilation(c.dil));
+                            y = g.pointwise(g.bias(y, ts[2]), dg::PointwiseAttr().set_mode(M::RELU_FWD));
+                            return std::vector<dg::TensorPtr>{y};
+                          },
+                          {Expect{2e-5, 1}});
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// conv_wgrad: DW [K, C, R, S] (KRSC) from DY (NHWC, the forward output's dims) and X.
+void run_wgrad(const Case& c, dg::DataType t, std::mt19937& rng) {
+  const Dims dyd = out_dims(c);
+  Dims wd{c.k, c.x[1]};
+  for (int64_t f : c.filt) wd.push_back(f);
+  HostTensor dy = nhwc(dyd, t), x = nhwc(c.x, t);
+  gemm_test::fill_random(dy, rng);
+  gemm_test::fill_random(x, rng);
+  int64_t pixels = dyd[0];
+  for (size_t i = 2; i < dyd.size(); ++i) pixels *= dyd[i];
+  gemm_test::run_vs_ref(kEngine, {dy, x}, {nhwc(wd, dg::DataType::FLOAT)},
+                        [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
+                          g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+                          auto dw = g.conv_wgrad(ts[0], ts[1], dg::ConvWgradAttr()
+                                                                   .set_pre_padding(c.pre)
+                                                                   .set_post_padding(c.post)
+                                                                   .set_stride(c.stride)
+                                                                   .set_dilation(c.dil));
+                          dw->set_dim(wd);
+                          return std::vector<dg::TensorPtr>{dw};
+                        },
+                        {Expect{2e-5, std::sqrt(double(pixels)) * 0.1}});
+}
+
+TEST(CudaConvImplicitGemm, WgradKernelCompilesWithNvrtc) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  auto dy = declare(g, "DY", {2, 24, 7, 7}, dg::DataType::BFLOAT16);
+  auto x = declare(g, "X", {2, 16, 7, 7}, dg::DataType::BFLOAT16);
+  auto dw = g.conv_wgrad(dy, x, dg::ConvWgradAttr().set_padding({1, 1}));
+  dw->set_dim({24, 16, 3, 3}).set_stride(channels_last({24, 16, 3, 3})).set_output(true);
+  gemm_test::Lowered low;
+  ASSERT_TRUE(gemm_test::lower_graph(g, low));
+  for (const auto& p : low.parts) {
+    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
+    std::string src, why;
+    ASSERT_TRUE(cv::fprop_source_for_test(p, 0, 64, 128, 4, src, why)) << why;
+    EXPECT_NE(src.find("conv_wgrad_mma_sync"), std::string::npos);
+    std::vector<uint8_t> cubin;
+    auto s = dg::cuda::nvrtc_compile(src, "test_wgrad.cu", "sm_90a", cubin);
+    ASSERT_TRUE(s.ok()) << s.to_string() << "\n---- source:\n" << src;
+  }
+}
+
+TEST(CudaConvImplicitGemm, WgradMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(101);
+  for (int trial = 0; trial < 4; ++trial) {
+    Case c;
+    c.x = {1 + int64_t(rng() % 2), 8 * (1 + int64_t(rng() % 4)), 4 + int64_t(rng() % 12), 4 + int64_t(rng() % 12)};
+    c.k = 8 * (1 + int64_t(rng() % 9));
+    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
+    c.pre = {int64_t(rng() % 2), int64_t(rng() % 2)};
+    c.post = {int64_t(rng() % 2), int64_t(rng() % 2)};
+    c.stride = {1 + int64_t(rng() % 2), 1};
+    c.dil = {1, 1 + int64_t(rng() % 2)};
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    run_wgrad(c, trial % 2 ? dg::DataType::HALF : dg::DataType::BFLOAT16, rng);
+  }
 }
 
 }  // namespace

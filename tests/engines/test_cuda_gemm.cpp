@@ -81,10 +81,10 @@ gm::MatmulConfig mma(int bm, int bn, int stages) {
   return c;
 }
 
-gm::MatmulConfig wgmma(int bn, int stages) {
+gm::MatmulConfig wgmma(int bn, int stages, bool pingpong = false) {
   gm::MatmulConfig c;
   c.core = gm::Core::WGMMA;
-  c.bm = 128, c.bn = bn, c.bk = 64, c.stages = stages, c.threads = 384;
+  c.bm = 128, c.bn = bn, c.bk = 64, c.stages = stages, c.threads = 384, c.pingpong = pingpong;
   return c;
 }
 
@@ -102,7 +102,7 @@ TEST_F(CudaGemmCompile, MmaSyncKernelsCompileForAmpereAndHopper) {
 
 TEST_F(CudaGemmCompile, WgmmaKernelsCompileForEveryOperandMajor) {
   compile_case({dg::DataType::BFLOAT16, false, false, dg::DataType::BFLOAT16}, {wgmma(256, 4)}, "sm_90a");
-  compile_case({dg::DataType::HALF, true, true, dg::DataType::FP8_E5M2}, {wgmma(128, 5)}, "sm_90a");
+  compile_case({dg::DataType::HALF, true, true, dg::DataType::FP8_E5M2}, {wgmma(128, 6, true)}, "sm_90a");
 }
 
 TEST_F(CudaGemmCompile, EpilogueLayoutCollapsesOnlyNestedStrides) {

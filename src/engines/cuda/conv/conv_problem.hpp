@@ -14,13 +14,24 @@ struct ConvProblem {
   int x = -1, w = -1;  // IR tensor ids
   ConvParams params{};  // sizes and strides; pointers and tiles are filled at execute
   gemm::EpilogueAxes axes;
+  bool dgrad = false;   // conv_dgrad: x is DY, the GEMM output is DX
+  bool wgrad = false;   // conv_wgrad: x is X (gathered as B), w is DY (A), the GEMM output is DW
 };
 
 // Checks and describes; false with `why` (the node, the tensor and the rule).
 bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why);
+// conv_dgrad: DY NHWC (K a multiple of 8), W KRSC, DX NHWC (C a multiple of 8).
+bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why);
+// conv_wgrad: DY packed NHWC (K a multiple of 8), X NHWC (C a multiple of 8), DW KRSC.
+bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why);
+// Any of the three, by the anchor's op.
+bool describe_conv(const Partition& p, ConvProblem& out, std::string& why);
 
-// The generated kernel source for a partition and tile configuration, without a device (for the
-// NVRTC compile tests). Defined in conv_engines.cpp.
-bool fprop_source_for_test(const Partition& p, int bm, int bn, int stages, std::string& src, std::string& why);
+// The generated kernel source for a conv_fprop or conv_dgrad partition and tile configuration,
+// without a device (for the NVRTC compile tests). Defined in conv_engines.cpp.
+bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
+                           std::string& why);
+// The same for cuda_conv_depthwise_direct (defined in depthwise.cpp).
+bool depthwise_source_for_test(const Partition& p, std::string& src, std::string& why);
 
 }  // namespace dnngraph::cuda::conv

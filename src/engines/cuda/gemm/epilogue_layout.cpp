@@ -234,9 +234,16 @@ std::string rm(ReductionMode m) { return "dg::RM_" + std::string(to_string(m)); 
 
 }  // namespace
 
+int anchor_node(const Partition& p) {
+  if (p.anchor >= 0) return p.anchor;
+  if (p.nodes.size() != 1) return -1;
+  const std::string_view op = op_name(p.node(0).attr);
+  return (op == "matmul" || op == "conv_fprop" || op == "conv_dgrad" || op == "conv_wgrad") ? p.nodes[0] : -1;
+}
+
 bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, EpiloguePlan& out, std::string& why) {
   out = EpiloguePlan{};
-  if (!expr::lower(p, p.anchor, out.prog, why)) return false;
+  if (!expr::lower(p, anchor_node(p), out.prog, why)) return false;
   out.L.dynamic = dynamic;
   Builder b{p, axes, out.prog, out.L, why};
   return b.run();

@@ -29,6 +29,11 @@ struct EpiloguePlan {
   codegen::Layout L;  // dims = [batch..., M, N]; vectors of 4 along n where operands allow
 };
 
+// The node a GEMM-shaped engine builds the partition around: its anchor, or its only node when
+// that is a matmul or convolution the partitioner left alone (conv_wgrad is no fusion anchor).
+// -1 when there is none.
+int anchor_node(const Partition& p);
+
 // Lowers the partition around its anchor and lays the epilogue out over the axes; false with `why`.
 bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, EpiloguePlan& out, std::string& why);
 

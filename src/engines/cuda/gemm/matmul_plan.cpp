@@ -127,7 +127,8 @@ class MatmulPlan final : public Plan {
 
 std::string MatmulConfig::describe() const {
   std::ostringstream os;
-  os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages;
+  os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages
+     << (pingpong ? " ping-pong" : "");
   return os.str();
 }
 
@@ -146,7 +147,7 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
        << "(const dg::GemmParams g, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc ma, "
           "const __grid_constant__ dg::TmaDesc mb) {\n  dg::gemm_wgmma<"
        << dt_name(mp.dtype) << ", " << c.bn << ", " << c.stages << ", " << b(mp.a_k_major) << ", " << b(mp.b_k_major)
-       << ", dg_gen::Epilogue>(g, p, &ma, &mb);\n}\n";
+       << ", " << b(c.pingpong) << ", dg_gen::Epilogue>(g, p, &ma, &mb);\n}\n";
   }
   os << finalize_source(e.L);
   return os.str();

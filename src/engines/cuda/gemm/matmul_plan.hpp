@@ -14,6 +14,7 @@ enum class Core : int { MMA_SYNC = 0, WGMMA = 1 };
 struct MatmulConfig {
   Core core = Core::MMA_SYNC;
   int bm = 128, bn = 128, bk = 32, stages = 4;
+  bool pingpong = false;  // wgmma: the consumer warpgroups take whole tiles in turn (tile_n 128)
   int threads = 128;
   int smem_bytes = 0;
   std::string describe() const;

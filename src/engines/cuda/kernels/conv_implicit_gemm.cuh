@@ -86,6 +86,203 @@ struct ConvFpropLoaderA {
   }
 };
 
+// conv_dgrad (the transposed convolution): DX = sum over taps and output channels of DY x W.
+//   M = DX pixels, N = DX channels, K = taps x DY channels (tap-major, so a chunk is 8 channels of
+//   one DY pixel). ConvParams then describe the gathered tensor: x = DY, in = DY's spatial dims,
+//   out = DX's, C = DY's channel count; filt/pad/stride/dil are the forward convolution's. A DX
+//   pixel d meets tap t at the DY pixel (d + pad - t * dil) / stride when that divides exactly.
+template <int BM, int BK, int THREADS>
+struct ConvDgradLoaderA {
+  static constexpr int CHUNKS = BK / 8, ROWS = BM * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
+  const ConvParams* cp;
+  const u16* x;
+  int jc;
+  i64 base[ROWS];
+  int d0[ROWS], h0[ROWS], w0[ROWS];  // the DX pixel plus the leading padding
+
+  __device__ __forceinline__ void init(const ConvParams& params, i64 m0) {
+    cp = &params;
+    x = static_cast<const u16*>(params.x);
+    jc = (int)threadIdx.x % CHUNKS;
+#pragma unroll
+    for (int u = 0; u < ROWS; ++u) {
+      const i64 m = m0 + (int)threadIdx.x / CHUNKS + u * ROW_STEP;
+      i64 t = m;
+      const int q = (int)(t % params.out[2]);
+      t /= params.out[2];
+      const int p = (int)(t % params.out[1]);
+      t /= params.out[1];
+      const int o = (int)(t % params.out[0]);
+      base[u] = (t / params.out[0]) * params.x_stride[0];
+      d0[u] = m < params.M ? o + params.pad[0] : -(1 << 30);
+      h0[u] = p + params.pad[1];
+      w0[u] = q + params.pad[2];
+    }
+  }
+
+  __device__ __forceinline__ static bool tap_hits(int v, int stride, int extent, int& idx) {
+    if (v < 0 || v % stride != 0) return false;
+    idx = v / stride;
+    return idx < extent;
+  }
+
+  __device__ __forceinline__ void load(u32 tile, int kt) const {
+    const ConvParams& P = *cp;
+    const i64 k = (i64)kt * BK + jc * 8;
+    const bool kval = k < P.K;
+    const int c = (int)(k % P.C);
+    int tap = (int)(k / P.C);
+    const int s = tap % P.filt[2];
+    tap /= P.filt[2];
+    const int r = tap % P.filt[1];
+    const int t = tap / P.filt[1];
+#pragma unroll
+    for (int u = 0; u < ROWS; ++u) {
+      const int i = (int)threadIdx.x / CHUNKS + u * ROW_STEP;
+      int od = 0, oh = 0, ow = 0;
+      const bool ok = kval && tap_hits(d0[u] - t * P.dil[0], P.stride[0], P.in[0], od) &&
+                      tap_hits(h0[u] - r * P.dil[1], P.stride[1], P.in[1], oh) &&
+                      tap_hits(w0[u] - s * P.dil[2], P.stride[2], P.in[2], ow);
+      const u16* src = x + base[u] + od * P.x_stride[1] + oh * P.x_stride[2] + ow * P.x_stride[3] + c;
+      cp_async16(tile + tile_offset<BK>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
+    }
+  }
+};
+
+// dgrad's B: W[k][c][taps] read as rows (tap, k) of contiguous c, an MN-major tile (BK x BN).
+template <int BN, int BK, int THREADS>
+struct ConvDgradLoaderB {
+  static constexpr int CHUNKS = BN / 8;
+  const ConvParams* cp;
+  const u16* w;
+  i64 n0;
+
+  __device__ __forceinline__ void load(u32 tile, int kt) const {
+    const ConvParams& P = *cp;
+    static_assert((BK * CHUNKS) % THREADS == 0, "tile chunks must split evenly over the threads");
+#pragma unroll
+    for (int u = 0; u < BK * CHUNKS / THREADS; ++u) {
+      const int id = (int)threadIdx.x + u * THREADS;
+      const int i = id / CHUNKS, jc = id % CHUNKS;
+      const i64 kk = (i64)kt * BK + i, c = n0 + jc * 8;
+      const bool ok = kk < P.K && c < P.N;
+      const i64 tap = kk / P.C, k = kk - tap * P.C;
+      const u16* src = w + k * P.w_stride_k + tap * P.N + c;
+      cp_async16(tile + tile_offset<BN>(i, jc), ok ? (const void*)src : (const void*)w, ok ? 16 : 0);
+    }
+  }
+};
+
+template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, class Ep>
+__device__ __forceinline__ void conv_dgrad_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
+  extern __shared__ __align__(128) char smem[];
+  constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  float red[Ep::kFull > 0 ? Ep::kFull : 1];
+  Ep::init_full(red);
+  i64 b;
+  int tm, tn;
+  tile_coords(blockIdx.x, cp.tiles_m, cp.tiles_n, b, tm, tn);
+  typename Ep::Index c[Ep::kRank];
+#pragma unroll
+  for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+  const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
+  ConvDgradLoaderA<BM, BK, THREADS> la;
+  la.init(cp, m0);
+  ConvDgradLoaderB<BN, BK, THREADS> lb;
+  lb.cp = &cp;
+  lb.w = static_cast<const u16*>(cp.w);
+  lb.n0 = n0;
+  float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
+  const int ktiles = (int)((cp.K + BK - 1) / BK);
+  mma_mainloop<DT, BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, false>(la, lb, ktiles, smem, acc);
+  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, cp.M, cp.N, cp.epi_vec, acc, red,
+                                            reinterpret_cast<float*>(smem));
+  Ep::finish_full(p, red);
+}
+
+// conv_wgrad: DW[k][tap, c] = sum over DY pixels of DY[pixel][k] x X[pixel shifted by the tap][c].
+//   M = output channels K, N = taps x C, K = DY pixels. A is DY read as an MN-major strided matrix
+//   (rows = pixels, K contiguous: w = DY, w_stride_k = its pixel stride); B gathers X: row = DY
+//   pixel, 8 columns = 8 channels of one tap (x = X, in = X's spatial dims, out = DY's, C = X's
+//   channel count).
+template <int BN, int BK, int THREADS>
+struct ConvWgradLoaderB {
+  static constexpr int CHUNKS = BN / 8, ROWS = BK * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
+  const ConvParams* cp;
+  const u16* x;
+  int jc;
+  bool col_ok;
+  int c, ft, fr, fs;  // this thread's column chunk: channel and tap
+
+  __device__ __forceinline__ void init(const ConvParams& params, i64 n0) {
+    cp = &params;
+    x = static_cast<const u16*>(params.x);
+    jc = (int)threadIdx.x % CHUNKS;
+    const i64 col = n0 + jc * 8;
+    col_ok = col < params.N;
+    c = (int)(col % params.C);
+    int tap = (int)(col / params.C);
+    fs = tap % params.filt[2];
+    tap /= params.filt[2];
+    fr = tap % params.filt[1];
+    ft = tap / params.filt[1];
+  }
+
+  __device__ __forceinline__ void load(u32 tile, int kt) const {
+    const ConvParams& P = *cp;
+#pragma unroll
+    for (int u = 0; u < ROWS; ++u) {
+      const int i = (int)threadIdx.x / CHUNKS + u * ROW_STEP;
+      const i64 pix = (i64)kt * BK + i;
+      i64 t = pix;
+      const int q = (int)(t % P.out[2]);
+      t /= P.out[2];
+      const int pp = (int)(t % P.out[1]);
+      t /= P.out[1];
+      const int o = (int)(t % P.out[0]);
+      const i64 n = t / P.out[0];
+      const int d = o * P.stride[0] - P.pad[0] + ft * P.dil[0];
+      const int h = pp * P.stride[1] - P.pad[1] + fr * P.dil[1];
+      const int w = q * P.stride[2] - P.pad[2] + fs * P.dil[2];
+      const bool ok = col_ok && pix < P.K && (unsigned)d < (unsigned)P.in[0] && (unsigned)h < (unsigned)P.in[1] &&
+                      (unsigned)w < (unsigned)P.in[2];
+      const u16* src = x + n * P.x_stride[0] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + c;
+      cp_async16(tile + tile_offset<BN>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
+    }
+  }
+};
+
+template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, class Ep>
+__device__ __forceinline__ void conv_wgrad_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
+  extern __shared__ __align__(128) char smem[];
+  constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  float red[Ep::kFull > 0 ? Ep::kFull : 1];
+  Ep::init_full(red);
+  i64 b;
+  int tm, tn;
+  tile_coords(blockIdx.x, cp.tiles_m, cp.tiles_n, b, tm, tn);
+  typename Ep::Index c[Ep::kRank];
+#pragma unroll
+  for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+  const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
+  StridedLoader<BK, BM, THREADS, false, true> la;  // DY: rows = pixels (k), columns = output channels (m)
+  la.base = static_cast<const u16*>(cp.w);
+  la.rs = cp.w_stride_k;
+  la.cs = 1;
+  la.rows = cp.K;
+  la.cols = cp.M;
+  la.fixed = m0;
+  la.bk = BK;
+  ConvWgradLoaderB<BN, BK, THREADS> lb;
+  lb.init(cp, n0);
+  float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
+  const int ktiles = (int)((cp.K + BK - 1) / BK);
+  mma_mainloop<DT, BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, false>(la, lb, ktiles, smem, acc);
+  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, cp.M, cp.N, cp.epi_vec, acc, red,
+                                            reinterpret_cast<float*>(smem));
+  Ep::finish_full(p, red);
+}
+
 template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, class Ep>
 __device__ __forceinline__ void conv_fprop_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
   extern __shared__ __align__(128) char smem[];

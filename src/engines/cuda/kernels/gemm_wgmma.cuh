@@ -53,6 +53,9 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TmaDesc* map, u32 bar
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wgmma_wait() {
@@ -135,77 +138,121 @@ __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc
   }
 }
 
-// A consumer warpgroup (cw = 0 or 1): rows cw*64 .. cw*64+63 of every tile.
-template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, class Ep>
-__device__ __forceinline__ void wgmma_consume(const GemmParams& g, const PointwiseParams& p, u32 base,
+// What a consumer needs to know of the problem: the tile grid, sizes and epilogue vector width,
+// and (matmul only) the batch for the epilogue's batch coordinates.
+struct ConsumerShape {
+  i64 tiles;
+  int tiles_m, tiles_n;
+  int ktiles;
+  i64 M, N;
+  int epi_vec;
+  const GemmParams* g;  // null: no batch dims
+};
+
+// A consumer warpgroup, cw = 0 or 1. Cooperative: rows cw*64 .. cw*64+63 of every tile. PINGPONG
+// (BN = 128): whole 128-row tiles, the CTA's even tiles to warpgroup 0 and odd ones to 1, so one
+// warpgroup's epilogue overlaps the other's main loop (their main loops take turns through the
+// stage ring; a warpgroup finds its stages by counting the k steps of the tiles before its own).
+// PROXY_FENCE: the stage was written by cp.async (the generic proxy), so order those writes before
+// wgmma reads it through the async proxy.
+template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep>
+__device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
   typedef WgmmaSmem<BN, STAGES> S;
-  const i64 tiles = g.batch_count * g.tiles_m * g.tiles_n;
-  const int ktiles = (int)((g.K + S::BK - 1) / S::BK);
+  static_assert(!PINGPONG || BN == 128, "ping-pong tiles are 128 x 128 (two m64n128 accumulators)");
+  constexpr int HALVES = PINGPONG ? 2 : 1;  // m64 row blocks per warpgroup and tile
+  constexpr int REGS = BN / 2;              // accumulators per m64 block
+  const int ktiles = sh.ktiles;
   const int lane = (int)threadIdx.x % 32, warp = ((int)threadIdx.x / 32) % 4;
   int s = 0;
   u32 phase = 0;
-  float acc[BN / 2];
-  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+  float acc[HALVES * REGS];
+  i64 local = 0;  // this CTA's tile counter
+  for (i64 t = blockIdx.x; t < sh.tiles; t += gridDim.x, ++local) {
+    if (PINGPONG && (int)(local & 1) != cw) continue;
     i64 b;
     int tm, tn;
-    tile_coords(t, g.tiles_m, g.tiles_n, b, tm, tn);
+    tile_coords(t, sh.tiles_m, sh.tiles_n, b, tm, tn);
     int prev = -1;
+    // Ping-pong: the main loops take turns. Waiting on the stage ring by parity is only sound
+    // within one phase of its producer, so a warpgroup starts a tile's main loop once the other
+    // has waited for every stage of the tile before (named barriers 3 and 4, 256 threads).
+    if (PINGPONG && local > 0) named_barrier_sync(3 + cw, 256);
     for (int kt = 0; kt < ktiles; ++kt) {
+      if (PINGPONG) {
+        const i64 step = local * ktiles + kt;
+        s = (int)(step % STAGES);
+        phase = (u32)((step / STAGES) & 1);
+      }
       const u32 full = base + S::BARRIERS + 8 * s;
       mbar_wait(full, phase);
-      const u32 a_tile = base + s * S::STAGE_BYTES + cw * 8192;
+      if (PROXY_FENCE) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      const u32 a_tile = base + s * S::STAGE_BYTES + (PINGPONG ? 0 : cw * 8192);
       const u32 b_tile = base + s * S::STAGE_BYTES + S::A_BYTES;
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < S::BK / 16; ++kk) {
-        const u64 da = A_KM ? smem_desc(a_tile + 32 * kk, 16, 1024) : smem_desc(a_tile + 2048 * kk, 8192, 1024);
         const u64 db = B_KM ? smem_desc(b_tile + 32 * kk, 16, 1024) : smem_desc(b_tile + 2048 * kk, 8192, 1024);
-        wgmma_tile<DT, BN, !A_KM, !B_KM>(acc, da, db, (kt > 0 || kk > 0) ? 1 : 0);
+#pragma unroll
+        for (int h = 0; h < HALVES; ++h) {
+          const u32 a_half = a_tile + h * 8192;  // rows 64h.. : 64 rows of 128 bytes, or the next MN box
+          const u64 da = A_KM ? smem_desc(a_half + 32 * kk, 16, 1024) : smem_desc(a_half + 2048 * kk, 8192, 1024);
+          wgmma_tile<DT, BN, !A_KM, !B_KM>(*reinterpret_cast<float(*)[REGS]>(acc + h * REGS), da, db,
+                                           (kt > 0 || kk > 0) ? 1 : 0);
+        }
       }
       wgmma_commit();
       wgmma_wait<1>();  // the previous k tile's products are done: its stage can be refilled
       if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
       prev = s;
-      if (++s == STAGES) {
+      if (!PINGPONG && ++s == STAGES) {
         s = 0;
         phase ^= 1;
       }
     }
+    if (PINGPONG && t + gridDim.x < sh.tiles) named_barrier_arrive(3 + (cw ^ 1), 256);  // the next tile's turn
     wgmma_wait<0>();
     if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
     if (ktiles == 0) {
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+      for (int i = 0; i < HALVES * REGS; ++i) acc[i] = 0.0f;
     }
-    // Epilogue, 32 columns at a time through shared memory: fragment j holds rows r and r + 8,
-    // columns 8j + 2 * (lane % 4) + {0, 1}. The chunk loop is not unrolled; the register copy is,
-    // with every fragment's store predicated on its chunk.
+    // Epilogue, 64 rows x 32 columns at a time through shared memory: fragment j of an m64 block
+    // holds rows r and r + 8, columns 8j + 2 * (lane % 4) + {0, 1}. The chunk loop is not
+    // unrolled; the register copy is, with every fragment's store predicated on its chunk.
     typename Ep::Index c[Ep::kRank];
 #pragma unroll
     for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
-    i64 a_off, b_off;
-    batch_coords<Ep>(g, b, a_off, b_off, c);
+    if (sh.g) {
+      i64 a_off, b_off;
+      batch_coords<Ep>(*sh.g, b, a_off, b_off, c);
+    }
     float* stage = reinterpret_cast<float*>(smem_generic) + (S::EPI / 4) + cw * 64 * S::EPI_LD;
     const int r = warp * 16 + (lane >> 2);
+    constexpr int CHUNKS = BN / S::EPI_COLS;
 #pragma unroll 1
-    for (int q = 0; q < BN / S::EPI_COLS; ++q) {
+    for (int hq = 0; hq < HALVES * CHUNKS; ++hq) {
+      const int hsel = hq / CHUNKS, q = hq % CHUNKS;
       named_barrier_sync(1 + cw, 128);  // the previous chunk has been read
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        if ((j * 8) / S::EPI_COLS != q) continue;
-        const int col = (j * 8) % S::EPI_COLS + (lane & 3) * 2;
-        *reinterpret_cast<float2*>(stage + r * S::EPI_LD + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
-        *reinterpret_cast<float2*>(stage + (r + 8) * S::EPI_LD + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-      }
+      for (int h = 0; h < HALVES; ++h)
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          if (h != hsel || (j * 8) / S::EPI_COLS != q) continue;
+          const int col = (j * 8) % S::EPI_COLS + (lane & 3) * 2;
+          const float* a = acc + h * REGS + 4 * j;
+          *reinterpret_cast<float2*>(stage + r * S::EPI_LD + col) = make_float2(a[0], a[1]);
+          *reinterpret_cast<float2*>(stage + (r + 8) * S::EPI_LD + col) = make_float2(a[2], a[3]);
+        }
       named_barrier_sync(1 + cw, 128);
-      epilogue_staged<Ep>(p, c, stage, S::EPI_LD, 64, S::EPI_COLS, (i64)tm * S::BM + cw * 64,
-                          (i64)tn * BN + q * S::EPI_COLS, g.M, g.N, g.epi_vec, red, (int)threadIdx.x % 128, 128);
+      const i64 m0 = (i64)tm * S::BM + (PINGPONG ? hsel * 64 : cw * 64);
+      epilogue_staged<Ep>(p, c, stage, S::EPI_LD, 64, S::EPI_COLS, m0, (i64)tn * BN + q * S::EPI_COLS, sh.M, sh.N,
+                          sh.epi_vec, red, (int)threadIdx.x % 128, 128);
     }
   }
 }
 
-template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, class Ep>
+template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PINGPONG, class Ep>
 __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseParams& p, const TmaDesc* ma,
                                            const TmaDesc* mb) {
   typedef WgmmaSmem<BN, STAGES> S;
@@ -218,7 +265,7 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(base + S::BARRIERS + 8 * s, 1);                  // full: the producer's expect_tx
-      mbar_init(base + S::BARRIERS + 8 * (STAGES + s), 256);     // empty: every consumer thread
+      mbar_init(base + S::BARRIERS + 8 * (STAGES + s), PINGPONG ? 128 : 256);  // empty: every consuming thread
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(ma) : "memory");
@@ -230,7 +277,11 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
     if (threadIdx.x == 0) wgmma_produce<BN, STAGES, A_KM, B_KM>(g, ma, mb, base);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, Ep>(g, p, base, smem_raw + (base - smem_u32(smem_raw)), wg - 1, red);
+    const ConsumerShape sh{g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n, (int)((g.K + S::BK - 1) / S::BK),
+                           g.M, g.N, g.epi_vec, &g};
+    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep>(sh, p, base, smem_raw + (base - smem_u32(smem_raw)),
+                                                                   wg - 1,
+                                                         red);
   }
   Ep::finish_full(p, red);
 }
