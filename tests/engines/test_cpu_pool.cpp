@@ -112,28 +112,38 @@ TEST(CpuPoolKernels, MatchPlainLoopsOnEveryIsa) {
     const auto& k = dg::cpu::pool::pool_kernels(isa);
     SCOPED_TRACE(dg::cpu::isa_name(isa));
     for (int64_t n : {1, 9, 16, 37}) {
-      std::vector<float> acc(n), x(n), f(n);
-      for (int64_t i = 0; i < n; ++i) acc[i] = u(rng), x[i] = u(rng), f[i] = u(rng);
-      x[n / 2] = std::nanf("");
+      std::vector<std::vector<float>> r(3, std::vector<float>(static_cast<size_t>(n)));
+      std::vector<float> acc(n), f(n);
+      for (int64_t i = 0; i < n; ++i) acc[i] = u(rng), f[i] = u(rng), r[0][i] = u(rng), r[1][i] = u(rng), r[2][i] = u(rng);
+      r[1][static_cast<size_t>(n / 2)] = std::nanf("");
+      const float* rows[3] = {r[0].data(), r[1].data(), r[2].data()};
       auto m = acc;
-      k.max_row(m.data(), x.data(), n);
+      k.max_rows(m.data(), rows, 3, n);
       for (int64_t i = 0; i < n; ++i) {
         if (i == n / 2) EXPECT_TRUE(std::isnan(m[i]));
-        else EXPECT_EQ(m[i], std::max(acc[i], x[i]));
+        else EXPECT_EQ(m[i], std::max({acc[i], r[0][i], r[1][i], r[2][i]}));
       }
-      auto nan_acc = m;  // a NaN already there stays
-      k.max_row(nan_acc.data(), acc.data(), n);
-      EXPECT_TRUE(std::isnan(nan_acc[n / 2]));
-      x[n / 2] = 1.0f;
+      auto again = m;  // a NaN already in the accumulator stays
+      k.max_rows(again.data(), rows, 1, n);
+      EXPECT_TRUE(std::isnan(again[n / 2]));
+      r[1][static_cast<size_t>(n / 2)] = 1.0f;
+      const float w[3] = {0.5f, -1.0f, 2.0f};
       auto a = acc;
-      k.add_row(a.data(), x.data(), n);
-      for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(a[i], acc[i] + x[i]);
+      k.sum_rows(a.data(), rows, nullptr, 3, n);
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(a[i], acc[i] + r[0][i] + r[1][i] + r[2][i], 1e-5);
       a = acc;
-      k.axpy_row(a.data(), 0.5f, x.data(), n);
-      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(a[i], acc[i] + 0.5f * x[i], 1e-6);
+      k.sum_rows(a.data(), rows, w, 3, n);
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(a[i], acc[i] + 0.5f * r[0][i] - r[1][i] + 2.0f * r[2][i], 1e-5);
       a = acc;
       k.mul_row(a.data(), f.data(), n);
       for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(a[i], acc[i] * f[i]);
+      std::vector<float> pairs(static_cast<size_t>(2 * n)), even(n), odd(n);
+      for (auto& v : pairs) v = u(rng);
+      k.deinterleave2(pairs.data(), n, even.data(), odd.data());
+      for (int64_t j = 0; j < n; ++j) {
+        EXPECT_EQ(even[j], pairs[static_cast<size_t>(2 * j)]);
+        EXPECT_EQ(odd[j], pairs[static_cast<size_t>(2 * j + 1)]);
+      }
     }
   }
 }
@@ -197,6 +207,10 @@ TEST(CpuPool, LongChannelsAndRowsMatchRef) {
                tensor_out(pooled({2, 600, 3, 4}, {3, 3}, {1, 2}, {1, 1}, {1, 1}), Layout::NHWC, dg::DataType::FLOAT, rng), pool3);
   check_vs_ref(tensor_in({1, 2, 3, 1300}, Layout::NCHW, dg::DataType::HALF, rng),
                tensor_out(pooled({1, 2, 3, 1300}, {3, 3}, {1, 2}, {1, 1}, {1, 1}), Layout::NCHW, dg::DataType::HALF, rng), pool3);
+  for (int64_t w : {45, 46})  // stride 2 over fp32 rows: the SIMD deinterleave, odd and even widths
+    check_vs_ref(tensor_in({2, 3, 5, w}, Layout::NCHW, dg::DataType::FLOAT, rng),
+                 tensor_out(pooled({2, 3, 5, w}, {3, 3}, {2, 2}, {1, 1}, {1, 1}), Layout::NCHW, dg::DataType::FLOAT, rng),
+                 dg::ResampleAttr().set_resampling_mode(RM::MAXPOOL).set_window({3, 3}).set_stride({2, 2}).set_padding({1, 1}));
   check_vs_ref(tensor_in({1, 2, 2, 700}, Layout::NCHW, dg::DataType::FLOAT, rng),
                tensor_out({1, 2, 3, 1100}, Layout::NCHW, dg::DataType::FLOAT, rng),
                dg::ResampleAttr().set_resampling_mode(RM::BILINEAR));

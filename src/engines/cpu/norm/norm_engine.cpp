@@ -1,8 +1,8 @@
 // cpu_norm. Everything runs over the canonical domain (X's memory order, dims merged where every
 // tensor allows), in runs along its last dim of at most kBuf elements: X is loaded (converted to
 // fp32 when needed), an affine SIMD kernel of the chosen ISA produces the normalized values, and
-// the CPU epilogue executor applies the partition's epilogue to them as its anchor values (or, for
-// a plain fp32 output, the kernel writes Y itself).
+// the CPU epilogue executor applies the partition's epilogue to them as its anchor values (or,
+// when the epilogue only stores Y at unit stride, the kernels write Y or convert into it).
 // Layernorm and rmsnorm: per row (dim 0), the row's shifted moments in double, then its runs while
 // the row is still in cache; rows are shared among threads, or, with fewer rows than threads, each
 // row is cut into segments (moments combined, then the runs of each segment).
@@ -16,6 +16,7 @@
 #include "core/dtype.hpp"
 #include "engines/cpu/norm/norm_kernels.hpp"
 #include "engines/cpu/norm/norm_program.hpp"
+#include "engines/cpu/pointwise/convert_kernels.hpp"
 #include "engines/cpu/pointwise/runs.hpp"
 
 namespace dnngraph::cpu {
@@ -48,11 +49,15 @@ struct Params {
 class NormPlan final : public Plan {
  public:
   NormPlan(const Partition& p, const NormSpec& spec, FusedProgram fp, Isa isa)
-      : spec_(spec), fp_(std::move(fp)), k_(norm::norm_kernels(isa)), dims_(fp_.epi.domain()) {
+      : spec_(spec), fp_(std::move(fp)), k_(norm::norm_kernels(isa)), cv_(convert_kernels(isa)), dims_(fp_.epi.domain()) {
     rank_ = fp_.epi.rank();
     x_ = strided(spec.x);
     y_ = strided(spec.y);
-    direct_ = fp_.epi.plain_fp32_store() == spec.y && y_.strides.back() == 1;
+    // An epilogue that only stores Y, at unit stride: the kernels write (or convert into) Y.
+    const auto& code = fp_.epi.program().code;
+    const bool plain = code.size() == 2 && code[0].kind == expr::InstrKind::LOAD_ANCHOR &&
+                       code[1].kind == expr::InstrKind::STORE && code[1].tensor == spec.y && code[1].src[0] == code[0].dst;
+    if (plain && y_.strides.back() == 1) store_ = y_.dtype == DataType::FLOAT ? Store::IN_PLACE : Store::CONVERT;
     inner_.assign(dims_.begin() + (rank_ > 1 ? 1 : 0), dims_.end());
     if (rank_ == 1) inner_ = {1};
     row_volume_ = 1;
@@ -105,18 +110,28 @@ class NormPlan final : public Plan {
     const void* x = ptrs[static_cast<size_t>(spec_.x)];
     const int64_t off = x_.offset(c, rank_), inc = x_.strides.back();
     if (x_.dtype == DataType::FLOAT && inc == 1) return static_cast<const float*>(x) + off;
-    load_run(static_cast<const char*>(x) + off * size_of(x_.dtype), x_.dtype, inc, len, buf);
+    const char* src = static_cast<const char*>(x) + off * size_of(x_.dtype);
+    if (inc == 1) cv_.to_fp32(src, x_.dtype, len, buf);
+    else load_run(src, x_.dtype, inc, len, buf);
     return buf;
   }
 
-  // Where the normalized values of a run go: Y itself when the epilogue is a plain fp32 store.
+  // Where the normalized values of a run go: Y itself when it is a plain fp32 output.
   float* out_ptr(const std::vector<void*>& ptrs, const int64_t* c, float* buf) const {
-    if (!direct_) return buf;
+    if (store_ != Store::IN_PLACE) return buf;
     return static_cast<float*>(ptrs[static_cast<size_t>(spec_.y)]) + y_.offset(c, rank_);
   }
 
-  void hand_on(EpilogueRun& run, int slot, const int64_t* c, int64_t len, const float* values) const {
-    if (!direct_) run.strip(slot, c, rank_ - 1, len, 1, values);
+  // Stores the run's values: nothing left to do, a conversion into Y, or the epilogue.
+  void hand_on(const std::vector<void*>& ptrs, EpilogueRun& run, int slot, const int64_t* c, int64_t len,
+               const float* values) const {
+    if (store_ == Store::IN_PLACE) return;
+    if (store_ == Store::CONVERT) {
+      char* y = static_cast<char*>(ptrs[static_cast<size_t>(spec_.y)]) + y_.offset(c, rank_) * size_of(y_.dtype);
+      cv_.from_fp32(values, len, y_.dtype, y);
+      return;
+    }
+    run.strip(slot, c, rank_ - 1, len, 1, values);
   }
 
   // ---- layernorm, rmsnorm
@@ -182,7 +197,7 @@ class NormPlan final : public Plan {
     row_runs(n, lo, hi, [&](const int64_t* c, int64_t len, int64_t pos) {
       float* out = out_ptr(ptrs, c, abuf);
       k_.affine(load_x(ptrs, c, len, xbuf), len, m, a, prm.row_scale.data() + pos, b ? b + pos : nullptr, 0.0f, out);
-      hand_on(run, slot, c, len, out);
+      hand_on(ptrs, run, slot, c, len, out);
     });
   }
 
@@ -276,18 +291,21 @@ class NormPlan final : public Plan {
                          k_.channel_affine(x, len, &prm.mean[ch], &prm.inv[ch], &prm.bias[ch], out);
                        else
                          k_.affine(x, len, prm.mean[ch], prm.inv[ch], nullptr, nullptr, prm.bias[ch], out);
-                       hand_on(run, static_cast<int>(i), c, len, out);
+                       hand_on(ptrs, run, static_cast<int>(i), c, len, out);
                      });
     });
   }
 
   NormSpec spec_;
   FusedProgram fp_;
+  enum class Store { EPILOGUE, IN_PLACE, CONVERT };
+
   const norm::NormKernels& k_;
+  const ConvertKernels& cv_;
   std::vector<int64_t> dims_;   // the canonical domain
   int rank_ = 1;
   Strided x_, y_;
-  bool direct_ = false;         // the kernels write Y themselves
+  Store store_ = Store::EPILOGUE;
   std::vector<int64_t> inner_;  // per-row norms: the domain's dims after dim 0 (or {1})
   int64_t row_volume_ = 1;
   DataType eps_dtype_ = DataType::FLOAT;

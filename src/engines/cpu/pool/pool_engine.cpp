@@ -12,6 +12,7 @@
 #include "engines/cpu/epilogue/convert.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
 #include "engines/cpu/pool/pool_geometry.hpp"
+#include "engines/cpu/pointwise/convert_kernels.hpp"
 #include "engines/cpu/pool/pool_kernels.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 
@@ -23,14 +24,29 @@ using pool::kMaxSpatial;
 
 constexpr int64_t kBlock = 512;            // accumulator elements
 constexpr int64_t kMinPerChunk = 1 << 13;  // output elements per parallel_for chunk
+constexpr int kGroup = 32;                 // window rows folded per kernel call, read in place
+constexpr int kConvGroup = 8;              // ... and converted to fp32 first
 
 struct Buffers {
   float acc[kBlock], a[kBlock], b[kBlock];
+  float conv[kConvGroup][kBlock];
+  std::vector<float> phases;  // rows along the last spatial dim, split by stride phase
+};
+
+constexpr int64_t kMaxPhases = 8;  // strides up to this are deinterleaved once per input row
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Window rows (pointers and weights) gathered for one kernel call.
+struct RowGroup {
+  const float* rows[kGroup];
+  float w[kGroup];
+  int count = 0;
 };
 
 class PoolPlan final : public Plan {
  public:
-  PoolPlan(Geometry g, Isa isa) : g_(std::move(g)), k_(pool::pool_kernels(isa)) {}
+  PoolPlan(Geometry g, Isa isa) : g_(std::move(g)), k_(pool::pool_kernels(isa)), cv_(convert_kernels(isa)) {}
 
   Status execute(const ExecArgs& args) const override {
     const void* x = args.ptrs[static_cast<size_t>(g_.x)];
@@ -64,8 +80,17 @@ class PoolPlan final : public Plan {
   // n values of X from element offset `off` at stride `inc`, as fp32: in place or converted.
   const float* x_run(const void* x, int64_t off, int64_t inc, int64_t n, float* buf) const {
     if (g_.xt == DataType::FLOAT && inc == 1) return static_cast<const float*>(x) + off;
-    load_run(static_cast<const char*>(x) + off * size_of(g_.xt), g_.xt, inc, n, buf);
+    const char* src = static_cast<const char*>(x) + off * size_of(g_.xt);
+    if (inc == 1) cv_.to_fp32(src, g_.xt, n, buf);
+    else load_run(src, g_.xt, inc, n, buf);
     return buf;
+  }
+
+  // Stores n accumulated values to Y from element offset `off` at stride `inc`.
+  void y_run(void* y, int64_t off, int64_t inc, int64_t n, const float* acc) const {
+    char* dst = static_cast<char*>(y) + off * size_of(g_.yt);
+    if (inc == 1) cv_.from_fp32(acc, n, g_.yt, dst);
+    else store_run(dst, g_.yt, inc, n, acc);
   }
 
   void fill(float* acc, int64_t n) const {
@@ -73,9 +98,23 @@ class PoolPlan final : public Plan {
     std::fill_n(acc, n, v);
   }
 
-  void fold(float* acc, const float* src, int64_t n) const {
-    if (g_.mode == ResampleMode::MAXPOOL) k_.max_row(acc, src, n);
-    else k_.add_row(acc, src, n);
+  void fold(float* acc, const float* const* rows, const float* w, int count, int64_t n) const {
+    if (g_.mode == ResampleMode::MAXPOOL) k_.max_rows(acc, rows, count, n);
+    else k_.sum_rows(acc, rows, w, count, n);
+  }
+
+  // Adds the channel run of X at `off` (weight w) to the group; folds the group when it is full.
+  void add_channel_row(const void* x, int64_t off, float w, int64_t len, RowGroup& grp, Buffers& buf,
+                       bool weighted) const {
+    const bool in_place = g_.xt == DataType::FLOAT && g_.xs[1] == 1;
+    const int cap = in_place ? kGroup : kConvGroup;
+    grp.rows[grp.count] = x_run(x, off, g_.xs[1], len, buf.conv[grp.count % kConvGroup]);
+    grp.w[grp.count] = w;
+    if (++grp.count == cap) flush(grp, buf, len, weighted);
+  }
+  void flush(RowGroup& grp, Buffers& buf, int64_t len, bool weighted) const {
+    if (grp.count) fold(buf.acc, grp.rows, weighted ? grp.w : nullptr, grp.count, len);
+    grp.count = 0;
   }
 
   double window_volume() const {
@@ -103,7 +142,7 @@ class PoolPlan final : public Plan {
       }
       int64_t yoff = n * g_.ys[0] + c0 * g_.ys[1];
       for (int i = 0; i < S; ++i) yoff += o[i] * g_.ys[static_cast<size_t>(i) + 2];
-      store_run(static_cast<char*>(y) + yoff * size_of(g_.yt), g_.yt, g_.ys[1], len, buf.acc);
+      y_run(y, yoff, g_.ys[1], len, buf.acc);
     }
   }
 
@@ -117,15 +156,17 @@ class PoolPlan final : public Plan {
       k[i] = lo[i];
     }
     fill(buf.acc, len);
+    RowGroup grp;
     for (int64_t w = 0; w < count; ++w) {  // odometer over the window positions inside X
       int64_t off = base;
       for (int i = 0; i < S; ++i) off += (start[i] + k[i]) * g_.xs[static_cast<size_t>(i) + 2];
-      fold(buf.acc, x_run(x, off, g_.xs[1], len, buf.a), len);
+      add_channel_row(x, off, 1.0f, len, grp, buf, false);
       for (int i = S; i-- > 0;) {
         if (++k[i] < hi[i]) break;
         k[i] = lo[i];
       }
     }
+    flush(grp, buf, len, false);
     if (g_.mode == ResampleMode::MAXPOOL) return;
     const float s = static_cast<float>(1.0 / (g_.mode == ResampleMode::AVGPOOL_INCLUDE_PADDING
                                                   ? window_volume() : static_cast<double>(count)));
@@ -135,6 +176,7 @@ class PoolPlan final : public Plan {
   void linear_channels(const void* x, int64_t base, const int64_t* o, int64_t len, Buffers& buf) const {
     const int S = g_.spatial;
     std::fill_n(buf.acc, len, 0.0f);
+    RowGroup grp;
     for (int corner = 0; corner < (1 << S); ++corner) {
       double w = 1.0;
       int64_t off = base;
@@ -144,8 +186,9 @@ class PoolPlan final : public Plan {
         w *= up ? g_.frac[d][oi] : 1.0 - g_.frac[d][oi];
         off += (up ? g_.hi[d][oi] : g_.lo[d][oi]) * g_.xs[d + 2];
       }
-      k_.axpy_row(buf.acc, static_cast<float>(w), x_run(x, off, g_.xs[1], len, buf.a), len);
+      add_channel_row(x, off, static_cast<float>(w), len, grp, buf, true);
     }
+    flush(grp, buf, len, true);
   }
 
   // ---- vectors along the last spatial dim: one output row (n, c, o...) per item
@@ -160,7 +203,7 @@ class PoolPlan final : public Plan {
       else resize_row(x, base, o, w0, len, buf);
       int64_t yoff = n * g_.ys[0] + c * g_.ys[1] + w0 * g_.ys.back();
       for (int i = 0; i < L; ++i) yoff += o[i] * g_.ys[static_cast<size_t>(i) + 2];
-      store_run(static_cast<char*>(y) + yoff * size_of(g_.yt), g_.yt, g_.ys.back(), len, buf.acc);
+      y_run(y, yoff, g_.ys.back(), len, buf.acc);
     }
   }
 
@@ -174,12 +217,19 @@ class PoolPlan final : public Plan {
       k[i] = lo[i];
     }
     const size_t l = static_cast<size_t>(L);
-    const int64_t s = g_.stride[l], pre = g_.pre[l], in = g_.in[l], xs = g_.xs[l + 2];
+    const int64_t s = g_.stride[l], pre = g_.pre[l], in = g_.in[l], xs = g_.xs[l + 2], window = g_.window[l];
+    // Strided or converted input: each input row is split once into s contiguous fp32 phase rows,
+    // P_r[j] = X[j*s + r], so that every window column kw becomes a contiguous run of one phase.
+    const bool in_place = g_.xt == DataType::FLOAT && xs == 1 && s == 1;
+    const bool phased = !in_place && s <= kMaxPhases;
+    const int64_t j0 = w0 + floor_div(-pre, s), j1 = w0 + len + floor_div(window - 1 - pre, s) + 1;
+    if (phased) buf.phases.resize(static_cast<size_t>(s * (j1 - j0)));
     fill(buf.acc, len);
     for (int64_t w = 0; w < outer; ++w) {  // odometer over the outer window positions inside X
       int64_t row = base;
       for (int i = 0; i < L; ++i) row += (start[i] + k[i]) * g_.xs[static_cast<size_t>(i) + 2];
-      for (int64_t kw = 0; kw < g_.window[l]; ++kw) {
+      if (phased) split_phases(x, row, j0, j1, buf);
+      for (int64_t kw = 0; kw < window; ++kw) {
         // Outputs whose input column ow * s - pre + kw lies in [0, in).
         const int64_t need = pre - kw, last = in - 1 + pre - kw;
         if (last < 0) continue;
@@ -187,7 +237,14 @@ class PoolPlan final : public Plan {
         const int64_t end_ow = std::min(w0 + len, last / s + 1);
         if (end_ow <= first_ow) continue;
         const int64_t m = end_ow - first_ow;
-        fold(buf.acc + (first_ow - w0), x_run(x, row + (first_ow * s - pre + kw) * xs, s * xs, m, buf.a), m);
+        const float* src;
+        if (phased) {
+          const int64_t q = floor_div(kw - pre, s), r = kw - pre - q * s;
+          src = buf.phases.data() + r * (j1 - j0) + (first_ow + q - j0);
+        } else {
+          src = x_run(x, row + (first_ow * s - pre + kw) * xs, s * xs, m, buf.a);
+        }
+        fold(buf.acc + (first_ow - w0), &src, nullptr, 1, m);
       }
       for (int i = L; i-- > 0;) {
         if (++k[i] < hi[i]) break;
@@ -201,6 +258,33 @@ class PoolPlan final : public Plan {
       for (int64_t i = 0; i < len; ++i)
         buf.b[i] = static_cast<float>(1.0 / static_cast<double>(outer * g_.last_count[static_cast<size_t>(w0 + i)]));
       k_.mul_row(buf.acc, buf.b, len);
+    }
+  }
+
+  // The phase rows P_r[j] = X[row + (j*s + r) * xs] for j in [j0, j1) where inside X (unit-stride
+  // rows by the SIMD conversion, stride-2 fp32 rows by the SIMD deinterleave, the rest by strided
+  // loads).
+  void split_phases(const void* x, int64_t row, int64_t j0, int64_t j1, Buffers& buf) const {
+    const size_t l = g_.out.size() - 1;
+    const int64_t s = g_.stride[l], in = g_.in[l], xs = g_.xs[l + 2], span = j1 - j0;
+    const int64_t lo_j = std::max<int64_t>(j0, 0);
+    int64_t done = lo_j;  // phases filled up to here by the SIMD path
+    if (s == 1 && xs == 1) {  // HALF or BFLOAT16 (fp32 unit-stride rows are read in place)
+      done = std::max(lo_j, std::min(j1, in));
+      if (done > lo_j)
+        cv_.to_fp32(static_cast<const char*>(x) + (row + lo_j) * size_of(g_.xt), g_.xt, done - lo_j,
+                    buf.phases.data() + (lo_j - j0));
+    } else if (s == 2 && xs == 1 && g_.xt == DataType::FLOAT) {
+      done = std::max(lo_j, std::min(j1, in / 2));  // both phases inside X
+      if (done > lo_j)
+        k_.deinterleave2(static_cast<const float*>(x) + row + 2 * lo_j, done - lo_j, buf.phases.data() + (lo_j - j0),
+                         buf.phases.data() + span + (lo_j - j0));
+    }
+    for (int64_t r = 0; r < s; ++r) {
+      const int64_t hi_j = std::min(j1, in - 1 - r < 0 ? 0 : (in - 1 - r) / s + 1);
+      if (hi_j > done)
+        load_run(static_cast<const char*>(x) + (row + (done * s + r) * xs) * size_of(g_.xt), g_.xt, s * xs,
+                 hi_j - done, buf.phases.data() + r * span + (done - j0));
     }
   }
 
@@ -241,15 +325,15 @@ class PoolPlan final : public Plan {
       }
       gather(x, row, g_.lo[l].data() + w0, len, buf.a);
       gather(x, row, g_.hi[l].data() + w0, len, buf.b);
-      for (int64_t i = 0; i < len; ++i) {
-        const double f = g_.frac[l][static_cast<size_t>(w0 + i)];
-        buf.acc[i] += static_cast<float>(w * (1.0 - f)) * buf.a[i] + static_cast<float>(w * f) * buf.b[i];
-      }
+      const float wf = static_cast<float>(w);
+      const float* up = g_.frac_last.data() + w0;
+      for (int64_t i = 0; i < len; ++i) buf.acc[i] += wf * (buf.a[i] + up[i] * (buf.b[i] - buf.a[i]));
     }
   }
 
   Geometry g_;
   const pool::PoolKernels& k_;
+  const ConvertKernels& cv_;
 };
 
 bool prepare(const Partition& p, const Target& t, Geometry& g, std::string& why) {

@@ -95,6 +95,7 @@ bool read_geometry(const Partition& p, Geometry& g, std::string& why) {
     g.hi.resize(S);
     g.frac.resize(S);
     for (int i = 0; i < g.spatial; ++i) resize_tables(g, i);
+    for (double f : g.frac.back()) g.frac_last.push_back(static_cast<float>(f));
   }
   // The smaller of X's channel and last-spatial strides decides which dim the kernels run along.
   const int64_t cs = std::llabs(x.strides[1]), ls = std::llabs(x.strides.back());

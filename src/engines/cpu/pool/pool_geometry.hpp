@@ -25,6 +25,7 @@ struct Geometry {
   // sources and the weight of the upper one (half-pixel centers, as ref).
   std::vector<std::vector<int64_t>> nearest, lo, hi;
   std::vector<std::vector<double>> frac;
+  std::vector<float> frac_last;  // frac of the last spatial dim, fp32
   // Average pooling excluding padding, along the last spatial dim: window positions inside X.
   std::vector<int64_t> last_count;
 

@@ -7,20 +7,29 @@
 namespace dnngraph::cpu::pool {
 namespace {
 
-void max_row_portable(float* acc, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = (x[i] > acc[i] || std::isnan(x[i])) ? x[i] : acc[i];
+void max_rows_portable(float* acc, const float* const* rows, int count, int64_t n) {
+  for (int r = 0; r < count; ++r)
+    for (int64_t i = 0; i < n; ++i) acc[i] = (rows[r][i] > acc[i] || std::isnan(rows[r][i])) ? rows[r][i] : acc[i];
 }
-void add_row_portable(float* acc, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
-}
-void axpy_row_portable(float* acc, float w, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += w * x[i];
+void sum_rows_portable(float* acc, const float* const* rows, const float* w, int count, int64_t n) {
+  for (int r = 0; r < count; ++r) {
+    const float wr = w ? w[r] : 1.0f;
+    for (int64_t i = 0; i < n; ++i) acc[i] += wr * rows[r][i];
+  }
 }
 void mul_row_portable(float* acc, const float* f, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] *= f[i];
 }
 
-const PoolKernels kPortable{Isa::PORTABLE, max_row_portable, add_row_portable, axpy_row_portable, mul_row_portable};
+void deinterleave2_portable(const float* x, int64_t n, float* even, float* odd) {
+  for (int64_t j = 0; j < n; ++j) {
+    even[j] = x[2 * j];
+    odd[j] = x[2 * j + 1];
+  }
+}
+
+const PoolKernels kPortable{Isa::PORTABLE, max_rows_portable, sum_rows_portable, mul_row_portable,
+                            deinterleave2_portable};
 
 }  // namespace
 

@@ -1,5 +1,5 @@
-// The row loops of pooling and resizing, per ISA, over contiguous fp32 rows: a window element (or
-// an interpolation corner) folded into an accumulator row.
+// The row loops of pooling and resizing, per ISA, over contiguous fp32 rows: window elements (or
+// interpolation corners) folded into an accumulator row.
 #pragma once
 #include <cstdint>
 
@@ -7,16 +7,17 @@
 
 namespace dnngraph::cpu::pool {
 
+// Window rows are folded several at a time, so the accumulator stays in registers.
 struct PoolKernels {
   Isa isa;
-  // acc[i] = x[i] when x[i] > acc[i] or x[i] is NaN (NaN propagates, as in ref).
-  void (*max_row)(float* acc, const float* x, int64_t n);
-  // acc[i] += x[i]
-  void (*add_row)(float* acc, const float* x, int64_t n);
-  // acc[i] += w * x[i]
-  void (*axpy_row)(float* acc, float w, const float* x, int64_t n);
+  // acc[i] = max(acc[i], rows[0][i], ..., rows[count-1][i]); a NaN anywhere gives NaN (as ref).
+  void (*max_rows)(float* acc, const float* const* rows, int count, int64_t n);
+  // acc[i] += w[0] * rows[0][i] + ... + w[count-1] * rows[count-1][i]; w null: weights of 1.
+  void (*sum_rows)(float* acc, const float* const* rows, const float* w, int count, int64_t n);
   // acc[i] *= f[i]
   void (*mul_row)(float* acc, const float* f, int64_t n);
+  // even[j] = x[2j], odd[j] = x[2j + 1] for j < n: the phases of a stride-2 window row.
+  void (*deinterleave2)(const float* x, int64_t n, float* even, float* odd);
 };
 
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.

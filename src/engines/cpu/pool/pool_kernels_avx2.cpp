@@ -30,6 +30,11 @@ struct V {
     const Reg take = _mm256_or_ps(_mm256_cmp_ps(x, acc, _CMP_GT_OQ), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
     return _mm256_blendv_ps(acc, x, take);
   }
+  static void split(Reg a, Reg b, Reg& even, Reg& odd) {
+    // Within 128-bit lanes: [a0 a2 b0 b2 | a4 a6 b4 b6]; then the 64-bit quarters in order.
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+  }
 };
 
 #include "engines/cpu/pool/pool_kernels_body.inl"
@@ -46,7 +51,8 @@ struct V {
 // Outside the target region: this runs on any CPU.
 namespace dnngraph::cpu::pool {
 const PoolKernels* avx2_pool_kernels() {
-  static const PoolKernels kSet{Isa::AVX2, max_row_simd, add_row_simd, axpy_row_simd, mul_row_simd};
+  static const PoolKernels kSet{Isa::AVX2, max_rows_simd, sum_rows_simd, mul_row_simd,
+                                deinterleave2_simd};
   return &kSet;
 }
 }  // namespace dnngraph::cpu::pool

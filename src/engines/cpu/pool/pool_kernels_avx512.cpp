@@ -30,6 +30,12 @@ struct V {
     const __mmask16 take = _mm512_cmp_ps_mask(x, acc, _CMP_GT_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
     return _mm512_mask_blend_ps(take, acc, x);
   }
+  static void split(Reg a, Reg b, Reg& even, Reg& odd) {
+    const __m512i ei = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i oi = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    even = _mm512_permutex2var_ps(a, ei, b);
+    odd = _mm512_permutex2var_ps(a, oi, b);
+  }
 };
 
 #include "engines/cpu/pool/pool_kernels_body.inl"
@@ -46,7 +52,8 @@ struct V {
 // Outside the target region: this runs on any CPU.
 namespace dnngraph::cpu::pool {
 const PoolKernels* avx512_pool_kernels() {
-  static const PoolKernels kSet{Isa::AVX512, max_row_simd, add_row_simd, axpy_row_simd, mul_row_simd};
+  static const PoolKernels kSet{Isa::AVX512, max_rows_simd, sum_rows_simd, mul_row_simd,
+                                deinterleave2_simd};
   return &kSet;
 }
 }  // namespace dnngraph::cpu::pool
