@@ -4,10 +4,13 @@
 #
 #   bash bench/gpu/gemm_conv.sh BIN_DIR OUT_DIR
 #
-# BIN_DIR holds dnngraph_gemm_conv_bench and, unless SKIP_TESTS is set, gemm_conv_tests (a test
-# binary of tests/engines/test_cuda_{gemm,conv}.cpp); kernels compile in parallel first (tests in
-# shards, each benchmark workload on its own), then the benchmark is timed alone. bench/gpu.sh
-# calls it with SKIP_TESTS=1 (its ctest run covers the tests).
+# BIN_DIR holds dnngraph_gemm_conv_bench and, unless SKIP_TESTS is set, a test binary with
+# tests/engines/test_cuda_{gemm,conv}.cpp: gemm_conv_tests, or the build's tests/dnngraph_engine_tests.
+# Kernels compile in parallel first (tests in shards, each benchmark workload on its own), then the
+# benchmark is timed alone. bench/gpu.sh calls it with SKIP_TESTS=1 (its ctest run covers the tests).
+# To carry prebuilt binaries to a machine without the build dependencies, link them statically:
+#   c++ -std=c++20 -O2 -Iinclude -Isrc bench/gpu/gemm_conv.cpp build/libdnngraph.a -l:libxxhash.a -ldl -pthread \
+#       -static-libstdc++ -static-libgcc -o BIN_DIR/dnngraph_gemm_conv_bench
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=$(cd "$1" && pwd)
@@ -18,9 +21,11 @@ mkdir -p "$GEMM_BENCH_CACHE"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 echo "==== compile in parallel ($SECONDS s)"
 shards=6
-[[ -n "${SKIP_TESTS:-}" || ! -x "$bin/gemm_conv_tests" ]] && shards=0
+tests=$bin/gemm_conv_tests
+[[ -x $tests ]] || tests=$bin/tests/dnngraph_engine_tests
+[[ -n "${SKIP_TESTS:-}" || ! -x "$tests" ]] && shards=0
 for i in $(seq 0 $((shards - 1))); do
-  GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin/gemm_conv_tests" --gtest_filter='CudaGemm.*:CudaConv*' \
+  GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$tests" --gtest_filter='CudaGemm*:CudaConv*' \
     >"$out/tests_$i.log" 2>&1 &
 done
 for w in gemm_8192 gemm_8x2048 gemm_16x1024 conv_tutorial_n32 conv_tutorial_alone rn50_3x3_c64_56 rn50_3x3_c256 \
