@@ -290,7 +290,7 @@ bool to_cudnn(DataType t, Dtype& out) {
   return false;
 }
 
-std::string unsupported_reason(const Partition& p) {
+std::string lowering_gap(const Partition& p) {
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const ir::Node& n = p.node(i);
     const bool lowered = is_conv(n.attr) || std::holds_alternative<MatmulAttr>(n.attr) ||
@@ -310,6 +310,35 @@ std::string unsupported_reason(const Partition& p) {
     if (is_conv(n.attr) && p.tensor(n.inputs[0]).rank() < 3)
       return node_text(n) + ": convolution tensors of rank below 3";
   }
+  return {};
+}
+
+std::string unsupported_reason(const Partition& p) {
+  if (auto gap = lowering_gap(p); !gap.empty()) return gap;
+  // What the engine offers is what was checked against ref on an H200 (cuDNN 9.14): conv_fprop
+  // and matmul anchors with pointwise epilogues. Lowered but not offered, with why:
+  //  - partitions without an anchor: in a split FLOAT matmul chain, cuDNN's plans for the lone
+  //    matmul (engine 0) and the pointwise-only pieces (engine 1) gave wrong results;
+  //  - FLOAT matmuls: their one full-precision config was that engine 0;
+  //  - conv_dgrad/conv_wgrad anchors and reductions (AMAX): not yet checked against ref on a GPU;
+  //  - types other than HALF, BFLOAT16, FLOAT (cuDNN took an INT64 matmul with engine 0).
+  const ir::Node* anchor = nullptr;
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const ir::Node& n = p.node(i);
+    if (std::holds_alternative<ConvFpropAttr>(n.attr) || std::holds_alternative<MatmulAttr>(n.attr)) anchor = &n;
+    else if (is_conv(n.attr) || std::holds_alternative<ReductionAttr>(n.attr))
+      return node_text(n) + ": lowered, but not yet checked against ref on a GPU, so not offered";
+  }
+  if (!anchor)
+    return "node '" + p.node(0).name + "': the partition has no conv_fprop or matmul (cuDNN's pointwise-only plans "
+           "mismatched ref on an H200; cuda_pointwise_jit serves pointwise graphs)";
+  const DataType t = p.tensor(anchor->inputs[0]).dtype;
+  if (t != DataType::HALF && t != DataType::BFLOAT16 && t != DataType::FLOAT)
+    return node_text(*anchor) + ": input type " + std::string(to_string(t)) +
+           " (the engine offers cuDNN for HALF, BFLOAT16 and FLOAT, the types checked against ref)";
+  if (t == DataType::FLOAT && std::holds_alternative<MatmulAttr>(anchor->attr))
+    return node_text(*anchor) + ": a FLOAT matmul (cuDNN's one full-precision config for it mismatched ref on an "
+                                "H200; the own GEMM engines and cublaslt serve FLOAT matmuls)";
   return {};
 }
 
@@ -354,7 +383,7 @@ PackLayout pack_layout(const std::vector<TensorPlan>& tensors) {
 }
 
 Status lower_partition(const CudnnApi& api, const Partition& p, Lowered& out) {
-  if (auto why = unsupported_reason(p); !why.empty()) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cudnn: " + why};
+  if (auto why = lowering_gap(p); !why.empty()) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cudnn: " + why};
   if (auto s = plan_tensors(p, out.tensors); !s.ok()) return s;
   out.pack = pack_layout(out.tensors);
   std::map<int, BackendDescriptor> by_id;

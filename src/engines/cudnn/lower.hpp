@@ -42,6 +42,10 @@ struct Lowered {
 };
 
 // "" when every node has a cuDNN lowering, else why not (naming the node and the rule).
+std::string lowering_gap(const Partition& p);
+// lowering_gap, then what the engine offers: a conv_fprop or matmul on HALF, BFLOAT16 or FLOAT
+// (not a FLOAT matmul) with a pointwise epilogue, the graphs checked against ref on a GPU (see
+// lower.cpp for what is lowered but held back, and why). "" when offered.
 std::string unsupported_reason(const Partition& p);
 // The IR data type as cuDNN's; false for NOT_SET.
 bool to_cudnn(DataType t, Dtype& out);
