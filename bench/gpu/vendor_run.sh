@@ -47,10 +47,15 @@ build_here() {
   bin=$build
 }
 
-if ! "$bin/vendor_tests" --gtest_list_tests >/dev/null 2>&1 || ! [[ -x "$bin/dnngraph_vendor_bench" ]]; then
+# BIN_DIR/dyn may hold a build against the shared libstdc++ (older glibc symbols) as a second choice.
+runs() { "$1/vendor_tests" --gtest_list_tests >/dev/null 2>&1 && "$1/dnngraph_vendor_bench" --only none >/dev/null 2>&1; }
+if runs "$bin"; then :
+elif runs "$bin/dyn"; then bin=$bin/dyn
+else
   echo "==== the carried binaries do not run here: $("$bin/vendor_tests" --gtest_list_tests 2>&1 | head -1); building ($SECONDS s)"
   build_here || { echo "build failed"; exit 1; }
 fi
+echo "binaries: $bin"
 
 echo "==== libraries found ($SECONDS s)"
 "$bin/dnngraph_vendor_bench" --only none 2>&1 | head -30 | tee "$out/libraries.log"
