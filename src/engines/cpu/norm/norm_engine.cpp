@@ -43,7 +43,9 @@ struct Strided {  // a tensor in the canonical layout
 // the row-ordered scale and bias of the per-row norms.
 struct Params {
   std::vector<float> mean, inv, bias;  // per row (mean, inv) or per channel (mean, mul = inv, bias)
-  std::vector<float> row_scale, row_bias;
+  const float* row_scale = nullptr;    // in the row's canonical order: the user's, or copies
+  const float* row_bias = nullptr;
+  std::vector<float> scale_copy, bias_copy;
 };
 
 class NormPlan final : public Plan {
@@ -149,12 +151,30 @@ class NormPlan final : public Plan {
     });
   }
 
-  // Scale and bias in the row's canonical order, fp32.
+  // Whether a row parameter is fp32 and dense in the row's canonical order (then read in place).
+  bool row_dense(int id) const {
+    const Strided t = strided(id);
+    if (t.dtype != DataType::FLOAT) return false;
+    int64_t want = 1;
+    for (int d = rank_; d-- > 1;) {
+      if (t.strides[static_cast<size_t>(d)] != want) return false;
+      want *= dims_[static_cast<size_t>(d)];
+    }
+    return true;
+  }
+
+  // Scale and bias in the row's canonical order, fp32: in place, or copied once per execute.
   void row_params(const std::vector<void*>& ptrs, Params& prm) const {
     for (int id : {spec_.scale, spec_.bias}) {
       if (id < 0) continue;
-      std::vector<float>& dst = id == spec_.scale ? prm.row_scale : prm.row_bias;
+      const float*& ptr = id == spec_.scale ? prm.row_scale : prm.row_bias;
+      if (row_dense(id)) {
+        ptr = static_cast<const float*>(ptrs[static_cast<size_t>(id)]);
+        continue;
+      }
+      std::vector<float>& dst = id == spec_.scale ? prm.scale_copy : prm.bias_copy;
       dst.resize(static_cast<size_t>(row_volume_));
+      ptr = dst.data();
       const Strided t = strided(id);
       const char* src = static_cast<const char*>(ptrs[static_cast<size_t>(id)]);
       row_runs(0, 0, row_volume_, [&](const int64_t* c, int64_t len, int64_t pos) {
@@ -193,10 +213,10 @@ class NormPlan final : public Plan {
                  const Params& prm) const {
     float xbuf[kBuf], abuf[kBuf];
     const float m = prm.mean[static_cast<size_t>(n)], a = prm.inv[static_cast<size_t>(n)];
-    const float* b = prm.row_bias.empty() ? nullptr : prm.row_bias.data();
+    const float* b = prm.row_bias;
     row_runs(n, lo, hi, [&](const int64_t* c, int64_t len, int64_t pos) {
       float* out = out_ptr(ptrs, c, abuf);
-      k_.affine(load_x(ptrs, c, len, xbuf), len, m, a, prm.row_scale.data() + pos, b ? b + pos : nullptr, 0.0f, out);
+      k_.affine(load_x(ptrs, c, len, xbuf), len, m, a, prm.row_scale + pos, b ? b + pos : nullptr, 0.0f, out);
       hand_on(ptrs, run, slot, c, len, out);
     });
   }
