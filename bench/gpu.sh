@@ -13,6 +13,7 @@
 #   DNNGRAPH_DEPS        a folder made by bench/gpu/carry_deps.sh, for machines that lack
 #                        nlohmann-json, CLI11, googletest, xxHash or pkg-config
 #   DNNGRAPH_CMAKE_ARGS  more arguments for the configure step
+#   DNNGRAPH_BENCHES     which benchmark groups run (default: all of pointwise gemm_conv sdpa)
 #   DNNGRAPH_SKIP_TESTS=1, DNNGRAPH_SKIP_BENCH=1
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,6 +23,7 @@ logdir=$(dirname "$results")
 jobs=$(nproc)
 mkdir -p "$build" "$logdir"
 step() { printf '\n==== %s (%ds)\n' "$*" "$SECONDS"; }
+want_bench() { [[ -z "${DNNGRAPH_SKIP_BENCH:-}" && " ${DNNGRAPH_BENCHES:-pointwise gemm_conv sdpa} " == *" $1 "* ]]; }
 
 step "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>&1 | head -8
@@ -93,13 +95,13 @@ else
 fi
 
 bench_rc=0
-if [[ -z "${DNNGRAPH_SKIP_BENCH:-}" ]]; then
+if want_bench pointwise; then
   step "benchmarks: dnngraph and PyTorch eager, same run"
   PYTHONUNBUFFERED=1 python3 "$root/bench/gpu/compare.py" --bench "$bench" --out "$results" 2>&1 | tee "$logdir/bench.log"
   bench_rc=${PIPESTATUS[0]}
 fi
-[[ -z "${DNNGRAPH_SKIP_BENCH:-}" ]] && { step "GEMM / conv engines vs PyTorch"; c++ -std=c++20 -O2 -I"$root/include" -I"$root/src" "$root/bench/gpu/gemm_conv.cpp" "$build/libdnngraph.a" $xxhash_libs -ldl -pthread -o "$build/dnngraph_gemm_conv_bench" && SKIP_TESTS=1 bash "$root/bench/gpu/gemm_conv.sh" "$build" "$logdir/gemm_conv" || bench_rc=1; }
-[[ -z "${DNNGRAPH_SKIP_BENCH:-}" ]] && { step "attention: cuda_sdpa_flash vs PyTorch SDPA (flash, cuDNN)"; DNNGRAPH_SKIP_TESTS=1 bash "$root/bench/gpu/sdpa.sh" "$build" "$xxhash_libs" 2>&1 | tee "$logdir/sdpa.log" || bench_rc=1; }
+want_bench gemm_conv && { step "GEMM / conv engines vs PyTorch"; c++ -std=c++20 -O2 -I"$root/include" -I"$root/src" "$root/bench/gpu/gemm_conv.cpp" "$build/libdnngraph.a" $xxhash_libs -ldl -pthread -o "$build/dnngraph_gemm_conv_bench" && SKIP_TESTS=1 bash "$root/bench/gpu/gemm_conv.sh" "$build" "$logdir/gemm_conv" || bench_rc=1; }
+want_bench sdpa && { step "attention: cuda_sdpa_flash vs PyTorch SDPA (flash, cuDNN)"; DNNGRAPH_SKIP_TESTS=1 bash "$root/bench/gpu/sdpa.sh" "$build" "$xxhash_libs" 2>&1 | tee "$logdir/sdpa.log" || bench_rc=1; }
 step "done"
 echo "$tests_summary"
 echo "results: $results"

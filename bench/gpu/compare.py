@@ -106,13 +106,16 @@ def main():
         if r:
             row.update({"dnngraph_ms": r["ms"], "bytes": r["bytes"], "dnngraph_gbps": r["gbps"],
                         "pct_of_copy": 100.0 * r["gbps"] / copy_gbps, "speedup_vs_torch": tms / r["ms"],
-                        "note": r["note"]})
+                        "note": r["note"], "dnngraph_plans": r.get("plans", "")})
         rows.append(row)
     result = {"info": info, "copy_ceiling_gbps": copy_gbps, "rows": rows,
               "seconds": {"dnngraph": t1 - t0, "torch": t2 - t1}, "bench_exit": proc.returncode}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
 
+    for row in rows:
+        if row.get("dnngraph_plans"):
+            print(f"{row['case']}: every built plan: {row['dnngraph_plans']}")
     print(f"\n{info['gpu']}, torch {info['torch']} (CUDA {info['cuda']}); copy ceiling {copy_gbps:.0f} GB/s "
           f"(best of cuMemcpyDtoD and torch copy_, bytes read + written)")
     print(f"{'case':<18}{'dnngraph ms':>12}{'GB/s':>8}{'% copy':>8}{'torch ms':>10}{'GB/s':>8}{'torch/dg':>10}")

@@ -76,9 +76,11 @@ double time_ms(dg::HandleImpl& h, const std::function<void()>& run) {
   return median(ms);
 }
 
-void report(const std::string& name, double ms, double bytes, const std::string& note) {
-  std::printf("{\"case\": \"%s\", \"engine\": \"dnngraph\", \"ms\": %.4f, \"bytes\": %.0f, \"gbps\": %.1f, \"note\": \"%s\"}\n",
-              name.c_str(), ms, bytes, bytes / (ms * 1e-3) / 1e9, note.c_str());
+// `ms`: the plan the heuristics chose (what execute() runs); `plans`: every built plan's time.
+void report(const std::string& name, double ms, double bytes, const std::string& note, const std::string& plans = "") {
+  std::printf("{\"case\": \"%s\", \"engine\": \"dnngraph\", \"ms\": %.4f, \"bytes\": %.0f, \"gbps\": %.1f, \"note\": \"%s\", "
+              "\"plans\": \"%s\"}\n",
+              name.c_str(), ms, bytes, bytes / (ms * 1e-3) / 1e9, note.c_str(), plans.c_str());
   std::fflush(stdout);
 }
 
@@ -98,7 +100,7 @@ struct Case {
     ok(g.build_operation_graph(h), "build_operation_graph");
     ok(g.create_execution_plans({dg::HeurMode::A}), "create_execution_plans");
     ok(g.check_support(h), "check_support");
-    ok(g.build_plans(h), "build_plans");
+    ok(g.build_plans(h, dg::BuildPlanPolicy::ALL), "build_plans");
     int64_t ws = 0;
     ok(g.get_workspace_size(ws), "workspace");
     workspace = dg::memory::Buffer(h.impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
@@ -113,6 +115,7 @@ struct Case {
       }
   }
   void run(dg::Handle& h) { ok(g.execute(h, pack, workspace.get()), "execute"); }
+  void run_plan(dg::Handle& h, int64_t i) { ok(g.execute_plan_at_index(h, pack, workspace.get(), i), "execute_plan_at_index"); }
 };
 
 size_t bytes_of(const std::vector<int64_t>& dims, DataType t) {
@@ -144,7 +147,15 @@ void bench_graph(dg::Handle& h, const std::string& name, const std::function<voi
   c.build(h);
   const double ms = time_ms(h.impl(), [&] { c.run(h); });
   if (verify) verify(c);
-  report(name, ms, c.bytes, note);
+  std::string plans;
+  for (int64_t i = 0; i < c.g.get_execution_plan_count(); ++i) {
+    std::string plan_name;
+    ok(c.g.get_plan_name_at_index(i, plan_name), "plan name");
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.4f ms", time_ms(h.impl(), [&] { c.run_plan(h, i); }));
+    plans += (i ? "; " : "") + plan_name + " " + buf;
+  }
+  report(name, ms, c.bytes, note, plans);
 }
 
 void add_io(Case& c, dg::TensorPtr t, std::vector<int64_t> dims, DataType dt, bool output) {

@@ -67,6 +67,11 @@ TEST(CudaCodegen, VectorWidthFollowsTheWidestTypeAndTheInnerSize) {
   dg::Graph g2;
   pw(g2, M::IDENTITY, input(g2, "X", {7, 7}, dg::DataType::FP8_E4M3))->set_output(true);
   EXPECT_EQ(layout_of(g2).vec, 1);  // 49 elements: no vector divides them
+  // A broadcast fp32 scale is read once per vector: the bf16 tensors set the width.
+  dg::Graph g3;
+  pw(g3, M::MUL, input(g3, "X", {4, 256}, dg::DataType::BFLOAT16), input(g3, "S", {1, 1}, dg::DataType::FLOAT))
+      ->set_output(true).set_data_type(dg::DataType::BFLOAT16);
+  EXPECT_EQ(layout_of(g3).vec, 8);
 }
 
 TEST(CudaCodegen, ReductionsTheirAccumulatorsAndWorkspace) {

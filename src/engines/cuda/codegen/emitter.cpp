@@ -1,5 +1,6 @@
 #include "engines/cuda/codegen/emitter.hpp"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -48,6 +49,21 @@ class Emitter {
   std::ostringstream os_;
 
   int inner() const { return L_.rank() - 1; }
+
+  // The type an APPLY's value is rounded to before use: its virtual tensor's (from the lowering), or
+  // the type of the output it is stored to when the partition also uses it (they read what is
+  // stored, as when the partitions run apart). NOT_SET: keep fp32.
+  DataType rounding_of(const expr::Instr& in) const {
+    if (in.round_to != DataType::NOT_SET && in.round_to != DataType::FLOAT) return in.round_to;
+    const DataType t = g_.tensor(in.tensor).dtype;
+    if (t == DataType::FLOAT || std::find(prog_.stores.begin(), prog_.stores.end(), in.tensor) == prog_.stores.end())
+      return DataType::NOT_SET;
+    for (const auto& other : prog_.code)
+      if ((other.kind == expr::InstrKind::APPLY || other.kind == expr::InstrKind::REDUCE) &&
+          std::find(std::begin(other.src), std::end(other.src), in.dst) != std::end(other.src))
+        return t;
+    return DataType::NOT_SET;
+  }
 
   void classify() {
     for (const auto& in : prog_.code) {
@@ -185,8 +201,8 @@ class Emitter {
             why = "pointwise mode " + std::string(to_string(in.op.get_mode())) + " has no CUDA expression";
             return false;
           }
-          if (in.round_to != DataType::NOT_SET && in.round_to != DataType::FLOAT)
-            e = "dg::round_to<" + dt(in.round_to) + ">(" + e + ")";
+          const DataType round = rounding_of(in);
+          if (round != DataType::NOT_SET) e = "dg::round_to<" + dt(round) + ">(" + e + ")";
           const std::string w = width(regs_[in.dst].wide);
           os_ << "    float r" << in.dst << "[" << w << "];\n#pragma unroll\n    for (int j = 0; j < " << w
               << "; ++j) r" << in.dst << "[j] = " << e << ";\n";

@@ -166,12 +166,13 @@ struct Builder {
       for (const auto& gr : groups) L.operands[k].strides.push_back(gr.strides[k]);
   }
 
-  // The widest vector (16 bytes of the widest type) that divides the innermost dim, then each
+  // The widest vector (16 bytes of the widest type walked along the innermost dim; broadcast
+  // operands are read once per vector and do not count) that divides the innermost dim, then each
   // operand's access along it.
   void choose_vectors() {
     int64_t widest = 1;
     for (const auto& op : L.operands)
-      if (op.role != Role::ACC) widest = std::max(widest, size_of(op.dtype));
+      if (op.role != Role::ACC && op.strides.back() != 0) widest = std::max(widest, size_of(op.dtype));
     int v = static_cast<int>(16 / widest);
     const int64_t inner = L.dims.back();
     while (v > 1 && inner % v != 0) v /= 2;

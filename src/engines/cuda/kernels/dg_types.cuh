@@ -84,6 +84,11 @@ __device__ __forceinline__ u32 encode_small(float x) {
 
 __device__ __forceinline__ float bf16_to_float(u16 h) { return u2f((u32)h << 16); }
 __device__ __forceinline__ u16 float_to_bf16(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+  return h;
+#endif
   u32 b = f2u(v);
   if ((b & 0x7fffffffu) > 0x7f800000u) return (u16)((b >> 16) | 0x40u);
   b += 0x7fffu + ((b >> 16) & 1u);
@@ -147,8 +152,28 @@ template <> __device__ __forceinline__ int from_float<DT_INT32>(float v) {
 }
 template <> __device__ __forceinline__ u8 from_float<DT_BOOLEAN>(float v) { return v != 0.0f ? 1 : 0; }
 template <> __device__ __forceinline__ u8 from_float<DT_UINT8>(float v) { return saturate_int<u8>(v, 0.0f, 255.0f); }
-template <> __device__ __forceinline__ u8 from_float<DT_FP8_E4M3>(float v) { return (u8)encode_small<4, 3, false>(v); }
-template <> __device__ __forceinline__ u8 from_float<DT_FP8_E5M2>(float v) { return (u8)encode_small<5, 2, true>(v); }
+// fp8: one cvt on sm_89+ (round to nearest even, satfinite: +-inf and overflow become +-max, NaN
+// stays NaN), which is dtype.hpp's rule for e4m3; e5m2 overflows to inf there, so values that round
+// past its largest finite value (|x| >= 61440) are set to inf after the cvt.
+template <> __device__ __forceinline__ u8 from_float<DT_FP8_E4M3>(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  u16 r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(v));
+  return (u8)(r & 0xffu);
+#else
+  return (u8)encode_small<4, 3, false>(v);
+#endif
+}
+template <> __device__ __forceinline__ u8 from_float<DT_FP8_E5M2>(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  u16 r;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(v));
+  if (fabsf(v) >= 61440.0f) r = (f2u(v) >> 31) ? 0xfcu : 0x7cu;  // NaN compares false: stays NaN
+  return (u8)(r & 0xffu);
+#else
+  return (u8)encode_small<5, 2, true>(v);
+#endif
+}
 
 // The value a store to type DT then a load would give (intermediates typed narrower than fp32).
 template <int DT> __device__ __forceinline__ float round_to(float v) { return to_float<DT>(from_float<DT>(v)); }
