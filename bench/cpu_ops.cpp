@@ -108,10 +108,24 @@ struct Runner {
     (void)g.get_plan_name_at_index(0, plan);
     return plan.rfind(engine, 0) == 0 && plan.find(" + ") == std::string::npos;
   }
-  void run(dg::Handle& h) {
-    if (auto s = g.execute(h, pack, workspace.data()); !s.ok()) {
+  void run(dg::Handle& h, int64_t index = -1) {
+    const auto s = index < 0 ? g.execute(h, pack, workspace.data())
+                             : g.execute_plan_at_index(h, pack, workspace.data(), index);
+    if (!s.ok()) {
       std::fprintf(stderr, "execute failed: %s\n", s.to_string().c_str());
       std::exit(1);
+    }
+  }
+  // Times every plan (one per ISA for cpu_norm and cpu_pool): fn(plan name, timing).
+  template <class Fn>
+  void time_each_plan(dg::Handle& h, Fn&& fn) {
+    for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+      std::string name;
+      if (!g.build_plan_at_index(h, i).ok() || !g.get_plan_name_at_index(i, name).ok()) continue;
+      int64_t ws = 0;
+      (void)g.get_workspace_size(ws);
+      workspace.resize(static_cast<size_t>(ws) + 1);
+      fn(name, median_time([&] { run(h, i); }));
     }
   }
 };
@@ -239,10 +253,11 @@ void bench_norm(dg::Handle& h, const Timing& copy_bw, bool rms, dg::DataType t, 
   output(Y, dims, packed_strides(dims), t);
   r.pack = {{X, x.data()}, {S, scale.data()}, {B, bias.data()}, {Y, y.data()}};
   if (!r.build(h, "cpu_norm")) return;
-  const Timing sec = median_time([&] { r.run(h); });
-  const std::string what = std::string(rms ? "rmsnorm" : "layernorm") + " [" + std::to_string(dims[0]) + ", " +
-                           std::to_string(dims[1]) + "] " + std::string(dg::to_string(t)) + " (" + r.plan + ")";
-  report(what.c_str(), sec, 2.0 * static_cast<double>(n * dg::size_of(t)), copy_bw);
+  r.time_each_plan(h, [&](const std::string& plan, const Timing& sec) {
+    const std::string what = std::string(rms ? "rmsnorm" : "layernorm") + " [" + std::to_string(dims[0]) + ", " +
+                             std::to_string(dims[1]) + "] " + std::string(dg::to_string(t)) + " (" + plan + ")";
+    report(what.c_str(), sec, 2.0 * static_cast<double>(n * dg::size_of(t)), copy_bw);
+  });
 }
 
 // ---- pooling and resizing
@@ -257,9 +272,10 @@ void bench_resample(dg::Handle& h, const Timing& copy_bw, const char* what, cons
   output(Y, yd, nhwc ? nhwc_strides(yd) : packed_strides(yd), F);
   r.pack = {{X, x.data()}, {Y, y.data()}};
   if (!r.build(h, "cpu_pool")) return;
-  const Timing sec = median_time([&] { r.run(h); });
-  report((std::string(what) + " (" + r.plan + ")").c_str(), sec, 4.0 * static_cast<double>(volume(xd) + volume(yd)),
-         copy_bw);
+  r.time_each_plan(h, [&](const std::string& plan, const Timing& sec) {
+    report((std::string(what) + " (" + plan + ")").c_str(), sec, 4.0 * static_cast<double>(volume(xd) + volume(yd)),
+           copy_bw);
+  });
 }
 
 }  // namespace
