@@ -1,9 +1,9 @@
-// cpu_pool. Each output row is computed in an fp32 accumulator of at most kBlock elements, then
-// converted and stored once. Rows run along C when C is X's innermost dim (NHWC): every window
-// element or interpolation corner is a contiguous channel vector folded in by a SIMD row kernel.
-// Otherwise rows run along the last spatial dim (NCHW): for each window column kw the output
-// positions whose input is inside X form one strided run (contiguous at stride 1). Work items
-// (an output position, or an output row) are shared among threads.
+// cpu_pool. Each output vector is computed in an fp32 accumulator of at most kBlock elements, then
+// converted and stored once. Vectors run along C when C is X's innermost dim (NHWC): every window
+// element or interpolation corner is a contiguous channel vector, folded up to 32 at a time by a
+// SIMD kernel. Otherwise they run along the last spatial dim (NCHW): for each window column kw the
+// output positions whose input is inside X form one run of one stride phase. Work items (an
+// output row along the last spatial dim, with all channels or with one) are shared among threads.
 #include "engines/cpu/pool/pool_engine.hpp"
 
 #include <algorithm>
@@ -31,6 +31,8 @@ struct Buffers {
   float acc[kBlock], a[kBlock], b[kBlock];
   float conv[kConvGroup][kBlock];
   std::vector<float> phases;  // rows along the last spatial dim, split by stride phase
+  std::vector<int64_t> outer_off;  // channels inner: X offsets of the dims before the last spatial one
+  std::vector<double> outer_w;     // ... and their weights (linear resizing)
 };
 
 constexpr int64_t kMaxPhases = 8;  // strides up to this are deinterleaved once per input row
@@ -53,11 +55,12 @@ class PoolPlan final : public Plan {
     void* y = args.ptrs[static_cast<size_t>(g_.y)];
     ThreadPool& tp = args.handle.thread_pool();
     const int S = g_.spatial;
-    // Work items: output positions (channels inner) or output rows along the last spatial dim.
-    const int outer_dims = g_.channels_inner ? S : S - 1;
+    // Work items: output rows along the last spatial dim, with all channels (channels inner) or
+    // one channel each.
+    const int outer_dims = S - 1;
     int64_t items = g_.n * (g_.channels_inner ? 1 : g_.c);
     for (int i = 0; i < outer_dims; ++i) items *= g_.out[static_cast<size_t>(i)];
-    const int64_t per_item = g_.channels_inner ? g_.c : g_.out.back();
+    const int64_t per_item = g_.out.back() * (g_.channels_inner ? g_.c : 1);
     tp.parallel_for(items, [&](int64_t b, int64_t e) {
       Buffers buf;
       int64_t o[kMaxSpatial] = {};
@@ -123,72 +126,75 @@ class PoolPlan final : public Plan {
     return v;
   }
 
-  // ---- vectors along C: one output position (n, o...) per item
+  // ---- vectors along C: one output row (n, o..., all of the last spatial dim) per item
+
+  // The X offsets (and weights) that dims before the last spatial one contribute to every output of
+  // the row: the window positions inside X (pooling), the 2^(S-1) corners (linear), the nearest.
+  void outer_part(const int64_t* o, Buffers& buf) const {
+    const int L = g_.spatial - 1;
+    buf.outer_off.assign(1, 0);
+    buf.outer_w.assign(1, 1.0);
+    for (int i = 0; i < L; ++i) {
+      const size_t d = static_cast<size_t>(i), oi = static_cast<size_t>(o[i]);
+      const int64_t xs = g_.xs[d + 2];
+      std::vector<int64_t> off;
+      std::vector<double> w;
+      for (size_t j = 0; j < buf.outer_off.size(); ++j) {
+        if (g_.pooling()) {
+          int64_t start, k_lo, k_hi;
+          g_.window_range(i, o[i], start, k_lo, k_hi);
+          for (int64_t k = k_lo; k < k_hi; ++k) off.push_back(buf.outer_off[j] + (start + k) * xs), w.push_back(1.0);
+        } else if (g_.mode == ResampleMode::NEAREST) {
+          off.push_back(buf.outer_off[j] + g_.nearest[d][oi] * xs), w.push_back(1.0);
+        } else {
+          off.push_back(buf.outer_off[j] + g_.lo[d][oi] * xs), w.push_back(buf.outer_w[j] * (1.0 - g_.frac[d][oi]));
+          off.push_back(buf.outer_off[j] + g_.hi[d][oi] * xs), w.push_back(buf.outer_w[j] * g_.frac[d][oi]);
+        }
+      }
+      buf.outer_off = std::move(off);
+      buf.outer_w = std::move(w);
+    }
+  }
 
   void along_channels(const void* x, void* y, int64_t n, const int64_t* o, Buffers& buf) const {
-    const int S = g_.spatial;
-    for (int64_t c0 = 0; c0 < g_.c; c0 += kBlock) {
-      const int64_t len = std::min(kBlock, g_.c - c0);
-      const int64_t base = n * g_.xs[0] + c0 * g_.xs[1];
-      if (g_.pooling()) {
-        pool_channels(x, base, o, len, buf);
-      } else if (g_.mode == ResampleMode::NEAREST) {
-        int64_t off = base;
-        for (int i = 0; i < S; ++i) off += g_.nearest[static_cast<size_t>(i)][static_cast<size_t>(o[i])] * g_.xs[static_cast<size_t>(i) + 2];
-        const float* src = x_run(x, off, g_.xs[1], len, buf.a);
-        std::copy_n(src, len, buf.acc);
-      } else {
-        linear_channels(x, base, o, len, buf);
+    const size_t l = static_cast<size_t>(g_.spatial - 1);
+    const int64_t xs = g_.xs[l + 2];
+    outer_part(o, buf);
+    int64_t yrow = n * g_.ys[0];
+    for (size_t i = 0; i < l; ++i) yrow += o[i] * g_.ys[i + 2];
+    for (int64_t ol = 0; ol < g_.out[l]; ++ol)
+      for (int64_t c0 = 0; c0 < g_.c; c0 += kBlock) {
+        const int64_t len = std::min(kBlock, g_.c - c0);
+        const int64_t base = n * g_.xs[0] + c0 * g_.xs[1];
+        RowGroup grp;
+        if (g_.pooling()) {
+          int64_t start, k_lo, k_hi;
+          g_.window_range(static_cast<int>(l), ol, start, k_lo, k_hi);
+          fill(buf.acc, len);
+          for (int64_t off : buf.outer_off)
+            for (int64_t k = k_lo; k < k_hi; ++k) add_channel_row(x, base + off + (start + k) * xs, 1.0f, len, grp, buf, false);
+          flush(grp, buf, len, false);
+          if (g_.mode != ResampleMode::MAXPOOL) {
+            const double count = static_cast<double>(buf.outer_off.size()) * static_cast<double>(k_hi - k_lo);
+            const float f = static_cast<float>(1.0 / (g_.mode == ResampleMode::AVGPOOL_INCLUDE_PADDING ? window_volume() : count));
+            for (int64_t i = 0; i < len; ++i) buf.acc[i] *= f;
+          }
+        } else if (g_.mode == ResampleMode::NEAREST) {
+          const int64_t off = base + buf.outer_off[0] + g_.nearest[l][static_cast<size_t>(ol)] * xs;
+          std::copy_n(x_run(x, off, g_.xs[1], len, buf.a), len, buf.acc);
+        } else {
+          const size_t oi = static_cast<size_t>(ol);
+          const double f = g_.frac[l][oi];
+          std::fill_n(buf.acc, len, 0.0f);
+          for (size_t j = 0; j < buf.outer_off.size(); ++j) {
+            const int64_t off = base + buf.outer_off[j];
+            add_channel_row(x, off + g_.lo[l][oi] * xs, static_cast<float>(buf.outer_w[j] * (1.0 - f)), len, grp, buf, true);
+            add_channel_row(x, off + g_.hi[l][oi] * xs, static_cast<float>(buf.outer_w[j] * f), len, grp, buf, true);
+          }
+          flush(grp, buf, len, true);
+        }
+        y_run(y, yrow + ol * g_.ys[l + 2] + c0 * g_.ys[1], g_.ys[1], len, buf.acc);
       }
-      int64_t yoff = n * g_.ys[0] + c0 * g_.ys[1];
-      for (int i = 0; i < S; ++i) yoff += o[i] * g_.ys[static_cast<size_t>(i) + 2];
-      y_run(y, yoff, g_.ys[1], len, buf.acc);
-    }
-  }
-
-  void pool_channels(const void* x, int64_t base, const int64_t* o, int64_t len, Buffers& buf) const {
-    const int S = g_.spatial;
-    int64_t start[kMaxSpatial], lo[kMaxSpatial], hi[kMaxSpatial], k[kMaxSpatial];
-    int64_t count = 1;
-    for (int i = 0; i < S; ++i) {
-      g_.window_range(i, o[i], start[i], lo[i], hi[i]);
-      count *= hi[i] - lo[i];
-      k[i] = lo[i];
-    }
-    fill(buf.acc, len);
-    RowGroup grp;
-    for (int64_t w = 0; w < count; ++w) {  // odometer over the window positions inside X
-      int64_t off = base;
-      for (int i = 0; i < S; ++i) off += (start[i] + k[i]) * g_.xs[static_cast<size_t>(i) + 2];
-      add_channel_row(x, off, 1.0f, len, grp, buf, false);
-      for (int i = S; i-- > 0;) {
-        if (++k[i] < hi[i]) break;
-        k[i] = lo[i];
-      }
-    }
-    flush(grp, buf, len, false);
-    if (g_.mode == ResampleMode::MAXPOOL) return;
-    const float s = static_cast<float>(1.0 / (g_.mode == ResampleMode::AVGPOOL_INCLUDE_PADDING
-                                                  ? window_volume() : static_cast<double>(count)));
-    for (int64_t i = 0; i < len; ++i) buf.acc[i] *= s;
-  }
-
-  void linear_channels(const void* x, int64_t base, const int64_t* o, int64_t len, Buffers& buf) const {
-    const int S = g_.spatial;
-    std::fill_n(buf.acc, len, 0.0f);
-    RowGroup grp;
-    for (int corner = 0; corner < (1 << S); ++corner) {
-      double w = 1.0;
-      int64_t off = base;
-      for (int i = 0; i < S; ++i) {
-        const size_t d = static_cast<size_t>(i), oi = static_cast<size_t>(o[i]);
-        const bool up = (corner >> (S - 1 - i)) & 1;
-        w *= up ? g_.frac[d][oi] : 1.0 - g_.frac[d][oi];
-        off += (up ? g_.hi[d][oi] : g_.lo[d][oi]) * g_.xs[d + 2];
-      }
-      add_channel_row(x, off, static_cast<float>(w), len, grp, buf, true);
-    }
-    flush(grp, buf, len, true);
   }
 
   // ---- vectors along the last spatial dim: one output row (n, c, o...) per item
