@@ -144,6 +144,20 @@ TEST(CpuNorm, LayernormRandomShapesLayoutsAndTypesMatchRef) {
   }
 }
 
+// Packed bf16 and fp16 outputs with no epilogue: the kernels convert into Y themselves.
+TEST(CpuNorm, PlainHalfOutputsMatchRef) {
+  std::mt19937 rng(209);
+  for (auto t : {dg::DataType::BFLOAT16, dg::DataType::HALF}) {
+    const Dims dims{7, 3, 37};
+    const Dims packed{3 * 37, 37, 1};
+    check_vs_ref({input(dims, t, rng), input(row_param(dims), dg::DataType::FLOAT, rng),
+                  input(row_param(dims), dg::DataType::FLOAT, rng)},
+                 {ref_test::make_tensor(dims, packed, t)}, [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                   return std::vector<dg::TensorPtr>{g.layernorm(in[0], in[1], in[2], dg::LayernormAttr().set_epsilon(1e-5))[0]};
+                 });
+  }
+}
+
 TEST(CpuNorm, RmsnormWithAndWithoutBiasMatchesRef) {
   std::mt19937 rng(203);
   for (int trial = 0; trial < 10; ++trial) {

@@ -351,6 +351,14 @@ TEST(CpuPointwiseFused, RejectsTypesFp32CannotHold) {
   expect_rejected(p.explain(), "tensor 'I': data type INT32 is not supported (fp32 arithmetic");
 }
 
+TEST(CpuPointwiseFused, RejectsIntermediatesFp32CannotHold) {
+  Planned p;
+  auto t = p.g.relu(f32(p.g, "X", {4, 4}));
+  t->set_data_type(dg::DataType::INT64).set_name("wide");
+  p.g.add(t, f32(p.g, "W", {4, 4}))->set_output(true);
+  expect_rejected(p.explain(), "tensor 'wide' (intermediate): data type INT64 is not supported");
+}
+
 TEST(CpuPointwiseFused, RejectsADoubleComputeType) {
   Planned p;
   auto y = p.g.pointwise(f32(p.g, "X", {4, 4}), mode(dg::PointwiseMode::EXP).set_name("e").set_compute_data_type(dg::DataType::DOUBLE));
