@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace dnngraph::expr {
@@ -44,6 +45,7 @@ struct Lowering {
   Program& prog;
   std::string& why;
   std::map<int, int> reg_of;  // tensor id -> register
+  std::set<int> computed;     // tensors this program computes (not merely loads)
 
   const ir::Graph& g() const { return *p.graph; }
   int new_reg() { return prog.num_regs++; }
@@ -93,6 +95,7 @@ struct Lowering {
     if (out.is_virtual && out.dtype != DataType::FLOAT) in.round_to = out.dtype;
     prog.code.push_back(in);
     reg_of[node.outputs[0]] = in.dst;
+    computed.insert(node.outputs[0]);
     return true;
   }
 
@@ -120,7 +123,8 @@ struct Lowering {
   bool stores() {
     for (int t : p.outputs) {
       auto it = reg_of.find(t);
-      if (it == reg_of.end()) continue;  // reductions and non-fused outputs
+      // Reductions store themselves; a tensor the program only loads is already in memory.
+      if (it == reg_of.end() || !computed.count(t)) continue;
       if (g().tensor(t).dims != prog.domain) {
         why = "tensor '" + g().tensor(t).name + "': a stored result must span the whole fused domain";
         return false;
@@ -146,7 +150,7 @@ bool lower(const Partition& p, int anchor_node, Program& out, std::string& why_n
     why_not = "the partition has no pointwise op or anchor to iterate over";
     return false;
   }
-  Lowering l{p, out, why_not, {}};
+  Lowering l{p, out, why_not, {}, {}};
   if (anchor_node >= 0) {
     out.anchor_output = p.graph->nodes[static_cast<size_t>(anchor_node)].outputs[0];
     Instr in{};
@@ -154,6 +158,7 @@ bool lower(const Partition& p, int anchor_node, Program& out, std::string& why_n
     in.dst = l.new_reg();
     out.code.push_back(in);
     l.reg_of[out.anchor_output] = in.dst;
+    l.computed.insert(out.anchor_output);
   }
   for (int n : p.nodes) {
     if (n == anchor_node) continue;
