@@ -89,9 +89,9 @@ TEST(Cli, RunExitsOneOnMismatch) {
                 {"name": "B", "dim": [1, 256, 64], "stride": [16384, 64, 1]}, {"name": "C", "output": true}],
     "nodes": [{"name": "mm", "op": "matmul", "inputs": {"A": "A", "B": "B"}, "outputs": {"C": "C"}}]})", f);
   std::fclose(f);
-  Result r = run_cli("run '" + g.string() + "' --iters 1 --engines cpu_gemm_packed");
+  Result r = run_cli("run '" + g.string() + "' --device cpu --iters 1 --engines cpu_gemm_packed");
   EXPECT_EQ(r.rc, 0) << r.out;
-  r = run_cli("run '" + g.string() + "' --iters 1 --rtol 1e-300 --engines cpu_gemm_packed");
+  r = run_cli("run '" + g.string() + "' --device cpu --iters 1 --rtol 1e-300 --engines cpu_gemm_packed");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_TRUE(contains(r.out, "MISMATCH in ")) << r.out;
   EXPECT_TRUE(contains(r.out, "\nFAIL\n")) << r.out;

@@ -23,7 +23,9 @@
 #define DG_HAVE_CUDNN_HEADERS 0
 #endif
 
-#if __has_include("/usr/local/cuda/include/cublasLt.h") && __has_include("/usr/local/cuda/include/driver_types.h")
+// cublasLt.h includes cublas_api.h, which some CUDA images lack.
+#if __has_include("/usr/local/cuda/include/cublasLt.h") && __has_include("/usr/local/cuda/include/cublas_api.h") && \
+    __has_include("/usr/local/cuda/include/driver_types.h")
 #define DG_HAVE_CUBLASLT_HEADERS 1
 // cublas_api.h includes <cuda_fp16.h> and <cuda_bf16.h> for types it uses by pointer only.
 #define __CUDA_FP16_H__
