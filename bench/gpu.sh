@@ -33,7 +33,9 @@ done
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' 2>&1 | tail -1
 
 # ---- dependencies the machine lacks, from DNNGRAPH_DEPS (sources are built here, with this compiler)
-cmake_args=(-DCMAKE_BUILD_TYPE=Release -DDNNGRAPH_BUILD_PYTHON=OFF)
+# The Python module is built where this Python has nanobind (the GPU image's does).
+python_on=OFF; python3 -c 'import nanobind' 2>/dev/null && python_on=ON
+cmake_args=(-DCMAKE_BUILD_TYPE=Release -DDNNGRAPH_BUILD_PYTHON=$python_on)
 xxhash_libs=-lxxhash
 if [[ -n "${DNNGRAPH_DEPS:-}" ]]; then
   step "dependencies from $DNNGRAPH_DEPS"
@@ -100,6 +102,23 @@ else
   test_rc=0
 fi
 
+python_summary="python: skipped (no nanobind for python3)"
+if [[ -z "${DNNGRAPH_SKIP_TESTS:-}" && $python_on == ON ]]; then
+  step "python: pytest and the tutorial scripts (on the GPU when PyTorch sees one)"
+  export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
+  python3 -m pytest -q -p no:cacheprovider "$root/tests/python" >"$logdir/pytest.log" 2>&1
+  py_rc=$?
+  tail -5 "$logdir/pytest.log"
+  : >"$logdir/python-examples.log"
+  for script in "$root"/examples/python/[a-z]*.py; do
+    name=$(basename "$script")
+    if (cd "$root/examples/python" && python3 "$script") >"$logdir/example-$name.log" 2>&1; then verdict=ok; else verdict=FAILED; py_rc=1; fi
+    { echo "-- $name: $verdict"; tail -12 "$logdir/example-$name.log"; } | tee -a "$logdir/python-examples.log"
+  done
+  python_summary="python: $(grep -E '(passed|failed)' "$logdir/pytest.log" | tail -1) (log $logdir/pytest.log)"
+  [[ $py_rc -ne 0 ]] && test_rc=1
+fi
+
 bench_rc=0
 if want_bench pointwise; then
   step "benchmarks: dnngraph and PyTorch eager, same run"
@@ -110,6 +129,7 @@ want_bench gemm_conv && { step "GEMM / conv engines vs PyTorch"; c++ -std=c++20 
 want_bench sdpa && { step "attention: cuda_sdpa_flash vs PyTorch SDPA (flash, cuDNN)"; DNNGRAPH_SKIP_TESTS=1 bash "$root/bench/gpu/sdpa.sh" "$build" "$xxhash_libs" 2>&1 | tee "$logdir/sdpa.log" || bench_rc=1; }
 step "done"
 echo "$tests_summary"
+echo "$python_summary"
 echo "results: $results"
 if [[ -f $results ]]; then python3 - "$results" <<'EOF'
 import json, sys
