@@ -11,7 +11,9 @@
 //   PLAN <workload> <ms> <label>
 //   RESULT <workload> own <ms> <label> | cudnn <ms> <label> (<n> plans) | own/cudnn <x> | anchor <ms> cudnn/anchor <x>
 //   HOST <workload> <label> <us per execute_plan_at_index>, <us per Plan::execute> (host time of one
-//        enqueue through the Graph API, and of the engine's plan alone)
+//        enqueue through the Graph API, and of the engine's plan alone); for the cuDNN plan also
+//        the same plan rebuilt with DNNGRAPH_CUDNN_NATIVE_GRAPH=0 (cudnnBackendExecute on every
+//        call, cuDNN's own launch path) and the native graph with the pointers changing every call
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -150,6 +152,54 @@ double engine_host_us(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& p
   return us;
 }
 
+// Plan::execute of the plan alone with two workspaces alternating: the native graph is updated on
+// every call (the cost of changing pointers).
+double alternating_host_us(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, void* ws1, void* ws2,
+                           int64_t idx) {
+  constexpr int kCalls = 100;
+  std::vector<void*> ptrs;
+  std::vector<double> scalars;
+  if (!check(dg::resolve_pack(g.impl(), handle, &pack, nullptr, ws1, -1, 0, ptrs, scalars), "resolve_pack")) return -1;
+  const auto& pp = g.impl().plans->parts.at(0);
+  const auto& plan = pp.built.at(pp.index_for(idx));
+  if (!plan) return -1;
+  const int64_t off = g.impl().plans->intermediates_bytes;
+  const dg::ExecArgs a1{handle.impl(), ptrs, static_cast<char*>(ws1) + off}, a2{handle.impl(), ptrs, static_cast<char*>(ws2) + off};
+  (void)dg::memory::synchronize(handle.impl());
+  const auto t0 = Clock::now();
+  for (int i = 0; i < kCalls; ++i) (void)plan->execute(i % 2 ? a2 : a1);
+  const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kCalls;
+  (void)dg::memory::synchronize(handle.impl());
+  return us;
+}
+
+// The best cuDNN plan's launch paths on the same run: native CUDA graph with pointers changing on
+// every call, then the plan rebuilt with DNNGRAPH_CUDNN_NATIVE_GRAPH=0 (cudnnBackendExecute on
+// every call, the path cuDNN itself offers), its GPU time and host time.
+void cudnn_launch_paths(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack,
+                        const Timed& dnn) {
+  dg::HandleImpl& h = handle.impl();
+  int64_t ws = 0;
+  (void)g.get_workspace_size_plan_at_index(dnn.index, ws);
+  dg::memory::Buffer w1(h, static_cast<size_t>(ws) + 256), w2(h, static_cast<size_t>(ws) + 256);
+  const double changing = alternating_host_us(g, handle, pack, w1.get(), w2.get(), dnn.index);
+  auto& pp = g.impl().plans->parts.at(0);
+  auto& slot = pp.built.at(pp.index_for(dnn.index));
+  auto native = std::move(slot);
+  setenv("DNNGRAPH_CUDNN_NATIVE_GRAPH", "0", 1);
+  const bool rebuilt = check(g.build_plan_at_index(handle, dnn.index), name + " rebuild without the native graph");
+  unsetenv("DNNGRAPH_CUDNN_NATIVE_GRAPH");
+  if (rebuilt) {
+    (void)g.execute_plan_at_index(handle, pack, w1.get(), dnn.index, ws);
+    const double ms = time_plan(g, handle, pack, w1.get(), ws, dnn.index) * 1e3;
+    std::printf("HOST %s %s cudnnBackendExecute: %.2f us per execute_plan_at_index, %.2f us per Plan::execute, "
+                "%.4f ms on the GPU | native graph with pointers changing every call: %.2f us per Plan::execute\n",
+                name.c_str(), dnn.label.c_str(), host_us(g, handle, pack, w1.get(), ws, dnn.index),
+                engine_host_us(g, handle, pack, w1.get(), dnn.index), ms, changing);
+  }
+  slot = std::move(native);
+}
+
 void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, double anchor_ms) {
   dg::HandleImpl& h = handle.impl();
   g.deselect_engines({"ref"});
@@ -202,6 +252,7 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
     std::printf("HOST %s %s %.2f us per execute_plan_at_index, %.2f us per Plan::execute\n", name.c_str(),
                 t->label.c_str(), graph_us, engine_host_us(g, handle, pack, workspace.get(), t->index));
   }
+  if (dnn.index >= 0) cudnn_launch_paths(name, g, handle, pack, dnn);
   std::fflush(stdout);
 }
 
@@ -246,6 +297,24 @@ void matmul(dg::Handle& handle, const std::string& name, double anchor) {
       anchor);
 }
 
+// Causal attention, bf16, [b, h, s, d] packed, scale 1/sqrt(d).
+void sdpa(dg::Handle& handle, const std::string& name, int64_t b, int64_t hd, int64_t s, int64_t d, double anchor) {
+  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  dg::HandleImpl& h = handle.impl();
+  const Dims qd{b, hd, s, d};
+  DeviceTensor q(h, volume(qd), dg::DataType::BFLOAT16, 7), k(h, volume(qd), dg::DataType::BFLOAT16, 8),
+      v(h, volume(qd), dg::DataType::BFLOAT16, 9);
+  dg::memory::Buffer o(h, static_cast<size_t>(volume(qd) * 2));
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  auto t = [&](const char* n) { return g.tensor(dg::TensorAttr().set_name(n).set_dim(qd).set_stride(packed(qd))); };
+  auto Q = t("Q"), K = t("K"), V = t("V");
+  auto [O, S] = g.sdpa(Q, K, V, dg::SdpaAttr().set_is_inference(true).set_causal_mask(true));
+  O->set_output(true);
+  run(name, g, handle, {{Q, q.buf.get()}, {K, k.buf.get()}, {V, v.buf.get()}, {O, o.get()}}, anchor);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -259,10 +328,12 @@ int main(int argc, char** argv) {
   if (!check(handle.status(), "cuda:0")) return 1;
   std::printf("device %s\n%s", handle.impl().info.name.c_str(), dg::describe_vendor_libraries().c_str());
   conv(handle, "conv_tutorial_n32", 32, 128, 56, 256, 0.0986);
+  sdpa(handle, "sdpa_tutorial_b4h16s1024d64_causal", 4, 16, 1024, 64, 0.0413);
   conv(handle, "rn50_3x3_c64_56", 32, 64, 56, 64, 0.0385);
   conv(handle, "rn50_3x3_c256_14", 32, 256, 14, 256, 0.0309);
   conv(handle, "rn50_3x3_n8_c64_32", 8, 64, 32, 64, 0.0174);
   matmul(handle, "matmul_tutorial_chain", 0.0323);
+  sdpa(handle, "sdpa_b4h16s4096d128_causal", 4, 16, 4096, 128, 0.4841);
   std::printf("done in %.1f s\n", elapsed());
   return 0;
 }

@@ -5,7 +5,7 @@
 #
 #   bash bench/gpu/vendor_run.sh OUT_DIR [BIN_DIR] [SECONDS]
 #
-# BIN_DIR holds vendor_tests (tests/engines/test_{cudnn,cublaslt}.cpp with gtest_main) and
+# BIN_DIR holds vendor_tests (tests/engines/test_{cudnn,cudnn_sdpa,cublaslt}.cpp with gtest_main) and
 # dnngraph_vendor_bench, built elsewhere for x86-64 with -static-libstdc++. When they do not run
 # here (another glibc), both are built here, the dependencies coming from DNNGRAPH_DEPS (a folder
 # made by bench/gpu/carry_deps.sh), as bench/gpu.sh does.
@@ -39,7 +39,8 @@ build_here() {
     cmake --build "$build" --target dnngraph -j "$jobs" >"$out/build.log" 2>&1 || { tail -30 "$out/configure.log" "$out/build.log"; return 1; }
   wait
   local flags=(-std=c++20 -O2 -I"$root/include" -I"$root/src" -I"$root/tests" -I"$prefix/include")
-  c++ "${flags[@]}" "$root/tests/engines/test_cudnn.cpp" "$root/tests/engines/test_cublaslt.cpp" "$build/libdnngraph.a" \
+  c++ "${flags[@]}" "$root/tests/engines/test_cudnn.cpp" "$root/tests/engines/test_cudnn_sdpa.cpp" \
+    "$root/tests/engines/test_cublaslt.cpp" "$build/libdnngraph.a" \
     "$prefix/lib/libgtest_main.a" "$prefix/lib/libgtest.a" "$prefix/lib/libxxhash.a" -ldl -pthread -o "$build/vendor_tests" &
   c++ "${flags[@]}" "$root/bench/gpu/vendor_bench.cpp" "$build/libdnngraph.a" "$prefix/lib/libxxhash.a" -ldl -pthread \
     -o "$build/dnngraph_vendor_bench" &
@@ -68,14 +69,15 @@ fi
 left=$((budget - SECONDS))
 echo "==== GPU tests, ${left}s left ($SECONDS s)"
 DNNGRAPH_REQUIRE_GPU=1 timeout $((left * 45 / 100)) "$bin/vendor_tests" \
-  --gtest_filter='VendorLibrary*:CudnnGpu*:CublasLtGpu*' >"$out/tests.log" 2>&1
+  --gtest_filter='VendorLibrary*:CudnnGpu*:CudnnSdpa*:CublasLtGpu*' >"$out/tests.log" 2>&1
 echo "tests exit code $?"
 grep -E "^\[ +(OK|FAILED|SKIPPED) +\]" "$out/tests.log" | sed 's/ (.*//' | sort | uniq -c
 grep -B1 -A8 "Failure$" "$out/tests.log" | cut -c1-400 | head -70
 
 left=$((budget - SECONDS))
 echo "==== benchmark, ${left}s left ($SECONDS s)"
-timeout $((left - 5)) "$bin/dnngraph_vendor_bench" --budget $((left - 25)) >"$out/bench.log" 2>&1
+# DNNGRAPH_VENDOR_BENCH_ARGS: more arguments for the benchmark (e.g. --vendor 10 --only sdpa).
+timeout $((left - 5)) "$bin/dnngraph_vendor_bench" --budget $((left - 25)) ${DNNGRAPH_VENDOR_BENCH_ARGS:-} >"$out/bench.log" 2>&1
 echo "bench exit code $?"
 grep -v "^PLAN" "$out/bench.log" | cut -c1-600
 for w in $(grep "^PLAN" "$out/bench.log" | awk '{print $2}' | sort -u); do

@@ -60,7 +60,9 @@ enum class Desc : int { DG_CUDNN_DESCS(DG_CUDNN_ENUMERATOR) };
   X(VARIANT_PACK_DATA_POINTERS, 1001) X(VARIANT_PACK_WORKSPACE, 1003) X(ENGINE_OPERATION_GRAPH, 1300) \
   X(ENGINE_GLOBAL_INDEX, 1301) X(ENGINE_NUMERICAL_NOTE, 1303) X(ENGINE_BEHAVIOR_NOTE, 1305) \
   X(MATMUL_COMP_TYPE, 1500) X(OPERATION_MATMUL_ADESC, 1520) X(OPERATION_MATMUL_BDESC, 1521) \
-  X(OPERATION_MATMUL_CDESC, 1522) X(OPERATION_MATMUL_DESC, 1523) X(REDUCTION_OPERATOR, 1600) \
+  X(OPERATION_MATMUL_CDESC, 1522) X(OPERATION_MATMUL_DESC, 1523) \
+  X(OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, 1525) X(OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, 1526) \
+  X(OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, 1527) X(REDUCTION_OPERATOR, 1600) \
   X(REDUCTION_COMP_TYPE, 1601) X(OPERATION_REDUCTION_XDESC, 1610) X(OPERATION_REDUCTION_YDESC, 1611) \
   X(OPERATION_REDUCTION_DESC, 1612) X(KERNEL_CACHE_OPERATION_GRAPH, 2400)
 enum class Attr : int { DG_CUDNN_ATTRS(DG_CUDNN_ENUMERATOR) };
@@ -114,7 +116,7 @@ enum class NumericalNote : int { DG_CUDNN_NUMERICAL_NOTES(DG_CUDNN_ENUMERATOR) }
 // cudnnBackendBehaviorNote_t (those dnngraph reads)
 #define DG_CUDNN_BEHAVIOR_NOTES(X) \
   X(RUNTIME_COMPILATION, 0) X(REQUIRES_FILTER_INT8x32_REORDER, 1) X(REQUIRES_BIAS_INT8x32_REORDER, 2) \
-  X(TYPE_COUNT, 5)
+  X(SUPPORTS_CUDA_GRAPH_NATIVE_API, 3) X(TYPE_COUNT, 5)
 enum class BehaviorNote : int { DG_CUDNN_BEHAVIOR_NOTES(DG_CUDNN_ENUMERATOR) };
 
 // cudnnBackendKnobType_t. Knob names in plan labels are these, lower-cased: knob_type_name().
@@ -146,6 +148,9 @@ struct CudnnApi {
   cudnnStatus_t (*cudnnBackendSetAttribute)(BackendDescriptor, int, int, int64_t, const void*);
   cudnnStatus_t (*cudnnBackendGetAttribute)(BackendDescriptor, int, int, int64_t, int64_t*, void*);
   cudnnStatus_t (*cudnnBackendExecute)(cudnnHandle_t, BackendDescriptor, BackendDescriptor);
+  // cuDNN 9.5+: (handle, plan, variant pack, cudaGraph_t); null when the library lacks them.
+  cudnnStatus_t (*cudnnBackendPopulateCudaGraph)(cudnnHandle_t, BackendDescriptor, BackendDescriptor, void*);
+  cudnnStatus_t (*cudnnBackendUpdateCudaGraph)(cudnnHandle_t, BackendDescriptor, BackendDescriptor, void*);
 };
 
 // "CUDNN_STATUS_NOT_SUPPORTED_SHAPE (cuDNN's last error message)": both of cuDNN's own words.

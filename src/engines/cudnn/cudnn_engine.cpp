@@ -7,6 +7,7 @@
 #include "core/hash.hpp"
 #include "core/log.hpp"
 #include "engines/cudnn/handles.hpp"
+#include "engines/cudnn/native_graph.hpp"
 #include "runtime/cuda/context.hpp"
 
 namespace dnngraph::cudnn {
@@ -100,17 +101,31 @@ std::shared_ptr<const Survey> survey(const Partition& p, const Target& t) {
 
 Status bad_exec(const std::string& why) { return {ErrorCode::GRAPH_EXECUTION_FAILED, "cudnn: " + why}; }
 
+// DNNGRAPH_CUDNN_NATIVE_GRAPH=0 keeps plans on cudnnBackendExecute (read when a plan is made).
+bool native_graph_wanted() {
+  const char* v = std::getenv("DNNGRAPH_CUDNN_NATIVE_GRAPH");
+  return !v || std::strcmp(v, "0") != 0;
+}
+
 class CudnnPlan final : public Plan {
  public:
+  // `native_graph`: replay through cuDNN's native CUDA-graph API (the engine config has the
+  // behavior note, or, for a reloaded plan whose notes are unknown, it is tried once).
   CudnnPlan(const Partition& p, SharedHandle* sh, cuda::CUcontext ctx, PlanDescriptors pd,
-            std::shared_ptr<const OpGraph> graph, PackLayout pack)
+            std::shared_ptr<const OpGraph> graph, PackLayout pack, bool native_graph)
       : sh_(sh), ctx_(ctx), pd_(std::move(pd)), graph_(std::move(graph)), pack_(std::move(pack)) {
-    for (int id : pack_.ids) {
-      names_.push_back(p.tensor(id).name);
-      sizes_.push_back(static_cast<size_t>(size_of(p.tensor(id).dtype)));
-    }
     scalars_.assign(pack_.ids.size(), 0);
     ptrs_.assign(pack_.ids.size(), nullptr);
+    for (size_t i = 0; i < pack_.ids.size(); ++i) {
+      const int id = pack_.ids[i];
+      names_.push_back(id >= 0 ? p.tensor(id).name : "constant uid " + std::to_string(pack_.uids[i]));
+      sizes_.push_back(id >= 0 ? static_cast<size_t>(size_of(p.tensor(id).dtype)) : sizeof(uint64_t));
+      if (id < 0) {  // a constant of the lowering (SDPA's scale, -inf): its value lives here
+        scalars_[i] = pack_.constants[i];
+        ptrs_[i] = &scalars_[i];
+      }
+    }
+    use_native_graph_ = native_graph && NativeGraph::available(*api()) && native_graph_wanted();
   }
 
   int64_t workspace_size() const override { return pd_.workspace; }
@@ -125,12 +140,40 @@ class CudnnPlan final : public Plan {
     if (auto s = cuda::make_current(h); !s.ok()) return s;
     const CudnnApi& a = *api();
     std::lock_guard<std::mutex> lock(sh_->mutex);
+    if (auto s = update_variant_pack(a, args); !s.ok()) return s;
+    const auto stream = cuda::stream_of(h);
+    if (cudnnStatus_t s = a.cudnnSetStream(sh_->handle, stream); s != STATUS_SUCCESS)
+      return cudnn_error(a, s, "cudnnSetStream", ErrorCode::GRAPH_EXECUTION_FAILED);
+    // While the stream is captured (populate_cuda_graph of a whole dnngraph graph), the capture
+    // records cudnnBackendExecute's launches; otherwise the instantiated graph is launched.
+    if (use_native_graph_ && !stream_is_capturing(stream)) {
+      if (graph_stale_ || !native_.ready()) {
+        graph_stale_ = false;
+        if (auto s = native_.prepare(a, sh_->handle, pd_.plan->get(), vp_->get()); !s.ok()) {
+          DG_LOG(INFO) << "cudnn: no native CUDA graph for this plan, using cudnnBackendExecute: " << s.message();
+          use_native_graph_ = false;
+        }
+      }
+      if (use_native_graph_) return native_.launch(stream);
+    }
+    if (cudnnStatus_t s = a.cudnnBackendExecute(sh_->handle, pd_.plan->get(), vp_->get()); s != STATUS_SUCCESS)
+      return cudnn_error(a, s, "cudnnBackendExecute", ErrorCode::GRAPH_EXECUTION_FAILED);
+    return {};
+  }
+
+  // Checks the pointers and remakes the variant pack when a pointer, the workspace or a host
+  // scalar's value changed (the native graph holds values, so it is then updated too).
+  Status update_variant_pack(const CudnnApi& a, const ExecArgs& args) const {
     bool changed = !vp_ || args.workspace != vp_workspace_;
     for (size_t i = 0; i < pack_.ids.size(); ++i) {
+      if (pack_.ids[i] < 0) continue;  // a constant: set once
       void* p = args.ptrs[static_cast<size_t>(pack_.ids[i])];
       if (!p) return {ErrorCode::INVALID_VARIANT_PACK, "cudnn: tensor '" + names_[i] + "' has a null pointer"};
       if (pack_.by_value[i]) {  // a host scalar: copied to storage whose address stays the same
-        std::memcpy(&scalars_[i], p, sizes_[i]);
+        uint64_t v = 0;
+        std::memcpy(&v, p, sizes_[i]);
+        changed |= v != scalars_[i];
+        scalars_[i] = v;
         p = &scalars_[i];
       } else if (reinterpret_cast<uintptr_t>(p) % kAlignment != 0) {
         return {ErrorCode::INVALID_VARIANT_PACK, "cudnn: tensor '" + names_[i] + "' is not " +
@@ -140,21 +183,17 @@ class CudnnPlan final : public Plan {
       changed |= ptrs_[i] != p;
       ptrs_[i] = p;
     }
-    if (changed) {
-      vp_ = std::make_unique<Descriptor>(a, Desc::VARIANT_PACK);
-      vp_->set_i64s(Attr::VARIANT_PACK_UNIQUE_IDS, pack_.uids)
-          .set(Attr::VARIANT_PACK_DATA_POINTERS, AttrType::VOID_PTR, static_cast<int64_t>(ptrs_.size()), ptrs_.data())
-          .set(Attr::VARIANT_PACK_WORKSPACE, AttrType::VOID_PTR, 1, &args.workspace);
-      vp_workspace_ = args.workspace;
-      if (auto s = vp_->finalize(); !s.ok()) {
-        vp_.reset();
-        return {ErrorCode::INVALID_VARIANT_PACK, s.message()};
-      }
+    if (!changed) return {};
+    vp_ = std::make_unique<Descriptor>(a, Desc::VARIANT_PACK);
+    vp_->set_i64s(Attr::VARIANT_PACK_UNIQUE_IDS, pack_.uids)
+        .set(Attr::VARIANT_PACK_DATA_POINTERS, AttrType::VOID_PTR, static_cast<int64_t>(ptrs_.size()), ptrs_.data())
+        .set(Attr::VARIANT_PACK_WORKSPACE, AttrType::VOID_PTR, 1, &args.workspace);
+    vp_workspace_ = args.workspace;
+    graph_stale_ = true;
+    if (auto s = vp_->finalize(); !s.ok()) {
+      vp_.reset();
+      return {ErrorCode::INVALID_VARIANT_PACK, s.message()};
     }
-    if (cudnnStatus_t s = a.cudnnSetStream(sh_->handle, h.stream); s != STATUS_SUCCESS)
-      return cudnn_error(a, s, "cudnnSetStream", ErrorCode::GRAPH_EXECUTION_FAILED);
-    if (cudnnStatus_t s = a.cudnnBackendExecute(sh_->handle, pd_.plan->get(), vp_->get()); s != STATUS_SUCCESS)
-      return cudnn_error(a, s, "cudnnBackendExecute", ErrorCode::GRAPH_EXECUTION_FAILED);
     return {};
   }
 
@@ -179,11 +218,15 @@ class CudnnPlan final : public Plan {
   PackLayout pack_;
   std::vector<std::string> names_;
   std::vector<size_t> sizes_;
-  // The last variant pack, reused while the pointers stay the same; guarded by sh_->mutex.
+  // The last variant pack, reused while the pointers stay the same, and the native CUDA graph
+  // made from it; guarded by sh_->mutex.
   mutable std::vector<uint64_t> scalars_;
   mutable std::vector<void*> ptrs_;
   mutable void* vp_workspace_ = nullptr;
   mutable std::unique_ptr<Descriptor> vp_;
+  mutable bool use_native_graph_ = false;
+  mutable bool graph_stale_ = true;
+  mutable NativeGraph native_;
 };
 
 class CudnnEngine final : public Engine {
@@ -237,8 +280,12 @@ class CudnnEngine final : public Engine {
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, "cudnn[" + knobs_to_string(k) + "]: " + s.message()};
     DG_LOG(DEBUG) << "cudnn: built engine " << c.engine << (c.runtime_compiled ? " (runtime compiled)" : "")
                   << ", workspace " << pd.workspace;
+    // The knobs name the config; its notes are those cuDNN's heuristics reported for it.
+    bool native_graph = false;
+    for (const EngineConfig& o : sv->configs)
+      if (o.engine == c.engine && o.knobs == c.knobs) native_graph = o.cuda_graph_native;
     plan = std::make_unique<CudnnPlan>(p, sh, t.handle->cuda->context, std::move(pd), sv->graph,
-                                       sv->graph->lowered.pack);
+                                       sv->graph->lowered.pack, native_graph);
     return {};
   }
 
@@ -258,7 +305,9 @@ class CudnnEngine final : public Engine {
     PlanDescriptors pd;
     if (auto s = plan_from_json(*api(), sh->handle, json, pd); !s.ok())
       return {ErrorCode::SERIALIZATION_FAILED, "cudnn: cuDNN could not reload its plan: " + s.message()};
-    plan = std::make_unique<CudnnPlan>(p, sh, t.handle->cuda->context, std::move(pd), nullptr, pack_layout(tensors));
+    // A reloaded plan's engine notes are unknown: the native CUDA graph is tried, execute is the fallback.
+    plan = std::make_unique<CudnnPlan>(p, sh, t.handle->cuda->context, std::move(pd), nullptr, pack_layout(tensors),
+                                       true);
     return {};
   }
 };

@@ -103,6 +103,8 @@ bool resolve_api(SymbolLookup lookup, void* context, CudnnApi& a, std::string& m
     }
   }
   *reinterpret_cast<void**>(&a.cudnnGetLastErrorString) = lookup(context, "cudnnGetLastErrorString");
+  *reinterpret_cast<void**>(&a.cudnnBackendPopulateCudaGraph) = lookup(context, "cudnnBackendPopulateCudaGraph");
+  *reinterpret_cast<void**>(&a.cudnnBackendUpdateCudaGraph) = lookup(context, "cudnnBackendUpdateCudaGraph");
   return true;
 }
 

@@ -1,5 +1,7 @@
 #include "engines/cudnn/lower.hpp"
 
+#include "engines/cudnn/sdpa_lower.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -294,10 +296,11 @@ std::string lowering_gap(const Partition& p) {
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const ir::Node& n = p.node(i);
     const bool lowered = is_conv(n.attr) || std::holds_alternative<MatmulAttr>(n.attr) ||
-                         std::holds_alternative<PointwiseAttr>(n.attr) || std::holds_alternative<ReductionAttr>(n.attr);
+                         std::holds_alternative<PointwiseAttr>(n.attr) ||
+                         std::holds_alternative<ReductionAttr>(n.attr) || std::holds_alternative<SdpaAttr>(n.attr);
     if (!lowered)
-      return node_text(n) + ": dnngraph's cudnn engine lowers conv_fprop/dgrad/wgrad, matmul, pointwise and "
-                            "reduction nodes only";
+      return node_text(n) + ": dnngraph's cudnn engine lowers conv_fprop/dgrad/wgrad, matmul, pointwise, "
+                            "reduction and sdpa nodes only";
     for (const auto* list : {&n.inputs, &n.outputs})
       for (int id : *list) {
         Dtype d;
@@ -315,6 +318,7 @@ std::string lowering_gap(const Partition& p) {
 
 std::string unsupported_reason(const Partition& p) {
   if (auto gap = lowering_gap(p); !gap.empty()) return gap;
+  if (const ir::Node* n = sdpa_node(p)) return sdpa_unsupported_reason(p, *n);
   // What the engine offers is what was checked against ref on an H200 (cuDNN 9.14): conv_fprop
   // and matmul anchors with pointwise epilogues. Lowered but not offered, with why:
   //  - partitions without an anchor: in a split FLOAT matmul chain, cuDNN's plans for the lone
@@ -368,6 +372,7 @@ Status plan_tensors(const Partition& p, std::vector<TensorPlan>& out) {
     for (int id : n.outputs)
       if (auto s = add(id); !s.ok()) return s;
   }
+  if (const ir::Node* n = sdpa_node(p)) sdpa_tensor_plans(p, *n, out);
   return {};
 }
 
@@ -378,6 +383,7 @@ PackLayout pack_layout(const std::vector<TensorPlan>& tensors) {
     pl.ids.push_back(t.id);
     pl.uids.push_back(t.uid);
     pl.by_value.push_back(t.by_value);
+    pl.constants.push_back(t.value);
   }
   return pl;
 }
@@ -387,6 +393,7 @@ Status lower_partition(const CudnnApi& api, const Partition& p, Lowered& out) {
   if (auto s = plan_tensors(p, out.tensors); !s.ok()) return s;
   out.pack = pack_layout(out.tensors);
   std::map<int, BackendDescriptor> by_id;
+  std::map<int64_t, BackendDescriptor> by_uid;
   for (const auto& t : out.tensors) {
     out.descriptors.push_back(std::make_shared<Descriptor>(api, Desc::TENSOR));
     Descriptor& d = *out.descriptors.back();
@@ -398,9 +405,11 @@ Status lower_partition(const CudnnApi& api, const Partition& p, Lowered& out) {
         .set_bool(Attr::TENSOR_IS_VIRTUAL, t.is_virtual);
     if (t.by_value) d.set_bool(Attr::TENSOR_IS_BY_VALUE, true);
     if (auto s = d.finalize(); !s.ok())
-      return {s.code(), s.message() + " (tensor '" + p.tensor(t.id).name + "')"};
-    by_id[t.id] = d.get();
+      return {s.code(), s.message() + " (tensor '" + (t.id >= 0 ? p.tensor(t.id).name : "constant") + "')"};
+    if (t.id >= 0) by_id[t.id] = d.get();
+    by_uid[t.uid] = d.get();
   }
+  if (const ir::Node* n = sdpa_node(p)) return lower_sdpa(api, p, *n, by_uid, out);
   const Lift L = plan_lift(p);
   OpLowering ops(api, p, L, out, by_id);
   for (size_t i = 0; i < p.nodes.size(); ++i)

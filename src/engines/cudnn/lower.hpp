@@ -24,6 +24,7 @@ struct TensorPlan {
   Dtype dtype = Dtype::FLOAT;
   bool is_virtual = false;
   bool by_value = false;
+  uint64_t value = 0;  // a constant of the lowering (id < 0, by value): its bits
 };
 
 // The variant pack's shape: which IR tensors get pointers, under which uids.
@@ -31,6 +32,7 @@ struct PackLayout {
   std::vector<int> ids;        // IR tensor ids (partition inputs and outputs)
   std::vector<int64_t> uids;   // parallel to ids
   std::vector<bool> by_value;  // host scalars: no alignment rule
+  std::vector<uint64_t> constants;  // parallel to ids: a lowering constant's bits where the id is < 0
 };
 
 // The partition's tensors and operations as finalized descriptors.

@@ -63,6 +63,7 @@ Status read_config(const CudnnApi& api, const Descriptor& cfg, EngineConfig& c) 
   for (int note : get_notes(api, *engine[0], Attr::ENGINE_BEHAVIOR_NOTE, AttrType::BEHAVIOR_NOTE,
                             static_cast<int>(BehaviorNote::TYPE_COUNT))) {
     c.runtime_compiled |= note == static_cast<int>(BehaviorNote::RUNTIME_COMPILATION);
+    c.cuda_graph_native |= note == static_cast<int>(BehaviorNote::SUPPORTS_CUDA_GRAPH_NATIVE_API);
     c.needs_reorder |= note == static_cast<int>(BehaviorNote::REQUIRES_FILTER_INT8x32_REORDER) ||
                        note == static_cast<int>(BehaviorNote::REQUIRES_BIAS_INT8x32_REORDER);
   }

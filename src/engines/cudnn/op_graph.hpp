@@ -29,6 +29,7 @@ struct EngineConfig {
   bool tensor_core = false;                     // CUDNN_NUMERICAL_NOTE_TENSOR_CORE (TF32 for FLOAT inputs)
   bool down_convert = false;                    // CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
   bool needs_reorder = false;                   // INT8x32 filter/bias reordering, which dnngraph does not do
+  bool cuda_graph_native = false;               // CUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API (cuDNN 9.5+)
 };
 
 // Knob names in dnngraph's candidate lists: the engine index, then "k_" + cuDNN's knob name.

@@ -1,0 +1,394 @@
+// The cudnn engine's attention lowering and its native CUDA-graph replay. Without a GPU: the
+// tensor plans of an sdpa partition (K read as K^T, the by-value constants), the reasons for what
+// is not offered, and the descriptors finalized by the real library where it is installed. With a
+// GPU: every cuDNN plan of sdpa graphs (causal, scale, padding, stats) against ref, and plans
+// replayed through cuDNN's native CUDA graph while the variant pack's pointers change between calls.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "engines/cudnn/cudnn_engine.hpp"
+#include "engines/cudnn/op_graph.hpp"
+#include "engines/cudnn/sdpa_lower.hpp"
+#include "engines/test_cuda_util.hpp"
+#include "fusion/partition.hpp"
+
+namespace dnngraph::cudnn {
+namespace {
+
+namespace ct = dnngraph::cuda::testing;
+namespace dg = dnngraph;
+using T = DataType;
+
+struct SdpaCase {
+  int64_t b = 1, h = 2, hk = 2, sq = 64, skv = 64, d = 64, dv = 64;
+  T type = T::BFLOAT16;
+  bool causal = false, bottom_right = false, stats = false;
+  std::optional<double> scale;
+  std::vector<int32_t> seq_q, seq_kv;  // the padding mask, when given
+};
+
+ct::Builder sdpa_graph(const SdpaCase& c) {
+  return [=](dg::Graph& g) {
+    g.set_io_data_type(c.type).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+    auto q = ct::input(g, "Q", {c.b, c.h, c.sq, c.d}, c.type);
+    auto k = ct::input(g, "K", {c.b, c.hk, c.skv, c.d}, c.type);
+    auto v = ct::input(g, "V", {c.b, c.hk, c.skv, c.dv}, c.type);
+    dg::SdpaAttr a;
+    a.set_name("attn").set_is_inference(!c.stats);
+    if (c.scale) a.set_attn_scale(*c.scale);
+    if (c.causal && c.bottom_right) a.set_causal_mask_bottom_right(true);
+    else if (c.causal) a.set_causal_mask(true);
+    if (!c.seq_q.empty()) {
+      a.set_padding_mask(true)
+          .set_seq_len_q(ct::input(g, "SEQ_Q", {c.b, 1, 1, 1}, T::INT32))
+          .set_seq_len_kv(ct::input(g, "SEQ_KV", {c.b, 1, 1, 1}, T::INT32));
+    }
+    auto [o, stats] = g.sdpa(q, k, v, a);
+    o->set_output(true).set_data_type(c.type);
+    if (c.stats) stats->set_output(true);
+  };
+}
+
+std::vector<Partition> partitions_of(const ct::Builder& build, dg::Graph& g) {
+  build(g);
+  dg::Handle cpu(dg::Device::cpu());
+  EXPECT_TRUE(g.validate().ok());
+  EXPECT_TRUE(g.build_operation_graph(cpu).ok());
+  std::vector<Partition> parts;
+  EXPECT_TRUE(partition_graph(*g.impl().ir, parts).ok());
+  return parts;
+}
+
+std::string sdpa_reason(const SdpaCase& c) {
+  dg::Graph g;
+  auto parts = partitions_of(sdpa_graph(c), g);
+  if (parts.size() != 1) return "partitions: " + std::to_string(parts.size());
+  return unsupported_reason(parts[0]);
+}
+
+// ---------------------------------------------------------------- without a GPU
+
+TEST(CudnnSdpa, KIsReadTransposedAndTheConstantsAreByValue) {
+  SdpaCase c;
+  c.b = 2, c.h = 4, c.hk = 2, c.sq = 16, c.skv = 24, c.d = 32, c.dv = 40, c.causal = true, c.scale = 0.3;
+  c.seq_q = {16, 5}, c.seq_kv = {24, 9};
+  dg::Graph g;
+  auto parts = partitions_of(sdpa_graph(c), g);
+  ASSERT_EQ(parts.size(), 1u);
+  std::vector<TensorPlan> plans;
+  ASSERT_TRUE(plan_tensors(parts[0], plans).ok());
+  const TensorPlan* k = nullptr;
+  std::map<int64_t, const TensorPlan*> constants;
+  for (const auto& t : plans) {
+    if (t.id >= 0 && parts[0].tensor(t.id).name == "K") k = &t;
+    if (t.id < 0) constants[t.uid] = &t;
+  }
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->dims, (std::vector<int64_t>{2, 2, 32, 24}));         // K^T [b, hk, d, skv]
+  EXPECT_EQ(k->strides, (std::vector<int64_t>{2 * 24 * 32, 24 * 32, 1, 32}));  // the same bytes
+  ASSERT_EQ(constants.size(), 2u);
+  float scale = 0, neg = 0;
+  std::memcpy(&scale, &constants.at(kSdpaScaleUid)->value, 4);
+  std::memcpy(&neg, &constants.at(kSdpaNegInfUid)->value, 4);
+  EXPECT_FLOAT_EQ(scale, 0.3f);
+  EXPECT_TRUE(neg < -1e38f) << neg;
+  EXPECT_TRUE(constants.at(kSdpaScaleUid)->by_value);
+  const PackLayout pack = pack_layout(plans);
+  // Q, K, V, SEQ_Q, SEQ_KV, O and the two constants (STATS is virtual in inference).
+  EXPECT_EQ(pack.ids.size(), 8u);
+}
+
+TEST(CudnnSdpa, TheScaleDefaultsToOneOverSqrtDAndNoMaskNeedsNoInfinity) {
+  SdpaCase c;
+  c.d = 64, c.dv = 64;
+  dg::Graph g;
+  auto parts = partitions_of(sdpa_graph(c), g);
+  ASSERT_EQ(parts.size(), 1u);
+  std::vector<TensorPlan> plans;
+  ASSERT_TRUE(plan_tensors(parts[0], plans).ok());
+  int constants = 0;
+  for (const auto& t : plans) {
+    if (t.id >= 0) continue;
+    ++constants;
+    float v = 0;
+    std::memcpy(&v, &t.value, 4);
+    EXPECT_EQ(t.uid, kSdpaScaleUid);
+    EXPECT_FLOAT_EQ(v, 0.125f);
+  }
+  EXPECT_EQ(constants, 1);
+}
+
+TEST(CudnnSdpa, WhatIsNotOfferedHasAReason) {
+  SdpaCase c;
+  EXPECT_EQ(sdpa_reason(c), "");
+  c.causal = true;
+  EXPECT_EQ(sdpa_reason(c), "");
+  c.type = T::FLOAT;
+  EXPECT_NE(sdpa_reason(c).find("node 'attn' (sdpa): data type FLOAT"), std::string::npos) << sdpa_reason(c);
+  c.type = T::HALF;
+  c.bottom_right = true;
+  EXPECT_NE(sdpa_reason(c).find("bottom-right causal mask"), std::string::npos) << sdpa_reason(c);
+}
+
+TEST(CudnnSdpa, TheRealLibraryFinalizesTheAttentionGraphsOperations) {
+  if (!api()) GTEST_SKIP() << error();
+  for (bool padded : {false, true})
+    for (bool stats : {false, true}) {
+      SdpaCase c;
+      c.causal = true, c.stats = stats;
+      if (padded) c.seq_q = {40}, c.seq_kv = {50};
+      dg::Graph g;
+      auto parts = partitions_of(sdpa_graph(c), g);
+      ASSERT_EQ(parts.size(), 1u);
+      Lowered low;
+      const Status s = lower_partition(*api(), parts[0], low);
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      // matmul, scale, [padding: 2 GEN_INDEX, 2 CMP_LT, AND, SELECT], causal: 2 GEN_INDEX, CMP_GE,
+      // SELECT; max, sub, exp, sum, [stats: log, add], div, matmul.
+      EXPECT_EQ(low.ops.size(), 2u + (padded ? 6u : 0u) + 4u + 4u + (stats ? 2u : 0u) + 2u);
+    }
+}
+
+// ---------------------------------------------------------------- on a GPU
+
+// Device (or host, on a CPU handle) buffers for a graph: inputs seeded random, except those named
+// in `fixed`; outputs poisoned with NaN before every run.
+struct Rig {
+  dg::Handle& h;
+  std::vector<memory::Buffer> buffers;
+  dg::UidVariantPack pack;
+  std::vector<std::pair<const ir::Tensor*, void*>> outputs;
+
+  Rig(dg::Handle& handle, const dg::Graph& g, uint32_t seed, const std::map<std::string, std::vector<int32_t>>& fixed)
+      : h(handle) {
+    for (const auto& t : g.impl().ir->tensors) {
+      if (t.is_virtual || t.is_pass_by_value) continue;
+      const bool input = t.producer < 0;
+      auto bytes = input ? ct::random_bytes(t, seed + static_cast<uint32_t>(t.uid)) : ct::poison_bytes(t);
+      if (auto it = fixed.find(t.name); it != fixed.end()) {
+        EXPECT_EQ(it->second.size() * 4, bytes.size()) << t.name;
+        std::memcpy(bytes.data(), it->second.data(), std::min(bytes.size(), it->second.size() * 4));
+      }
+      buffers.emplace_back(h.impl(), bytes.size());
+      EXPECT_TRUE(memory::copy_to_device(h.impl(), buffers.back().get(), bytes.data(), bytes.size()).ok());
+      pack[t.uid] = buffers.back().get();
+      if (!input) outputs.push_back({&t, buffers.back().get()});
+    }
+  }
+  void poison() {
+    for (const auto& [t, p] : outputs) {
+      const auto bytes = ct::poison_bytes(*t);
+      EXPECT_TRUE(memory::copy_to_device(h.impl(), p, bytes.data(), bytes.size()).ok());
+    }
+  }
+  ct::Outputs read() {
+    ct::Outputs out;
+    EXPECT_TRUE(memory::synchronize(h.impl()).ok());
+    for (const auto& [t, p] : outputs) {
+      std::vector<uint8_t> got(static_cast<size_t>(t->span_bytes()));
+      EXPECT_TRUE(memory::copy_to_host(h.impl(), got.data(), p, got.size()).ok());
+      out[t->uid] = std::move(got);
+    }
+    return out;
+  }
+  void expect_matches(const ct::Outputs& want, const std::string& what) {
+    const ct::Outputs got = read();
+    for (const auto& [t, p] : outputs) {
+      std::string bad;
+      const double err = ct::relative_error(*t, got.at(t->uid), want.at(t->uid), bad);
+      EXPECT_LE(err, ct::tolerance(t->dtype)) << what << ", output '" << t->name << "': " << bad;
+    }
+  }
+};
+
+Status plan_with(const ct::Builder& build, dg::Handle& h, dg::Graph& g, const char* engine) {
+  build(g);
+  g.select_engines({engine});
+  for (const Status& s : {g.validate(), g.build_operation_graph(h),
+                          g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::B, dg::HeurMode::FALLBACK}),
+                          g.check_support(h)})
+    if (!s.ok()) return {s.code(), s.message() + "\n" + g.explain()};
+  return {};
+}
+
+ct::Outputs ref_outputs(const ct::Builder& build, uint32_t seed,
+                        const std::map<std::string, std::vector<int32_t>>& fixed = {}) {
+  dg::Handle cpu(dg::Device::cpu());
+  dg::Graph g;
+  const Status planned = plan_with(build, cpu, g, "ref");
+  EXPECT_TRUE(planned.ok()) << planned.to_string();
+  EXPECT_TRUE(g.build_plans(cpu).ok());
+  Rig rig(cpu, g, seed, fixed);
+  int64_t ws = 0;
+  EXPECT_TRUE(g.get_workspace_size(ws).ok());
+  memory::Buffer workspace(cpu.impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  const Status run = g.execute(cpu, rig.pack, workspace.get(), ws);
+  EXPECT_TRUE(run.ok()) << run.to_string();
+  return rig.read();
+}
+
+class CudnnSdpaGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    h_ = ct::cuda_handle(skip_);
+    DG_SKIP_WITHOUT_GPU(h_, skip_);
+    if (!api()) {
+      if (ct::gpu_required()) FAIL() << "DNNGRAPH_REQUIRE_GPU: " << error();
+      GTEST_SKIP() << error();
+    }
+  }
+  std::string skip_;
+  std::unique_ptr<dg::Handle> h_;
+};
+
+constexpr uint32_t kSeed = 7919u;
+
+// Every cuDNN plan of the sdpa graph against ref. A graph cuDNN declines must say so with cuDNN's words.
+void expect_sdpa_plans_match_ref(const SdpaCase& c, dg::Handle& h, const std::string& what) {
+  std::map<std::string, std::vector<int32_t>> fixed;
+  if (!c.seq_q.empty()) fixed = {{"SEQ_Q", c.seq_q}, {"SEQ_KV", c.seq_kv}};
+  const auto build = sdpa_graph(c);
+  const ct::Outputs want = ref_outputs(build, kSeed, fixed);
+  dg::Graph g;
+  const Status planned = plan_with(build, h, g, "cudnn");
+  ASSERT_TRUE(planned.ok()) << what << ": " << planned.to_string();
+  Rig rig(h, g, kSeed, fixed);
+  int64_t built = 0;
+  for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+    std::string name;
+    ASSERT_TRUE(g.get_plan_name_at_index(i, name).ok());
+    if (Status s = g.build_plan_at_index(h, i); !s.ok()) {
+      EXPECT_NE(s.message().find("CUDNN_STATUS_"), std::string::npos) << s.to_string();
+      continue;
+    }
+    ++built;
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
+    memory::Buffer workspace(h.impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    for (int rep = 0; rep < 2; ++rep) {  // the second run replays the native CUDA graph where there is one
+      rig.poison();
+      const Status run = g.execute_plan_at_index(h, rig.pack, workspace.get(), i, ws);
+      ASSERT_TRUE(run.ok()) << what << ", " << name << ": " << run.to_string();
+      rig.expect_matches(want, what + ", " + name + ", run " + std::to_string(rep));
+    }
+    std::printf("[ INFO ] %s: %s matches ref\n", what.c_str(), name.c_str());
+  }
+  EXPECT_GT(built, 0) << what;
+}
+
+TEST_F(CudnnSdpaGpu, CausalBf16MatchesRef) {
+  SdpaCase c;
+  c.b = 2, c.h = 4, c.hk = 4, c.sq = 128, c.skv = 128, c.d = 64, c.dv = 64, c.causal = true;
+  expect_sdpa_plans_match_ref(c, *h_, "bf16 causal 2x4x128x128 d64");
+}
+
+TEST_F(CudnnSdpaGpu, ScaledFp16WithStatsMatchesRef) {
+  SdpaCase c;
+  c.b = 1, c.h = 2, c.hk = 2, c.sq = 64, c.skv = 96, c.d = 128, c.dv = 128, c.type = T::HALF, c.scale = 0.2;
+  c.stats = true;
+  expect_sdpa_plans_match_ref(c, *h_, "fp16 scale 0.2 stats 1x2x64x96 d128");
+}
+
+TEST_F(CudnnSdpaGpu, GroupedQueryCausalWithPaddingMatchesRef) {
+  SdpaCase c;
+  c.b = 2, c.h = 4, c.hk = 2, c.sq = 64, c.skv = 64, c.d = 64, c.dv = 64, c.causal = true;
+  c.seq_q = {64, 37}, c.seq_kv = {64, 23};
+  expect_sdpa_plans_match_ref(c, *h_, "bf16 GQA causal padded 2x4(2)x64x64");
+}
+
+TEST_F(CudnnSdpaGpu, PaddingOnlyMatchesRef) {
+  SdpaCase c;
+  c.b = 3, c.h = 2, c.hk = 2, c.sq = 48, c.skv = 80, c.d = 64, c.dv = 64, c.type = T::HALF;
+  c.seq_q = {48, 10, 33}, c.seq_kv = {80, 1, 57};
+  expect_sdpa_plans_match_ref(c, *h_, "fp16 padded 3x2x48x80");
+}
+
+// Y = relu(conv(X, W) + B), NHWC bf16: cuDNN's sm90 engines with the native CUDA-graph note.
+ct::Builder conv_bias_relu_nhwc() {
+  return [](dg::Graph& g) {
+    g.set_io_data_type(T::BFLOAT16).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+    auto nhwc = [&](const char* name, std::vector<int64_t> d) {
+      return ct::input(g, name, d, T::BFLOAT16, {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]});
+    };
+    auto y = g.conv_fprop(nhwc("X", {4, 32, 14, 14}), nhwc("W", {64, 32, 3, 3}),
+                          dg::ConvFpropAttr().set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1}));
+    auto r = g.relu(g.bias(y, nhwc("B", {1, 64, 1, 1})));
+    r->set_output(true).set_data_type(T::BFLOAT16);
+  };
+}
+
+// Two pointer sets with different data, alternated call by call (and with two workspaces): a
+// native graph that kept stale pointers would read the other inputs or leave NaN in the outputs.
+TEST_F(CudnnSdpaGpu, NativeGraphFollowsThePointersFromCallToCall) {
+  const auto build = conv_bias_relu_nhwc();
+  const ct::Outputs want_a = ref_outputs(build, kSeed), want_b = ref_outputs(build, 104729u);
+  dg::Graph g;
+  const Status planned = plan_with(build, *h_, g, "cudnn");
+  ASSERT_TRUE(planned.ok()) << planned.to_string();
+  Rig a(*h_, g, kSeed, {}), b(*h_, g, 104729u, {});
+  const int64_t n = std::min<int64_t>(g.get_execution_plan_count(), 6);
+  for (int64_t i = 0; i < n; ++i) {
+    std::string name;
+    ASSERT_TRUE(g.get_plan_name_at_index(i, name).ok());
+    if (!g.build_plan_at_index(*h_, i).ok()) continue;
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
+    memory::Buffer w1(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    memory::Buffer w2(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    for (int call = 0; call < 6; ++call) {
+      Rig& r = call % 3 == 1 ? b : a;  // a, b, a, a, b, a: updates and repeats
+      r.poison();
+      const Status run = g.execute_plan_at_index(*h_, r.pack, (call < 3 ? w1 : w2).get(), i, ws);
+      ASSERT_TRUE(run.ok()) << name << ": " << run.to_string();
+      r.expect_matches(&r == &a ? want_a : want_b, name + ", call " + std::to_string(call));
+    }
+  }
+}
+
+// A whole dnngraph graph captured on the handle's stream while its cuDNN plan already holds a
+// native graph: the plan runs cudnnBackendExecute inside the capture; the replay is right, and so
+// is a plain execute afterwards.
+TEST_F(CudnnSdpaGpu, StreamCaptureAfterNativeReplays) {
+  const auto build = conv_bias_relu_nhwc();
+  const ct::Outputs want = ref_outputs(build, kSeed);
+  void* stream = nullptr;
+  ASSERT_TRUE(cuda::create_stream(h_->impl(), &stream).ok());
+  ASSERT_TRUE(h_->set_stream(stream).ok());
+  dg::Graph g;
+  ASSERT_TRUE(plan_with(build, *h_, g, "cudnn").ok());
+  ASSERT_TRUE(g.build_plans(*h_).ok());
+  Rig rig(*h_, g, kSeed, {});
+  int64_t ws = 0;
+  ASSERT_TRUE(g.get_workspace_size(ws).ok());
+  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());  // makes the native graph
+  dg::VariantPack by_tensor;
+  for (const auto& t : g.impl().tensors)
+    if (t && rig.pack.count(t->get_uid())) by_tensor[t] = rig.pack.at(t->get_uid());
+  for (const auto& node : g.impl().nodes)
+    for (const auto& t : node.outputs)
+      if (t && rig.pack.count(t->get_uid())) by_tensor[t] = rig.pack.at(t->get_uid());
+  const cuda::DriverApi& d = *cuda::driver();
+  cuda::CUgraph graph = nullptr;
+  ASSERT_TRUE(cuda::check(d.cuGraphCreate(&graph, 0), "cuGraphCreate").ok());
+  const Status s = g.populate_cuda_graph(*h_, by_tensor, workspace.get(), graph);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  cuda::CUgraphExec exec = nullptr;
+  ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
+  rig.poison();
+  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(h_->impl())), "cuGraphLaunch").ok());
+  rig.expect_matches(want, "captured graph replay");
+  rig.poison();
+  ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());
+  rig.expect_matches(want, "execute after the capture");
+  d.cuGraphExecDestroy(exec);
+  d.cuGraphDestroy(graph);
+  (void)h_->set_stream(nullptr);
+  cuda::destroy_stream(h_->impl(), stream);
+}
+
+}  // namespace
+}  // namespace dnngraph::cudnn
