@@ -406,8 +406,15 @@ double graph_tolerance(const Graph& g) {
   if (!ir) return tol;
   for (const auto& t : ir->tensors)
     if (t.producer >= 0) tol = std::max(tol, tolerance_of(t.dtype));
-  for (const auto& n : ir->nodes) tol = std::max(tol, tolerance_of(n.compute_type));
-  return tol;
+  bool attention = false;
+  for (const auto& n : ir->nodes) {
+    tol = std::max(tol, tolerance_of(n.compute_type));
+    attention |= std::holds_alternative<SdpaAttr>(n.attr);
+  }
+  // Flash attention rounds the softmax probabilities to the input type before the product with V
+  // (PyTorch's flash, cuDNN and efficient backends alike): on the tour's data they reach 3.3e-2 of
+  // this metric in bf16, so attention outputs get 4x the type's tolerance.
+  return attention ? 4 * tol : tol;
 }
 
 double checksum(const HostTensor& t) {
