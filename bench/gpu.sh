@@ -108,7 +108,8 @@ if [[ -z "${DNNGRAPH_SKIP_TESTS:-}" && $python_on == ON ]]; then
   export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
   python3 -m pytest -q -p no:cacheprovider "$root/tests/python" >"$logdir/pytest.log" 2>&1
   py_rc=$?
-  tail -5 "$logdir/pytest.log"
+  grep -E '^(FAILED|ERROR) ' "$logdir/pytest.log" | head -20
+  tail -1 "$logdir/pytest.log"
   : >"$logdir/python-examples.log"
   for script in "$root"/examples/python/[a-z]*.py; do
     name=$(basename "$script")
