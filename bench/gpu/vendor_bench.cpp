@@ -185,6 +185,7 @@ void cudnn_launch_paths(const std::string& name, dg::Graph& g, dg::Handle& handl
   const double changing = alternating_host_us(g, handle, pack, w1.get(), w2.get(), dnn.index);
   auto& pp = g.impl().plans->parts.at(0);
   auto& slot = pp.built.at(pp.index_for(dnn.index));
+  std::printf("PATH %s %s launches by %s\n", name.c_str(), dnn.label.c_str(), dg::cudnn::launch_path(*slot).c_str());
   auto native = std::move(slot);
   setenv("DNNGRAPH_CUDNN_NATIVE_GRAPH", "0", 1);
   const bool rebuilt = check(g.build_plan_at_index(handle, dnn.index), name + " rebuild without the native graph");

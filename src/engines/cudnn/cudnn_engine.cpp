@@ -101,7 +101,8 @@ std::shared_ptr<const Survey> survey(const Partition& p, const Target& t) {
 
 Status bad_exec(const std::string& why) { return {ErrorCode::GRAPH_EXECUTION_FAILED, "cudnn: " + why}; }
 
-// DNNGRAPH_CUDNN_NATIVE_GRAPH=0 keeps plans on cudnnBackendExecute (read when a plan is made).
+// DNNGRAPH_CUDNN_NATIVE_GRAPH=0 keeps plans on cudnnBackendExecute on every call, no CUDA graph
+// (read when a plan is made).
 bool native_graph_wanted() {
   const char* v = std::getenv("DNNGRAPH_CUDNN_NATIVE_GRAPH");
   return !v || std::strcmp(v, "0") != 0;
@@ -109,10 +110,11 @@ bool native_graph_wanted() {
 
 class CudnnPlan final : public Plan {
  public:
-  // `native_graph`: replay through cuDNN's native CUDA-graph API (the engine config has the
-  // behavior note, or, for a reloaded plan whose notes are unknown, it is tried once).
+  // `note`: the engine config carries SUPPORTS_CUDA_GRAPH_NATIVE_API (false when unknown). Plans
+  // replay as a CUDA graph (native_graph.hpp: cuDNN's native API, else a captured execute; the
+  // native API is tried either way, cuDNN refuses what it cannot populate); launch_path() says how.
   CudnnPlan(const Partition& p, SharedHandle* sh, cuda::CUcontext ctx, PlanDescriptors pd,
-            std::shared_ptr<const OpGraph> graph, PackLayout pack, bool native_graph)
+            std::shared_ptr<const OpGraph> graph, PackLayout pack, bool note)
       : sh_(sh), ctx_(ctx), pd_(std::move(pd)), graph_(std::move(graph)), pack_(std::move(pack)) {
     scalars_.assign(pack_.ids.size(), 0);
     ptrs_.assign(pack_.ids.size(), nullptr);
@@ -125,7 +127,14 @@ class CudnnPlan final : public Plan {
         ptrs_[i] = &scalars_[i];
       }
     }
-    use_native_graph_ = native_graph && NativeGraph::available(*api()) && native_graph_wanted();
+    note_ = note ? " (engine note SUPPORTS_CUDA_GRAPH_NATIVE_API)" : "";
+    use_native_graph_ = native_graph_wanted();
+    path_ = use_native_graph_ ? "a CUDA graph, made on the first execute" : "cudnnBackendExecute (DNNGRAPH_CUDNN_NATIVE_GRAPH=0)";
+  }
+
+  std::string launch_path() const {
+    std::lock_guard<std::mutex> lock(sh_->mutex);
+    return path_;
   }
 
   int64_t workspace_size() const override { return pd_.workspace; }
@@ -145,13 +154,16 @@ class CudnnPlan final : public Plan {
     if (cudnnStatus_t s = a.cudnnSetStream(sh_->handle, stream); s != STATUS_SUCCESS)
       return cudnn_error(a, s, "cudnnSetStream", ErrorCode::GRAPH_EXECUTION_FAILED);
     // While the stream is captured (populate_cuda_graph of a whole dnngraph graph), the capture
-    // records cudnnBackendExecute's launches; otherwise the instantiated graph is launched.
+    // records cudnnBackendExecute's launches; otherwise the plan's instantiated graph is launched.
     if (use_native_graph_ && !stream_is_capturing(stream)) {
       if (graph_stale_ || !native_.ready()) {
         graph_stale_ = false;
-        if (auto s = native_.prepare(a, sh_->handle, pd_.plan->get(), vp_->get()); !s.ok()) {
-          DG_LOG(INFO) << "cudnn: no native CUDA graph for this plan, using cudnnBackendExecute: " << s.message();
+        if (auto s = native_.prepare(a, sh_->handle, pd_.plan->get(), vp_->get(), stream); !s.ok()) {
+          DG_LOG(INFO) << "cudnn: no CUDA graph for this plan, using cudnnBackendExecute: " << s.message();
           use_native_graph_ = false;
+          path_ = "cudnnBackendExecute (" + s.message() + ")";
+        } else {
+          path_ = native_.how() + note_;
         }
       }
       if (use_native_graph_) return native_.launch(stream);
@@ -225,6 +237,8 @@ class CudnnPlan final : public Plan {
   mutable void* vp_workspace_ = nullptr;
   mutable std::unique_ptr<Descriptor> vp_;
   mutable bool use_native_graph_ = false;
+  mutable std::string path_;
+  std::string note_;
   mutable bool graph_stale_ = true;
   mutable NativeGraph native_;
 };
@@ -307,12 +321,17 @@ class CudnnEngine final : public Engine {
       return {ErrorCode::SERIALIZATION_FAILED, "cudnn: cuDNN could not reload its plan: " + s.message()};
     // A reloaded plan's engine notes are unknown: the native CUDA graph is tried, execute is the fallback.
     plan = std::make_unique<CudnnPlan>(p, sh, t.handle->cuda->context, std::move(pd), nullptr, pack_layout(tensors),
-                                       true);
+                                       false);
     return {};
   }
 };
 
 }  // namespace
+
+std::string launch_path(const Plan& plan) {
+  const auto* p = dynamic_cast<const CudnnPlan*>(&plan);
+  return p ? p->launch_path() : "not a cudnn plan";
+}
 
 const Engine& engine() {
   static const CudnnEngine kEngine;

@@ -15,6 +15,9 @@
 namespace dnngraph::cudnn {
 
 const Engine& engine();
+// How a cudnn plan launches: "native CUDA graph (...)" or "cudnnBackendExecute (why)"; the
+// native path is settled on the plan's first execute (before it, the one to be tried).
+std::string launch_path(const Plan& plan);
 
 }  // namespace dnngraph::cudnn
 

@@ -5,7 +5,10 @@
 
 namespace dnngraph::cudnn {
 
-NativeGraph::~NativeGraph() { reset(); }
+NativeGraph::~NativeGraph() {
+  reset();
+  if (capture_stream_ && cuda::driver()) cuda::driver()->cuStreamDestroy(capture_stream_);
+}
 
 void NativeGraph::reset() {
   const cuda::DriverApi* d = cuda::driver();
@@ -32,15 +35,78 @@ Status NativeGraph::populate(const CudnnApi& api, cudnnHandle_t handle, BackendD
   return {};
 }
 
-Status NativeGraph::prepare(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan,
-                            BackendDescriptor variant_pack) {
-  if (!exec_) return populate(api, handle, plan, variant_pack);
+Status NativeGraph::capture(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan,
+                            BackendDescriptor variant_pack, cuda::CUstream stream) {
   const cuda::DriverApi& d = *cuda::driver();
-  if (api.cudnnBackendUpdateCudaGraph(handle, plan, variant_pack, graph_) == STATUS_SUCCESS) {
-    cuda::GraphExecUpdateResultInfo info{};
-    if (d.cuGraphExecUpdate(exec_, graph_, &info) == cuda::CUDA_SUCCESS) return {};
+  if (!capture_stream_)
+    if (auto s = cuda::check(d.cuStreamCreate(&capture_stream_, cuda::STREAM_NON_BLOCKING), "cudnn: cuStreamCreate");
+        !s.ok())
+      return s;
+  if (cudnnStatus_t s = api.cudnnSetStream(handle, capture_stream_); s != STATUS_SUCCESS)
+    return cudnn_error(api, s, "cudnnSetStream", ErrorCode::GRAPH_EXECUTION_FAILED);
+  Status st = cuda::check(d.cuStreamBeginCapture(capture_stream_, cuda::STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                          "cudnn: cuStreamBeginCapture");
+  cuda::CUgraph g = nullptr;
+  if (st.ok()) {
+    const cudnnStatus_t run = api.cudnnBackendExecute(handle, plan, variant_pack);
+    const Status end = cuda::check(d.cuStreamEndCapture(capture_stream_, &g), "cudnn: cuStreamEndCapture");
+    st = run != STATUS_SUCCESS ? cudnn_error(api, run, "cudnnBackendExecute while capturing",
+                                             ErrorCode::GRAPH_EXECUTION_FAILED)
+                               : end;
   }
-  return populate(api, handle, plan, variant_pack);  // an update cuDNN or CUDA refuses: start afresh
+  api.cudnnSetStream(handle, stream);
+  if (!st.ok()) {
+    if (g) d.cuGraphDestroy(g);
+    return st;
+  }
+  cuda::GraphExecUpdateResultInfo info{};
+  if (exec_ && d.cuGraphExecUpdate(exec_, g, &info) == cuda::CUDA_SUCCESS) {  // same kernels, new arguments
+    d.cuGraphDestroy(graph_);
+    graph_ = g;
+    return {};
+  }
+  reset();
+  graph_ = g;
+  if (auto s = cuda::check(d.cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cudnn: cuGraphInstantiate"); !s.ok()) {
+    reset();
+    return s;
+  }
+  return {};
+}
+
+Status NativeGraph::prepare(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan,
+                            BackendDescriptor variant_pack, cuda::CUstream stream) {
+  const cuda::DriverApi& d = *cuda::driver();
+  if (mode_ == Mode::NATIVE && exec_) {
+    if (api.cudnnBackendUpdateCudaGraph(handle, plan, variant_pack, graph_) == STATUS_SUCCESS) {
+      cuda::GraphExecUpdateResultInfo info{};
+      if (d.cuGraphExecUpdate(exec_, graph_, &info) == cuda::CUDA_SUCCESS) return {};
+    }
+    if (populate(api, handle, plan, variant_pack).ok()) return {};  // an update refused: start afresh
+  }
+  if (mode_ == Mode::CAPTURED) {
+    Status s = capture(api, handle, plan, variant_pack, stream);
+    if (!s.ok()) mode_ = Mode::NONE;
+    return s;
+  }
+  std::string populate_error = "cuDNN " + std::to_string(version()) + " lacks cudnnBackendPopulateCudaGraph";
+  if (available(api)) {
+    Status s = populate(api, handle, plan, variant_pack);
+    if (s.ok()) {
+      mode_ = Mode::NATIVE;
+      how_ = "native CUDA graph";
+      return {};
+    }
+    populate_error = s.message();
+  }
+  Status s = capture(api, handle, plan, variant_pack, stream);
+  if (!s.ok()) {
+    mode_ = Mode::NONE;
+    return {s.code(), s.message() + "; populate: " + populate_error};
+  }
+  mode_ = Mode::CAPTURED;
+  how_ = "captured CUDA graph of cudnnBackendExecute (populate: " + populate_error + ")";
+  return {};
 }
 
 Status NativeGraph::launch(cuda::CUstream stream) const {

@@ -1,12 +1,18 @@
-// A cuDNN plan replayed as a CUDA graph through cuDNN's native CUDA-graph API (cuDNN 9.5+:
-// cudnnBackendPopulateCudaGraph / cudnnBackendUpdateCudaGraph, for engines with the behavior note
-// SUPPORTS_CUDA_GRAPH_NATIVE_API). cudnnBackendExecute costs 9-15 us of host time per call on
-// cuDNN's sm90 engines (measured on an H200, docs/perf.md); a cuGraphLaunch of the instantiated
-// graph costs a few. The graph holds the pointers of one variant pack: it is updated in place when
-// they change. Not thread-safe: the plan holds the cuDNN handle's mutex around every call.
+// A cuDNN plan replayed as a CUDA graph. cudnnBackendExecute costs 9-15 us of host time per call
+// on cuDNN's sm90 engines (measured on an H200, docs/perf.md); a cuGraphLaunch of an instantiated
+// graph costs a few. Two ways to the graph, in this order:
+//  1. cuDNN's native CUDA-graph API (cuDNN 9.5+: cudnnBackendPopulateCudaGraph, and
+//     cudnnBackendUpdateCudaGraph when pointers change), for engines that support it (behavior
+//     note SUPPORTS_CUDA_GRAPH_NATIVE_API; cuDNN refuses the others);
+//  2. otherwise, one cudnnBackendExecute captured on a private stream (as PyTorch's CUDA graphs
+//     capture cuDNN calls), captured again when pointers change and applied with cuGraphExecUpdate.
+// The graph holds the pointers (and host scalar values) of one variant pack. Not thread-safe: the
+// plan holds the cuDNN handle's mutex around every call.
 #pragma once
-#include "engines/cudnn/cudnn_api.hpp"
+#include <string>
+
 #include "dnngraph/status.hpp"
+#include "engines/cudnn/cudnn_api.hpp"
 #include "runtime/cuda/driver_api.hpp"
 
 namespace dnngraph::cudnn {
@@ -23,18 +29,27 @@ class NativeGraph {
     return api.cudnnBackendPopulateCudaGraph && api.cudnnBackendUpdateCudaGraph;
   }
 
-  // Makes the instantiated graph run `plan` with `variant_pack`: populated and instantiated the
-  // first time, updated (cuDNN's update, then cuGraphExecUpdate) afterwards; when an update is
-  // refused, populated and instantiated anew. On failure the object is empty again.
-  Status prepare(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan, BackendDescriptor variant_pack);
+  // Makes the instantiated graph run `plan` with `variant_pack` (see above). `stream` is the
+  // handle's stream, set on the cuDNN handle again after a capture. On failure the object is empty
+  // and the plan runs cudnnBackendExecute.
+  Status prepare(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan, BackendDescriptor variant_pack,
+                 cuda::CUstream stream);
   bool ready() const { return exec_ != nullptr; }
   Status launch(cuda::CUstream stream) const;
-  void reset();
+  // "native CUDA graph" or "captured CUDA graph of cudnnBackendExecute (populate: why not)".
+  const std::string& how() const { return how_; }
 
  private:
+  enum class Mode { NONE, NATIVE, CAPTURED };
+  void reset();
   Status populate(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan, BackendDescriptor variant_pack);
+  Status capture(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan, BackendDescriptor variant_pack,
+                 cuda::CUstream stream);
+  Mode mode_ = Mode::NONE;
+  std::string how_;
   cuda::CUgraph graph_ = nullptr;
   cuda::CUgraphExec exec_ = nullptr;
+  cuda::CUstream capture_stream_ = nullptr;
 };
 
 // Whether `stream` is being captured into a CUDA graph (then plans run through cudnnBackendExecute,

@@ -208,19 +208,19 @@ Status lower_sdpa(const CudnnApi& api, const Partition& p, const ir::Node& n,
   s = scaled;
   if (seq_q && seq_kv) s = padding_mask(g, s, scores, seq_q, seq_kv, neg_inf);
   if (a.get_diagonal_band_right_bound()) s = causal_mask(g, s, scores, neg_inf);
-  // Softmax as max, sub, exp, sum, div (CompositeSoftmaxNode); stats = max + log(sum) when wanted.
+  // Softmax as max, sub, exp, sum, div (the frontend's CompositeSoftmaxNode).
   BackendDescriptor mx = g.tensor(Dtype::FLOAT, rows), shifted = g.tensor(Dtype::FLOAT, scores),
                     e = g.tensor(Dtype::FLOAT, scores), sum = g.tensor(Dtype::FLOAT, rows);
   g.reduction(ReduceOp::MAX, s, mx);
   g.pointwise(PwMode::SUB, Dtype::FLOAT, s, mx, nullptr, shifted);
   g.pointwise(PwMode::EXP, Dtype::FLOAT, shifted, nullptr, nullptr, e);
   g.reduction(ReduceOp::ADD, e, sum);
+  // Stats = max + log(sum) even in inference (then into the virtual STATS tensor): the frontend's
+  // softmax always ends so, and cuDNN 9.14's heuristics offered no engine for the graph without it.
   const int stats_id = n.outputs.size() > 1 ? n.outputs[1] : -1;
-  if (stats_id >= 0 && !p.is_internal(stats_id)) {
-    BackendDescriptor lg = g.tensor(Dtype::FLOAT, rows);
-    g.pointwise(PwMode::LOG, Dtype::FLOAT, sum, nullptr, nullptr, lg);
-    g.pointwise(PwMode::ADD, Dtype::FLOAT, mx, lg, nullptr, desc(stats_id));
-  }
+  BackendDescriptor lg = g.tensor(Dtype::FLOAT, rows);
+  g.pointwise(PwMode::LOG, Dtype::FLOAT, sum, nullptr, nullptr, lg);
+  g.pointwise(PwMode::ADD, Dtype::FLOAT, mx, lg, nullptr, stats_id >= 0 ? desc(stats_id) : g.tensor(Dtype::FLOAT, rows));
   BackendDescriptor prob = g.tensor(io, scores);  // the second GEMM reads P in the I/O type
   g.pointwise(PwMode::DIV, Dtype::FLOAT, e, sum, nullptr, prob);
   g.matmul(prob, desc(n.inputs[slot::SDPA_V]), desc(n.outputs[0]), seq_q, nullptr, seq_kv);
