@@ -110,6 +110,21 @@ Status partition_graph(const ir::Graph& g, std::vector<Partition>& out) {
   return {};
 }
 
+std::vector<Partition> split_anchor_from_epilogue(const Partition& p) {
+  if (p.anchor < 0 || p.nodes.size() < 3) return {};
+  Partition anchor, rest;
+  anchor.graph = rest.graph = p.graph;
+  anchor.nodes = {p.anchor};
+  anchor.anchor = p.anchor;
+  anchor.pattern = "split:" + std::string(op_name(p.graph->nodes[static_cast<size_t>(p.anchor)].attr));
+  for (int n : p.nodes)
+    if (n != p.anchor) rest.nodes.push_back(n);
+  rest.pattern = "split:epilogue";
+  finish_partition(anchor);
+  finish_partition(rest);
+  return {std::move(anchor), std::move(rest)};
+}
+
 std::vector<Partition> split_per_node(const Partition& p) {
   std::vector<Partition> parts;
   for (int n : p.nodes) {

@@ -24,7 +24,10 @@ struct Partition {
 
 // Splits the graph into partitions by the fusion patterns (src/fusion/patterns.cpp).
 Status partition_graph(const ir::Graph& graph, std::vector<Partition>& out);
-// One partition per node: the split used when no engine accepts a fused partition.
+// When no engine but ref accepts a fused partition, the planner splits it: first into its anchor
+// and the rest of it (so a pointwise engine still fuses the epilogue), then into single nodes.
+// split_anchor_from_epilogue is empty for a partition without an anchor or with fewer than 3 nodes.
+std::vector<Partition> split_anchor_from_epilogue(const Partition& p);
 std::vector<Partition> split_per_node(const Partition& p);
 // Computes inputs/outputs of a partition from its node list.
 void finish_partition(Partition& p);

@@ -84,6 +84,29 @@ void layout_intermediates(PlanSet& ps, const ir::Graph& g) {
     }
 }
 
+// A fused partition that only the reference engine (or none) accepts is replaced by `pieces` when
+// every piece has an engine and one of them is faster than ref (or the fused form had none).
+bool split_if_better(const GraphImpl& g, const PartitionPlans& fused, std::vector<Partition> pieces,
+                     const Target& target, std::vector<PartitionPlans>& out) {
+  if (pieces.empty()) return false;
+  std::vector<PartitionPlans> surveyed;
+  bool better = false;
+  for (auto& q : pieces) {
+    PartitionPlans qp;
+    qp.partition = std::move(q);
+    survey_engines(g, qp, target);
+    if (qp.candidates.empty()) return false;
+    better |= !only_ref(qp);
+    surveyed.push_back(std::move(qp));
+  }
+  if (!better && !fused.candidates.empty()) return false;
+  // Keep the verdicts on the fused form, so explain() says why it was split.
+  for (const auto& v : fused.verdicts)
+    surveyed.front().verdicts.insert(surveyed.front().verdicts.begin(), "fused " + fused.partition.pattern + ": " + v);
+  for (auto& q : surveyed) out.push_back(std::move(q));
+  return true;
+}
+
 }  // namespace
 
 Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
@@ -100,27 +123,10 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
     PartitionPlans pp;
     pp.partition = std::move(part);
     survey_engines(g, pp, target);
-    // A fused partition that only the reference engine (or none) accepts is split into single ops,
-    // when that lets faster engines take the pieces.
-    if (pp.partition.nodes.size() > 1 && only_ref(pp)) {
-      std::vector<PartitionPlans> pieces;
-      bool better = false;
-      for (auto& q : split_per_node(pp.partition)) {
-        PartitionPlans qp;
-        qp.partition = std::move(q);
-        survey_engines(g, qp, target);
-        better |= !qp.candidates.empty() && !only_ref(qp);
-        pieces.push_back(std::move(qp));
-      }
-      const bool all_covered = std::all_of(pieces.begin(), pieces.end(), [](auto& q) { return !q.candidates.empty(); });
-      if (all_covered && (better || pp.candidates.empty())) {
-        // Keep the verdicts on the fused form, so explain() says why it was split.
-        for (const auto& v : pp.verdicts)
-          pieces.front().verdicts.insert(pieces.front().verdicts.begin(), "fused " + pp.partition.pattern + ": " + v);
-        for (auto& q : pieces) ps->parts.push_back(std::move(q));
-        continue;
-      }
-    }
+    if (pp.partition.nodes.size() > 1 && only_ref(pp) &&
+        (split_if_better(g, pp, split_anchor_from_epilogue(pp.partition), target, ps->parts) ||
+         split_if_better(g, pp, split_per_node(pp.partition), target, ps->parts)))
+      continue;
     ps->parts.push_back(std::move(pp));
   }
   for (auto& pp : ps->parts) {

@@ -1,0 +1,108 @@
+// Split on rejection: a fused partition that only ref accepts is split so faster engines take the
+// pieces: anchor + epilogue first (the epilogue stays one kernel), single nodes otherwise.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "dnngraph/dnngraph.hpp"
+#include "graph/graph_impl.hpp"
+#include "planning/plan_set.hpp"
+
+namespace dg = dnngraph;
+
+namespace {
+
+constexpr int64_t kM = 7, kK = 9, kN = 5;
+
+struct Chain {
+  dg::Graph g;
+  dg::TensorPtr a, b, bias, y;
+};
+
+// Y = epilogue(A @ B + bias): gelu when `gelu`, else no pointwise after the bias.
+void make_chain(Chain& c, bool gelu, std::vector<std::string> engines) {
+  c.g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+  c.a = c.g.tensor(dg::TensorAttr().set_name("A").set_dim({1, kM, kK}).set_stride({kM * kK, kK, 1}));
+  c.b = c.g.tensor(dg::TensorAttr().set_name("B").set_dim({1, kK, kN}).set_stride({kK * kN, kN, 1}));
+  c.bias = c.g.tensor(dg::TensorAttr().set_name("bias").set_dim({1, 1, kN}).set_stride({kN, kN, 1}));
+  auto mm = c.g.matmul(c.a, c.b, dg::MatmulAttr().set_name("mm"));
+  c.y = c.g.bias(mm, c.bias);
+  if (gelu) c.y = c.g.gelu(c.y);
+  c.y->set_output(true).set_name("Y");
+  c.g.select_engines(std::move(engines));
+}
+
+const dg::PlanSet& plans(const dg::Graph& g) { return *g.impl().plans; }
+
+// Builds and runs the chain on NaN-poisoned output; returns Y.
+std::vector<float> run(Chain& c, const dg::Handle& h, const std::vector<float>& a, const std::vector<float>& b,
+                       const std::vector<float>& bias) {
+  std::vector<float> y(kM * kN, std::nanf(""));
+  EXPECT_TRUE(c.g.validate().ok());
+  EXPECT_TRUE(c.g.build_operation_graph(h).ok());
+  EXPECT_TRUE(c.g.create_execution_plans({dg::HeurMode::A}).ok());
+  EXPECT_TRUE(c.g.check_support(h).ok()) << c.g.explain();
+  EXPECT_TRUE(c.g.build_plans(h).ok());
+  int64_t ws = 0;
+  EXPECT_TRUE(c.g.get_workspace_size(ws).ok());
+  std::vector<uint8_t> workspace(static_cast<size_t>(ws) + 1);
+  dg::VariantPack pack{{c.a, const_cast<float*>(a.data())}, {c.b, const_cast<float*>(b.data())},
+                       {c.bias, const_cast<float*>(bias.data())}, {c.y, y.data()}};
+  EXPECT_TRUE(c.g.execute(h, pack, workspace.data(), ws).ok());
+  return y;
+}
+
+class PartitionSplit : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (auto* v : {&a_, &b_, &bias_}) v->clear();
+    for (int i = 0; i < kM * kK; ++i) a_.push_back(u(rng));
+    for (int i = 0; i < kK * kN; ++i) b_.push_back(u(rng));
+    for (int i = 0; i < kN; ++i) bias_.push_back(u(rng));
+  }
+  void expect_matches_ref(Chain& c, bool gelu) {
+    Chain ref;
+    make_chain(ref, gelu, {"ref"});
+    const auto want = run(ref, cpu_, a_, b_, bias_);
+    const auto got = run(c, cpu_, a_, b_, bias_);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << i;
+  }
+  dg::Handle cpu_{dg::Device::cpu()};
+  std::vector<float> a_, b_, bias_;
+};
+
+TEST_F(PartitionSplit, EpilogueStaysOnePartitionWhenOnlyTheAnchorNeedsRef) {
+  Chain c;
+  make_chain(c, true, {"ref", "cpu_pointwise_fused"});  // no engine here fuses a matmul
+  expect_matches_ref(c, true);
+  const auto& ps = plans(c.g);
+  ASSERT_EQ(ps.parts.size(), 2u) << c.g.explain();
+  EXPECT_EQ(ps.parts[0].partition.pattern, "split:matmul");
+  EXPECT_EQ(ps.parts[1].partition.pattern, "split:epilogue");
+  EXPECT_EQ(ps.parts[1].partition.nodes.size(), 2u);
+  EXPECT_NE(ps.parts[1].candidates.front().engine_id, 0) << c.g.explain();
+  // explain() keeps why the fused form was split.
+  EXPECT_NE(c.g.explain().find("fused "), std::string::npos) << c.g.explain();
+}
+
+TEST_F(PartitionSplit, TwoNodePartitionSplitsPerNode) {
+  Chain c;
+  make_chain(c, false, {"ref", "cpu_pointwise_fused"});
+  expect_matches_ref(c, false);
+  const auto& ps = plans(c.g);
+  ASSERT_EQ(ps.parts.size(), 2u) << c.g.explain();
+  EXPECT_EQ(ps.parts[1].partition.pattern, "split:pointwise");
+}
+
+TEST_F(PartitionSplit, RefOnlyGraphIsNotSplit) {
+  Chain c;
+  make_chain(c, true, {"ref"});
+  expect_matches_ref(c, true);
+  EXPECT_EQ(plans(c.g).parts.size(), 1u) << c.g.explain();
+}
+
+}  // namespace
