@@ -106,7 +106,8 @@ python_summary="python: skipped (no nanobind for python3)"
 if [[ -z "${DNNGRAPH_SKIP_TESTS:-}" && $python_on == ON ]]; then
   step "python: pytest and the tutorial scripts (on the GPU when PyTorch sees one)"
   export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
-  python3 -m pytest -q -p no:cacheprovider "$root/tests/python" >"$logdir/pytest.log" 2>&1
+  # The tutorial scripts run once, below, at full size (pytest's test_examples would run them again).
+  python3 -m pytest -q -p no:cacheprovider -k "not test_example" "$root/tests/python" >"$logdir/pytest.log" 2>&1
   py_rc=$?
   grep -E '^(FAILED|ERROR) ' "$logdir/pytest.log" | head -20
   tail -1 "$logdir/pytest.log"
