@@ -4,7 +4,9 @@
 // passes. Also measures the machine's fp32 FMA peak. Prints median wall times (and process CPU
 // time, which shows the work done when other processes share the machine) and the ratios.
 //
-//   dnngraph_bench_cpu_gemm_conv [iterations]      default 15
+//   dnngraph_bench_cpu_gemm_conv [iterations] [filter]     default 15, every case
+//
+// `filter`: run only the cases whose name contains it (e.g. "sgemm 2048", "1x1", "relu").
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,21 +44,45 @@ double cpu_seconds() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
-template <class Fn>
-Timing median_time(int iterations, Fn&& fn) {
-  fn();
-  fn();  // warm-up: page faults, thread start, packed buffers
-  std::vector<double> wall, cpu;
-  for (int i = 0; i < iterations; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double c0 = cpu_seconds();
-    fn();
-    cpu.push_back(cpu_seconds() - c0);
-    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Ours and the peer timed in alternating blocks (ours, peer, ours, peer, ...), each block after
+// one untimed call: load from other processes that comes and goes hits both alike, and neither
+// side runs while the other's worker threads still spin (OpenBLAS and OpenMP threads busy-wait
+// for a while after each call). Times are medians over all blocks.
+struct Compared {
+  Timing ours, peer;
+  double ratio_wall = 0, ratio_cpu = 0;  // peer time / our time
+};
+
+template <class F, class G>
+Compared compare(int iterations, F&& ours, G&& peer) {
+  constexpr int kBlocks = 3;
+  const int per_block = std::max(1, (iterations + kBlocks - 1) / kBlocks);
+  std::vector<double> ow, oc, pw, pc;
+  auto timed = [&](auto& fn, std::vector<double>& wall, std::vector<double>& cpu) {
+    fn();  // untimed: the other side's threads settle, caches refill
+    for (int i = 0; i < per_block; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const double c0 = cpu_seconds();
+      fn();
+      cpu.push_back(cpu_seconds() - c0);
+      wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  };
+  ours();
+  peer();
+  for (int blk = 0; blk < kBlocks; ++blk) {
+    timed(ours, ow, oc);
+    timed(peer, pw, pc);
   }
-  std::sort(wall.begin(), wall.end());
-  std::sort(cpu.begin(), cpu.end());
-  return {wall[wall.size() / 2], cpu[cpu.size() / 2]};
+  Compared r{{median(ow), median(oc)}, {median(pw), median(pc)}, 0, 0};
+  r.ratio_wall = r.peer.wall / r.ours.wall;
+  r.ratio_cpu = r.peer.cpu / r.ours.cpu;
+  return r;
 }
 
 std::vector<float> random_vec(size_t n, uint32_t seed) {
@@ -151,16 +177,18 @@ struct Built {
 
 struct ConvShape {
   const char* name;
-  int64_t c, h, w, k, r, pad;
+  int64_t c, h, w, k, r, pad, n = 1;
   int64_t oh() const { return h + 2 * pad - r + 1; }
   int64_t ow() const { return w + 2 * pad - r + 1; }
-  double flops() const { return 2.0 * oh() * ow() * k * c * r * r; }
+  double flops() const { return 2.0 * n * oh() * ow() * k * c * r * r; }
+  int64_t in_size() const { return n * h * w * c; }
+  int64_t out_size() const { return n * oh() * ow() * k; }
 };
 
 // X NHWC, W KRSC, Y NHWC; optional bias + ReLU fused after the conv.
 void build_conv(Built& b, const ConvShape& s, float* x, float* w, float* bias, float* y, bool fused,
                 std::vector<std::string> engines = {}) {
-  auto X = b.g.tensor(dg::TensorAttr().set_name("X").set_dim({1, s.c, s.h, s.w}).set_stride({s.h * s.w * s.c, 1, s.w * s.c, s.c}).set_data_type(dg::DataType::FLOAT));
+  auto X = b.g.tensor(dg::TensorAttr().set_name("X").set_dim({s.n, s.c, s.h, s.w}).set_stride({s.h * s.w * s.c, 1, s.w * s.c, s.c}).set_data_type(dg::DataType::FLOAT));
   auto W = b.g.tensor(dg::TensorAttr().set_name("W").set_dim({s.k, s.c, s.r, s.r}).set_stride({s.c * s.r * s.r, 1, s.r * s.c, s.c}).set_data_type(dg::DataType::FLOAT));
   auto Y = b.g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({s.pad, s.pad}).set_stride({1, 1}).set_dilation({1, 1}));
   b.pack = {{X, x}, {W, w}};
@@ -170,6 +198,7 @@ void build_conv(Built& b, const ConvShape& s, float* x, float* w, float* bias, f
     b.pack[B] = bias;
   }
   Y->set_output(true).set_data_type(dg::DataType::FLOAT).set_stride({s.oh() * s.ow() * s.k, 1, s.ow() * s.k, s.k});
+
   b.pack[Y] = y;
   b.finish(std::move(engines));
 }
@@ -183,7 +212,7 @@ struct OneDnnConv {
   OneDnnConv(const ConvShape& s, float* x, float* w_krsc, float* y) {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
-    const dnnl::memory::dims sd{1, s.c, s.h, s.w}, wd{s.k, s.c, s.r, s.r}, dd{1, s.k, s.oh(), s.ow()};
+    const dnnl::memory::dims sd{s.n, s.c, s.h, s.w}, wd{s.k, s.c, s.r, s.r}, dd{s.n, s.k, s.oh(), s.ow()};
     dnnl::memory::desc src_md(sd, dt::f32, tag::nhwc), dst_md(dd, dt::f32, tag::nhwc), wei_any(wd, dt::f32, tag::any);
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src_md,
                                          wei_any, dst_md, {1, 1}, {s.pad, s.pad}, {s.pad, s.pad});
@@ -202,10 +231,11 @@ struct OneDnnConv {
   }
 };
 
-void print_row(const char* what, const char* ours_name, Timing ours, const char* peer, Timing theirs, double flops) {
-  std::printf("%-34s %8.3f ms (cpu %7.3f) %7.1f GF/s | %-8s %8.3f ms (cpu %7.3f) %7.1f GF/s | ratio %.2f  [%s]\n", what,
-              ours.wall * 1e3, ours.cpu * 1e3, flops / ours.wall * 1e-9, peer, theirs.wall * 1e3, theirs.cpu * 1e3,
-              flops / theirs.wall * 1e-9, theirs.wall / ours.wall, ours_name);
+void print_row(const char* what, const char* ours_name, const Compared& r, const char* peer, double flops) {
+  std::printf("%-38s %8.3f ms (cpu %8.3f) %6.1f GF/s | %-8s %8.3f ms (cpu %8.3f) %6.1f GF/s | ratio %.2f (cpu %.2f)  [%s]\n",
+              what, r.ours.wall * 1e3, r.ours.cpu * 1e3, flops / r.ours.wall * 1e-9, peer, r.peer.wall * 1e3,
+              r.peer.cpu * 1e3, flops / r.peer.wall * 1e-9, r.ratio_wall, r.ratio_cpu, ours_name);
+  std::fflush(stdout);
 }
 
 void bench_sgemm(int64_t n, int iters) {
@@ -219,49 +249,46 @@ void bench_sgemm(int64_t n, int iters) {
   m.pack = {{A, a.data()}, {B, b.data()}, {C, c.data()}};
   m.finish();
   const int ni = static_cast<int>(n);
-  const Timing ours = median_time(iters, [&] { m.run(); });
-  const Timing blas = median_time(iters, [&] {
+  const Compared r = compare(iters, [&] { m.run(); }, [&] {
     cblas_sgemm(kRowMajor, kNoTrans, kNoTrans, ni, ni, ni, 1.0f, a.data(), ni, b.data(), ni, 0.0f, c_ref.data(), ni);
   });
   double err = 0;
   for (size_t i = 0; i < c.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(c[i] - c_ref[i])));
   const std::string what = "sgemm " + std::to_string(n) + " (max diff " + std::to_string(err).substr(0, 8) + ")";
-  print_row(what.c_str(), m.plan.c_str(), ours, "OpenBLAS", blas, 2.0 * n * n * n);
+  print_row(what.c_str(), m.plan.c_str(), r, "OpenBLAS", 2.0 * n * n * n);
 }
 
 void bench_conv(const ConvShape& s, int iters) {
-  auto x = random_vec(static_cast<size_t>(s.c * s.h * s.w), 3), w = random_vec(static_cast<size_t>(s.k * s.c * s.r * s.r), 4);
-  std::vector<float> y(static_cast<size_t>(s.k * s.oh() * s.ow())), y_ref(y.size());
+  auto x = random_vec(static_cast<size_t>(s.in_size()), 3), w = random_vec(static_cast<size_t>(s.k * s.c * s.r * s.r), 4);
+  std::vector<float> y(static_cast<size_t>(s.out_size())), y_ref(y.size());
   OneDnnConv peer(s, x.data(), w.data(), y_ref.data());
-  const Timing theirs = median_time(iters, [&] { peer.run(); });
   Built def;
   build_conv(def, s, x.data(), w.data(), nullptr, y.data(), false);
-  const Timing ours = median_time(iters, [&] { def.run(); });
+  const Compared r = compare(iters, [&] { def.run(); }, [&] { peer.run(); });
   double err = 0, mag = 0;
   for (size_t i = 0; i < y.size(); ++i) {
     err = std::max(err, static_cast<double>(std::fabs(y[i] - y_ref[i])));
     mag = std::max(mag, static_cast<double>(std::fabs(y_ref[i])));
   }
   std::printf("  (max |diff| %.2e of max |y| %.2e)\n", err, mag);
-  print_row(s.name, def.plan.c_str(), ours, "oneDNN", theirs, s.flops());
+  print_row(s.name, def.plan.c_str(), r, "oneDNN", s.flops());
   if (def.plan.rfind("cpu_conv_implicit_gemm", 0) != 0) {  // the heuristic chose another engine: show both
     Built ig;
     build_conv(ig, s, x.data(), w.data(), nullptr, y.data(), false, {"cpu_conv_implicit_gemm"});
-    print_row(s.name, ig.plan.c_str(), median_time(iters, [&] { ig.run(); }), "oneDNN", theirs, s.flops());
+    print_row(s.name, ig.plan.c_str(), compare(iters, [&] { ig.run(); }, [&] { peer.run(); }), "oneDNN", s.flops());
   }
 }
 
 // Fused conv + bias + ReLU against the conv then a bias pass and a ReLU pass over memory.
 void bench_fusion(const ConvShape& s, int iters, dg::ThreadPool& pool) {
-  auto x = random_vec(static_cast<size_t>(s.c * s.h * s.w), 5), w = random_vec(static_cast<size_t>(s.k * s.c * s.r * s.r), 6);
+  auto x = random_vec(static_cast<size_t>(s.in_size()), 5), w = random_vec(static_cast<size_t>(s.k * s.c * s.r * s.r), 6);
   auto bias = random_vec(static_cast<size_t>(s.k), 7);
-  const int64_t pixels = s.oh() * s.ow();
-  std::vector<float> y(static_cast<size_t>(s.k * pixels)), z(y.size()), r(y.size());
+  const int64_t pixels = s.n * s.oh() * s.ow();
+  std::vector<float> y(static_cast<size_t>(s.out_size())), z(y.size()), r(y.size());
   Built fused, plain;
   build_conv(fused, s, x.data(), w.data(), bias.data(), r.data(), true);
   build_conv(plain, s, x.data(), w.data(), nullptr, y.data(), false);
-  const Timing t_fused = median_time(iters, [&] { fused.run(); });
-  const Timing t_sep = median_time(iters, [&] {
+  auto separate = [&] {
     plain.run();
     pool.parallel_for(pixels, [&](int64_t b, int64_t e) {  // bias pass
       for (int64_t p = b; p < e; ++p)
@@ -270,15 +297,18 @@ void bench_fusion(const ConvShape& s, int iters, dg::ThreadPool& pool) {
     pool.parallel_for(pixels, [&](int64_t b, int64_t e) {  // ReLU pass
       for (int64_t i = b * s.k; i < e * s.k; ++i) r[static_cast<size_t>(i)] = std::max(z[static_cast<size_t>(i)], 0.0f);
     });
-  });
+  };
+  const Compared c = compare(iters, [&] { fused.run(); }, separate);
   const std::string what = std::string(s.name) + " +bias+relu";
-  print_row(what.c_str(), fused.plan.c_str(), t_fused, "separate", t_sep, s.flops());
+  print_row(what.c_str(), fused.plan.c_str(), c, "separate", s.flops());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
+  const std::string filter = argc > 2 ? argv[2] : "";
+  auto want = [&](const std::string& name) { return filter.empty() || name.find(filter) != std::string::npos; };
   dg::Handle h(dg::Device::cpu());
   dg::ThreadPool pool(h.get_num_threads());
   std::printf("cpu: %s\n", dg::cpu::cpu_features().to_string().c_str());
@@ -286,14 +316,21 @@ int main(int argc, char** argv) {
   const Peak peak = measure_peak(pool);
   std::printf("measured fp32 FMA peak (AVX2, all cores): %.1f GFLOP/s from per-thread CPU time, %.1f GFLOP/s wall\n\n",
               peak.per_cpu_time * 1e-9, peak.wall * 1e-9);
-  bench_sgemm(1024, iters);
-  bench_sgemm(2048, std::max(3, iters / 3));
+  if (want("sgemm 1024")) bench_sgemm(1024, iters);
+  if (want("sgemm 2048")) bench_sgemm(2048, std::max(3, iters / 3));
   const ConvShape shapes[] = {{"tutorial 3x3 C128 56x56 -> 256", 128, 56, 56, 256, 3, 1},
                               {"rn50 3x3 C64 56x56 -> 64", 64, 56, 56, 64, 3, 1},
                               {"rn50 1x1 C256 56x56 -> 64", 256, 56, 56, 64, 1, 0},
                               {"rn50 3x3 C256 14x14 -> 256", 256, 14, 14, 256, 3, 1}};
-  for (const auto& s : shapes) bench_conv(s, iters);
+  for (const auto& s : shapes)
+    if (want(s.name)) bench_conv(s, iters);
   std::printf("\n");
-  for (const auto& s : shapes) bench_fusion(s, iters, pool);
+  for (const auto& s : shapes)
+    if (want(std::string(s.name) + " +bias+relu")) bench_fusion(s, iters, pool);
+  // A larger batch, whose activations leave the caches, where the separate passes cost more.
+  const ConvShape batched[] = {{"tutorial 3x3 C128 56x56 -> 256 N=8", 128, 56, 56, 256, 3, 1, 8},
+                               {"rn50 1x1 C256 56x56 -> 64 N=8", 256, 56, 56, 64, 1, 0, 8}};
+  for (const auto& s : batched)
+    if (want(std::string(s.name) + " +bias+relu")) bench_fusion(s, std::max(3, iters / 3), pool);
   return 0;
 }

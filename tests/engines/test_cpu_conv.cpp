@@ -206,6 +206,21 @@ TEST(CpuConvImplicitGemm, LargerChannelsThanOneBlock) {
   run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, true, true, false, false, dg::DataType::FLOAT);
 }
 
+// Many output channels: N tasks of several B panels over A rows read in place (fp32 with unit
+// channel stride) or gathered (other types and layouts).
+TEST(CpuConvImplicitGemm, WideOutputMatchesRef) {
+  std::mt19937 rng(35);
+  for (int trial = 0; trial < 4; ++trial) {
+    ConvCase cc = random_case(rng, Kind::GENERAL);
+    cc.groups = 1;
+    cc.c = 1 + rng() % 29;
+    cc.k = 48 + rng() % 40;
+    cc.type = trial == 3 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
+    run_conv_case("cpu_conv_implicit_gemm", cc, trial == 2, rng, trial % 2 == 0, true, false, false,
+                  dg::DataType::FLOAT);
+  }
+}
+
 TEST(CpuConvWinogradF4x3, RandomMatchesRef) {
   std::mt19937 rng(41);
   for (int trial = 0; trial < 8; ++trial) {

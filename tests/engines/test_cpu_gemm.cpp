@@ -57,7 +57,7 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
   for (auto isa : supported_isas()) {
     const cg::KernelSet& ks = cg::kernel_set(isa);
     for (int trial = 0; trial < 6; ++trial) {
-      const int64_t m = 1 + rng() % 70, n = 1 + rng() % 70, k = 1 + rng() % 90;
+      const int64_t m = 1 + rng() % 70, n = 1 + rng() % 70 + (trial < 3 ? 0 : 2 * ks.nr), k = 1 + rng() % 90;
       const bool bf16 = trial % 2;
       std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
       std::vector<uint16_t> a16(a.size());
@@ -72,8 +72,8 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
              k, 1};
       p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
       p.c = &c;
-      // Small blocks so that several K blocks, M blocks and N tasks occur.
-      cg::Blocking blk{2 * ks.mr, 16, 2 * ks.nr};
+      // Small blocks so that several K blocks, M blocks and N tasks occur, N tasks of 2 and 4 panels.
+      cg::Blocking blk{2 * ks.mr, 16, (trial < 3 ? 2 : 4) * ks.nr};
       cg::run(p, ks, blk, pool, nullptr);
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {

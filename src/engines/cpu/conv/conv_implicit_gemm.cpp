@@ -109,17 +109,18 @@ class ConvProblem final : public gemm::GemmProblem {
   void pack_b(int64_t grp, int64_t n0, int64_t nc, int nr, float* dst) const override {
     const int64_t icg = g_.src_cg, es = size_of(g_.wei_t);
     const int64_t oc_stride = g_.dgrad ? g_.wei_st[1] : g_.wei_st[0];
+    const int64_t ic_stride = g_.dgrad ? g_.wei_st[0] : g_.wei_st[1];
     const size_t n1 = ph_.rtap[1].size(), n2 = ph_.rtap[2].size();
+    const int64_t taps = ph_.taps();
     for (int64_t p = 0; p * nr < nc; ++p) {
       const int64_t oc0 = n0 + p * nr, w = std::min<int64_t>(nr, nc - p * nr);
-      for (int64_t kk = 0; kk < K; ++kk) {
-        const size_t t = static_cast<size_t>(kk / icg);
-        const int64_t rt = (ph_.rtap[0][t / (n1 * n2)] * g_.ker[1] + ph_.rtap[1][(t / n2) % n1]) * g_.ker[2] +
-                           ph_.rtap[2][t % n2];
-        float* d = dst + p * K * nr + kk * nr;
-        const int64_t off = g_.wei_offset(grp, kk % icg, oc0, rt);
-        gemm::convert_run(static_cast<const char*>(wei_) + off * es, g_.wei_t, oc_stride, w, d);
-        std::fill(d + w, d + nr, 0.0f);
+      for (int64_t t = 0; t < taps; ++t) {  // one tap's icg rows: a (channel x out channel) slice
+        const size_t ut = static_cast<size_t>(t);
+        const int64_t rt = (ph_.rtap[0][ut / (n1 * n2)] * g_.ker[1] + ph_.rtap[1][(ut / n2) % n1]) * g_.ker[2] +
+                           ph_.rtap[2][ut % n2];
+        const gemm::StridedMatrix slice{static_cast<const char*>(wei_) + g_.wei_offset(grp, 0, oc0, rt) * es, g_.wei_t,
+                                        ic_stride, oc_stride};
+        gemm::pack_panels(slice, icg, 0, w, nr, dst + p * K * nr + t * icg * nr);
       }
     }
   }

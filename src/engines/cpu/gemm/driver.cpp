@@ -15,10 +15,12 @@ constexpr int64_t kAlignFloats = 16;  // 64 bytes
 // Row stride of a C buffer: a cache line past the panels, so rows do not share cache sets.
 int64_t buffer_ld(int64_t nc, int64_t nr) { return round_up(nc, nr) + 16; }
 
-// How the work is cut into tasks, and the scratch each thread needs for one.
+// How the work is cut into tasks, and the scratch each thread needs for one. M is cut into
+// m_tasks ranges of whole micro-tiles that differ by at most one tile, so tasks are balanced.
 struct TaskShape {
-  int64_t mt = 0, nt = 0;          // rows and columns per task
+  int64_t mt = 0, nt = 0;          // most rows and columns per task
   int64_t m_tasks = 0, n_tasks = 0;
+  int64_t tiles = 0;               // micro-tile rows of M
   std::vector<KBlock> kblocks;
   int max_nseg = 1;
   int64_t max_kc = 0;
@@ -29,35 +31,40 @@ struct TaskShape {
            round_up(rows_ptrs * 2, kAlignFloats) + round_up(edge_floats, kAlignFloats) + kAlignFloats;
   }
   int64_t shared_b = 0;  // floats of pre-packed B
+  int64_t task_count(int64_t batch) const { return batch * m_tasks * n_tasks; }
+  int64_t m_begin(int64_t mi, int mr) const { return mi * tiles / m_tasks * mr; }
 };
 
 TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads) {
   TaskShape t;
-  const int64_t mr = ks.mr, nr = ks.nr;
+  const int64_t mr = ks.mr, nr = ks.nr, th = std::max(threads, 1);
   const int64_t mc = std::max<int64_t>(mr, blk.mc / mr * mr);
-  const int64_t want = 3 * static_cast<int64_t>(std::max(threads, 1));
+  const int64_t want = 3 * th;
+  t.tiles = ceil_div(std::max<int64_t>(p.M, 1), mr);
   t.nt = std::max<int64_t>(nr, std::min(round_up(std::max<int64_t>(p.N, 1), nr), blk.nc / nr * nr));
-  if (p.b_shared()) {
-    t.mt = mc;
-    // Enough tasks for every thread: split N finer before giving up.
-    while (p.batch * ceil_div(p.M, t.mt) * ceil_div(p.N, t.nt) < want && t.nt > 4 * nr) t.nt = round_up(t.nt / 2, nr);
-  } else {
+  t.m_tasks = ceil_div(std::max<int64_t>(p.M, 1), mc);
+  if (!p.b_shared()) {
     // B is packed per task: give each task all rows it can take, so B is gathered once.
-    t.mt = round_up(std::max<int64_t>(p.M, 1), mc);
-    while (p.batch * ceil_div(p.M, t.mt) * ceil_div(p.N, t.nt) < want && t.nt > 2 * nr) t.nt = round_up(t.nt / 2, nr);
-    while (p.batch * ceil_div(p.M, t.mt) * ceil_div(p.N, t.nt) < want && t.mt > mc) t.mt = round_up(t.mt / 2, mc);
+    t.m_tasks = 1;
+    while (p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > 2 * nr) t.nt = round_up(t.nt / 2, nr);
   }
-  t.m_tasks = ceil_div(p.M, t.mt);
-  t.n_tasks = ceil_div(p.N, t.nt);
+  // Enough tasks for every thread: split N finer before M (rows below mc only thin the A block).
+  while (p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > 4 * nr) t.nt = round_up(t.nt / 2, nr);
+  t.n_tasks = ceil_div(std::max<int64_t>(p.N, 1), t.nt);
+  while (p.batch * t.m_tasks * t.n_tasks < want && t.m_tasks < t.tiles) ++t.m_tasks;
+  // A task count that is a multiple of the threads, while tasks keep a few tiles each.
+  while (t.task_count(p.batch) % th != 0 && t.m_tasks < t.tiles / 4) ++t.m_tasks;
+  t.mt = ceil_div(t.tiles, t.m_tasks) * mr;
   t.kblocks = p.k_blocks(std::max<int64_t>(blk.kc, 1));
   for (const auto& kb : t.kblocks) {
     t.max_nseg = std::max(t.max_nseg, kb.nseg);
     t.max_kc = std::max(t.max_kc, kb.kc());
   }
-  t.a_floats = p.a_scratch_floats(mc, t.max_kc);
+  const int64_t mblock = std::min(mc, t.mt);
+  t.a_floats = p.a_scratch_floats(mblock, t.max_kc);
   t.b_floats = p.b_shared() ? 0 : p.K * t.nt;
-  t.c_floats = round_up(mc, mr) * buffer_ld(t.nt, nr);
-  t.rows_ptrs = ceil_div(mc, mr) * t.max_nseg * mr;
+  t.c_floats = round_up(mblock, mr) * buffer_ld(t.nt, nr);
+  t.rows_ptrs = ceil_div(mblock, mr) * t.max_nseg * mr;
   t.edge_floats = mr * nr;
   t.shared_b = p.b_shared() ? p.b_count() * round_up(p.N, nr) * p.K : 0;
   return t;
@@ -103,10 +110,10 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
   const int64_t mc_max = std::max<int64_t>(mr, blk.mc / mr * mr);
   for (int64_t m0 = ma; m0 < me; m0 += mc_max) {
     const int64_t mc = std::min(mc_max, me - m0);
-    // The user's C is only written in place when one K block finishes it: accumulating there
-    // over several blocks thrashes cache sets when its row stride is a power of two.
+    // The user's C, where the problem allows, takes the tile sums in place across K blocks (as
+    // BLAS does): a separate buffer would cost a second pass over C.
     int64_t ldc = 0;
-    float* direct = t.kblocks.size() == 1 ? p.c_direct(b, m0, n0, ldc) : nullptr;
+    float* direct = p.c_direct(b, m0, n0, ldc);
     float* c = direct ? direct : s.c;
     if (!direct) ldc = buffer_ld(nc, nr);
     if (t.kblocks.empty())  // K = 0: C is all zeros
@@ -135,6 +142,20 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
     }
     if (!direct) p.c_block(slot, b, m0, mc, n0, nc, c, ldc);
   }
+}
+
+// Packs every B matrix once, one NR panel per work item; a small B is packed by the caller alone,
+// which is cheaper than waking the pool for it.
+void pack_shared_b(const GemmProblem& p, const KernelSet& ks, const TaskShape& t, ThreadPool& pool, float* dst) {
+  const int64_t nr = ks.nr, panels = ceil_div(p.N, nr), stride = round_up(p.N, nr) * p.K;
+  auto pack = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t d = i / panels, n0 = (i % panels) * nr;
+      p.pack_b(d, n0, std::min(nr, p.N - n0), ks.nr, dst + d * stride + (n0 / nr) * p.K * nr);
+    }
+  };
+  if (t.shared_b < (int64_t{1} << 15)) pack(0, p.b_count() * panels);
+  else pool.parallel_for(p.b_count() * panels, pack);
 }
 
 }  // namespace
@@ -184,26 +205,19 @@ void run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadP
   }
   float* shared_b = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t{63});
   float* per_thread = shared_b + round_up(t.shared_b, kAlignFloats);
-  if (p.b_shared()) {
-    const int64_t nr = ks.nr, chunk = std::max<int64_t>(nr, 256 / nr * nr);
-    const int64_t chunks = ceil_div(p.N, chunk), stride = round_up(p.N, nr) * p.K;
-    pool.parallel_for(p.b_count() * chunks, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t d = i / chunks, n0 = (i % chunks) * chunk;
-        p.pack_b(d, n0, std::min(chunk, p.N - n0), ks.nr, shared_b + d * stride + (n0 / nr) * p.K * nr);
-      }
-    });
-  }
+  if (p.b_shared()) pack_shared_b(p, ks, t, pool, shared_b);
+  // Tasks are handed out one at a time (the pool's chunks would group several).
+  std::atomic<int64_t> next{0};
   ThreadSlots slots(threads);
-  const int64_t tasks = p.batch * t.m_tasks * t.n_tasks;
-  pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
+  const int64_t tasks = t.task_count(p.batch);
+  pool.parallel_for(std::min<int64_t>(tasks, threads), [&](int64_t, int64_t) {
     SlotGuard g(slots);
     const Scratch s = carve(t, per_thread + g.slot() * t.per_thread());
-    for (int64_t i = begin; i < end; ++i) {
+    for (int64_t i = next.fetch_add(1); i < tasks; i = next.fetch_add(1)) {
       const int64_t b = i / (t.m_tasks * t.n_tasks), rem = i % (t.m_tasks * t.n_tasks);
       const int64_t mi = rem / t.n_tasks, ni = rem % t.n_tasks;
-      const int64_t ma = mi * t.mt, n0 = ni * t.nt;
-      run_task(p, ks, blk, t, shared_b, g.slot(), s, b, ma, std::min(p.M, ma + t.mt), n0, std::min(t.nt, p.N - n0));
+      const int64_t ma = t.m_begin(mi, ks.mr), me = std::min(p.M, t.m_begin(mi + 1, ks.mr)), n0 = ni * t.nt;
+      run_task(p, ks, blk, t, shared_b, g.slot(), s, b, ma, me, n0, std::min(t.nt, p.N - n0));
     }
   });
 }

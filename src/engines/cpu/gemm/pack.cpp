@@ -87,16 +87,23 @@ void panels_typed(const StridedMatrix& s, int64_t krows, int64_t c0, int64_t col
 template <class T>
 void a_panels_typed(const StridedMatrix& s, int64_t r0, int64_t rows, int64_t c0, int64_t cols, int mr, float* dst) {
   const T* base = static_cast<const T*>(s.data);
+  constexpr int kMaxMr = 16;
   for (int64_t t = 0; t * mr < rows; ++t) {
     float* d = dst + t * cols * mr;
     const int64_t h = std::min<int64_t>(mr, rows - t * mr);
-    for (int64_t i = 0; i < mr; ++i) {
-      if (i >= h) {
-        for (int64_t k = 0; k < cols; ++k) d[k * mr + i] = 0.0f;
-        continue;
+    const T* src[kMaxMr];
+    for (int64_t i = 0; i < h; ++i) src[i] = base + (r0 + t * mr + i) * s.rs + c0 * s.cs;
+    if (h == 6 && mr == 6 && s.cs == 1) {  // the AVX2 tile: k outer, so stores run contiguously
+      for (int64_t k = 0; k < cols; ++k, d += 6) {
+        d[0] = to_fp32(src[0][k]); d[1] = to_fp32(src[1][k]); d[2] = to_fp32(src[2][k]);
+        d[3] = to_fp32(src[3][k]); d[4] = to_fp32(src[4][k]); d[5] = to_fp32(src[5][k]);
       }
-      const T* src = base + (r0 + t * mr + i) * s.rs + c0 * s.cs;
-      for (int64_t k = 0; k < cols; ++k) d[k * mr + i] = to_fp32(src[k * s.cs]);
+      continue;
+    }
+    // k outer: stores contiguous, and a transposed A (rs == 1) is read contiguously too.
+    for (int64_t k = 0; k < cols; ++k) {
+      for (int64_t i = 0; i < h; ++i) d[k * mr + i] = to_fp32(src[i][k * s.cs]);
+      for (int64_t i = h; i < mr; ++i) d[k * mr + i] = 0.0f;
     }
   }
 }
