@@ -269,7 +269,7 @@ void expect_sdpa_plans_match_ref(const SdpaCase& c, dg::Handle& h, const std::st
     int64_t ws = 0;
     ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
     memory::Buffer workspace(h.impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    for (int rep = 0; rep < 2; ++rep) {  // the second run replays the native CUDA graph where there is one
+    for (int rep = 0; rep < 3; ++rep) {  // runs 2 and 3 make and replay the plan's CUDA graph
       rig.poison();
       const Status run = g.execute_plan_at_index(h, rig.pack, workspace.get(), i, ws);
       ASSERT_TRUE(run.ok()) << what << ", " << name << ": " << run.to_string();
@@ -323,8 +323,9 @@ ct::Builder conv_bias_relu_nhwc() {
   };
 }
 
-// Two pointer sets with different data, alternated call by call (and with two workspaces): a
-// native graph that kept stale pointers would read the other inputs or leave NaN in the outputs.
+// Two pointer sets with different data and two workspaces, in runs of two or three calls: the
+// graph is made on the second call with a pointer set and updated when the set changes; one that
+// kept stale pointers would read the other inputs or leave NaN in the outputs.
 TEST_F(CudnnSdpaGpu, NativeGraphFollowsThePointersFromCallToCall) {
   const auto build = conv_bias_relu_nhwc();
   const ct::Outputs want_a = ref_outputs(build, kSeed), want_b = ref_outputs(build, 104729u);
@@ -341,10 +342,11 @@ TEST_F(CudnnSdpaGpu, NativeGraphFollowsThePointersFromCallToCall) {
     ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
     memory::Buffer w1(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     memory::Buffer w2(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    for (int call = 0; call < 6; ++call) {
-      Rig& r = call % 3 == 1 ? b : a;  // a, b, a, a, b, a: updates and repeats
+    const char* order = "aaabbbaabbaa";  // the last four with the second workspace
+    for (int call = 0; order[call]; ++call) {
+      Rig& r = order[call] == 'b' ? b : a;
       r.poison();
-      const Status run = g.execute_plan_at_index(*h_, r.pack, (call < 3 ? w1 : w2).get(), i, ws);
+      const Status run = g.execute_plan_at_index(*h_, r.pack, (call < 8 ? w1 : w2).get(), i, ws);
       ASSERT_TRUE(run.ok()) << name << ": " << run.to_string();
       r.expect_matches(&r == &a ? want_a : want_b, name + ", call " + std::to_string(call));
     }
@@ -369,7 +371,7 @@ TEST_F(CudnnSdpaGpu, StreamCaptureAfterNativeReplays) {
   int64_t ws = 0;
   ASSERT_TRUE(g.get_workspace_size(ws).ok());
   memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-  ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());  // makes the native graph
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());  // makes the graph
   dg::VariantPack by_tensor;
   for (const auto& t : g.impl().tensors)
     if (t && rig.pack.count(t->get_uid())) by_tensor[t] = rig.pack.at(t->get_uid());

@@ -149,13 +149,16 @@ class CudnnPlan final : public Plan {
     if (auto s = cuda::make_current(h); !s.ok()) return s;
     const CudnnApi& a = *api();
     std::lock_guard<std::mutex> lock(sh_->mutex);
-    if (auto s = update_variant_pack(a, args); !s.ok()) return s;
+    bool changed = false;
+    if (auto s = update_variant_pack(a, args, changed); !s.ok()) return s;
     const auto stream = cuda::stream_of(h);
     if (cudnnStatus_t s = a.cudnnSetStream(sh_->handle, stream); s != STATUS_SUCCESS)
       return cudnn_error(a, s, "cudnnSetStream", ErrorCode::GRAPH_EXECUTION_FAILED);
-    // While the stream is captured (populate_cuda_graph of a whole dnngraph graph), the capture
-    // records cudnnBackendExecute's launches; otherwise the plan's instantiated graph is launched.
-    if (use_native_graph_ && !stream_is_capturing(stream)) {
+    // The graph serves a pointer set seen twice in a row: making or updating it costs more than one
+    // cudnnBackendExecute, so pointers that change on every call stay on execute. While the stream
+    // is captured (populate_cuda_graph of a whole dnngraph graph), the capture records
+    // cudnnBackendExecute's launches.
+    if (use_native_graph_ && !changed && !stream_is_capturing(stream)) {
       if (graph_stale_ || !native_.ready()) {
         graph_stale_ = false;
         if (auto s = native_.prepare(a, sh_->handle, pd_.plan->get(), vp_->get(), stream); !s.ok()) {
@@ -175,8 +178,8 @@ class CudnnPlan final : public Plan {
 
   // Checks the pointers and remakes the variant pack when a pointer, the workspace or a host
   // scalar's value changed (the native graph holds values, so it is then updated too).
-  Status update_variant_pack(const CudnnApi& a, const ExecArgs& args) const {
-    bool changed = !vp_ || args.workspace != vp_workspace_;
+  Status update_variant_pack(const CudnnApi& a, const ExecArgs& args, bool& changed) const {
+    changed = !vp_ || args.workspace != vp_workspace_;
     for (size_t i = 0; i < pack_.ids.size(); ++i) {
       if (pack_.ids[i] < 0) continue;  // a constant: set once
       void* p = args.ptrs[static_cast<size_t>(pack_.ids[i])];

@@ -1,12 +1,13 @@
 // cudnn: the vendor engine over cuDNN's backend API (dlopen'ed; see cudnn_api.hpp for the search
-// order). A partition (a conv_fprop or matmul with its pointwise epilogue: what was checked against
-// ref on a GPU; lower.hpp says what else is lowered and why it is held back) is lowered to a cuDNN
-// operation graph; every engine config that cuDNN's
-// heuristics (modes A, B and FALLBACK) offer becomes one candidate, with knobs
+// order). A partition (a conv_fprop or matmul with its pointwise epilogue, or an sdpa node: what
+// was checked against ref on a GPU; lower.hpp says what else is lowered and why it is held back)
+// is lowered to a cuDNN operation graph (sdpa_lower.hpp for attention); every engine config that
+// cuDNN's heuristics (modes A, B and FALLBACK) offer becomes one candidate, with knobs
 // {cudnn_engine: <global index>, k_<knob>: <value>...}, so autotune times cuDNN's plans beside
 // dnngraph's own. Plans serialize as cuDNN's own JSON representation; they run on the handle's
-// stream (and so inside CUDA graph captures); dynamic-shape graphs share a cuDNN kernel cache per
-// dnngraph KernelCache. A partition cuDNN rejects carries cuDNN's reason.
+// stream, replayed as a CUDA graph once a pointer set repeats (native_graph.hpp), and inside CUDA
+// graph captures; dynamic-shape graphs share a cuDNN kernel cache per dnngraph KernelCache. A
+// partition cuDNN rejects carries cuDNN's reason.
 #pragma once
 #include <string>
 

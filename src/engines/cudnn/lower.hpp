@@ -1,6 +1,7 @@
 // Lowering a partition to cuDNN backend descriptors: one tensor descriptor per tensor the
 // partition touches (uid = IR tensor id + 1; virtual when internal to the partition), one
-// operation descriptor per node (conv_fprop/dgrad/wgrad, matmul, pointwise, reduction). The
+// operation descriptor per node (conv_fprop/dgrad/wgrad, matmul, pointwise, reduction; an sdpa
+// node becomes the operation graph of sdpa_lower.hpp, with by-value constants of its own). The
 // lowering needs no GPU and no handle; the operation graph (which does) is built in op_graph.hpp.
 #pragma once
 #include <string>
@@ -46,8 +47,9 @@ struct Lowered {
 // "" when every node has a cuDNN lowering, else why not (naming the node and the rule).
 std::string lowering_gap(const Partition& p);
 // lowering_gap, then what the engine offers: a conv_fprop or matmul on HALF, BFLOAT16 or FLOAT
-// (not a FLOAT matmul) with a pointwise epilogue, the graphs checked against ref on a GPU (see
-// lower.cpp for what is lowered but held back, and why). "" when offered.
+// (not a FLOAT matmul) with a pointwise epilogue, or an sdpa node (sdpa_unsupported_reason), the
+// graphs checked against ref on a GPU (see lower.cpp for what is lowered but held back, and
+// why). "" when offered.
 std::string unsupported_reason(const Partition& p);
 // The IR data type as cuDNN's; false for NOT_SET.
 bool to_cudnn(DataType t, Dtype& out);
