@@ -13,7 +13,7 @@
 //   HOST <workload> <label> <us per execute_plan_at_index>, <us per Plan::execute> (host time of one
 //        enqueue through the Graph API, and of the engine's plan alone); for the cuDNN plan also
 //        the same plan rebuilt with DNNGRAPH_CUDNN_NATIVE_GRAPH=0 (cudnnBackendExecute on every
-//        call, cuDNN's own launch path) and the native graph with the pointers changing every call
+//        call, cuDNN's own launch path) and the default plan with the pointers changing every call
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -194,7 +194,7 @@ void cudnn_launch_paths(const std::string& name, dg::Graph& g, dg::Handle& handl
     (void)g.execute_plan_at_index(handle, pack, w1.get(), dnn.index, ws);
     const double ms = time_plan(g, handle, pack, w1.get(), ws, dnn.index) * 1e3;
     std::printf("HOST %s %s cudnnBackendExecute: %.2f us per execute_plan_at_index, %.2f us per Plan::execute, "
-                "%.4f ms on the GPU | native graph with pointers changing every call: %.2f us per Plan::execute\n",
+                "%.4f ms on the GPU | pointers changing every call (then cudnnBackendExecute, no graph): %.2f us per Plan::execute\n",
                 name.c_str(), dnn.label.c_str(), host_us(g, handle, pack, w1.get(), ws, dnn.index),
                 engine_host_us(g, handle, pack, w1.get(), dnn.index), ms, changing);
   }
