@@ -192,7 +192,8 @@ TEST(CudaGemm, MmaSyncUnalignedStridesMatchRef) {
   random_plain_cases(kMmaSync, 33, 2, false);
 }
 
-// The first four knob settings (the best guesses) on one shape that fits no tile.
+// Every knob setting of each engine on one shape that fits no tile (a 48 KB mma.sync config once
+// failed to launch, unseen while only the first four were run here).
 TEST(CudaGemm, EveryConfigurationMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
   for (const char* engine : {kWgmma, kMmaSync}) {
@@ -204,7 +205,7 @@ TEST(CudaGemm, EveryConfigurationMatchesRef) {
                           [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
                             return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
                           },
-                          {Expect{1e-5, 12}}, 4);
+                          {Expect{1e-5, 12}}, 1000);
   }
 }
 

@@ -13,9 +13,9 @@ constexpr uint32_t kPayloadVersion = 1;
 Status load(const Target& t, const char* kernel, int smem_bytes, bool has_finalize, KernelBuild& k) {
   if (auto s = Module::load(*t.handle, k.cubin, k.module); !s.ok()) return s;
   if (auto s = k.module->function(kernel, k.main); !s.ok()) return s;
-  if (smem_bytes > 48 * 1024) {
-    if (auto s = set_dynamic_smem(k.main, smem_bytes, kernel); !s.ok()) return s;
-  }
+  // Always raised: 48 KB of dynamic shared memory plus the epilogue's static scratch exceeds the
+  // default limit (a launch then fails with CUDA_ERROR_INVALID_VALUE).
+  if (auto s = set_dynamic_smem(k.main, smem_bytes, kernel); !s.ok()) return s;
   if (has_finalize) return k.module->function(kFinalizeKernel, k.finalize);
   return {};
 }
