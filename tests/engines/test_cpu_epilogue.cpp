@@ -96,6 +96,71 @@ TEST(CpuEpilogue, StripsCarryStepAndStoreStrided) {
     }
 }
 
+// out = ReLU(bias[r] - anchor * scale[c]) into fp32: the chain form, run as one fused loop on
+// whole rows (37 wide: vector body and tail) and by the general executor on a strip that carries
+// into the next row; -0 leaves ReLU as +0, as in ref's formula.
+TEST(CpuEpilogue, ChainRunsAsOneLoopAndMatchesTheGeneralPath) {
+  constexpr int kRows = 4, kCols = 37;
+  dg::ir::Graph g;
+  const int anchor = add_tensor(g, {kRows, kCols}, {kCols, 1}, dg::DataType::FLOAT, true);
+  const int scale = add_tensor(g, {1, kCols}, {kCols, 1}, dg::DataType::FLOAT);
+  const int bias = add_tensor(g, {kRows, 1}, {1, 1}, dg::DataType::FLOAT);
+  const int out = add_tensor(g, {kRows, kCols}, {kCols, 1}, dg::DataType::FLOAT);
+  ex::Program p;
+  p.domain = {kRows, kCols};
+  p.anchor_node = 0;
+  p.anchor_output = anchor;
+  p.code.push_back(instr(ex::InstrKind::LOAD_ANCHOR, 0));
+  p.code.push_back(instr(ex::InstrKind::LOAD, 1, scale));
+  p.code.push_back(instr(ex::InstrKind::LOAD, 2, bias));
+  auto mul = instr(ex::InstrKind::APPLY, 3, -1, 0, 1);
+  mul.op.set_mode(dg::PointwiseMode::MUL);
+  p.code.push_back(mul);
+  auto sub = instr(ex::InstrKind::APPLY, 4, -1, 2, 3);  // bias - value
+  sub.op.set_mode(dg::PointwiseMode::SUB);
+  p.code.push_back(sub);
+  auto relu = instr(ex::InstrKind::APPLY, 5, -1, 4);
+  relu.op.set_mode(dg::PointwiseMode::RELU_FWD);
+  p.code.push_back(relu);
+  p.code.push_back(instr(ex::InstrKind::STORE, -1, out, 5));
+  p.num_regs = 6;
+  p.loads = {scale, bias};
+  p.stores = {out};
+  dg::cpu::Epilogue e;
+  std::string why;
+  ASSERT_TRUE(e.init(p, g, why)) << why;
+  ASSERT_NE(e.chain(), nullptr);
+
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<float> a(kRows * kCols), sc(kCols), bi(kRows), dst(a.size(), std::nanf(""));
+  for (auto& v : a) v = u(rng);
+  for (auto& v : sc) v = u(rng);
+  for (auto& v : bi) v = u(rng);
+  a[5] = 0.0f;
+  bi[0] = -0.0f;  // -0 - 0 * scale: -0 before ReLU
+  std::vector<void*> ptrs(g.tensors.size(), nullptr);
+  ptrs[static_cast<size_t>(scale)] = sc.data();
+  ptrs[static_cast<size_t>(bias)] = bi.data();
+  ptrs[static_cast<size_t>(out)] = dst.data();
+  dg::cpu::EpilogueRun run(e, ptrs, 1);
+  for (int r = 0; r < kRows - 2; ++r) {  // rows 0 and 1 by the chain
+    const int64_t at[2] = {r, 0};
+    run.strip(0, at, 1, kCols, 1, a.data() + r * kCols);
+  }
+  const int64_t at[2] = {2, 0};  // rows 2 and 3 in one strip that carries: the general executor
+  run.strip(0, at, 1, 2 * kCols, 1, a.data() + 2 * kCols);
+  ASSERT_TRUE(run.finish().ok());
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) {
+      const float x = bi[static_cast<size_t>(r)] - a[static_cast<size_t>(r * kCols + c)] * sc[static_cast<size_t>(c)];
+      const float want = static_cast<float>(dg::ref::pointwise_apply(relu.op, x, 0, 0));
+      const float got = dst[static_cast<size_t>(r * kCols + c)];
+      EXPECT_EQ(got, want) << r << "," << c;
+      EXPECT_EQ(std::signbit(got), std::signbit(want)) << r << "," << c;
+    }
+}
+
 // Reductions over domain [4, 6] accumulated from two slots: AMAX to [1, 1], AVG over dim 0 to
 // [1, 6], NORM2 over dim 1 to [4, 1].
 TEST(CpuEpilogue, ReductionsCombineSlots) {

@@ -105,6 +105,13 @@ bool Epilogue::init(const expr::Program& prog, const ir::Graph& g, std::string& 
   if (prog.anchor_node >= 0 && prog.code.size() == 2 && stores_of_anchor == 1 &&
       prog.code[1].kind == InstrKind::STORE && g.tensor(prog.code[1].tensor).dtype == DataType::FLOAT)
     plain_store_ = prog.code[1].tensor;
+  std::vector<bool> is_float;
+  for (const auto& in : prog.code) {
+    if (in.tensor < 0) continue;
+    if (static_cast<size_t>(in.tensor) >= is_float.size()) is_float.resize(static_cast<size_t>(in.tensor) + 1, false);
+    is_float[static_cast<size_t>(in.tensor)] = g.tensor(in.tensor).dtype == DataType::FLOAT;
+  }
+  has_chain_ = plain_store_ < 0 && prog.anchor_node >= 0 && chain_.build(prog, round_, is_float);
   return true;
 }
 
@@ -140,7 +147,43 @@ EpilogueRun::EpilogueRun(const Epilogue& e, const std::vector<void*>& ptrs, int 
   }
 }
 
+bool EpilogueRun::run_chain_strip(const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor) {
+  const Chain& ch = *e_.chain();
+  if (!anchor || (step == 1 && coord[axis] + len > e_.domain()[static_cast<size_t>(axis)])) return false;
+  auto offset = [&](int oi, int64_t& inc) {
+    const auto& st = e_.operands()[static_cast<size_t>(oi)].strides;
+    int64_t off = 0;
+    for (int d = 0; d < e_.rank(); ++d) off += coord[d] * st[static_cast<size_t>(d)];
+    inc = st[static_cast<size_t>(axis)] * step;
+    return off;
+  };
+  const float* ptrs[16];
+  float vals[16];
+  const auto& code = e_.program().code;
+  for (size_t j = 0; j < ch.operand_instr.size(); ++j) {
+    const int instr = ch.operand_instr[j];
+    const int oi = e_.operand_of(instr);
+    ptrs[j] = nullptr;
+    if (code[static_cast<size_t>(instr)].kind == expr::InstrKind::LOAD_SCALAR) {
+      vals[j] = scalars_[static_cast<size_t>(instr)];
+      continue;
+    }
+    int64_t inc = 0;
+    const float* base = static_cast<const float*>(data_[static_cast<size_t>(oi)]) + offset(oi, inc);
+    if (inc == 0) vals[j] = *base;
+    else if (inc == 1) ptrs[j] = base;
+    else return false;
+  }
+  const int so = e_.operand_of(ch.store_instr);
+  int64_t inc = 0;
+  float* out = static_cast<float*>(data_[static_cast<size_t>(so)]) + offset(so, inc);
+  if (inc != 1) return false;
+  run_chain(ch, len, anchor, ptrs, vals, out);
+  return true;
+}
+
 void EpilogueRun::strip(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor) {
+  if (e_.chain() && run_chain_strip(coord, axis, len, step, anchor)) return;
   const auto& dims = e_.domain();
   int64_t c[kMaxRank];
   std::copy(coord, coord + e_.rank(), c);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dnngraph/status.hpp"
+#include "engines/cpu/epilogue/epilogue_chain.hpp"
 #include "fusion/expr.hpp"
 
 namespace dnngraph::cpu {
@@ -40,6 +41,8 @@ class Epilogue {
   // The type an APPLY's result is rounded to before use: the virtual tensor's (as lowered) or,
   // for a stored tensor, its own type, so later ops see the value that ref would read back.
   DataType round_of(int instr) const { return round_[static_cast<size_t>(instr)]; }
+  // The program as one fused fp32 loop (epilogue_chain.hpp), when it has that form; else null.
+  const Chain* chain() const { return has_chain_ ? &chain_ : nullptr; }
 
  private:
   expr::Program prog_;
@@ -48,6 +51,8 @@ class Epilogue {
   std::vector<int> operand_index_;  // per instruction, -1 if it touches no tensor
   std::vector<DataType> round_;     // per instruction
   int plain_store_ = -1;
+  Chain chain_;
+  bool has_chain_ = false;
 };
 
 // One execution of an Epilogue: bound pointers, per-thread registers and reduction partials.
@@ -69,6 +74,9 @@ class EpilogueRun {
 
  private:
   void run_chunk(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor);
+  // The chain's loop over a strip whose operands are unit-stride or broadcast along it; false
+  // (nothing done) when they are not.
+  bool run_chain_strip(const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor);
 
   const Epilogue& e_;
   std::vector<void*> data_;              // per operand

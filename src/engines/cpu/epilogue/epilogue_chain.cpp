@@ -1,0 +1,136 @@
+#include "engines/cpu/epilogue/epilogue_chain.hpp"
+
+#include "engines/cpu/cpu_features.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define DNNGRAPH_CHAIN_AVX2 1
+#endif
+
+namespace dnngraph::cpu {
+namespace {
+
+using expr::InstrKind;
+
+bool is_fp32(DataType t) { return t == DataType::FLOAT || t == DataType::NOT_SET; }
+
+// The kernel over one element, the reference for both loops.
+float step_scalar(ChainStep::Kind k, float v, float x) {
+  switch (k) {
+    case ChainStep::ADD: return v + x;
+    case ChainStep::MUL: return v * x;
+    case ChainStep::SUB: return v - x;
+    case ChainStep::SUB_FROM: return x - v;
+    case ChainStep::RELU: return v > 0.0f ? v : 0.0f;
+  }
+  return v;
+}
+
+void run_portable(const Chain& c, int64_t n, const float* anchor, const float* const* ptrs, const float* scalars,
+                  float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = anchor[i];
+    for (const ChainStep& s : c.steps) {
+      const float x = s.operand < 0 ? 0.0f : (ptrs[s.operand] ? ptrs[s.operand][i] : scalars[s.operand]);
+      v = step_scalar(s.kind, v, x);
+    }
+    out[i] = v;
+  }
+}
+
+#ifdef DNNGRAPH_CHAIN_AVX2
+// max(v, 0) with v first: NaN gives 0 and -0 gives +0, as `v > 0 ? v : 0` does.
+__attribute__((target("avx2,fma"))) void run_avx2(const Chain& c, int64_t n, const float* anchor,
+                                                   const float* const* ptrs, const float* scalars, float* out) {
+  const int64_t full = n / 8 * 8;
+  for (int64_t i = 0; i < full; i += 8) {
+    __m256 v = _mm256_loadu_ps(anchor + i);
+    for (const ChainStep& s : c.steps) {
+      __m256 x = _mm256_setzero_ps();
+      if (s.operand >= 0) x = ptrs[s.operand] ? _mm256_loadu_ps(ptrs[s.operand] + i) : _mm256_set1_ps(scalars[s.operand]);
+      switch (s.kind) {
+        case ChainStep::ADD: v = _mm256_add_ps(v, x); break;
+        case ChainStep::MUL: v = _mm256_mul_ps(v, x); break;
+        case ChainStep::SUB: v = _mm256_sub_ps(v, x); break;
+        case ChainStep::SUB_FROM: v = _mm256_sub_ps(x, v); break;
+        case ChainStep::RELU: v = _mm256_max_ps(v, x); break;
+      }
+    }
+    _mm256_storeu_ps(out + i, v);
+  }
+  if (full < n) {
+    const float* tail_ptrs[16];
+    for (size_t j = 0; j < c.operand_instr.size(); ++j) tail_ptrs[j] = ptrs[j] ? ptrs[j] + full : nullptr;
+    run_portable(c, n - full, anchor + full, tail_ptrs, scalars, out + full);
+  }
+}
+#endif
+
+}  // namespace
+
+bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round, const std::vector<bool>& is_float) {
+  steps.clear();
+  operand_instr.clear();
+  store_instr = -1;
+  std::vector<int> operand_of_reg(static_cast<size_t>(prog.num_regs), -1);
+  int value = -1;  // the register holding the chain's value
+  for (size_t i = 0; i < prog.code.size(); ++i) {
+    const expr::Instr& in = prog.code[i];
+    switch (in.kind) {
+      case InstrKind::LOAD_ANCHOR:
+        if (value >= 0 || !is_fp32(round[i]) || round[i] == DataType::DOUBLE) return false;
+        value = in.dst;
+        break;
+      case InstrKind::LOAD:
+      case InstrKind::LOAD_SCALAR:
+        if (!is_float[static_cast<size_t>(in.tensor)] || operand_instr.size() >= 16) return false;
+        operand_of_reg[static_cast<size_t>(in.dst)] = static_cast<int>(operand_instr.size());
+        operand_instr.push_back(static_cast<int>(i));
+        break;
+      case InstrKind::APPLY: {
+        if (value < 0 || !is_fp32(round[i])) return false;
+        const PointwiseMode m = in.op.get_mode();
+        if (m == PointwiseMode::RELU_FWD) {
+          if (in.src[0] != value || in.op.get_relu_lower_clip() != 0.0 || in.op.get_relu_lower_clip_slope() != 0.0 ||
+              in.op.get_relu_upper_clip())
+            return false;
+          steps.push_back({ChainStep::RELU, -1});
+        } else if (m == PointwiseMode::ADD || m == PointwiseMode::MUL || m == PointwiseMode::SUB) {
+          const bool first = in.src[0] == value;
+          const int other = first ? in.src[1] : in.src[0];
+          if ((!first && in.src[1] != value) || other < 0 || operand_of_reg[static_cast<size_t>(other)] < 0) return false;
+          ChainStep::Kind k = m == PointwiseMode::ADD ? ChainStep::ADD : m == PointwiseMode::MUL ? ChainStep::MUL
+                              : first ? ChainStep::SUB : ChainStep::SUB_FROM;
+          steps.push_back({k, operand_of_reg[static_cast<size_t>(other)]});
+        } else {
+          return false;
+        }
+        value = in.dst;
+        break;
+      }
+      case InstrKind::STORE:
+        if (store_instr >= 0 || in.src[0] != value || i + 1 != prog.code.size() ||
+            !is_float[static_cast<size_t>(in.tensor)])
+          return false;
+        store_instr = static_cast<int>(i);
+        break;
+      default:
+        return false;  // INDEX, REDUCE
+    }
+  }
+  return store_instr >= 0 && !steps.empty();
+}
+
+void run_chain(const Chain& c, int64_t n, const float* anchor, const float* const* ptrs, const float* scalars,
+               float* out) {
+#ifdef DNNGRAPH_CHAIN_AVX2
+  static const bool kAvx2 = cpu_features().supports(Isa::AVX2);
+  if (kAvx2) {
+    run_avx2(c, n, anchor, ptrs, scalars, out);
+    return;
+  }
+#endif
+  run_portable(c, n, anchor, ptrs, scalars, out);
+}
+
+}  // namespace dnngraph::cpu

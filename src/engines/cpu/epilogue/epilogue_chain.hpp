@@ -1,0 +1,33 @@
+// The common epilogue, as one fused loop: the anchor value flows through a chain of fp32 ops
+// (add / subtract / multiply by a per-element or broadcast operand, ReLU) into one fp32 store,
+// e.g. conv + bias + ReLU. The general executor runs every op over a chunk buffer and pays its
+// bookkeeping per op and per chunk, which costs more than the op on the short strips of a conv
+// (one pixel's channels); this loop keeps the value in a register from load to store.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "fusion/expr.hpp"
+
+namespace dnngraph::cpu {
+
+struct ChainStep {
+  enum Kind : uint8_t { ADD, MUL, SUB, SUB_FROM, RELU } kind;  // SUB: v - x; SUB_FROM: x - v
+  int operand = -1;  // index into the chain's operands (a LOAD or LOAD_SCALAR instruction), -1 for RELU
+};
+
+struct Chain {
+  std::vector<ChainStep> steps;
+  std::vector<int> operand_instr;  // per chain operand: the instruction that loads it
+  int store_instr = -1;            // the one STORE
+
+  // Fills the chain when `prog` has that form with fp32 rounding everywhere; `round` gives each
+  // instruction's rounding type and `float_tensor` whether a tensor is fp32. False otherwise.
+  bool build(const expr::Program& prog, const std::vector<DataType>& round, const std::vector<bool>& is_float);
+};
+
+// out[i] = chain(anchor[i]) for i < n. Operand j is ptrs[j][i] when ptrs[j] is set, else scalars[j].
+void run_chain(const Chain& c, int64_t n, const float* anchor, const float* const* ptrs, const float* scalars,
+               float* out);
+
+}  // namespace dnngraph::cpu
