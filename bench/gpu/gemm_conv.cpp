@@ -4,7 +4,7 @@
 // bench/gpu/gemm_conv_torch.py runs this program and PyTorch eager on the same machine, in the
 // same run, and prints them side by side.
 //
-//   dnngraph_gemm_conv_bench [--plans N] [--only SUBSTRING] [--build-only]
+//   dnngraph_gemm_conv_bench [--plans N] [--only SUBSTRING[,SUBSTRING...]] [--build-only]
 //
 // With GEMM_BENCH_CACHE set, compiled kernels are kept in that folder (the kernel cache's disk
 // layer): build-only runs of single workloads can fill it in parallel before the timed run.
@@ -30,7 +30,19 @@ using Dims = std::vector<int64_t>;
 namespace {
 
 int g_plans = 2;
-std::string g_only;
+std::string g_only;  // comma-separated name substrings; empty: every workload
+
+bool selected(const std::string& name) {
+  if (g_only.empty()) return true;
+  size_t start = 0;
+  while (start <= g_only.size()) {
+    const size_t end = std::min(g_only.find(',', start), g_only.size());
+    const std::string part = g_only.substr(start, end - start);
+    if (!part.empty() && name.find(part) != std::string::npos) return true;
+    start = end + 1;
+  }
+  return false;
+}
 bool g_build_only = false;
 
 std::shared_ptr<dg::KernelCache> kernel_cache() {
@@ -86,7 +98,7 @@ bool check(const dg::Status& s, const std::string& what) {
 // Builds up to g_plans plans of the graph, times each (median of 7 repeats of `iters` runs) and
 // prints the fastest.
 void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, double flops) {
-  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  if (!selected(name)) return;
   dg::HandleImpl& h = handle.impl();
   g.set_kernel_cache(kernel_cache());
   if (!check(g.validate(), name) || !check(g.build_operation_graph(handle), name) ||
@@ -142,7 +154,7 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
 // == C == K (filters [C, 1, R, S]).
 void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int64_t hw, int64_t k, int64_t r,
           bool fused, bool depthwise = false) {
-  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  if (!selected(name)) return;
   dg::HandleImpl& h = handle.impl();
   const int64_t pad = r / 2;
   const Dims xd{n, c, hw, hw}, wd{k, depthwise ? 1 : c, r, r}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
@@ -169,7 +181,7 @@ void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int
 
 // (batch x m x k) x (batch x k x n) [x alpha + bias -> GELU, AMAX], bf16 in and out.
 void matmul(dg::Handle& handle, const std::string& name, int64_t batch, int64_t m, int64_t n, int64_t k, bool chain) {
-  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  if (!selected(name)) return;
   dg::HandleImpl& h = handle.impl();
   const Dims ad{batch, m, k}, bd{batch, k, n}, cd{batch, m, n}, biasd{1, 1, n};
   DeviceTensor a(h, volume(ad), dg::DataType::BFLOAT16, 4), b(h, volume(bd), dg::DataType::BFLOAT16, 5),

@@ -97,13 +97,17 @@ def main():
     ap.add_argument("--bench", required=True)
     ap.add_argument("--out", default="")
     ap.add_argument("--plans", default="2")
+    ap.add_argument("--only", default="", help="comma-separated workload name substrings (default: all)")
     args = ap.parse_args()
+    only = [w for w in args.only.split(",") if w]
+    workloads = [w for w in WORKLOADS if not only or any(o in w[0] for o in only)]
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
     info = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
     print(info, flush=True)
 
-    proc = subprocess.run([args.bench, "--plans", args.plans], capture_output=True, text=True)
+    cmd = [args.bench, "--plans", args.plans] + (["--only", args.only] if only else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     print(proc.stdout, proc.stderr[-3000:], flush=True)
     ours = {}
     for line in proc.stdout.splitlines():
@@ -112,7 +116,7 @@ def main():
             ours[parts[1]] = {"ms": float(parts[2]), "tflops": float(parts[3]), "plan": parts[4] if len(parts) > 4 else ""}
 
     rows = []
-    for name, kind, wargs in WORKLOADS:
+    for name, kind, wargs in workloads:
         try:
             t, alone = torch_matmul(*wargs) if kind == "mm" else torch_conv(*wargs)
         except Exception as e:  # keep going: report what ran

@@ -82,8 +82,12 @@ TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
   for (const auto& p : low.parts) {
     if (dg::cuda::gemm::anchor_node(p) < 0) continue;
     std::string src, why;
-    for (int core : {0, 1}) {
-      ASSERT_TRUE(cv::fprop_source_for_test(p, core, 128, 128, 4, src, why)) << why;
+    for (int core : {0, 1, 2, 3}) {  // 2: the wgmma core with split-K; 3: with 64-wide tiles
+      ASSERT_TRUE(cv::fprop_source_for_test(p, core ? 1 : 0, 128, core == 3 ? 64 : 128, 4, src, why, core == 2 ? 3 : 1))
+          << why;
+      if (core == 2) {
+        EXPECT_NE(src.find("conv_fprop_wgmma<dg::DT_BFLOAT16, 128, 4, true,"), std::string::npos) << src;
+      }
       std::vector<uint8_t> cubin;
       auto s = dg::cuda::nvrtc_compile(src, "test_conv.cu", "sm_90a", cubin);
       ASSERT_TRUE(s.ok()) << "core " << core << ": " << s.to_string() << "\n---- source:\n" << src;
@@ -220,6 +224,28 @@ void run_dgrad(const Case& c, dg::DataType t, bool relu, std::mt19937& rng) {
                         {Expect{2e-5, std::sqrt(double(taps)) * 0.1}});
 }
 
+// Deep k (C=256 x 9 taps = 36 k steps of 64) on few tiles: the first plans are split-K 2..8 on the
+// wgmma core (the partial sums fixed up by each tile's last split); each runs against ref. The
+// second shape (k not a multiple of 64) reuses the first one's kernels (same types, dynamic shapes).
+TEST(CudaConvImplicitGemm, SplitKMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(74);
+  run_case({{2, 256, 9, 7}, 200, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, dg::DataType::BFLOAT16,
+           dg::DataType::BFLOAT16, true, rng, 9);
+  run_case({{1, 136, 6, 5}, 72, {3, 3}, {1, 0}, {0, 1}, {1, 1}, {1, 2}}, dg::DataType::BFLOAT16,
+           dg::DataType::BFLOAT16, true, rng, 9);
+}
+
+// 40 output channels (off every tile width): the plans include the wgmma core's 64-wide tiles.
+TEST(CudaConvImplicitGemm, NarrowTilesMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(75);
+  run_case({{2, 64, 15, 13}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, dg::DataType::BFLOAT16,
+           dg::DataType::BFLOAT16, true, rng, 8);
+  run_case({{3, 32, 9, 11}, 64, {1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}}, dg::DataType::BFLOAT16,
+           dg::DataType::BFLOAT16, true, rng, 8);
+}
+
 TEST(CudaConvImplicitGemm, DgradMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
   std::mt19937 rng(81);
@@ -258,10 +284,36 @@ TEST(CudaConvDepthwise, KernelCompilesWithNvrtc) {
   ASSERT_TRUE(gemm_test::lower_graph(g, low));
   for (const auto& p : low.parts) {
     if (dg::cuda::gemm::anchor_node(p) < 0) continue;
+    for (int strip : {0, 2, 4, 8}) {
+      std::string src, why;
+      ASSERT_TRUE(cv::depthwise_source_for_test(p, strip, src, why)) << why;
+      std::vector<uint8_t> cubin;
+      auto s = dg::cuda::nvrtc_compile(src, "test_depthwise.cu", "sm_90a", cubin);
+      ASSERT_TRUE(s.ok()) << "strip " << strip << ": " << s.to_string() << "\n---- source:\n" << src;
+    }
+  }
+}
+
+// The strip kernel with W stride and dilation 2, channels not a multiple of 8 (scalar loads), half.
+TEST(CudaConvDepthwise, StridedStripKernelCompilesWithNvrtc) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::HALF).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  auto x = declare(g, "X", {2, 20, 15, 17}, dg::DataType::HALF);
+  auto w = declare(g, "W", {20, 1, 3, 3}, dg::DataType::HALF);
+  auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}).set_stride({2, 2}).set_dilation({1, 2}));
+  y = g.pointwise(y, dg::PointwiseAttr().set_mode(M::RELU_FWD));
+  y->set_output(true).set_stride(channels_last({2, 20, 8, 8}));
+  gemm_test::Lowered low;
+  ASSERT_TRUE(gemm_test::lower_graph(g, low));
+  for (const auto& p : low.parts) {
+    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
     std::string src, why;
-    ASSERT_TRUE(cv::depthwise_source_for_test(p, src, why)) << why;
+    ASSERT_TRUE(cv::depthwise_source_for_test(p, 4, src, why)) << why;
+    EXPECT_NE(src.find("conv_depthwise_strip<dg::DT_HALF, false, false, 3, 3, 2, 2, 4,"), std::string::npos) << src;
     std::vector<uint8_t> cubin;
-    auto s = dg::cuda::nvrtc_compile(src, "test_depthwise.cu", "sm_90a", cubin);
+    auto s = dg::cuda::nvrtc_compile(src, "test_depthwise_strided.cu", "sm_90a", cubin);
     ASSERT_TRUE(s.ok()) << s.to_string() << "\n---- source:\n" << src;
   }
 }
@@ -279,7 +331,7 @@ TEST(CudaConvDepthwise, RandomShapesMatchRef) {
     c.filt = {big ? 5 : 1 + int64_t(rng() % 3), big ? 5 : 1 + int64_t(rng() % 3)};
     c.pre = {int64_t(rng() % 2), int64_t(rng() % 2)};
     c.post = {int64_t(rng() % 2), int64_t(rng() % 2) + (big ? 4 : 0)};
-    c.stride = {1 + int64_t(rng() % 2), 1};
+    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(trial % 2)};
     c.dil = {1, 1 + int64_t(rng() % 2)};
     c.x[2] += 4, c.x[3] += 4;
     Dims wd{ch, 1, c.filt[0], c.filt[1]};
@@ -301,7 +353,7 @@ TEST(CudaConvDepthwise, RandomShapesMatchRef) {
                             y = g.pointwise(g.bias(y, ts[2]), dg::PointwiseAttr().set_mode(M::RELU_FWD));
                             return std::vector<dg::TensorPtr>{y};
                           },
-                          {Expect{2e-5, 1}});
+                          {Expect{2e-5, 1}}, 3);  // every strip (4, 2, 8), or the per-pixel kernel
   }
 }
 

@@ -16,10 +16,12 @@ using conv::ConvProblem;
 constexpr const char* kEngineName = "cuda_conv_implicit_gemm";
 constexpr const char* kFpropKernel = "dg_conv_fprop";
 
-// core 0: mma.sync (any sm_80+), tiles bm x bn x 32; core 1: wgmma + TMA (sm_90a), 128 x bn x 64.
+// core 0: mma.sync (any sm_80+), tiles bm x bn x 32; core 1: wgmma + TMA (sm_90a), 128 x bn x 64,
+// optionally split-K: `splits` CTAs share a tile's k steps, the last one sums and runs the epilogue.
 struct Config {
   int core = 0;
   int bm = 128, bn = 128, stages = 4;
+  int splits = 1;
   int threads() const { return core ? 384 : 128; }
   int smem_bytes() const {
     if (core) return 1024 + stages * (bm + bn) * 64 * 2 + 2 * 64 * 36 * 4 + 16 * stages;
@@ -37,10 +39,16 @@ bool read_config(const Knobs& k, Config& c, std::string& why) {
   c.bm = static_cast<int>(knob(k, "tile_m", 128));
   c.bn = static_cast<int>(knob(k, "tile_n", 128));
   c.stages = static_cast<int>(knob(k, "stages", 4));
+  c.splits = static_cast<int>(knob(k, "split_k", 1));
+  if (c.splits < 1 || c.splits > 16 || (c.splits > 1 && c.core != 1)) {
+    why = "knobs " + knobs_to_string(k) + ": split_k 1..16, and above 1 on the wgmma core (core=1) only";
+    return false;
+  }
   if (c.core == 1) {
-    if (c.bm != 128 || (c.bn != 128 && c.bn != 256) || c.stages < 2 || c.stages > 6 || c.smem_bytes() > 227 * 1024) {
-      why = "knobs " + knobs_to_string(k) + ": the wgmma core takes tile_m 128, tile_n 128 or 256, and stages that fit "
-            "227 KB of shared memory";
+    if (c.bm != 128 || (c.bn != 64 && c.bn != 128 && c.bn != 256) || c.stages < 2 || c.stages > 6 ||
+        c.smem_bytes() > 227 * 1024) {
+      why = "knobs " + knobs_to_string(k) + ": the wgmma core takes tile_m 128, tile_n 64, 128 or 256, and stages that "
+            "fit 227 KB of shared memory";
       return false;
     }
     return true;
@@ -78,7 +86,8 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
        << "#include \"conv_wgmma.cuh\"\n\n"
        << gemm::epilogue_source(pc.epi, g) << "\nextern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
        << "(const dg::ConvParams cp, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mw) {\n"
-       << "  dg::conv_fprop_wgmma<" << dt << ", " << c.bn << ", " << c.stages << ", dg_gen::Epilogue>(cp, p, &mw);\n}\n"
+       << "  dg::conv_fprop_wgmma<" << dt << ", " << c.bn << ", " << c.stages << ", "
+       << (c.splits > 1 ? "true" : "false") << ", dg_gen::Epilogue>(cp, p, &mw);\n}\n"
        << gemm::finalize_source(pc.epi.L);
     return os.str();
   }
@@ -115,11 +124,23 @@ class ConvPlan final : public Plan {
   ConvPlan(const Partition& p, Pieces pc, Config c, gemm::KernelBuild k)
       : part_(p), pc_(std::move(pc)), c_(c), k_(std::move(k)) {}
 
-  int64_t workspace_size() const override { return pc_.epi.L.workspace_bytes; }
+  // The epilogue's workspace, then (split-K) the partial sums and one counter per tile.
+  int64_t epilogue_bytes() const { return (pc_.epi.L.workspace_bytes + 255) / 256 * 256; }
+  int64_t tiles() const {
+    return ((pc_.cp.params.M + c_.bm - 1) / c_.bm) * ((pc_.cp.params.N + c_.bn - 1) / c_.bn);
+  }
+  int64_t workspace_size() const override {
+    if (c_.splits == 1) return pc_.epi.L.workspace_bytes;
+    return epilogue_bytes() + tiles() * c_.splits * c_.bm * c_.bn * 4 + tiles() * 4;
+  }
 
   Status execute(const ExecArgs& args) const override {
     HandleImpl& h = args.handle;
     if (!h.device.is_cuda() || !h.cuda) return {ErrorCode::GRAPH_EXECUTION_FAILED, "conv plan: not a CUDA handle"};
+    if (c_.splits > 1 && !args.workspace)
+      return {ErrorCode::WORKSPACE_TOO_SMALL, std::string(kEngineName) + ": split_k=" + std::to_string(c_.splits) +
+                                                  " needs " + std::to_string(workspace_size()) +
+                                                  " bytes of workspace but it is null"};
     for (int id : {pc_.cp.x, pc_.cp.w}) {
       const void* ptr = args.ptrs[static_cast<size_t>(id)];
       if (!ptr) return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(id).name + "': the pointer is null"};
@@ -136,13 +157,20 @@ class ConvPlan final : public Plan {
     cp.epi_vec = vec;
     cp.tiles_m = static_cast<int32_t>((cp.M + c_.bm - 1) / c_.bm);
     cp.tiles_n = static_cast<int32_t>((cp.N + c_.bn - 1) / c_.bn);
+    cp.splits = c_.splits;
+    cp.ws = nullptr;
     if (auto s = gemm::reset_reductions(h, pc_.epi.L, pp); !s.ok()) return s;
     const int64_t tiles = int64_t{cp.tiles_m} * cp.tiles_n;
+    if (c_.splits > 1) {
+      cp.ws = static_cast<char*>(args.workspace) + epilogue_bytes();
+      char* counters = static_cast<char*>(cp.ws) + tiles * c_.splits * c_.bm * c_.bn * 4;
+      if (auto s = fill32(h, counters, 0, static_cast<size_t>(tiles)); !s.ok()) return s;
+    }
     if (c_.core == 1) {
       gemm::TensorMap mw;
       if (auto s = gemm::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
       void* kargs[] = {&cp, &pp, &mw};
-      const auto grid = static_cast<unsigned>(std::min<int64_t>(tiles, h.cuda->multiprocessors));
+      const auto grid = static_cast<unsigned>(std::min<int64_t>(tiles * c_.splits, h.cuda->multiprocessors));
       if (auto s = gemm::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs,
                                    kFpropKernel);
           !s.ok())
@@ -182,9 +210,16 @@ class ConvImplicitGemmEngine final : public Engine {
     ConvProblem cp;
     std::string why;
     const bool dgrad = conv::describe_conv(p, cp, why) && (cp.dgrad || cp.wgrad);
-    if (t.info().sm_version == 90 && !dgrad)
+    if (t.info().sm_version == 90 && !dgrad) {
+      if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
+        for (int st : {6, 4}) out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", 64}, {"stages", st}});
       for (auto [bn, st] : {std::pair{128, 5}, {128, 4}, {256, 4}, {256, 3}})
         out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", bn}, {"stages", st}});
+      // Split-K where each split keeps at least 4 of the 64-wide k steps (the stage ring's depth).
+      const int64_t ktiles = (cp.params.K + 63) / 64;
+      for (int sk : {2, 3, 4, 5, 6, 8})
+        if (ktiles >= 4 * sk) out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", 128}, {"stages", 4}, {"split_k", sk}});
+    }
     for (auto [bm, bn] : {std::pair{128, 128}, {128, 64}, {64, 128}, {64, 64}})
       for (int st : {4, 3}) out.push_back({{"core", 0}, {"tile_m", bm}, {"tile_n", bn}, {"stages", st}});
     std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
@@ -197,18 +232,26 @@ class ConvImplicitGemmEngine final : public Engine {
     Config c;
     std::string why;
     if (!read_config(k, c, why)) return 1e9;
-    double padded = 1.0;
+    double padded = 1.0, fixup = 0.0;
     ConvProblem cp;
     if (conv::describe_conv(p, cp, why)) {
+      // Wave cost: SM slots x k steps per unit (+1 for the pipeline's fill and the epilogue) over
+      // the useful tiles x k steps. A split-K unit also publishes its partial sums, and the tile's
+      // last one reads them all back: measured on an H200 (2026-11-29) at ~6 k steps' time per unit.
       const int64_t tm = (cp.params.M + c.bm - 1) / c.bm, tn = (cp.params.N + c.bn - 1) / c.bn;
       const int64_t sms = std::max(1, t.info().multiprocessors);
+      const int64_t kt = (cp.params.K + (c.core ? 63 : 31)) / (c.core ? 64 : 32), units = tm * tn * c.splits;
       padded = static_cast<double>(tm * c.bm * tn * c.bn) / static_cast<double>(cp.params.M * cp.params.N);
-      padded *= static_cast<double>((tm * tn + sms - 1) / sms * sms) / static_cast<double>(tm * tn);
+      const int64_t per_unit = (kt + c.splits - 1) / c.splits + 1 + (c.splits > 1 ? 6 : 0);
+      padded *= static_cast<double>((units + sms - 1) / sms * sms * per_unit) / static_cast<double>(tm * tn * (kt + 1));
+      if (c.splits > 1) fixup = 1e-6;  // the counters' memset
     }
-    const double eff = c.core == 1 ? (c.bn == 256 ? 0.62 : 0.60) * (c.stages >= 4 ? 1.0 : 0.97)
+    // The wgmma core is bound by its activation gathers more than by the MMAs (measured: about the
+    // same time per 64-deep k step whatever the tile width), so 64-wide tiles lose nothing.
+    const double eff = c.core == 1 ? (c.bn == 128 ? 0.60 : 0.62) * (c.stages >= 4 ? 1.0 : 0.97)
                                    : (c.bm * c.bn >= 128 * 128 ? 0.30 : c.bm * c.bn >= 128 * 64 ? 0.27 : 0.22) *
                                          (c.stages >= 4 ? 1.0 : 0.95);
-    return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), eff, 5e-6);
+    return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), eff, 5e-6) + fixup;
   }
 
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
@@ -230,6 +273,10 @@ class ConvImplicitGemmEngine final : public Engine {
               std::string(kEngineName) + ": core=1 (wgmma) needs sm_90a; the device is sm_" + std::to_string(t.info().sm_version)};
     Pieces pc;
     if (auto s = prepare(p, t, pc); !s.ok()) return s;
+    if (c.core == 1 && pc.cp.params.M + 128 >= (int64_t{1} << 31))
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
+              std::string(kEngineName) + ": core=1 indexes output pixels in 32 bits; this convolution has " +
+                  std::to_string(pc.cp.params.M) + " (use core=0)"};
     if (c.core == 1 && (pc.cp.dgrad || pc.cp.wgrad))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
               std::string(kEngineName) + ": conv_dgrad and conv_wgrad run on the mma.sync core (core=0) only"};
@@ -255,11 +302,11 @@ const Engine& conv_implicit_gemm_engine() {
 // For the NVRTC compile test (no GPU): the kernel source of a conv_fprop partition.
 namespace conv {
 bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
-                           std::string& why) {
+                           std::string& why, int splits) {
   Pieces pc;
   if (!describe_conv(p, pc.cp, why)) return false;
   if (!gemm::plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
-  src = source(pc, Config{core, bm, bn, stages}, *p.graph);
+  src = source(pc, Config{core, bm, bn, stages, splits}, *p.graph);
   return true;
 }
 }  // namespace conv

@@ -1,5 +1,6 @@
-// Depthwise convolution forward (groups == C == K), direct: each thread computes 8 channels of
-// one output pixel in fp32, reading the activations as 16-byte vectors (NHWC) where VEC, and
+// Depthwise convolution forward (groups == C == K), direct. conv_depthwise_strip (2D/1D filters of
+// at most DG_DW_MAX_TAPS taps, the usual case) is described there; conv_depthwise (any filter) has
+// each thread compute 8 channels of one output pixel in fp32, reading the activations as 16-byte vectors (NHWC) where VEC, and
 // keeps its channels' filter taps in registers while its channel group stays the same (the
 // launch makes the grid stride a multiple of the channel groups). The fused epilogue runs on the
 // 8 results through the same generated functor as the GEMM kernels (coordinates [pixel, channel]).
@@ -122,6 +123,127 @@ __device__ __forceinline__ void conv_depthwise(const DwParams& P, const Pointwis
         typename Ep::template Loaded<1> l;
         Ep::template load<1>(p, c, l);
         Ep::template apply<1>(p, c, l, acc + j, red);
+      }
+    }
+  }
+  Ep::finish_full(p, red);
+}
+
+// 8 channels at element offset `off` (VEC: one 16-byte or 32-byte load), zero past C.
+template <int DT, bool VEC>
+__device__ __forceinline__ void dw_load8(const void* base, i64 off, int c0, int C, float (&v)[8]) {
+  if (VEC) {
+    load_vec<DT, 8>(base, off, v);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = c0 + j < C ? load_one<DT>(base, off + j) : 0.0f;
+  }
+}
+
+// Output column j of a strip reads input column i (relative to the strip's first) with filter
+// column s when i == j * SW + s * DL; -1 when it does not.
+template <int SW, int DL, int FS>
+__device__ __forceinline__ constexpr int dw_filter_col(int i, int j) {
+  return (i - j * SW) >= 0 && (i - j * SW) % DL == 0 && (i - j * SW) / DL < FS ? (i - j * SW) / DL : -1;
+}
+
+// 2D (or 1D) depthwise, filter FR x FS with FR * FS <= DG_DW_MAX_TAPS, W stride SW and dilation DL
+// fixed at compile time. A thread keeps one channel group (8 channels) for its whole life, their
+// filters in registers (WVEC: the filters are packed [C][R][S], read as 16-byte vectors), and per
+// item computes QS consecutive output pixels along W: each input column of the window is loaded
+// once for all QS outputs ((QS - 1) * SW + (FS - 1) * DL + 1 loads per filter row instead of
+// QS * FS). Index math is 32-bit (the host checks the item count fits); the launch makes the total
+// thread count a multiple of the channel groups.
+template <int DT, bool VEC, bool WVEC, int FR, int FS, int SW, int DL, int QS, class Ep>
+__device__ __forceinline__ void conv_depthwise_strip(const DwParams& P, const PointwiseParams& p) {
+  typedef typename Ep::Index Index;
+  constexpr int TAPS = FR * FS, IW = (QS - 1) * SW + (FS - 1) * DL + 1;
+  float red[Ep::kFull > 0 ? Ep::kFull : 1];
+  Ep::init_full(red);
+  const int groups = (P.C + 7) >> 3;
+  const int strips = (P.out[2] + QS - 1) / QS;
+  const int rows = (int)(P.M / P.out[2]);  // N x O x P
+  const int tid = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  const int cg = tid % groups, c0 = cg * 8;
+  const int step = (int)(gridDim.x * blockDim.x) / groups;
+  float wr[TAPS][8];
+  if (WVEC) {
+#pragma unroll
+    for (int e = 0; e < TAPS; ++e) {  // element e * 8 .. of this group's [8][TAPS] block
+      float v[8];
+      load_vec<DT, 8>(P.w, (i64)c0 * TAPS + e * 8, v);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) wr[(e * 8 + u) % TAPS][(e * 8 + u) / TAPS] = v[u];
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < FR; ++r)
+#pragma unroll
+      for (int s = 0; s < FS; ++s)
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          wr[r * FS + s][j] = c0 + j < P.C ? load_one<DT>(P.w, (i64)(c0 + j) * P.w_stride_c + r * P.w_stride_tap[1] +
+                                                                   s * P.w_stride_tap[2])
+                                           : 0.0f;
+  }
+  Index c[Ep::kRank];
+#pragma unroll
+  for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+  for (int it = tid / groups; it < rows * strips; it += step) {
+    const int row = it / strips, q0 = (it - row * strips) * QS;
+    const int pp = row % P.out[1], no = row / P.out[1];
+    const int o = no % P.out[0], n = no / P.out[0];
+    float acc[QS][8];
+#pragma unroll
+    for (int j = 0; j < QS; ++j)
+#pragma unroll
+      for (int u = 0; u < 8; ++u) acc[j][u] = 0.0f;
+    const int d = o * P.stride[0] - P.pad[0];
+    if ((unsigned)d < (unsigned)P.in[0]) {
+      const i64 nb = (i64)n * P.x_stride[0] + (i64)d * P.x_stride[1] + c0;
+      const int w0 = q0 * SW - P.pad[2];
+#pragma unroll
+      for (int r = 0; r < FR; ++r) {
+        const int h = pp * P.stride[1] - P.pad[1] + r * P.dil[1];
+        if ((unsigned)h >= (unsigned)P.in[1]) continue;
+        const i64 rb = nb + (i64)h * P.x_stride[2];
+#pragma unroll
+        for (int i = 0; i < IW; ++i) {
+          const int w = w0 + i;
+          if ((unsigned)w >= (unsigned)P.in[2]) continue;
+          float xv[8];
+          dw_load8<DT, VEC>(P.x, rb + (i64)w * P.x_stride[3], c0, P.C, xv);
+#pragma unroll
+          for (int j = 0; j < QS; ++j) {
+            const int s = dw_filter_col<SW, DL, FS>(i, j);
+            if (s < 0) continue;
+#pragma unroll
+            for (int u = 0; u < 8; ++u) acc[j][u] += xv[u] * wr[r * FS + s][u];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < QS; ++j) {
+      if (q0 + j >= P.out[2]) break;
+      c[Ep::kRank - 2] = (Index)((i64)row * P.out[2] + q0 + j);
+      if (P.epi_vec == 4 && c0 + 8 <= P.C) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          c[Ep::kRank - 1] = (Index)(c0 + 4 * h);
+          typename Ep::template Loaded<4> l;
+          Ep::template load<4>(p, c, l);
+          Ep::template apply<4>(p, c, l, acc[j] + 4 * h, red);
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          if (c0 + u >= P.C) break;
+          c[Ep::kRank - 1] = (Index)(c0 + u);
+          typename Ep::template Loaded<1> l;
+          Ep::template load<1>(p, c, l);
+          Ep::template apply<1>(p, c, l, acc[j] + u, red);
+        }
       }
     }
   }

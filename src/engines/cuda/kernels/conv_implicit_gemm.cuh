@@ -26,6 +26,9 @@ struct ConvParams {
   int C;
   int epi_vec;
   int tiles_m, tiles_n;
+  int splits;  // split-K factor of the wgmma core (1: none)
+  int pad_;
+  void* ws;    // split-K: partial sums [tile][split][128 x BN] fp32, then one counter per tile
 };
 
 template <int BM, int BK, int THREADS>
