@@ -127,8 +127,25 @@ Dims cat(Dims a, const Dims& b) {
 }
 
 // Conv (fprop or dgrad) -> [+ bias] -> [ReLU] -> [+ residual], [AMAX], in `out_type`.
+// Dense channels-last strides for [n, c, spatial...].
+Dims channels_last(const Dims& d) {
+  Dims st(d.size());
+  int64_t running = 1;
+  st[1] = running;
+  running *= d[1];
+  for (size_t i = d.size(); i-- > 2;) {
+    st[i] = running;
+    running *= d[i];
+  }
+  st[0] = running;
+  return st;
+}
+
+// `nhwc_out`: the output (and residual) dense channels-last, the layout in which the engines
+// write a fused chain's output straight from the GEMM tiles.
 void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, std::mt19937& rng, bool bias,
-                   bool relu, bool residual, bool amax, dg::DataType out_type, double tol = 1e-5) {
+                   bool relu, bool residual, bool amax, dg::DataType out_type, double tol = 1e-5,
+                   bool nhwc_out = false) {
   const Dims xd = cat({cc.n, cc.c}, cc.in), wd = cat({cc.k, cc.c / cc.groups}, cc.ker), yd = cat({cc.n, cc.k}, cc.out);
   const Dims& src_d = dgrad ? yd : xd;
   const Dims& dst_d = dgrad ? xd : yd;
@@ -137,8 +154,13 @@ void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, st
   Dims bd(dst_d.size(), 1);
   bd[1] = dst_d[1];
   if (bias) in.push_back(ref_test::random_tensor(bd, dg::DataType::FLOAT, rng, -1, 1));
-  if (residual) in.push_back(ref_test::random_tensor(dst_d, dg::DataType::FLOAT, rng, -1, 1));
-  std::vector<HostTensor> outs{ref_test::make_tensor(dst_d, ref_test::random_strides(dst_d, rng), out_type)};
+  if (residual) {
+    in.push_back(ref_test::make_tensor(dst_d, nhwc_out ? channels_last(dst_d) : ref_test::random_strides(dst_d, rng),
+                                       dg::DataType::FLOAT));
+    in.back().randomize(rng, -1, 1);
+  }
+  std::vector<HostTensor> outs{ref_test::make_tensor(
+      dst_d, nhwc_out ? channels_last(dst_d) : ref_test::random_strides(dst_d, rng), out_type)};
   if (amax) outs.push_back(ref_test::make_tensor(Dims(dst_d.size(), 1), Dims(dst_d.size(), 1), dg::DataType::FLOAT));
   const int64_t kdim = (dgrad ? cc.k / cc.groups : cc.c / cc.groups) * ref_test::volume(cc.ker);
   std::string what = engine + (dgrad ? " dgrad" : " fprop") + " nsp=" + std::to_string(cc.nsp) + " n=" +
@@ -194,6 +216,19 @@ TEST(CpuConvImplicitGemm, FusedEpiloguesMatchRef) {
     const bool dgrad = trial == 5;
     run_conv_case("cpu_conv_implicit_gemm", cc, dgrad, rng, true, true, trial % 2 == 0, trial % 3 == 0,
                   trial == 4 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT);
+  }
+}
+
+// Bias, ReLU and a residual into a channels-last fp32 output: the chain is applied to each
+// finished block of the GEMM in the output itself.
+TEST(CpuConvImplicitGemm, ChainWrittenInPlaceMatchesRef) {
+  std::mt19937 rng(36);
+  for (int trial = 0; trial < 6; ++trial) {
+    ConvCase cc = random_case(rng, Kind::GENERAL);
+    cc.type = dg::DataType::FLOAT;
+    if (trial >= 4) cc.k = cc.groups * (20 + rng() % 30);  // several B panels per task
+    run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, true, true, trial % 2 == 1, false, dg::DataType::FLOAT,
+                  1e-5, true);
   }
 }
 

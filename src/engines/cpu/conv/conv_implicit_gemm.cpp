@@ -47,6 +47,18 @@ class ConvProblem final : public gemm::GemmProblem {
     indirect_ = g.src_t == DataType::FLOAT && g.src_st[1] == 1;
     int64_t ldc = 0;
     c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g, ldc);
+    if (!c_direct_ && !g.dgrad && epi.in_place() && ptrs && run->in_place_safe()) {
+      // The epilogue is a chain: the tiles go straight to its output, finished block by block.
+      ConvGeometry og = g;
+      const auto& st = epi.chain_store_strides();
+      og.dst_st[0] = st[0];
+      og.dst_st[1] = st[1];
+      for (int i = 0; i < g.nsp; ++i) og.dst_st[static_cast<size_t>(2 + 3 - g.nsp + i)] = st[static_cast<size_t>(2 + i)];
+      if (og.dst_st[1] == 1 && flat_pixels(og, ldc)) {
+        c_direct_ = chain_ = true;
+        dst_ = (*ptrs)[static_cast<size_t>(epi.chain_store())];
+      }
+    }
     ldc_ = ldc;
   }
 
@@ -131,6 +143,10 @@ class ConvProblem final : public gemm::GemmProblem {
     return static_cast<float*>(dst_) + m0 * ldc_ + grp * g_.dst_cg + n0;
   }
 
+  void c_direct_done(int64_t grp, int64_t m0, int64_t mc, int64_t n0, int64_t nc, float* c, int64_t ldc) const override {
+    if (chain_) run_->chain_rows(c, ldc, mc, nc, m0 * ldc_ + grp * g_.dst_cg + n0, grp * g_.dst_cg + n0);
+  }
+
   void c_block(int slot, int64_t grp, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* c,
                int64_t ldc) const override {
     const int64_t pix = ph_.pixels();
@@ -152,7 +168,7 @@ class ConvProblem final : public gemm::GemmProblem {
   const void* src_ = nullptr;
   const void* wei_ = nullptr;
   void* dst_ = nullptr;
-  bool indirect_ = false, c_direct_ = false;
+  bool indirect_ = false, c_direct_ = false, chain_ = false;
   int64_t ldc_ = 0;
 };
 
@@ -161,6 +177,7 @@ class ConvImplicitPlan final : public Plan {
   ConvImplicitPlan(const Partition& p, const Epilogue& epi, Isa isa, gemm::Blocking blk, int threads)
       : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), blk_(blk), threads_(threads) {
     geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    epi_.prepare_in_place(1);  // the channel dim of the output
     phases_ = conv_phases(geo_);
     for (const auto& ph : phases_) {
       ConvProblem sizing(geo_, ph, epi_, nullptr, nullptr);

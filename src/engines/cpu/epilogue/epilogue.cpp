@@ -115,6 +115,35 @@ bool Epilogue::init(const expr::Program& prog, const ir::Graph& g, std::string& 
   return true;
 }
 
+const std::vector<int64_t>& Epilogue::chain_store_strides() const {
+  return operands_[static_cast<size_t>(operand_of(chain_.store_instr))].strides;
+}
+
+bool Epilogue::prepare_in_place(int n_axis) {
+  in_place_ = false;
+  tile_kind_.clear();
+  if (!has_chain_ || n_axis < 0 || n_axis >= rank()) return false;
+  const auto& out = chain_store_strides();
+  for (int instr : chain_.operand_instr) {
+    if (prog_.code[static_cast<size_t>(instr)].kind == InstrKind::LOAD_SCALAR) {
+      tile_kind_.push_back(TileOperand::BROADCAST);
+      continue;
+    }
+    const auto& st = operands_[static_cast<size_t>(operand_of(instr))].strides;
+    bool broadcast = true, column = true;
+    for (int d = 0; d < rank(); ++d) {
+      broadcast &= st[static_cast<size_t>(d)] == 0;
+      column &= d == n_axis ? st[static_cast<size_t>(d)] == 1 : st[static_cast<size_t>(d)] == 0;
+    }
+    if (broadcast) tile_kind_.push_back(TileOperand::BROADCAST);
+    else if (column) tile_kind_.push_back(TileOperand::COLUMN);
+    else if (st == out) tile_kind_.push_back(TileOperand::SAME_AS_OUTPUT);
+    else return false;
+  }
+  in_place_ = true;
+  return true;
+}
+
 EpilogueRun::EpilogueRun(const Epilogue& e, const std::vector<void*>& ptrs, int slots) : e_(e) {
   const auto& code = e.program().code;
   data_.resize(e.operands().size());
@@ -180,6 +209,42 @@ bool EpilogueRun::run_chain_strip(const int64_t* coord, int axis, int64_t len, i
   if (inc != 1) return false;
   run_chain(ch, len, anchor, ptrs, vals, out);
   return true;
+}
+
+bool EpilogueRun::in_place_safe() const {
+  const Chain& ch = *e_.chain();
+  const void* out = data_[static_cast<size_t>(e_.operand_of(ch.store_instr))];
+  for (size_t j = 0; j < ch.operand_instr.size(); ++j)
+    if (e_.tile_operand(j) == Epilogue::TileOperand::SAME_AS_OUTPUT &&
+        data_[static_cast<size_t>(e_.operand_of(ch.operand_instr[j]))] == out)
+      return false;
+  return true;
+}
+
+void EpilogueRun::chain_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t out_off, int64_t n_index) const {
+  const Chain& ch = *e_.chain();
+  const float* ptrs[16];
+  const float* same[16];
+  float vals[16];
+  const size_t nops = ch.operand_instr.size();
+  for (size_t j = 0; j < nops; ++j) {
+    const int instr = ch.operand_instr[j];
+    const float* data = static_cast<const float*>(data_[static_cast<size_t>(e_.operand_of(instr))]);
+    ptrs[j] = same[j] = nullptr;
+    switch (e_.tile_operand(j)) {
+      case Epilogue::TileOperand::BROADCAST:
+        vals[j] = e_.program().code[static_cast<size_t>(instr)].kind == expr::InstrKind::LOAD_SCALAR
+                      ? scalars_[static_cast<size_t>(instr)] : *data;
+        break;
+      case Epilogue::TileOperand::COLUMN: ptrs[j] = data + n_index; break;
+      case Epilogue::TileOperand::SAME_AS_OUTPUT: same[j] = data + out_off; break;
+    }
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    for (size_t j = 0; j < nops; ++j)
+      if (same[j]) ptrs[j] = same[j] + i * ldc;
+    run_chain(ch, cols, c + i * ldc, ptrs, vals, c + i * ldc);
+  }
 }
 
 void EpilogueRun::strip(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor) {

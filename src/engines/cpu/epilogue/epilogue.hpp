@@ -43,6 +43,16 @@ class Epilogue {
   DataType round_of(int instr) const { return round_[static_cast<size_t>(instr)]; }
   // The program as one fused fp32 loop (epilogue_chain.hpp), when it has that form; else null.
   const Chain* chain() const { return has_chain_ ? &chain_ : nullptr; }
+  // Whether a producer may write the chain's output itself and finish each tile with
+  // EpilogueRun::chain_rows: every operand is broadcast, a unit-stride vector along domain dim
+  // `n_axis` only (a bias), or laid out as the output (a residual). Records those kinds.
+  bool prepare_in_place(int n_axis);
+  bool in_place() const { return in_place_; }
+  // The chain's output tensor and its strides per domain dim (0 on size-1 dims).
+  int chain_store() const { return chain_.store_instr < 0 ? -1 : prog_.code[static_cast<size_t>(chain_.store_instr)].tensor; }
+  const std::vector<int64_t>& chain_store_strides() const;
+  enum class TileOperand : uint8_t { BROADCAST, COLUMN, SAME_AS_OUTPUT };
+  TileOperand tile_operand(size_t j) const { return tile_kind_[j]; }
 
  private:
   expr::Program prog_;
@@ -53,6 +63,8 @@ class Epilogue {
   int plain_store_ = -1;
   Chain chain_;
   bool has_chain_ = false;
+  bool in_place_ = false;
+  std::vector<TileOperand> tile_kind_;  // per chain operand
 };
 
 // One execution of an Epilogue: bound pointers, per-thread registers and reduction partials.
@@ -68,6 +80,14 @@ class EpilogueRun {
   // (row-major order). `anchor` holds the len anchor values, contiguous (null when no anchor).
   // `slot` (< slots) identifies the calling thread: one slot is never used by two at once.
   void strip(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor);
+
+  // In-place chains (Epilogue::prepare_in_place): `rows` rows of `cols` values at c (row stride
+  // ldc), the chain's output at element offset out_off of its tensor (SAME_AS_OUTPUT operands sit
+  // at the same offsets) and at index n_index along the vectors' dim: applied in place.
+  void chain_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t out_off, int64_t n_index) const;
+  // False when an operand that is read per element is the output itself (in-place would
+  // overwrite it before it is read): the producer then takes the buffered path.
+  bool in_place_safe() const;
 
   // Combines the reductions' per-slot partials and stores them. Call once, after every strip.
   Status finish();

@@ -74,6 +74,19 @@ class MatmulProblem final : public gemm::GemmProblem {
     // power-of-two row strides.
     a_direct_ = a_.dtype == DataType::FLOAT && a_.cs == 1 && N <= 2 * nr;
     c_direct_ = epi.plain_fp32_store() == g.c && g.c_cs == 1;
+    out_rs_ = g.c_rs;
+    out_bs_ = g.c_bs;
+    if (!c_direct_ && epi.in_place() && ptrs && run->in_place_safe()) {
+      // The epilogue is a chain: the tiles go straight to its output, finished block by block.
+      const auto& st = epi.chain_store_strides();
+      const size_t r = st.size();
+      if (st[r - 1] == 1) {
+        c_direct_ = chain_ = true;
+        c_data_ = static_cast<float*>((*ptrs)[static_cast<size_t>(epi.chain_store())]);
+        out_rs_ = st[r - 2];
+        out_bs_.assign(st.begin(), st.end() - 2);
+      }
+    }
   }
 
   void a_rows(int64_t b, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
@@ -103,8 +116,11 @@ class MatmulProblem final : public gemm::GemmProblem {
 
   float* c_direct(int64_t b, int64_t m0, int64_t n0, int64_t& ldc) const override {
     if (!c_direct_) return nullptr;
-    ldc = g_.c_rs;
-    return c_data_ + g_.offset(g_.c_bs, b) + m0 * g_.c_rs + n0;
+    ldc = out_rs_;
+    return c_data_ + g_.offset(out_bs_, b) + m0 * out_rs_ + n0;
+  }
+  void c_direct_done(int64_t b, int64_t m0, int64_t mc, int64_t n0, int64_t nc, float* c, int64_t ldc) const override {
+    if (chain_) run_->chain_rows(c, ldc, mc, nc, g_.offset(out_bs_, b) + m0 * out_rs_ + n0, n0);
   }
   void c_block(int slot, int64_t b, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* c,
                int64_t ldc) const override {
@@ -127,7 +143,9 @@ class MatmulProblem final : public gemm::GemmProblem {
   EpilogueRun* run_;
   gemm::StridedMatrix a_, b_;
   float* c_data_ = nullptr;
-  bool a_direct_ = false, c_direct_ = false;
+  bool a_direct_ = false, c_direct_ = false, chain_ = false;
+  int64_t out_rs_ = 0;
+  std::vector<int64_t> out_bs_;  // the output's batch strides
 };
 
 class MatmulPlan final : public Plan {
@@ -135,6 +153,7 @@ class MatmulPlan final : public Plan {
   MatmulPlan(const Partition& p, const Epilogue& epi, Isa isa, gemm::Blocking blk, int threads)
       : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), blk_(blk), threads_(threads) {
     geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    epi_.prepare_in_place(epi_.rank() - 1);  // N, the last dim of the output
     MatmulProblem sizing(geo_, epi_, nullptr, nullptr, ks_.nr);
     ws_ = gemm::workspace_bytes(sizing, ks_, blk_, threads_) + 64;
   }

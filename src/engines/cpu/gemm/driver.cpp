@@ -140,7 +140,8 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         }
       }
     }
-    if (!direct) p.c_block(slot, b, m0, mc, n0, nc, c, ldc);
+    if (direct) p.c_direct_done(b, m0, mc, n0, nc, c, ldc);
+    else p.c_block(slot, b, m0, mc, n0, nc, c, ldc);
   }
 }
 
