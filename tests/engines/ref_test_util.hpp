@@ -1,6 +1,6 @@
-// Helpers for the reference-engine tests of the reduction, norm, resample and layout families:
-// strided host tensors with random layouts and types, NaN poisoning, a run through the public
-// pipeline restricted to the ref engine, and comparison with tolerances by precision.
+// Helpers for the reference-engine tests: strided host tensors with random layouts and types,
+// NaN poisoning, a run through the public pipeline restricted to the ref engine, and comparison
+// with tolerances by precision.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -12,13 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "common/build_steps.hpp"
+#include "common/dims.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace ref_test {
 
 namespace dg = dnngraph;
-using Dims = std::vector<int64_t>;
+using test_dims::Dims;
+using test_dims::volume;
 
 // Calls fn(index) for every index of dims, row-major.
 inline void for_each(const Dims& dims, const std::function<void(const Dims&)>& fn) {
@@ -34,17 +37,20 @@ inline void for_each(const Dims& dims, const std::function<void(const Dims&)>& f
   }
 }
 
-inline int64_t volume(const Dims& dims) {
-  int64_t v = 1;
-  for (int64_t d : dims) v *= d;
-  return v;
-}
-
-// A tensor in host memory with arbitrary strides, read and written by logical index.
+// A tensor in host memory with arbitrary strides, read and written by logical index. Built with
+// dims and strides, every slot of its span (gaps included) holds NaN until written.
 struct HostTensor {
   dg::DataType dtype = dg::DataType::FLOAT;
   Dims dims, strides;
   std::vector<unsigned char> bytes;
+
+  HostTensor() = default;
+  HostTensor(dg::DataType t, Dims d, Dims s) : dtype(t), dims(std::move(d)), strides(std::move(s)) {
+    int64_t span = 1;
+    for (size_t i = 0; i < dims.size(); ++i) span += (dims[i] - 1) * strides[i];
+    bytes.assign(static_cast<size_t>(span * dg::size_of(t)), 0);
+    for (int64_t i = 0; i < span; ++i) dnngraph::dtype::store(bytes.data(), t, i, std::nan(""));
+  }
 
   int64_t offset(const Dims& idx) const {
     int64_t o = 0;
@@ -54,6 +60,25 @@ struct HostTensor {
   double get(const Dims& idx) const { return dnngraph::dtype::load(bytes.data(), dtype, offset(idx)); }
   void set(const Dims& idx, double v) { dnngraph::dtype::store(bytes.data(), dtype, offset(idx), v); }
   void* data() { return bytes.data(); }
+  // Every element as a double, in row-major order of dims.
+  std::vector<double> values() const {
+    std::vector<double> v;
+    v.reserve(static_cast<size_t>(volume(dims)));
+    for_each(dims, [&](const Dims& idx) { v.push_back(get(idx)); });
+    return v;
+  }
+  // Stores `row_major` (one value per element, row-major) in this tensor's type.
+  void assign(const std::vector<double>& row_major) {
+    size_t n = 0;
+    for_each(dims, [&](const Dims& idx) { set(idx, row_major[n++]); });
+  }
+  // Stores uniform random values in [lo, hi), drawn in row-major order, and returns them as stored
+  // (rounded to the dtype).
+  std::vector<double> randomize(std::mt19937& rng, double lo = -1.0, double hi = 1.0) {
+    std::uniform_real_distribution<double> u(lo, hi);
+    for_each(dims, [&](const Dims& idx) { set(idx, u(rng)); });
+    return values();
+  }
   // Declares it in a graph as a user tensor with these dims, strides and type.
   dg::TensorPtr declare(dg::Graph& g, const std::string& name) const {
     return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(strides).set_data_type(dtype));
@@ -82,23 +107,12 @@ inline Dims random_strides(const Dims& dims, std::mt19937& rng) {
 }
 
 // A tensor of `dims`, storage poisoned with NaN (every slot of its span, gaps included).
-inline HostTensor make_tensor(const Dims& dims, const Dims& strides, dg::DataType t) {
-  HostTensor h;
-  h.dtype = t;
-  h.dims = dims;
-  h.strides = strides;
-  int64_t span = 1;
-  for (size_t i = 0; i < dims.size(); ++i) span += (dims[i] - 1) * strides[i];
-  h.bytes.assign(static_cast<size_t>(span * dg::size_of(t)), 0);
-  for (int64_t i = 0; i < span; ++i) dnngraph::dtype::store(h.bytes.data(), t, i, std::nan(""));
-  return h;
-}
+inline HostTensor make_tensor(const Dims& dims, const Dims& strides, dg::DataType t) { return {t, dims, strides}; }
 
 inline HostTensor random_tensor(const Dims& dims, dg::DataType t, std::mt19937& rng, double lo = -2.0,
                                 double hi = 2.0) {
   HostTensor h = make_tensor(dims, random_strides(dims, rng), t);
-  std::uniform_real_distribution<double> u(lo, hi);
-  for_each(dims, [&](const Dims& idx) { h.set(idx, u(rng)); });
+  h.randomize(rng, lo, hi);
   return h;
 }
 
@@ -140,15 +154,11 @@ inline void expect_near(const HostTensor& got, const std::function<double(const 
   });
 }
 
-// Runs g on the ref engine (selected by name) through the five build steps and execute.
+// Runs g on the ref engine (selected by name) through the five build steps and execute, and
+// checks that plan 0 is ref's.
 inline dg::Status run_on_ref(dg::Graph& g, const dg::VariantPack& pack) {
   dg::Handle handle(dg::Device::cpu());
-  g.select_engines({"ref"});
-  if (auto s = g.validate(); !s.ok()) return s;
-  if (auto s = g.build_operation_graph(handle); !s.ok()) return s;
-  if (auto s = g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}); !s.ok()) return s;
-  if (auto s = g.check_support(handle); !s.ok()) return s;
-  if (auto s = g.build_plans(handle); !s.ok()) return s;
+  if (auto s = test_build::build_on_ref(g, handle); !s.ok()) return s;
   std::string name;
   if (auto s = g.get_plan_name_at_index(0, name); !s.ok()) return s;
   if (name.find("ref") != 0) return {dg::ErrorCode::INTERNAL_ERROR, "plan 0 is '" + name + "', not ref"};
@@ -156,6 +166,16 @@ inline dg::Status run_on_ref(dg::Graph& g, const dg::VariantPack& pack) {
   if (auto s = g.get_workspace_size(ws); !s.ok()) return s;
   std::vector<unsigned char> workspace(static_cast<size_t>(ws) + 1);
   return g.execute(handle, pack, workspace.data(), ws);
+}
+
+// Builds y = op(x) with x declared as "X" and y described as the output, and runs it on ref.
+inline dg::Status run_one_op_on_ref(HostTensor& x, HostTensor& y,
+                                    const std::function<dg::TensorPtr(dg::Graph&, const dg::TensorPtr&)>& op) {
+  dg::Graph g;
+  auto X = x.declare(g, "X");
+  auto Y = op(g, X);
+  y.describe(Y);
+  return run_on_ref(g, {{X, x.data()}, {Y, y.data()}});
 }
 
 }  // namespace ref_test

@@ -15,21 +15,6 @@ void expect_moved(const HostTensor& y, const std::function<double(const Dims&)>&
   expect_near(y, [&](const Dims& o) { return dnngraph::dtype::round_to(y.dtype, src(o)); }, 0.0);
 }
 
-Dims row_major_index(int64_t n, const Dims& dims) {
-  Dims idx(dims.size());
-  for (size_t i = dims.size(); i-- > 0;) {
-    idx[i] = n % dims[i];
-    n /= dims[i];
-  }
-  return idx;
-}
-
-int64_t row_major_offset(const Dims& idx, const Dims& dims) {
-  int64_t n = 0;
-  for (size_t i = 0; i < dims.size(); ++i) n = n * dims[i] + idx[i];
-  return n;
-}
-
 // Splits `total` into `rank` random factors.
 Dims random_factorization(int64_t total, size_t rank, std::mt19937& rng) {
   Dims d(rank, 1);
@@ -50,13 +35,10 @@ TEST(RefLayout, RandomReshapes) {
     if (trial % 2) attr_dims[rng() % yd.size()] = -1;
     HostTensor y = make_tensor(yd, random_strides(yd, rng), random_float_type(rng));
     SCOPED_TRACE("trial " + std::to_string(trial));
-    dg::Graph g;
-    auto X = x.declare(g, "X");
-    auto Y = g.reshape(X, dg::ReshapeAttr().set_dim(attr_dims));
-    y.describe(Y);
-    auto s = run_on_ref(g, {{X, x.data()}, {Y, y.data()}});
+    auto s = run_one_op_on_ref(
+        x, y, [&](dg::Graph& g, const dg::TensorPtr& X) { return g.reshape(X, dg::ReshapeAttr().set_dim(attr_dims)); });
     ASSERT_TRUE(s.ok()) << s.to_string();
-    expect_moved(y, [&](const Dims& o) { return x.get(row_major_index(row_major_offset(o, yd), x.dims)); });
+    expect_moved(y, [&](const Dims& o) { return x.get(test_dims::unravel(test_dims::ravel(o, yd), x.dims)); });
   }
 }
 
@@ -70,9 +52,7 @@ TEST(RefLayout, RandomTransposes) {
     Dims yd(perm.size());
     for (size_t i = 0; i < perm.size(); ++i) yd[i] = x.dims[static_cast<size_t>(perm[i])];
     const bool packed = trial % 2 == 0;  // inference picks row-major packed strides
-    Dims packed_strides(yd.size(), 1);
-    for (size_t i = yd.size() - 1; i > 0; --i) packed_strides[i - 1] = packed_strides[i] * yd[i];
-    HostTensor y = make_tensor(yd, packed ? packed_strides : random_strides(yd, rng), random_float_type(rng));
+    HostTensor y = make_tensor(yd, packed ? test_dims::packed(yd) : random_strides(yd, rng), random_float_type(rng));
     SCOPED_TRACE("trial " + std::to_string(trial));
     dg::Graph g;
     auto X = x.declare(g, "X");
@@ -105,11 +85,8 @@ TEST(RefLayout, RandomSlices) {
     }
     HostTensor y = make_tensor(yd, random_strides(yd, rng), random_float_type(rng));
     SCOPED_TRACE("trial " + std::to_string(trial));
-    dg::Graph g;
-    auto X = x.declare(g, "X");
-    auto Y = g.slice(X, dg::SliceAttr().set_slices(slices));
-    y.describe(Y);
-    auto s = run_on_ref(g, {{X, x.data()}, {Y, y.data()}});
+    auto s = run_one_op_on_ref(
+        x, y, [&](dg::Graph& g, const dg::TensorPtr& X) { return g.slice(X, dg::SliceAttr().set_slices(slices)); });
     ASSERT_TRUE(s.ok()) << s.to_string();
     expect_moved(y, [&](const Dims& o) {
       Dims i = o;

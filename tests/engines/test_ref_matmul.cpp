@@ -8,106 +8,18 @@
 #include <cmath>
 #include <random>
 
-#include "core/dtype.hpp"
-#include "dnngraph/dnngraph.hpp"
+#include "engines/ref_test_util.hpp"
 
 namespace dg = dnngraph;
 using dg::DataType;
 
 namespace {
 
-using Dims = std::vector<int64_t>;
-
-int64_t volume(const Dims& d) {
-  int64_t v = 1;
-  for (int64_t x : d) v *= x;
-  return v;
-}
-Dims packed(const Dims& d) {
-  Dims s(d.size(), 1);
-  for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
-  return s;
-}
-// Packed strides with the last two dims swapped in memory: each matrix column-major.
-Dims column_major(const Dims& d) {
-  const size_t r = d.size();
-  Dims s(r);
-  s[r - 2] = 1;
-  s[r - 1] = d[r - 2];
-  int64_t run = d[r - 2] * d[r - 1];
-  for (size_t i = r - 2; i-- > 0;) {
-    s[i] = run;
-    run *= d[i];
-  }
-  return s;
-}
-Dims unravel(int64_t lin, const Dims& dims) {
-  Dims idx(dims.size());
-  for (size_t i = dims.size(); i-- > 0;) {
-    idx[i] = lin % dims[i];
-    lin /= dims[i];
-  }
-  return idx;
-}
-std::string to_str(const Dims& d) {
-  std::string r = "[";
-  for (size_t i = 0; i < d.size(); ++i) r += (i ? "," : "") + std::to_string(d[i]);
-  return r + "]";
-}
-
-// A strided host buffer of any float dtype, poisoned with NaN; values() reads it row-major.
-struct HostTensor {
-  DataType dtype;
-  Dims dims, strides;
-  int64_t span = 1;
-  std::vector<unsigned char> bytes;
-
-  HostTensor(DataType t, Dims d, Dims s) : dtype(t), dims(std::move(d)), strides(std::move(s)) {
-    for (size_t i = 0; i < dims.size(); ++i) span += (dims[i] - 1) * strides[i];
-    bytes.assign(static_cast<size_t>(span * dg::size_of(t)), 0);
-    for (int64_t i = 0; i < span; ++i) dg::dtype::store(data(), dtype, i, std::nan(""));
-  }
-  void* data() { return bytes.data(); }
-  int64_t offset(const Dims& idx) const {
-    int64_t o = 0;
-    for (size_t i = 0; i < idx.size(); ++i) o += idx[i] * strides[i];
-    return o;
-  }
-  std::vector<double> values() const {
-    std::vector<double> v(static_cast<size_t>(volume(dims)));
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] = dg::dtype::load(bytes.data(), dtype, offset(unravel(static_cast<int64_t>(i), dims)));
-    return v;
-  }
-  std::vector<double> randomize(std::mt19937& rng) {
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
-    for (int64_t i = 0; i < volume(dims); ++i) dg::dtype::store(data(), dtype, offset(unravel(i, dims)), u(rng));
-    return values();
-  }
-};
-
-double tolerance_of(DataType t) {
-  switch (t) {
-    case DataType::BFLOAT16: return 1e-2;
-    case DataType::HALF: return 3e-3;
-    default: return 1e-5;
-  }
-}
-
-// The five build steps and execute, on the CPU, with the ref engine only.
-dg::Status build_and_run(dg::Graph& g, const dg::VariantPack& pack) {
-  dg::Handle handle(dg::Device::cpu());
-  g.select_engines({"ref"});
-  if (auto s = g.validate(); !s.ok()) return s;
-  if (auto s = g.build_operation_graph(handle); !s.ok()) return s;
-  if (auto s = g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}); !s.ok()) return s;
-  if (auto s = g.check_support(handle); !s.ok()) return s;
-  if (auto s = g.build_plans(handle); !s.ok()) return s;
-  int64_t ws = 0;
-  if (auto s = g.get_workspace_size(ws); !s.ok()) return s;
-  std::vector<unsigned char> workspace(static_cast<size_t>(ws) + 1);
-  return g.execute(handle, pack, workspace.data(), ws);
-}
+using namespace ref_test;
+using test_dims::column_major;
+using test_dims::packed;
+using test_dims::to_str;
+using test_dims::unravel;
 
 struct MatmulShape {
   Dims a, b, c;  // A [..., M, K], B [..., K, N], C [..., M, N]
@@ -196,12 +108,12 @@ TEST(RefMatmul, MatchesNaiveLoop) {
     HostTensor ha(s.dtype, s.a, A->get_stride()), hb(s.dtype, s.b, B->get_stride());
     HostTensor hc(C->get_data_type(), C->get_dim(), C->get_stride());
     const auto a = ha.randomize(rng), b = hb.randomize(rng);
-    st = build_and_run(g, {{A, ha.data()}, {B, hb.data()}, {C, hc.data()}});
+    st = run_on_ref(g, {{A, ha.data()}, {B, hb.data()}, {C, hc.data()}});
     ASSERT_TRUE(st.ok()) << st.to_string();
     std::vector<double> want, mag;
     naive_matmul(s, a, b, want, mag);
     const auto got = hc.values();
-    const double rtol = tolerance_of(s.dtype);
+    const double rtol = tolerance(s.dtype);
     for (size_t i = 0; i < want.size(); ++i)
       ASSERT_NEAR(got[i], want[i], rtol * std::fabs(want[i]) + rtol * 1e-3 * mag[i] + 1e-30) << "element " << i;
   }
@@ -232,7 +144,7 @@ TEST(RefMatmul, ScaleBiasGeluAmaxGraph) {
     HostTensor ha(io, ad, A->get_stride()), hb(io, bd, B->get_stride()), hbias(io, biasd, bias->get_stride());
     HostTensor hg(io, G->get_dim(), G->get_stride()), hamax(DataType::FLOAT, {1, 1, 1}, {1, 1, 1});
     const auto a = ha.randomize(rng), b = hb.randomize(rng), bv = hbias.randomize(rng);
-    st = build_and_run(g, {{A, ha.data()}, {B, hb.data()}, {bias, hbias.data()}, {G, hg.data()}, {amax, hamax.data()}});
+    st = run_on_ref(g, {{A, ha.data()}, {B, hb.data()}, {bias, hbias.data()}, {G, hg.data()}, {amax, hamax.data()}});
     ASSERT_TRUE(st.ok()) << st.to_string();
     MatmulShape s;
     s.a = ad;
@@ -241,7 +153,7 @@ TEST(RefMatmul, ScaleBiasGeluAmaxGraph) {
     std::vector<double> c, mag;
     naive_matmul(s, a, b, c, mag);
     const auto got = hg.values();
-    const double rtol = tolerance_of(io);
+    const double rtol = tolerance(io);
     double want_amax = 0;
     auto f32 = [](double v) { return dg::dtype::round_to(DataType::FLOAT, v); };
     for (size_t i = 0; i < c.size(); ++i) {

@@ -17,11 +17,8 @@ const M kModes[] = {M::ADD, M::MUL, M::MIN, M::MAX, M::AMAX, M::AVG, M::NORM1, M
 HostTensor run_reduction(const HostTensor& x_in, M m, const Dims& y_dims, dg::DataType y_type, std::mt19937& rng) {
   HostTensor x = x_in;
   HostTensor y = make_tensor(y_dims, random_strides(y_dims, rng), y_type);
-  dg::Graph g;
-  auto X = x.declare(g, "X");
-  auto Y = g.reduction(X, dg::ReductionAttr().set_mode(m));
-  y.describe(Y);
-  auto s = run_on_ref(g, {{X, x.data()}, {Y, y.data()}});
+  auto s = run_one_op_on_ref(
+      x, y, [&](dg::Graph& g, const dg::TensorPtr& X) { return g.reduction(X, dg::ReductionAttr().set_mode(m)); });
   EXPECT_TRUE(s.ok()) << s.to_string();
   return y;
 }

@@ -13,19 +13,13 @@ using namespace ref_test;
 using R = dg::ResampleMode;
 
 HostTensor run_resample(HostTensor x, const dg::ResampleAttr& attr, HostTensor y) {
-  dg::Graph g;
-  auto X = x.declare(g, "X");
-  auto Y = g.resample(X, attr);
-  y.describe(Y);
-  auto s = run_on_ref(g, {{X, x.data()}, {Y, y.data()}});
+  auto s = run_one_op_on_ref(x, y, [&](dg::Graph& g, const dg::TensorPtr& X) { return g.resample(X, attr); });
   EXPECT_TRUE(s.ok()) << s.to_string();
   return y;
 }
 
 HostTensor dense(const Dims& dims, const std::vector<double>& values) {
-  Dims strides(dims.size(), 1);
-  for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
-  HostTensor t = make_tensor(dims, strides, dg::DataType::FLOAT);
+  HostTensor t = make_tensor(dims, test_dims::packed(dims), dg::DataType::FLOAT);
   size_t n = 0;
   for_each(dims, [&](const Dims& i) { t.set(i, values.empty() ? static_cast<double>(n++) : values[n++]); });
   return t;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "common/dims.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 
@@ -43,9 +44,7 @@ RefResult run_ref(const RefCase& c, uint32_t seed, const RefResult* inputs = nul
   g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
   g.select_engines({"ref"});
   auto dense = [&](const char* name, std::vector<int64_t> dims, dg::DataType t) {
-    std::vector<int64_t> st(dims.size(), 1);
-    for (size_t i = dims.size(); i-- > 1;) st[i - 1] = st[i] * dims[i];
-    return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(st).set_data_type(t));
+    return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(test_dims::packed(dims)).set_data_type(t));
   };
   auto Q = dense("Q", {c.b, c.h, c.sq, c.d}, c.input_type);
   auto K = dense("K", {c.b, c.hk, c.skv, c.d}, c.input_type);
