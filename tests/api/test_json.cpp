@@ -10,6 +10,8 @@
 #include <map>
 #include <random>
 
+#include "common/dims.hpp"
+#include "common/build_steps.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "graph/graph_impl.hpp"
@@ -19,16 +21,12 @@ namespace dg = dnngraph;
 
 namespace {
 
-dg::TensorAttr nchw(const char* name, std::vector<int64_t> d) {
-  return dg::TensorAttr().set_name(name).set_dim(d).set_stride({d[1] * d[2] * d[3], d[2] * d[3], d[3], 1});
-}
-dg::TensorAttr nhwc(const char* name, std::vector<int64_t> d) {
-  return dg::TensorAttr().set_name(name).set_dim(d).set_stride({d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]});
-}
 dg::TensorAttr packed(const char* name, std::vector<int64_t> d) {
-  std::vector<int64_t> s(d.size(), 1);
-  for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
-  return dg::TensorAttr().set_name(name).set_dim(d).set_stride(s);
+  return dg::TensorAttr().set_name(name).set_dim(d).set_stride(test_dims::packed(d));
+}
+dg::TensorAttr nchw(const char* name, std::vector<int64_t> d) { return packed(name, std::move(d)); }
+dg::TensorAttr nhwc(const char* name, std::vector<int64_t> d) {
+  return dg::TensorAttr().set_name(name).set_dim(d).set_stride(test_dims::channels_last(d));
 }
 
 // One graph per op family, built with the C++ API.
@@ -144,12 +142,7 @@ bool is_pending(const dg::Status& s) {
 // uids), returns every output's bytes by uid.
 dg::Status run_on_ref(dg::Graph& g, std::map<int64_t, std::vector<uint8_t>>& outputs) {
   dg::Handle h(dg::Device::cpu());
-  g.select_engines({"ref"});
-  if (auto s = g.validate(); !s.ok()) return s;
-  if (auto s = g.build_operation_graph(h); !s.ok()) return s;
-  if (auto s = g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}); !s.ok()) return s;
-  if (auto s = g.check_support(h); !s.ok()) return s;
-  if (auto s = g.build_plans(h); !s.ok()) return s;
+  if (auto s = test_build::build_on_ref(g, h); !s.ok()) return s;
   const auto& ir = *g.impl().ir;
   std::map<int64_t, std::vector<uint8_t>> buffers;
   dg::UidVariantPack pack;
@@ -360,6 +353,20 @@ void expect_error(const std::string& text, dg::ErrorCode code, const std::string
   EXPECT_EQ(s.message().rfind("graph JSON", 0), 0u) << s.message();
 }
 
+// One reader error: kValid with `from` replaced by `to` fails with `code` and a message holding `message`.
+struct EditError {
+  std::string from, to;
+  dg::ErrorCode code;
+  std::string message;
+};
+
+void expect_edit_errors(const std::vector<EditError>& cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE("edit '" + c.from + "' -> '" + c.to + "'");
+    expect_error(edit(c.from, c.to), c.code, c.message);
+  }
+}
+
 }  // namespace
 
 TEST(GraphJsonErrors, TheValidBaseReadsAndRuns) {
@@ -375,12 +382,14 @@ TEST(GraphJsonErrors, SyntaxAndTopLevel) {
   expect_error("{\"format\": ", E::INVALID_VALUE, "not valid JSON");
   expect_error("[1, 2]", E::INVALID_VALUE, "$: expected an object, but it is an array");
   expect_error(std::string(100, '[') + std::string(100, ']'), E::INVALID_VALUE, "nesting deeper than 16 levels");
-  expect_error(edit("\"format\": \"dnngraph-graph\", ", ""), E::ATTRIBUTE_NOT_SET, "$.format: missing");
-  expect_error(edit("dnngraph-graph", "other"), E::INVALID_VALUE, "$.format: is 'other', expected 'dnngraph-graph'");
-  expect_error(edit("\"version\": 1", "\"version\": 2"), E::INVALID_VALUE, "$.version: is 2; this library reads version 1");
-  expect_error(edit("\"version\": 1", "\"version\": \"1\""), E::INVALID_VALUE, "$.version: expected an integer, but it is a string");
-  expect_error(edit("\"io_data_type\"", "\"io_type\""), E::INVALID_VALUE, "$.io_type: unknown field for the graph");
-  expect_error(edit("\"FLOAT\"", "\"FLOAT32\""), E::INVALID_DATA_TYPE, "$.io_data_type: unknown data type 'FLOAT32'");
+  expect_edit_errors({
+      {"\"format\": \"dnngraph-graph\", ", "", E::ATTRIBUTE_NOT_SET, "$.format: missing"},
+      {"dnngraph-graph", "other", E::INVALID_VALUE, "$.format: is 'other', expected 'dnngraph-graph'"},
+      {"\"version\": 1", "\"version\": 2", E::INVALID_VALUE, "$.version: is 2; this library reads version 1"},
+      {"\"version\": 1", "\"version\": \"1\"", E::INVALID_VALUE, "$.version: expected an integer, but it is a string"},
+      {"\"io_data_type\"", "\"io_type\"", E::INVALID_VALUE, "$.io_type: unknown field for the graph"},
+      {"\"FLOAT\"", "\"FLOAT32\"", E::INVALID_DATA_TYPE, "$.io_data_type: unknown data type 'FLOAT32'"},
+  });
   expect_error(R"({"format": "dnngraph-graph", "version": 1, "tensors": {}, "nodes": []})", E::INVALID_VALUE,
                "$.tensors: expected an array, but it is an object");
   expect_error(R"({"format": "dnngraph-graph", "version": 1, "nodes": []})", E::ATTRIBUTE_NOT_SET, "$.tensors: missing");
@@ -390,73 +399,83 @@ TEST(GraphJsonErrors, SyntaxAndTopLevel) {
 
 TEST(GraphJsonErrors, Tensors) {
   using E = dg::ErrorCode;
-  expect_error(edit("{\"name\": \"B\",", "{"), E::ATTRIBUTE_NOT_SET, "$.tensors[1].name: missing");
-  expect_error(edit("{\"name\": \"B\",", "{\"name\": \"\","), E::INVALID_VALUE, "$.tensors[1].name: expected a non-empty string");
-  expect_error(edit("{\"name\": \"B\",", "{\"name\": \"X\","), E::INVALID_GRAPH,
-               "$.tensors[1].name: tensor 'X' is declared twice (also at $.tensors[0])");
-  expect_error(edit("\"dim\": [2, 3]", "\"dim\": \"2x3\""), E::INVALID_VALUE,
-               "tensor 'X' at $.tensors[0].dim: expected an array of integers, but it is a string");
-  expect_error(edit("\"dim\": [2, 3]", "\"dim\": [2, 3.5]"), E::INVALID_VALUE,
-               "tensor 'X' at $.tensors[0].dim: expected an array of integers, but it holds a number");
-  expect_error(edit("\"dim\": [2, 3]", "\"dim\": [2, 3], \"data_type\": \"FP4\""), E::INVALID_DATA_TYPE,
-               "tensor 'X' at $.tensors[0].data_type: unknown data type 'FP4'");
-  expect_error(edit("\"dim\": [2, 3]", "\"dims\": [2, 3]"), E::INVALID_VALUE, "tensor 'X' at $.tensors[0].dims: unknown field for a tensor");
-  expect_error(edit("\"output\": true", "\"output\": true, \"virtual\": true"), E::INVALID_VALUE,
-               "tensor 'Y' at $.tensors[2].output: disagrees with \"virtual\"");
-  expect_error(edit("\"output\": true", "\"output\": 1"), E::INVALID_VALUE,
-               "tensor 'Y' at $.tensors[2].output: expected true or false, but it is an integer");
-  expect_error(edit("\"output\": true", "\"value\": \"big\""), E::INVALID_VALUE,
-               "tensor 'Y' at $.tensors[2].value: expected a number");
-  expect_error(edit("{\"name\": \"Y\", \"output\": true}", "7"), E::INVALID_VALUE, "$.tensors[2]: expected an object, but it is an integer");
+  expect_edit_errors({
+      {"{\"name\": \"B\",", "{", E::ATTRIBUTE_NOT_SET, "$.tensors[1].name: missing"},
+      {"{\"name\": \"B\",", "{\"name\": \"\",", E::INVALID_VALUE, "$.tensors[1].name: expected a non-empty string"},
+      {"{\"name\": \"B\",", "{\"name\": \"X\",", E::INVALID_GRAPH,
+       "$.tensors[1].name: tensor 'X' is declared twice (also at $.tensors[0])"},
+      {"\"dim\": [2, 3]", "\"dim\": \"2x3\"", E::INVALID_VALUE,
+       "tensor 'X' at $.tensors[0].dim: expected an array of integers, but it is a string"},
+      {"\"dim\": [2, 3]", "\"dim\": [2, 3.5]", E::INVALID_VALUE,
+       "tensor 'X' at $.tensors[0].dim: expected an array of integers, but it holds a number"},
+      {"\"dim\": [2, 3]", "\"dim\": [2, 3], \"data_type\": \"FP4\"", E::INVALID_DATA_TYPE,
+       "tensor 'X' at $.tensors[0].data_type: unknown data type 'FP4'"},
+      {"\"dim\": [2, 3]", "\"dims\": [2, 3]", E::INVALID_VALUE,
+       "tensor 'X' at $.tensors[0].dims: unknown field for a tensor"},
+      {"\"output\": true", "\"output\": true, \"virtual\": true", E::INVALID_VALUE,
+       "tensor 'Y' at $.tensors[2].output: disagrees with \"virtual\""},
+      {"\"output\": true", "\"output\": 1", E::INVALID_VALUE,
+       "tensor 'Y' at $.tensors[2].output: expected true or false, but it is an integer"},
+      {"\"output\": true", "\"value\": \"big\"", E::INVALID_VALUE,
+       "tensor 'Y' at $.tensors[2].value: expected a number"},
+      {"{\"name\": \"Y\", \"output\": true}", "7", E::INVALID_VALUE,
+       "$.tensors[2]: expected an object, but it is an integer"},
+  });
 }
 
 TEST(GraphJsonErrors, Nodes) {
   using E = dg::ErrorCode;
-  expect_error(edit("\"name\": \"add\", ", ""), E::ATTRIBUTE_NOT_SET, "$.nodes[0].name: missing");
-  expect_error(edit("\"op\": \"pointwise\", ", ""), E::ATTRIBUTE_NOT_SET, "node 'add' at $.nodes[0].op: missing");
-  expect_error(edit("\"op\": \"pointwise\"", "\"op\": \"convolution\""), E::INVALID_VALUE,
-               "node 'add' at $.nodes[0].op: unknown op 'convolution' (known: conv_fprop, ");
-  expect_error(edit("\"op\": \"pointwise\"", "\"op\": 4"), E::INVALID_VALUE, "node 'add' at $.nodes[0].op: expected a string");
-  expect_error(edit("\"ADD\"", "\"PLUS\""), E::INVALID_VALUE, "node 'add' at $.nodes[0].mode: unknown pointwise mode 'PLUS'");
-  expect_error(edit("\"mode\": \"ADD\"", "\"mode\": \"ADD\", \"elu_alpha\": [1]"), E::INVALID_VALUE,
-               "node 'add' at $.nodes[0].elu_alpha: expected a number");
-  expect_error(edit("\"mode\": \"ADD\"", "\"mode\": \"ADD\", \"padding\": [1]"), E::INVALID_VALUE,
-               "node 'add' at $.nodes[0].padding: unknown field for op 'pointwise'");
-  expect_error(edit("\"mode\": \"ADD\"", "\"mode\": \"ADD\", \"compute_data_type\": \"TF32\""), E::INVALID_DATA_TYPE,
-               "node 'add' at $.nodes[0].compute_data_type: unknown data type 'TF32'");
-  const std::string two = edit("}}]}", "}}, {\"name\": \"add\", \"op\": \"pointwise\", \"mode\": \"RELU_FWD\", \"inputs\": {\"IN_0\": \"Y\"}}]}");
-  expect_error(two, E::INVALID_GRAPH, "$.nodes[1].name: node 'add' appears twice (also at $.nodes[0])");
-  expect_error(edit("}}]}", "}}, 5]}"), E::INVALID_VALUE, "$.nodes[1]: expected an object, but it is an integer");
+  expect_edit_errors({
+      {"\"name\": \"add\", ", "", E::ATTRIBUTE_NOT_SET, "$.nodes[0].name: missing"},
+      {"\"op\": \"pointwise\", ", "", E::ATTRIBUTE_NOT_SET, "node 'add' at $.nodes[0].op: missing"},
+      {"\"op\": \"pointwise\"", "\"op\": \"convolution\"", E::INVALID_VALUE,
+       "node 'add' at $.nodes[0].op: unknown op 'convolution' (known: conv_fprop, "},
+      {"\"op\": \"pointwise\"", "\"op\": 4", E::INVALID_VALUE, "node 'add' at $.nodes[0].op: expected a string"},
+      {"\"ADD\"", "\"PLUS\"", E::INVALID_VALUE, "node 'add' at $.nodes[0].mode: unknown pointwise mode 'PLUS'"},
+      {"\"mode\": \"ADD\"", "\"mode\": \"ADD\", \"elu_alpha\": [1]", E::INVALID_VALUE,
+       "node 'add' at $.nodes[0].elu_alpha: expected a number"},
+      {"\"mode\": \"ADD\"", "\"mode\": \"ADD\", \"padding\": [1]", E::INVALID_VALUE,
+       "node 'add' at $.nodes[0].padding: unknown field for op 'pointwise'"},
+      {"\"mode\": \"ADD\"", "\"mode\": \"ADD\", \"compute_data_type\": \"TF32\"", E::INVALID_DATA_TYPE,
+       "node 'add' at $.nodes[0].compute_data_type: unknown data type 'TF32'"},
+      {"}}]}", "}}, {\"name\": \"add\", \"op\": \"pointwise\", \"mode\": \"RELU_FWD\", \"inputs\": {\"IN_0\": \"Y\"}}]}",
+       E::INVALID_GRAPH,
+       "$.nodes[1].name: node 'add' appears twice (also at $.nodes[0])"},
+      {"}}]}", "}}, 5]}", E::INVALID_VALUE, "$.nodes[1]: expected an object, but it is an integer"},
+  });
 }
 
 TEST(GraphJsonErrors, Slots) {
   using E = dg::ErrorCode;
-  expect_error(edit("\"inputs\": {\"IN_0\": \"X\", \"IN_1\": \"B\"}, ", ""), E::ATTRIBUTE_NOT_SET,
-               "$.nodes[0].inputs: missing (node 'add' reads tensors)");
-  expect_error(edit("\"inputs\": {\"IN_0\": \"X\", \"IN_1\": \"B\"}", "\"inputs\": [\"X\"]"), E::INVALID_VALUE,
-               "$.nodes[0].inputs: expected an object {slot: tensor name}, but it is an array");
-  expect_error(edit("\"IN_1\": \"B\"", "\"IN_3\": \"B\""), E::INVALID_VALUE,
-               "$.nodes[0].inputs.IN_3: node 'add' (pointwise) has no input slot 'IN_3' (slots: IN_0 to IN_2)");
-  expect_error(edit("\"IN_1\": \"B\"", "\"IN_2\": \"B\""), E::ATTRIBUTE_NOT_SET,
-               "$.nodes[0].inputs: node 'add' (pointwise) has no input 'IN_1'");
-  expect_error(edit("\"IN_0\": \"X\", ", ""), E::ATTRIBUTE_NOT_SET, "$.nodes[0].inputs: node 'add' (pointwise) has no input 'IN_0'");
-  expect_error(edit("\"IN_1\": \"B\"", "\"IN_1\": \"C\""), E::INVALID_GRAPH,
-               "$.nodes[0].inputs.IN_1: node 'add' reads tensor 'C', which $.tensors does not declare");
-  expect_error(edit("\"IN_1\": \"B\"", "\"IN_1\": 2"), E::INVALID_VALUE,
-               "$.nodes[0].inputs.IN_1: expected a tensor name, but it is an integer");
-  expect_error(edit("\"OUT\": \"Y\"", "\"Y\": \"Y\""), E::INVALID_VALUE,
-               "$.nodes[0].outputs.Y: node 'add' (pointwise) has no output slot 'Y' (slots: OUT)");
-  expect_error(edit("\"OUT\": \"Y\"", "\"OUT\": \"Z\""), E::INVALID_GRAPH,
-               "$.nodes[0].outputs.OUT: node 'add' writes tensor 'Z', which $.tensors does not declare");
-  expect_error(edit("\"outputs\": {\"OUT\": \"Y\"}", "\"outputs\": \"Y\""), E::INVALID_VALUE,
-               "$.nodes[0].outputs: expected an object {slot: tensor name}, but it is a string");
-  const std::string twice = edit("}}]}", "}}, {\"name\": \"relu\", \"op\": \"pointwise\", \"mode\": \"RELU_FWD\", "
-                                        "\"inputs\": {\"IN_0\": \"X\"}, \"outputs\": {\"OUT\": \"Y\"}}]}");
-  expect_error(twice, E::INVALID_GRAPH, "$.nodes[1].outputs.OUT: tensor 'Y' is written by node 'add' and by node 'relu'");
-  // Conv slots are named.
-  const std::string conv = edit("\"op\": \"pointwise\", \"mode\": \"ADD\", \"inputs\": {\"IN_0\": \"X\", \"IN_1\": \"B\"}",
-                                "\"op\": \"conv_fprop\", \"inputs\": {\"X\": \"X\", \"F\": \"B\"}");
-  expect_error(conv, E::INVALID_VALUE, "$.nodes[0].inputs.F: node 'add' (conv_fprop) has no input slot 'F' (slots: X, W)");
+  expect_edit_errors({
+      {"\"inputs\": {\"IN_0\": \"X\", \"IN_1\": \"B\"}, ", "", E::ATTRIBUTE_NOT_SET,
+       "$.nodes[0].inputs: missing (node 'add' reads tensors)"},
+      {"\"inputs\": {\"IN_0\": \"X\", \"IN_1\": \"B\"}", "\"inputs\": [\"X\"]", E::INVALID_VALUE,
+       "$.nodes[0].inputs: expected an object {slot: tensor name}, but it is an array"},
+      {"\"IN_1\": \"B\"", "\"IN_3\": \"B\"", E::INVALID_VALUE,
+       "$.nodes[0].inputs.IN_3: node 'add' (pointwise) has no input slot 'IN_3' (slots: IN_0 to IN_2)"},
+      {"\"IN_1\": \"B\"", "\"IN_2\": \"B\"", E::ATTRIBUTE_NOT_SET,
+       "$.nodes[0].inputs: node 'add' (pointwise) has no input 'IN_1'"},
+      {"\"IN_0\": \"X\", ", "", E::ATTRIBUTE_NOT_SET, "$.nodes[0].inputs: node 'add' (pointwise) has no input 'IN_0'"},
+      {"\"IN_1\": \"B\"", "\"IN_1\": \"C\"", E::INVALID_GRAPH,
+       "$.nodes[0].inputs.IN_1: node 'add' reads tensor 'C', which $.tensors does not declare"},
+      {"\"IN_1\": \"B\"", "\"IN_1\": 2", E::INVALID_VALUE,
+       "$.nodes[0].inputs.IN_1: expected a tensor name, but it is an integer"},
+      {"\"OUT\": \"Y\"", "\"Y\": \"Y\"", E::INVALID_VALUE,
+       "$.nodes[0].outputs.Y: node 'add' (pointwise) has no output slot 'Y' (slots: OUT)"},
+      {"\"OUT\": \"Y\"", "\"OUT\": \"Z\"", E::INVALID_GRAPH,
+       "$.nodes[0].outputs.OUT: node 'add' writes tensor 'Z', which $.tensors does not declare"},
+      {"\"outputs\": {\"OUT\": \"Y\"}", "\"outputs\": \"Y\"", E::INVALID_VALUE,
+       "$.nodes[0].outputs: expected an object {slot: tensor name}, but it is a string"},
+      {"}}]}",
+       "}}, {\"name\": \"relu\", \"op\": \"pointwise\", \"mode\": \"RELU_FWD\", "
+       "\"inputs\": {\"IN_0\": \"X\"}, \"outputs\": {\"OUT\": \"Y\"}}]}", E::INVALID_GRAPH,
+       "$.nodes[1].outputs.OUT: tensor 'Y' is written by node 'add' and by node 'relu'"},
+      // Conv slots are named.
+      {"\"op\": \"pointwise\", \"mode\": \"ADD\", \"inputs\": {\"IN_0\": \"X\", \"IN_1\": \"B\"}",
+       "\"op\": \"conv_fprop\", \"inputs\": {\"X\": \"X\", \"F\": \"B\"}", E::INVALID_VALUE,
+       "$.nodes[0].inputs.F: node 'add' (conv_fprop) has no input slot 'F' (slots: X, W)"},
+  });
 }
 
 // Graph-level rules are validate()'s: the reader builds the graph and validate reports the cycle.

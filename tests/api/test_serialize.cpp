@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 
+#include "common/build_steps.hpp"
 #include "core/hash.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "graph/graph_impl.hpp"
@@ -38,13 +39,7 @@ struct ConvGraph {
   dg::UidVariantPack pack() { return {{10, x.data()}, {11, w.data()}, {12, b.data()}, {13, y.data()}}; }
 };
 
-dg::Status build(dg::Graph& g, const dg::Handle& h) {
-  if (auto s = g.validate(); !s.ok()) return s;
-  if (auto s = g.build_operation_graph(h); !s.ok()) return s;
-  if (auto s = g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}); !s.ok()) return s;
-  if (auto s = g.check_support(h); !s.ok()) return s;
-  return g.build_plans(h);
-}
+using test_build::run_build_steps;
 
 dg::Status run(const dg::Graph& g, const dg::Handle& h, ConvGraph& data) {
   int64_t ws = 0;
@@ -62,7 +57,7 @@ void fix_checksum(std::vector<uint8_t>& bytes) {
 class SerializeTest : public testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(build(src_.g, handle_).ok());
+    ASSERT_TRUE(run_build_steps(src_.g, handle_).ok());
     ASSERT_TRUE(run(src_.g, handle_, src_).ok());
     ASSERT_TRUE(src_.g.serialize(bytes_).ok());
   }
@@ -178,7 +173,7 @@ TEST(Serialize, DynamicShapesAndPointwiseGraphsRoundTrip) {
   auto s = g.tensor(dg::TensorAttr().set_name("S").set_uid(2).set_dim({1, 1}).set_stride({1, 1}).set_value(0.5));
   auto y = g.scale(g.tanh(x), s);
   y->set_output(true).set_uid(3);
-  ASSERT_TRUE(build(g, h).ok());
+  ASSERT_TRUE(run_build_steps(g, h).ok());
   std::vector<uint8_t> bytes;
   ASSERT_TRUE(g.serialize(bytes).ok());
   dg::Graph g2;
@@ -202,7 +197,7 @@ TEST(Serialize, AssignedUidsSurvive) {
   auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({2, 3, 4}).set_stride({12, 4, 1}));
   auto c = g.matmul(a, b, dg::MatmulAttr());
   c->set_output(true);
-  ASSERT_TRUE(build(g, h).ok());
+  ASSERT_TRUE(run_build_steps(g, h).ok());
   ASSERT_TRUE(a->has_uid() && b->has_uid() && c->has_uid());
   std::vector<uint8_t> bytes;
   ASSERT_TRUE(g.serialize(bytes).ok());
