@@ -12,6 +12,7 @@ namespace {
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
 constexpr int64_t kAlignFloats = 16;  // 64 bytes
+constexpr int64_t kSmallBFloats = 1 << 15;  // 128 KiB: a B block that leaves room in L2
 // Row stride of a C buffer: a cache line past the panels, so rows do not share cache sets.
 int64_t buffer_ld(int64_t nc, int64_t nr) { return round_up(nc, nr) + 16; }
 
@@ -122,29 +123,35 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
       const KBlock& kb = t.kblocks[kbi];
       p.a_rows(b, m0, mc, kb, mr, s.rows, s.a);
       const bool acc = kbi > 0;
-      for (int64_t jr = 0; jr < nc; jr += nr) {
+      auto tile = [&](int64_t jr, int64_t ir) {
         const int64_t nr_here = std::min<int64_t>(nr, nc - jr);
         const float* panel = bp + (jr / nr) * panel_stride + kb.k0 * nr;
-        for (int64_t ir = 0; ir < mc; ir += mr) {
-          const float* const* tile_rows = s.rows + (ir / mr) * kb.nseg * mr;
-          if (jr == 0 && !p.a_kmajor() && ir + mr < mc) {
-            // A read in place through row pointers is first touched here, MR streams at once:
-            // fetch the next tile's rows while this one computes (~10% on a 1x1 conv).
-            const float* const* nx = tile_rows + kb.nseg * mr;
-            for (int q = 0; q < kb.nseg * mr; ++q)
-              for (int64_t k = 0; k < kb.seg_len; k += 16) __builtin_prefetch(nx[q] + k);
-          }
-          const int64_t mr_here = std::min<int64_t>(mr, mc - ir);
-          float* ct = c + ir * ldc + jr;
-          if (direct && (mr_here < mr || nr_here < nr)) {
-            // An edge tile of the user's C: compute in full aside, add the valid part.
-            kernel(kb.nseg, kb.seg_len, tile_rows, panel, s.edge, nr, false);
-            for (int64_t i = 0; i < mr_here; ++i)
-              for (int64_t j = 0; j < nr_here; ++j) ct[i * ldc + j] = (acc ? ct[i * ldc + j] : 0.0f) + s.edge[i * nr + j];
-          } else {
-            kernel(kb.nseg, kb.seg_len, tile_rows, panel, ct, ldc, acc);
-          }
+        const float* const* tile_rows = s.rows + (ir / mr) * kb.nseg * mr;
+        if (jr == 0 && !p.a_kmajor() && ir + mr < mc) {
+          // A read in place through row pointers is first touched here, MR streams at once:
+          // fetch the next tile's rows while this one computes (~10% on a 1x1 conv).
+          const float* const* nx = tile_rows + kb.nseg * mr;
+          for (int q = 0; q < kb.nseg * mr; ++q)
+            for (int64_t k = 0; k < kb.seg_len; k += 16) __builtin_prefetch(nx[q] + k);
         }
+        const int64_t mr_here = std::min<int64_t>(mr, mc - ir);
+        float* ct = c + ir * ldc + jr;
+        if (direct && (mr_here < mr || nr_here < nr)) {
+          // An edge tile of the user's C: compute in full aside, add the valid part.
+          kernel(kb.nseg, kb.seg_len, tile_rows, panel, s.edge, nr, false);
+          for (int64_t i = 0; i < mr_here; ++i)
+            for (int64_t j = 0; j < nr_here; ++j) ct[i * ldc + j] = (acc ? ct[i * ldc + j] : 0.0f) + s.edge[i * nr + j];
+        } else {
+          kernel(kb.nseg, kb.seg_len, tile_rows, panel, ct, ldc, acc);
+        }
+      };
+      if (!p.a_kmajor() && kb.kc() * round_up(nc, nr) <= kSmallBFloats) {
+        // A in place and a B block that fits L2: each A tile stays in L1 across the panels.
+        for (int64_t ir = 0; ir < mc; ir += mr)
+          for (int64_t jr = 0; jr < nc; jr += nr) tile(jr, ir);
+      } else {  // each B panel stays in L1 across the A tiles (packed A sits in L2)
+        for (int64_t jr = 0; jr < nc; jr += nr)
+          for (int64_t ir = 0; ir < mc; ir += mr) tile(jr, ir);
       }
     }
     if (direct) p.c_direct_done(b, m0, mc, n0, nc, c, ldc);
