@@ -2,6 +2,8 @@
 // every rule's error code and message.
 #include <gtest/gtest.h>
 
+#include "common/dims.hpp"
+#include "common/status_checks.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dg = dnngraph;
@@ -10,38 +12,13 @@ using dg::ErrorCode;
 
 namespace {
 
-std::vector<int64_t> packed(const std::vector<int64_t>& d) {
-  std::vector<int64_t> s(d.size(), 1);
-  for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
-  return s;
-}
-// Channels-last strides for N, C, spatial... dims (NHWC for rank 4).
-std::vector<int64_t> channels_last(const std::vector<int64_t>& d) {
-  std::vector<int64_t> s(d.size());
-  int64_t run = 1;
-  s[1] = run;
-  run *= d[1];
-  for (size_t i = d.size(); i-- > 2;) {
-    s[i] = run;
-    run *= d[i];
-  }
-  s[0] = run;
-  return s;
-}
+using test_dims::channels_last;
+using test_dims::packed;
+using test_status::expect_error;
 
 dg::TensorPtr make(dg::Graph& g, const char* name, const std::vector<int64_t>& dims,
                    DataType t = DataType::NOT_SET) {
   return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(packed(dims)).set_data_type(t));
-}
-
-void expect_error(const dg::Status& s, ErrorCode code, const std::string& node, const std::string& tensor,
-                  const std::string& rule) {
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  EXPECT_NE(s.message().find(node), std::string::npos) << s.message();
-  if (!tensor.empty()) {
-    EXPECT_NE(s.message().find("tensor '" + tensor + "'"), std::string::npos) << s.message();
-  }
-  EXPECT_NE(s.message().find(rule), std::string::npos) << s.message();
 }
 
 constexpr const char* kFprop = "node 'conv' (conv_fprop)";

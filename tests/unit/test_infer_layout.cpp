@@ -2,11 +2,14 @@
 // Graph API.
 #include <gtest/gtest.h>
 
+#include "common/status_checks.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dg = dnngraph;
 
 namespace {
+
+using test_status::expect_status;
 
 using Dims = std::vector<int64_t>;
 
@@ -48,40 +51,37 @@ TEST(InferReshape, DimsMayComeFromTheOutput) {
 
 TEST(InferReshape, DimsAreRequired) {
   Fixture f;
-  auto s = f.validate(f.g.reshape(f.x, dg::ReshapeAttr().set_name("rs")));
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'rs' (reshape): reshape dims are not set (call set_dim, or set the output's dims)");
+  expect_status(f.validate(f.g.reshape(f.x, dg::ReshapeAttr().set_name("rs"))), dg::ErrorCode::ATTRIBUTE_NOT_SET,
+                "node 'rs' (reshape): reshape dims are not set (call set_dim, or set the output's dims)");
 }
 
 TEST(InferReshape, AtMostOneMinusOne) {
   Fixture f;
   auto s = f.validate(f.g.reshape(f.x, dg::ReshapeAttr().set_name("rs").set_dim({-1, 2, -1})));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(),
-            "node 'rs' (reshape): reshape dims [-1,2,-1] have 2 entries of -1; at most one dim may be inferred");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'rs' (reshape): reshape dims [-1,2,-1] have 2 entries of -1; at most one dim may be inferred");
 }
 
 TEST(InferReshape, DimsMustBePositive) {
   Fixture f;
   auto s = f.validate(f.g.reshape(f.x, dg::ReshapeAttr().set_name("rs").set_dim({0, 24})));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'rs' (reshape): reshape dims [0,24] must be >= 1, or -1 for one inferred dim");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'rs' (reshape): reshape dims [0,24] must be >= 1, or -1 for one inferred dim");
 }
 
 TEST(InferReshape, MinusOneMustDivideTheVolume) {
   Fixture f;
   auto s = f.validate(f.g.reshape(f.x, dg::ReshapeAttr().set_name("rs").set_dim({5, -1})));
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(),
-            "node 'rs' (reshape), tensor 'X': cannot infer the -1 in reshape dims [5,-1]: X's 24 elements are not a "
-            "multiple of 5");
+  expect_status(s, dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'rs' (reshape), tensor 'X': cannot infer the -1 in reshape dims [5,-1]: X's 24 elements are "
+                "not a multiple of 5");
 }
 
 TEST(InferReshape, VolumeMustMatch) {
   Fixture f;
   auto s = f.validate(f.g.reshape(f.x, dg::ReshapeAttr().set_name("rs").set_dim({5, 5})));
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(), "node 'rs' (reshape), tensor 'X': reshape dims [5,5] hold 25 elements but X [2,3,4] holds 24");
+  expect_status(s, dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'rs' (reshape), tensor 'X': reshape dims [5,5] hold 25 elements but X [2,3,4] holds 24");
 }
 
 // ---- transpose
@@ -105,8 +105,8 @@ TEST(InferTranspose, UserStridesAreKept) {
 TEST(InferTranspose, PermutationLengthIsTheRank) {
   Fixture f;
   auto s = f.validate(f.g.transpose(f.x, dg::TransposeAttr().set_name("tp").set_permutation({1, 0})));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'tp' (transpose): permutation [1,0] has 2 entries but X has rank 3");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'tp' (transpose): permutation [1,0] has 2 entries but X has rank 3");
 }
 
 TEST(InferTranspose, MustBeAPermutation) {
@@ -132,29 +132,29 @@ TEST(InferSlice, TakesHalfOpenRangesAndKeepsTheLayout) {
 TEST(InferSlice, NoMoreRangesThanDims) {
   Fixture f;
   auto s = f.validate(f.g.slice(f.x, dg::SliceAttr().set_name("sl").set_slices({{0, 1}, {0, 1}, {0, 1}, {0, 1}})));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'sl' (slice): slice has 4 ranges but X has rank 3");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'sl' (slice): slice has 4 ranges but X has rank 3");
 }
 
 TEST(InferSlice, NegativeStartIsAnError) {
   Fixture f;
   auto s = f.validate(f.g.slice(f.x, dg::SliceAttr().set_name("sl").set_slices({{-1, 1}})));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'sl' (slice), tensor 'X': range [-1, 1) of dim 0 is outside [0, 2)");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'sl' (slice), tensor 'X': range [-1, 1) of dim 0 is outside [0, 2)");
 }
 
 TEST(InferSlice, EndPastTheDimIsAnError) {
   Fixture f;
   auto s = f.validate(f.g.slice(f.x, dg::SliceAttr().set_name("sl").set_slices({{0, 2}, {1, 4}})));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'sl' (slice), tensor 'X': range [1, 4) of dim 1 is outside [0, 3)");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'sl' (slice), tensor 'X': range [1, 4) of dim 1 is outside [0, 3)");
 }
 
 TEST(InferSlice, EmptyRangeIsAnError) {
   Fixture f;
   auto s = f.validate(f.g.slice(f.x, dg::SliceAttr().set_name("sl").set_slices({{1, 1}})));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'sl' (slice), tensor 'X': range [1, 1) of dim 0 is empty (start must be below end)");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'sl' (slice), tensor 'X': range [1, 1) of dim 0 is empty (start must be below end)");
 }
 
 // ---- concatenate
@@ -177,41 +177,39 @@ TEST(InferConcatenate, OneInputIsACopy) {
 
 TEST(InferConcatenate, NeedsAnInput) {
   Fixture f;
-  auto s = f.validate(f.g.concatenate({}, dg::ConcatenateAttr().set_name("cat")));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'cat' (concatenate): concatenate needs at least one input");
+  expect_status(f.validate(f.g.concatenate({}, dg::ConcatenateAttr().set_name("cat"))), dg::ErrorCode::INVALID_VALUE,
+                "node 'cat' (concatenate): concatenate needs at least one input");
 }
 
 TEST(InferConcatenate, AxisMustBeInRange) {
   Fixture f;
   auto s = f.validate(f.g.concatenate({f.x, f.x}, dg::ConcatenateAttr().set_name("cat").set_axis(3)));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'cat' (concatenate): axis 3 is outside [0, 3)");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'cat' (concatenate): axis 3 is outside [0, 3)");
 }
 
 TEST(InferConcatenate, RanksMustAgree) {
   Fixture f;
   auto b = tensor(f.g, "B", {2, 3}, {3, 1});
   auto s = f.validate(f.g.concatenate({f.x, b}, dg::ConcatenateAttr().set_name("cat").set_axis(0)));
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(), "node 'cat' (concatenate), tensor 'B': rank 2 differs from the first input's rank 3");
+  expect_status(s, dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'cat' (concatenate), tensor 'B': rank 2 differs from the first input's rank 3");
 }
 
 TEST(InferConcatenate, OtherDimsMustAgree) {
   Fixture f;
   auto b = tensor(f.g, "B", {2, 3, 5}, {15, 5, 1});
   auto s = f.validate(f.g.concatenate({f.x, b}, dg::ConcatenateAttr().set_name("cat").set_axis(0)));
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(),
-            "node 'cat' (concatenate), tensor 'B': dims [2,3,5] differ from the first input's [2,3,4] outside the "
-            "axis 0");
+  expect_status(s, dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'cat' (concatenate), tensor 'B': dims [2,3,5] differ from the first input's [2,3,4] outside the "
+                "axis 0");
 }
 
 TEST(InferConcatenate, MissingInput) {
   Fixture f;
   auto s = f.validate(f.g.concatenate({f.x, nullptr}, dg::ConcatenateAttr().set_name("cat").set_axis(0)));
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'cat' (concatenate): input IN_1 is missing");
+  expect_status(s, dg::ErrorCode::ATTRIBUTE_NOT_SET,
+                "node 'cat' (concatenate): input IN_1 is missing");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Shape inference and validation of matmul: inferred outputs, and every rule's code and message.
 #include <gtest/gtest.h>
 
+#include "common/dims.hpp"
+#include "common/status_checks.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dg = dnngraph;
@@ -9,11 +11,7 @@ using dg::ErrorCode;
 
 namespace {
 
-std::vector<int64_t> packed(const std::vector<int64_t>& d) {
-  std::vector<int64_t> s(d.size(), 1);
-  for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
-  return s;
-}
+using test_dims::packed;
 
 constexpr const char* kNode = "node 'mm' (matmul)";
 
@@ -32,12 +30,7 @@ struct Matmul {
 };
 
 void expect_error(const dg::Status& s, ErrorCode code, const std::string& tensor, const std::string& rule) {
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  EXPECT_NE(s.message().find(kNode), std::string::npos) << s.message();
-  if (!tensor.empty()) {
-    EXPECT_NE(s.message().find("tensor '" + tensor + "'"), std::string::npos) << s.message();
-  }
-  EXPECT_NE(s.message().find(rule), std::string::npos) << s.message();
+  test_status::expect_error(s, code, kNode, tensor, rule);
 }
 
 }  // namespace

@@ -2,18 +2,20 @@
 // public Graph API.
 #include <gtest/gtest.h>
 
+#include "common/dims.hpp"
+#include "common/status_checks.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dg = dnngraph;
 
 namespace {
 
+using test_status::expect_status;
+
 using Dims = std::vector<int64_t>;
 
-dg::TensorPtr tensor(dg::Graph& g, const char* name, Dims dims) {
-  Dims strides(dims.size(), 1);
-  for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
-  return g.tensor(dg::TensorAttr().set_name(name).set_dim(std::move(dims)).set_stride(std::move(strides)));
+dg::TensorPtr tensor(dg::Graph& g, const char* name, const Dims& dims) {
+  return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(test_dims::packed(dims)));
 }
 
 dg::Graph float_graph() {
@@ -42,11 +44,9 @@ TEST(InferBatchnorm, ParametersArePerChannel) {
                                  tensor(g, "S", {1, 3, 1}), tensor(g, "B", {1, 3, 1}),
                                  dg::BatchnormInferenceAttr().set_name("bn"));
   y->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(),
-            "node 'bn' (batchnorm_inference), tensor 'V': INV_VARIANCE dims [1,3,4] must be [1,3,1] (one value per "
-            "channel: 1, C, 1, ...)");
+  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'bn' (batchnorm_inference), tensor 'V': INV_VARIANCE dims [1,3,4] must be [1,3,1] (one value per "
+                "channel: 1, C, 1, ...)");
 }
 
 TEST(InferBatchnorm, XNeedsAChannelDim) {
@@ -54,9 +54,8 @@ TEST(InferBatchnorm, XNeedsAChannelDim) {
   auto y = g.batchnorm_inference(tensor(g, "X", {6}), tensor(g, "M", {1}), tensor(g, "V", {1}), tensor(g, "S", {1}),
                                  tensor(g, "B", {1}), dg::BatchnormInferenceAttr().set_name("bn"));
   y->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(), "node 'bn' (batchnorm_inference), tensor 'X': rank 1 is below 2 (X's dims are N, C, ...)");
+  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'bn' (batchnorm_inference), tensor 'X': rank 1 is below 2 (X's dims are N, C, ...)");
 }
 
 TEST(InferBatchnorm, MissingParameter) {
@@ -64,9 +63,8 @@ TEST(InferBatchnorm, MissingParameter) {
   auto y = g.batchnorm_inference(tensor(g, "X", {2, 3}), tensor(g, "M", {1, 3}), tensor(g, "V", {1, 3}),
                                  tensor(g, "S", {1, 3}), nullptr, dg::BatchnormInferenceAttr().set_name("bn"));
   y->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'bn' (batchnorm_inference): input BIAS is missing");
+  expect_status(g.validate(), dg::ErrorCode::ATTRIBUTE_NOT_SET,
+                "node 'bn' (batchnorm_inference): input BIAS is missing");
 }
 
 // ---- layernorm
@@ -109,11 +107,9 @@ TEST(InferLayernorm, InferenceStatisticsCannotBeOutputs) {
                                         ln(dg::NormFwdPhase::INFERENCE));
   y->set_output(true);
   inv_var->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(),
-            "node 'ln' (layernorm), tensor 'ln::INV_VARIANCE': is marked as an output, but the INFERENCE phase does "
-            "not produce it (set_forward_phase(NormFwdPhase::TRAINING) to get it)");
+  expect_status(g.validate(), dg::ErrorCode::INVALID_VALUE,
+                "node 'ln' (layernorm), tensor 'ln::INV_VARIANCE': is marked as an output, but the INFERENCE phase "
+                "does not produce it (set_forward_phase(NormFwdPhase::TRAINING) to get it)");
 }
 
 TEST(InferLayernorm, ScaleMustCoverEveryDimButTheFirst) {
@@ -121,11 +117,9 @@ TEST(InferLayernorm, ScaleMustCoverEveryDimButTheFirst) {
   auto outs = g.layernorm(tensor(g, "X", {4, 3, 5}), tensor(g, "S", {1, 1, 5}), tensor(g, "B", {1, 3, 5}),
                           ln(dg::NormFwdPhase::INFERENCE));
   outs[0]->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(),
-            "node 'ln' (layernorm), tensor 'S': SCALE dims [1,1,5] must be [1,3,5] (X's dims with dim 0 = 1: "
-            "layernorm normalizes over every dim but the first)");
+  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'ln' (layernorm), tensor 'S': SCALE dims [1,1,5] must be [1,3,5] (X's dims with dim 0 = 1: "
+                "layernorm normalizes over every dim but the first)");
 }
 
 TEST(InferLayernorm, EpsilonIsRequired) {
@@ -133,9 +127,8 @@ TEST(InferLayernorm, EpsilonIsRequired) {
   auto outs = g.layernorm(tensor(g, "X", {4, 6}), tensor(g, "S", {1, 6}), tensor(g, "B", {1, 6}),
                           dg::LayernormAttr().set_name("ln"));
   outs[0]->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'ln' (layernorm): epsilon is not set (call set_epsilon)");
+  expect_status(g.validate(), dg::ErrorCode::ATTRIBUTE_NOT_SET,
+                "node 'ln' (layernorm): epsilon is not set (call set_epsilon)");
 }
 
 TEST(InferLayernorm, EpsilonMustBePassByValue) {
@@ -143,9 +136,8 @@ TEST(InferLayernorm, EpsilonMustBePassByValue) {
   auto outs = g.layernorm(tensor(g, "X", {4, 6}), tensor(g, "S", {1, 6}), tensor(g, "B", {1, 6}),
                           dg::LayernormAttr().set_name("ln").set_epsilon(tensor(g, "eps", {1})));
   outs[0]->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'ln' (layernorm), tensor 'eps': epsilon must be a pass-by-value scalar (set_value)");
+  expect_status(g.validate(), dg::ErrorCode::INVALID_VALUE,
+                "node 'ln' (layernorm), tensor 'eps': epsilon must be a pass-by-value scalar (set_value)");
 }
 
 TEST(InferLayernorm, EpsilonIsOneElement) {
@@ -154,9 +146,8 @@ TEST(InferLayernorm, EpsilonIsOneElement) {
   auto outs = g.layernorm(tensor(g, "X", {4, 6}), tensor(g, "S", {1, 6}), tensor(g, "B", {1, 6}),
                           dg::LayernormAttr().set_name("ln").set_epsilon(eps));
   outs[0]->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(), "node 'ln' (layernorm), tensor 'eps': epsilon dims [2] must hold exactly one element");
+  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'ln' (layernorm), tensor 'eps': epsilon dims [2] must hold exactly one element");
 }
 
 TEST(InferLayernorm, PhaseMustBeSet) {
@@ -164,9 +155,7 @@ TEST(InferLayernorm, PhaseMustBeSet) {
   auto outs = g.layernorm(tensor(g, "X", {4, 6}), tensor(g, "S", {1, 6}), tensor(g, "B", {1, 6}),
                           ln(dg::NormFwdPhase::NOT_SET));
   outs[0]->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'ln' (layernorm): forward phase is not set");
+  expect_status(g.validate(), dg::ErrorCode::ATTRIBUTE_NOT_SET, "node 'ln' (layernorm): forward phase is not set");
 }
 
 TEST(InferLayernorm, UnknownPhaseIsRejected) {
@@ -174,9 +163,7 @@ TEST(InferLayernorm, UnknownPhaseIsRejected) {
   auto outs = g.layernorm(tensor(g, "X", {4, 6}), tensor(g, "S", {1, 6}), tensor(g, "B", {1, 6}),
                           ln(static_cast<dg::NormFwdPhase>(9)));
   outs[0]->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'ln' (layernorm): unknown forward phase 9");
+  expect_status(g.validate(), dg::ErrorCode::INVALID_VALUE, "node 'ln' (layernorm): unknown forward phase 9");
 }
 
 TEST(InferLayernorm, XNeedsTwoDims) {
@@ -184,9 +171,8 @@ TEST(InferLayernorm, XNeedsTwoDims) {
   auto outs =
       g.layernorm(tensor(g, "X", {6}), tensor(g, "S", {1}), tensor(g, "B", {1}), ln(dg::NormFwdPhase::INFERENCE));
   outs[0]->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(), "node 'ln' (layernorm), tensor 'X': rank 1 is below 2 (X's dims are N, normalized dims...)");
+  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'ln' (layernorm), tensor 'X': rank 1 is below 2 (X's dims are N, normalized dims...)");
 }
 
 // ---- rmsnorm
@@ -209,11 +195,9 @@ TEST(InferRmsnorm, BiasDimsAreChecked) {
   auto outs = g.rmsnorm(tensor(g, "X", {3, 8}), tensor(g, "S", {1, 8}),
                         rms(dg::NormFwdPhase::INFERENCE).set_bias(tensor(g, "B", {3, 8})));
   outs[0]->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(),
-            "node 'rms' (rmsnorm), tensor 'B': BIAS dims [3,8] must be [1,8] (X's dims with dim 0 = 1: rmsnorm "
-            "normalizes over every dim but the first)");
+  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'rms' (rmsnorm), tensor 'B': BIAS dims [3,8] must be [1,8] (X's dims with dim 0 = 1: rmsnorm "
+                "normalizes over every dim but the first)");
 }
 
 TEST(InferRmsnorm, InferenceInvRmsCannotBeAnOutput) {
@@ -221,20 +205,16 @@ TEST(InferRmsnorm, InferenceInvRmsCannotBeAnOutput) {
   auto [y, inv_rms] = g.rmsnorm(tensor(g, "X", {3, 8}), tensor(g, "S", {1, 8}), rms(dg::NormFwdPhase::INFERENCE));
   y->set_output(true);
   inv_rms->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(),
-            "node 'rms' (rmsnorm), tensor 'rms::INV_RMS': is marked as an output, but the INFERENCE phase does not "
-            "produce it (set_forward_phase(NormFwdPhase::TRAINING) to get it)");
+  expect_status(g.validate(), dg::ErrorCode::INVALID_VALUE,
+                "node 'rms' (rmsnorm), tensor 'rms::INV_RMS': is marked as an output, but the INFERENCE phase does not "
+                "produce it (set_forward_phase(NormFwdPhase::TRAINING) to get it)");
 }
 
 TEST(InferRmsnorm, ScaleIsRequired) {
   auto g = float_graph();
   auto outs = g.rmsnorm(tensor(g, "X", {3, 8}), nullptr, rms(dg::NormFwdPhase::INFERENCE));
   outs[0]->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'rms' (rmsnorm): input SCALE is missing");
+  expect_status(g.validate(), dg::ErrorCode::ATTRIBUTE_NOT_SET, "node 'rms' (rmsnorm): input SCALE is missing");
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // Shape inference and validation of reduction, through the public Graph API.
 #include <gtest/gtest.h>
 
+#include "common/status_checks.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dg = dnngraph;
 
 namespace {
+
+using test_status::expect_status;
 
 dg::TensorPtr input(dg::Graph& g, std::vector<int64_t> dims, std::vector<int64_t> strides) {
   return g.tensor(dg::TensorAttr().set_name("X").set_dim(std::move(dims)).set_stride(std::move(strides)));
@@ -41,18 +44,14 @@ TEST(InferReduction, ModeMustBeSet) {
   dg::Graph g;
   g.set_io_data_type(dg::DataType::FLOAT);
   g.reduction(input(g, {2, 3}, {3, 1}), dg::ReductionAttr().set_name("r"))->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'r' (reduction): reduction mode is not set");
+  expect_status(g.validate(), dg::ErrorCode::ATTRIBUTE_NOT_SET, "node 'r' (reduction): reduction mode is not set");
 }
 
 TEST(InferReduction, UnknownModeIsRejected) {
   dg::Graph g;
   g.set_io_data_type(dg::DataType::FLOAT);
   g.reduction(input(g, {2, 3}, {3, 1}), mode(static_cast<dg::ReductionMode>(77)))->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'r' (reduction): unknown reduction mode 77");
+  expect_status(g.validate(), dg::ErrorCode::INVALID_VALUE, "node 'r' (reduction): unknown reduction mode 77");
 }
 
 TEST(InferReduction, OutputRankMustMatch) {
@@ -60,11 +59,9 @@ TEST(InferReduction, OutputRankMustMatch) {
   g.set_io_data_type(dg::DataType::FLOAT);
   auto y = g.reduction(input(g, {2, 3}, {3, 1}), mode(dg::ReductionMode::ADD));
   y->set_name("Y").set_dim({1}).set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(),
-            "node 'r' (reduction), tensor 'Y': rank 1 differs from X's rank 2 (a reduction keeps the rank; "
-            "reduced dims are 1)");
+  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'r' (reduction), tensor 'Y': rank 1 differs from X's rank 2 (a reduction keeps the rank; "
+                "reduced dims are 1)");
 }
 
 TEST(InferReduction, OutputDimsMustBeKeptOrOne) {
@@ -72,20 +69,16 @@ TEST(InferReduction, OutputDimsMustBeKeptOrOne) {
   g.set_io_data_type(dg::DataType::FLOAT);
   auto y = g.reduction(input(g, {2, 6}, {6, 1}), mode(dg::ReductionMode::NORM2));
   y->set_name("Y").set_dim({2, 3}).set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(),
-            "node 'r' (reduction), tensor 'Y': dim 1 is 3 but must be X's 6 (kept) or 1 (reduced); Y dims [2,3], "
-            "X dims [2,6]");
+  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'r' (reduction), tensor 'Y': dim 1 is 3 but must be X's 6 (kept) or 1 (reduced); Y dims [2,3], "
+                "X dims [2,6]");
 }
 
 TEST(InferReduction, InputNeedsDims) {
   dg::Graph g;
   g.set_io_data_type(dg::DataType::FLOAT);
   g.reduction(g.tensor(dg::TensorAttr().set_name("X")), mode(dg::ReductionMode::ADD))->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'r' (reduction), tensor 'X': has no dims");
+  expect_status(g.validate(), dg::ErrorCode::ATTRIBUTE_NOT_SET, "node 'r' (reduction), tensor 'X': has no dims");
 }
 
 TEST(InferReduction, UserStridesMustNotOverlap) {
@@ -93,11 +86,9 @@ TEST(InferReduction, UserStridesMustNotOverlap) {
   g.set_io_data_type(dg::DataType::FLOAT);
   auto y = g.reduction(input(g, {4, 3}, {3, 1}), mode(dg::ReductionMode::MIN));
   y->set_name("Y").set_dim({4, 3}).set_stride({1, 1}).set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(),
-            "node 'r' (reduction), tensor 'Y': output strides [1,1] overlap for dims [4,3] (two elements would share "
-            "memory)");
+  expect_status(g.validate(), dg::ErrorCode::INVALID_VALUE,
+                "node 'r' (reduction), tensor 'Y': output strides [1,1] overlap for dims [4,3] (two elements would "
+                "share memory)");
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // Shape inference and validation of resample (pooling and resizing), through the public Graph API.
 #include <gtest/gtest.h>
 
+#include "common/status_checks.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dg = dnngraph;
 
 namespace {
+
+using test_status::expect_status;
 
 using Dims = std::vector<int64_t>;
 
@@ -56,16 +59,15 @@ TEST(InferResample, ResizeFromUserDims) {
 
 TEST(InferResample, ModeMustBeSet) {
   Built b;
-  auto s = build(b, dg::ResampleAttr().set_window({2, 2}).set_stride({2, 2}));
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'rs' (resample): resampling mode is not set");
+  expect_status(build(b, dg::ResampleAttr().set_window({2, 2}).set_stride({2, 2})), dg::ErrorCode::ATTRIBUTE_NOT_SET,
+                "node 'rs' (resample): resampling mode is not set");
 }
 
 TEST(InferResample, UnknownModeIsRejected) {
   Built b;
   auto s = build(b, dg::ResampleAttr().set_resampling_mode(static_cast<dg::ResampleMode>(42)));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'rs' (resample): unknown resampling mode 42");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'rs' (resample): unknown resampling mode 42");
 }
 
 TEST(InferResample, XNeedsASpatialDim) {
@@ -73,101 +75,89 @@ TEST(InferResample, XNeedsASpatialDim) {
   g.set_io_data_type(dg::DataType::FLOAT);
   auto x = g.tensor(dg::TensorAttr().set_name("X").set_dim({2, 3}).set_stride({3, 1}));
   g.resample(x, pool().set_name("rs"))->set_output(true);
-  auto s = g.validate();
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(),
-            "node 'rs' (resample), tensor 'X': rank 2 is below 3 (resample needs dims N, C and at least one spatial "
-            "dim)");
+  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'rs' (resample), tensor 'X': rank 2 is below 3 (resample needs dims N, C and at least one "
+                "spatial dim)");
 }
 
 TEST(InferResample, WindowIsRequired) {
   Built b;
   auto s = build(b, dg::ResampleAttr().set_resampling_mode(dg::ResampleMode::MAXPOOL).set_stride({1, 1}));
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'rs' (resample): pooling window is not set");
+  expect_status(s, dg::ErrorCode::ATTRIBUTE_NOT_SET,
+                "node 'rs' (resample): pooling window is not set");
 }
 
 TEST(InferResample, StrideIsRequired) {
   Built b;
   auto s = build(b, dg::ResampleAttr().set_resampling_mode(dg::ResampleMode::MAXPOOL).set_window({2, 2}));
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(), "node 'rs' (resample): pooling stride is not set");
+  expect_status(s, dg::ErrorCode::ATTRIBUTE_NOT_SET,
+                "node 'rs' (resample): pooling stride is not set");
 }
 
 TEST(InferResample, OneValuePerSpatialDim) {
   Built b;
-  auto s = build(b, pool().set_window({3}));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'rs' (resample): window [3] has 1 values but X has 2 spatial dims");
+  expect_status(build(b, pool().set_window({3})), dg::ErrorCode::INVALID_VALUE,
+                "node 'rs' (resample): window [3] has 1 values but X has 2 spatial dims");
 }
 
 TEST(InferResample, StrideMustBePositive) {
   Built b;
-  auto s = build(b, pool().set_stride({1, 0}));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'rs' (resample): stride [1,0] must all be >= 1");
+  expect_status(build(b, pool().set_stride({1, 0})), dg::ErrorCode::INVALID_VALUE,
+                "node 'rs' (resample): stride [1,0] must all be >= 1");
 }
 
 TEST(InferResample, PaddingMustNotBeNegative) {
   Built b;
-  auto s = build(b, pool().set_pre_padding({0, -1}));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'rs' (resample): pre-padding [0,-1] must all be >= 0");
+  expect_status(build(b, pool().set_pre_padding({0, -1})), dg::ErrorCode::INVALID_VALUE,
+                "node 'rs' (resample): pre-padding [0,-1] must all be >= 0");
 }
 
 TEST(InferResample, PaddingMustBeSmallerThanTheWindow) {
   Built b;
-  auto s = build(b, pool().set_padding({1, 2}));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(),
-            "node 'rs' (resample): padding [1,2] / [1,2] must be smaller than the window [3,2] in spatial dim 1");
+  expect_status(build(b, pool().set_padding({1, 2})), dg::ErrorCode::INVALID_VALUE,
+                "node 'rs' (resample): padding [1,2] / [1,2] must be smaller than the window [3,2] in spatial dim 1");
 }
 
 TEST(InferResample, WindowMustFitThePaddedInput) {
   Built b;
-  auto s = build(b, pool().set_window({9, 2}).set_padding({0, 0}));
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(), "node 'rs' (resample), tensor 'X': spatial dim 0 padded to 7 is smaller than the window 9");
+  expect_status(build(b, pool().set_window({9, 2}).set_padding({0, 0})), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'rs' (resample), tensor 'X': spatial dim 0 padded to 7 is smaller than the window 9");
 }
 
 TEST(InferResample, UserDimsMustAgreeWithPooling) {
   Built b;
-  auto s = build(b, pool(), {2, 3, 4, 3});
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(), "node 'rs' (resample), tensor 'Y': dims [2,3,4,3] disagree with the inferred [2,3,3,3]");
+  expect_status(build(b, pool(), {2, 3, 4, 3}), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'rs' (resample), tensor 'Y': dims [2,3,4,3] disagree with the inferred [2,3,3,3]");
 }
 
 TEST(InferResample, ResizeNeedsDimsOrScale) {
   Built b;
   auto s = build(b, dg::ResampleAttr().set_resampling_mode(dg::ResampleMode::NEAREST));
-  EXPECT_EQ(s.code(), dg::ErrorCode::ATTRIBUTE_NOT_SET);
-  EXPECT_EQ(s.message(),
-            "node 'rs' (resample), tensor 'Y': resizing needs the output's dims or a scale (set Y's dims or call "
-            "set_scale)");
+  expect_status(s, dg::ErrorCode::ATTRIBUTE_NOT_SET,
+                "node 'rs' (resample), tensor 'Y': resizing needs the output's dims or a scale (set Y's dims or call "
+                "set_scale)");
 }
 
 TEST(InferResample, ResizeKeepsBatchAndChannels) {
   Built b;
   auto s = build(b, dg::ResampleAttr().set_resampling_mode(dg::ResampleMode::BILINEAR), {2, 4, 5, 5});
-  EXPECT_EQ(s.code(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED);
-  EXPECT_EQ(s.message(),
-            "node 'rs' (resample), tensor 'Y': dims [2,4,5,5] must keep X's rank and N, C [2,3,7,6] (resizing "
-            "changes only the spatial dims)");
+  expect_status(s, dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+                "node 'rs' (resample), tensor 'Y': dims [2,4,5,5] must keep X's rank and N, C [2,3,7,6] (resizing "
+                "changes only the spatial dims)");
 }
 
 TEST(InferResample, ScaleHasOneValuePerSpatialDim) {
   Built b;
   auto s = build(b, dg::ResampleAttr().set_resampling_mode(dg::ResampleMode::NEAREST).set_scale({2.0}));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(), "node 'rs' (resample): scale has 1 values but X has 2 spatial dims");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'rs' (resample): scale has 1 values but X has 2 spatial dims");
 }
 
 TEST(InferResample, ScaleMustGiveAPositiveSize) {
   Built b;
   auto s = build(b, dg::ResampleAttr().set_resampling_mode(dg::ResampleMode::NEAREST).set_scale({2.0, 0.1}));
-  EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_EQ(s.message(),
-            "node 'rs' (resample): scale 0.100000 of spatial dim 1 gives an output size below 1 from 6");
+  expect_status(s, dg::ErrorCode::INVALID_VALUE,
+                "node 'rs' (resample): scale 0.100000 of spatial dim 1 gives an output size below 1 from 6");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Shape inference and validation of sdpa: inferred outputs, and every rule's code and message.
 #include <gtest/gtest.h>
 
+#include "common/dims.hpp"
+#include "common/status_checks.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dg = dnngraph;
@@ -10,11 +12,7 @@ namespace {
 // Row-major [b,h,s,d] strides (BHSD), or the strides of a [b,s,h,d] buffer (BSHD).
 std::vector<int64_t> bhsd(const std::vector<int64_t>& d) { return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1}; }
 std::vector<int64_t> bshd(const std::vector<int64_t>& d) { return {d[1] * d[2] * d[3], d[3], d[1] * d[3], 1}; }
-std::vector<int64_t> packed(const std::vector<int64_t>& d) {
-  std::vector<int64_t> s(d.size(), 1);
-  for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
-  return s;
-}
+using test_dims::packed;
 
 struct SdpaCase {
   std::vector<int64_t> q{2, 4, 8, 16}, k{2, 2, 10, 16}, v{2, 2, 10, 8};
@@ -50,12 +48,7 @@ struct SdpaCase {
 };
 
 void expect_error(const dg::Status& s, dg::ErrorCode code, const std::string& tensor, const std::string& rule) {
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  EXPECT_NE(s.message().find("node 'attn' (sdpa)"), std::string::npos) << s.message();
-  if (!tensor.empty()) {
-    EXPECT_NE(s.message().find("tensor '" + tensor + "'"), std::string::npos) << s.message();
-  }
-  EXPECT_NE(s.message().find(rule), std::string::npos) << s.message();
+  test_status::expect_error(s, code, "node 'attn' (sdpa)", tensor, rule);
 }
 
 }  // namespace
