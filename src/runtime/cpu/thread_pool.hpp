@@ -1,5 +1,6 @@
 // ThreadPool: a fixed set of workers running parallel_for over index ranges.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -30,8 +31,8 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t n_ = 0, chunk_ = 0;
   int64_t next_ = 0;
-  int pending_ = 0;
-  uint64_t generation_ = 0;
+  std::atomic<int> pending_{0};          // written under mutex_; read while spinning
+  std::atomic<uint64_t> generation_{0};  // written under mutex_; read while spinning
   bool stop_ = false;
 };
 
