@@ -15,6 +15,7 @@
 #include <ctime>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dnnl.hpp>
@@ -50,9 +51,10 @@ double median(std::vector<double> v) {
 }
 
 // Ours and the peer timed in alternating blocks (ours, peer, ours, peer, ...), each block after
-// one untimed call: load from other processes that comes and goes hits both alike, and neither
-// side runs while the other's worker threads still spin (OpenBLAS and OpenMP threads busy-wait
-// for a while after each call). Times are medians over all blocks.
+// a pause and one untimed call: load from other processes that comes and goes hits both alike,
+// and neither side runs while the other's worker threads still spin (OpenBLAS threads busy-wait
+// ~0.1 s after a call, libgomp's for a while too; on 2 cores a spinning thread halves the
+// other side). Times are medians over all blocks.
 struct Compared {
   Timing ours, peer;
   double ratio_wall = 0, ratio_cpu = 0;  // peer time / our time
@@ -64,7 +66,8 @@ Compared compare(int iterations, F&& ours, G&& peer) {
   const int per_block = std::max(1, (iterations + kBlocks - 1) / kBlocks);
   std::vector<double> ow, oc, pw, pc;
   auto timed = [&](auto& fn, std::vector<double>& wall, std::vector<double>& cpu) {
-    fn();  // untimed: the other side's threads settle, caches refill
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the other side's spinners sleep
+    fn();  // untimed: caches refill
     for (int i = 0; i < per_block; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       const double c0 = cpu_seconds();
