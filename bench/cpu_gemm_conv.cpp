@@ -23,6 +23,7 @@
 #include "dnngraph/dnngraph.hpp"
 #include "engines/cpu/cpu_features.hpp"
 #include "runtime/cpu/thread_pool.hpp"
+#include "runtime/handle_impl.hpp"
 
 extern "C" {
 void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
@@ -283,7 +284,7 @@ void bench_conv(const ConvShape& s, int iters) {
 }
 
 // Fused conv + bias + ReLU against the conv then a bias pass and a ReLU pass over memory.
-void bench_fusion(const ConvShape& s, int iters, dg::ThreadPool& pool) {
+void bench_fusion(const ConvShape& s, int iters) {
   auto x = random_vec(static_cast<size_t>(s.in_size()), 5), w = random_vec(static_cast<size_t>(s.k * s.c * s.r * s.r), 6);
   auto bias = random_vec(static_cast<size_t>(s.k), 7);
   const int64_t pixels = s.n * s.oh() * s.ow();
@@ -291,6 +292,8 @@ void bench_fusion(const ConvShape& s, int iters, dg::ThreadPool& pool) {
   Built fused, plain;
   build_conv(fused, s, x.data(), w.data(), bias.data(), r.data(), true);
   build_conv(plain, s, x.data(), w.data(), nullptr, y.data(), false);
+  // The passes run on the conv's own pool: a second pool's threads would spin beside it.
+  dg::ThreadPool& pool = plain.handle.impl().thread_pool();
   auto separate = [&] {
     plain.run();
     pool.parallel_for(pixels, [&](int64_t b, int64_t e) {  // bias pass
@@ -329,11 +332,11 @@ int main(int argc, char** argv) {
     if (want(s.name)) bench_conv(s, iters);
   std::printf("\n");
   for (const auto& s : shapes)
-    if (want(std::string(s.name) + " +bias+relu")) bench_fusion(s, iters, pool);
+    if (want(std::string(s.name) + " +bias+relu")) bench_fusion(s, iters);
   // A larger batch, whose activations leave the caches, where the separate passes cost more.
   const ConvShape batched[] = {{"tutorial 3x3 C128 56x56 -> 256 N=8", 128, 56, 56, 256, 3, 1, 8},
                                {"rn50 1x1 C256 56x56 -> 64 N=8", 256, 56, 56, 64, 1, 0, 8}};
   for (const auto& s : batched)
-    if (want(std::string(s.name) + " +bias+relu")) bench_fusion(s, std::max(3, iters / 3), pool);
+    if (want(std::string(s.name) + " +bias+relu")) bench_fusion(s, std::max(3, iters / 3));
   return 0;
 }
