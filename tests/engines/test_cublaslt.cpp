@@ -241,17 +241,8 @@ struct Rig {
   }
 };
 
-class CublasLtGpu : public ::testing::Test {
+class CublasLtGpu : public ct::VendorGpuTest<LtApi, api, error> {
  protected:
-  void SetUp() override {
-    h_ = ct::cuda_handle(skip_);
-    DG_SKIP_WITHOUT_GPU(h_, skip_);
-    if (!api()) {
-      if (ct::gpu_required()) FAIL() << "DNNGRAPH_REQUIRE_GPU: " << error();
-      GTEST_SKIP() << error();
-    }
-  }
-
   // Every heuristic algorithm (up to max_plans) of the graph against ref; false when cublaslt rejects
   // the graph (`why` then holds explain()'s verdict).
   bool every_plan_matches_ref(const ct::Builder& build, int64_t max_plans, std::string* why = nullptr) {
@@ -289,9 +280,6 @@ class CublasLtGpu : public ::testing::Test {
     }
     return n > 0;
   }
-
-  std::string skip_;
-  std::unique_ptr<dg::Handle> h_;
 };
 
 TEST_F(CublasLtGpu, EveryAlgorithmMatchesRef) {

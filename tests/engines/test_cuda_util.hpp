@@ -111,6 +111,24 @@ inline std::unique_ptr<dg::Handle> cuda_handle(std::string& why) {
   auto handle_var = ::dnngraph::cuda::testing::cuda_handle(cuda_skip_reason);    \
   DG_SKIP_WITHOUT_GPU(handle_var, cuda_skip_reason)
 
+// The fixture of a vendor library's GPU tests: `h_` is a CUDA handle; skips without a GPU or
+// without the library (fails instead where a GPU is required). Load/Why: the library's api() and
+// error() (its search log).
+template <typename Api, const Api* (*Load)(), const std::string& (*Why)()>
+class VendorGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    h_ = cuda_handle(skip_);
+    DG_SKIP_WITHOUT_GPU(h_, skip_);
+    if (!Load()) {
+      if (gpu_required()) FAIL() << "DNNGRAPH_REQUIRE_GPU: " << Why();
+      GTEST_SKIP() << Why();
+    }
+  }
+  std::string skip_;
+  std::unique_ptr<dg::Handle> h_;
+};
+
 // Host data of a tensor, seeded random in [-2, 2) (never zeros), rounded to its type.
 inline std::vector<uint8_t> random_bytes(const ir::Tensor& t, uint32_t seed) {
   std::vector<uint8_t> bytes(static_cast<size_t>(t.span_bytes()));

@@ -611,19 +611,7 @@ void expect_every_plan_matches_ref(const ct::Builder& build, dg::Handle& h, int6
   EXPECT_GT(built, 0);
 }
 
-class CudnnGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    h_ = ct::cuda_handle(skip_);
-    DG_SKIP_WITHOUT_GPU(h_, skip_);
-    if (!api()) {
-      if (ct::gpu_required()) FAIL() << "DNNGRAPH_REQUIRE_GPU: " << error();
-      GTEST_SKIP() << error();
-    }
-  }
-  std::string skip_;
-  std::unique_ptr<dg::Handle> h_;
-};
+class CudnnGpu : public ct::VendorGpuTest<CudnnApi, api, error> {};
 
 TEST_F(CudnnGpu, FusedConvEveryPlanMatchesRef) {
   expect_every_plan_matches_ref(conv_bias_relu({2, 32, 12, 12}, 64, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16), *h_, 100);

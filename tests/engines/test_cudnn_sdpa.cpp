@@ -231,19 +231,7 @@ ct::Outputs ref_outputs(const ct::Builder& build, uint32_t seed,
   return rig.read();
 }
 
-class CudnnSdpaGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    h_ = ct::cuda_handle(skip_);
-    DG_SKIP_WITHOUT_GPU(h_, skip_);
-    if (!api()) {
-      if (ct::gpu_required()) FAIL() << "DNNGRAPH_REQUIRE_GPU: " << error();
-      GTEST_SKIP() << error();
-    }
-  }
-  std::string skip_;
-  std::unique_ptr<dg::Handle> h_;
-};
+class CudnnSdpaGpu : public ct::VendorGpuTest<CudnnApi, api, error> {};
 
 constexpr uint32_t kSeed = 7919u;
 
