@@ -5,75 +5,22 @@
 
 #include <random>
 
+#include "cpu_test_util.hpp"
 #include "engines/cpu/norm/norm_engine.hpp"
 #include "engines/cpu/norm/norm_kernels.hpp"
-#include "fusion/partition.hpp"
-#include "graph/graph_impl.hpp"
-#include "ref_test_util.hpp"
 
 namespace {
 
 namespace dg = dnngraph;
 using ref_test::Dims;
 using ref_test::HostTensor;
-using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::vector<dg::TensorPtr>&)>;
+using cpu_test::packed;
 constexpr const char* kEngine = "cpu_norm";
 
-// Runs the graph `build` makes on ref and on cpu_norm (every plan index, each checked to be that
-// engine alone), outputs poisoned with NaN before each run, and compares every output.
-void check_vs_ref(std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs, const Build& build,
+// Runs the graph `build` makes on ref and on cpu_norm (every plan index), and compares.
+void check_vs_ref(std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs, const cpu_test::Build& build,
                   double floor = 1.0) {
-  auto make = [&](dg::Graph& g, std::vector<HostTensor>& results, dg::VariantPack& pack) {
-    std::vector<dg::TensorPtr> in;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      in.push_back(inputs[i].declare(g, "in" + std::to_string(i)));
-      pack[in.back()] = inputs[i].data();
-    }
-    auto out = build(g, in);
-    results = outs;
-    for (size_t i = 0; i < out.size(); ++i) {
-      outs[i].describe(out[i]);
-      pack[out[i]] = results[i].data();
-    }
-  };
-  dg::Graph gr;
-  std::vector<HostTensor> want;
-  dg::VariantPack pack_r;
-  make(gr, want, pack_r);
-  auto s = ref_test::run_on_ref(gr, pack_r);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-
-  dg::Handle handle(dg::Device::cpu());
-  dg::Graph g;
-  std::vector<HostTensor> got;
-  dg::VariantPack pack;
-  make(g, got, pack);
-  g.select_engines({kEngine});
-  ASSERT_TRUE(g.validate().ok());
-  ASSERT_TRUE(g.build_operation_graph(handle).ok());
-  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
-  s = g.check_support(handle);
-  ASSERT_TRUE(s.ok()) << s.to_string() << "\n" << g.explain();
-  for (int64_t idx = 0; idx < g.get_execution_plan_count(); ++idx) {
-    std::string name;
-    ASSERT_TRUE(g.build_plan_at_index(handle, idx).ok());
-    ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
-    EXPECT_EQ(name.rfind(kEngine, 0), 0u) << name;
-    EXPECT_EQ(name.find(" + "), std::string::npos) << "more than one partition: " << name;
-    for (auto& t : got) {
-      int64_t span = static_cast<int64_t>(t.bytes.size()) / dg::size_of(t.dtype);
-      for (int64_t i = 0; i < span; ++i) dg::dtype::store(t.bytes.data(), t.dtype, i, std::nan(""));
-    }
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size(ws).ok());
-    std::vector<unsigned char> workspace(static_cast<size_t>(ws) + 1);
-    s = g.execute_plan_at_index(handle, pack, workspace.data(), idx, ws);
-    ASSERT_TRUE(s.ok()) << name << ": " << s.to_string();
-    for (size_t i = 0; i < got.size(); ++i) {
-      SCOPED_TRACE(name + ", output " + std::to_string(i));
-      ref_test::expect_near(got[i], [&](const Dims& ix) { return want[i].get(ix); }, -1.0, floor);
-    }
-  }
+  cpu_test::check_engine_vs_ref(kEngine, std::move(inputs), outs, build, -1.0, floor);
 }
 
 HostTensor input(const Dims& dims, dg::DataType t, std::mt19937& rng, double lo = -2, double hi = 2) {
@@ -267,24 +214,12 @@ TEST(CpuNorm, FewLongRowsMatchRef) {
 // ---- rejections
 
 struct Planned {
-  dg::Handle handle{dg::Device::cpu()};
   dg::Graph g;
-  std::string explain() {
-    EXPECT_TRUE(g.validate().ok()) << g.validate().to_string();
-    EXPECT_TRUE(g.build_operation_graph(handle).ok());
-    EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
-    return g.explain();
-  }
+  std::string explain() { return cpu_test::explain(g); }
 };
 
-dg::TensorPtr packed(dg::Graph& g, const std::string& name, Dims dims, dg::DataType t = dg::DataType::FLOAT) {
-  Dims strides(dims.size(), 1);
-  for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
-  return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(strides).set_data_type(t));
-}
-
 void expect_rejected(const std::string& explain, const std::string& reason) {
-  EXPECT_NE(explain.find(std::string(kEngine) + ": rejected: " + reason), std::string::npos) << explain;
+  cpu_test::expect_rejected(kEngine, explain, reason);
 }
 
 std::array<dg::TensorPtr, 3> layernorm(dg::Graph& g, const Dims& dims, dg::DataType t = dg::DataType::FLOAT,
@@ -338,25 +273,8 @@ TEST(CpuNorm, RejectsMoreThanTwelveUnmergeableDims) {
 
 TEST(CpuNorm, RejectsNonCpuHandlesAndUnsupportedIsaKnobs) {
   dg::Graph g;
-  dg::Handle cpu(dg::Device::cpu());
   layernorm(g, {4, 8})[0]->set_output(true);
-  ASSERT_TRUE(g.validate().ok());
-  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
-  std::vector<dg::Partition> parts;
-  ASSERT_TRUE(dg::partition_graph(*g.impl().ir, parts).ok());
-  dg::HandleImpl gpu;
-  gpu.device = dg::Device::cuda(0);
-  dg::Target t;
-  t.handle = &gpu;
-  const auto s = dg::cpu::norm_engine().check(parts.at(0), t);
-  EXPECT_FALSE(s.ok);
-  EXPECT_NE(s.reason.find("runs on the CPU only"), std::string::npos) << s.reason;
-  dg::Target c;
-  c.handle = &cpu.impl();
-  std::unique_ptr<dg::Plan> plan;
-  const auto b = dg::cpu::norm_engine().build(parts.at(0), c, {{"isa", 7}}, plan);
-  EXPECT_EQ(b.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_NE(b.message().find("knob isa=7 is not supported"), std::string::npos) << b.message();
+  cpu_test::expect_cpu_only(dg::cpu::norm_engine(), g, true);
 }
 
 }  // namespace

@@ -6,11 +6,9 @@
 
 #include <random>
 
+#include "cpu_test_util.hpp"
 #include "engines/cpu/pool/pool_engine.hpp"
 #include "engines/cpu/pool/pool_kernels.hpp"
-#include "fusion/partition.hpp"
-#include "graph/graph_impl.hpp"
-#include "ref_test_util.hpp"
 
 namespace {
 
@@ -20,79 +18,26 @@ using ref_test::HostTensor;
 using RM = dg::ResampleMode;
 constexpr const char* kEngine = "cpu_pool";
 
-// Runs resample(x, attr) on ref and on cpu_pool (every plan index, each checked to be that engine
-// alone), the output poisoned with NaN before each run, and compares.
+// Runs resample(x, attr) on ref and on cpu_pool (every plan index), and compares.
 void check_vs_ref(const HostTensor& x, const HostTensor& y_like, const dg::ResampleAttr& attr) {
-  auto make = [&](dg::Graph& g, HostTensor& result, dg::VariantPack& pack) {
-    auto X = x.declare(g, "x");
-    pack[X] = const_cast<HostTensor&>(x).data();
-    auto Y = g.resample(X, attr);
-    result = y_like;
-    y_like.describe(Y);
-    pack[Y] = result.data();
-  };
-  dg::Graph gr;
-  HostTensor want;
-  dg::VariantPack pack_r;
-  make(gr, want, pack_r);
-  auto s = ref_test::run_on_ref(gr, pack_r);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-
-  dg::Handle handle(dg::Device::cpu());
-  dg::Graph g;
-  HostTensor got;
-  dg::VariantPack pack;
-  make(g, got, pack);
-  g.select_engines({kEngine});
-  ASSERT_TRUE(g.validate().ok());
-  ASSERT_TRUE(g.build_operation_graph(handle).ok());
-  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
-  s = g.check_support(handle);
-  ASSERT_TRUE(s.ok()) << s.to_string() << "\n" << g.explain();
-  for (int64_t idx = 0; idx < g.get_execution_plan_count(); ++idx) {
-    std::string name;
-    ASSERT_TRUE(g.build_plan_at_index(handle, idx).ok());
-    ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
-    EXPECT_EQ(name.rfind(kEngine, 0), 0u) << name;
-    const int64_t span = static_cast<int64_t>(got.bytes.size()) / dg::size_of(got.dtype);
-    for (int64_t i = 0; i < span; ++i) dg::dtype::store(got.bytes.data(), got.dtype, i, std::nan(""));
-    s = g.execute_plan_at_index(handle, pack, nullptr, idx, 0);
-    ASSERT_TRUE(s.ok()) << name << ": " << s.to_string();
-    SCOPED_TRACE(name);
-    ref_test::expect_near(got, [&](const Dims& ix) { return want.get(ix); }, -1.0, 1.0);
-  }
-}
-
-Dims nhwc(const Dims& d) {  // channels innermost, then the spatial dims in order
-  Dims s(d.size());
-  int64_t running = 1;
-  s[1] = 1;
-  running = d[1];
-  for (size_t i = d.size(); i-- > 2;) {
-    s[i] = running;
-    running *= d[i];
-  }
-  s[0] = running;
-  return s;
-}
-Dims nchw(const Dims& d) {
-  Dims s(d.size(), 1);
-  for (size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
-  return s;
+  cpu_test::check_engine_vs_ref(kEngine, {x}, {y_like}, [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+    return std::vector<dg::TensorPtr>{g.resample(in[0], attr)};
+  }, -1.0, 1.0);
 }
 
 enum class Layout { NHWC, NCHW, RANDOM };
 
+Dims strides_of(const Dims& dims, Layout l, std::mt19937& rng) {
+  return l == Layout::NHWC ? test_dims::channels_last(dims) : l == Layout::NCHW ? test_dims::packed(dims)
+                                                                              : ref_test::random_strides(dims, rng);
+}
 HostTensor tensor_in(const Dims& dims, Layout l, dg::DataType t, std::mt19937& rng) {
-  const Dims st = l == Layout::NHWC ? nhwc(dims) : l == Layout::NCHW ? nchw(dims) : ref_test::random_strides(dims, rng);
-  HostTensor h = ref_test::make_tensor(dims, st, t);
-  std::uniform_real_distribution<double> u(-2, 2);
-  ref_test::for_each(dims, [&](const Dims& i) { h.set(i, u(rng)); });
+  HostTensor h = ref_test::make_tensor(dims, strides_of(dims, l, rng), t);
+  h.randomize(rng, -2, 2);
   return h;
 }
 HostTensor tensor_out(const Dims& dims, Layout l, dg::DataType t, std::mt19937& rng) {
-  const Dims st = l == Layout::NHWC ? nhwc(dims) : l == Layout::NCHW ? nchw(dims) : ref_test::random_strides(dims, rng);
-  return ref_test::make_tensor(dims, st, t);
+  return ref_test::make_tensor(dims, strides_of(dims, l, rng), t);
 }
 
 // Pooled output dims, as src/graph/resample.cpp computes them.
@@ -218,20 +163,11 @@ TEST(CpuPool, LongChannelsAndRowsMatchRef) {
 
 // ---- rejections
 
-dg::TensorPtr packed(dg::Graph& g, const std::string& name, Dims dims, dg::DataType t = dg::DataType::FLOAT) {
-  return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(nchw(dims)).set_data_type(t));
-}
-
-std::string explain(dg::Graph& g) {
-  dg::Handle handle(dg::Device::cpu());
-  EXPECT_TRUE(g.validate().ok()) << g.validate().to_string();
-  EXPECT_TRUE(g.build_operation_graph(handle).ok());
-  EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
-  return g.explain();
-}
+using cpu_test::explain;
+using cpu_test::packed;
 
 void expect_rejected(const std::string& explain, const std::string& reason) {
-  EXPECT_NE(explain.find(std::string(kEngine) + ": rejected: " + reason), std::string::npos) << explain;
+  cpu_test::expect_rejected(kEngine, explain, reason);
 }
 
 dg::ResampleAttr maxpool(size_t spatial) {
@@ -255,25 +191,8 @@ TEST(CpuPool, RejectsUnsupportedTypesAndRanks) {
 
 TEST(CpuPool, RejectsNonCpuHandlesAndUnsupportedIsaKnobs) {
   dg::Graph g;
-  dg::Handle cpu(dg::Device::cpu());
   g.resample(packed(g, "X", {1, 2, 4, 4}), maxpool(2))->set_output(true);
-  ASSERT_TRUE(g.validate().ok());
-  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
-  std::vector<dg::Partition> parts;
-  ASSERT_TRUE(dg::partition_graph(*g.impl().ir, parts).ok());
-  dg::HandleImpl gpu;
-  gpu.device = dg::Device::cuda(0);
-  dg::Target t;
-  t.handle = &gpu;
-  const auto s = dg::cpu::pool_engine().check(parts.at(0), t);
-  EXPECT_FALSE(s.ok);
-  EXPECT_NE(s.reason.find("runs on the CPU only"), std::string::npos) << s.reason;
-  dg::Target c;
-  c.handle = &cpu.impl();
-  std::unique_ptr<dg::Plan> plan;
-  const auto b = dg::cpu::pool_engine().build(parts.at(0), c, {{"isa", 7}}, plan);
-  EXPECT_EQ(b.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_NE(b.message().find("knob isa=7 is not supported"), std::string::npos) << b.message();
+  cpu_test::expect_cpu_only(dg::cpu::pool_engine(), g, true);
 }
 
 }  // namespace
