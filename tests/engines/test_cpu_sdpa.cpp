@@ -14,97 +14,17 @@
 #include "engines/cpu/sdpa/flash_kernels.hpp"
 #include "graph/graph_impl.hpp"
 #include "planning/plan_set.hpp"
+#include "sdpa_test_util.hpp"
 
 namespace dg = dnngraph;
 
 namespace {
 
-enum class Mask { NONE, CAUSAL, CAUSAL_BOTTOM_RIGHT, SLIDING_WINDOW, BAND };
-
-struct Case {
-  int64_t b = 1, h = 1, hk = 1, sq = 1, skv = 1, d = 8, dv = 8;
-  dg::DataType type = dg::DataType::FLOAT;
-  bool bshd = false;
-  Mask mask = Mask::NONE;
-  int64_t left = 0, right = 0;  // SLIDING_WINDOW: left; BAND: both
-  bool padding = false;
-  bool stats = false;
-  std::string describe() const {
-    return "b" + std::to_string(b) + " h" + std::to_string(h) + " hk" + std::to_string(hk) + " sq" +
-           std::to_string(sq) + " skv" + std::to_string(skv) + " d" + std::to_string(d) + " dv" + std::to_string(dv) +
-           " " + std::string(dg::to_string(type)) + (bshd ? " BSHD" : " BHSD") + " mask" +
-           std::to_string(static_cast<int>(mask)) + " left" + std::to_string(left) + " right" + std::to_string(right) +
-           (padding ? " padding" : "") + (stats ? " stats" : "");
-  }
-};
-
-// A rank-4 host buffer in BHSD or BSHD layout.
-struct Buffer {
-  std::vector<int64_t> dims, strides;
-  dg::DataType type = dg::DataType::FLOAT;
-  std::vector<unsigned char> bytes;
-  Buffer() = default;
-  Buffer(std::vector<int64_t> d, dg::DataType t, bool bshd) : dims(std::move(d)), type(t) {
-    strides = bshd ? std::vector<int64_t>{dims[1] * dims[2] * dims[3], dims[3], dims[1] * dims[3], 1}
-                   : std::vector<int64_t>{dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
-    bytes.resize(static_cast<size_t>(dims[0] * dims[1] * dims[2] * dims[3] * dg::size_of(t)));
-  }
-  int64_t offset(int64_t b, int64_t h, int64_t s, int64_t c) const {
-    return b * strides[0] + h * strides[1] + s * strides[2] + c * strides[3];
-  }
-  int64_t count() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
-  void fill_random(std::mt19937& rng) {
-    std::uniform_real_distribution<double> u(-1.5, 1.5);
-    for (int64_t i = 0; i < count(); ++i) dg::dtype::store(bytes.data(), type, i, u(rng));
-  }
-  void poison() {
-    for (int64_t i = 0; i < count(); ++i) dg::dtype::store(bytes.data(), type, i, std::nan(""));
-  }
-  double at(int64_t b, int64_t h, int64_t s, int64_t c) const {
-    return dg::dtype::load(bytes.data(), type, offset(b, h, s, c));
-  }
-  dg::TensorPtr declare(dg::Graph& g, const char* name) const {
-    return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(strides).set_data_type(type));
-  }
-};
-
-struct Inputs {
-  Buffer q, k, v;
-  std::vector<int32_t> seq_q, seq_kv;
-};
-
-Inputs make_inputs(const Case& c, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Inputs in{Buffer({c.b, c.h, c.sq, c.d}, c.type, c.bshd), Buffer({c.b, c.hk, c.skv, c.d}, c.type, c.bshd),
-            Buffer({c.b, c.hk, c.skv, c.dv}, c.type, c.bshd), {}, {}};
-  in.q.fill_random(rng);
-  in.k.fill_random(rng);
-  in.v.fill_random(rng);
-  if (c.padding) {
-    for (int64_t b = 0; b < c.b; ++b) {
-      in.seq_q.push_back(static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, c.sq)(rng)));
-      in.seq_kv.push_back(static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, c.skv)(rng)));
-    }
-  }
-  return in;
-}
-
-dg::SdpaAttr attr_of(const Case& c) {
-  dg::SdpaAttr a;
-  a.set_name("attn").set_is_inference(!c.stats);
-  switch (c.mask) {
-    case Mask::NONE: break;
-    case Mask::CAUSAL: a.set_causal_mask(true); break;
-    case Mask::CAUSAL_BOTTOM_RIGHT: a.set_causal_mask_bottom_right(true); break;
-    case Mask::SLIDING_WINDOW: a.set_causal_mask(true).set_diagonal_band_left_bound(c.left); break;
-    case Mask::BAND:
-      a.set_diagonal_alignment(dg::DiagonalAlignment::BOTTOM_RIGHT)
-          .set_diagonal_band_left_bound(c.left)
-          .set_diagonal_band_right_bound(c.right);
-      break;
-  }
-  return a;
-}
+using sdpa_test::Case;
+using sdpa_test::Inputs;
+using sdpa_test::make_inputs;
+using sdpa_test::Mask;
+using Buffer = sdpa_test::Tensor4;
 
 struct Outputs {
   Buffer o, stats;
@@ -116,23 +36,9 @@ Outputs run(const Case& c, const Inputs& in, const std::string& engine, int64_t 
   dg::Handle handle(dg::Device::cpu());
   dg::Graph g;
   g.set_io_data_type(c.type).set_compute_data_type(dg::DataType::FLOAT).select_engines({engine});
-  auto Q = in.q.declare(g, "Q"), K = in.k.declare(g, "K"), V = in.v.declare(g, "V");
-  dg::SdpaAttr attr = attr_of(c);
-  dg::TensorPtr SQ, SKV;
-  if (c.padding) {
-    auto seq = [&](const char* name) {
-      return g.tensor(dg::TensorAttr().set_name(name).set_dim({c.b, 1, 1, 1}).set_stride({1, 1, 1, 1}).set_data_type(
-          dg::DataType::INT32));
-    };
-    SQ = seq("SEQ_Q"), SKV = seq("SEQ_KV");
-    attr.set_padding_mask(true).set_seq_len_q(SQ).set_seq_len_kv(SKV);
-  }
-  auto [O, STATS] = g.sdpa(Q, K, V, attr);
-  O->set_output(true);
-  if (c.stats) STATS->set_output(true);
-  Outputs out{Buffer({c.b, c.h, c.sq, c.dv}, c.type, c.bshd), Buffer({c.b, c.h, c.sq, 1}, dg::DataType::FLOAT, false), {}};
-  out.o.poison();
-  out.stats.poison();
+  const auto [Q, K, V, SQ, SKV, O, STATS] = sdpa_test::add_sdpa(g, c, in);
+  Outputs out;
+  sdpa_test::poisoned_results(c, out.o, out.stats);
   EXPECT_TRUE(g.validate().ok());
   EXPECT_TRUE(g.build_operation_graph(handle).ok());
   EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
@@ -162,21 +68,6 @@ double tolerance(dg::DataType t) {
   }
 }
 
-void expect_close(const Case& c, const Buffer& got, const Buffer& want, double tol, const char* what) {
-  int64_t bad = 0;
-  for (int64_t b = 0; b < want.dims[0]; ++b)
-    for (int64_t h = 0; h < want.dims[1]; ++h)
-      for (int64_t s = 0; s < want.dims[2]; ++s)
-        for (int64_t x = 0; x < want.dims[3]; ++x) {
-          const double g = got.at(b, h, s, x), w = want.at(b, h, s, x);
-          if (std::fabs(g - w) <= tol * (1.0 + std::fabs(w))) continue;  // NaN fails too
-          if (++bad <= 3)
-            ADD_FAILURE() << what << "[" << b << "," << h << "," << s << "," << x << "] = " << g << ", ref " << w
-                          << " (" << c.describe() << ")";
-        }
-  EXPECT_EQ(bad, 0) << what << ": " << c.describe();
-}
-
 // cpu_sdpa_flash's plans (avx2=1 and avx2=0 where the CPU has AVX2) against ref.
 void check_against_ref(const Case& c, uint32_t seed) {
   const Inputs in = make_inputs(c, seed);
@@ -185,8 +76,8 @@ void check_against_ref(const Case& c, uint32_t seed) {
   for (int64_t i = 0; i < plans; ++i) {
     const Outputs got = run(c, in, "cpu_sdpa_flash", i);
     EXPECT_EQ(got.plan_name.rfind("cpu_sdpa_flash[avx2=", 0), 0u) << got.plan_name;
-    expect_close(c, got.o, want.o, tolerance(c.type), ("O of " + got.plan_name).c_str());
-    if (c.stats) expect_close(c, got.stats, want.stats, 2e-5, ("STATS of " + got.plan_name).c_str());
+    sdpa_test::expect_close(c, got.o, want.o, tolerance(c.type), "O of " + got.plan_name);
+    if (c.stats) sdpa_test::expect_close(c, got.stats, want.stats, 2e-5, "STATS of " + got.plan_name);
   }
 }
 
@@ -252,8 +143,8 @@ TEST(CpuSdpaFlash, FullyMaskedAndPaddedRowsAreZeroNotNaN) {
   in.seq_kv = {30, 12, 0};
   const Outputs got = run(c, in, "cpu_sdpa_flash", 0);
   const Outputs want = run(c, in, "ref", 0);
-  expect_close(c, got.o, want.o, tolerance(c.type), "O");
-  expect_close(c, got.stats, want.stats, 2e-5, "STATS");
+  sdpa_test::expect_close(c, got.o, want.o, tolerance(c.type), "O");
+  sdpa_test::expect_close(c, got.stats, want.stats, 2e-5, "STATS");
   for (int64_t s = 0; s < 40; ++s) EXPECT_EQ(got.o.at(0, 0, s, 0), 0.0) << "row " << s;
   EXPECT_EQ(got.o.at(1, 0, 3, 2), 0.0);
   EXPECT_EQ(got.stats.at(2, 0, 10, 0), 0.0);

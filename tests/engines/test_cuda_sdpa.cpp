@@ -20,6 +20,7 @@
 #include "graph/graph_impl.hpp"
 #include "planning/kernel_cache.hpp"
 #include "runtime/memory.hpp"
+#include "sdpa_test_util.hpp"
 
 namespace {
 
@@ -27,88 +28,18 @@ namespace dg = dnngraph;
 namespace sd = dnngraph::cuda::sdpa;
 using T = dg::DataType;
 
-enum class Mask { NONE, CAUSAL, CAUSAL_BOTTOM_RIGHT, SLIDING_WINDOW, BAND };
+using sdpa_test::Inputs;
+using sdpa_test::make_inputs;
+using sdpa_test::Mask;
+using HostTensor = sdpa_test::Tensor4;
 
-struct Case {
-  int64_t b = 1, h = 1, hk = 1, sq = 1, skv = 1, d = 64, dv = 64;
-  T type = T::BFLOAT16, out = T::NOT_SET;  // out NOT_SET: Q's type
-  bool bshd = false;
-  Mask mask = Mask::NONE;
-  int64_t left = 0, right = 0;
-  bool padding = false, stats = false;
-  std::optional<double> scale;
-  std::string describe() const {
-    return "b" + std::to_string(b) + " h" + std::to_string(h) + " hk" + std::to_string(hk) + " sq" + std::to_string(sq) +
-           " skv" + std::to_string(skv) + " d" + std::to_string(d) + " " + std::string(dg::to_string(type)) +
-           (bshd ? " BSHD" : " BHSD") + " mask" + std::to_string(static_cast<int>(mask)) + " left" +
-           std::to_string(left) + " right" + std::to_string(right) + (padding ? " padding" : "") +
-           (stats ? " stats" : "") + (scale ? " scale" + std::to_string(*scale) : "");
+// The CUDA kernels' cases start from head dim 64 and bf16.
+struct Case : sdpa_test::Case {
+  Case() {
+    d = dv = 64;
+    type = T::BFLOAT16;
   }
 };
-
-// A rank-4 host tensor in BHSD or BSHD layout.
-struct HostTensor {
-  std::vector<int64_t> dims, strides;
-  T type = T::FLOAT;
-  std::vector<unsigned char> bytes;
-  HostTensor() = default;
-  HostTensor(std::vector<int64_t> d, T t, bool bshd) : dims(std::move(d)), type(t) {
-    strides = bshd ? std::vector<int64_t>{dims[1] * dims[2] * dims[3], dims[3], dims[1] * dims[3], 1}
-                   : std::vector<int64_t>{dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
-    bytes.resize(static_cast<size_t>(count() * static_cast<int64_t>(dg::size_of(t))));
-  }
-  int64_t count() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
-  double at(int64_t b, int64_t h, int64_t s, int64_t c) const {
-    return dg::dtype::load(bytes.data(), type, b * strides[0] + h * strides[1] + s * strides[2] + c * strides[3]);
-  }
-  void fill(std::mt19937& rng) {
-    std::uniform_real_distribution<double> u(-1.5, 1.5);
-    for (int64_t i = 0; i < count(); ++i) dg::dtype::store(bytes.data(), type, i, u(rng));
-  }
-  void poison() {
-    for (int64_t i = 0; i < count(); ++i) dg::dtype::store(bytes.data(), type, i, std::nan(""));
-  }
-  dg::TensorPtr declare(dg::Graph& g, const char* name) const {
-    return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(strides).set_data_type(type));
-  }
-};
-
-struct Inputs {
-  HostTensor q, k, v;
-  std::vector<int32_t> seq_q, seq_kv;
-};
-
-Inputs make_inputs(const Case& c, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Inputs in{HostTensor({c.b, c.h, c.sq, c.d}, c.type, c.bshd), HostTensor({c.b, c.hk, c.skv, c.d}, c.type, c.bshd),
-            HostTensor({c.b, c.hk, c.skv, c.dv}, c.type, c.bshd), {}, {}};
-  in.q.fill(rng);
-  in.k.fill(rng);
-  in.v.fill(rng);
-  for (int64_t b = 0; c.padding && b < c.b; ++b) {
-    in.seq_q.push_back(static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, c.sq)(rng)));
-    in.seq_kv.push_back(static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, c.skv)(rng)));
-  }
-  return in;
-}
-
-dg::SdpaAttr attr_of(const Case& c) {
-  dg::SdpaAttr a;
-  a.set_name("attn").set_is_inference(!c.stats);
-  if (c.scale) a.set_attn_scale(*c.scale);
-  switch (c.mask) {
-    case Mask::NONE: break;
-    case Mask::CAUSAL: a.set_causal_mask(true); break;
-    case Mask::CAUSAL_BOTTOM_RIGHT: a.set_causal_mask_bottom_right(true); break;
-    case Mask::SLIDING_WINDOW: a.set_causal_mask(true).set_diagonal_band_left_bound(c.left); break;
-    case Mask::BAND:
-      a.set_diagonal_alignment(dg::DiagonalAlignment::BOTTOM_RIGHT)
-          .set_diagonal_band_left_bound(c.left)
-          .set_diagonal_band_right_bound(c.right);
-      break;
-  }
-  return a;
-}
 
 // Kernels compiled once per process; also kept in $DNNGRAPH_KERNEL_CACHE_DIR when set (a folder the
 // benchmark's --prebuild filled, so that a GPU machine runs the tests without compiling).
@@ -131,23 +62,9 @@ struct Outputs {
 Outputs run(const Case& c, const Inputs& in, dg::Handle& handle, const std::string& engine, const std::string& plan) {
   dg::Graph g;
   g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT).select_engines({engine}).set_kernel_cache(shared_cache());
-  auto Q = in.q.declare(g, "Q"), K = in.k.declare(g, "K"), V = in.v.declare(g, "V");
-  dg::SdpaAttr attr = attr_of(c);
-  dg::TensorPtr SQ, SKV;
-  if (c.padding) {
-    auto seq = [&](const char* n) {
-      return g.tensor(dg::TensorAttr().set_name(n).set_dim({c.b, 1, 1, 1}).set_stride({1, 1, 1, 1}).set_data_type(T::INT32));
-    };
-    SQ = seq("SEQ_Q"), SKV = seq("SEQ_KV");
-    attr.set_padding_mask(true).set_seq_len_q(SQ).set_seq_len_kv(SKV);
-  }
-  auto [O, STATS] = g.sdpa(Q, K, V, attr);
-  const T out_type = c.out == T::NOT_SET ? c.type : c.out;
-  O->set_output(true).set_data_type(out_type);
-  if (c.stats) STATS->set_output(true);
-  Outputs out{HostTensor({c.b, c.h, c.sq, c.dv}, out_type, c.bshd), HostTensor({c.b, c.h, c.sq, 1}, T::FLOAT, false), {}};
-  out.o.poison();
-  out.stats.poison();
+  const auto [Q, K, V, SQ, SKV, O, STATS] = sdpa_test::add_sdpa(g, c, in);
+  Outputs out;
+  sdpa_test::poisoned_results(c, out.o, out.stats);
   EXPECT_TRUE(g.validate().ok());
   EXPECT_TRUE(g.build_operation_graph(handle).ok());
   EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
@@ -206,23 +123,7 @@ double tolerance(T t) { return t == T::HALF ? 3e-3 : t == T::FLOAT ? 3e-3 : 1e-2
 
 // ||got - want|| / ||want|| within tol, every element within 8 tol (1 + |want|), no NaN.
 void expect_close(const Case& c, const HostTensor& got, const HostTensor& want, double tol, const std::string& what) {
-  double num = 0, den = 0;
-  int64_t bad = 0;
-  for (int64_t b = 0; b < want.dims[0]; ++b)
-    for (int64_t h = 0; h < want.dims[1]; ++h)
-      for (int64_t s = 0; s < want.dims[2]; ++s)
-        for (int64_t x = 0; x < want.dims[3]; ++x) {
-          const double g = got.at(b, h, s, x), w = want.at(b, h, s, x);
-          num += (g - w) * (g - w);
-          den += w * w;
-          if (std::fabs(g - w) <= 8 * tol * (1.0 + std::fabs(w))) continue;  // NaN fails too
-          if (++bad <= 3)
-            ADD_FAILURE() << what << "[" << b << "," << h << "," << s << "," << x << "] = " << g << ", ref " << w << " ("
-                          << c.describe() << ")";
-        }
-  EXPECT_EQ(bad, 0) << what << ": " << c.describe();
-  const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  EXPECT_LE(rel, tol) << what << ": relative error " << rel << " (" << c.describe() << ")";
+  sdpa_test::expect_close(c, got, want, tol, what, 8.0, true);
 }
 
 // ---- no GPU needed
@@ -263,7 +164,7 @@ void lower(const Case& c, Lowered& l, std::vector<int64_t> q_strides = {}) {
   HostTensor q({c.b, c.h, c.sq, c.d}, c.type, c.bshd), k({c.b, c.hk, c.skv, c.d}, c.type, c.bshd),
       v({c.b, c.hk, c.skv, c.dv}, c.type, c.bshd);
   if (!q_strides.empty()) q.strides = q_strides;
-  auto [O, S] = l.g.sdpa(q.declare(l.g, "Q"), k.declare(l.g, "K"), v.declare(l.g, "V"), attr_of(c));
+  auto [O, S] = l.g.sdpa(q.declare(l.g, "Q"), k.declare(l.g, "K"), v.declare(l.g, "V"), sdpa_test::attr_of(c));
   O->set_output(true);
   ASSERT_TRUE(l.g.validate().ok());
   ASSERT_TRUE(l.g.build_operation_graph(l.cpu).ok());
@@ -487,7 +388,7 @@ TEST_F(CudaSdpa, ChosenFirstAndSerializedPlanRuns) {
   // With every engine allowed, the GPU plan comes first.
   dg::Graph g;
   g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT).set_kernel_cache(shared_cache());
-  auto [O, S] = g.sdpa(in.q.declare(g, "Q"), in.k.declare(g, "K"), in.v.declare(g, "V"), attr_of(c));
+  auto [O, S] = g.sdpa(in.q.declare(g, "Q"), in.k.declare(g, "K"), in.v.declare(g, "V"), sdpa_test::attr_of(c));
   O->set_output(true);
   ASSERT_TRUE(g.validate().ok());
   ASSERT_TRUE(g.build_operation_graph(*gpu_).ok());
