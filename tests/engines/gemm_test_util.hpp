@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dims.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/kernel_cache.hpp"
 #include "engines/cuda/gemm/epilogue_layout.hpp"
@@ -31,16 +32,9 @@ inline std::shared_ptr<dg::KernelCache> shared_cache() {
   return cache;
 }
 
-inline HostTensor packed(const Dims& dims, dg::DataType t) {
-  Dims strides(dims.size(), 1);
-  for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
-  return ref_test::make_tensor(dims, strides, t);
-}
+inline HostTensor packed(const Dims& dims, dg::DataType t) { return ref_test::make_tensor(dims, test_dims::packed(dims), t); }
 
-inline void fill_random(HostTensor& h, std::mt19937& rng, double lo = -1, double hi = 1) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  ref_test::for_each(h.dims, [&](const Dims& idx) { h.set(idx, u(rng)); });
-}
+inline void fill_random(HostTensor& h, std::mt19937& rng, double lo = -1, double hi = 1) { h.randomize(rng, lo, hi); }
 
 struct Expect {
   double tol = -1;    // relative; < 0: by the output's type

@@ -7,6 +7,7 @@
 
 #include "engines/cuda/conv/conv_problem.hpp"
 #include "engines/cuda/nvrtc_compile.hpp"
+#include "common/dims.hpp"
 #include "gemm_test_util.hpp"
 
 namespace {
@@ -21,22 +22,38 @@ using M = dg::PointwiseMode;
 constexpr const char* kEngine = "cuda_conv_implicit_gemm";
 
 // Channels-last strides for [N, C, spatial...] (and KRSC for filters [K, C, spatial...]).
-Dims channels_last(const Dims& d) {
-  Dims s(d.size());
-  int64_t running = d[1];
-  s[1] = 1;
-  for (size_t i = d.size(); i-- > 2;) {
-    s[i] = running;
-    running *= d[i];
-  }
-  s[0] = running;
-  return s;
-}
+using test_dims::channels_last;
 
 HostTensor nhwc(const Dims& d, dg::DataType t) { return ref_test::make_tensor(d, channels_last(d), t); }
 
 dg::TensorPtr declare(dg::Graph& g, const std::string& name, const Dims& d, dg::DataType t) {
   return g.tensor(dg::TensorAttr().set_name(name).set_dim(d).set_stride(channels_last(d)).set_data_type(t));
+}
+
+// fp32 intermediates and compute (the tests' graphs), with io type `t` where set_types is used.
+void set_fp32_compute(dg::Graph& g) {
+  g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+}
+void set_types(dg::Graph& g, dg::DataType t) {
+  g.set_io_data_type(t);
+  set_fp32_compute(g);
+}
+
+// g's partitions that have an anchor (the ones the conv engines take), lowered on the CPU.
+::testing::AssertionResult anchored_partitions(dg::Graph& g, std::vector<dg::Partition>& anchored) {
+  gemm_test::Lowered low;
+  auto lowered = gemm_test::lower_graph(g, low);
+  if (!lowered) return lowered;
+  for (const auto& p : low.parts)
+    if (dg::cuda::gemm::anchor_node(p) >= 0) anchored.push_back(p);
+  return lowered;
+}
+
+// Compiles `src` for `arch` through NVRTC; a failure names `what` and shows the source.
+void expect_compiles(const std::string& src, const char* file, const char* arch, const std::string& what = "") {
+  std::vector<uint8_t> cubin;
+  auto s = dg::cuda::nvrtc_compile(src, file, arch, cubin);
+  ASSERT_TRUE(s.ok()) << what << s.to_string() << "\n---- source:\n" << src;
 }
 
 // The anchor partition's describe() result for a conv of these channel counts.
@@ -47,14 +64,11 @@ bool describe(int64_t c, int64_t wc, std::string& why) {
   auto w = declare(g, "W", {16, wc, 3, 3}, dg::DataType::BFLOAT16);
   auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}));
   y->set_output(true).set_stride(channels_last({2, 16, 9, 9}));
-  gemm_test::Lowered low;
-  EXPECT_TRUE(gemm_test::lower_graph(g, low));
-  for (const auto& p : low.parts) {
-    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
-    cv::ConvProblem cp;
-    return cv::describe_conv_fprop(p, cp, why);
-  }
-  return false;
+  std::vector<dg::Partition> parts;
+  EXPECT_TRUE(anchored_partitions(g, parts));
+  if (parts.empty()) return false;
+  cv::ConvProblem cp;
+  return cv::describe_conv_fprop(parts[0], cp, why);
 }
 
 TEST(CudaConvImplicitGemm, RejectsChannelsNotAMultipleOf8AndGroupsWithAReason) {
@@ -69,18 +83,16 @@ TEST(CudaConvImplicitGemm, RejectsChannelsNotAMultipleOf8AndGroupsWithAReason) {
 TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
+  set_types(g, dg::DataType::BFLOAT16);
   auto x = declare(g, "X", {2, 32, 14, 14}, dg::DataType::BFLOAT16);
   auto w = declare(g, "W", {48, 32, 3, 3}, dg::DataType::BFLOAT16);
   auto b = declare(g, "B", {1, 48, 1, 1}, dg::DataType::BFLOAT16);
   auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}));
   y = g.pointwise(g.bias(y, b), dg::PointwiseAttr().set_mode(M::RELU_FWD));
   y->set_output(true).set_stride(channels_last({2, 48, 14, 14}));
-  gemm_test::Lowered low;
-  ASSERT_TRUE(gemm_test::lower_graph(g, low));
-  for (const auto& p : low.parts) {
-    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  for (const auto& p : parts) {
     std::string src, why;
     for (int core : {0, 1, 2, 3}) {  // 2: the wgmma core with split-K; 3: with 64-wide tiles
       ASSERT_TRUE(cv::fprop_source_for_test(p, core ? 1 : 0, 128, core == 3 ? 64 : 128, 4, src, why, core == 2 ? 3 : 1))
@@ -88,9 +100,7 @@ TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
       if (core == 2) {
         EXPECT_NE(src.find("conv_fprop_wgmma<dg::DT_BFLOAT16, 128, 4, true,"), std::string::npos) << src;
       }
-      std::vector<uint8_t> cubin;
-      auto s = dg::cuda::nvrtc_compile(src, "test_conv.cu", "sm_90a", cubin);
-      ASSERT_TRUE(s.ok()) << "core " << core << ": " << s.to_string() << "\n---- source:\n" << src;
+      ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv.cu", "sm_90a", "core " + std::to_string(core) + ": "));
     }
   }
 }
@@ -98,22 +108,18 @@ TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
 TEST(CudaConvImplicitGemm, DgradKernelCompilesWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
-  g.set_io_data_type(dg::DataType::HALF).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
+  set_types(g, dg::DataType::HALF);
   auto dy = declare(g, "DY", {2, 24, 7, 7}, dg::DataType::HALF);
   auto w = declare(g, "W", {24, 16, 3, 3}, dg::DataType::HALF);
   auto dx = g.conv_dgrad(dy, w, dg::ConvDgradAttr().set_padding({1, 1}).set_stride({2, 2}));
   dx->set_dim({2, 16, 13, 13}).set_stride(channels_last({2, 16, 13, 13})).set_output(true);
-  gemm_test::Lowered low;
-  ASSERT_TRUE(gemm_test::lower_graph(g, low));
-  for (const auto& p : low.parts) {
-    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  for (const auto& p : parts) {
     std::string src, why;
     ASSERT_TRUE(cv::fprop_source_for_test(p, 0, 64, 64, 3, src, why)) << why;
     EXPECT_NE(src.find("conv_dgrad_mma_sync"), std::string::npos);
-    std::vector<uint8_t> cubin;
-    auto s = dg::cuda::nvrtc_compile(src, "test_dgrad.cu", "sm_80", cubin);
-    ASSERT_TRUE(s.ok()) << s.to_string() << "\n---- source:\n" << src;
+    ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_dgrad.cu", "sm_80"));
   }
 }
 
@@ -130,10 +136,22 @@ Dims out_dims(const Case& c) {
   return y;
 }
 
-// conv -> + bias -> ReLU (or conv alone), stored channels-last in `out`.
-void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::mt19937& rng, int plans = 1) {
+// The filter's dims [K, C, spatial...].
+Dims filter_dims(const Case& c) {
   Dims wd{c.k, c.x[1]};
   for (int64_t f : c.filt) wd.push_back(f);
+  return wd;
+}
+
+// A conv attribute (fprop, dgrad or wgrad) with the case's padding, stride and dilation.
+template <typename Attr>
+Attr geometry(const Case& c) {
+  return Attr().set_pre_padding(c.pre).set_post_padding(c.post).set_stride(c.stride).set_dilation(c.dil);
+}
+
+// conv -> + bias -> ReLU (or conv alone), stored channels-last in `out`.
+void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::mt19937& rng, int plans = 1) {
+  const Dims wd = filter_dims(c);
   Dims bd(c.x.size(), 1);
   bd[1] = c.k;
   HostTensor x = nhwc(c.x, t), w = nhwc(wd, t), b = nhwc(bd, dg::DataType::FLOAT);
@@ -148,12 +166,8 @@ void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::
   const double tol = out == dg::DataType::FLOAT ? 2e-5 : 1.2e-2;
   gemm_test::run_vs_ref(kEngine, in, {nhwc(yd, out)},
                         [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
-                          g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
-                          auto y = g.conv_fprop(ts[0], ts[1], dg::ConvFpropAttr()
-                                                                  .set_pre_padding(c.pre)
-                                                                  .set_post_padding(c.post)
-                                                                  .set_stride(c.stride)
-                                                                  .set_dilation(c.dil));
+                          set_fp32_compute(g);
+                          auto y = g.conv_fprop(ts[0], ts[1], geometry<dg::ConvFpropAttr>(c));
                           if (fused) y = g.pointwise(g.bias(y, ts[2]), dg::PointwiseAttr().set_mode(M::RELU_FWD));
                           return std::vector<dg::TensorPtr>{y};
                         },
@@ -202,8 +216,7 @@ namespace {
 // conv_dgrad: DX (the case's x dims) from DY (the forward output's dims, c.k channels) and W.
 void run_dgrad(const Case& c, dg::DataType t, bool relu, std::mt19937& rng) {
   Dims dyd = out_dims(c);
-  Dims wd{c.k, c.x[1]};
-  for (int64_t f : c.filt) wd.push_back(f);
+  Dims wd = filter_dims(c);
   HostTensor dy = nhwc(dyd, t), w = nhwc(wd, t);
   gemm_test::fill_random(dy, rng);
   gemm_test::fill_random(w, rng);
@@ -211,12 +224,8 @@ void run_dgrad(const Case& c, dg::DataType t, bool relu, std::mt19937& rng) {
   for (int64_t f : c.filt) taps *= f;
   gemm_test::run_vs_ref(kEngine, {dy, w}, {nhwc(c.x, dg::DataType::FLOAT)},
                         [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
-                          g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
-                          auto dx = g.conv_dgrad(ts[0], ts[1], dg::ConvDgradAttr()
-                                                                   .set_pre_padding(c.pre)
-                                                                   .set_post_padding(c.post)
-                                                                   .set_stride(c.stride)
-                                                                   .set_dilation(c.dil));
+                          set_fp32_compute(g);
+                          auto dx = g.conv_dgrad(ts[0], ts[1], geometry<dg::ConvDgradAttr>(c));
                           dx->set_dim(c.x);
                           if (relu) dx = g.pointwise(dx, dg::PointwiseAttr().set_mode(M::RELU_FWD));
                           return std::vector<dg::TensorPtr>{dx};
@@ -272,24 +281,20 @@ constexpr const char* kDepthwise = "cuda_conv_depthwise_direct";
 TEST(CudaConvDepthwise, KernelCompilesWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
+  set_types(g, dg::DataType::BFLOAT16);
   auto x = declare(g, "X", {2, 32, 14, 14}, dg::DataType::BFLOAT16);
   auto w = declare(g, "W", {32, 1, 3, 3}, dg::DataType::BFLOAT16);
   auto b = declare(g, "B", {1, 32, 1, 1}, dg::DataType::BFLOAT16);
   auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}));
   y = g.pointwise(g.bias(y, b), dg::PointwiseAttr().set_mode(M::RELU_FWD));
   y->set_output(true).set_stride(channels_last({2, 32, 14, 14}));
-  gemm_test::Lowered low;
-  ASSERT_TRUE(gemm_test::lower_graph(g, low));
-  for (const auto& p : low.parts) {
-    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  for (const auto& p : parts) {
     for (int strip : {0, 2, 4, 8}) {
       std::string src, why;
       ASSERT_TRUE(cv::depthwise_source_for_test(p, strip, src, why)) << why;
-      std::vector<uint8_t> cubin;
-      auto s = dg::cuda::nvrtc_compile(src, "test_depthwise.cu", "sm_90a", cubin);
-      ASSERT_TRUE(s.ok()) << "strip " << strip << ": " << s.to_string() << "\n---- source:\n" << src;
+      ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_depthwise.cu", "sm_90a", "strip " + std::to_string(strip) + ": "));
     }
   }
 }
@@ -298,23 +303,19 @@ TEST(CudaConvDepthwise, KernelCompilesWithNvrtc) {
 TEST(CudaConvDepthwise, StridedStripKernelCompilesWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
-  g.set_io_data_type(dg::DataType::HALF).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
+  set_types(g, dg::DataType::HALF);
   auto x = declare(g, "X", {2, 20, 15, 17}, dg::DataType::HALF);
   auto w = declare(g, "W", {20, 1, 3, 3}, dg::DataType::HALF);
   auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}).set_stride({2, 2}).set_dilation({1, 2}));
   y = g.pointwise(y, dg::PointwiseAttr().set_mode(M::RELU_FWD));
   y->set_output(true).set_stride(channels_last({2, 20, 8, 8}));
-  gemm_test::Lowered low;
-  ASSERT_TRUE(gemm_test::lower_graph(g, low));
-  for (const auto& p : low.parts) {
-    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  for (const auto& p : parts) {
     std::string src, why;
     ASSERT_TRUE(cv::depthwise_source_for_test(p, 4, src, why)) << why;
     EXPECT_NE(src.find("conv_depthwise_strip<dg::DT_HALF, false, false, 3, 3, 2, 2, 4,"), std::string::npos) << src;
-    std::vector<uint8_t> cubin;
-    auto s = dg::cuda::nvrtc_compile(src, "test_depthwise_strided.cu", "sm_90a", cubin);
-    ASSERT_TRUE(s.ok()) << s.to_string() << "\n---- source:\n" << src;
+    ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_depthwise_strided.cu", "sm_90a"));
   }
 }
 
@@ -344,12 +345,8 @@ TEST(CudaConvDepthwise, RandomShapesMatchRef) {
     SCOPED_TRACE("trial " + std::to_string(trial) + " C=" + std::to_string(ch));
     gemm_test::run_vs_ref(kDepthwise, {x, w, b}, {nhwc(out_dims(c), dg::DataType::FLOAT)},
                           [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
-                            g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
-                            auto y = g.conv_fprop(ts[0], ts[1], dg::ConvFpropAttr()
-                                                                    .set_pre_padding(c.pre)
-                                                                    .set_post_padding(c.post)
-                                                                    .set_stride(c.stride)
-                                                                    .set_dilation(c.dil));
+                            set_fp32_compute(g);
+                            auto y = g.conv_fprop(ts[0], ts[1], geometry<dg::ConvFpropAttr>(c));
                             y = g.pointwise(g.bias(y, ts[2]), dg::PointwiseAttr().set_mode(M::RELU_FWD));
                             return std::vector<dg::TensorPtr>{y};
                           },
@@ -364,8 +361,7 @@ namespace {
 // conv_wgrad: DW [K, C, R, S] (KRSC) from DY (NHWC, the forward output's dims) and X.
 void run_wgrad(const Case& c, dg::DataType t, std::mt19937& rng) {
   const Dims dyd = out_dims(c);
-  Dims wd{c.k, c.x[1]};
-  for (int64_t f : c.filt) wd.push_back(f);
+  const Dims wd = filter_dims(c);
   HostTensor dy = nhwc(dyd, t), x = nhwc(c.x, t);
   gemm_test::fill_random(dy, rng);
   gemm_test::fill_random(x, rng);
@@ -373,12 +369,8 @@ void run_wgrad(const Case& c, dg::DataType t, std::mt19937& rng) {
   for (size_t i = 2; i < dyd.size(); ++i) pixels *= dyd[i];
   gemm_test::run_vs_ref(kEngine, {dy, x}, {nhwc(wd, dg::DataType::FLOAT)},
                         [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
-                          g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
-                          auto dw = g.conv_wgrad(ts[0], ts[1], dg::ConvWgradAttr()
-                                                                   .set_pre_padding(c.pre)
-                                                                   .set_post_padding(c.post)
-                                                                   .set_stride(c.stride)
-                                                                   .set_dilation(c.dil));
+                          set_fp32_compute(g);
+                          auto dw = g.conv_wgrad(ts[0], ts[1], geometry<dg::ConvWgradAttr>(c));
                           dw->set_dim(wd);
                           return std::vector<dg::TensorPtr>{dw};
                         },
@@ -388,22 +380,18 @@ void run_wgrad(const Case& c, dg::DataType t, std::mt19937& rng) {
 TEST(CudaConvImplicitGemm, WgradKernelCompilesWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
+  set_types(g, dg::DataType::BFLOAT16);
   auto dy = declare(g, "DY", {2, 24, 7, 7}, dg::DataType::BFLOAT16);
   auto x = declare(g, "X", {2, 16, 7, 7}, dg::DataType::BFLOAT16);
   auto dw = g.conv_wgrad(dy, x, dg::ConvWgradAttr().set_padding({1, 1}));
   dw->set_dim({24, 16, 3, 3}).set_stride(channels_last({24, 16, 3, 3})).set_output(true);
-  gemm_test::Lowered low;
-  ASSERT_TRUE(gemm_test::lower_graph(g, low));
-  for (const auto& p : low.parts) {
-    if (dg::cuda::gemm::anchor_node(p) < 0) continue;
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  for (const auto& p : parts) {
     std::string src, why;
     ASSERT_TRUE(cv::fprop_source_for_test(p, 0, 64, 128, 4, src, why)) << why;
     EXPECT_NE(src.find("conv_wgrad_mma_sync"), std::string::npos);
-    std::vector<uint8_t> cubin;
-    auto s = dg::cuda::nvrtc_compile(src, "test_wgrad.cu", "sm_90a", cubin);
-    ASSERT_TRUE(s.ok()) << s.to_string() << "\n---- source:\n" << src;
+    ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_wgrad.cu", "sm_90a"));
   }
 }
 
