@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/build_steps.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dg = dnngraph;
@@ -15,11 +16,8 @@ TEST(Pipeline, PointwiseAddReluRunsOnRef) {
   auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({1, 3, 1}).set_stride({3, 1, 1}));
   auto y = g.relu(g.bias(x, b));
   y->set_output(true);
-  ASSERT_TRUE(g.validate().ok());
-  ASSERT_TRUE(g.build_operation_graph(handle).ok());
-  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
-  ASSERT_TRUE(g.check_support(handle).ok());
-  ASSERT_TRUE(g.build_plans(handle).ok());
+  const auto built = test_build::run_build_steps(g, handle);
+  ASSERT_TRUE(built.ok()) << built.to_string();
   std::vector<float> xs(24), bs(3), ys(24, std::nanf(""));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
