@@ -22,7 +22,7 @@ namespace cpu_test {
 namespace dg = dnngraph;
 using ref_test::Dims;
 using ref_test::HostTensor;
-using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::vector<dg::TensorPtr>&)>;
+using ref_test::Build;
 
 // Runs the graph `build` makes on ref and on `engine` (every plan index, each checked to be that
 // engine alone), outputs poisoned with NaN before each run, and compares every output. tol < 0:
@@ -31,23 +31,10 @@ using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::ve
 inline void check_engine_vs_ref(const std::string& engine, std::vector<HostTensor> inputs,
                                 const std::vector<HostTensor>& outs, const Build& build, double tol = -1.0,
                                 double floor = 1e-3) {
-  auto make = [&](dg::Graph& g, std::vector<HostTensor>& results, dg::VariantPack& pack) {
-    std::vector<dg::TensorPtr> in;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      in.push_back(inputs[i].declare(g, "in" + std::to_string(i)));
-      pack[in.back()] = inputs[i].data();
-    }
-    auto out = build(g, in);
-    results = outs;
-    for (size_t i = 0; i < out.size(); ++i) {
-      outs[i].describe(out[i]);
-      pack[out[i]] = results[i].data();
-    }
-  };
   dg::Graph gr;
   std::vector<HostTensor> want;
   dg::VariantPack pack_r;
-  make(gr, want, pack_r);
+  ref_test::declare_graph(gr, inputs, outs, build, want, pack_r);
   auto s = ref_test::run_on_ref(gr, pack_r);
   ASSERT_TRUE(s.ok()) << s.to_string();
 
@@ -55,7 +42,7 @@ inline void check_engine_vs_ref(const std::string& engine, std::vector<HostTenso
   dg::Graph g;
   std::vector<HostTensor> got;
   dg::VariantPack pack;
-  make(g, got, pack);
+  ref_test::declare_graph(g, inputs, outs, build, got, pack);
   g.select_engines({engine});
   ASSERT_TRUE(g.validate().ok());
   ASSERT_TRUE(g.build_operation_graph(handle).ok());

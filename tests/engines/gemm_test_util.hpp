@@ -23,7 +23,7 @@ namespace gemm_test {
 namespace dg = dnngraph;
 using ref_test::Dims;
 using ref_test::HostTensor;
-using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::vector<dg::TensorPtr>&)>;
+using ref_test::Build;
 
 // One cache for every test graph: with dynamic shapes, shapes that differ only in sizes and
 // strides share a compiled kernel.
@@ -45,24 +45,10 @@ struct Expect {
 // engine in one partition) and compares every output.
 inline void run_vs_ref(const std::string& engine, std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs,
                        const Build& build, const std::vector<Expect>& expect, int max_plans = 1) {
-  auto make = [&](dg::Graph& g, std::vector<HostTensor>& results, dg::VariantPack& pack,
-                  std::vector<dg::TensorPtr>& ins, std::vector<dg::TensorPtr>& outputs) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      ins.push_back(inputs[i].declare(g, "in" + std::to_string(i)));
-      pack[ins.back()] = inputs[i].data();
-    }
-    outputs = build(g, ins);
-    results = outs;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      outs[i].describe(outputs[i]);
-      pack[outputs[i]] = results[i].data();
-    }
-  };
   dg::Graph gr;
   std::vector<HostTensor> want;
   dg::VariantPack pack_r;
-  std::vector<dg::TensorPtr> ins_r, outs_r;
-  make(gr, want, pack_r, ins_r, outs_r);
+  ref_test::declare_graph(gr, inputs, outs, build, want, pack_r);
   auto s = ref_test::run_on_ref(gr, pack_r);
   ASSERT_TRUE(s.ok()) << s.to_string();
 
@@ -73,8 +59,8 @@ inline void run_vs_ref(const std::string& engine, std::vector<HostTensor> inputs
   dg::Graph g;
   std::vector<HostTensor> got;
   dg::VariantPack host_pack;
-  std::vector<dg::TensorPtr> ins, outputs;
-  make(g, got, host_pack, ins, outputs);
+  std::vector<dg::TensorPtr> ins;
+  const std::vector<dg::TensorPtr> outputs = ref_test::declare_graph(g, inputs, outs, build, got, host_pack, &ins);
   g.set_dynamic_shape_enabled(true).set_kernel_cache(shared_cache());
   g.select_engines({engine});
   ASSERT_TRUE(g.validate().ok());

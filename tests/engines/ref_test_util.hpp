@@ -168,6 +168,30 @@ inline dg::Status run_on_ref(dg::Graph& g, const dg::VariantPack& pack) {
   return g.execute(handle, pack, workspace.data(), ws);
 }
 
+using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::vector<dg::TensorPtr>&)>;
+
+// Declares `inputs` in g as "in0", "in1".. (bound in pack to their data), adds the outputs `build`
+// makes from them, gives those the dims, strides and types of `outs` and binds them to `results`
+// (copies of outs). Returns the outputs; `ins`, when given, receives the inputs.
+inline std::vector<dg::TensorPtr> declare_graph(dg::Graph& g, std::vector<HostTensor>& inputs,
+                                                const std::vector<HostTensor>& outs, const Build& build,
+                                                std::vector<HostTensor>& results, dg::VariantPack& pack,
+                                                std::vector<dg::TensorPtr>* ins = nullptr) {
+  std::vector<dg::TensorPtr> in;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in.push_back(inputs[i].declare(g, "in" + std::to_string(i)));
+    pack[in.back()] = inputs[i].data();
+  }
+  auto out = build(g, in);
+  results = outs;
+  for (size_t i = 0; i < out.size(); ++i) {
+    outs[i].describe(out[i]);
+    pack[out[i]] = results[i].data();
+  }
+  if (ins) *ins = std::move(in);
+  return out;
+}
+
 // Builds y = op(x) with x declared as "X" and y described as the output, and runs it on ref.
 inline dg::Status run_one_op_on_ref(HostTensor& x, HostTensor& y,
                                     const std::function<dg::TensorPtr(dg::Graph&, const dg::TensorPtr&)>& op) {
