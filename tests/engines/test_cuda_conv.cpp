@@ -49,6 +49,18 @@ void set_types(dg::Graph& g, dg::DataType t) {
   return lowered;
 }
 
+// bf16 X [2, 32, 14, 14] -> conv 3x3 (padding 1) with W [k, wc, 3, 3] -> + bias [k] -> ReLU, all
+// channels-last: the graph of the fprop (wc 32) and depthwise (k 32, wc 1) compile tests.
+void add_conv_bias_relu(dg::Graph& g, int64_t k, int64_t wc) {
+  set_types(g, dg::DataType::BFLOAT16);
+  auto x = declare(g, "X", {2, 32, 14, 14}, dg::DataType::BFLOAT16);
+  auto w = declare(g, "W", {k, wc, 3, 3}, dg::DataType::BFLOAT16);
+  auto b = declare(g, "B", {1, k, 1, 1}, dg::DataType::BFLOAT16);
+  auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}));
+  y = g.pointwise(g.bias(y, b), dg::PointwiseAttr().set_mode(M::RELU_FWD));
+  y->set_output(true).set_stride(channels_last({2, k, 14, 14}));
+}
+
 // Compiles `src` for `arch` through NVRTC; a failure names `what` and shows the source.
 void expect_compiles(const std::string& src, const char* file, const char* arch, const std::string& what = "") {
   std::vector<uint8_t> cubin;
@@ -83,13 +95,7 @@ TEST(CudaConvImplicitGemm, RejectsChannelsNotAMultipleOf8AndGroupsWithAReason) {
 TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
-  set_types(g, dg::DataType::BFLOAT16);
-  auto x = declare(g, "X", {2, 32, 14, 14}, dg::DataType::BFLOAT16);
-  auto w = declare(g, "W", {48, 32, 3, 3}, dg::DataType::BFLOAT16);
-  auto b = declare(g, "B", {1, 48, 1, 1}, dg::DataType::BFLOAT16);
-  auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}));
-  y = g.pointwise(g.bias(y, b), dg::PointwiseAttr().set_mode(M::RELU_FWD));
-  y->set_output(true).set_stride(channels_last({2, 48, 14, 14}));
+  add_conv_bias_relu(g, 48, 32);
   std::vector<dg::Partition> parts;
   ASSERT_TRUE(anchored_partitions(g, parts));
   for (const auto& p : parts) {
@@ -281,13 +287,7 @@ constexpr const char* kDepthwise = "cuda_conv_depthwise_direct";
 TEST(CudaConvDepthwise, KernelCompilesWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
-  set_types(g, dg::DataType::BFLOAT16);
-  auto x = declare(g, "X", {2, 32, 14, 14}, dg::DataType::BFLOAT16);
-  auto w = declare(g, "W", {32, 1, 3, 3}, dg::DataType::BFLOAT16);
-  auto b = declare(g, "B", {1, 32, 1, 1}, dg::DataType::BFLOAT16);
-  auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}));
-  y = g.pointwise(g.bias(y, b), dg::PointwiseAttr().set_mode(M::RELU_FWD));
-  y->set_output(true).set_stride(channels_last({2, 32, 14, 14}));
+  add_conv_bias_relu(g, 32, 1);
   std::vector<dg::Partition> parts;
   ASSERT_TRUE(anchored_partitions(g, parts));
   for (const auto& p : parts) {
