@@ -38,6 +38,23 @@ ex::Instr instr(ex::InstrKind k, int dst, int tensor = -1, int s0 = -1, int s1 =
   return in;
 }
 
+// dst = op(s0[, s1]) in pointwise mode m.
+ex::Instr apply(int dst, dg::PointwiseMode m, int s0, int s1 = -1) {
+  auto in = instr(ex::InstrKind::APPLY, dst, -1, s0, s1);
+  in.op.set_mode(m);
+  return in;
+}
+
+// A program over `domain` that starts by loading the anchor node 0's output `anchor` into register 0.
+ex::Program anchored_program(std::vector<int64_t> domain, int anchor) {
+  ex::Program p;
+  p.domain = std::move(domain);
+  p.anchor_node = 0;
+  p.anchor_output = anchor;
+  p.code.push_back(instr(ex::InstrKind::LOAD_ANCHOR, 0));
+  return p;
+}
+
 // Domain [3, 5]: out = anchor + bias[1, 5] + index along dim 0, stored as bf16 with strides
 // {1, 4} (column-major, padded); the anchor arrives in strips that carry and that step.
 TEST(CpuEpilogue, StripsCarryStepAndStoreStrided) {
@@ -45,20 +62,12 @@ TEST(CpuEpilogue, StripsCarryStepAndStoreStrided) {
   const int anchor = add_tensor(g, {3, 5}, {5, 1}, dg::DataType::FLOAT, true);
   const int bias = add_tensor(g, {1, 5}, {5, 1}, dg::DataType::FLOAT);
   const int out = add_tensor(g, {3, 5}, {1, 4}, dg::DataType::BFLOAT16);
-  ex::Program p;
-  p.domain = {3, 5};
-  p.anchor_node = 0;
-  p.anchor_output = anchor;
-  p.code.push_back(instr(ex::InstrKind::LOAD_ANCHOR, 0));
+  ex::Program p = anchored_program({3, 5}, anchor);
   p.code.push_back(instr(ex::InstrKind::LOAD, 1, bias));
   p.code.push_back(instr(ex::InstrKind::INDEX, 2));
   p.code.back().axis = 0;
-  auto add1 = instr(ex::InstrKind::APPLY, 3, -1, 0, 1);
-  add1.op.set_mode(dg::PointwiseMode::ADD);
-  p.code.push_back(add1);
-  auto add2 = instr(ex::InstrKind::APPLY, 4, -1, 3, 2);
-  add2.op.set_mode(dg::PointwiseMode::ADD);
-  p.code.push_back(add2);
+  p.code.push_back(apply(3, dg::PointwiseMode::ADD, 0, 1));
+  p.code.push_back(apply(4, dg::PointwiseMode::ADD, 3, 2));
   p.code.push_back(instr(ex::InstrKind::STORE, -1, out, 4));
   p.num_regs = 5;
   p.loads = {bias};
@@ -106,21 +115,12 @@ TEST(CpuEpilogue, ChainRunsAsOneLoopAndMatchesTheGeneralPath) {
   const int scale = add_tensor(g, {1, kCols}, {kCols, 1}, dg::DataType::FLOAT);
   const int bias = add_tensor(g, {kRows, 1}, {1, 1}, dg::DataType::FLOAT);
   const int out = add_tensor(g, {kRows, kCols}, {kCols, 1}, dg::DataType::FLOAT);
-  ex::Program p;
-  p.domain = {kRows, kCols};
-  p.anchor_node = 0;
-  p.anchor_output = anchor;
-  p.code.push_back(instr(ex::InstrKind::LOAD_ANCHOR, 0));
+  ex::Program p = anchored_program({kRows, kCols}, anchor);
   p.code.push_back(instr(ex::InstrKind::LOAD, 1, scale));
   p.code.push_back(instr(ex::InstrKind::LOAD, 2, bias));
-  auto mul = instr(ex::InstrKind::APPLY, 3, -1, 0, 1);
-  mul.op.set_mode(dg::PointwiseMode::MUL);
-  p.code.push_back(mul);
-  auto sub = instr(ex::InstrKind::APPLY, 4, -1, 2, 3);  // bias - value
-  sub.op.set_mode(dg::PointwiseMode::SUB);
-  p.code.push_back(sub);
-  auto relu = instr(ex::InstrKind::APPLY, 5, -1, 4);
-  relu.op.set_mode(dg::PointwiseMode::RELU_FWD);
+  p.code.push_back(apply(3, dg::PointwiseMode::MUL, 0, 1));
+  p.code.push_back(apply(4, dg::PointwiseMode::SUB, 2, 3));  // bias - value
+  const auto relu = apply(5, dg::PointwiseMode::RELU_FWD, 4);
   p.code.push_back(relu);
   p.code.push_back(instr(ex::InstrKind::STORE, -1, out, 5));
   p.num_regs = 6;
@@ -169,11 +169,7 @@ TEST(CpuEpilogue, ReductionsCombineSlots) {
   const int amax = add_tensor(g, {1, 1}, {1, 1}, dg::DataType::FLOAT);
   const int avg = add_tensor(g, {1, 6}, {6, 1}, dg::DataType::DOUBLE);
   const int norm = add_tensor(g, {4, 1}, {1, 1}, dg::DataType::FLOAT);
-  ex::Program p;
-  p.domain = {4, 6};
-  p.anchor_node = 0;
-  p.anchor_output = anchor;
-  p.code.push_back(instr(ex::InstrKind::LOAD_ANCHOR, 0));
+  ex::Program p = anchored_program({4, 6}, anchor);
   for (auto [t, m] : {std::pair{amax, dg::ReductionMode::AMAX}, {avg, dg::ReductionMode::AVG}, {norm, dg::ReductionMode::NORM2}}) {
     auto r = instr(ex::InstrKind::REDUCE, -1, t, 0);
     r.reduce = m;
