@@ -41,6 +41,21 @@ struct CompileCase {
   dg::DataType out = dg::DataType::BFLOAT16;
 };
 
+// g lowered on the CPU: `check` runs on each anchored partition, its matmul described; a fatal
+// failure in it ends the walk.
+void for_each_matmul(dg::Graph& g,
+                     const std::function<void(const dg::Partition&, gm::MatmulPieces&, const gemm_test::Lowered&)>& check) {
+  gemm_test::Lowered low;
+  ASSERT_TRUE(gemm_test::lower_graph(g, low));
+  for (const auto& p : low.parts) {
+    if (p.anchor < 0) continue;
+    gm::MatmulPieces pieces;
+    std::string why;
+    ASSERT_TRUE(gm::describe_matmul_graph(p, pieces.mp, why)) << why;
+    ASSERT_NO_FATAL_FAILURE(check(p, pieces, low));
+  }
+}
+
 void compile_case(const CompileCase& cc, const std::vector<gm::MatmulConfig>& configs, const std::string& arch) {
   dg::Graph g;
   g.set_io_data_type(cc.in).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
@@ -55,13 +70,8 @@ void compile_case(const CompileCase& cc, const std::vector<gm::MatmulConfig>& co
   y->set_output(true).set_data_type(cc.out);
   auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
   amax->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
-  gemm_test::Lowered low;
-  ASSERT_TRUE(gemm_test::lower_graph(g, low));
-  for (const auto& p : low.parts) {
-    if (p.anchor < 0) continue;
-    gm::MatmulPieces pieces;
+  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
     std::string why;
-    ASSERT_TRUE(gm::describe_matmul_graph(p, pieces.mp, why)) << why;
     EXPECT_EQ(pieces.mp.a_k_major, !cc.a_mn_major);
     EXPECT_EQ(pieces.mp.b_k_major, cc.b_k_major);
     ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
@@ -72,7 +82,7 @@ void compile_case(const CompileCase& cc, const std::vector<gm::MatmulConfig>& co
       ASSERT_TRUE(s.ok()) << c.describe() << ": " << s.to_string() << "\n---- source:\n" << src;
       EXPECT_GT(cubin.size(), 1000u);
     }
-  }
+  });
 }
 
 gm::MatmulConfig mma(int bm, int bn, int stages) {
@@ -112,13 +122,8 @@ TEST_F(CudaGemmCompile, EpilogueLayoutCollapsesOnlyNestedStrides) {
   auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({8, 16}).set_stride({16, 1}));
   auto y = g.pointwise(g.matmul(a, b, dg::MatmulAttr()), dg::PointwiseAttr().set_mode(M::RELU_FWD));
   y->set_output(true).set_stride({1, 16});  // column-major output
-  gemm_test::Lowered low;
-  ASSERT_TRUE(gemm_test::lower_graph(g, low));
-  for (const auto& p : low.parts) {
-    if (p.anchor < 0) continue;
-    gm::MatmulPieces pieces;
+  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered&) {
     std::string why;
-    ASSERT_TRUE(gm::describe_matmul_graph(p, pieces.mp, why)) << why;
     // Both output axes folded into one row index: column-major strides do not nest that way.
     gm::EpilogueAxes folded{{}, {0, 1}, {}};
     EXPECT_FALSE(gm::plan_epilogue(p, folded, false, pieces.epi, why));
@@ -129,7 +134,7 @@ TEST_F(CudaGemmCompile, EpilogueLayoutCollapsesOnlyNestedStrides) {
     const auto& out = pieces.epi.L.operands.back();
     EXPECT_EQ(out.strides, (std::vector<int64_t>{1, 16}));
     EXPECT_EQ(out.inner, dg::cuda::codegen::Access::STRIDED);
-  }
+  });
 }
 
 // ---- GPU: every engine against ref
