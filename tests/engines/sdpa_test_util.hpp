@@ -105,6 +105,28 @@ inline dg::SdpaAttr attr_of(const Case& c) {
   return a;
 }
 
+// c made bottom-right causal over 3 batches with sq query rows and 30 keys (the first sq - 30 rows
+// see no key), with padding: batch 1 has no query rows, batch 2 no keys. Its inputs (seed 7).
+inline Inputs fully_masked_inputs(Case& c, int64_t sq) {
+  c.b = 3;
+  c.sq = sq;
+  c.skv = 30;
+  c.mask = Mask::CAUSAL_BOTTOM_RIGHT;
+  c.stats = true;
+  c.padding = true;
+  Inputs in = make_inputs(c, 7);
+  in.seq_q = {static_cast<int32_t>(sq), 0, 55};
+  in.seq_kv = {30, 12, 0};
+  return in;
+}
+
+// The rows fully_masked_inputs masks or pads hold 0 in O and STATS, not NaN.
+inline void expect_masked_rows_zero(const Case& c, const Tensor4& o, const Tensor4& stats, const std::string& what) {
+  for (int64_t s = 0; s < c.sq - c.skv; ++s) EXPECT_EQ(o.at(0, 0, s, 0), 0.0) << what << " row " << s;
+  EXPECT_EQ(o.at(1, 0, 3, 2), 0.0) << what;
+  EXPECT_EQ(stats.at(2, 0, 10, 0), 0.0) << what;
+}
+
 // The graph's tensors: inputs, the padding lengths (null without padding) and outputs.
 struct SdpaTensors {
   dg::TensorPtr Q, K, V, SQ, SKV, O, STATS;
