@@ -160,14 +160,23 @@ TEST(CpuSdpaFlash, IsChosenAheadOfRef) {
   EXPECT_EQ(name, "ref");
 }
 
+namespace {
+
+// sdpa "attn" over Q, K and V [1, 1, 4, 8] of type t, in a graph of io type `io`; returns O.
+dg::TensorPtr small_sdpa(dg::Graph& g, dg::DataType io, dg::DataType t) {
+  g.set_io_data_type(io);
+  Buffer q({1, 1, 4, 8}, t, false);
+  return g.sdpa(q.declare(g, "Q"), q.declare(g, "K"), q.declare(g, "V"), dg::SdpaAttr().set_name("attn"))[0];
+}
+
+}  // namespace
+
 TEST(CpuSdpaFlash, RejectsWithReasons) {
   dg::Handle handle(dg::Device::cpu());
   // FP8 inputs: rejected by type.
   {
     dg::Graph g;
-    g.set_io_data_type(dg::DataType::HALF);
-    Buffer q({1, 1, 4, 8}, dg::DataType::FP8_E4M3, false);
-    auto [O, S] = g.sdpa(q.declare(g, "Q"), q.declare(g, "K"), q.declare(g, "V"), dg::SdpaAttr().set_name("attn"));
+    const dg::TensorPtr O = small_sdpa(g, dg::DataType::HALF, dg::DataType::FP8_E4M3);
     O->set_output(true);
     ASSERT_TRUE(g.build_operation_graph(handle).ok());
     ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
@@ -179,9 +188,7 @@ TEST(CpuSdpaFlash, RejectsWithReasons) {
   // sdpa -> pointwise fused: rejected whole; the planner then splits it and the sdpa piece is ours.
   {
     dg::Graph g;
-    g.set_io_data_type(dg::DataType::FLOAT);
-    Buffer q({1, 1, 4, 8}, dg::DataType::FLOAT, false);
-    auto [O, S] = g.sdpa(q.declare(g, "Q"), q.declare(g, "K"), q.declare(g, "V"), dg::SdpaAttr().set_name("attn"));
+    const dg::TensorPtr O = small_sdpa(g, dg::DataType::FLOAT, dg::DataType::FLOAT);
     g.relu(O)->set_output(true);
     ASSERT_TRUE(g.build_operation_graph(handle).ok());
     std::vector<dg::Partition> fused;
@@ -200,9 +207,7 @@ TEST(CpuSdpaFlash, RejectsWithReasons) {
   // Not a CPU target: the engine says so (no GPU here, so ask the engine directly).
   {
     dg::Graph g;
-    g.set_io_data_type(dg::DataType::FLOAT);
-    Buffer q({1, 1, 4, 8}, dg::DataType::FLOAT, false);
-    auto [O, S] = g.sdpa(q.declare(g, "Q"), q.declare(g, "K"), q.declare(g, "V"), dg::SdpaAttr().set_name("attn"));
+    const dg::TensorPtr O = small_sdpa(g, dg::DataType::FLOAT, dg::DataType::FLOAT);
     O->set_output(true);
     ASSERT_TRUE(g.build_operation_graph(handle).ok());
     ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
