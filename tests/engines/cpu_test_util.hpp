@@ -31,11 +31,8 @@ using ref_test::Build;
 inline void check_engine_vs_ref(const std::string& engine, std::vector<HostTensor> inputs,
                                 const std::vector<HostTensor>& outs, const Build& build, double tol = -1.0,
                                 double floor = 1e-3) {
-  dg::Graph gr;
   std::vector<HostTensor> want;
-  dg::VariantPack pack_r;
-  ref_test::declare_graph(gr, inputs, outs, build, want, pack_r);
-  auto s = ref_test::run_on_ref(gr, pack_r);
+  auto s = ref_test::run_build_on_ref(inputs, outs, build, want);
   ASSERT_TRUE(s.ok()) << s.to_string();
 
   dg::Handle handle(dg::Device::cpu());

@@ -45,11 +45,8 @@ struct Expect {
 // engine in one partition) and compares every output.
 inline void run_vs_ref(const std::string& engine, std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs,
                        const Build& build, const std::vector<Expect>& expect, int max_plans = 1) {
-  dg::Graph gr;
   std::vector<HostTensor> want;
-  dg::VariantPack pack_r;
-  ref_test::declare_graph(gr, inputs, outs, build, want, pack_r);
-  auto s = ref_test::run_on_ref(gr, pack_r);
+  auto s = ref_test::run_build_on_ref(inputs, outs, build, want);
   ASSERT_TRUE(s.ok()) << s.to_string();
 
   std::string why;

@@ -192,6 +192,15 @@ inline std::vector<dg::TensorPtr> declare_graph(dg::Graph& g, std::vector<HostTe
   return out;
 }
 
+// Runs the graph `build` makes (declared as declare_graph does) on ref; `want` receives its outputs.
+inline dg::Status run_build_on_ref(std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outs,
+                                   const Build& build, std::vector<HostTensor>& want) {
+  dg::Graph g;
+  dg::VariantPack pack;
+  declare_graph(g, inputs, outs, build, want, pack);
+  return run_on_ref(g, pack);
+}
+
 // Builds y = op(x) with x declared as "X" and y described as the output, and runs it on ref.
 inline dg::Status run_one_op_on_ref(HostTensor& x, HostTensor& y,
                                     const std::function<dg::TensorPtr(dg::Graph&, const dg::TensorPtr&)>& op) {
