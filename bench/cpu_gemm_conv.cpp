@@ -6,7 +6,8 @@
 //
 //   dnngraph_bench_cpu_gemm_conv [iterations] [filter]     default 15, every case
 //
-// `filter`: run only the cases whose name contains it (e.g. "sgemm 2048", "1x1", "relu").
+// `filter`: run only the cases whose name contains it (e.g. "sgemm 2048", "1x1", "relu"), or with a
+// leading '=' the case of exactly that name (e.g. "=rn50 1x1 C256 56x56 -> 64", without its fusion rows).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -276,10 +277,13 @@ void bench_conv(const ConvShape& s, int iters) {
   }
   std::printf("  (max |diff| %.2e of max |y| %.2e)\n", err, mag);
   print_row(s.name, def.plan.c_str(), r, "oneDNN", s.flops());
-  if (def.plan.rfind("cpu_conv_implicit_gemm", 0) != 0) {  // the heuristic chose another engine: show both
-    Built ig;
-    build_conv(ig, s, x.data(), w.data(), nullptr, y.data(), false, {"cpu_conv_implicit_gemm"});
-    print_row(s.name, ig.plan.c_str(), compare(iters, [&] { ig.run(); }, [&] { peer.run(); }), "oneDNN", s.flops());
+  // A 3x3 layer runs on both conv engines: show the one the heuristic did not choose too.
+  const bool chose_implicit = def.plan.rfind("cpu_conv_implicit_gemm", 0) == 0;
+  if (!chose_implicit || s.r == 3) {
+    Built other;
+    build_conv(other, s, x.data(), w.data(), nullptr, y.data(), false,
+               {chose_implicit ? "cpu_conv_winograd_f4x3" : "cpu_conv_implicit_gemm"});
+    print_row(s.name, other.plan.c_str(), compare(iters, [&] { other.run(); }, [&] { peer.run(); }), "oneDNN", s.flops());
   }
 }
 
@@ -314,7 +318,10 @@ void bench_fusion(const ConvShape& s, int iters) {
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
   const std::string filter = argc > 2 ? argv[2] : "";
-  auto want = [&](const std::string& name) { return filter.empty() || name.find(filter) != std::string::npos; };
+  auto want = [&](const std::string& name) {
+    if (!filter.empty() && filter[0] == '=') return name == filter.substr(1);  // "=name": that case alone
+    return filter.empty() || name.find(filter) != std::string::npos;
+  };
   dg::Handle h(dg::Device::cpu());
   dg::ThreadPool pool(h.get_num_threads());
   std::printf("cpu: %s\n", dg::cpu::cpu_features().to_string().c_str());

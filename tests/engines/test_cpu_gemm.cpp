@@ -102,6 +102,29 @@ TEST(CpuGemmKernels, PackPanelsZeroPadsAndConverts) {
   }
 }
 
+// fp32 with unit stride along k and strided columns (KRSC weights): the AVX2 path transposes 8 x 8
+// blocks; sizes that are no multiple of 8 exercise its scalar edges and the zero padding.
+TEST(CpuGemmKernels, PackPanelsTransposedFp32MatchesScalar) {
+  std::mt19937 rng(11);
+  for (int rep = 0; rep < 6; ++rep) {
+    const int64_t krows = 1 + static_cast<int64_t>(rng() % 40), c0 = static_cast<int64_t>(rng() % 5);
+    const int64_t cols = 1 + static_cast<int64_t>(rng() % 37), cs = krows + static_cast<int64_t>(rng() % 3);
+    const int nr = rep % 2 ? 16 : 8;
+    std::vector<float> src(static_cast<size_t>((c0 + cols) * cs));
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) * 0.5f - 3.0f;
+    const int64_t panels = (cols + nr - 1) / nr;
+    std::vector<float> dst(static_cast<size_t>(panels * krows * nr), std::nanf(""));
+    cg::pack_panels({src.data(), dg::DataType::FLOAT, 1, cs}, krows, c0, cols, nr, dst.data());
+    for (int64_t p = 0; p < panels; ++p)
+      for (int64_t k = 0; k < krows; ++k)
+        for (int64_t j = 0; j < nr; ++j) {
+          const int64_t col = p * nr + j;
+          const float want = col < cols ? src[static_cast<size_t>((c0 + col) * cs + k)] : 0.0f;
+          ASSERT_EQ(dst[static_cast<size_t>((p * krows + k) * nr + j)], want) << "krows " << krows << " cols " << cols;
+        }
+  }
+}
+
 // ---- graph level
 
 using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::vector<dg::TensorPtr>&)>;

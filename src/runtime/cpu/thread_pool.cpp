@@ -7,12 +7,14 @@ namespace dnngraph {
 namespace {
 thread_local bool t_inside_pool = false;
 
-// Spins up to ~200 us for `ready` before the caller blocks: waking a blocked thread can cost more
+// Spins up to ~2 ms for `ready` before the caller blocks: waking a blocked thread can cost more
 // than a whole short job on a VM (on the 2-vCPU dev machine a 1 ms conv lost its second thread,
 // and oneDNN's with OMP_WAIT_POLICY=PASSIVE ran 2.5x slower), and jobs often come back to back.
+// 200 us was too short: a worker idle through the last task of a 2 ms conv (up to 0.3 ms) fell
+// asleep, woke late for the next call, and the caller ran it alone (3x3 C256 14x14: 4.3 vs 2.4 ms).
 template <class Ready>
 void spin_briefly(Ready ready) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(2000);
   for (int i = 1; !ready(); ++i) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();

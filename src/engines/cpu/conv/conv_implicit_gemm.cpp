@@ -79,26 +79,28 @@ class ConvProblem final : public gemm::GemmProblem {
 
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return indirect_ ? kc : mc * kc; }
 
+  // Segment-major: a segment's tap offsets are resolved once, and the pixel coordinates of
+  // consecutive rows advance by one instead of being divided out per row and segment (those
+  // divisions were ~5% of the 1x1 layer's time).
   void a_rows(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
               float* scratch) const override {
     const int64_t icg = g_.src_cg, kc = kb.kc(), es = size_of(g_.src_t);
-    const int64_t tiles = ceil_div(mc, mr);
+    const int64_t padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
+    const size_t n1 = ph_.off[1].size(), n2 = ph_.off[2].size();
     if (indirect_) std::fill_n(scratch, kb.seg_len, 0.0f);
-    for (int64_t i = 0; i < tiles * mr; ++i) {
-      const int64_t row = std::min(i, mc - 1);
-      const int64_t m = m0 + row;
-      const int64_t pix = ph_.pixels();
-      const int64_t nn = m / pix, p = m % pix;
-      const int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
-      for (int s = 0; s < kb.nseg; ++s) {
-        const int64_t kk = kb.k0 + s * kb.seg_len, t = kk / icg, c0 = kk % icg;
-        const size_t n1 = ph_.off[1].size(), n2 = ph_.off[2].size();
-        const size_t tt[3] = {static_cast<size_t>(t) / (n1 * n2), (static_cast<size_t>(t) / n2) % n1,
-                              static_cast<size_t>(t) % n2};
-        int64_t off = nn * g_.src_st[0] + (grp * icg + c0) * g_.src_st[1];
+    for (int s = 0; s < kb.nseg; ++s) {
+      const int64_t kk = kb.k0 + s * kb.seg_len, t = kk / icg, c0 = kk % icg;
+      const size_t ut = static_cast<size_t>(t);
+      const int64_t toff[3] = {ph_.off[0][ut / (n1 * n2)], ph_.off[1][(ut / n2) % n1], ph_.off[2][ut % n2]};
+      const int64_t chan = (grp * icg + c0) * g_.src_st[1];
+      int64_t nn = m0 / pix, p = m0 % pix;
+      int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
+      for (int64_t i = 0; i < padded; ++i) {
+        if (i > 0 && i < mc) advance_pixel(nn, j);  // rows past mc repeat the last real row
+        int64_t off = nn * g_.src_st[0] + chan;
         bool inside = true;
         for (size_t d = 0; d < 3; ++d) {
-          const int64_t pos = j[d] * ph_.jstride[d] + ph_.off[d][tt[d]];
+          const int64_t pos = j[d] * ph_.jstride[d] + toff[d];
           inside &= pos >= 0 && pos < g_.src_sp[d];
           off += pos * g_.src_st[2 + d];
         }
@@ -107,14 +109,25 @@ class ConvProblem final : public gemm::GemmProblem {
           *slot = inside ? static_cast<const float*>(src_) + off : scratch;
           continue;
         }
-        float* dst = scratch + row * kc + s * kb.seg_len;
-        if (i == row) {  // padding rows reuse the last real row's data
+        float* dst = scratch + std::min(i, mc - 1) * kc + s * kb.seg_len;
+        if (i < mc) {  // padding rows reuse the last real row's data
           if (inside) gemm::convert_run(static_cast<const char*>(src_) + off * es, g_.src_t, g_.src_st[1], kb.seg_len, dst);
           else std::fill_n(dst, kb.seg_len, 0.0f);
         }
         *slot = dst;
       }
     }
+  }
+
+  // The next dst position of the phase, row-major over (n, j0, j1, j2).
+  void advance_pixel(int64_t& nn, int64_t* j) const {
+    if (++j[2] < ph_.count[2]) return;
+    j[2] = 0;
+    if (++j[1] < ph_.count[1]) return;
+    j[1] = 0;
+    if (++j[0] < ph_.count[0]) return;
+    j[0] = 0;
+    ++nn;
   }
 
   int64_t b_count() const override { return g_.groups; }
