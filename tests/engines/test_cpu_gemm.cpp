@@ -7,6 +7,7 @@
 
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
+#include "cpu_test_util.hpp"
 #include "ref_test_util.hpp"
 
 namespace {
@@ -127,67 +128,8 @@ TEST(CpuGemmKernels, PackPanelsTransposedFp32MatchesScalar) {
 
 // ---- graph level
 
-using Build = std::function<std::vector<dg::TensorPtr>(dg::Graph&, const std::vector<dg::TensorPtr>&)>;
-
-// Runs the graph `build` makes on ref and on `engine` (every plan index, each checked to be that
-// engine alone), with NaN-poisoned outputs, and compares every output.
-void check_engine_vs_ref(const std::string& engine, std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs,
-                         const Build& build, double tol = -1.0, double floor = 1e-3) {
-  auto make = [&](dg::Graph& g, std::vector<HostTensor>& results, dg::VariantPack& pack) {
-    std::vector<dg::TensorPtr> in;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      in.push_back(inputs[i].declare(g, "in" + std::to_string(i)));
-      pack[in.back()] = inputs[i].data();
-    }
-    auto out = build(g, in);
-    results = outs;
-    for (size_t i = 0; i < out.size(); ++i) {
-      outs[i].describe(out[i]);
-      pack[out[i]] = results[i].data();
-    }
-    return out;
-  };
-  dg::Graph gr;
-  std::vector<HostTensor> want;
-  dg::VariantPack pack_r;
-  make(gr, want, pack_r);
-  auto s = ref_test::run_on_ref(gr, pack_r);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-
-  dg::Handle handle(dg::Device::cpu());
-  dg::Graph g;
-  std::vector<HostTensor> got;
-  dg::VariantPack pack;
-  make(g, got, pack);
-  g.select_engines({engine});
-  ASSERT_TRUE(g.validate().ok());
-  ASSERT_TRUE(g.build_operation_graph(handle).ok());
-  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}).ok());
-  s = g.check_support(handle);
-  ASSERT_TRUE(s.ok()) << s.to_string() << "\n" << g.explain();
-  ASSERT_GE(g.get_execution_plan_count(), 1);
-  for (int64_t idx = 0; idx < g.get_execution_plan_count(); ++idx) {
-    std::string name;
-    ASSERT_TRUE(g.build_plan_at_index(handle, idx).ok());
-    ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
-    EXPECT_EQ(name.rfind(engine, 0), 0u) << name;
-    EXPECT_EQ(name.find(" + "), std::string::npos) << "more than one partition: " << name;
-    for (auto& t : got) {  // poison again before every plan
-      int64_t span = static_cast<int64_t>(t.bytes.size()) / dg::size_of(t.dtype);
-      for (int64_t i = 0; i < span; ++i) dg::dtype::store(t.bytes.data(), t.dtype, i, std::nan(""));
-    }
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size(ws).ok());  // execute checks the largest built plan's need
-    std::vector<unsigned char> workspace(static_cast<size_t>(ws) + 1);
-    s = g.execute_plan_at_index(handle, pack, workspace.data(), idx, ws);
-    ASSERT_TRUE(s.ok()) << name << ": " << s.to_string();
-    for (size_t i = 0; i < got.size(); ++i) {
-      SCOPED_TRACE(name + ", output " + std::to_string(i));
-      const double t = tol >= 0 ? std::max(tol, ref_test::tolerance(got[i].dtype)) : -1.0;
-      ref_test::expect_near(got[i], [&](const Dims& ix) { return want[i].get(ix); }, t, floor);
-    }
-  }
-}
+using ref_test::Build;
+using cpu_test::check_engine_vs_ref;
 
 HostTensor output_like(const Dims& dims, dg::DataType t) {
   Dims strides(dims.size(), 1);
