@@ -3,44 +3,18 @@
 #include <dlfcn.h>
 #include <link.h>
 
-#include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 
 #include "core/log.hpp"
+#include "runtime/library_search.hpp"
 
 namespace dnngraph::vendor {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
-// Files in `dir` whose name starts with `prefix`, newest version first (libcudnn.so.9.19.0 before .so.9).
-std::vector<std::string> files_with_prefix(const fs::path& dir, const std::string& prefix) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind(prefix, 0) == 0) out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end(), std::greater<>());
-  return out;
-}
-
-std::vector<fs::path> python_dirs(const fs::path& parent) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  if (!fs::is_directory(parent, ec)) return out;
-  for (const auto& e : fs::directory_iterator(parent, ec))
-    if (e.path().filename().string().rfind("python3", 0) == 0) out.push_back(e.path());
-  std::sort(out.begin(), out.end(), std::greater<>());
-  return out;
-}
+using library_search::env;
+using library_search::files_with_prefix;
 
 // One attempt: dlopen `name`, then ask `accept`. Records the outcome.
 bool try_open(const std::string& name, const std::string& how, const LibrarySpec& spec, const Accept& accept,
@@ -77,34 +51,6 @@ bool scan_folder(const fs::path& dir, const std::string& how, const LibrarySpec&
 
 }  // namespace
 
-std::vector<std::string> python_site_dirs() {
-  std::vector<fs::path> roots;
-  std::vector<std::string> sites;
-  if (auto s = env("DNNGRAPH_PYTHON_SITE"); !s.empty()) sites.push_back(s);
-  if (auto v = env("VIRTUAL_ENV"); !v.empty()) roots.emplace_back(fs::path(v) / "lib");
-  const std::string path = env("PATH");
-  for (size_t pos = 0; pos <= path.size();) {
-    size_t end = path.find(':', pos);
-    if (end == std::string::npos) end = path.size();
-    const fs::path exe = fs::path(path.substr(pos, end - pos)) / "python3";
-    std::error_code ec;
-    if (!exe.parent_path().empty() && fs::exists(exe, ec)) {
-      roots.push_back(exe.parent_path().parent_path() / "lib");
-      break;
-    }
-    pos = end + 1;
-  }
-  if (auto h = env("HOME"); !h.empty()) roots.emplace_back(fs::path(h) / ".local/lib");
-  roots.emplace_back("/usr/local/lib");
-  roots.emplace_back("/usr/lib");
-  for (const auto& r : roots)
-    for (const auto& py : python_dirs(r)) {
-      sites.push_back((py / "site-packages").string());
-      sites.push_back((py / "dist-packages").string());
-    }
-  return sites;
-}
-
 LoadedLibrary load_library(const LibrarySpec& spec, const Accept& accept) {
   LoadedLibrary out;
   // 1. An explicit file or folder.
@@ -124,9 +70,9 @@ LoadedLibrary load_library(const LibrarySpec& spec, const Accept& accept) {
     if (try_open(n, " (system loader)", spec, accept, out)) return out;
   // 3. Python wheels.
   bool any_wheel = false;
-  for (const auto& site : python_site_dirs())
+  for (const auto& site : library_search::python_site_dirs())
     for (const auto& sub : spec.wheel_dirs) {
-      const fs::path dir = fs::path(site) / sub;
+      const fs::path dir = site / sub;
       if (files_with_prefix(dir, spec.file_prefix).empty()) continue;
       any_wheel = true;
       if (scan_folder(dir, " (python wheel)", spec, accept, out)) return out;

@@ -1,6 +1,6 @@
 // Finding and dlopen'ing a vendor library (cuDNN, cuBLASLt) by a documented search order, keeping
 // every path tried so that the log and `dnngraph info` can say what was searched and why it failed.
-// The folders searched for Python wheels follow src/runtime/cuda/loader.cpp's (NVRTC) search.
+// The folders searched for Python wheels are src/runtime/library_search.hpp's, as for NVRTC.
 #pragma once
 #include <functional>
 #include <string>
@@ -33,9 +33,5 @@ LoadedLibrary load_library(const LibrarySpec& spec, const Accept& accept);
 
 // "<display> not found (searched: a; b; c)": for logs, reasons and `dnngraph info`.
 std::string not_found_message(const LibrarySpec& spec, const LoadedLibrary& lib);
-
-// site-packages / dist-packages folders where pip puts the nvidia-* wheels: $DNNGRAPH_PYTHON_SITE,
-// $VIRTUAL_ENV, the python3 first on PATH, ~/.local, /usr/local and /usr.
-std::vector<std::string> python_site_dirs();
 
 }  // namespace dnngraph::vendor

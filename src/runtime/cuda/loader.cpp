@@ -10,70 +10,16 @@
 
 #include "core/log.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "runtime/library_search.hpp"
 
 namespace dnngraph::cuda {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
-// Files in `dir` whose name starts with `prefix`, newest version first (libnvrtc.so.13 before .so.12).
-std::vector<std::string> files_with_prefix(const fs::path& dir, const std::string& prefix) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind(prefix, 0) == 0) out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end(), std::greater<>());
-  return out;
-}
-
-// Subfolders of `parent` whose name starts with "python3" (python3.11, python3.12, ...).
-std::vector<fs::path> python_dirs(const fs::path& parent) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  if (!fs::is_directory(parent, ec)) return out;
-  for (const auto& e : fs::directory_iterator(parent, ec))
-    if (e.path().filename().string().rfind("python3", 0) == 0) out.push_back(e.path());
-  std::sort(out.begin(), out.end(), std::greater<>());
-  return out;
-}
-
-// site-packages / dist-packages folders where pip puts the nvidia-* wheels.
-std::vector<fs::path> python_site_dirs() {
-  std::vector<fs::path> roots;  // folders holding python3.X/
-  std::vector<fs::path> sites;
-  if (auto s = env("DNNGRAPH_PYTHON_SITE"); !s.empty()) sites.emplace_back(s);
-  if (auto v = env("VIRTUAL_ENV"); !v.empty()) roots.emplace_back(fs::path(v) / "lib");
-  // The python3 first on PATH (a venv's or conda's, say): <prefix>/bin/python3 -> <prefix>/lib.
-  std::string path = env("PATH");
-  for (size_t pos = 0; pos <= path.size();) {
-    size_t end = path.find(':', pos);
-    if (end == std::string::npos) end = path.size();
-    fs::path exe = fs::path(path.substr(pos, end - pos)) / "python3";
-    std::error_code ec;
-    if (!exe.parent_path().empty() && fs::exists(exe, ec)) {
-      roots.push_back(exe.parent_path().parent_path() / "lib");
-      break;
-    }
-    pos = end + 1;
-  }
-  if (auto h = env("HOME"); !h.empty()) roots.emplace_back(fs::path(h) / ".local/lib");
-  roots.emplace_back("/usr/local/lib");
-  roots.emplace_back("/usr/lib");
-  for (const auto& r : roots)
-    for (const auto& py : python_dirs(r)) {
-      sites.push_back(py / "site-packages");
-      sites.push_back(py / "dist-packages");
-    }
-  return sites;
-}
+using library_search::env;
+using library_search::files_with_prefix;
+using library_search::python_site_dirs;
 
 bool resolve_all(void* lib, const std::vector<std::pair<const char*, void**>>& syms, std::string& missing) {
   for (const auto& [name, slot] : syms) {
