@@ -36,6 +36,9 @@ class Graph {
   Graph& set_intermediate_data_type(DataType t);  // default for virtual tensors
   Graph& set_compute_data_type(DataType t);       // default for every op
   Graph& set_dynamic_shape_enabled(bool enabled); // sizes become kernel arguments
+  // FLOAT matmuls and convolutions may run on tensor cores as TF32 (10-bit mantissa inputs, fp32
+  // accumulation; ~1e-3 relative error). Off by default: FLOAT stays exact fp32, as in PyTorch's matmuls.
+  Graph& set_allow_tf32(bool allowed);
   Graph& set_kernel_cache(std::shared_ptr<KernelCache> cache);
   // Engine filters by name ("ref", "cpu_gemm_packed", ...), applied by create_execution_plans.
   Graph& select_engines(std::vector<std::string> names);    // only these (empty: all)

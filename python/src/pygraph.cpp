@@ -136,6 +136,8 @@ void bind_pygraph_build(nb::class_<PyGraph>& c) {
   c.def("set_compute_data_type", [](PyGraph& g, nb::handle t) { g.graph.set_compute_data_type(to_data_type(t)); },
         nb::arg("data_type"));
   c.def("set_dynamic_shape_enabled", [](PyGraph& g, bool e) { g.graph.set_dynamic_shape_enabled(e); }, nb::arg("enabled"));
+  c.def("set_allow_tf32", [](PyGraph& g, bool a) { g.graph.set_allow_tf32(a); }, nb::arg("allowed"),
+        "FLOAT matmuls and convolutions may run on tensor cores as TF32 (off by default).");
   c.def("select_engines", [](PyGraph& g, std::vector<std::string> n) { g.graph.select_engines(std::move(n)); },
         nb::arg("names"), "Only these engines (by name) are considered by create_execution_plans.");
   c.def("deselect_engines", [](PyGraph& g, std::vector<std::string> n) { g.graph.deselect_engines(std::move(n)); },

@@ -24,6 +24,7 @@ Graph& Graph::set_io_data_type(DataType t) { impl_->defaults.io = t; impl_->inva
 Graph& Graph::set_intermediate_data_type(DataType t) { impl_->defaults.intermediate = t; impl_->invalidate(); return *this; }
 Graph& Graph::set_compute_data_type(DataType t) { impl_->defaults.compute = t; impl_->invalidate(); return *this; }
 Graph& Graph::set_dynamic_shape_enabled(bool e) { impl_->dynamic_shapes = e; impl_->invalidate(); return *this; }
+Graph& Graph::set_allow_tf32(bool a) { impl_->allow_tf32 = a; impl_->invalidate(); return *this; }
 Graph& Graph::set_kernel_cache(std::shared_ptr<KernelCache> c) { impl_->kernel_cache = std::move(c); return *this; }
 Graph& Graph::select_engines(std::vector<std::string> names) { impl_->selected_engines = std::move(names); return *this; }
 Graph& Graph::deselect_engines(std::vector<std::string> names) { impl_->deselected_engines = std::move(names); return *this; }

@@ -19,6 +19,7 @@ struct GraphImpl {
   std::string name;
   GraphDefaults defaults;
   bool dynamic_shapes = false;
+  bool allow_tf32 = false;
   std::shared_ptr<KernelCache> kernel_cache;
   std::vector<std::string> selected_engines, deselected_engines;
 

@@ -44,6 +44,7 @@ struct Graph {
   DataType intermediate_type = DataType::FLOAT;
   DataType compute_type = DataType::FLOAT;
   bool dynamic_shapes = false;
+  bool allow_tf32 = false;  // FLOAT matmul/conv inputs may be rounded to TF32 on tensor cores
 
   const Tensor& tensor(int id) const { return tensors[static_cast<size_t>(id)]; }
   // Nodes reading tensor `id`.

@@ -157,6 +157,7 @@ std::string Graph::to_json() const {
   type_line("intermediate_data_type", g.defaults.intermediate);
   type_line("compute_data_type", g.defaults.compute);
   line("dynamic_shapes", g.dynamic_shapes);
+  if (g.allow_tf32) line("allow_tf32", true);
   out += "  \"tensors\": [";
   for (size_t i = 0; i < order.size(); ++i) {
     const TensorAttr* t = order[i];
@@ -241,6 +242,7 @@ struct Reader {
       graph.set_intermediate_data_type(*t);
     if (auto t = f.enumeration("compute_data_type", &data_type_from_string, "data type")) graph.set_compute_data_type(*t);
     if (auto d = f.boolean("dynamic_shapes")) graph.set_dynamic_shape_enabled(*d);
+    if (auto a = f.boolean("allow_tf32")) graph.set_allow_tf32(*a);
     return f.error();
   }
 

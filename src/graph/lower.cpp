@@ -16,6 +16,7 @@ Status lower_to_ir(GraphImpl& g) {
   ir->intermediate_type = g.defaults.intermediate == DataType::NOT_SET ? DataType::FLOAT : g.defaults.intermediate;
   ir->compute_type = g.defaults.compute == DataType::NOT_SET ? DataType::FLOAT : g.defaults.compute;
   ir->dynamic_shapes = g.dynamic_shapes;
+  ir->allow_tf32 = g.allow_tf32;
   g.tensor_id.clear();
   auto id_of = [&](const TensorPtr& t) -> int {
     if (!t) return -1;
@@ -105,6 +106,7 @@ uint64_t Graph::fingerprint(bool ignore_batch) const {
                  t.is_virtual, t.is_pass_by_value, t.is_pass_by_value ? t.value : 0.0});
   }
   for (const auto& n : nodes) j.push_back({attr_to_json(n.attr), static_cast<int>(n.compute_type), n.inputs, n.outputs});
+  if (allow_tf32) j.push_back("allow_tf32");  // changes the numbers, so plans and tuning records differ
   return hash64(j.dump());
 }
 

@@ -511,3 +511,22 @@ TEST(GraphJson, ReaderDefaults) {
   EXPECT_FALSE(dg::Graph::from_json("{}", keep).ok());
   EXPECT_EQ(keep.impl().nodes.size(), 1u);
 }
+
+// allow_tf32 changes the numbers a graph gives, so it travels with the graph and keys its plans.
+TEST(GraphJson, AllowTf32RoundTripsAndChangesTheFingerprint) {
+  dg::Graph exact, tf32;
+  ASSERT_TRUE(dg::Graph::from_json(kValid, exact).ok());
+  ASSERT_TRUE(dg::Graph::from_json(kValid, tf32).ok());
+  tf32.set_allow_tf32(true);
+  EXPECT_EQ(exact.to_json().find("allow_tf32"), std::string::npos);
+  dg::Graph back;
+  ASSERT_TRUE(dg::Graph::from_json(tf32.to_json(), back).ok());
+  EXPECT_TRUE(back.impl().allow_tf32);
+  dg::Handle h(dg::Device::cpu());
+  for (dg::Graph* g : {&exact, &back}) {
+    ASSERT_TRUE(g->validate().ok());
+    ASSERT_TRUE(g->build_operation_graph(h).ok());
+  }
+  EXPECT_TRUE(back.impl().ir->allow_tf32);
+  EXPECT_NE(exact.impl().ir->fingerprint(), back.impl().ir->fingerprint());
+}
