@@ -26,6 +26,7 @@ struct ConvCase {
   int64_t n = 1, c = 1, k = 1, groups = 1;
   Dims in, ker, out, stride, dil, pre, post;
   dg::DataType type = dg::DataType::FLOAT;
+  bool nhwc_in = false;  // channels-last source (else random strides)
 };
 
 int64_t fwd_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pre, int64_t post) {
@@ -91,8 +92,10 @@ void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, st
   const Dims xd = cat({cc.n, cc.c}, cc.in), wd = cat({cc.k, cc.c / cc.groups}, cc.ker), yd = cat({cc.n, cc.k}, cc.out);
   const Dims& src_d = dgrad ? yd : xd;
   const Dims& dst_d = dgrad ? xd : yd;
-  std::vector<HostTensor> in{ref_test::random_tensor(src_d, cc.type, rng, -1, 1),
+  std::vector<HostTensor> in{cc.nhwc_in ? ref_test::make_tensor(src_d, channels_last(src_d), cc.type)
+                                        : ref_test::random_tensor(src_d, cc.type, rng, -1, 1),
                              ref_test::random_tensor(wd, cc.type, rng, -1, 1)};
+  if (cc.nhwc_in) in[0].randomize(rng, -1, 1);
   Dims bd(dst_d.size(), 1);
   bd[1] = dst_d[1];
   if (bias) in.push_back(ref_test::random_tensor(bd, dg::DataType::FLOAT, rng, -1, 1));
@@ -237,6 +240,20 @@ TEST(CpuConvDepthwiseDirect, RandomMatchesRef) {
     cc.type = trial % 3 == 2 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
     run_conv_case("cpu_conv_depthwise_direct", cc, false, rng, trial % 2 == 1, trial % 2 == 1, trial % 4 == 1,
                   trial == 3, trial == 7 ? dg::DataType::HALF : dg::DataType::FLOAT);
+  }
+}
+
+// Channels-last sources with enough channels for every block width of the vector kernel (32, 8,
+// and the scalar tail), 1D to 3D.
+TEST(CpuConvDepthwiseDirect, ChannelsLastWideMatchesRef) {
+  std::mt19937 rng(52);
+  for (int trial = 0; trial < 9; ++trial) {
+    ConvCase cc = random_case(rng, Kind::DEPTHWISE);
+    cc.groups = cc.c = cc.k = 1 + rng() % 100;
+    cc.nhwc_in = true;
+    cc.type = trial % 3 == 2 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
+    run_conv_case("cpu_conv_depthwise_direct", cc, false, rng, trial % 2 == 0, trial % 2 == 0, trial == 4, false,
+                  dg::DataType::FLOAT, 1e-5, trial % 2 == 1);
   }
 }
 
