@@ -69,12 +69,12 @@ void expect_compiles(const std::string& src, const char* file, const char* arch,
 }
 
 // The anchor partition's describe() result for a conv of these channel counts.
-bool describe(int64_t c, int64_t wc, std::string& why) {
+bool describe(int64_t c, int64_t wc, std::string& why, dg::DataType t = dg::DataType::BFLOAT16, bool tf32 = false) {
   dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
-  auto x = declare(g, "X", {2, c, 9, 9}, dg::DataType::BFLOAT16);
-  auto w = declare(g, "W", {16, wc, 3, 3}, dg::DataType::BFLOAT16);
-  auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}));
+  g.set_io_data_type(t).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(tf32);
+  auto x = declare(g, "X", {2, c, 9, 9}, t);
+  auto w = declare(g, "W", {16, wc, 3, 3}, t);
+  auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}).set_name("conv"));
   y->set_output(true).set_stride(channels_last({2, 16, 9, 9}));
   std::vector<dg::Partition> parts;
   EXPECT_TRUE(anchored_partitions(g, parts));
@@ -90,6 +90,54 @@ TEST(CudaConvImplicitGemm, RejectsChannelsNotAMultipleOf8AndGroupsWithAReason) {
   EXPECT_NE(why.find("tensor 'X': C=12 is not a multiple of 8"), std::string::npos) << why;
   EXPECT_FALSE(describe(32, 16, why));
   EXPECT_NE(why.find("grouped convolution (groups = 2)"), std::string::npos) << why;
+}
+
+// FLOAT takes 4 channels per 16-byte gather, and runs (as TF32) only where the graph allows it.
+TEST(CudaConvImplicitGemm, FloatInputsNeedTheGraphToAllowTf32) {
+  std::string why;
+  EXPECT_FALSE(describe(12, 12, why, dg::DataType::FLOAT, false));
+  EXPECT_NE(why.find("node 'conv', tensor 'X': FLOAT inputs run on tensor cores as TF32 only when the graph allows it "
+                     "(Graph::set_allow_tf32(true))"),
+            std::string::npos)
+      << why;
+  EXPECT_TRUE(describe(12, 12, why, dg::DataType::FLOAT, true)) << why;
+  EXPECT_FALSE(describe(10, 10, why, dg::DataType::FLOAT, true));
+  EXPECT_NE(why.find("tensor 'X': C=10 is not a multiple of 4"), std::string::npos) << why;
+}
+
+// fprop, dgrad and wgrad with FLOAT inputs: the tf32 mma.sync kernels (both operand majors).
+TEST(CudaConvImplicitGemm, Tf32KernelsCompileWithNvrtc) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  const auto F = dg::DataType::FLOAT;
+  for (const char* op : {"fprop", "dgrad", "wgrad"}) {
+    dg::Graph g;
+    set_types(g, F);
+    g.set_allow_tf32(true);
+    const std::string o = op;
+    if (o == "fprop") {
+      auto y = g.conv_fprop(declare(g, "X", {2, 12, 9, 9}, F), declare(g, "W", {20, 12, 3, 3}, F),
+                            dg::ConvFpropAttr().set_padding({1, 1}));
+      y = g.pointwise(g.bias(y, declare(g, "B", {1, 20, 1, 1}, F)), dg::PointwiseAttr().set_mode(M::RELU_FWD));
+      y->set_output(true).set_stride(channels_last({2, 20, 9, 9}));
+    } else if (o == "dgrad") {
+      auto dx = g.conv_dgrad(declare(g, "DY", {2, 20, 5, 5}, F), declare(g, "W", {20, 12, 3, 3}, F),
+                             dg::ConvDgradAttr().set_padding({1, 1}).set_stride({2, 2}));
+      dx->set_dim({2, 12, 9, 9}).set_stride(channels_last({2, 12, 9, 9})).set_output(true);
+    } else {
+      auto dw = g.conv_wgrad(declare(g, "DY", {2, 20, 9, 9}, F), declare(g, "X", {2, 12, 9, 9}, F),
+                             dg::ConvWgradAttr().set_padding({1, 1}));
+      dw->set_dim({20, 12, 3, 3}).set_stride(channels_last({20, 12, 3, 3})).set_output(true);
+    }
+    std::vector<dg::Partition> parts;
+    ASSERT_TRUE(anchored_partitions(g, parts));
+    for (const auto& p : parts) {
+      std::string src, why;
+      ASSERT_TRUE(cv::fprop_source_for_test(p, 0, 128, 64, 4, src, why)) << why;
+      EXPECT_NE(src.find("_mma_sync<dg::DT_FLOAT, 128, 64, 16, 2, 2, 4,"), std::string::npos) << src;
+      for (const char* arch : {"sm_80", "sm_90a"})
+        ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_tf32.cu", arch, o + " " + arch + ": "));
+    }
+  }
 }
 
 TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
@@ -155,7 +203,12 @@ Attr geometry(const Case& c) {
   return Attr().set_pre_padding(c.pre).set_post_padding(c.post).set_stride(c.stride).set_dilation(c.dil);
 }
 
-// conv -> + bias -> ReLU (or conv alone), stored channels-last in `out`.
+// TF32 (FLOAT inputs where the graph allows it): inputs rounded to 10 mantissa bits make a k-term
+// sum of uniform [-1, 1] products ~1.3e-4 sqrt(k) off (one sigma); 2e-3 relative with a sqrt(k)
+// floor leaves 15 sigma (as in test_cuda_gemm.cpp).
+constexpr double kTf32Tol = 2e-3;
+
+// conv -> + bias -> ReLU (or conv alone), stored channels-last in `out`; FLOAT inputs as TF32.
 void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::mt19937& rng, int plans = 1) {
   const Dims wd = filter_dims(c);
   Dims bd(c.x.size(), 1);
@@ -169,15 +222,17 @@ void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::
   for (int64_t f : c.filt) taps *= f;
   std::vector<HostTensor> in{x, w};
   if (fused) in.push_back(b);
-  const double tol = out == dg::DataType::FLOAT ? 2e-5 : 1.2e-2;
+  const bool tf32 = t == dg::DataType::FLOAT;
+  const double tol = out == dg::DataType::FLOAT ? (tf32 ? kTf32Tol : 2e-5) : 1.2e-2;
   gemm_test::run_vs_ref(kEngine, in, {nhwc(yd, out)},
                         [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
                           set_fp32_compute(g);
+                          g.set_allow_tf32(tf32);
                           auto y = g.conv_fprop(ts[0], ts[1], geometry<dg::ConvFpropAttr>(c));
                           if (fused) y = g.pointwise(g.bias(y, ts[2]), dg::PointwiseAttr().set_mode(M::RELU_FWD));
                           return std::vector<dg::TensorPtr>{y};
                         },
-                        {Expect{tol, std::sqrt(double(taps)) * 0.1}}, plans);
+                        {Expect{tol, std::sqrt(double(taps)) * (tf32 ? 1.0 : 0.1)}}, plans);
 }
 
 TEST(CudaConvImplicitGemm, Random2dConvolutionsMatchRef) {
@@ -228,15 +283,17 @@ void run_dgrad(const Case& c, dg::DataType t, bool relu, std::mt19937& rng) {
   gemm_test::fill_random(w, rng);
   int64_t taps = c.k;
   for (int64_t f : c.filt) taps *= f;
+  const bool tf32 = t == dg::DataType::FLOAT;
   gemm_test::run_vs_ref(kEngine, {dy, w}, {nhwc(c.x, dg::DataType::FLOAT)},
                         [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
                           set_fp32_compute(g);
+                          g.set_allow_tf32(tf32);
                           auto dx = g.conv_dgrad(ts[0], ts[1], geometry<dg::ConvDgradAttr>(c));
                           dx->set_dim(c.x);
                           if (relu) dx = g.pointwise(dx, dg::PointwiseAttr().set_mode(M::RELU_FWD));
                           return std::vector<dg::TensorPtr>{dx};
                         },
-                        {Expect{2e-5, std::sqrt(double(taps)) * 0.1}});
+                        {tf32 ? Expect{kTf32Tol, std::sqrt(double(taps))} : Expect{2e-5, std::sqrt(double(taps)) * 0.1}});
 }
 
 // Deep k (C=256 x 9 taps = 36 k steps of 64) on few tiles: the first plans are split-K 2..8 on the
@@ -367,14 +424,16 @@ void run_wgrad(const Case& c, dg::DataType t, std::mt19937& rng) {
   gemm_test::fill_random(x, rng);
   int64_t pixels = dyd[0];
   for (size_t i = 2; i < dyd.size(); ++i) pixels *= dyd[i];
+  const bool tf32 = t == dg::DataType::FLOAT;
   gemm_test::run_vs_ref(kEngine, {dy, x}, {nhwc(wd, dg::DataType::FLOAT)},
                         [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
                           set_fp32_compute(g);
+                          g.set_allow_tf32(tf32);
                           auto dw = g.conv_wgrad(ts[0], ts[1], geometry<dg::ConvWgradAttr>(c));
                           dw->set_dim(wd);
                           return std::vector<dg::TensorPtr>{dw};
                         },
-                        {Expect{2e-5, std::sqrt(double(pixels)) * 0.1}});
+                        {tf32 ? Expect{kTf32Tol, std::sqrt(double(pixels))} : Expect{2e-5, std::sqrt(double(pixels)) * 0.1}});
 }
 
 TEST(CudaConvImplicitGemm, WgradKernelCompilesWithNvrtc) {
@@ -409,6 +468,45 @@ TEST(CudaConvImplicitGemm, WgradMatchesRef) {
     c.dil = {1, 1 + int64_t(rng() % 2)};
     SCOPED_TRACE("trial " + std::to_string(trial));
     run_wgrad(c, trial % 2 ? dg::DataType::HALF : dg::DataType::BFLOAT16, rng);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// FLOAT convolutions as TF32: random 2D fprop (4-channel multiples, fused and not), a 3D one, every
+// mma.sync tf32 configuration, dgrad and wgrad.
+TEST(CudaConvImplicitGemm, Tf32ConvolutionsMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  const auto F = dg::DataType::FLOAT;
+  std::mt19937 rng(111);
+  for (int trial = 0; trial < 4; ++trial) {
+    Case c;
+    c.x = {1 + int64_t(rng() % 3), 4 * (1 + int64_t(rng() % 10)), 3 + int64_t(rng() % 20), 3 + int64_t(rng() % 20)};
+    c.k = 1 + rng() % 70;
+    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
+    c.pre = {int64_t(rng() % 2), int64_t(rng() % 3)};
+    c.post = {int64_t(rng() % 3), int64_t(rng() % 2)};
+    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
+    c.dil = {1 + int64_t(rng() % 2), 1};
+    SCOPED_TRACE("fprop trial " + std::to_string(trial));
+    run_case(c, F, trial % 3 ? F : dg::DataType::BFLOAT16, trial % 2 == 0, rng);
+  }
+  run_case({{1, 4, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}}, F, F, true, rng);
+  run_case({{2, 64, 15, 13}, 136, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, F, F, true, rng, 8);
+  for (int trial = 0; trial < 2; ++trial) {
+    Case c;
+    c.x = {1 + int64_t(rng() % 2), 4 * (1 + int64_t(rng() % 9)), 4 + int64_t(rng() % 14), 4 + int64_t(rng() % 14)};
+    c.k = 4 * (1 + int64_t(rng() % 9));
+    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
+    c.pre = {int64_t(rng() % 2), int64_t(rng() % 2)};
+    c.post = {int64_t(rng() % 2), int64_t(rng() % 2)};
+    c.stride = {1 + int64_t(rng() % 2), 1};
+    c.dil = {1, 1 + int64_t(rng() % 2)};
+    SCOPED_TRACE("dgrad/wgrad trial " + std::to_string(trial));
+    run_dgrad(c, F, trial == 0, rng);
+    run_wgrad(c, F, rng);
   }
 }
 

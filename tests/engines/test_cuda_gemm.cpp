@@ -36,9 +36,10 @@ dg::TensorPtr fused_chain(dg::Graph& g, dg::TensorPtr y, dg::TensorPtr bias, dg:
 }
 
 struct CompileCase {
-  dg::DataType in = dg::DataType::BFLOAT16;
+  dg::DataType in = dg::DataType::BFLOAT16;  // FLOAT: the graph allows TF32
   bool a_mn_major = false, b_k_major = false;
   dg::DataType out = dg::DataType::BFLOAT16;
+  int64_t k = 72;  // 70: fp32 rows of 280 bytes, loaded element by element
 };
 
 // g lowered on the CPU: `check` runs on each anchored partition, its matmul described; a fatal
@@ -59,7 +60,8 @@ void for_each_matmul(dg::Graph& g,
 void compile_case(const CompileCase& cc, const std::vector<gm::MatmulConfig>& configs, const std::string& arch) {
   dg::Graph g;
   g.set_io_data_type(cc.in).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
-  const int64_t m = 96, n = 40, k = 72;
+  g.set_allow_tf32(cc.in == dg::DataType::FLOAT);
+  const int64_t m = 96, n = 40, k = cc.k;
   auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({2, m, k})
                         .set_stride(cc.a_mn_major ? Dims{m * k, 1, m} : Dims{m * k, k, 1}));
   auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({1, k, n})
@@ -85,9 +87,9 @@ void compile_case(const CompileCase& cc, const std::vector<gm::MatmulConfig>& co
   });
 }
 
-gm::MatmulConfig mma(int bm, int bn, int stages) {
+gm::MatmulConfig mma(int bm, int bn, int stages, bool tf32 = false) {
   gm::MatmulConfig c;
-  c.bm = bm, c.bn = bn, c.stages = stages;
+  c.bm = bm, c.bn = bn, c.stages = stages, c.tf32 = tf32, c.bk = tf32 ? 16 : 32;
   return c;
 }
 
@@ -108,6 +110,40 @@ class CudaGemmCompile : public ::testing::Test {
 TEST_F(CudaGemmCompile, MmaSyncKernelsCompileForAmpereAndHopper) {
   compile_case({dg::DataType::BFLOAT16, false, false, dg::DataType::FP8_E4M3}, {mma(128, 128, 4)}, "sm_80");
   compile_case({dg::DataType::HALF, true, true, dg::DataType::HALF}, {mma(64, 128, 3)}, "sm_90a");
+}
+
+// FLOAT x FLOAT as TF32 (m16n8k8): every operand major, 16-byte and element-by-element loads.
+TEST_F(CudaGemmCompile, Tf32MmaSyncKernelsCompileForEveryOperandMajor) {
+  const auto F = dg::DataType::FLOAT;
+  compile_case({F, false, true, dg::DataType::BFLOAT16}, {mma(128, 128, 4, true), mma(64, 64, 3, true)}, "sm_80");
+  compile_case({F, true, false, F}, {mma(128, 64, 4, true)}, "sm_90a");
+  compile_case({F, false, false, dg::DataType::FP8_E4M3, 70}, {mma(64, 128, 4, true)}, "sm_90a");
+  compile_case({F, true, true, F, 70}, {mma(128, 128, 3, true)}, "sm_80");
+}
+
+// Without Graph::set_allow_tf32(true), FLOAT inputs stay off the tensor cores, with the rule named.
+TEST(CudaGemmTf32, FloatInputsNeedTheGraphToAllowTf32) {
+  for (bool allow : {false, true}) {
+    dg::Graph g;
+    g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(allow);
+    auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({24, 40}).set_stride({40, 1}));
+    auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({40, 16}).set_stride({16, 1}));
+    g.matmul(a, b, dg::MatmulAttr().set_name("mm"))->set_output(true);
+    gemm_test::Lowered low;
+    ASSERT_TRUE(gemm_test::lower_graph(g, low));
+    for (const auto& p : low.parts) {
+      if (p.anchor < 0) continue;
+      gm::MatmulProblem mp;
+      std::string why;
+      EXPECT_EQ(gm::describe_matmul_graph(p, mp, why), allow) << why;
+      if (!allow) {
+        EXPECT_NE(why.find("node 'mm', tensor 'A': FLOAT inputs run on tensor cores as TF32 only when the graph allows "
+                           "it (Graph::set_allow_tf32(true))"),
+                  std::string::npos)
+            << why;
+      }
+    }
+  }
 }
 
 TEST_F(CudaGemmCompile, WgmmaKernelsCompileForEveryOperandMajor) {
@@ -161,12 +197,18 @@ HostTensor operand(const Dims& batch, int64_t rows, int64_t cols, bool transpose
   return h;
 }
 
-void random_plain_cases(const std::string& engine, uint32_t seed, int trials, bool pad) {
+// TF32 tolerance: each input is rounded to 10 mantissa bits (relative error <= 2^-11), so a product
+// of two uniform [-1, 1] inputs is off by ~1.3e-4 (one sigma) and a k-term sum by ~1.3e-4 sqrt(k):
+// 2e-3 relative above sqrt(k), absolute 2e-3 sqrt(k) below it, leaves 15 sigma (DESIGN.md's ~1e-3
+// relative is for outputs of the sqrt(k) scale the sums have).
+constexpr double kTf32Tol = 2e-3;
+
+void random_plain_cases(const std::string& engine, uint32_t seed, int trials, bool pad, bool tf32 = false) {
   std::mt19937 rng(seed);
   for (int trial = 0; trial < trials; ++trial) {
     const int64_t m = 1 + rng() % 300, n = 1 + rng() % 300, k = 1 + rng() % 200;
     const bool at = rng() % 2, bt = rng() % 2;
-    const dg::DataType t = rng() % 2 ? dg::DataType::BFLOAT16 : dg::DataType::HALF;
+    const dg::DataType t = tf32 ? dg::DataType::FLOAT : rng() % 2 ? dg::DataType::BFLOAT16 : dg::DataType::HALF;
     Dims batch = rng() % 2 ? Dims{} : Dims{1 + int64_t(rng() % 3)};
     auto a = operand(batch, m, k, at, t, rng, pad);
     auto b = operand(batch, k, n, bt, t, rng, pad);
@@ -176,11 +218,11 @@ void random_plain_cases(const std::string& engine, uint32_t seed, int trials, bo
     SCOPED_TRACE("trial " + std::to_string(trial) + ": m=" + std::to_string(m) + " n=" + std::to_string(n) +
                  " k=" + std::to_string(k) + (at ? " A^T" : "") + (bt ? " B^T" : "") + " " + std::string(dg::to_string(t)));
     gemm_test::run_vs_ref(engine, {a, b}, {gemm_test::packed(cd, dg::DataType::FLOAT)},
-                          [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
-                            g.set_compute_data_type(dg::DataType::FLOAT);
+                          [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                            g.set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(tf32);
                             return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
                           },
-                          {Expect{1e-5, std::sqrt(double(k))}});
+                          {Expect{tf32 ? kTf32Tol : 1e-5, std::sqrt(double(k))}});
   }
 }
 
@@ -195,6 +237,11 @@ TEST(CudaGemm, MmaSyncRandomShapesAndMajorsMatchRef) {
 TEST(CudaGemm, MmaSyncUnalignedStridesMatchRef) {
   DG_REQUIRE_CUDA(gpu);
   random_plain_cases(kMmaSync, 33, 2, false);
+}
+TEST(CudaGemm, Tf32RandomShapesMajorsAndBatchesMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  random_plain_cases(kMmaSync, 34, 6, true, true);
+  random_plain_cases(kMmaSync, 35, 2, false, true);  // element-by-element loads
 }
 
 // Every knob setting of each engine on one shape that fits no tile (a 48 KB mma.sync config once
@@ -231,30 +278,36 @@ TEST(CudaGemm, BroadcastBatchMatchesRef) {
 }
 
 // x alpha + bias -> GELU (+ residual), AMAX of the result, outputs in bf16 / fp8 / fp32.
-void fused_case(const std::string& engine, uint32_t seed, dg::DataType out_type, bool residual) {
+void fused_case(const std::string& engine, uint32_t seed, dg::DataType out_type, bool residual,
+                dg::DataType in_type = dg::DataType::BFLOAT16) {
   std::mt19937 rng(seed);
+  const bool tf32 = in_type == dg::DataType::FLOAT;
   const int64_t bt = 2, m = 1 + rng() % 200, n = 1 + rng() % 200, k = 1 + rng() % 150;
-  std::vector<HostTensor> in{operand({bt}, m, k, false, dg::DataType::BFLOAT16, rng),
-                             operand({1}, k, n, rng() % 2, dg::DataType::BFLOAT16, rng),
+  std::vector<HostTensor> in{operand({bt}, m, k, false, in_type, rng),
+                             operand({1}, k, n, rng() % 2, in_type, rng),
                              gemm_test::packed({1, 1, n}, dg::DataType::FLOAT)};
   gemm_test::fill_random(in[2], rng);
   if (residual) {
     in.push_back(gemm_test::packed({bt, m, n}, dg::DataType::BFLOAT16));
     gemm_test::fill_random(in[3], rng);
   }
-  const double out_tol = out_type == dg::DataType::FP8_E4M3 ? 0.13 : out_type == dg::DataType::FLOAT ? 2e-5 : 1.2e-2;
+  const double out_tol = out_type == dg::DataType::FP8_E4M3 ? 0.13
+                         : out_type == dg::DataType::FLOAT ? (tf32 ? kTf32Tol : 2e-5)
+                                                           : 1.2e-2;
   SCOPED_TRACE(engine + " seed " + std::to_string(seed) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
                " k=" + std::to_string(k));
   gemm_test::run_vs_ref(engine, in,
                         {gemm_test::packed({bt, m, n}, out_type), gemm_test::packed({1, 1, 1}, dg::DataType::FLOAT)},
                         [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
                           g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+                          g.set_allow_tf32(tf32);
                           auto y = fused_chain(g, g.matmul(t[0], t[1], dg::MatmulAttr()), t[2],
                                                residual ? t[3] : nullptr, 0.75);
                           auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
                           return std::vector<dg::TensorPtr>{y, amax};
                         },
-                        {Expect{out_tol, std::sqrt(double(k)) * 0.1}, Expect{out_tol < 1e-3 ? 1e-5 : out_tol, 1}});
+                        {Expect{out_tol, std::sqrt(double(k)) * (tf32 ? 1.0 : 0.1)},
+                         Expect{out_tol < 1e-3 ? 1e-5 : out_tol, tf32 ? std::sqrt(double(k)) : 1.0}});
 }
 
 TEST(CudaGemm, FusedEpiloguesMatchRef) {
@@ -264,6 +317,27 @@ TEST(CudaGemm, FusedEpiloguesMatchRef) {
     fused_case(engine, 62, dg::DataType::FP8_E4M3, false);
     fused_case(engine, 63, dg::DataType::FLOAT, true);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// TF32 with the fused chain (alpha, bias, GELU, residual, AMAX), fp32 / bf16 outputs, and every
+// tf32 configuration of the mma.sync engine on a batched shape that fits no tile.
+TEST(CudaGemm, Tf32FusedEpiloguesAndEveryConfigurationMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  fused_case(kMmaSync, 64, dg::DataType::FLOAT, true, dg::DataType::FLOAT);
+  fused_case(kMmaSync, 65, dg::DataType::BFLOAT16, false, dg::DataType::FLOAT);
+  std::mt19937 rng(66);
+  auto a = operand({2}, 200, 136, true, dg::DataType::FLOAT, rng);
+  auto b = operand({2}, 136, 264, false, dg::DataType::FLOAT, rng);
+  gemm_test::run_vs_ref(kMmaSync, {a, b}, {gemm_test::packed({2, 200, 264}, dg::DataType::FLOAT)},
+                        [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                          g.set_allow_tf32(true);
+                          return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
+                        },
+                        {Expect{kTf32Tol, 12}}, 1000);
 }
 
 }  // namespace

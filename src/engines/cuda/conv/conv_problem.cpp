@@ -1,5 +1,7 @@
 #include "engines/cuda/conv/conv_problem.hpp"
 
+#include "engines/cuda/gemm/matmul_problem.hpp"
+
 namespace dnngraph::cuda::conv {
 namespace {
 
@@ -7,20 +9,23 @@ std::string where(const ir::Node& n, const ir::Tensor& t) { return "node '" + n.
 
 int64_t at(const std::vector<int64_t>& v, size_t i, int64_t fallback) { return i < v.size() ? v[i] : fallback; }
 
-// Channels contiguous, a multiple of 8 of them, other strides multiples of 8 elements.
+// Elements in one 16-byte chunk: 8 of 16-bit types, 4 of FLOAT.
+int64_t per_chunk(const ir::Tensor& t) { return 16 / size_of(t.dtype); }
+
+// Channels contiguous, a multiple of per_chunk of them, other strides multiples of per_chunk elements.
 bool check_gathered(const ir::Node& n, const ir::Tensor& X, std::string& why) {
-  const int64_t C = X.dims[1];
-  if (X.strides[1] != 1 || C % 8 != 0) {
+  const int64_t C = X.dims[1], e = per_chunk(X);
+  if (X.strides[1] != 1 || C % e != 0) {
     why = where(n, X) + (X.strides[1] != 1 ? "channels are not contiguous (NHWC layout needed)"
-                                           : "C=" + std::to_string(C) +
-                                                 " is not a multiple of 8 (the 16-byte im2col gathers take 8 channels "
-                                                 "at a time)");
+                                           : "C=" + std::to_string(C) + " is not a multiple of " + std::to_string(e) +
+                                                 " (the 16-byte im2col gathers take " + std::to_string(e) +
+                                                 " channels at a time)");
     return false;
   }
   for (size_t i = 0; i < X.dims.size(); ++i)
-    if (i != 1 && X.dims[i] > 1 && X.strides[i] % 8 != 0) {
+    if (i != 1 && X.dims[i] > 1 && X.strides[i] % e != 0) {
       why = where(n, X) + "stride " + std::to_string(X.strides[i]) + " of dim " + std::to_string(i) +
-            " is not a multiple of 8 elements (16-byte gathers)";
+            " is not a multiple of " + std::to_string(e) + " elements (16-byte gathers)";
       return false;
     }
   return true;
@@ -34,9 +39,9 @@ bool check_filters(const ir::Node& n, const ir::Tensor& W, int64_t& row, std::st
     packed = packed && (W.dims[i] == 1 || W.strides[i] == expect);
     expect *= W.dims[i];
   }
-  if (!packed || (W.dims[0] > 1 && W.strides[0] % 8 != 0)) {
+  if (!packed || (W.dims[0] > 1 && W.strides[0] % per_chunk(W) != 0)) {
     why = where(n, W) + "filters must be packed as K x (spatial..., C) with channels contiguous (KRSC) and a K stride "
-                        "that is a multiple of 8";
+                        "that is a multiple of " + std::to_string(per_chunk(W));
     return false;
   }
   row = expect;
@@ -68,10 +73,16 @@ void fill_spatial(const Attr& attr, const ir::Tensor& gathered, const ir::Tensor
   for (size_t i = 0; i < nsp; ++i) cp.M *= out.dims[2 + i];
 }
 
-bool check_types(const ir::Node& n, const ir::Tensor& X, const ir::Tensor& W, std::string& why) {
-  if (X.dtype != W.dtype || (X.dtype != DataType::BFLOAT16 && X.dtype != DataType::HALF)) {
+// BFLOAT16 or HALF (both the same); FLOAT only where the graph lets it round to TF32.
+bool check_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& X, const ir::Tensor& W, std::string& why) {
+  const bool half = X.dtype == DataType::BFLOAT16 || X.dtype == DataType::HALF;
+  if (X.dtype == W.dtype && X.dtype == DataType::FLOAT && !g.allow_tf32) {
+    why = where(n, X) + gemm::kTf32Rule;
+    return false;
+  }
+  if (X.dtype != W.dtype || !(half || X.dtype == DataType::FLOAT)) {
     why = where(n, X) + "inputs of type " + std::string(to_string(X.dtype)) + " x " + std::string(to_string(W.dtype)) +
-          " are not supported (BFLOAT16 or HALF, both the same)";
+          " are not supported (BFLOAT16 or HALF, both the same; FLOAT x FLOAT as TF32)";
     return false;
   }
   if (n.compute_type != DataType::FLOAT && n.compute_type != DataType::NOT_SET) {
@@ -101,14 +112,15 @@ bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why)
   const ir::Tensor& DY = p.tensor(n.inputs[0]);
   const ir::Tensor& W = p.tensor(n.inputs[1]);
   const ir::Tensor& DX = p.tensor(n.outputs[0]);
-  if (!check_types(n, DY, W, why) || !check_gathered(n, DY, why)) return false;
+  if (!check_types(*p.graph, n, DY, W, why) || !check_gathered(n, DY, why)) return false;
   if (W.dims[1] != DX.dims[1]) {
     why = where(n, W) + "grouped convolution (groups = " + std::to_string(DX.dims[1] / W.dims[1]) +
           ") is not supported by the implicit GEMM";
     return false;
   }
-  if (DX.dims[1] % 8 != 0) {
-    why = where(n, DX) + "C=" + std::to_string(DX.dims[1]) + " is not a multiple of 8 (16-byte filter rows)";
+  if (DX.dims[1] % per_chunk(W) != 0) {
+    why = where(n, DX) + "C=" + std::to_string(DX.dims[1]) + " is not a multiple of " + std::to_string(per_chunk(W)) +
+          " (16-byte filter rows)";
     return false;
   }
   int64_t row = 0;
@@ -135,7 +147,7 @@ bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why)
   const ir::Tensor& X = p.tensor(n.inputs[0]);
   const ir::Tensor& W = p.tensor(n.inputs[1]);
   const ir::Tensor& Y = p.tensor(n.outputs[0]);
-  if (!check_types(n, X, W, why)) return false;
+  if (!check_types(*p.graph, n, X, W, why)) return false;
   if (W.dims[1] != X.dims[1]) {
     why = where(n, W) + "grouped convolution (groups = " + std::to_string(X.dims[1] / W.dims[1]) +
           ") is not supported by the implicit GEMM; depthwise convolutions have their own engine";
@@ -164,7 +176,7 @@ bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why)
   const ir::Tensor& DY = p.tensor(n.inputs[0]);
   const ir::Tensor& X = p.tensor(n.inputs[1]);
   const ir::Tensor& DW = p.tensor(n.outputs[0]);
-  if (!check_types(n, DY, X, why) || !check_gathered(n, X, why)) return false;
+  if (!check_types(*p.graph, n, DY, X, why) || !check_gathered(n, X, why)) return false;
   if (DW.dims[1] != X.dims[1]) {
     why = where(n, DW) + "grouped convolution (groups = " + std::to_string(X.dims[1] / DW.dims[1]) +
           ") is not supported by the implicit GEMM";
@@ -172,14 +184,15 @@ bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why)
   }
   // DY is read as one [pixels][K] matrix: channels contiguous and its pixels packed.
   int64_t pixel_stride = DY.dims[1], expect = DY.dims[1];
-  bool packed = DY.strides[1] == 1 && DY.dims[1] % 8 == 0;
+  bool packed = DY.strides[1] == 1 && DY.dims[1] % per_chunk(DY) == 0;
   for (size_t i = DY.dims.size(); i-- > 2;) {
     packed = packed && (DY.dims[i] == 1 || DY.strides[i] == expect);
     expect *= DY.dims[i];
   }
   packed = packed && (DY.dims[0] == 1 || DY.strides[0] == expect);
   if (!packed) {
-    why = where(n, DY) + "must be packed NHWC with K a multiple of 8 (read as one [pixels][K] matrix)";
+    why = where(n, DY) + "must be packed NHWC with K a multiple of " + std::to_string(per_chunk(DY)) +
+          " (read as one [pixels][K] matrix)";
     return false;
   }
   fill_spatial(std::get<ConvWgradAttr>(n.attr), X, DW, DY, out.params);

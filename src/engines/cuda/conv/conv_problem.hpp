@@ -10,7 +10,7 @@
 namespace dnngraph::cuda::conv {
 
 struct ConvProblem {
-  DataType dtype = DataType::BFLOAT16;
+  DataType dtype = DataType::BFLOAT16;  // BFLOAT16, HALF, or FLOAT (multiplied as TF32 where the graph allows)
   int x = -1, w = -1;  // IR tensor ids
   ConvParams params{};  // sizes and strides; pointers and tiles are filled at execute
   gemm::EpilogueAxes axes;
@@ -20,6 +20,7 @@ struct ConvProblem {
 
 // Checks and describes; false with `why` (the node, the tensor and the rule).
 bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why);
+// Channel counts below are multiples of 8 (FLOAT: 4), one 16-byte chunk.
 // conv_dgrad: DY NHWC (K a multiple of 8), W KRSC, DX NHWC (C a multiple of 8).
 bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why);
 // conv_wgrad: DY packed NHWC (K a multiple of 8), X NHWC (C a multiple of 8), DW KRSC.

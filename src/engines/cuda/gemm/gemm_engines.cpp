@@ -20,8 +20,8 @@ int64_t knob(const Knobs& k, const char* name, int64_t fallback) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Predicted seconds: the tile-padded FLOPs at `efficiency` of the device's bf16 peak, or the
-// bytes at its bandwidth, plus a launch.
+// Predicted seconds: the tile-padded FLOPs at `efficiency` of the device's bf16 peak (TF32's is
+// half of it: 495 of 989 TFLOP/s dense on an H100/H200), or the bytes at its bandwidth, plus a launch.
 double estimate(const Partition& p, const Target& t, const MatmulConfig& c, double efficiency) {
   MatmulPieces pieces;
   std::string why;
@@ -35,13 +35,37 @@ double estimate(const Partition& p, const Target& t, const MatmulConfig& c, doub
     padded *= static_cast<double>(ceil_div(tiles, sms) * sms) / static_cast<double>(tiles);  // the last wave
     if (!mp.a_vec || !mp.b_vec) efficiency *= 0.1;  // element-by-element loads
   }
+  if (c.tf32) efficiency *= 0.5;
   return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), efficiency, 5e-6);
+}
+
+// FLOAT inputs (which describe_matmul lets through only where the graph allows TF32) run on the
+// mma.sync core with the tf32 knob; 16-bit inputs without it.
+Status check_tf32(const Partition& p, const gemm::MatmulProblem& mp, const MatmulConfig& c, std::string_view engine) {
+  const bool fp32 = mp.dtype == DataType::FLOAT;
+  const std::string where = "node '" + p.graph->nodes[static_cast<size_t>(gemm::anchor_node(p))].name + "', tensor '" +
+                            p.tensor(mp.a).name + "': ";
+  if (fp32 && c.core == Core::WGMMA)
+    return {ErrorCode::GRAPH_NOT_SUPPORTED, std::string(engine) + ": " + where +
+                                                "FLOAT inputs (TF32) run on the mma.sync core only (no wgmma TF32 path)"};
+  if (fp32 != c.tf32)
+    return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
+            std::string(engine) + ": " + where + "the tf32 knob is " + (c.tf32 ? "1" : "0") + " but the inputs are " +
+                std::string(to_string(mp.dtype)) + " (tf32=1 goes with FLOAT inputs, and only with them)"};
+  return {};
+}
+
+bool is_fp32(const Partition& p, const Target& t) {
+  gemm::MatmulProblem mp;
+  std::string why;
+  return gemm::describe_matmul(p, t, mp, why) && mp.dtype == DataType::FLOAT;
 }
 
 Status build_plan(const Partition& p, const Target& t, const MatmulConfig& c, bool compile, ByteReader* r,
                   std::string_view engine, std::unique_ptr<Plan>& plan) {
   MatmulPieces pieces;
   if (auto s = gemm::prepare_matmul(p, t, pieces); !s.ok()) return s;
+  if (auto s = check_tf32(p, pieces.mp, c, engine); !s.ok()) return s;
   gemm::KernelBuild k;
   k.source = gemm::matmul_source(pieces.mp, c, pieces.epi, *p.graph);
   const char* kernel = c.core == Core::WGMMA ? gemm::kWgmmaKernel : gemm::kMmaSyncKernel;
@@ -61,14 +85,17 @@ bool mma_config(const Knobs& k, MatmulConfig& c, std::string& why) {
   c.bm = static_cast<int>(knob(k, "tile_m", 128));
   c.bn = static_cast<int>(knob(k, "tile_n", 128));
   c.stages = static_cast<int>(knob(k, "stages", 4));
-  c.bk = 32;
+  const int64_t tf32 = knob(k, "tf32", 0);
+  c.tf32 = tf32 == 1;
+  c.bk = c.tf32 ? 16 : 32;  // 64 bytes of k per tile row either way
   c.threads = 128;
-  if ((c.bm != 64 && c.bm != 128) || (c.bn != 64 && c.bn != 128) || c.stages < 2 || c.stages > 6) {
-    why = "knobs " + knobs_to_string(k) + ": tile_m and tile_n must be 64 or 128, stages 2..6";
+  if ((c.bm != 64 && c.bm != 128) || (c.bn != 64 && c.bn != 128) || c.stages < 2 || c.stages > 6 ||
+      (tf32 != 0 && tf32 != 1)) {
+    why = "knobs " + knobs_to_string(k) + ": tile_m and tile_n must be 64 or 128, stages 2..6, tf32 0 or 1";
     return false;
   }
   // The pipeline, then the fp32 tile staged for the epilogue in the same bytes.
-  c.smem_bytes = std::max(c.stages * (c.bm + c.bn) * c.bk * 2, c.bm * (c.bn + 4) * 4);
+  c.smem_bytes = std::max(c.stages * (c.bm + c.bn) * c.bk * (c.tf32 ? 4 : 2), c.bm * (c.bn + 4) * 4);
   return true;
 }
 
@@ -85,8 +112,12 @@ class GemmMmaSyncEngine final : public Engine {
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     std::vector<Knobs> out;
+    const bool tf32 = is_fp32(p, t);
     for (auto [bm, bn] : {std::pair{128, 128}, {128, 64}, {64, 128}, {64, 64}})
-      for (int st : {4, 3}) out.push_back({{"tile_m", bm}, {"tile_n", bn}, {"stages", st}});
+      for (int st : {4, 3}) {
+        out.push_back({{"tile_m", bm}, {"tile_n", bn}, {"stages", st}});
+        if (tf32) out.back()["tf32"] = 1;
+      }
     // Best guess first: the largest tile that still gives every multiprocessor a block.
     std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
       return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
@@ -152,6 +183,11 @@ class GemmWgmmaTmaEngine final : public Engine {
     if (t.info().sm_version != 90)
       return Support::no("wgmma and TMA need sm_90a; the device is sm_" + std::to_string(t.info().sm_version));
     const auto& mp = pieces.mp;
+    if (mp.dtype == DataType::FLOAT) {
+      MatmulConfig c;
+      c.core = Core::WGMMA;
+      return Support::no(check_tf32(p, mp, c, name()).message());
+    }
     for (bool is_a : {true, false}) {
       const ir::Tensor& x = p.tensor(is_a ? mp.a : mp.b);
       if (!(is_a ? mp.a_vec : mp.b_vec))

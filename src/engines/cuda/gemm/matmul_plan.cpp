@@ -9,7 +9,9 @@
 namespace dnngraph::cuda::gemm {
 namespace {
 
-const char* dt_name(DataType t) { return t == DataType::HALF ? "dg::DT_HALF" : "dg::DT_BFLOAT16"; }
+const char* dt_name(DataType t) {
+  return t == DataType::HALF ? "dg::DT_HALF" : t == DataType::FLOAT ? "dg::DT_FLOAT" : "dg::DT_BFLOAT16";
+}
 const char* b(bool v) { return v ? "true" : "false"; }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -127,7 +129,7 @@ class MatmulPlan final : public Plan {
 
 std::string MatmulConfig::describe() const {
   std::ostringstream os;
-  os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages
+  os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << (tf32 ? " tf32" : "") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages
      << (pingpong ? " ping-pong" : "");
   return os.str();
 }

@@ -7,16 +7,30 @@ namespace {
 
 std::string type_name(DataType t) { return std::string(to_string(t)); }
 
-// Which dim of an operand is contiguous, and whether 16-byte chunks work along it: K-major when
-// k is contiguous (or neither dim is: then elements are read one by one), else MN-major.
+// Which dim of an operand is contiguous, and whether 16-byte chunks (`per_chunk` elements) work
+// along it: K-major when k is contiguous (or neither dim is: then elements are read one by one),
+// else MN-major.
 void pick_major(int64_t k_stride, int64_t mn_stride, int64_t mn_size, int64_t k_size, const std::vector<int64_t>& bs,
-                bool& k_major, bool& vec) {
+                int64_t per_chunk, bool& k_major, bool& vec) {
   k_major = k_stride == 1 || mn_stride != 1;
   const int64_t contiguous = k_major ? k_stride : mn_stride;
   const int64_t other = k_major ? mn_stride : k_stride;
   const int64_t other_size = k_major ? mn_size : k_size;
-  vec = contiguous == 1 && (other_size == 1 || other % 8 == 0);
-  for (int64_t s : bs) vec = vec && s % 8 == 0;
+  vec = contiguous == 1 && (other_size == 1 || other % per_chunk == 0);
+  for (int64_t s : bs) vec = vec && s % per_chunk == 0;
+}
+
+// BFLOAT16 or HALF (both the same) always; FLOAT only where the graph lets it round to TF32.
+bool check_input_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& A, const ir::Tensor& B,
+                       std::string& why) {
+  const bool half = A.dtype == DataType::BFLOAT16 || A.dtype == DataType::HALF;
+  if (A.dtype == B.dtype && (half || (A.dtype == DataType::FLOAT && g.allow_tf32))) return true;
+  if (A.dtype == B.dtype && A.dtype == DataType::FLOAT)
+    why = "node '" + n.name + "', tensor '" + A.name + "': " + std::string(kTf32Rule);
+  else
+    why = "node '" + n.name + "', tensor '" + A.name + "': inputs of type " + type_name(A.dtype) + " x " +
+          type_name(B.dtype) + " are not supported (BFLOAT16 or HALF, both the same; FLOAT x FLOAT as TF32)";
+  return false;
 }
 
 }  // namespace
@@ -33,7 +47,7 @@ bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, st
     return false;
   }
   if (t.info().sm_version < 80) {
-    why = "needs sm_80 or later (mma.sync bf16); the device is sm_" + std::to_string(t.info().sm_version);
+    why = "needs sm_80 or later (mma.sync bf16/tf32); the device is sm_" + std::to_string(t.info().sm_version);
     return false;
   }
   return describe_matmul_graph(p, out, why);
@@ -50,11 +64,7 @@ bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& 
   const ir::Tensor& A = p.tensor(n.inputs[0]);
   const ir::Tensor& B = p.tensor(n.inputs[1]);
   const ir::Tensor& C = p.tensor(n.outputs[0]);
-  if (A.dtype != B.dtype || (A.dtype != DataType::BFLOAT16 && A.dtype != DataType::HALF)) {
-    why = "node '" + n.name + "', tensor '" + A.name + "': inputs of type " + type_name(A.dtype) + " x " +
-          type_name(B.dtype) + " are not supported (BFLOAT16 or HALF, both the same)";
-    return false;
-  }
+  if (!check_input_types(*p.graph, n, A, B, why)) return false;
   if (n.compute_type != DataType::FLOAT && n.compute_type != DataType::NOT_SET) {
     why = "node '" + n.name + "': compute type " + type_name(n.compute_type) + " is not supported (fp32 accumulation)";
     return false;
@@ -88,8 +98,9 @@ bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& 
     }
   out.axes.m = {r - 2};
   out.axes.n = {r - 1};
-  pick_major(out.a_sk, out.a_sm, out.M, out.K, out.a_bs, out.a_k_major, out.a_vec);
-  pick_major(out.b_sk, out.b_sn, out.N, out.K, out.b_bs, out.b_k_major, out.b_vec);
+  const int64_t per_chunk = 16 / size_of(out.dtype);
+  pick_major(out.a_sk, out.a_sm, out.M, out.K, out.a_bs, per_chunk, out.a_k_major, out.a_vec);
+  pick_major(out.b_sk, out.b_sn, out.N, out.K, out.b_bs, per_chunk, out.b_k_major, out.b_vec);
   if (out.M * out.N == 0 || out.K == 0) {
     why = "node '" + n.name + "': empty matmul";
     return false;

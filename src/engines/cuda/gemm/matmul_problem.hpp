@@ -10,7 +10,7 @@
 namespace dnngraph::cuda::gemm {
 
 struct MatmulProblem {
-  DataType dtype = DataType::BFLOAT16;  // of A and B
+  DataType dtype = DataType::BFLOAT16;  // of A and B (FLOAT: multiplied as TF32)
   int a = -1, b = -1;                   // IR tensor ids
   int64_t M = 0, N = 0, K = 0;
   int64_t a_sm = 0, a_sk = 0, b_sk = 0, b_sn = 0;  // element strides
@@ -21,8 +21,12 @@ struct MatmulProblem {
   int64_t batch_count() const;
 };
 
-// Checks the partition (CUDA device of sm_80+, a matmul anchor, BFLOAT16 or HALF inputs, fp32
-// compute) and describes it; false with `why`.
+// The rule for FLOAT inputs, for rejections (the matmul and convolution engines share it).
+inline constexpr const char* kTf32Rule =
+    "FLOAT inputs run on tensor cores as TF32 only when the graph allows it (Graph::set_allow_tf32(true))";
+
+// Checks the partition (CUDA device of sm_80+, a matmul anchor, BFLOAT16 or HALF inputs or FLOAT
+// ones the graph allows to round to TF32, fp32 compute) and describes it; false with `why`.
 bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why);
 // The graph-only part (no device checks): what the NVRTC compile tests use without a GPU.
 bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why);

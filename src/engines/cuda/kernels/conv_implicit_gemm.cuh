@@ -1,7 +1,8 @@
 // Convolution forward as an implicit GEMM on the mma.sync core (gemm_mma_sync.cuh):
 //   M = output pixels (N x O x P x Q), N = output channels K, K = filter taps x channels (T R S C).
 // Activations are NHWC (channels contiguous), filters KTRSC (each output channel's taps and
-// channels packed), so a 16-byte chunk of the GEMM's k is 8 channels of one tap of one pixel. The A
+// channels packed), so a 16-byte chunk of the GEMM's k is 8 (fp32: 4) channels of one tap of one
+// pixel; ES is the element size in bytes throughout. The A
 // loader gathers those chunks straight from the activations (im2col addressing, zero-filled where
 // the tap falls into the padding); B is a plain K-major matrix. 1D and 2D convolutions are 3D ones
 // with unit dims in front.
@@ -31,18 +32,19 @@ struct ConvParams {
   void* ws;    // split-K: partial sums [tile][split][128 x BN] fp32, then one counter per tile
 };
 
-template <int BM, int BK, int THREADS>
+template <int BM, int BK, int THREADS, int ES = 2>
 struct ConvFpropLoaderA {
-  static constexpr int CHUNKS = BK / 8, ROWS = BM * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
+  typedef typename RawElem<ES>::type E;
+  static constexpr int EPC = 16 / ES, CHUNKS = BK / EPC, ROWS = BM * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
   const ConvParams* cp;
-  const u16* x;
+  const E* x;
   int jc;
   i64 base[ROWS];
   int d0[ROWS], h0[ROWS], w0[ROWS];  // the window's corner in the input (may be negative)
 
   __device__ __forceinline__ void init(const ConvParams& params, i64 m0) {
     cp = &params;
-    x = static_cast<const u16*>(params.x);
+    x = static_cast<const E*>(params.x);
     jc = (int)threadIdx.x % CHUNKS;
 #pragma unroll
     for (int u = 0; u < ROWS; ++u) {
@@ -69,7 +71,7 @@ struct ConvFpropLoaderA {
 
   __device__ __forceinline__ void load(u32 tile, int kt) const {
     const ConvParams& P = *cp;
-    const i64 k = (i64)kt * BK + jc * 8;
+    const i64 k = (i64)kt * BK + jc * EPC;
     const bool kval = k < P.K;
     const int c = (int)(k % P.C);
     int tap = (int)(k / P.C);
@@ -83,8 +85,8 @@ struct ConvFpropLoaderA {
       const int d = d0[u] + t * P.dil[0], h = h0[u] + r * P.dil[1], w = w0[u] + s * P.dil[2];
       const bool ok = kval && (unsigned)d < (unsigned)P.in[0] && (unsigned)h < (unsigned)P.in[1] &&
                       (unsigned)w < (unsigned)P.in[2];
-      const u16* src = x + base[u] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + c;
-      cp_async16(tile + tile_offset<BK>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
+      const E* src = x + base[u] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + c;
+      cp_async16(tile + tile_offset<BK, ES>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
     }
   }
 };
@@ -94,18 +96,19 @@ struct ConvFpropLoaderA {
 //   one DY pixel). ConvParams then describe the gathered tensor: x = DY, in = DY's spatial dims,
 //   out = DX's, C = DY's channel count; filt/pad/stride/dil are the forward convolution's. A DX
 //   pixel d meets tap t at the DY pixel (d + pad - t * dil) / stride when that divides exactly.
-template <int BM, int BK, int THREADS>
+template <int BM, int BK, int THREADS, int ES = 2>
 struct ConvDgradLoaderA {
-  static constexpr int CHUNKS = BK / 8, ROWS = BM * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
+  typedef typename RawElem<ES>::type E;
+  static constexpr int EPC = 16 / ES, CHUNKS = BK / EPC, ROWS = BM * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
   const ConvParams* cp;
-  const u16* x;
+  const E* x;
   int jc;
   i64 base[ROWS];
   int d0[ROWS], h0[ROWS], w0[ROWS];  // the DX pixel plus the leading padding
 
   __device__ __forceinline__ void init(const ConvParams& params, i64 m0) {
     cp = &params;
-    x = static_cast<const u16*>(params.x);
+    x = static_cast<const E*>(params.x);
     jc = (int)threadIdx.x % CHUNKS;
 #pragma unroll
     for (int u = 0; u < ROWS; ++u) {
@@ -131,7 +134,7 @@ struct ConvDgradLoaderA {
 
   __device__ __forceinline__ void load(u32 tile, int kt) const {
     const ConvParams& P = *cp;
-    const i64 k = (i64)kt * BK + jc * 8;
+    const i64 k = (i64)kt * BK + jc * EPC;
     const bool kval = k < P.K;
     const int c = (int)(k % P.C);
     int tap = (int)(k / P.C);
@@ -146,18 +149,19 @@ struct ConvDgradLoaderA {
       const bool ok = kval && tap_hits(d0[u] - t * P.dil[0], P.stride[0], P.in[0], od) &&
                       tap_hits(h0[u] - r * P.dil[1], P.stride[1], P.in[1], oh) &&
                       tap_hits(w0[u] - s * P.dil[2], P.stride[2], P.in[2], ow);
-      const u16* src = x + base[u] + od * P.x_stride[1] + oh * P.x_stride[2] + ow * P.x_stride[3] + c;
-      cp_async16(tile + tile_offset<BK>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
+      const E* src = x + base[u] + od * P.x_stride[1] + oh * P.x_stride[2] + ow * P.x_stride[3] + c;
+      cp_async16(tile + tile_offset<BK, ES>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
     }
   }
 };
 
 // dgrad's B: W[k][c][taps] read as rows (tap, k) of contiguous c, an MN-major tile (BK x BN).
-template <int BN, int BK, int THREADS>
+template <int BN, int BK, int THREADS, int ES = 2>
 struct ConvDgradLoaderB {
-  static constexpr int CHUNKS = BN / 8;
+  typedef typename RawElem<ES>::type E;
+  static constexpr int EPC = 16 / ES, CHUNKS = BN / EPC;
   const ConvParams* cp;
-  const u16* w;
+  const E* w;
   i64 n0;
 
   __device__ __forceinline__ void load(u32 tile, int kt) const {
@@ -167,11 +171,11 @@ struct ConvDgradLoaderB {
     for (int u = 0; u < BK * CHUNKS / THREADS; ++u) {
       const int id = (int)threadIdx.x + u * THREADS;
       const int i = id / CHUNKS, jc = id % CHUNKS;
-      const i64 kk = (i64)kt * BK + i, c = n0 + jc * 8;
+      const i64 kk = (i64)kt * BK + i, c = n0 + jc * EPC;
       const bool ok = kk < P.K && c < P.N;
       const i64 tap = kk / P.C, k = kk - tap * P.C;
-      const u16* src = w + k * P.w_stride_k + tap * P.N + c;
-      cp_async16(tile + tile_offset<BN>(i, jc), ok ? (const void*)src : (const void*)w, ok ? 16 : 0);
+      const E* src = w + k * P.w_stride_k + tap * P.N + c;
+      cp_async16(tile + tile_offset<BN, ES>(i, jc), ok ? (const void*)src : (const void*)w, ok ? 16 : 0);
     }
   }
 };
@@ -189,11 +193,12 @@ __device__ __forceinline__ void conv_dgrad_mma_sync(const ConvParams& cp, const 
 #pragma unroll
   for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
   const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
-  ConvDgradLoaderA<BM, BK, THREADS> la;
+  constexpr int ES = MmaOperand<DT>::ES;
+  ConvDgradLoaderA<BM, BK, THREADS, ES> la;
   la.init(cp, m0);
-  ConvDgradLoaderB<BN, BK, THREADS> lb;
+  ConvDgradLoaderB<BN, BK, THREADS, ES> lb;
   lb.cp = &cp;
-  lb.w = static_cast<const u16*>(cp.w);
+  lb.w = static_cast<const typename RawElem<ES>::type*>(cp.w);
   lb.n0 = n0;
   float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
   const int ktiles = (int)((cp.K + BK - 1) / BK);
@@ -208,20 +213,21 @@ __device__ __forceinline__ void conv_dgrad_mma_sync(const ConvParams& cp, const 
 //   (rows = pixels, K contiguous: w = DY, w_stride_k = its pixel stride); B gathers X: row = DY
 //   pixel, 8 columns = 8 channels of one tap (x = X, in = X's spatial dims, out = DY's, C = X's
 //   channel count).
-template <int BN, int BK, int THREADS>
+template <int BN, int BK, int THREADS, int ES = 2>
 struct ConvWgradLoaderB {
-  static constexpr int CHUNKS = BN / 8, ROWS = BK * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
+  typedef typename RawElem<ES>::type E;
+  static constexpr int EPC = 16 / ES, CHUNKS = BN / EPC, ROWS = BK * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
   const ConvParams* cp;
-  const u16* x;
+  const E* x;
   int jc;
   bool col_ok;
   int c, ft, fr, fs;  // this thread's column chunk: channel and tap
 
   __device__ __forceinline__ void init(const ConvParams& params, i64 n0) {
     cp = &params;
-    x = static_cast<const u16*>(params.x);
+    x = static_cast<const E*>(params.x);
     jc = (int)threadIdx.x % CHUNKS;
-    const i64 col = n0 + jc * 8;
+    const i64 col = n0 + jc * EPC;
     col_ok = col < params.N;
     c = (int)(col % params.C);
     int tap = (int)(col / params.C);
@@ -249,8 +255,8 @@ struct ConvWgradLoaderB {
       const int w = q * P.stride[2] - P.pad[2] + fs * P.dil[2];
       const bool ok = col_ok && pix < P.K && (unsigned)d < (unsigned)P.in[0] && (unsigned)h < (unsigned)P.in[1] &&
                       (unsigned)w < (unsigned)P.in[2];
-      const u16* src = x + n * P.x_stride[0] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + c;
-      cp_async16(tile + tile_offset<BN>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
+      const E* src = x + n * P.x_stride[0] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + c;
+      cp_async16(tile + tile_offset<BN, ES>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
     }
   }
 };
@@ -268,15 +274,16 @@ __device__ __forceinline__ void conv_wgrad_mma_sync(const ConvParams& cp, const 
 #pragma unroll
   for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
   const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
-  StridedLoader<BK, BM, THREADS, false, true> la;  // DY: rows = pixels (k), columns = output channels (m)
-  la.base = static_cast<const u16*>(cp.w);
+  constexpr int ES = MmaOperand<DT>::ES;
+  StridedLoader<BK, BM, THREADS, false, true, ES> la;  // DY: rows = pixels (k), columns = output channels (m)
+  la.base = static_cast<const typename RawElem<ES>::type*>(cp.w);
   la.rs = cp.w_stride_k;
   la.cs = 1;
   la.rows = cp.K;
   la.cols = cp.M;
   la.fixed = m0;
   la.bk = BK;
-  ConvWgradLoaderB<BN, BK, THREADS> lb;
+  ConvWgradLoaderB<BN, BK, THREADS, ES> lb;
   lb.init(cp, n0);
   float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
   const int ktiles = (int)((cp.K + BK - 1) / BK);
@@ -299,10 +306,11 @@ __device__ __forceinline__ void conv_fprop_mma_sync(const ConvParams& cp, const 
 #pragma unroll
   for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
   const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
-  ConvFpropLoaderA<BM, BK, THREADS> la;
+  constexpr int ES = MmaOperand<DT>::ES;
+  ConvFpropLoaderA<BM, BK, THREADS, ES> la;
   la.init(cp, m0);
-  StridedLoader<BN, BK, THREADS, true, true> lb;
-  lb.base = static_cast<const u16*>(cp.w);
+  StridedLoader<BN, BK, THREADS, true, true, ES> lb;
+  lb.base = static_cast<const typename RawElem<ES>::type*>(cp.w);
   lb.rs = cp.w_stride_k;
   lb.cs = 1;
   lb.rows = cp.N;

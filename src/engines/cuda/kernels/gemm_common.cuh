@@ -69,12 +69,49 @@ template <> __device__ __forceinline__ void mma_16816<DT_HALF>(float (&d)[4], co
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// ---- swizzled tiles: ROWS rows of COLS contiguous 16-bit elements, stored in 16-byte chunks whose
+// m16n8k8 TF32 (fp32 in memory, fp32 accumulation): the fragments have the m16n8k16 register
+// layout with one 32-bit element where bf16 has two, so the same tile addressing in 16-byte chunks
+// loads both. The inputs are rounded to TF32 (nearest, ties away) before the MMA, which otherwise
+// drops their low 13 mantissa bits.
+__device__ __forceinline__ u32 to_tf32(u32 x) {
+  u32 r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
+  return r;
+}
+__device__ __forceinline__ void mma_1688_tf32(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// An mma.sync operand type: element bytes (ES), k per MMA step (one step = two 16-byte chunks of
+// a K-major row), and the MMA itself on fragments already rounded (tf32) or as loaded.
+template <int DT> struct MmaOperand {
+  static constexpr int ES = DT == DT_FLOAT ? 4 : 2;
+  static constexpr int K_STEP = 32 / ES;
+  __device__ __forceinline__ static u32 round(u32 x) { return DT == DT_FLOAT ? to_tf32(x) : x; }
+  __device__ __forceinline__ static void mma(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    if constexpr (DT == DT_FLOAT) mma_1688_tf32(d, a, b0, b1);
+    else mma_16816<DT>(d, a, b0, b1);
+  }
+};
+
+// The raw bits of an ES-byte element (the loaders move bits, not values).
+template <int ES> struct RawElem;
+template <> struct RawElem<2> { typedef u16 type; };
+template <> struct RawElem<4> { typedef u32 type; };
+
+// ---- swizzled tiles: ROWS rows of COLS contiguous ES-byte elements, stored in 16-byte chunks whose
 // index is XORed with the row so that 8 rows read at one chunk column hit 8 different bank groups.
-template <int COLS>
+template <int COLS, int ES = 2>
 __device__ __forceinline__ u32 tile_offset(int row, int chunk) {
-  const int phys = COLS >= 64 ? (chunk ^ (row & 7)) : COLS == 32 ? (chunk ^ ((row >> 1) & 3)) : (chunk ^ ((row >> 2) & 1));
-  return (u32)(row * COLS * 2 + phys * 16);
+  constexpr int ROW_BYTES = COLS * ES;
+  const int phys = ROW_BYTES >= 128  ? (chunk ^ (row & 7))
+                   : ROW_BYTES == 64 ? (chunk ^ ((row >> 1) & 3))
+                                     : (chunk ^ ((row >> 2) & 1));
+  return (u32)(row * ROW_BYTES + phys * 16);
 }
 
 // ---- tile coordinates

@@ -1,10 +1,11 @@
 // The portable tensor-core GEMM core (sm_80 and later): a multi-stage cp.async pipeline into
-// swizzled shared memory, ldmatrix fragment loads, mma.sync m16n8k16 (bf16/fp16 in, fp32
-// accumulation), and the generated epilogue applied to the accumulators in registers.
+// swizzled shared memory, ldmatrix fragment loads, mma.sync m16n8k16 (bf16/fp16 in) or m16n8k8
+// (fp32 in, rounded to tf32), fp32 accumulation, and the generated epilogue.
 //
 // Operand tiles are either K-major (rows = m or n, BK contiguous k) or MN-major (rows = k, BM or BN
-// contiguous m or n); ldmatrix.trans turns the MN-major ones into the same fragments. Loaders fill
-// one pipeline stage per call, so a convolution reuses the core with gathering loaders
+// contiguous m or n); ldmatrix.trans turns the MN-major 16-bit ones into the same fragments, and
+// 32-bit ones (which ldmatrix cannot transpose) are read element by element. Loaders fill one
+// pipeline stage per call, so a convolution reuses the core with gathering loaders
 // (conv_implicit_gemm.cuh).
 #pragma once
 #include "gemm_common.cuh"
@@ -14,10 +15,12 @@ namespace dg {
 // Fills ROWS x COLS tiles of a strided matrix: tile element (i, j) is the global element
 // (r0 + i, c0 + j) at base + row * rs + col * cs, zero outside [0, rows) x [0, cols). K_MAJOR:
 // the column index advances with the k tile; else the row index does. VEC: cs == 1 and every row
-// start is 16-byte aligned, so each 8-element chunk is one cp.async (partial at the edge).
-template <int ROWS, int COLS, int THREADS, bool K_MAJOR, bool VEC>
+// start is 16-byte aligned, so each 16-byte chunk (16 / ES elements) is one cp.async (partial at
+// the edge).
+template <int ROWS, int COLS, int THREADS, bool K_MAJOR, bool VEC, int ES = 2>
 struct StridedLoader {
-  const u16* base;
+  typedef typename RawElem<ES>::type E;
+  const E* base;
   i64 rs, cs;
   i64 rows, cols;
   i64 fixed;  // the origin along the non-k axis (m0 or n0)
@@ -26,28 +29,26 @@ struct StridedLoader {
   __device__ __forceinline__ void load(u32 tile, int kt) const {
     const i64 r0 = K_MAJOR ? fixed : (i64)kt * bk;
     const i64 c0 = K_MAJOR ? (i64)kt * bk : fixed;
-    constexpr int CHUNKS = COLS / 8;
+    constexpr int EPC = 16 / ES, CHUNKS = COLS / EPC;  // elements per chunk, chunks per row
     static_assert((ROWS * CHUNKS) % THREADS == 0, "tile chunks must split evenly over the threads");
 #pragma unroll
     for (int u = 0; u < ROWS * CHUNKS / THREADS; ++u) {
       const int id = (int)threadIdx.x + u * THREADS;
       const int i = id / CHUNKS, jc = id % CHUNKS;
-      const i64 r = r0 + i, c = c0 + jc * 8;
-      const u32 dst = tile + tile_offset<COLS>(i, jc);
+      const i64 r = r0 + i, c = c0 + jc * EPC;
+      const u32 dst = tile + tile_offset<COLS, ES>(i, jc);
       if (VEC) {
-        i64 bytes = (r < rows && c < cols) ? (cols - c) * 2 : 0;
+        i64 bytes = (r < rows && c < cols) ? (cols - c) * ES : 0;
         bytes = bytes > 16 ? 16 : bytes;
         cp_async16(dst, bytes > 0 ? (const void*)(base + r * rs + c) : (const void*)base, (int)bytes);
       } else {
-        u16 v[8];
+        u32 w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) v[e] = (r < rows && c + e < cols) ? base[r * rs + (c + e) * cs] : (u16)0;
-        uint4 w;
-        w.x = v[0] | ((u32)v[1] << 16);
-        w.y = v[2] | ((u32)v[3] << 16);
-        w.z = v[4] | ((u32)v[5] << 16);
-        w.w = v[6] | ((u32)v[7] << 16);
-        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
+        for (int e = 0; e < EPC; ++e) {
+          const u32 v = (r < rows && c + e < cols) ? (u32)base[r * rs + (c + e) * cs] : 0u;
+          w[e * ES / 4] |= v << (e * ES % 4 * 8);
+        }
+        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
                      : "memory");
       }
     }
@@ -59,8 +60,61 @@ struct MmaShape {
   static constexpr int THREADS = WARPS_M * WARPS_N * 32;
   static constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;  // warp tile
   static constexpr int MI = WTM / 16, NI = WTN / 8;              // mma tiles per warp
-  static_assert(WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0, "warp tiles are whole m16 x n16 blocks");
+  static_assert(WTM % 16 == 0 && WTN % 16 == 0 && BK % 8 == 0, "warp tiles are whole m16 x n16 blocks");
 };
+
+// One 32-bit element (row, col) of a swizzled tile of COLS 32-bit columns.
+template <int COLS>
+__device__ __forceinline__ u32 lds_elem32(u32 tile, int row, int col) {
+  u32 v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(tile + tile_offset<COLS, 4>(row, col >> 2) + (col & 3) * 4));
+  return v;
+}
+
+// The A fragment of the m16 block at tile row/column m for k step kk (of MmaOperand<DT>::K_STEP).
+template <int DT, int COLS, bool KM>
+__device__ __forceinline__ void load_a_frag(u32 tile, int m, int kk, int lane, u32 (&a)[4]) {
+  typedef MmaOperand<DT> Op;
+  if (KM) {
+    ldmatrix_x4(tile + tile_offset<COLS, Op::ES>(m + (lane & 15), kk * 2 + (lane >> 4)), a);
+  } else if (Op::ES == 2) {
+    const int q = lane >> 3;
+    const int k = kk * 16 + (lane & 7) + ((q >> 1) << 3);
+    ldmatrix_x4_trans(tile + tile_offset<COLS>(k, m / 8 + (q & 1)), a);
+  } else {  // a0..a3 = (m g, k t), (m g+8, k t), (m g, k t+4), (m g+8, k t+4); g = lane / 4, t = lane % 4
+    const int g = lane >> 2, k = kk * 8 + (lane & 3);
+    a[0] = lds_elem32<COLS>(tile, k, m + g);
+    a[1] = lds_elem32<COLS>(tile, k, m + g + 8);
+    a[2] = lds_elem32<COLS>(tile, k + 4, m + g);
+    a[3] = lds_elem32<COLS>(tile, k + 4, m + g + 8);
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) a[e] = Op::round(a[e]);
+}
+
+// The B fragments of the two n8 blocks at tile row/column n and n + 8 for k step kk.
+template <int DT, int COLS, bool KM>
+__device__ __forceinline__ void load_b_frags(u32 tile, int n, int kk, int lane, u32 (&b0)[2], u32 (&b1)[2]) {
+  typedef MmaOperand<DT> Op;
+  const int q = lane >> 3;
+  u32 r[4];
+  if (KM) {
+    ldmatrix_x4(tile + tile_offset<COLS, Op::ES>(n + (lane & 7) + ((q >> 1) << 3), kk * 2 + (q & 1)), r);
+  } else if (Op::ES == 2) {
+    const int k = kk * 16 + (lane & 7) + ((q & 1) << 3);
+    ldmatrix_x4_trans(tile + tile_offset<COLS>(k, n / 8 + (q >> 1)), r);
+  } else {  // b0, b1 = (k t, n g), (k t+4, n g)
+    const int g = lane >> 2, k = kk * 8 + (lane & 3);
+    r[0] = lds_elem32<COLS>(tile, k, n + g);
+    r[1] = lds_elem32<COLS>(tile, k + 4, n + g);
+    r[2] = lds_elem32<COLS>(tile, k, n + 8 + g);
+    r[3] = lds_elem32<COLS>(tile, k + 4, n + 8 + g);
+  }
+  b0[0] = Op::round(r[0]);
+  b0[1] = Op::round(r[1]);
+  b1[0] = Op::round(r[2]);
+  b1[1] = Op::round(r[3]);
+}
 
 // The main loop: acc (per warp MI x NI m16n8 tiles) = sum over k tiles of A tile x B tile.
 template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool A_KM, bool B_KM, class LA,
@@ -68,7 +122,8 @@ template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, 
 __device__ __forceinline__ void mma_mainloop(const LA& la, const LB& lb, int ktiles, char* smem,
                                              float (&acc)[BM / WARPS_M / 16][BN / WARPS_N / 8][4]) {
   typedef MmaShape<BM, BN, BK, WARPS_M, WARPS_N> S;
-  constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
+  typedef MmaOperand<DT> Op;
+  constexpr int A_BYTES = BM * BK * Op::ES, B_BYTES = BN * BK * Op::ES;
   constexpr int A_COLS = A_KM ? BK : BM, B_COLS = B_KM ? BK : BN;
   const u32 base = smem_u32(smem);
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
@@ -101,40 +156,18 @@ __device__ __forceinline__ void mma_mainloop(const LA& la, const LB& lb, int kti
     const u32 a_tile = base + (kt % STAGES) * (A_BYTES + B_BYTES);
     const u32 b_tile = a_tile + A_BYTES;
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) {
+    for (int kk = 0; kk < BK / Op::K_STEP; ++kk) {
       u32 af[S::MI][4];
       u32 bf[S::NI][2];
 #pragma unroll
-      for (int mi = 0; mi < S::MI; ++mi) {
-        if (A_KM) {
-          const int row = wm * S::WTM + mi * 16 + (lane & 15);
-          ldmatrix_x4(a_tile + tile_offset<A_COLS>(row, kk * 2 + (lane >> 4)), af[mi]);
-        } else {
-          const int q = lane >> 3;
-          const int k = kk * 16 + (lane & 7) + ((q >> 1) << 3);
-          ldmatrix_x4_trans(a_tile + tile_offset<A_COLS>(k, (wm * S::WTM + mi * 16) / 8 + (q & 1)), af[mi]);
-        }
-      }
+      for (int mi = 0; mi < S::MI; ++mi) load_a_frag<DT, A_COLS, A_KM>(a_tile, wm * S::WTM + mi * 16, kk, lane, af[mi]);
 #pragma unroll
-      for (int nj = 0; nj < S::NI / 2; ++nj) {
-        const int q = lane >> 3;
-        u32 r[4];
-        if (B_KM) {
-          const int n = wn * S::WTN + nj * 16 + (lane & 7) + ((q >> 1) << 3);
-          ldmatrix_x4(b_tile + tile_offset<B_COLS>(n, kk * 2 + (q & 1)), r);
-        } else {
-          const int k = kk * 16 + (lane & 7) + ((q & 1) << 3);
-          ldmatrix_x4_trans(b_tile + tile_offset<B_COLS>(k, (wn * S::WTN + nj * 16) / 8 + (q >> 1)), r);
-        }
-        bf[2 * nj][0] = r[0];
-        bf[2 * nj][1] = r[1];
-        bf[2 * nj + 1][0] = r[2];
-        bf[2 * nj + 1][1] = r[3];
-      }
+      for (int nj = 0; nj < S::NI / 2; ++nj)
+        load_b_frags<DT, B_COLS, B_KM>(b_tile, wn * S::WTN + nj * 16, kk, lane, bf[2 * nj], bf[2 * nj + 1]);
 #pragma unroll
       for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < S::NI; ++ni) mma_16816<DT>(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+        for (int ni = 0; ni < S::NI; ++ni) Op::mma(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
     }
   }
   cp_async_wait<0>();
@@ -182,16 +215,17 @@ __device__ __forceinline__ void gemm_mma_sync(const GemmParams& g, const Pointwi
   i64 a_off, b_off;
   batch_coords<Ep>(g, b, a_off, b_off, c);
   const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
-  StridedLoader<A_KM ? BM : BK, A_KM ? BK : BM, THREADS, A_KM, VEC_A> la;
-  la.base = static_cast<const u16*>(g.a) + a_off;
+  constexpr int ES = MmaOperand<DT>::ES;
+  StridedLoader<A_KM ? BM : BK, A_KM ? BK : BM, THREADS, A_KM, VEC_A, ES> la;
+  la.base = static_cast<const typename RawElem<ES>::type*>(g.a) + a_off;
   la.rs = A_KM ? g.a_stride_m : g.a_stride_k;
   la.cs = A_KM ? g.a_stride_k : g.a_stride_m;
   la.rows = A_KM ? g.M : g.K;
   la.cols = A_KM ? g.K : g.M;
   la.fixed = m0;
   la.bk = BK;
-  StridedLoader<B_KM ? BN : BK, B_KM ? BK : BN, THREADS, B_KM, VEC_B> lb;
-  lb.base = static_cast<const u16*>(g.b) + b_off;
+  StridedLoader<B_KM ? BN : BK, B_KM ? BK : BN, THREADS, B_KM, VEC_B, ES> lb;
+  lb.base = static_cast<const typename RawElem<ES>::type*>(g.b) + b_off;
   lb.rs = B_KM ? g.b_stride_n : g.b_stride_k;
   lb.cs = B_KM ? g.b_stride_k : g.b_stride_n;
   lb.rows = B_KM ? g.N : g.K;
