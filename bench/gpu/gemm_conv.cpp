@@ -150,20 +150,19 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
   std::fflush(stdout);
 }
 
-// conv (R x S, pad, stride 1) [+ bias + ReLU], NHWC bf16, fp32 accumulation; `depthwise`: groups
-// == C == K (filters [C, 1, R, S]).
+// conv (R x S, pad, stride 1) [+ bias + ReLU], NHWC bf16 (or `t`: FLOAT runs as TF32), fp32
+// accumulation; `depthwise`: groups == C == K (filters [C, 1, R, S]).
 void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int64_t hw, int64_t k, int64_t r,
-          bool fused, bool depthwise = false) {
+          bool fused, bool depthwise = false, dg::DataType t = dg::DataType::BFLOAT16) {
   if (!selected(name)) return;
   dg::HandleImpl& h = handle.impl();
   const int64_t pad = r / 2;
   const Dims xd{n, c, hw, hw}, wd{k, depthwise ? 1 : c, r, r}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
-  DeviceTensor x(h, volume(xd), dg::DataType::BFLOAT16, 1), w(h, volume(wd), dg::DataType::BFLOAT16, 2),
-      b(h, volume(bd), dg::DataType::BFLOAT16, 3);
-  dg::memory::Buffer y(h, static_cast<size_t>(volume(yd) * 2));
+  DeviceTensor x(h, volume(xd), t, 1), w(h, volume(wd), t, 2), b(h, volume(bd), t, 3);
+  dg::memory::Buffer y(h, static_cast<size_t>(volume(yd) * dg::size_of(t)));
   dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
+  g.set_io_data_type(t).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+  g.set_allow_tf32(t == dg::DataType::FLOAT);
   auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
   auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
   auto Y = g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({pad, pad}).set_stride({1, 1}).set_dilation({1, 1}));
@@ -179,17 +178,18 @@ void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int
   run(name, g, handle, pack, 2.0 * volume(yd) * (depthwise ? 1 : c) * r * r);
 }
 
-// (batch x m x k) x (batch x k x n) [x alpha + bias -> GELU, AMAX], bf16 in and out.
-void matmul(dg::Handle& handle, const std::string& name, int64_t batch, int64_t m, int64_t n, int64_t k, bool chain) {
+// (batch x m x k) x (batch x k x n) [x alpha + bias -> GELU, AMAX], bf16 (or `t`: FLOAT runs as
+// TF32) in and out.
+void matmul(dg::Handle& handle, const std::string& name, int64_t batch, int64_t m, int64_t n, int64_t k, bool chain,
+            dg::DataType t = dg::DataType::BFLOAT16) {
   if (!selected(name)) return;
   dg::HandleImpl& h = handle.impl();
   const Dims ad{batch, m, k}, bd{batch, k, n}, cd{batch, m, n}, biasd{1, 1, n};
-  DeviceTensor a(h, volume(ad), dg::DataType::BFLOAT16, 4), b(h, volume(bd), dg::DataType::BFLOAT16, 5),
-      bias(h, n, dg::DataType::BFLOAT16, 6);
-  dg::memory::Buffer c(h, static_cast<size_t>(volume(cd) * 2)), amax(h, 4);
+  DeviceTensor a(h, volume(ad), t, 4), b(h, volume(bd), t, 5), bias(h, n, t, 6);
+  dg::memory::Buffer c(h, static_cast<size_t>(volume(cd) * dg::size_of(t))), amax(h, 4);
   dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
+  g.set_io_data_type(t).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+  g.set_allow_tf32(t == dg::DataType::FLOAT);
   auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim(ad).set_stride(packed(ad)));
   auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(packed(bd)));
   auto C = g.matmul(A, B, dg::MatmulAttr());
@@ -237,5 +237,7 @@ int main(int argc, char** argv) {
   conv(handle, "rn50_3x3_c512_7_k512", 32, 512, 7, 512, 3, true);
   conv(handle, "rn50_3x3_n1_c64_32_k64", 1, 64, 32, 64, 3, true);
   conv(handle, "depthwise_3x3_c256_28", 32, 256, 28, 256, 3, true, true);
+  matmul(handle, "tf32_gemm_8192_plain", 1, 8192, 8192, 8192, false, dg::DataType::FLOAT);
+  conv(handle, "tf32_conv_tutorial_n32c128_56_k256", 32, 128, 56, 256, 3, true, false, dg::DataType::FLOAT);
   return 0;
 }

@@ -38,8 +38,9 @@ def timed(fn, reps=7):
     return times[len(times) // 2]
 
 
-def torch_conv(n, c, hw, k, r, fused, groups=1):
-    dev, dt = "cuda", torch.bfloat16
+def torch_conv(n, c, hw, k, r, fused, groups=1, dt=torch.bfloat16):
+    dev = "cuda"
+    torch.backends.cudnn.allow_tf32 = dt == torch.float32  # the tf32_ workloads: TF32 on both sides
     x = (torch.rand(n, c, hw, hw, device=dev) * 2 - 1).to(dt).to(memory_format=torch.channels_last)
     w = (torch.rand(k, c // groups, r, r, device=dev) * 2 - 1).to(dt).to(memory_format=torch.channels_last)
     b = (torch.rand(1, k, 1, 1, device=dev) * 2 - 1).to(dt)
@@ -50,8 +51,9 @@ def torch_conv(n, c, hw, k, r, fused, groups=1):
     return timed(conv), None
 
 
-def torch_matmul(batch, m, n, k, chain):
-    dev, dt = "cuda", torch.bfloat16
+def torch_matmul(batch, m, n, k, chain, dt=torch.bfloat16):
+    dev = "cuda"
+    torch.backends.cuda.matmul.allow_tf32 = dt == torch.float32
     a = (torch.rand(batch, m, k, device=dev) * 2 - 1).to(dt)
     b = (torch.rand(batch, k, n, device=dev) * 2 - 1).to(dt)
     bias = (torch.rand(1, 1, n, device=dev) * 2 - 1).to(dt)
@@ -80,12 +82,15 @@ WORKLOADS = [
     ("rn50_3x3_c512_7_k512", "conv", (32, 512, 7, 512, 3, True)),
     ("rn50_3x3_n1_c64_32_k64", "conv", (1, 64, 32, 64, 3, True)),
     ("depthwise_3x3_c256_28", "conv", (32, 256, 28, 256, 3, True, 256)),
+    # FLOAT in and out, TF32 tensor cores (Graph::set_allow_tf32; torch's allow_tf32 flags)
+    ("tf32_gemm_8192_plain", "mm", (1, 8192, 8192, 8192, False, torch.float32)),
+    ("tf32_conv_tutorial_n32c128_56_k256", "conv", (32, 128, 56, 256, 3, True, 1, torch.float32)),
 ]
 
 
 def flops(kind, args):
     if kind == "mm":
-        b, m, n, k, _ = args
+        b, m, n, k = args[:4]
         return 2.0 * b * m * n * k
     n, c, hw, k, r, _ = args[:6]
     groups = args[6] if len(args) > 6 else 1
