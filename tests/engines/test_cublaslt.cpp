@@ -24,11 +24,13 @@ struct MatmulCase {
   bool alpha = false, bias = false;
   M act = M::NOT_SET;
   bool amax = false;
+  bool allow_tf32 = false;
 };
 
 ct::Builder matmul_graph(const MatmulCase& c) {
   return [c](dg::Graph& g) {
     g.set_io_data_type(c.in).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+    g.set_allow_tf32(c.allow_tf32);
     auto a = ct::input(g, "A", {c.batch, c.m, c.k}, c.in);
     const int64_t bb = c.broadcast_b ? 1 : c.batch;
     auto b = c.b_col_major ? ct::input(g, "B", {bb, c.k, c.n}, c.in, {c.k * c.n, 1, c.k})
@@ -93,6 +95,20 @@ TEST(CublasLtMatch, ScaleBiasReluIsOneCallWithTheOperandsSwapped) {
   EXPECT_EQ(lp.d.ld, c.n);
   EXPECT_EQ(lp.b.type, CudaType::R_16BF);
   EXPECT_EQ(lp.compute, ComputeType::C_32F);
+}
+
+// FLOAT matmuls are exact fp32 unless the graph allows TF32; half-precision inputs ignore the switch.
+TEST(CublasLtMatch, FloatRunsAsTf32OnlyWhenTheGraphAllowsIt) {
+  for (const T in : {T::FLOAT, T::BFLOAT16})
+    for (const bool allowed : {false, true}) {
+      MatmulCase c;
+      c.in = c.out = in;
+      c.allow_tf32 = allowed;
+      LtProblem lp;
+      std::string why;
+      ASSERT_TRUE(match(c, lp, why)) << why;
+      EXPECT_EQ(lp.compute, in == T::FLOAT && allowed ? ComputeType::C_32F_FAST_TF32 : ComputeType::C_32F);
+    }
 }
 
 TEST(CublasLtMatch, AColumnMajorOperandIsTransposedByCublasLt) {
@@ -227,14 +243,14 @@ struct Rig {
       if (!input) outputs.push_back({&t, buffers.back().get()});
     }
   }
-  void expect_matches(const ct::Outputs& want, const std::string& what) {
+  void expect_matches(const ct::Outputs& want, const std::string& what, double tol_scale = 1.0) {
     ASSERT_TRUE(memory::synchronize(h.impl()).ok());
     for (const auto& [t, p] : outputs) {
       std::vector<uint8_t> got(static_cast<size_t>(t->span_bytes()));
       ASSERT_TRUE(memory::copy_to_host(h.impl(), got.data(), p, got.size()).ok());
       std::string bad;
       const double err = ct::relative_error(*t, got, want.at(t->uid), bad);
-      EXPECT_LE(err, ct::tolerance(t->dtype)) << what << ", output '" << t->name << "': " << bad;
+      EXPECT_LE(err, ct::tolerance(t->dtype) * tol_scale) << what << ", output '" << t->name << "': " << bad;
       const auto poison = ct::poison_bytes(*t);
       EXPECT_TRUE(memory::copy_to_device(h.impl(), p, poison.data(), poison.size()).ok());
     }
@@ -245,7 +261,8 @@ class CublasLtGpu : public ct::VendorGpuTest<LtApi, api, error> {
  protected:
   // Every heuristic algorithm (up to max_plans) of the graph against ref; false when cublaslt rejects
   // the graph (`why` then holds explain()'s verdict).
-  bool every_plan_matches_ref(const ct::Builder& build, int64_t max_plans, std::string* why = nullptr) {
+  bool every_plan_matches_ref(const ct::Builder& build, int64_t max_plans, std::string* why = nullptr,
+                              double tol_scale = 1.0) {
     dg::Handle cpu(dg::Device::cpu());
     ct::Outputs want;
     ct::RunOptions o;
@@ -276,7 +293,7 @@ class CublasLtGpu : public ct::VendorGpuTest<LtApi, api, error> {
       memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
       const Status run = g.execute_plan_at_index(*h_, rig.pack, workspace.get(), i, ws);
       EXPECT_TRUE(run.ok()) << name << ": " << run.to_string();
-      rig.expect_matches(want, name);
+      rig.expect_matches(want, name, tol_scale);
     }
     return n > 0;
   }
@@ -295,6 +312,10 @@ TEST_F(CublasLtGpu, EveryAlgorithmMatchesRef) {
   gelu_fp32.bias = true;
   gelu_fp32.act = M::GELU_APPROX_TANH_FWD;
   EXPECT_TRUE(every_plan_matches_ref(matmul_graph(gelu_fp32), 4));
+  // The same as TF32 (10-bit mantissa inputs): a normwise error near 2^-11, so 50x fp32's bound.
+  gelu_fp32.allow_tf32 = true;
+  gelu_fp32.k = 256;
+  EXPECT_TRUE(every_plan_matches_ref(matmul_graph(gelu_fp32), 4, nullptr, 50.0));
   MatmulCase plain_half;
   plain_half.in = plain_half.out = T::HALF;
   plain_half.b_col_major = true;

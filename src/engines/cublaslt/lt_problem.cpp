@@ -177,7 +177,8 @@ bool operands(const Partition& p, const ir::Node& mm, LtProblem& out, std::strin
           " (this engine runs cuBLASLt with FLOAT accumulation)";
     return false;
   }
-  out.compute = ComputeType::C_32F;  // plain fp32, never TF32: the graph asked for FLOAT
+  // FLOAT x FLOAT runs as TF32 only where the graph allows it (Graph::set_allow_tf32); else exact fp32.
+  out.compute = A.dtype == DataType::FLOAT && p.graph->allow_tf32 ? ComputeType::C_32F_FAST_TF32 : ComputeType::C_32F;
   out.d_bytes = D.span_bytes();
   return true;
 }
