@@ -13,7 +13,10 @@
 //   HOST <workload> <label> <us per execute_plan_at_index>, <us per Plan::execute> (host time of one
 //        enqueue through the Graph API, and of the engine's plan alone); for the cuDNN plan also
 //        the same plan rebuilt with DNNGRAPH_CUDNN_NATIVE_GRAPH=0 (cudnnBackendExecute on every
-//        call, cuDNN's own launch path) and the default plan with the pointers changing every call
+//        call, cuDNN's own launch path)
+//   SETS <workload> <label> host us per call with the same pointers, 2 and 4 pointer sets
+//        alternated, and a new pointer set every call (the cuDNN plan's graphs by pointer set;
+//        again for the plan rebuilt with DNNGRAPH_CUDNN_NATIVE_GRAPH=0)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -152,37 +155,81 @@ double engine_host_us(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& p
   return us;
 }
 
-// Plan::execute of the plan alone with two workspaces alternating: the native graph is updated on
-// every call (the cost of changing pointers).
-double alternating_host_us(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, void* ws1, void* ws2,
-                           int64_t idx) {
+// Pointer sets for the host-cost runs: set j points every tensor of the workload's pack j * 256
+// bytes into one allocation per tensor (set 0's data is random, the others hold whatever the
+// allocation holds: the host cost of a launch does not depend on the data).
+struct PointerSets {
+  std::vector<dg::memory::Buffer> buffers;
+  std::vector<dg::VariantPack> packs;
+  std::vector<std::vector<void*>> ptrs;  // resolved by IR tensor id, for Plan::execute
+  std::vector<std::vector<double>> scalars;
+
+  PointerSets(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, int count, void* ws)
+      : packs(static_cast<size_t>(count)), ptrs(packs.size()), scalars(packs.size()) {
+    for (const auto& [t, p] : pack) {
+      int64_t bytes = 0;
+      for (const auto& it : g.impl().ir->tensors)
+        if (it.uid == t->get_uid()) bytes = it.span_bytes();
+      buffers.emplace_back(handle.impl(), static_cast<size_t>(bytes + 256 * count));
+      for (int j = 0; j < count; ++j) packs[static_cast<size_t>(j)][t] = static_cast<char*>(buffers.back().get()) + 256 * j;
+    }
+    for (size_t j = 0; j < packs.size(); ++j)
+      (void)check(dg::resolve_pack(g.impl(), handle, &packs[j], nullptr, ws, -1, 0, ptrs[j], scalars[j]), "resolve_pack");
+  }
+};
+
+// Host microseconds per call over 100 calls, call i with pointer set `first + i % cycle` (cycle 0:
+// a new set on every call, none seen before), after 3 cycles of warm-up: through the Graph API
+// (execute_plan_at_index) or the engine's Plan::execute alone.
+double sets_host_us(dg::Graph& g, dg::Handle& handle, const PointerSets& sets, int first, int cycle, void* ws,
+                    int64_t ws_bytes, int64_t idx, bool graph_api) {
   constexpr int kCalls = 100;
-  std::vector<void*> ptrs;
-  std::vector<double> scalars;
-  if (!check(dg::resolve_pack(g.impl(), handle, &pack, nullptr, ws1, -1, 0, ptrs, scalars), "resolve_pack")) return -1;
   const auto& pp = g.impl().plans->parts.at(0);
   const auto& plan = pp.built.at(pp.index_for(idx));
   if (!plan) return -1;
-  const int64_t off = g.impl().plans->intermediates_bytes;
-  const dg::ExecArgs a1{handle.impl(), ptrs, static_cast<char*>(ws1) + off}, a2{handle.impl(), ptrs, static_cast<char*>(ws2) + off};
+  char* plan_ws = static_cast<char*>(ws) + g.impl().plans->intermediates_bytes;
+  auto call = [&](int i) {
+    const size_t j = static_cast<size_t>(first + (cycle ? i % cycle : i));
+    if (graph_api) return g.execute_plan_at_index(handle, sets.packs[j], ws, idx, ws_bytes);
+    return plan->execute(dg::ExecArgs{handle.impl(), sets.ptrs[j], plan_ws});
+  };
+  for (int i = 0; cycle && i < 3 * cycle; ++i) (void)call(i);
   (void)dg::memory::synchronize(handle.impl());
   const auto t0 = Clock::now();
-  for (int i = 0; i < kCalls; ++i) (void)plan->execute(i % 2 ? a2 : a1);
+  for (int i = 0; i < kCalls; ++i) (void)call(i);
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kCalls;
   (void)dg::memory::synchronize(handle.impl());
   return us;
 }
 
-// The best cuDNN plan's launch paths on the same run: native CUDA graph with pointers changing on
-// every call, then the plan rebuilt with DNNGRAPH_CUDNN_NATIVE_GRAPH=0 (cudnnBackendExecute on
-// every call, the path cuDNN itself offers), its GPU time and host time.
+// SETS line: host us per call of the plan for the same pointers every call, 2 and 4 pointer sets
+// alternated, and a new pointer set every call; each through the Graph API / Plan::execute.
+void pointer_set_costs(const std::string& name, const std::string& label, dg::Graph& g, dg::Handle& handle,
+                       const dg::VariantPack& pack, int64_t idx) {
+  int64_t ws = 0;
+  (void)g.get_workspace_size_plan_at_index(idx, ws);
+  dg::memory::Buffer workspace(handle.impl(), static_cast<size_t>(ws) + 256);
+  const PointerSets sets(g, handle, pack, 7 + 2 * 100, workspace.get());
+  std::printf("SETS %s %s us per call (execute_plan_at_index / Plan::execute):", name.c_str(), label.c_str());
+  const int first[] = {0, 1, 3}, cycle[] = {1, 2, 4};
+  const char* what[] = {"same pointers", "2 sets alternated", "4 sets cycled"};
+  for (int k = 0; k < 3; ++k)
+    std::printf(" %s %.2f / %.2f |", what[k], sets_host_us(g, handle, sets, first[k], cycle[k], workspace.get(), ws, idx, true),
+                sets_host_us(g, handle, sets, first[k], cycle[k], workspace.get(), ws, idx, false));
+  const double api = sets_host_us(g, handle, sets, 7, 0, workspace.get(), ws, idx, true);
+  std::printf(" a new set every call %.2f / %.2f\n", api, sets_host_us(g, handle, sets, 107, 0, workspace.get(), ws, idx, false));
+}
+
+// The best cuDNN plan's launch paths on the same run: its graphs by pointer set (SETS), then the
+// plan rebuilt with DNNGRAPH_CUDNN_NATIVE_GRAPH=0 (cudnnBackendExecute on every call, the path
+// cuDNN itself offers), its GPU time and host time.
 void cudnn_launch_paths(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack,
                         const Timed& dnn) {
   dg::HandleImpl& h = handle.impl();
   int64_t ws = 0;
   (void)g.get_workspace_size_plan_at_index(dnn.index, ws);
-  dg::memory::Buffer w1(h, static_cast<size_t>(ws) + 256), w2(h, static_cast<size_t>(ws) + 256);
-  const double changing = alternating_host_us(g, handle, pack, w1.get(), w2.get(), dnn.index);
+  dg::memory::Buffer w1(h, static_cast<size_t>(ws) + 256);
+  pointer_set_costs(name, dnn.label, g, handle, pack, dnn.index);
   auto& pp = g.impl().plans->parts.at(0);
   auto& slot = pp.built.at(pp.index_for(dnn.index));
   std::printf("PATH %s %s launches by %s\n", name.c_str(), dnn.label.c_str(), dg::cudnn::launch_path(*slot).c_str());
@@ -194,9 +241,10 @@ void cudnn_launch_paths(const std::string& name, dg::Graph& g, dg::Handle& handl
     (void)g.execute_plan_at_index(handle, pack, w1.get(), dnn.index, ws);
     const double ms = time_plan(g, handle, pack, w1.get(), ws, dnn.index) * 1e3;
     std::printf("HOST %s %s cudnnBackendExecute: %.2f us per execute_plan_at_index, %.2f us per Plan::execute, "
-                "%.4f ms on the GPU | pointers changing every call (then cudnnBackendExecute, no graph): %.2f us per Plan::execute\n",
+                "%.4f ms on the GPU\n",
                 name.c_str(), dnn.label.c_str(), host_us(g, handle, pack, w1.get(), ws, dnn.index),
-                engine_host_us(g, handle, pack, w1.get(), dnn.index), ms, changing);
+                engine_host_us(g, handle, pack, w1.get(), dnn.index), ms);
+    pointer_set_costs(name, dnn.label + " (DNNGRAPH_CUDNN_NATIVE_GRAPH=0)", g, handle, pack, dnn.index);
   }
   slot = std::move(native);
 }

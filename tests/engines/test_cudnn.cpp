@@ -12,9 +12,11 @@
 #include <map>
 
 #include "engines/cudnn/cudnn_engine.hpp"
+#include "engines/cudnn/graph_cache.hpp"
 #include "engines/cudnn/op_graph.hpp"
 #include "engines/cudnn/vendor_library.hpp"
 #include "engines/test_cuda_util.hpp"
+#include "planning/plan_set.hpp"
 
 namespace dnngraph::cudnn {
 namespace {
@@ -502,21 +504,91 @@ TEST(CudnnEngine, ACpuHandleIsRefusedInExplain) {
   EXPECT_EQ(engine_id_by_name("cublaslt"), 14);
 }
 
+// ---------------------------------------------------------------- a plan's CUDA graphs by pointer set
+
+PointerSet pointer_set(uint64_t i) { return {0x10000 * i, 0x20000 * i + 0x100, 0x900000}; }
+
+// What each call of a sequence of pointer sets does: replays its graph ('r'), makes one ('m') or
+// runs cudnnBackendExecute ('e').
+std::string trace(GraphCache& c, const std::vector<uint64_t>& sets) {
+  std::string out;
+  for (uint64_t i : sets) {
+    const PointerSet key = pointer_set(i);
+    if (c.find(key)) {
+      out += 'r';
+    } else if (c.admit(key)) {
+      c.slot_for(key);
+      out += 'm';
+    } else {
+      out += 'e';
+    }
+  }
+  return out;
+}
+
+std::vector<uint64_t> cycles(uint64_t first, uint64_t sets, int times) {
+  std::vector<uint64_t> out;
+  for (int t = 0; t < times; ++t)
+    for (uint64_t i = 0; i < sets; ++i) out.push_back(first + i);
+  return out;
+}
+
+TEST(CudnnGraphCache, ASetGetsAGraphOnItsSecondSightingAndKeepsIt) {
+  GraphCache c;
+  EXPECT_EQ(trace(c, {1, 1, 1}), "emr");
+  EXPECT_EQ(trace(c, cycles(2, 2, 3)), "eemmrr");              // ping-pong buffers
+  EXPECT_EQ(trace(c, cycles(4, 4, 3)), "eeeemmmmrrrr");        // four sets
+  EXPECT_EQ(trace(c, {1, 2, 3, 4, 5, 6, 7}), "rrrrrrr");       // all seven still held
+  EXPECT_EQ(c.size(), 7u);
+}
+
+TEST(CudnnGraphCache, PointersThatNeverRepeatNeverGetAGraph) {
+  GraphCache c;
+  EXPECT_EQ(trace(c, cycles(1, 200, 1)), std::string(200, 'e'));
+  EXPECT_EQ(c.size(), 0u);
+}
+
+TEST(CudnnGraphCache, AWorkingSetLargerThanTheCacheKeepsItsGraphsInsteadOfChurning) {
+  GraphCache c;
+  const uint64_t n = GraphCache::kCapacity + 2;
+  const std::string t = trace(c, cycles(1, n, 10));
+  EXPECT_EQ(t.substr(0, 2 * n), std::string(n, 'e') + std::string(GraphCache::kCapacity, 'm') + "ee") << t;
+  EXPECT_EQ(std::count(t.begin(), t.end(), 'm'), static_cast<long>(GraphCache::kCapacity)) << t;
+  EXPECT_EQ(t.substr(t.size() - n), std::string(GraphCache::kCapacity, 'r') + "ee") << t;
+  EXPECT_EQ(c.size(), GraphCache::kCapacity);
+}
+
+TEST(CudnnGraphCache, AnIdleGraphMakesRoomForANewSet) {
+  GraphCache c;
+  trace(c, cycles(1, GraphCache::kCapacity, 2));
+  ASSERT_EQ(c.size(), GraphCache::kCapacity);
+  const std::string t = trace(c, std::vector<uint64_t>(GraphCache::kIdleCalls + 4, 100));
+  // Executes until the least recently used graph (set 1) has sat idle kIdleCalls calls, then
+  // takes its place and replays.
+  const size_t m = t.find('m');
+  ASSERT_NE(m, std::string::npos) << t;
+  EXPECT_EQ(t.substr(0, m), std::string(m, 'e')) << t;
+  EXPECT_EQ(t.substr(m + 1), std::string(t.size() - m - 1, 'r')) << t;
+  EXPECT_EQ(trace(c, {1, 1}), "em") << "set 1's graph made room, set 2's is idle for long enough";
+  EXPECT_EQ(c.size(), GraphCache::kCapacity);
+}
+
 // ---------------------------------------------------------------- on a GPU
 
-// Device buffers for a graph built on `h`: inputs hold the seeded data ct::run_graph uses (seed 1),
-// outputs are poisoned with NaN before every run.
+// Device buffers for a graph built on `h`: inputs hold the seeded data ct::run_graph uses (its
+// seed, 1 by default), outputs are poisoned with NaN before every run.
 struct Rig {
   dg::Handle& h;
   std::vector<memory::Buffer> buffers;
   dg::UidVariantPack pack;
   std::vector<std::pair<const ir::Tensor*, void*>> outputs;
 
-  Rig(dg::Handle& handle, const dg::Graph& g) : h(handle) {
+  Rig(dg::Handle& handle, const dg::Graph& g, uint32_t seed = 1) : h(handle) {
     for (const auto& t : g.impl().ir->tensors) {
       if (t.is_virtual || t.is_pass_by_value) continue;
       const bool input = t.producer < 0;
-      const auto bytes = input ? ct::random_bytes(t, 7919u + static_cast<uint32_t>(t.uid)) : ct::poison_bytes(t);
+      const auto bytes =
+          input ? ct::random_bytes(t, seed * 7919u + static_cast<uint32_t>(t.uid)) : ct::poison_bytes(t);
       buffers.emplace_back(h.impl(), bytes.size());
       EXPECT_TRUE(memory::copy_to_device(h.impl(), buffers.back().get(), bytes.data(), bytes.size()).ok());
       pack[t.uid] = buffers.back().get();
@@ -553,11 +625,12 @@ dg::VariantPack uid_pack_as_tensors(const dg::Graph& g, const dg::UidVariantPack
   return out;
 }
 
-ct::Outputs ref_outputs(const ct::Builder& build) {
+ct::Outputs ref_outputs(const ct::Builder& build, uint32_t seed = 1) {
   dg::Handle cpu(dg::Device::cpu());
   ct::Outputs want;
   ct::RunOptions o;
   o.engine = "ref";
+  o.seed = seed;
   EXPECT_TRUE(ct::run_graph(build, cpu, o, want));
   return want;
 }
@@ -689,6 +762,88 @@ TEST_F(CudnnGpu, RunsOnTheHandlesStreamInsideACudaGraph) {
   rig.poison();
   ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(h_->impl())), "cuGraphLaunch").ok());
   rig.expect_matches(want, "CUDA graph replay");
+  d.cuGraphExecDestroy(exec);
+  d.cuGraphDestroy(graph);
+  (void)h_->set_stream(nullptr);
+  cuda::destroy_stream(h_->impl(), stream);
+}
+
+// Pointer sets with different data: two alternated, then four cycled, then more sets than a plan
+// keeps graphs for, then two of them long enough to replace idle graphs, on two workspaces and,
+// for the second half of the calls, on another stream;
+// then the whole graph captured with populate_cuda_graph, and plain executes again. Every call's
+// outputs are NaN-poisoned and checked against ref, so a graph that held another set's pointers
+// (or workspace) would show.
+TEST_F(CudnnGpu, EachPointerSetReplaysItsOwnGraph) {
+  const auto build = conv_bias_relu({2, 16, 8, 8}, 32, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16);
+  const int sets = static_cast<int>(GraphCache::kCapacity) + 2;
+  std::vector<ct::Outputs> want;
+  for (int i = 0; i < sets; ++i) want.push_back(ref_outputs(build, 11u + static_cast<uint32_t>(i)));
+  dg::Graph g;
+  ASSERT_TRUE(plan_cudnn(build, *h_, g).ok());
+  std::vector<std::unique_ptr<Rig>> rigs;
+  for (int i = 0; i < sets; ++i) rigs.push_back(std::make_unique<Rig>(*h_, g, 11u + static_cast<uint32_t>(i)));
+  std::vector<int> order;
+  for (int t = 0; t < 4; ++t) order.insert(order.end(), {0, 1});
+  for (int t = 0; t < 4; ++t) order.insert(order.end(), {0, 1, 2, 3});
+  for (int t = 0; t < 3; ++t)
+    for (int i = 0; i < sets; ++i) order.push_back(i);
+  // The last two sets alone until the least recently used graphs have sat idle: they take their
+  // places (a captured graph updated to other pointers), then every set once more.
+  for (uint64_t t = 0; t < 2 * GraphCache::kIdleCalls; ++t) order.push_back(sets - 1 - static_cast<int>(t % 2));
+  for (int i = 0; i < sets; ++i) order.push_back(i);
+  void* stream = nullptr;
+  ASSERT_TRUE(cuda::create_stream(h_->impl(), &stream).ok());
+  const int64_t n = std::min<int64_t>(g.get_execution_plan_count(), 3);
+  for (int64_t p = 0; p < n; ++p) {
+    std::string name;
+    ASSERT_TRUE(g.get_plan_name_at_index(p, name).ok());
+    if (!g.build_plan_at_index(*h_, p).ok()) continue;
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size_plan_at_index(p, ws).ok());
+    memory::Buffer w1(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    memory::Buffer w2(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    ASSERT_TRUE(h_->set_stream(nullptr).ok());
+    for (size_t call = 0; call < order.size(); ++call) {
+      if (call == order.size() / 2) {
+        ASSERT_TRUE(h_->set_stream(stream).ok());
+      }
+      Rig& r = *rigs[static_cast<size_t>(order[call])];
+      void* w = (call / 12) % 2 ? w2.get() : w1.get();
+      r.poison();
+      const Status run = g.execute_plan_at_index(*h_, r.pack, w, p, ws);
+      ASSERT_TRUE(run.ok()) << name << ": " << run.to_string();
+      r.expect_matches(want[static_cast<size_t>(order[call])], name + ", call " + std::to_string(call) + " (set " +
+                                                                   std::to_string(order[call]) + ")");
+    }
+    const auto& pp = g.impl().plans->parts.at(0);
+    std::printf("[ INFO ] %s launches by %s\n", name.c_str(), launch_path(*pp.built.at(pp.index_for(p))).c_str());
+  }
+  // The graph's default plan, captured whole on the handle's stream with set 1, then executed
+  // plainly with sets 0 and 1 (whose graphs the plan holds).
+  ASSERT_TRUE(g.build_plans(*h_).ok());
+  int64_t ws = 0;
+  ASSERT_TRUE(g.get_workspace_size(ws).ok());
+  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  for (int t = 0; t < 2; ++t) {
+    for (int i : {0, 1}) ASSERT_TRUE(g.execute(*h_, rigs[static_cast<size_t>(i)]->pack, workspace.get(), ws).ok());
+  }
+  const cuda::DriverApi& d = *cuda::driver();
+  cuda::CUgraph graph = nullptr;
+  ASSERT_TRUE(cuda::check(d.cuGraphCreate(&graph, 0), "cuGraphCreate").ok());
+  const Status s = g.populate_cuda_graph(*h_, uid_pack_as_tensors(g, rigs[1]->pack), workspace.get(), graph);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  cuda::CUgraphExec exec = nullptr;
+  ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
+  rigs[1]->poison();
+  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(h_->impl())), "cuGraphLaunch").ok());
+  rigs[1]->expect_matches(want[1], "populate_cuda_graph replay");
+  for (int i : {0, 1, 0}) {
+    rigs[static_cast<size_t>(i)]->poison();
+    ASSERT_TRUE(g.execute(*h_, rigs[static_cast<size_t>(i)]->pack, workspace.get(), ws).ok());
+    rigs[static_cast<size_t>(i)]->expect_matches(want[static_cast<size_t>(i)], "execute after the capture, set " +
+                                                                                 std::to_string(i));
+  }
   d.cuGraphExecDestroy(exec);
   d.cuGraphDestroy(graph);
   (void)h_->set_stream(nullptr);

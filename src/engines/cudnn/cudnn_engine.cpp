@@ -7,6 +7,7 @@
 #include "core/hash.hpp"
 #include "core/log.hpp"
 #include "engines/cudnn/handles.hpp"
+#include "engines/cudnn/graph_cache.hpp"
 #include "engines/cudnn/native_graph.hpp"
 #include "runtime/cuda/context.hpp"
 
@@ -111,8 +112,9 @@ bool native_graph_wanted() {
 class CudnnPlan final : public Plan {
  public:
   // `note`: the engine config carries SUPPORTS_CUDA_GRAPH_NATIVE_API (false when unknown). Plans
-  // replay as a CUDA graph (native_graph.hpp: cuDNN's native API, else a captured execute; the
-  // native API is tried either way, cuDNN refuses what it cannot populate); launch_path() says how.
+  // replay as CUDA graphs, one per pointer set that repeats (graph_cache.hpp; native_graph.hpp:
+  // cuDNN's native API, else a captured execute; the native API is tried either way, cuDNN
+  // refuses what it cannot populate); launch_path() says how.
   CudnnPlan(const Partition& p, SharedHandle* sh, cuda::CUcontext ctx, PlanDescriptors pd,
             std::shared_ptr<const OpGraph> graph, PackLayout pack, bool note)
       : sh_(sh), ctx_(ctx), pd_(std::move(pd)), graph_(std::move(graph)), pack_(std::move(pack)) {
@@ -122,23 +124,26 @@ class CudnnPlan final : public Plan {
       const int id = pack_.ids[i];
       names_.push_back(id >= 0 ? p.tensor(id).name : "constant uid " + std::to_string(pack_.uids[i]));
       sizes_.push_back(id >= 0 ? static_cast<size_t>(size_of(p.tensor(id).dtype)) : sizeof(uint64_t));
-      if (id < 0) {  // a constant of the lowering (SDPA's scale, -inf): its value lives here
-        scalars_[i] = pack_.constants[i];
-        ptrs_[i] = &scalars_[i];
-      }
+      if (id < 0) scalars_[i] = pack_.constants[i];  // a constant of the lowering (SDPA's scale, -inf)
+      if (id < 0 || pack_.by_value[i]) ptrs_[i] = &scalars_[i];  // host values live here, at a fixed address
     }
     note_ = note ? " (engine note SUPPORTS_CUDA_GRAPH_NATIVE_API)" : "";
-    use_native_graph_ = native_graph_wanted();
-    path_ = use_native_graph_ ? "a CUDA graph, made on the first execute" : "cudnnBackendExecute (DNNGRAPH_CUDNN_NATIVE_GRAPH=0)";
+    use_graphs_ = native_graph_wanted();
+    path_ = use_graphs_ ? "a CUDA graph per repeating pointer set, made on its second sighting"
+                        : "cudnnBackendExecute (DNNGRAPH_CUDNN_NATIVE_GRAPH=0)";
   }
 
   std::string launch_path() const {
     std::lock_guard<std::mutex> lock(sh_->mutex);
-    return path_;
+    if (!use_graphs_ || cache_.size() == 0) return path_;
+    return path_ + "; graphs held for " + std::to_string(cache_.size()) + " pointer set(s)";
   }
 
   int64_t workspace_size() const override { return pd_.workspace; }
 
+  // A pointer set with a graph replays it; a miss runs cudnnBackendExecute, or makes the set's
+  // graph when the cache admits it (graph_cache.hpp). While the stream is captured
+  // (populate_cuda_graph of a whole dnngraph graph), the capture records cudnnBackendExecute.
   Status execute(const ExecArgs& args) const override {
     HandleImpl& h = args.handle;
     if (!h.device.is_cuda() || !h.cuda) return bad_exec("not a CUDA handle");
@@ -149,67 +154,82 @@ class CudnnPlan final : public Plan {
     if (auto s = cuda::make_current(h); !s.ok()) return s;
     const CudnnApi& a = *api();
     std::lock_guard<std::mutex> lock(sh_->mutex);
-    bool changed = false;
-    if (auto s = update_variant_pack(a, args, changed); !s.ok()) return s;
+    if (auto s = read_pointer_set(args); !s.ok()) return s;
     const auto stream = cuda::stream_of(h);
+    const bool graphs = use_graphs_ && !stream_is_capturing(stream);
+    if (graphs)
+      if (const NativeGraph* g = cache_.find(key_)) return g->launch(stream);
+    if (auto s = update_variant_pack(a, args.workspace); !s.ok()) return s;
     if (cudnnStatus_t s = a.cudnnSetStream(sh_->handle, stream); s != STATUS_SUCCESS)
       return cudnn_error(a, s, "cudnnSetStream", ErrorCode::GRAPH_EXECUTION_FAILED);
-    // The graph serves a pointer set seen twice in a row: making or updating it costs more than one
-    // cudnnBackendExecute, so pointers that change on every call stay on execute. While the stream
-    // is captured (populate_cuda_graph of a whole dnngraph graph), the capture records
-    // cudnnBackendExecute's launches.
-    if (use_native_graph_ && !changed && !stream_is_capturing(stream)) {
-      if (graph_stale_ || !native_.ready()) {
-        graph_stale_ = false;
-        if (auto s = native_.prepare(a, sh_->handle, pd_.plan->get(), vp_->get(), stream); !s.ok()) {
-          DG_LOG(INFO) << "cudnn: no CUDA graph for this plan, using cudnnBackendExecute: " << s.message();
-          use_native_graph_ = false;
-          path_ = "cudnnBackendExecute (" + s.message() + ")";
-        } else {
-          path_ = native_.how() + note_;
-        }
-      }
-      if (use_native_graph_) return native_.launch(stream);
-    }
+    if (graphs && cache_.admit(key_))
+      if (const NativeGraph* g = make_graph(a, stream)) return g->launch(stream);
     if (cudnnStatus_t s = a.cudnnBackendExecute(sh_->handle, pd_.plan->get(), vp_->get()); s != STATUS_SUCCESS)
       return cudnn_error(a, s, "cudnnBackendExecute", ErrorCode::GRAPH_EXECUTION_FAILED);
     return {};
   }
 
-  // Checks the pointers and remakes the variant pack when a pointer, the workspace or a host
-  // scalar's value changed (the native graph holds values, so it is then updated too).
-  Status update_variant_pack(const CudnnApi& a, const ExecArgs& args, bool& changed) const {
-    changed = !vp_ || args.workspace != vp_workspace_;
+  // Reads the call's pointer set into key_: every tensor pointer, or a by-value scalar's value
+  // (copied to scalars_, whose address the variant pack holds), then the workspace.
+  Status read_pointer_set(const ExecArgs& args) const {
+    key_.clear();
     for (size_t i = 0; i < pack_.ids.size(); ++i) {
       if (pack_.ids[i] < 0) continue;  // a constant: set once
       void* p = args.ptrs[static_cast<size_t>(pack_.ids[i])];
       if (!p) return {ErrorCode::INVALID_VARIANT_PACK, "cudnn: tensor '" + names_[i] + "' has a null pointer"};
-      if (pack_.by_value[i]) {  // a host scalar: copied to storage whose address stays the same
+      if (pack_.by_value[i]) {
         uint64_t v = 0;
         std::memcpy(&v, p, sizes_[i]);
-        changed |= v != scalars_[i];
         scalars_[i] = v;
-        p = &scalars_[i];
-      } else if (reinterpret_cast<uintptr_t>(p) % kAlignment != 0) {
+        key_.push_back(v);
+        continue;
+      }
+      if (reinterpret_cast<uintptr_t>(p) % kAlignment != 0)
         return {ErrorCode::INVALID_VARIANT_PACK, "cudnn: tensor '" + names_[i] + "' is not " +
                                                      std::to_string(kAlignment) +
                                                      "-byte aligned (cuDNN plans are built for aligned pointers)"};
-      }
-      changed |= ptrs_[i] != p;
       ptrs_[i] = p;
+      key_.push_back(reinterpret_cast<uintptr_t>(p));
     }
-    if (!changed) return {};
+    key_.push_back(reinterpret_cast<uintptr_t>(args.workspace));
+    return {};
+  }
+
+  // Remakes the variant pack when the pointer set differs from the one it was made for.
+  Status update_variant_pack(const CudnnApi& a, void* workspace) const {
+    if (vp_ && key_ == vp_key_) return {};
     vp_ = std::make_unique<Descriptor>(a, Desc::VARIANT_PACK);
     vp_->set_i64s(Attr::VARIANT_PACK_UNIQUE_IDS, pack_.uids)
         .set(Attr::VARIANT_PACK_DATA_POINTERS, AttrType::VOID_PTR, static_cast<int64_t>(ptrs_.size()), ptrs_.data())
-        .set(Attr::VARIANT_PACK_WORKSPACE, AttrType::VOID_PTR, 1, &args.workspace);
-    vp_workspace_ = args.workspace;
-    graph_stale_ = true;
+        .set(Attr::VARIANT_PACK_WORKSPACE, AttrType::VOID_PTR, 1, &workspace);
     if (auto s = vp_->finalize(); !s.ok()) {
       vp_.reset();
       return {ErrorCode::INVALID_VARIANT_PACK, s.message()};
     }
+    vp_key_ = key_;
     return {};
+  }
+
+  // Makes the graph of key_ (a new one or the least recently used one, updated). When that fails
+  // the plan stays on cudnnBackendExecute from then on.
+  const NativeGraph* make_graph(const CudnnApi& a, cuda::CUstream stream) const {
+    Status s;
+    if (!sh_->capture_stream)
+      s = cuda::check(cuda::driver()->cuStreamCreate(&sh_->capture_stream, cuda::STREAM_NON_BLOCKING),
+                      "cudnn: cuStreamCreate");
+    NativeGraph& g = cache_.slot_for(key_);
+    if (s.ok())
+      s = g.prepare(a, sh_->handle, pd_.plan->get(), vp_->get(), stream, sh_->capture_stream, native_refused_);
+    if (!s.ok()) {
+      DG_LOG(INFO) << "cudnn: no CUDA graph for this plan, using cudnnBackendExecute: " << s.message();
+      use_graphs_ = false;
+      cache_.clear();
+      path_ = "cudnnBackendExecute (" + s.message() + ")";
+      return nullptr;
+    }
+    native_refused_ = g.native_refusal();
+    path_ = g.how() + note_;
+    return &g;
   }
 
   void serialize(ByteWriter& w) const override {
@@ -233,17 +253,16 @@ class CudnnPlan final : public Plan {
   PackLayout pack_;
   std::vector<std::string> names_;
   std::vector<size_t> sizes_;
-  // The last variant pack, reused while the pointers stay the same, and the native CUDA graph
-  // made from it; guarded by sh_->mutex.
+  // The call's pointer set, the variant pack (reused while the set stays the same) and the set it
+  // was made for, the CUDA graphs by pointer set; guarded by sh_->mutex.
   mutable std::vector<uint64_t> scalars_;
   mutable std::vector<void*> ptrs_;
-  mutable void* vp_workspace_ = nullptr;
+  mutable PointerSet key_, vp_key_;
   mutable std::unique_ptr<Descriptor> vp_;
-  mutable bool use_native_graph_ = false;
-  mutable std::string path_;
+  mutable bool use_graphs_ = false;
+  mutable std::string path_, native_refused_;
   std::string note_;
-  mutable bool graph_stale_ = true;
-  mutable NativeGraph native_;
+  mutable GraphCache cache_;
 };
 
 class CudnnEngine final : public Engine {

@@ -5,9 +5,9 @@
 // cuDNN's heuristics (modes A, B and FALLBACK) offer becomes one candidate, with knobs
 // {cudnn_engine: <global index>, k_<knob>: <value>...}, so autotune times cuDNN's plans beside
 // dnngraph's own. Plans serialize as cuDNN's own JSON representation; they run on the handle's
-// stream, replayed as a CUDA graph once a pointer set repeats (native_graph.hpp), and inside CUDA
-// graph captures; dynamic-shape graphs share a cuDNN kernel cache per dnngraph KernelCache. A
-// partition cuDNN rejects carries cuDNN's reason.
+// stream, replayed as CUDA graphs, one per pointer set that repeats (graph_cache.hpp,
+// native_graph.hpp), and inside CUDA graph captures; dynamic-shape graphs share a cuDNN kernel
+// cache per dnngraph KernelCache. A partition cuDNN rejects carries cuDNN's reason.
 #pragma once
 #include <string>
 
@@ -16,8 +16,9 @@
 namespace dnngraph::cudnn {
 
 const Engine& engine();
-// How a cudnn plan launches: "native CUDA graph (...)" or "cudnnBackendExecute (why)"; the
-// native path is settled on the plan's first execute (before it, the one to be tried).
+// How a cudnn plan launches: "native CUDA graph (...)", "captured CUDA graph of ..." (with the
+// number of pointer sets it holds graphs for) or "cudnnBackendExecute (why)"; settled when the
+// plan makes its first graph (before it, the one to be tried).
 std::string launch_path(const Plan& plan);
 
 }  // namespace dnngraph::cudnn

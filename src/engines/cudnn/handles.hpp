@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "engines/cudnn/op_graph.hpp"
+#include "runtime/cuda/driver_api.hpp"
 #include "runtime/handle_impl.hpp"
 
 namespace dnngraph {
@@ -20,6 +21,8 @@ namespace dnngraph::cudnn {
 struct SharedHandle {
   cudnnHandle_t handle = nullptr;
   std::mutex mutex;
+  // The private stream plans capture cudnnBackendExecute on (native_graph.hpp), made on first use.
+  cuda::CUstream capture_stream = nullptr;
 };
 
 // The cuDNN handle of the CUDA context `h` stands for (made current first).

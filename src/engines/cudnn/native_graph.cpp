@@ -5,12 +5,10 @@
 
 namespace dnngraph::cudnn {
 
-NativeGraph::~NativeGraph() {
-  reset();
-  if (capture_stream_ && cuda::driver()) cuda::driver()->cuStreamDestroy(capture_stream_);
-}
+NativeGraph::~NativeGraph() { reset(); }
 
 void NativeGraph::reset() {
+  if (!exec_ && !graph_) return;
   const cuda::DriverApi* d = cuda::driver();
   if (d && exec_) d->cuGraphExecDestroy(exec_);
   if (d && graph_) d->cuGraphDestroy(graph_);
@@ -36,20 +34,16 @@ Status NativeGraph::populate(const CudnnApi& api, cudnnHandle_t handle, BackendD
 }
 
 Status NativeGraph::capture(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan,
-                            BackendDescriptor variant_pack, cuda::CUstream stream) {
+                            BackendDescriptor variant_pack, cuda::CUstream stream, cuda::CUstream capture_stream) {
   const cuda::DriverApi& d = *cuda::driver();
-  if (!capture_stream_)
-    if (auto s = cuda::check(d.cuStreamCreate(&capture_stream_, cuda::STREAM_NON_BLOCKING), "cudnn: cuStreamCreate");
-        !s.ok())
-      return s;
-  if (cudnnStatus_t s = api.cudnnSetStream(handle, capture_stream_); s != STATUS_SUCCESS)
+  if (cudnnStatus_t s = api.cudnnSetStream(handle, capture_stream); s != STATUS_SUCCESS)
     return cudnn_error(api, s, "cudnnSetStream", ErrorCode::GRAPH_EXECUTION_FAILED);
-  Status st = cuda::check(d.cuStreamBeginCapture(capture_stream_, cuda::STREAM_CAPTURE_MODE_THREAD_LOCAL),
+  Status st = cuda::check(d.cuStreamBeginCapture(capture_stream, cuda::STREAM_CAPTURE_MODE_THREAD_LOCAL),
                           "cudnn: cuStreamBeginCapture");
   cuda::CUgraph g = nullptr;
   if (st.ok()) {
     const cudnnStatus_t run = api.cudnnBackendExecute(handle, plan, variant_pack);
-    const Status end = cuda::check(d.cuStreamEndCapture(capture_stream_, &g), "cudnn: cuStreamEndCapture");
+    const Status end = cuda::check(d.cuStreamEndCapture(capture_stream, &g), "cudnn: cuStreamEndCapture");
     st = run != STATUS_SUCCESS ? cudnn_error(api, run, "cudnnBackendExecute while capturing",
                                              ErrorCode::GRAPH_EXECUTION_FAILED)
                                : end;
@@ -75,7 +69,8 @@ Status NativeGraph::capture(const CudnnApi& api, cudnnHandle_t handle, BackendDe
 }
 
 Status NativeGraph::prepare(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan,
-                            BackendDescriptor variant_pack, cuda::CUstream stream) {
+                            BackendDescriptor variant_pack, cuda::CUstream stream, cuda::CUstream capture_stream,
+                            const std::string& native_refused) {
   const cuda::DriverApi& d = *cuda::driver();
   if (mode_ == Mode::NATIVE && exec_) {
     if (api.cudnnBackendUpdateCudaGraph(handle, plan, variant_pack, graph_) == STATUS_SUCCESS) {
@@ -85,26 +80,30 @@ Status NativeGraph::prepare(const CudnnApi& api, cudnnHandle_t handle, BackendDe
     if (populate(api, handle, plan, variant_pack).ok()) return {};  // an update refused: start afresh
   }
   if (mode_ == Mode::CAPTURED) {
-    Status s = capture(api, handle, plan, variant_pack, stream);
+    Status s = capture(api, handle, plan, variant_pack, stream, capture_stream);
     if (!s.ok()) mode_ = Mode::NONE;
     return s;
   }
-  std::string populate_error = "cuDNN " + std::to_string(version()) + " lacks cudnnBackendPopulateCudaGraph";
-  if (available(api)) {
+  std::string populate_error = native_refused;
+  if (populate_error.empty() && !available(api))
+    populate_error = "cuDNN " + std::to_string(version()) + " lacks cudnnBackendPopulateCudaGraph";
+  if (populate_error.empty()) {
     Status s = populate(api, handle, plan, variant_pack);
     if (s.ok()) {
       mode_ = Mode::NATIVE;
       how_ = "native CUDA graph";
+      native_refusal_.clear();
       return {};
     }
     populate_error = s.message();
   }
-  Status s = capture(api, handle, plan, variant_pack, stream);
+  Status s = capture(api, handle, plan, variant_pack, stream, capture_stream);
   if (!s.ok()) {
     mode_ = Mode::NONE;
     return {s.code(), s.message() + "; populate: " + populate_error};
   }
   mode_ = Mode::CAPTURED;
+  native_refusal_ = populate_error;
   how_ = "captured CUDA graph of cudnnBackendExecute (populate: " + populate_error + ")";
   return {};
 }

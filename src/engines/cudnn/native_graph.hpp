@@ -6,8 +6,9 @@
 //     note SUPPORTS_CUDA_GRAPH_NATIVE_API; cuDNN refuses the others);
 //  2. otherwise, one cudnnBackendExecute captured on a private stream (as PyTorch's CUDA graphs
 //     capture cuDNN calls), captured again when pointers change and applied with cuGraphExecUpdate.
-// The graph holds the pointers (and host scalar values) of one variant pack. Not thread-safe: the
-// plan holds the cuDNN handle's mutex around every call.
+// The graph holds the pointers (and host scalar values) of one variant pack; a plan keeps one per
+// pointer set (graph_cache.hpp). Not thread-safe: the plan holds the cuDNN handle's mutex around
+// every call.
 #pragma once
 #include <string>
 
@@ -29,12 +30,16 @@ class NativeGraph {
     return api.cudnnBackendPopulateCudaGraph && api.cudnnBackendUpdateCudaGraph;
   }
 
-  // Makes the instantiated graph run `plan` with `variant_pack` (see above). `stream` is the
-  // handle's stream, set on the cuDNN handle again after a capture. On failure the object is empty
-  // and the plan runs cudnnBackendExecute.
+  // Makes the instantiated graph run `plan` with `variant_pack` (see above; an existing graph is
+  // updated in place). `stream` is the handle's stream, set on the cuDNN handle again after a
+  // capture on `capture_stream`. A non-empty `native_refused` (cuDNN's refusal for another graph
+  // of the same plan) skips the native API. On failure the object is empty and the plan runs
+  // cudnnBackendExecute.
   Status prepare(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan, BackendDescriptor variant_pack,
-                 cuda::CUstream stream);
+                 cuda::CUstream stream, cuda::CUstream capture_stream, const std::string& native_refused);
   bool ready() const { return exec_ != nullptr; }
+  // Why the native API was not used ("" for a native graph).
+  const std::string& native_refusal() const { return native_refusal_; }
   Status launch(cuda::CUstream stream) const;
   // "native CUDA graph" or "captured CUDA graph of cudnnBackendExecute (populate: why not)".
   const std::string& how() const { return how_; }
@@ -44,12 +49,11 @@ class NativeGraph {
   void reset();
   Status populate(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan, BackendDescriptor variant_pack);
   Status capture(const CudnnApi& api, cudnnHandle_t handle, BackendDescriptor plan, BackendDescriptor variant_pack,
-                 cuda::CUstream stream);
+                 cuda::CUstream stream, cuda::CUstream capture_stream);
   Mode mode_ = Mode::NONE;
-  std::string how_;
+  std::string how_, native_refusal_;
   cuda::CUgraph graph_ = nullptr;
   cuda::CUgraphExec exec_ = nullptr;
-  cuda::CUstream capture_stream_ = nullptr;
 };
 
 // Whether `stream` is being captured into a CUDA graph (then plans run through cudnnBackendExecute,
