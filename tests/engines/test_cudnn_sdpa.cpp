@@ -10,6 +10,7 @@
 #include <map>
 
 #include "engines/cudnn/cudnn_engine.hpp"
+#include "engines/cudnn/graph_cache.hpp"
 #include "engines/cudnn/op_graph.hpp"
 #include "engines/cudnn/sdpa_lower.hpp"
 #include "engines/test_cuda_util.hpp"
@@ -28,6 +29,7 @@ struct SdpaCase {
   T type = T::BFLOAT16;
   bool causal = false, bottom_right = false, stats = false;
   std::optional<double> scale;
+  std::optional<int64_t> left, right;  // the diagonal band's bounds, when given
   std::vector<int32_t> seq_q, seq_kv;  // the padding mask, when given
 };
 
@@ -42,6 +44,9 @@ ct::Builder sdpa_graph(const SdpaCase& c) {
     if (c.scale) a.set_attn_scale(*c.scale);
     if (c.causal && c.bottom_right) a.set_causal_mask_bottom_right(true);
     else if (c.causal) a.set_causal_mask(true);
+    else if (c.bottom_right) a.set_diagonal_alignment(dg::DiagonalAlignment::BOTTOM_RIGHT);
+    if (c.left) a.set_diagonal_band_left_bound(*c.left);
+    if (c.right) a.set_diagonal_band_right_bound(*c.right);
     if (!c.seq_q.empty()) {
       a.set_padding_mask(true)
           .set_seq_len_q(ct::input(g, "SEQ_Q", {c.b, 1, 1, 1}, T::INT32))
@@ -131,7 +136,60 @@ TEST(CudnnSdpa, WhatIsNotOfferedHasAReason) {
   EXPECT_NE(sdpa_reason(c).find("node 'attn' (sdpa): data type FLOAT"), std::string::npos) << sdpa_reason(c);
   c.type = T::HALF;
   c.bottom_right = true;
-  EXPECT_NE(sdpa_reason(c).find("bottom-right causal mask"), std::string::npos) << sdpa_reason(c);
+  EXPECT_EQ(sdpa_reason(c), "");
+  c.left = 8, c.right = 2;
+  EXPECT_EQ(sdpa_reason(c), "");
+  c.left = 0;
+  EXPECT_NE(sdpa_reason(c).find("a diagonal band left bound of 0 (cuDNN's sliding window"), std::string::npos)
+      << sdpa_reason(c);
+  c.left.reset(), c.right.reset(), c.sq = 96;  // bottom-right causal, more queries than keys
+  EXPECT_NE(sdpa_reason(c).find("needs seq_q <= seq_kv (seq_q 96 > seq_kv 64)"), std::string::npos) << sdpa_reason(c);
+  c.seq_q = {96}, c.seq_kv = {64}, c.b = 1;  // the padding lengths align it per batch: cuDNN's call
+  EXPECT_EQ(sdpa_reason(c), "");
+  c.stats = true;  // cuDNN's stats of padded rows are infinite (ref: 0)
+  EXPECT_NE(sdpa_reason(c).find("the stats output with the padding mask"), std::string::npos) << sdpa_reason(c);
+}
+
+// The band masks' constants: the dims as lengths for bottom-right, the left bound folded with them
+// without padding, INT32 with padding (whose lengths are tensors).
+TEST(CudnnSdpa, BandConstantsFollowTheAlignmentAndPadding) {
+  auto constants_of = [](const SdpaCase& c) {
+    dg::Graph g;
+    auto parts = partitions_of(sdpa_graph(c), g);
+    std::vector<TensorPlan> plans;
+    EXPECT_TRUE(plan_tensors(parts.at(0), plans).ok());
+    std::map<int64_t, TensorPlan> out;
+    for (const auto& t : plans)
+      if (t.id < 0) out[t.uid] = t;
+    return out;
+  };
+  auto i32 = [](const TensorPlan& t) {
+    int32_t v = 0;
+    std::memcpy(&v, &t.value, 4);
+    EXPECT_EQ(t.dtype, Dtype::INT32);
+    return v;
+  };
+  auto f32 = [](const TensorPlan& t) {
+    float v = 0;
+    std::memcpy(&v, &t.value, 4);
+    EXPECT_EQ(t.dtype, Dtype::FLOAT);
+    return v;
+  };
+  SdpaCase c;
+  c.sq = 32, c.skv = 80, c.causal = true, c.bottom_right = true, c.left = 10;
+  auto k = constants_of(c);
+  EXPECT_EQ(k.size(), 5u);  // scale, -inf, s_kv, s_q, left (no right: causal is 0)
+  EXPECT_EQ(i32(k.at(kSdpaSeqKvUid)), 80);
+  EXPECT_EQ(i32(k.at(kSdpaSeqQUid)), 32);
+  EXPECT_FLOAT_EQ(f32(k.at(kSdpaLeftUid)), 10.0f - 80 + 32);
+  c.right = 3, c.seq_q = {32}, c.seq_kv = {80}, c.b = 1;
+  k = constants_of(c);
+  EXPECT_EQ(k.size(), 4u);  // scale, -inf, right, left: the lengths are the padding tensors
+  EXPECT_EQ(i32(k.at(kSdpaRightUid)), 3);
+  EXPECT_EQ(i32(k.at(kSdpaLeftUid)), 10);
+  c.bottom_right = false, c.causal = false;
+  k = constants_of(c);
+  EXPECT_FLOAT_EQ(f32(k.at(kSdpaLeftUid)), 10.0f);
 }
 
 TEST(CudnnSdpa, TheRealLibraryFinalizesTheAttentionGraphsOperations) {
@@ -150,6 +208,15 @@ TEST(CudnnSdpa, TheRealLibraryFinalizesTheAttentionGraphsOperations) {
       // matmul, scale, [padding: 2 GEN_INDEX, 2 CMP_LT, AND, SELECT], causal: 2 GEN_INDEX, CMP_GE,
       // SELECT; max, sub, exp, sum, log, add (the stats, virtual in inference), div, matmul.
       EXPECT_EQ(low.ops.size(), 2u + (padded ? 6u : 0u) + 4u + 4u + 2u + 2u);
+      // Bottom-right with a sliding window: the right bound adds s_kv, subtracts s_q; the left
+      // bound: 2 GEN_INDEX, ADD, [SUB, ADD with padding], CMP_GT, SELECT.
+      c.bottom_right = true, c.left = 16;
+      dg::Graph band_graph;
+      auto band_parts = partitions_of(sdpa_graph(c), band_graph);
+      Lowered band;
+      const Status bs = lower_partition(*api(), band_parts.at(0), band);
+      ASSERT_TRUE(bs.ok()) << bs.to_string();
+      EXPECT_EQ(band.ops.size(), low.ops.size() + 2u + 5u + (padded ? 2u : 0u));
     }
 }
 
@@ -297,6 +364,31 @@ TEST_F(CudnnSdpaGpu, PaddingOnlyMatchesRef) {
   expect_sdpa_plans_match_ref(c, *h_, "fp16 padded 3x2x48x80");
 }
 
+// Bottom-right causal: the last query sees the last key (more keys than queries, the KV-cache case).
+TEST_F(CudnnSdpaGpu, BottomRightCausalMatchesRef) {
+  SdpaCase c;
+  c.b = 2, c.h = 4, c.hk = 4, c.sq = 64, c.skv = 160, c.causal = true, c.bottom_right = true;
+  expect_sdpa_plans_match_ref(c, *h_, "bf16 bottom-right causal 2x4x64x160");
+  c.type = T::HALF, c.hk = 2, c.seq_q = {64, 21}, c.seq_kv = {160, 75};
+  expect_sdpa_plans_match_ref(c, *h_, "fp16 GQA bottom-right causal padded");
+}
+
+// Sliding windows (a left bound) with a causal or wider right bound, in both alignments.
+TEST_F(CudnnSdpaGpu, SlidingWindowMatchesRef) {
+  SdpaCase c;
+  c.b = 2, c.h = 2, c.hk = 2, c.sq = 128, c.skv = 128, c.causal = true, c.left = 16;
+  expect_sdpa_plans_match_ref(c, *h_, "bf16 causal window 16, 2x2x128x128");
+  c.sq = 64, c.skv = 192, c.bottom_right = true, c.left = 40, c.type = T::HALF;
+  expect_sdpa_plans_match_ref(c, *h_, "fp16 bottom-right causal window 40, 2x2x64x192");
+  c.seq_q = {64, 30}, c.seq_kv = {192, 77}, c.left = 24, c.causal = false, c.right = 5;
+  expect_sdpa_plans_match_ref(c, *h_, "fp16 bottom-right band [-24, +5] padded");
+  SdpaCase w;
+  w.sq = 96, w.skv = 96, w.left = 20, w.right = 7;
+  expect_sdpa_plans_match_ref(w, *h_, "bf16 top-left band [-20, +7] 1x2x96x96");
+  w.right.reset();
+  expect_sdpa_plans_match_ref(w, *h_, "bf16 top-left left bound 20 only");
+}
+
 // Y = relu(conv(X, W) + B), NHWC bf16: cuDNN's sm90 engines with the native CUDA-graph note.
 ct::Builder conv_bias_relu_nhwc() {
   return [](dg::Graph& g) {
@@ -340,6 +432,49 @@ TEST_F(CudnnSdpaGpu, NativeGraphFollowsThePointersFromCallToCall) {
     }
     const auto& pp = g.impl().plans->parts.at(0);
     std::printf("[ INFO ] %s launches by %s\n", name.c_str(), launch_path(*pp.built.at(pp.index_for(i))).c_str());
+  }
+}
+
+// Attention plans (cuDNN's native graphs) with more pointer sets than a plan keeps graphs for:
+// two alternated, all cycled, then the last two alone until they replace idle graphs (a native
+// graph updated with cudnnBackendUpdateCudaGraph), then all again; every call against ref.
+TEST_F(CudnnSdpaGpu, NativeGraphsPerPointerSetFollowTheBuffers) {
+  SdpaCase c;
+  c.b = 1, c.h = 2, c.hk = 2, c.sq = 64, c.skv = 128, c.causal = true, c.bottom_right = true;
+  const auto build = sdpa_graph(c);
+  const int sets = static_cast<int>(GraphCache::kCapacity) + 2;
+  std::vector<ct::Outputs> want;
+  std::vector<std::unique_ptr<Rig>> rigs;
+  dg::Graph g;
+  const Status planned = plan_with(build, *h_, g, "cudnn");
+  ASSERT_TRUE(planned.ok()) << planned.to_string();
+  for (int i = 0; i < sets; ++i) {
+    want.push_back(ref_outputs(build, kSeed + 977u * static_cast<uint32_t>(i)));
+    rigs.push_back(std::make_unique<Rig>(*h_, g, kSeed + 977u * static_cast<uint32_t>(i),
+                                         std::map<std::string, std::vector<int32_t>>{}));
+  }
+  std::vector<int> order{0, 1, 0, 1, 0, 1};
+  for (int t = 0; t < 2; ++t)
+    for (int i = 0; i < sets; ++i) order.push_back(i);
+  for (uint64_t t = 0; t < GraphCache::kIdleCalls + 4; ++t) order.push_back(sets - 1 - static_cast<int>(t % 2));
+  for (int i = 0; i < sets; ++i) order.push_back(i);
+  const int64_t n = std::min<int64_t>(g.get_execution_plan_count(), 2);
+  for (int64_t p = 0; p < n; ++p) {
+    std::string name;
+    ASSERT_TRUE(g.get_plan_name_at_index(p, name).ok());
+    if (!g.build_plan_at_index(*h_, p).ok()) continue;
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size_plan_at_index(p, ws).ok());
+    memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    for (size_t call = 0; call < order.size(); ++call) {
+      Rig& r = *rigs[static_cast<size_t>(order[call])];
+      r.poison();
+      const Status run = g.execute_plan_at_index(*h_, r.pack, workspace.get(), p, ws);
+      ASSERT_TRUE(run.ok()) << name << ": " << run.to_string();
+      r.expect_matches(want[static_cast<size_t>(order[call])], name + ", call " + std::to_string(call));
+    }
+    const auto& pp = g.impl().plans->parts.at(0);
+    std::printf("[ INFO ] %s launches by %s\n", name.c_str(), launch_path(*pp.built.at(pp.index_for(p))).c_str());
   }
 }
 

@@ -104,7 +104,7 @@ class SdpaBuilder {
   const CudnnApi& api_;
   Lowered& out_;
   Status status_;
-  int64_t next_uid_ = kSdpaNegInfUid + 1;
+  int64_t next_uid_ = kSdpaScaleUid + 16;  // above the lowering's constants
 };
 
 // S = select(mask, S, -inf) where mask is (row < seq_q) && (col < seq_kv): the frontend's padding mask.
@@ -122,17 +122,57 @@ BackendDescriptor padding_mask(SdpaBuilder& g, BackendDescriptor s, const std::v
   return out;
 }
 
-// S = select(row >= col, S, -inf): the frontend's top-left causal mask (a right bound of 0).
-BackendDescriptor causal_mask(SdpaBuilder& g, BackendDescriptor s, const std::vector<int64_t>& dims,
-                              BackendDescriptor neg_inf) {
-  BackendDescriptor row = g.tensor(Dtype::INT32, dims), col = g.tensor(Dtype::INT32, dims);
+// The row and column indices of the scores, as the frontend makes them for its band masks.
+void score_indices(SdpaBuilder& g, BackendDescriptor s, const std::vector<int64_t>& dims, BackendDescriptor& row,
+                   BackendDescriptor& col) {
+  row = g.tensor(Dtype::INT32, dims), col = g.tensor(Dtype::INT32, dims);
   g.pointwise(PwMode::GEN_INDEX, Dtype::FLOAT, s, nullptr, nullptr, row, 2);
   g.pointwise(PwMode::GEN_INDEX, Dtype::FLOAT, s, nullptr, nullptr, col, 3);
+}
+
+// x = mode(x, b) in `type` (an index shifted by a length or a bound).
+void shift(SdpaBuilder& g, PwMode mode, Dtype type, BackendDescriptor& x, BackendDescriptor b,
+           const std::vector<int64_t>& dims) {
+  BackendDescriptor y = g.tensor(type, dims);
+  g.pointwise(mode, type, x, b, nullptr, y);
+  x = y;
+}
+
+// The lengths a bottom-right band aligns to (padding lengths, else the dims' constants); null for top-left.
+struct BandInputs {
+  BackendDescriptor seq_kv = nullptr, seq_q = nullptr, right = nullptr, left = nullptr, neg_inf = nullptr;
+  Dtype left_type = Dtype::FLOAT;
+};
+
+// S = select(row [+ s_kv - s_q] [+ right] >= col, S, -inf): the frontend's right bound (causal when 0).
+BackendDescriptor right_bound_mask(SdpaBuilder& g, BackendDescriptor s, const std::vector<int64_t>& dims,
+                                   const BandInputs& in) {
+  BackendDescriptor row = nullptr, col = nullptr;
+  score_indices(g, s, dims, row, col);
+  if (in.seq_kv) shift(g, PwMode::ADD, Dtype::INT32, row, in.seq_kv, dims);
+  if (in.seq_q) shift(g, PwMode::SUB, Dtype::INT32, row, in.seq_q, dims);
+  if (in.right) shift(g, PwMode::ADD, Dtype::INT32, row, in.right, dims);
   BackendDescriptor keep = g.tensor(Dtype::BOOLEAN, dims), out = g.tensor(Dtype::FLOAT, dims);
   g.pointwise(PwMode::CMP_GE, Dtype::BOOLEAN, row, col, nullptr, keep);
-  g.pointwise(PwMode::BINARY_SELECT, Dtype::FLOAT, s, neg_inf, keep, out);
+  g.pointwise(PwMode::BINARY_SELECT, Dtype::FLOAT, s, in.neg_inf, keep, out);
   return out;
 }
+
+// S = select(col + left [- s_kv + s_q] > row, S, -inf): the frontend's left bound (sliding window).
+BackendDescriptor left_bound_mask(SdpaBuilder& g, BackendDescriptor s, const std::vector<int64_t>& dims,
+                                  const BandInputs& in) {
+  BackendDescriptor row = nullptr, col = nullptr;
+  score_indices(g, s, dims, row, col);
+  shift(g, PwMode::ADD, in.left_type, col, in.left, dims);
+  if (in.seq_kv) shift(g, PwMode::SUB, Dtype::INT32, col, in.seq_kv, dims);
+  if (in.seq_q) shift(g, PwMode::ADD, Dtype::INT32, col, in.seq_q, dims);
+  BackendDescriptor keep = g.tensor(Dtype::BOOLEAN, dims), out = g.tensor(Dtype::FLOAT, dims);
+  g.pointwise(PwMode::CMP_GT, Dtype::BOOLEAN, col, row, nullptr, keep);
+  g.pointwise(PwMode::BINARY_SELECT, Dtype::FLOAT, s, in.neg_inf, keep, out);
+  return out;
+}
+
+bool bottom_right(const SdpaAttr& a) { return a.get_diagonal_alignment() == DiagonalAlignment::BOTTOM_RIGHT; }
 
 }  // namespace
 
@@ -151,12 +191,24 @@ std::string sdpa_unsupported_reason(const Partition& p, const ir::Node& n) {
   if (t != DataType::HALF && t != DataType::BFLOAT16)
     return node_text(n) + ": data type " + std::string(to_string(t)) +
            " (the engine offers cuDNN's flash attention for HALF and BFLOAT16)";
-  if (a.get_diagonal_band_left_bound())
-    return node_text(n) + ": a diagonal band left bound (sliding window) is not lowered to cuDNN";
-  if (auto r = a.get_diagonal_band_right_bound(); r && *r != 0)
-    return node_text(n) + ": a diagonal band right bound other than 0 is not lowered to cuDNN";
-  if (a.get_diagonal_band_right_bound() && a.get_diagonal_alignment() != DiagonalAlignment::TOP_LEFT)
-    return node_text(n) + ": a bottom-right causal mask is not lowered to cuDNN (top-left only)";
+  if (a.get_padding_mask() && !a.get_is_inference())
+    return node_text(n) + ": the stats output with the padding mask (cuDNN 9.14 on an H200 left the stats of "
+           "padded query rows infinite, where dnngraph defines 0)";
+  const auto left = a.get_diagonal_band_left_bound(), right = a.get_diagonal_band_right_bound();
+  const int64_t sq = p.tensor(n.inputs[slot::SDPA_Q]).dims[2], skv = p.tensor(n.inputs[slot::SDPA_K]).dims[2];
+  const std::string lengths = " (seq_q " + std::to_string(sq) + " > seq_kv " + std::to_string(skv) + ")";
+  if (left && *left < 1)
+    return node_text(n) + ": a diagonal band left bound of " + std::to_string(*left) +
+           " (cuDNN's sliding window keeps the diagonal: a left bound of at least 1)";
+  if (right && bottom_right(a) && !a.get_padding_mask() && sq > skv)
+    return node_text(n) + ": a bottom-right aligned band without padding needs seq_q <= seq_kv" + lengths +
+           " (cuDNN's rule, as the frontend's)";
+  if (left && !a.get_padding_mask() && sq > skv)
+    return node_text(n) + ": a sliding window (left bound) without padding needs seq_q <= seq_kv" + lengths +
+           " (cuDNN's rule, as the frontend's)";
+  if (left && !right && skv > 1024 && version() == 91400)
+    return node_text(n) + ": a sliding window without a right bound and seq_kv " + std::to_string(skv) +
+           " > 1024 (a known bug of cuDNN 9.14.0, which the frontend refuses too)";
   return {};
 }
 
@@ -168,23 +220,31 @@ void sdpa_tensor_plans(const Partition& p, const ir::Node& n, std::vector<Tensor
       std::swap(t.strides[2], t.strides[3]);
     }
   const double d = static_cast<double>(p.tensor(n.inputs[slot::SDPA_Q]).dims[3]);
-  auto constant = [&](int64_t uid, float v) {
+  auto constant = [&](int64_t uid, Dtype type, uint64_t bits) {
     TensorPlan c;
     c.uid = uid;
     c.dims.assign(4, 1);
     c.strides.assign(4, 1);
-    c.dtype = Dtype::FLOAT;
+    c.dtype = type;
     c.by_value = true;
-    c.value = bits_of(v);
+    c.value = bits;
     tensors.push_back(std::move(c));
   };
-  constant(kSdpaScaleUid, static_cast<float>(a.get_attn_scale().value_or(1.0 / std::sqrt(d))));
-  if (a.get_padding_mask() || a.get_diagonal_band_right_bound()) {
+  auto int32 = [&](int64_t uid, int64_t v) { constant(uid, Dtype::INT32, bits_of(static_cast<int32_t>(v))); };
+  constant(kSdpaScaleUid, Dtype::FLOAT, bits_of(static_cast<float>(a.get_attn_scale().value_or(1.0 / std::sqrt(d)))));
+  const auto left = a.get_diagonal_band_left_bound(), right = a.get_diagonal_band_right_bound();
+  if (a.get_padding_mask() || left || right) {
     // cuDNN before 9.10 wants the lowest float for masked scores, later ones -inf (as the frontend).
     const size_t v = version();
-    constant(kSdpaNegInfUid, v != 0 && v < 91000 ? std::numeric_limits<float>::lowest()
-                                                 : -std::numeric_limits<float>::infinity());
+    constant(kSdpaNegInfUid, Dtype::FLOAT,
+             bits_of(v != 0 && v < 91000 ? std::numeric_limits<float>::lowest() : -std::numeric_limits<float>::infinity()));
   }
+  const int64_t sq = p.tensor(n.inputs[slot::SDPA_Q]).dims[2], skv = p.tensor(n.inputs[slot::SDPA_K]).dims[2];
+  const bool fixed_lengths = bottom_right(a) && !a.get_padding_mask();  // the dims stand for the lengths
+  if (right && fixed_lengths) int32(kSdpaSeqKvUid, skv), int32(kSdpaSeqQUid, sq);
+  if (right && *right != 0) int32(kSdpaRightUid, *right);
+  if (left && bottom_right(a) && a.get_padding_mask()) int32(kSdpaLeftUid, *left);
+  else if (left) constant(kSdpaLeftUid, Dtype::FLOAT, bits_of(static_cast<float>(*left - (fixed_lengths ? skv - sq : 0))));
 }
 
 Status lower_sdpa(const CudnnApi& api, const Partition& p, const ir::Node& n,
@@ -198,8 +258,11 @@ Status lower_sdpa(const CudnnApi& api, const Partition& p, const ir::Node& n,
   const std::vector<int64_t> scores{b, h, sq, skv}, rows{b, h, sq, 1};
   BackendDescriptor seq_q = a.get_padding_mask() ? desc(tensor_id(n, slot::SDPA_SEQ_Q)) : nullptr;
   BackendDescriptor seq_kv = a.get_padding_mask() ? desc(tensor_id(n, slot::SDPA_SEQ_KV)) : nullptr;
-  auto neg_inf_it = by_uid.find(kSdpaNegInfUid);
-  BackendDescriptor neg_inf = neg_inf_it == by_uid.end() ? nullptr : neg_inf_it->second;
+  auto constant = [&](int64_t uid) -> BackendDescriptor {
+    auto it = by_uid.find(uid);
+    return it == by_uid.end() ? nullptr : it->second;
+  };
+  BackendDescriptor neg_inf = constant(kSdpaNegInfUid);
 
   SdpaBuilder g(api, out);
   BackendDescriptor s = g.tensor(Dtype::FLOAT, scores), scaled = g.tensor(Dtype::FLOAT, scores);
@@ -207,7 +270,20 @@ Status lower_sdpa(const CudnnApi& api, const Partition& p, const ir::Node& n,
   g.pointwise(PwMode::MUL, Dtype::FLOAT, s, by_uid.at(kSdpaScaleUid), nullptr, scaled);
   s = scaled;
   if (seq_q && seq_kv) s = padding_mask(g, s, scores, seq_q, seq_kv, neg_inf);
-  if (a.get_diagonal_band_right_bound()) s = causal_mask(g, s, scores, neg_inf);
+  BandInputs band;
+  band.neg_inf = neg_inf;
+  if (bottom_right(a)) {  // the padding mask's lengths, else the dims' constants
+    band.seq_kv = seq_kv ? seq_kv : constant(kSdpaSeqKvUid);
+    band.seq_q = seq_q ? seq_q : constant(kSdpaSeqQUid);
+  }
+  band.right = constant(kSdpaRightUid);
+  if (a.get_diagonal_band_right_bound()) s = right_bound_mask(g, s, scores, band);
+  if (a.get_diagonal_band_left_bound()) {
+    band.left = constant(kSdpaLeftUid);
+    band.left_type = bottom_right(a) && seq_kv ? Dtype::INT32 : Dtype::FLOAT;
+    if (!seq_kv) band.seq_kv = band.seq_q = nullptr;  // folded into the left bound's constant
+    s = left_bound_mask(g, s, scores, band);
+  }
   // Softmax as max, sub, exp, sum, div (the frontend's CompositeSoftmaxNode).
   BackendDescriptor mx = g.tensor(Dtype::FLOAT, rows), shifted = g.tensor(Dtype::FLOAT, scores),
                     e = g.tensor(Dtype::FLOAT, scores), sum = g.tensor(Dtype::FLOAT, rows);
