@@ -454,18 +454,24 @@ TEST(CudaConvImplicitGemm, WgradKernelCompilesWithNvrtc) {
   }
 }
 
+// A random 2D case for the gradient tests: channel counts multiples of `unit` (one 16-byte chunk).
+Case random_grad_case(std::mt19937& rng, int64_t unit) {
+  Case c;
+  c.x = {1 + int64_t(rng() % 2), unit * (1 + int64_t(rng() % 4)), 4 + int64_t(rng() % 12), 4 + int64_t(rng() % 12)};
+  c.k = unit * (1 + int64_t(rng() % 9));
+  c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
+  c.pre = {int64_t(rng() % 2), int64_t(rng() % 2)};
+  c.post = {int64_t(rng() % 2), int64_t(rng() % 2)};
+  c.stride = {1 + int64_t(rng() % 2), 1};
+  c.dil = {1, 1 + int64_t(rng() % 2)};
+  return c;
+}
+
 TEST(CudaConvImplicitGemm, WgradMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
   std::mt19937 rng(101);
   for (int trial = 0; trial < 4; ++trial) {
-    Case c;
-    c.x = {1 + int64_t(rng() % 2), 8 * (1 + int64_t(rng() % 4)), 4 + int64_t(rng() % 12), 4 + int64_t(rng() % 12)};
-    c.k = 8 * (1 + int64_t(rng() % 9));
-    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
-    c.pre = {int64_t(rng() % 2), int64_t(rng() % 2)};
-    c.post = {int64_t(rng() % 2), int64_t(rng() % 2)};
-    c.stride = {1 + int64_t(rng() % 2), 1};
-    c.dil = {1, 1 + int64_t(rng() % 2)};
+    const Case c = random_grad_case(rng, 8);
     SCOPED_TRACE("trial " + std::to_string(trial));
     run_wgrad(c, trial % 2 ? dg::DataType::HALF : dg::DataType::BFLOAT16, rng);
   }
@@ -496,14 +502,7 @@ TEST(CudaConvImplicitGemm, Tf32ConvolutionsMatchRef) {
   run_case({{1, 4, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}}, F, F, true, rng);
   run_case({{2, 64, 15, 13}, 136, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, F, F, true, rng, 8);
   for (int trial = 0; trial < 2; ++trial) {
-    Case c;
-    c.x = {1 + int64_t(rng() % 2), 4 * (1 + int64_t(rng() % 9)), 4 + int64_t(rng() % 14), 4 + int64_t(rng() % 14)};
-    c.k = 4 * (1 + int64_t(rng() % 9));
-    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
-    c.pre = {int64_t(rng() % 2), int64_t(rng() % 2)};
-    c.post = {int64_t(rng() % 2), int64_t(rng() % 2)};
-    c.stride = {1 + int64_t(rng() % 2), 1};
-    c.dil = {1, 1 + int64_t(rng() % 2)};
+    const Case c = random_grad_case(rng, 4);
     SCOPED_TRACE("dgrad/wgrad trial " + std::to_string(trial));
     run_dgrad(c, F, trial == 0, rng);
     run_wgrad(c, F, rng);

@@ -93,10 +93,11 @@ gm::MatmulConfig mma(int bm, int bn, int stages, bool tf32 = false) {
   return c;
 }
 
-gm::MatmulConfig wgmma(int bn, int stages, bool pingpong = false) {
+gm::MatmulConfig wgmma(int bn, int stages, bool pingpong = false, bool tf32 = false) {
   gm::MatmulConfig c;
   c.core = gm::Core::WGMMA;
-  c.bm = 128, c.bn = bn, c.bk = 64, c.stages = stages, c.threads = 384, c.pingpong = pingpong;
+  c.bm = 128, c.bn = bn, c.bk = tf32 ? 32 : 64, c.stages = stages, c.threads = 384, c.pingpong = pingpong;
+  c.tf32 = tf32;
   return c;
 }
 
@@ -149,6 +150,9 @@ TEST(CudaGemmTf32, FloatInputsNeedTheGraphToAllowTf32) {
 TEST_F(CudaGemmCompile, WgmmaKernelsCompileForEveryOperandMajor) {
   compile_case({dg::DataType::BFLOAT16, false, false, dg::DataType::BFLOAT16}, {wgmma(256, 4)}, "sm_90a");
   compile_case({dg::DataType::HALF, true, true, dg::DataType::FP8_E5M2}, {wgmma(128, 6, true)}, "sm_90a");
+  // TF32: K-major A and B only.
+  compile_case({dg::DataType::FLOAT, false, true, dg::DataType::FLOAT},
+               {wgmma(256, 4, false, true), wgmma(128, 6, true, true)}, "sm_90a");
 }
 
 TEST_F(CudaGemmCompile, EpilogueLayoutCollapsesOnlyNestedStrides) {
@@ -202,12 +206,17 @@ HostTensor operand(const Dims& batch, int64_t rows, int64_t cols, bool transpose
 // 2e-3 relative above sqrt(k), absolute 2e-3 sqrt(k) below it, leaves 15 sigma (DESIGN.md's ~1e-3
 // relative is for outputs of the sqrt(k) scale the sums have).
 constexpr double kTf32Tol = 2e-3;
+// wgmma reads fp32 from shared memory as TF32 by dropping the low 13 mantissa bits (no rounding
+// step there): each input shrinks by 2^-11 on average, so sums carry a ~1e-3 relative bias on top.
+constexpr double kTf32TruncTol = 3e-3;
 
-void random_plain_cases(const std::string& engine, uint32_t seed, int trials, bool pad, bool tf32 = false) {
+// tf32: FLOAT inputs; k_major: A [m, k] and B stored [n, k] (what tf32 wgmma reads), else random.
+void random_plain_cases(const std::string& engine, uint32_t seed, int trials, bool pad, bool tf32 = false,
+                        bool k_major = false) {
   std::mt19937 rng(seed);
   for (int trial = 0; trial < trials; ++trial) {
     const int64_t m = 1 + rng() % 300, n = 1 + rng() % 300, k = 1 + rng() % 200;
-    const bool at = rng() % 2, bt = rng() % 2;
+    const bool at = k_major ? false : rng() % 2, bt = k_major ? true : rng() % 2;
     const dg::DataType t = tf32 ? dg::DataType::FLOAT : rng() % 2 ? dg::DataType::BFLOAT16 : dg::DataType::HALF;
     Dims batch = rng() % 2 ? Dims{} : Dims{1 + int64_t(rng() % 3)};
     auto a = operand(batch, m, k, at, t, rng, pad);
@@ -222,7 +231,7 @@ void random_plain_cases(const std::string& engine, uint32_t seed, int trials, bo
                             g.set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(tf32);
                             return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
                           },
-                          {Expect{tf32 ? kTf32Tol : 1e-5, std::sqrt(double(k))}});
+                          {Expect{tf32 ? (k_major ? kTf32TruncTol : kTf32Tol) : 1e-5, std::sqrt(double(k))}});
   }
 }
 
@@ -338,6 +347,41 @@ TEST(CudaGemm, Tf32FusedEpiloguesAndEveryConfigurationMatchRef) {
                           return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
                         },
                         {Expect{kTf32Tol, 12}}, 1000);
+}
+
+}  // namespace
+
+namespace {
+
+// tf32 wgmma: K-major FLOAT operands (random shapes, batches), every configuration; MN-major ones
+// are rejected with the rule.
+TEST(CudaGemm, Tf32WgmmaKMajorMatchesRefAndMnMajorIsRejected) {
+  DG_REQUIRE_CUDA(gpu);
+  random_plain_cases(kWgmma, 36, 4, true, true, true);
+  std::mt19937 rng(67);
+  auto a = operand({2}, 200, 136, false, dg::DataType::FLOAT, rng);
+  auto b = operand({2}, 136, 264, true, dg::DataType::FLOAT, rng);
+  gemm_test::run_vs_ref(kWgmma, {a, b}, {gemm_test::packed({2, 200, 264}, dg::DataType::FLOAT)},
+                        [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                          g.set_allow_tf32(true);
+                          return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
+                        },
+                        {Expect{kTf32TruncTol, 12}}, 1000);
+
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(true);
+  auto x = g.tensor(dg::TensorAttr().set_name("A").set_dim({64, 32}).set_stride({32, 1}));
+  auto y = g.tensor(dg::TensorAttr().set_name("B").set_dim({32, 48}).set_stride({48, 1}));
+  g.matmul(x, y, dg::MatmulAttr().set_name("mm"))->set_output(true);
+  g.select_engines({kWgmma});
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(*gpu).ok());
+  dg::Status s = g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK});
+  if (s.ok()) s = g.check_support(*gpu);
+  EXPECT_FALSE(s.ok());
+  const std::string text = s.to_string() + "\n" + g.explain();
+  EXPECT_NE(text.find("node 'mm', tensor 'B': FLOAT inputs run on wgmma as TF32 only K-major"), std::string::npos)
+      << text;
 }
 
 }  // namespace

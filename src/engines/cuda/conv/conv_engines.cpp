@@ -117,7 +117,7 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
 // The filters as a K-major [Kout][taps * C] matrix for TMA: boxes of 64 k x tile_n rows.
 gemm::TensorMapSpec filter_map(const ConvProblem& cp, const Config& c) {
   gemm::TensorMapSpec s;
-  s.bf16 = cp.dtype == DataType::BFLOAT16;
+  s.dtype = cp.dtype;
   s.rank = 3;
   s.dims[0] = static_cast<uint64_t>(cp.params.K);
   s.dims[1] = static_cast<uint64_t>(cp.params.N);

@@ -12,7 +12,7 @@ using EncodeTiled = CUresult (*)(void*, int, uint32_t, void*, const uint64_t*, c
                                  const uint32_t*, int, int, int, int);
 using FuncSetAttribute = CUresult (*)(CUfunction, int, int);
 
-constexpr int kTensorMapBf16 = 9, kTensorMapF16 = 6;  // CUtensorMapDataType
+constexpr int kTensorMapBf16 = 9, kTensorMapF16 = 6, kTensorMapF32 = 7;  // CUtensorMapDataType
 constexpr int kSwizzle128 = 3, kL2Promotion256 = 3;
 constexpr int kAttrMaxDynamicSmem = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
@@ -42,7 +42,10 @@ Status encode_tensor_map(const TensorMapSpec& spec, const void* base, TensorMap&
   if (!ext().encode)
     return {ErrorCode::CUDA_API_FAILED, "cuTensorMapEncodeTiled is not in the loaded CUDA driver (TMA needs CUDA 12+)"};
   const uint32_t elem_strides[3] = {1, 1, 1};
-  return check(ext().encode(&out, spec.bf16 ? kTensorMapBf16 : kTensorMapF16, static_cast<uint32_t>(spec.rank),
+  const int type = spec.dtype == DataType::FLOAT  ? kTensorMapF32
+                   : spec.dtype == DataType::HALF ? kTensorMapF16
+                                                  : kTensorMapBf16;
+  return check(ext().encode(&out, type, static_cast<uint32_t>(spec.rank),
                             const_cast<void*>(base), spec.dims, spec.strides_bytes, spec.box, elem_strides, 0,
                             kSwizzle128, kL2Promotion256, 0),
                "cuTensorMapEncodeTiled");

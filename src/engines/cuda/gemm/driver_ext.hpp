@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "dnngraph/status.hpp"
+#include "dnngraph/types.hpp"
 #include "runtime/cuda/context.hpp"
 
 namespace dnngraph::cuda::gemm {
@@ -16,10 +17,10 @@ struct alignas(64) TensorMap {
   uint64_t words[16];
 };
 
-// A 2D or 3D tile map over 16-bit elements (dims and strides innermost first; strides in bytes,
-// for dims 1.. only), 128-byte swizzle, out-of-bounds elements read as zero.
+// A 2D or 3D tile map over 16-bit or fp32 elements (dims and strides innermost first; strides in
+// bytes, for dims 1.. only), 128-byte swizzle, out-of-bounds elements read as zero.
 struct TensorMapSpec {
-  bool bf16 = true;  // else fp16
+  DataType dtype = DataType::BFLOAT16;  // or HALF, FLOAT
   int rank = 3;
   uint64_t dims[3] = {1, 1, 1};
   uint64_t strides_bytes[2] = {0, 0};

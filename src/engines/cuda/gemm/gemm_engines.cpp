@@ -39,15 +39,18 @@ double estimate(const Partition& p, const Target& t, const MatmulConfig& c, doub
   return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), efficiency, 5e-6);
 }
 
-// FLOAT inputs (which describe_matmul lets through only where the graph allows TF32) run on the
-// mma.sync core with the tf32 knob; 16-bit inputs without it.
+// FLOAT inputs (which describe_matmul lets through only where the graph allows TF32) take the
+// tf32 knob, 16-bit inputs not; tf32 wgmma reads K-major operands only (it has no transpose).
 Status check_tf32(const Partition& p, const gemm::MatmulProblem& mp, const MatmulConfig& c, std::string_view engine) {
   const bool fp32 = mp.dtype == DataType::FLOAT;
+  const int mn_major = !mp.a_k_major ? mp.a : !mp.b_k_major ? mp.b : -1;
   const std::string where = "node '" + p.graph->nodes[static_cast<size_t>(gemm::anchor_node(p))].name + "', tensor '" +
-                            p.tensor(mp.a).name + "': ";
-  if (fp32 && c.core == Core::WGMMA)
-    return {ErrorCode::GRAPH_NOT_SUPPORTED, std::string(engine) + ": " + where +
-                                                "FLOAT inputs (TF32) run on the mma.sync core only (no wgmma TF32 path)"};
+                            p.tensor(fp32 && mn_major >= 0 ? mn_major : mp.a).name + "': ";
+  if (fp32 && c.core == Core::WGMMA && mn_major >= 0)
+    return {ErrorCode::GRAPH_NOT_SUPPORTED,
+            std::string(engine) + ": " + where +
+                "FLOAT inputs run on wgmma as TF32 only K-major (A [m, k] with k contiguous, B stored [n, k]); this "
+                "operand is MN-major (cuda_gemm_mma_sync takes it)"};
   if (fp32 != c.tf32)
     return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
             std::string(engine) + ": " + where + "the tf32 knob is " + (c.tf32 ? "1" : "0") + " but the inputs are " +
@@ -158,14 +161,17 @@ bool wgmma_config(const Knobs& k, MatmulConfig& c, std::string& why) {
   c.bn = static_cast<int>(knob(k, "tile_n", 256));
   c.stages = static_cast<int>(knob(k, "stages", c.bn == 256 ? 4 : 5));
   c.pingpong = knob(k, "pingpong", 0) != 0;
-  c.bk = 64;
+  const int64_t tf32 = knob(k, "tf32", 0);
+  c.tf32 = tf32 == 1;
+  c.bk = c.tf32 ? 32 : 64;  // one 128-byte swizzle row of k
   c.threads = 384;  // a producer warpgroup and two consumer warpgroups
-  if ((c.bn != 128 && c.bn != 256) || c.stages < 2 || c.stages > 8 || (c.pingpong && c.bn != 128)) {
-    why = "knobs " + knobs_to_string(k) + ": tile_n must be 128 or 256 (128 with pingpong), stages 2..8";
+  if ((c.bn != 128 && c.bn != 256) || c.stages < 2 || c.stages > 8 || (c.pingpong && c.bn != 128) ||
+      (tf32 != 0 && tf32 != 1)) {
+    why = "knobs " + knobs_to_string(k) + ": tile_n must be 128 or 256 (128 with pingpong), stages 2..8, tf32 0 or 1";
     return false;
   }
   // 1 KB of alignment slack, the stages, the epilogue staging (2 x 64 x 36 floats), the barriers.
-  c.smem_bytes = 1024 + c.stages * (c.bm + c.bn) * c.bk * 2 + 2 * 64 * 36 * 4 + 16 * c.stages;
+  c.smem_bytes = 1024 + c.stages * (c.bm + c.bn) * 128 + 2 * 64 * 36 * 4 + 16 * c.stages;
   if (c.smem_bytes > 227 * 1024) {
     why = "knobs " + knobs_to_string(k) + ": " + std::to_string(c.smem_bytes) + " bytes of shared memory exceed 227 KB";
     return false;
@@ -186,7 +192,8 @@ class GemmWgmmaTmaEngine final : public Engine {
     if (mp.dtype == DataType::FLOAT) {
       MatmulConfig c;
       c.core = Core::WGMMA;
-      return Support::no(check_tf32(p, mp, c, name()).message());
+      c.tf32 = true;
+      if (auto s = check_tf32(p, mp, c, name()); !s.ok()) return Support::no(s.message());
     }
     for (bool is_a : {true, false}) {
       const ir::Tensor& x = p.tensor(is_a ? mp.a : mp.b);
@@ -203,6 +210,8 @@ class GemmWgmmaTmaEngine final : public Engine {
     std::vector<Knobs> out{{{"tile_n", 256}, {"stages", 4}}, {{"pingpong", 1}, {"tile_n", 128}, {"stages", 6}},
                            {{"pingpong", 1}, {"tile_n", 128}, {"stages", 5}}, {{"tile_n", 256}, {"stages", 3}},
                            {{"tile_n", 128}, {"stages", 5}},                  {{"tile_n", 128}, {"stages", 4}}};
+    if (is_fp32(p, t))
+      for (auto& k : out) k["tf32"] = 1;
     std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
       return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
     });

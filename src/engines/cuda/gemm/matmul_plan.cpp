@@ -19,10 +19,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 bool misaligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; }
 
 // TMA maps for the wgmma core: A as (K, M, batch) or (M, K, batch) innermost first, B as (K, N,
-// batch) or (N, K, batch); the batch coordinate counts the operand's batch offset in units.
+// batch) or (N, K, batch); the batch coordinate counts the operand's batch offset in units. Boxes
+// are 128 bytes wide (64 16-bit or 32 fp32 elements).
 TensorMapSpec operand_map(const MatmulProblem& mp, bool is_a, const MatmulConfig& c, int64_t unit, int64_t batch_extent) {
   TensorMapSpec s;
-  s.bf16 = mp.dtype == DataType::BFLOAT16;
+  s.dtype = mp.dtype;
+  const int64_t es = size_of(mp.dtype);
   const bool k_major = is_a ? mp.a_k_major : mp.b_k_major;
   const int64_t mn = is_a ? mp.M : mp.N;
   const int64_t s_mn = is_a ? mp.a_sm : mp.b_sn;
@@ -33,12 +35,13 @@ TensorMapSpec operand_map(const MatmulProblem& mp, bool is_a, const MatmulConfig
   s.dims[1] = static_cast<uint64_t>(k_major ? mn : mp.K);
   s.dims[2] = static_cast<uint64_t>(batch_extent);
   const int64_t outer = k_major ? s_mn : s_k;
-  s.strides_bytes[0] = static_cast<uint64_t>(std::max<int64_t>(outer, 8) * 2);
+  s.strides_bytes[0] = static_cast<uint64_t>(std::max<int64_t>(outer, 16 / es) * es);
   // One batch (or a broadcast operand): a stride past the whole matrix, as a packed 3D tensor has.
-  s.strides_bytes[1] = batch_extent > 1 ? static_cast<uint64_t>(unit * 2)
+  s.strides_bytes[1] = batch_extent > 1 ? static_cast<uint64_t>(unit * es)
                                         : (s.strides_bytes[0] * s.dims[1] + 15) / 16 * 16;
-  // K-major: one box of 64 k x tile rows; MN-major: boxes of 64 (m or n) x 64 k, several per tile.
-  s.box[0] = 64;
+  // K-major: one box of BK k x tile rows; MN-major (16-bit only): boxes of 64 (m or n) x 64 k,
+  // several per tile.
+  s.box[0] = static_cast<uint32_t>(128 / es);
   s.box[1] = k_major ? static_cast<uint32_t>(tile_mn) : 64;
   s.box[2] = 1;
   return s;

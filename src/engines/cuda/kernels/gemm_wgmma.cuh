@@ -4,7 +4,8 @@
 // the generated epilogue applied to the accumulators in registers while the producer already
 // loads the next tile.
 //
-// Shared-memory tiles (BK = 64, so one row of k is one 128-byte swizzle row):
+// Shared-memory tiles (BK = 64, so one row of k is one 128-byte swizzle row; FLOAT inputs as TF32:
+// BK = 32, the same bytes, k8 instructions at the same 32-byte steps; K-major operands only):
 //   K-major operand:  rows = m or n, 64 k each: one TMA box (64 x rows); wgmma descriptor SBO =
 //                     1024 (8-row groups), k16 steps advance the start address by 32 bytes.
 //   MN-major operand: boxes of 64 (m or n) x 64 k, one per 64 columns, 8 KB apart (LBO); 8-row k
@@ -71,17 +72,21 @@ template <int DT, int BN, bool TA, bool TB>
 __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], u64 da, u64 db, int scale_d) {
   if constexpr (BN == 256) {
     if constexpr (DT == DT_BFLOAT16) wgmma_m64n256_bf16<TA, TB>(d, da, db, scale_d);
+    else if constexpr (DT == DT_FLOAT) wgmma_m64n256_tf32<TA, TB>(d, da, db, scale_d);
     else wgmma_m64n256_f16<TA, TB>(d, da, db, scale_d);
   } else {
     if constexpr (DT == DT_BFLOAT16) wgmma_m64n128_bf16<TA, TB>(d, da, db, scale_d);
+    else if constexpr (DT == DT_FLOAT) wgmma_m64n128_tf32<TA, TB>(d, da, db, scale_d);
     else wgmma_m64n128_f16<TA, TB>(d, da, db, scale_d);
   }
 }
 
-template <int BN, int STAGES>
+// ES: operand element bytes (2, or 4 for tf32). A k tile is one 128-byte row either way, read in
+// K_STEPS instructions of 32 bytes of k.
+template <int BN, int STAGES, int ES = 2>
 struct WgmmaSmem {
-  static constexpr int BM = 128, BK = 64;
-  static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
+  static constexpr int BM = 128, BK = 128 / ES, K_STEPS = 4;
+  static constexpr int A_BYTES = BM * BK * ES, B_BYTES = BN * BK * ES;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   // Epilogue staging: per consumer warpgroup 64 rows x 32 columns of fp32 (+4 floats of row pad).
   static constexpr int EPI_COLS = 32, EPI_LD = EPI_COLS + 4;
@@ -91,9 +96,9 @@ struct WgmmaSmem {
 };
 
 // The producer: one thread issues every TMA load of every tile this CTA owns.
-template <int BN, int STAGES, bool A_KM, bool B_KM>
+template <int BN, int STAGES, bool A_KM, bool B_KM, int ES>
 __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc* ma, const TmaDesc* mb, u32 base) {
-  typedef WgmmaSmem<BN, STAGES> S;
+  typedef WgmmaSmem<BN, STAGES, ES> S;
   const i64 tiles = g.batch_count * g.tiles_m * g.tiles_n;
   const int ktiles = (int)((g.K + S::BK - 1) / S::BK);
   int s = 0;
@@ -158,7 +163,7 @@ struct ConsumerShape {
 template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep>
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
-  typedef WgmmaSmem<BN, STAGES> S;
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   static_assert(!PINGPONG || BN == 128, "ping-pong tiles are 128 x 128 (two m64n128 accumulators)");
   constexpr int HALVES = PINGPONG ? 2 : 1;  // m64 row blocks per warpgroup and tile
   constexpr int REGS = BN / 2;              // accumulators per m64 block
@@ -191,7 +196,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       const u32 b_tile = base + s * S::STAGE_BYTES + S::A_BYTES;
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < S::BK / 16; ++kk) {
+      for (int kk = 0; kk < S::K_STEPS; ++kk) {
         const u64 db = B_KM ? smem_desc(b_tile + 32 * kk, 16, 1024) : smem_desc(b_tile + 2048 * kk, 8192, 1024);
 #pragma unroll
         for (int h = 0; h < HALVES; ++h) {
@@ -255,7 +260,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
 template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PINGPONG, class Ep>
 __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseParams& p, const TmaDesc* ma,
                                            const TmaDesc* mb) {
-  typedef WgmmaSmem<BN, STAGES> S;
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   extern __shared__ __align__(1024) char smem_raw[];
   // The swizzle pattern repeats every 1024 bytes: tiles start on such a boundary.
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -274,7 +279,7 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   __syncthreads();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-    if (threadIdx.x == 0) wgmma_produce<BN, STAGES, A_KM, B_KM>(g, ma, mb, base);
+    if (threadIdx.x == 0) wgmma_produce<BN, STAGES, A_KM, B_KM, MmaOperand<DT>::ES>(g, ma, mb, base);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const ConsumerShape sh{g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n, (int)((g.K + S::BK - 1) / S::BK),
