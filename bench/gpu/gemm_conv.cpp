@@ -179,9 +179,9 @@ void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int
 }
 
 // (batch x m x k) x (batch x k x n) [x alpha + bias -> GELU, AMAX], bf16 (or `t`: FLOAT runs as
-// TF32) in and out.
+// TF32) in and out; `b_k_major`: B stored [batch, n, k].
 void matmul(dg::Handle& handle, const std::string& name, int64_t batch, int64_t m, int64_t n, int64_t k, bool chain,
-            dg::DataType t = dg::DataType::BFLOAT16) {
+            dg::DataType t = dg::DataType::BFLOAT16, bool b_k_major = false) {
   if (!selected(name)) return;
   dg::HandleImpl& h = handle.impl();
   const Dims ad{batch, m, k}, bd{batch, k, n}, cd{batch, m, n}, biasd{1, 1, n};
@@ -191,7 +191,7 @@ void matmul(dg::Handle& handle, const std::string& name, int64_t batch, int64_t 
   g.set_io_data_type(t).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
   g.set_allow_tf32(t == dg::DataType::FLOAT);
   auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim(ad).set_stride(packed(ad)));
-  auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(packed(bd)));
+  auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(b_k_major ? Dims{k * n, 1, k} : packed(bd)));
   auto C = g.matmul(A, B, dg::MatmulAttr());
   dg::VariantPack pack{{A, a.buf.get()}, {B, b.buf.get()}};
   if (chain) {
@@ -238,6 +238,7 @@ int main(int argc, char** argv) {
   conv(handle, "rn50_3x3_n1_c64_32_k64", 1, 64, 32, 64, 3, true);
   conv(handle, "depthwise_3x3_c256_28", 32, 256, 28, 256, 3, true, true);
   matmul(handle, "tf32_gemm_8192_plain", 1, 8192, 8192, 8192, false, dg::DataType::FLOAT);
+  matmul(handle, "tf32_gemm_8192_bt", 1, 8192, 8192, 8192, false, dg::DataType::FLOAT, true);
   conv(handle, "tf32_conv_tutorial_n32c128_56_k256", 32, 128, 56, 256, 3, true, false, dg::DataType::FLOAT);
   return 0;
 }

@@ -51,11 +51,14 @@ def torch_conv(n, c, hw, k, r, fused, groups=1, dt=torch.bfloat16):
     return timed(conv), None
 
 
-def torch_matmul(batch, m, n, k, chain, dt=torch.bfloat16):
+def torch_matmul(batch, m, n, k, chain, dt=torch.bfloat16, b_k_major=False):
     dev = "cuda"
     torch.backends.cuda.matmul.allow_tf32 = dt == torch.float32
     a = (torch.rand(batch, m, k, device=dev) * 2 - 1).to(dt)
-    b = (torch.rand(batch, k, n, device=dev) * 2 - 1).to(dt)
+    if b_k_major:  # stored [n, k]
+        b = (torch.rand(batch, n, k, device=dev) * 2 - 1).to(dt).transpose(-1, -2)
+    else:
+        b = (torch.rand(batch, k, n, device=dev) * 2 - 1).to(dt)
     bias = (torch.rand(1, 1, n, device=dev) * 2 - 1).to(dt)
     if batch == 1:
         a, b = a[0], b[0]
@@ -84,6 +87,7 @@ WORKLOADS = [
     ("depthwise_3x3_c256_28", "conv", (32, 256, 28, 256, 3, True, 256)),
     # FLOAT in and out, TF32 tensor cores (Graph::set_allow_tf32; torch's allow_tf32 flags)
     ("tf32_gemm_8192_plain", "mm", (1, 8192, 8192, 8192, False, torch.float32)),
+    ("tf32_gemm_8192_bt", "mm", (1, 8192, 8192, 8192, False, torch.float32, True)),
     ("tf32_conv_tutorial_n32c128_56_k256", "conv", (32, 128, 56, 256, 3, True, 1, torch.float32)),
 ]
 
