@@ -332,41 +332,36 @@ TEST(CudaGemm, FusedEpiloguesMatchRef) {
 
 namespace {
 
-// TF32 with the fused chain (alpha, bias, GELU, residual, AMAX), fp32 / bf16 outputs, and every
-// tf32 configuration of the mma.sync engine on a batched shape that fits no tile.
-TEST(CudaGemm, Tf32FusedEpiloguesAndEveryConfigurationMatchRef) {
-  DG_REQUIRE_CUDA(gpu);
-  fused_case(kMmaSync, 64, dg::DataType::FLOAT, true, dg::DataType::FLOAT);
-  fused_case(kMmaSync, 65, dg::DataType::BFLOAT16, false, dg::DataType::FLOAT);
-  std::mt19937 rng(66);
-  auto a = operand({2}, 200, 136, true, dg::DataType::FLOAT, rng);
-  auto b = operand({2}, 136, 264, false, dg::DataType::FLOAT, rng);
-  gemm_test::run_vs_ref(kMmaSync, {a, b}, {gemm_test::packed({2, 200, 264}, dg::DataType::FLOAT)},
+// Every tf32 configuration of `engine` on a batched FLOAT shape that fits no tile (A and B
+// transposed as given).
+void tf32_every_config(const char* engine, uint32_t seed, bool a_t, bool b_t, double tol) {
+  std::mt19937 rng(seed);
+  auto a = operand({2}, 200, 136, a_t, dg::DataType::FLOAT, rng);
+  auto b = operand({2}, 136, 264, b_t, dg::DataType::FLOAT, rng);
+  SCOPED_TRACE(engine);
+  gemm_test::run_vs_ref(engine, {a, b}, {gemm_test::packed({2, 200, 264}, dg::DataType::FLOAT)},
                         [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
                           g.set_allow_tf32(true);
                           return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
                         },
-                        {Expect{kTf32Tol, 12}}, 1000);
+                        {Expect{tol, 12}}, 1000);
 }
 
-}  // namespace
-
-namespace {
+// TF32 with the fused chain (alpha, bias, GELU, residual, AMAX), fp32 / bf16 outputs, and every
+// tf32 configuration of the mma.sync engine.
+TEST(CudaGemm, Tf32FusedEpiloguesAndEveryConfigurationMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  fused_case(kMmaSync, 64, dg::DataType::FLOAT, true, dg::DataType::FLOAT);
+  fused_case(kMmaSync, 65, dg::DataType::BFLOAT16, false, dg::DataType::FLOAT);
+  tf32_every_config(kMmaSync, 66, true, false, kTf32Tol);
+}
 
 // tf32 wgmma: K-major FLOAT operands (random shapes, batches), every configuration; MN-major ones
 // are rejected with the rule.
 TEST(CudaGemm, Tf32WgmmaKMajorMatchesRefAndMnMajorIsRejected) {
   DG_REQUIRE_CUDA(gpu);
   random_plain_cases(kWgmma, 36, 4, true, true, true);
-  std::mt19937 rng(67);
-  auto a = operand({2}, 200, 136, false, dg::DataType::FLOAT, rng);
-  auto b = operand({2}, 136, 264, true, dg::DataType::FLOAT, rng);
-  gemm_test::run_vs_ref(kWgmma, {a, b}, {gemm_test::packed({2, 200, 264}, dg::DataType::FLOAT)},
-                        [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
-                          g.set_allow_tf32(true);
-                          return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
-                        },
-                        {Expect{kTf32TruncTol, 12}}, 1000);
+  tf32_every_config(kWgmma, 67, false, true, kTf32TruncTol);
 
   dg::Graph g;
   g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(true);
