@@ -5,7 +5,7 @@
 #
 #   bash bench/gpu/vendor_run.sh OUT_DIR [BIN_DIR] [SECONDS]
 #
-# BIN_DIR holds vendor_tests (tests/engines/test_{cudnn,cudnn_sdpa,cublaslt}.cpp with gtest_main) and
+# BIN_DIR holds vendor_tests (tests/engines/test_{cudnn,cudnn_gpu,cudnn_sdpa,cublaslt}.cpp with gtest_main) and
 # dnngraph_vendor_bench, built elsewhere for x86-64 with -static-libstdc++. When they do not run
 # here (another glibc), both are built here, the dependencies coming from DNNGRAPH_DEPS (a folder
 # made by bench/gpu/carry_deps.sh), as bench/gpu.sh does.
@@ -39,7 +39,7 @@ build_here() {
     cmake --build "$build" --target dnngraph -j "$jobs" >"$out/build.log" 2>&1 || { tail -30 "$out/configure.log" "$out/build.log"; return 1; }
   wait
   local flags=(-std=c++20 -O2 -I"$root/include" -I"$root/src" -I"$root/tests" -I"$prefix/include")
-  c++ "${flags[@]}" "$root/tests/engines/test_cudnn.cpp" "$root/tests/engines/test_cudnn_sdpa.cpp" \
+  c++ "${flags[@]}" "$root/tests/engines/test_cudnn.cpp" "$root/tests/engines/test_cudnn_gpu.cpp" "$root/tests/engines/test_cudnn_sdpa.cpp" \
     "$root/tests/engines/test_cublaslt.cpp" "$build/libdnngraph.a" \
     "$prefix/lib/libgtest_main.a" "$prefix/lib/libgtest.a" "$prefix/lib/libxxhash.a" -ldl -pthread -o "$build/vendor_tests" &
   c++ "${flags[@]}" "$root/bench/gpu/vendor_bench.cpp" "$build/libdnngraph.a" "$prefix/lib/libxxhash.a" -ldl -pthread \

@@ -1,9 +1,8 @@
-// The cudnn vendor engine. Without a GPU: the library search (failures, the log of paths tried),
-// the lowering of partitions to backend descriptors and the reading of cuDNN's heuristics, through
-// a fake function table that records every descriptor (and through the real library where it is
-// installed: descriptors need no GPU), and the reasons the engine gives. With a GPU: every cuDNN
-// plan of fused conv and matmul graphs against ref, serialization, dynamic shapes with a kernel
-// cache, CUDA-graph capture, and cuDNN's own reason in explain().
+// The cudnn vendor engine without a GPU: the library search (failures, the log of paths tried), the
+// lowering of partitions to backend descriptors and the reading of cuDNN's heuristics, through a
+// fake function table that records every descriptor (and through the real library where it is
+// installed: descriptors need no GPU), the reasons the engine gives, and the admission rules of a
+// plan's CUDA graphs by pointer set. The GPU tests are in test_cudnn_gpu.cpp.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -15,6 +14,7 @@
 #include "engines/cudnn/graph_cache.hpp"
 #include "engines/cudnn/op_graph.hpp"
 #include "engines/cudnn/vendor_library.hpp"
+#include "engines/cudnn_test_graphs.hpp"
 #include "engines/test_cuda_util.hpp"
 #include "planning/plan_set.hpp"
 
@@ -25,6 +25,7 @@ namespace ct = dnngraph::cuda::testing;
 namespace dg = dnngraph;
 using M = PointwiseMode;
 using T = DataType;
+using namespace test_graphs;
 
 // ---------------------------------------------------------------- a fake cuDNN backend
 
@@ -163,55 +164,6 @@ class FakeBackend : public ::testing::Test {
   Fake fake_;
   CudnnApi api_ = fake_api();
 };
-
-// ---------------------------------------------------------------- graphs
-
-std::vector<int64_t> channels_last(const std::vector<int64_t>& d) {
-  std::vector<int64_t> s(d.size());
-  int64_t running = d[1];
-  s[1] = 1;
-  for (size_t i = d.size(); i-- > 2;) {
-    s[i] = running;
-    running *= d[i];
-  }
-  s[0] = running;
-  return s;
-}
-
-dg::TensorPtr nhwc(dg::Graph& g, const std::string& name, const std::vector<int64_t>& d, T t) {
-  return g.tensor(dg::TensorAttr().set_name(name).set_dim(d).set_stride(channels_last(d)).set_data_type(t));
-}
-
-// Y = relu(conv(X, W) + B), channels-last; spatial rank from x_dims.
-ct::Builder conv_bias_relu(std::vector<int64_t> x_dims, int64_t k, std::vector<int64_t> pad, std::vector<int64_t> stride,
-                           std::vector<int64_t> dilation, T io) {
-  return [=](dg::Graph& g) {
-    g.set_io_data_type(io).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
-    std::vector<int64_t> w_dims{k, x_dims[1]}, b_dims(x_dims.size(), 1);
-    for (size_t i = 2; i < x_dims.size(); ++i) w_dims.push_back(3);
-    b_dims[1] = k;
-    auto x = nhwc(g, "X", x_dims, io);
-    auto w = nhwc(g, "W", w_dims, io);
-    auto b = nhwc(g, "B", b_dims, io);
-    auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_pre_padding(pad).set_post_padding(pad).set_stride(stride)
-                                    .set_dilation(dilation));
-    auto r = g.relu(g.bias(y, b));
-    r->set_output(true).set_data_type(io);
-  };
-}
-
-// C = gelu(alpha * A x B + bias) with A [batch, M, K], B [batch, K, N], row-major.
-ct::Builder matmul_epilogue(int64_t batch, int64_t m, int64_t n, int64_t k, T io) {
-  return [=](dg::Graph& g) {
-    g.set_io_data_type(io).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
-    auto a = ct::input(g, "A", {batch, m, k}, io);
-    auto b = ct::input(g, "B", {batch, k, n}, io);
-    auto bias = ct::input(g, "bias", {1, 1, n}, io);
-    auto alpha = g.tensor(0.25);
-    auto c = g.gelu(g.bias(g.scale(g.matmul(a, b, dg::MatmulAttr()), alpha), bias));
-    c->set_output(true).set_data_type(io);
-  };
-}
 
 struct Parts {
   dg::Graph g;
@@ -571,283 +523,6 @@ TEST(CudnnGraphCache, AnIdleGraphMakesRoomForANewSet) {
   EXPECT_EQ(t.substr(m + 1), std::string(t.size() - m - 1, 'r')) << t;
   EXPECT_EQ(trace(c, {1, 1}), "em") << "set 1's graph made room, set 2's is idle for long enough";
   EXPECT_EQ(c.size(), GraphCache::kCapacity);
-}
-
-// ---------------------------------------------------------------- on a GPU
-
-// Device buffers for a graph built on `h`: inputs hold the seeded data ct::run_graph uses (its
-// seed, 1 by default), outputs are poisoned with NaN before every run.
-struct Rig {
-  dg::Handle& h;
-  std::vector<memory::Buffer> buffers;
-  dg::UidVariantPack pack;
-  std::vector<std::pair<const ir::Tensor*, void*>> outputs;
-
-  Rig(dg::Handle& handle, const dg::Graph& g, uint32_t seed = 1) : h(handle) {
-    for (const auto& t : g.impl().ir->tensors) {
-      if (t.is_virtual || t.is_pass_by_value) continue;
-      const bool input = t.producer < 0;
-      const auto bytes =
-          input ? ct::random_bytes(t, seed * 7919u + static_cast<uint32_t>(t.uid)) : ct::poison_bytes(t);
-      buffers.emplace_back(h.impl(), bytes.size());
-      EXPECT_TRUE(memory::copy_to_device(h.impl(), buffers.back().get(), bytes.data(), bytes.size()).ok());
-      pack[t.uid] = buffers.back().get();
-      if (!input) outputs.push_back({&t, buffers.back().get()});
-    }
-  }
-  void poison() {
-    for (const auto& [t, p] : outputs) {
-      const auto bytes = ct::poison_bytes(*t);
-      EXPECT_TRUE(memory::copy_to_device(h.impl(), p, bytes.data(), bytes.size()).ok());
-    }
-  }
-  void expect_matches(const ct::Outputs& want, const std::string& what) {
-    ASSERT_TRUE(memory::synchronize(h.impl()).ok());
-    for (const auto& [t, p] : outputs) {
-      std::vector<uint8_t> got(static_cast<size_t>(t->span_bytes()));
-      ASSERT_TRUE(memory::copy_to_host(h.impl(), got.data(), p, got.size()).ok());
-      std::string bad;
-      const double err = ct::relative_error(*t, got, want.at(t->uid), bad);
-      EXPECT_LE(err, ct::tolerance(t->dtype)) << what << ", output '" << t->name << "': " << bad;
-    }
-  }
-};
-
-// The same pointers keyed by the graph's tensor objects (populate_cuda_graph takes those).
-dg::VariantPack uid_pack_as_tensors(const dg::Graph& g, const dg::UidVariantPack& by_uid) {
-  dg::VariantPack out;
-  auto add = [&](const dg::TensorPtr& t) {
-    if (auto it = t ? by_uid.find(t->get_uid()) : by_uid.end(); it != by_uid.end()) out[t] = it->second;
-  };
-  for (const auto& t : g.impl().tensors) add(t);
-  for (const auto& n : g.impl().nodes)
-    for (const auto& t : n.outputs) add(t);
-  return out;
-}
-
-ct::Outputs ref_outputs(const ct::Builder& build, uint32_t seed = 1) {
-  dg::Handle cpu(dg::Device::cpu());
-  ct::Outputs want;
-  ct::RunOptions o;
-  o.engine = "ref";
-  o.seed = seed;
-  EXPECT_TRUE(ct::run_graph(build, cpu, o, want));
-  return want;
-}
-
-Status plan_cudnn(const ct::Builder& build, dg::Handle& h, dg::Graph& g, bool dynamic = false) {
-  build(g);
-  g.select_engines({"cudnn"}).set_dynamic_shape_enabled(dynamic);
-  for (const Status& s : {g.validate(), g.build_operation_graph(h),
-                          g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::B, dg::HeurMode::FALLBACK}),
-                          g.check_support(h)})
-    if (!s.ok()) return {s.code(), s.message() + "\n" + g.explain()};
-  return {};
-}
-
-// Builds and runs plan i of the graph for i < max_plans (every cuDNN engine config), each against ref.
-// FLOAT graphs may find no config: cuDNN's fused engines for them can be TF32-only, which dnngraph
-// refuses for FLOAT (the reason then says so).
-void expect_every_plan_matches_ref(const ct::Builder& build, dg::Handle& h, int64_t max_plans) {
-  const ct::Outputs want = ref_outputs(build);
-  dg::Graph g;
-  const Status planned = plan_cudnn(build, h, g);
-  if (!planned.ok() && planned.message().find("in full FLOAT precision (no TF32)") != std::string::npos) {
-    std::printf("[ NOTE ] cuDNN has no full-precision config here: %s\n", planned.message().substr(0, 300).c_str());
-    return;
-  }
-  ASSERT_TRUE(planned.ok()) << planned.to_string();
-  Rig rig(h, g);
-  const int64_t n = std::min(g.get_execution_plan_count(), max_plans);
-  int64_t built = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    std::string name;
-    ASSERT_TRUE(g.get_plan_name_at_index(i, name).ok());
-    EXPECT_EQ(name.rfind("cudnn[cudnn_engine=", 0), 0u) << name;
-    if (Status s = g.build_plan_at_index(h, i); !s.ok()) {
-      // A config of modes B/FALLBACK may not finalize for this graph (autotune skips it); cuDNN says why.
-      EXPECT_GT(i, 0) << "cuDNN's first choice does not build: " << s.to_string();
-      EXPECT_NE(s.message().find("CUDNN_STATUS_"), std::string::npos) << s.to_string();
-      continue;
-    }
-    ++built;
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
-    memory::Buffer workspace(h.impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    for (int rep = 0; rep < 2; ++rep) {  // the second run makes and launches the plan's CUDA graph
-      rig.poison();
-      const Status run = g.execute_plan_at_index(h, rig.pack, workspace.get(), i, ws);
-      ASSERT_TRUE(run.ok()) << name << ": " << run.to_string();
-      rig.expect_matches(want, name + (rep ? " (CUDA graph)" : ""));
-    }
-  }
-  EXPECT_GT(built, 0);
-}
-
-class CudnnGpu : public ct::VendorGpuTest<CudnnApi, api, error> {};
-
-TEST_F(CudnnGpu, FusedConvEveryPlanMatchesRef) {
-  expect_every_plan_matches_ref(conv_bias_relu({2, 32, 12, 12}, 64, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16), *h_, 100);
-  expect_every_plan_matches_ref(conv_bias_relu({3, 16, 9, 11}, 24, {1, 0}, {2, 1}, {1, 2}, T::FLOAT), *h_, 6);
-  expect_every_plan_matches_ref(conv_bias_relu({2, 16, 21}, 32, {1}, {1}, {1}, T::HALF), *h_, 4);
-}
-
-TEST_F(CudnnGpu, MatmulEpilogueEveryPlanMatchesRef) {
-  expect_every_plan_matches_ref(matmul_epilogue(3, 64, 48, 40, T::BFLOAT16), *h_, 8);
-  expect_every_plan_matches_ref(matmul_epilogue(2, 32, 24, 16, T::HALF), *h_, 4);
-}
-
-TEST_F(CudnnGpu, SerializedPlanReloadsWithoutHeuristicsChoiceChanging) {
-  const auto build = conv_bias_relu({2, 16, 8, 8}, 32, {1, 1}, {1, 1}, {1, 1}, T::HALF);
-  const ct::Outputs want = ref_outputs(build);
-  dg::Graph g;
-  ASSERT_TRUE(plan_cudnn(build, *h_, g).ok());
-  ASSERT_TRUE(g.build_plans(*h_).ok());
-  std::vector<uint8_t> bytes;
-  ASSERT_TRUE(g.serialize(bytes).ok());
-  dg::Graph loaded;
-  const Status s = loaded.deserialize(*h_, bytes);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  EXPECT_NE(loaded.explain().find("cudnn[cudnn_engine="), std::string::npos);
-  Rig rig(*h_, loaded);
-  int64_t ws = 0;
-  ASSERT_TRUE(loaded.get_workspace_size(ws).ok());
-  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-  ASSERT_TRUE(loaded.execute(*h_, rig.pack, workspace.get(), ws).ok());
-  rig.expect_matches(want, "deserialized plan");
-  // A corrupt cuDNN payload is an error, not a crash: flip a byte inside the JSON.
-  bytes[bytes.size() / 2] ^= 0x5a;
-  dg::Graph broken;
-  EXPECT_FALSE(broken.deserialize(*h_, bytes).ok());
-}
-
-TEST_F(CudnnGpu, DynamicShapesShareAKernelCache) {
-  auto cache = std::make_shared<dg::KernelCache>();
-  for (int64_t n : {2, 6}) {
-    const auto build = conv_bias_relu({n, 16, 10, 10}, 32, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16);
-    const ct::Outputs want = ref_outputs(build);
-    dg::Graph g;
-    g.set_kernel_cache(cache);
-    ASSERT_TRUE(plan_cudnn(build, *h_, g, true).ok());
-    ASSERT_TRUE(g.build_plans(*h_).ok());
-    Rig rig(*h_, g);
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size(ws).ok());
-    memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());
-    rig.expect_matches(want, "n = " + std::to_string(n));
-  }
-}
-
-TEST_F(CudnnGpu, RunsOnTheHandlesStreamInsideACudaGraph) {
-  const auto build = conv_bias_relu({2, 16, 8, 8}, 16, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16);
-  const ct::Outputs want = ref_outputs(build);
-  void* stream = nullptr;
-  ASSERT_TRUE(cuda::create_stream(h_->impl(), &stream).ok());
-  ASSERT_TRUE(h_->set_stream(stream).ok());
-  dg::Graph g;
-  ASSERT_TRUE(plan_cudnn(build, *h_, g).ok());
-  ASSERT_TRUE(g.build_plans(*h_).ok());
-  Rig rig(*h_, g);
-  int64_t ws = 0;
-  ASSERT_TRUE(g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-  const cuda::DriverApi& d = *cuda::driver();
-  cuda::CUgraph graph = nullptr;
-  ASSERT_TRUE(cuda::check(d.cuGraphCreate(&graph, 0), "cuGraphCreate").ok());
-  const Status s = g.populate_cuda_graph(*h_, uid_pack_as_tensors(g, rig.pack), workspace.get(), graph);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  cuda::CUgraphExec exec = nullptr;
-  ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
-  rig.poison();
-  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(h_->impl())), "cuGraphLaunch").ok());
-  rig.expect_matches(want, "CUDA graph replay");
-  d.cuGraphExecDestroy(exec);
-  d.cuGraphDestroy(graph);
-  (void)h_->set_stream(nullptr);
-  cuda::destroy_stream(h_->impl(), stream);
-}
-
-// Pointer sets with different data: two alternated, then four cycled, then more sets than a plan
-// keeps graphs for, then two of them long enough to replace idle graphs, on two workspaces and,
-// for the second half of the calls, on another stream;
-// then the whole graph captured with populate_cuda_graph, and plain executes again. Every call's
-// outputs are NaN-poisoned and checked against ref, so a graph that held another set's pointers
-// (or workspace) would show.
-TEST_F(CudnnGpu, EachPointerSetReplaysItsOwnGraph) {
-  const auto build = conv_bias_relu({2, 16, 8, 8}, 32, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16);
-  const int sets = static_cast<int>(GraphCache::kCapacity) + 2;
-  std::vector<ct::Outputs> want;
-  for (int i = 0; i < sets; ++i) want.push_back(ref_outputs(build, 11u + static_cast<uint32_t>(i)));
-  dg::Graph g;
-  ASSERT_TRUE(plan_cudnn(build, *h_, g).ok());
-  std::vector<std::unique_ptr<Rig>> rigs;
-  for (int i = 0; i < sets; ++i) rigs.push_back(std::make_unique<Rig>(*h_, g, 11u + static_cast<uint32_t>(i)));
-  std::vector<int> order;
-  for (int t = 0; t < 4; ++t) order.insert(order.end(), {0, 1});
-  for (int t = 0; t < 4; ++t) order.insert(order.end(), {0, 1, 2, 3});
-  for (int t = 0; t < 3; ++t)
-    for (int i = 0; i < sets; ++i) order.push_back(i);
-  // The last two sets alone until the least recently used graphs have sat idle: they take their
-  // places (a captured graph updated to other pointers), then every set once more.
-  for (uint64_t t = 0; t < 2 * GraphCache::kIdleCalls; ++t) order.push_back(sets - 1 - static_cast<int>(t % 2));
-  for (int i = 0; i < sets; ++i) order.push_back(i);
-  void* stream = nullptr;
-  ASSERT_TRUE(cuda::create_stream(h_->impl(), &stream).ok());
-  const int64_t n = std::min<int64_t>(g.get_execution_plan_count(), 3);
-  for (int64_t p = 0; p < n; ++p) {
-    std::string name;
-    ASSERT_TRUE(g.get_plan_name_at_index(p, name).ok());
-    if (!g.build_plan_at_index(*h_, p).ok()) continue;
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size_plan_at_index(p, ws).ok());
-    memory::Buffer w1(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    memory::Buffer w2(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    ASSERT_TRUE(h_->set_stream(nullptr).ok());
-    for (size_t call = 0; call < order.size(); ++call) {
-      if (call == order.size() / 2) {
-        ASSERT_TRUE(h_->set_stream(stream).ok());
-      }
-      Rig& r = *rigs[static_cast<size_t>(order[call])];
-      void* w = (call / 12) % 2 ? w2.get() : w1.get();
-      r.poison();
-      const Status run = g.execute_plan_at_index(*h_, r.pack, w, p, ws);
-      ASSERT_TRUE(run.ok()) << name << ": " << run.to_string();
-      r.expect_matches(want[static_cast<size_t>(order[call])], name + ", call " + std::to_string(call) + " (set " +
-                                                                   std::to_string(order[call]) + ")");
-    }
-    const auto& pp = g.impl().plans->parts.at(0);
-    std::printf("[ INFO ] %s launches by %s\n", name.c_str(), launch_path(*pp.built.at(pp.index_for(p))).c_str());
-  }
-  // The graph's default plan, captured whole on the handle's stream with set 1, then executed
-  // plainly with sets 0 and 1 (whose graphs the plan holds).
-  ASSERT_TRUE(g.build_plans(*h_).ok());
-  int64_t ws = 0;
-  ASSERT_TRUE(g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-  for (int t = 0; t < 2; ++t) {
-    for (int i : {0, 1}) ASSERT_TRUE(g.execute(*h_, rigs[static_cast<size_t>(i)]->pack, workspace.get(), ws).ok());
-  }
-  const cuda::DriverApi& d = *cuda::driver();
-  cuda::CUgraph graph = nullptr;
-  ASSERT_TRUE(cuda::check(d.cuGraphCreate(&graph, 0), "cuGraphCreate").ok());
-  const Status s = g.populate_cuda_graph(*h_, uid_pack_as_tensors(g, rigs[1]->pack), workspace.get(), graph);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  cuda::CUgraphExec exec = nullptr;
-  ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
-  rigs[1]->poison();
-  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(h_->impl())), "cuGraphLaunch").ok());
-  rigs[1]->expect_matches(want[1], "populate_cuda_graph replay");
-  for (int i : {0, 1, 0}) {
-    rigs[static_cast<size_t>(i)]->poison();
-    ASSERT_TRUE(g.execute(*h_, rigs[static_cast<size_t>(i)]->pack, workspace.get(), ws).ok());
-    rigs[static_cast<size_t>(i)]->expect_matches(want[static_cast<size_t>(i)], "execute after the capture, set " +
-                                                                                 std::to_string(i));
-  }
-  d.cuGraphExecDestroy(exec);
-  d.cuGraphDestroy(graph);
-  (void)h_->set_stream(nullptr);
-  cuda::destroy_stream(h_->impl(), stream);
 }
 
 }  // namespace

@@ -22,8 +22,9 @@ bool deterministic_requested() {
 }
 
 // Whether a conv or matmul of the partition reads FLOAT or DOUBLE: dnngraph computes those in full
-// precision, so cuDNN's tensor-core (TF32) configs do not qualify.
+// precision, so cuDNN's tensor-core (TF32) configs do not qualify unless the graph allows TF32.
 bool full_precision_anchor(const Partition& p) {
+  if (p.graph->allow_tf32) return false;
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const ir::Node& n = p.node(i);
     if (std::holds_alternative<PointwiseAttr>(n.attr) || std::holds_alternative<ReductionAttr>(n.attr)) continue;

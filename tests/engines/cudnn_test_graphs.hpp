@@ -1,0 +1,63 @@
+// Graphs the cudnn engine's tests build (on the CPU and on a GPU): fused conv + bias + ReLU and
+// matmul + epilogue, channels-last.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engines/test_cuda_util.hpp"
+
+namespace dnngraph::cudnn::test_graphs {
+
+namespace ct = dnngraph::cuda::testing;
+namespace dg = dnngraph;
+using T = DataType;
+
+inline std::vector<int64_t> channels_last(const std::vector<int64_t>& d) {
+  std::vector<int64_t> s(d.size());
+  int64_t running = d[1];
+  s[1] = 1;
+  for (size_t i = d.size(); i-- > 2;) {
+    s[i] = running;
+    running *= d[i];
+  }
+  s[0] = running;
+  return s;
+}
+
+inline dg::TensorPtr nhwc(dg::Graph& g, const std::string& name, const std::vector<int64_t>& d, T t) {
+  return g.tensor(dg::TensorAttr().set_name(name).set_dim(d).set_stride(channels_last(d)).set_data_type(t));
+}
+
+// Y = relu(conv(X, W) + B), channels-last; spatial rank from x_dims.
+inline ct::Builder conv_bias_relu(std::vector<int64_t> x_dims, int64_t k, std::vector<int64_t> pad, std::vector<int64_t> stride,
+                           std::vector<int64_t> dilation, T io) {
+  return [=](dg::Graph& g) {
+    g.set_io_data_type(io).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+    std::vector<int64_t> w_dims{k, x_dims[1]}, b_dims(x_dims.size(), 1);
+    for (size_t i = 2; i < x_dims.size(); ++i) w_dims.push_back(3);
+    b_dims[1] = k;
+    auto x = nhwc(g, "X", x_dims, io);
+    auto w = nhwc(g, "W", w_dims, io);
+    auto b = nhwc(g, "B", b_dims, io);
+    auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_pre_padding(pad).set_post_padding(pad).set_stride(stride)
+                                    .set_dilation(dilation));
+    auto r = g.relu(g.bias(y, b));
+    r->set_output(true).set_data_type(io);
+  };
+}
+
+// C = gelu(alpha * A x B + bias) with A [batch, M, K], B [batch, K, N], row-major.
+inline ct::Builder matmul_epilogue(int64_t batch, int64_t m, int64_t n, int64_t k, T io) {
+  return [=](dg::Graph& g) {
+    g.set_io_data_type(io).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+    auto a = ct::input(g, "A", {batch, m, k}, io);
+    auto b = ct::input(g, "B", {batch, k, n}, io);
+    auto bias = ct::input(g, "bias", {1, 1, n}, io);
+    auto alpha = g.tensor(0.25);
+    auto c = g.gelu(g.bias(g.scale(g.matmul(a, b, dg::MatmulAttr()), alpha), bias));
+    c->set_output(true).set_data_type(io);
+  };
+}
+
+}  // namespace dnngraph::cudnn::test_graphs
