@@ -168,6 +168,17 @@ def test_json_round_trip(cpu, rng):
     assert_close(out, ref, scale=100)
 
 
+def test_allow_tf32_travels_with_the_graph(cpu, rng):
+    g, _, _ = make_two_matmuls(cpu, rng)
+    assert "allow_tf32" not in g.to_json()
+    g.set_allow_tf32(True)
+    text = g.to_json()
+    assert '"allow_tf32": true' in text
+    with skip_if_pending():
+        again = dnngraph.pygraph.from_json(text, handle=cpu)
+    assert '"allow_tf32": true' in again.to_json()
+
+
 def test_layout_ops(cpu, rng):
     g = graph(cpu)
     x = rand(rng, (2, 3, 4))
