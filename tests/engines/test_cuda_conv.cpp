@@ -5,10 +5,12 @@
 
 #include <random>
 
+#include "engines/cuda/conv/conv_engines.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
 #include "engines/cuda/nvrtc_compile.hpp"
 #include "common/dims.hpp"
 #include "gemm_test_util.hpp"
+#include "runtime/handle_impl.hpp"
 
 namespace {
 
@@ -140,6 +142,78 @@ TEST(CudaConvImplicitGemm, Tf32KernelsCompileWithNvrtc) {
   }
 }
 
+// X [2, c, 9, 9] -> conv 3x3 (padding 1) with W [k, c, 3, 3] -> + bias -> + residual R -> ReLU, all
+// channels-last in type t (FLOAT as TF32 where allowed): the tf32 wgmma compile and knob tests' graph.
+void add_conv_bias_residual_relu(dg::Graph& g, int64_t c, int64_t k, dg::DataType t) {
+  set_types(g, t);
+  g.set_allow_tf32(true);
+  auto y = g.conv_fprop(declare(g, "X", {2, c, 9, 9}, t), declare(g, "W", {k, c, 3, 3}, t),
+                        dg::ConvFpropAttr().set_padding({1, 1}).set_name("conv"));
+  y = g.add(g.bias(y, declare(g, "B", {1, k, 1, 1}, t)), declare(g, "R", {2, k, 9, 9}, t));
+  y = g.pointwise(y, dg::PointwiseAttr().set_mode(M::RELU_FWD));
+  y->set_output(true).set_stride(channels_last({2, k, 9, 9}));
+}
+
+// The wgmma core's tf32 instantiations (m64n64k8, m64n128k8, m64n256k8, split-K) with the fused
+// bias + residual + ReLU epilogue, for sm_90a.
+TEST(CudaConvImplicitGemm, Tf32WgmmaKernelsCompileWithNvrtc) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  dg::Graph g;
+  add_conv_bias_residual_relu(g, 12, 40, dg::DataType::FLOAT);
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  ASSERT_EQ(parts.size(), 1u);
+  for (auto [bn, splits] : {std::pair{64, 1}, {128, 1}, {256, 1}, {128, 3}}) {
+    std::string src, why;
+    ASSERT_TRUE(cv::fprop_source_for_test(parts[0], 1, 128, bn, 4, src, why, splits)) << why;
+    const std::string inst = "conv_fprop_wgmma<dg::DT_FLOAT, " + std::to_string(bn) + ", 4, " +
+                             (splits > 1 ? "true" : "false") + ", dg_gen::Epilogue>";
+    EXPECT_NE(src.find(inst), std::string::npos) << src;
+    ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_tf32_wgmma.cu", "sm_90a",
+                                            "tile_n " + std::to_string(bn) + " split_k " + std::to_string(splits) + ": "));
+  }
+}
+
+// Knobs for FLOAT inputs (the graph allows TF32): on sm_90 the wgmma core (core=1) comes first and
+// every knob set carries tf32=1, split-K counted in 32-deep k steps; elsewhere mma.sync only.
+// 16-bit inputs get no tf32 knob.
+TEST(CudaConvImplicitGemm, Tf32WgmmaKnobsOnHopperOnlyForFloat) {
+  dg::HandleImpl hopper, ampere;
+  hopper.info.sm_version = 90;
+  ampere.info.sm_version = 80;
+  for (dg::HandleImpl* h : {&hopper, &ampere}) {
+    h->info.peak_flops = 989e12;
+    h->info.peak_bytes_per_s = 4.8e12;
+    h->info.multiprocessors = 132;
+  }
+  dg::Target th, ta;
+  th.handle = &hopper;
+  ta.handle = &ampere;
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  for (dg::DataType t : {dg::DataType::FLOAT, dg::DataType::BFLOAT16}) {
+    dg::Graph g;
+    add_conv_bias_residual_relu(g, 256, 200, t);  // k = 2304: 72 tf32 k steps, split-K up to 8
+    std::vector<dg::Partition> parts;
+    ASSERT_TRUE(anchored_partitions(g, parts));
+    const bool tf32 = t == dg::DataType::FLOAT;
+    const auto kh = e.knob_space(parts[0], th);
+    ASSERT_FALSE(kh.empty());
+    EXPECT_EQ(kh[0].at("core"), 1) << dg::knobs_to_string(kh[0]);
+    int wgmma = 0, split8 = 0;
+    for (const auto& k : kh) {
+      EXPECT_EQ(k.count("tf32") ? k.at("tf32") : 0, tf32 ? 1 : 0) << dg::knobs_to_string(k);
+      wgmma += k.at("core") == 1;
+      split8 += k.count("split_k") && k.at("split_k") == 8;
+    }
+    EXPECT_EQ(wgmma, 10);  // tile_n 128 x 2, 256 x 2, split_k 2, 3, 4, 5, 6, 8
+    EXPECT_EQ(split8, 1);
+    for (const auto& k : e.knob_space(parts[0], ta)) {
+      EXPECT_EQ(k.at("core"), 0) << dg::knobs_to_string(k);
+      EXPECT_EQ(k.count("tf32") ? k.at("tf32") : 0, tf32 ? 1 : 0) << dg::knobs_to_string(k);
+    }
+  }
+}
+
 TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
@@ -207,29 +281,38 @@ Attr geometry(const Case& c) {
 // sum of uniform [-1, 1] products ~1.3e-4 sqrt(k) off (one sigma); 2e-3 relative with a sqrt(k)
 // floor leaves 15 sigma (as in test_cuda_gemm.cpp).
 constexpr double kTf32Tol = 2e-3;
+// The wgmma core (fprop on sm_90a) reads fp32 as TF32 by dropping the low 13 mantissa bits (no
+// rounding): a further ~1e-3 relative bias, as test_cuda_gemm.cpp's kTf32TruncTol allows.
+constexpr double kTf32TruncTol = 3e-3;
 
-// conv -> + bias -> ReLU (or conv alone), stored channels-last in `out`; FLOAT inputs as TF32.
-void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::mt19937& rng, int plans = 1) {
+// conv -> + bias -> ReLU (or conv alone; with `residual`: conv -> + bias -> + R -> ReLU, R an input
+// of the output's shape), stored channels-last in `out`; FLOAT inputs as TF32.
+void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::mt19937& rng, int plans = 1,
+              bool residual = false) {
   const Dims wd = filter_dims(c);
   Dims bd(c.x.size(), 1);
   bd[1] = c.k;
-  HostTensor x = nhwc(c.x, t), w = nhwc(wd, t), b = nhwc(bd, dg::DataType::FLOAT);
+  const Dims yd = out_dims(c);
+  HostTensor x = nhwc(c.x, t), w = nhwc(wd, t), b = nhwc(bd, dg::DataType::FLOAT), r = nhwc(yd, dg::DataType::FLOAT);
   gemm_test::fill_random(x, rng);
   gemm_test::fill_random(w, rng);
   gemm_test::fill_random(b, rng);
-  const Dims yd = out_dims(c);
+  if (fused && residual) gemm_test::fill_random(r, rng);
   int64_t taps = c.x[1];
   for (int64_t f : c.filt) taps *= f;
   std::vector<HostTensor> in{x, w};
   if (fused) in.push_back(b);
+  if (fused && residual) in.push_back(r);
   const bool tf32 = t == dg::DataType::FLOAT;
-  const double tol = out == dg::DataType::FLOAT ? (tf32 ? kTf32Tol : 2e-5) : 1.2e-2;
+  const double tol = out == dg::DataType::FLOAT ? (tf32 ? kTf32TruncTol : 2e-5) : 1.2e-2;
   gemm_test::run_vs_ref(kEngine, in, {nhwc(yd, out)},
                         [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
                           set_fp32_compute(g);
                           g.set_allow_tf32(tf32);
                           auto y = g.conv_fprop(ts[0], ts[1], geometry<dg::ConvFpropAttr>(c));
-                          if (fused) y = g.pointwise(g.bias(y, ts[2]), dg::PointwiseAttr().set_mode(M::RELU_FWD));
+                          if (fused) y = g.bias(y, ts[2]);
+                          if (fused && residual) y = g.add(y, ts[3]);
+                          if (fused) y = g.pointwise(y, dg::PointwiseAttr().set_mode(M::RELU_FWD));
                           return std::vector<dg::TensorPtr>{y};
                         },
                         {Expect{tol, std::sqrt(double(taps)) * (tf32 ? 1.0 : 0.1)}}, plans);
@@ -507,6 +590,35 @@ TEST(CudaConvImplicitGemm, Tf32ConvolutionsMatchRef) {
     run_dgrad(c, F, trial == 0, rng);
     run_wgrad(c, F, rng);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// FLOAT convolutions on the wgmma core as TF32 (sm_90a, where its knobs come first): random shapes
+// (4-channel multiples, output channels and pixels off every tile), conv alone, + bias + ReLU and +
+// bias + residual + ReLU, fp32 or bf16 outputs; then every configuration of the engine on a fused
+// residual chain, 40 output channels (the 64-wide tiles) and a deep k (split-K 2..8).
+TEST(CudaConvImplicitGemm, Tf32WgmmaConvolutionsMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  const auto F = dg::DataType::FLOAT;
+  std::mt19937 rng(121);
+  for (int trial = 0; trial < 6; ++trial) {
+    Case c;
+    c.x = {1 + int64_t(rng() % 3), 4 * (1 + int64_t(rng() % 24)), 3 + int64_t(rng() % 24), 3 + int64_t(rng() % 24)};
+    c.k = 1 + rng() % 300;
+    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
+    c.pre = {int64_t(rng() % 2), int64_t(rng() % 3)};
+    c.post = {int64_t(rng() % 3), int64_t(rng() % 2)};
+    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
+    c.dil = {1 + int64_t(rng() % 2), 1};
+    SCOPED_TRACE("trial " + std::to_string(trial) + " C=" + std::to_string(c.x[1]) + " K=" + std::to_string(c.k));
+    run_case(c, F, trial % 3 == 2 ? dg::DataType::BFLOAT16 : F, trial % 3 != 0, rng, 2, trial % 2 == 1);
+  }
+  run_case({{2, 36, 17, 13}, 136, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, F, F, true, rng, 18, true);
+  run_case({{2, 64, 15, 13}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, F, F, true, rng, 6, true);
+  run_case({{2, 256, 9, 7}, 200, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, F, F, true, rng, 10, true);
 }
 
 }  // namespace

@@ -17,17 +17,17 @@ constexpr const char* kEngineName = "cuda_conv_implicit_gemm";
 constexpr const char* kFpropKernel = "dg_conv_fprop";
 
 // core 0: mma.sync (any sm_80+), tiles bm x bn x 32 (tf32: x 16, the same bytes); core 1: wgmma +
-// TMA (sm_90a), 128 x bn x 64, optionally split-K: `splits` CTAs share a tile's k steps, the last one
-// sums and runs the epilogue.
+// TMA (sm_90a), 128 x bn x 64 (tf32: x 32, one 128-byte row either way), optionally split-K:
+// `splits` CTAs share a tile's k steps, the last one sums and runs the epilogue.
 struct Config {
   int core = 0;
   int bm = 128, bn = 128, stages = 4;
   int splits = 1;
-  bool tf32 = false;  // FLOAT inputs rounded to TF32 (core 0 only)
-  int bk() const { return core ? 64 : tf32 ? 16 : 32; }
+  bool tf32 = false;  // FLOAT inputs as TF32 (core 0 rounds them, core 1's wgmma truncates them)
+  int bk() const { return core ? (tf32 ? 32 : 64) : tf32 ? 16 : 32; }
   int threads() const { return core ? 384 : 128; }
   int smem_bytes() const {
-    if (core) return 1024 + stages * (bm + bn) * 64 * 2 + 2 * 64 * 36 * 4 + 16 * stages;
+    if (core) return 1024 + stages * (bm + bn) * 128 + 2 * 64 * 36 * 4 + 16 * stages;
     return std::max(stages * (bm + bn) * 64, bm * (bn + 4) * 4);  // 64 bytes of k per tile row
   }
 };
@@ -45,8 +45,8 @@ bool read_config(const Knobs& k, Config& c, std::string& why) {
   c.splits = static_cast<int>(knob(k, "split_k", 1));
   const int64_t tf32 = knob(k, "tf32", 0);
   c.tf32 = tf32 == 1;
-  if ((tf32 != 0 && tf32 != 1) || (c.tf32 && c.core != 0)) {
-    why = "knobs " + knobs_to_string(k) + ": tf32 0 or 1, and 1 on the mma.sync core (core=0) only";
+  if (tf32 != 0 && tf32 != 1) {
+    why = "knobs " + knobs_to_string(k) + ": tf32 0 or 1";
     return false;
   }
   if (c.splits < 1 || c.splits > 16 || (c.splits > 1 && c.core != 1)) {
@@ -114,17 +114,19 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
   return os.str();
 }
 
-// The filters as a K-major [Kout][taps * C] matrix for TMA: boxes of 64 k x tile_n rows.
+// The filters as a K-major [Kout][taps * C] matrix for TMA: boxes of one 128-byte k step (64
+// 16-bit or 32 fp32 elements) x tile_n rows.
 gemm::TensorMapSpec filter_map(const ConvProblem& cp, const Config& c) {
   gemm::TensorMapSpec s;
   s.dtype = cp.dtype;
+  const int64_t es = size_of(cp.dtype);
   s.rank = 3;
   s.dims[0] = static_cast<uint64_t>(cp.params.K);
   s.dims[1] = static_cast<uint64_t>(cp.params.N);
   s.dims[2] = 1;
-  s.strides_bytes[0] = static_cast<uint64_t>((std::max<int64_t>(cp.params.w_stride_k, 8) * 2 + 15) / 16 * 16);
+  s.strides_bytes[0] = static_cast<uint64_t>((std::max<int64_t>(cp.params.w_stride_k, 16 / es) * es + 15) / 16 * 16);
   s.strides_bytes[1] = (s.strides_bytes[0] * s.dims[1] + 15) / 16 * 16;
-  s.box[0] = 64;
+  s.box[0] = static_cast<uint32_t>(128 / es);
   s.box[1] = static_cast<uint32_t>(c.bn);
   s.box[2] = 1;
   return s;
@@ -222,22 +224,22 @@ class ConvImplicitGemmEngine final : public Engine {
     std::string why;
     const bool described = conv::describe_conv(p, cp, why);
     const bool dgrad = described && (cp.dgrad || cp.wgrad);
-    const bool tf32 = described && cp.dtype == DataType::FLOAT;  // the mma.sync core only
-    if (t.info().sm_version == 90 && !dgrad && !tf32) {
+    // FLOAT inputs get here only where the graph allows TF32 (describe_conv): every knob set takes tf32=1.
+    const bool tf32 = described && cp.dtype == DataType::FLOAT;
+    if (t.info().sm_version == 90 && !dgrad) {
       if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
         for (int st : {6, 4}) out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", 64}, {"stages", st}});
       for (auto [bn, st] : {std::pair{128, 5}, {128, 4}, {256, 4}, {256, 3}})
         out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", bn}, {"stages", st}});
-      // Split-K where each split keeps at least 4 of the 64-wide k steps (the stage ring's depth).
-      const int64_t ktiles = (cp.params.K + 63) / 64;
+      // Split-K where each split keeps at least 4 of the 128-byte k steps (the stage ring's depth).
+      const int64_t bk = tf32 ? 32 : 64, ktiles = (cp.params.K + bk - 1) / bk;
       for (int sk : {2, 3, 4, 5, 6, 8})
         if (ktiles >= 4 * sk) out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", 128}, {"stages", 4}, {"split_k", sk}});
     }
     for (auto [bm, bn] : {std::pair{128, 128}, {128, 64}, {64, 128}, {64, 64}})
-      for (int st : {4, 3}) {
-        out.push_back({{"core", 0}, {"tile_m", bm}, {"tile_n", bn}, {"stages", st}});
-        if (tf32) out.back()["tf32"] = 1;
-      }
+      for (int st : {4, 3}) out.push_back({{"core", 0}, {"tile_m", bm}, {"tile_n", bn}, {"stages", st}});
+    if (tf32)
+      for (auto& k : out) k["tf32"] = 1;
     std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
       return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
     });

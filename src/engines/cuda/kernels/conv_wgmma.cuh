@@ -5,6 +5,8 @@
 // Each producer thread's gathers arrive on the stage's mbarrier when they land
 // (cp.async.mbarrier.arrive.noinc), so the full barrier expects 128 + 1 arrivals. SPLIT (knob
 // split_k > 1): the persistent CTAs walk (tile, k range) units and a fix-up sums the splits.
+// FLOAT inputs run as TF32 (m64nNk8): a k tile keeps its 128 bytes (32 fp32 channels), a gather
+// chunk its 16 bytes (4 channels), so only the element counts change with ES.
 #pragma once
 #include "conv_implicit_gemm.cuh"
 #include "conv_wgmma_n64.cuh"
@@ -25,15 +27,15 @@ __device__ __forceinline__ void conv_unit(const ConvParams& P, i64 unit, int kti
   ke = (int)((i64)(split + 1) * ktiles / P.splits);
 }
 
-// Rows (t >> 3) + 16 u of every 128-pixel tile, chunk t & 7 (8 channels) of every 64-wide k step.
-// The chunk's channel and tap advance incrementally from k step to k step (no division in the
-// loop), and a tap's offset is shared by the thread's 8 rows.
-template <int BN, int STAGES>
+// Rows (t >> 3) + 16 u of every 128-pixel tile, chunk t & 7 (16 bytes: 8 channels, or 4 of fp32)
+// of every 128-byte k step. The chunk's channel and tap advance incrementally from k step to k
+// step (no division in the loop), and a tap's offset is shared by the thread's 8 rows.
+template <int BN, int STAGES, int ES>
 __device__ __forceinline__ void conv_produce(const ConvParams& P, const TmaDesc* mw, u32 base) {
-  typedef WgmmaSmem<BN, STAGES> S;
+  typedef WgmmaSmem<BN, STAGES, ES> S;
   const int t = (int)threadIdx.x;  // 0..127
   const int jc = t & 7;
-  const u16* x = static_cast<const u16*>(P.x);
+  const typename RawElem<ES>::type* x = static_cast<const typename RawElem<ES>::type*>(P.x);
   const i64 units = (i64)P.tiles_m * P.tiles_n * P.splits;
   const int ktiles = (int)((P.K + S::BK - 1) / S::BK);
   int s = 0;
@@ -59,7 +61,7 @@ __device__ __forceinline__ void conv_produce(const ConvParams& P, const TmaDesc*
       row_off[u] = m < P.M ? nn * P.x_stride[0] + d0[u] * P.x_stride[1] + h0[u] * P.x_stride[2] + w0[u] * P.x_stride[3]
                            : 0;
     }
-    const i64 k0 = (i64)kb * S::BK + jc * 8;
+    const i64 k0 = (i64)kb * S::BK + jc * (16 / ES);
     int c = (int)(k0 % P.C), ft = (int)(k0 / P.C);
     int fs = ft % P.filt[2];
     ft /= P.filt[2];
@@ -124,7 +126,7 @@ __device__ __forceinline__ bool named_barrier_or(int id, int threads, bool v) {
 template <int DT, int BN, int STAGES, bool SPLIT, class Ep>
 __device__ __forceinline__ void conv_consume(const ConvParams& P, const PointwiseParams& p, u32 base,
                                                    char* smem_generic, int cw, float* red) {
-  typedef WgmmaSmem<BN, STAGES> S;
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   constexpr int REGS = BN / 2;
   const int ktiles = (int)((P.K + S::BK - 1) / S::BK);
   const int lane = (int)threadIdx.x % 32, warp = ((int)threadIdx.x / 32) % 4, ct = (int)threadIdx.x - 128;
@@ -147,7 +149,7 @@ __device__ __forceinline__ void conv_consume(const ConvParams& P, const Pointwis
       const u32 a_tile = base + s * S::STAGE_BYTES + cw * 8192, b_tile = base + s * S::STAGE_BYTES + S::A_BYTES;
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < S::BK / 16; ++kk)
+      for (int kk = 0; kk < S::K_STEPS; ++kk)
         conv_wgmma_tile<DT, BN>(acc, smem_desc(a_tile + 32 * kk, 16, 1024), smem_desc(b_tile + 32 * kk, 16, 1024),
                                 (kt > kb || kk > 0) ? 1 : 0);
       wgmma_commit();
@@ -226,7 +228,7 @@ template <> struct ConvRegs<256> { static constexpr int P = 88, C = 208; };
 
 template <int DT, int BN, int STAGES, bool SPLIT, class Ep>
 __device__ __forceinline__ void conv_fprop_wgmma(const ConvParams& P, const PointwiseParams& p, const TmaDesc* mw) {
-  typedef WgmmaSmem<BN, STAGES> S;
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   extern __shared__ __align__(1024) char smem_raw[];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const int wg = (int)threadIdx.x / 128;
@@ -243,7 +245,7 @@ __device__ __forceinline__ void conv_fprop_wgmma(const ConvParams& P, const Poin
   __syncthreads();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(ConvRegs<BN>::P));
-    conv_produce<BN, STAGES>(P, mw, base);
+    conv_produce<BN, STAGES, MmaOperand<DT>::ES>(P, mw, base);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(ConvRegs<BN>::C));
     if constexpr (SPLIT || BN == 64) {
