@@ -227,35 +227,7 @@ TEST(CublasLtKnobs, TheRealLibraryMakesTheDescriptorsWithoutAGpu) {
 
 // ---------------------------------------------------------------- on a GPU
 
-struct Rig {
-  dg::Handle& h;
-  std::vector<memory::Buffer> buffers;
-  dg::UidVariantPack pack;
-  std::vector<std::pair<const ir::Tensor*, void*>> outputs;
-  Rig(dg::Handle& handle, const dg::Graph& g) : h(handle) {
-    for (const auto& t : g.impl().ir->tensors) {
-      if (t.is_virtual || t.is_pass_by_value) continue;
-      const bool input = t.producer < 0;
-      const auto bytes = input ? ct::random_bytes(t, 7919u + static_cast<uint32_t>(t.uid)) : ct::poison_bytes(t);
-      buffers.emplace_back(h.impl(), bytes.size());
-      EXPECT_TRUE(memory::copy_to_device(h.impl(), buffers.back().get(), bytes.data(), bytes.size()).ok());
-      pack[t.uid] = buffers.back().get();
-      if (!input) outputs.push_back({&t, buffers.back().get()});
-    }
-  }
-  void expect_matches(const ct::Outputs& want, const std::string& what, double tol_scale = 1.0) {
-    ASSERT_TRUE(memory::synchronize(h.impl()).ok());
-    for (const auto& [t, p] : outputs) {
-      std::vector<uint8_t> got(static_cast<size_t>(t->span_bytes()));
-      ASSERT_TRUE(memory::copy_to_host(h.impl(), got.data(), p, got.size()).ok());
-      std::string bad;
-      const double err = ct::relative_error(*t, got, want.at(t->uid), bad);
-      EXPECT_LE(err, ct::tolerance(t->dtype) * tol_scale) << what << ", output '" << t->name << "': " << bad;
-      const auto poison = ct::poison_bytes(*t);
-      EXPECT_TRUE(memory::copy_to_device(h.impl(), p, poison.data(), poison.size()).ok());
-    }
-  }
-};
+using Rig = ct::DeviceRig;
 
 class CublasLtGpu : public ct::VendorGpuTest<LtApi, api, error> {
  protected:
@@ -291,6 +263,7 @@ class CublasLtGpu : public ct::VendorGpuTest<LtApi, api, error> {
       int64_t ws = 0;
       EXPECT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
       memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+      rig.poison();
       const Status run = g.execute_plan_at_index(*h_, rig.pack, workspace.get(), i, ws);
       EXPECT_TRUE(run.ok()) << name << ": " << run.to_string();
       rig.expect_matches(want, name, tol_scale);

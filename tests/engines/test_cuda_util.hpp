@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -248,6 +249,60 @@ inline ::testing::AssertionResult run_graph(const Builder& build, dg::Handle& h,
   }
   return ::testing::AssertionSuccess();
 }
+
+// Buffers for every non-virtual tensor of a built graph on `h` (device memory, or host memory on a
+// CPU handle), for tests that run plans one by one: inputs hold the seeded data run_graph gives them
+// (seed * 7919 + uid), except those named in `fixed` (int32 data, e.g. sequence lengths); outputs are
+// poisoned with NaN, and again by every poison().
+struct DeviceRig {
+  dg::Handle& h;
+  std::vector<memory::Buffer> buffers;
+  dg::UidVariantPack pack;
+  std::vector<std::pair<const ir::Tensor*, void*>> outputs;
+
+  DeviceRig(dg::Handle& handle, const dg::Graph& g, uint32_t seed = 1,
+            const std::map<std::string, std::vector<int32_t>>& fixed = {})
+      : h(handle) {
+    for (const auto& t : g.impl().ir->tensors) {
+      if (t.is_virtual || t.is_pass_by_value) continue;
+      const bool input = t.producer < 0;
+      auto bytes = input ? random_bytes(t, seed * 7919u + static_cast<uint32_t>(t.uid)) : poison_bytes(t);
+      if (auto it = fixed.find(t.name); it != fixed.end()) {
+        EXPECT_EQ(it->second.size() * 4, bytes.size()) << t.name;
+        std::memcpy(bytes.data(), it->second.data(), std::min(bytes.size(), it->second.size() * 4));
+      }
+      buffers.emplace_back(h.impl(), bytes.size());
+      EXPECT_TRUE(memory::copy_to_device(h.impl(), buffers.back().get(), bytes.data(), bytes.size()).ok());
+      pack[t.uid] = buffers.back().get();
+      if (!input) outputs.push_back({&t, buffers.back().get()});
+    }
+  }
+  void poison() {
+    for (const auto& [t, p] : outputs) {
+      const auto bytes = poison_bytes(*t);
+      EXPECT_TRUE(memory::copy_to_device(h.impl(), p, bytes.data(), bytes.size()).ok());
+    }
+  }
+  Outputs read() {
+    Outputs out;
+    EXPECT_TRUE(memory::synchronize(h.impl()).ok());
+    for (const auto& [t, p] : outputs) {
+      std::vector<uint8_t> got(static_cast<size_t>(t->span_bytes()));
+      EXPECT_TRUE(memory::copy_to_host(h.impl(), got.data(), p, got.size()).ok());
+      out[t->uid] = std::move(got);
+    }
+    return out;
+  }
+  // Every output within its type's tolerance (times tol_scale) of `want`.
+  void expect_matches(const Outputs& want, const std::string& what, double tol_scale = 1.0) {
+    const Outputs got = read();
+    for (const auto& [t, p] : outputs) {
+      std::string bad;
+      const double err = relative_error(*t, got.at(t->uid), want.at(t->uid), bad);
+      EXPECT_LE(err, tolerance(t->dtype) * tol_scale) << what << ", output '" << t->name << "': " << bad;
+    }
+  }
+};
 
 // Runs the graph with options.engine on `h` and with ref on the CPU, and compares every output.
 inline void expect_matches_ref(const Builder& build, dg::Handle& h, RunOptions o, double tol_scale = 1.0) {

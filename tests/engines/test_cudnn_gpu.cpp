@@ -20,43 +20,7 @@ namespace dg = dnngraph;
 using T = DataType;
 using namespace test_graphs;
 
-// Device buffers for a graph built on `h`: inputs hold the seeded data ct::run_graph uses (its
-// seed, 1 by default), outputs are poisoned with NaN before every run.
-struct Rig {
-  dg::Handle& h;
-  std::vector<memory::Buffer> buffers;
-  dg::UidVariantPack pack;
-  std::vector<std::pair<const ir::Tensor*, void*>> outputs;
-
-  Rig(dg::Handle& handle, const dg::Graph& g, uint32_t seed = 1) : h(handle) {
-    for (const auto& t : g.impl().ir->tensors) {
-      if (t.is_virtual || t.is_pass_by_value) continue;
-      const bool input = t.producer < 0;
-      const auto bytes =
-          input ? ct::random_bytes(t, seed * 7919u + static_cast<uint32_t>(t.uid)) : ct::poison_bytes(t);
-      buffers.emplace_back(h.impl(), bytes.size());
-      EXPECT_TRUE(memory::copy_to_device(h.impl(), buffers.back().get(), bytes.data(), bytes.size()).ok());
-      pack[t.uid] = buffers.back().get();
-      if (!input) outputs.push_back({&t, buffers.back().get()});
-    }
-  }
-  void poison() {
-    for (const auto& [t, p] : outputs) {
-      const auto bytes = ct::poison_bytes(*t);
-      EXPECT_TRUE(memory::copy_to_device(h.impl(), p, bytes.data(), bytes.size()).ok());
-    }
-  }
-  void expect_matches(const ct::Outputs& want, const std::string& what, double tol_scale = 1.0) {
-    ASSERT_TRUE(memory::synchronize(h.impl()).ok());
-    for (const auto& [t, p] : outputs) {
-      std::vector<uint8_t> got(static_cast<size_t>(t->span_bytes()));
-      ASSERT_TRUE(memory::copy_to_host(h.impl(), got.data(), p, got.size()).ok());
-      std::string bad;
-      const double err = ct::relative_error(*t, got, want.at(t->uid), bad);
-      EXPECT_LE(err, ct::tolerance(t->dtype) * tol_scale) << what << ", output '" << t->name << "': " << bad;
-    }
-  }
-};
+using Rig = ct::DeviceRig;
 
 // The same pointers keyed by the graph's tensor objects (populate_cuda_graph takes those).
 dg::VariantPack uid_pack_as_tensors(const dg::Graph& g, const dg::UidVariantPack& by_uid) {

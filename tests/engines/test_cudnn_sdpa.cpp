@@ -222,55 +222,7 @@ TEST(CudnnSdpa, TheRealLibraryFinalizesTheAttentionGraphsOperations) {
 
 // ---------------------------------------------------------------- on a GPU
 
-// Device (or host, on a CPU handle) buffers for a graph: inputs seeded random, except those named
-// in `fixed`; outputs poisoned with NaN before every run.
-struct Rig {
-  dg::Handle& h;
-  std::vector<memory::Buffer> buffers;
-  dg::UidVariantPack pack;
-  std::vector<std::pair<const ir::Tensor*, void*>> outputs;
-
-  Rig(dg::Handle& handle, const dg::Graph& g, uint32_t seed, const std::map<std::string, std::vector<int32_t>>& fixed)
-      : h(handle) {
-    for (const auto& t : g.impl().ir->tensors) {
-      if (t.is_virtual || t.is_pass_by_value) continue;
-      const bool input = t.producer < 0;
-      auto bytes = input ? ct::random_bytes(t, seed + static_cast<uint32_t>(t.uid)) : ct::poison_bytes(t);
-      if (auto it = fixed.find(t.name); it != fixed.end()) {
-        EXPECT_EQ(it->second.size() * 4, bytes.size()) << t.name;
-        std::memcpy(bytes.data(), it->second.data(), std::min(bytes.size(), it->second.size() * 4));
-      }
-      buffers.emplace_back(h.impl(), bytes.size());
-      EXPECT_TRUE(memory::copy_to_device(h.impl(), buffers.back().get(), bytes.data(), bytes.size()).ok());
-      pack[t.uid] = buffers.back().get();
-      if (!input) outputs.push_back({&t, buffers.back().get()});
-    }
-  }
-  void poison() {
-    for (const auto& [t, p] : outputs) {
-      const auto bytes = ct::poison_bytes(*t);
-      EXPECT_TRUE(memory::copy_to_device(h.impl(), p, bytes.data(), bytes.size()).ok());
-    }
-  }
-  ct::Outputs read() {
-    ct::Outputs out;
-    EXPECT_TRUE(memory::synchronize(h.impl()).ok());
-    for (const auto& [t, p] : outputs) {
-      std::vector<uint8_t> got(static_cast<size_t>(t->span_bytes()));
-      EXPECT_TRUE(memory::copy_to_host(h.impl(), got.data(), p, got.size()).ok());
-      out[t->uid] = std::move(got);
-    }
-    return out;
-  }
-  void expect_matches(const ct::Outputs& want, const std::string& what) {
-    const ct::Outputs got = read();
-    for (const auto& [t, p] : outputs) {
-      std::string bad;
-      const double err = ct::relative_error(*t, got.at(t->uid), want.at(t->uid), bad);
-      EXPECT_LE(err, ct::tolerance(t->dtype)) << what << ", output '" << t->name << "': " << bad;
-    }
-  }
-};
+using Rig = ct::DeviceRig;
 
 Status plan_with(const ct::Builder& build, dg::Handle& h, dg::Graph& g, const char* engine) {
   build(g);
