@@ -240,5 +240,8 @@ int main(int argc, char** argv) {
   matmul(handle, "tf32_gemm_8192_plain", 1, 8192, 8192, 8192, false, dg::DataType::FLOAT);
   matmul(handle, "tf32_gemm_8192_bt", 1, 8192, 8192, 8192, false, dg::DataType::FLOAT, true);
   conv(handle, "tf32_conv_tutorial_n32c128_56_k256", 32, 128, 56, 256, 3, true, false, dg::DataType::FLOAT);
+  // Skinny-deep: 64 or 128 tiles of 128 x 128 under-fill 132 SMs (split-K's case).
+  matmul(handle, "gemm_splitk_1024x1024x16384_plain", 1, 1024, 1024, 16384, false);
+  matmul(handle, "gemm_splitk_2048x1024x8192_chain", 1, 2048, 1024, 8192, true);
   return 0;
 }

@@ -89,6 +89,9 @@ WORKLOADS = [
     ("tf32_gemm_8192_plain", "mm", (1, 8192, 8192, 8192, False, torch.float32)),
     ("tf32_gemm_8192_bt", "mm", (1, 8192, 8192, 8192, False, torch.float32, True)),
     ("tf32_conv_tutorial_n32c128_56_k256", "conv", (32, 128, 56, 256, 3, True, 1, torch.float32)),
+    # skinny-deep bf16 (split-K)
+    ("gemm_splitk_1024x1024x16384_plain", "mm", (1, 1024, 1024, 16384, False)),
+    ("gemm_splitk_2048x1024x8192_chain", "mm", (1, 2048, 1024, 8192, True)),
 ]
 
 

@@ -5,9 +5,11 @@
 
 #include <random>
 
+#include "engines/cuda/gemm/gemm_engines.hpp"
 #include "engines/cuda/gemm/matmul_plan.hpp"
 #include "engines/cuda/nvrtc_compile.hpp"
 #include "gemm_test_util.hpp"
+#include "runtime/handle_impl.hpp"
 
 namespace {
 
@@ -93,11 +95,12 @@ gm::MatmulConfig mma(int bm, int bn, int stages, bool tf32 = false) {
   return c;
 }
 
-gm::MatmulConfig wgmma(int bn, int stages, bool pingpong = false, bool tf32 = false) {
+gm::MatmulConfig wgmma(int bn, int stages, bool pingpong = false, bool tf32 = false, int splits = 1) {
   gm::MatmulConfig c;
   c.core = gm::Core::WGMMA;
   c.bm = 128, c.bn = bn, c.bk = tf32 ? 32 : 64, c.stages = stages, c.threads = 384, c.pingpong = pingpong;
   c.tf32 = tf32;
+  c.splits = splits;
   return c;
 }
 
@@ -153,6 +156,74 @@ TEST_F(CudaGemmCompile, WgmmaKernelsCompileForEveryOperandMajor) {
   // TF32: K-major A and B only.
   compile_case({dg::DataType::FLOAT, false, true, dg::DataType::FLOAT},
                {wgmma(256, 4, false, true), wgmma(128, 6, true, true)}, "sm_90a");
+}
+
+// Split-K on the wgmma core (the fix-up of splitk_fixup.cuh before the fused epilogue with AMAX):
+// 16-bit inputs of either major with bf16 / fp8 outputs, and TF32 K-major.
+TEST_F(CudaGemmCompile, WgmmaSplitKKernelsCompile) {
+  compile_case({dg::DataType::BFLOAT16, false, false, dg::DataType::BFLOAT16}, {wgmma(128, 5, false, false, 3)}, "sm_90a");
+  compile_case({dg::DataType::HALF, true, true, dg::DataType::FP8_E4M3}, {wgmma(128, 4, false, false, 8)}, "sm_90a");
+  compile_case({dg::DataType::FLOAT, false, true, dg::DataType::FLOAT}, {wgmma(128, 5, false, true, 2)}, "sm_90a");
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({64, 96}).set_stride({96, 1}));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({96, 32}).set_stride({32, 1}));
+  g.matmul(a, b, dg::MatmulAttr())->set_output(true);
+  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
+    std::string why;
+    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
+    const std::string src = gm::matmul_source(pieces.mp, wgmma(128, 5, false, false, 4), pieces.epi, *low.ir);
+    EXPECT_NE(src.find("gemm_wgmma<dg::DT_BFLOAT16, 128, 5, true, false, false, dg_gen::Epilogue, true>"),
+              std::string::npos)
+        << src;
+  });
+}
+
+// On a (fake) sm_90 target with 132 multiprocessors, split_k 2..8 (tile_n 128, never with
+// ping-pong) is offered where 128 x 128 tiles under-fill the machine and k is deep, and the
+// estimate ranks a split first for 1024 x 1024 x 16384; a 4096 x 4096 output or a shallow k gets none.
+TEST(CudaGemmSplitK, KnobsWhereTilesUnderFillAndKIsDeep) {
+  dg::HandleImpl hopper;
+  hopper.info.sm_version = 90;
+  hopper.info.peak_flops = 989e12;
+  hopper.info.peak_bytes_per_s = 4.8e12;
+  hopper.info.multiprocessors = 132;
+  dg::Target t;
+  t.handle = &hopper;
+  const dg::Engine& e = dg::cuda::gemm_wgmma_tma_engine();
+  struct Shape {
+    int64_t m, n, k;
+    int splits;  // split knob sets expected
+  };
+  for (const Shape sh : {Shape{1024, 1024, 16384, 5}, Shape{1024, 2048, 8200, 5}, Shape{4096, 4096, 16384, 0},
+                         Shape{1024, 1024, 640, 0}}) {
+    dg::Graph g;
+    g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
+    auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({sh.m, sh.k}).set_stride({sh.k, 1}));
+    auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({sh.k, sh.n}).set_stride({sh.n, 1}));
+    g.matmul(a, b, dg::MatmulAttr())->set_output(true);
+    SCOPED_TRACE(std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k));
+    for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces&, const gemm_test::Lowered&) {
+      const auto ks = e.knob_space(p, t);
+      int splits = 0;
+      for (const auto& k : ks) {
+        if (!k.count("split_k")) continue;
+        ++splits;
+        EXPECT_EQ(k.at("tile_n"), 128) << dg::knobs_to_string(k);
+        EXPECT_EQ(k.count("pingpong"), 0u) << dg::knobs_to_string(k);
+        EXPECT_LT(e.estimate_seconds(p, t, k), 1e8) << dg::knobs_to_string(k);
+      }
+      EXPECT_EQ(splits, sh.splits);
+      if (sh.m == 1024 && sh.k == 16384) {
+        ASSERT_FALSE(ks.empty());
+        EXPECT_EQ(ks[0].count("split_k"), 1u) << dg::knobs_to_string(ks[0]);
+      }
+      // Rejected knob sets name the rule.
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 256}, {"split_k", 2}}), 1e8);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"pingpong", 1}, {"split_k", 2}}), 1e8);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"split_k", 17}}), 1e8);
+    });
+  }
 }
 
 TEST_F(CudaGemmCompile, EpilogueLayoutCollapsesOnlyNestedStrides) {
@@ -287,11 +358,13 @@ TEST(CudaGemm, BroadcastBatchMatchesRef) {
 }
 
 // x alpha + bias -> GELU (+ residual), AMAX of the result, outputs in bf16 / fp8 / fp32.
+// deep_k > 0: k in deep_k .. deep_k + 999 (the split-K cases), every plan up to max_plans.
 void fused_case(const std::string& engine, uint32_t seed, dg::DataType out_type, bool residual,
-                dg::DataType in_type = dg::DataType::BFLOAT16) {
+                dg::DataType in_type = dg::DataType::BFLOAT16, int64_t deep_k = 0, int max_plans = 1) {
   std::mt19937 rng(seed);
   const bool tf32 = in_type == dg::DataType::FLOAT;
-  const int64_t bt = 2, m = 1 + rng() % 200, n = 1 + rng() % 200, k = 1 + rng() % 150;
+  const int64_t bt = 2, m = 1 + rng() % 200, n = 1 + rng() % 200;
+  const int64_t k = deep_k > 0 ? deep_k + rng() % 1000 : 1 + rng() % 150;
   std::vector<HostTensor> in{operand({bt}, m, k, false, in_type, rng),
                              operand({1}, k, n, rng() % 2, in_type, rng),
                              gemm_test::packed({1, 1, n}, dg::DataType::FLOAT)};
@@ -300,8 +373,9 @@ void fused_case(const std::string& engine, uint32_t seed, dg::DataType out_type,
     in.push_back(gemm_test::packed({bt, m, n}, dg::DataType::BFLOAT16));
     gemm_test::fill_random(in[3], rng);
   }
+  // fp32 outputs of a deep k (another summation order than ref's over thousands of terms): 5x.
   const double out_tol = out_type == dg::DataType::FP8_E4M3 ? 0.13
-                         : out_type == dg::DataType::FLOAT ? (tf32 ? kTf32Tol : 2e-5)
+                         : out_type == dg::DataType::FLOAT ? (tf32 ? kTf32Tol : 2e-5) * (deep_k > 0 ? 5 : 1)
                                                            : 1.2e-2;
   SCOPED_TRACE(engine + " seed " + std::to_string(seed) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
                " k=" + std::to_string(k));
@@ -316,7 +390,8 @@ void fused_case(const std::string& engine, uint32_t seed, dg::DataType out_type,
                           return std::vector<dg::TensorPtr>{y, amax};
                         },
                         {Expect{out_tol, std::sqrt(double(k)) * (tf32 ? 1.0 : 0.1)},
-                         Expect{out_tol < 1e-3 ? 1e-5 : out_tol, tf32 ? std::sqrt(double(k)) : 1.0}});
+                         Expect{out_tol < 1e-3 ? (deep_k > 0 ? 5e-5 : 1e-5) : out_tol, tf32 ? std::sqrt(double(k)) : 1.0}},
+                        max_plans);
 }
 
 TEST(CudaGemm, FusedEpiloguesMatchRef) {
@@ -326,6 +401,41 @@ TEST(CudaGemm, FusedEpiloguesMatchRef) {
     fused_case(engine, 62, dg::DataType::FP8_E4M3, false);
     fused_case(engine, 63, dg::DataType::FLOAT, true);
   }
+}
+
+// Split-K on the wgmma core: deep k (4100..5099, 65+ k steps of 64, never a whole number of them)
+// on outputs of at most 12 tiles of 128 x 128, where the engine's first five plans are split_k 2,
+// 3, 4, 6 and 8 (the estimate ranks them above whole tiles that leave 120 of 132 SMs idle); random
+// majors, batches; then the fused chain with AMAX and bf16 / fp8 / fp32 outputs. fp32 sums of
+// ~5000 terms in another order than ref's: 1e-4 of sqrt(k).
+TEST(CudaGemm, WgmmaSplitKMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(91);
+  for (int trial = 0; trial < 4; ++trial) {
+    const int64_t m = 1 + rng() % 260, n = 8 + rng() % 250;
+    int64_t k = 4100 + rng() % 1000;
+    if (k % 64 == 0) k += 8;
+    const bool tf32 = trial == 3;  // FLOAT as TF32: K-major operands only
+    const bool at = tf32 ? false : rng() % 2, bt = tf32 ? true : rng() % 2;
+    const dg::DataType t = tf32 ? dg::DataType::FLOAT : trial % 2 ? dg::DataType::HALF : dg::DataType::BFLOAT16;
+    Dims batch = trial == 1 ? Dims{2} : Dims{};
+    auto a = operand(batch, m, k, at, t, rng);
+    auto b = operand(batch, k, n, bt, t, rng);
+    Dims cd = batch;
+    cd.push_back(m);
+    cd.push_back(n);
+    SCOPED_TRACE("trial " + std::to_string(trial) + ": m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                 " k=" + std::to_string(k) + (at ? " A^T" : "") + (bt ? " B^T" : ""));
+    gemm_test::run_vs_ref(kWgmma, {a, b}, {gemm_test::packed(cd, dg::DataType::FLOAT)},
+                          [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                            g.set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(tf32);
+                            return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
+                          },
+                          {Expect{tf32 ? kTf32TruncTol : 1e-4, std::sqrt(double(k))}}, 5);
+  }
+  fused_case(kWgmma, 92, dg::DataType::BFLOAT16, true, dg::DataType::BFLOAT16, 4100, 5);
+  fused_case(kWgmma, 93, dg::DataType::FP8_E4M3, false, dg::DataType::BFLOAT16, 4100, 5);
+  fused_case(kWgmma, 94, dg::DataType::FLOAT, true, dg::DataType::HALF, 4100, 5);
 }
 
 }  // namespace

@@ -22,21 +22,27 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Predicted seconds: the tile-padded FLOPs at `efficiency` of the device's bf16 peak (TF32's is
 // half of it: 495 of 989 TFLOP/s dense on an H100/H200), or the bytes at its bandwidth, plus a launch.
+// Waves as the conv engine counts them: SM slots x k steps per unit (+1 for the pipeline's fill and
+// the epilogue) over the useful tiles x k steps (without split-K: the last wave's padding). A
+// split-K unit also publishes its partial sums and the tile's last one reads them all back: ~6 k
+// steps' time per unit (measured for the conv core on an H200, 2026-11-29), plus the counters' memset.
 double estimate(const Partition& p, const Target& t, const MatmulConfig& c, double efficiency) {
   MatmulPieces pieces;
   std::string why;
-  double padded = 1.0;
-  if (gemm::describe_matmul(p, t, pieces.mp, why)) {
+  double padded = 1.0, fixup = 0.0;
+  if (gemm::describe_matmul_graph(p, pieces.mp, why)) {  // the shape only: check() tested the device
     const auto& mp = pieces.mp;
     padded = static_cast<double>(ceil_div(mp.M, c.bm) * c.bm * ceil_div(mp.N, c.bn) * c.bn) /
              static_cast<double>(mp.M * mp.N);
-    const int64_t tiles = mp.batch_count() * ceil_div(mp.M, c.bm) * ceil_div(mp.N, c.bn);
-    const int64_t sms = std::max(1, t.info().multiprocessors);
-    padded *= static_cast<double>(ceil_div(tiles, sms) * sms) / static_cast<double>(tiles);  // the last wave
+    const int64_t tiles = mp.batch_count() * ceil_div(mp.M, c.bm) * ceil_div(mp.N, c.bn), units = tiles * c.splits;
+    const int64_t sms = std::max(1, t.info().multiprocessors), kt = ceil_div(mp.K, c.bk);
+    const int64_t per_unit = ceil_div(kt, c.splits) + 1 + (c.splits > 1 ? 6 : 0);
+    padded *= static_cast<double>(ceil_div(units, sms) * sms * per_unit) / static_cast<double>(tiles * (kt + 1));
+    if (c.splits > 1) fixup = 1e-6;
     if (!mp.a_vec || !mp.b_vec) efficiency *= 0.1;  // element-by-element loads
   }
   if (c.tf32) efficiency *= 0.5;
-  return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), efficiency, 5e-6);
+  return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), efficiency, 5e-6) + fixup;
 }
 
 // FLOAT inputs (which describe_matmul lets through only where the graph allows TF32) take the
@@ -163,11 +169,17 @@ bool wgmma_config(const Knobs& k, MatmulConfig& c, std::string& why) {
   c.pingpong = knob(k, "pingpong", 0) != 0;
   const int64_t tf32 = knob(k, "tf32", 0);
   c.tf32 = tf32 == 1;
+  c.splits = static_cast<int>(knob(k, "split_k", 1));
   c.bk = c.tf32 ? 32 : 64;  // one 128-byte swizzle row of k
   c.threads = 384;  // a producer warpgroup and two consumer warpgroups
   if ((c.bn != 128 && c.bn != 256) || c.stages < 2 || c.stages > 8 || (c.pingpong && c.bn != 128) ||
       (tf32 != 0 && tf32 != 1)) {
     why = "knobs " + knobs_to_string(k) + ": tile_n must be 128 or 256 (128 with pingpong), stages 2..8, tf32 0 or 1";
+    return false;
+  }
+  if (c.splits < 1 || c.splits > 16 || (c.splits > 1 && (c.pingpong || c.bn != 128))) {
+    why = "knobs " + knobs_to_string(k) + ": split_k 1..16, and above 1 only with cooperative 128-wide tiles "
+          "(tile_n 128, no pingpong)";
     return false;
   }
   // 1 KB of alignment slack, the stages, the epilogue staging (2 x 64 x 36 floats), the barriers.
@@ -210,12 +222,26 @@ class GemmWgmmaTmaEngine final : public Engine {
     std::vector<Knobs> out{{{"tile_n", 256}, {"stages", 4}}, {{"pingpong", 1}, {"tile_n", 128}, {"stages", 6}},
                            {{"pingpong", 1}, {"tile_n", 128}, {"stages", 5}}, {{"tile_n", 256}, {"stages", 3}},
                            {{"tile_n", 128}, {"stages", 5}},                  {{"tile_n", 128}, {"stages", 4}}};
+    add_split_k(p, t, out);
     if (is_fp32(p, t))
       for (auto& k : out) k["tf32"] = 1;
     std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
       return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
     });
     return out;
+  }
+
+  // Split-K where 128 x 128 tiles leave multiprocessors idle and each split keeps at least 8 of
+  // the 128-byte k steps (twice the stage ring's depth).
+  static void add_split_k(const Partition& p, const Target& t, std::vector<Knobs>& out) {
+    gemm::MatmulProblem mp;
+    std::string why;
+    if (!gemm::describe_matmul_graph(p, mp, why)) return;
+    const int64_t tiles = mp.batch_count() * ceil_div(mp.M, 128) * ceil_div(mp.N, 128);
+    const int64_t ktiles = ceil_div(mp.K, mp.dtype == DataType::FLOAT ? 32 : 64);
+    if (tiles >= t.info().multiprocessors) return;
+    for (int sk : {2, 3, 4, 6, 8})
+      if (ktiles >= 8 * sk) out.push_back({{"tile_n", 128}, {"stages", 5}, {"split_k", sk}});
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {

@@ -52,11 +52,22 @@ class MatmulPlan final : public Plan {
   MatmulPlan(const Partition& p, MatmulPieces pieces, MatmulConfig c, KernelBuild k, int sms)
       : part_(p), mp_(std::move(pieces.mp)), epi_(std::move(pieces.epi)), c_(c), k_(std::move(k)), sms_(sms) {}
 
-  int64_t workspace_size() const override { return epi_.L.workspace_bytes; }
+  // The epilogue's workspace, then (split-K) the partial sums and one counter per tile.
+  int64_t epilogue_bytes() const { return (epi_.L.workspace_bytes + 255) / 256 * 256; }
+  int64_t tiles() const { return mp_.batch_count() * ceil_div(mp_.M, c_.bm) * ceil_div(mp_.N, c_.bn); }
+  int64_t workspace_size() const override {
+    if (c_.splits == 1) return epi_.L.workspace_bytes;
+    return epilogue_bytes() + tiles() * c_.splits * c_.bm * c_.bn * 4 + tiles() * 4;
+  }
 
   Status execute(const ExecArgs& args) const override {
     HandleImpl& h = args.handle;
     if (!h.device.is_cuda() || !h.cuda) return {ErrorCode::GRAPH_EXECUTION_FAILED, "matmul plan: not a CUDA handle"};
+    if (c_.splits > 1 && !args.workspace)
+      return {ErrorCode::WORKSPACE_TOO_SMALL, "matmul plan, node '" +
+                                                  part_.graph->nodes[static_cast<size_t>(anchor_node(part_))].name +
+                                                  "': split_k=" + std::to_string(c_.splits) + " needs " +
+                                                  std::to_string(workspace_size()) + " bytes of workspace but it is null"};
     const void* a = args.ptrs[static_cast<size_t>(mp_.a)];
     const void* bp = args.ptrs[static_cast<size_t>(mp_.b)];
     for (int id : {mp_.a, mp_.b}) {
@@ -90,8 +101,14 @@ class MatmulPlan final : public Plan {
       g.b_batch_unit = batch_unit(mp_.b_bs, mp_.batch, b_extent);
       if (auto s = encode_tensor_map(operand_map(mp_, true, c_, g.a_batch_unit, a_extent), a, ma); !s.ok()) return s;
       if (auto s = encode_tensor_map(operand_map(mp_, false, c_, g.b_batch_unit, b_extent), bp, mb); !s.ok()) return s;
+      g.splits = c_.splits;
+      if (c_.splits > 1) {
+        g.ws = static_cast<char*>(args.workspace) + epilogue_bytes();
+        char* counters = static_cast<char*>(g.ws) + tiles * c_.splits * c_.bm * c_.bn * 4;
+        if (auto s = fill32(h, counters, 0, static_cast<size_t>(tiles)); !s.ok()) return s;
+      }
       void* kargs[] = {&g, &pp, &ma, &mb};
-      const int64_t grid = std::min<int64_t>(tiles, sms_);
+      const int64_t grid = std::min<int64_t>(tiles * c_.splits, sms_);
       if (auto s = launch_3d(h, k_.main, {static_cast<unsigned>(grid), 1, 1}, static_cast<unsigned>(c_.threads),
                              static_cast<unsigned>(c_.smem_bytes), kargs, kWgmmaKernel);
           !s.ok())
@@ -133,7 +150,7 @@ class MatmulPlan final : public Plan {
 std::string MatmulConfig::describe() const {
   std::ostringstream os;
   os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << (tf32 ? " tf32" : "") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages
-     << (pingpong ? " ping-pong" : "");
+     << (pingpong ? " ping-pong" : "") << (splits > 1 ? " split_k=" + std::to_string(splits) : "");
   return os.str();
 }
 
@@ -152,7 +169,7 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
        << "(const dg::GemmParams g, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc ma, "
           "const __grid_constant__ dg::TmaDesc mb) {\n  dg::gemm_wgmma<"
        << dt_name(mp.dtype) << ", " << c.bn << ", " << c.stages << ", " << b(mp.a_k_major) << ", " << b(mp.b_k_major)
-       << ", " << b(c.pingpong) << ", dg_gen::Epilogue>(g, p, &ma, &mb);\n}\n";
+       << ", " << b(c.pingpong) << ", dg_gen::Epilogue" << (c.splits > 1 ? ", true" : "") << ">(g, p, &ma, &mb);\n}\n";
   }
   os << finalize_source(e.L);
   return os.str();

@@ -16,6 +16,7 @@ struct MatmulConfig {
   int bm = 128, bn = 128, bk = 32, stages = 4;
   bool pingpong = false;  // wgmma: the consumer warpgroups take whole tiles in turn (tile_n 128)
   bool tf32 = false;      // FLOAT inputs rounded to TF32 (mma.sync m16n8k8; bk 16 keeps the tile bytes)
+  int splits = 1;         // wgmma split-K: CTAs share a tile's k steps, its last split sums (tile_n 128)
   int threads = 128;
   int smem_bytes = 0;
   std::string describe() const;

@@ -130,6 +130,7 @@ GemmParams gemm_params(const MatmulProblem& mp, const void* a, const void* b) {
   g.b = b;
   g.a_batch_unit = g.b_batch_unit = 1;
   g.epi_vec = 1;
+  g.splits = 1;
   return g;
 }
 

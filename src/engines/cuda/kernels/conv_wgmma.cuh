@@ -11,20 +11,12 @@
 #include "conv_implicit_gemm.cuh"
 #include "conv_wgmma_n64.cuh"
 #include "gemm_wgmma.cuh"
+#include "splitk_fixup.cuh"
 
 namespace dg {
 
 __device__ __forceinline__ void cp_async_mbar_arrive(u32 bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-
-// Work unit u of a CTA: tile u / splits, k tiles [kb, ke) of split u % splits (splits = 1: whole tiles).
-__device__ __forceinline__ void conv_unit(const ConvParams& P, i64 unit, int ktiles, i64& tile, int& split, int& kb,
-                                          int& ke) {
-  tile = unit / P.splits;
-  split = (int)(unit - tile * P.splits);
-  kb = (int)((i64)split * ktiles / P.splits);
-  ke = (int)((i64)(split + 1) * ktiles / P.splits);
 }
 
 // Rows (t >> 3) + 16 u of every 128-pixel tile, chunk t & 7 (16 bytes: 8 channels, or 4 of fp32)
@@ -43,7 +35,7 @@ __device__ __forceinline__ void conv_produce(const ConvParams& P, const TmaDesc*
   for (i64 unit = blockIdx.x; unit < units; unit += gridDim.x) {
     i64 tile, b;
     int split, kb, ke, tm, tn;
-    conv_unit(P, unit, ktiles, tile, split, kb, ke);
+    split_unit(unit, P.splits, ktiles, tile, split, kb, ke);
     tile_coords(tile, P.tiles_m, P.tiles_n, b, tm, tn);
     // 32-bit pixel arithmetic (the host keeps M below 2^31): this runs once per unit, and with few
     // k steps per unit (1x1 filters, split-K) its divisions would otherwise show.
@@ -106,23 +98,8 @@ __device__ __forceinline__ void conv_produce(const ConvParams& P, const TmaDesc*
   asm volatile("cp.async.wait_all;\n" ::: "memory");  // no gather in flight when the thread exits
 }
 
-// bar.red.or over a named barrier: true on every participating thread if v is true on any.
-__device__ __forceinline__ bool named_barrier_or(int id, int threads, bool v) {
-  u32 out;
-  asm volatile(
-      "{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, %2, %3, q;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(out)
-      : "r"((u32)v), "r"(id), "r"(threads)
-      : "memory");
-  return out != 0;
-}
-
 // The conv's own consumer (cooperative, as wgmma_consume; BN 64, 128 or 256), used for 64-wide
-// tiles and for split-K. SPLIT: each unit's partial 128 x BN sums go to the workspace slice
-// [tile][split] in fragment order (float4 i of consumer thread ct at i * 256 + ct); the last split
-// of a tile to finish (a per-tile counter, zeroed before the launch) adds every slice in split
-// order (deterministic whoever finishes last: 0 + s0 + s1 + ...) and runs the epilogue, so the
-// epilogue sees the full sum exactly once.
+// tiles and for split-K (SPLIT: splitk_fixup.cuh's deterministic fix-up of the partial sums).
 template <int DT, int BN, int STAGES, bool SPLIT, class Ep>
 __device__ __forceinline__ void conv_consume(const ConvParams& P, const PointwiseParams& p, u32 base,
                                                    char* smem_generic, int cw, float* red) {
@@ -130,8 +107,6 @@ __device__ __forceinline__ void conv_consume(const ConvParams& P, const Pointwis
   constexpr int REGS = BN / 2;
   const int ktiles = (int)((P.K + S::BK - 1) / S::BK);
   const int lane = (int)threadIdx.x % 32, warp = ((int)threadIdx.x / 32) % 4, ct = (int)threadIdx.x - 128;
-  float* ws = static_cast<float*>(P.ws);
-  int* counters = reinterpret_cast<int*>(ws + (i64)P.tiles_m * P.tiles_n * P.splits * (128 * BN));
   const i64 units = (i64)P.tiles_m * P.tiles_n * P.splits;
   int s = 0;
   u32 phase = 0;
@@ -139,7 +114,7 @@ __device__ __forceinline__ void conv_consume(const ConvParams& P, const Pointwis
   for (i64 unit = blockIdx.x; unit < units; unit += gridDim.x) {
     i64 tile, b;
     int split, kb, ke, tm, tn;
-    conv_unit(P, unit, ktiles, tile, split, kb, ke);
+    split_unit(unit, P.splits, ktiles, tile, split, kb, ke);
     tile_coords(tile, P.tiles_m, P.tiles_n, b, tm, tn);
     int prev = -1;
     for (int kt = kb; kt < ke; ++kt) {
@@ -167,36 +142,9 @@ __device__ __forceinline__ void conv_consume(const ConvParams& P, const Pointwis
 #pragma unroll
       for (int i = 0; i < REGS; ++i) acc[i] = 0.0f;
     }
-    if constexpr (SPLIT) {
-      // Publish this split's partial sums; the tile's last split sums them all.
-      float4* slices = reinterpret_cast<float4*>(ws + tile * P.splits * (128 * BN));
-#pragma unroll
-      for (int i = 0; i < REGS / 4; ++i)
-        __stcg(slices + (i64)split * (32 * BN) + i * 256 + ct,
-               make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-      __threadfence();
-      bool last = false;
-      if (ct == 0) last = atomicAdd(counters + tile, 1) == P.splits - 1;
-      if (!named_barrier_or(5, 256, last)) continue;
-      __threadfence();
-      // Every slice, this one's too (read back), in split order: a slice's REGS / 4 loads are in
-      // flight together, so the fix-up costs ~splits L2 round trips.
-#pragma unroll
-      for (int i = 0; i < REGS; ++i) acc[i] = 0.0f;
-#pragma unroll 1
-      for (int sp = 0; sp < P.splits; ++sp) {
-        float4 v[REGS / 4];
-#pragma unroll
-        for (int i = 0; i < REGS / 4; ++i) v[i] = __ldcg(slices + (i64)sp * (32 * BN) + i * 256 + ct);
-#pragma unroll
-        for (int i = 0; i < REGS / 4; ++i) {
-          acc[4 * i] += v[i].x;
-          acc[4 * i + 1] += v[i].y;
-          acc[4 * i + 2] += v[i].z;
-          acc[4 * i + 3] += v[i].w;
-        }
-      }
-    }
+    if constexpr (SPLIT)
+      if (!splitk_fixup<REGS>(acc, static_cast<float*>(P.ws), (i64)P.tiles_m * P.tiles_n, tile, split, P.splits, ct))
+        continue;
     // Epilogue as wgmma_consume's: 64 rows x 32 columns at a time through shared memory.
     typename Ep::Index c[Ep::kRank];
 #pragma unroll

@@ -12,6 +12,7 @@
 //                     groups 1024 bytes apart (SBO); k16 steps advance by 2048 bytes.
 #pragma once
 #include "gemm_wgmma_ops.cuh"
+#include "splitk_fixup.cuh"
 
 namespace dg {
 
@@ -95,17 +96,19 @@ struct WgmmaSmem {
   static constexpr int BYTES = BARRIERS + 16 * STAGES;
 };
 
-// The producer: one thread issues every TMA load of every tile this CTA owns.
+// The producer: one thread issues every TMA load of every unit this CTA owns (a unit: a tile, or
+// with split-K one k range of a tile).
 template <int BN, int STAGES, bool A_KM, bool B_KM, int ES>
 __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc* ma, const TmaDesc* mb, u32 base) {
   typedef WgmmaSmem<BN, STAGES, ES> S;
-  const i64 tiles = g.batch_count * g.tiles_m * g.tiles_n;
+  const i64 units = g.batch_count * g.tiles_m * g.tiles_n * g.splits;
   const int ktiles = (int)((g.K + S::BK - 1) / S::BK);
   int s = 0;
   u32 phase = 0;
-  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-    i64 b;
-    int tm, tn;
+  for (i64 u = blockIdx.x; u < units; u += gridDim.x) {
+    i64 t, b;
+    int split, kb, ke, tm, tn;
+    split_unit(u, g.splits, ktiles, t, split, kb, ke);
     tile_coords(t, g.tiles_m, g.tiles_n, b, tm, tn);
     // The operands' batch coordinates in their maps' units.
     i64 a_off = 0, b_off = 0, rest = b;
@@ -117,7 +120,7 @@ __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc
     }
     const int ab = (int)(a_off / g.a_batch_unit), bb = (int)(b_off / g.b_batch_unit);
     const int m0 = tm * S::BM, n0 = tn * BN;
-    for (int kt = 0; kt < ktiles; ++kt) {
+    for (int kt = kb; kt < ke; ++kt) {
       const u32 full = base + S::BARRIERS + 8 * s, empty = full + 8 * STAGES;
       mbar_wait(empty, phase ^ 1);
       mbar_expect_tx(full, S::STAGE_BYTES);
@@ -144,7 +147,8 @@ __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc
 }
 
 // What a consumer needs to know of the problem: the tile grid, sizes and epilogue vector width,
-// and (matmul only) the batch for the epilogue's batch coordinates.
+// (matmul only) the batch for the epilogue's batch coordinates, and (split-K) the splits and the
+// workspace of their partial sums.
 struct ConsumerShape {
   i64 tiles;
   int tiles_m, tiles_n;
@@ -152,6 +156,8 @@ struct ConsumerShape {
   i64 M, N;
   int epi_vec;
   const GemmParams* g;  // null: no batch dims
+  int splits = 1;
+  float* ws = 0;
 };
 
 // A consumer warpgroup, cw = 0 or 1. Cooperative: rows cw*64 .. cw*64+63 of every tile. PINGPONG
@@ -159,12 +165,15 @@ struct ConsumerShape {
 // warpgroup's epilogue overlaps the other's main loop (their main loops take turns through the
 // stage ring; a warpgroup finds its stages by counting the k steps of the tiles before its own).
 // PROXY_FENCE: the stage was written by cp.async (the generic proxy), so order those writes before
-// wgmma reads it through the async proxy.
-template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep>
+// wgmma reads it through the async proxy. SPLIT (cooperative only): units are (tile, k range)
+// pairs, and a tile's last split sums the partial sums (splitk_fixup.cuh) before the epilogue.
+template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep,
+          bool SPLIT = false>
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   static_assert(!PINGPONG || BN == 128, "ping-pong tiles are 128 x 128 (two m64n128 accumulators)");
+  static_assert(!(PINGPONG && SPLIT), "split-K units have uneven k ranges; the ping-pong stage count assumes even ones");
   constexpr int HALVES = PINGPONG ? 2 : 1;  // m64 row blocks per warpgroup and tile
   constexpr int REGS = BN / 2;              // accumulators per m64 block
   const int ktiles = sh.ktiles;
@@ -173,17 +182,19 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   u32 phase = 0;
   float acc[HALVES * REGS];
   i64 local = 0;  // this CTA's tile counter
-  for (i64 t = blockIdx.x; t < sh.tiles; t += gridDim.x, ++local) {
+  const i64 units = SPLIT ? sh.tiles * sh.splits : sh.tiles;
+  for (i64 u = blockIdx.x; u < units; u += gridDim.x, ++local) {
     if (PINGPONG && (int)(local & 1) != cw) continue;
-    i64 b;
-    int tm, tn;
+    i64 t = u, b;
+    int split = 0, kb = 0, ke = ktiles, tm, tn;
+    if constexpr (SPLIT) split_unit(u, sh.splits, ktiles, t, split, kb, ke);
     tile_coords(t, sh.tiles_m, sh.tiles_n, b, tm, tn);
     int prev = -1;
     // Ping-pong: the main loops take turns. Waiting on the stage ring by parity is only sound
     // within one phase of its producer, so a warpgroup starts a tile's main loop once the other
     // has waited for every stage of the tile before (named barriers 3 and 4, 256 threads).
     if (PINGPONG && local > 0) named_barrier_sync(3 + cw, 256);
-    for (int kt = 0; kt < ktiles; ++kt) {
+    for (int kt = kb; kt < ke; ++kt) {
       if (PINGPONG) {
         const i64 step = local * ktiles + kt;
         s = (int)(step % STAGES);
@@ -203,7 +214,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
           const u32 a_half = a_tile + h * 8192;  // rows 64h.. : 64 rows of 128 bytes, or the next MN box
           const u64 da = A_KM ? smem_desc(a_half + 32 * kk, 16, 1024) : smem_desc(a_half + 2048 * kk, 8192, 1024);
           wgmma_tile<DT, BN, !A_KM, !B_KM>(*reinterpret_cast<float(*)[REGS]>(acc + h * REGS), da, db,
-                                           (kt > 0 || kk > 0) ? 1 : 0);
+                                           (kt > kb || kk > 0) ? 1 : 0);
         }
       }
       wgmma_commit();
@@ -215,13 +226,15 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
         phase ^= 1;
       }
     }
-    if (PINGPONG && t + gridDim.x < sh.tiles) named_barrier_arrive(3 + (cw ^ 1), 256);  // the next tile's turn
+    if (PINGPONG && u + gridDim.x < units) named_barrier_arrive(3 + (cw ^ 1), 256);  // the next tile's turn
     wgmma_wait<0>();
     if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
-    if (ktiles == 0) {
+    if (kb == ke) {
 #pragma unroll
       for (int i = 0; i < HALVES * REGS; ++i) acc[i] = 0.0f;
     }
+    if constexpr (SPLIT)
+      if (!splitk_fixup<REGS>(acc, sh.ws, sh.tiles, t, split, sh.splits, (int)threadIdx.x - 128)) continue;
     // Epilogue, 64 rows x 32 columns at a time through shared memory: fragment j of an m64 block
     // holds rows r and r + 8, columns 8j + 2 * (lane % 4) + {0, 1}. The chunk loop is not
     // unrolled; the register copy is, with every fragment's store predicated on its chunk.
@@ -257,7 +270,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   }
 }
 
-template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PINGPONG, class Ep>
+template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PINGPONG, class Ep, bool SPLIT = false>
 __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseParams& p, const TmaDesc* ma,
                                            const TmaDesc* mb) {
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
@@ -283,10 +296,9 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const ConsumerShape sh{g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n, (int)((g.K + S::BK - 1) / S::BK),
-                           g.M, g.N, g.epi_vec, &g};
-    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep>(sh, p, base, smem_raw + (base - smem_u32(smem_raw)),
-                                                                   wg - 1,
-                                                         red);
+                           g.M, g.N, g.epi_vec, &g, g.splits, static_cast<float*>(g.ws)};
+    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep, SPLIT>(
+        sh, p, base, smem_raw + (base - smem_u32(smem_raw)), wg - 1, red);
   }
   Ep::finish_full(p, red);
 }

@@ -1,0 +1,69 @@
+// Deterministic split-K for the wgmma cores (matmul and conv): the persistent CTAs walk (tile, k
+// range) units; each unit's partial 128 x BN sums go to the workspace slice [tile][split] in
+// fragment order (float4 i of consumer thread ct at i * 256 + ct); the last split of a tile to
+// finish (a per-tile counter, zeroed before the launch) adds every slice in split order (the same
+// sum whoever finishes last: 0 + s0 + s1 + ...) and runs the epilogue, so the epilogue sees the
+// full sum exactly once.
+#pragma once
+#include "gemm_common.cuh"
+
+namespace dg {
+
+// Work unit u: tile u / splits, k tiles [kb, ke) of split u % splits (splits = 1: whole tiles).
+__device__ __forceinline__ void split_unit(i64 unit, int splits, int ktiles, i64& tile, int& split, int& kb, int& ke) {
+  tile = unit / splits;
+  split = (int)(unit - tile * splits);
+  kb = (int)((i64)split * ktiles / splits);
+  ke = (int)((i64)(split + 1) * ktiles / splits);
+}
+
+// bar.red.or over a named barrier: true on every participating thread if v is true on any.
+__device__ __forceinline__ bool named_barrier_or(int id, int threads, bool v) {
+  u32 out;
+  asm volatile(
+      "{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, %2, %3, q;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(out)
+      : "r"((u32)v), "r"(id), "r"(threads)
+      : "memory");
+  return out != 0;
+}
+
+// One unit's fix-up, run by the 256 consumer threads (ct = 0..255; named barrier 5). ws: the
+// slices, tiles x splits x 128 x BN floats, then one int counter per tile. Returns true (on every
+// consumer thread) where this unit was its tile's last: acc then holds the tile's full sums.
+template <int REGS>
+__device__ __forceinline__ bool splitk_fixup(float (&acc)[REGS], float* ws, i64 tiles, i64 tile, int split, int splits,
+                                             int ct) {
+  constexpr int BN = REGS * 2;
+  int* counters = reinterpret_cast<int*>(ws + tiles * splits * (128 * BN));
+  float4* slices = reinterpret_cast<float4*>(ws + tile * splits * (128 * BN));
+#pragma unroll
+  for (int i = 0; i < REGS / 4; ++i)
+    __stcg(slices + (i64)split * (32 * BN) + i * 256 + ct,
+           make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  __threadfence();
+  bool last = false;
+  if (ct == 0) last = atomicAdd(counters + tile, 1) == splits - 1;
+  if (!named_barrier_or(5, 256, last)) return false;
+  __threadfence();
+  // Every slice, this one's too (read back), in split order: a slice's REGS / 4 loads are in
+  // flight together, so the fix-up costs ~splits L2 round trips.
+#pragma unroll
+  for (int i = 0; i < REGS; ++i) acc[i] = 0.0f;
+#pragma unroll 1
+  for (int sp = 0; sp < splits; ++sp) {
+    float4 v[REGS / 4];
+#pragma unroll
+    for (int i = 0; i < REGS / 4; ++i) v[i] = __ldcg(slices + (i64)sp * (32 * BN) + i * 256 + ct);
+#pragma unroll
+    for (int i = 0; i < REGS / 4; ++i) {
+      acc[4 * i] += v[i].x;
+      acc[4 * i + 1] += v[i].y;
+      acc[4 * i + 2] += v[i].z;
+      acc[4 * i + 3] += v[i].w;
+    }
+  }
+  return true;
+}
+
+}  // namespace dg
