@@ -95,8 +95,10 @@ gm::MatmulConfig mma(int bm, int bn, int stages, bool tf32 = false) {
   return c;
 }
 
-gm::MatmulConfig wgmma(int bn, int stages, bool pingpong = false, bool tf32 = false, int splits = 1) {
+gm::MatmulConfig wgmma(int bn, int stages, bool pingpong = false, bool tf32 = false, int splits = 1,
+                       bool transpose = false) {
   gm::MatmulConfig c;
+  c.transpose = transpose;
   c.core = gm::Core::WGMMA;
   c.bm = 128, c.bn = bn, c.bk = tf32 ? 32 : 64, c.stages = stages, c.threads = 384, c.pingpong = pingpong;
   c.tf32 = tf32;
@@ -226,6 +228,56 @@ TEST(CudaGemmSplitK, KnobsWhereTilesUnderFillAndKIsDeep) {
   }
 }
 
+// TF32 with MN-major operands: the transpose pass (gemm_transpose.cuh) in the same module, the
+// wgmma core instantiated K-major for the copies.
+TEST_F(CudaGemmCompile, Tf32WgmmaTransposeKernelsCompile) {
+  const auto F = dg::DataType::FLOAT;
+  compile_case({F, false, false, F}, {wgmma(256, 4, false, true, 1, true), wgmma(128, 5, false, true, 3, true)},
+               "sm_90a");
+  compile_case({F, true, true, dg::DataType::BFLOAT16, 70}, {wgmma(128, 6, true, true, 1, true)}, "sm_90a");
+  dg::Graph g;
+  g.set_io_data_type(F).set_compute_data_type(F).set_allow_tf32(true);
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({64, 96}).set_stride({96, 1}));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({96, 32}).set_stride({32, 1}));
+  g.matmul(a, b, dg::MatmulAttr())->set_output(true);
+  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
+    std::string why;
+    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
+    const std::string src = gm::matmul_source(pieces.mp, wgmma(256, 4, false, true, 1, true), pieces.epi, *low.ir);
+    EXPECT_NE(src.find("gemm_wgmma<dg::DT_FLOAT, 256, 4, true, true, false, dg_gen::Epilogue>"), std::string::npos)
+        << src;
+    EXPECT_NE(src.find(gm::kTransposeKernel), std::string::npos) << src;
+  });
+}
+
+// FLOAT inputs on a (fake) sm_90: every wgmma knob set carries tf32=1, and transpose=1 exactly
+// where an operand is MN-major.
+TEST(CudaGemmTf32, TransposeKnobOnlyForMnMajorFloat) {
+  dg::HandleImpl hopper;
+  hopper.info.sm_version = 90;
+  hopper.info.peak_flops = 989e12;
+  hopper.info.peak_bytes_per_s = 4.8e12;
+  hopper.info.multiprocessors = 132;
+  dg::Target t;
+  t.handle = &hopper;
+  const dg::Engine& e = dg::cuda::gemm_wgmma_tma_engine();
+  for (bool b_k_major : {false, true}) {
+    dg::Graph g;
+    g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(true);
+    auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({512, 256}).set_stride({256, 1}));
+    auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({256, 384}).set_stride(b_k_major ? Dims{1, 256} : Dims{384, 1}));
+    g.matmul(a, b, dg::MatmulAttr())->set_output(true);
+    for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces&, const gemm_test::Lowered&) {
+      const auto ks = e.knob_space(p, t);
+      ASSERT_FALSE(ks.empty());
+      for (const auto& k : ks) {
+        EXPECT_EQ(k.count("tf32") ? k.at("tf32") : 0, 1) << dg::knobs_to_string(k);
+        EXPECT_EQ(k.count("transpose") ? k.at("transpose") : 0, b_k_major ? 0 : 1) << dg::knobs_to_string(k);
+      }
+    });
+  }
+}
+
 TEST_F(CudaGemmCompile, EpilogueLayoutCollapsesOnlyNestedStrides) {
   dg::Graph g;
   g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
@@ -302,7 +354,8 @@ void random_plain_cases(const std::string& engine, uint32_t seed, int trials, bo
                             g.set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(tf32);
                             return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
                           },
-                          {Expect{tf32 ? (k_major ? kTf32TruncTol : kTf32Tol) : 1e-5, std::sqrt(double(k))}});
+                          {Expect{tf32 ? (k_major || engine == kWgmma ? kTf32TruncTol : kTf32Tol) : 1e-5,
+                                  std::sqrt(double(k))}});
   }
 }
 
@@ -375,7 +428,8 @@ void fused_case(const std::string& engine, uint32_t seed, dg::DataType out_type,
   }
   // fp32 outputs of a deep k (another summation order than ref's over thousands of terms): 5x.
   const double out_tol = out_type == dg::DataType::FP8_E4M3 ? 0.13
-                         : out_type == dg::DataType::FLOAT ? (tf32 ? kTf32Tol : 2e-5) * (deep_k > 0 ? 5 : 1)
+                         : out_type == dg::DataType::FLOAT ? (tf32 ? (engine == kWgmma ? kTf32TruncTol : kTf32Tol) : 2e-5) *
+                                                                 (deep_k > 0 ? 5 : 1)
                                                            : 1.2e-2;
   SCOPED_TRACE(engine + " seed " + std::to_string(seed) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
                " k=" + std::to_string(k));
@@ -467,26 +521,17 @@ TEST(CudaGemm, Tf32FusedEpiloguesAndEveryConfigurationMatchRef) {
 }
 
 // tf32 wgmma: K-major FLOAT operands (random shapes, batches), every configuration; MN-major ones
-// are rejected with the rule.
-TEST(CudaGemm, Tf32WgmmaKMajorMatchesRefAndMnMajorIsRejected) {
+// through the transpose pass (transpose=1: plain row-major A x B, A^T x B^T, random majors and
+// batches, the fused chain with AMAX).
+TEST(CudaGemm, Tf32WgmmaMatchesRefForEveryOperandMajor) {
   DG_REQUIRE_CUDA(gpu);
   random_plain_cases(kWgmma, 36, 4, true, true, true);
   tf32_every_config(kWgmma, 67, false, true, kTf32TruncTol);
-
-  dg::Graph g;
-  g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(true);
-  auto x = g.tensor(dg::TensorAttr().set_name("A").set_dim({64, 32}).set_stride({32, 1}));
-  auto y = g.tensor(dg::TensorAttr().set_name("B").set_dim({32, 48}).set_stride({48, 1}));
-  g.matmul(x, y, dg::MatmulAttr().set_name("mm"))->set_output(true);
-  g.select_engines({kWgmma});
-  ASSERT_TRUE(g.validate().ok());
-  ASSERT_TRUE(g.build_operation_graph(*gpu).ok());
-  dg::Status s = g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK});
-  if (s.ok()) s = g.check_support(*gpu);
-  EXPECT_FALSE(s.ok());
-  const std::string text = s.to_string() + "\n" + g.explain();
-  EXPECT_NE(text.find("node 'mm', tensor 'B': FLOAT inputs run on wgmma as TF32 only K-major"), std::string::npos)
-      << text;
+  tf32_every_config(kWgmma, 68, false, false, kTf32TruncTol);
+  tf32_every_config(kWgmma, 69, true, false, kTf32TruncTol);
+  random_plain_cases(kWgmma, 70, 4, true, true, false);
+  fused_case(kWgmma, 71, dg::DataType::FLOAT, true, dg::DataType::FLOAT);
+  fused_case(kWgmma, 72, dg::DataType::BFLOAT16, false, dg::DataType::FLOAT);
 }
 
 }  // namespace

@@ -39,6 +39,12 @@ double estimate(const Partition& p, const Target& t, const MatmulConfig& c, doub
     const int64_t per_unit = ceil_div(kt, c.splits) + 1 + (c.splits > 1 ? 6 : 0);
     padded *= static_cast<double>(ceil_div(units, sms) * sms * per_unit) / static_cast<double>(tiles * (kt + 1));
     if (c.splits > 1) fixup = 1e-6;
+    // The transpose pass: each MN-major operand read and written once at the bandwidth, a launch each.
+    for (bool is_a : {true, false})
+      if (c.transpose && !(is_a ? mp.a_k_major : mp.b_k_major))
+        fixup += 2.0 * static_cast<double>(mp.batch_count() * mp.K * (is_a ? mp.M : mp.N) * size_of(mp.dtype)) /
+                     std::max(1.0, t.info().peak_bytes_per_s) +
+                 3e-6;
     if (!mp.a_vec || !mp.b_vec) efficiency *= 0.1;  // element-by-element loads
   }
   if (c.tf32) efficiency *= 0.5;
@@ -46,17 +52,23 @@ double estimate(const Partition& p, const Target& t, const MatmulConfig& c, doub
 }
 
 // FLOAT inputs (which describe_matmul lets through only where the graph allows TF32) take the
-// tf32 knob, 16-bit inputs not; tf32 wgmma reads K-major operands only (it has no transpose).
+// tf32 knob, 16-bit inputs not; tf32 wgmma reads K-major operands only (it has no transpose), so
+// MN-major ones need the transpose knob (a K-major copy in the workspace), which nothing else takes.
 Status check_tf32(const Partition& p, const gemm::MatmulProblem& mp, const MatmulConfig& c, std::string_view engine) {
   const bool fp32 = mp.dtype == DataType::FLOAT;
   const int mn_major = !mp.a_k_major ? mp.a : !mp.b_k_major ? mp.b : -1;
   const std::string where = "node '" + p.graph->nodes[static_cast<size_t>(gemm::anchor_node(p))].name + "', tensor '" +
                             p.tensor(fp32 && mn_major >= 0 ? mn_major : mp.a).name + "': ";
-  if (fp32 && c.core == Core::WGMMA && mn_major >= 0)
+  if (fp32 && c.core == Core::WGMMA && mn_major >= 0 && !c.transpose)
     return {ErrorCode::GRAPH_NOT_SUPPORTED,
             std::string(engine) + ": " + where +
                 "FLOAT inputs run on wgmma as TF32 only K-major (A [m, k] with k contiguous, B stored [n, k]); this "
-                "operand is MN-major (cuda_gemm_mma_sync takes it)"};
+                "operand is MN-major (transpose=1 copies it K-major first; cuda_gemm_mma_sync takes it as is)"};
+  if (c.transpose && (!fp32 || mn_major < 0))
+    return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
+            std::string(engine) + ": " + where +
+                "transpose=1 goes with MN-major FLOAT operands only (tf32 wgmma); these inputs are " +
+                std::string(to_string(mp.dtype)) + (mn_major < 0 ? ", both K-major" : "")};
   if (fp32 != c.tf32)
     return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
             std::string(engine) + ": " + where + "the tf32 knob is " + (c.tf32 ? "1" : "0") + " but the inputs are " +
@@ -82,8 +94,11 @@ Status build_plan(const Partition& p, const Target& t, const MatmulConfig& c, bo
   Status s = compile ? gemm::compile_kernel(t, std::string(engine) + ".cu", kernel, c.smem_bytes, fin, k)
                      : gemm::reload_kernel(t, *r, kernel, c.smem_bytes, fin, engine, k);
   if (!s.ok()) return s;
+  CUfunction transpose = nullptr;
+  if (c.transpose)
+    if (auto st = k.module->function(gemm::kTransposeKernel, transpose); !st.ok()) return st;
   DG_LOG(DEBUG) << engine << ": " << c.describe() << " " << pieces.epi.L.describe();
-  plan = gemm::make_matmul_plan(p, std::move(pieces), c, std::move(k), t.handle->cuda->multiprocessors);
+  plan = gemm::make_matmul_plan(p, std::move(pieces), c, std::move(k), t.handle->cuda->multiprocessors, transpose);
   return {};
 }
 
@@ -170,11 +185,17 @@ bool wgmma_config(const Knobs& k, MatmulConfig& c, std::string& why) {
   const int64_t tf32 = knob(k, "tf32", 0);
   c.tf32 = tf32 == 1;
   c.splits = static_cast<int>(knob(k, "split_k", 1));
+  const int64_t transpose = knob(k, "transpose", 0);
+  c.transpose = transpose == 1;
   c.bk = c.tf32 ? 32 : 64;  // one 128-byte swizzle row of k
   c.threads = 384;  // a producer warpgroup and two consumer warpgroups
   if ((c.bn != 128 && c.bn != 256) || c.stages < 2 || c.stages > 8 || (c.pingpong && c.bn != 128) ||
       (tf32 != 0 && tf32 != 1)) {
     why = "knobs " + knobs_to_string(k) + ": tile_n must be 128 or 256 (128 with pingpong), stages 2..8, tf32 0 or 1";
+    return false;
+  }
+  if (transpose != 0 && transpose != 1) {
+    why = "knobs " + knobs_to_string(k) + ": transpose 0 or 1";
     return false;
   }
   if (c.splits < 1 || c.splits > 16 || (c.splits > 1 && (c.pingpong || c.bn != 128))) {
@@ -201,10 +222,11 @@ class GemmWgmmaTmaEngine final : public Engine {
     if (t.info().sm_version != 90)
       return Support::no("wgmma and TMA need sm_90a; the device is sm_" + std::to_string(t.info().sm_version));
     const auto& mp = pieces.mp;
-    if (mp.dtype == DataType::FLOAT) {
+    if (mp.dtype == DataType::FLOAT) {  // MN-major operands through the transpose pass
       MatmulConfig c;
       c.core = Core::WGMMA;
       c.tf32 = true;
+      c.transpose = !mp.a_k_major || !mp.b_k_major;
       if (auto s = check_tf32(p, mp, c, name()); !s.ok()) return Support::no(s.message());
     }
     for (bool is_a : {true, false}) {
@@ -223,8 +245,13 @@ class GemmWgmmaTmaEngine final : public Engine {
                            {{"pingpong", 1}, {"tile_n", 128}, {"stages", 5}}, {{"tile_n", 256}, {"stages", 3}},
                            {{"tile_n", 128}, {"stages", 5}},                  {{"tile_n", 128}, {"stages", 4}}};
     add_split_k(p, t, out);
-    if (is_fp32(p, t))
-      for (auto& k : out) k["tf32"] = 1;
+    gemm::MatmulProblem mp;
+    std::string why;
+    if (gemm::describe_matmul_graph(p, mp, why) && mp.dtype == DataType::FLOAT)
+      for (auto& k : out) {
+        k["tf32"] = 1;
+        if (!mp.a_k_major || !mp.b_k_major) k["transpose"] = 1;
+      }
     std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
       return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
     });

@@ -47,26 +47,75 @@ TensorMapSpec operand_map(const MatmulProblem& mp, bool is_a, const MatmulConfig
   return s;
 }
 
+int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// A K-major fp32 copy of an MN-major operand (MatmulConfig::transpose): [batch slot][mn][ldk],
+// batch slots as the operand's TMA map counts them (offset / unit), k rows padded to 16 bytes.
+struct OperandCopy {
+  bool on = false;
+  int64_t unit = 1, extent = 1, mn = 0, ldk = 0, bytes = 0;
+};
+
+// The smallest batch stride (in elements) every batch offset is a multiple of, and how many
+// such units the offsets span (the TMA map's batch extent).
+int64_t batch_unit(const std::vector<int64_t>& strides, const std::vector<int64_t>& dims, int64_t& extent) {
+  int64_t unit = 0, span = 0;
+  for (size_t i = 0; i < strides.size(); ++i) {
+    if (strides[i] == 0 || dims[i] == 1) continue;
+    unit = unit == 0 ? strides[i] : std::gcd(unit, strides[i]);
+    span += (dims[i] - 1) * strides[i];
+  }
+  if (unit == 0) {
+    extent = 1;
+    return 8;
+  }
+  extent = span / unit + 1;
+  return unit;
+}
+
+OperandCopy operand_copy(const MatmulProblem& mp, const MatmulConfig& c, bool is_a) {
+  OperandCopy o;
+  o.on = c.transpose && !(is_a ? mp.a_k_major : mp.b_k_major);
+  if (!o.on) return o;
+  o.unit = batch_unit(is_a ? mp.a_bs : mp.b_bs, mp.batch, o.extent);
+  o.mn = is_a ? mp.M : mp.N;
+  o.ldk = (mp.K + 3) / 4 * 4;
+  o.bytes = round256(o.extent * o.mn * o.ldk * 4);
+  return o;
+}
+
+// The problem as the wgmma kernel sees it once the copies are made: copied operands K-major.
+MatmulProblem kernel_view(const MatmulProblem& mp, const OperandCopy& ca, const OperandCopy& cb) {
+  MatmulProblem v = mp;
+  if (ca.on) v.a_k_major = true, v.a_sm = ca.ldk, v.a_sk = 1;
+  if (cb.on) v.b_k_major = true, v.b_sn = cb.ldk, v.b_sk = 1;
+  return v;
+}
+
 class MatmulPlan final : public Plan {
  public:
-  MatmulPlan(const Partition& p, MatmulPieces pieces, MatmulConfig c, KernelBuild k, int sms)
-      : part_(p), mp_(std::move(pieces.mp)), epi_(std::move(pieces.epi)), c_(c), k_(std::move(k)), sms_(sms) {}
+  MatmulPlan(const Partition& p, MatmulPieces pieces, MatmulConfig c, KernelBuild k, int sms, CUfunction transpose)
+      : part_(p), mp_(std::move(pieces.mp)), epi_(std::move(pieces.epi)), c_(c), k_(std::move(k)), sms_(sms),
+        transpose_(transpose), copy_a_(operand_copy(mp_, c_, true)), copy_b_(operand_copy(mp_, c_, false)) {}
 
-  // The epilogue's workspace, then (split-K) the partial sums and one counter per tile.
-  int64_t epilogue_bytes() const { return (epi_.L.workspace_bytes + 255) / 256 * 256; }
+  // The epilogue's workspace, then the operand copies (transpose), then (split-K) the partial
+  // sums and one counter per tile.
+  int64_t epilogue_bytes() const { return round256(epi_.L.workspace_bytes); }
   int64_t tiles() const { return mp_.batch_count() * ceil_div(mp_.M, c_.bm) * ceil_div(mp_.N, c_.bn); }
   int64_t workspace_size() const override {
-    if (c_.splits == 1) return epi_.L.workspace_bytes;
-    return epilogue_bytes() + tiles() * c_.splits * c_.bm * c_.bn * 4 + tiles() * 4;
+    if (c_.splits == 1 && !c_.transpose) return epi_.L.workspace_bytes;
+    const int64_t split = c_.splits > 1 ? tiles() * c_.splits * c_.bm * c_.bn * 4 + tiles() * 4 : 0;
+    return epilogue_bytes() + copy_a_.bytes + copy_b_.bytes + split;
   }
 
   Status execute(const ExecArgs& args) const override {
     HandleImpl& h = args.handle;
     if (!h.device.is_cuda() || !h.cuda) return {ErrorCode::GRAPH_EXECUTION_FAILED, "matmul plan: not a CUDA handle"};
-    if (c_.splits > 1 && !args.workspace)
+    if ((c_.splits > 1 || c_.transpose) && !args.workspace)
       return {ErrorCode::WORKSPACE_TOO_SMALL, "matmul plan, node '" +
                                                   part_.graph->nodes[static_cast<size_t>(anchor_node(part_))].name +
-                                                  "': split_k=" + std::to_string(c_.splits) + " needs " +
+                                                  "': split_k=" + std::to_string(c_.splits) + " transpose=" +
+                                                  std::to_string(c_.transpose ? 1 : 0) + " needs " +
                                                   std::to_string(workspace_size()) + " bytes of workspace but it is null"};
     const void* a = args.ptrs[static_cast<size_t>(mp_.a)];
     const void* bp = args.ptrs[static_cast<size_t>(mp_.b)];
@@ -99,11 +148,19 @@ class MatmulPlan final : public Plan {
       int64_t a_extent = 1, b_extent = 1;
       g.a_batch_unit = batch_unit(mp_.a_bs, mp_.batch, a_extent);
       g.b_batch_unit = batch_unit(mp_.b_bs, mp_.batch, b_extent);
-      if (auto s = encode_tensor_map(operand_map(mp_, true, c_, g.a_batch_unit, a_extent), a, ma); !s.ok()) return s;
-      if (auto s = encode_tensor_map(operand_map(mp_, false, c_, g.b_batch_unit, b_extent), bp, mb); !s.ok()) return s;
+      char* copies = static_cast<char*>(args.workspace) + epilogue_bytes();
+      const void* a_tma = a;
+      const void* b_tma = bp;
+      if (auto s = copy_operand(h, copy_a_, a, true, copies, a_tma); !s.ok()) return s;
+      if (auto s = copy_operand(h, copy_b_, bp, false, copies + copy_a_.bytes, b_tma); !s.ok()) return s;
+      const MatmulProblem v = kernel_view(mp_, copy_a_, copy_b_);
+      const int64_t a_unit = copy_a_.on ? copy_a_.mn * copy_a_.ldk : g.a_batch_unit;
+      const int64_t b_unit = copy_b_.on ? copy_b_.mn * copy_b_.ldk : g.b_batch_unit;
+      if (auto s = encode_tensor_map(operand_map(v, true, c_, a_unit, a_extent), a_tma, ma); !s.ok()) return s;
+      if (auto s = encode_tensor_map(operand_map(v, false, c_, b_unit, b_extent), b_tma, mb); !s.ok()) return s;
       g.splits = c_.splits;
       if (c_.splits > 1) {
-        g.ws = static_cast<char*>(args.workspace) + epilogue_bytes();
+        g.ws = copies + copy_a_.bytes + copy_b_.bytes;
         char* counters = static_cast<char*>(g.ws) + tiles * c_.splits * c_.bm * c_.bn * 4;
         if (auto s = fill32(h, counters, 0, static_cast<size_t>(tiles)); !s.ok()) return s;
       }
@@ -119,21 +176,20 @@ class MatmulPlan final : public Plan {
 
   void serialize(ByteWriter& w) const override { serialize_kernel(k_, w); }
 
-  // The smallest batch stride (in elements) every batch offset is a multiple of, and how many
-  // such units the offsets span (the TMA map's batch extent).
-  static int64_t batch_unit(const std::vector<int64_t>& strides, const std::vector<int64_t>& dims, int64_t& extent) {
-    int64_t unit = 0, span = 0;
-    for (size_t i = 0; i < strides.size(); ++i) {
-      if (strides[i] == 0 || dims[i] == 1) continue;
-      unit = unit == 0 ? strides[i] : std::gcd(unit, strides[i]);
-      span += (dims[i] - 1) * strides[i];
-    }
-    if (unit == 0) {
-      extent = 1;
-      return 8;
-    }
-    extent = span / unit + 1;
-    return unit;
+  // The transpose pass of one operand into `dst` (where o.on), which the TMA map then reads.
+  Status copy_operand(HandleImpl& h, const OperandCopy& o, const void* src, bool is_a, char* dst,
+                      const void*& tma_base) const {
+    if (!o.on) return {};
+    const void* s = src;
+    void* d = dst;
+    int64_t k = mp_.K, mn = o.mn, s_k = is_a ? mp_.a_sk : mp_.b_sk, s_mn = is_a ? mp_.a_sm : mp_.b_sn, unit = o.unit,
+            ldk = o.ldk;
+    void* kargs[] = {&s, &d, &k, &mn, &s_k, &s_mn, &unit, &ldk};
+    const Grid3 grid{static_cast<unsigned>(ceil_div(mn, 32)), static_cast<unsigned>(ceil_div(k, 32)),
+                     static_cast<unsigned>(o.extent)};
+    if (auto st = launch_3d(h, transpose_, grid, 256, 0, kargs, kTransposeKernel); !st.ok()) return st;
+    tma_base = dst;
+    return {};
   }
 
  private:
@@ -143,6 +199,8 @@ class MatmulPlan final : public Plan {
   MatmulConfig c_;
   KernelBuild k_;
   int sms_;
+  CUfunction transpose_;
+  OperandCopy copy_a_, copy_b_;
 };
 
 }  // namespace
@@ -150,7 +208,8 @@ class MatmulPlan final : public Plan {
 std::string MatmulConfig::describe() const {
   std::ostringstream os;
   os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << (tf32 ? " tf32" : "") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages
-     << (pingpong ? " ping-pong" : "") << (splits > 1 ? " split_k=" + std::to_string(splits) : "");
+     << (pingpong ? " ping-pong" : "") << (splits > 1 ? " split_k=" + std::to_string(splits) : "")
+     << (transpose ? " transpose" : "");
   return os.str();
 }
 
@@ -168,9 +227,14 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
     os << "extern \"C\" __global__ void __launch_bounds__(" << c.threads << ", 1) " << kWgmmaKernel
        << "(const dg::GemmParams g, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc ma, "
           "const __grid_constant__ dg::TmaDesc mb) {\n  dg::gemm_wgmma<"
-       << dt_name(mp.dtype) << ", " << c.bn << ", " << c.stages << ", " << b(mp.a_k_major) << ", " << b(mp.b_k_major)
+       << dt_name(mp.dtype) << ", " << c.bn << ", " << c.stages << ", " << b(mp.a_k_major || c.transpose) << ", "
+       << b(mp.b_k_major || c.transpose)
        << ", " << b(c.pingpong) << ", dg_gen::Epilogue" << (c.splits > 1 ? ", true" : "") << ">(g, p, &ma, &mb);\n}\n";
   }
+  if (c.core == Core::WGMMA && c.transpose)
+    os << "#include \"gemm_transpose.cuh\"\n\nextern \"C\" __global__ void __launch_bounds__(256) " << kTransposeKernel
+       << "(const float* src, float* dst, long long K, long long MN, long long s_k, long long s_mn, long long unit, "
+          "long long ldk) {\n  dg::transpose_to_k_major(src, dst, K, MN, s_k, s_mn, unit, ldk);\n}\n";
   os << finalize_source(e.L);
   return os.str();
 }
@@ -184,8 +248,8 @@ Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out) {
 }
 
 std::unique_ptr<Plan> make_matmul_plan(const Partition& p, MatmulPieces pieces, MatmulConfig c, KernelBuild k,
-                                       int multiprocessors) {
-  return std::make_unique<MatmulPlan>(p, std::move(pieces), c, std::move(k), multiprocessors);
+                                       int multiprocessors, CUfunction transpose) {
+  return std::make_unique<MatmulPlan>(p, std::move(pieces), c, std::move(k), multiprocessors, transpose);
 }
 
 }  // namespace dnngraph::cuda::gemm

@@ -17,6 +17,7 @@ struct MatmulConfig {
   bool pingpong = false;  // wgmma: the consumer warpgroups take whole tiles in turn (tile_n 128)
   bool tf32 = false;      // FLOAT inputs rounded to TF32 (mma.sync m16n8k8; bk 16 keeps the tile bytes)
   int splits = 1;         // wgmma split-K: CTAs share a tile's k steps, its last split sums (tile_n 128)
+  bool transpose = false; // tf32 wgmma: MN-major FLOAT operands first copied K-major into the workspace
   int threads = 128;
   int smem_bytes = 0;
   std::string describe() const;
@@ -24,6 +25,7 @@ struct MatmulConfig {
 
 inline constexpr const char* kMmaSyncKernel = "dg_gemm_mma_sync";
 inline constexpr const char* kWgmmaKernel = "dg_gemm_wgmma";
+inline constexpr const char* kTransposeKernel = "dg_gemm_transpose";
 
 // The translation unit for a problem, configuration and epilogue.
 std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const EpiloguePlan& e, const ir::Graph& g);
@@ -35,7 +37,8 @@ struct MatmulPieces {
 };
 Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out);
 
+// `transpose`: the module's kTransposeKernel where c.transpose, else null.
 std::unique_ptr<Plan> make_matmul_plan(const Partition& p, MatmulPieces pieces, MatmulConfig c, KernelBuild k,
-                                       int multiprocessors);
+                                       int multiprocessors, CUfunction transpose = nullptr);
 
 }  // namespace dnngraph::cuda::gemm
