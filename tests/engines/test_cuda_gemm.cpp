@@ -96,8 +96,9 @@ gm::MatmulConfig mma(int bm, int bn, int stages, bool tf32 = false) {
 }
 
 gm::MatmulConfig wgmma(int bn, int stages, bool pingpong = false, bool tf32 = false, int splits = 1,
-                       bool transpose = false) {
+                       bool transpose = false, int cluster = 1) {
   gm::MatmulConfig c;
+  c.cluster = cluster;
   c.transpose = transpose;
   c.core = gm::Core::WGMMA;
   c.bm = 128, c.bn = bn, c.bk = tf32 ? 32 : 64, c.stages = stages, c.threads = 384, c.pingpong = pingpong;
@@ -179,6 +180,75 @@ TEST_F(CudaGemmCompile, WgmmaSplitKKernelsCompile) {
               std::string::npos)
         << src;
   });
+}
+
+// Clusters of 2 along M with B multicast (remote mbarrier arrives, cluster barriers): K-major B
+// (half-height boxes) and MN-major B (half the boxes), bf16 / fp8 outputs with the fused chain and
+// AMAX, 256- and 128-wide tiles.
+TEST_F(CudaGemmCompile, WgmmaClusterKernelsCompile) {
+  const gm::MatmulConfig c256 = wgmma(256, 4, false, false, 1, false, 2), c128 = wgmma(128, 5, false, false, 1, false, 2);
+  compile_case({dg::DataType::BFLOAT16, false, false, dg::DataType::BFLOAT16}, {c256, c128}, "sm_90a");
+  compile_case({dg::DataType::HALF, true, true, dg::DataType::FP8_E4M3}, {c256, c128}, "sm_90a");
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({64, 96}).set_stride({96, 1}));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({96, 32}).set_stride({32, 1}));
+  g.matmul(a, b, dg::MatmulAttr())->set_output(true);
+  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
+    std::string why;
+    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
+    const std::string src = gm::matmul_source(pieces.mp, c256, pieces.epi, *low.ir);
+    EXPECT_NE(src.find("__cluster_dims__(2, 1, 1)"), std::string::npos) << src;
+    EXPECT_NE(src.find("gemm_wgmma<dg::DT_BFLOAT16, 256, 4, true, false, false, dg_gen::Epilogue, false, 2>"),
+              std::string::npos)
+        << src;
+    EXPECT_EQ(gm::matmul_source(pieces.mp, wgmma(256, 4), pieces.epi, *low.ir).find("__cluster_dims__"),
+              std::string::npos);
+  });
+}
+
+// On a (fake) sm_90 target: cluster=2 is offered for 16-bit GEMMs with M and N >= 2048, with
+// cooperative tiles only (tile_n 256 or 128, never with ping-pong or split-K); not for smaller
+// ones or FLOAT inputs; rejected knob sets name the rule (estimate 1e9).
+TEST(CudaGemmCluster, KnobsForBigCooperativeGemms) {
+  dg::HandleImpl hopper;
+  hopper.info.sm_version = 90;
+  hopper.info.peak_flops = 989e12;
+  hopper.info.peak_bytes_per_s = 4.8e12;
+  hopper.info.multiprocessors = 132;
+  dg::Target t;
+  t.handle = &hopper;
+  const dg::Engine& e = dg::cuda::gemm_wgmma_tma_engine();
+  struct Shape {
+    int64_t m, n;
+    dg::DataType dt;
+    int clusters;
+  };
+  for (const Shape sh : {Shape{4096, 4096, dg::DataType::BFLOAT16, 2}, Shape{2100, 8192, dg::DataType::HALF, 2},
+                         Shape{1024, 8192, dg::DataType::BFLOAT16, 0}, Shape{8192, 2000, dg::DataType::BFLOAT16, 0},
+                         Shape{4096, 4096, dg::DataType::FLOAT, 0}}) {
+    dg::Graph g;
+    g.set_io_data_type(sh.dt).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(true);
+    const int64_t k = 1024;
+    auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({sh.m, k}).set_stride({k, 1}));
+    auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({k, sh.n}).set_stride({1, k}));
+    g.matmul(a, b, dg::MatmulAttr())->set_output(true);
+    SCOPED_TRACE(std::to_string(sh.m) + "x" + std::to_string(sh.n) + " " + std::string(dg::to_string(sh.dt)));
+    for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces&, const gemm_test::Lowered&) {
+      int clusters = 0;
+      for (const auto& kn : e.knob_space(p, t)) {
+        if (!kn.count("cluster")) continue;
+        ++clusters;
+        EXPECT_EQ(kn.at("cluster"), 2) << dg::knobs_to_string(kn);
+        EXPECT_EQ(kn.count("pingpong") + kn.count("split_k"), 0u) << dg::knobs_to_string(kn);
+        EXPECT_LT(e.estimate_seconds(p, t, kn), 1e8) << dg::knobs_to_string(kn);
+      }
+      EXPECT_EQ(clusters, sh.clusters);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"pingpong", 1}, {"cluster", 2}}), 1e8);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"split_k", 2}, {"cluster", 2}}), 1e8);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 256}, {"cluster", 4}}), 1e8);
+    });
+  }
 }
 
 // On a (fake) sm_90 target with 132 multiprocessors, split_k 2..8 (tile_n 128, never with
@@ -413,10 +483,11 @@ TEST(CudaGemm, BroadcastBatchMatchesRef) {
 // x alpha + bias -> GELU (+ residual), AMAX of the result, outputs in bf16 / fp8 / fp32.
 // deep_k > 0: k in deep_k .. deep_k + 999 (the split-K cases), every plan up to max_plans.
 void fused_case(const std::string& engine, uint32_t seed, dg::DataType out_type, bool residual,
-                dg::DataType in_type = dg::DataType::BFLOAT16, int64_t deep_k = 0, int max_plans = 1) {
+                dg::DataType in_type = dg::DataType::BFLOAT16, int64_t deep_k = 0, int max_plans = 1,
+                int64_t min_mn = 0) {
   std::mt19937 rng(seed);
   const bool tf32 = in_type == dg::DataType::FLOAT;
-  const int64_t bt = 2, m = 1 + rng() % 200, n = 1 + rng() % 200;
+  const int64_t bt = 2, m = min_mn + 1 + rng() % 200, n = min_mn + 1 + rng() % 200;
   const int64_t k = deep_k > 0 ? deep_k + rng() % 1000 : 1 + rng() % 150;
   std::vector<HostTensor> in{operand({bt}, m, k, false, in_type, rng),
                              operand({1}, k, n, rng() % 2, in_type, rng),
@@ -490,6 +561,39 @@ TEST(CudaGemm, WgmmaSplitKMatchesRef) {
   fused_case(kWgmma, 92, dg::DataType::BFLOAT16, true, dg::DataType::BFLOAT16, 4100, 5);
   fused_case(kWgmma, 93, dg::DataType::FP8_E4M3, false, dg::DataType::BFLOAT16, 4100, 5);
   fused_case(kWgmma, 94, dg::DataType::FLOAT, true, dg::DataType::HALF, 4100, 5);
+}
+
+// Clusters of 2 along M (B multicast): every plan of shapes >= 2048 that fit no tile, among them
+// the two cluster=2 ones; odd m tile counts (a CTA without a partner tile in the last pairs) and
+// odd n tile counts, both majors, a batch, then the fused chain with AMAX (bf16 / fp8 outputs).
+TEST(CudaGemm, WgmmaClusterMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(95);
+  struct Case {
+    int64_t m, n, k;
+    bool at, bt;
+    Dims batch;
+    dg::DataType t;
+  };
+  for (const Case& c : {Case{2100, 2200, 136, false, false, {}, dg::DataType::BFLOAT16},  // 17 x 9 tiles of 128 x 256 (17 x 18 of 128 x 128)
+                       Case{2060, 2090, 72, true, true, {2}, dg::DataType::HALF},      // 17 x 9 (17 x 17), batched
+                       Case{2304, 2312, 200, false, true, {}, dg::DataType::BFLOAT16}}) {  // 18 x 10 (18 x 19)
+    auto a = operand(c.batch, c.m, c.k, c.at, c.t, rng);
+    auto b = operand(c.batch, c.k, c.n, c.bt, c.t, rng);
+    Dims cd = c.batch;
+    cd.push_back(c.m);
+    cd.push_back(c.n);
+    SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+                 (c.at ? " A^T" : "") + (c.bt ? " B^T" : ""));
+    gemm_test::run_vs_ref(kWgmma, {a, b}, {gemm_test::packed(cd, dg::DataType::FLOAT)},
+                          [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                            g.set_compute_data_type(dg::DataType::FLOAT);
+                            return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
+                          },
+                          {Expect{1e-5, std::sqrt(double(c.k))}}, 1000);
+  }
+  fused_case(kWgmma, 96, dg::DataType::BFLOAT16, true, dg::DataType::BFLOAT16, 0, 1000, 2048);
+  fused_case(kWgmma, 97, dg::DataType::FP8_E4M3, false, dg::DataType::BFLOAT16, 0, 1000, 2048);
 }
 
 }  // namespace

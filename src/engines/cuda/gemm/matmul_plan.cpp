@@ -29,7 +29,8 @@ TensorMapSpec operand_map(const MatmulProblem& mp, bool is_a, const MatmulConfig
   const int64_t mn = is_a ? mp.M : mp.N;
   const int64_t s_mn = is_a ? mp.a_sm : mp.b_sn;
   const int64_t s_k = is_a ? mp.a_sk : mp.b_sk;
-  const int tile_mn = is_a ? c.bm : c.bn;
+  // Clusters: each CTA of a pair loads half of the shared B tile (K-major: BN / 2 rows per box).
+  const int tile_mn = is_a ? c.bm : c.bn / c.cluster;
   s.rank = 3;
   s.dims[0] = static_cast<uint64_t>(k_major ? mp.K : mn);
   s.dims[1] = static_cast<uint64_t>(k_major ? mn : mp.K);
@@ -165,7 +166,9 @@ class MatmulPlan final : public Plan {
         if (auto s = fill32(h, counters, 0, static_cast<size_t>(tiles)); !s.ok()) return s;
       }
       void* kargs[] = {&g, &pp, &ma, &mb};
-      const int64_t grid = std::min<int64_t>(tiles * c_.splits, sms_);
+      // Clusters of 2: one pair of CTAs per pair of m tiles, at most one CTA per multiprocessor.
+      const int64_t units = c_.cluster > 1 ? g.batch_count * ceil_div(g.tiles_m, 2) * g.tiles_n : tiles * c_.splits;
+      const int64_t grid = std::min<int64_t>(units, sms_ / c_.cluster) * c_.cluster;
       if (auto s = launch_3d(h, k_.main, {static_cast<unsigned>(grid), 1, 1}, static_cast<unsigned>(c_.threads),
                              static_cast<unsigned>(c_.smem_bytes), kargs, kWgmmaKernel);
           !s.ok())
@@ -209,7 +212,7 @@ std::string MatmulConfig::describe() const {
   std::ostringstream os;
   os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << (tf32 ? " tf32" : "") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages
      << (pingpong ? " ping-pong" : "") << (splits > 1 ? " split_k=" + std::to_string(splits) : "")
-     << (transpose ? " transpose" : "");
+     << (transpose ? " transpose" : "") << (cluster > 1 ? " cluster=" + std::to_string(cluster) : "");
   return os.str();
 }
 
@@ -224,12 +227,16 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
        << b(mp.b_k_major) << ", " << b(mp.a_vec) << ", " << b(mp.b_vec) << ", dg_gen::Epilogue>(g, p);\n}\n";
   } else {
     os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(e, g) << "\n";
-    os << "extern \"C\" __global__ void __launch_bounds__(" << c.threads << ", 1) " << kWgmmaKernel
+    // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.
+    os << "extern \"C\" __global__ void "
+       << (c.cluster > 1 ? "__cluster_dims__(" + std::to_string(c.cluster) + ", 1, 1) " : "") << "__launch_bounds__("
+       << c.threads << ", 1) " << kWgmmaKernel
        << "(const dg::GemmParams g, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc ma, "
           "const __grid_constant__ dg::TmaDesc mb) {\n  dg::gemm_wgmma<"
        << dt_name(mp.dtype) << ", " << c.bn << ", " << c.stages << ", " << b(mp.a_k_major || c.transpose) << ", "
        << b(mp.b_k_major || c.transpose)
-       << ", " << b(c.pingpong) << ", dg_gen::Epilogue" << (c.splits > 1 ? ", true" : "") << ">(g, p, &ma, &mb);\n}\n";
+       << ", " << b(c.pingpong) << ", dg_gen::Epilogue" << (c.splits > 1 ? ", true" : c.cluster > 1 ? ", false" : "")
+       << (c.cluster > 1 ? ", " + std::to_string(c.cluster) : "") << ">(g, p, &ma, &mb);\n}\n";
   }
   if (c.core == Core::WGMMA && c.transpose)
     os << "#include \"gemm_transpose.cuh\"\n\nextern \"C\" __global__ void __launch_bounds__(256) " << kTransposeKernel

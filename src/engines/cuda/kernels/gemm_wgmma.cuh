@@ -52,6 +52,56 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TmaDesc* map, u32 bar
       : "memory");
 }
 
+// Thread-block clusters (CLUSTER = 2 along M): the CTA's rank, a barrier over every thread of the
+// cluster, an arrive on the mbarrier at the same shared offset in CTA `rank` (mapa), and a TMA load
+// written to the same offset in every CTA of `mask`, completing on each one's mbarrier at `bar`'s
+// offset. The arrive has the default (CTA-scope release) semantics, as CUTLASS's ClusterBarrier
+// arrives: it orders the consumer's wgmma reads (complete at wgmma.wait_group) before the peer's
+// TMA refill, which waits on the barrier. An explicit .release.cluster costs a MEMBAR.ALL.GPU per
+// arrive in SASS (it waited on the epilogue's global stores: cluster=2 ran 1.5-2.3x slower).
+__device__ __forceinline__ u32 cluster_ctarank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 rank) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const TmaDesc* map, u32 bar, int c0, int c1, int c2,
+                                                      unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, "
+      "%4, %5}], [%2], %6;\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
+      : "memory");
+}
+
+// The persistent walk's unit u as a tile. CLUSTER 2: u numbers pairs of m tiles (2p, 2p + 1) with
+// the same n tile and batch (L2-grouped as tile_coords groups single tiles); rank r takes 2p + r.
+// With an odd tiles_m the last pair's rank 1 gets tm == tiles_m: no tile (see wgmma_produce).
+template <int CLUSTER>
+__device__ __forceinline__ void walk_tile(i64 u, int tiles_m, int tiles_n, i64& b, int& tm, int& tn) {
+  if (CLUSTER == 1) {
+    tile_coords(u, tiles_m, tiles_n, b, tm, tn);
+    return;
+  }
+  int pm;
+  tile_coords(u, (tiles_m + 1) / 2, tiles_n, b, pm, tn);
+  tm = 2 * pm + (int)cluster_ctarank();
+}
+// Units of the walk: tiles, or (CLUSTER 2) pairs of m tiles.
+template <int CLUSTER>
+__device__ __forceinline__ i64 walk_units(i64 tiles, int tiles_m, int tiles_n) {
+  return CLUSTER == 1 ? tiles : tiles / ((i64)tiles_m * tiles_n) * ((tiles_m + 1) / 2) * tiles_n;
+}
+
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
@@ -97,19 +147,26 @@ struct WgmmaSmem {
 };
 
 // The producer: one thread issues every TMA load of every unit this CTA owns (a unit: a tile, or
-// with split-K one k range of a tile).
-template <int BN, int STAGES, bool A_KM, bool B_KM, int ES>
+// with split-K one k range of a tile). CLUSTER 2: the pair's CTAs share the B tile; each loads its
+// own A and half of B (its rank's rows, or MN-major boxes), multicast into both CTAs, so each
+// CTA's "full" barrier still receives A_BYTES + B_BYTES per stage. A stage is refilled only when
+// the consumers of both CTAs released it (their arrivals reach both "empty" barriers). A rank-1
+// CTA without a tile (odd tiles_m) runs the same protocol: its B half and barriers as usual, no A
+// load (nothing is expected of it) and no epilogue.
+template <int BN, int STAGES, bool A_KM, bool B_KM, int ES, int CLUSTER = 1>
 __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc* ma, const TmaDesc* mb, u32 base) {
   typedef WgmmaSmem<BN, STAGES, ES> S;
-  const i64 units = g.batch_count * g.tiles_m * g.tiles_n * g.splits;
+  const i64 units = walk_units<CLUSTER>(g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n) * g.splits;
   const int ktiles = (int)((g.K + S::BK - 1) / S::BK);
+  const int rank = CLUSTER > 1 ? (int)cluster_ctarank() : 0;
   int s = 0;
   u32 phase = 0;
-  for (i64 u = blockIdx.x; u < units; u += gridDim.x) {
+  for (i64 u = blockIdx.x / CLUSTER; u < units; u += gridDim.x / CLUSTER) {
     i64 t, b;
     int split, kb, ke, tm, tn;
     split_unit(u, g.splits, ktiles, t, split, kb, ke);
-    tile_coords(t, g.tiles_m, g.tiles_n, b, tm, tn);
+    walk_tile<CLUSTER>(t, g.tiles_m, g.tiles_n, b, tm, tn);
+    const bool has_a = tm < g.tiles_m;
     // The operands' batch coordinates in their maps' units.
     i64 a_off = 0, b_off = 0, rest = b;
     for (int d = g.batch_dims - 1; d >= 0; --d) {
@@ -123,16 +180,26 @@ __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc
     for (int kt = kb; kt < ke; ++kt) {
       const u32 full = base + S::BARRIERS + 8 * s, empty = full + 8 * STAGES;
       mbar_wait(empty, phase ^ 1);
-      mbar_expect_tx(full, S::STAGE_BYTES);
+      mbar_expect_tx(full, has_a ? S::STAGE_BYTES : S::B_BYTES);
       const u32 a_dst = base + s * S::STAGE_BYTES, b_dst = a_dst + S::A_BYTES;
       const int k0 = kt * S::BK;
-      if (A_KM) {
+      if (!has_a) {
+        // no tile (odd tiles_m): only the B half, which the expect_tx above counted alone
+      } else if (A_KM) {
         tma_load_3d(a_dst, ma, full, k0, m0, ab);
       } else {
         tma_load_3d(a_dst, ma, full, m0, k0, ab);
         tma_load_3d(a_dst + 8192, ma, full, m0 + 64, k0, ab);
       }
-      if (B_KM) {
+      if (CLUSTER > 1 && B_KM) {  // the B map's box is BN / 2 rows
+        tma_load_3d_multicast(b_dst + rank * (S::B_BYTES / 2), mb, full, k0, n0 + rank * (BN / 2), bb, 3);
+      } else if (CLUSTER > 1) {
+#pragma unroll
+        for (int i = 0; i < BN / 128; ++i) {  // boxes rank * BN / 128 ..
+          const int j = rank * (BN / 128) + i;
+          tma_load_3d_multicast(b_dst + 8192 * j, mb, full, n0 + 64 * j, k0, bb, 3);
+        }
+      } else if (B_KM) {
         tma_load_3d(b_dst, mb, full, k0, n0, bb);
       } else {
 #pragma unroll
@@ -143,6 +210,19 @@ __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc
         phase ^= 1;
       }
     }
+  }
+}
+
+// A consumer thread is done reading a stage (its warpgroup's wgmma_wait): every thread arrives on
+// the CTA's "empty" barrier, or (CLUSTER 2) one lane per warp on both CTAs' barriers (16 arrivals:
+// the stage's B half of each CTA is in both CTAs' shared memory).
+template <int CLUSTER>
+__device__ __forceinline__ void wgmma_release(u32 empty, int lane) {
+  if (CLUSTER == 1) {
+    mbar_arrive(empty);
+  } else if (lane == 0) {
+    mbar_arrive_cluster(empty, 0);
+    mbar_arrive_cluster(empty, 1);
   }
 }
 
@@ -168,12 +248,13 @@ struct ConsumerShape {
 // wgmma reads it through the async proxy. SPLIT (cooperative only): units are (tile, k range)
 // pairs, and a tile's last split sums the partial sums (splitk_fixup.cuh) before the epilogue.
 template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep,
-          bool SPLIT = false>
+          bool SPLIT = false, int CLUSTER = 1>
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   static_assert(!PINGPONG || BN == 128, "ping-pong tiles are 128 x 128 (two m64n128 accumulators)");
   static_assert(!(PINGPONG && SPLIT), "split-K units have uneven k ranges; the ping-pong stage count assumes even ones");
+  static_assert(CLUSTER == 1 || !(PINGPONG || SPLIT || PROXY_FENCE), "clusters of 2: cooperative whole tiles of TMA loads");
   constexpr int HALVES = PINGPONG ? 2 : 1;  // m64 row blocks per warpgroup and tile
   constexpr int REGS = BN / 2;              // accumulators per m64 block
   const int ktiles = sh.ktiles;
@@ -182,13 +263,13 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   u32 phase = 0;
   float acc[HALVES * REGS];
   i64 local = 0;  // this CTA's tile counter
-  const i64 units = SPLIT ? sh.tiles * sh.splits : sh.tiles;
-  for (i64 u = blockIdx.x; u < units; u += gridDim.x, ++local) {
+  const i64 units = SPLIT ? sh.tiles * sh.splits : walk_units<CLUSTER>(sh.tiles, sh.tiles_m, sh.tiles_n);
+  for (i64 u = blockIdx.x / CLUSTER; u < units; u += gridDim.x / CLUSTER, ++local) {
     if (PINGPONG && (int)(local & 1) != cw) continue;
     i64 t = u, b;
     int split = 0, kb = 0, ke = ktiles, tm, tn;
     if constexpr (SPLIT) split_unit(u, sh.splits, ktiles, t, split, kb, ke);
-    tile_coords(t, sh.tiles_m, sh.tiles_n, b, tm, tn);
+    walk_tile<CLUSTER>(t, sh.tiles_m, sh.tiles_n, b, tm, tn);
     int prev = -1;
     // Ping-pong: the main loops take turns. Waiting on the stage ring by parity is only sound
     // within one phase of its producer, so a warpgroup starts a tile's main loop once the other
@@ -219,7 +300,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       }
       wgmma_commit();
       wgmma_wait<1>();  // the previous k tile's products are done: its stage can be refilled
-      if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
+      if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
       prev = s;
       if (!PINGPONG && ++s == STAGES) {
         s = 0;
@@ -228,7 +309,8 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     }
     if (PINGPONG && u + gridDim.x < units) named_barrier_arrive(3 + (cw ^ 1), 256);  // the next tile's turn
     wgmma_wait<0>();
-    if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
+    if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
+    if (CLUSTER > 1 && tm >= sh.tiles_m) continue;  // the pair's missing tile: protocol only
     if (kb == ke) {
 #pragma unroll
       for (int i = 0; i < HALVES * REGS; ++i) acc[i] = 0.0f;
@@ -270,7 +352,9 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   }
 }
 
-template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PINGPONG, class Ep, bool SPLIT = false>
+// CLUSTER 2: launched in clusters of 2 CTAs along x (__cluster_dims__ on the kernel); see wgmma_produce.
+template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PINGPONG, class Ep, bool SPLIT = false,
+          int CLUSTER = 1>
 __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseParams& p, const TmaDesc* ma,
                                            const TmaDesc* mb) {
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
@@ -283,24 +367,30 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(base + S::BARRIERS + 8 * s, 1);                  // full: the producer's expect_tx
-      mbar_init(base + S::BARRIERS + 8 * (STAGES + s), PINGPONG ? 128 : 256);  // empty: every consuming thread
+      // empty: every consuming thread, or one per consumer warp of both CTAs
+      mbar_init(base + S::BARRIERS + 8 * (STAGES + s), CLUSTER > 1 ? 16 : PINGPONG ? 128 : 256);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(ma) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mb) : "memory");
   }
-  __syncthreads();
+  // Clusters: the peer's barriers are initialized before any multicast or remote arrive reaches them.
+  if (CLUSTER > 1) cluster_sync();
+  else __syncthreads();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-    if (threadIdx.x == 0) wgmma_produce<BN, STAGES, A_KM, B_KM, MmaOperand<DT>::ES>(g, ma, mb, base);
+    if (threadIdx.x == 0) wgmma_produce<BN, STAGES, A_KM, B_KM, MmaOperand<DT>::ES, CLUSTER>(g, ma, mb, base);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const ConsumerShape sh{g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n, (int)((g.K + S::BK - 1) / S::BK),
                            g.M, g.N, g.epi_vec, &g, g.splits, static_cast<float*>(g.ws)};
-    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep, SPLIT>(
+    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep, SPLIT, CLUSTER>(
         sh, p, base, smem_raw + (base - smem_u32(smem_raw)), wg - 1, red);
   }
   Ep::finish_full(p, red);
+  // No CTA exits while its peer may still arrive on its "empty" barriers (every multicast into its
+  // shared memory was awaited by its own consumers).
+  if (CLUSTER > 1) cluster_sync();
 }
 
 }  // namespace dg
