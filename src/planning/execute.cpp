@@ -15,6 +15,30 @@ std::string describe(const ir::Tensor& t) {
   return "tensor '" + t.name + "' (uid " + std::to_string(t.uid) + ")";
 }
 
+// Every user tensor's pointer must be memory the device can use; the set the last call checked on
+// this handle is not asked about again.
+Status check_device_pointers(const ir::Graph& ir, const PlanSet& ps, HandleImpl& h, const std::vector<void*>& ptrs) {
+  if (!h.device.is_cuda()) return {};
+  std::vector<void*> user;
+  for (const auto& t : ir.tensors)
+    if (!t.is_virtual && !t.is_pass_by_value) user.push_back(ptrs[static_cast<size_t>(t.id)]);
+  CheckedPointers& memo = ps.checked;
+  {
+    std::lock_guard<std::mutex> lock(memo.mutex);
+    if (memo.handle == &h && memo.ptrs == user) return {};
+  }
+  for (const auto& t : ir.tensors) {
+    if (t.is_virtual || t.is_pass_by_value) continue;
+    if (!memory::is_usable_pointer(h, ptrs[static_cast<size_t>(t.id)]))
+      return pack_error("execute: " + describe(t) + " points to memory the " + h.device.to_string() +
+                        " device cannot use (a host pointer for a GPU plan?)");
+  }
+  std::lock_guard<std::mutex> lock(memo.mutex);
+  memo.handle = &h;
+  memo.ptrs = std::move(user);
+  return {};
+}
+
 }  // namespace
 
 Status resolve_pack(const GraphImpl& g, const Handle& handle, const VariantPack* by_tensor, const UidVariantPack* by_uid,
@@ -83,11 +107,8 @@ Status resolve_pack(const GraphImpl& g, const Handle& handle, const VariantPack*
       return pack_error(given ? "execute: " + describe(t) + " has a null pointer in the variant pack"
                               : "execute: " + describe(t) + " is missing from the variant pack");
     }
-    if (!memory::is_usable_pointer(h, ptrs[id]))
-      return pack_error("execute: " + describe(t) + " points to memory the " + h.device.to_string() +
-                        " device cannot use (a host pointer for a GPU plan?)");
   }
-  return {};
+  return check_device_pointers(ir, ps, h, ptrs);
 }
 
 Status run_partitions(const GraphImpl& g, const Handle& handle, const std::vector<void*>& ptrs, void* workspace,

@@ -6,6 +6,7 @@
 // every partition's list fastest first, so plan 0 is then every partition's fastest).
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,11 +35,20 @@ struct PartitionPlans {
   }
 };
 
+// The user pointers of the last execute() whose every pointer the device accepted, and its handle:
+// a graph replayed on the same buffers skips the driver's pointer queries (a few calls per tensor).
+struct CheckedPointers {
+  std::mutex mutex;
+  const HandleImpl* handle = nullptr;
+  std::vector<void*> ptrs;  // of the graph's user tensors, in tensor id order
+};
+
 struct PlanSet {
   std::vector<PartitionPlans> parts;
   std::vector<HeurMode> modes;
   std::vector<int64_t> workspace_offset;  // by tensor id: intermediates between partitions; -1 elsewhere
   int64_t intermediates_bytes = 0;
+  mutable CheckedPointers checked;
 
   int64_t plan_count() const;
   int64_t workspace_bytes() const;  // intermediates + the largest built plan's workspace

@@ -247,6 +247,7 @@ TEST(CudaGemmCluster, KnobsForBigCooperativeGemms) {
       EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"pingpong", 1}, {"cluster", 2}}), 1e8);
       EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"split_k", 2}, {"cluster", 2}}), 1e8);
       EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 256}, {"cluster", 4}}), 1e8);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 256}, {"tf32", 1}, {"cluster", 2}}), 1e8);
     });
   }
 }

@@ -249,6 +249,35 @@ TEST_F(CudaPointwise, PlanPayloadRoundTripsWithoutCompiling) {
   EXPECT_EQ(pointwise_jit_engine().deserialize(parts[0], t, {{"unroll", 2}}, cut, bad).code(), ErrorCode::SERIALIZATION_FAILED);
 }
 
+// execute() asks the driver about every user pointer, except when the call repeats the set the last
+// call on the handle checked: a host pointer must be refused every time, a repeated set never.
+TEST_F(CudaPointwise, HostPointersAreRefusedEveryTimeAndRepeatedSetsRun) {
+  dg::Graph g;
+  pw(g, M::RELU_FWD, input(g, "X", {4, 64}, T::FLOAT))->set_output(true);
+  g.select_engines({kEngine});
+  for (const Status& s : {g.validate(), g.build_operation_graph(*h_), g.create_execution_plans({dg::HeurMode::A}),
+                          g.check_support(*h_), g.build_plans(*h_)})
+    ASSERT_TRUE(s.ok()) << s.to_string();
+  DeviceRig rig(*h_, g), other(*h_, g, 2);
+  std::vector<float> host(256, 1.0f);
+  dg::UidVariantPack bad = rig.pack;
+  bad.begin()->second = host.data();
+  for (int round = 0; round < 2; ++round) {
+    for (DeviceRig* r : {&rig, &rig, &other, &rig}) {
+      r->poison();
+      const Status ok = g.execute(*h_, r->pack, nullptr);
+      ASSERT_TRUE(ok.ok()) << ok.to_string();
+    }
+    const Status refused = g.execute(*h_, bad, nullptr);
+    EXPECT_EQ(refused.code(), ErrorCode::INVALID_VARIANT_PACK);
+    EXPECT_NE(refused.message().find("cannot use"), std::string::npos) << refused.to_string();
+  }
+  const Outputs want = rig.read();
+  rig.poison();
+  ASSERT_TRUE(g.execute(*h_, rig.pack, nullptr).ok());
+  EXPECT_EQ(rig.read(), want);
+}
+
 }  // namespace
 }  // namespace dnngraph::cuda
 

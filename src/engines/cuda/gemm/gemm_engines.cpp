@@ -207,9 +207,9 @@ bool wgmma_config(const Knobs& k, MatmulConfig& c, std::string& why) {
           "(tile_n 128, no pingpong)";
     return false;
   }
-  if ((c.cluster != 1 && c.cluster != 2) || (c.cluster == 2 && (c.pingpong || c.splits > 1))) {
-    why = "knobs " + knobs_to_string(k) + ": cluster 1 or 2, and 2 only with cooperative whole tiles (no pingpong, "
-          "split_k 1)";
+  if ((c.cluster != 1 && c.cluster != 2) || (c.cluster == 2 && (c.pingpong || c.splits > 1 || c.tf32))) {
+    why = "knobs " + knobs_to_string(k) + ": cluster 1 or 2, and 2 only with cooperative whole tiles of 16-bit "
+          "inputs (no pingpong, split_k 1, tf32 0)";
     return false;
   }
   // 1 KB of alignment slack, the stages, the epilogue staging (2 x 64 x 36 floats), the barriers.
