@@ -13,6 +13,9 @@
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/kernel_cache.hpp"
 #include "engines/cuda/gemm/epilogue_layout.hpp"
+#include "engines/cuda/gemm/matmul_plan.hpp"
+#include "planning/engine.hpp"
+#include "runtime/handle_impl.hpp"
 #include "engines/test_cuda_util.hpp"
 #include "graph/graph_impl.hpp"
 #include "ref_test_util.hpp"
@@ -123,5 +126,35 @@ inline ::testing::AssertionResult lower_graph(dg::Graph& g, Lowered& out) {
     if (dg::cuda::gemm::anchor_node(p) >= 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "no anchored partition";
 }
+
+// g lowered on the CPU: `check` runs on each anchored partition, its matmul described; a fatal
+// failure in it ends the walk.
+inline void for_each_matmul(dg::Graph& g,
+                            const std::function<void(const dg::Partition&, dg::cuda::gemm::MatmulPieces&, const Lowered&)>& check) {
+  Lowered low;
+  ASSERT_TRUE(gemm_test::lower_graph(g, low));
+  for (const auto& p : low.parts) {
+    if (p.anchor < 0) continue;
+    dg::cuda::gemm::MatmulPieces pieces;
+    std::string why;
+    ASSERT_TRUE(dg::cuda::gemm::describe_matmul_graph(p, pieces.mp, why)) << why;
+    ASSERT_NO_FATAL_FAILURE(check(p, pieces, low));
+  }
+}
+
+// A CUDA target without a device: an sm_90 with an H200's peaks, for knob spaces and estimates.
+struct FakeHopper {
+  dg::HandleImpl handle;
+  dg::Target target;
+  FakeHopper() {
+    handle.info.sm_version = 90;
+    handle.info.peak_flops = 989e12;
+    handle.info.peak_bytes_per_s = 4.8e12;
+    handle.info.multiprocessors = 132;
+    target.handle = &handle;
+  }
+  FakeHopper(const FakeHopper&) = delete;
+  FakeHopper& operator=(const FakeHopper&) = delete;
+};
 
 }  // namespace gemm_test

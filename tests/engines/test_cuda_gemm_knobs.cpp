@@ -1,0 +1,121 @@
+// The wgmma GEMM engine's search space on a (fake) sm_90 target, without a GPU: which knob sets
+// (split_k, cluster, tf32 with transpose) are offered for which problems, how the estimate ranks
+// them, and that rejected combinations name their rule.
+#include <gtest/gtest.h>
+
+#include "engines/cuda/gemm/gemm_engines.hpp"
+#include "gemm_test_util.hpp"
+
+namespace {
+
+namespace dg = dnngraph;
+namespace gm = dnngraph::cuda::gemm;
+using gemm_test::Dims;
+using gemm_test::for_each_matmul;
+
+// On a (fake) sm_90 target: cluster=2 is offered for 16-bit GEMMs with M and N >= 2048, with
+// cooperative tiles only (tile_n 256 or 128, never with ping-pong or split-K); not for smaller
+// ones or FLOAT inputs; rejected knob sets name the rule (estimate 1e9).
+TEST(CudaGemmCluster, KnobsForBigCooperativeGemms) {
+  gemm_test::FakeHopper hopper;
+  const dg::Target& t = hopper.target;
+  const dg::Engine& e = dg::cuda::gemm_wgmma_tma_engine();
+  struct Shape {
+    int64_t m, n;
+    dg::DataType dt;
+    int clusters;
+  };
+  for (const Shape sh : {Shape{4096, 4096, dg::DataType::BFLOAT16, 2}, Shape{2100, 8192, dg::DataType::HALF, 2},
+                         Shape{1024, 8192, dg::DataType::BFLOAT16, 0}, Shape{8192, 2000, dg::DataType::BFLOAT16, 0},
+                         Shape{4096, 4096, dg::DataType::FLOAT, 0}}) {
+    dg::Graph g;
+    g.set_io_data_type(sh.dt).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(true);
+    const int64_t k = 1024;
+    auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({sh.m, k}).set_stride({k, 1}));
+    auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({k, sh.n}).set_stride({1, k}));
+    g.matmul(a, b, dg::MatmulAttr())->set_output(true);
+    SCOPED_TRACE(std::to_string(sh.m) + "x" + std::to_string(sh.n) + " " + std::string(dg::to_string(sh.dt)));
+    for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces&, const gemm_test::Lowered&) {
+      int clusters = 0;
+      for (const auto& kn : e.knob_space(p, t)) {
+        if (!kn.count("cluster")) continue;
+        ++clusters;
+        EXPECT_EQ(kn.at("cluster"), 2) << dg::knobs_to_string(kn);
+        EXPECT_EQ(kn.count("pingpong") + kn.count("split_k"), 0u) << dg::knobs_to_string(kn);
+        EXPECT_LT(e.estimate_seconds(p, t, kn), 1e8) << dg::knobs_to_string(kn);
+      }
+      EXPECT_EQ(clusters, sh.clusters);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"pingpong", 1}, {"cluster", 2}}), 1e8);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"split_k", 2}, {"cluster", 2}}), 1e8);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 256}, {"cluster", 4}}), 1e8);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 256}, {"tf32", 1}, {"cluster", 2}}), 1e8);
+    });
+  }
+}
+
+// On a (fake) sm_90 target with 132 multiprocessors, split_k 2..8 (tile_n 128, never with
+// ping-pong) is offered where 128 x 128 tiles under-fill the machine and k is deep, and the
+// estimate ranks a split first for 1024 x 1024 x 16384; a 4096 x 4096 output or a shallow k gets none.
+TEST(CudaGemmSplitK, KnobsWhereTilesUnderFillAndKIsDeep) {
+  gemm_test::FakeHopper hopper;
+  const dg::Target& t = hopper.target;
+  const dg::Engine& e = dg::cuda::gemm_wgmma_tma_engine();
+  struct Shape {
+    int64_t m, n, k;
+    int splits;  // split knob sets expected
+  };
+  for (const Shape sh : {Shape{1024, 1024, 16384, 5}, Shape{1024, 2048, 8200, 5}, Shape{4096, 4096, 16384, 0},
+                         Shape{1024, 1024, 640, 0}}) {
+    dg::Graph g;
+    g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
+    auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({sh.m, sh.k}).set_stride({sh.k, 1}));
+    auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({sh.k, sh.n}).set_stride({sh.n, 1}));
+    g.matmul(a, b, dg::MatmulAttr())->set_output(true);
+    SCOPED_TRACE(std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k));
+    for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces&, const gemm_test::Lowered&) {
+      const auto ks = e.knob_space(p, t);
+      int splits = 0;
+      for (const auto& k : ks) {
+        if (!k.count("split_k")) continue;
+        ++splits;
+        EXPECT_EQ(k.at("tile_n"), 128) << dg::knobs_to_string(k);
+        EXPECT_EQ(k.count("pingpong"), 0u) << dg::knobs_to_string(k);
+        EXPECT_LT(e.estimate_seconds(p, t, k), 1e8) << dg::knobs_to_string(k);
+      }
+      EXPECT_EQ(splits, sh.splits);
+      if (sh.m == 1024 && sh.k == 16384) {
+        ASSERT_FALSE(ks.empty());
+        EXPECT_EQ(ks[0].count("split_k"), 1u) << dg::knobs_to_string(ks[0]);
+      }
+      // Rejected knob sets name the rule.
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 256}, {"split_k", 2}}), 1e8);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"pingpong", 1}, {"split_k", 2}}), 1e8);
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"split_k", 17}}), 1e8);
+    });
+  }
+}
+
+// FLOAT inputs on a (fake) sm_90: every wgmma knob set carries tf32=1, and transpose=1 exactly
+// where an operand is MN-major.
+TEST(CudaGemmTf32, TransposeKnobOnlyForMnMajorFloat) {
+  gemm_test::FakeHopper hopper;
+  const dg::Target& t = hopper.target;
+  const dg::Engine& e = dg::cuda::gemm_wgmma_tma_engine();
+  for (bool b_k_major : {false, true}) {
+    dg::Graph g;
+    g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(true);
+    auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({512, 256}).set_stride({256, 1}));
+    auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({256, 384}).set_stride(b_k_major ? Dims{1, 256} : Dims{384, 1}));
+    g.matmul(a, b, dg::MatmulAttr())->set_output(true);
+    for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces&, const gemm_test::Lowered&) {
+      const auto ks = e.knob_space(p, t);
+      ASSERT_FALSE(ks.empty());
+      for (const auto& k : ks) {
+        EXPECT_EQ(k.count("tf32") ? k.at("tf32") : 0, 1) << dg::knobs_to_string(k);
+        EXPECT_EQ(k.count("transpose") ? k.at("transpose") : 0, b_k_major ? 0 : 1) << dg::knobs_to_string(k);
+      }
+    });
+  }
+}
+
+}  // namespace
