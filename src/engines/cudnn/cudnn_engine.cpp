@@ -21,9 +21,9 @@ bool deterministic_requested() {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
-// Whether a conv or matmul of the partition reads FLOAT or DOUBLE: dnngraph computes those in full
-// precision, so cuDNN's tensor-core (TF32) configs do not qualify unless the graph allows TF32.
-bool full_precision_anchor(const Partition& p) {
+// Whether a conv or matmul of the partition reads FLOAT or DOUBLE and the graph does not allow TF32:
+// dnngraph then computes it in full precision, so cuDNN's tensor-core (TF32) configs do not qualify.
+bool needs_full_precision(const Partition& p) {
   if (p.graph->allow_tf32) return false;
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const ir::Node& n = p.node(i);
@@ -54,7 +54,7 @@ Survey survey_once(const CudnnApi& a, SharedHandle& sh, const Partition& p, bool
   }
   // As PyTorch does: no configs that down-convert inputs, no TF32 for full-precision inputs, and
   // only deterministic ones when DNNGRAPH_DETERMINISTIC asks for them.
-  const bool deterministic = deterministic_requested(), full_precision = full_precision_anchor(p);
+  const bool deterministic = deterministic_requested(), full_precision = needs_full_precision(p);
   const size_t offered = s.configs.size();
   std::erase_if(s.configs, [&](const EngineConfig& c) {
     return c.needs_reorder || c.down_convert || (full_precision && c.tensor_core) ||
