@@ -96,87 +96,74 @@ class DepthwisePlan final : public Plan {
     gemm::ThreadSlots slots(pool.size());
     pool.parallel_for(channels_last ? rows : rows * C, [&](int64_t b, int64_t e) {
       gemm::SlotGuard guard(slots);
-      std::vector<float> acc, in;
-      std::vector<const float*> tap_x, tap_w;
+      RowScratch scratch;
       for (int64_t i = b; i < e; ++i) {
-        if (channels_last) pixel_row(i, src, wt.data(), run, guard.slot(), acc, in, tap_x, tap_w);
-        else plane_row(i / C, i % C, src, wt.data(), run, guard.slot(), acc, in);
+        if (channels_last) pixel_row(i, src, wt.data(), run, guard.slot(), scratch);
+        else plane_row(i / C, i % C, src, wt.data(), run, guard.slot(), scratch.acc, scratch.in);
       }
     });
     return run.finish();
   }
 
  private:
+  // A thread's scratch for its rows: accumulators, converted input, and a row's taps.
+  struct TapRow {
+    const float* x;   // fp32 pixels of one input row, `px` floats apart
+    int64_t px;
+    int64_t w_index;  // the weight tap of its first pixel (r2 = 0)
+  };
+  struct RowScratch {
+    std::vector<float> acc, in;
+    std::vector<TapRow> rows;
+    std::vector<const float*> tap_x, tap_w;
+  };
+
   // Channels-last: one output row. The input rows it reads (one per (r0, r1) tap row inside the
   // image) are located once, converted to fp32 once when they are not FLOAT, and then every output
   // pixel sums its in-bounds taps with sum_taps into acc[ow][c]; then one epilogue strip per pixel.
-  void pixel_row(int64_t row, const char* src, const float* wt, EpilogueRun& run, int slot, std::vector<float>& acc,
-                 std::vector<float>& in, std::vector<const float*>& tap_x, std::vector<const float*>& tap_w) const {
+  void pixel_row(int64_t row, const char* src, const float* wt, EpilogueRun& run, int slot, RowScratch& s) const {
     const int64_t C = g_.src_c, OW = g_.dst_sp[2], W = g_.src_sp[2], es = size_of(g_.src_t);
     const int64_t n = row / (g_.dst_sp[0] * g_.dst_sp[1]);
     int64_t o[3] = {(row / g_.dst_sp[1]) % g_.dst_sp[0], row % g_.dst_sp[1], 0};
-    // Per tap row inside the image: its fp32 pixels (stride `px` floats) and its weight index.
-    struct TapRow { const float* x; int64_t px; int64_t w_index; };
-    TapRow rows[64];  // ker[0] * ker[1] <= 64 in practice; larger filters take the loop below in parts
     const bool fp32 = g_.src_t == DataType::FLOAT;
-    const int64_t tap_rows = g_.ker[0] * g_.ker[1];
-    acc.assign(static_cast<size_t>(OW * C), 0.0f);
-    for (int64_t first = 0; first < tap_rows; first += 64) {
-      int nrows = 0;
-      if (!fp32) in.resize(static_cast<size_t>(std::min<int64_t>(64, tap_rows - first) * W * C));
-      for (int64_t tr = first; tr < std::min(tap_rows, first + 64); ++tr) {
-        const int64_t r0 = tr / g_.ker[1], r1 = tr % g_.ker[1];
+    s.rows.clear();
+    if (!fp32) s.in.resize(static_cast<size_t>(g_.ker[0] * g_.ker[1] * W * C));
+    for (int64_t r0 = 0; r0 < g_.ker[0]; ++r0)
+      for (int64_t r1 = 0; r1 < g_.ker[1]; ++r1) {
         const int64_t p0 = o[0] * g_.stride[0] - g_.pad[0] + r0 * g_.dil[0];
         const int64_t p1 = o[1] * g_.stride[1] - g_.pad[1] + r1 * g_.dil[1];
         if (p0 < 0 || p0 >= g_.src_sp[0] || p1 < 0 || p1 >= g_.src_sp[1]) continue;
         const int64_t off = n * g_.src_st[0] + p0 * g_.src_st[2] + p1 * g_.src_st[3];
-        TapRow& t = rows[nrows];
-        t.w_index = tr * g_.ker[2];
+        TapRow t{nullptr, C, (r0 * g_.ker[1] + r1) * g_.ker[2]};
         if (fp32) {
           t.x = reinterpret_cast<const float*>(src) + off;
           t.px = g_.src_st[4];
         } else {
-          float* dst = in.data() + nrows * W * C;
+          float* dst = s.in.data() + static_cast<int64_t>(s.rows.size()) * W * C;
           for (int64_t iw = 0; iw < W; ++iw) gemm::convert_run(src + (off + iw * g_.src_st[4]) * es, g_.src_t, 1, C, dst + iw * C);
           t.x = dst;
-          t.px = C;
         }
-        ++nrows;
+        s.rows.push_back(t);
       }
-      accumulate_pixels(rows, nrows, wt, acc.data(), first > 0, tap_x, tap_w);
+    s.acc.resize(static_cast<size_t>(OW * C));
+    s.tap_x.resize(s.rows.size() * static_cast<size_t>(g_.ker[2]));
+    s.tap_w.resize(s.tap_x.size());
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      int taps = 0;
+      for (const TapRow& r : s.rows)
+        for (int64_t r2 = 0; r2 < g_.ker[2]; ++r2) {
+          const int64_t iw = ow * g_.stride[2] - g_.pad[2] + r2 * g_.dil[2];
+          if (iw < 0 || iw >= W) continue;
+          s.tap_x[static_cast<size_t>(taps)] = r.x + iw * r.px;
+          s.tap_w[static_cast<size_t>(taps)] = wt + (r.w_index + r2) * C;
+          ++taps;
+        }
+      sum_taps(s.tap_x.data(), s.tap_w.data(), taps, C, s.acc.data() + ow * C);
     }
     int64_t coord[5];
     for (o[2] = 0; o[2] < OW; ++o[2]) {
       g_.dst_coord(n, 0, o, coord);
-      run.strip(slot, coord, 1, C, 1, acc.data() + o[2] * C);
-    }
-  }
-
-  // acc[ow][c] (+)= the taps of `rows` along W for every output pixel of the row.
-  template <class TapRow>
-  void accumulate_pixels(const TapRow* rows, int nrows, const float* wt, float* acc, bool add,
-                         std::vector<const float*>& tap_x, std::vector<const float*>& tap_w) const {
-    const int64_t C = g_.src_c, OW = g_.dst_sp[2], W = g_.src_sp[2];
-    tap_x.resize(static_cast<size_t>(nrows * g_.ker[2]));
-    tap_w.resize(tap_x.size());
-    std::vector<float> part(add ? static_cast<size_t>(C) : 0);
-    for (int64_t ow = 0; ow < OW; ++ow) {
-      int taps = 0;
-      for (int r = 0; r < nrows; ++r)
-        for (int64_t r2 = 0; r2 < g_.ker[2]; ++r2) {
-          const int64_t iw = ow * g_.stride[2] - g_.pad[2] + r2 * g_.dil[2];
-          if (iw < 0 || iw >= W) continue;
-          tap_x[static_cast<size_t>(taps)] = rows[r].x + iw * rows[r].px;
-          tap_w[static_cast<size_t>(taps)] = wt + (rows[r].w_index + r2) * C;
-          ++taps;
-        }
-      float* a = acc + ow * C;
-      if (!add) {
-        sum_taps(tap_x.data(), tap_w.data(), taps, C, a);
-        continue;
-      }
-      sum_taps(tap_x.data(), tap_w.data(), taps, C, part.data());
-      for (int64_t c = 0; c < C; ++c) a[c] += part[static_cast<size_t>(c)];
+      run.strip(slot, coord, 1, C, 1, s.acc.data() + o[2] * C);
     }
   }
 
