@@ -5,7 +5,6 @@
 // the fused epilogue while in cache.
 #include "engines/cpu/conv/conv_depthwise_direct.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 #include "engines/cpu/conv/conv_geometry.hpp"
