@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dims.hpp"
 #include "engines/test_cuda_util.hpp"
 
 namespace dnngraph::cudnn::test_graphs {
@@ -13,25 +14,15 @@ namespace ct = dnngraph::cuda::testing;
 namespace dg = dnngraph;
 using T = DataType;
 
-inline std::vector<int64_t> channels_last(const std::vector<int64_t>& d) {
-  std::vector<int64_t> s(d.size());
-  int64_t running = d[1];
-  s[1] = 1;
-  for (size_t i = d.size(); i-- > 2;) {
-    s[i] = running;
-    running *= d[i];
-  }
-  s[0] = running;
-  return s;
-}
+using test_dims::channels_last;
 
 inline dg::TensorPtr nhwc(dg::Graph& g, const std::string& name, const std::vector<int64_t>& d, T t) {
   return g.tensor(dg::TensorAttr().set_name(name).set_dim(d).set_stride(channels_last(d)).set_data_type(t));
 }
 
 // Y = relu(conv(X, W) + B), channels-last; spatial rank from x_dims.
-inline ct::Builder conv_bias_relu(std::vector<int64_t> x_dims, int64_t k, std::vector<int64_t> pad, std::vector<int64_t> stride,
-                           std::vector<int64_t> dilation, T io) {
+inline ct::Builder conv_bias_relu(std::vector<int64_t> x_dims, int64_t k, std::vector<int64_t> pad,
+                                  std::vector<int64_t> stride, std::vector<int64_t> dilation, T io) {
   return [=](dg::Graph& g) {
     g.set_io_data_type(io).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
     std::vector<int64_t> w_dims{k, x_dims[1]}, b_dims(x_dims.size(), 1);

@@ -13,6 +13,7 @@ namespace {
 
 namespace dg = dnngraph;
 using ref_test::Dims;
+using test_dims::channels_last;
 using ref_test::HostTensor;
 
 // ---- graph level
@@ -70,19 +71,6 @@ Dims cat(Dims a, const Dims& b) {
 }
 
 // Conv (fprop or dgrad) -> [+ bias] -> [ReLU] -> [+ residual], [AMAX], in `out_type`.
-// Dense channels-last strides for [n, c, spatial...].
-Dims channels_last(const Dims& d) {
-  Dims st(d.size());
-  int64_t running = 1;
-  st[1] = running;
-  running *= d[1];
-  for (size_t i = d.size(); i-- > 2;) {
-    st[i] = running;
-    running *= d[i];
-  }
-  st[0] = running;
-  return st;
-}
 
 // `nhwc_out`: the output (and residual) dense channels-last, the layout in which the engines
 // write a fused chain's output straight from the GEMM tiles.
