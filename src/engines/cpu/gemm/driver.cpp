@@ -71,6 +71,13 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
   return t;
 }
 
+// Prefetches part `part` of `parts` equal slices of [p, p + bytes).
+void prefetch_slice(const float* p, int64_t bytes, int64_t part, int64_t parts) {
+  const int64_t slice = ceil_div(ceil_div(bytes, parts), 64) * 64;
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t o = part * slice; o < std::min(bytes, (part + 1) * slice); o += 64) __builtin_prefetch(c + o);
+}
+
 // Per-thread scratch regions carved from one block.
 struct Scratch {
   float* a;
@@ -150,8 +157,15 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         for (int64_t ir = 0; ir < mc; ir += mr)
           for (int64_t jr = 0; jr < nc; jr += nr) tile(jr, ir);
       } else {  // each B panel stays in L1 across the A tiles (packed A sits in L2)
+        const int64_t tiles = ceil_div(mc, mr), panel_bytes = kb.kc() * nr * 4;
         for (int64_t jr = 0; jr < nc; jr += nr)
-          for (int64_t ir = 0; ir < mc; ir += mr) tile(jr, ir);
+          for (int64_t ir = 0; ir < mc; ir += mr) {
+            // B comes from L3 (all of it is packed up front): fetch the next panel a slice per
+            // tile, so the next column of tiles does not start on L3 latency (~6% in sgemm).
+            if (jr + nr < nc)
+              prefetch_slice(bp + (jr / nr + 1) * panel_stride + kb.k0 * nr, panel_bytes, ir / mr, tiles);
+            tile(jr, ir);
+          }
       }
     }
     if (direct) p.c_direct_done(b, m0, mc, n0, nc, c, ldc);
@@ -159,18 +173,21 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
   }
 }
 
-// Packs every B matrix once, one NR panel per work item; a small B is packed by the caller alone,
-// which is cheaper than waking the pool for it.
+// Packs every B matrix once, a group of NR panels per work item (so a row-major B is read in
+// runs of 512 bytes, not one 64-byte piece per row and page); a small B is packed by the caller
+// alone, which is cheaper than waking the pool for it.
 void pack_shared_b(const GemmProblem& p, const KernelSet& ks, const TaskShape& t, ThreadPool& pool, float* dst) {
-  const int64_t nr = ks.nr, panels = ceil_div(p.N, nr), stride = round_up(p.N, nr) * p.K;
+  constexpr int64_t kPanelsPerItem = 8;
+  const int64_t nr = ks.nr, cols = kPanelsPerItem * nr, groups = ceil_div(p.N, cols);
+  const int64_t stride = round_up(p.N, nr) * p.K;
   auto pack = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t d = i / panels, n0 = (i % panels) * nr;
-      p.pack_b(d, n0, std::min(nr, p.N - n0), ks.nr, dst + d * stride + (n0 / nr) * p.K * nr);
+      const int64_t d = i / groups, n0 = (i % groups) * cols;
+      p.pack_b(d, n0, std::min(cols, p.N - n0), ks.nr, dst + d * stride + (n0 / nr) * p.K * nr);
     }
   };
-  if (t.shared_b < (int64_t{1} << 15)) pack(0, p.b_count() * panels);
-  else pool.parallel_for(p.b_count() * panels, pack);
+  if (t.shared_b < (int64_t{1} << 15)) pack(0, p.b_count() * groups);
+  else pool.parallel_for(p.b_count() * groups, pack);
 }
 
 }  // namespace
