@@ -53,7 +53,7 @@ double median(std::vector<double> v) {
 }
 
 // Ours and the peer timed in alternating blocks (ours, peer, ours, peer, ...), each block after
-// a pause and one untimed call: load from other processes that comes and goes hits both alike,
+// a pause and 50 ms of untimed calls: load from other processes that comes and goes hits both alike,
 // and neither side runs while the other's worker threads still spin (OpenBLAS threads busy-wait
 // ~0.1 s after a call, libgomp's for a while too; on 2 cores a spinning thread halves the
 // other side). Times are medians over all blocks.
@@ -69,7 +69,10 @@ Compared compare(int iterations, F&& ours, G&& peer) {
   std::vector<double> ow, oc, pw, pc;
   auto timed = [&](auto& fn, std::vector<double>& wall, std::vector<double>& cpu) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the other side's spinners sleep
-    fn();  // untimed: caches refill
+    // Untimed calls for 50 ms: caches refill, and the cores leave their idle state (after the
+    // pause, a 1 ms conv ran at 1.05 ms with one warm-up call, 0.75 ms after 30 ms of them).
+    const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    do fn(); while (std::chrono::steady_clock::now() < warm_until);
     for (int i = 0; i < per_block; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       const double c0 = cpu_seconds();

@@ -106,10 +106,10 @@ TEST(CpuEpilogue, StripsCarryStepAndStoreStrided) {
 }
 
 // out = ReLU(bias[r] - anchor * scale[c]) into fp32: the chain form, run as one fused loop on
-// whole rows (37 wide: vector body and tail) and by the general executor on a strip that carries
+// whole rows (85 wide: a block of 8 vectors, single vectors and a scalar tail) and by the general executor on a strip that carries
 // into the next row; -0 leaves ReLU as +0, as in ref's formula.
 TEST(CpuEpilogue, ChainRunsAsOneLoopAndMatchesTheGeneralPath) {
-  constexpr int kRows = 4, kCols = 37;
+  constexpr int kRows = 4, kCols = 85;
   dg::ir::Graph g;
   const int anchor = add_tensor(g, {kRows, kCols}, {kCols, 1}, dg::DataType::FLOAT, true);
   const int scale = add_tensor(g, {1, kCols}, {kCols, 1}, dg::DataType::FLOAT);
