@@ -231,8 +231,8 @@ TEST(CpuConvDepthwiseDirect, RandomMatchesRef) {
   }
 }
 
-// Channels-last sources with enough channels for every block width of the vector kernel (32, 8,
-// and the scalar tail), 1D to 3D.
+// Channels-last sources with enough channels for every block width of the per-pixel vector kernel
+// (32, 8, and the scalar tail), 1D to 3D.
 TEST(CpuConvDepthwiseDirect, ChannelsLastWideMatchesRef) {
   std::mt19937 rng(52);
   for (int trial = 0; trial < 9; ++trial) {
@@ -242,6 +242,25 @@ TEST(CpuConvDepthwiseDirect, ChannelsLastWideMatchesRef) {
     cc.type = trial % 3 == 2 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
     run_conv_case("cpu_conv_depthwise_direct", cc, false, rng, trial % 2 == 0, trial % 2 == 0, trial == 4, false,
                   dg::DataType::FLOAT, 1e-5, trial % 2 == 1);
+  }
+}
+
+// Rows wide enough for the blocked kernel (8 output pixels whose taps are all inside the row)
+// beside edge pixels, any stride and dilation along the row; outputs written in place (plain
+// store or the bias/ReLU/residual chain into a channels-last output) or through scratch.
+TEST(CpuConvDepthwiseDirect, WideRowsRunTheBlockedKernel) {
+  std::mt19937 rng(53);
+  for (int trial = 0; trial < 8; ++trial) {
+    ConvCase cc = random_case(rng, Kind::DEPTHWISE);
+    cc.groups = cc.c = cc.k = 1 + rng() % 40;
+    const size_t row = static_cast<size_t>(cc.nsp - 1);
+    cc.in[row] = 20 + rng() % 40;
+    cc.out[row] = fwd_size(cc.in[row], cc.ker[row], cc.stride[row], cc.dil[row], cc.pre[row], cc.post[row]);
+    cc.nhwc_in = true;
+    cc.type = trial == 5 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
+    const bool fused = trial % 2 == 1;
+    run_conv_case("cpu_conv_depthwise_direct", cc, false, rng, fused, fused, trial == 3, false, dg::DataType::FLOAT,
+                  1e-5, trial != 7);
   }
 }
 

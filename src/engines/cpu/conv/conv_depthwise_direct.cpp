@@ -5,6 +5,8 @@
 // the fused epilogue while in cache.
 #include "engines/cpu/conv/conv_depthwise_direct.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "engines/cpu/conv/conv_geometry.hpp"
@@ -73,10 +75,87 @@ void sum_taps(const float* const* x, const float* const* w, int taps, int64_t C,
   sum_taps_portable(x, w, taps, C, out);
 }
 
+// A run of the input read by one output row: one (r0, r1) kernel row inside the image.
+struct TapRow {
+  const float* x;   // fp32 pixels of one input row, `px` floats apart
+  int64_t px;
+  int64_t w_index;  // the weight tap of its first pixel (r2 = 0)
+};
+
+// Where the kernel columns of a block of output pixels fall in the input row.
+struct RowWalk {
+  int64_t kw, stride, dil;  // along the row
+};
+
+constexpr int kBlockPixels = 4;
+
+// kBlockPixels output pixels whose every tap lies inside the row (iw0 = the first pixel's
+// leftmost input column), channels [c0, C): out[j * ldo + c]. Each weight vector is loaded once
+// per block and each input vector once per (tap, pixel): one load per FMA and eight independent
+// accumulator chains (4 pixels x 16 channels), where summing one pixel at a time loaded x, w and
+// two tap pointers per FMA. Pixels walk the ow blocks, channels inside: each block's input stays
+// in L1 across its channel blocks (the other order, whole rows per channel block, was slower).
+void block_portable(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0, const float* wt, int64_t C,
+                    int64_t c0, float* out, int64_t ldo) {
+  for (int j = 0; j < kBlockPixels; ++j) std::fill(out + j * ldo + c0, out + j * ldo + C, 0.0f);
+  for (int r = 0; r < nrows; ++r)
+    for (int64_t s = 0; s < rw.kw; ++s) {
+      const float* w = wt + (rows[r].w_index + s) * C;
+      const float* x = rows[r].x + (iw0 + s * rw.dil) * rows[r].px;
+      for (int j = 0; j < kBlockPixels; ++j)
+        for (int64_t c = c0; c < C; ++c) out[j * ldo + c] += x[j * rw.stride * rows[r].px + c] * w[c];
+    }
+}
+
+#ifdef DNNGRAPH_DEPTHWISE_AVX2
+// kV vectors of channels from c for the block's pixels, in registers.
+template <int kV>
+__attribute__((target("avx2,fma"), always_inline)) inline void block_channels_avx2(
+    const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0, const float* wt, int64_t C, int64_t c, float* out,
+    int64_t ldo) {
+  __m256 acc[kBlockPixels][kV];
+  for (auto& p : acc)
+    for (auto& a : p) a = _mm256_setzero_ps();
+  for (int r = 0; r < nrows; ++r) {
+    const int64_t step = rw.stride * rows[r].px;
+    for (int64_t s = 0; s < rw.kw; ++s) {
+      __m256 w[kV];
+      for (int v = 0; v < kV; ++v) w[v] = _mm256_loadu_ps(wt + (rows[r].w_index + s) * C + c + 8 * v);
+      const float* x = rows[r].x + (iw0 + s * rw.dil) * rows[r].px + c;
+      for (int j = 0; j < kBlockPixels; ++j)
+        for (int v = 0; v < kV; ++v) acc[j][v] = _mm256_fmadd_ps(_mm256_loadu_ps(x + j * step + 8 * v), w[v], acc[j][v]);
+    }
+  }
+  for (int j = 0; j < kBlockPixels; ++j)
+    for (int v = 0; v < kV; ++v) _mm256_storeu_ps(out + j * ldo + c + 8 * v, acc[j][v]);
+}
+
+__attribute__((target("avx2,fma"))) void block_avx2(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0,
+                                                     const float* wt, int64_t C, float* out, int64_t ldo) {
+  int64_t c = 0;
+  for (; c + 16 <= C; c += 16) block_channels_avx2<2>(rows, nrows, rw, iw0, wt, C, c, out, ldo);
+  for (; c + 8 <= C; c += 8) block_channels_avx2<1>(rows, nrows, rw, iw0, wt, C, c, out, ldo);
+  if (c < C) block_portable(rows, nrows, rw, iw0, wt, C, c, out, ldo);  // the last C % 8 channels
+}
+#endif
+
+void sum_block(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0, const float* wt, int64_t C, float* out,
+               int64_t ldo) {
+#ifdef DNNGRAPH_DEPTHWISE_AVX2
+  static const bool kAvx2 = cpu_features().supports(Isa::AVX2);
+  if (kAvx2) {
+    block_avx2(rows, nrows, rw, iw0, wt, C, out, ldo);
+    return;
+  }
+#endif
+  block_portable(rows, nrows, rw, iw0, wt, C, 0, out, ldo);
+}
+
 class DepthwisePlan final : public Plan {
  public:
   DepthwisePlan(const Partition& p, const Epilogue& epi) : part_(p), epi_(epi) {
     g_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    epi_.prepare_in_place(1);  // the channel dim of the output
   }
 
   Status execute(const ExecArgs& args) const override {
@@ -91,13 +170,14 @@ class DepthwisePlan final : public Plan {
       gemm::convert_run(wei + g_.wei_offset(0, 0, 0, t) * size_of(g_.wei_t), g_.wei_t, g_.wei_st[0], C,
                         wt.data() + t * C);
     const bool channels_last = g_.src_st[1] == 1;
+    const OutputRows out = channels_last ? output_rows(args.ptrs, run) : OutputRows{};
     const int64_t rows = g_.n * g_.dst_sp[0] * g_.dst_sp[1];  // output rows (n, o0, o1)
     gemm::ThreadSlots slots(pool.size());
     pool.parallel_for(channels_last ? rows : rows * C, [&](int64_t b, int64_t e) {
       gemm::SlotGuard guard(slots);
       RowScratch scratch;
       for (int64_t i = b; i < e; ++i) {
-        if (channels_last) pixel_row(i, src, wt.data(), run, guard.slot(), scratch);
+        if (channels_last) pixel_row(i, src, wt.data(), out, run, guard.slot(), scratch);
         else plane_row(i / C, i % C, src, wt.data(), run, guard.slot(), scratch.acc, scratch.in);
       }
     });
@@ -106,21 +186,42 @@ class DepthwisePlan final : public Plan {
 
  private:
   // A thread's scratch for its rows: accumulators, converted input, and a row's taps.
-  struct TapRow {
-    const float* x;   // fp32 pixels of one input row, `px` floats apart
-    int64_t px;
-    int64_t w_index;  // the weight tap of its first pixel (r2 = 0)
-  };
   struct RowScratch {
     std::vector<float> acc, in;
     std::vector<TapRow> rows;
     std::vector<const float*> tap_x, tap_w;
   };
 
+  // Where channels-last rows are summed: straight into an fp32 output with unit channel stride
+  // (the plain store's tensor, or the in-place chain's, which is then finished row by row),
+  // else into scratch that the epilogue strips read.
+  struct OutputRows {
+    float* base = nullptr;        // null: scratch
+    std::array<int64_t, 5> st{};  // element strides [n, c, d0, d1, d2]
+    bool chain = false;
+  };
+  OutputRows output_rows(const std::vector<void*>& ptrs, const EpilogueRun& run) const {
+    OutputRows o;
+    if (epi_.plain_fp32_store() == g_.dst && g_.dst_st[1] == 1) {
+      o.base = static_cast<float*>(ptrs[static_cast<size_t>(g_.dst)]);
+      o.st = g_.dst_st;
+    } else if (epi_.in_place() && run.in_place_safe()) {
+      const auto& cs = epi_.chain_store_strides();  // [n, c, spatial...], rank 2 + nsp
+      o.st = {cs[0], cs[1], 0, 0, 0};
+      for (int i = 0; i < g_.nsp; ++i) o.st[static_cast<size_t>(2 + 3 - g_.nsp + i)] = cs[static_cast<size_t>(2 + i)];
+      if (o.st[1] == 1) {
+        o.base = static_cast<float*>(ptrs[static_cast<size_t>(epi_.chain_store())]);
+        o.chain = true;
+      }
+    }
+    return o;
+  }
+
   // Channels-last: one output row. The input rows it reads (one per (r0, r1) tap row inside the
-  // image) are located once, converted to fp32 once when they are not FLOAT, and then every output
-  // pixel sums its in-bounds taps with sum_taps into acc[ow][c]; then one epilogue strip per pixel.
-  void pixel_row(int64_t row, const char* src, const float* wt, EpilogueRun& run, int slot, RowScratch& s) const {
+  // image) are located once, converted to fp32 once when they are not FLOAT; blocks of pixels
+  // whose taps all lie inside the row run sum_block, the pixels near the edges sum_taps.
+  void pixel_row(int64_t row, const char* src, const float* wt, const OutputRows& out, EpilogueRun& run, int slot,
+                 RowScratch& s) const {
     const int64_t C = g_.src_c, OW = g_.dst_sp[2], W = g_.src_sp[2], es = size_of(g_.src_t);
     const int64_t n = row / (g_.dst_sp[0] * g_.dst_sp[1]);
     int64_t o[3] = {(row / g_.dst_sp[1]) % g_.dst_sp[0], row % g_.dst_sp[1], 0};
@@ -144,21 +245,42 @@ class DepthwisePlan final : public Plan {
         }
         s.rows.push_back(t);
       }
-    s.acc.resize(static_cast<size_t>(OW * C));
+    float* acc;
+    int64_t ldo;
+    const int64_t out_off = n * out.st[0] + o[0] * out.st[2] + o[1] * out.st[3];
+    if (out.base) {
+      acc = out.base + out_off;
+      ldo = out.st[4];
+    } else {
+      s.acc.resize(static_cast<size_t>(OW * C));
+      acc = s.acc.data();
+      ldo = C;
+    }
+    const RowWalk rw{g_.ker[2], g_.stride[2], g_.dil[2]};
+    const int nrows = static_cast<int>(s.rows.size());
     s.tap_x.resize(s.rows.size() * static_cast<size_t>(g_.ker[2]));
     s.tap_w.resize(s.tap_x.size());
-    for (int64_t ow = 0; ow < OW; ++ow) {
+    for (int64_t ow = 0; ow < OW;) {
+      const int64_t iw0 = ow * rw.stride - g_.pad[2];
+      if (ow + kBlockPixels <= OW && iw0 >= 0 && iw0 + (kBlockPixels - 1) * rw.stride + (rw.kw - 1) * rw.dil < W) {
+        sum_block(s.rows.data(), nrows, rw, iw0, wt, C, acc + ow * ldo, ldo);
+        ow += kBlockPixels;
+        continue;
+      }
       int taps = 0;
       for (const TapRow& r : s.rows)
-        for (int64_t r2 = 0; r2 < g_.ker[2]; ++r2) {
-          const int64_t iw = ow * g_.stride[2] - g_.pad[2] + r2 * g_.dil[2];
+        for (int64_t r2 = 0; r2 < rw.kw; ++r2) {
+          const int64_t iw = iw0 + r2 * rw.dil;
           if (iw < 0 || iw >= W) continue;
           s.tap_x[static_cast<size_t>(taps)] = r.x + iw * r.px;
           s.tap_w[static_cast<size_t>(taps)] = wt + (r.w_index + r2) * C;
           ++taps;
         }
-      sum_taps(s.tap_x.data(), s.tap_w.data(), taps, C, s.acc.data() + ow * C);
+      sum_taps(s.tap_x.data(), s.tap_w.data(), taps, C, acc + ow * ldo);
+      ++ow;
     }
+    if (out.chain) run.chain_rows(acc, ldo, OW, C, out_off, 0);
+    if (out.base) return;
     int64_t coord[5];
     for (o[2] = 0; o[2] < OW; ++o[2]) {
       g_.dst_coord(n, 0, o, coord);
