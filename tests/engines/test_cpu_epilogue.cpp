@@ -161,6 +161,35 @@ TEST(CpuEpilogue, ChainRunsAsOneLoopAndMatchesTheGeneralPath) {
     }
 }
 
+// The block form for narrow rows (a grouped conv's few channels per group) gives what the row
+// loop gives: every step kind, with a per-column vector, a block-shaped operand and a scalar,
+// 1 to 9 columns inside a wider row stride.
+TEST(CpuEpilogue, ChainBlockMatchesTheRowLoop) {
+  using K = dg::cpu::ChainStep;
+  dg::cpu::Chain ch;
+  ch.operand_instr = {1, 2, 3};  // only counted here: operand j is column, same-shaped, scalar
+  ch.steps = {{K::MUL, 2}, {K::ADD, 0}, {K::SUB_FROM, 1}, {K::RELU, -1}, {K::SUB, 2}, {K::MUL, 0}};
+  std::mt19937 rng(43);
+  std::uniform_real_distribution<float> u(-2, 2);
+  constexpr int64_t kRows = 5, kLd = 12;
+  for (int64_t cols = 1; cols <= 9; ++cols) {
+    std::vector<float> column(static_cast<size_t>(cols)), same(kRows * kLd), block(kRows * kLd);
+    for (auto& v : column) v = u(rng);
+    for (auto& v : same) v = u(rng);
+    for (auto& v : block) v = u(rng);
+    const float scalars[3] = {0.0f, 0.0f, u(rng)};
+    std::vector<float> want = block;
+    for (int64_t i = 0; i < kRows; ++i) {
+      const float* ptrs[3] = {column.data(), same.data() + i * kLd, nullptr};
+      dg::cpu::run_chain(ch, cols, want.data() + i * kLd, ptrs, scalars, want.data() + i * kLd);
+    }
+    const float* col_ops[3] = {column.data(), nullptr, nullptr};
+    const float* same_ops[3] = {nullptr, same.data(), nullptr};
+    dg::cpu::run_chain_block(ch, kRows, cols, block.data(), kLd, col_ops, same_ops, scalars);
+    for (size_t i = 0; i < block.size(); ++i) EXPECT_EQ(block[i], want[i]) << "cols " << cols << " at " << i;
+  }
+}
+
 // Reductions over domain [4, 6] accumulated from two slots: AMAX to [1, 1], AVG over dim 0 to
 // [1, 6], NORM2 over dim 1 to [4, 1].
 TEST(CpuEpilogue, ReductionsCombineSlots) {

@@ -240,6 +240,10 @@ void EpilogueRun::chain_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, 
       case Epilogue::TileOperand::SAME_AS_OUTPUT: same[j] = data + out_off; break;
     }
   }
+  if (cols < 8) {
+    run_chain_block(ch, rows, cols, c, ldc, ptrs, same, vals);
+    return;
+  }
   for (int64_t i = 0; i < rows; ++i) {
     for (size_t j = 0; j < nops; ++j)
       if (same[j]) ptrs[j] = same[j] + i * ldc;

@@ -88,7 +88,37 @@ __attribute__((target("avx2,fma"))) void run_avx2(const Chain& c, int64_t n, con
 }
 #endif
 
+// One step over a rows x cols block in place; the operand is a per-column vector (the same for
+// every row), rows laid out as the block (same + i * ld), or a scalar.
+template <class Op>
+void block_step(int64_t rows, int64_t cols, float* data, int64_t ld, const float* column, const float* same,
+                float scalar, Op op) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = data + i * ld;
+    const float* x = column ? column : same ? same + i * ld : nullptr;
+    for (int64_t k = 0; k < cols; ++k) row[k] = op(row[k], x ? x[k] : scalar);
+  }
+}
+
 }  // namespace
+
+void run_chain_block(const Chain& c, int64_t rows, int64_t cols, float* data, int64_t ld, const float* const* column,
+                     const float* const* same, const float* scalars) {
+  for (const ChainStep& s : c.steps) {
+    const bool has = s.operand >= 0;
+    const float* col = has ? column[s.operand] : nullptr;
+    const float* sm = has ? same[s.operand] : nullptr;
+    const float sc = has ? scalars[s.operand] : 0.0f;
+    auto with = [&](auto op) { block_step(rows, cols, data, ld, col, sm, sc, op); };
+    switch (s.kind) {
+      case ChainStep::ADD: with([](float v, float x) { return step_scalar(ChainStep::ADD, v, x); }); break;
+      case ChainStep::MUL: with([](float v, float x) { return step_scalar(ChainStep::MUL, v, x); }); break;
+      case ChainStep::SUB: with([](float v, float x) { return step_scalar(ChainStep::SUB, v, x); }); break;
+      case ChainStep::SUB_FROM: with([](float v, float x) { return step_scalar(ChainStep::SUB_FROM, v, x); }); break;
+      case ChainStep::RELU: with([](float v, float x) { return step_scalar(ChainStep::RELU, v, x); }); break;
+    }
+  }
+}
 
 bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round, const std::vector<bool>& is_float) {
   steps.clear();

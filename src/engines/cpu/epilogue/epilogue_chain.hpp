@@ -30,4 +30,11 @@ struct Chain {
 void run_chain(const Chain& c, int64_t n, const float* anchor, const float* const* ptrs, const float* scalars,
                float* out);
 
+// The same chain in place over a rows x cols block (row stride ld), one step at a time over the
+// whole block: for blocks narrower than a vector (a grouped conv's few channels per group), where
+// a run_chain call per row costs more than its work. Operand j is column[j][k] when set (one
+// vector for every row), else same[j][i * ld + k] when set, else scalars[j].
+void run_chain_block(const Chain& c, int64_t rows, int64_t cols, float* data, int64_t ld, const float* const* column,
+                     const float* const* same, const float* scalars);
+
 }  // namespace dnngraph::cpu
