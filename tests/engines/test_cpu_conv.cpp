@@ -206,6 +206,25 @@ TEST(CpuConvWinogradF4x3, RandomMatchesRef) {
   }
 }
 
+// Channels-last fp32 in and out: inner tiles read the input in place and write their pixels into
+// the output (plain, or finished there by the bias/ReLU/residual chain); edge tiles and a bf16
+// input take the gathered path, an AMAX the strips.
+TEST(CpuConvWinogradF4x3, ChannelsLastTilesWriteTheOutputInPlace) {
+  std::mt19937 rng(42);
+  for (int trial = 0; trial < 5; ++trial) {
+    ConvCase cc = random_case(rng, Kind::WINOGRAD);
+    cc.in = {14 + static_cast<int64_t>(rng() % 6), 18 + static_cast<int64_t>(rng() % 6)};
+    cc.c = 1 + rng() % 24;
+    cc.k = 1 + rng() % 40;
+    cc.out = {fwd_size(cc.in[0], 3, 1, 1, cc.pre[0], cc.post[0]), fwd_size(cc.in[1], 3, 1, 1, cc.pre[1], cc.post[1])};
+    cc.nhwc_in = true;
+    cc.type = trial == 4 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
+    const bool fused = trial % 2 == 1;
+    run_conv_case("cpu_conv_winograd_f4x3", cc, false, rng, fused, fused, trial == 3, trial == 2, dg::DataType::FLOAT,
+                  2e-4, true);
+  }
+}
+
 TEST(CpuConvWinogradF4x3, RejectsWhatItCannotRun) {
   dg::Handle handle(dg::Device::cpu());
   dg::Graph g;

@@ -6,7 +6,6 @@
 #include "engines/cpu/conv/conv_depthwise_direct.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 
 #include "engines/cpu/conv/conv_geometry.hpp"
@@ -170,7 +169,7 @@ class DepthwisePlan final : public Plan {
       gemm::convert_run(wei + g_.wei_offset(0, 0, 0, t) * size_of(g_.wei_t), g_.wei_t, g_.wei_st[0], C,
                         wt.data() + t * C);
     const bool channels_last = g_.src_st[1] == 1;
-    const OutputRows out = channels_last ? output_rows(args.ptrs, run) : OutputRows{};
+    const DirectOutput out = channels_last ? direct_output(g_, epi_, run, args.ptrs) : DirectOutput{};
     const int64_t rows = g_.n * g_.dst_sp[0] * g_.dst_sp[1];  // output rows (n, o0, o1)
     gemm::ThreadSlots slots(pool.size());
     pool.parallel_for(channels_last ? rows : rows * C, [&](int64_t b, int64_t e) {
@@ -192,35 +191,10 @@ class DepthwisePlan final : public Plan {
     std::vector<const float*> tap_x, tap_w;
   };
 
-  // Where channels-last rows are summed: straight into an fp32 output with unit channel stride
-  // (the plain store's tensor, or the in-place chain's, which is then finished row by row),
-  // else into scratch that the epilogue strips read.
-  struct OutputRows {
-    float* base = nullptr;        // null: scratch
-    std::array<int64_t, 5> st{};  // element strides [n, c, d0, d1, d2]
-    bool chain = false;
-  };
-  OutputRows output_rows(const std::vector<void*>& ptrs, const EpilogueRun& run) const {
-    OutputRows o;
-    if (epi_.plain_fp32_store() == g_.dst && g_.dst_st[1] == 1) {
-      o.base = static_cast<float*>(ptrs[static_cast<size_t>(g_.dst)]);
-      o.st = g_.dst_st;
-    } else if (epi_.in_place() && run.in_place_safe()) {
-      const auto& cs = epi_.chain_store_strides();  // [n, c, spatial...], rank 2 + nsp
-      o.st = {cs[0], cs[1], 0, 0, 0};
-      for (int i = 0; i < g_.nsp; ++i) o.st[static_cast<size_t>(2 + 3 - g_.nsp + i)] = cs[static_cast<size_t>(2 + i)];
-      if (o.st[1] == 1) {
-        o.base = static_cast<float*>(ptrs[static_cast<size_t>(epi_.chain_store())]);
-        o.chain = true;
-      }
-    }
-    return o;
-  }
-
   // Channels-last: one output row. The input rows it reads (one per (r0, r1) tap row inside the
   // image) are located once, converted to fp32 once when they are not FLOAT; blocks of pixels
   // whose taps all lie inside the row run sum_block, the pixels near the edges sum_taps.
-  void pixel_row(int64_t row, const char* src, const float* wt, const OutputRows& out, EpilogueRun& run, int slot,
+  void pixel_row(int64_t row, const char* src, const float* wt, const DirectOutput& out, EpilogueRun& run, int slot,
                  RowScratch& s) const {
     const int64_t C = g_.src_c, OW = g_.dst_sp[2], W = g_.src_sp[2], es = size_of(g_.src_t);
     const int64_t n = row / (g_.dst_sp[0] * g_.dst_sp[1]);
@@ -247,7 +221,7 @@ class DepthwisePlan final : public Plan {
       }
     float* acc;
     int64_t ldo;
-    const int64_t out_off = n * out.st[0] + o[0] * out.st[2] + o[1] * out.st[3];
+    const int64_t out_off = out.offset(n, o);  // o[2] = 0: the row's first pixel
     if (out.base) {
       acc = out.base + out_off;
       ldo = out.st[4];

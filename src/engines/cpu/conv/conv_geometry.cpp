@@ -105,4 +105,23 @@ std::vector<ConvPhase> conv_phases(const ConvGeometry& g) {
   return out;
 }
 
+DirectOutput direct_output(const ConvGeometry& g, const Epilogue& epi, const EpilogueRun& run,
+                           const std::vector<void*>& ptrs) {
+  DirectOutput o;
+  if (g.dgrad) return o;
+  if (epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1) {
+    o.base = static_cast<float*>(ptrs[static_cast<size_t>(g.dst)]);
+    o.st = g.dst_st;
+  } else if (epi.in_place() && run.in_place_safe()) {
+    const auto& cs = epi.chain_store_strides();  // [n, c, spatial...]: rank 2 + nsp
+    o.st = {cs[0], cs[1], 0, 0, 0};
+    for (int i = 0; i < g.nsp; ++i) o.st[static_cast<size_t>(2 + 3 - g.nsp + i)] = cs[static_cast<size_t>(2 + i)];
+    if (o.st[1] == 1) {
+      o.base = static_cast<float*>(ptrs[static_cast<size_t>(epi.chain_store())]);
+      o.chain = true;
+    }
+  }
+  return o;
+}
+
 }  // namespace dnngraph::cpu

@@ -38,6 +38,19 @@ struct ConvGeometry {
   void dst_coord(int64_t n, int64_t c, const int64_t* o, int64_t* coord) const;
 };
 
+// Where a conv may write its fp32 sums itself instead of handing them to the epilogue's strips:
+// the plain store's tensor, or the in-place chain's output (which the conv then finishes with
+// EpilogueRun::chain_rows), when that tensor's channels are unit-stride. The plan must have called
+// Epilogue::prepare_in_place(1).
+struct DirectOutput {
+  float* base = nullptr;        // null: through the strips
+  std::array<int64_t, 5> st{};  // element strides [n, c, d0, d1, d2]
+  bool chain = false;
+  int64_t offset(int64_t n, const int64_t* o) const { return n * st[0] + o[0] * st[2] + o[1] * st[3] + o[2] * st[4]; }
+};
+DirectOutput direct_output(const ConvGeometry& g, const Epilogue& epi, const EpilogueRun& run,
+                           const std::vector<void*>& ptrs);
+
 // One implicit GEMM over a set of dst positions that share a tap list. Per spatial dim d: dst
 // positions start[d] + step[d] * j for j < count[d]; tap i reads src at j * jstride[d] + off[d][i]
 // through weight tap index rtap[d][i]. fprop has one such sub-problem; dgrad has one per phase.

@@ -31,8 +31,9 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 #define DNNGRAPH_WINO_CLONES
 #endif
 
-// U = G g G^T for n <= 32 kernels at once (n is a GEMM NR): g[9][n] (row-major taps) into u[36][n].
-DNNGRAPH_WINO_CLONES void weight_transform(const float* g, float* u, int64_t n) {
+// U = G g G^T for n <= 32 kernels at once (n is a GEMM NR): g[9][n] (row-major taps) into the 36
+// rows u + xi * u_ld, n floats each.
+DNNGRAPH_WINO_CLONES void weight_transform(const float* g, float* u, int64_t u_ld, int64_t n) {
   static const float G[6][3] = {{1.0f / 4, 0, 0},          {-1.0f / 6, -1.0f / 6, -1.0f / 6},
                                 {-1.0f / 6, 1.0f / 6, -1.0f / 6}, {1.0f / 24, 1.0f / 12, 1.0f / 6},
                                 {1.0f / 24, -1.0f / 12, 1.0f / 6}, {0, 0, 1}};
@@ -43,7 +44,7 @@ DNNGRAPH_WINO_CLONES void weight_transform(const float* g, float* u, int64_t n) 
         t[i][j][l] = G[i][0] * g[(0 * 3 + j) * n + l] + G[i][1] * g[(1 * 3 + j) * n + l] + G[i][2] * g[(2 * 3 + j) * n + l];
   for (int i = 0; i < 6; ++i)
     for (int j = 0; j < 6; ++j)
-      for (int64_t l = 0; l < n; ++l) u[(i * 6 + j) * n + l] = t[i][0][l] * G[j][0] + t[i][1][l] * G[j][1] + t[i][2][l] * G[j][2];
+      for (int64_t l = 0; l < n; ++l) u[(i * 6 + j) * u_ld + l] = t[i][0][l] * G[j][0] + t[i][1][l] * G[j][1] + t[i][2][l] * G[j][2];
 }
 
 // B^T x for six vectors of n lanes: out[i] = sum_j BT[i][j] * in[j] (in/out rows of stride `ld`).
@@ -77,6 +78,7 @@ class WinogradPlan final : public Plan {
   WinogradPlan(const Partition& p, const Epilogue& epi, Isa isa, int threads)
       : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), threads_(threads) {
     g_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    epi_.prepare_in_place(1);  // the channel dim of the output
     C_ = g_.src_c;
     K_ = g_.dst_c;
     th_ = (g_.dst_sp[1] + kOut - 1) / kOut;
@@ -103,13 +105,14 @@ class WinogradPlan final : public Plan {
     float* u = ws;
     transform_weights(static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.wei)]), u, pool);
     const char* src = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.src)]);
+    const DirectOutput out = direct_output(g_, epi_, run, args.ptrs);
     gemm::ThreadSlots slots(pool.size());
     const int64_t blocks = (tiles_ + tb_ - 1) / tb_;
     pool.parallel_for(blocks, [&](int64_t b, int64_t e) {
       gemm::SlotGuard guard(slots);
       float* scratch = u + u_floats() + guard.slot() * per_thread_floats();
-      for (int64_t blk = b; blk < e; ++blk) run_block(blk * tb_, std::min(tb_, tiles_ - blk * tb_), src, u, scratch, run,
-                                                      guard.slot());
+      for (int64_t blk = b; blk < e; ++blk)
+        run_block(blk * tb_, std::min(tb_, tiles_ - blk * tb_), src, u, scratch, out, run, guard.slot());
     });
     return run.finish();
   }
@@ -125,27 +128,41 @@ class WinogradPlan final : public Plan {
   // U[xi] packed as NR-wide GEMM B panels over (C x K): u + xi * C * Kp + panel * C * NR. One
   // panel row (NR output channels) is transformed at a time so that every write is contiguous.
   void transform_weights(const char* wei, float* u, ThreadPool& pool) const {
-    const int64_t kp = round_up(K_, ks_.nr), nr = ks_.nr;
-    pool.parallel_for(kp / nr, [&](int64_t b, int64_t e) {
-      std::vector<float> gk(static_cast<size_t>(9 * nr)), uk(static_cast<size_t>(kXi * nr));
-      for (int64_t p = b; p < e; ++p)
-        for (int64_t c = 0; c < C_; ++c) {
-          for (int64_t j = 0; j < nr; ++j)
-            for (int t = 0; t < 9; ++t)
-              gk[static_cast<size_t>(t * nr + j)] = p * nr + j < K_ ? load_weight(wei, g_.wei_offset(0, c, p * nr + j, t)) : 0.0f;
-          weight_transform(gk.data(), uk.data(), nr);
-          for (int xi = 0; xi < kXi; ++xi)
-            std::memcpy(u + xi * C_ * kp + p * C_ * nr + c * nr, uk.data() + xi * nr, static_cast<size_t>(nr) * sizeof(float));
-        }
-    });
+    switch (g_.wei_t) {
+      case DataType::FLOAT:
+        transform_weights_as([w = reinterpret_cast<const float*>(wei)](int64_t o) { return w[o]; }, u, pool);
+        return;
+      case DataType::BFLOAT16:
+        transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return bf16_to_fp32(w[o]); },
+                             u, pool);
+        return;
+      default:
+        transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return fp16_to_fp32(w[o]); },
+                             u, pool);
+        return;
+    }
   }
 
-  float load_weight(const char* wei, int64_t off) const {
-    switch (g_.wei_t) {
-      case DataType::FLOAT: return reinterpret_cast<const float*>(wei)[off];
-      case DataType::BFLOAT16: return bf16_to_fp32(reinterpret_cast<const uint16_t*>(wei)[off]);
-      default: return fp16_to_fp32(reinterpret_cast<const uint16_t*>(wei)[off]);
-    }
+  // `load(offset)` reads one weight as fp32. Offsets are linear in (oc, c, tap): resolved once
+  // here, as resolving each element's tap (two divisions) and type took ~20% of a 3x3 C128 layer.
+  template <class Load>
+  void transform_weights_as(Load load, float* u, ThreadPool& pool) const {
+    const int64_t kp = round_up(K_, ks_.nr), nr = ks_.nr;
+    const int64_t origin = g_.wei_offset(0, 0, 0, 0);
+    const int64_t oc_step = g_.wei_offset(0, 0, 1, 0) - origin, c_step = g_.wei_offset(0, 1, 0, 0) - origin;
+    int64_t tap[9];
+    for (int t = 0; t < 9; ++t) tap[t] = g_.wei_offset(0, 0, 0, t);
+    pool.parallel_for(kp / nr, [&](int64_t b, int64_t e) {
+      std::vector<float> gk(static_cast<size_t>(9 * nr));
+      for (int64_t p = b; p < e; ++p)
+        for (int64_t c = 0; c < C_; ++c) {
+          for (int64_t j = 0; j < nr; ++j) {
+            const int64_t oc = p * nr + j, base = oc * oc_step + c * c_step;
+            for (int t = 0; t < 9; ++t) gk[static_cast<size_t>(t * nr + j)] = oc < K_ ? load(base + tap[t]) : 0.0f;
+          }
+          weight_transform(gk.data(), u + p * C_ * nr + c * nr, C_ * kp, nr);
+        }
+    });
   }
 
   void tile_origin(int64_t t, int64_t& n, int64_t& oh, int64_t& ow) const {
@@ -154,18 +171,27 @@ class WinogradPlan final : public Plan {
     ow = t % tw_ * kOut;
   }
 
-  void run_block(int64_t t0, int64_t nt, const char* src, const float* u, float* scratch, EpilogueRun& run,
-                 int slot) const {
+  void run_block(int64_t t0, int64_t nt, const char* src, const float* u, float* scratch, const DirectOutput& out,
+                 EpilogueRun& run, int slot) const {
     float* v = scratch;
     float* m = v + round_up(kXi * tb_ * C_, 16);
     float* d = m + round_up(kXi * tb_ * ldm_, 16);       // 36 x C gathered input, then B^T d
     float* tmp = d + round_up(2 * kXi * C_, 16);          // scratch rows for the transforms
     const float** rows = reinterpret_cast<const float**>(tmp + round_up(kXi * std::max(K_, C_) * 2, 16));
     const int64_t es = size_of(g_.src_t);
+    const bool fp32_nhwc = g_.src_t == DataType::FLOAT && g_.src_st[1] == 1;
     // Input transform, tile by tile, vectorized over channels.
     for (int64_t i = 0; i < nt; ++i) {
       int64_t n, oh, ow;
       tile_origin(t0 + i, n, oh, ow);
+      const int64_t ih0 = oh - g_.pad[1], iw0 = ow - g_.pad[2];
+      if (fp32_nhwc && ih0 >= 0 && ih0 + kT <= g_.src_sp[1] && iw0 >= 0 && iw0 + kT <= g_.src_sp[2]) {
+        // The whole 6x6 patch is inside: the column transform reads the input where it is.
+        const float* patch = reinterpret_cast<const float*>(src) + n * g_.src_st[0] + ih0 * g_.src_st[3] + iw0 * g_.src_st[4];
+        for (int x = 0; x < kT; ++x) bt6(patch + x * g_.src_st[4], g_.src_st[3], tmp + x * C_, kT * C_, C_);
+        for (int y = 0; y < kT; ++y) bt6(tmp + y * kT * C_, C_, v + (y * kT) * tb_ * C_ + i * C_, tb_ * C_, C_);
+        continue;
+      }
       for (int y = 0; y < kT; ++y)
         for (int x = 0; x < kT; ++x) {
           const int64_t ih = oh - g_.pad[1] + y, iw = ow - g_.pad[2] + x;
@@ -201,6 +227,16 @@ class WinogradPlan final : public Plan {
       int64_t n, oh, ow;
       tile_origin(t0 + i, n, oh, ow);
       for (int x = 0; x < kT; ++x) at6(m + x * tb_ * ldm_ + i * ldm_, kT * tb_ * ldm_, tmp + x * K_, kT * K_, K_);
+      if (out.base && oh + kOut <= g_.dst_sp[1] && ow + kOut <= g_.dst_sp[2]) {
+        // A whole tile inside the output: the row transform writes its pixels in place.
+        for (int r = 0; r < kOut; ++r) {
+          const int64_t o[3] = {0, oh + r, ow};
+          const int64_t off = out.offset(n, o);
+          at6(tmp + r * kT * K_, K_, out.base + off, out.st[4], K_);
+          if (out.chain) run.chain_rows(out.base + off, out.st[4], kOut, K_, off, 0);
+        }
+        continue;
+      }
       float* y = tmp + 24 * K_;  // 16 x K, after A^T M's 24 rows
       for (int r = 0; r < kOut; ++r) at6(tmp + r * kT * K_, K_, y + r * kOut * K_, K_, K_);
       for (int r = 0; r < kOut && oh + r < g_.dst_sp[1]; ++r)
