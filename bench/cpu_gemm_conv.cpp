@@ -1,6 +1,6 @@
 // The CPU GEMM and convolution engines against OpenBLAS (cblas_sgemm) and oneDNN on the same run,
-// fp32, all cores: sgemm 1024 and 2048, the tutorial conv and three ResNet-50 layers at N=1
-// (NHWC), and conv + bias + ReLU fused against the same conv followed by separate bias and ReLU
+// fp32, all cores: sgemm 1024 and 2048, the tutorial conv, three ResNet-50 layers, a MobileNetV2
+// depthwise and a ResNeXt-50 grouped layer at N=1 (NHWC), and conv + bias + ReLU fused against the same conv followed by separate bias and ReLU
 // passes. Also measures the machine's fp32 FMA peak. Prints median wall times (and process CPU
 // time, which shows the work done when other processes share the machine) and the ratios.
 //
@@ -285,9 +285,9 @@ void bench_conv(const ConvShape& s, int iters) {
   }
   std::printf("  (max |diff| %.2e of max |y| %.2e)\n", err, mag);
   print_row(s.name, def.plan.c_str(), r, "oneDNN", s.flops());
-  // A 3x3 layer runs on both conv engines: show the one the heuristic did not choose too.
+  // A dense 3x3 layer runs on both conv engines: show the one the heuristic did not choose too.
   const bool chose_implicit = def.plan.rfind("cpu_conv_implicit_gemm", 0) == 0;
-  if (!chose_implicit || s.r == 3) {
+  if (s.groups == 1 && s.r == 3) {
     Built other;
     build_conv(other, s, x.data(), w.data(), nullptr, y.data(), false,
                {chose_implicit ? "cpu_conv_winograd_f4x3" : "cpu_conv_implicit_gemm"});
@@ -353,7 +353,8 @@ int main(int argc, char** argv) {
                               {"rn50 3x3 C64 56x56 -> 64", 64, 56, 56, 64, 3, 1},
                               {"rn50 1x1 C256 56x56 -> 64", 256, 56, 56, 64, 1, 0},
                               {"rn50 3x3 C256 14x14 -> 256", 256, 14, 14, 256, 3, 1},
-                              {"mbv2 dw 3x3 C144 56x56", 144, 56, 56, 144, 3, 1, 1, 144}};
+                              {"mbv2 dw 3x3 C144 56x56", 144, 56, 56, 144, 3, 1, 1, 144},
+                              {"rnx50 3x3 C128 g32 56x56 -> 128", 128, 56, 56, 128, 3, 1, 1, 32}};
   for (const auto& s : shapes)
     if (want(s.name)) bench_conv(s, iters);
   std::printf("\n");
