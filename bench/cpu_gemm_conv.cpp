@@ -1,7 +1,7 @@
 // The CPU GEMM and convolution engines against OpenBLAS (cblas_sgemm) and oneDNN on the same run,
 // fp32, all cores: sgemm 1024 and 2048, the tutorial conv, three ResNet-50 layers, a MobileNetV2
-// depthwise and a ResNeXt-50 grouped layer at N=1 (NHWC), and conv + bias + ReLU fused against the same conv followed by separate bias and ReLU
-// passes. Also measures the machine's fp32 FMA peak. Prints median wall times (and process CPU
+// depthwise and a ResNeXt-50 grouped layer at N=1 (NHWC), and conv + bias + ReLU fused against
+// the same conv followed by separate bias and ReLU passes. Also measures the machine's fp32 FMA peak. Prints median wall times (and process CPU
 // time, which shows the work done when other processes share the machine) and the ratios.
 //
 //   dnngraph_bench_cpu_gemm_conv [iterations] [filter]     default 15, every case
