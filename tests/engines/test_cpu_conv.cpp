@@ -264,7 +264,7 @@ TEST(CpuConvDepthwiseDirect, ChannelsLastWideMatchesRef) {
   }
 }
 
-// Rows wide enough for the blocked kernel (8 output pixels whose taps are all inside the row)
+// Rows wide enough for the blocked kernels (the general one and the 3-tap one at stride 1 and 2)
 // beside edge pixels, any stride and dilation along the row; outputs written in place (plain
 // store or the bias/ReLU/residual chain into a channels-last output) or through scratch.
 TEST(CpuConvDepthwiseDirect, WideRowsRunTheBlockedKernel) {
@@ -274,6 +274,11 @@ TEST(CpuConvDepthwiseDirect, WideRowsRunTheBlockedKernel) {
     cc.groups = cc.c = cc.k = 1 + rng() % 40;
     const size_t row = static_cast<size_t>(cc.nsp - 1);
     cc.in[row] = 20 + rng() % 40;
+    if (trial < 4) {  // the 3-tap kernel: 3 wide, dilation 1, stride 1 or 2
+      cc.ker[row] = 3;
+      cc.dil[row] = 1;
+      cc.stride[row] = 1 + trial % 2;
+    }
     cc.out[row] = fwd_size(cc.in[row], cc.ker[row], cc.stride[row], cc.dil[row], cc.pre[row], cc.post[row]);
     cc.nhwc_in = true;
     cc.type = trial == 5 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
