@@ -24,6 +24,70 @@ void read_tensor(const ir::Tensor& t, int nsp, std::array<int64_t, 5>& st, std::
 
 int64_t floor_mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
 
+// The phases and their tap lists (fprop: one phase of every position).
+std::vector<ConvPhase> phase_taps(const ConvGeometry& g) {
+  std::vector<ConvPhase> out;
+  if (!g.dgrad) {
+    ConvPhase p;
+    for (size_t d = 0; d < 3; ++d) {
+      p.count[d] = g.dst_sp[d];
+      p.jstride[d] = g.stride[d];
+      for (int64_t r = 0; r < g.ker[d]; ++r) {
+        p.off[d].push_back(r * g.dil[d] - g.pad[d]);
+        p.rtap[d].push_back(r);
+      }
+    }
+    out.push_back(std::move(p));
+    return out;
+  }
+  // dgrad: dst position i takes tap r when (i + pad - r * dil) is a multiple of the stride; for
+  // i = rho + s * j that depends only on the phase rho, and src index = j + (rho + pad - r*dil)/s.
+  std::array<int64_t, 3> rho{0, 0, 0};
+  for (rho[0] = 0; rho[0] < g.stride[0]; ++rho[0])
+    for (rho[1] = 0; rho[1] < g.stride[1]; ++rho[1])
+      for (rho[2] = 0; rho[2] < g.stride[2]; ++rho[2]) {
+        ConvPhase p;
+        bool empty = false;
+        for (size_t d = 0; d < 3; ++d) {
+          p.start[d] = rho[d];
+          p.step[d] = g.stride[d];
+          p.count[d] = rho[d] < g.dst_sp[d] ? (g.dst_sp[d] - rho[d] + g.stride[d] - 1) / g.stride[d] : 0;
+          p.jstride[d] = 1;
+          for (int64_t r = 0; r < g.ker[d]; ++r) {
+            const int64_t t = rho[d] + g.pad[d] - r * g.dil[d];
+            if (floor_mod(t, g.stride[d]) != 0) continue;
+            p.off[d].push_back((t - floor_mod(t, g.stride[d])) / g.stride[d]);
+            p.rtap[d].push_back(r);
+          }
+          empty |= p.count[d] == 0;
+        }
+        if (!empty) out.push_back(std::move(p));
+      }
+  return out;
+}
+
+void fill_src_offsets(const ConvGeometry& g, ConvPhase& ph) {
+  const int64_t taps = ph.taps();
+  const size_t n1 = ph.off[1].size(), n2 = ph.off[2].size();
+  ph.src_offset.resize(static_cast<size_t>(ph.pixels() * taps));
+  int64_t* out = ph.src_offset.data();
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t j0 = 0; j0 < ph.count[0]; ++j0)
+      for (int64_t j1 = 0; j1 < ph.count[1]; ++j1)
+        for (int64_t j2 = 0; j2 < ph.count[2]; ++j2) {
+          const size_t ut = static_cast<size_t>(t);
+          const int64_t pos[3] = {j0 * ph.jstride[0] + ph.off[0][ut / (n1 * n2)],
+                                  j1 * ph.jstride[1] + ph.off[1][(ut / n2) % n1], j2 * ph.jstride[2] + ph.off[2][ut % n2]};
+          int64_t off = 0;
+          bool inside = true;
+          for (size_t d = 0; d < 3; ++d) {
+            inside &= pos[d] >= 0 && pos[d] < g.src_sp[d];
+            off += pos[d] * g.src_st[2 + d];
+          }
+          *out++ = inside ? off : ConvPhase::kOutside;
+        }
+}
+
 }  // namespace
 
 void ConvGeometry::init(const ir::Graph& g, const ir::Node& node) {
@@ -64,46 +128,13 @@ void ConvGeometry::dst_coord(int64_t nn, int64_t c, const int64_t* o, int64_t* c
   for (int i = 0; i < nsp; ++i) coord[2 + i] = o[3 - nsp + i];
 }
 
-std::vector<ConvPhase> conv_phases(const ConvGeometry& g) {
-  std::vector<ConvPhase> out;
-  if (!g.dgrad) {
-    ConvPhase p;
-    for (size_t d = 0; d < 3; ++d) {
-      p.count[d] = g.dst_sp[d];
-      p.jstride[d] = g.stride[d];
-      for (int64_t r = 0; r < g.ker[d]; ++r) {
-        p.off[d].push_back(r * g.dil[d] - g.pad[d]);
-        p.rtap[d].push_back(r);
-      }
-    }
-    out.push_back(std::move(p));
-    return out;
-  }
-  // dgrad: dst position i takes tap r when (i + pad - r * dil) is a multiple of the stride; for
-  // i = rho + s * j that depends only on the phase rho, and src index = j + (rho + pad - r*dil)/s.
-  std::array<int64_t, 3> rho{0, 0, 0};
-  for (rho[0] = 0; rho[0] < g.stride[0]; ++rho[0])
-    for (rho[1] = 0; rho[1] < g.stride[1]; ++rho[1])
-      for (rho[2] = 0; rho[2] < g.stride[2]; ++rho[2]) {
-        ConvPhase p;
-        bool empty = false;
-        for (size_t d = 0; d < 3; ++d) {
-          p.start[d] = rho[d];
-          p.step[d] = g.stride[d];
-          p.count[d] = rho[d] < g.dst_sp[d] ? (g.dst_sp[d] - rho[d] + g.stride[d] - 1) / g.stride[d] : 0;
-          p.jstride[d] = 1;
-          for (int64_t r = 0; r < g.ker[d]; ++r) {
-            const int64_t t = rho[d] + g.pad[d] - r * g.dil[d];
-            if (floor_mod(t, g.stride[d]) != 0) continue;
-            p.off[d].push_back((t - floor_mod(t, g.stride[d])) / g.stride[d]);
-            p.rtap[d].push_back(r);
-          }
-          empty |= p.count[d] == 0;
-        }
-        if (!empty) out.push_back(std::move(p));
-      }
+std::vector<ConvPhase> conv_phases(const ConvGeometry& g, int64_t max_offsets) {
+  std::vector<ConvPhase> out = phase_taps(g);
+  for (ConvPhase& ph : out)
+    if (ph.pixels() * ph.taps() <= max_offsets) fill_src_offsets(g, ph);
   return out;
 }
+
 
 DirectOutput direct_output(const ConvGeometry& g, const Epilogue& epi, const EpilogueRun& run,
                            const std::vector<void*>& ptrs) {

@@ -5,6 +5,7 @@
 // described here as src -> dst with the weights' channel roles swapped.
 #pragma once
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -57,9 +58,14 @@ DirectOutput direct_output(const ConvGeometry& g, const Epilogue& epi, const Epi
 struct ConvPhase {
   std::array<int64_t, 3> start{0, 0, 0}, step{1, 1, 1}, count{1, 1, 1}, jstride{1, 1, 1};
   std::array<std::vector<int64_t>, 3> off, rtap;
+  // Where tap t of position p (row-major over count) reads src, relative to its image:
+  // src_offset[t * pixels() + p] elements, or kOutside. Empty when conv_phases found it too large.
+  static constexpr int64_t kOutside = INT64_MIN;
+  std::vector<int64_t> src_offset;
   int64_t taps() const { return static_cast<int64_t>(off[0].size() * off[1].size() * off[2].size()); }
   int64_t pixels() const { return count[0] * count[1] * count[2]; }
 };
-std::vector<ConvPhase> conv_phases(const ConvGeometry& g);
+// The phases of g, each with its src_offset table when it has at most max_offsets entries.
+std::vector<ConvPhase> conv_phases(const ConvGeometry& g, int64_t max_offsets = 0);
 
 }  // namespace dnngraph::cpu

@@ -19,6 +19,9 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The largest per-plan table of tap offsets kept (2 MiB); larger convs resolve taps per row.
+constexpr int64_t kMaxOffsets = 1 << 18;
+
 // True when dst pixels, flattened as (n, d0, d1, d2), sit at a uniform stride ldc.
 bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
   ldc = g.dst_st[4];
@@ -88,6 +91,10 @@ class ConvProblem final : public gemm::GemmProblem {
     const int64_t padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
     const size_t n1 = ph_.off[1].size(), n2 = ph_.off[2].size();
     if (indirect_) std::fill_n(scratch, kb.seg_len, 0.0f);
+    if (indirect_ && !ph_.src_offset.empty()) {
+      indirect_rows_from_table(grp, m0, mc, kb, mr, rows, scratch);
+      return;
+    }
     for (int s = 0; s < kb.nseg; ++s) {
       const int64_t kk = kb.k0 + s * kb.seg_len, t = kk / icg, c0 = kk % icg;
       const size_t ut = static_cast<size_t>(t);
@@ -115,6 +122,34 @@ class ConvProblem final : public gemm::GemmProblem {
           else std::fill_n(dst, kb.seg_len, 0.0f);
         }
         *slot = dst;
+      }
+    }
+  }
+
+  // The indirect rows through the phase's offset table: a lookup per (row, segment) instead of
+  // resolving each tap's position and bounds (that was two thirds of a grouped conv with 4
+  // channels per group, whose segments are 4 floats long).
+  void indirect_rows_from_table(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr,
+                                const float** rows, const float* zeros) const {
+    const int64_t icg = g_.src_cg, padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
+    const float* src = static_cast<const float*>(src_);
+    for (int s = 0; s < kb.nseg; ++s) {
+      const int64_t kk = kb.k0 + s * kb.seg_len, t = kk / icg;
+      const float* chan = src + (grp * icg + kk % icg) * g_.src_st[1];
+      const int64_t* tap_offsets = ph_.src_offset.data() + t * pix;
+      int64_t nn = m0 / pix, p = m0 % pix;
+      const float** tile = rows + s * mr;  // row i of the block: tile[(i / mr) * nseg * mr + i % mr]
+      for (int64_t i = 0, lane = 0; i < padded; ++i) {
+        if (i > 0 && i < mc && ++p == pix) {  // rows past mc repeat the last real row
+          p = 0;
+          ++nn;
+        }
+        const int64_t off = tap_offsets[p];
+        tile[lane] = off == ConvPhase::kOutside ? zeros : chan + nn * g_.src_st[0] + off;
+        if (++lane == mr) {
+          lane = 0;
+          tile += kb.nseg * mr;
+        }
       }
     }
   }
@@ -191,7 +226,7 @@ class ConvImplicitPlan final : public Plan {
       : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), blk_(blk), threads_(threads) {
     geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
     epi_.prepare_in_place(1);  // the channel dim of the output
-    phases_ = conv_phases(geo_);
+    phases_ = conv_phases(geo_, kMaxOffsets);
     for (const auto& ph : phases_) {
       ConvProblem sizing(geo_, ph, epi_, nullptr, nullptr);
       ws_ = std::max(ws_, gemm::workspace_bytes(sizing, ks_, blk_, threads_) + 64);
