@@ -75,20 +75,28 @@ const Kernels kGeneric{"generic", gemm_generic, softmax_generic};
 // C[6 x 16] (+)= A[6 x k] * B[k x 16]: 12 accumulators, the classic Haswell register block.
 DG_AVX2 void gemm_6x16(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                        bool accumulate) {
+  // Every loop over the tile is unrolled, so the accumulators stay in registers (rolled, GCC
+  // kept them on the stack and stored all twelve on every k step).
   __m256 acc[6][2];
+#pragma GCC unroll 6
   for (int r = 0; r < 6; ++r)
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h)
       acc[r][h] = accumulate ? _mm256_loadu_ps(c + r * ldc + 8 * h) : _mm256_setzero_ps();
+#pragma GCC unroll 4
   for (int64_t p = 0; p < k; ++p) {
     const __m256 b0 = _mm256_loadu_ps(b + p * ldb);
     const __m256 b1 = _mm256_loadu_ps(b + p * ldb + 8);
+#pragma GCC unroll 6
     for (int r = 0; r < 6; ++r) {
       const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
       acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
     }
   }
+#pragma GCC unroll 6
   for (int r = 0; r < 6; ++r)
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) _mm256_storeu_ps(c + r * ldc + 8 * h, acc[r][h]);
 }
 
