@@ -75,13 +75,6 @@ void sum_taps(const float* const* x, const float* const* w, int taps, int64_t C,
   sum_taps_portable(x, w, taps, C, out);
 }
 
-// A run of the input read by one output row: one (r0, r1) kernel row inside the image.
-struct TapRow {
-  const float* x;   // fp32 pixels of one input row, `px` floats apart
-  int64_t px;
-  int64_t w_index;  // the weight tap of its first pixel (r2 = 0)
-};
-
 // Where the kernel columns of a block of output pixels fall in the input row.
 struct RowWalk {
   int64_t kw, stride, dil;  // along the row
@@ -253,29 +246,10 @@ class DepthwisePlan final : public Plan {
   // whose taps all lie inside the row run sum_block, the pixels near the edges sum_taps.
   void pixel_row(int64_t row, const char* src, const float* wt, const DirectOutput& out, EpilogueRun& run, int slot,
                  RowScratch& s) const {
-    const int64_t C = g_.src_c, OW = g_.dst_sp[2], W = g_.src_sp[2], es = size_of(g_.src_t);
+    const int64_t C = g_.src_c, OW = g_.dst_sp[2], W = g_.src_sp[2];
     const int64_t n = row / (g_.dst_sp[0] * g_.dst_sp[1]);
     int64_t o[3] = {(row / g_.dst_sp[1]) % g_.dst_sp[0], row % g_.dst_sp[1], 0};
-    const bool fp32 = g_.src_t == DataType::FLOAT;
-    s.rows.clear();
-    if (!fp32) s.in.resize(static_cast<size_t>(g_.ker[0] * g_.ker[1] * W * C));
-    for (int64_t r0 = 0; r0 < g_.ker[0]; ++r0)
-      for (int64_t r1 = 0; r1 < g_.ker[1]; ++r1) {
-        const int64_t p0 = o[0] * g_.stride[0] - g_.pad[0] + r0 * g_.dil[0];
-        const int64_t p1 = o[1] * g_.stride[1] - g_.pad[1] + r1 * g_.dil[1];
-        if (p0 < 0 || p0 >= g_.src_sp[0] || p1 < 0 || p1 >= g_.src_sp[1]) continue;
-        const int64_t off = n * g_.src_st[0] + p0 * g_.src_st[2] + p1 * g_.src_st[3];
-        TapRow t{nullptr, C, (r0 * g_.ker[1] + r1) * g_.ker[2]};
-        if (fp32) {
-          t.x = reinterpret_cast<const float*>(src) + off;
-          t.px = g_.src_st[4];
-        } else {
-          float* dst = s.in.data() + static_cast<int64_t>(s.rows.size()) * W * C;
-          for (int64_t iw = 0; iw < W; ++iw) gemm::convert_run(src + (off + iw * g_.src_st[4]) * es, g_.src_t, 1, C, dst + iw * C);
-          t.x = dst;
-        }
-        s.rows.push_back(t);
-      }
+    output_row_inputs(g_, src, n, o, s.rows, s.in);
     float* acc;
     int64_t ldo;
     const int64_t out_off = out.offset(n, o);  // o[2] = 0: the row's first pixel

@@ -1,5 +1,7 @@
 #include "engines/cpu/conv/conv_geometry.hpp"
 
+#include "engines/cpu/gemm/pack.hpp"
+
 namespace dnngraph::cpu {
 namespace {
 
@@ -153,6 +155,31 @@ DirectOutput direct_output(const ConvGeometry& g, const Epilogue& epi, const Epi
     }
   }
   return o;
+}
+
+void output_row_inputs(const ConvGeometry& g, const char* src, int64_t n, const int64_t* o, std::vector<TapRow>& rows,
+                       std::vector<float>& converted) {
+  const int64_t C = g.src_c, W = g.src_sp[2], es = size_of(g.src_t);
+  const bool fp32 = g.src_t == DataType::FLOAT;
+  rows.clear();
+  if (!fp32) converted.resize(static_cast<size_t>(g.ker[0] * g.ker[1] * W * C));
+  for (int64_t r0 = 0; r0 < g.ker[0]; ++r0)
+    for (int64_t r1 = 0; r1 < g.ker[1]; ++r1) {
+      const int64_t p0 = o[0] * g.stride[0] - g.pad[0] + r0 * g.dil[0];
+      const int64_t p1 = o[1] * g.stride[1] - g.pad[1] + r1 * g.dil[1];
+      if (p0 < 0 || p0 >= g.src_sp[0] || p1 < 0 || p1 >= g.src_sp[1]) continue;
+      const int64_t off = n * g.src_st[0] + p0 * g.src_st[2] + p1 * g.src_st[3];
+      TapRow t{nullptr, C, (r0 * g.ker[1] + r1) * g.ker[2]};
+      if (fp32) {
+        t.x = reinterpret_cast<const float*>(src) + off;
+        t.px = g.src_st[4];
+      } else {
+        float* dst = converted.data() + static_cast<int64_t>(rows.size()) * W * C;
+        for (int64_t iw = 0; iw < W; ++iw) gemm::convert_run(src + (off + iw * g.src_st[4]) * es, g.src_t, 1, C, dst + iw * C);
+        t.x = dst;
+      }
+      rows.push_back(t);
+    }
 }
 
 }  // namespace dnngraph::cpu

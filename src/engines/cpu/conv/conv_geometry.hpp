@@ -52,6 +52,18 @@ struct DirectOutput {
 DirectOutput direct_output(const ConvGeometry& g, const Epilogue& epi, const EpilogueRun& run,
                            const std::vector<void*>& ptrs);
 
+// One input row read by the output row (n, o0, o1) of a direct conv: the (r0, r1) kernel row's
+// source row, when inside the image, as fp32 pixels.
+struct TapRow {
+  const float* x;   // the row's first pixel
+  int64_t px;       // floats between pixels
+  int64_t w_index;  // the weight tap of its first column (r2 = 0)
+};
+// Fills `rows` for output row (n, o[0], o[1]) of a channels-last src; a src that is not FLOAT is
+// converted into `converted` (resized here), channels contiguous.
+void output_row_inputs(const ConvGeometry& g, const char* src, int64_t n, const int64_t* o, std::vector<TapRow>& rows,
+                       std::vector<float>& converted);
+
 // One implicit GEMM over a set of dst positions that share a tap list. Per spatial dim d: dst
 // positions start[d] + step[d] * j for j < count[d]; tap i reads src at j * jstride[d] + off[d][i]
 // through weight tap index rtap[d][i]. fprop has one such sub-problem; dgrad has one per phase.
