@@ -1,6 +1,7 @@
 // The engine registry: one line per engine. Ids are append-only: they key tuning records and
 // serialized plans, so an id is never reused or renumbered.
 #include "engines/cpu/conv/conv_depthwise_direct.hpp"
+#include "engines/cpu/conv/conv_grouped_direct.hpp"
 #include "engines/cpu/conv/conv_implicit_gemm.hpp"
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
@@ -38,6 +39,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {14, &cublaslt::engine()},
       {15, &cuda::conv_depthwise_direct_engine()},
       {16, &cuda::gemm_mma_sync_engine()},
+      {17, &cpu::conv_grouped_direct_engine()},
   };
   return kEngines;
 }

@@ -302,8 +302,50 @@ TEST(CpuConvDepthwiseDirect, WideRowsRunTheBlockedKernel) {
   }
 }
 
+// Groups of 2, 4 and 8 channels, 1D to 3D, rows wide enough for the 8-pixel blocks beside edge
+// pixels, group counts that leave a partial vector of output channels, bf16 sources, fused
+// epilogues, and outputs written in place or through the strips.
+TEST(CpuConvGroupedDirect, RandomMatchesRef) {
+  std::mt19937 rng(61);
+  const int64_t sizes[] = {2, 4, 8};
+  for (int trial = 0; trial < 12; ++trial) {
+    ConvCase cc = random_case(rng, Kind::DEPTHWISE);  // the geometry; channels below
+    const int64_t per_group = sizes[trial % 3];
+    cc.groups = 2 + rng() % 5;
+    cc.c = cc.k = cc.groups * per_group;
+    const size_t row = static_cast<size_t>(cc.nsp - 1);
+    cc.in[row] = 12 + rng() % 30;
+    cc.out[row] = fwd_size(cc.in[row], cc.ker[row], cc.stride[row], cc.dil[row], cc.pre[row], cc.post[row]);
+    cc.nhwc_in = true;
+    cc.type = trial % 4 == 3 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
+    const bool fused = trial % 2 == 1;
+    run_conv_case("cpu_conv_grouped_direct", cc, false, rng, fused, fused, trial == 5, trial == 7, dg::DataType::FLOAT,
+                  1e-5, trial % 3 != 0);
+  }
+}
+
+TEST(CpuConvGroupedDirect, RejectsWhatItCannotRun) {
+  auto explain = [](int64_t groups, bool nhwc) {
+    dg::Handle handle(dg::Device::cpu());
+    dg::Graph g;
+    g.set_io_data_type(dg::DataType::FLOAT);
+    const Dims xd{1, 16, 6, 6};
+    auto x = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(nhwc ? channels_last(xd) : Dims{576, 36, 6, 1}));
+    auto w = g.tensor(dg::TensorAttr().set_name("W").set_dim({16, 16 / groups, 3, 3}).set_stride({144 / groups, 9, 3, 1}));
+    g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}))->set_output(true);
+    EXPECT_TRUE(g.validate().ok() && g.build_operation_graph(handle).ok() && g.create_execution_plans({dg::HeurMode::A}).ok());
+    return g.explain();
+  };
+  const std::string dense = explain(1, true), nchw = explain(4, false);
+  EXPECT_NE(dense.find("cpu_conv_grouped_direct: rejected: node 'conv_fprop_0': needs groups of 2, 4 or 8 input and as many "
+                       "output channels (groups=1, C/groups=16, K/groups=16)"), std::string::npos) << dense;
+  EXPECT_NE(nchw.find("cpu_conv_grouped_direct: rejected: node 'conv_fprop_0': needs a channels-last source 'X' (channel "
+                      "stride 36)"), std::string::npos) << nchw;
+}
+
 // Mode A puts Winograd first for a 3x3 stride-1 conv with enough channels, the depthwise engine
-// first for a depthwise conv, and implicit GEMM first otherwise.
+// first for a depthwise conv, the grouped engine for groups of up to 8 channels, and implicit GEMM
+// first otherwise.
 std::string first_plan(int64_t c, int64_t k, int64_t groups, int64_t r, int64_t stride) {
   dg::Handle handle(dg::Device::cpu());
   dg::Graph g;
@@ -323,6 +365,9 @@ TEST(CpuConvHeuristics, ModeARanksTheCpuConvEngines) {
   EXPECT_EQ(first_plan(64, 64, 64, 3, 1).rfind("cpu_conv_depthwise_direct", 0), 0u) << first_plan(64, 64, 64, 3, 1);
   EXPECT_EQ(first_plan(64, 64, 1, 3, 2).rfind("cpu_conv_implicit_gemm", 0), 0u) << first_plan(64, 64, 1, 3, 2);
   EXPECT_EQ(first_plan(64, 64, 1, 1, 1).rfind("cpu_conv_implicit_gemm", 0), 0u) << first_plan(64, 64, 1, 1, 1);
+  for (int64_t groups : {8, 16, 32})  // 8, 4 and 2 channels per group
+    EXPECT_EQ(first_plan(64, 64, groups, 3, 1).rfind("cpu_conv_grouped_direct", 0), 0u) << first_plan(64, 64, groups, 3, 1);
+  EXPECT_EQ(first_plan(64, 64, 4, 3, 1).rfind("cpu_conv_implicit_gemm", 0), 0u) << first_plan(64, 64, 4, 3, 1);
 }
 
 }  // namespace

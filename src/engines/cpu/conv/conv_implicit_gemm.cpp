@@ -277,10 +277,12 @@ class ConvImplicitGemmEngine final : public Engine {
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     ConvGeometry g;
     g.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
-    // Narrow GEMMs (few channels per group) leave the register tile mostly empty.
+    // Narrow GEMMs (few channels per group) leave the register tile mostly empty, and with fewer
+    // than 16 channels per tap each row pointer serves a short segment.
     const double fill_k = std::min(1.0, static_cast<double>(g.src_cg * g.taps()) / 64.0);
     const double fill_n = std::min(1.0, static_cast<double>(g.dst_cg) / 16.0);
-    const double eff = isa_efficiency(knob_isa(k)) * 0.85 * fill_k * fill_n;
+    const double segment = std::min(1.0, static_cast<double>(g.src_cg) / 16.0);
+    const double eff = isa_efficiency(knob_isa(k)) * 0.85 * fill_k * fill_n * segment;
     return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
   }
 
