@@ -280,8 +280,7 @@ TEST_F(AutotuneTest, MatmulCandidatesTunedAndReadBackByModeB) {
 #ifdef DNNGRAPH_CLI_PATH
 // `dnngraph tune`: the table, the progress bar, the DB record and the chart.
 TEST_F(AutotuneTest, TuneCommandPrintsRanksRecordsAndCharts) {
-  const std::string graph = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string() +
-                            "/examples/graphs/tutorial_matmul_epilogue_amax_small.json";
+  const std::string graph = std::string(DNNGRAPH_EXAMPLE_GRAPHS) + "/tutorial_matmul_epilogue_amax_small.json";
   const std::string db = dir_ + "/cli.db", chart = dir_ + "/spread.svg";
   const std::string cmd = std::string("'") + DNNGRAPH_CLI_PATH + "' tune '" + graph + "' --device cpu --repeats 2 --db '" +
                           db + "' --chart '" + chart + "' 2>&1";

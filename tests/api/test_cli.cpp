@@ -31,7 +31,7 @@ Result run_cli(const std::string& args) {
   return r;
 }
 
-fs::path examples_dir() { return fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "graphs"; }
+fs::path examples_dir() { return DNNGRAPH_EXAMPLE_GRAPHS; }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

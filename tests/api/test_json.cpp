@@ -309,7 +309,7 @@ TEST(GraphJson, InvalidUtf8NamesDoNotThrow) {
 // examples/graphs: every file reads, validates, and is in the writer's canonical form.
 TEST(GraphJson, ExampleGraphsAreValidAndCanonical) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "graphs";
+  const fs::path dir = DNNGRAPH_EXAMPLE_GRAPHS;
   int files = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
