@@ -190,6 +190,35 @@ TEST(CpuEpilogue, ChainBlockMatchesTheRowLoop) {
   }
 }
 
+// The vectorized MAX / MIN / AMAX folds against a plain loop: lengths around the 16-wide body,
+// infinities, and a NaN anywhere (which wins).
+TEST(CpuEpilogue, ExtremeFoldsMatchAPlainLoop) {
+  std::mt19937 rng(44);
+  std::uniform_real_distribution<float> u(-3, 3);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 70);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (auto& v : x) v = u(rng);
+    if (trial % 5 == 1) x[rng() % x.size()] = -INFINITY;
+    if (trial % 5 == 2) x[rng() % x.size()] = std::nanf("");
+    for (auto m : {dg::ReductionMode::MAX, dg::ReductionMode::MIN, dg::ReductionMode::AMAX}) {
+      float want = m == dg::ReductionMode::MIN ? INFINITY : m == dg::ReductionMode::MAX ? -INFINITY : 0.0f;
+      bool nan = false;
+      for (float v : x) {
+        const float t = m == dg::ReductionMode::AMAX ? std::fabs(v) : v;
+        nan |= std::isnan(t);
+        want = m == dg::ReductionMode::MIN ? std::min(want, t) : std::max(want, t);
+      }
+      float got = 0.0f;
+      ASSERT_TRUE(dg::cpu::extreme_run(m, n, x.data(), got));
+      if (nan) EXPECT_TRUE(std::isnan(got)) << "trial " << trial << " n " << n;
+      else EXPECT_EQ(got, want) << "trial " << trial << " n " << n << " mode " << static_cast<int>(m);
+    }
+  }
+  float unused = 0.0f;
+  EXPECT_FALSE(dg::cpu::extreme_run(dg::ReductionMode::ADD, 4, nullptr, unused));
+}
+
 // Reductions over domain [4, 6] accumulated from two slots: AMAX to [1, 1], AVG over dim 0 to
 // [1, 6], NORM2 over dim 1 to [4, 1].
 TEST(CpuEpilogue, ReductionsCombineSlots) {

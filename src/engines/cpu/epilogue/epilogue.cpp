@@ -43,6 +43,9 @@ double fold(ReductionMode m, double acc, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) s += x[i];
     return acc + s;
   }
+  // MAX, MIN, AMAX: exact in fp32, so fold the strip there, vectorized (per element in double,
+  // the AMAX of a chain was half the executor's time).
+  if (float e = 0.0f; n > 0 && extreme_run(m, n, x, e)) return combine(m, acc, e);
   for (int64_t i = 0; i < n; ++i) acc = combine(m, acc, term(m, x[i]));
   return acc;
 }

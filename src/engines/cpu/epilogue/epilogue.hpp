@@ -111,6 +111,9 @@ class EpilogueRun {
 // ref::pointwise_apply), the double formula otherwise; then rounded to `round_to`.
 void apply_pointwise(const PointwiseAttr& op, DataType round_to, int64_t n, const float* a, const float* b,
                      const float* c, float* out);
+// MAX, MIN or AMAX of n fp32 values (NaN if any is NaN) into `out`, vectorized; false for the
+// other modes.
+bool extreme_run(ReductionMode m, int64_t n, const float* x, float& out);
 // Converts n fp32 values to `t` at dst + i * stride (element units).
 void store_run(void* dst, DataType t, int64_t stride, int64_t n, const float* src);
 // Loads n values of type `t` from src + i * stride as fp32.
