@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "engines/cpu/conv/conv_geometry.hpp"
 #include "engines/cpu/epilogue/convert.hpp"

@@ -160,7 +160,7 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         // A in place and a B block that fits L2: each A tile stays in L1 across the panels.
         for (int64_t ir = 0; ir < mc; ir += mr)
           for (int64_t jr = 0; jr < nc; jr += nr) tile(jr, ir);
-      } else {  // each B panel stays in L1 across the A tiles (packed A sits in L2)
+      } else {  // each B panel stays in L1 across the A tiles (A from L2: packed, or rows in place)
         const int64_t tiles = ceil_div(mc, mr), panel_bytes = kb.kc() * nr * 4;
         for (int64_t jr = 0; jr < nc; jr += nr)
           for (int64_t ir = 0; ir < mc; ir += mr) {
