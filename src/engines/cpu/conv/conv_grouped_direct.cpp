@@ -197,7 +197,7 @@ class GroupedPlan final : public Plan {
     for (int64_t ow = 0; ow < OW;) {
       const int64_t iw0 = ow * stride - g_.pad[2];
       if (avx2_kernels() && ow + kPixels <= OW && iw0 >= 0 && iw0 + (kPixels - 1) * stride + (kw - 1) * dil < W) {
-        block(s.rows.data(), nrows, iw0, w, acc + ow * ldo, ldo);
+        block(s.rows.data(), nrows, iw0, w, acc + ow * ldo, ldo, s.taps);
         ow += kPixels;
         continue;
       }
@@ -221,14 +221,14 @@ class GroupedPlan final : public Plan {
 
   // An interior block of kPixels pixels: the vector kernel for whole vectors of channels, the
   // portable one pixel at a time for the last K % 8.
-  void block(const TapRow* rows, int nrows, int64_t iw0, const GroupedWeights& w, float* out, int64_t ldo) const {
+  void block(const TapRow* rows, int nrows, int64_t iw0, const GroupedWeights& w, float* out, int64_t ldo,
+             std::vector<PixelTap>& taps) const {
 #ifdef DNNGRAPH_GROUPED_AVX2
     const int64_t kw = g_.ker[2], stride = g_.stride[2], dil = g_.dil[2];
     if (w.G == 2) block_avx2<2>(rows, nrows, kw, stride, dil, iw0, w, out, ldo);
     else if (w.G == 4) block_avx2<4>(rows, nrows, kw, stride, dil, iw0, w, out, ldo);
     else block_avx2<8>(rows, nrows, kw, stride, dil, iw0, w, out, ldo);
     if (w.K % 8 == 0) return;
-    std::vector<PixelTap> taps;
     for (int j = 0; j < kPixels; ++j) {
       taps.clear();
       for (int r = 0; r < nrows; ++r)
@@ -237,7 +237,7 @@ class GroupedPlan final : public Plan {
       pixel_portable(taps.data(), static_cast<int>(taps.size()), w, w.K / 8 * 8, out + j * ldo);
     }
 #else
-    (void)rows, (void)nrows, (void)iw0, (void)w, (void)out, (void)ldo;
+    (void)rows, (void)nrows, (void)iw0, (void)w, (void)out, (void)ldo, (void)taps;
 #endif
   }
 
