@@ -14,7 +14,7 @@
 
 #include "engines/cpu/conv/conv_geometry.hpp"
 #include "engines/cpu/cpu_features.hpp"
-#include "engines/cpu/gemm/pack.hpp"
+#include "engines/cpu/epilogue/convert.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -163,18 +163,30 @@ class GroupedPlan final : public Plan {
   };
 
   GroupedWeights weights(const char* wei) const {
+    switch (g_.wei_t) {
+      case DataType::FLOAT: return weights_as([w = reinterpret_cast<const float*>(wei)](int64_t o) { return w[o]; });
+      case DataType::BFLOAT16:
+        return weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return bf16_to_fp32(w[o]); });
+      default: return weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return fp16_to_fp32(w[o]); });
+    }
+  }
+
+  // `load(offset)` reads one weight as fp32; W[k, i, taps...] is the filter of output channel k
+  // over its group's input channel i. Offsets by stride: this runs on every execute.
+  template <class Load>
+  GroupedWeights weights_as(Load load) const {
     GroupedWeights w;
     w.G = g_.src_cg;
     w.K = g_.dst_c;
-    const int64_t taps = g_.taps(), es = size_of(g_.wei_t);
+    const int64_t taps = g_.taps();
+    std::vector<int64_t> tap(static_cast<size_t>(taps));
+    for (int64_t t = 0; t < taps; ++t) tap[static_cast<size_t>(t)] = g_.wei_offset(0, 0, 0, t);
     w.w.resize(static_cast<size_t>(taps * w.G * w.K));
-    std::vector<float> run(static_cast<size_t>(taps));
     for (int64_t k = 0; k < w.K; ++k)
       for (int64_t i = 0; i < w.G; ++i) {
-        // W[k, i, taps...] (the filter of output channel k reads its group's channel i)
-        const int64_t base = (k * g_.wei_st[0] + i * g_.wei_st[1]) * es;
-        for (int64_t t = 0; t < taps; ++t) gemm::convert_run(wei + base + g_.wei_offset(0, 0, 0, t) * es, g_.wei_t, 1, 1, &run[t]);
-        for (int64_t t = 0; t < taps; ++t) w.w[static_cast<size_t>((t * w.G + i) * w.K + k)] = run[static_cast<size_t>(t)];
+        const int64_t base = k * g_.wei_st[0] + i * g_.wei_st[1];
+        for (int64_t t = 0; t < taps; ++t)
+          w.w[static_cast<size_t>((t * w.G + i) * w.K + k)] = load(base + tap[static_cast<size_t>(t)]);
       }
     return w;
   }
