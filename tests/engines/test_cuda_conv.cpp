@@ -9,6 +9,7 @@
 #include "engines/cuda/conv/conv_problem.hpp"
 #include "engines/cuda/nvrtc_compile.hpp"
 #include "common/dims.hpp"
+#include "cuda_conv_test_util.hpp"
 #include "gemm_test_util.hpp"
 #include "runtime/handle_impl.hpp"
 
@@ -21,54 +22,9 @@ using gemm_test::Expect;
 using gemm_test::HostTensor;
 using M = dg::PointwiseMode;
 
+using namespace cuda_conv_test;
+
 constexpr const char* kEngine = "cuda_conv_implicit_gemm";
-
-// Channels-last strides for [N, C, spatial...] (and KRSC for filters [K, C, spatial...]).
-using test_dims::channels_last;
-
-HostTensor nhwc(const Dims& d, dg::DataType t) { return ref_test::make_tensor(d, channels_last(d), t); }
-
-dg::TensorPtr declare(dg::Graph& g, const std::string& name, const Dims& d, dg::DataType t) {
-  return g.tensor(dg::TensorAttr().set_name(name).set_dim(d).set_stride(channels_last(d)).set_data_type(t));
-}
-
-// fp32 intermediates and compute (the tests' graphs), with io type `t` where set_types is used.
-void set_fp32_compute(dg::Graph& g) {
-  g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
-}
-void set_types(dg::Graph& g, dg::DataType t) {
-  g.set_io_data_type(t);
-  set_fp32_compute(g);
-}
-
-// g's partitions that have an anchor (the ones the conv engines take), lowered on the CPU.
-::testing::AssertionResult anchored_partitions(dg::Graph& g, std::vector<dg::Partition>& anchored) {
-  gemm_test::Lowered low;
-  auto lowered = gemm_test::lower_graph(g, low);
-  if (!lowered) return lowered;
-  for (const auto& p : low.parts)
-    if (dg::cuda::gemm::anchor_node(p) >= 0) anchored.push_back(p);
-  return lowered;
-}
-
-// bf16 X [2, 32, 14, 14] -> conv 3x3 (padding 1) with W [k, wc, 3, 3] -> + bias [k] -> ReLU, all
-// channels-last: the graph of the fprop (wc 32) and depthwise (k 32, wc 1) compile tests.
-void add_conv_bias_relu(dg::Graph& g, int64_t k, int64_t wc) {
-  set_types(g, dg::DataType::BFLOAT16);
-  auto x = declare(g, "X", {2, 32, 14, 14}, dg::DataType::BFLOAT16);
-  auto w = declare(g, "W", {k, wc, 3, 3}, dg::DataType::BFLOAT16);
-  auto b = declare(g, "B", {1, k, 1, 1}, dg::DataType::BFLOAT16);
-  auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}));
-  y = g.pointwise(g.bias(y, b), dg::PointwiseAttr().set_mode(M::RELU_FWD));
-  y->set_output(true).set_stride(channels_last({2, k, 14, 14}));
-}
-
-// Compiles `src` for `arch` through NVRTC; a failure names `what` and shows the source.
-void expect_compiles(const std::string& src, const char* file, const char* arch, const std::string& what = "") {
-  std::vector<uint8_t> cubin;
-  auto s = dg::cuda::nvrtc_compile(src, file, arch, cubin);
-  ASSERT_TRUE(s.ok()) << what << s.to_string() << "\n---- source:\n" << src;
-}
 
 // The anchor partition's describe() result for a conv of these channel counts.
 bool describe(int64_t c, int64_t wc, std::string& why, dg::DataType t = dg::DataType::BFLOAT16, bool tf32 = false) {
@@ -251,32 +207,6 @@ TEST(CudaConvImplicitGemm, DgradKernelCompilesWithNvrtc) {
   }
 }
 
-struct Case {
-  Dims x;     // N, C, spatial...
-  int64_t k;  // output channels
-  Dims filt, pre, post, stride, dil;
-};
-
-Dims out_dims(const Case& c) {
-  Dims y{c.x[0], c.k};
-  for (size_t i = 0; i < c.filt.size(); ++i)
-    y.push_back((c.x[2 + i] + c.pre[i] + c.post[i] - c.dil[i] * (c.filt[i] - 1) - 1) / c.stride[i] + 1);
-  return y;
-}
-
-// The filter's dims [K, C, spatial...].
-Dims filter_dims(const Case& c) {
-  Dims wd{c.k, c.x[1]};
-  for (int64_t f : c.filt) wd.push_back(f);
-  return wd;
-}
-
-// A conv attribute (fprop, dgrad or wgrad) with the case's padding, stride and dilation.
-template <typename Attr>
-Attr geometry(const Case& c) {
-  return Attr().set_pre_padding(c.pre).set_post_padding(c.post).set_stride(c.stride).set_dilation(c.dil);
-}
-
 // TF32 (FLOAT inputs where the graph allows it): inputs rounded to 10 mantissa bits make a k-term
 // sum of uniform [-1, 1] products ~1.3e-4 sqrt(k) off (one sigma); 2e-3 relative with a sqrt(k)
 // floor leaves 15 sigma (as in test_cuda_gemm.cpp).
@@ -415,82 +345,6 @@ TEST(CudaConvImplicitGemm, DgradMatchesRef) {
     c.dil = {1, 1 + int64_t(rng() % 2)};
     SCOPED_TRACE("trial " + std::to_string(trial));
     run_dgrad(c, trial % 2 ? dg::DataType::HALF : dg::DataType::BFLOAT16, trial % 2 == 0, rng);
-  }
-}
-
-}  // namespace
-
-namespace {
-
-constexpr const char* kDepthwise = "cuda_conv_depthwise_direct";
-
-TEST(CudaConvDepthwise, KernelCompilesWithNvrtc) {
-  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
-  dg::Graph g;
-  add_conv_bias_relu(g, 32, 1);
-  std::vector<dg::Partition> parts;
-  ASSERT_TRUE(anchored_partitions(g, parts));
-  for (const auto& p : parts) {
-    for (int strip : {0, 2, 4, 8}) {
-      std::string src, why;
-      ASSERT_TRUE(cv::depthwise_source_for_test(p, strip, src, why)) << why;
-      ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_depthwise.cu", "sm_90a", "strip " + std::to_string(strip) + ": "));
-    }
-  }
-}
-
-// The strip kernel with W stride and dilation 2, channels not a multiple of 8 (scalar loads), half.
-TEST(CudaConvDepthwise, StridedStripKernelCompilesWithNvrtc) {
-  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
-  dg::Graph g;
-  set_types(g, dg::DataType::HALF);
-  auto x = declare(g, "X", {2, 20, 15, 17}, dg::DataType::HALF);
-  auto w = declare(g, "W", {20, 1, 3, 3}, dg::DataType::HALF);
-  auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}).set_stride({2, 2}).set_dilation({1, 2}));
-  y = g.pointwise(y, dg::PointwiseAttr().set_mode(M::RELU_FWD));
-  y->set_output(true).set_stride(channels_last({2, 20, 8, 8}));
-  std::vector<dg::Partition> parts;
-  ASSERT_TRUE(anchored_partitions(g, parts));
-  for (const auto& p : parts) {
-    std::string src, why;
-    ASSERT_TRUE(cv::depthwise_source_for_test(p, 4, src, why)) << why;
-    EXPECT_NE(src.find("conv_depthwise_strip<dg::DT_HALF, false, false, 3, 3, 2, 2, 4,"), std::string::npos) << src;
-    ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_depthwise_strided.cu", "sm_90a"));
-  }
-}
-
-// Depthwise: random channels (multiples of 8 or not), filters, strides, dilations, with bias + ReLU.
-TEST(CudaConvDepthwise, RandomShapesMatchRef) {
-  DG_REQUIRE_CUDA(gpu);
-  std::mt19937 rng(91);
-  for (int trial = 0; trial < 5; ++trial) {
-    const int64_t ch = trial % 2 ? 8 * (1 + rng() % 8) : 1 + rng() % 40;
-    const bool big = trial == 4;  // a 5x5 filter: taps beyond the register cache
-    Case c;
-    c.x = {1 + int64_t(rng() % 2), ch, 3 + int64_t(rng() % 16), 3 + int64_t(rng() % 16)};
-    c.k = ch;
-    c.filt = {big ? 5 : 1 + int64_t(rng() % 3), big ? 5 : 1 + int64_t(rng() % 3)};
-    c.pre = {int64_t(rng() % 2), int64_t(rng() % 2)};
-    c.post = {int64_t(rng() % 2), int64_t(rng() % 2) + (big ? 4 : 0)};
-    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(trial % 2)};
-    c.dil = {1, 1 + int64_t(rng() % 2)};
-    c.x[2] += 4, c.x[3] += 4;
-    Dims wd{ch, 1, c.filt[0], c.filt[1]};
-    Dims bd{1, ch, 1, 1};
-    const dg::DataType t = trial % 3 == 0 ? dg::DataType::FLOAT : trial % 3 == 1 ? dg::DataType::BFLOAT16 : dg::DataType::HALF;
-    HostTensor x = nhwc(c.x, t), w = nhwc(wd, t), b = nhwc(bd, dg::DataType::FLOAT);
-    gemm_test::fill_random(x, rng);
-    gemm_test::fill_random(w, rng);
-    gemm_test::fill_random(b, rng);
-    SCOPED_TRACE("trial " + std::to_string(trial) + " C=" + std::to_string(ch));
-    gemm_test::run_vs_ref(kDepthwise, {x, w, b}, {nhwc(out_dims(c), dg::DataType::FLOAT)},
-                          [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
-                            set_fp32_compute(g);
-                            auto y = g.conv_fprop(ts[0], ts[1], geometry<dg::ConvFpropAttr>(c));
-                            y = g.pointwise(g.bias(y, ts[2]), dg::PointwiseAttr().set_mode(M::RELU_FWD));
-                            return std::vector<dg::TensorPtr>{y};
-                          },
-                          {Expect{2e-5, 1}}, 3);  // every strip (4, 2, 8), or the per-pixel kernel
   }
 }
 

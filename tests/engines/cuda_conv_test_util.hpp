@@ -1,0 +1,92 @@
+// Graph builders and cases shared by the CUDA convolution tests (implicit GEMM and depthwise).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engines/cuda/nvrtc_compile.hpp"
+#include "common/dims.hpp"
+#include "gemm_test_util.hpp"
+
+namespace cuda_conv_test {
+
+namespace dg = dnngraph;
+using gemm_test::Dims;
+using gemm_test::HostTensor;
+using M = dg::PointwiseMode;
+
+// Channels-last strides for [N, C, spatial...] (and KRSC for filters [K, C, spatial...]).
+using test_dims::channels_last;
+
+inline HostTensor nhwc(const Dims& d, dg::DataType t) { return ref_test::make_tensor(d, channels_last(d), t); }
+
+inline dg::TensorPtr declare(dg::Graph& g, const std::string& name, const Dims& d, dg::DataType t) {
+  return g.tensor(dg::TensorAttr().set_name(name).set_dim(d).set_stride(channels_last(d)).set_data_type(t));
+}
+
+// fp32 intermediates and compute (the tests' graphs), with io type `t` where set_types is used.
+inline void set_fp32_compute(dg::Graph& g) {
+  g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+}
+inline void set_types(dg::Graph& g, dg::DataType t) {
+  g.set_io_data_type(t);
+  set_fp32_compute(g);
+}
+
+// g's partitions that have an anchor (the ones the conv engines take), lowered on the CPU.
+inline ::testing::AssertionResult anchored_partitions(dg::Graph& g, std::vector<dg::Partition>& anchored) {
+  gemm_test::Lowered low;
+  auto lowered = gemm_test::lower_graph(g, low);
+  if (!lowered) return lowered;
+  for (const auto& p : low.parts)
+    if (dg::cuda::gemm::anchor_node(p) >= 0) anchored.push_back(p);
+  return lowered;
+}
+
+// bf16 X [2, 32, 14, 14] -> conv 3x3 (padding 1) with W [k, wc, 3, 3] -> + bias [k] -> ReLU, all
+// channels-last: the graph of the fprop (wc 32) and depthwise (k 32, wc 1) compile tests.
+inline void add_conv_bias_relu(dg::Graph& g, int64_t k, int64_t wc) {
+  set_types(g, dg::DataType::BFLOAT16);
+  auto x = declare(g, "X", {2, 32, 14, 14}, dg::DataType::BFLOAT16);
+  auto w = declare(g, "W", {k, wc, 3, 3}, dg::DataType::BFLOAT16);
+  auto b = declare(g, "B", {1, k, 1, 1}, dg::DataType::BFLOAT16);
+  auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}));
+  y = g.pointwise(g.bias(y, b), dg::PointwiseAttr().set_mode(M::RELU_FWD));
+  y->set_output(true).set_stride(channels_last({2, k, 14, 14}));
+}
+
+// Compiles `src` for `arch` through NVRTC; a failure names `what` and shows the source.
+inline void expect_compiles(const std::string& src, const char* file, const char* arch, const std::string& what = "") {
+  std::vector<uint8_t> cubin;
+  auto s = dg::cuda::nvrtc_compile(src, file, arch, cubin);
+  ASSERT_TRUE(s.ok()) << what << s.to_string() << "\n---- source:\n" << src;
+}
+
+struct Case {
+  Dims x;     // N, C, spatial...
+  int64_t k;  // output channels
+  Dims filt, pre, post, stride, dil;
+};
+
+inline Dims out_dims(const Case& c) {
+  Dims y{c.x[0], c.k};
+  for (size_t i = 0; i < c.filt.size(); ++i)
+    y.push_back((c.x[2 + i] + c.pre[i] + c.post[i] - c.dil[i] * (c.filt[i] - 1) - 1) / c.stride[i] + 1);
+  return y;
+}
+
+// The filter's dims [K, C, spatial...].
+inline Dims filter_dims(const Case& c) {
+  Dims wd{c.k, c.x[1]};
+  for (int64_t f : c.filt) wd.push_back(f);
+  return wd;
+}
+
+// A conv attribute (fprop, dgrad or wgrad) with the case's padding, stride and dilation.
+template <typename Attr>
+Attr geometry(const Case& c) {
+  return Attr().set_pre_padding(c.pre).set_post_padding(c.post).set_stride(c.stride).set_dilation(c.dil);
+}
+
+}  // namespace cuda_conv_test
