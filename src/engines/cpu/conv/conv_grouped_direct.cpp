@@ -26,7 +26,7 @@ namespace {
 
 constexpr int kPixels = 8;  // output pixels per interior block
 
-// The weights as wt[((t * G + i) * K + k]: tap t, input channel i of output channel k's group.
+// The weights as w[(t * G + i) * K + k]: tap t, input channel i of output channel k's group.
 struct GroupedWeights {
   std::vector<float> w;
   int64_t G = 0, K = 0;
