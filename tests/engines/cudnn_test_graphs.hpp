@@ -1,12 +1,16 @@
 // Graphs the cudnn engine's tests build (on the CPU and on a GPU): fused conv + bias + ReLU and
 // matmul + epilogue, channels-last.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "common/dims.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/test_cuda_util.hpp"
+#include "planning/plan_set.hpp"
 
 namespace dnngraph::cudnn::test_graphs {
 
@@ -49,6 +53,25 @@ inline ct::Builder matmul_epilogue(int64_t batch, int64_t m, int64_t n, int64_t 
     auto c = g.gelu(g.bias(g.scale(g.matmul(a, b, dg::MatmulAttr()), alpha), bias));
     c->set_output(true).set_data_type(io);
   };
+}
+
+// fn(index, name, workspace bytes) on each of the first max_plans plans of g that build (the others
+// are skipped), then a log line of how that plan launches. Wrap the call in ASSERT_NO_FATAL_FAILURE:
+// a fatal failure inside fn ends the walk.
+template <class F>
+void for_each_built_plan(dg::Graph& g, dg::Handle& h, int64_t max_plans, F fn) {
+  const int64_t n = std::min<int64_t>(g.get_execution_plan_count(), max_plans);
+  for (int64_t i = 0; i < n; ++i) {
+    std::string name;
+    ASSERT_TRUE(g.get_plan_name_at_index(i, name).ok());
+    if (!g.build_plan_at_index(h, i).ok()) continue;
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
+    fn(i, name, ws);
+    if (::testing::Test::HasFatalFailure()) return;
+    const auto& pp = g.impl().plans->parts.at(0);
+    std::printf("[ INFO ] %s launches by %s\n", name.c_str(), launch_path(*pp.built.at(pp.index_for(i))).c_str());
+  }
 }
 
 }  // namespace dnngraph::cudnn::test_graphs

@@ -149,23 +149,32 @@ TEST_F(CudaGemmCompile, WgmmaKernelsCompileForEveryOperandMajor) {
 
 // Split-K on the wgmma core (the fix-up of splitk_fixup.cuh before the fused epilogue with AMAX):
 // 16-bit inputs of either major with bf16 / fp8 outputs, and TF32 K-major.
+// The generated source of a plain A[64, 96] x B[96, 32] matmul (io type t; FLOAT as TF32) under
+// each config, for the tests that check what a knob instantiates.
+std::vector<std::string> plain_matmul_sources(dg::DataType t, const std::vector<gm::MatmulConfig>& configs) {
+  dg::Graph g;
+  g.set_io_data_type(t).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(t == dg::DataType::FLOAT);
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({64, 96}).set_stride({96, 1}));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({96, 32}).set_stride({32, 1}));
+  g.matmul(a, b, dg::MatmulAttr())->set_output(true);
+  std::vector<std::string> sources;
+  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
+    std::string why;
+    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
+    for (const auto& c : configs) sources.push_back(gm::matmul_source(pieces.mp, c, pieces.epi, *low.ir));
+  });
+  EXPECT_EQ(sources.size(), configs.size());
+  return sources;
+}
+
 TEST_F(CudaGemmCompile, WgmmaSplitKKernelsCompile) {
   compile_case({dg::DataType::BFLOAT16, false, false, dg::DataType::BFLOAT16}, {wgmma(128, 5, false, false, 3)}, "sm_90a");
   compile_case({dg::DataType::HALF, true, true, dg::DataType::FP8_E4M3}, {wgmma(128, 4, false, false, 8)}, "sm_90a");
   compile_case({dg::DataType::FLOAT, false, true, dg::DataType::FLOAT}, {wgmma(128, 5, false, true, 2)}, "sm_90a");
-  dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
-  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({64, 96}).set_stride({96, 1}));
-  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({96, 32}).set_stride({32, 1}));
-  g.matmul(a, b, dg::MatmulAttr())->set_output(true);
-  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
-    std::string why;
-    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
-    const std::string src = gm::matmul_source(pieces.mp, wgmma(128, 5, false, false, 4), pieces.epi, *low.ir);
+  for (const auto& src : plain_matmul_sources(dg::DataType::BFLOAT16, {wgmma(128, 5, false, false, 4)}))
     EXPECT_NE(src.find("gemm_wgmma<dg::DT_BFLOAT16, 128, 5, true, false, false, dg_gen::Epilogue, true>"),
               std::string::npos)
         << src;
-  });
 }
 
 // Clusters of 2 along M with B multicast (remote mbarrier arrives, cluster barriers): K-major B
@@ -175,22 +184,13 @@ TEST_F(CudaGemmCompile, WgmmaClusterKernelsCompile) {
   const gm::MatmulConfig c256 = wgmma(256, 4, false, false, 1, false, 2), c128 = wgmma(128, 5, false, false, 1, false, 2);
   compile_case({dg::DataType::BFLOAT16, false, false, dg::DataType::BFLOAT16}, {c256, c128}, "sm_90a");
   compile_case({dg::DataType::HALF, true, true, dg::DataType::FP8_E4M3}, {c256, c128}, "sm_90a");
-  dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
-  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({64, 96}).set_stride({96, 1}));
-  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({96, 32}).set_stride({32, 1}));
-  g.matmul(a, b, dg::MatmulAttr())->set_output(true);
-  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
-    std::string why;
-    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
-    const std::string src = gm::matmul_source(pieces.mp, c256, pieces.epi, *low.ir);
-    EXPECT_NE(src.find("__cluster_dims__(2, 1, 1)"), std::string::npos) << src;
-    EXPECT_NE(src.find("gemm_wgmma<dg::DT_BFLOAT16, 256, 4, true, false, false, dg_gen::Epilogue, false, 2>"),
-              std::string::npos)
-        << src;
-    EXPECT_EQ(gm::matmul_source(pieces.mp, wgmma(256, 4), pieces.epi, *low.ir).find("__cluster_dims__"),
-              std::string::npos);
-  });
+  const auto sources = plain_matmul_sources(dg::DataType::BFLOAT16, {c256, wgmma(256, 4)});
+  ASSERT_EQ(sources.size(), 2u);
+  EXPECT_NE(sources[0].find("__cluster_dims__(2, 1, 1)"), std::string::npos) << sources[0];
+  EXPECT_NE(sources[0].find("gemm_wgmma<dg::DT_BFLOAT16, 256, 4, true, false, false, dg_gen::Epilogue, false, 2>"),
+            std::string::npos)
+      << sources[0];
+  EXPECT_EQ(sources[1].find("__cluster_dims__"), std::string::npos);
 }
 
 // TF32 with MN-major operands: the transpose pass (gemm_transpose.cuh) in the same module, the
@@ -200,19 +200,11 @@ TEST_F(CudaGemmCompile, Tf32WgmmaTransposeKernelsCompile) {
   compile_case({F, false, false, F}, {wgmma(256, 4, false, true, 1, true), wgmma(128, 5, false, true, 3, true)},
                "sm_90a");
   compile_case({F, true, true, dg::DataType::BFLOAT16, 70}, {wgmma(128, 6, true, true, 1, true)}, "sm_90a");
-  dg::Graph g;
-  g.set_io_data_type(F).set_compute_data_type(F).set_allow_tf32(true);
-  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({64, 96}).set_stride({96, 1}));
-  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({96, 32}).set_stride({32, 1}));
-  g.matmul(a, b, dg::MatmulAttr())->set_output(true);
-  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
-    std::string why;
-    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
-    const std::string src = gm::matmul_source(pieces.mp, wgmma(256, 4, false, true, 1, true), pieces.epi, *low.ir);
+  for (const auto& src : plain_matmul_sources(F, {wgmma(256, 4, false, true, 1, true)})) {
     EXPECT_NE(src.find("gemm_wgmma<dg::DT_FLOAT, 256, 4, true, true, false, dg_gen::Epilogue>"), std::string::npos)
         << src;
     EXPECT_NE(src.find(gm::kTransposeKernel), std::string::npos) << src;
-  });
+  }
 }
 
 TEST_F(CudaGemmCompile, EpilogueLayoutCollapsesOnlyNestedStrides) {

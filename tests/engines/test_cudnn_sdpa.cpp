@@ -13,6 +13,7 @@
 #include "engines/cudnn/graph_cache.hpp"
 #include "engines/cudnn/op_graph.hpp"
 #include "engines/cudnn/sdpa_lower.hpp"
+#include "engines/cudnn_test_graphs.hpp"
 #include "engines/test_cuda_util.hpp"
 #include "fusion/partition.hpp"
 #include "planning/plan_set.hpp"
@@ -365,13 +366,8 @@ TEST_F(CudnnSdpaGpu, NativeGraphFollowsThePointersFromCallToCall) {
   const Status planned = plan_with(build, *h_, g, "cudnn");
   ASSERT_TRUE(planned.ok()) << planned.to_string();
   Rig a(*h_, g, kSeed, {}), b(*h_, g, 104729u, {});
-  const int64_t n = std::min<int64_t>(g.get_execution_plan_count(), 6);
-  for (int64_t i = 0; i < n; ++i) {
-    std::string name;
-    ASSERT_TRUE(g.get_plan_name_at_index(i, name).ok());
-    if (!g.build_plan_at_index(*h_, i).ok()) continue;
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
+  ASSERT_NO_FATAL_FAILURE(test_graphs::for_each_built_plan(g, *h_, 6, [&](int64_t i, const std::string& name,
+                                                                         int64_t ws) {
     memory::Buffer w1(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     memory::Buffer w2(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     const char* order = "aaabbbaabbaa";  // the last four with the second workspace
@@ -382,9 +378,7 @@ TEST_F(CudnnSdpaGpu, NativeGraphFollowsThePointersFromCallToCall) {
       ASSERT_TRUE(run.ok()) << name << ": " << run.to_string();
       r.expect_matches(&r == &a ? want_a : want_b, name + ", call " + std::to_string(call));
     }
-    const auto& pp = g.impl().plans->parts.at(0);
-    std::printf("[ INFO ] %s launches by %s\n", name.c_str(), launch_path(*pp.built.at(pp.index_for(i))).c_str());
-  }
+  }));
 }
 
 // Attention plans (cuDNN's native graphs) with more pointer sets than a plan keeps graphs for:
@@ -410,13 +404,8 @@ TEST_F(CudnnSdpaGpu, NativeGraphsPerPointerSetFollowTheBuffers) {
     for (int i = 0; i < sets; ++i) order.push_back(i);
   for (uint64_t t = 0; t < GraphCache::kIdleCalls + 4; ++t) order.push_back(sets - 1 - static_cast<int>(t % 2));
   for (int i = 0; i < sets; ++i) order.push_back(i);
-  const int64_t n = std::min<int64_t>(g.get_execution_plan_count(), 2);
-  for (int64_t p = 0; p < n; ++p) {
-    std::string name;
-    ASSERT_TRUE(g.get_plan_name_at_index(p, name).ok());
-    if (!g.build_plan_at_index(*h_, p).ok()) continue;
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size_plan_at_index(p, ws).ok());
+  ASSERT_NO_FATAL_FAILURE(test_graphs::for_each_built_plan(g, *h_, 2, [&](int64_t p, const std::string& name,
+                                                                         int64_t ws) {
     memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     for (size_t call = 0; call < order.size(); ++call) {
       Rig& r = *rigs[static_cast<size_t>(order[call])];
@@ -425,9 +414,7 @@ TEST_F(CudnnSdpaGpu, NativeGraphsPerPointerSetFollowTheBuffers) {
       ASSERT_TRUE(run.ok()) << name << ": " << run.to_string();
       r.expect_matches(want[static_cast<size_t>(order[call])], name + ", call " + std::to_string(call));
     }
-    const auto& pp = g.impl().plans->parts.at(0);
-    std::printf("[ INFO ] %s launches by %s\n", name.c_str(), launch_path(*pp.built.at(pp.index_for(p))).c_str());
-  }
+  }));
 }
 
 // A whole dnngraph graph captured on the handle's stream while its cuDNN plan already holds a
