@@ -1,6 +1,5 @@
 // Graph's building methods: each op appends a NodeSpec and returns its (virtual) outputs.
 #include "graph/graph_impl.hpp"
-#include "planning/plan_set.hpp"
 
 namespace dnngraph {
 

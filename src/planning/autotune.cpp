@@ -2,38 +2,15 @@
 #include "planning/autotune.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <numeric>
 
 #include "core/log.hpp"
 #include "dnngraph/version.hpp"
-#include "engines/cuda/event_timer.hpp"
 #include "planning/tuning_db.hpp"
-#include "runtime/cuda/context.hpp"
+#include "runtime/timer.hpp"
 
 namespace dnngraph {
 namespace {
-
-class SteadyClockTimer final : public Timer {
- public:
-  explicit SteadyClockTimer(HandleImpl& h) : handle_(h) {}
-  Status start() override {
-    if (auto s = drain(); !s.ok()) return s;
-    start_ = std::chrono::steady_clock::now();
-    return {};
-  }
-  Status stop(double& seconds) override {
-    if (auto s = drain(); !s.ok()) return s;
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    return {};
-  }
-
- private:
-  // On CUDA the clock only means something once the stream has finished the work.
-  Status drain() { return handle_.device.is_cuda() ? cuda::synchronize(handle_) : Status{}; }
-  HandleImpl& handle_;
-  std::chrono::steady_clock::time_point start_;
-};
 
 struct Measurement {
   double seconds = std::numeric_limits<double>::infinity();
@@ -124,13 +101,6 @@ void record_winners(const GraphImpl& g, const Handle& handle, const std::string&
 }
 
 }  // namespace
-
-std::unique_ptr<Timer> make_timer(HandleImpl& handle) {
-  if (handle.device.is_cuda()) {
-    if (auto t = cuda::make_event_timer(handle)) return t;
-  }
-  return std::make_unique<SteadyClockTimer>(handle);
-}
 
 Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_tensor, const UidVariantPack* by_uid,
                       void* workspace, const AutotuneOptions& options, std::vector<CandidateTiming>* timings) {

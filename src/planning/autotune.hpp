@@ -11,17 +11,6 @@
 
 namespace dnngraph {
 
-// Measures the device time of the work submitted between start() and stop(). The CPU timer reads a
-// steady clock. CUDA handles get a steady clock around stream synchronizations for now; a CUDA-event
-// timer plugs in here (make_timer) without touching the tuning loop.
-class Timer {
- public:
-  virtual ~Timer() = default;
-  virtual Status start() = 0;
-  virtual Status stop(double& seconds) = 0;
-};
-std::unique_ptr<Timer> make_timer(HandleImpl& handle);
-
 struct AutotuneOptions {
   int warmup = 1;              // untimed runs per candidate (their time still feeds the give-up rule)
   int repeats = 5;             // timed runs per candidate; the median counts

@@ -1,5 +1,5 @@
 // Where run-time libraries are looked for: the pieces shared by the CUDA driver/NVRTC loader
-// (src/runtime/cuda/loader.cpp) and the vendor engines' loader (src/engines/cudnn/vendor_library.cpp).
+// (src/runtime/cuda/loader.cpp) and the vendor engines' loader (src/runtime/vendor_library.cpp).
 #pragma once
 #include <filesystem>
 #include <string>

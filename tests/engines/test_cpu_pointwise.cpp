@@ -151,6 +151,32 @@ TEST(CpuPointwiseFused, RandomChainsMatchRef) {
   }
 }
 
+// Every mode of the list, with non-default parameters, on inputs inside its domain: the engine's
+// formulas are its own, so each is held against ref's here.
+TEST(CpuPointwiseFused, EveryModeMatchesRef) {
+  using M = dg::PointwiseMode;
+  std::mt19937 rng(7);
+  for (int m = static_cast<int>(M::ADD); m <= static_cast<int>(M::BINARY_SELECT); ++m) {
+    const M pm = static_cast<M>(m);
+    if (pm == M::GEN_INDEX) continue;  // an index, GenIndexKeepsItsAxis covers it
+    SCOPED_TRACE(std::string(dg::to_string(pm)));
+    const bool positive = pm == M::LOG || pm == M::SQRT || pm == M::RSQRT || pm == M::POW;
+    const Dims dims{3, 17};
+    std::vector<HostTensor> in;
+    for (int i = 0; i < dg::arity(pm); ++i)
+      in.push_back(random_input(dims, dg::DataType::FLOAT, rng, positive && i == 0 ? 0.25 : -2.0, 2.0));
+    dg::PointwiseAttr attr = mode(pm);
+    attr.set_relu_lower_clip(-0.5).set_relu_lower_clip_slope(0.1).set_relu_upper_clip(1.5);
+    attr.set_elu_alpha(0.7).set_softplus_beta(1.5).set_swish_beta(0.8);
+    check_vs_ref(std::move(in), {random_output(dims, dg::DataType::FLOAT, rng)},
+                 [&](dg::Graph& g, const std::vector<dg::TensorPtr>& x) -> std::vector<dg::TensorPtr> {
+                   if (x.size() == 1) return {g.pointwise(x[0], attr)};
+                   if (x.size() == 2) return {g.pointwise(x[0], x[1], attr)};
+                   return {g.pointwise(x[0], x[1], x[2], attr)};
+                 });
+  }
+}
+
 // x * alpha + bias -> GELU -> cast to bf16, with the AMAX of the GELU output.
 TEST(CpuPointwiseFused, ScaleBiasGeluCastWithAmaxMatchesRef) {
   std::mt19937 rng(102);

@@ -11,9 +11,10 @@
 #include <map>
 
 #include "engines/cudnn/cudnn_engine.hpp"
+#include "engines/vendor_libraries.hpp"
 #include "engines/cudnn/graph_cache.hpp"
 #include "engines/cudnn/op_graph.hpp"
-#include "engines/cudnn/vendor_library.hpp"
+#include "runtime/vendor_library.hpp"
 #include "engines/cudnn_test_graphs.hpp"
 #include "engines/test_cuda_util.hpp"
 #include "planning/plan_set.hpp"
@@ -244,8 +245,8 @@ TEST(VendorLibrary, InfoSaysWhatWasFoundOrEverythingSearched) {
   EXPECT_NE(info.find("cuDNN:\n"), std::string::npos) << info;
   EXPECT_NE(info.find("cuBLASLt:\n"), std::string::npos) << info;
   if (api()) {
-    EXPECT_GE(version(), 90000u);
-    EXPECT_NE(info.find("using " + path() + " (cuDNN 9."), std::string::npos) << info;
+    EXPECT_GE(library_report().version, 90000u);
+    EXPECT_NE(info.find("using " + library_report().path + " (cuDNN 9."), std::string::npos) << info;
   } else {
     EXPECT_NE(error().find("cuDNN not found (searched: "), std::string::npos) << error();
     EXPECT_NE(info.find("not usable: cuDNN not found"), std::string::npos) << info;

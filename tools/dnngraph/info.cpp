@@ -5,7 +5,7 @@
 
 #include "commands.hpp"
 #include "dnngraph/dnngraph.hpp"
-#include "engines/cudnn/cudnn_engine.hpp"
+#include "engines/vendor_libraries.hpp"
 #include "planning/cache_files.hpp"
 #include "planning/engine.hpp"
 #include "planning/tuning_db.hpp"

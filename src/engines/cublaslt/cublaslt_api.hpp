@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/vendor_library.hpp"
+
 namespace dnngraph::cublaslt {
 
 using cublasStatus_t = int;
@@ -118,9 +120,7 @@ std::string status_text(const LtApi& api, cublasStatus_t s);
 //   4. the CUDA toolkit's lib64 folder (/usr/local/cuda/lib64).
 const LtApi* api();
 const std::string& error();
-const std::string& path();
-size_t version();  // cublasLtGetVersion(), e.g. 130100
-const std::vector<std::string>& search_log();
+const vendor::LibraryReport& library_report();  // version: e.g. 91900 (cuDNN), 130100 (cuBLASLt)
 
 using SymbolLookup = void* (*)(void* context, const char* name);
 bool resolve_api(SymbolLookup lookup, void* context, LtApi& out, std::string& missing);

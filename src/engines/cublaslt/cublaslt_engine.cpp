@@ -123,7 +123,7 @@ class LtPlan final : public Plan {
 
   void serialize(ByteWriter& w) const override {
     w.put(kPayloadVersion);
-    w.put(static_cast<uint64_t>(version()));
+    w.put(static_cast<uint64_t>(library_report().version));
     w.put(algo_);
   }
 
@@ -213,9 +213,9 @@ class CublasLtEngine final : public Engine {
     std::string why;
     if (!match_partition(p, problem, why)) return {ErrorCode::SERIALIZATION_FAILED, "cublaslt: " + why};
     // The algorithm struct is only meaningful to the cuBLASLt that made it; otherwise rebuild from knobs.
-    const bool same = lt_version == version();
+    const bool same = lt_version == library_report().version;
     if (!same) {
-      DG_LOG(INFO) << "cublaslt: the plan was made with cuBLASLt " << lt_version << ", this is " << version()
+      DG_LOG(INFO) << "cublaslt: the plan was made with cuBLASLt " << lt_version << ", this is " << library_report().version
                    << ": rebuilding the algorithm from its knobs";
     }
     return make(p, t, problem, k, same ? &algo : nullptr, plan);

@@ -1,9 +1,7 @@
 // Loading cuBLASLt (dlopen, documented search order) and cuBLASLt's own words for its statuses.
 #include <dlfcn.h>
 
-#include "core/log.hpp"
 #include "engines/cublaslt/cublaslt_api.hpp"
-#include "engines/cudnn/vendor_library.hpp"
 
 namespace dnngraph::cublaslt {
 namespace {
@@ -13,10 +11,7 @@ constexpr size_t kMinVersion = 120000;
 
 struct State {
   LtApi api{};
-  bool ok = false;
-  std::string error, path;
-  size_t version = 0;
-  std::vector<std::string> searched;
+  vendor::LibraryReport report;
 };
 
 vendor::LibrarySpec spec() {
@@ -28,24 +23,16 @@ void* dlsym_lookup(void* lib, const char* name) { return dlsym(lib, name); }
 
 State load_state() {
   State s;
-  const auto lib = vendor::load_library(spec(), [&](void* handle) -> std::string {
+  s.report = vendor::load_vendor_library(spec(), [&](void* handle, size_t& version) -> std::string {
     LtApi api{};
     std::string missing;
     if (!resolve_api(dlsym_lookup, handle, api, missing)) return "it lacks " + missing + " (cuBLASLt 12 is needed)";
     const size_t v = api.cublasLtGetVersion();
     if (v < kMinVersion) return "it is cuBLASLt " + std::to_string(v) + " (12.0 or newer is needed)";
     s.api = api;
-    s.version = v;
+    version = v;
     return {};
   });
-  s.searched = lib.searched;
-  if (!lib.handle) {
-    s.error = vendor::not_found_message(spec(), lib);
-    DG_LOG(INFO) << s.error << ": using dnngraph's own engines";
-    return s;
-  }
-  s.path = lib.path;
-  s.ok = true;
   return s;
 }
 
@@ -97,10 +84,8 @@ bool resolve_api(SymbolLookup lookup, void* context, LtApi& a, std::string& miss
   return true;
 }
 
-const LtApi* api() { return state().ok ? &state().api : nullptr; }
-const std::string& error() { return state().error; }
-const std::string& path() { return state().path; }
-size_t version() { return state().version; }
-const std::vector<std::string>& search_log() { return state().searched; }
+const LtApi* api() { return state().report.ok ? &state().api : nullptr; }
+const std::string& error() { return state().report.error; }
+const vendor::LibraryReport& library_report() { return state().report; }
 
 }  // namespace dnngraph::cublaslt

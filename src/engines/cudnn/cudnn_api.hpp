@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/vendor_library.hpp"
+
 namespace dnngraph::cudnn {
 
 using cudnnStatus_t = int;
@@ -164,9 +166,7 @@ std::string status_text(const CudnnApi& api, cudnnStatus_t s);
 // Null when not found; error() then says so, with every path tried.
 const CudnnApi* api();
 const std::string& error();
-const std::string& path();
-size_t version();  // cudnnGetVersion(), e.g. 91900; 0 when not loaded
-const std::vector<std::string>& search_log();
+const vendor::LibraryReport& library_report();  // version: e.g. 91900 (cuDNN), 130100 (cuBLASLt)
 
 // Resolves every entry point of CudnnApi through `lookup` (dlsym on a loaded library, or a test's
 // table). False, with the first missing name in `missing`, when one is absent.

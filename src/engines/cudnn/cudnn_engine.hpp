@@ -22,10 +22,3 @@ const Engine& engine();
 std::string launch_path(const Plan& plan);
 
 }  // namespace dnngraph::cudnn
-
-namespace dnngraph {
-
-// For `dnngraph info`: the cuDNN and cuBLASLt libraries found (version, path) or every path searched.
-std::string describe_vendor_libraries();
-
-}  // namespace dnngraph

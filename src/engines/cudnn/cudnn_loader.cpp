@@ -3,9 +3,7 @@
 
 #include <cctype>
 
-#include "core/log.hpp"
 #include "engines/cudnn/cudnn_api.hpp"
-#include "engines/cudnn/vendor_library.hpp"
 
 namespace dnngraph::cudnn {
 namespace {
@@ -15,10 +13,7 @@ constexpr size_t kMinVersion = 90000, kMaxVersion = 100000;
 
 struct State {
   CudnnApi api{};
-  bool ok = false;
-  std::string error, path;
-  size_t version = 0;
-  std::vector<std::string> searched;
+  vendor::LibraryReport report;
 };
 
 vendor::LibrarySpec spec() {
@@ -30,7 +25,7 @@ void* dlsym_lookup(void* lib, const char* name) { return dlsym(lib, name); }
 
 State load_state() {
   State s;
-  const auto lib = vendor::load_library(spec(), [&](void* handle) -> std::string {
+  s.report = vendor::load_vendor_library(spec(), [&](void* handle, size_t& version) -> std::string {
     CudnnApi api{};
     std::string missing;
     if (!resolve_api(dlsym_lookup, handle, api, missing)) return "it lacks " + missing + " (cuDNN 9 is needed)";
@@ -38,17 +33,9 @@ State load_state() {
     if (v < kMinVersion || v >= kMaxVersion)
       return "it is cuDNN " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + " (cuDNN 9 is needed)";
     s.api = api;
-    s.version = v;
+    version = v;
     return {};
   });
-  s.searched = lib.searched;
-  if (!lib.handle) {
-    s.error = vendor::not_found_message(spec(), lib);
-    DG_LOG(INFO) << s.error << ": using dnngraph's own engines";
-    return s;
-  }
-  s.path = lib.path;
-  s.ok = true;
   return s;
 }
 
@@ -108,10 +95,8 @@ bool resolve_api(SymbolLookup lookup, void* context, CudnnApi& a, std::string& m
   return true;
 }
 
-const CudnnApi* api() { return state().ok ? &state().api : nullptr; }
-const std::string& error() { return state().error; }
-const std::string& path() { return state().path; }
-size_t version() { return state().version; }
-const std::vector<std::string>& search_log() { return state().searched; }
+const CudnnApi* api() { return state().report.ok ? &state().api : nullptr; }
+const std::string& error() { return state().report.error; }
+const vendor::LibraryReport& library_report() { return state().report; }
 
 }  // namespace dnngraph::cudnn

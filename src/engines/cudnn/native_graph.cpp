@@ -86,7 +86,7 @@ Status NativeGraph::prepare(const CudnnApi& api, cudnnHandle_t handle, BackendDe
   }
   std::string populate_error = native_refused;
   if (populate_error.empty() && !available(api))
-    populate_error = "cuDNN " + std::to_string(version()) + " lacks cudnnBackendPopulateCudaGraph";
+    populate_error = "cuDNN " + std::to_string(library_report().version) + " lacks cudnnBackendPopulateCudaGraph";
   if (populate_error.empty()) {
     Status s = populate(api, handle, plan, variant_pack);
     if (s.ok()) {

@@ -206,7 +206,7 @@ std::string sdpa_unsupported_reason(const Partition& p, const ir::Node& n) {
   if (left && !a.get_padding_mask() && sq > skv)
     return node_text(n) + ": a sliding window (left bound) without padding needs seq_q <= seq_kv" + lengths +
            " (cuDNN's rule, as the frontend's)";
-  if (left && !right && skv > 1024 && version() == 91400)
+  if (left && !right && skv > 1024 && library_report().version == 91400)
     return node_text(n) + ": a sliding window without a right bound and seq_kv " + std::to_string(skv) +
            " > 1024 (a known bug of cuDNN 9.14.0, which the frontend refuses too)";
   return {};
@@ -235,7 +235,7 @@ void sdpa_tensor_plans(const Partition& p, const ir::Node& n, std::vector<Tensor
   const auto left = a.get_diagonal_band_left_bound(), right = a.get_diagonal_band_right_bound();
   if (a.get_padding_mask() || left || right) {
     // cuDNN before 9.10 wants the lowest float for masked scores, later ones -inf (as the frontend).
-    const size_t v = version();
+    const size_t v = library_report().version;
     constant(kSdpaNegInfUid, Dtype::FLOAT,
              bits_of(v != 0 && v < 91000 ? std::numeric_limits<float>::lowest() : -std::numeric_limits<float>::infinity()));
   }

@@ -21,7 +21,7 @@ Status run(const TransposeAttr&, const NodeArgs&);           // ref_layout.cpp
 Status run(const SliceAttr&, const NodeArgs&);               // ref_layout.cpp
 Status run(const ConcatenateAttr&, const NodeArgs&);         // ref_layout.cpp
 
-// The scalar function of a pointwise mode, in double (shared with tests and the CPU engines).
+// The scalar function of a pointwise mode, in double (tests use it as the oracle of one element).
 double pointwise_apply(const PointwiseAttr& attr, double a, double b, double c);
 
 }  // namespace dnngraph::ref

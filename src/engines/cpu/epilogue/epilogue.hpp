@@ -107,8 +107,8 @@ class EpilogueRun {
   int64_t partial_size_ = 0;
 };
 
-// out[i] = op(a[i], b[i], c[i]) in fp32 for the common modes (the formulas of
-// ref::pointwise_apply), the double formula otherwise; then rounded to `round_to`.
+// out[i] = op(a[i], b[i], c[i]), in fp32 (a few rare modes in double per element); then rounded to
+// `round_to`.
 void apply_pointwise(const PointwiseAttr& op, DataType round_to, int64_t n, const float* a, const float* b,
                      const float* c, float* out);
 // MAX, MIN or AMAX of n fp32 values (NaN if any is NaN) into `out`, vectorized; false for the

@@ -1,5 +1,6 @@
-// The element loops of the CPU epilogue: pointwise modes in fp32 (the formulas of
-// ref::pointwise_apply, which is the fallback for the rarer modes), rounding, loads and stores.
+// The element loops of the CPU epilogue: every pointwise mode in fp32 (the rarer modes whose fp32
+// form would cancel or lose range in double per element), rounding, loads and stores. These are the
+// engine's own formulas: tests hold them against ref's, which this file does not call.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,7 +10,6 @@
 #include "engines/cpu/cpu_features.hpp"
 #include "engines/cpu/epilogue/convert.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
-#include "engines/ref/ops.hpp"
 
 // The element loops are compiled for AVX2 and for the baseline ISA, picked at load time.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -29,6 +29,7 @@ constexpr float kSqrt1_2 = 0.70710678118654752f;
 constexpr float kSqrt2OverPi = 0.79788456080286536f;
 
 __attribute__((always_inline)) inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline double sigmoid_f64(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // erf in fp32 as x * P(x^2) / Q(x^2) on [-4, 4] (erf is +-1 to fp32 beyond): the rational fit
 // XLA and Eigen use, within 4.3e-7 of erf (swept at steps of 1e-5 over [-10, 10]). No branches,
@@ -76,7 +77,92 @@ __attribute__((always_inline)) inline void relu(const PointwiseAttr& p, int64_t 
   }
 }
 
-// The fp32 loop of a mode; false when the mode has none (the caller falls back to double).
+// The modes that are rare in epilogues, one element at a time. Those that cancel (GELU's
+// derivative changes sign near -0.75) or overflow in fp32 (softplus's exp) work in double.
+bool apply_rare(const PointwiseAttr& p, int64_t n, const float* a, const float* b, float* o) {
+  using M = PointwiseMode;
+  const auto in_double = [&](auto f) {
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(f(static_cast<double>(a[i]), static_cast<double>(b[i])));
+  };
+  constexpr double kInvSqrt2 = 0.70710678118654752, kInvSqrt2Pi = 0.39894228040143268;
+  constexpr double kTanhK = 0.79788456080286536, kCubic = 0.044715;
+  switch (p.get_mode()) {
+    case M::MOD: binary(n, a, b, o, [](float x, float y) { return std::fmod(x, y); }); return true;
+    case M::POW: binary(n, a, b, o, [](float x, float y) { return std::pow(x, y); }); return true;
+    case M::ATAN2: binary(n, a, b, o, [](float x, float y) { return std::atan2(x, y); }); return true;
+    case M::CEIL: unary(n, a, o, [](float x) { return std::ceil(x); }); return true;
+    case M::FLOOR: unary(n, a, o, [](float x) { return std::floor(x); }); return true;
+    case M::COS: unary(n, a, o, [](float x) { return std::cos(x); }); return true;
+    case M::SIN: unary(n, a, o, [](float x) { return std::sin(x); }); return true;
+    case M::TAN: unary(n, a, o, [](float x) { return std::tan(x); }); return true;
+    case M::ERF: unary(n, a, o, [](float x) { return std::erf(x); }); return true;
+    case M::LOGICAL_NOT: unary(n, a, o, [](float x) { return x == 0.0f ? 1.0f : 0.0f; }); return true;
+    case M::LOGICAL_AND:
+      binary(n, a, b, o, [](float x, float y) { return x != 0.0f && y != 0.0f ? 1.0f : 0.0f; });
+      return true;
+    case M::LOGICAL_OR:
+      binary(n, a, b, o, [](float x, float y) { return x != 0.0f || y != 0.0f ? 1.0f : 0.0f; });
+      return true;
+    case M::ELU_FWD: {
+      const double alpha = p.get_elu_alpha();
+      in_double([alpha](double x, double) { return x > 0 ? x : alpha * std::expm1(x); });
+      return true;
+    }
+    case M::SOFTPLUS_FWD: {
+      const double beta = p.get_softplus_beta();
+      in_double([beta](double x, double) { return std::log1p(std::exp(beta * x)) / beta; });
+      return true;
+    }
+    // Backward modes: a holds dy, b the forward input x.
+    case M::RELU_BWD: {
+      const float lo = static_cast<float>(p.get_relu_lower_clip());
+      const float slope = static_cast<float>(p.get_relu_lower_clip_slope());
+      const auto hi = p.get_relu_upper_clip();
+      const float h = hi ? static_cast<float>(*hi) : std::numeric_limits<float>::infinity();
+      binary(n, a, b, o, [=](float dy, float x) { return x >= h ? 0.0f : x > lo ? dy : dy * slope; });
+      return true;
+    }
+    case M::TANH_BWD:
+      in_double([](double dy, double x) { const double t = std::tanh(x); return dy - dy * t * t; });
+      return true;
+    case M::SIGMOID_BWD:
+      in_double([](double dy, double x) { const double s = sigmoid_f64(x); return dy * (s - s * s); });
+      return true;
+    case M::ELU_BWD: {
+      const double alpha = p.get_elu_alpha();
+      in_double([alpha](double dy, double x) { return x > 0 ? dy : dy * alpha * std::exp(x); });
+      return true;
+    }
+    case M::SOFTPLUS_BWD: {
+      const double beta = p.get_softplus_beta();
+      in_double([beta](double dy, double x) { return dy * sigmoid_f64(beta * x); });
+      return true;
+    }
+    case M::SWISH_BWD: {
+      const double beta = p.get_swish_beta();
+      in_double([beta](double dy, double x) {
+        const double s = sigmoid_f64(beta * x);
+        return dy * s * (1.0 + beta * x * (1.0 - s));
+      });
+      return true;
+    }
+    case M::GELU_BWD:
+      in_double([=](double dy, double x) {
+        return dy * (0.5 * std::erfc(-x * kInvSqrt2) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x));
+      });
+      return true;
+    case M::GELU_APPROX_TANH_BWD:
+      in_double([=](double dy, double x) {
+        const double t = std::tanh(kTanhK * (x + kCubic * x * x * x));
+        const double slope = kTanhK * (1.0 + 3.0 * kCubic * x * x);
+        return dy * 0.5 * ((1.0 + t) + x * (1.0 - t) * (1.0 + t) * slope);
+      });
+      return true;
+    default: return false;  // GEN_INDEX (an index, not a function of operands) and NOT_SET
+  }
+}
+
+// The fp32 loop of a mode; false when the mode has none.
 // n <= EpilogueRun::kChunk.
 DNNGRAPH_EPILOGUE_CLONES bool apply_fp32(const PointwiseAttr& p, int64_t n, const float* a, const float* b, const float* c, float* o) {
   using M = PointwiseMode;
@@ -132,7 +218,7 @@ DNNGRAPH_EPILOGUE_CLONES bool apply_fp32(const PointwiseAttr& p, int64_t n, cons
     case M::BINARY_SELECT:
       for (int64_t i = 0; i < n; ++i) o[i] = c[i] != 0.0f ? a[i] : b[i];
       return true;
-    default: return false;
+    default: return apply_rare(p, n, a, b, o);
   }
 }
 
@@ -251,8 +337,8 @@ void apply_pointwise(const PointwiseAttr& op, DataType round_to, int64_t n, cons
     }
     return;
   }
-  if (!apply_fp32(op, n, a, b, c, out))
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(ref::pointwise_apply(op, a[i], b[i], c[i]));
+  // check() admits no mode without a loop here (expr lowering turns GEN_INDEX into an index).
+  if (!apply_fp32(op, n, a, b, c, out)) std::fill(out, out + n, std::nanf(""));
   round_run(round_to, n, out);
 }
 

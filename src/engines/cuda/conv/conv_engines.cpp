@@ -5,7 +5,7 @@
 
 #include "core/log.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
-#include "engines/cuda/gemm/driver_ext.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 #include "engines/cuda/gemm/kernel_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
 
@@ -116,8 +116,8 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
 
 // The filters as a K-major [Kout][taps * C] matrix for TMA: boxes of one 128-byte k step (64
 // 16-bit or 32 fp32 elements) x tile_n rows.
-gemm::TensorMapSpec filter_map(const ConvProblem& cp, const Config& c) {
-  gemm::TensorMapSpec s;
+cuda::TensorMapSpec filter_map(const ConvProblem& cp, const Config& c) {
+  cuda::TensorMapSpec s;
   s.dtype = cp.dtype;
   const int64_t es = size_of(cp.dtype);
   s.rank = 3;
@@ -180,17 +180,17 @@ class ConvPlan final : public Plan {
       if (auto s = fill32(h, counters, 0, static_cast<size_t>(tiles)); !s.ok()) return s;
     }
     if (c_.core == 1) {
-      gemm::TensorMap mw;
-      if (auto s = gemm::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
+      cuda::TensorMap mw;
+      if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
       void* kargs[] = {&cp, &pp, &mw};
       const auto grid = static_cast<unsigned>(std::min<int64_t>(tiles * c_.splits, h.cuda->multiprocessors));
-      if (auto s = gemm::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs,
+      if (auto s = cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs,
                                    kFpropKernel);
           !s.ok())
         return s;
     } else {
       void* kargs[] = {&cp, &pp};
-      if (auto s = gemm::launch_3d(h, k_.main, {static_cast<unsigned>(tiles), 1, 1}, 128,
+      if (auto s = cuda::launch_3d(h, k_.main, {static_cast<unsigned>(tiles), 1, 1}, 128,
                                    static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
           !s.ok())
         return s;

@@ -8,7 +8,7 @@
 
 #include "core/log.hpp"
 #include "engines/cuda/conv/conv_engines.hpp"
-#include "engines/cuda/gemm/driver_ext.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 #include "engines/cuda/gemm/epilogue_layout.hpp"
 #include "engines/cuda/gemm/kernel_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
@@ -192,7 +192,7 @@ class DepthwisePlan final : public Plan {
     int64_t grid = std::min<int64_t>((items * groups + threads - 1) / threads, int64_t{sms_} * (strip_ ? 4 : 16));
     grid = std::max<int64_t>(1, (grid + per - 1) / per * per);
     void* kargs[] = {&P, &pp};
-    if (auto s = gemm::launch_3d(h, k_.main, {static_cast<unsigned>(grid), 1, 1}, threads, 0, kargs, kKernel); !s.ok())
+    if (auto s = cuda::launch_3d(h, k_.main, {static_cast<unsigned>(grid), 1, 1}, threads, 0, kargs, kKernel); !s.ok())
       return s;
     return gemm::run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }

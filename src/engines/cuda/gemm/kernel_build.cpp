@@ -1,7 +1,7 @@
 #include "engines/cuda/gemm/kernel_build.hpp"
 
 #include "core/hash.hpp"
-#include "engines/cuda/gemm/driver_ext.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 #include "engines/cuda/gemm/epilogue_layout.hpp"
 #include "engines/cuda/nvrtc_compile.hpp"
 

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "engines/cuda/gemm/driver_ext.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 
 namespace dnngraph::cuda::gemm {
 namespace {

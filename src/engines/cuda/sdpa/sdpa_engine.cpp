@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "core/log.hpp"
-#include "engines/cuda/gemm/driver_ext.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 #include "engines/cuda/gemm/kernel_build.hpp"
 #include "engines/cuda/sdpa/sdpa_params.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
@@ -19,7 +19,7 @@ namespace dnngraph::cuda {
 namespace {
 
 using gemm::KernelBuild;
-using gemm::TensorMap;
+using cuda::TensorMap;
 using sdpa::Config;
 using sdpa::Core;
 using sdpa::Operand;
@@ -87,10 +87,10 @@ class SdpaPlan final : public Plan {
     sdpa::SdpaParams prm = params(ptr);
     if ((pr_.seq_q.id >= 0) != (prm.seq_q != nullptr) || (pr_.seq_kv.id >= 0) != (prm.seq_kv != nullptr))
       return {ErrorCode::INVALID_VARIANT_PACK, "cuda_sdpa_flash: a sequence-length tensor of the padding mask has no pointer"};
-    const gemm::Grid3 grid{static_cast<unsigned>(prm.m_blocks), static_cast<unsigned>(pr_.h), static_cast<unsigned>(pr_.b)};
+    const cuda::Grid3 grid{static_cast<unsigned>(prm.m_blocks), static_cast<unsigned>(pr_.h), static_cast<unsigned>(pr_.b)};
     if (c_.core == Core::MMA_SYNC) {
       void* kargs[] = {&prm};
-      return gemm::launch_3d(h, k_.main, grid, static_cast<unsigned>(c_.threads), static_cast<unsigned>(c_.smem_bytes),
+      return cuda::launch_3d(h, k_.main, grid, static_cast<unsigned>(c_.threads), static_cast<unsigned>(c_.smem_bytes),
                              kargs, sdpa::kKernelName);
     }
     TensorMap mq, mk, mv;
@@ -98,7 +98,7 @@ class SdpaPlan final : public Plan {
     if (auto s = encode_rows_map(pr_.k, static_cast<uint32_t>(c_.bn), prm.k, mk); !s.ok()) return s;
     if (auto s = encode_rows_map(pr_.v, static_cast<uint32_t>(c_.bn), prm.v, mv); !s.ok()) return s;
     void* kargs[] = {&prm, &mq, &mk, &mv};
-    return gemm::launch_3d(h, k_.main, grid, static_cast<unsigned>(c_.threads), static_cast<unsigned>(c_.smem_bytes),
+    return cuda::launch_3d(h, k_.main, grid, static_cast<unsigned>(c_.threads), static_cast<unsigned>(c_.smem_bytes),
                            kargs, sdpa::kKernelName);
   }
 

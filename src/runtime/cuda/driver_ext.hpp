@@ -10,7 +10,7 @@
 #include "dnngraph/types.hpp"
 #include "runtime/cuda/context.hpp"
 
-namespace dnngraph::cuda::gemm {
+namespace dnngraph::cuda {
 
 // CUtensorMap: 16 opaque 64-bit words, 64-byte aligned.
 struct alignas(64) TensorMap {
@@ -37,4 +37,4 @@ struct Grid3 {
 Status launch_3d(HandleImpl& h, CUfunction f, Grid3 grid, unsigned block, unsigned smem, void** args,
                  std::string_view kernel_name);
 
-}  // namespace dnngraph::cuda::gemm
+}  // namespace dnngraph::cuda

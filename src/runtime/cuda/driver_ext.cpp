@@ -1,11 +1,11 @@
-#include "engines/cuda/gemm/driver_ext.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 
 #include <dlfcn.h>
 
 #include <mutex>
 #include <string>
 
-namespace dnngraph::cuda::gemm {
+namespace dnngraph::cuda {
 namespace {
 
 using EncodeTiled = CUresult (*)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*,
@@ -64,4 +64,4 @@ Status launch_3d(HandleImpl& h, CUfunction f, Grid3 grid, unsigned block, unsign
                "cuLaunchKernel(" + std::string(kernel_name) + ")");
 }
 
-}  // namespace dnngraph::cuda::gemm
+}  // namespace dnngraph::cuda

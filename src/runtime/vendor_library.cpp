@@ -1,4 +1,4 @@
-#include "engines/cudnn/vendor_library.hpp"
+#include "runtime/vendor_library.hpp"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -95,6 +95,25 @@ std::string not_found_message(const LibrarySpec& spec, const LoadedLibrary& lib)
   std::string s = spec.display + " not found (searched: ";
   for (size_t i = 0; i < lib.searched.size(); ++i) s += (i ? "; " : "") + lib.searched[i];
   return s + ")";
+}
+
+LibraryReport load_vendor_library(const LibrarySpec& spec, const AcceptVersioned& accept) {
+  LibraryReport r;
+  const LoadedLibrary lib = load_library(spec, [&](void* handle) {
+    size_t version = 0;
+    std::string why = accept(handle, version);
+    if (why.empty()) r.version = version;
+    return why;
+  });
+  r.searched = lib.searched;
+  if (!lib.handle) {
+    r.error = not_found_message(spec, lib);
+    DG_LOG(INFO) << r.error << ": using dnngraph's own engines";
+    return r;
+  }
+  r.path = lib.path;
+  r.ok = true;
+  return r;
 }
 
 }  // namespace dnngraph::vendor

@@ -34,4 +34,18 @@ LoadedLibrary load_library(const LibrarySpec& spec, const Accept& accept);
 // "<display> not found (searched: a; b; c)": for logs, reasons and `dnngraph info`.
 std::string not_found_message(const LibrarySpec& spec, const LoadedLibrary& lib);
 
+// What became of a vendor library's search: its version when usable, else why not.
+struct LibraryReport {
+  bool ok = false;
+  size_t version = 0;                 // the library's own number (cudnnGetVersion: 91900)
+  std::string path;                   // the file used
+  std::string error;                  // not_found_message when !ok
+  std::vector<std::string> searched;  // one line per path tried
+};
+
+// Called with each library dlopen accepted: "" with `version` set when it is usable, else why not.
+using AcceptVersioned = std::function<std::string(void* handle, size_t& version)>;
+// load_library, then the report (logged at INFO when nothing usable was found).
+LibraryReport load_vendor_library(const LibrarySpec& spec, const AcceptVersioned& accept);
+
 }  // namespace dnngraph::vendor
