@@ -4,6 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
+echo "== include layers"
+python3 scripts/check_layers.py
+
 echo "== C++ tests (ctest)"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 

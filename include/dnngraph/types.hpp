@@ -21,20 +21,17 @@ enum class DataType : int {
   FP8_E5M2,
 };
 
+// The rows of dnngraph/pointwise_modes.def, in order.
 enum class PointwiseMode : int {
   NOT_SET = 0,
-  // arithmetic
-  ADD, ADD_SQUARE, DIV, MAX, MIN, MOD, MUL, POW, SUB,
-  // math functions
-  ABS, CEIL, COS, EXP, FLOOR, LOG, NEG, RSQRT, SIN, SQRT, TAN, ERF, IDENTITY, RECIPROCAL, ATAN2,
-  // activations, forward
-  RELU_FWD, TANH_FWD, SIGMOID_FWD, ELU_FWD, GELU_FWD, SOFTPLUS_FWD, SWISH_FWD, GELU_APPROX_TANH_FWD,
-  // activations, backward: (dy, x) -> dx
-  RELU_BWD, TANH_BWD, SIGMOID_BWD, ELU_BWD, GELU_BWD, SOFTPLUS_BWD, SWISH_BWD, GELU_APPROX_TANH_BWD,
-  // comparisons and logic
-  CMP_EQ, CMP_NEQ, CMP_GT, CMP_GE, CMP_LT, CMP_LE, LOGICAL_AND, LOGICAL_OR, LOGICAL_NOT,
-  // misc
-  GEN_INDEX, BINARY_SELECT,
+#define DG_POINTWISE_MODE(mode, inputs, kind, python, kw0, kw1) mode,
+#include "dnngraph/pointwise_modes.def"
+#undef DG_POINTWISE_MODE
+};
+
+// What a pointwise mode computes, as pointwise_modes.def classes it.
+enum class PointwiseKind : int {
+  ARITHMETIC, MATH, ACTIVATION, ACTIVATION_BACKWARD, COMPARISON, LOGICAL, INDEX, SELECT,
 };
 
 enum class ReductionMode : int { NOT_SET = 0, ADD, MUL, MIN, MAX, AMAX, AVG, NORM1, NORM2 };
@@ -57,7 +54,9 @@ enum class BuildPlanPolicy : int { HEURISTICS_CHOICE = 0, ALL };
 int64_t size_of(DataType t);
 bool is_floating(DataType t);
 bool is_integral(DataType t);  // INT8, UINT8, INT32, INT64, BOOLEAN
-int arity(PointwiseMode m);    // number of tensor inputs: 1, 2 or 3
+int arity(PointwiseMode m);    // number of tensor inputs: 1, 2 or 3 (0 for NOT_SET and unknown values)
+PointwiseKind kind_of(PointwiseMode m);
+bool has_boolean_result(PointwiseMode m);  // COMPARISON and LOGICAL modes
 
 std::string_view to_string(DataType t);
 std::string_view to_string(PointwiseMode m);

@@ -21,48 +21,47 @@ void set_relu(PointwiseAttr& a, Opt negative_slope, Opt lower_clip, Opt upper_cl
   if (upper_clip) a.set_relu_upper_clip(*upper_clip);
 }
 
-struct Named { const char* name; M mode; };
-struct Named2 { const char* name; M mode; const char* a; const char* b; };
-
-constexpr Named kUnary[] = {
-    {"abs", M::ABS}, {"ceil", M::CEIL}, {"cos", M::COS}, {"exp", M::EXP}, {"floor", M::FLOOR},
-    {"log", M::LOG}, {"neg", M::NEG}, {"rsqrt", M::RSQRT}, {"sin", M::SIN}, {"sqrt", M::SQRT},
-    {"tan", M::TAN}, {"erf", M::ERF}, {"identity", M::IDENTITY}, {"reciprocal", M::RECIPROCAL},
-    {"logical_not", M::LOGICAL_NOT}, {"tanh", M::TANH_FWD}, {"sigmoid", M::SIGMOID_FWD},
-    {"gelu", M::GELU_FWD}, {"gelu_approx_tanh", M::GELU_APPROX_TANH_FWD},
+// The helper methods pointwise_modes.def names; parameterized modes are bound by hand below.
+struct Helper {
+  M mode;
+  int inputs;
+  const char* name;
+  const char* keywords[2];
+};
+constexpr Helper kHelpers[] = {
+#define DG_POINTWISE_MODE(mode, inputs, kind, python, kw0, kw1) {M::mode, inputs, python, {kw0, kw1}},
+#include "dnngraph/pointwise_modes.def"
+#undef DG_POINTWISE_MODE
 };
 
-constexpr Named2 kBinary[] = {
-    {"add", M::ADD, "a", "b"}, {"sub", M::SUB, "a", "b"}, {"mul", M::MUL, "a", "b"}, {"div", M::DIV, "a", "b"},
-    {"pow", M::POW, "a", "b"}, {"mod", M::MOD, "a", "b"}, {"add_square", M::ADD_SQUARE, "a", "b"},
-    {"atan2", M::ATAN2, "a", "b"}, {"logical_and", M::LOGICAL_AND, "a", "b"}, {"logical_or", M::LOGICAL_OR, "a", "b"},
-    {"bias", M::ADD, "input", "bias"}, {"scale", M::MUL, "input", "scale"},
-    {"max", M::MAX, "input0", "input1"}, {"min", M::MIN, "input0", "input1"},
-    {"cmp_eq", M::CMP_EQ, "input", "comparison"}, {"cmp_neq", M::CMP_NEQ, "input", "comparison"},
-    {"cmp_gt", M::CMP_GT, "input", "comparison"}, {"cmp_ge", M::CMP_GE, "input", "comparison"},
-    {"cmp_lt", M::CMP_LT, "input", "comparison"}, {"cmp_le", M::CMP_LE, "input", "comparison"},
-    {"tanh_backward", M::TANH_BWD, "loss", "input"}, {"sigmoid_backward", M::SIGMOID_BWD, "loss", "input"},
-    {"gelu_backward", M::GELU_BWD, "loss", "input"},
-    {"gelu_approx_tanh_backward", M::GELU_APPROX_TANH_BWD, "loss", "input"},
+// Other names the cuDNN frontend gives two of the binary modes.
+constexpr Helper kAliases[] = {
+    {M::ADD, 2, "bias", {"input", "bias"}},
+    {M::MUL, 2, "scale", {"input", "scale"}},
 };
 
-void bind_tables(nb::class_<PyGraph>& c) {
-  for (const Named& u : kUnary) {
-    const M mode = u.mode;
-    c.def(u.name,
+void bind_helper(nb::class_<PyGraph>& c, const Helper& h) {
+  const M mode = h.mode;
+  if (h.inputs == 1) {
+    c.def(h.name,
           [mode](PyGraph& g, TensorPtr x, nb::handle ct, std::string name) {
             return g.produced(g.graph.pointwise(std::move(x), attr(mode, ct, std::move(name))));
           },
-          nb::arg("input"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
-  }
-  for (const Named2& b : kBinary) {
-    const M mode = b.mode;
-    c.def(b.name,
+          nb::arg(h.keywords[0]), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  } else {
+    c.def(h.name,
           [mode](PyGraph& g, TensorPtr x, TensorPtr y, nb::handle ct, std::string name) {
             return g.produced(g.graph.pointwise(std::move(x), std::move(y), attr(mode, ct, std::move(name))));
           },
-          nb::arg(b.a), nb::arg(b.b), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+          nb::arg(h.keywords[0]), nb::arg(h.keywords[1]), nb::arg("compute_data_type").none() = nb::none(),
+          nb::arg("name") = "");
   }
+}
+
+void bind_tables(nb::class_<PyGraph>& c) {
+  for (const Helper& h : kHelpers)
+    if (*h.name) bind_helper(c, h);
+  for (const Helper& h : kAliases) bind_helper(c, h);
 }
 
 void bind_parameterized(nb::class_<PyGraph>& c) {

@@ -1,5 +1,6 @@
 // Names of the public enums, as tables: one place to read and extend.
 #include <array>
+#include <iterator>
 #include <utility>
 
 #include "dnngraph/status.hpp"
@@ -18,29 +19,38 @@ constexpr NameTable<DataType, 12> kDataTypes{{
     {DataType::UINT8, "UINT8"}, {DataType::FP8_E4M3, "FP8_E4M3"}, {DataType::FP8_E5M2, "FP8_E5M2"},
 }};
 
-constexpr NameTable<PointwiseMode, 52> kPointwiseModes{{
-    {PointwiseMode::NOT_SET, "NOT_SET"}, {PointwiseMode::ADD, "ADD"}, {PointwiseMode::ADD_SQUARE, "ADD_SQUARE"},
-    {PointwiseMode::DIV, "DIV"}, {PointwiseMode::MAX, "MAX"}, {PointwiseMode::MIN, "MIN"},
-    {PointwiseMode::MOD, "MOD"}, {PointwiseMode::MUL, "MUL"}, {PointwiseMode::POW, "POW"},
-    {PointwiseMode::SUB, "SUB"}, {PointwiseMode::ABS, "ABS"}, {PointwiseMode::CEIL, "CEIL"},
-    {PointwiseMode::COS, "COS"}, {PointwiseMode::EXP, "EXP"}, {PointwiseMode::FLOOR, "FLOOR"},
-    {PointwiseMode::LOG, "LOG"}, {PointwiseMode::NEG, "NEG"}, {PointwiseMode::RSQRT, "RSQRT"},
-    {PointwiseMode::SIN, "SIN"}, {PointwiseMode::SQRT, "SQRT"}, {PointwiseMode::TAN, "TAN"},
-    {PointwiseMode::ERF, "ERF"}, {PointwiseMode::IDENTITY, "IDENTITY"}, {PointwiseMode::RECIPROCAL, "RECIPROCAL"},
-    {PointwiseMode::ATAN2, "ATAN2"}, {PointwiseMode::RELU_FWD, "RELU_FWD"}, {PointwiseMode::TANH_FWD, "TANH_FWD"},
-    {PointwiseMode::SIGMOID_FWD, "SIGMOID_FWD"}, {PointwiseMode::ELU_FWD, "ELU_FWD"},
-    {PointwiseMode::GELU_FWD, "GELU_FWD"}, {PointwiseMode::SOFTPLUS_FWD, "SOFTPLUS_FWD"},
-    {PointwiseMode::SWISH_FWD, "SWISH_FWD"}, {PointwiseMode::GELU_APPROX_TANH_FWD, "GELU_APPROX_TANH_FWD"},
-    {PointwiseMode::RELU_BWD, "RELU_BWD"}, {PointwiseMode::TANH_BWD, "TANH_BWD"},
-    {PointwiseMode::SIGMOID_BWD, "SIGMOID_BWD"}, {PointwiseMode::ELU_BWD, "ELU_BWD"},
-    {PointwiseMode::GELU_BWD, "GELU_BWD"}, {PointwiseMode::SOFTPLUS_BWD, "SOFTPLUS_BWD"},
-    {PointwiseMode::SWISH_BWD, "SWISH_BWD"}, {PointwiseMode::GELU_APPROX_TANH_BWD, "GELU_APPROX_TANH_BWD"},
-    {PointwiseMode::CMP_EQ, "CMP_EQ"}, {PointwiseMode::CMP_NEQ, "CMP_NEQ"}, {PointwiseMode::CMP_GT, "CMP_GT"},
-    {PointwiseMode::CMP_GE, "CMP_GE"}, {PointwiseMode::CMP_LT, "CMP_LT"}, {PointwiseMode::CMP_LE, "CMP_LE"},
-    {PointwiseMode::LOGICAL_AND, "LOGICAL_AND"}, {PointwiseMode::LOGICAL_OR, "LOGICAL_OR"},
-    {PointwiseMode::LOGICAL_NOT, "LOGICAL_NOT"}, {PointwiseMode::GEN_INDEX, "GEN_INDEX"},
-    {PointwiseMode::BINARY_SELECT, "BINARY_SELECT"},
-}};
+struct PointwiseModeRow {
+  PointwiseMode mode;
+  std::string_view name;
+  int inputs;
+  PointwiseKind kind;
+};
+constexpr PointwiseModeRow kPointwiseRows[] = {
+    {PointwiseMode::NOT_SET, "NOT_SET", 0, PointwiseKind::MATH},
+#define DG_POINTWISE_MODE(mode, inputs, kind, python, kw0, kw1) \
+  {PointwiseMode::mode, #mode, inputs, PointwiseKind::kind},
+#include "dnngraph/pointwise_modes.def"
+#undef DG_POINTWISE_MODE
+};
+
+constexpr bool rows_in_enum_order() {
+  for (size_t i = 0; i < std::size(kPointwiseRows); ++i)
+    if (static_cast<size_t>(kPointwiseRows[i].mode) != i) return false;
+  return true;
+}
+static_assert(rows_in_enum_order(), "kPointwiseRows must be indexable by PointwiseMode");
+
+// The row of a mode: rows are in enum order, so the value indexes them.
+const PointwiseModeRow* pointwise_row(PointwiseMode m) {
+  const auto i = static_cast<size_t>(m);
+  return m != PointwiseMode::NOT_SET && i < std::size(kPointwiseRows) ? &kPointwiseRows[i] : nullptr;
+}
+
+constexpr auto kPointwiseModes = [] {
+  NameTable<PointwiseMode, std::size(kPointwiseRows)> t{};
+  for (size_t i = 0; i < t.size(); ++i) t[i] = {kPointwiseRows[i].mode, kPointwiseRows[i].name};
+  return t;
+}();
 
 constexpr NameTable<ReductionMode, 9> kReductionModes{{
     {ReductionMode::NOT_SET, "NOT_SET"}, {ReductionMode::ADD, "ADD"}, {ReductionMode::MUL, "MUL"},
@@ -129,11 +139,16 @@ bool is_integral(DataType t) {
 bool is_floating(DataType t) { return t != DataType::NOT_SET && !is_integral(t); }
 
 int arity(PointwiseMode m) {
-  if (m == PointwiseMode::BINARY_SELECT) return 3;
-  if (m >= PointwiseMode::ADD && m <= PointwiseMode::SUB) return 2;
-  if (m == PointwiseMode::ATAN2) return 2;
-  if (m >= PointwiseMode::RELU_BWD && m <= PointwiseMode::LOGICAL_OR) return 2;
-  return 1;
+  const PointwiseModeRow* r = pointwise_row(m);
+  return r ? r->inputs : 0;
+}
+PointwiseKind kind_of(PointwiseMode m) {
+  const PointwiseModeRow* r = pointwise_row(m);
+  return r ? r->kind : PointwiseKind::MATH;
+}
+bool has_boolean_result(PointwiseMode m) {
+  const PointwiseKind k = kind_of(m);
+  return pointwise_row(m) && (k == PointwiseKind::COMPARISON || k == PointwiseKind::LOGICAL);
 }
 
 std::string Status::to_string() const {

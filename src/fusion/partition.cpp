@@ -80,28 +80,16 @@ void grow(const ir::Graph& g, Partition& p, const FusionPattern& pat, std::vecto
 Status partition_graph(const ir::Graph& g, std::vector<Partition>& out) {
   out.clear();
   std::vector<int> owner(g.nodes.size(), -1);
-  std::vector<const FusionPattern*> by_priority;
-  for (const auto& pat : fusion_patterns()) by_priority.push_back(&pat);
-  std::stable_sort(by_priority.begin(), by_priority.end(),
-                   [](auto* a, auto* b) { return a->priority > b->priority; });
   // Claim in topological order so a node's producers are placed before it is considered.
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (owner[i] >= 0) continue;
     const ir::Node& n = g.nodes[i];
-    const FusionPattern* match = nullptr;
-    for (const auto* pat : by_priority) {
-      const bool anchored = std::find(pat->anchors.begin(), pat->anchors.end(), op_name(n.attr)) != pat->anchors.end();
-      const bool starts_chain = pat->anchors.empty() && is_op(n, "pointwise");
-      if (anchored || starts_chain) {
-        match = pat;
-        break;
-      }
-    }
+    const FusionPattern* match = pattern_named(op_traits(n.attr).fusion_pattern);
     Partition p;
     p.graph = &g;
     p.nodes = {static_cast<int>(i)};
     p.pattern = match ? std::string(match->name) : "single_op";
-    p.anchor = (match && !match->anchors.empty() && match->epilogue) ? static_cast<int>(i) : -1;
+    p.anchor = match && match->anchored ? static_cast<int>(i) : -1;
     owner[i] = static_cast<int>(out.size());
     if (match) grow(g, p, *match, owner, static_cast<int>(out.size()));
     finish_partition(p);

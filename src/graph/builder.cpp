@@ -1,5 +1,6 @@
 // Graph's building methods: each op appends a NodeSpec and returns its (virtual) outputs.
 #include "graph/graph_impl.hpp"
+#include "graph/op_traits.hpp"
 
 namespace dnngraph {
 
@@ -43,16 +44,19 @@ TensorPtr Graph::tensor(double scalar) {
 
 namespace {
 
-// Appends a node with `n_outputs` fresh virtual outputs named "<node>::<slot name>".
-std::vector<TensorPtr> add_node(GraphImpl& g, OpAttr attr, std::string name, std::vector<TensorPtr> inputs,
-                                std::initializer_list<const char*> output_names) {
+// Appends a node with fresh virtual outputs named "<node>::<slot>", one per output slot of its op.
+template <class A>
+std::vector<TensorPtr> add_node(GraphImpl& g, A attr, std::vector<TensorPtr> inputs) {
   g.invalidate();
-  if (name.empty()) name = std::string(op_name(attr)) + "_" + std::to_string(g.node_counter);
+  std::string name = attr.get_name();
+  OpAttr op = std::move(attr);
+  const OpTraits& traits = op_traits(op);
+  if (name.empty()) name = std::string(traits.name) + "_" + std::to_string(g.node_counter);
   ++g.node_counter;
-  NodeSpec node{name, std::move(attr), std::move(inputs), {}};
-  for (const char* out : output_names) {
+  NodeSpec node{name, std::move(op), std::move(inputs), {}};
+  for (std::string_view slot : traits.outputs) {
     auto t = std::make_shared<TensorAttr>();
-    t->set_name(name + "::" + out).set_is_virtual(true);
+    t->set_name(name + "::" + std::string(slot)).set_is_virtual(true);
     node.outputs.push_back(std::move(t));
   }
   g.nodes.push_back(std::move(node));
@@ -62,84 +66,64 @@ std::vector<TensorPtr> add_node(GraphImpl& g, OpAttr attr, std::string name, std
 }  // namespace
 
 TensorPtr Graph::conv_fprop(TensorPtr x, TensorPtr w, ConvFpropAttr a) {
-  auto name = a.get_name();
-  return add_node(*impl_, std::move(a), name, {std::move(x), std::move(w)}, {"Y"})[0];
+  return add_node(*impl_, std::move(a), {std::move(x), std::move(w)})[0];
 }
 TensorPtr Graph::conv_dgrad(TensorPtr dy, TensorPtr w, ConvDgradAttr a) {
-  auto name = a.get_name();
-  return add_node(*impl_, std::move(a), name, {std::move(dy), std::move(w)}, {"DX"})[0];
+  return add_node(*impl_, std::move(a), {std::move(dy), std::move(w)})[0];
 }
 TensorPtr Graph::conv_wgrad(TensorPtr dy, TensorPtr x, ConvWgradAttr a) {
-  auto name = a.get_name();
-  return add_node(*impl_, std::move(a), name, {std::move(dy), std::move(x)}, {"DW"})[0];
+  return add_node(*impl_, std::move(a), {std::move(dy), std::move(x)})[0];
 }
 TensorPtr Graph::matmul(TensorPtr a, TensorPtr b, MatmulAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name, {std::move(a), std::move(b)}, {"C"})[0];
+  return add_node(*impl_, std::move(attr), {std::move(a), std::move(b)})[0];
 }
 TensorPtr Graph::pointwise(TensorPtr a, PointwiseAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name, {std::move(a)}, {"OUT"})[0];
+  return add_node(*impl_, std::move(attr), {std::move(a)})[0];
 }
 TensorPtr Graph::pointwise(TensorPtr a, TensorPtr b, PointwiseAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name, {std::move(a), std::move(b)}, {"OUT"})[0];
+  return add_node(*impl_, std::move(attr), {std::move(a), std::move(b)})[0];
 }
 TensorPtr Graph::pointwise(TensorPtr a, TensorPtr b, TensorPtr c, PointwiseAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name, {std::move(a), std::move(b), std::move(c)}, {"OUT"})[0];
+  return add_node(*impl_, std::move(attr), {std::move(a), std::move(b), std::move(c)})[0];
 }
 TensorPtr Graph::reduction(TensorPtr x, ReductionAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name, {std::move(x)}, {"Y"})[0];
+  return add_node(*impl_, std::move(attr), {std::move(x)})[0];
 }
 TensorPtr Graph::batchnorm_inference(TensorPtr x, TensorPtr mean, TensorPtr inv_variance, TensorPtr scale,
                                      TensorPtr bias, BatchnormInferenceAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name,
-                  {std::move(x), std::move(mean), std::move(inv_variance), std::move(scale), std::move(bias)},
-                  {"Y"})[0];
+  return add_node(*impl_, std::move(attr),
+                  {std::move(x), std::move(mean), std::move(inv_variance), std::move(scale), std::move(bias)})[0];
 }
 std::array<TensorPtr, 3> Graph::layernorm(TensorPtr x, TensorPtr scale, TensorPtr bias, LayernormAttr attr) {
-  auto name = attr.get_name();
   TensorPtr eps = attr.get_epsilon();
-  auto outs = add_node(*impl_, std::move(attr), name, {std::move(x), std::move(scale), std::move(bias), eps},
-                       {"Y", "MEAN", "INV_VARIANCE"});
+  auto outs = add_node(*impl_, std::move(attr), {std::move(x), std::move(scale), std::move(bias), eps});
   return {outs[0], outs[1], outs[2]};
 }
 std::array<TensorPtr, 2> Graph::rmsnorm(TensorPtr x, TensorPtr scale, RmsnormAttr attr) {
-  auto name = attr.get_name();
   TensorPtr eps = attr.get_epsilon();
   TensorPtr bias = attr.get_bias();
-  auto outs = add_node(*impl_, std::move(attr), name, {std::move(x), std::move(scale), bias, eps}, {"Y", "INV_RMS"});
+  auto outs = add_node(*impl_, std::move(attr), {std::move(x), std::move(scale), bias, eps});
   return {outs[0], outs[1]};
 }
 TensorPtr Graph::resample(TensorPtr x, ResampleAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name, {std::move(x)}, {"Y"})[0];
+  return add_node(*impl_, std::move(attr), {std::move(x)})[0];
 }
 std::array<TensorPtr, 2> Graph::sdpa(TensorPtr q, TensorPtr k, TensorPtr v, SdpaAttr attr) {
-  auto name = attr.get_name();
   TensorPtr sq = attr.get_seq_len_q(), skv = attr.get_seq_len_kv();
-  auto outs = add_node(*impl_, std::move(attr), name, {std::move(q), std::move(k), std::move(v), sq, skv},
-                       {"O", "STATS"});
+  auto outs = add_node(*impl_, std::move(attr), {std::move(q), std::move(k), std::move(v), sq, skv});
   return {outs[0], outs[1]};
 }
 TensorPtr Graph::reshape(TensorPtr x, ReshapeAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name, {std::move(x)}, {"Y"})[0];
+  return add_node(*impl_, std::move(attr), {std::move(x)})[0];
 }
 TensorPtr Graph::transpose(TensorPtr x, TransposeAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name, {std::move(x)}, {"Y"})[0];
+  return add_node(*impl_, std::move(attr), {std::move(x)})[0];
 }
 TensorPtr Graph::slice(TensorPtr x, SliceAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name, {std::move(x)}, {"Y"})[0];
+  return add_node(*impl_, std::move(attr), {std::move(x)})[0];
 }
 TensorPtr Graph::concatenate(std::vector<TensorPtr> xs, ConcatenateAttr attr) {
-  auto name = attr.get_name();
-  return add_node(*impl_, std::move(attr), name, std::move(xs), {"Y"})[0];
+  return add_node(*impl_, std::move(attr), std::move(xs))[0];
 }
 
 TensorPtr Graph::add(TensorPtr a, TensorPtr b) { return pointwise(std::move(a), std::move(b), PointwiseAttr().set_mode(PointwiseMode::ADD)); }

@@ -3,8 +3,12 @@
 // Groups follow from channel counts: groups = C / W.C.
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
+#include "graph/ir.hpp"
+#include "graph/json_fields.hpp"
 
 namespace dnngraph {
 namespace {
@@ -137,7 +141,7 @@ Status check_forward_relation(const NodeSpec& node, const TensorAttr* blamed, co
   return {};
 }
 
-}  // namespace
+// ---- inference
 
 Status infer(const ConvFpropAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   if (auto s = check_operands(node, "X", "W"); !s.ok()) return s;
@@ -205,8 +209,6 @@ Status infer(const ConvDgradAttr& attr, NodeSpec& node, const GraphDefaults& def
   return check_types(node);
 }
 
-namespace {
-
 // Largest kernel size k with forward_size(in, k) == out, or 0 when none exists.
 int64_t largest_kernel(const ConvParams& p, size_t i, int64_t in, int64_t out) {
   const int64_t room = in + p.pre[i] + p.post[i] - 1 - (out - 1) * p.stride[i];
@@ -214,8 +216,6 @@ int64_t largest_kernel(const ConvParams& p, size_t i, int64_t in, int64_t out) {
   const int64_t k = room / p.dilation[i] + 1;
   return forward_size(p, i, in, k) == out ? k : 0;
 }
-
-}  // namespace
 
 Status infer(const ConvWgradAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   if (auto s = check_operands(node, "DY", "X"); !s.ok()) return s;
@@ -255,6 +255,90 @@ Status infer(const ConvWgradAttr& attr, NodeSpec& node, const GraphDefaults& def
   }
   if (auto s = fill_output(node, dw, dwd, x->get_stride(), defaults, x->get_data_type()); !s.ok()) return s;
   return check_types(node);
+}
+
+// ---- JSON fields: both paddings, stride and dilation, always written
+
+template <class A>
+void write_conv(const A& a, nlohmann::json& j) {
+  j["pre_padding"] = a.get_pre_padding();
+  j["post_padding"] = a.get_post_padding();
+  j["stride"] = a.get_stride();
+  j["dilation"] = a.get_dilation();
+}
+
+template <class A>
+void read_conv(JsonFields& f, A& a) {
+  // "padding" sets both sides, as set_padding does; the writer always writes the two sides.
+  if (auto v = f.integers("padding")) a.set_padding(*v);
+  if (auto v = f.integers("pre_padding")) a.set_pre_padding(*v);
+  if (auto v = f.integers("post_padding")) a.set_post_padding(*v);
+  if (auto v = f.integers("stride")) a.set_stride(*v);
+  if (auto v = f.integers("dilation")) a.set_dilation(*v);
+}
+
+// ---- FLOPs: 2 per multiply-add
+
+double volume(const std::vector<int64_t>& dims, size_t from) {
+  double v = 1;
+  for (size_t i = from; i < dims.size(); ++i) v *= static_cast<double>(dims[i]);
+  return v;
+}
+
+// Each output element sums over the input channels of its group and the filter window.
+double fprop_flops(const ir::Graph& g, const ir::Node& n) {
+  return 2.0 * static_cast<double>(g.tensor(n.outputs[0]).volume()) * volume(g.tensor(n.inputs[1]).dims, 1);
+}
+
+// Each DX element sums over the K / groups output channels of its group and the filter window.
+double dgrad_flops(const ir::Graph& g, const ir::Node& n) {
+  const auto& w = g.tensor(n.inputs[1]).dims;
+  const double groups = static_cast<double>(g.tensor(n.outputs[0]).dims[1]) / static_cast<double>(w[1]);
+  return 2.0 * static_cast<double>(g.tensor(n.outputs[0]).volume()) * static_cast<double>(w[0]) / groups *
+         volume(w, 2);
+}
+
+// Each DW element sums over the batch and DY's spatial positions.
+double wgrad_flops(const ir::Graph& g, const ir::Node& n) {
+  const auto& dy = g.tensor(n.inputs[0]).dims;
+  return 2.0 * static_cast<double>(g.tensor(n.outputs[0]).volume()) * static_cast<double>(dy[0]) * volume(dy, 2);
+}
+
+}  // namespace
+
+const OpTraits& traits(OpTag<ConvFpropAttr>) {
+  static const OpTraits t{
+      .name = "conv_fprop", .inputs = {"X", "W"}, .required_inputs = 2, .outputs = {"Y"},
+      .fusion_pattern = "conv_epilogue",
+      .infer = erase_infer<ConvFpropAttr, infer>,
+      .write_json = erase_write<ConvFpropAttr, write_conv<ConvFpropAttr>>,
+      .read_json = erase_read<ConvFpropAttr, read_conv<ConvFpropAttr>>,
+      .flops = fprop_flops,
+  };
+  return t;
+}
+
+const OpTraits& traits(OpTag<ConvDgradAttr>) {
+  static const OpTraits t{
+      .name = "conv_dgrad", .inputs = {"DY", "W"}, .required_inputs = 2, .outputs = {"DX"},
+      .fusion_pattern = "conv_epilogue",
+      .infer = erase_infer<ConvDgradAttr, infer>,
+      .write_json = erase_write<ConvDgradAttr, write_conv<ConvDgradAttr>>,
+      .read_json = erase_read<ConvDgradAttr, read_conv<ConvDgradAttr>>,
+      .flops = dgrad_flops,
+  };
+  return t;
+}
+
+const OpTraits& traits(OpTag<ConvWgradAttr>) {
+  static const OpTraits t{
+      .name = "conv_wgrad", .inputs = {"DY", "X"}, .required_inputs = 2, .outputs = {"DW"},
+      .infer = erase_infer<ConvWgradAttr, infer>,
+      .write_json = erase_write<ConvWgradAttr, write_conv<ConvWgradAttr>>,
+      .read_json = erase_read<ConvWgradAttr, read_conv<ConvWgradAttr>>,
+      .flops = wgrad_flops,
+  };
+  return t;
 }
 
 }  // namespace dnngraph

@@ -1,23 +1,27 @@
-// Shape inference and validation, one overload per op; each op family's file defines its own.
+// The traits of every op, one line each; each is defined in its op family's file, beside the
+// op's inference, JSON fields and FLOP count.
 #pragma once
-#include "graph/node.hpp"
+#include "graph/op_traits.hpp"
 
 namespace dnngraph {
 
-Status infer(const ConvFpropAttr&, NodeSpec&, const GraphDefaults&);           // conv.cpp
-Status infer(const ConvDgradAttr&, NodeSpec&, const GraphDefaults&);           // conv.cpp
-Status infer(const ConvWgradAttr&, NodeSpec&, const GraphDefaults&);           // conv.cpp
-Status infer(const MatmulAttr&, NodeSpec&, const GraphDefaults&);              // matmul.cpp
-Status infer(const PointwiseAttr&, NodeSpec&, const GraphDefaults&);           // pointwise.cpp
-Status infer(const ReductionAttr&, NodeSpec&, const GraphDefaults&);           // reduction.cpp
-Status infer(const BatchnormInferenceAttr&, NodeSpec&, const GraphDefaults&);  // norm.cpp
-Status infer(const LayernormAttr&, NodeSpec&, const GraphDefaults&);           // norm.cpp
-Status infer(const RmsnormAttr&, NodeSpec&, const GraphDefaults&);             // norm.cpp
-Status infer(const ResampleAttr&, NodeSpec&, const GraphDefaults&);            // resample.cpp
-Status infer(const SdpaAttr&, NodeSpec&, const GraphDefaults&);                // sdpa.cpp
-Status infer(const ReshapeAttr&, NodeSpec&, const GraphDefaults&);             // layout.cpp
-Status infer(const TransposeAttr&, NodeSpec&, const GraphDefaults&);           // layout.cpp
-Status infer(const SliceAttr&, NodeSpec&, const GraphDefaults&);               // layout.cpp
-Status infer(const ConcatenateAttr&, NodeSpec&, const GraphDefaults&);         // layout.cpp
+template <class A>
+struct OpTag {};
+
+const OpTraits& traits(OpTag<ConvFpropAttr>);           // conv.cpp
+const OpTraits& traits(OpTag<ConvDgradAttr>);           // conv.cpp
+const OpTraits& traits(OpTag<ConvWgradAttr>);           // conv.cpp
+const OpTraits& traits(OpTag<MatmulAttr>);              // matmul.cpp
+const OpTraits& traits(OpTag<PointwiseAttr>);           // pointwise.cpp
+const OpTraits& traits(OpTag<ReductionAttr>);           // reduction.cpp
+const OpTraits& traits(OpTag<BatchnormInferenceAttr>);  // norm.cpp
+const OpTraits& traits(OpTag<LayernormAttr>);           // norm.cpp
+const OpTraits& traits(OpTag<RmsnormAttr>);             // norm.cpp
+const OpTraits& traits(OpTag<ResampleAttr>);            // resample.cpp
+const OpTraits& traits(OpTag<SdpaAttr>);                // sdpa.cpp
+const OpTraits& traits(OpTag<ReshapeAttr>);             // layout.cpp
+const OpTraits& traits(OpTag<TransposeAttr>);           // layout.cpp
+const OpTraits& traits(OpTag<SliceAttr>);               // layout.cpp
+const OpTraits& traits(OpTag<ConcatenateAttr>);         // layout.cpp
 
 }  // namespace dnngraph

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "dnngraph/status.hpp"
-#include "graph/node.hpp"
+#include "graph/op_traits.hpp"
 
 namespace dnngraph {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "dnngraph/types.hpp"
-#include "graph/op_attr.hpp"
+#include "graph/op_traits.hpp"
 
 namespace dnngraph::ir {
 

@@ -1,6 +1,7 @@
 // Graph::to_json and Graph::from_json: the graph JSON format (docs/graph-json.md). The reader never
 // throws: every problem becomes a Status naming the JSON path, the node or tensor, and the rule.
 // Graph-level rules (cycles, types, shapes) are left to validate().
+#include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "graph/graph_impl.hpp"
 #include "graph/json_attr.hpp"
 #include "graph/json_fields.hpp"
+#include "graph/op_traits.hpp"
 
 namespace dnngraph {
 namespace {
@@ -20,40 +22,24 @@ constexpr const char* kFormat = "dnngraph-graph";
 constexpr int64_t kVersion = 1;
 constexpr int kMaxNesting = 16;  // the format needs 5 levels; deeper input is rejected before parsing
 
-// Input and output slot names of each op, indexed like OpAttr. Variadic ops (pointwise,
-// concatenate) name their inputs IN_0, IN_1, ...
-struct OpSlots {
-  std::vector<const char*> inputs;
-  size_t required;                 // leading inputs that must be present
-  std::vector<const char*> outputs;
-  bool variadic = false;
-  size_t max_inputs = 0;           // variadic: 0 = no limit
-};
-
-const OpSlots& slots_of(size_t op_index) {
-  static const std::vector<OpSlots> kSlots{
-      {{"X", "W"}, 2, {"Y"}},                                          // conv_fprop
-      {{"DY", "W"}, 2, {"DX"}},                                        // conv_dgrad
-      {{"DY", "X"}, 2, {"DW"}},                                        // conv_wgrad
-      {{"A", "B"}, 2, {"C"}},                                          // matmul
-      {{}, 1, {"OUT"}, true, 3},                                       // pointwise
-      {{"X"}, 1, {"Y"}},                                               // reduction
-      {{"X", "MEAN", "INV_VARIANCE", "SCALE", "BIAS"}, 5, {"Y"}},      // batchnorm_inference
-      {{"X", "SCALE", "BIAS", "EPSILON"}, 2, {"Y", "MEAN", "INV_VARIANCE"}},  // layernorm
-      {{"X", "SCALE", "BIAS", "EPSILON"}, 2, {"Y", "INV_RMS"}},        // rmsnorm
-      {{"X"}, 1, {"Y"}},                                               // resample
-      {{"Q", "K", "V", "SEQ_LEN_Q", "SEQ_LEN_KV"}, 3, {"O", "STATS"}}, // sdpa
-      {{"X"}, 1, {"Y"}},                                               // reshape
-      {{"X"}, 1, {"Y"}},                                               // transpose
-      {{"X"}, 1, {"Y"}},                                               // slice
-      {{}, 1, {"Y"}, true, 0},                                         // concatenate
-  };
-  static_assert(std::variant_size_v<OpAttr> == 15, "add the new op's slots above");
-  return kSlots[op_index];
+std::string input_slot_name(const OpTraits& op, size_t i) {
+  return op.variadic ? "IN_" + std::to_string(i) : std::string(op.inputs[i]);
 }
 
-std::string input_slot_name(const OpSlots& s, size_t i) {
-  return s.variadic ? "IN_" + std::to_string(i) : std::string(s.inputs[i]);
+// The input slot a key names, or `capacity` when none: variadic ops' slots are IN_0, IN_1, ...
+size_t input_slot_index(const OpTraits& op, const std::string& key, size_t capacity) {
+  if (!op.variadic) {
+    size_t k = 0;
+    while (k < capacity && op.inputs[k] != key) ++k;
+    return k;
+  }
+  if (key.size() < 4 || key.compare(0, 3, "IN_") != 0 || key.size() > 3 + 9) return capacity;
+  size_t k = 0;
+  for (size_t i = 3; i < key.size(); ++i) {
+    if (key[i] < '0' || key[i] > '9' || (i == 3 && key[i] == '0' && key.size() > 4)) return capacity;
+    k = k * 10 + static_cast<size_t>(key[i] - '0');
+  }
+  return std::min(k, capacity);
 }
 
 // ---- writing
@@ -169,7 +155,7 @@ std::string Graph::to_json() const {
   out += "  \"nodes\": [";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const NodeSpec& n = g.nodes[i];
-    const OpSlots& slots = slots_of(n.attr.index());
+    const OpTraits& slots = op_traits(n.attr);
     ojson j;
     j["name"] = node_names.take(n.name);
     const json attr = attr_to_json(n.attr);
@@ -290,7 +276,7 @@ struct Reader {
     return {};
   }
 
-  Status read_inputs(const json* j, const std::string& path, const std::string& node, const OpSlots& slots,
+  Status read_inputs(const json* j, const std::string& path, const std::string& node, const OpTraits& slots,
                      std::string_view op, std::vector<TensorPtr>& inputs) {
     const std::string where = path + ".inputs";
     if (!j) return json_error(ErrorCode::ATTRIBUTE_NOT_SET, where + ": missing (node '" + node + "' reads tensors)");
@@ -299,8 +285,7 @@ struct Reader {
     const size_t capacity = slots.variadic ? (slots.max_inputs ? slots.max_inputs : j->size()) : slots.inputs.size();
     inputs.assign(capacity, nullptr);
     for (const auto& [key, value] : j->items()) {
-      size_t k = 0;
-      while (k < capacity && input_slot_name(slots, k) != key) ++k;
+      const size_t k = input_slot_index(slots, key, capacity);
       if (k == capacity) {
         std::string known;
         for (size_t i = 0; i < slots.inputs.size(); ++i) known += (i ? ", " : "") + std::string(slots.inputs[i]);
@@ -310,7 +295,7 @@ struct Reader {
       }
       if (auto s = lookup(value, where + "." + key, node, "reads", inputs[k]); !s.ok()) return s;
     }
-    size_t required = slots.required;
+    size_t required = slots.required_inputs;
     if (slots.variadic) {  // IN_0 .. IN_{n-1}, none left out
       size_t used = 0;
       for (size_t k = 0; k < inputs.size(); ++k)
@@ -325,7 +310,7 @@ struct Reader {
     return {};
   }
 
-  Status read_outputs(const json* j, const std::string& path, const std::string& node, const OpSlots& slots,
+  Status read_outputs(const json* j, const std::string& path, const std::string& node, const OpTraits& slots,
                       std::string_view op, std::vector<TensorPtr>& outputs) {
     const std::string where = path + ".outputs";
     outputs.assign(slots.outputs.size(), nullptr);
@@ -351,7 +336,7 @@ struct Reader {
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (outputs[k]) continue;
       outputs[k] = std::make_shared<TensorAttr>();
-      outputs[k]->set_name(node + "::" + slots.outputs[k]).set_is_virtual(true);
+      outputs[k]->set_name(node + "::" + std::string(slots.outputs[k])).set_is_virtual(true);
       producer_of.emplace(outputs[k].get(), node);
     }
     return {};
@@ -374,8 +359,8 @@ struct Reader {
     NodeSpec node;
     node.name = name;
     if (auto s = attr_from_json(attr_json, node.attr, "graph JSON: node '" + name + "' at " + path); !s.ok()) return s;
-    const OpSlots& slots = slots_of(node.attr.index());
-    const std::string_view op = op_name(node.attr);
+    const OpTraits& slots = op_traits(node.attr);
+    const std::string_view op = slots.name;
     auto find = [&](const char* key) { auto it = j.find(key); return it == j.end() ? nullptr : &*it; };
     if (auto s = read_inputs(find("inputs"), path, name, slots, op, node.inputs); !s.ok()) return s;
     if (auto s = read_outputs(find("outputs"), path, name, slots, op, node.outputs); !s.ok()) return s;
@@ -387,17 +372,8 @@ struct Reader {
   // The attribute classes also hold the tensors that are node inputs (epsilon, seq_len, rmsnorm's
   // bias), as the builder leaves them; and the node's name.
   static void attach_tensor_attributes(NodeSpec& n) {
-    auto in = [&](size_t k) { return k < n.inputs.size() ? n.inputs[k] : nullptr; };
     std::visit([&](auto& a) { a.set_name(n.name); }, n.attr);
-    if (auto* ln = std::get_if<LayernormAttr>(&n.attr); ln && in(slot::LN_EPS)) ln->set_epsilon(in(slot::LN_EPS));
-    if (auto* rms = std::get_if<RmsnormAttr>(&n.attr)) {
-      if (in(slot::LN_EPS)) rms->set_epsilon(in(slot::LN_EPS));
-      rms->set_bias(in(slot::LN_BIAS));
-    }
-    if (auto* sdpa = std::get_if<SdpaAttr>(&n.attr)) {
-      sdpa->set_seq_len_q(in(slot::SDPA_SEQ_Q));
-      sdpa->set_seq_len_kv(in(slot::SDPA_SEQ_KV));
-    }
+    if (const auto attach = op_traits(n.attr).attach_inputs) attach(n);
   }
 
   // Virtual unless said otherwise: tensors a node writes; graph inputs are never virtual by default.

@@ -2,8 +2,11 @@
 // and never change their values.
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
+#include "graph/json_fields.hpp"
 
 namespace dnngraph {
 namespace {
@@ -54,8 +57,6 @@ Status resolve_reshape_dims(const NodeSpec& node, const TensorAttr& x, std::vect
                           " elements but X " + dims_to_string(x.get_dim()) + " holds " + std::to_string(have));
   return {};
 }
-
-}  // namespace
 
 Status infer(const ReshapeAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   if (auto s = check_one_input(node); !s.ok()) return s;
@@ -146,6 +147,80 @@ Status infer(const ConcatenateAttr& attr, NodeSpec& node, const GraphDefaults& d
     dims[static_cast<size_t>(axis)] += d[static_cast<size_t>(axis)];
   }
   return fill_output(node, *node.outputs[0], dims, first.get_stride(), defaults, first.get_data_type());
+}
+
+// ---- JSON fields
+
+void write_reshape(const ReshapeAttr& a, nlohmann::json& j) { j["dim"] = a.get_dim(); }
+void read_reshape(JsonFields& f, ReshapeAttr& a) {
+  if (auto v = f.integers("dim")) a.set_dim(*v);
+}
+
+void write_transpose(const TransposeAttr& a, nlohmann::json& j) { j["permutation"] = a.get_permutation(); }
+void read_transpose(JsonFields& f, TransposeAttr& a) {
+  if (auto v = f.integers("permutation")) a.set_permutation(*v);
+}
+
+void write_slice(const SliceAttr& a, nlohmann::json& j) {
+  nlohmann::json s = nlohmann::json::array();
+  for (const auto& [b, e] : a.get_slices()) s.push_back({b, e});
+  j["slices"] = std::move(s);
+}
+void read_slice(JsonFields& f, SliceAttr& a) {
+  if (auto v = f.pairs("slices")) a.set_slices(*v);
+}
+
+void write_concatenate(const ConcatenateAttr& a, nlohmann::json& j) {
+  if (a.get_axis() != 0) j["axis"] = a.get_axis();
+}
+void read_concatenate(JsonFields& f, ConcatenateAttr& a) {
+  if (auto v = f.integer("axis")) a.set_axis(*v);
+}
+
+}  // namespace
+
+const OpTraits& traits(OpTag<ReshapeAttr>) {
+  static const OpTraits t{
+      .name = "reshape", .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
+      .infer = erase_infer<ReshapeAttr, infer>,
+      .write_json = erase_write<ReshapeAttr, write_reshape>,
+      .read_json = erase_read<ReshapeAttr, read_reshape>,
+      .flops = elementwise_flops,
+  };
+  return t;
+}
+
+const OpTraits& traits(OpTag<TransposeAttr>) {
+  static const OpTraits t{
+      .name = "transpose", .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
+      .infer = erase_infer<TransposeAttr, infer>,
+      .write_json = erase_write<TransposeAttr, write_transpose>,
+      .read_json = erase_read<TransposeAttr, read_transpose>,
+      .flops = elementwise_flops,
+  };
+  return t;
+}
+
+const OpTraits& traits(OpTag<SliceAttr>) {
+  static const OpTraits t{
+      .name = "slice", .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
+      .infer = erase_infer<SliceAttr, infer>,
+      .write_json = erase_write<SliceAttr, write_slice>,
+      .read_json = erase_read<SliceAttr, read_slice>,
+      .flops = elementwise_flops,
+  };
+  return t;
+}
+
+const OpTraits& traits(OpTag<ConcatenateAttr>) {
+  static const OpTraits t{
+      .name = "concatenate", .inputs = {}, .required_inputs = 1, .outputs = {"Y"}, .variadic = true,
+      .infer = erase_infer<ConcatenateAttr, infer>,
+      .write_json = erase_write<ConcatenateAttr, write_concatenate>,
+      .read_json = erase_read<ConcatenateAttr, read_concatenate>,
+      .flops = elementwise_flops,
+  };
+  return t;
 }
 
 }  // namespace dnngraph

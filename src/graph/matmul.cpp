@@ -4,6 +4,7 @@
 
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
+#include "graph/ir.hpp"
 
 namespace dnngraph {
 namespace {
@@ -24,8 +25,6 @@ Status check_input_types(const NodeSpec& node, const TensorAttr* a, const Tensor
                           "' (matmul inputs must share a data type, or mix FP8_E4M3 with FP8_E5M2)");
   return {};
 }
-
-}  // namespace
 
 Status infer(const MatmulAttr&, NodeSpec& node, const GraphDefaults& defaults) {
   const TensorAttr* a = node.inputs.size() > 0 ? node.inputs[0].get() : nullptr;
@@ -62,6 +61,23 @@ Status infer(const MatmulAttr&, NodeSpec& node, const GraphDefaults& defaults) {
   if (c.get_data_type() == DataType::BOOLEAN)
     return node_error(ErrorCode::INVALID_DATA_TYPE, node, &c, "data type BOOLEAN is not allowed for matmul");
   return {};
+}
+
+// 2 per multiply-add: C's elements times K.
+double matmul_flops(const ir::Graph& g, const ir::Node& n) {
+  return 2.0 * static_cast<double>(g.tensor(n.outputs[0]).volume()) * static_cast<double>(g.tensor(n.inputs[0]).dims.back());
+}
+
+}  // namespace
+
+const OpTraits& traits(OpTag<MatmulAttr>) {
+  static const OpTraits t{
+      .name = "matmul", .inputs = {"A", "B"}, .required_inputs = 2, .outputs = {"C"},
+      .fusion_pattern = "matmul_epilogue",
+      .infer = erase_infer<MatmulAttr, infer>,
+      .flops = matmul_flops,
+  };
+  return t;
 }
 
 }  // namespace dnngraph

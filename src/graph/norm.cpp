@@ -1,7 +1,10 @@
 // Normalizations: batchnorm_inference (per channel), layernorm and rmsnorm (over every dim but
 // the first). Parameters have exact dims; epsilon is a pass-by-value scalar.
+#include <nlohmann/json.hpp>
+
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
+#include "graph/json_fields.hpp"
 
 namespace dnngraph {
 namespace {
@@ -66,8 +69,6 @@ std::vector<int64_t> row_param_dims(const std::vector<int64_t>& x_dims) {
   return d;
 }
 
-}  // namespace
-
 Status infer(const BatchnormInferenceAttr&, NodeSpec& node, const GraphDefaults& defaults) {
   if (node.inputs.size() != 5)
     return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
@@ -123,6 +124,69 @@ Status infer(const RmsnormAttr& attr, NodeSpec& node, const GraphDefaults& defau
       !s.ok())
     return s;
   return fill_stat(node, *node.outputs[1], x->get_dim(), phase, defaults);
+}
+
+// ---- JSON fields: the phase, when it is not INFERENCE; epsilon and bias are node inputs
+
+template <class A>
+void write_norm(const A& a, nlohmann::json& j) {
+  if (a.get_forward_phase() != NormFwdPhase::INFERENCE) j["forward_phase"] = std::string(to_string(a.get_forward_phase()));
+}
+
+template <class A>
+void read_norm(JsonFields& f, A& a) {
+  if (auto p = f.enumeration("forward_phase", &norm_fwd_phase_from_string, "norm forward phase"))
+    a.set_forward_phase(*p);
+}
+
+TensorPtr input_at(const NodeSpec& n, size_t k) { return k < n.inputs.size() ? n.inputs[k] : nullptr; }
+
+void attach_layernorm(NodeSpec& n) {
+  if (auto eps = input_at(n, slot::LN_EPS)) std::get<LayernormAttr>(n.attr).set_epsilon(eps);
+}
+
+void attach_rmsnorm(NodeSpec& n) {
+  auto& a = std::get<RmsnormAttr>(n.attr);
+  if (auto eps = input_at(n, slot::LN_EPS)) a.set_epsilon(eps);
+  a.set_bias(input_at(n, slot::LN_BIAS));
+}
+
+}  // namespace
+
+const OpTraits& traits(OpTag<BatchnormInferenceAttr>) {
+  static const OpTraits t{
+      .name = "batchnorm_inference", .inputs = {"X", "MEAN", "INV_VARIANCE", "SCALE", "BIAS"},
+      .required_inputs = 5, .outputs = {"Y"}, .fusion_pattern = "norm_epilogue",
+      .infer = erase_infer<BatchnormInferenceAttr, infer>,
+      .flops = elementwise_flops,
+  };
+  return t;
+}
+
+const OpTraits& traits(OpTag<LayernormAttr>) {
+  static const OpTraits t{
+      .name = "layernorm", .inputs = {"X", "SCALE", "BIAS", "EPSILON"}, .required_inputs = 2,
+      .outputs = {"Y", "MEAN", "INV_VARIANCE"}, .fusion_pattern = "norm_epilogue",
+      .infer = erase_infer<LayernormAttr, infer>,
+      .write_json = erase_write<LayernormAttr, write_norm<LayernormAttr>>,
+      .read_json = erase_read<LayernormAttr, read_norm<LayernormAttr>>,
+      .attach_inputs = attach_layernorm,
+      .flops = elementwise_flops,
+  };
+  return t;
+}
+
+const OpTraits& traits(OpTag<RmsnormAttr>) {
+  static const OpTraits t{
+      .name = "rmsnorm", .inputs = {"X", "SCALE", "BIAS", "EPSILON"}, .required_inputs = 2,
+      .outputs = {"Y", "INV_RMS"}, .fusion_pattern = "norm_epilogue",
+      .infer = erase_infer<RmsnormAttr, infer>,
+      .write_json = erase_write<RmsnormAttr, write_norm<RmsnormAttr>>,
+      .read_json = erase_read<RmsnormAttr, read_norm<RmsnormAttr>>,
+      .attach_inputs = attach_rmsnorm,
+      .flops = elementwise_flops,
+  };
+  return t;
 }
 
 }  // namespace dnngraph

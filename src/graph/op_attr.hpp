@@ -1,4 +1,5 @@
-// OpAttr: the closed set of operations, as one variant. Op families dispatch by overload on it.
+// OpAttr: the closed set of operations, as one variant; each op's traits (graph/op_traits.hpp)
+// say the rest.
 #pragma once
 #include <string_view>
 #include <variant>
@@ -11,10 +12,6 @@ using OpAttr = std::variant<ConvFpropAttr, ConvDgradAttr, ConvWgradAttr, MatmulA
                             ReductionAttr, BatchnormInferenceAttr, LayernormAttr, RmsnormAttr,
                             ResampleAttr, SdpaAttr, ReshapeAttr, TransposeAttr, SliceAttr,
                             ConcatenateAttr>;
-
-// The op's name as it appears in messages and in the JSON format ("conv_fprop", "matmul", ...).
-std::string_view op_name(const OpAttr& attr);
-std::string_view op_name_of_index(size_t variant_index);
 
 // Input slots, in the order the builder stores them. Optional inputs are null when absent.
 namespace slot {

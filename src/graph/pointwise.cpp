@@ -1,18 +1,18 @@
 // Pointwise: 1-3 inputs of equal rank, numpy-style broadcasting of size-1 dims.
+#include <nlohmann/json.hpp>
+
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
+#include "graph/json_fields.hpp"
 
 namespace dnngraph {
-
 namespace {
-bool is_comparison_or_logic(PointwiseMode m) { return m >= PointwiseMode::CMP_EQ && m <= PointwiseMode::LOGICAL_NOT; }
-}  // namespace
 
 Status infer(const PointwiseAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   const PointwiseMode mode = attr.get_mode();
   if (mode == PointwiseMode::NOT_SET)
     return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "pointwise mode is not set");
-  if (to_string(mode) == "UNKNOWN")
+  if (arity(mode) == 0)
     return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
                       "unknown pointwise mode " + std::to_string(static_cast<int>(mode)));
   const size_t want = static_cast<size_t>(arity(mode));
@@ -53,9 +53,48 @@ Status infer(const PointwiseAttr& attr, NodeSpec& node, const GraphDefaults& def
     return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
                       "GEN_INDEX axis " + std::to_string(attr.get_axis()) + " is outside rank " +
                           std::to_string(dims.size()));
-  const DataType fallback = is_comparison_or_logic(mode) ? DataType::BOOLEAN : node.inputs[0]->get_data_type();
+  const DataType fallback = has_boolean_result(mode) ? DataType::BOOLEAN : node.inputs[0]->get_data_type();
   return fill_output(node, *node.outputs[0], dims, widest ? widest->get_stride() : std::vector<int64_t>{}, defaults,
                      fallback);
+}
+
+// The mode, and each parameter that differs from its default.
+void write_pointwise(const PointwiseAttr& a, nlohmann::json& j) {
+  const PointwiseAttr d;
+  j["mode"] = std::string(to_string(a.get_mode()));
+  if (a.get_relu_lower_clip() != d.get_relu_lower_clip()) j["relu_lower_clip"] = json_number(a.get_relu_lower_clip());
+  if (a.get_relu_upper_clip()) j["relu_upper_clip"] = json_number(*a.get_relu_upper_clip());
+  if (a.get_relu_lower_clip_slope() != d.get_relu_lower_clip_slope())
+    j["relu_lower_clip_slope"] = json_number(a.get_relu_lower_clip_slope());
+  if (a.get_elu_alpha() != d.get_elu_alpha()) j["elu_alpha"] = json_number(a.get_elu_alpha());
+  if (a.get_softplus_beta() != d.get_softplus_beta()) j["softplus_beta"] = json_number(a.get_softplus_beta());
+  if (a.get_swish_beta() != d.get_swish_beta()) j["swish_beta"] = json_number(a.get_swish_beta());
+  if (a.get_axis() != d.get_axis()) j["axis"] = a.get_axis();
+}
+
+void read_pointwise(JsonFields& f, PointwiseAttr& a) {
+  if (auto m = f.enumeration("mode", &pointwise_mode_from_string, "pointwise mode")) a.set_mode(*m);
+  if (auto v = f.number("relu_lower_clip")) a.set_relu_lower_clip(*v);
+  if (auto v = f.number("relu_upper_clip")) a.set_relu_upper_clip(*v);
+  if (auto v = f.number("relu_lower_clip_slope")) a.set_relu_lower_clip_slope(*v);
+  if (auto v = f.number("elu_alpha")) a.set_elu_alpha(*v);
+  if (auto v = f.number("softplus_beta")) a.set_softplus_beta(*v);
+  if (auto v = f.number("swish_beta")) a.set_swish_beta(*v);
+  if (auto v = f.integer("axis")) a.set_axis(*v);
+}
+
+}  // namespace
+
+const OpTraits& traits(OpTag<PointwiseAttr>) {
+  static const OpTraits t{
+      .name = "pointwise", .inputs = {}, .required_inputs = 1, .outputs = {"OUT"}, .variadic = true,
+      .max_inputs = 3, .fusion_pattern = "pointwise_chain",
+      .infer = erase_infer<PointwiseAttr, infer>,
+      .write_json = erase_write<PointwiseAttr, write_pointwise>,
+      .read_json = erase_read<PointwiseAttr, read_pointwise>,
+      .flops = elementwise_flops,
+  };
+  return t;
 }
 
 }  // namespace dnngraph

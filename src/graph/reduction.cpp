@@ -1,8 +1,12 @@
 // Reduction: X -> Y, where Y's dims pick the reduced axes (a 1 where X's dim is larger).
+#include <nlohmann/json.hpp>
+
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
+#include "graph/json_fields.hpp"
 
 namespace dnngraph {
+namespace {
 
 Status infer(const ReductionAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   const ReductionMode mode = attr.get_mode();
@@ -36,6 +40,26 @@ Status infer(const ReductionAttr& attr, NodeSpec& node, const GraphDefaults& def
     dims = yd;
   }
   return fill_output(node, y, dims, x->get_stride(), defaults, DataType::FLOAT);
+}
+
+void write_reduction(const ReductionAttr& a, nlohmann::json& j) { j["mode"] = std::string(to_string(a.get_mode())); }
+
+void read_reduction(JsonFields& f, ReductionAttr& a) {
+  if (auto m = f.enumeration("mode", &reduction_mode_from_string, "reduction mode")) a.set_mode(*m);
+}
+
+}  // namespace
+
+const OpTraits& traits(OpTag<ReductionAttr>) {
+  static const OpTraits t{
+      .name = "reduction", .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
+      .fusion_pattern = "reduction",
+      .infer = erase_infer<ReductionAttr, infer>,
+      .write_json = erase_write<ReductionAttr, write_reduction>,
+      .read_json = erase_read<ReductionAttr, read_reduction>,
+      .flops = elementwise_flops,
+  };
+  return t;
 }
 
 }  // namespace dnngraph

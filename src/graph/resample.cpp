@@ -3,8 +3,11 @@
 // the output's spatial dims are Y's if the user set them, else floor(in * scale).
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
+#include "graph/json_fields.hpp"
 
 namespace dnngraph {
 namespace {
@@ -92,8 +95,6 @@ Status resized_dims(const ResampleAttr& attr, const NodeSpec& node, const Tensor
   return {};
 }
 
-}  // namespace
-
 Status infer(const ResampleAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   const ResampleMode mode = attr.get_resampling_mode();
   if (mode == ResampleMode::NOT_SET)
@@ -115,6 +116,41 @@ Status infer(const ResampleAttr& attr, NodeSpec& node, const GraphDefaults& defa
   Status s = is_pooling(mode) ? pooled_dims(attr, node, *x, dims) : resized_dims(attr, node, *x, y, dims);
   if (!s.ok()) return s;
   return fill_output(node, y, dims, x->get_stride(), defaults, x->get_data_type());
+}
+
+// The mode and every per-dim array, always written.
+void write_resample(const ResampleAttr& a, nlohmann::json& j) {
+  j["resampling_mode"] = std::string(to_string(a.get_resampling_mode()));
+  j["window"] = a.get_window();
+  j["stride"] = a.get_stride();
+  j["pre_padding"] = a.get_pre_padding();
+  j["post_padding"] = a.get_post_padding();
+  nlohmann::json scale = nlohmann::json::array();
+  for (double s : a.get_scale()) scale.push_back(json_number(s));
+  j["scale"] = std::move(scale);
+}
+
+void read_resample(JsonFields& f, ResampleAttr& a) {
+  if (auto m = f.enumeration("resampling_mode", &resample_mode_from_string, "resampling mode")) a.set_resampling_mode(*m);
+  if (auto v = f.integers("window")) a.set_window(*v);
+  if (auto v = f.integers("stride")) a.set_stride(*v);
+  if (auto v = f.integers("padding")) a.set_padding(*v);
+  if (auto v = f.integers("pre_padding")) a.set_pre_padding(*v);
+  if (auto v = f.integers("post_padding")) a.set_post_padding(*v);
+  if (auto v = f.numbers("scale")) a.set_scale(*v);
+}
+
+}  // namespace
+
+const OpTraits& traits(OpTag<ResampleAttr>) {
+  static const OpTraits t{
+      .name = "resample", .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
+      .infer = erase_infer<ResampleAttr, infer>,
+      .write_json = erase_write<ResampleAttr, write_resample>,
+      .read_json = erase_read<ResampleAttr, read_resample>,
+      .flops = elementwise_flops,
+  };
+  return t;
 }
 
 }  // namespace dnngraph

@@ -11,8 +11,12 @@
 //  - STATS = logsumexp over the visible keys of attn_scale * q.k (natural log).
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
+#include "graph/ir.hpp"
+#include "graph/json_fields.hpp"
 
 namespace dnngraph {
 namespace {
@@ -111,8 +115,6 @@ Status fill_stats(const SdpaAttr& a, const NodeSpec& n, TensorAttr& stats, const
   return fill_output(n, stats, dims, {}, defaults, DataType::FLOAT);  // packed [b,h,sq,1]
 }
 
-}  // namespace
-
 Status infer(const SdpaAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   static const char* kSlot[] = {"Q", "K", "V"};
   if (node.inputs.size() < 3 || node.outputs.size() != 2)
@@ -132,6 +134,64 @@ Status infer(const SdpaAttr& attr, NodeSpec& node, const GraphDefaults& defaults
   if (auto s = fill_output(node, *node.outputs[0], o_dims, q.get_stride(), defaults, q.get_data_type()); !s.ok())
     return s;
   return fill_stats(attr, node, *node.outputs[1], {qd[0], qd[1], qd[2], 1}, defaults);
+}
+
+// Fields that differ from their defaults; seq_len_q and seq_len_kv are node inputs.
+void write_sdpa(const SdpaAttr& a, nlohmann::json& j) {
+  if (!a.get_is_inference()) j["is_inference"] = false;
+  if (a.get_attn_scale()) j["attn_scale"] = json_number(*a.get_attn_scale());
+  if (a.get_causal_mask()) j["causal_mask"] = true;
+  if (a.get_diagonal_alignment() != DiagonalAlignment::TOP_LEFT)
+    j["diagonal_alignment"] = std::string(to_string(a.get_diagonal_alignment()));
+  if (a.get_diagonal_band_left_bound()) j["diagonal_band_left_bound"] = *a.get_diagonal_band_left_bound();
+  // A causal mask implies a right bound of 0; only a different bound needs saying.
+  auto right = a.get_diagonal_band_right_bound();
+  if (right && !(a.get_causal_mask() && *right == 0)) j["diagonal_band_right_bound"] = *right;
+  if (a.get_padding_mask()) j["padding_mask"] = true;
+}
+
+void read_sdpa(JsonFields& f, SdpaAttr& a) {
+  if (auto v = f.boolean("is_inference")) a.set_is_inference(*v);
+  if (auto v = f.number("attn_scale")) a.set_attn_scale(*v);
+  // set_causal_mask resets the alignment, so the alignment is read after it.
+  if (auto v = f.boolean("causal_mask")) a.set_causal_mask(*v);
+  if (auto v = f.enumeration("diagonal_alignment", &diagonal_alignment_from_string, "diagonal alignment"))
+    a.set_diagonal_alignment(*v);
+  if (auto v = f.integer("diagonal_band_left_bound")) a.set_diagonal_band_left_bound(*v);
+  if (auto v = f.integer("diagonal_band_right_bound")) a.set_diagonal_band_right_bound(*v);
+  if (auto v = f.boolean("padding_mask")) a.set_padding_mask(*v);
+}
+
+void attach_sdpa(NodeSpec& n) {
+  auto in = [&](size_t k) { return k < n.inputs.size() ? n.inputs[k] : nullptr; };
+  auto& a = std::get<SdpaAttr>(n.attr);
+  a.set_seq_len_q(in(slot::SDPA_SEQ_Q));
+  a.set_seq_len_kv(in(slot::SDPA_SEQ_KV));
+}
+
+// Two GEMMs: S = Q K^T (d per score) and O = P V (dv per score), 2 FLOPs per multiply-add.
+double sdpa_flops(const ir::Graph& g, const ir::Node& n) {
+  const auto& q = g.tensor(n.inputs[0]).dims;
+  const auto& k = g.tensor(n.inputs[1]).dims;
+  const auto& v = g.tensor(n.inputs[2]).dims;
+  const double scores = static_cast<double>(q[0]) * static_cast<double>(q[1]) * static_cast<double>(q[2]) *
+                        static_cast<double>(k[2]);
+  return 2.0 * scores * static_cast<double>(q[3] + v[3]);
+}
+
+}  // namespace
+
+const OpTraits& traits(OpTag<SdpaAttr>) {
+  static const OpTraits t{
+      .name = "sdpa", .inputs = {"Q", "K", "V", "SEQ_LEN_Q", "SEQ_LEN_KV"}, .required_inputs = 3,
+      .outputs = {"O", "STATS"}, .fusion_pattern = "sdpa",
+      .infer = erase_infer<SdpaAttr, infer>,
+      .write_json = erase_write<SdpaAttr, write_sdpa>,
+      .read_json = erase_read<SdpaAttr, read_sdpa>,
+      .attach_inputs = attach_sdpa,
+      .flops = sdpa_flops,
+  };
+  return t;
 }
 
 }  // namespace dnngraph

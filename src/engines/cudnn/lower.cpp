@@ -87,7 +87,7 @@ bool to_pw_mode(PointwiseMode m, PwMode& out) {
   return false;
 }
 
-bool is_backward(PointwiseMode m) { return m >= PointwiseMode::RELU_BWD && m <= PointwiseMode::GELU_APPROX_TANH_BWD; }
+bool is_backward(PointwiseMode m) { return kind_of(m) == PointwiseKind::ACTIVATION_BACKWARD; }
 
 bool to_reduce_op(ReductionMode m, ReduceOp& out) {
   switch (m) {
