@@ -10,7 +10,6 @@
 namespace dnngraph::expr {
 namespace {
 
-bool is_op(const ir::Node& n, std::string_view name) { return op_name(n.attr) == name; }
 
 int64_t volume(const std::vector<int64_t>& d) {
   int64_t v = 1;
@@ -33,7 +32,7 @@ std::vector<int64_t> find_domain(const Partition& p, int anchor_node) {
   std::vector<int64_t> domain;
   for (int n : p.nodes) {
     const ir::Node& node = g.nodes[static_cast<size_t>(n)];
-    if (!is_op(node, "pointwise")) continue;
+    if (!ir::is<PointwiseAttr>(node)) continue;
     const auto& d = g.tensor(node.outputs[0]).dims;
     if (domain.empty() || volume(d) > volume(domain)) domain = d;
   }
@@ -164,8 +163,8 @@ bool lower(const Partition& p, int anchor_node, Program& out, std::string& why_n
     if (n == anchor_node) continue;
     const ir::Node& node = p.graph->nodes[static_cast<size_t>(n)];
     bool ok;
-    if (is_op(node, "pointwise")) ok = l.pointwise(node);
-    else if (is_op(node, "reduction")) ok = l.reduction(node);
+    if (ir::is<PointwiseAttr>(node)) ok = l.pointwise(node);
+    else if (ir::is<ReductionAttr>(node)) ok = l.reduction(node);
     else {
       why_not = "node '" + node.name + "' (" + std::string(op_name(node.attr)) + ") cannot be part of a fused epilogue";
       ok = false;

@@ -36,8 +36,6 @@ void finish_partition(Partition& p) {
 
 namespace {
 
-bool is_op(const ir::Node& n, std::string_view name) { return op_name(n.attr) == name; }
-
 // A consumer may join when each of its inputs is produced inside the partition or comes from
 // outside without depending on the partition (a graph input or a tensor already computed).
 bool can_join(const ir::Graph& g, const Partition& p, int node, const std::vector<int>& owner) {
@@ -57,15 +55,15 @@ void grow(const ir::Graph& g, Partition& p, const FusionPattern& pat, std::vecto
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (owner[i] >= 0) continue;
       const ir::Node& n = g.nodes[i];
-      const bool pointwise = is_op(n, "pointwise");
-      const bool reduction = is_op(n, "reduction");
+      const bool pointwise = ir::is<PointwiseAttr>(n);
+      const bool reduction = ir::is<ReductionAttr>(n);
       if (!(pointwise && pat.epilogue) && !(reduction && pat.terminal_reduction)) continue;
       bool reads_partition = false;
       for (int t : n.inputs) reads_partition |= t >= 0 && g.tensor(t).producer >= 0 && p.contains_node(g.tensor(t).producer);
       // Epilogue ops read only values that are already final: no reading a reduction's result.
       for (int t : n.inputs)
         if (t >= 0 && g.tensor(t).producer >= 0 && p.contains_node(g.tensor(t).producer) &&
-            is_op(g.nodes[static_cast<size_t>(g.tensor(t).producer)], "reduction"))
+            ir::is<ReductionAttr>(g.nodes[static_cast<size_t>(g.tensor(t).producer)]))
           reads_partition = false;
       if (!reads_partition || !can_join(g, p, static_cast<int>(i), owner)) continue;
       p.nodes.push_back(static_cast<int>(i));

@@ -36,6 +36,14 @@ struct Node {
   std::vector<int> outputs;  // tensor ids by slot
 };
 
+// Whether a node is the op of attribute type A.
+template <class A>
+bool is(const Node& n) {
+  return std::holds_alternative<A>(n.attr);
+}
+// "node 'conv0' (conv_fprop)": how messages name a node.
+inline std::string describe(const Node& n) { return "node '" + n.name + "' (" + std::string(op_name(n.attr)) + ")"; }
+
 struct Graph {
   std::string name;
   std::vector<Tensor> tensors;

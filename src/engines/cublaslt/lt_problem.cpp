@@ -6,7 +6,6 @@
 namespace dnngraph::cublaslt {
 namespace {
 
-std::string node_text(const ir::Node& n) { return "node '" + n.name + "' (" + std::string(op_name(n.attr)) + ")"; }
 std::string tensor_text(const ir::Tensor& t) { return "tensor '" + t.name + "'"; }
 
 bool is_fp8(DataType t) { return t == DataType::FP8_E4M3 || t == DataType::FP8_E5M2; }
@@ -81,7 +80,7 @@ bool pointwise_step(const Partition& p, const ir::Node& n, const PointwiseAttr& 
     case PointwiseMode::MUL: {
       const ir::Tensor& s = p.tensor(other);
       if (c.stage >= 1 || !s.is_pass_by_value || s.volume() != 1) {
-        why = node_text(n) + ": cuBLASLt scales by alpha (one pass-by-value scalar) right after the matmul only";
+        why = ir::describe(n) + ": cuBLASLt scales by alpha (one pass-by-value scalar) right after the matmul only";
         return false;
       }
       out.alpha = other;
@@ -94,7 +93,7 @@ bool pointwise_step(const Partition& p, const ir::Node& n, const PointwiseAttr& 
       bool vector = r >= 2 && b.dims[r - 1] == N && (N == 1 || b.strides[r - 1] == 1);
       for (size_t i = 0; i + 1 < r; ++i) vector &= b.dims[i] == 1;
       if (c.stage >= 2 || !vector || b.is_pass_by_value || !to_cuda_type(b.dtype, out.bias_type)) {
-        why = node_text(n) + ", " + tensor_text(b) + ": cuBLASLt adds a bias vector [1.., N] with unit stride, "
+        why = ir::describe(n) + ", " + tensor_text(b) + ": cuBLASLt adds a bias vector [1.., N] with unit stride, "
                                                      "before the activation";
         return false;
       }
@@ -105,7 +104,7 @@ bool pointwise_step(const Partition& p, const ir::Node& n, const PointwiseAttr& 
     case PointwiseMode::RELU_FWD:
       if (c.stage >= 3 || a.get_relu_lower_clip() != 0.0 || a.get_relu_upper_clip() ||
           a.get_relu_lower_clip_slope() != 0.0) {
-        why = node_text(n) + ": cuBLASLt's RELU epilogue is the plain max(x, 0), once";
+        why = ir::describe(n) + ": cuBLASLt's RELU epilogue is the plain max(x, 0), once";
         return false;
       }
       c.relu = true;
@@ -117,12 +116,12 @@ bool pointwise_step(const Partition& p, const ir::Node& n, const PointwiseAttr& 
       c.stage = 3;
       return true;
     case PointwiseMode::GELU_FWD:
-      why = node_text(n) + ": cuBLASLt's GELU epilogue is the tanh approximation (GELU_APPROX_TANH_FWD), the graph "
+      why = ir::describe(n) + ": cuBLASLt's GELU epilogue is the tanh approximation (GELU_APPROX_TANH_FWD), the graph "
                            "asks for the erf form (GELU_FWD)";
       return false;
     default: break;
   }
-  why = node_text(n) + ": cuBLASLt's epilogues are alpha, bias, RELU or GELU (tanh) and AMAX, in that order";
+  why = ir::describe(n) + ": cuBLASLt's epilogues are alpha, bias, RELU or GELU (tanh) and AMAX, in that order";
   return false;
 }
 
@@ -152,7 +151,7 @@ bool operands(const Partition& p, const ir::Node& mm, LtProblem& out, std::strin
   b.id = mm.inputs[0];
   if (!storage_of(B, a.rows, a.cols, a.ld, tb) || !storage_of(A, b.rows, b.cols, b.ld, ta) ||
       !storage_of(D, d.rows, d.cols, d.ld, td) || !td) {
-    why = node_text(mm) + ": cuBLASLt needs A and B row- or column-major and the output row-major "
+    why = ir::describe(mm) + ": cuBLASLt needs A and B row- or column-major and the output row-major "
                           "(unit stride in its last dim)";
     return false;
   }
@@ -160,20 +159,20 @@ bool operands(const Partition& p, const ir::Node& mm, LtProblem& out, std::strin
   b.op = ta ? Op::N : Op::T;  // op(B') = A^T
   if (!batch_stride_of(B, batch, a.batch_stride) || !batch_stride_of(A, batch, b.batch_stride) ||
       !batch_stride_of(D, batch, d.batch_stride) || (out.batch > 1 && d.batch_stride == 0)) {
-    why = node_text(mm) + ": the batch dims do not flatten into one stride per operand (cuBLASLt's strided batch)";
+    why = ir::describe(mm) + ": the batch dims do not flatten into one stride per operand (cuBLASLt's strided batch)";
     return false;
   }
   if (!to_cuda_type(A.dtype, b.type) || !to_cuda_type(B.dtype, a.type) || !to_cuda_type(D.dtype, d.type)) {
-    why = node_text(mm) + ": cuBLASLt takes FLOAT, HALF, BFLOAT16 and FP8 matrices here; A is " +
+    why = ir::describe(mm) + ": cuBLASLt takes FLOAT, HALF, BFLOAT16 and FP8 matrices here; A is " +
           std::string(to_string(A.dtype)) + ", the output " + std::string(to_string(D.dtype));
     return false;
   }
   if (is_fp8(A.dtype) != is_fp8(B.dtype) || (!is_fp8(A.dtype) && A.dtype != B.dtype)) {
-    why = node_text(mm) + ": A and B types do not form a cuBLASLt matmul";
+    why = ir::describe(mm) + ": A and B types do not form a cuBLASLt matmul";
     return false;
   }
   if (mm.compute_type != DataType::FLOAT) {
-    why = node_text(mm) + ": compute type " + std::string(to_string(mm.compute_type)) +
+    why = ir::describe(mm) + ": compute type " + std::string(to_string(mm.compute_type)) +
           " (this engine runs cuBLASLt with FLOAT accumulation)";
     return false;
   }
@@ -199,17 +198,17 @@ bool match_partition(const Partition& p, LtProblem& out, std::string& why) {
     const ir::Node& n = p.node(i);
     const ir::Tensor& cur = p.tensor(c.d);
     if (std::find(n.inputs.begin(), n.inputs.end(), c.d) == n.inputs.end() || readers_inside(p, c.d) != 1) {
-      why = node_text(n) + ": the epilogue must be one chain on the matmul's result";
+      why = ir::describe(n) + ": the epilogue must be one chain on the matmul's result";
       return false;
     }
     if (const auto* r = std::get_if<ReductionAttr>(&n.attr)) {
       if (r->get_mode() != ReductionMode::AMAX || i + 1 != p.nodes.size() ||
           p.tensor(n.outputs[0]).volume() != 1 || p.tensor(n.outputs[0]).dtype != DataType::FLOAT) {
-        why = node_text(n) + ": cuBLASLt reduces only to the AMAX (one FLOAT) of its result, last";
+        why = ir::describe(n) + ": cuBLASLt reduces only to the AMAX (one FLOAT) of its result, last";
         return false;
       }
       if (!is_fp8(p.tensor(mm.inputs[0]).dtype)) {
-        why = node_text(n) + ": cuBLASLt computes AMAX (CUBLASLT_MATMUL_DESC_AMAX_D_POINTER) in FP8 matmuls only; "
+        why = ir::describe(n) + ": cuBLASLt computes AMAX (CUBLASLT_MATMUL_DESC_AMAX_D_POINTER) in FP8 matmuls only; "
                              "A is " + std::string(to_string(p.tensor(mm.inputs[0]).dtype));
         return false;
       }
@@ -219,7 +218,7 @@ bool match_partition(const Partition& p, LtProblem& out, std::string& why) {
     }
     const auto* pw = std::get_if<PointwiseAttr>(&n.attr);
     if (!pw) {
-      why = node_text(n) + ": not a cuBLASLt epilogue op";
+      why = ir::describe(n) + ": not a cuBLASLt epilogue op";
       return false;
     }
     if (!p.is_internal(c.d) || cur.dtype != DataType::FLOAT) {

@@ -58,7 +58,6 @@ void lift(const Lift& L, const ir::Tensor& t, std::vector<int64_t>& dims, std::v
   }
 }
 
-std::string node_text(const ir::Node& n) { return "node '" + n.name + "' (" + std::string(op_name(n.attr)) + ")"; }
 
 // Per-spatial-dim conv parameters with defaults, lifted for 1D.
 struct ConvGeometry {
@@ -261,7 +260,7 @@ class OpLowering {
 
   template <class A>
   Status lower(const ir::Node& n, const A&) {
-    return {ErrorCode::GRAPH_NOT_SUPPORTED, "cudnn: " + node_text(n) + " has no cuDNN lowering"};
+    return {ErrorCode::GRAPH_NOT_SUPPORTED, "cudnn: " + ir::describe(n) + " has no cuDNN lowering"};
   }
 
   const CudnnApi& api_;
@@ -299,19 +298,19 @@ std::string lowering_gap(const Partition& p) {
                          std::holds_alternative<PointwiseAttr>(n.attr) ||
                          std::holds_alternative<ReductionAttr>(n.attr) || std::holds_alternative<SdpaAttr>(n.attr);
     if (!lowered)
-      return node_text(n) + ": dnngraph's cudnn engine lowers conv_fprop/dgrad/wgrad, matmul, pointwise, "
+      return ir::describe(n) + ": dnngraph's cudnn engine lowers conv_fprop/dgrad/wgrad, matmul, pointwise, "
                             "reduction and sdpa nodes only";
     for (const auto* list : {&n.inputs, &n.outputs})
       for (int id : *list) {
         Dtype d;
         if (id >= 0 && !to_cudnn(p.tensor(id).dtype, d))
-          return node_text(n) + ", tensor '" + p.tensor(id).name + "': data type " +
+          return ir::describe(n) + ", tensor '" + p.tensor(id).name + "': data type " +
                  std::string(to_string(p.tensor(id).dtype)) + " has no cuDNN counterpart";
         if (id >= 0 && p.tensor(id).rank() > 8)
-          return node_text(n) + ", tensor '" + p.tensor(id).name + "': rank above cuDNN's 8 dims";
+          return ir::describe(n) + ", tensor '" + p.tensor(id).name + "': rank above cuDNN's 8 dims";
       }
     if (is_conv(n.attr) && p.tensor(n.inputs[0]).rank() < 3)
-      return node_text(n) + ": convolution tensors of rank below 3";
+      return ir::describe(n) + ": convolution tensors of rank below 3";
   }
   return {};
 }
@@ -331,17 +330,17 @@ std::string unsupported_reason(const Partition& p) {
     const ir::Node& n = p.node(i);
     if (std::holds_alternative<ConvFpropAttr>(n.attr) || std::holds_alternative<MatmulAttr>(n.attr)) anchor = &n;
     else if (is_conv(n.attr) || std::holds_alternative<ReductionAttr>(n.attr))
-      return node_text(n) + ": lowered, but not yet checked against ref on a GPU, so not offered";
+      return ir::describe(n) + ": lowered, but not yet checked against ref on a GPU, so not offered";
   }
   if (!anchor)
     return "node '" + p.node(0).name + "': the partition has no conv_fprop or matmul (cuDNN's pointwise-only plans "
            "mismatched ref on an H200; cuda_pointwise_jit serves pointwise graphs)";
   const DataType t = p.tensor(anchor->inputs[0]).dtype;
   if (t != DataType::HALF && t != DataType::BFLOAT16 && t != DataType::FLOAT)
-    return node_text(*anchor) + ": input type " + std::string(to_string(t)) +
+    return ir::describe(*anchor) + ": input type " + std::string(to_string(t)) +
            " (the engine offers cuDNN for HALF, BFLOAT16 and FLOAT, the types checked against ref)";
   if (t == DataType::FLOAT && std::holds_alternative<MatmulAttr>(anchor->attr))
-    return node_text(*anchor) + ": a FLOAT matmul (cuDNN's one full-precision config for it mismatched ref on an "
+    return ir::describe(*anchor) + ": a FLOAT matmul (cuDNN's one full-precision config for it mismatched ref on an "
                                 "H200; the own GEMM engines and cublaslt serve FLOAT matmuls)";
   return {};
 }
@@ -413,7 +412,7 @@ Status lower_partition(const CudnnApi& api, const Partition& p, Lowered& out) {
   const Lift L = plan_lift(p);
   OpLowering ops(api, p, L, out, by_id);
   for (size_t i = 0; i < p.nodes.size(); ++i)
-    if (auto s = ops.node(p.node(i)); !s.ok()) return {s.code(), s.message() + " (" + node_text(p.node(i)) + ")"};
+    if (auto s = ops.node(p.node(i)); !s.ok()) return {s.code(), s.message() + " (" + ir::describe(p.node(i)) + ")"};
   return {};
 }
 

@@ -8,7 +8,6 @@
 namespace dnngraph::cudnn {
 namespace {
 
-std::string node_text(const ir::Node& n) { return "node '" + n.name + "' (" + std::string(op_name(n.attr)) + ")"; }
 
 int tensor_id(const ir::Node& n, size_t slot) { return slot < n.inputs.size() ? n.inputs[slot] : -1; }
 
@@ -185,29 +184,29 @@ const ir::Node* sdpa_node(const Partition& p) {
 std::string sdpa_unsupported_reason(const Partition& p, const ir::Node& n) {
   const auto& a = std::get<SdpaAttr>(n.attr);
   if (p.nodes.size() != 1)
-    return node_text(n) + ": the cudnn engine lowers an sdpa node alone in its partition (this one holds " +
+    return ir::describe(n) + ": the cudnn engine lowers an sdpa node alone in its partition (this one holds " +
            std::to_string(p.nodes.size()) + " nodes)";
   const DataType t = p.tensor(n.inputs[slot::SDPA_Q]).dtype;
   if (t != DataType::HALF && t != DataType::BFLOAT16)
-    return node_text(n) + ": data type " + std::string(to_string(t)) +
+    return ir::describe(n) + ": data type " + std::string(to_string(t)) +
            " (the engine offers cuDNN's flash attention for HALF and BFLOAT16)";
   if (a.get_padding_mask() && !a.get_is_inference())
-    return node_text(n) + ": the stats output with the padding mask (cuDNN 9.14 on an H200 left the stats of "
+    return ir::describe(n) + ": the stats output with the padding mask (cuDNN 9.14 on an H200 left the stats of "
            "padded query rows infinite, where dnngraph defines 0)";
   const auto left = a.get_diagonal_band_left_bound(), right = a.get_diagonal_band_right_bound();
   const int64_t sq = p.tensor(n.inputs[slot::SDPA_Q]).dims[2], skv = p.tensor(n.inputs[slot::SDPA_K]).dims[2];
   const std::string lengths = " (seq_q " + std::to_string(sq) + " > seq_kv " + std::to_string(skv) + ")";
   if (left && *left < 1)
-    return node_text(n) + ": a diagonal band left bound of " + std::to_string(*left) +
+    return ir::describe(n) + ": a diagonal band left bound of " + std::to_string(*left) +
            " (cuDNN's sliding window keeps the diagonal: a left bound of at least 1)";
   if (right && bottom_right(a) && !a.get_padding_mask() && sq > skv)
-    return node_text(n) + ": a bottom-right aligned band without padding needs seq_q <= seq_kv" + lengths +
+    return ir::describe(n) + ": a bottom-right aligned band without padding needs seq_q <= seq_kv" + lengths +
            " (cuDNN's rule, as the frontend's)";
   if (left && !a.get_padding_mask() && sq > skv)
-    return node_text(n) + ": a sliding window (left bound) without padding needs seq_q <= seq_kv" + lengths +
+    return ir::describe(n) + ": a sliding window (left bound) without padding needs seq_q <= seq_kv" + lengths +
            " (cuDNN's rule, as the frontend's)";
   if (left && !right && skv > 1024 && library_report().version == 91400)
-    return node_text(n) + ": a sliding window without a right bound and seq_kv " + std::to_string(skv) +
+    return ir::describe(n) + ": a sliding window without a right bound and seq_kv " + std::to_string(skv) +
            " > 1024 (a known bug of cuDNN 9.14.0, which the frontend refuses too)";
   return {};
 }
@@ -300,7 +299,7 @@ Status lower_sdpa(const CudnnApi& api, const Partition& p, const ir::Node& n,
   BackendDescriptor prob = g.tensor(io, scores);  // the second GEMM reads P in the I/O type
   g.pointwise(PwMode::DIV, Dtype::FLOAT, e, sum, nullptr, prob);
   g.matmul(prob, desc(n.inputs[slot::SDPA_V]), desc(n.outputs[0]), seq_q, nullptr, seq_kv);
-  if (!g.status().ok()) return {g.status().code(), g.status().message() + " (" + node_text(n) + ")"};
+  if (!g.status().ok()) return {g.status().code(), g.status().message() + " (" + ir::describe(n) + ")"};
   return {};
 }
 

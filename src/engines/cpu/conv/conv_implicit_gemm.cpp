@@ -257,7 +257,7 @@ class ConvImplicitPlan final : public Plan {
 
 const ir::Node* check_conv(const Partition& p, const Target& t, Epilogue& epi, std::string& why) {
   std::string_view op = "conv_fprop";
-  if (p.anchor >= 0 && op_name(p.graph->nodes[static_cast<size_t>(p.anchor)].attr) == "conv_dgrad") op = "conv_dgrad";
+  if (p.anchor >= 0 && ir::is<ConvDgradAttr>(p.graph->nodes[static_cast<size_t>(p.anchor)])) op = "conv_dgrad";
   return check_anchor(p, t, op, epi, why);
 }
 

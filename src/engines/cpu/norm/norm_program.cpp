@@ -15,19 +15,18 @@ bool read_norm(const Partition& p, NormSpec& s, std::string& why) {
     return false;
   }
   const ir::Node& n = p.graph->nodes[static_cast<size_t>(p.anchor)];
-  const std::string_view op = op_name(n.attr);
   s = NormSpec{};
   s.node = p.anchor;
   s.y = n.outputs[0];
-  if (op == "batchnorm_inference") {
+  if (ir::is<BatchnormInferenceAttr>(n)) {
     s.kind = NormKind::BATCHNORM;
     s.x = n.inputs[slot::BN_X];
     s.mean = n.inputs[slot::BN_MEAN];
     s.inv = n.inputs[slot::BN_INV_VAR];
     s.scale = n.inputs[slot::BN_SCALE];
     s.bias = n.inputs[slot::BN_BIAS];
-  } else if (op == "layernorm" || op == "rmsnorm") {
-    s.kind = op == "layernorm" ? NormKind::LAYERNORM : NormKind::RMSNORM;
+  } else if (ir::is<LayernormAttr>(n) || ir::is<RmsnormAttr>(n)) {
+    s.kind = ir::is<LayernormAttr>(n) ? NormKind::LAYERNORM : NormKind::RMSNORM;
     s.x = n.inputs[slot::LN_X];
     s.scale = n.inputs[slot::LN_SCALE];
     s.bias = n.inputs[slot::LN_BIAS];
@@ -35,8 +34,7 @@ bool read_norm(const Partition& p, NormSpec& s, std::string& why) {
     if (s.kind == NormKind::LAYERNORM) s.mean = n.outputs[1];
     s.inv = n.outputs[s.kind == NormKind::LAYERNORM ? 2 : 1];
   } else {
-    why = "the partition is anchored on node '" + n.name + "' (" + std::string(op) +
-          "), not on a layernorm, rmsnorm or batchnorm_inference";
+    why = "the partition is anchored on " + ir::describe(n) + ", not on a layernorm, rmsnorm or batchnorm_inference";
     return false;
   }
   for (int t : {s.x, s.scale, s.bias, s.y, s.kind == NormKind::BATCHNORM ? s.mean : -1,

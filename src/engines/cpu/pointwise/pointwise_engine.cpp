@@ -10,7 +10,6 @@
 namespace dnngraph::cpu {
 namespace {
 
-bool is_op(const ir::Node& n, std::string_view name) { return op_name(n.attr) == name; }
 
 // A partition of one reduction whose input comes from outside: load it and reduce.
 void lower_lone_reduction(const Partition& p, expr::Program& prog) {
@@ -44,13 +43,13 @@ bool prepare(const Partition& p, const Target& t, FusedProgram& out, std::string
     return false;
   }
   for (size_t k = 0; k < p.nodes.size(); ++k)
-    if (!is_op(p.node(k), "pointwise") && !is_op(p.node(k), "reduction")) {
+    if (!ir::is<PointwiseAttr>(p.node(k)) && !ir::is<ReductionAttr>(p.node(k))) {
       why = "node '" + p.node(k).name + "' (" + std::string(op_name(p.node(k).attr)) +
             ") is not a pointwise op or a reduction";
       return false;
     }
   expr::Program prog;
-  const bool lone_reduction = p.nodes.size() == 1 && is_op(p.node(0), "reduction");
+  const bool lone_reduction = p.nodes.size() == 1 && ir::is<ReductionAttr>(p.node(0));
   if (lone_reduction) {
     lower_lone_reduction(p, prog);
   } else if (std::string w; !expr::lower(p, -1, prog, w)) {

@@ -43,7 +43,7 @@ void Geometry::window_range(int i, int64_t o, int64_t& start, int64_t& k_lo, int
 }
 
 bool read_geometry(const Partition& p, Geometry& g, std::string& why) {
-  if (p.nodes.size() != 1 || op_name(p.node(0).attr) != "resample") {
+  if (p.nodes.size() != 1 || !ir::is<ResampleAttr>(p.node(0))) {
     why = "takes a partition of one resample node; this one has " + std::to_string(p.nodes.size()) +
           " node(s), the first '" + p.node(0).name + "' (" + std::string(op_name(p.node(0).attr)) + ")";
     return false;

@@ -104,7 +104,7 @@ void output_axes(size_t rank, gemm::EpilogueAxes& axes) {
 bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
   const int a = gemm::anchor_node(p);
-  if (a < 0 || op_name(p.graph->nodes[static_cast<size_t>(a)].attr) != "conv_dgrad") {
+  if (a < 0 || !ir::is<ConvDgradAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
     why = "the partition is not anchored on a conv_dgrad";
     return false;
   }
@@ -139,7 +139,7 @@ bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why)
 bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
   const int a = gemm::anchor_node(p);
-  if (a < 0 || op_name(p.graph->nodes[static_cast<size_t>(a)].attr) != "conv_fprop") {
+  if (a < 0 || !ir::is<ConvFpropAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
     why = "the partition is not anchored on a conv_fprop";
     return false;
   }
@@ -168,7 +168,7 @@ bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why)
 bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
   const int a = gemm::anchor_node(p);
-  if (a < 0 || op_name(p.graph->nodes[static_cast<size_t>(a)].attr) != "conv_wgrad") {
+  if (a < 0 || !ir::is<ConvWgradAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
     why = "the partition is not anchored on a conv_wgrad";
     return false;
   }
@@ -215,9 +215,9 @@ bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why)
 
 bool describe_conv(const Partition& p, ConvProblem& out, std::string& why) {
   const int a = gemm::anchor_node(p);
-  const std::string_view op = a >= 0 ? op_name(p.graph->nodes[static_cast<size_t>(a)].attr) : "";
-  if (op == "conv_dgrad") return describe_conv_dgrad(p, out, why);
-  if (op == "conv_wgrad") return describe_conv_wgrad(p, out, why);
+  const ir::Node* anchor = a >= 0 ? &p.graph->nodes[static_cast<size_t>(a)] : nullptr;
+  if (anchor && ir::is<ConvDgradAttr>(*anchor)) return describe_conv_dgrad(p, out, why);
+  if (anchor && ir::is<ConvWgradAttr>(*anchor)) return describe_conv_wgrad(p, out, why);
   return describe_conv_fprop(p, out, why);
 }
 

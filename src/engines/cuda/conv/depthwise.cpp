@@ -51,7 +51,7 @@ int64_t at(const std::vector<int64_t>& v, size_t i, int64_t fallback) { return i
 
 bool describe(const Partition& p, Pieces& out, std::string& why) {
   const int a = gemm::anchor_node(p);
-  if (a < 0 || op_name(p.graph->nodes[static_cast<size_t>(a)].attr) != "conv_fprop") {
+  if (a < 0 || !ir::is<ConvFpropAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
     why = "the partition is not anchored on a conv_fprop";
     return false;
   }

@@ -237,8 +237,9 @@ std::string rm(ReductionMode m) { return "dg::RM_" + std::string(to_string(m)); 
 int anchor_node(const Partition& p) {
   if (p.anchor >= 0) return p.anchor;
   if (p.nodes.size() != 1) return -1;
-  const std::string_view op = op_name(p.node(0).attr);
-  return (op == "matmul" || op == "conv_fprop" || op == "conv_dgrad" || op == "conv_wgrad") ? p.nodes[0] : -1;
+  const ir::Node& n = p.node(0);
+  const bool gemm_like = ir::is<MatmulAttr>(n) || ir::is<ConvFpropAttr>(n) || ir::is<ConvDgradAttr>(n) || ir::is<ConvWgradAttr>(n);
+  return gemm_like ? p.nodes[0] : -1;
 }
 
 bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, EpiloguePlan& out, std::string& why) {

@@ -56,7 +56,7 @@ bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, st
 bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why) {
   out = MatmulProblem{};
   const int a = anchor_node(p);
-  if (a < 0 || op_name(p.graph->nodes[static_cast<size_t>(a)].attr) != "matmul") {
+  if (a < 0 || !ir::is<MatmulAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
     why = "the partition is not anchored on a matmul";
     return false;
   }

@@ -160,8 +160,7 @@ class PointwiseJitEngine final : public Engine {
     if (p.anchor >= 0) return Support::no("node '" + p.node(0).name + "': the partition has an anchor op; GEMM/conv engines fuse epilogues");
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       const ir::Node& n = p.node(i);
-      const std::string op(op_name(n.attr));
-      if (op != "pointwise" && op != "reduction") return Support::no("node '" + n.name + "' (" + op + ") is not pointwise or a reduction");
+      if (!ir::is<PointwiseAttr>(n) && !ir::is<ReductionAttr>(n)) return Support::no(ir::describe(n) + " is not pointwise or a reduction");
       if (n.compute_type == DataType::DOUBLE) return Support::no("node '" + n.name + "': compute type DOUBLE is not supported (fp32 arithmetic)");
     }
     if (!nvrtc()) return Support::no(nvrtc_error());
