@@ -5,12 +5,6 @@
 
 namespace dnngraph {
 
-std::string knobs_to_string(const Knobs& k) {
-  std::string s;
-  for (const auto& [name, value] : k) s += (s.empty() ? "" : ",") + name + "=" + std::to_string(value);
-  return s;
-}
-
 double roofline_seconds(double flops, double bytes, const DeviceInfo& info, double efficiency, double launch_seconds) {
   const double peak = std::max(info.peak_flops * std::max(efficiency, 1e-6), 1.0);
   const double bw = std::max(info.peak_bytes_per_s * std::max(efficiency, 1e-6), 1.0);

@@ -11,15 +11,12 @@
 #include "core/bytes.hpp"
 #include "dnngraph/status.hpp"
 #include "fusion/partition.hpp"
+#include "planning/knobs.hpp"
 #include "runtime/handle_impl.hpp"
 
 namespace dnngraph {
 
 struct KernelCacheImpl;
-
-// Tuning knobs: tile shapes, stages, split-k, ... by name. Ordered, so they print and hash stably.
-using Knobs = std::map<std::string, int64_t>;
-std::string knobs_to_string(const Knobs& k);  // "tile_m=128,tile_n=128"
 
 struct Target {
   HandleImpl* handle = nullptr;  // device, stream, info, thread pool
@@ -61,6 +58,12 @@ class Engine {
   virtual Support check(const Partition& p, const Target& t) const = 0;
   // Candidate knob settings, best guess first. Most engines have one.
   virtual std::vector<Knobs> knob_space(const Partition&, const Target&) const { return {Knobs{}}; }
+  // Whether `k` is a knob setting this engine understands (its KnobSchema's rules), whatever the
+  // partition: how a tuning DB record or a serialized plan is checked before it is used.
+  virtual Status check_knobs(const Knobs& k) const {
+    if (k.empty()) return {};
+    return {ErrorCode::INVALID_VALUE, std::string(name()) + " takes no knobs, got " + knobs_to_string(k)};
+  }
   // Predicted run time, for heuristic mode A.
   virtual double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const = 0;
   virtual Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const = 0;
@@ -70,6 +73,11 @@ class Engine {
     return build(p, t, k, plan);
   }
 };
+
+// How build() reports a partition check() would reject: GRAPH_NOT_SUPPORTED, "<engine>: <why>".
+inline Status unsupported(std::string_view engine, const std::string& why) {
+  return {ErrorCode::GRAPH_NOT_SUPPORTED, std::string(engine) + ": " + why};
+}
 
 struct RegisteredEngine {
   int id;

@@ -24,7 +24,8 @@ std::vector<Candidate> mode_fallback(std::vector<Candidate> c) {
 }
 
 // Mode A's order with the tuning DB's recorded winner for this partition and device moved first.
-// A record naming an engine or knobs that are no longer candidates is ignored.
+// A record naming an unknown engine, knobs its engine's schema rejects, or a setting that is no
+// longer a candidate is ignored.
 std::vector<Candidate> mode_b(std::vector<Candidate> c, const Partition& p, const ir::Graph& g, const Target& t) {
   c = mode_a(std::move(c));
   std::vector<std::string> warnings;
@@ -32,6 +33,14 @@ std::vector<Candidate> mode_b(std::vector<Candidate> c, const Partition& p, cons
                        .find(g.fingerprint(g.dynamic_shapes), partition_nodes_key(p), t.info().signature, warnings);
   if (!rec) return c;
   const int engine = engine_id_by_name(rec->engine);
+  if (engine < 0) {
+    DG_LOG(INFO) << "mode B: the record names engine '" << rec->engine << "', which this library does not have";
+    return c;
+  }
+  if (auto s = engine_by_id(engine)->check_knobs(rec->knobs); !s.ok()) {
+    DG_LOG(INFO) << "mode B: the record's knobs are not the engine's: " << s.message();
+    return c;
+  }
   auto it = std::find_if(c.begin(), c.end(), [&](const Candidate& x) { return x.engine_id == engine && x.knobs == rec->knobs; });
   if (it == c.end()) {
     DG_LOG(INFO) << "mode B: the recorded " << rec->engine << " [" << knobs_to_string(rec->knobs)

@@ -56,16 +56,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
-bool parse_int64(const std::string& s, int64_t& v) {
-  if (s.empty() || s.size() > 20) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long x = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || end != s.c_str() + s.size()) return false;
-  v = x;
-  return true;
-}
-
 // The last field is a checksum of the line before it.
 bool checksum_ok(const std::string& line, const std::vector<std::string>& f) {
   uint64_t sum = 0;
@@ -117,18 +107,6 @@ std::string partition_nodes_key(const Partition& p) {
   std::string s;
   for (int n : p.nodes) s += (s.empty() ? "" : ",") + std::to_string(n);
   return s;
-}
-
-bool parse_knobs(const std::string& text, Knobs& knobs) {
-  knobs.clear();
-  if (text.empty() || text == "-") return true;
-  for (const auto& item : split(text, ',')) {
-    const size_t eq = item.find('=');
-    int64_t v = 0;
-    if (eq == 0 || eq == std::string::npos || !parse_int64(item.substr(eq + 1), v)) return false;
-    if (!knobs.emplace(item.substr(0, eq), v).second) return false;  // a knob named twice
-  }
-  return true;
 }
 
 std::string TuningDb::default_path() {

@@ -30,8 +30,6 @@ struct TuningRecord {
 
 // "0,1,2": the key of a partition's node list.
 std::string partition_nodes_key(const Partition& p);
-// Parses knobs_to_string's "a=1,b=2" (or "" / "-" for none). False on malformed text.
-bool parse_knobs(const std::string& text, Knobs& knobs);
 
 class TuningDb {
  public:

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/dims.hpp"
+#include "engines/cpu/cpu_features.hpp"
 #include "fusion/partition.hpp"
 #include "graph/graph_impl.hpp"
 #include "planning/engine.hpp"
@@ -109,9 +110,17 @@ inline void expect_cpu_only(const dg::Engine& engine, dg::Graph& g, bool isa_kno
   dg::Target c;
   c.handle = &cpu.impl();
   std::unique_ptr<dg::Plan> plan;
+  // 7 names no ISA at all: the engine's knob schema rejects it, in build and in check_knobs.
   const auto b = engine.build(parts.at(0), c, {{"isa", 7}}, plan);
   EXPECT_EQ(b.code(), dg::ErrorCode::INVALID_VALUE);
-  EXPECT_NE(b.message().find("knob isa=7 is not supported"), std::string::npos) << b.message();
+  EXPECT_NE(b.message().find("knob isa=7 is not in 0..2"), std::string::npos) << b.message();
+  EXPECT_EQ(engine.check_knobs({{"isa", 7}}).code(), dg::ErrorCode::INVALID_VALUE);
+  EXPECT_TRUE(engine.check_knobs({{"isa", 0}}).ok());
+  // A real ISA this CPU lacks is a valid setting that cannot be built here.
+  if (!dg::cpu::cpu_features().supports(dg::cpu::Isa::AVX512)) {
+    const auto u = engine.build(parts.at(0), c, {{"isa", 2}}, plan);
+    EXPECT_NE(u.message().find("knob isa=2 is not supported by this CPU"), std::string::npos) << u.message();
+  }
 }
 
 }  // namespace cpu_test

@@ -272,7 +272,8 @@ class ConvImplicitGemmEngine final : public Engine {
     return Support::yes();
   }
 
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return gemm_knob_space(); }
+  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return gemm_knob_space(schema_); }
+  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     ConvGeometry g;
@@ -282,7 +283,7 @@ class ConvImplicitGemmEngine final : public Engine {
     const double fill_k = std::min(1.0, static_cast<double>(g.src_cg * g.taps()) / 64.0);
     const double fill_n = std::min(1.0, static_cast<double>(g.dst_cg) / 16.0);
     const double segment = std::min(1.0, static_cast<double>(g.src_cg) / 16.0);
-    const double eff = isa_efficiency(knob_isa(k)) * 0.85 * fill_k * fill_n * segment;
+    const double eff = isa_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment;
     return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
   }
 
@@ -292,10 +293,13 @@ class ConvImplicitGemmEngine final : public Engine {
     if (!check_conv(p, t, epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_conv_implicit_gemm: " + why};
     Isa isa;
     gemm::Blocking blk;
-    if (!read_gemm_knobs(k, isa, blk, why)) return {ErrorCode::INVALID_VALUE, "cpu_conv_implicit_gemm: " + why};
+    if (auto s = read_gemm_knobs(schema_, name(), k, isa, blk); !s.ok()) return s;
     plan = std::make_unique<ConvImplicitPlan>(p, epi, isa, blk, t.handle->thread_pool().size());
     return {};
   }
+
+ private:
+  const KnobSchema<GemmKnobs> schema_ = gemm_knob_schema("cpu_conv_implicit_gemm");
 };
 
 }  // namespace

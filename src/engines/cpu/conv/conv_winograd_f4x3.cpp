@@ -5,6 +5,7 @@
 // the transformed weights, packed once per execute), then Y = A^T M A and the fused epilogue per
 // output pixel. Accuracy: the transforms' constants (up to 8 and 1/24) cost about one decimal
 // digit against direct fp32 summation: expect ~1e-4 relative error on typical data.
+#include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 
 #include <algorithm>
@@ -282,12 +283,8 @@ class WinogradEngine final : public Engine {
     return check_winograd(p, t, epi, why) ? Support::yes() : Support::no(why);
   }
 
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override {
-    std::vector<Knobs> out;
-    for (int level = static_cast<int>(cpu_features().best()); level >= 0; --level)
-      if (cpu_features().supports(static_cast<Isa>(level))) out.push_back(Knobs{{"isa", level}});
-    return out;
-  }
+  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return isa_knob_space(schema_); }
+  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     ConvGeometry g;
@@ -295,7 +292,7 @@ class WinogradEngine final : public Engine {
     // 36/144 of the multiplies, plus transforms that cost about as much as a GEMM with 16
     // channels: with few channels the transforms dominate.
     const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
-    const double eff = isa_efficiency(knob_isa(k)) * 0.75;
+    const double eff = isa_efficiency(isa_of(k)) * 0.75;
     // The transformed weights (36 x C x K floats) are written once and read once per tile block:
     // with few tiles (small images) that traffic outweighs the saved multiplies.
     const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
@@ -311,13 +308,14 @@ class WinogradEngine final : public Engine {
     Epilogue epi;
     std::string why;
     if (!check_winograd(p, t, epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_conv_winograd_f4x3: " + why};
-    const Isa isa = knob_isa(k);
-    if (!cpu_features().supports(isa))
-      return {ErrorCode::INVALID_VALUE, "cpu_conv_winograd_f4x3: knob isa=" + std::to_string(static_cast<int>(isa)) +
-                                            " is not supported by this CPU"};
+    Isa isa;
+    if (auto s = read_isa_knobs(schema_, name(), k, isa); !s.ok()) return s;
     plan = std::make_unique<WinogradPlan>(p, epi, isa, t.handle->thread_pool().size());
     return {};
   }
+
+ private:
+  const KnobSchema<IsaKnobs> schema_ = isa_knob_schema("cpu_conv_winograd_f4x3");
 };
 
 }  // namespace

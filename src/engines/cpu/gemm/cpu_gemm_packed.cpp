@@ -189,11 +189,12 @@ class GemmPackedEngine final : public Engine {
     return Support::yes();
   }
 
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return gemm_knob_space(); }
+  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return gemm_knob_space(schema_); }
+  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // Packing and the epilogue pass add a memory term on top of the FMA roofline.
-    return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), isa_efficiency(knob_isa(k)), 5e-6);
+    return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), isa_efficiency(isa_of(k)), 5e-6);
   }
 
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
@@ -202,10 +203,13 @@ class GemmPackedEngine final : public Engine {
     if (!check_anchor(p, t, "matmul", epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_gemm_packed: " + why};
     Isa isa;
     gemm::Blocking blk;
-    if (!read_gemm_knobs(k, isa, blk, why)) return {ErrorCode::INVALID_VALUE, "cpu_gemm_packed: " + why};
+    if (auto s = read_gemm_knobs(schema_, name(), k, isa, blk); !s.ok()) return s;
     plan = std::make_unique<MatmulPlan>(p, epi, isa, blk, t.handle->thread_pool().size());
     return {};
   }
+
+ private:
+  const KnobSchema<GemmKnobs> schema_ = gemm_knob_schema("cpu_gemm_packed");
 };
 
 }  // namespace

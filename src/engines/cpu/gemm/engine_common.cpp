@@ -41,42 +41,16 @@ const ir::Node* check_anchor(const Partition& p, const Target& t, std::string_vi
   return &n;
 }
 
-std::vector<Knobs> gemm_knob_space() {
-  std::vector<Knobs> out;
-  for (int level = static_cast<int>(cpu_features().best()); level >= 0; --level) {
-    const Isa isa = static_cast<Isa>(level);
-    if (!cpu_features().supports(isa)) continue;
-    const gemm::Blocking b = gemm::default_blocking(gemm::kernel_set(isa));
-    out.push_back(Knobs{{"isa", level}, {"mc", b.mc}, {"kc", b.kc}, {"nc", b.nc}});
-  }
-  return out;
-}
-
-Isa knob_isa(const Knobs& k) {
-  auto it = k.find("isa");
-  return it == k.end() ? cpu_features().best() : static_cast<Isa>(it->second);
-}
-
-bool read_gemm_knobs(const Knobs& k, Isa& isa, gemm::Blocking& blk, std::string& why) {
-  isa = knob_isa(k);
-  if (static_cast<int>(isa) < 0 || static_cast<int>(isa) > static_cast<int>(Isa::AVX512) ||
-      !cpu_features().supports(isa)) {
-    why = "knob isa=" + std::to_string(static_cast<int>(isa)) + " is not supported by this CPU (" +
-          cpu_features().to_string() + ")";
-    return false;
-  }
+Status read_gemm_knobs(const KnobSchema<GemmKnobs>& schema, std::string_view engine, const Knobs& k, Isa& isa,
+                       gemm::Blocking& blk) {
+  GemmKnobs g;
+  if (auto s = schema.parse(k, g); !s.ok()) return s;
+  if (auto s = resolve_isa(engine, g.isa, isa); !s.ok()) return s;
   blk = gemm::default_blocking(gemm::kernel_set(isa));
-  auto get = [&](const char* name, int64_t& v) {
-    if (auto it = k.find(name); it != k.end()) v = it->second;
-  };
-  get("mc", blk.mc);
-  get("kc", blk.kc);
-  get("nc", blk.nc);
-  if (blk.mc < 1 || blk.kc < 1 || blk.nc < 1 || blk.mc > (1 << 16) || blk.kc > (1 << 16) || blk.nc > (1 << 20)) {
-    why = "knobs mc/kc/nc must be positive and moderate, got " + knobs_to_string(k);
-    return false;
-  }
-  return true;
+  if (g.mc) blk.mc = g.mc;
+  if (g.kc) blk.kc = g.kc;
+  if (g.nc) blk.nc = g.nc;
+  return {};
 }
 
 double isa_efficiency(Isa isa) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engines/cpu/epilogue/epilogue.hpp"
+#include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "planning/engine.hpp"
 
@@ -16,13 +17,12 @@ namespace dnngraph::cpu {
 const ir::Node* check_anchor(const Partition& p, const Target& t, std::string_view op, Epilogue& epi,
                              std::string& why);
 
-// Knob sets: the best ISA with default blocking first, then each lower ISA.
-std::vector<Knobs> gemm_knob_space();
-// Reads the knobs back (defaults for missing ones); false with `why` when they are unusable.
-bool read_gemm_knobs(const Knobs& k, Isa& isa, gemm::Blocking& blk, std::string& why);
+// Reads a GEMM knob setting (defaults for missing knobs: the best ISA, its blocking); an error
+// when the schema rejects it or this CPU lacks its ISA.
+Status read_gemm_knobs(const KnobSchema<GemmKnobs>& schema, std::string_view engine, const Knobs& k, Isa& isa,
+                       gemm::Blocking& blk);
 // Share of the device's fp32 peak a kernel of this ISA reaches on a large GEMM.
 double isa_efficiency(Isa isa);
-Isa knob_isa(const Knobs& k);
 
 // Threads the plan was sized for; execute() passes the workspace only when the pool still fits.
 inline void* usable_workspace(void* ws, int planned_threads, int pool_threads) {

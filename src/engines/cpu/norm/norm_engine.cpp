@@ -8,6 +8,7 @@
 // row is cut into segments (moments combined, then the runs of each segment).
 // Batchnorm_inference: per-channel (x - mean) * (inv_variance * scale) + bias over contiguous
 // ranges of the domain, one per thread.
+#include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/norm/norm_engine.hpp"
 
 #include <algorithm>
@@ -342,11 +343,6 @@ bool prepare(const Partition& p, const Target& t, NormSpec& spec, FusedProgram& 
   return norm::read_norm(p, spec, why) && norm::build_norm_program(p, spec, fp, why);
 }
 
-Isa knob_isa(const Knobs& k) {
-  auto it = k.find("isa");
-  return it == k.end() ? cpu_features().best() : static_cast<Isa>(it->second);
-}
-
 class NormEngine final : public Engine {
  public:
   std::string_view name() const override { return "cpu_norm"; }
@@ -359,17 +355,13 @@ class NormEngine final : public Engine {
   }
 
   // The kernels of each ISA the CPU has, best first.
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override {
-    std::vector<Knobs> out;
-    for (int level = static_cast<int>(cpu_features().best()); level >= 0; --level)
-      if (cpu_features().supports(static_cast<Isa>(level))) out.push_back(Knobs{{"isa", level}});
-    return out;
-  }
+  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return isa_knob_space(schema_); }
+  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // Inputs read once and outputs written once (a row stays in cache between its two passes);
     // without SIMD the moments and affine loops fall behind memory.
-    const double eff = knob_isa(k) == Isa::PORTABLE ? 0.3 : 0.6;
+    const double eff = isa_of(k) == Isa::PORTABLE ? 0.3 : 0.6;
     return roofline_seconds(partition_flops(p) * 4.0, partition_bytes(p), t.info(), eff, 3e-6);
   }
 
@@ -378,14 +370,14 @@ class NormEngine final : public Engine {
     FusedProgram fp;
     std::string why;
     if (!prepare(p, t, spec, fp, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_norm: " + why};
-    const Isa isa = knob_isa(k);
-    if (static_cast<int>(isa) < 0 || static_cast<int>(isa) > static_cast<int>(Isa::AVX512) ||
-        !cpu_features().supports(isa))
-      return {ErrorCode::INVALID_VALUE, "cpu_norm: knob isa=" + std::to_string(static_cast<int>(isa)) +
-                                            " is not supported by this CPU (" + cpu_features().to_string() + ")"};
+    Isa isa;
+    if (auto s = read_isa_knobs(schema_, name(), k, isa); !s.ok()) return s;
     plan = std::make_unique<NormPlan>(p, spec, std::move(fp), isa);
     return {};
   }
+
+ private:
+  const KnobSchema<IsaKnobs> schema_ = isa_knob_schema("cpu_norm");
 };
 
 }  // namespace

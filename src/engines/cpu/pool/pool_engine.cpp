@@ -4,6 +4,7 @@
 // SIMD kernel. Otherwise they run along the last spatial dim (NCHW): for each window column kw the
 // output positions whose input is inside X form one run of one stride phase. Work items (an
 // output row along the last spatial dim, with all channels or with one) are shared among threads.
+#include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/pool/pool_engine.hpp"
 
 #include <algorithm>
@@ -350,11 +351,6 @@ bool prepare(const Partition& p, const Target& t, Geometry& g, std::string& why)
   return pool::read_geometry(p, g, why);
 }
 
-Isa knob_isa(const Knobs& k) {
-  auto it = k.find("isa");
-  return it == k.end() ? cpu_features().best() : static_cast<Isa>(it->second);
-}
-
 class PoolEngine final : public Engine {
  public:
   std::string_view name() const override { return "cpu_pool"; }
@@ -366,12 +362,8 @@ class PoolEngine final : public Engine {
   }
 
   // The kernels of each ISA the CPU has, best first.
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override {
-    std::vector<Knobs> out;
-    for (int level = static_cast<int>(cpu_features().best()); level >= 0; --level)
-      if (cpu_features().supports(static_cast<Isa>(level))) out.push_back(Knobs{{"isa", level}});
-    return out;
-  }
+  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return isa_knob_space(schema_); }
+  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // X read about once (overlapping windows hit the cache), Y written once; the window folds at
@@ -382,7 +374,7 @@ class PoolEngine final : public Engine {
     if (pool::read_geometry(p, g, why))
       for (int64_t w : g.window) window *= static_cast<double>(w);
     const double flops = window * static_cast<double>(p.tensor(p.node(0).outputs[0]).volume());
-    const double eff = knob_isa(k) == Isa::PORTABLE ? 0.25 : 0.5;
+    const double eff = isa_of(k) == Isa::PORTABLE ? 0.25 : 0.5;
     return roofline_seconds(flops * 8.0, partition_bytes(p), t.info(), eff, 3e-6);
   }
 
@@ -390,14 +382,14 @@ class PoolEngine final : public Engine {
     Geometry g;
     std::string why;
     if (!prepare(p, t, g, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_pool: " + why};
-    const Isa isa = knob_isa(k);
-    if (static_cast<int>(isa) < 0 || static_cast<int>(isa) > static_cast<int>(Isa::AVX512) ||
-        !cpu_features().supports(isa))
-      return {ErrorCode::INVALID_VALUE, "cpu_pool: knob isa=" + std::to_string(static_cast<int>(isa)) +
-                                            " is not supported by this CPU (" + cpu_features().to_string() + ")"};
+    Isa isa;
+    if (auto s = read_isa_knobs(schema_, name(), k, isa); !s.ok()) return s;
     plan = std::make_unique<PoolPlan>(std::move(g), isa);
     return {};
   }
+
+ private:
+  const KnobSchema<IsaKnobs> schema_ = isa_knob_schema("cpu_pool");
 };
 
 }  // namespace

@@ -360,27 +360,37 @@ class FlashEngine final : public Engine {
   }
 
   std::vector<Knobs> knob_space(const Partition&, const Target&) const override {
-    if (sdpa::cpu_has_avx2_fma()) return {Knobs{{"avx2", 1}}, Knobs{{"avx2", 0}}};
-    return {Knobs{{"avx2", 0}}};
+    if (sdpa::cpu_has_avx2_fma()) return {schema_.print({1}), schema_.print({0})};
+    return {schema_.print({0})};
   }
+  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     const Problem pr = make_problem(p);
     const double heads = static_cast<double>(pr.b * pr.h);
     // Two GEMMs over the visible pairs plus about 16 FLOP-equivalents of softmax per pair.
     const double flops = heads * visible_pairs(pr) * (2.0 * static_cast<double>(pr.d + pr.dv) + 16.0);
-    const bool avx2 = k.count("avx2") && k.at("avx2") != 0;
+    FlashKnobs knobs;
+    const bool avx2 = schema_.parse(k, knobs).ok() && knobs.avx2;
     return roofline_seconds(flops, partition_bytes(p), t.info(), avx2 ? 0.6 : 0.1, 5e-6);
   }
 
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
     if (Support s = check(p, t); !s.ok) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_sdpa_flash: " + s.reason};
-    const bool avx2 = k.count("avx2") && k.at("avx2") != 0;
-    if (avx2 && !sdpa::cpu_has_avx2_fma())
+    FlashKnobs knobs;
+    if (auto s = schema_.parse(k, knobs); !s.ok()) return s;
+    if (knobs.avx2 && !sdpa::cpu_has_avx2_fma())
       return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_sdpa_flash: knob avx2=1 but this CPU lacks AVX2 or FMA"};
-    plan = std::make_unique<FlashPlan>(p, avx2);
+    plan = std::make_unique<FlashPlan>(p, knobs.avx2 != 0);
     return {};
   }
+
+ private:
+  // avx2=1: the AVX2 + FMA tile kernels; 0: the portable ones.
+  struct FlashKnobs {
+    int64_t avx2 = 0;
+  };
+  const KnobSchema<FlashKnobs> schema_{"cpu_sdpa_flash", {{"avx2", &FlashKnobs::avx2, 0, 1}}};
 };
 
 }  // namespace
