@@ -209,6 +209,20 @@ TEST(CublasLtKnobs, TheAlgorithmsConfigurationNamesTheCandidate) {
   EXPECT_EQ(knobs_to_string(k), "algo=21,splitk=4,stages=8,tile=15");
 }
 
+// check_knobs needs no cuBLASLt: a record's knobs are checked against the attribute table.
+TEST(CublasLtKnobs, CheckKnobsKnowsTheConfigurationAttributes) {
+  EXPECT_TRUE(engine().check_knobs({{"algo", 21}, {"splitk", 4}, {"stages", 8}, {"tile", 15}}).ok());
+  auto expect_error = [](const Knobs& k, const std::string& part) {
+    const Status s = engine().check_knobs(k);
+    EXPECT_EQ(s.code(), ErrorCode::INVALID_VALUE) << knobs_to_string(k);
+    EXPECT_NE(s.message().find(part), std::string::npos) << s.message();
+  };
+  expect_error({{"tile", 15}}, "the knobs name no algorithm ('algo')");
+  expect_error({{"algo", 1}, {"tile_m", 128}}, "no knob 'tile_m' (its knobs: algo, tile, stages");
+  expect_error({{"algo", 1}, {"cluster", 70000}}, "knob cluster=70000 is not in 0..65535");
+  expect_error({{"algo", 1}, {"tile", -1}}, "knob tile=-1 is not in 0..4294967295");
+}
+
 TEST(CublasLtKnobs, TheRealLibraryMakesTheDescriptorsWithoutAGpu) {
   if (!api()) GTEST_SKIP() << error();
   MatmulCase c;

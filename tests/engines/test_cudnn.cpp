@@ -443,6 +443,20 @@ TEST(CudnnLowering, TheRealLibraryFinalizesTheDescriptors) {
   EXPECT_EQ(low.ops.size(), 3u);
 }
 
+// check_knobs needs no cuDNN: an engine index and knobs of cuDNN's knob types.
+TEST(CudnnEngine, CheckKnobsWantsAnEngineIndexAndCudnnKnobTypes) {
+  const Knobs good{{kEngineKnob, 3}, {"k_" + knob_type_name(0), 2}};
+  EXPECT_TRUE(engine().check_knobs(good).ok()) << engine().check_knobs(good).to_string();
+  auto expect_error = [](const Knobs& k, const std::string& part) {
+    const Status s = engine().check_knobs(k);
+    EXPECT_EQ(s.code(), ErrorCode::INVALID_VALUE) << knobs_to_string(k);
+    EXPECT_NE(s.message().find(part), std::string::npos) << s.message();
+  };
+  expect_error({{"k_" + knob_type_name(0), 2}}, "the knobs name no cuDNN engine ('cudnn_engine')");
+  expect_error({{kEngineKnob, 3}, {"tile_m", 128}}, "knob 'tile_m' is no cuDNN knob");
+  expect_error({{kEngineKnob, -2}}, "engine index -2 is negative");
+}
+
 TEST(CudnnEngine, ACpuHandleIsRefusedInExplain) {
   dg::Graph g;
   conv_bias_relu({1, 8, 5, 5}, 8, {1, 1}, {1, 1}, {1, 1}, T::FLOAT)(g);

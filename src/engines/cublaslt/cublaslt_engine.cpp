@@ -176,6 +176,8 @@ class CublasLtEngine final : public Engine {
     return Support::yes();
   }
 
+  Status check_knobs(const Knobs& k) const override { return check_algo_knobs(k); }
+
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     if (!api() || !t.handle->cuda) return {};
     return survey(p, t)->knobs;

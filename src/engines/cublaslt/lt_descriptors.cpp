@@ -1,5 +1,6 @@
 #include "engines/cublaslt/lt_descriptors.hpp"
 
+#include <cstdint>
 #include <map>
 
 #include "core/log.hpp"
@@ -124,6 +125,28 @@ Knobs algo_knobs(const LtApi& api, const MatmulAlgo& algo) {
     if (f.omit_value < 0 || v != f.omit_value) k[f.knob] = v;
   }
   return k;
+}
+
+Status check_algo_knobs(const Knobs& k) {
+  if (!k.count("algo")) return {ErrorCode::INVALID_VALUE, "cublaslt: the knobs name no algorithm ('algo')"};
+  for (const auto& [name, value] : k) {
+    const AlgoField* f = nullptr;
+    for (const auto& field : kFields)
+      if (name == field.knob) f = &field;
+    if (!f) {
+      std::string known;
+      for (const auto& field : kFields) known += (known.empty() ? "" : ", ") + std::string(field.knob);
+      return {ErrorCode::INVALID_VALUE, "cublaslt: no knob '" + name + "' (its knobs: " + known + ")"};
+    }
+    // The algorithm id and split count are signed 32-bit attributes, the rest unsigned.
+    const bool is_signed = f->attr == AlgoAttr::ID || f->attr == AlgoAttr::SPLITK_NUM;
+    const int64_t lo = is_signed ? INT32_MIN : 0;
+    const int64_t hi = f->size == 2 ? UINT16_MAX : is_signed ? INT32_MAX : UINT32_MAX;
+    if (value < lo || value > hi)
+      return {ErrorCode::INVALID_VALUE, "cublaslt: knob " + name + "=" + std::to_string(value) + " is not in " +
+                                            std::to_string(lo) + ".." + std::to_string(hi)};
+  }
+  return {};
 }
 
 Status algo_from_knobs(const LtApi& api, LtHandle h, const LtProblem& p, const Knobs& k, MatmulAlgo& out) {

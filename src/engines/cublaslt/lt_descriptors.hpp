@@ -37,6 +37,9 @@ Status make_descriptors(const LtApi& api, const LtProblem& p, bool placeholder_a
 // An algorithm's configuration as knobs: algo, tile, stages always; split-k, reduction, swizzle,
 // custom, inner_shape, cluster where not 0/1 defaults.
 Knobs algo_knobs(const LtApi& api, const MatmulAlgo& algo);
+// Whether knobs could name an algorithm: "algo" present, every name a configuration attribute,
+// every value in its attribute's range. Needs no cuBLASLt (tuning DB records are checked with it).
+Status check_algo_knobs(const Knobs& k);
 // An algorithm from its knobs (cublasLtMatmulAlgoInit + the configuration attributes).
 Status algo_from_knobs(const LtApi& api, LtHandle h, const LtProblem& p, const Knobs& k, MatmulAlgo& out);
 

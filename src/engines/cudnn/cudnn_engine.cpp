@@ -280,6 +280,16 @@ class CudnnEngine final : public Engine {
     return Support::yes();
   }
 
+  // A config is cuDNN's global engine index and its knob choices: the index present and each
+  // knob one of cuDNN's knob types. Whether this cuDNN has that engine is for build to find out.
+  Status check_knobs(const Knobs& k) const override {
+    EngineConfig c;
+    std::string why;
+    if (!from_knobs(k, c, why)) return {ErrorCode::INVALID_VALUE, "cudnn: " + why};
+    if (c.engine < 0) return {ErrorCode::INVALID_VALUE, "cudnn: engine index " + std::to_string(c.engine) + " is negative"};
+    return {};
+  }
+
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     std::vector<Knobs> out;
     if (!api() || !t.handle->cuda) return out;
