@@ -11,7 +11,7 @@
 #include "planning/tuning_db.hpp"
 #include "runtime/cuda/context.hpp"
 #include "runtime/device_info.hpp"
-#include "runtime/handle_impl.hpp"
+#include "planning/introspect.hpp"
 
 namespace dnngraph::cli {
 namespace {
@@ -33,7 +33,7 @@ void print_devices() {
       std::cout << "  cuda:" << i << ": unusable: " << h.status().message() << "\n";
       continue;
     }
-    const DeviceInfo& d = h.impl().info;
+    const DeviceInfo& d = introspect::device_info(h);
     std::cout << "  cuda:" << i << ": " << d.name << ", sm_" << d.sm_version << ", " << d.multiprocessors << " SMs\n";
   }
   if (n == 0) {

@@ -4,8 +4,10 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "common.hpp"
-#include "graph/graph_impl.hpp"
+#include "graphs.hpp"
+#include "host_tensors.hpp"
+#include "reference_check.hpp"
+#include "planning/introspect.hpp"
 
 namespace dnngraph::cli {
 namespace {
@@ -34,7 +36,7 @@ void run_graph(const RunOptions& o) {
   else exit_on_error(parse_device(o.device, device), "--device");
   Handle handle(device);
   exit_on_error(handle.status(), "opening " + device.to_string());
-  std::cout << "graph: " << o.graph_path << " ('" << g.impl().name << "', " << g.impl().nodes.size() << " nodes)\n";
+  std::cout << "graph: " << o.graph_path << " ('" << introspect::graph_name(g) << "', " << introspect::node_count(g) << " nodes)\n";
   std::cout << "device: " << device.to_string();
   if (!why_not_cuda.empty()) std::cout << " (no GPU: " << why_not_cuda << ")";
   std::cout << "\n";
@@ -68,7 +70,7 @@ void run_graph(const RunOptions& o) {
   exit_on_error(time_runs(handle, o.iters, execute, t), "timing");
   std::cout << "time: median " << format_seconds(t.median_s) << ", min " << format_seconds(t.min_s) << " over "
             << t.iters << " runs";
-  const std::string rate = format_rate(graph_flops(g), t.median_s);
+  const std::string rate = format_rate(introspect::graph_flops(g), t.median_s);
   std::cout << (rate.empty() ? "" : ", " + rate) << ", workspace " << ws << " bytes\n";
 
   if (!o.check) {
@@ -76,7 +78,7 @@ void run_graph(const RunOptions& o) {
       if (h.is_output) std::cout << "  '" << h.name << "' checksum " << checksum(h) << "\n";
     return;
   }
-  if (const double flops = graph_flops(g); flops > 2e9)
+  if (const double flops = introspect::graph_flops(g); flops > 2e9)
     std::cout << "checking against ref on the CPU: " << flops / 1e9
               << " GFLOP at well under 1 GFLOP/s may take minutes (--no-check skips it)\n" << std::flush;
   std::vector<HostTensor> ref;

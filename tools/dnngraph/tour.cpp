@@ -8,7 +8,10 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "common.hpp"
+#include "graphs.hpp"
+#include "host_tensors.hpp"
+#include "reference_check.hpp"
+#include "planning/introspect.hpp"
 #include "tour_workloads.hpp"
 
 namespace dnngraph::cli {
@@ -107,7 +110,7 @@ class Tour {
 
   // "1.234 ms, 12.3 GFLOP/s"; `median_s` receives the time when it was measured.
   std::string time_line(const Graph& g, DeviceTensors& dev, int64_t index, bool has_ref, double* median_s = nullptr) {
-    const double flops = graph_flops(g);
+    const double flops = introspect::graph_flops(g);
     if (has_ref && flops > kRefTimingFlopLimit) return "not timed (it runs the ref engine)";
     Timing t;
     auto s = time_runs(handle_, iters_, [&] {
@@ -155,7 +158,7 @@ class Tour {
     for (int64_t i = 0; i < static_cast<int64_t>(names.size()); ++i) {
       std::cout << "    " << names[static_cast<size_t>(i)] << "\n";
       const bool has_ref = names[static_cast<size_t>(i)].find("ref") != std::string::npos;
-      if (has_ref && graph_flops(conv_graph_) > kRefTimingFlopLimit) {
+      if (has_ref && introspect::graph_flops(conv_graph_) > kRefTimingFlopLimit) {
         std::cout << "      not run at this size: it uses the ref engine (dnngraph run --plan " << i << " runs it)\n";
         continue;
       }

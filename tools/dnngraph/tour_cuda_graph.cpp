@@ -1,6 +1,6 @@
 // The tour's CUDA-graph step: capture a built graph's plans into a CUDA graph with
 // Graph::populate_cuda_graph, replay it, and compare replay time with launching on the stream.
-#include "graph/graph_impl.hpp"
+#include "planning/introspect.hpp"
 #include "runtime/cuda/context.hpp"
 #include "tour_workloads.hpp"
 
@@ -14,11 +14,7 @@ VariantPack tensor_pack(const Graph& g, const UidVariantPack& by_uid) {
     if (!t || t->get_is_virtual() || !t->has_uid()) return;
     if (auto it = by_uid.find(t->get_uid()); it != by_uid.end()) pack[t] = it->second;
   };
-  for (const auto& t : g.impl().tensors) add(t);
-  for (const auto& n : g.impl().nodes) {
-    for (const auto& t : n.inputs) add(t);
-    for (const auto& t : n.outputs) add(t);
-  }
+  for (const auto& t : introspect::user_tensors(g)) add(t);
   return pack;
 }
 

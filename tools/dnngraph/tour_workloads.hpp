@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "common.hpp"
+#include "graphs.hpp"
+#include "host_tensors.hpp"
+#include "reference_check.hpp"
 
 namespace dnngraph::cli {
 

@@ -10,8 +10,10 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "common.hpp"
-#include "graph/graph_impl.hpp"
+#include "graphs.hpp"
+#include "host_tensors.hpp"
+#include "reference_check.hpp"
+#include "planning/introspect.hpp"
 #include "planning/autotune.hpp"
 #include "planning/tuning_db.hpp"
 
@@ -72,11 +74,11 @@ Status write_chart(const std::string& path, const std::string& title, const Grap
   const int width = kLabelW + kBarW + kTextW;
   std::ostringstream body;
   int y = kTop;
-  const auto& parts = g.impl().plans->parts;
+  const auto parts = introspect::partitions(g);
   for (size_t p = 0; p < parts.size(); ++p) {
     const auto [lo, hi] = spread(timings, p);
     std::ostringstream head;
-    head << "partition " << p << " (" << parts[p].partition.pattern << ")";
+    head << "partition " << p << " (" << parts[p].pattern << ")";
     if (lo > 0) head << ": fastest " << format_seconds(lo) << ", slowest " << format_seconds(hi) << ", spread "
                      << std::fixed << std::setprecision(1) << hi / lo << "x";
     body << "<text x=\"8\" y=\"" << y + 15 << "\" font-weight=\"bold\">" << xml_escape(head.str()) << "</text>\n";
@@ -108,9 +110,9 @@ Status write_chart(const std::string& path, const std::string& title, const Grap
 }
 
 void print_table(const Graph& g, const std::vector<CandidateTiming>& timings) {
-  const auto& parts = g.impl().plans->parts;
+  const auto parts = introspect::partitions(g);
   for (size_t p = 0; p < parts.size(); ++p) {
-    std::cout << "partition " << p << " (" << parts[p].partition.pattern << "):\n";
+    std::cout << "partition " << p << " (" << parts[p].pattern << "):\n";
     std::cout << "  " << std::left << std::setw(6) << "rank" << std::setw(44) << "plan" << std::right << std::setw(12)
               << "time" << std::setw(6) << "runs" << std::setw(14) << "workspace" << "\n";
     for (const auto& t : timings) {
@@ -139,7 +141,7 @@ void tune_graph(const TuneOptions& o) {
   else exit_on_error(parse_device(o.device, device), "--device");
   Handle handle(device);
   exit_on_error(handle.status(), "opening " + device.to_string());
-  std::cout << "graph: " << o.graph_path << ", device: " << device.to_string() << " (" << handle.impl().info.name << ")\n";
+  std::cout << "graph: " << o.graph_path << ", device: " << device.to_string() << " (" << introspect::device_info(handle).name << ")\n";
   if (!o.engines.empty()) g.select_engines(o.engines);
   exit_on_error(plan_graph(g, handle), "planning");
   exit_on_error(g.build_plans(handle, BuildPlanPolicy::ALL), "building every plan");
@@ -159,7 +161,7 @@ void tune_graph(const TuneOptions& o) {
   opts.db_path = o.db_path.empty() ? TuningDb::default_path() : o.db_path;
   opts.progress = draw_progress;
   std::vector<CandidateTiming> timings;
-  exit_on_error(autotune_graph(g.impl(), handle, nullptr, &dev.pack(), dev.workspace(), opts, &timings), "tuning");
+  exit_on_error(introspect::autotune(g, handle, dev.pack(), dev.workspace(), opts, &timings), "tuning");
   print_table(g, timings);
   std::string chosen;
   exit_on_error(g.get_plan_name_at_index(0, chosen), "naming the plan");

@@ -1,0 +1,96 @@
+#include "planning/introspect.hpp"
+
+#include <unordered_map>
+
+#include "planning/plan_set.hpp"
+
+namespace dnngraph::introspect {
+
+std::vector<TensorPtr> user_tensors(const Graph& g) {
+  std::vector<TensorPtr> out = g.impl().tensors;
+  for (const auto& n : g.impl().nodes) {
+    out.insert(out.end(), n.inputs.begin(), n.inputs.end());
+    out.insert(out.end(), n.outputs.begin(), n.outputs.end());
+  }
+  return out;
+}
+
+std::string graph_name(const Graph& g) { return g.impl().name; }
+size_t node_count(const Graph& g) { return g.impl().nodes.size(); }
+
+Status tensors(const Graph& g, std::vector<TensorView>& out) {
+  const auto& ir = g.impl().ir;
+  if (!ir) return {ErrorCode::INVALID_CALL_ORDER, "introspect::tensors: call build_operation_graph first"};
+  std::unordered_map<int, int64_t> seq_len_bound;  // SEQ_LEN inputs of sdpa: Q's or K's sequence length
+  for (const auto& n : ir->nodes) {
+    if (!ir::is<SdpaAttr>(n)) continue;
+    for (auto [slot_index, like] : {std::pair{slot::SDPA_SEQ_Q, slot::SDPA_Q}, {slot::SDPA_SEQ_KV, slot::SDPA_K}})
+      if (static_cast<size_t>(slot_index) < n.inputs.size() && n.inputs[slot_index] >= 0 && n.inputs[like] >= 0) {
+        const auto& dims = ir->tensor(n.inputs[like]).dims;
+        if (dims.size() > 2) seq_len_bound[n.inputs[slot_index]] = dims[2];
+      }
+  }
+  out.clear();
+  for (const auto& t : ir->tensors) {
+    TensorView v;
+    v.uid = t.uid;
+    v.name = t.name;
+    v.dtype = t.dtype;
+    v.dims = t.dims;
+    v.strides = t.strides;
+    v.is_virtual = t.is_virtual;
+    v.is_produced = t.producer >= 0;
+    v.is_pass_by_value = t.is_pass_by_value;
+    v.has_value = t.has_value;
+    v.span_bytes = t.span_bytes();
+    if (auto it = seq_len_bound.find(t.id); it != seq_len_bound.end()) v.seq_len_bound = it->second;
+    out.push_back(std::move(v));
+  }
+  return {};
+}
+
+std::vector<DataType> compute_types(const Graph& g) {
+  std::vector<DataType> out;
+  if (const auto& ir = g.impl().ir)
+    for (const auto& n : ir->nodes) out.push_back(n.compute_type);
+  return out;
+}
+
+bool has_attention(const Graph& g) {
+  if (const auto& ir = g.impl().ir)
+    for (const auto& n : ir->nodes)
+      if (ir::is<SdpaAttr>(n)) return true;
+  return false;
+}
+
+std::vector<PartitionView> partitions(const Graph& g) {
+  std::vector<PartitionView> out;
+  const auto& plans = g.impl().plans;
+  if (!plans) return out;
+  for (const auto& pp : plans->parts) {
+    PartitionView v;
+    v.pattern = pp.partition.pattern;
+    for (size_t k = 0; k < pp.partition.nodes.size(); ++k) v.nodes.push_back(pp.partition.node(k).name);
+    v.verdicts = pp.verdicts;
+    for (const auto& c : pp.candidates) v.candidates.push_back({c.engine_id, c.label(), c.estimate_s, c.measured_s});
+    v.chosen = static_cast<size_t>(pp.chosen);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+double graph_flops(const Graph& g) {
+  double flops = 0;
+  if (const auto& plans = g.impl().plans)
+    for (const auto& pp : plans->parts) flops += partition_flops(pp.partition);
+  return flops;
+}
+
+const DeviceInfo& device_info(const Handle& h) { return h.impl().info; }
+
+Status autotune(Graph& g, const Handle& h, const UidVariantPack& pack, void* workspace,
+                const AutotuneOptions& options, std::vector<CandidateTiming>* timings) {
+  return autotune_graph(g.impl(), h, nullptr, &pack, workspace, options, timings);
+}
+
+}  // namespace dnngraph::introspect
