@@ -304,40 +304,29 @@ double wgrad_flops(const ir::Graph& g, const ir::Node& n) {
   return 2.0 * static_cast<double>(g.tensor(n.outputs[0]).volume()) * static_cast<double>(dy[0]) * volume(dy, 2);
 }
 
+// The three convolutions: two inputs, one output, the same fields.
+template <class A, Status (*Infer)(const A&, NodeSpec&, const GraphDefaults&)>
+OpTraits conv_traits(std::string_view name, std::vector<std::string_view> inputs, std::string_view output,
+                     std::string_view pattern, double (*flops)(const ir::Graph&, const ir::Node&)) {
+  return typed<A, Infer, write_conv<A>, read_conv<A>>({.name = name, .inputs = std::move(inputs), .required_inputs = 2,
+                                                       .outputs = {output}, .fusion_pattern = pattern, .flops = flops});
+}
+
 }  // namespace
 
 const OpTraits& traits(OpTag<ConvFpropAttr>) {
-  static const OpTraits t{
-      .name = "conv_fprop", .inputs = {"X", "W"}, .required_inputs = 2, .outputs = {"Y"},
-      .fusion_pattern = "conv_epilogue",
-      .infer = erase_infer<ConvFpropAttr, infer>,
-      .write_json = erase_write<ConvFpropAttr, write_conv<ConvFpropAttr>>,
-      .read_json = erase_read<ConvFpropAttr, read_conv<ConvFpropAttr>>,
-      .flops = fprop_flops,
-  };
+  static const auto t = conv_traits<ConvFpropAttr, infer>("conv_fprop", {"X", "W"}, "Y", "conv_epilogue", fprop_flops);
   return t;
 }
 
 const OpTraits& traits(OpTag<ConvDgradAttr>) {
-  static const OpTraits t{
-      .name = "conv_dgrad", .inputs = {"DY", "W"}, .required_inputs = 2, .outputs = {"DX"},
-      .fusion_pattern = "conv_epilogue",
-      .infer = erase_infer<ConvDgradAttr, infer>,
-      .write_json = erase_write<ConvDgradAttr, write_conv<ConvDgradAttr>>,
-      .read_json = erase_read<ConvDgradAttr, read_conv<ConvDgradAttr>>,
-      .flops = dgrad_flops,
-  };
+  static const auto t =
+      conv_traits<ConvDgradAttr, infer>("conv_dgrad", {"DY", "W"}, "DX", "conv_epilogue", dgrad_flops);
   return t;
 }
 
 const OpTraits& traits(OpTag<ConvWgradAttr>) {
-  static const OpTraits t{
-      .name = "conv_wgrad", .inputs = {"DY", "X"}, .required_inputs = 2, .outputs = {"DW"},
-      .infer = erase_infer<ConvWgradAttr, infer>,
-      .write_json = erase_write<ConvWgradAttr, write_conv<ConvWgradAttr>>,
-      .read_json = erase_read<ConvWgradAttr, read_conv<ConvWgradAttr>>,
-      .flops = wgrad_flops,
-  };
+  static const auto t = conv_traits<ConvWgradAttr, infer>("conv_wgrad", {"DY", "X"}, "DW", "single_op", wgrad_flops);
   return t;
 }
 

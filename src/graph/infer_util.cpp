@@ -122,6 +122,13 @@ bool broadcast_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b
   return true;
 }
 
+Status check_input_count(const NodeSpec& node, size_t want, const std::string& who) {
+  if (node.inputs.size() == want) return {};
+  return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                    who + " takes " + std::to_string(want) + (want == 1 ? " input" : " inputs") + ", got " +
+                        std::to_string(node.inputs.size()));
+}
+
 DataType resolve_compute_type(DataType attr_type, const GraphDefaults& defaults) {
   if (attr_type != DataType::NOT_SET) return attr_type;
   if (defaults.compute != DataType::NOT_SET) return defaults.compute;

@@ -35,6 +35,19 @@ bool strides_are_non_overlapping(const std::vector<int64_t>& dims, const std::ve
 // Numpy-style broadcast of equal-rank dims (a dim of 1 stretches); false if incompatible.
 bool broadcast_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>& out);
 
+// A mode attribute (pointwise, reduction, resampling, norm phase) set and one of its enum's:
+// "<what> is not set", "unknown <what> 42".
+template <class E>
+Status check_mode(const NodeSpec& node, E mode, const char* what) {
+  if (mode == E::NOT_SET) return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, std::string(what) + " is not set");
+  if (to_string(mode) == "UNKNOWN")
+    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                      "unknown " + std::string(what) + " " + std::to_string(static_cast<int>(mode)));
+  return {};
+}
+// Exactly `want` input slots: "<who> takes 1 input, got 3".
+Status check_input_count(const NodeSpec& node, size_t want, const std::string& who);
+
 // The compute type of a node: its attribute's, else the graph's, else FLOAT.
 DataType resolve_compute_type(DataType attr_type, const GraphDefaults& defaults);
 

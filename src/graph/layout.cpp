@@ -18,9 +18,7 @@ int64_t volume(const std::vector<int64_t>& dims) {
 }
 
 Status check_one_input(const NodeSpec& node) {
-  if (node.inputs.size() != 1)
-    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
-                      std::string(op_name(node.attr)) + " takes 1 input, got " + std::to_string(node.inputs.size()));
+  if (auto s = check_input_count(node, 1, std::string(op_name(node.attr))); !s.ok()) return s;
   return check_input(node, node.inputs[0].get(), "X");
 }
 
@@ -180,46 +178,24 @@ void read_concatenate(JsonFields& f, ConcatenateAttr& a) {
 }  // namespace
 
 const OpTraits& traits(OpTag<ReshapeAttr>) {
-  static const OpTraits t{
-      .name = "reshape", .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
-      .infer = erase_infer<ReshapeAttr, infer>,
-      .write_json = erase_write<ReshapeAttr, write_reshape>,
-      .read_json = erase_read<ReshapeAttr, read_reshape>,
-      .flops = elementwise_flops,
-  };
+  static const auto t = typed<ReshapeAttr, infer, write_reshape, read_reshape>(x_to_y("reshape"));
   return t;
 }
 
 const OpTraits& traits(OpTag<TransposeAttr>) {
-  static const OpTraits t{
-      .name = "transpose", .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
-      .infer = erase_infer<TransposeAttr, infer>,
-      .write_json = erase_write<TransposeAttr, write_transpose>,
-      .read_json = erase_read<TransposeAttr, read_transpose>,
-      .flops = elementwise_flops,
-  };
+  static const auto t = typed<TransposeAttr, infer, write_transpose, read_transpose>(x_to_y("transpose"));
   return t;
 }
 
 const OpTraits& traits(OpTag<SliceAttr>) {
-  static const OpTraits t{
-      .name = "slice", .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
-      .infer = erase_infer<SliceAttr, infer>,
-      .write_json = erase_write<SliceAttr, write_slice>,
-      .read_json = erase_read<SliceAttr, read_slice>,
-      .flops = elementwise_flops,
-  };
+  static const auto t = typed<SliceAttr, infer, write_slice, read_slice>(x_to_y("slice"));
   return t;
 }
 
 const OpTraits& traits(OpTag<ConcatenateAttr>) {
-  static const OpTraits t{
-      .name = "concatenate", .inputs = {}, .required_inputs = 1, .outputs = {"Y"}, .variadic = true,
-      .infer = erase_infer<ConcatenateAttr, infer>,
-      .write_json = erase_write<ConcatenateAttr, write_concatenate>,
-      .read_json = erase_read<ConcatenateAttr, read_concatenate>,
-      .flops = elementwise_flops,
-  };
+  static const auto t = typed<ConcatenateAttr, infer, write_concatenate, read_concatenate>(
+      {.name = "concatenate", .inputs = {}, .required_inputs = 1, .outputs = {"Y"}, .variadic = true,
+       .flops = elementwise_flops});
   return t;
 }
 

@@ -71,12 +71,9 @@ double matmul_flops(const ir::Graph& g, const ir::Node& n) {
 }  // namespace
 
 const OpTraits& traits(OpTag<MatmulAttr>) {
-  static const OpTraits t{
-      .name = "matmul", .inputs = {"A", "B"}, .required_inputs = 2, .outputs = {"C"},
-      .fusion_pattern = "matmul_epilogue",
-      .infer = erase_infer<MatmulAttr, infer>,
-      .flops = matmul_flops,
-  };
+  static const auto t = typed<MatmulAttr, infer>({.name = "matmul", .inputs = {"A", "B"}, .required_inputs = 2,
+                                                  .outputs = {"C"}, .fusion_pattern = "matmul_epilogue",
+                                                  .flops = matmul_flops});
   return t;
 }
 

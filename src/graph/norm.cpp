@@ -54,15 +54,6 @@ Status fill_stat(const NodeSpec& node, TensorAttr& stat, const std::vector<int64
   return fill_output(node, stat, dims, {}, defaults, DataType::FLOAT);
 }
 
-Status check_phase(const NodeSpec& node, NormFwdPhase phase) {
-  if (phase == NormFwdPhase::NOT_SET)
-    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "forward phase is not set");
-  if (to_string(phase) == "UNKNOWN")
-    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
-                      "unknown forward phase " + std::to_string(static_cast<int>(phase)));
-  return {};
-}
-
 std::vector<int64_t> row_param_dims(const std::vector<int64_t>& x_dims) {
   std::vector<int64_t> d = x_dims;
   d[0] = 1;
@@ -86,44 +77,36 @@ Status infer(const BatchnormInferenceAttr&, NodeSpec& node, const GraphDefaults&
   return fill_output(node, *node.outputs[0], x->get_dim(), x->get_stride(), defaults, x->get_data_type());
 }
 
-Status infer(const LayernormAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
-  const NormFwdPhase phase = attr.get_forward_phase();
-  if (auto s = check_phase(node, phase); !s.ok()) return s;
+// Layernorm and rmsnorm: X (N, normalized dims...), SCALE and BIAS (optional for rmsnorm) with X's
+// dims but dim 0 = 1, a scalar epsilon; Y like X, then one statistic per row for each of `stats`.
+Status infer_row_norm(const NodeSpec& node, NormFwdPhase phase, bool bias_optional, const GraphDefaults& defaults) {
+  if (auto s = check_mode(node, phase, "forward phase"); !s.ok()) return s;
   if (node.inputs.size() != 4)
     return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
                       "takes 4 input slots (X, SCALE, BIAS, EPSILON), got " + std::to_string(node.inputs.size()));
   const TensorAttr* x = node.inputs[slot::LN_X].get();
   if (auto s = check_x(node, x, "N, normalized dims..."); !s.ok()) return s;
   const auto param = row_param_dims(x->get_dim());
-  const char* why = "X's dims with dim 0 = 1: layernorm normalizes over every dim but the first";
-  if (auto s = check_param(node, node.inputs[slot::LN_SCALE].get(), "SCALE", param, why); !s.ok()) return s;
-  if (auto s = check_param(node, node.inputs[slot::LN_BIAS].get(), "BIAS", param, why); !s.ok()) return s;
+  const std::string why =
+      "X's dims with dim 0 = 1: " + std::string(op_name(node.attr)) + " normalizes over every dim but the first";
+  if (auto s = check_param(node, node.inputs[slot::LN_SCALE].get(), "SCALE", param, why.c_str()); !s.ok()) return s;
+  if (const TensorAttr* bias = node.inputs[slot::LN_BIAS].get(); bias || !bias_optional)
+    if (auto s = check_param(node, bias, "BIAS", param, why.c_str()); !s.ok()) return s;
   if (auto s = check_epsilon(node, node.inputs[slot::LN_EPS].get()); !s.ok()) return s;
   if (auto s = fill_output(node, *node.outputs[0], x->get_dim(), x->get_stride(), defaults, x->get_data_type());
       !s.ok())
     return s;
-  if (auto s = fill_stat(node, *node.outputs[1], x->get_dim(), phase, defaults); !s.ok()) return s;
-  return fill_stat(node, *node.outputs[2], x->get_dim(), phase, defaults);
+  for (size_t i = 1; i < node.outputs.size(); ++i)
+    if (auto s = fill_stat(node, *node.outputs[i], x->get_dim(), phase, defaults); !s.ok()) return s;
+  return {};
+}
+
+Status infer(const LayernormAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
+  return infer_row_norm(node, attr.get_forward_phase(), false, defaults);
 }
 
 Status infer(const RmsnormAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
-  const NormFwdPhase phase = attr.get_forward_phase();
-  if (auto s = check_phase(node, phase); !s.ok()) return s;
-  if (node.inputs.size() != 4)
-    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
-                      "takes 4 input slots (X, SCALE, BIAS, EPSILON), got " + std::to_string(node.inputs.size()));
-  const TensorAttr* x = node.inputs[slot::LN_X].get();
-  if (auto s = check_x(node, x, "N, normalized dims..."); !s.ok()) return s;
-  const auto param = row_param_dims(x->get_dim());
-  const char* why = "X's dims with dim 0 = 1: rmsnorm normalizes over every dim but the first";
-  if (auto s = check_param(node, node.inputs[slot::LN_SCALE].get(), "SCALE", param, why); !s.ok()) return s;
-  if (const TensorAttr* bias = node.inputs[slot::LN_BIAS].get())
-    if (auto s = check_param(node, bias, "BIAS", param, why); !s.ok()) return s;
-  if (auto s = check_epsilon(node, node.inputs[slot::LN_EPS].get()); !s.ok()) return s;
-  if (auto s = fill_output(node, *node.outputs[0], x->get_dim(), x->get_stride(), defaults, x->get_data_type());
-      !s.ok())
-    return s;
-  return fill_stat(node, *node.outputs[1], x->get_dim(), phase, defaults);
+  return infer_row_norm(node, attr.get_forward_phase(), true, defaults);
 }
 
 // ---- JSON fields: the phase, when it is not INFERENCE; epsilon and bias are node inputs
@@ -151,41 +134,32 @@ void attach_rmsnorm(NodeSpec& n) {
   a.set_bias(input_at(n, slot::LN_BIAS));
 }
 
+
+// Layernorm and rmsnorm: X, SCALE, optional BIAS, EPSILON; Y and their statistics.
+template <class A, Status (*Infer)(const A&, NodeSpec&, const GraphDefaults&)>
+OpTraits row_norm_traits(std::string_view name, std::vector<std::string_view> outputs, void (*attach)(NodeSpec&)) {
+  return typed<A, Infer, write_norm<A>, read_norm<A>>(
+      {.name = name, .inputs = {"X", "SCALE", "BIAS", "EPSILON"}, .required_inputs = 2, .outputs = std::move(outputs),
+       .fusion_pattern = "norm_epilogue", .attach_inputs = attach, .flops = elementwise_flops});
+}
+
 }  // namespace
 
 const OpTraits& traits(OpTag<BatchnormInferenceAttr>) {
-  static const OpTraits t{
-      .name = "batchnorm_inference", .inputs = {"X", "MEAN", "INV_VARIANCE", "SCALE", "BIAS"},
-      .required_inputs = 5, .outputs = {"Y"}, .fusion_pattern = "norm_epilogue",
-      .infer = erase_infer<BatchnormInferenceAttr, infer>,
-      .flops = elementwise_flops,
-  };
+  static const auto t = typed<BatchnormInferenceAttr, infer>(
+      {.name = "batchnorm_inference", .inputs = {"X", "MEAN", "INV_VARIANCE", "SCALE", "BIAS"}, .required_inputs = 5,
+       .outputs = {"Y"}, .fusion_pattern = "norm_epilogue", .flops = elementwise_flops});
   return t;
 }
 
 const OpTraits& traits(OpTag<LayernormAttr>) {
-  static const OpTraits t{
-      .name = "layernorm", .inputs = {"X", "SCALE", "BIAS", "EPSILON"}, .required_inputs = 2,
-      .outputs = {"Y", "MEAN", "INV_VARIANCE"}, .fusion_pattern = "norm_epilogue",
-      .infer = erase_infer<LayernormAttr, infer>,
-      .write_json = erase_write<LayernormAttr, write_norm<LayernormAttr>>,
-      .read_json = erase_read<LayernormAttr, read_norm<LayernormAttr>>,
-      .attach_inputs = attach_layernorm,
-      .flops = elementwise_flops,
-  };
+  static const auto t =
+      row_norm_traits<LayernormAttr, infer>("layernorm", {"Y", "MEAN", "INV_VARIANCE"}, attach_layernorm);
   return t;
 }
 
 const OpTraits& traits(OpTag<RmsnormAttr>) {
-  static const OpTraits t{
-      .name = "rmsnorm", .inputs = {"X", "SCALE", "BIAS", "EPSILON"}, .required_inputs = 2,
-      .outputs = {"Y", "INV_RMS"}, .fusion_pattern = "norm_epilogue",
-      .infer = erase_infer<RmsnormAttr, infer>,
-      .write_json = erase_write<RmsnormAttr, write_norm<RmsnormAttr>>,
-      .read_json = erase_read<RmsnormAttr, read_norm<RmsnormAttr>>,
-      .attach_inputs = attach_rmsnorm,
-      .flops = elementwise_flops,
-  };
+  static const auto t = row_norm_traits<RmsnormAttr, infer>("rmsnorm", {"Y", "INV_RMS"}, attach_rmsnorm);
   return t;
 }
 

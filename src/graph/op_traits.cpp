@@ -35,6 +35,13 @@ double elementwise_flops(const ir::Graph& g, const ir::Node& n) {
   return static_cast<double>(g.tensor(n.outputs[0]).volume() + g.tensor(n.inputs[0]).volume());
 }
 
-Status infer_node(NodeSpec& node, const GraphDefaults& defaults) { return op_traits(node.attr).infer(node.attr, node, defaults); }
+OpTraits x_to_y(std::string_view name, std::string_view fusion_pattern) {
+  return OpTraits{.name = name, .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
+                  .fusion_pattern = fusion_pattern, .flops = elementwise_flops};
+}
+
+Status infer_node(NodeSpec& node, const GraphDefaults& defaults) {
+  return op_traits(node.attr).infer(node.attr, node, defaults);
+}
 
 }  // namespace dnngraph

@@ -48,8 +48,7 @@ inline std::string_view op_name(const OpAttr& attr) { return op_traits(attr).nam
 // An op without FLOPs of its own: one operation per element read and written.
 double elementwise_flops(const ir::Graph& g, const ir::Node& n);
 
-// Adapters from a family's typed functions to the signatures above:
-//   .infer = erase_infer<ConvFpropAttr, infer>, .write_json = erase_write<ConvFpropAttr, write_conv>.
+// Adapters from a family's typed functions to the signatures above.
 template <class A, Status (*F)(const A&, NodeSpec&, const GraphDefaults&)>
 Status erase_infer(const OpAttr& a, NodeSpec& n, const GraphDefaults& d) {
   return F(std::get<A>(a), n, d);
@@ -62,5 +61,20 @@ template <class A, void (*F)(JsonFields&, A&)>
 void erase_read(JsonFields& f, OpAttr& a) {
   F(f, std::get<A>(a));
 }
+
+// `t` with the typed inference and JSON functions of attribute A filled in (the JSON pair may be
+// left out: the op has no fields of its own). A family file defines an op in one line:
+//   traits(OpTag<ReshapeAttr>) { static const auto t = typed<ReshapeAttr, infer, write, read>(x_to_y("reshape")); ... }
+template <class A, Status (*Infer)(const A&, NodeSpec&, const GraphDefaults&),
+          void (*Write)(const A&, nlohmann::json&) = nullptr, void (*Read)(JsonFields&, A&) = nullptr>
+OpTraits typed(OpTraits t) {
+  t.infer = erase_infer<A, Infer>;
+  if constexpr (Write != nullptr) t.write_json = erase_write<A, Write>;
+  if constexpr (Read != nullptr) t.read_json = erase_read<A, Read>;
+  return t;
+}
+
+// An op of one input X and one output Y, standing alone, one operation per element.
+OpTraits x_to_y(std::string_view name, std::string_view fusion_pattern = "single_op");
 
 }  // namespace dnngraph

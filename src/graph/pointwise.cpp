@@ -10,16 +10,9 @@ namespace {
 
 Status infer(const PointwiseAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   const PointwiseMode mode = attr.get_mode();
-  if (mode == PointwiseMode::NOT_SET)
-    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "pointwise mode is not set");
-  if (arity(mode) == 0)
-    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
-                      "unknown pointwise mode " + std::to_string(static_cast<int>(mode)));
+  if (auto s = check_mode(node, mode, "pointwise mode"); !s.ok()) return s;
   const size_t want = static_cast<size_t>(arity(mode));
-  if (node.inputs.size() != want)
-    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
-                      std::string(to_string(mode)) + " takes " + std::to_string(want) + " inputs, got " +
-                          std::to_string(node.inputs.size()));
+  if (auto s = check_input_count(node, want, std::string(to_string(mode))); !s.ok()) return s;
   static const char* kSlot[] = {"IN_0", "IN_1", "IN_2"};
   std::vector<int64_t> dims;
   const TensorAttr* widest = nullptr;  // the input whose dims equal the output's: its layout is kept
@@ -85,15 +78,11 @@ void read_pointwise(JsonFields& f, PointwiseAttr& a) {
 
 }  // namespace
 
+// Inputs IN_0.. IN_2, as many as the mode takes.
 const OpTraits& traits(OpTag<PointwiseAttr>) {
-  static const OpTraits t{
-      .name = "pointwise", .inputs = {}, .required_inputs = 1, .outputs = {"OUT"}, .variadic = true,
-      .max_inputs = 3, .fusion_pattern = "pointwise_chain",
-      .infer = erase_infer<PointwiseAttr, infer>,
-      .write_json = erase_write<PointwiseAttr, write_pointwise>,
-      .read_json = erase_read<PointwiseAttr, read_pointwise>,
-      .flops = elementwise_flops,
-  };
+  static const auto t = typed<PointwiseAttr, infer, write_pointwise, read_pointwise>(
+      {.name = "pointwise", .inputs = {}, .required_inputs = 1, .outputs = {"OUT"}, .variadic = true, .max_inputs = 3,
+       .fusion_pattern = "pointwise_chain", .flops = elementwise_flops});
   return t;
 }
 

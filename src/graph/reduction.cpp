@@ -10,14 +10,8 @@ namespace {
 
 Status infer(const ReductionAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   const ReductionMode mode = attr.get_mode();
-  if (mode == ReductionMode::NOT_SET)
-    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "reduction mode is not set");
-  if (to_string(mode) == "UNKNOWN")
-    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
-                      "unknown reduction mode " + std::to_string(static_cast<int>(mode)));
-  if (node.inputs.size() != 1)
-    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
-                      "reduction takes 1 input, got " + std::to_string(node.inputs.size()));
+  if (auto s = check_mode(node, mode, "reduction mode"); !s.ok()) return s;
+  if (auto s = check_input_count(node, 1, "reduction"); !s.ok()) return s;
   const TensorAttr* x = node.inputs[0].get();
   if (auto s = check_input(node, x, "X"); !s.ok()) return s;
   const auto& xd = x->get_dim();
@@ -51,14 +45,7 @@ void read_reduction(JsonFields& f, ReductionAttr& a) {
 }  // namespace
 
 const OpTraits& traits(OpTag<ReductionAttr>) {
-  static const OpTraits t{
-      .name = "reduction", .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
-      .fusion_pattern = "reduction",
-      .infer = erase_infer<ReductionAttr, infer>,
-      .write_json = erase_write<ReductionAttr, write_reduction>,
-      .read_json = erase_read<ReductionAttr, read_reduction>,
-      .flops = elementwise_flops,
-  };
+  static const auto t = typed<ReductionAttr, infer, write_reduction, read_reduction>(x_to_y("reduction", "reduction"));
   return t;
 }
 

@@ -97,14 +97,8 @@ Status resized_dims(const ResampleAttr& attr, const NodeSpec& node, const Tensor
 
 Status infer(const ResampleAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   const ResampleMode mode = attr.get_resampling_mode();
-  if (mode == ResampleMode::NOT_SET)
-    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "resampling mode is not set");
-  if (to_string(mode) == "UNKNOWN")
-    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
-                      "unknown resampling mode " + std::to_string(static_cast<int>(mode)));
-  if (node.inputs.size() != 1)
-    return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
-                      "resample takes 1 input, got " + std::to_string(node.inputs.size()));
+  if (auto s = check_mode(node, mode, "resampling mode"); !s.ok()) return s;
+  if (auto s = check_input_count(node, 1, "resample"); !s.ok()) return s;
   const TensorAttr* x = node.inputs[0].get();
   if (auto s = check_input(node, x, "X"); !s.ok()) return s;
   if (x->get_dim().size() < 3)
@@ -143,13 +137,7 @@ void read_resample(JsonFields& f, ResampleAttr& a) {
 }  // namespace
 
 const OpTraits& traits(OpTag<ResampleAttr>) {
-  static const OpTraits t{
-      .name = "resample", .inputs = {"X"}, .required_inputs = 1, .outputs = {"Y"},
-      .infer = erase_infer<ResampleAttr, infer>,
-      .write_json = erase_write<ResampleAttr, write_resample>,
-      .read_json = erase_read<ResampleAttr, read_resample>,
-      .flops = elementwise_flops,
-  };
+  static const auto t = typed<ResampleAttr, infer, write_resample, read_resample>(x_to_y("resample"));
   return t;
 }
 

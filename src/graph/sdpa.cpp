@@ -182,15 +182,9 @@ double sdpa_flops(const ir::Graph& g, const ir::Node& n) {
 }  // namespace
 
 const OpTraits& traits(OpTag<SdpaAttr>) {
-  static const OpTraits t{
-      .name = "sdpa", .inputs = {"Q", "K", "V", "SEQ_LEN_Q", "SEQ_LEN_KV"}, .required_inputs = 3,
-      .outputs = {"O", "STATS"}, .fusion_pattern = "sdpa",
-      .infer = erase_infer<SdpaAttr, infer>,
-      .write_json = erase_write<SdpaAttr, write_sdpa>,
-      .read_json = erase_read<SdpaAttr, read_sdpa>,
-      .attach_inputs = attach_sdpa,
-      .flops = sdpa_flops,
-  };
+  static const auto t = typed<SdpaAttr, infer, write_sdpa, read_sdpa>(
+      {.name = "sdpa", .inputs = {"Q", "K", "V", "SEQ_LEN_Q", "SEQ_LEN_KV"}, .required_inputs = 3,
+       .outputs = {"O", "STATS"}, .fusion_pattern = "sdpa", .attach_inputs = attach_sdpa, .flops = sdpa_flops});
   return t;
 }
 

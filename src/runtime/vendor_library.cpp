@@ -97,6 +97,19 @@ std::string not_found_message(const LibrarySpec& spec, const LoadedLibrary& lib)
   return s + ")";
 }
 
+void* dlsym_lookup(void* library, const char* name) { return dlsym(library, name); }
+
+bool resolve_symbols(SymbolLookup lookup, void* context, std::initializer_list<Symbol> symbols, std::string& missing) {
+  for (const Symbol& s : symbols) {
+    *s.slot = lookup(context, s.name);
+    if (!*s.slot) {
+      missing = s.name;
+      return false;
+    }
+  }
+  return true;
+}
+
 LibraryReport load_vendor_library(const LibrarySpec& spec, const AcceptVersioned& accept) {
   LibraryReport r;
   const LoadedLibrary lib = load_library(spec, [&](void* handle) {

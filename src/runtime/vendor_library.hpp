@@ -3,6 +3,7 @@
 // The folders searched for Python wheels are src/runtime/library_search.hpp's, as for NVRTC.
 #pragma once
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -47,5 +48,35 @@ struct LibraryReport {
 using AcceptVersioned = std::function<std::string(void* handle, size_t& version)>;
 // load_library, then the report (logged at INFO when nothing usable was found).
 LibraryReport load_vendor_library(const LibrarySpec& spec, const AcceptVersioned& accept);
+
+// Entry points by name: through dlsym on a loaded library, or a test's table.
+using SymbolLookup = void* (*)(void* context, const char* name);
+void* dlsym_lookup(void* library, const char* name);
+struct Symbol {
+  const char* name;
+  void** slot;
+};
+// Fills every slot; false, with the first missing name in `missing`, when one is absent.
+bool resolve_symbols(SymbolLookup lookup, void* context, std::initializer_list<Symbol> symbols, std::string& missing);
+
+// A vendor library's table of entry points, loaded once by its spec.
+template <class Api>
+struct LoadedApi {
+  Api api{};
+  LibraryReport report;
+  const Api* usable() const { return report.ok ? &api : nullptr; }
+};
+// `accept(handle, api, version)` fills the table and says "" when the library is usable, else why not.
+template <class Api>
+LoadedApi<Api> load_api(const LibrarySpec& spec, std::string (*accept)(void* handle, Api& api, size_t& version)) {
+  LoadedApi<Api> out;
+  out.report = load_vendor_library(spec, [&](void* handle, size_t& version) {
+    Api api{};
+    std::string why = accept(handle, api, version);
+    if (why.empty()) out.api = api;
+    return why;
+  });
+  return out;
+}
 
 }  // namespace dnngraph::vendor

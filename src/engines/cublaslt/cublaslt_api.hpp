@@ -122,7 +122,6 @@ const LtApi* api();
 const std::string& error();
 const vendor::LibraryReport& library_report();  // version: e.g. 91900 (cuDNN), 130100 (cuBLASLt)
 
-using SymbolLookup = void* (*)(void* context, const char* name);
-bool resolve_api(SymbolLookup lookup, void* context, LtApi& out, std::string& missing);
+bool resolve_api(vendor::SymbolLookup lookup, void* context, LtApi& out, std::string& missing);
 
 }  // namespace dnngraph::cublaslt

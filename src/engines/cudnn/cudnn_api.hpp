@@ -168,9 +168,8 @@ const CudnnApi* api();
 const std::string& error();
 const vendor::LibraryReport& library_report();  // version: e.g. 91900 (cuDNN), 130100 (cuBLASLt)
 
-// Resolves every entry point of CudnnApi through `lookup` (dlsym on a loaded library, or a test's
-// table). False, with the first missing name in `missing`, when one is absent.
-using SymbolLookup = void* (*)(void* context, const char* name);
-bool resolve_api(SymbolLookup lookup, void* context, CudnnApi& out, std::string& missing);
+// Resolves every entry point of CudnnApi through `lookup`; false, with the first missing name in
+// `missing`, when one is absent.
+bool resolve_api(vendor::SymbolLookup lookup, void* context, CudnnApi& out, std::string& missing);
 
 }  // namespace dnngraph::cudnn

@@ -1,6 +1,4 @@
 // Loading cuDNN (dlopen, documented search order) and cuDNN's own words for its statuses.
-#include <dlfcn.h>
-
 #include <cctype>
 
 #include "engines/cudnn/cudnn_api.hpp"
@@ -11,37 +9,24 @@ namespace {
 // cuDNN 9's backend API (the enum values declared in cudnn_api.hpp) is what dnngraph speaks.
 constexpr size_t kMinVersion = 90000, kMaxVersion = 100000;
 
-struct State {
-  CudnnApi api{};
-  vendor::LibraryReport report;
-};
-
 vendor::LibrarySpec spec() {
   return {"cuDNN", "DNNGRAPH_CUDNN_PATH", {"libcudnn.so.9"}, "libcudnn.so", {"nvidia/cudnn/lib"},
           {"/usr/local/cuda/lib64"}};
 }
 
-void* dlsym_lookup(void* lib, const char* name) { return dlsym(lib, name); }
-
-State load_state() {
-  State s;
-  s.report = vendor::load_vendor_library(spec(), [&](void* handle, size_t& version) -> std::string {
-    CudnnApi api{};
-    std::string missing;
-    if (!resolve_api(dlsym_lookup, handle, api, missing)) return "it lacks " + missing + " (cuDNN 9 is needed)";
-    const size_t v = api.cudnnGetVersion();
-    if (v < kMinVersion || v >= kMaxVersion)
-      return "it is cuDNN " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + " (cuDNN 9 is needed)";
-    s.api = api;
-    version = v;
-    return {};
-  });
-  return s;
+std::string accept(void* handle, CudnnApi& api, size_t& version) {
+  std::string missing;
+  if (!resolve_api(vendor::dlsym_lookup, handle, api, missing)) return "it lacks " + missing + " (cuDNN 9 is needed)";
+  version = api.cudnnGetVersion();
+  if (version < kMinVersion || version >= kMaxVersion)
+    return "it is cuDNN " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
+           " (cuDNN 9 is needed)";
+  return {};
 }
 
-const State& state() {
-  static const State s = load_state();
-  return s;
+const vendor::LoadedApi<CudnnApi>& loaded() {
+  static const auto kLoaded = vendor::load_api<CudnnApi>(spec(), accept);
+  return kLoaded;
 }
 
 }  // namespace
@@ -67,36 +52,32 @@ std::string status_text(const CudnnApi& api, cudnnStatus_t s) {
   return out;
 }
 
-bool resolve_api(SymbolLookup lookup, void* context, CudnnApi& a, std::string& missing) {
-  const std::pair<const char*, void**> required[] = {
-      {"cudnnGetVersion", reinterpret_cast<void**>(&a.cudnnGetVersion)},
-      {"cudnnGetCudartVersion", reinterpret_cast<void**>(&a.cudnnGetCudartVersion)},
-      {"cudnnGetErrorString", reinterpret_cast<void**>(&a.cudnnGetErrorString)},
-      {"cudnnCreate", reinterpret_cast<void**>(&a.cudnnCreate)},
-      {"cudnnDestroy", reinterpret_cast<void**>(&a.cudnnDestroy)},
-      {"cudnnSetStream", reinterpret_cast<void**>(&a.cudnnSetStream)},
-      {"cudnnBackendCreateDescriptor", reinterpret_cast<void**>(&a.cudnnBackendCreateDescriptor)},
-      {"cudnnBackendDestroyDescriptor", reinterpret_cast<void**>(&a.cudnnBackendDestroyDescriptor)},
-      {"cudnnBackendFinalize", reinterpret_cast<void**>(&a.cudnnBackendFinalize)},
-      {"cudnnBackendSetAttribute", reinterpret_cast<void**>(&a.cudnnBackendSetAttribute)},
-      {"cudnnBackendGetAttribute", reinterpret_cast<void**>(&a.cudnnBackendGetAttribute)},
-      {"cudnnBackendExecute", reinterpret_cast<void**>(&a.cudnnBackendExecute)},
-  };
-  for (const auto& [name, slot] : required) {
-    *slot = lookup(context, name);
-    if (!*slot) {
-      missing = name;
-      return false;
-    }
-  }
-  *reinterpret_cast<void**>(&a.cudnnGetLastErrorString) = lookup(context, "cudnnGetLastErrorString");
-  *reinterpret_cast<void**>(&a.cudnnBackendPopulateCudaGraph) = lookup(context, "cudnnBackendPopulateCudaGraph");
-  *reinterpret_cast<void**>(&a.cudnnBackendUpdateCudaGraph) = lookup(context, "cudnnBackendUpdateCudaGraph");
+bool resolve_api(vendor::SymbolLookup lookup, void* context, CudnnApi& a, std::string& missing) {
+  auto slot = [](auto& fn) { return reinterpret_cast<void**>(&fn); };
+  if (!vendor::resolve_symbols(lookup, context,
+                               {{"cudnnGetVersion", slot(a.cudnnGetVersion)},
+                                {"cudnnGetCudartVersion", slot(a.cudnnGetCudartVersion)},
+                                {"cudnnGetErrorString", slot(a.cudnnGetErrorString)},
+                                {"cudnnCreate", slot(a.cudnnCreate)},
+                                {"cudnnDestroy", slot(a.cudnnDestroy)},
+                                {"cudnnSetStream", slot(a.cudnnSetStream)},
+                                {"cudnnBackendCreateDescriptor", slot(a.cudnnBackendCreateDescriptor)},
+                                {"cudnnBackendDestroyDescriptor", slot(a.cudnnBackendDestroyDescriptor)},
+                                {"cudnnBackendFinalize", slot(a.cudnnBackendFinalize)},
+                                {"cudnnBackendSetAttribute", slot(a.cudnnBackendSetAttribute)},
+                                {"cudnnBackendGetAttribute", slot(a.cudnnBackendGetAttribute)},
+                                {"cudnnBackendExecute", slot(a.cudnnBackendExecute)}},
+                               missing))
+    return false;
+  // Optional: older libraries lack them, and dnngraph works around their absence.
+  *slot(a.cudnnGetLastErrorString) = lookup(context, "cudnnGetLastErrorString");
+  *slot(a.cudnnBackendPopulateCudaGraph) = lookup(context, "cudnnBackendPopulateCudaGraph");
+  *slot(a.cudnnBackendUpdateCudaGraph) = lookup(context, "cudnnBackendUpdateCudaGraph");
   return true;
 }
 
-const CudnnApi* api() { return state().report.ok ? &state().api : nullptr; }
-const std::string& error() { return state().report.error; }
-const vendor::LibraryReport& library_report() { return state().report; }
+const CudnnApi* api() { return loaded().usable(); }
+const std::string& error() { return loaded().report.error; }
+const vendor::LibraryReport& library_report() { return loaded().report; }
 
 }  // namespace dnngraph::cudnn
