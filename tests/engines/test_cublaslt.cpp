@@ -4,6 +4,7 @@
 // GPU: every heuristic algorithm of several matmul graphs against ref, serialization, FP8 + AMAX.
 #include <gtest/gtest.h>
 
+#include "common/partitions.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cublaslt/lt_descriptors.hpp"
 #include "engines/test_cuda_util.hpp"
@@ -47,18 +48,8 @@ ct::Builder matmul_graph(const MatmulCase& c) {
   };
 }
 
-struct Parts {
-  dg::Graph g;
-  std::vector<Partition> parts;
-};
-
-void partition_on_cpu(const ct::Builder& build, Parts& out) {
-  build(out.g);
-  dg::Handle cpu(dg::Device::cpu());
-  ASSERT_TRUE(out.g.validate().ok());
-  ASSERT_TRUE(out.g.build_operation_graph(cpu).ok());
-  ASSERT_TRUE(partition_graph(*out.g.impl().ir, out.parts).ok());
-}
+using test_partitions::Parts;
+using test_partitions::partition_on_cpu;
 
 bool match(const MatmulCase& c, LtProblem& lp, std::string& why) {
   Parts ps;

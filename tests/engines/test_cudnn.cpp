@@ -10,14 +10,15 @@
 #include <fstream>
 #include <map>
 
+#include "common/partitions.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
-#include "engines/vendor_libraries.hpp"
 #include "engines/cudnn/graph_cache.hpp"
 #include "engines/cudnn/op_graph.hpp"
-#include "runtime/vendor_library.hpp"
 #include "engines/cudnn_test_graphs.hpp"
 #include "engines/test_cuda_util.hpp"
+#include "engines/vendor_libraries.hpp"
 #include "planning/plan_set.hpp"
+#include "runtime/vendor_library.hpp"
 
 namespace dnngraph::cudnn {
 namespace {
@@ -166,18 +167,8 @@ class FakeBackend : public ::testing::Test {
   CudnnApi api_ = fake_api();
 };
 
-struct Parts {
-  dg::Graph g;
-  std::vector<Partition> parts;
-};
-
-void partition_on_cpu(const ct::Builder& build, Parts& out) {
-  build(out.g);
-  dg::Handle cpu(dg::Device::cpu());
-  ASSERT_TRUE(out.g.validate().ok());
-  ASSERT_TRUE(out.g.build_operation_graph(cpu).ok());
-  ASSERT_TRUE(partition_graph(*out.g.impl().ir, out.parts).ok());
-}
+using test_partitions::Parts;
+using test_partitions::partition_on_cpu;
 
 const TensorPlan& plan_named(const Partition& p, const std::vector<TensorPlan>& plans, const std::string& name) {
   for (const auto& t : plans)
