@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+from torch_timing import median_ms
+
 
 def torch_cases(torch, repeats):
     F = torch.nn.functional
@@ -23,19 +25,7 @@ def torch_cases(torch, repeats):
         return (torch.rand(shape, generator=g, device=dev, dtype=torch.float32) * 4 - 2).to(dtype)
 
     def timed(fn):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        ms = []
-        for _ in range(repeats):
-            start.record()
-            fn()
-            stop.record()
-            stop.synchronize()
-            ms.append(start.elapsed_time(stop))
-        ms.sort()
-        return ms[len(ms) // 2]
+        return median_ms(torch, fn, repeats)
 
     out = {}
     # copy_1g: 1 GiB copied, bytes read + written.

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/kernel_cache.hpp"
@@ -25,7 +26,7 @@
 #include "runtime/memory.hpp"
 
 namespace dg = dnngraph;
-using Dims = std::vector<int64_t>;
+using namespace gpu_bench;
 
 namespace {
 
@@ -52,47 +53,6 @@ std::shared_ptr<dg::KernelCache> kernel_cache() {
     return c;
   }();
   return cache;
-}
-
-Dims packed(const Dims& d) {
-  Dims s(d.size(), 1);
-  for (size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
-  return s;
-}
-
-Dims channels_last(const Dims& d) {
-  Dims s(d.size());
-  int64_t running = d[1];
-  s[1] = 1;
-  for (size_t i = d.size(); i-- > 2;) {
-    s[i] = running;
-    running *= d[i];
-  }
-  s[0] = running;
-  return s;
-}
-
-int64_t volume(const Dims& d) {
-  int64_t v = 1;
-  for (int64_t x : d) v *= x;
-  return v;
-}
-
-// A device buffer of random bf16 (or fp32) values in [-1, 1).
-struct DeviceTensor {
-  dg::memory::Buffer buf;
-  DeviceTensor(dg::HandleImpl& h, int64_t elems, dg::DataType t, uint32_t seed) : buf(h, static_cast<size_t>(elems * dg::size_of(t))) {
-    std::vector<uint8_t> host(buf.size());
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (int64_t i = 0; i < elems; ++i) dg::dtype::store(host.data(), t, i, u(rng));
-    if (!dg::memory::copy_to_device(h, buf.get(), host.data(), host.size()).ok()) std::fprintf(stderr, "copy failed\n");
-  }
-};
-
-bool check(const dg::Status& s, const std::string& what) {
-  if (!s.ok()) std::printf("ERROR %s: %s\n", what.c_str(), s.to_string().c_str());
-  return s.ok();
 }
 
 // Builds up to g_plans plans of the graph, times each (median of 7 repeats of `iters` runs) and

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "bench_util.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "runtime/cuda/context.hpp"
 #include "runtime/memory.hpp"
@@ -26,13 +27,7 @@ namespace {
 
 int g_repeats = 20;
 
-[[noreturn]] void die(const std::string& what, const dg::Status& s) {
-  std::fprintf(stderr, "dnngraph_gpu_bench: %s: %s\n", what.c_str(), s.to_string().c_str());
-  std::exit(1);
-}
-void ok(const dg::Status& s, const std::string& what) {
-  if (!s.ok()) die(what, s);
-}
+void ok(const dg::Status& s, const std::string& what) { gpu_bench::ok_or_exit("dnngraph_gpu_bench", s, what); }
 
 dg::TensorPtr tensor(dg::Graph& g, const std::string& name, std::vector<int64_t> dims, DataType t) {
   std::vector<int64_t> strides(dims.size(), 1);

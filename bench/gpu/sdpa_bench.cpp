@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "bench_util.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "engines/cuda/nvrtc_compile.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
@@ -37,13 +38,7 @@ namespace {
 
 int g_repeats = 20;
 
-[[noreturn]] void die(const std::string& what, const dg::Status& s) {
-  std::fprintf(stderr, "dnngraph_sdpa_bench: %s: %s\n", what.c_str(), s.to_string().c_str());
-  std::exit(1);
-}
-void ok(const dg::Status& s, const std::string& what) {
-  if (!s.ok()) die(what, s);
-}
+void ok(const dg::Status& s, const std::string& what) { gpu_bench::ok_or_exit("dnngraph_sdpa_bench", s, what); }
 
 struct Case {
   const char* name;
@@ -189,7 +184,7 @@ const DumpCase kDumpCases[] = {
 
 void write_file(const std::string& path, const void* data, size_t bytes) {
   FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f || std::fwrite(data, 1, bytes, f) != bytes) die("write " + path, dg::Status(dg::ErrorCode::IO_ERROR, "failed"));
+  if (!f || std::fwrite(data, 1, bytes, f) != bytes) ok(dg::Status(dg::ErrorCode::IO_ERROR, "failed"), "write " + path);
   std::fclose(f);
 }
 

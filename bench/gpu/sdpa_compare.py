@@ -14,21 +14,7 @@ import json
 import subprocess
 import sys
 
-
-def median_ms(torch, fn, repeats):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ms = []
-    for _ in range(repeats):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        ms.append(start.elapsed_time(stop))
-    ms.sort()
-    return ms[len(ms) // 2]
+from torch_timing import median_ms
 
 
 def torch_rows(cases, repeats):

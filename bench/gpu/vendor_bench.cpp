@@ -27,16 +27,18 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
+#include "engines/vendor_libraries.hpp"
 #include "graph/graph_impl.hpp"
 #include "planning/plan_set.hpp"
 #include "runtime/cuda/context.hpp"
 #include "runtime/memory.hpp"
 
 namespace dg = dnngraph;
-using Dims = std::vector<int64_t>;
+using namespace gpu_bench;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -48,48 +50,7 @@ const Clock::time_point g_start = Clock::now();
 
 double elapsed() { return std::chrono::duration<double>(Clock::now() - g_start).count(); }
 
-Dims packed(const Dims& d) {
-  Dims s(d.size(), 1);
-  for (size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
-  return s;
-}
-
-Dims channels_last(const Dims& d) {
-  Dims s(d.size());
-  int64_t running = d[1];
-  s[1] = 1;
-  for (size_t i = d.size(); i-- > 2;) {
-    s[i] = running;
-    running *= d[i];
-  }
-  s[0] = running;
-  return s;
-}
-
-int64_t volume(const Dims& d) {
-  int64_t v = 1;
-  for (int64_t x : d) v *= x;
-  return v;
-}
-
-struct DeviceTensor {
-  dg::memory::Buffer buf;
-  DeviceTensor(dg::HandleImpl& h, int64_t elems, dg::DataType t, uint32_t seed)
-      : buf(h, static_cast<size_t>(elems * dg::size_of(t))) {
-    std::vector<uint8_t> host(buf.size());
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (int64_t i = 0; i < elems; ++i) dg::dtype::store(host.data(), t, i, u(rng));
-    if (!dg::memory::copy_to_device(h, buf.get(), host.data(), host.size()).ok()) std::printf("ERROR copy\n");
-  }
-};
-
 using dg::Status;
-
-bool check(const dg::Status& s, const std::string& what) {
-  if (!s.ok()) std::printf("ERROR %s: %s\n", what.c_str(), s.to_string().c_str());
-  return s.ok();
-}
 
 bool is_vendor(const std::string& engine) { return engine == "cudnn" || engine == "cublaslt"; }
 
