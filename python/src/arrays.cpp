@@ -56,35 +56,24 @@ std::string ArrayRef::device_string() const {
 }
 
 std::optional<DataType> ArrayRef::data_type() const {
+  struct Row {
+    dl::dtype_code code;
+    uint8_t bits;
+    DataType type;
+  };
+  // DLPack's (code, bits) of every type dnngraph takes; FP8 codes carry their width in the code.
+  static constexpr Row kTypes[] = {
+      {dl::dtype_code::Float, 16, DataType::HALF},       {dl::dtype_code::Float, 32, DataType::FLOAT},
+      {dl::dtype_code::Float, 64, DataType::DOUBLE},     {dl::dtype_code::Bfloat, 16, DataType::BFLOAT16},
+      {dl::dtype_code::Int, 8, DataType::INT8},          {dl::dtype_code::Int, 32, DataType::INT32},
+      {dl::dtype_code::Int, 64, DataType::INT64},        {dl::dtype_code::UInt, 8, DataType::UINT8},
+      {dl::dtype_code::Bool, 8, DataType::BOOLEAN},      {dl::dtype_code::Float8_E4M3FN, 8, DataType::FP8_E4M3},
+      {dl::dtype_code::Float8_E5M2, 8, DataType::FP8_E5M2},
+  };
   const dl::dtype t = array.dtype();
   if (t.lanes != 1) return std::nullopt;
-  switch (static_cast<dl::dtype_code>(t.code)) {
-    case dl::dtype_code::Float:
-      if (t.bits == 16) return DataType::HALF;
-      if (t.bits == 32) return DataType::FLOAT;
-      if (t.bits == 64) return DataType::DOUBLE;
-      break;
-    case dl::dtype_code::Bfloat:
-      if (t.bits == 16) return DataType::BFLOAT16;
-      break;
-    case dl::dtype_code::Int:
-      if (t.bits == 8) return DataType::INT8;
-      if (t.bits == 32) return DataType::INT32;
-      if (t.bits == 64) return DataType::INT64;
-      break;
-    case dl::dtype_code::UInt:
-      if (t.bits == 8) return DataType::UINT8;
-      break;
-    case dl::dtype_code::Bool:
-      if (t.bits == 8) return DataType::BOOLEAN;
-      break;
-    case dl::dtype_code::Float8_E4M3FN:
-      return DataType::FP8_E4M3;
-    case dl::dtype_code::Float8_E5M2:
-      return DataType::FP8_E5M2;
-    default:
-      break;
-  }
+  for (const Row& r : kTypes)
+    if (static_cast<uint8_t>(r.code) == t.code && r.bits == t.bits) return r.type;
   return std::nullopt;
 }
 

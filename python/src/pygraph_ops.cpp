@@ -40,28 +40,27 @@ void set_epsilon(A& attr, nb::handle eps) {
       nb::arg("dilation").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),             \
       nb::arg("name") = "", nb::arg("pre_padding").none() = nb::none(), nb::arg("post_padding").none() = nb::none()
 
+// One convolution method: its two tensor keywords in the frontend's order, and the Graph method
+// they go to (conv_wgrad takes (image, loss) in Python and (DY, X) in C++: `swap`).
+template <class A>
+void def_conv(nb::class_<PyGraph>& c, const char* name, const char* first, const char* second,
+              TensorPtr (Graph::*op)(TensorPtr, TensorPtr, A), bool swap, const char* doc) {
+  c.def(name,
+        [op, swap](PyGraph& g, TensorPtr x, TensorPtr y, OptDims pad, OptDims stride, OptDims dil, nb::handle ct,
+                   std::string node_name, OptDims pre, OptDims post) {
+          auto a = conv_attr<A>(pad, stride, dil, pre, post, ct, std::move(node_name));
+          if (swap) std::swap(x, y);
+          return g.produced((g.graph.*op)(std::move(x), std::move(y), std::move(a)));
+        },
+        nb::arg(first), nb::arg(second), DG_CONV_ARGS, doc);
+}
+
 void bind_conv(nb::class_<PyGraph>& c) {
-  c.def("conv_fprop",
-        [](PyGraph& g, TensorPtr image, TensorPtr weight, OptDims pad, OptDims stride, OptDims dil, nb::handle ct,
-           std::string name, OptDims pre, OptDims post) {
-          auto a = conv_attr<ConvFpropAttr>(pad, stride, dil, pre, post, ct, std::move(name));
-          return g.produced(g.graph.conv_fprop(std::move(image), std::move(weight), std::move(a)));
-        },
-        nb::arg("image"), nb::arg("weight"), DG_CONV_ARGS, "Y = conv(X, W): dims N, C, spatial...; strides pick the layout.");
-  c.def("conv_dgrad",
-        [](PyGraph& g, TensorPtr loss, TensorPtr filter, OptDims pad, OptDims stride, OptDims dil, nb::handle ct,
-           std::string name, OptDims pre, OptDims post) {
-          auto a = conv_attr<ConvDgradAttr>(pad, stride, dil, pre, post, ct, std::move(name));
-          return g.produced(g.graph.conv_dgrad(std::move(loss), std::move(filter), std::move(a)));
-        },
-        nb::arg("loss"), nb::arg("filter"), DG_CONV_ARGS, "DX from DY and W (a transposed convolution).");
-  c.def("conv_wgrad",
-        [](PyGraph& g, TensorPtr image, TensorPtr loss, OptDims pad, OptDims stride, OptDims dil, nb::handle ct,
-           std::string name, OptDims pre, OptDims post) {
-          auto a = conv_attr<ConvWgradAttr>(pad, stride, dil, pre, post, ct, std::move(name));
-          return g.produced(g.graph.conv_wgrad(std::move(loss), std::move(image), std::move(a)));
-        },
-        nb::arg("image"), nb::arg("loss"), DG_CONV_ARGS, "DW from X and DY.");
+  def_conv<ConvFpropAttr>(c, "conv_fprop", "image", "weight", &Graph::conv_fprop, false,
+                          "Y = conv(X, W): dims N, C, spatial...; strides pick the layout.");
+  def_conv<ConvDgradAttr>(c, "conv_dgrad", "loss", "filter", &Graph::conv_dgrad, false,
+                          "DX from DY and W (a transposed convolution).");
+  def_conv<ConvWgradAttr>(c, "conv_wgrad", "image", "loss", &Graph::conv_wgrad, true, "DW from X and DY.");
 }
 #undef DG_CONV_ARGS
 

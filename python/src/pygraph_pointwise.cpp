@@ -64,7 +64,49 @@ void bind_tables(nb::class_<PyGraph>& c) {
   for (const Helper& h : kAliases) bind_helper(c, h);
 }
 
+// The activations with one parameter, forward (input) and backward (loss, input): its keyword, and
+// the attribute setter it goes to when given.
+struct OneParameter {
+  const char* name;
+  M mode;
+  const char* keyword;
+  PointwiseAttr& (PointwiseAttr::*set)(double);
+};
+constexpr OneParameter kOneParameter[] = {
+    {"elu", M::ELU_FWD, "alpha", &PointwiseAttr::set_elu_alpha},
+    {"elu_backward", M::ELU_BWD, "alpha", &PointwiseAttr::set_elu_alpha},
+    {"softplus", M::SOFTPLUS_FWD, "beta", &PointwiseAttr::set_softplus_beta},
+    {"softplus_backward", M::SOFTPLUS_BWD, "beta", &PointwiseAttr::set_softplus_beta},
+    {"swish", M::SWISH_FWD, "swish_beta", &PointwiseAttr::set_swish_beta},
+    {"swish_backward", M::SWISH_BWD, "swish_beta", &PointwiseAttr::set_swish_beta},
+};
+
+void bind_one_parameter(nb::class_<PyGraph>& c, const OneParameter& p) {
+  const M mode = p.mode;
+  const auto set = p.set;
+  if (kind_of(mode) == PointwiseKind::ACTIVATION_BACKWARD) {
+    c.def(p.name,
+          [mode, set](PyGraph& g, TensorPtr dy, TensorPtr x, Opt v, nb::handle ct, std::string name) {
+            auto a = attr(mode, ct, std::move(name));
+            if (v) (a.*set)(*v);
+            return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
+          },
+          nb::arg("loss"), nb::arg("input"), nb::arg(p.keyword).none() = nb::none(),
+          nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  } else {
+    c.def(p.name,
+          [mode, set](PyGraph& g, TensorPtr x, Opt v, nb::handle ct, std::string name) {
+            auto a = attr(mode, ct, std::move(name));
+            if (v) (a.*set)(*v);
+            return g.produced(g.graph.pointwise(std::move(x), a));
+          },
+          nb::arg("input"), nb::arg(p.keyword).none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
+          nb::arg("name") = "");
+  }
+}
+
 void bind_parameterized(nb::class_<PyGraph>& c) {
+  for (const OneParameter& p : kOneParameter) bind_one_parameter(c, p);
   c.def("relu",
         [](PyGraph& g, TensorPtr x, Opt slope, Opt lower, Opt upper, nb::handle ct, std::string name) {
           auto a = attr(M::RELU_FWD, ct, std::move(name));
@@ -90,54 +132,6 @@ void bind_parameterized(nb::class_<PyGraph>& c) {
         },
         nb::arg("loss"), nb::arg("input"), nb::arg("negative_slope").none() = nb::none(),
         nb::arg("lower_clip").none() = nb::none(), nb::arg("upper_clip").none() = nb::none(),
-        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
-  c.def("elu",
-        [](PyGraph& g, TensorPtr x, Opt alpha, nb::handle ct, std::string name) {
-          auto a = attr(M::ELU_FWD, ct, std::move(name));
-          if (alpha) a.set_elu_alpha(*alpha);
-          return g.produced(g.graph.pointwise(std::move(x), a));
-        },
-        nb::arg("input"), nb::arg("alpha").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "");
-  c.def("elu_backward",
-        [](PyGraph& g, TensorPtr dy, TensorPtr x, Opt alpha, nb::handle ct, std::string name) {
-          auto a = attr(M::ELU_BWD, ct, std::move(name));
-          if (alpha) a.set_elu_alpha(*alpha);
-          return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
-        },
-        nb::arg("loss"), nb::arg("input"), nb::arg("alpha").none() = nb::none(),
-        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
-  c.def("softplus",
-        [](PyGraph& g, TensorPtr x, Opt beta, nb::handle ct, std::string name) {
-          auto a = attr(M::SOFTPLUS_FWD, ct, std::move(name));
-          if (beta) a.set_softplus_beta(*beta);
-          return g.produced(g.graph.pointwise(std::move(x), a));
-        },
-        nb::arg("input"), nb::arg("beta").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "");
-  c.def("softplus_backward",
-        [](PyGraph& g, TensorPtr dy, TensorPtr x, Opt beta, nb::handle ct, std::string name) {
-          auto a = attr(M::SOFTPLUS_BWD, ct, std::move(name));
-          if (beta) a.set_softplus_beta(*beta);
-          return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
-        },
-        nb::arg("loss"), nb::arg("input"), nb::arg("beta").none() = nb::none(),
-        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
-  c.def("swish",
-        [](PyGraph& g, TensorPtr x, Opt beta, nb::handle ct, std::string name) {
-          auto a = attr(M::SWISH_FWD, ct, std::move(name));
-          if (beta) a.set_swish_beta(*beta);
-          return g.produced(g.graph.pointwise(std::move(x), a));
-        },
-        nb::arg("input"), nb::arg("swish_beta").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "");
-  c.def("swish_backward",
-        [](PyGraph& g, TensorPtr dy, TensorPtr x, Opt beta, nb::handle ct, std::string name) {
-          auto a = attr(M::SWISH_BWD, ct, std::move(name));
-          if (beta) a.set_swish_beta(*beta);
-          return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
-        },
-        nb::arg("loss"), nb::arg("input"), nb::arg("swish_beta").none() = nb::none(),
         nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
   c.def("gen_index",
         [](PyGraph& g, TensorPtr x, int64_t axis, nb::handle ct, std::string name) {
