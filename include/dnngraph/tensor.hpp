@@ -41,7 +41,7 @@ class TensorAttr {
   bool get_is_output() const { return !is_virtual_; }
   bool get_is_pass_by_value() const { return is_pass_by_value_; }
   std::optional<double> get_value() const { return value_; }
-  int64_t get_volume() const;  // product of dims
+  int64_t get_volume() const;  // product of dims; INT64_MAX when it overflows
 
  private:
   std::string name_;

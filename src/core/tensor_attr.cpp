@@ -1,9 +1,9 @@
+#include "core/checked.hpp"
 #include "dnngraph/tensor.hpp"
 
 namespace dnngraph {
 int64_t TensorAttr::get_volume() const {
   int64_t v = 1;
-  for (int64_t d : dim_) v *= d;
-  return v;
+  return checked::volume(dim_, v) ? v : INT64_MAX;
 }
 }  // namespace dnngraph

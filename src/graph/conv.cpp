@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked.hpp"
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
 #include "graph/ir.hpp"
@@ -20,10 +21,18 @@ struct ConvParams {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Forward output size of one spatial dim; may be < 1 when the dilated kernel does not fit.
+// Rows the dilated kernel reaches past its first: dilation * (k - 1); INT64_MAX when that overflows.
+int64_t kernel_reach(const ConvParams& p, size_t i, int64_t k) {
+  int64_t reach = 0;
+  return checked::mul(p.dilation[i], k - 1, reach) ? reach : INT64_MAX;
+}
+
+// Forward output size of one spatial dim; may be < 1 when the dilated kernel does not fit. Dims,
+// paddings and strides are below 2^48 (validated), so only the kernel's reach needs checking.
 int64_t forward_size(const ConvParams& p, size_t i, int64_t in, int64_t k) {
-  const int64_t span = in + p.pre[i] + p.post[i] - p.dilation[i] * (k - 1) - 1;
-  return span < 0 ? 0 : span / p.stride[i] + 1;
+  const int64_t room = in + p.pre[i] + p.post[i] - 1;
+  const int64_t reach = kernel_reach(p, i, k);
+  return reach > room ? 0 : (room - reach) / p.stride[i] + 1;
 }
 
 // One value per spatial dim, or empty for `fallback`.
@@ -57,6 +66,10 @@ Status conv_params(const Attr& attr, const NodeSpec& node, size_t nsp, ConvParam
     if (p.dilation[i] < 1)
       return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
                         "dilation " + dims_to_string(p.dilation) + " must be >= 1 in every spatial dim");
+    for (const auto* v : {&p.pre, &p.post, &p.stride, &p.dilation})
+      if ((*v)[i] > checked::kMaxExtent)
+        return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                          "padding, stride and dilation must be at most 2^48; got " + dims_to_string(*v));
   }
   return {};
 }
@@ -161,7 +174,9 @@ Status infer(const ConvFpropAttr& attr, NodeSpec& node, const GraphDefaults& def
       return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, x,
                         "spatial dim " + str(static_cast<int64_t>(i)) + ": input " + str(xd[i + 2]) + " padded by " +
                             str(p.pre[i]) + "+" + str(p.post[i]) + " is smaller than the dilated kernel " +
-                            str(p.dilation[i] * (wd[i + 2] - 1) + 1) + " (output size would be < 1)");
+                            (kernel_reach(p, i, wd[i + 2]) == INT64_MAX ? std::string("(beyond int64)")
+                                                                        : str(kernel_reach(p, i, wd[i + 2]) + 1)) +
+                            " (output size would be < 1)");
     yd.push_back(o);
   }
   if (auto s = fill_output(node, *node.outputs[0], yd, x->get_stride(), defaults, x->get_data_type()); !s.ok())
@@ -196,7 +211,15 @@ Status infer(const ConvDgradAttr& attr, NodeSpec& node, const GraphDefaults& def
     // Without DX dims the channel count is W's: groups = 1.
     dxd = {dyd[0], wd[1]};
     for (size_t i = 0; i < nsp; ++i) {
-      const int64_t in = (dyd[i + 2] - 1) * p.stride[i] - p.pre[i] - p.post[i] + p.dilation[i] * (wd[i + 2] - 1) + 1;
+      // (dy - 1) * stride - pre - post + reach + 1, where the product and the reach may overflow.
+      int64_t in = 0;
+      const int64_t reach = kernel_reach(p, i, wd[i + 2]);
+      if (!checked::mul_add(dyd[i + 2] - 1, p.stride[i], reach == INT64_MAX ? reach : reach + 1, in) ||
+          in > checked::kMaxExtent)
+        return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, dy,
+                          "spatial dim " + str(static_cast<int64_t>(i)) +
+                              ": the transposed convolution's output would be larger than 2^48");
+      in -= p.pre[i] + p.post[i];
       if (in < 1)
         return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, dy,
                           "spatial dim " + str(static_cast<int64_t>(i)) + ": the padding " + str(p.pre[i]) + "+" +
@@ -211,7 +234,9 @@ Status infer(const ConvDgradAttr& attr, NodeSpec& node, const GraphDefaults& def
 
 // Largest kernel size k with forward_size(in, k) == out, or 0 when none exists.
 int64_t largest_kernel(const ConvParams& p, size_t i, int64_t in, int64_t out) {
-  const int64_t room = in + p.pre[i] + p.post[i] - 1 - (out - 1) * p.stride[i];
+  int64_t stepped = 0;  // (out - 1) * stride
+  if (!checked::mul(out - 1, p.stride[i], stepped)) return 0;
+  const int64_t room = in + p.pre[i] + p.post[i] - 1 - stepped;
   if (room < 0) return 0;
   const int64_t k = room / p.dilation[i] + 1;
   return forward_size(p, i, in, k) == out ? k : 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/checked.hpp"
+
 namespace dnngraph {
 
 std::string where(const NodeSpec& node, const TensorAttr* tensor) {
@@ -45,6 +47,7 @@ std::vector<int64_t> strides_like(const std::vector<int64_t>& dims, const std::v
   return s;
 }
 
+// Needs a span within checked::kMaxSpanBytes, so that no product below overflows.
 bool strides_are_non_overlapping(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
   std::vector<size_t> order;
   for (size_t i = 0; i < dims.size(); ++i)
@@ -58,21 +61,62 @@ bool strides_are_non_overlapping(const std::vector<int64_t>& dims, const std::ve
   return true;
 }
 
-static Status check_dims_strides(const NodeSpec& node, const TensorAttr* t) {
+namespace {
+
+// "2^48": how messages name a limit.
+std::string power_of_two(int64_t limit) { return "2^" + std::to_string(63 - __builtin_clzll(static_cast<uint64_t>(limit))); }
+
+// Rank, every dim in [1, 2^48] and their product within checked::kMaxElements.
+Status check_dims(const NodeSpec& node, const TensorAttr* t) {
+  const auto& d = t->get_dim();
+  if (d.size() > static_cast<size_t>(checked::kMaxRank))
+    return node_error(ErrorCode::INVALID_VALUE, node, t,
+                      "rank " + std::to_string(d.size()) + " is above " + std::to_string(checked::kMaxRank) +
+                          ", the most a tensor may have");
+  for (int64_t v : d) {
+    if (v < 1) return node_error(ErrorCode::INVALID_VALUE, node, t, "dims " + dims_to_string(d) + " must all be >= 1");
+    if (v > checked::kMaxExtent)
+      return node_error(ErrorCode::INVALID_VALUE, node, t,
+                        "dims " + dims_to_string(d) + " hold a dim above " + power_of_two(checked::kMaxExtent));
+  }
+  int64_t elements = 0;
+  if (!checked::volume(d, elements) || elements > checked::kMaxElements)
+    return node_error(ErrorCode::INVALID_VALUE, node, t,
+                      "dims " + dims_to_string(d) + " hold more than " + power_of_two(checked::kMaxElements) +
+                          " elements, the most a tensor may have");
+  return {};
+}
+
+// As many strides as dims, each in [0, 2^48].
+Status check_strides(const NodeSpec& node, const TensorAttr* t) {
   const auto& d = t->get_dim();
   const auto& s = t->get_stride();
-  for (int64_t v : d)
-    if (v < 1)
-      return node_error(ErrorCode::INVALID_VALUE, node, t, "dims " + dims_to_string(d) + " must all be >= 1");
   if (s.size() != d.size())
     return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, t,
                       "has " + std::to_string(d.size()) + " dims but " + std::to_string(s.size()) + " strides");
-  for (int64_t v : s)
+  for (int64_t v : s) {
     if (v < 0)
+      return node_error(ErrorCode::INVALID_VALUE, node, t, "strides " + dims_to_string(s) + " must not be negative");
+    if (v > checked::kMaxExtent)
       return node_error(ErrorCode::INVALID_VALUE, node, t,
-                        "strides " + dims_to_string(s) + " must not be negative");
+                        "strides " + dims_to_string(s) + " hold a stride above " + power_of_two(checked::kMaxExtent));
+  }
   return {};
 }
+
+// The bytes from the base pointer to the last element within checked::kMaxSpanBytes.
+Status check_span(const NodeSpec& node, const TensorAttr* t) {
+  int64_t bytes = 0;
+  if (!checked::span_bytes(t->get_dim(), t->get_stride(), std::max<int64_t>(size_of(t->get_data_type()), 1), bytes) ||
+      bytes > checked::kMaxSpanBytes)
+    return node_error(ErrorCode::INVALID_VALUE, node, t,
+                      "dims " + dims_to_string(t->get_dim()) + " with strides " + dims_to_string(t->get_stride()) +
+                          " span more than " + power_of_two(checked::kMaxSpanBytes) +
+                          " bytes, the most a tensor may address");
+  return {};
+}
+
+}  // namespace
 
 Status check_input(const NodeSpec& node, const TensorAttr* t, const char* slot_name) {
   if (!t)
@@ -83,7 +127,9 @@ Status check_input(const NodeSpec& node, const TensorAttr* t, const char* slot_n
     return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, t, "has no strides");
   if (t->get_data_type() == DataType::NOT_SET)
     return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, t, "has no data type");
-  return check_dims_strides(node, t);
+  if (auto s = check_dims(node, t); !s.ok()) return s;
+  if (auto s = check_strides(node, t); !s.ok()) return s;
+  return check_span(node, t);
 }
 
 Status fill_output(const NodeSpec& node, TensorAttr& out, const std::vector<int64_t>& dims,
@@ -94,12 +140,9 @@ Status fill_output(const NodeSpec& node, TensorAttr& out, const std::vector<int6
     return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, &out,
                       "dims " + dims_to_string(out.get_dim()) + " disagree with the inferred " + dims_to_string(dims));
   }
-  if (out.get_stride().empty()) out.set_stride(strides_like(dims, layout_like));
-  if (auto s = check_dims_strides(node, &out); !s.ok()) return s;
-  if (!strides_are_non_overlapping(out.get_dim(), out.get_stride()))
-    return node_error(ErrorCode::INVALID_VALUE, node, &out,
-                      "output strides " + dims_to_string(out.get_stride()) + " overlap for dims " +
-                          dims_to_string(out.get_dim()) + " (two elements would share memory)");
+  if (auto s = check_dims(node, &out); !s.ok()) return s;
+  if (out.get_stride().empty()) out.set_stride(strides_like(out.get_dim(), layout_like));
+  if (auto s = check_strides(node, &out); !s.ok()) return s;
   if (out.get_data_type() == DataType::NOT_SET) {
     DataType t = out.get_is_virtual() ? defaults.intermediate : defaults.io;
     if (t == DataType::NOT_SET) t = fallback;
@@ -108,6 +151,11 @@ Status fill_output(const NodeSpec& node, TensorAttr& out, const std::vector<int6
                         "has no data type and the graph sets no io/intermediate data type");
     out.set_data_type(t);
   }
+  if (auto s = check_span(node, &out); !s.ok()) return s;
+  if (!strides_are_non_overlapping(out.get_dim(), out.get_stride()))
+    return node_error(ErrorCode::INVALID_VALUE, node, &out,
+                      "output strides " + dims_to_string(out.get_stride()) + " overlap for dims " +
+                          dims_to_string(out.get_dim()) + " (two elements would share memory)");
   return {};
 }
 

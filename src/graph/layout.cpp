@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked.hpp"
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
 #include "graph/json_fields.hpp"
@@ -11,10 +12,10 @@
 namespace dnngraph {
 namespace {
 
+// The product of dims, INT64_MAX when it overflows (no tensor holds that many: an error follows).
 int64_t volume(const std::vector<int64_t>& dims) {
   int64_t v = 1;
-  for (int64_t d : dims) v *= d;
-  return v;
+  return checked::volume(dims, v) ? v : INT64_MAX;
 }
 
 Status check_one_input(const NodeSpec& node) {
@@ -32,8 +33,8 @@ Status resolve_reshape_dims(const NodeSpec& node, const TensorAttr& x, std::vect
     } else if (d < 1) {
       return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
                         "reshape dims " + dims_to_string(dims) + " must be >= 1, or -1 for one inferred dim");
-    } else {
-      known *= d;
+    } else if (!checked::mul(known, d, known)) {
+      known = INT64_MAX;
     }
   }
   if (holes > 1)

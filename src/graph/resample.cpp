@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked.hpp"
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
 #include "graph/json_fields.hpp"
@@ -90,6 +91,10 @@ Status resized_dims(const ResampleAttr& attr, const NodeSpec& node, const Tensor
       return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
                         "scale " + std::to_string(scale[i]) + " of spatial dim " + std::to_string(i) +
                             " gives an output size below 1 from " + std::to_string(xd[i + 2]));
+    if (out > static_cast<double>(checked::kMaxExtent))
+      return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                        "scale " + std::to_string(scale[i]) + " of spatial dim " + std::to_string(i) +
+                            " gives an output size above 2^48 from " + std::to_string(xd[i + 2]));
     dims[i + 2] = static_cast<int64_t>(out);
   }
   return {};
