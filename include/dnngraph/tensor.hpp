@@ -13,17 +13,18 @@ namespace dnngraph {
 class TensorAttr {
  public:
   TensorAttr& set_name(std::string name) { name_ = std::move(name); return *this; }
-  TensorAttr& set_dim(std::vector<int64_t> dim) { dim_ = std::move(dim); return *this; }
-  TensorAttr& set_stride(std::vector<int64_t> stride) { stride_ = std::move(stride); return *this; }
-  TensorAttr& set_data_type(DataType t) { data_type_ = t; return *this; }
-  TensorAttr& set_uid(int64_t uid) { uid_ = uid; return *this; }
-  TensorAttr& clear_uid() { uid_.reset(); return *this; }
+  TensorAttr& set_dim(std::vector<int64_t> dim) { dim_ = std::move(dim); return changed(); }
+  TensorAttr& set_stride(std::vector<int64_t> stride) { stride_ = std::move(stride); return changed(); }
+  TensorAttr& set_data_type(DataType t) { data_type_ = t; return changed(); }
+  TensorAttr& set_uid(int64_t uid) { uid_ = uid; return changed(); }
+  TensorAttr& clear_uid() { uid_.reset(); return changed(); }
   // An output is a graph result the user reads; every other produced tensor is virtual.
-  TensorAttr& set_output(bool output) { is_virtual_ = !output; return *this; }
-  TensorAttr& set_is_virtual(bool v) { is_virtual_ = v; return *this; }
+  TensorAttr& set_output(bool output) { is_virtual_ = !output; return changed(); }
+  TensorAttr& set_is_virtual(bool v) { is_virtual_ = v; return changed(); }
   // A pass-by-value tensor is a host scalar baked into the plan (alpha, epsilon): no pointer needed.
-  TensorAttr& set_is_pass_by_value(bool v) { is_pass_by_value_ = v; return *this; }
+  TensorAttr& set_is_pass_by_value(bool v) { is_pass_by_value_ = v; return changed(); }
   TensorAttr& set_value(double v) {
+    changed();
     value_ = v;
     is_pass_by_value_ = true;
     if (dim_.empty()) dim_ = {1};
@@ -42,6 +43,8 @@ class TensorAttr {
   bool get_is_pass_by_value() const { return is_pass_by_value_; }
   std::optional<double> get_value() const { return value_; }
   int64_t get_volume() const;  // product of dims; INT64_MAX when it overflows
+  // Counts the changes to everything but the name: plans built before a change refuse to run.
+  uint64_t get_revision() const { return revision_; }
 
  private:
   std::string name_;
@@ -52,6 +55,12 @@ class TensorAttr {
   bool is_virtual_ = false;
   bool is_pass_by_value_ = false;
   std::optional<double> value_;
+  uint64_t revision_ = 0;
+
+  TensorAttr& changed() {
+    ++revision_;
+    return *this;
+  }
 };
 
 using TensorPtr = std::shared_ptr<TensorAttr>;

@@ -11,6 +11,8 @@ void GraphImpl::invalidate() {
   stage = Stage::BUILDING;
   ir.reset();
   tensor_id.clear();
+  uid_id.clear();
+  lowered_revisions.clear();
   plans.reset();
 }
 

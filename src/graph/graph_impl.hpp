@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "dnngraph/graph.hpp"
@@ -32,6 +33,8 @@ struct GraphImpl {
 
   std::unique_ptr<ir::Graph> ir;                         // after build_operation_graph
   std::unordered_map<const TensorAttr*, int> tensor_id;  // TensorAttr -> IR tensor id
+  std::unordered_map<int64_t, int> uid_id;               // uid -> IR tensor id, of non-virtual tensors
+  std::vector<std::pair<TensorPtr, uint64_t>> lowered_revisions;  // each tensor as the IR saw it
   std::shared_ptr<PlanSet> plans;                        // after create_execution_plans
   std::unique_ptr<Handle> handle;                        // from build_operation_graph
 
@@ -39,6 +42,9 @@ struct GraphImpl {
   ~GraphImpl();
   // Any change to the graph drops what was derived from it.
   void invalidate();
+  // Whether a tensor was changed (dims, strides, type, uid, ...) after build_operation_graph;
+  // `which` names the first such tensor.
+  bool tensors_changed_since_lowering(std::string& which) const;
 };
 
 // Topologically orders nodes, infers and validates every node, assigns uids. (src/graph/validate.cpp)

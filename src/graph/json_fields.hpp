@@ -16,9 +16,14 @@
 
 namespace dnngraph {
 
+// An integer that fits int64 (the parser keeps larger ones as unsigned).
+inline bool is_int64(const nlohmann::json& v) {
+  return v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX});
+}
+
 // "an integer", "a string", ...: what a JSON value is, for messages.
 inline std::string json_type_name(const nlohmann::json& v) {
-  if (v.is_number_integer()) return "an integer";
+  if (v.is_number_integer()) return is_int64(v) ? "an integer" : "an integer beyond int64";
   if (v.is_number()) return "a number";
   if (v.is_string()) return "a string";
   if (v.is_boolean()) return "a boolean";
@@ -62,7 +67,7 @@ class JsonFields {
   std::optional<int64_t> integer(const char* key) {
     const json* v = find(key);
     if (!v) return std::nullopt;
-    if (!v->is_number_integer()) return wrong(key, "an integer", *v), std::nullopt;
+    if (!is_int64(*v)) return wrong(key, "an integer", *v), std::nullopt;
     return v->get<int64_t>();
   }
   std::optional<double> number(const char* key) {
@@ -84,7 +89,7 @@ class JsonFields {
     if (!v->is_array()) return wrong(key, "an array of integers", *v), std::nullopt;
     std::vector<int64_t> out;
     for (const auto& e : *v) {
-      if (!e.is_number_integer()) return wrong(key, "an array of integers", e, "holds"), std::nullopt;
+      if (!is_int64(e)) return wrong(key, "an array of integers", e, "holds"), std::nullopt;
       out.push_back(e.get<int64_t>());
     }
     return out;
@@ -108,7 +113,7 @@ class JsonFields {
     if (!v->is_array()) return wrong(key, expected, *v), std::nullopt;
     std::vector<std::pair<int64_t, int64_t>> out;
     for (const auto& e : *v) {
-      if (!e.is_array() || e.size() != 2 || !e[0].is_number_integer() || !e[1].is_number_integer())
+      if (!e.is_array() || e.size() != 2 || !is_int64(e[0]) || !is_int64(e[1]))
         return wrong(key, expected, e, "holds"), std::nullopt;
       out.emplace_back(e[0].get<int64_t>(), e[1].get<int64_t>());
     }

@@ -8,6 +8,15 @@
 
 namespace dnngraph {
 
+bool GraphImpl::tensors_changed_since_lowering(std::string& which) const {
+  for (const auto& [t, revision] : lowered_revisions)
+    if (t->get_revision() != revision) {
+      which = t->get_name();
+      return true;
+    }
+  return false;
+}
+
 Status lower_to_ir(GraphImpl& g) {
   if (g.stage < Stage::VALIDATED) return {ErrorCode::INVALID_CALL_ORDER, "build_operation_graph: call validate() first"};
   auto ir = std::make_unique<ir::Graph>();
@@ -18,10 +27,14 @@ Status lower_to_ir(GraphImpl& g) {
   ir->dynamic_shapes = g.dynamic_shapes;
   ir->allow_tf32 = g.allow_tf32;
   g.tensor_id.clear();
+  g.uid_id.clear();
+  g.lowered_revisions.clear();
   auto id_of = [&](const TensorPtr& t) -> int {
     if (!t) return -1;
     auto [it, inserted] = g.tensor_id.emplace(t.get(), static_cast<int>(ir->tensors.size()));
     if (inserted) {
+      g.lowered_revisions.emplace_back(t, t->get_revision());
+      if (!t->get_is_virtual()) g.uid_id.emplace(t->get_uid(), it->second);
       ir::Tensor x;
       x.id = it->second;
       x.uid = t->get_is_virtual() ? -1 : t->get_uid();

@@ -77,6 +77,18 @@ Status default_input_types(GraphImpl& g, const std::unordered_map<const TensorAt
   return {};
 }
 
+// The engines read a pass-by-value tensor as one host scalar (a baked value or a host pointer):
+// it must hold one element. Ops with a scalar input of their own (epsilon) have said so already.
+Status check_pass_by_value(const GraphImpl& g) {
+  for (const auto& node : g.nodes)
+    for (const auto& t : node.inputs)
+      if (t && t->get_is_pass_by_value() && t->get_volume() != 1)
+        return node_error(ErrorCode::INVALID_VALUE, node, t.get(),
+                          "is pass-by-value (one host scalar) but its dims " + dims_to_string(t->get_dim()) +
+                              " hold " + std::to_string(t->get_volume()) + " elements");
+  return {};
+}
+
 // Every non-virtual tensor gets a uid; duplicates are an error.
 Status assign_uids(GraphImpl& g) {
   std::vector<TensorAttr*> all;
@@ -92,14 +104,22 @@ Status assign_uids(GraphImpl& g) {
   int64_t next = 0;
   for (auto* t : all) {
     if (!t->has_uid()) continue;
+    if (t->get_uid() < 0 || t->get_uid() == INT64_MAX)
+      return graph_error("tensor '" + t->get_name() + "' has uid " + std::to_string(t->get_uid()) +
+                         "; uids are in [0, 2^63 - 2]");
     auto [it, inserted] = by_uid.emplace(t->get_uid(), t);
     if (!inserted)
       return graph_error("tensors '" + it->second->get_name() + "' and '" + t->get_name() + "' share uid " +
                          std::to_string(t->get_uid()) + "; uids must be unique");
     next = std::max(next, t->get_uid() + 1);
   }
-  for (auto* t : all)
-    if (!t->has_uid()) t->set_uid(next++);
+  for (auto* t : all) {
+    if (t->has_uid()) continue;
+    if (next == INT64_MAX)
+      return graph_error("tensor '" + t->get_name() + "' needs a uid, but every uid above the largest given (" +
+                         std::to_string(next - 1) + ") is taken");
+    t->set_uid(next++);
+  }
   return {};
 }
 
@@ -115,6 +135,7 @@ Status validate_graph(GraphImpl& g) {
   for (int i : g.topo_order) {
     if (auto s = infer_node(g.nodes[static_cast<size_t>(i)], g.defaults); !s.ok()) return s;
   }
+  if (auto s = check_pass_by_value(g); !s.ok()) return s;
   bool any_output = false;
   for (const auto& node : g.nodes)
     for (const auto& out : node.outputs) any_output |= !out->get_is_virtual();

@@ -46,6 +46,10 @@ Status resolve_pack(const GraphImpl& g, const Handle& handle, const VariantPack*
                     std::vector<double>& scalars) {
   if (!handle.status().ok()) return handle.status();
   if (g.stage < Stage::PLANS_BUILT || !g.plans) return {ErrorCode::INVALID_CALL_ORDER, "execute: call build_plans first"};
+  if (std::string which; g.tensors_changed_since_lowering(which))
+    return {ErrorCode::INVALID_CALL_ORDER, "execute: tensor '" + which +
+                                               "' was changed after the plans were built (its dims, strides, type, "
+                                               "uid or value); build the plans again"};
   const ir::Graph& ir = *g.ir;
   const PlanSet& ps = *g.plans;
   HandleImpl& h = handle.impl();
@@ -71,13 +75,10 @@ Status resolve_pack(const GraphImpl& g, const Handle& handle, const VariantPack*
   }
   if (by_uid) {
     for (const auto& [uid, p] : *by_uid) {
-      bool found = false;
-      for (const auto& t : ir.tensors)
-        if (!t.is_virtual && t.uid == uid) {
-          ptrs[static_cast<size_t>(t.id)] = p;
-          found = true;
-        }
-      if (!found) return pack_error("execute: the variant pack holds uid " + std::to_string(uid) + ", which no tensor of this graph has");
+      auto it = g.uid_id.find(uid);
+      if (it == g.uid_id.end())
+        return pack_error("execute: the variant pack holds uid " + std::to_string(uid) + ", which no tensor of this graph has");
+      ptrs[static_cast<size_t>(it->second)] = p;
     }
   }
   for (const auto& t : ir.tensors) {
@@ -130,6 +131,10 @@ namespace {
 Status execute_impl(const GraphImpl& g, const Handle& handle, const VariantPack* bt, const UidVariantPack* bu,
                     void* workspace, int64_t ws_bytes, int64_t index) {
   if (g.stage < Stage::PLANS_BUILT || !g.plans) return {ErrorCode::INVALID_CALL_ORDER, "execute: call build_plans first"};
+  if (std::string which; g.tensors_changed_since_lowering(which))
+    return {ErrorCode::INVALID_CALL_ORDER, "execute: tensor '" + which +
+                                               "' was changed after the plans were built (its dims, strides, type, "
+                                               "uid or value); build the plans again"};
   if (index >= g.plans->plan_count())
     return {ErrorCode::INVALID_VALUE, "execute_plan_at_index: index " + std::to_string(index) + " is out of range"};
   // The plans that will run decide the workspace needed: the chosen ones, or plan `index`'s.
