@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engines/cpu/epilogue/convert.hpp"
+#include "engines/cpu/simd/target.hpp"
 
 namespace dnngraph::cpu {
 namespace {
@@ -28,10 +29,7 @@ const ConvertKernels kPortable{Isa::PORTABLE, to_fp32_portable, from_fp32_portab
 }  // namespace
 
 const ConvertKernels& convert_kernels(Isa isa) {
-  const ConvertKernels* k = nullptr;
-  if (isa == Isa::AVX512) k = avx512_convert_kernels();
-  if (isa == Isa::AVX2) k = avx2_convert_kernels();
-  return k ? *k : kPortable;
+  return simd::table_for(isa, kPortable, avx2_convert_kernels(), avx512_convert_kernels());
 }
 
 }  // namespace dnngraph::cpu

@@ -20,7 +20,7 @@ struct ConvertKernels {
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
 const ConvertKernels& convert_kernels(Isa isa);
 
-// Per-ISA definitions (convert_kernels_x86.cpp); null where not compiled in.
+// Per-ISA definitions (convert_kernels_<isa>.cpp); null where not compiled in.
 const ConvertKernels* avx2_convert_kernels();
 const ConvertKernels* avx512_convert_kernels();
 
