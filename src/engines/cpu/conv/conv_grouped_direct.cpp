@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/dtype.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
 #include "engines/cpu/cpu_features.hpp"
-#include "engines/cpu/epilogue/convert.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -166,8 +166,8 @@ class GroupedPlan final : public Plan {
     switch (g_.wei_t) {
       case DataType::FLOAT: return weights_as([w = reinterpret_cast<const float*>(wei)](int64_t o) { return w[o]; });
       case DataType::BFLOAT16:
-        return weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return bf16_to_fp32(w[o]); });
-      default: return weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return fp16_to_fp32(w[o]); });
+        return weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return dtype::bf16_to_float(w[o]); });
+      default: return weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return dtype::half_to_float(w[o]); });
     }
   }
 

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/dtype.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
-#include "engines/cpu/epilogue/convert.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 namespace dnngraph::cpu {
@@ -133,11 +133,11 @@ class WinogradPlan final : public Plan {
         transform_weights_as([w = reinterpret_cast<const float*>(wei)](int64_t o) { return w[o]; }, u, pool);
         return;
       case DataType::BFLOAT16:
-        transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return bf16_to_fp32(w[o]); },
+        transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return dtype::bf16_to_float(w[o]); },
                              u, pool);
         return;
       default:
-        transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return fp16_to_fp32(w[o]); },
+        transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return dtype::half_to_float(w[o]); },
                              u, pool);
         return;
     }

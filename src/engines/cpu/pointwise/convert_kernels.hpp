@@ -1,6 +1,6 @@
 // Contiguous fp32 <-> FLOAT/HALF/BFLOAT16 conversion runs, per ISA (F16C for HALF, integer shifts
 // and round-to-nearest-even for BFLOAT16), for the engines' loads and stores of unit-stride data.
-// Results equal cpu/epilogue/convert.hpp's scalar conversions (NaN payloads aside).
+// Results equal core/dtype.hpp's scalar conversions (NaN payloads aside).
 #pragma once
 #include <cstdint>
 

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "engines/cpu/epilogue/convert.hpp"
+#include "core/dtype.hpp"
 #include "engines/cpu/simd/vec_avx2.hpp"
 
 #if DNNGRAPH_SIMD_X86

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "engines/cpu/epilogue/convert.hpp"
+#include "core/dtype.hpp"
 #include "engines/cpu/simd/vec_avx512.hpp"
 
 #if DNNGRAPH_SIMD_X86

@@ -16,11 +16,11 @@ void to_fp32_simd(const void* src, DataType t, int64_t n, float* dst) {
   }
   if (t == DataType::BFLOAT16) {
     for (; i + V::kWidth <= n; i += V::kWidth) V::store(dst + i, V::load_bf16(s + i));
-    for (; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
+    for (; i < n; ++i) dst[i] = dtype::bf16_to_float(s[i]);
     return;
   }
   for (; i + V::kWidth <= n; i += V::kWidth) V::store(dst + i, V::load_fp16(s + i));
-  for (; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
+  for (; i < n; ++i) dst[i] = dtype::half_to_float(s[i]);
 }
 
 template <class V>
@@ -33,11 +33,11 @@ void from_fp32_simd(const float* src, int64_t n, DataType t, void* dst) {
   }
   if (t == DataType::BFLOAT16) {
     for (; i + V::kWidth <= n; i += V::kWidth) V::store_bf16(d + i, V::load(src + i));
-    for (; i < n; ++i) d[i] = fp32_to_bf16(src[i]);
+    for (; i < n; ++i) d[i] = dtype::float_to_bf16(src[i]);
     return;
   }
   for (; i + V::kWidth <= n; i += V::kWidth) V::store_fp16(d + i, V::load(src + i));
-  for (; i < n; ++i) d[i] = fp32_to_fp16(src[i]);
+  for (; i < n; ++i) d[i] = dtype::float_to_half(src[i]);
 }
 
 template <class V>

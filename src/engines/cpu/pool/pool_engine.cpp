@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "engines/cpu/epilogue/convert.hpp"
+#include "core/dtype.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
 #include "engines/cpu/pool/pool_geometry.hpp"
 #include "engines/cpu/pointwise/convert_kernels.hpp"
@@ -305,9 +305,9 @@ class PoolPlan final : public Plan {
     }
     const uint16_t* p = static_cast<const uint16_t*>(x) + row;  // HALF or BFLOAT16
     if (g_.xt == DataType::BFLOAT16) {
-      for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_fp32(p[idx[i] * xs]);
+      for (int64_t i = 0; i < n; ++i) out[i] = dtype::bf16_to_float(p[idx[i] * xs]);
     } else {
-      for (int64_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(p[idx[i] * xs]);
+      for (int64_t i = 0; i < n; ++i) out[i] = dtype::half_to_float(p[idx[i] * xs]);
     }
   }
 
