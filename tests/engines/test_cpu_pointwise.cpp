@@ -9,7 +9,7 @@
 #include "cpu_test_util.hpp"
 #include "engines/cpu/pointwise/canonical_layout.hpp"
 #include "engines/cpu/pointwise/convert_kernels.hpp"
-#include "engines/cpu/pointwise/pointwise_engine.hpp"
+#include "engines/cpu/pointwise/pointwise_fused.hpp"
 
 namespace {
 

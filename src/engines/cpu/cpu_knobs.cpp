@@ -1,7 +1,5 @@
 #include "engines/cpu/cpu_knobs.hpp"
 
-#include "engines/cpu/gemm/driver.hpp"
-
 namespace dnngraph::cpu {
 namespace {
 constexpr int64_t kTopIsa = static_cast<int64_t>(Isa::AVX512);
@@ -36,6 +34,18 @@ Status read_isa_knobs(const KnobSchema<IsaKnobs>& schema, std::string_view engin
   IsaKnobs knobs;
   if (auto s = schema.parse(k, knobs); !s.ok()) return s;
   return resolve_isa(engine, knobs.isa, out);
+}
+
+Status read_gemm_knobs(const KnobSchema<GemmKnobs>& schema, std::string_view engine, const Knobs& k, Isa& isa,
+                       gemm::Blocking& blk) {
+  GemmKnobs g;
+  if (auto s = schema.parse(k, g); !s.ok()) return s;
+  if (auto s = resolve_isa(engine, g.isa, isa); !s.ok()) return s;
+  blk = gemm::default_blocking(gemm::kernel_set(isa));
+  if (g.mc) blk.mc = g.mc;
+  if (g.kc) blk.kc = g.kc;
+  if (g.nc) blk.nc = g.nc;
+  return {};
 }
 
 std::vector<Knobs> isa_knob_space(const KnobSchema<IsaKnobs>& schema) {

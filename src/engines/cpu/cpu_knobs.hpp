@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engines/cpu/cpu_features.hpp"
+#include "engines/cpu/gemm/driver.hpp"
 #include "planning/knobs.hpp"
 
 namespace dnngraph::cpu {
@@ -28,6 +29,10 @@ Isa isa_of(const Knobs& k);
 Status resolve_isa(std::string_view engine, int64_t isa_knob, Isa& out);
 // Parses an ISA knob setting and resolves it on this CPU.
 Status read_isa_knobs(const KnobSchema<IsaKnobs>& schema, std::string_view engine, const Knobs& k, Isa& out);
+// Reads a GEMM knob setting (defaults for missing knobs: the best ISA, its blocking); an error
+// when the schema rejects it or this CPU lacks its ISA.
+Status read_gemm_knobs(const KnobSchema<GemmKnobs>& schema, std::string_view engine, const Knobs& k, Isa& isa,
+                       gemm::Blocking& blk);
 // One setting per ISA this CPU has, best first.
 std::vector<Knobs> isa_knob_space(const KnobSchema<IsaKnobs>& schema);
 // Per ISA this CPU has, best first: the ISA with its default blocking.

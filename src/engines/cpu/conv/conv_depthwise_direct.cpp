@@ -9,8 +9,10 @@
 #include <array>
 #include <cmath>
 
+#include "engines/cpu/anchor_check.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
 #include "engines/cpu/cpu_features.hpp"
+#include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

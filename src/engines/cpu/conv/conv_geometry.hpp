@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engines/cpu/gemm/engine_common.hpp"
+#include "engines/cpu/epilogue/epilogue.hpp"
 
 namespace dnngraph::cpu {
 

@@ -13,8 +13,10 @@
 #include <utility>
 
 #include "core/dtype.hpp"
+#include "engines/cpu/anchor_check.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
 #include "engines/cpu/cpu_features.hpp"
+#include "engines/cpu/gemm/driver.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>

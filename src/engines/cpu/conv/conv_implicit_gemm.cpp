@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engines/cpu/anchor_check.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/cpu_knobs.hpp"
+#include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 namespace dnngraph::cpu {
@@ -239,7 +242,7 @@ class ConvImplicitPlan final : public Plan {
     EpilogueRun run(epi_, args.ptrs, pool.size());
     for (const auto& ph : phases_) {  // every dst position lies in exactly one phase
       ConvProblem prob(geo_, ph, epi_, &args.ptrs, &run);
-      gemm::run(prob, ks_, blk_, pool, usable_workspace(args.workspace, threads_, pool.size()));
+      gemm::run(prob, ks_, blk_, pool, gemm::usable_workspace(args.workspace, threads_, pool.size()));
     }
     return run.finish();
   }
@@ -283,7 +286,7 @@ class ConvImplicitGemmEngine final : public Engine {
     const double fill_k = std::min(1.0, static_cast<double>(g.src_cg * g.taps()) / 64.0);
     const double fill_n = std::min(1.0, static_cast<double>(g.dst_cg) / 16.0);
     const double segment = std::min(1.0, static_cast<double>(g.src_cg) / 16.0);
-    const double eff = isa_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment;
+    const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment;
     return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
   }
 

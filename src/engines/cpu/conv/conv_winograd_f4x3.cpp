@@ -5,14 +5,16 @@
 // the transformed weights, packed once per execute), then Y = A^T M A and the fused epilogue per
 // output pixel. Accuracy: the transforms' constants (up to 8 and 1/24) cost about one decimal
 // digit against direct fp32 summation: expect ~1e-4 relative error on typical data.
-#include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/dtype.hpp"
+#include "engines/cpu/anchor_check.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/cpu_knobs.hpp"
+#include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 namespace dnngraph::cpu {
@@ -96,7 +98,7 @@ class WinogradPlan final : public Plan {
     ThreadPool& pool = args.handle.thread_pool();
     EpilogueRun run(epi_, args.ptrs, pool.size());
     std::vector<float> own;
-    float* ws = static_cast<float*>(usable_workspace(args.workspace, threads_, pool.size()));
+    float* ws = static_cast<float*>(gemm::usable_workspace(args.workspace, threads_, pool.size()));
     if (!ws) {
       own.resize(static_cast<size_t>(u_floats() + pool.size() * per_thread_floats() + 32));
       ws = own.data();
@@ -292,7 +294,7 @@ class WinogradEngine final : public Engine {
     // 36/144 of the multiplies, plus transforms that cost about as much as a GEMM with 16
     // channels: with few channels the transforms dominate.
     const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
-    const double eff = isa_efficiency(isa_of(k)) * 0.75;
+    const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.75;
     // The transformed weights (36 x C x K floats) are written once and read once per tile block:
     // with few tiles (small images) that traffic outweighs the saved multiplies.
     const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));

@@ -3,7 +3,9 @@
 // accumulation, and the partition's epilogue applied to each C block while it is in cache.
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
 
-#include "engines/cpu/gemm/engine_common.hpp"
+#include "engines/cpu/anchor_check.hpp"
+#include "engines/cpu/cpu_knobs.hpp"
+#include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 namespace dnngraph::cpu {
@@ -163,7 +165,7 @@ class MatmulPlan final : public Plan {
     ThreadPool& pool = args.handle.thread_pool();
     EpilogueRun run(epi_, args.ptrs, pool.size());
     MatmulProblem prob(geo_, epi_, &args.ptrs, &run, ks_.nr);
-    gemm::run(prob, ks_, blk_, pool, usable_workspace(args.workspace, threads_, pool.size()));
+    gemm::run(prob, ks_, blk_, pool, gemm::usable_workspace(args.workspace, threads_, pool.size()));
     return run.finish();
   }
 
@@ -194,7 +196,7 @@ class GemmPackedEngine final : public Engine {
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // Packing and the epilogue pass add a memory term on top of the FMA roofline.
-    return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), isa_efficiency(isa_of(k)), 5e-6);
+    return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), gemm::kernel_efficiency(isa_of(k)), 5e-6);
   }
 
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {

@@ -3,7 +3,7 @@
 // only the part each block of kMr rows can see. It computes scores with the GEMM tile kernel, folds
 // them into a running max/sum (online softmax) and accumulates P·V in fp32. Inputs of any layout
 // and of type FLOAT, HALF or BFLOAT16 are converted while tiles load. Masking rules: src/graph/sdpa.cpp.
-#include "engines/cpu/sdpa/flash_engine.hpp"
+#include "engines/cpu/sdpa/sdpa_flash.hpp"
 
 #include <algorithm>
 #include <array>

@@ -3,7 +3,7 @@
 // over contiguous ranges, one per thread: each element is loaded once, every intermediate stays in
 // a 256-element register strip in cache, outputs are stored once and reductions are accumulated
 // per thread and combined at the end. A lone reduction of an input is lowered to LOAD + REDUCE.
-#include "engines/cpu/pointwise/pointwise_engine.hpp"
+#include "engines/cpu/pointwise/pointwise_fused.hpp"
 
 #include "engines/cpu/pointwise/fused_program.hpp"
 

@@ -1,5 +1,5 @@
-// cpu_norm. Everything runs over the canonical domain (X's memory order, dims merged where every
-// tensor allows), in runs along its last dim of at most kBuf elements: X is loaded (converted to
+// cpu_norm_rowwise. Everything runs over the canonical domain (X's memory order, dims merged where
+// every tensor allows), in runs along its last dim of at most kBuf elements: X is loaded (converted to
 // fp32 when needed), an affine SIMD kernel of the chosen ISA produces the normalized values, and
 // the CPU epilogue executor applies the partition's epilogue to them as its anchor values (or,
 // when the epilogue only stores Y at unit stride, the kernels write Y or convert into it).
@@ -8,13 +8,13 @@
 // row is cut into segments (moments combined, then the runs of each segment).
 // Batchnorm_inference: per-channel (x - mean) * (inv_variance * scale) + bias over contiguous
 // ranges of the domain, one per thread.
-#include "engines/cpu/cpu_knobs.hpp"
-#include "engines/cpu/norm/norm_engine.hpp"
+#include "engines/cpu/norm/norm_rowwise.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/dtype.hpp"
+#include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/norm/norm_kernels.hpp"
 #include "engines/cpu/norm/norm_program.hpp"
 #include "engines/cpu/pointwise/convert_kernels.hpp"
@@ -343,9 +343,9 @@ bool prepare(const Partition& p, const Target& t, NormSpec& spec, FusedProgram& 
   return norm::read_norm(p, spec, why) && norm::build_norm_program(p, spec, fp, why);
 }
 
-class NormEngine final : public Engine {
+class NormRowwiseEngine final : public Engine {
  public:
-  std::string_view name() const override { return "cpu_norm"; }
+  std::string_view name() const override { return "cpu_norm_rowwise"; }
 
   Support check(const Partition& p, const Target& t) const override {
     NormSpec spec;
@@ -369,7 +369,7 @@ class NormEngine final : public Engine {
     NormSpec spec;
     FusedProgram fp;
     std::string why;
-    if (!prepare(p, t, spec, fp, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_norm: " + why};
+    if (!prepare(p, t, spec, fp, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_norm_rowwise: " + why};
     Isa isa;
     if (auto s = read_isa_knobs(schema_, name(), k, isa); !s.ok()) return s;
     plan = std::make_unique<NormPlan>(p, spec, std::move(fp), isa);
@@ -377,13 +377,13 @@ class NormEngine final : public Engine {
   }
 
  private:
-  const KnobSchema<IsaKnobs> schema_ = isa_knob_schema("cpu_norm");
+  const KnobSchema<IsaKnobs> schema_ = isa_knob_schema("cpu_norm_rowwise");
 };
 
 }  // namespace
 
-const Engine& norm_engine() {
-  static const NormEngine kEngine;
+const Engine& norm_rowwise_engine() {
+  static const NormRowwiseEngine kEngine;
   return kEngine;
 }
 

@@ -1,16 +1,16 @@
-// cpu_pool. Each output vector is computed in an fp32 accumulator of at most kBlock elements, then
-// converted and stored once. Vectors run along C when C is X's innermost dim (NHWC): every window
+// cpu_pool_direct. Each output vector is computed in an fp32 accumulator of at most kBlock
+// elements, then converted and stored once. Vectors run along C when C is X's innermost dim (NHWC): every window
 // element or interpolation corner is a contiguous channel vector, folded up to 32 at a time by a
 // SIMD kernel. Otherwise they run along the last spatial dim (NCHW): for each window column kw the
 // output positions whose input is inside X form one run of one stride phase. Work items (an
 // output row along the last spatial dim, with all channels or with one) are shared among threads.
-#include "engines/cpu/cpu_knobs.hpp"
-#include "engines/cpu/pool/pool_engine.hpp"
+#include "engines/cpu/pool/pool_direct.hpp"
 
 #include <algorithm>
 #include <limits>
 
 #include "core/dtype.hpp"
+#include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
 #include "engines/cpu/pool/pool_geometry.hpp"
 #include "engines/cpu/pointwise/convert_kernels.hpp"
@@ -351,9 +351,9 @@ bool prepare(const Partition& p, const Target& t, Geometry& g, std::string& why)
   return pool::read_geometry(p, g, why);
 }
 
-class PoolEngine final : public Engine {
+class PoolDirectEngine final : public Engine {
  public:
-  std::string_view name() const override { return "cpu_pool"; }
+  std::string_view name() const override { return "cpu_pool_direct"; }
 
   Support check(const Partition& p, const Target& t) const override {
     Geometry g;
@@ -381,7 +381,7 @@ class PoolEngine final : public Engine {
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
     Geometry g;
     std::string why;
-    if (!prepare(p, t, g, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_pool: " + why};
+    if (!prepare(p, t, g, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_pool_direct: " + why};
     Isa isa;
     if (auto s = read_isa_knobs(schema_, name(), k, isa); !s.ok()) return s;
     plan = std::make_unique<PoolPlan>(std::move(g), isa);
@@ -389,13 +389,13 @@ class PoolEngine final : public Engine {
   }
 
  private:
-  const KnobSchema<IsaKnobs> schema_ = isa_knob_schema("cpu_pool");
+  const KnobSchema<IsaKnobs> schema_ = isa_knob_schema("cpu_pool_direct");
 };
 
 }  // namespace
 
-const Engine& pool_engine() {
-  static const PoolEngine kEngine;
+const Engine& pool_direct_engine() {
+  static const PoolDirectEngine kEngine;
   return kEngine;
 }
 
