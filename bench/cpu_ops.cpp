@@ -12,11 +12,9 @@
 // outputs written once) and the fraction of the copy bandwidth, by wall time and per CPU-second
 // (the steadier measure on a shared machine). Every graph is checked to run on the engine named.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <functional>
 #include <memory>
 #include <random>
@@ -24,6 +22,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "cpu_bench_timing.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 #include "runtime/handle_impl.hpp"
@@ -35,32 +34,12 @@ namespace {
 
 int g_iterations = 10;
 
-// Median wall time and median process CPU time (all threads) per call. On a shared machine the CPU
-// time shows the work done while scheduled when other processes inflate the wall time.
-struct Timing {
-  double wall = 0, cpu = 0;
-};
+using cpu_bench::Timing;
 
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
+// cpu_bench::median_time over the iterations the command line asked for.
 template <class Fn>
 Timing median_time(Fn&& fn) {
-  fn();  // warm-up
-  std::vector<double> wall, cpu;
-  for (int i = 0; i < g_iterations; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    const double c0 = process_cpu_seconds();
-    fn();
-    cpu.push_back(process_cpu_seconds() - c0);
-    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(wall.begin(), wall.end());
-  std::sort(cpu.begin(), cpu.end());
-  return {wall[wall.size() / 2], cpu[cpu.size() / 2]};
+  return cpu_bench::median_time(g_iterations, fn);
 }
 
 Dims packed_strides(const Dims& dims) {
