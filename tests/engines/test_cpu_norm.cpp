@@ -50,8 +50,7 @@ dg::PointwiseAttr mode(dg::PointwiseMode m) { return dg::PointwiseAttr().set_mod
 TEST(CpuNormKernels, MatchPlainLoopsOnEveryIsa) {
   std::mt19937 rng(201);
   std::uniform_real_distribution<float> u(-3, 3);
-  for (auto isa : {dg::cpu::Isa::PORTABLE, dg::cpu::Isa::AVX2, dg::cpu::Isa::AVX512}) {
-    if (!dg::cpu::cpu_features().supports(isa)) continue;
+  for (auto isa : cpu_test::supported_isas()) {
     const auto& k = dg::cpu::norm::norm_kernels(isa);
     SCOPED_TRACE(dg::cpu::isa_name(isa));
     for (int64_t n : {1, 7, 16, 33, 100}) {

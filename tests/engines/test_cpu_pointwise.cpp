@@ -91,8 +91,7 @@ TEST(CpuConvertKernels, MatchTheScalarConversionsOnEveryIsa) {
   std::uniform_real_distribution<float> u(-70000.0f, 70000.0f);
   while (src.size() < 77) src.push_back(u(rng) * (rng() % 2 ? 1.0f : 1e-4f));
   const int64_t n = static_cast<int64_t>(src.size());
-  for (auto isa : {cpu::Isa::PORTABLE, cpu::Isa::AVX2, cpu::Isa::AVX512}) {
-    if (!cpu::cpu_features().supports(isa)) continue;
+  for (auto isa : cpu_test::supported_isas()) {
     SCOPED_TRACE(cpu::isa_name(isa));
     const auto& k = cpu::convert_kernels(isa);
     for (auto t : {dg::DataType::BFLOAT16, dg::DataType::HALF}) {

@@ -52,8 +52,7 @@ Dims pooled(const Dims& x, const Dims& w, const Dims& s, const Dims& pre, const 
 TEST(CpuPoolKernels, MatchPlainLoopsOnEveryIsa) {
   std::mt19937 rng(301);
   std::uniform_real_distribution<float> u(-3, 3);
-  for (auto isa : {dg::cpu::Isa::PORTABLE, dg::cpu::Isa::AVX2, dg::cpu::Isa::AVX512}) {
-    if (!dg::cpu::cpu_features().supports(isa)) continue;
+  for (auto isa : cpu_test::supported_isas()) {
     const auto& k = dg::cpu::pool::pool_kernels(isa);
     SCOPED_TRACE(dg::cpu::isa_name(isa));
     for (int64_t n : {1, 9, 16, 37}) {
