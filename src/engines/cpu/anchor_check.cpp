@@ -1,15 +1,13 @@
 #include "engines/cpu/anchor_check.hpp"
 
+#include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 namespace dnngraph::cpu {
 
 const ir::Node* check_anchor(const Partition& p, const Target& t, std::string_view op, Epilogue& epi,
                              std::string& why) {
-  if (!t.device().is_cpu()) {
-    why = "runs on the CPU only; the handle is " + t.device().to_string();
-    return nullptr;
-  }
+  if (!on_cpu(t, why)) return nullptr;
   if (p.anchor < 0 || op_name(p.graph->nodes[static_cast<size_t>(p.anchor)].attr) != op) {
     why = "the partition is not anchored on " + std::string(op);
     return nullptr;
