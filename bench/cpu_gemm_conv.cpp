@@ -21,6 +21,7 @@
 
 #include <dnnl.hpp>
 
+#include "cpu_bench_timing.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "engines/cpu/cpu_features.hpp"
 #include "runtime/cpu/thread_pool.hpp"
@@ -37,20 +38,8 @@ namespace {
 
 constexpr int kRowMajor = 101, kNoTrans = 111;
 
-struct Timing {
-  double wall = 0, cpu = 0;
-};
-
-double cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using cpu_bench::median;
+using cpu_bench::Timing;
 
 // Ours and the peer timed in alternating blocks (ours, peer, ours, peer, ...), each block after
 // a pause and 50 ms of untimed calls: load from other processes that comes and goes hits both alike,
@@ -75,9 +64,9 @@ Compared compare(int iterations, F&& ours, G&& peer) {
     do fn(); while (std::chrono::steady_clock::now() < warm_until);
     for (int i = 0; i < per_block; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      const double c0 = cpu_seconds();
+      const double c0 = cpu_bench::process_cpu_seconds();
       fn();
-      cpu.push_back(cpu_seconds() - c0);
+      cpu.push_back(cpu_bench::process_cpu_seconds() - c0);
       wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   };

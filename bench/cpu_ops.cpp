@@ -2,8 +2,8 @@
 //  - cpu_pointwise_fused: x * alpha + bias -> activation (GELU, ReLU) -> cast to bf16 with the AMAX
 //    of the activation in one pass, against the same five ops run one pass each (five graphs, the
 //    same engine, fp32 intermediates in memory);
-//  - cpu_norm: layernorm and rmsnorm (fp32 and bf16), GB/s of X read + Y written;
-//  - cpu_pool: max pooling 3x3/2 NHWC, average pooling 2x2/2 NCHW, bilinear 2x resize NHWC.
+//  - cpu_norm_rowwise: layernorm and rmsnorm (fp32 and bf16), GB/s of X read + Y written;
+//  - cpu_pool_direct: max pooling 3x3/2 NHWC, average pooling 2x2/2 NCHW, bilinear 2x resize NHWC.
 // The copy bandwidth is memcpy of a 256 MiB buffer over the same thread pool (bytes read + written).
 //
 //   dnngraph_bench_cpu_ops [iterations] [threads]     default: 10, all cores
@@ -12,11 +12,9 @@
 // outputs written once) and the fraction of the copy bandwidth, by wall time and per CPU-second
 // (the steadier measure on a shared machine). Every graph is checked to run on the engine named.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <functional>
 #include <memory>
 #include <random>
@@ -24,6 +22,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "cpu_bench_timing.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 #include "runtime/handle_impl.hpp"
@@ -35,32 +34,12 @@ namespace {
 
 int g_iterations = 10;
 
-// Median wall time and median process CPU time (all threads) per call. On a shared machine the CPU
-// time shows the work done while scheduled when other processes inflate the wall time.
-struct Timing {
-  double wall = 0, cpu = 0;
-};
+using cpu_bench::Timing;
 
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
+// cpu_bench::median_time over the iterations the command line asked for.
 template <class Fn>
 Timing median_time(Fn&& fn) {
-  fn();  // warm-up
-  std::vector<double> wall, cpu;
-  for (int i = 0; i < g_iterations; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    const double c0 = process_cpu_seconds();
-    fn();
-    cpu.push_back(process_cpu_seconds() - c0);
-    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(wall.begin(), wall.end());
-  std::sort(cpu.begin(), cpu.end());
-  return {wall[wall.size() / 2], cpu[cpu.size() / 2]};
+  return cpu_bench::median_time(g_iterations, fn);
 }
 
 Dims packed_strides(const Dims& dims) {
@@ -116,7 +95,7 @@ struct Runner {
       std::exit(1);
     }
   }
-  // Times every plan (one per ISA for cpu_norm and cpu_pool): fn(plan name, timing).
+  // Times every plan (one per ISA for cpu_norm_rowwise and cpu_pool_direct): fn(plan name, timing).
   template <class Fn>
   void time_each_plan(dg::Handle& h, Fn&& fn) {
     for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
@@ -252,7 +231,7 @@ void bench_norm(dg::Handle& h, const Timing& copy_bw, bool rms, dg::DataType t, 
   else Y = r.g.layernorm(X, S, B, dg::LayernormAttr().set_epsilon(1e-5))[0];
   output(Y, dims, packed_strides(dims), t);
   r.pack = {{X, x.data()}, {S, scale.data()}, {B, bias.data()}, {Y, y.data()}};
-  if (!r.build(h, "cpu_norm")) return;
+  if (!r.build(h, "cpu_norm_rowwise")) return;
   r.time_each_plan(h, [&](const std::string& plan, const Timing& sec) {
     const std::string what = std::string(rms ? "rmsnorm" : "layernorm") + " [" + std::to_string(dims[0]) + ", " +
                              std::to_string(dims[1]) + "] " + std::string(dg::to_string(t)) + " (" + plan + ")";
@@ -271,7 +250,7 @@ void bench_resample(dg::Handle& h, const Timing& copy_bw, const char* what, cons
   auto Y = r.g.resample(X, attr);
   output(Y, yd, nhwc ? nhwc_strides(yd) : packed_strides(yd), F);
   r.pack = {{X, x.data()}, {Y, y.data()}};
-  if (!r.build(h, "cpu_pool")) return;
+  if (!r.build(h, "cpu_pool_direct")) return;
   r.time_each_plan(h, [&](const std::string& plan, const Timing& sec) {
     report((std::string(what) + " (" + plan + ")").c_str(), sec, 4.0 * static_cast<double>(volume(xd) + volume(yd)),
            copy_bw);
@@ -292,14 +271,14 @@ int main(int argc, char** argv) {
   bench_pointwise(h, copy_bw, dg::PointwiseMode::RELU_FWD);
   bench_pointwise(h, copy_bw, dg::PointwiseMode::GELU_FWD);
 
-  std::printf("\nnormalizations (cpu_norm), X read + Y written:\n\n");
+  std::printf("\nnormalizations (cpu_norm_rowwise), X read + Y written:\n\n");
   std::printf(kHeader, "op");
   bench_norm(h, copy_bw, false, dg::DataType::FLOAT, {8192, 1024});
   bench_norm(h, copy_bw, false, dg::DataType::BFLOAT16, {8192, 1024});
   bench_norm(h, copy_bw, true, dg::DataType::FLOAT, {8192, 1024});
   bench_norm(h, copy_bw, false, dg::DataType::FLOAT, {2, 1 << 22});
 
-  std::printf("\npooling and resizing (cpu_pool), fp32, X read + Y written:\n\n");
+  std::printf("\npooling and resizing (cpu_pool_direct), fp32, X read + Y written:\n\n");
   std::printf(kHeader, "op");
   using RM = dg::ResampleMode;
   bench_resample(h, copy_bw, "maxpool 3x3/2 pad 1, NHWC [16,64,112,112]", {16, 64, 112, 112}, {16, 64, 56, 56}, true,

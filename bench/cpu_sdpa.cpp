@@ -7,15 +7,14 @@
 // Prints the median time of each, GFLOP/s over the visible (unmasked) pairs, and the ratio, for a
 // causal mask (the target case) and without a mask.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "cpu_bench_timing.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "engines/cpu/sdpa/flash_kernels.hpp"
 #include "runtime/cpu/thread_pool.hpp"
@@ -31,33 +30,8 @@ struct Shape {
   int64_t heads() const { return b * h; }
 };
 
-// Median wall time and median process CPU time (all threads) per call. On a shared machine the CPU
-// time shows the work done when the wall time is inflated by other processes.
-struct Timing {
-  double wall = 0, cpu = 0;
-};
-
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
-template <class Fn>
-Timing median_time(int iterations, Fn&& fn) {
-  fn();  // warm-up
-  std::vector<double> wall, cpu;
-  for (int i = 0; i < iterations; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    const double c0 = process_cpu_seconds();
-    fn();
-    cpu.push_back(process_cpu_seconds() - c0);
-    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(wall.begin(), wall.end());
-  std::sort(cpu.begin(), cpu.end());
-  return {wall[wall.size() / 2], cpu[cpu.size() / 2]};
-}
+using cpu_bench::median_time;
+using cpu_bench::Timing;
 
 // Unfused attention over dense BHSD fp32 tensors: S = scale * Q K^T for every pair (as a GEMM
 // does), softmax over each row with the causal mask applied, O = P V. Each phase is one parallel

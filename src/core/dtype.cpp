@@ -4,8 +4,6 @@
 
 namespace dnngraph::dtype {
 
-float half_to_float(uint16_t h) { return static_cast<float>(decode(h, kHalf)); }
-
 namespace {
 template <class T>
 T saturate_round(double v) {

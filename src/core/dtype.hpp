@@ -2,9 +2,9 @@
 // fp16/bf16 overflow to inf; FP8_E4M3 (the "fn" variant, no inf) saturates to +-448; FP8_E5M2
 // overflows to inf. NaN stays NaN. Integers round to nearest even and saturate.
 #pragma once
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 #include "dnngraph/types.hpp"
@@ -75,22 +75,51 @@ inline uint32_t encode(double x, FloatFormat f) {
   return sign | (exp_field << f.man_bits) | man;
 }
 
-// float -> bf16 with round-to-nearest-even; the hot-path version for engines.
+// ---- fp32 <-> bf16 / fp16 bits: the one scalar form of these conversions, for every engine's
+// hot loops (exact, round-to-nearest-even, no tables; they auto-vectorize). They equal encode and
+// decode of kBf16 and kHalf on every input (checked for all 2^32 floats), except that
+// half_to_float keeps a NaN's payload where decode quiets it.
+
+inline uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
+inline float bits_float(uint32_t u) { return std::bit_cast<float>(u); }
+
+inline float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+
 inline uint16_t float_to_bf16(float v) {
-  uint32_t b;
-  std::memcpy(&b, &v, 4);
-  if ((b & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((b >> 16) | 0x40u);
+  uint32_t b = float_bits(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((b >> 16) | 0x40u);  // quiet NaN
   b += 0x7fffu + ((b >> 16) & 1u);
   return static_cast<uint16_t>(b >> 16);
 }
-inline float bf16_to_float(uint16_t h) {
-  uint32_t b = static_cast<uint32_t>(h) << 16;
-  float v;
-  std::memcpy(&v, &b, 4);
-  return v;
+
+// Exponent/mantissa moved into fp32 position, then scaled by 2^112: exact for normals and
+// subnormals alike; inf/NaN get the all-ones exponent.
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t em = h & 0x7fffu;
+  if (em >= 0x7c00u) return bits_float(sign | 0x7f800000u | (em & 0x3ffu) << 13);
+  return bits_float(sign | float_bits(bits_float(em << 13) * 0x1p112f));
 }
-inline uint16_t float_to_half(float v) { return static_cast<uint16_t>(encode(v, kHalf)); }
-float half_to_float(uint16_t h);  // table-free exact decode
+
+// F. Giesen's round-to-nearest-even fp32 -> fp16 (the subnormal case rounds by a float add).
+inline uint16_t float_to_half(float f) {
+  constexpr uint32_t kInf32 = 255u << 23, kMax16 = (127u + 16u) << 23;
+  constexpr uint32_t kDenormMagic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+  uint32_t u = float_bits(f);
+  const uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  uint32_t o;
+  if (u >= kMax16) {
+    o = u > kInf32 ? 0x7e00u : 0x7c00u;
+  } else if (u < (113u << 23)) {
+    o = float_bits(bits_float(u) + bits_float(kDenormMagic)) - kDenormMagic;
+  } else {
+    const uint32_t odd = (u >> 13) & 1u;
+    u += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu + odd;
+    o = u >> 13;
+  }
+  return static_cast<uint16_t>(o | (sign >> 16));
+}
 
 // Load element `i` (an element offset, not bytes) of a buffer of type t as double.
 double load(const void* base, DataType t, int64_t i);

@@ -5,10 +5,10 @@
 #include "engines/cpu/conv/conv_implicit_gemm.hpp"
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
-#include "engines/cpu/norm/norm_engine.hpp"
-#include "engines/cpu/pointwise/pointwise_engine.hpp"
-#include "engines/cpu/pool/pool_engine.hpp"
-#include "engines/cpu/sdpa/flash_engine.hpp"
+#include "engines/cpu/norm/norm_rowwise.hpp"
+#include "engines/cpu/pointwise/pointwise_fused.hpp"
+#include "engines/cpu/pool/pool_direct.hpp"
+#include "engines/cpu/sdpa/sdpa_flash.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cuda/conv/conv_engines.hpp"
 #include "engines/cuda/gemm/gemm_engines.hpp"
@@ -28,8 +28,8 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {3, &cpu::conv_implicit_gemm_engine()},
       {4, &cpu::conv_winograd_f4x3_engine()},
       {5, &cpu::conv_depthwise_direct_engine()},
-      {6, &cpu::norm_engine()},
-      {7, &cpu::pool_engine()},
+      {6, &cpu::norm_rowwise_engine()},
+      {7, &cpu::pool_direct_engine()},
       {8, &cpu::sdpa_flash_engine()},
       {9, &cuda::pointwise_jit_engine()},
       {10, &cuda::gemm_wgmma_tma_engine()},

@@ -71,6 +71,14 @@ inline void check_engine_vs_ref(const std::string& engine, std::vector<HostTenso
   }
 }
 
+// The kernel ISA levels this CPU runs, lowest first.
+inline std::vector<dg::cpu::Isa> supported_isas() {
+  std::vector<dg::cpu::Isa> out;
+  for (auto isa : {dg::cpu::Isa::PORTABLE, dg::cpu::Isa::AVX2, dg::cpu::Isa::AVX512})
+    if (dg::cpu::cpu_features().supports(isa)) out.push_back(isa);
+  return out;
+}
+
 // A user tensor with packed row-major strides.
 inline dg::TensorPtr packed(dg::Graph& g, const std::string& name, const Dims& dims, dg::DataType t = dg::DataType::FLOAT) {
   return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(test_dims::packed(dims)).set_data_type(t));

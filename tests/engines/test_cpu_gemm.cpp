@@ -17,13 +17,6 @@ namespace cg = dnngraph::cpu::gemm;
 using ref_test::Dims;
 using ref_test::HostTensor;
 
-std::vector<dg::cpu::Isa> supported_isas() {
-  std::vector<dg::cpu::Isa> out;
-  for (auto isa : {dg::cpu::Isa::PORTABLE, dg::cpu::Isa::AVX2, dg::cpu::Isa::AVX512})
-    if (dg::cpu::cpu_features().supports(isa)) out.push_back(isa);
-  return out;
-}
-
 // C = A x B over row-major fp32 (or bf16 A), with C handed back block by block.
 class PlainProblem final : public cg::GemmProblem {
  public:
@@ -55,7 +48,7 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
   dg::ThreadPool pool(2);
-  for (auto isa : supported_isas()) {
+  for (auto isa : cpu_test::supported_isas()) {
     const cg::KernelSet& ks = cg::kernel_set(isa);
     for (int trial = 0; trial < 6; ++trial) {
       const int64_t m = 1 + rng() % 70, n = 1 + rng() % 70 + (trial < 3 ? 0 : 2 * ks.nr), k = 1 + rng() % 90;
@@ -210,16 +203,12 @@ TEST(CpuGemmPacked, FusedEpiloguesMatchRef) {
 }
 
 TEST(CpuGemmPacked, RejectsInt8WithAReason) {
-  dg::Handle handle(dg::Device::cpu());
   dg::Graph g;
   auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({4, 8}).set_stride({8, 1}).set_data_type(dg::DataType::INT8));
   auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({8, 4}).set_stride({4, 1}).set_data_type(dg::DataType::INT8));
   auto c = g.matmul(a, b, dg::MatmulAttr());
   c->set_output(true).set_data_type(dg::DataType::INT32);
-  ASSERT_TRUE(g.validate().ok());
-  ASSERT_TRUE(g.build_operation_graph(handle).ok());
-  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
-  const std::string e = g.explain();
+  const std::string e = cpu_test::explain(g);
   EXPECT_NE(e.find("cpu_gemm_packed: rejected: node"), std::string::npos) << e;
   EXPECT_NE(e.find("tensor 'A': data type INT8 is not supported"), std::string::npos) << e;
 }

@@ -1,4 +1,4 @@
-// cpu_norm against ref: layernorm, rmsnorm and batchnorm_inference on random shapes, layouts and
+// cpu_norm_rowwise against ref: layernorm, rmsnorm and batchnorm_inference on random shapes, layouts and
 // types, with and without pointwise epilogues, statistics outputs, few long rows (the segmented
 // path), every ISA plan; the kernels directly; and every rejection reason.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <random>
 
 #include "cpu_test_util.hpp"
-#include "engines/cpu/norm/norm_engine.hpp"
+#include "engines/cpu/norm/norm_rowwise.hpp"
 #include "engines/cpu/norm/norm_kernels.hpp"
 
 namespace {
@@ -15,9 +15,9 @@ namespace dg = dnngraph;
 using ref_test::Dims;
 using ref_test::HostTensor;
 using cpu_test::packed;
-constexpr const char* kEngine = "cpu_norm";
+constexpr const char* kEngine = "cpu_norm_rowwise";
 
-// Runs the graph `build` makes on ref and on cpu_norm (every plan index), and compares.
+// Runs the graph `build` makes on ref and on cpu_norm_rowwise (every plan index), and compares.
 void check_vs_ref(std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs, const cpu_test::Build& build,
                   double floor = 1.0) {
   cpu_test::check_engine_vs_ref(kEngine, std::move(inputs), outs, build, -1.0, floor);
@@ -50,8 +50,7 @@ dg::PointwiseAttr mode(dg::PointwiseMode m) { return dg::PointwiseAttr().set_mod
 TEST(CpuNormKernels, MatchPlainLoopsOnEveryIsa) {
   std::mt19937 rng(201);
   std::uniform_real_distribution<float> u(-3, 3);
-  for (auto isa : {dg::cpu::Isa::PORTABLE, dg::cpu::Isa::AVX2, dg::cpu::Isa::AVX512}) {
-    if (!dg::cpu::cpu_features().supports(isa)) continue;
+  for (auto isa : cpu_test::supported_isas()) {
     const auto& k = dg::cpu::norm::norm_kernels(isa);
     SCOPED_TRACE(dg::cpu::isa_name(isa));
     for (int64_t n : {1, 7, 16, 33, 100}) {
@@ -274,7 +273,7 @@ TEST(CpuNorm, RejectsMoreThanTwelveUnmergeableDims) {
 TEST(CpuNorm, RejectsNonCpuHandlesAndUnsupportedIsaKnobs) {
   dg::Graph g;
   layernorm(g, {4, 8})[0]->set_output(true);
-  cpu_test::expect_cpu_only(dg::cpu::norm_engine(), g, true);
+  cpu_test::expect_cpu_only(dg::cpu::norm_rowwise_engine(), g, true);
 }
 
 }  // namespace

@@ -5,11 +5,11 @@
 
 #include <random>
 
+#include "core/dtype.hpp"
 #include "cpu_test_util.hpp"
-#include "engines/cpu/epilogue/convert.hpp"
 #include "engines/cpu/pointwise/canonical_layout.hpp"
 #include "engines/cpu/pointwise/convert_kernels.hpp"
-#include "engines/cpu/pointwise/pointwise_engine.hpp"
+#include "engines/cpu/pointwise/pointwise_fused.hpp"
 
 namespace {
 
@@ -87,12 +87,11 @@ TEST(CpuConvertKernels, MatchTheScalarConversionsOnEveryIsa) {
   for (float v : {0.0f, -0.0f, 1.0f, 65504.0f, 65520.0f, 1e-7f, 6e-8f, 3e-41f, INFINITY, -INFINITY, std::nanf("")})
     src.push_back(v);
   for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu})  // bf16 ties, max
-    src.push_back(cpu::bits_float(bits));
+    src.push_back(dg::dtype::bits_float(bits));
   std::uniform_real_distribution<float> u(-70000.0f, 70000.0f);
   while (src.size() < 77) src.push_back(u(rng) * (rng() % 2 ? 1.0f : 1e-4f));
   const int64_t n = static_cast<int64_t>(src.size());
-  for (auto isa : {cpu::Isa::PORTABLE, cpu::Isa::AVX2, cpu::Isa::AVX512}) {
-    if (!cpu::cpu_features().supports(isa)) continue;
+  for (auto isa : cpu_test::supported_isas()) {
     SCOPED_TRACE(cpu::isa_name(isa));
     const auto& k = cpu::convert_kernels(isa);
     for (auto t : {dg::DataType::BFLOAT16, dg::DataType::HALF}) {
@@ -102,15 +101,15 @@ TEST(CpuConvertKernels, MatchTheScalarConversionsOnEveryIsa) {
       k.to_fp32(half.data(), t, n, back.data());
       for (int64_t i = 0; i < n; ++i) {
         const float v = src[static_cast<size_t>(i)];
-        const uint16_t want = t == dg::DataType::BFLOAT16 ? cpu::fp32_to_bf16(v) : cpu::fp32_to_fp16(v);
+        const uint16_t want = t == dg::DataType::BFLOAT16 ? dg::dtype::float_to_bf16(v) : dg::dtype::float_to_half(v);
         const uint16_t got = half[static_cast<size_t>(i)];
         if (std::isnan(v)) {
           EXPECT_TRUE(std::isnan(back[static_cast<size_t>(i)])) << i;
           continue;
         }
         EXPECT_EQ(got, want) << "element " << i << " = " << v << " to " << dg::to_string(t);
-        const float decoded = t == dg::DataType::BFLOAT16 ? cpu::bf16_to_fp32(got) : cpu::fp16_to_fp32(got);
-        EXPECT_EQ(cpu::float_bits(back[static_cast<size_t>(i)]), cpu::float_bits(decoded)) << i;
+        const float decoded = t == dg::DataType::BFLOAT16 ? dg::dtype::bf16_to_float(got) : dg::dtype::half_to_float(got);
+        EXPECT_EQ(dg::dtype::float_bits(back[static_cast<size_t>(i)]), dg::dtype::float_bits(decoded)) << i;
       }
     }
   }

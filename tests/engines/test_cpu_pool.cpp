@@ -1,4 +1,4 @@
-// cpu_pool against ref: max and average pooling (padding included and excluded) and nearest and
+// cpu_pool_direct against ref: max and average pooling (padding included and excluded) and nearest and
 // bilinear resizing over 1-3 spatial dims, NHWC, NCHW and random layouts, fp32/bf16/fp16, NaN
 // propagation, blocks longer than the accumulator, every ISA plan; the kernels directly; and
 // every rejection reason.
@@ -7,7 +7,7 @@
 #include <random>
 
 #include "cpu_test_util.hpp"
-#include "engines/cpu/pool/pool_engine.hpp"
+#include "engines/cpu/pool/pool_direct.hpp"
 #include "engines/cpu/pool/pool_kernels.hpp"
 
 namespace {
@@ -16,9 +16,9 @@ namespace dg = dnngraph;
 using ref_test::Dims;
 using ref_test::HostTensor;
 using RM = dg::ResampleMode;
-constexpr const char* kEngine = "cpu_pool";
+constexpr const char* kEngine = "cpu_pool_direct";
 
-// Runs resample(x, attr) on ref and on cpu_pool (every plan index), and compares.
+// Runs resample(x, attr) on ref and on cpu_pool_direct (every plan index), and compares.
 void check_vs_ref(const HostTensor& x, const HostTensor& y_like, const dg::ResampleAttr& attr) {
   cpu_test::check_engine_vs_ref(kEngine, {x}, {y_like}, [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
     return std::vector<dg::TensorPtr>{g.resample(in[0], attr)};
@@ -52,8 +52,7 @@ Dims pooled(const Dims& x, const Dims& w, const Dims& s, const Dims& pre, const 
 TEST(CpuPoolKernels, MatchPlainLoopsOnEveryIsa) {
   std::mt19937 rng(301);
   std::uniform_real_distribution<float> u(-3, 3);
-  for (auto isa : {dg::cpu::Isa::PORTABLE, dg::cpu::Isa::AVX2, dg::cpu::Isa::AVX512}) {
-    if (!dg::cpu::cpu_features().supports(isa)) continue;
+  for (auto isa : cpu_test::supported_isas()) {
     const auto& k = dg::cpu::pool::pool_kernels(isa);
     SCOPED_TRACE(dg::cpu::isa_name(isa));
     for (int64_t n : {1, 9, 16, 37}) {
@@ -192,7 +191,7 @@ TEST(CpuPool, RejectsUnsupportedTypesAndRanks) {
 TEST(CpuPool, RejectsNonCpuHandlesAndUnsupportedIsaKnobs) {
   dg::Graph g;
   g.resample(packed(g, "X", {1, 2, 4, 4}), maxpool(2))->set_output(true);
-  cpu_test::expect_cpu_only(dg::cpu::pool_engine(), g, true);
+  cpu_test::expect_cpu_only(dg::cpu::pool_direct_engine(), g, true);
 }
 
 }  // namespace

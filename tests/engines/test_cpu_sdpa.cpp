@@ -10,7 +10,7 @@
 
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
-#include "engines/cpu/sdpa/flash_engine.hpp"
+#include "engines/cpu/sdpa/sdpa_flash.hpp"
 #include "engines/cpu/sdpa/flash_kernels.hpp"
 #include "graph/graph_impl.hpp"
 #include "planning/plan_set.hpp"

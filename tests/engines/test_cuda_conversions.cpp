@@ -9,13 +9,12 @@
 #include <random>
 
 #include "core/dtype.hpp"
-#include "engines/cpu/epilogue/convert.hpp"
 
 namespace host_cuda {
 #define __device__
 #define __forceinline__ inline
-inline unsigned __float_as_uint(float f) { return dnngraph::cpu::float_bits(f); }
-inline float __uint_as_float(unsigned u) { return dnngraph::cpu::bits_float(u); }
+inline unsigned __float_as_uint(float f) { return dnngraph::dtype::float_bits(f); }
+inline float __uint_as_float(unsigned u) { return dnngraph::dtype::bits_float(u); }
 struct uint2 { unsigned x, y; };
 struct uint4 { unsigned x, y, z, w; };
 using std::fabs;

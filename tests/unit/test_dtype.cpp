@@ -95,7 +95,8 @@ TEST(Dtype, HalfAndBf16HelpersMatchTheGenericCodec) {
     if (std::isnan(f)) ASSERT_TRUE(std::isnan(dt::bf16_to_float(dt::float_to_bf16(f))));
     else ASSERT_EQ(dt::float_to_bf16(f), h);
   }
-  // The hot-path float -> bf16 agrees with the generic encoder on random floats of every magnitude.
+  // The hot-path float -> bf16 and float -> half agree with the generic encoder on random floats of
+  // every magnitude (float -> half bit for bit, NaN included).
   std::mt19937 rng(7);
   for (int i = 0; i < 200000; ++i) {
     uint32_t b = static_cast<uint32_t>(rng());
@@ -104,6 +105,7 @@ TEST(Dtype, HalfAndBf16HelpersMatchTheGenericCodec) {
     const uint16_t fast = dt::float_to_bf16(f);
     if (std::isnan(f)) ASSERT_TRUE(std::isnan(dt::bf16_to_float(fast)));
     else ASSERT_EQ(fast, dt::encode(f, dt::kBf16)) << std::hex << b;
+    ASSERT_EQ(dt::float_to_half(f), dt::encode(f, dt::kHalf)) << std::hex << b;
   }
 }
 

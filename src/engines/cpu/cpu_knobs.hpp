@@ -1,36 +1,57 @@
 // The CPU engines' knobs: the kernel ISA level ("isa", Isa's value), and for the GEMM-based
 // engines the cache blocking (mc, kc, nc). One schema each; the ISA's support by this CPU is
-// checked when a plan is built, since a knob setting is valid on any machine.
+// checked when a plan is built, since a knob setting is valid on any machine. Each knob struct
+// names the Setting it resolves to on this CPU, which is what a plan is built with.
 #pragma once
 #include <string_view>
 #include <vector>
 
 #include "engines/cpu/cpu_features.hpp"
+#include "engines/cpu/gemm/driver.hpp"
 #include "planning/knobs.hpp"
 
 namespace dnngraph::cpu {
 
+// An engine without knobs.
+struct NoKnobs {
+  struct Setting {};
+};
+
 struct IsaKnobs {
+  using Setting = Isa;
   int64_t isa = -1;  // Isa's value; -1 (absent): the best this CPU has
 };
 
+struct GemmSetting {
+  Isa isa = Isa::PORTABLE;
+  gemm::Blocking blocking;
+};
 struct GemmKnobs {
+  using Setting = GemmSetting;
   int64_t isa = -1;
   int64_t mc = 0, kc = 0, nc = 0;  // 0 (absent): the ISA's default blocking
 };
 
-KnobSchema<IsaKnobs> isa_knob_schema(std::string_view engine);
-KnobSchema<GemmKnobs> gemm_knob_schema(std::string_view engine);
+// The schema of an engine's knob struct (IsaKnobs, GemmKnobs; NoKnobs has no fields).
+template <class T>
+KnobSchema<T> knob_schema(std::string_view engine);
+template <>
+KnobSchema<NoKnobs> knob_schema<NoKnobs>(std::string_view engine);
+template <>
+KnobSchema<IsaKnobs> knob_schema<IsaKnobs>(std::string_view engine);
+template <>
+KnobSchema<GemmKnobs> knob_schema<GemmKnobs>(std::string_view engine);
 
 // The ISA a setting's "isa" knob names, for estimates: the best this CPU has when absent.
 Isa isa_of(const Knobs& k);
-// The ISA a knob setting names; an error when this CPU lacks it.
-Status resolve_isa(std::string_view engine, int64_t isa_knob, Isa& out);
-// Parses an ISA knob setting and resolves it on this CPU.
-Status read_isa_knobs(const KnobSchema<IsaKnobs>& schema, std::string_view engine, const Knobs& k, Isa& out);
-// One setting per ISA this CPU has, best first.
-std::vector<Knobs> isa_knob_space(const KnobSchema<IsaKnobs>& schema);
-// Per ISA this CPU has, best first: the ISA with its default blocking.
-std::vector<Knobs> gemm_knob_space(const KnobSchema<GemmKnobs>& schema);
+
+// Parses a knob setting and resolves it on this CPU (missing knobs: the best ISA and its default
+// blocking); an error when the schema rejects it or this CPU lacks its ISA.
+Status read_knobs(const KnobSchema<IsaKnobs>& schema, std::string_view engine, const Knobs& k, Isa& out);
+Status read_knobs(const KnobSchema<GemmKnobs>& schema, std::string_view engine, const Knobs& k, GemmSetting& out);
+
+// One setting per ISA this CPU has, best first (with the ISA's default blocking for GEMM knobs).
+std::vector<Knobs> knob_space(const KnobSchema<IsaKnobs>& schema);
+std::vector<Knobs> knob_space(const KnobSchema<GemmKnobs>& schema);
 
 }  // namespace dnngraph::cpu

@@ -10,7 +10,9 @@
 #include <cmath>
 
 #include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/cpu_features.hpp"
+#include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -203,7 +205,7 @@ void sum_block(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0, in
 class DepthwisePlan final : public Plan {
  public:
   DepthwisePlan(const Partition& p, const Epilogue& epi) : part_(p), epi_(epi) {
-    g_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    g_.init(p);
     epi_.prepare_in_place(1);  // the channel dim of the output
   }
 
@@ -247,20 +249,10 @@ class DepthwisePlan final : public Plan {
   void pixel_row(int64_t row, const char* src, const float* wt, const DirectOutput& out, EpilogueRun& run, int slot,
                  RowScratch& s) const {
     const int64_t C = g_.src_c, OW = g_.dst_sp[2], W = g_.src_sp[2];
-    const int64_t n = row / (g_.dst_sp[0] * g_.dst_sp[1]);
-    int64_t o[3] = {(row / g_.dst_sp[1]) % g_.dst_sp[0], row % g_.dst_sp[1], 0};
-    output_row_inputs(g_, src, n, o, s.rows, s.in);
-    float* acc;
-    int64_t ldo;
-    const int64_t out_off = out.offset(n, o);  // o[2] = 0: the row's first pixel
-    if (out.base) {
-      acc = out.base + out_off;
-      ldo = out.st[4];
-    } else {
-      s.acc.resize(static_cast<size_t>(OW * C));
-      acc = s.acc.data();
-      ldo = C;
-    }
+    const OutputRow out_row(g_, row, out, s.acc);
+    output_row_inputs(g_, src, out_row.n, out_row.o, s.rows, s.in);
+    float* const acc = out_row.acc;
+    const int64_t ldo = out_row.ldo;
     const RowWalk rw{g_.ker[2], g_.stride[2], g_.dil[2]};
     const int nrows = static_cast<int>(s.rows.size());
     s.tap_x.resize(s.rows.size() * static_cast<size_t>(g_.ker[2]));
@@ -291,13 +283,7 @@ class DepthwisePlan final : public Plan {
       sum_taps(s.tap_x.data(), s.tap_w.data(), taps, C, acc + ow * ldo);
       ++ow;
     }
-    if (out.chain) run.chain_rows(acc, ldo, OW, C, out_off, 0);
-    if (out.base) return;
-    int64_t coord[5];
-    for (o[2] = 0; o[2] < OW; ++o[2]) {
-      g_.dst_coord(n, 0, o, coord);
-      run.strip(slot, coord, 1, C, 1, s.acc.data() + o[2] * C);
-    }
+    out_row.finish(g_, out, run, slot);
   }
 
   // Any layout: one channel's output row, acc[ow] over taps, then one strip along the row.
@@ -340,41 +326,29 @@ class DepthwisePlan final : public Plan {
   ConvGeometry g_;
 };
 
-class DepthwiseEngine final : public Engine {
+class DepthwiseEngine final : public CpuEngine<Epilogue> {
  public:
-  std::string_view name() const override { return "cpu_conv_depthwise_direct"; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    Epilogue epi;
-    std::string why;
-    return check_depthwise(p, t, epi, why) ? Support::yes() : Support::no(why);
-  }
+  DepthwiseEngine() : CpuEngine("cpu_conv_depthwise_direct") {}
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {
     // Bandwidth-bound; the FMAs run at a fraction of peak (one multiply per loaded input).
     return roofline_seconds(partition_flops(p), 1.5 * partition_bytes(p), t.info(), 0.25, 5e-6);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs&, std::unique_ptr<Plan>& plan) const override {
-    Epilogue epi;
-    std::string why;
-    if (!check_depthwise(p, t, epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_conv_depthwise_direct: " + why};
-    plan = std::make_unique<DepthwisePlan>(p, epi);
-    return {};
-  }
-
  private:
-  static bool check_depthwise(const Partition& p, const Target& t, Epilogue& epi, std::string& why) {
-    const ir::Node* n = check_anchor(p, t, "conv_fprop", epi, why);
-    if (!n) return false;
+  bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
     ConvGeometry g;
-    g.init(*p.graph, *n);
+    const ir::Node* n = check_conv_fprop(p, t, epi, g, why);
+    if (!n) return false;
     if (!(g.groups == g.src_c && g.src_c == g.dst_c)) {
       why = "node '" + n->name + "': not depthwise (needs groups == C == K; groups=" + std::to_string(g.groups) +
             ", C=" + std::to_string(g.src_c) + ", K=" + std::to_string(g.dst_c) + ")";
       return false;
     }
     return true;
+  }
+  std::unique_ptr<Plan> make_plan(const Partition& p, const Target&, Epilogue epi, const Setting&) const override {
+    return std::make_unique<DepthwisePlan>(p, epi);
   }
 };
 

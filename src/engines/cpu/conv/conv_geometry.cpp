@@ -1,5 +1,6 @@
 #include "engines/cpu/conv/conv_geometry.hpp"
 
+#include "engines/cpu/anchor_check.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 namespace dnngraph::cpu {
@@ -137,6 +138,12 @@ std::vector<ConvPhase> conv_phases(const ConvGeometry& g, int64_t max_offsets) {
   return out;
 }
 
+const ir::Node* check_conv_fprop(const Partition& p, const Target& t, Epilogue& epi, ConvGeometry& g,
+                                 std::string& why) {
+  const ir::Node* n = check_anchor(p, t, "conv_fprop", epi, why);
+  if (n) g.init(*p.graph, *n);
+  return n;
+}
 
 DirectOutput direct_output(const ConvGeometry& g, const Epilogue& epi, const EpilogueRun& run,
                            const std::vector<void*>& ptrs) {
@@ -155,6 +162,31 @@ DirectOutput direct_output(const ConvGeometry& g, const Epilogue& epi, const Epi
     }
   }
   return o;
+}
+
+OutputRow::OutputRow(const ConvGeometry& g, int64_t row, const DirectOutput& out, std::vector<float>& scratch)
+    : n(row / (g.dst_sp[0] * g.dst_sp[1])),
+      o{(row / g.dst_sp[1]) % g.dst_sp[0], row % g.dst_sp[1], 0},
+      out_off(out.offset(n, o)) {
+  if (out.base) {
+    acc = out.base + out_off;
+    ldo = out.st[4];
+    return;
+  }
+  scratch.resize(static_cast<size_t>(g.dst_sp[2] * g.dst_c));
+  acc = scratch.data();
+  ldo = g.dst_c;
+}
+
+void OutputRow::finish(const ConvGeometry& g, const DirectOutput& out, EpilogueRun& run, int slot) const {
+  const int64_t OW = g.dst_sp[2], K = g.dst_c;
+  if (out.chain) run.chain_rows(acc, ldo, OW, K, out_off, 0);
+  if (out.base) return;
+  int64_t p[3] = {o[0], o[1], 0}, coord[5];
+  for (p[2] = 0; p[2] < OW; ++p[2]) {
+    g.dst_coord(n, 0, p, coord);
+    run.strip(slot, coord, 1, K, 1, acc + p[2] * K);
+  }
 }
 
 void output_row_inputs(const ConvGeometry& g, const char* src, int64_t n, const int64_t* o, std::vector<TapRow>& rows,

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engines/cpu/gemm/engine_common.hpp"
+#include "engines/cpu/epilogue/epilogue.hpp"
+#include "planning/engine.hpp"
 
 namespace dnngraph::cpu {
 
@@ -28,8 +29,9 @@ struct ConvGeometry {
   std::array<int64_t, 5> src_st{}, wei_st{}, dst_st{};
   DataType src_t = DataType::FLOAT, wei_t = DataType::FLOAT, dst_t = DataType::FLOAT;
 
-  // Fills from the anchor node of a conv_fprop or conv_dgrad partition.
+  // Fills from a conv_fprop or conv_dgrad node, or from a partition anchored on one.
   void init(const ir::Graph& g, const ir::Node& node);
+  void init(const Partition& p) { init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]); }
   int64_t taps() const { return ker[0] * ker[1] * ker[2]; }
   int64_t dst_pixels() const { return dst_sp[0] * dst_sp[1] * dst_sp[2]; }
   // Weight element offset of (src channel ic, dst channel oc) in group g at tap index t (row-major
@@ -38,6 +40,10 @@ struct ConvGeometry {
   // The domain index of a dst element (rank 2 + nsp).
   void dst_coord(int64_t n, int64_t c, const int64_t* o, int64_t* coord) const;
 };
+
+// check_anchor for a partition anchored on a conv_fprop, and the conv's geometry when it passes.
+const ir::Node* check_conv_fprop(const Partition& p, const Target& t, Epilogue& epi, ConvGeometry& g,
+                                 std::string& why);
 
 // Where a conv may write its fp32 sums itself instead of handing them to the epilogue's strips:
 // the plain store's tensor, or the in-place chain's output (which the conv then finishes with
@@ -63,6 +69,20 @@ struct TapRow {
 // converted into `converted` (resized here), channels contiguous.
 void output_row_inputs(const ConvGeometry& g, const char* src, int64_t n, const int64_t* o, std::vector<TapRow>& rows,
                        std::vector<float>& converted);
+
+// One output row (n, o[0], o[1], all of o[2]) of a channels-last direct conv, and where its fp32
+// sums go: straight into the output where `out` allows (acc + ow * ldo is pixel ow), else into
+// `scratch`, which finish() hands to the epilogue's strips.
+struct OutputRow {
+  int64_t n = 0;
+  int64_t o[3] = {0, 0, 0};  // o[2] = 0: the row's first pixel
+  int64_t out_off = 0;       // that pixel's offset in `out`
+  float* acc = nullptr;
+  int64_t ldo = 0;
+  OutputRow(const ConvGeometry& g, int64_t row, const DirectOutput& out, std::vector<float>& scratch);
+  // The rest of the epilogue once the row's sums are final: the in-place chain or the strips.
+  void finish(const ConvGeometry& g, const DirectOutput& out, EpilogueRun& run, int slot) const;
+};
 
 // One implicit GEMM over a set of dst positions that share a tap list. Per spatial dim d: dst
 // positions start[d] + step[d] * j for j < count[d]; tap i reads src at j * jstride[d] + off[d][i]

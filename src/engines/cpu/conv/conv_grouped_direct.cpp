@@ -12,9 +12,11 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/dtype.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/cpu_features.hpp"
-#include "engines/cpu/epilogue/convert.hpp"
+#include "engines/cpu/gemm/driver.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -136,7 +138,7 @@ void sum_pixel(const PixelTap* taps, int ntaps, const GroupedWeights& w, float* 
 class GroupedPlan final : public Plan {
  public:
   GroupedPlan(const Partition& p, const Epilogue& epi) : part_(p), epi_(epi) {
-    g_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    g_.init(p);
     epi_.prepare_in_place(1);  // the channel dim of the output
   }
 
@@ -166,8 +168,8 @@ class GroupedPlan final : public Plan {
     switch (g_.wei_t) {
       case DataType::FLOAT: return weights_as([w = reinterpret_cast<const float*>(wei)](int64_t o) { return w[o]; });
       case DataType::BFLOAT16:
-        return weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return bf16_to_fp32(w[o]); });
-      default: return weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return fp16_to_fp32(w[o]); });
+        return weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return dtype::bf16_to_float(w[o]); });
+      default: return weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return dtype::half_to_float(w[o]); });
     }
   }
 
@@ -193,17 +195,11 @@ class GroupedPlan final : public Plan {
 
   void output_row(int64_t row, const char* src, const GroupedWeights& w, const DirectOutput& out, EpilogueRun& run,
                   int slot, RowScratch& s) const {
-    const int64_t K = g_.dst_c, OW = g_.dst_sp[2], W = g_.src_sp[2];
-    const int64_t n = row / (g_.dst_sp[0] * g_.dst_sp[1]);
-    int64_t o[3] = {(row / g_.dst_sp[1]) % g_.dst_sp[0], row % g_.dst_sp[1], 0};
-    output_row_inputs(g_, src, n, o, s.rows, s.converted);
-    const int64_t out_off = out.offset(n, o);  // o[2] = 0: the row's first pixel
-    float* acc = out.base ? out.base + out_off : nullptr;
-    int64_t ldo = out.base ? out.st[4] : K;
-    if (!acc) {
-      s.acc.resize(static_cast<size_t>(OW * K));
-      acc = s.acc.data();
-    }
+    const int64_t OW = g_.dst_sp[2], W = g_.src_sp[2];
+    const OutputRow out_row(g_, row, out, s.acc);
+    output_row_inputs(g_, src, out_row.n, out_row.o, s.rows, s.converted);
+    float* const acc = out_row.acc;
+    const int64_t ldo = out_row.ldo;
     const int64_t kw = g_.ker[2], stride = g_.stride[2], dil = g_.dil[2];
     const int nrows = static_cast<int>(s.rows.size());
     for (int64_t ow = 0; ow < OW;) {
@@ -222,13 +218,7 @@ class GroupedPlan final : public Plan {
       sum_pixel(s.taps.data(), static_cast<int>(s.taps.size()), w, acc + ow * ldo);
       ++ow;
     }
-    if (out.chain) run.chain_rows(acc, ldo, OW, K, out_off, 0);
-    if (out.base) return;
-    int64_t coord[5];
-    for (o[2] = 0; o[2] < OW; ++o[2]) {
-      g_.dst_coord(n, 0, o, coord);
-      run.strip(slot, coord, 1, K, 1, acc + o[2] * K);
-    }
+    out_row.finish(g_, out, run, slot);
   }
 
   // An interior block of kPixels pixels: the vector kernel for whole vectors of channels, the
@@ -258,15 +248,9 @@ class GroupedPlan final : public Plan {
   ConvGeometry g_;
 };
 
-class GroupedDirectEngine final : public Engine {
+class GroupedDirectEngine final : public CpuEngine<Epilogue> {
  public:
-  std::string_view name() const override { return "cpu_conv_grouped_direct"; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    Epilogue epi;
-    std::string why;
-    return check_grouped(p, t, epi, why) ? Support::yes() : Support::no(why);
-  }
+  GroupedDirectEngine() : CpuEngine("cpu_conv_grouped_direct") {}
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {
     // About a fifth of the FMA peak (measured: 39-41 GFLOP/s of ~200 on 2 Zen 3 cores): a permute
@@ -274,20 +258,11 @@ class GroupedDirectEngine final : public Engine {
     return roofline_seconds(partition_flops(p), 1.5 * partition_bytes(p), t.info(), 0.2, 5e-6);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs&, std::unique_ptr<Plan>& plan) const override {
-    Epilogue epi;
-    std::string why;
-    if (!check_grouped(p, t, epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_conv_grouped_direct: " + why};
-    plan = std::make_unique<GroupedPlan>(p, epi);
-    return {};
-  }
-
  private:
-  static bool check_grouped(const Partition& p, const Target& t, Epilogue& epi, std::string& why) {
-    const ir::Node* n = check_anchor(p, t, "conv_fprop", epi, why);
-    if (!n) return false;
+  bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
     ConvGeometry g;
-    g.init(*p.graph, *n);
+    const ir::Node* n = check_conv_fprop(p, t, epi, g, why);
+    if (!n) return false;
     const std::string node = "node '" + n->name + "': ";
     if (g.groups < 2 || g.src_cg != g.dst_cg || (g.src_cg != 2 && g.src_cg != 4 && g.src_cg != 8)) {
       why = node + "needs groups of 2, 4 or 8 input and as many output channels (groups=" + std::to_string(g.groups) +
@@ -300,6 +275,9 @@ class GroupedDirectEngine final : public Engine {
       return false;
     }
     return true;
+  }
+  std::unique_ptr<Plan> make_plan(const Partition& p, const Target&, Epilogue epi, const Setting&) const override {
+    return std::make_unique<GroupedPlan>(p, epi);
   }
 };
 

@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engines/cpu/anchor_check.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/cpu_engine.hpp"
+#include "engines/cpu/gemm/gemm_plan.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 namespace dnngraph::cpu {
@@ -220,86 +223,55 @@ class ConvProblem final : public gemm::GemmProblem {
   int64_t ldc_ = 0;
 };
 
-class ConvImplicitPlan final : public Plan {
+class ConvImplicitPlan final : public gemm::GemmPlan {
  public:
-  ConvImplicitPlan(const Partition& p, const Epilogue& epi, Isa isa, gemm::Blocking blk, int threads)
-      : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), blk_(blk), threads_(threads) {
-    geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
-    epi_.prepare_in_place(1);  // the channel dim of the output
+  // The epilogue runs in place along the channel dim of the output.
+  ConvImplicitPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
+      : GemmPlan(p, epi, 1, s, threads) {
+    geo_.init(p);
     phases_ = conv_phases(geo_, kMaxOffsets);
-    for (const auto& ph : phases_) {
-      ConvProblem sizing(geo_, ph, epi_, nullptr, nullptr);
-      ws_ = std::max(ws_, gemm::workspace_bytes(sizing, ks_, blk_, threads_) + 64);
-    }
+    for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr));
   }
-  int64_t workspace_size() const override { return ws_; }
 
   Status execute(const ExecArgs& args) const override {
     ThreadPool& pool = args.handle.thread_pool();
-    EpilogueRun run(epi_, args.ptrs, pool.size());
-    for (const auto& ph : phases_) {  // every dst position lies in exactly one phase
-      ConvProblem prob(geo_, ph, epi_, &args.ptrs, &run);
-      gemm::run(prob, ks_, blk_, pool, usable_workspace(args.workspace, threads_, pool.size()));
-    }
+    EpilogueRun run(epilogue(), args.ptrs, pool.size());
+    for (const auto& ph : phases_)  // every dst position lies in exactly one phase
+      run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run), pool, args.workspace);
     return run.finish();
   }
 
  private:
-  Partition part_;
-  Epilogue epi_;
-  const gemm::KernelSet& ks_;
-  gemm::Blocking blk_;
-  int threads_;
   ConvGeometry geo_;
   std::vector<ConvPhase> phases_;
-  int64_t ws_ = 0;
 };
 
-const ir::Node* check_conv(const Partition& p, const Target& t, Epilogue& epi, std::string& why) {
-  std::string_view op = "conv_fprop";
-  if (p.anchor >= 0 && ir::is<ConvDgradAttr>(p.graph->nodes[static_cast<size_t>(p.anchor)])) op = "conv_dgrad";
-  return check_anchor(p, t, op, epi, why);
-}
-
-class ConvImplicitGemmEngine final : public Engine {
+class ConvImplicitGemmEngine final : public CpuEngine<Epilogue, GemmKnobs> {
  public:
-  std::string_view name() const override { return "cpu_conv_implicit_gemm"; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    Epilogue epi;
-    std::string why;
-    if (!check_conv(p, t, epi, why)) return Support::no(why);
-    return Support::yes();
-  }
-
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return gemm_knob_space(schema_); }
-  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
+  ConvImplicitGemmEngine() : CpuEngine("cpu_conv_implicit_gemm") {}
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     ConvGeometry g;
-    g.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    g.init(p);
     // Narrow GEMMs (few channels per group) leave the register tile mostly empty, and with fewer
     // than 16 channels per tap each row pointer serves a short segment.
     const double fill_k = std::min(1.0, static_cast<double>(g.src_cg * g.taps()) / 64.0);
     const double fill_n = std::min(1.0, static_cast<double>(g.dst_cg) / 16.0);
     const double segment = std::min(1.0, static_cast<double>(g.src_cg) / 16.0);
-    const double eff = isa_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment;
+    const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment;
     return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    Epilogue epi;
-    std::string why;
-    if (!check_conv(p, t, epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_conv_implicit_gemm: " + why};
-    Isa isa;
-    gemm::Blocking blk;
-    if (auto s = read_gemm_knobs(schema_, name(), k, isa, blk); !s.ok()) return s;
-    plan = std::make_unique<ConvImplicitPlan>(p, epi, isa, blk, t.handle->thread_pool().size());
-    return {};
-  }
-
  private:
-  const KnobSchema<GemmKnobs> schema_ = gemm_knob_schema("cpu_conv_implicit_gemm");
+  bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
+    std::string_view op = "conv_fprop";
+    if (p.anchor >= 0 && ir::is<ConvDgradAttr>(p.graph->nodes[static_cast<size_t>(p.anchor)])) op = "conv_dgrad";
+    return check_anchor(p, t, op, epi, why) != nullptr;
+  }
+  std::unique_ptr<Plan> make_plan(const Partition& p, const Target& t, Epilogue epi,
+                                  const GemmSetting& s) const override {
+    return std::make_unique<ConvImplicitPlan>(p, epi, s, t.handle->thread_pool().size());
+  }
 };
 
 }  // namespace

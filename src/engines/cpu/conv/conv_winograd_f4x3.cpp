@@ -5,14 +5,15 @@
 // the transformed weights, packed once per execute), then Y = A^T M A and the fused epilogue per
 // output pixel. Accuracy: the transforms' constants (up to 8 and 1/24) cost about one decimal
 // digit against direct fp32 summation: expect ~1e-4 relative error on typical data.
-#include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 
 #include <algorithm>
 #include <cmath>
 
+#include "core/dtype.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
-#include "engines/cpu/epilogue/convert.hpp"
+#include "engines/cpu/cpu_engine.hpp"
+#include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 namespace dnngraph::cpu {
@@ -77,7 +78,7 @@ class WinogradPlan final : public Plan {
  public:
   WinogradPlan(const Partition& p, const Epilogue& epi, Isa isa, int threads)
       : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), threads_(threads) {
-    g_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    g_.init(p);
     epi_.prepare_in_place(1);  // the channel dim of the output
     C_ = g_.src_c;
     K_ = g_.dst_c;
@@ -96,7 +97,7 @@ class WinogradPlan final : public Plan {
     ThreadPool& pool = args.handle.thread_pool();
     EpilogueRun run(epi_, args.ptrs, pool.size());
     std::vector<float> own;
-    float* ws = static_cast<float*>(usable_workspace(args.workspace, threads_, pool.size()));
+    float* ws = static_cast<float*>(gemm::usable_workspace(args.workspace, threads_, pool.size()));
     if (!ws) {
       own.resize(static_cast<size_t>(u_floats() + pool.size() * per_thread_floats() + 32));
       ws = own.data();
@@ -133,11 +134,11 @@ class WinogradPlan final : public Plan {
         transform_weights_as([w = reinterpret_cast<const float*>(wei)](int64_t o) { return w[o]; }, u, pool);
         return;
       case DataType::BFLOAT16:
-        transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return bf16_to_fp32(w[o]); },
+        transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return dtype::bf16_to_float(w[o]); },
                              u, pool);
         return;
       default:
-        transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return fp16_to_fp32(w[o]); },
+        transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return dtype::half_to_float(w[o]); },
                              u, pool);
         return;
     }
@@ -257,42 +258,17 @@ class WinogradPlan final : public Plan {
   int64_t C_ = 0, K_ = 0, th_ = 0, tw_ = 0, tiles_ = 0, tb_ = 0, ldm_ = 0, ws_ = 0;
 };
 
-bool check_winograd(const Partition& p, const Target& t, Epilogue& epi, std::string& why) {
-  const ir::Node* n = check_anchor(p, t, "conv_fprop", epi, why);
-  if (!n) return false;
-  ConvGeometry g;
-  g.init(*p.graph, *n);
-  std::string rule;
-  if (g.nsp != 2) rule = "needs a 2D convolution";
-  else if (g.ker[1] != 3 || g.ker[2] != 3) rule = "needs a 3x3 kernel";
-  else if (g.stride[1] != 1 || g.stride[2] != 1) rule = "needs stride 1";
-  else if (g.dil[1] != 1 || g.dil[2] != 1) rule = "needs dilation 1";
-  else if (g.groups != 1) rule = "needs groups == 1";
-  if (rule.empty()) return true;
-  why = "node '" + n->name + "': F(4x4,3x3) " + rule;
-  return false;
-}
-
-class WinogradEngine final : public Engine {
+class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
  public:
-  std::string_view name() const override { return "cpu_conv_winograd_f4x3"; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    Epilogue epi;
-    std::string why;
-    return check_winograd(p, t, epi, why) ? Support::yes() : Support::no(why);
-  }
-
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return isa_knob_space(schema_); }
-  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
+  WinogradEngine() : CpuEngine("cpu_conv_winograd_f4x3") {}
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     ConvGeometry g;
-    g.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    g.init(p);
     // 36/144 of the multiplies, plus transforms that cost about as much as a GEMM with 16
     // channels: with few channels the transforms dominate.
     const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
-    const double eff = isa_efficiency(isa_of(k)) * 0.75;
+    const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.75;
     // The transformed weights (36 x C x K floats) are written once and read once per tile block:
     // with few tiles (small images) that traffic outweighs the saved multiplies.
     const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
@@ -304,18 +280,24 @@ class WinogradEngine final : public Engine {
            u_bytes / std::max(t.info().peak_bytes_per_s, 1.0) + wt_seconds;
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    Epilogue epi;
-    std::string why;
-    if (!check_winograd(p, t, epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_conv_winograd_f4x3: " + why};
-    Isa isa;
-    if (auto s = read_isa_knobs(schema_, name(), k, isa); !s.ok()) return s;
-    plan = std::make_unique<WinogradPlan>(p, epi, isa, t.handle->thread_pool().size());
-    return {};
-  }
-
  private:
-  const KnobSchema<IsaKnobs> schema_ = isa_knob_schema("cpu_conv_winograd_f4x3");
+  bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
+    ConvGeometry g;
+    const ir::Node* n = check_conv_fprop(p, t, epi, g, why);
+    if (!n) return false;
+    std::string rule;
+    if (g.nsp != 2) rule = "needs a 2D convolution";
+    else if (g.ker[1] != 3 || g.ker[2] != 3) rule = "needs a 3x3 kernel";
+    else if (g.stride[1] != 1 || g.stride[2] != 1) rule = "needs stride 1";
+    else if (g.dil[1] != 1 || g.dil[2] != 1) rule = "needs dilation 1";
+    else if (g.groups != 1) rule = "needs groups == 1";
+    if (rule.empty()) return true;
+    why = "node '" + n->name + "': F(4x4,3x3) " + rule;
+    return false;
+  }
+  std::unique_ptr<Plan> make_plan(const Partition& p, const Target& t, Epilogue epi, const Isa& isa) const override {
+    return std::make_unique<WinogradPlan>(p, epi, isa, t.handle->thread_pool().size());
+  }
 };
 
 }  // namespace

@@ -8,7 +8,6 @@
 
 #include "core/dtype.hpp"
 #include "engines/cpu/cpu_features.hpp"
-#include "engines/cpu/epilogue/convert.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
 
 // The element loops are compiled for AVX2 and for the baseline ISA, picked at load time.
@@ -226,10 +225,10 @@ DNNGRAPH_EPILOGUE_CLONES void round_run(DataType t, int64_t n, float* o) {
   switch (t) {
     case DataType::NOT_SET: case DataType::FLOAT: case DataType::DOUBLE: return;
     case DataType::BFLOAT16:
-      for (int64_t i = 0; i < n; ++i) o[i] = bf16_to_fp32(fp32_to_bf16(o[i]));
+      for (int64_t i = 0; i < n; ++i) o[i] = dtype::bf16_to_float(dtype::float_to_bf16(o[i]));
       return;
     case DataType::HALF:
-      for (int64_t i = 0; i < n; ++i) o[i] = fp16_to_fp32(fp32_to_fp16(o[i]));
+      for (int64_t i = 0; i < n; ++i) o[i] = dtype::half_to_float(dtype::float_to_half(o[i]));
       return;
     default:
       for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(dtype::round_to(t, o[i]));
@@ -352,12 +351,12 @@ DNNGRAPH_EPILOGUE_CLONES void store_run(void* dst, DataType t, int64_t stride, i
     }
     case DataType::BFLOAT16: {
       uint16_t* d = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i * stride] = fp32_to_bf16(src[i]);
+      for (int64_t i = 0; i < n; ++i) d[i * stride] = dtype::float_to_bf16(src[i]);
       return;
     }
     case DataType::HALF: {
       uint16_t* d = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i * stride] = fp32_to_fp16(src[i]);
+      for (int64_t i = 0; i < n; ++i) d[i * stride] = dtype::float_to_half(src[i]);
       return;
     }
     case DataType::DOUBLE: {
@@ -379,12 +378,12 @@ DNNGRAPH_EPILOGUE_CLONES void load_run(const void* src, DataType t, int64_t stri
     }
     case DataType::BFLOAT16: {
       const uint16_t* s = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(s[i * stride]);
+      for (int64_t i = 0; i < n; ++i) dst[i] = dtype::bf16_to_float(s[i * stride]);
       return;
     }
     case DataType::HALF: {
       const uint16_t* s = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(s[i * stride]);
+      for (int64_t i = 0; i < n; ++i) dst[i] = dtype::half_to_float(s[i * stride]);
       return;
     }
     default:

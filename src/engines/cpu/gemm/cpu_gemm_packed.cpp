@@ -3,7 +3,9 @@
 // accumulation, and the partition's epilogue applied to each C block while it is in cache.
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
 
-#include "engines/cpu/gemm/engine_common.hpp"
+#include "engines/cpu/anchor_check.hpp"
+#include "engines/cpu/cpu_engine.hpp"
+#include "engines/cpu/gemm/gemm_plan.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
 namespace dnngraph::cpu {
@@ -148,68 +150,44 @@ class MatmulProblem final : public gemm::GemmProblem {
   std::vector<int64_t> out_bs_;  // the output's batch strides
 };
 
-class MatmulPlan final : public Plan {
+class MatmulPlan final : public gemm::GemmPlan {
  public:
-  MatmulPlan(const Partition& p, const Epilogue& epi, Isa isa, gemm::Blocking blk, int threads)
-      : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), blk_(blk), threads_(threads) {
+  // The epilogue runs in place along N, the last dim of the output.
+  MatmulPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
+      : GemmPlan(p, epi, epi.rank() - 1, s, threads) {
     geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
-    epi_.prepare_in_place(epi_.rank() - 1);  // N, the last dim of the output
-    MatmulProblem sizing(geo_, epi_, nullptr, nullptr, ks_.nr);
-    ws_ = gemm::workspace_bytes(sizing, ks_, blk_, threads_) + 64;
+    reserve_workspace(MatmulProblem(geo_, epilogue(), nullptr, nullptr, kernels().nr));
   }
-  int64_t workspace_size() const override { return ws_; }
 
   Status execute(const ExecArgs& args) const override {
     ThreadPool& pool = args.handle.thread_pool();
-    EpilogueRun run(epi_, args.ptrs, pool.size());
-    MatmulProblem prob(geo_, epi_, &args.ptrs, &run, ks_.nr);
-    gemm::run(prob, ks_, blk_, pool, usable_workspace(args.workspace, threads_, pool.size()));
+    EpilogueRun run(epilogue(), args.ptrs, pool.size());
+    run_problem(MatmulProblem(geo_, epilogue(), &args.ptrs, &run, kernels().nr), pool, args.workspace);
     return run.finish();
   }
 
  private:
-  Partition part_;
-  Epilogue epi_;
-  const gemm::KernelSet& ks_;
-  gemm::Blocking blk_;
-  int threads_;
   MatmulGeometry geo_;
-  int64_t ws_ = 0;
 };
 
-class GemmPackedEngine final : public Engine {
+class GemmPackedEngine final : public CpuEngine<Epilogue, GemmKnobs> {
  public:
-  std::string_view name() const override { return "cpu_gemm_packed"; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    Epilogue epi;
-    std::string why;
-    const ir::Node* n = check_anchor(p, t, "matmul", epi, why);
-    if (!n) return Support::no(why);
-    return Support::yes();
-  }
-
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return gemm_knob_space(schema_); }
-  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
+  GemmPackedEngine() : CpuEngine("cpu_gemm_packed") {}
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // Packing and the epilogue pass add a memory term on top of the FMA roofline.
-    return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), isa_efficiency(isa_of(k)), 5e-6);
-  }
-
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    Epilogue epi;
-    std::string why;
-    if (!check_anchor(p, t, "matmul", epi, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_gemm_packed: " + why};
-    Isa isa;
-    gemm::Blocking blk;
-    if (auto s = read_gemm_knobs(schema_, name(), k, isa, blk); !s.ok()) return s;
-    plan = std::make_unique<MatmulPlan>(p, epi, isa, blk, t.handle->thread_pool().size());
-    return {};
+    return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(),
+                            gemm::kernel_efficiency(isa_of(k)), 5e-6);
   }
 
  private:
-  const KnobSchema<GemmKnobs> schema_ = gemm_knob_schema("cpu_gemm_packed");
+  bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
+    return check_anchor(p, t, "matmul", epi, why) != nullptr;
+  }
+  std::unique_ptr<Plan> make_plan(const Partition& p, const Target& t, Epilogue epi,
+                                  const GemmSetting& s) const override {
+    return std::make_unique<MatmulPlan>(p, epi, s, t.handle->thread_pool().size());
+  }
 };
 
 }  // namespace

@@ -91,6 +91,12 @@ class SlotGuard {
 // Bytes of workspace run() needs with `threads` workers.
 int64_t workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads);
 
+// The workspace a plan sized for `planned_threads` may hand to run() on a pool of `pool_threads`:
+// null (run() allocates its own) when the pool has grown since.
+inline void* usable_workspace(void* ws, int planned_threads, int pool_threads) {
+  return pool_threads <= planned_threads ? ws : nullptr;
+}
+
 // Runs the GEMM on the pool; `workspace` holds workspace_bytes(p, ks, blk, pool.size()) bytes
 // (null: allocated here). c_block calls get slot numbers below pool.size().
 void run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace);

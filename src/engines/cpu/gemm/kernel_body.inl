@@ -1,8 +1,11 @@
-// The microkernel body, written once over a vector type V and instantiated per ISA: each
-// kernel_<isa>.cpp includes this file inside its own target region (so every instantiation is
-// compiled for exactly that ISA) after defining V with:
-//   Reg, kWidth, zero(), load(p), store(p, r), bcast(p), fma(a, b, acc) = a * b + acc.
+// The microkernel body, written once over a vector type V of simd/ and instantiated per ISA:
+// kernel_<isa>.cpp includes this file inside its ISA's target region (so every instantiation is
+// compiled for exactly that ISA). V gives Reg, kIsa, kWidth, zero(), load(p), store(p, r),
+// bcast(p), add(a, b) and fma(a, b, acc) = a * b + acc.
 // No include guard: it is meant to be included once per ISA file.
+
+namespace dnngraph::cpu::gemm {
+namespace {
 
 // kPacked: A of each segment is one k-major panel at rows[s * MR] (element (i, k) at [k * MR + i]),
 // a single stream; otherwise row i of segment s is rows[s * MR + i], unit stride.
@@ -47,3 +50,12 @@ void microkernel(int nseg, int64_t seg_len, const float* const* rows, const floa
       V::store(p, accumulate ? V::add(V::load(p), acc[i][j]) : acc[i][j]);
     }
 }
+
+// The kernels of V with MR rows and two vectors of columns (NR = 2 * kWidth): with the MR x 2
+// accumulators, 2 B vectors and one broadcast, MR = 6 fills AVX2's 16 registers and MR = 12
+// AVX-512's 32.
+template <class V, int MR>
+constexpr KernelSet kKernelSet{V::kIsa, MR, 2 * V::kWidth, microkernel<V, MR, 2, false>, microkernel<V, MR, 2, true>};
+
+}  // namespace
+}  // namespace dnngraph::cpu::gemm

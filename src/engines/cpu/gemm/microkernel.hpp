@@ -24,9 +24,12 @@ struct KernelSet {
 
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
 const KernelSet& kernel_set(Isa isa);
+// Share of the device's fp32 peak the kernels of this ISA reach on a large GEMM (the cost
+// models' figure).
+double kernel_efficiency(Isa isa);
 
-// Per-ISA definitions (kernel_<isa>.cpp); on non-x86 builds the x86 ones are absent and
-// kernel_set falls back to the portable kernels.
+// Per-ISA definitions (kernel_<isa>.cpp, each kernel_body.inl over its simd/ vector type); on
+// non-x86 builds the x86 ones are null and kernel_set falls back to the portable kernels.
 const KernelSet& portable_kernels();
 const KernelSet* avx2_kernels();    // null when not compiled in
 const KernelSet* avx512_kernels();  // null when not compiled in

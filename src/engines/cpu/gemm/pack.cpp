@@ -4,8 +4,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/dtype.hpp"
 #include "engines/cpu/cpu_features.hpp"
-#include "engines/cpu/epilogue/convert.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -23,9 +23,9 @@ float to_fp32<float>(float v) { return v; }
 struct Bf16 { uint16_t bits; };
 struct Fp16 { uint16_t bits; };
 template <>
-float to_fp32<Bf16>(Bf16 v) { return bf16_to_fp32(v.bits); }
+float to_fp32<Bf16>(Bf16 v) { return dtype::bf16_to_float(v.bits); }
 template <>
-float to_fp32<Fp16>(Fp16 v) { return fp16_to_fp32(v.bits); }
+float to_fp32<Fp16>(Fp16 v) { return dtype::half_to_float(v.bits); }
 
 template <class T>
 void rows_typed(const StridedMatrix& s, int64_t r0, int64_t rows, int64_t c0, int64_t cols, float* dst, int64_t ld) {

@@ -2,6 +2,8 @@
 // by ISA.
 #include "engines/cpu/norm/norm_kernels.hpp"
 
+#include "engines/cpu/simd/target.hpp"
+
 namespace dnngraph::cpu::norm {
 namespace {
 
@@ -44,10 +46,7 @@ const NormKernels kPortable{Isa::PORTABLE, moments_portable, affine_portable, ch
 }  // namespace
 
 const NormKernels& norm_kernels(Isa isa) {
-  const NormKernels* k = nullptr;
-  if (isa == Isa::AVX512) k = avx512_norm_kernels();
-  if (isa == Isa::AVX2) k = avx2_norm_kernels();
-  return k ? *k : kPortable;
+  return simd::table_for(isa, kPortable, avx2_norm_kernels(), avx512_norm_kernels());
 }
 
 }  // namespace dnngraph::cpu::norm

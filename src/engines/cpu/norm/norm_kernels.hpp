@@ -28,7 +28,7 @@ struct NormKernels {
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
 const NormKernels& norm_kernels(Isa isa);
 
-// Per-ISA definitions (norm_kernels_x86.cpp); null where not compiled in.
+// Per-ISA definitions (norm_kernels_<isa>.cpp); null where not compiled in.
 const NormKernels* avx2_norm_kernels();
 const NormKernels* avx512_norm_kernels();
 

@@ -1,8 +1,12 @@
-// The SIMD bodies of the norm kernels over a vector type V (norm_kernels_<isa>.cpp includes this
-// inside its own target region, with V and kName defined). V gives fp32 registers (Reg, kWidth,
-// load, store, set1, sub, mul, fma) and double registers (DReg, widen, dzero, dset1, dadd, dsub,
-// dfma, dsum).
+// The SIMD bodies of the norm kernels over a vector type V of simd/ (norm_kernels_<isa>.cpp
+// includes this inside its ISA's target region). V gives fp32 registers (Reg, kIsa, kWidth, load,
+// store, set1, sub, mul, fma) and double registers (DReg, widen, dzero, dset1, dadd, dsub, dfma,
+// dsum). No include guard: it is meant to be included once per ISA file.
 
+namespace dnngraph::cpu::norm {
+namespace {
+
+template <class V>
 void moments_simd(const float* x, int64_t n, double shift, double& s1, double& s2) {
   const typename V::DReg sh = V::dset1(shift);
   typename V::DReg a[4], b[4];
@@ -29,6 +33,7 @@ void moments_simd(const float* x, int64_t n, double shift, double& s1, double& s
   s2 += t2;
 }
 
+template <class V>
 void affine_simd(const float* x, int64_t n, float m, float a, const float* s, const float* b, float b0, float* out) {
   const typename V::Reg vm = V::set1(m), va = V::set1(a), vb0 = V::set1(b0);
   int64_t i = 0;
@@ -44,9 +49,16 @@ void affine_simd(const float* x, int64_t n, float m, float a, const float* s, co
   for (; i < n; ++i) out[i] = (x[i] - m) * a * (s ? s[i] : 1.0f) + (b ? b[i] : b0);
 }
 
+template <class V>
 void channel_affine_simd(const float* x, int64_t n, const float* m, const float* a, const float* b, float* out) {
   int64_t i = 0;
   for (; i + V::kWidth <= n; i += V::kWidth)
     V::store(out + i, V::fma(V::sub(V::load(x + i), V::load(m + i)), V::load(a + i), V::load(b + i)));
   for (; i < n; ++i) out[i] = (x[i] - m[i]) * a[i] + b[i];
 }
+
+template <class V>
+constexpr NormKernels kSimdNormKernels{V::kIsa, moments_simd<V>, affine_simd<V>, channel_affine_simd<V>};
+
+}  // namespace
+}  // namespace dnngraph::cpu::norm

@@ -1,4 +1,4 @@
-// A normalization's partition made ready for cpu_norm: the anchor node's tensors, and its
+// A normalization's partition made ready for cpu_norm_rowwise: the anchor node's tensors, and its
 // epilogue lowered with the norm as anchor (the engine produces the normalized values, the CPU
 // epilogue executor applies the rest), in memory order together with X, scale, bias and Y.
 #pragma once

@@ -1,6 +1,6 @@
 // Contiguous fp32 <-> FLOAT/HALF/BFLOAT16 conversion runs, per ISA (F16C for HALF, integer shifts
 // and round-to-nearest-even for BFLOAT16), for the engines' loads and stores of unit-stride data.
-// Results equal cpu/epilogue/convert.hpp's scalar conversions (NaN payloads aside).
+// Results equal core/dtype.hpp's scalar conversions (NaN payloads aside).
 #pragma once
 #include <cstdint>
 
@@ -20,7 +20,7 @@ struct ConvertKernels {
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
 const ConvertKernels& convert_kernels(Isa isa);
 
-// Per-ISA definitions (convert_kernels_x86.cpp); null where not compiled in.
+// Per-ISA definitions (convert_kernels_<isa>.cpp); null where not compiled in.
 const ConvertKernels* avx2_convert_kernels();
 const ConvertKernels* avx512_convert_kernels();
 

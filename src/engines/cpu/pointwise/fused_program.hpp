@@ -1,6 +1,7 @@
 // A fused expression list made ready for the CPU: its types checked, its domain put in memory
 // order (canonical_layout.hpp), compiled by the CPU epilogue executor; and the driver that runs
-// it over its whole domain on every core in one pass. cpu_pointwise_fused and cpu_norm share it.
+// it over its whole domain on every core in one pass. cpu_pointwise_fused and cpu_norm_rowwise
+// share it.
 #pragma once
 #include <string>
 #include <vector>

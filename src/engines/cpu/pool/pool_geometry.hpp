@@ -1,4 +1,4 @@
-// A resample node resolved for cpu_pool: sizes, window, strides and the per-dim tables resizing
+// A resample node resolved for cpu_pool_direct: sizes, window, strides and the per-dim tables resizing
 // and average pooling need, computed once at build. Semantics follow src/engines/ref/ref_resample.cpp.
 #pragma once
 #include <string>
@@ -34,7 +34,7 @@ struct Geometry {
   void window_range(int i, int64_t o, int64_t& start, int64_t& k_lo, int64_t& k_hi) const;
 };
 
-// Reads the partition (one resample node); false with `why` when cpu_pool cannot run it.
+// Reads the partition (one resample node); false with `why` when cpu_pool_direct cannot run it.
 bool read_geometry(const Partition& p, Geometry& g, std::string& why);
 
 }  // namespace dnngraph::cpu::pool

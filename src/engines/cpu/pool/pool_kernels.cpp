@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "engines/cpu/simd/target.hpp"
+
 namespace dnngraph::cpu::pool {
 namespace {
 
@@ -34,10 +36,7 @@ const PoolKernels kPortable{Isa::PORTABLE, max_rows_portable, sum_rows_portable,
 }  // namespace
 
 const PoolKernels& pool_kernels(Isa isa) {
-  const PoolKernels* k = nullptr;
-  if (isa == Isa::AVX512) k = avx512_pool_kernels();
-  if (isa == Isa::AVX2) k = avx2_pool_kernels();
-  return k ? *k : kPortable;
+  return simd::table_for(isa, kPortable, avx2_pool_kernels(), avx512_pool_kernels());
 }
 
 }  // namespace dnngraph::cpu::pool

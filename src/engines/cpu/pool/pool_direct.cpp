@@ -1,16 +1,16 @@
-// cpu_pool. Each output vector is computed in an fp32 accumulator of at most kBlock elements, then
-// converted and stored once. Vectors run along C when C is X's innermost dim (NHWC): every window
+// cpu_pool_direct. Each output vector is computed in an fp32 accumulator of at most kBlock
+// elements, then converted and stored once. Vectors run along C when C is X's innermost dim (NHWC): every window
 // element or interpolation corner is a contiguous channel vector, folded up to 32 at a time by a
 // SIMD kernel. Otherwise they run along the last spatial dim (NCHW): for each window column kw the
 // output positions whose input is inside X form one run of one stride phase. Work items (an
 // output row along the last spatial dim, with all channels or with one) are shared among threads.
-#include "engines/cpu/cpu_knobs.hpp"
-#include "engines/cpu/pool/pool_engine.hpp"
+#include "engines/cpu/pool/pool_direct.hpp"
 
 #include <algorithm>
 #include <limits>
 
-#include "engines/cpu/epilogue/convert.hpp"
+#include "core/dtype.hpp"
+#include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
 #include "engines/cpu/pool/pool_geometry.hpp"
 #include "engines/cpu/pointwise/convert_kernels.hpp"
@@ -305,9 +305,9 @@ class PoolPlan final : public Plan {
     }
     const uint16_t* p = static_cast<const uint16_t*>(x) + row;  // HALF or BFLOAT16
     if (g_.xt == DataType::BFLOAT16) {
-      for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_fp32(p[idx[i] * xs]);
+      for (int64_t i = 0; i < n; ++i) out[i] = dtype::bf16_to_float(p[idx[i] * xs]);
     } else {
-      for (int64_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(p[idx[i] * xs]);
+      for (int64_t i = 0; i < n; ++i) out[i] = dtype::half_to_float(p[idx[i] * xs]);
     }
   }
 
@@ -343,27 +343,9 @@ class PoolPlan final : public Plan {
   const ConvertKernels& cv_;
 };
 
-bool prepare(const Partition& p, const Target& t, Geometry& g, std::string& why) {
-  if (!t.device().is_cpu()) {
-    why = "runs on the CPU only; the handle is " + t.device().to_string();
-    return false;
-  }
-  return pool::read_geometry(p, g, why);
-}
-
-class PoolEngine final : public Engine {
+class PoolDirectEngine final : public CpuEngine<Geometry, IsaKnobs> {
  public:
-  std::string_view name() const override { return "cpu_pool"; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    Geometry g;
-    std::string why;
-    return prepare(p, t, g, why) ? Support::yes() : Support::no(why);
-  }
-
-  // The kernels of each ISA the CPU has, best first.
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return isa_knob_space(schema_); }
-  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
+  PoolDirectEngine() : CpuEngine("cpu_pool_direct") {}
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // X read about once (overlapping windows hit the cache), Y written once; the window folds at
@@ -378,24 +360,19 @@ class PoolEngine final : public Engine {
     return roofline_seconds(flops * 8.0, partition_bytes(p), t.info(), eff, 3e-6);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    Geometry g;
-    std::string why;
-    if (!prepare(p, t, g, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_pool: " + why};
-    Isa isa;
-    if (auto s = read_isa_knobs(schema_, name(), k, isa); !s.ok()) return s;
-    plan = std::make_unique<PoolPlan>(std::move(g), isa);
-    return {};
-  }
-
  private:
-  const KnobSchema<IsaKnobs> schema_ = isa_knob_schema("cpu_pool");
+  bool prepare(const Partition& p, const Target& t, Geometry& g, std::string& why) const override {
+    return on_cpu(t, why) && pool::read_geometry(p, g, why);
+  }
+  std::unique_ptr<Plan> make_plan(const Partition&, const Target&, Geometry g, const Isa& isa) const override {
+    return std::make_unique<PoolPlan>(std::move(g), isa);
+  }
 };
 
 }  // namespace
 
-const Engine& pool_engine() {
-  static const PoolEngine kEngine;
+const Engine& pool_direct_engine() {
+  static const PoolDirectEngine kEngine;
   return kEngine;
 }
 

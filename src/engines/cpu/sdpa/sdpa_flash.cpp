@@ -3,12 +3,11 @@
 // only the part each block of kMr rows can see. It computes scores with the GEMM tile kernel, folds
 // them into a running max/sum (online softmax) and accumulates P·V in fp32. Inputs of any layout
 // and of type FLOAT, HALF or BFLOAT16 are converted while tiles load. Masking rules: src/graph/sdpa.cpp.
-#include "engines/cpu/sdpa/flash_engine.hpp"
+#include "engines/cpu/sdpa/sdpa_flash.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -99,20 +98,6 @@ struct Band {
 
 // ---- element conversion while tiles load and store
 
-inline float half_bits_to_float(uint16_t h) {
-  // Rebias by multiplying: exact for normals and subnormals; inf/NaN patched after.
-  const uint32_t em = h & 0x7fffu;
-  uint32_t bits = em << 13;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  f *= 0x1p112f;
-  std::memcpy(&bits, &f, 4);
-  if (em >= 0x7c00u) bits = 0x7f800000u | ((em & 0x3ffu) << 13);
-  bits |= static_cast<uint32_t>(h & 0x8000u) << 16;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 // dst[i * dst_stride] = src[off + i * src_stride] * scale, for i < n.
 void load_strided(const void* base, DataType t, int64_t off, int64_t src_stride, int64_t n, float* dst,
                   int64_t dst_stride, float scale) {
@@ -129,7 +114,7 @@ void load_strided(const void* base, DataType t, int64_t off, int64_t src_stride,
     }
     case DataType::HALF: {
       const uint16_t* s = static_cast<const uint16_t*>(base) + off;
-      for (int64_t i = 0; i < n; ++i) dst[i * dst_stride] = half_bits_to_float(s[i * src_stride]) * scale;
+      for (int64_t i = 0; i < n; ++i) dst[i * dst_stride] = dtype::half_to_float(s[i * src_stride]) * scale;
       return;
     }
     default: return;  // check() admits only the three types above

@@ -3,13 +3,13 @@
 // over contiguous ranges, one per thread: each element is loaded once, every intermediate stays in
 // a 256-element register strip in cache, outputs are stored once and reductions are accumulated
 // per thread and combined at the end. A lone reduction of an input is lowered to LOAD + REDUCE.
-#include "engines/cpu/pointwise/pointwise_engine.hpp"
+#include "engines/cpu/pointwise/pointwise_fused.hpp"
 
+#include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/pointwise/fused_program.hpp"
 
 namespace dnngraph::cpu {
 namespace {
-
 
 // A partition of one reduction whose input comes from outside: load it and reduce.
 void lower_lone_reduction(const Partition& p, expr::Program& prog) {
@@ -31,11 +31,8 @@ void lower_lone_reduction(const Partition& p, expr::Program& prog) {
   prog.reductions = {n.outputs[0]};
 }
 
-bool prepare(const Partition& p, const Target& t, FusedProgram& out, std::string& why) {
-  if (!t.device().is_cpu()) {
-    why = "runs on the CPU only; the handle is " + t.device().to_string();
-    return false;
-  }
+bool prepare_fused(const Partition& p, const Target& t, FusedProgram& out, std::string& why) {
+  if (!on_cpu(t, why)) return false;
   if (p.anchor >= 0) {
     const ir::Node& a = p.graph->nodes[static_cast<size_t>(p.anchor)];
     why = "the partition is anchored on node '" + a.name + "' (" + std::string(op_name(a.attr)) +
@@ -72,15 +69,9 @@ class PointwisePlan final : public Plan {
   FusedProgram fp_;
 };
 
-class PointwiseFusedEngine final : public Engine {
+class PointwiseFusedEngine final : public CpuEngine<FusedProgram> {
  public:
-  std::string_view name() const override { return "cpu_pointwise_fused"; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    FusedProgram fp;
-    std::string why;
-    return prepare(p, t, fp, why) ? Support::yes() : Support::no(why);
-  }
+  PointwiseFusedEngine() : CpuEngine("cpu_pointwise_fused") {}
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {
     // One pass: the partition's bytes at about half the measured bandwidth, or its element ops at
@@ -88,12 +79,12 @@ class PointwiseFusedEngine final : public Engine {
     return roofline_seconds(partition_flops(p) * 4.0, partition_bytes(p), t.info(), 0.5, 3e-6);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs&, std::unique_ptr<Plan>& plan) const override {
-    FusedProgram fp;
-    std::string why;
-    if (!prepare(p, t, fp, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_pointwise_fused: " + why};
-    plan = std::make_unique<PointwisePlan>(std::move(fp));
-    return {};
+ private:
+  bool prepare(const Partition& p, const Target& t, FusedProgram& out, std::string& why) const override {
+    return prepare_fused(p, t, out, why);
+  }
+  std::unique_ptr<Plan> make_plan(const Partition&, const Target&, FusedProgram fp, const Setting&) const override {
+    return std::make_unique<PointwisePlan>(std::move(fp));
   }
 };
 

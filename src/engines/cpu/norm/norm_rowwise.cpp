@@ -1,5 +1,5 @@
-// cpu_norm. Everything runs over the canonical domain (X's memory order, dims merged where every
-// tensor allows), in runs along its last dim of at most kBuf elements: X is loaded (converted to
+// cpu_norm_rowwise. Everything runs over the canonical domain (X's memory order, dims merged where
+// every tensor allows), in runs along its last dim of at most kBuf elements: X is loaded (converted to
 // fp32 when needed), an affine SIMD kernel of the chosen ISA produces the normalized values, and
 // the CPU epilogue executor applies the partition's epilogue to them as its anchor values (or,
 // when the epilogue only stores Y at unit stride, the kernels write Y or convert into it).
@@ -8,13 +8,13 @@
 // row is cut into segments (moments combined, then the runs of each segment).
 // Batchnorm_inference: per-channel (x - mean) * (inv_variance * scale) + bias over contiguous
 // ranges of the domain, one per thread.
-#include "engines/cpu/cpu_knobs.hpp"
-#include "engines/cpu/norm/norm_engine.hpp"
+#include "engines/cpu/norm/norm_rowwise.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/dtype.hpp"
+#include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/norm/norm_kernels.hpp"
 #include "engines/cpu/norm/norm_program.hpp"
 #include "engines/cpu/pointwise/convert_kernels.hpp"
@@ -335,28 +335,15 @@ class NormPlan final : public Plan {
   int channel_dim_ = -1;                    // batchnorm: the canonical dim of C (-1 when C is 1)
 };
 
-bool prepare(const Partition& p, const Target& t, NormSpec& spec, FusedProgram& fp, std::string& why) {
-  if (!t.device().is_cpu()) {
-    why = "runs on the CPU only; the handle is " + t.device().to_string();
-    return false;
-  }
-  return norm::read_norm(p, spec, why) && norm::build_norm_program(p, spec, fp, why);
-}
+// The norm node read and its epilogue compiled: what check() and build() share.
+struct PreparedNorm {
+  NormSpec spec;
+  FusedProgram fp;
+};
 
-class NormEngine final : public Engine {
+class NormRowwiseEngine final : public CpuEngine<PreparedNorm, IsaKnobs> {
  public:
-  std::string_view name() const override { return "cpu_norm"; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    NormSpec spec;
-    FusedProgram fp;
-    std::string why;
-    return prepare(p, t, spec, fp, why) ? Support::yes() : Support::no(why);
-  }
-
-  // The kernels of each ISA the CPU has, best first.
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override { return isa_knob_space(schema_); }
-  Status check_knobs(const Knobs& k) const override { return schema_.validate(k); }
+  NormRowwiseEngine() : CpuEngine("cpu_norm_rowwise") {}
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // Inputs read once and outputs written once (a row stays in cache between its two passes);
@@ -365,25 +352,19 @@ class NormEngine final : public Engine {
     return roofline_seconds(partition_flops(p) * 4.0, partition_bytes(p), t.info(), eff, 3e-6);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    NormSpec spec;
-    FusedProgram fp;
-    std::string why;
-    if (!prepare(p, t, spec, fp, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cpu_norm: " + why};
-    Isa isa;
-    if (auto s = read_isa_knobs(schema_, name(), k, isa); !s.ok()) return s;
-    plan = std::make_unique<NormPlan>(p, spec, std::move(fp), isa);
-    return {};
-  }
-
  private:
-  const KnobSchema<IsaKnobs> schema_ = isa_knob_schema("cpu_norm");
+  bool prepare(const Partition& p, const Target& t, PreparedNorm& out, std::string& why) const override {
+    return on_cpu(t, why) && norm::read_norm(p, out.spec, why) && norm::build_norm_program(p, out.spec, out.fp, why);
+  }
+  std::unique_ptr<Plan> make_plan(const Partition& p, const Target&, PreparedNorm prep, const Isa& isa) const override {
+    return std::make_unique<NormPlan>(p, prep.spec, std::move(prep.fp), isa);
+  }
 };
 
 }  // namespace
 
-const Engine& norm_engine() {
-  static const NormEngine kEngine;
+const Engine& norm_rowwise_engine() {
+  static const NormRowwiseEngine kEngine;
   return kEngine;
 }
 
