@@ -12,7 +12,7 @@
 #include "common/dims.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/kernel_cache.hpp"
-#include "engines/cuda/gemm/epilogue_layout.hpp"
+#include "engines/cuda/common/epilogue_layout.hpp"
 #include "engines/cuda/gemm/matmul_plan.hpp"
 #include "planning/engine.hpp"
 #include "runtime/handle_impl.hpp"
@@ -123,7 +123,7 @@ inline ::testing::AssertionResult lower_graph(dg::Graph& g, Lowered& out) {
   out.ir = g.impl().ir.get();
   if (auto s = dg::partition_graph(*out.ir, out.parts); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
   for (const auto& p : out.parts)
-    if (dg::cuda::gemm::anchor_node(p) >= 0) return ::testing::AssertionSuccess();
+    if (dg::cuda::anchor_node(p) >= 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "no anchored partition";
 }
 

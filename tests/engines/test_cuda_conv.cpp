@@ -7,7 +7,7 @@
 
 #include "engines/cuda/conv/conv_engines.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 #include "common/dims.hpp"
 #include "cuda_conv_test_util.hpp"
 #include "gemm_test_util.hpp"

@@ -7,7 +7,7 @@
 
 #include "engines/cuda/gemm/gemm_engines.hpp"
 #include "engines/cuda/gemm/matmul_plan.hpp"
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 #include "gemm_test_util.hpp"
 #include "runtime/handle_impl.hpp"
 
@@ -64,7 +64,7 @@ void compile_case(const CompileCase& cc, const std::vector<gm::MatmulConfig>& co
     std::string why;
     EXPECT_EQ(pieces.mp.a_k_major, !cc.a_mn_major);
     EXPECT_EQ(pieces.mp.b_k_major, cc.b_k_major);
-    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
+    ASSERT_TRUE(dg::cuda::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
     for (const auto& c : configs) {
       const std::string src = gm::matmul_source(pieces.mp, c, pieces.epi, *low.ir);
       std::vector<uint8_t> cubin;
@@ -160,7 +160,7 @@ std::vector<std::string> plain_matmul_sources(dg::DataType t, const std::vector<
   std::vector<std::string> sources;
   for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
     std::string why;
-    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
+    ASSERT_TRUE(dg::cuda::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
     for (const auto& c : configs) sources.push_back(gm::matmul_source(pieces.mp, c, pieces.epi, *low.ir));
   });
   EXPECT_EQ(sources.size(), configs.size());
@@ -217,10 +217,10 @@ TEST_F(CudaGemmCompile, EpilogueLayoutCollapsesOnlyNestedStrides) {
   for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered&) {
     std::string why;
     // Both output axes folded into one row index: column-major strides do not nest that way.
-    gm::EpilogueAxes folded{{}, {0, 1}, {}};
-    EXPECT_FALSE(gm::plan_epilogue(p, folded, false, pieces.epi, why));
+    dg::cuda::EpilogueAxes folded{{}, {0, 1}, {}};
+    EXPECT_FALSE(dg::cuda::plan_epilogue(p, folded, false, pieces.epi, why));
     EXPECT_NE(why.find("do not walk the GEMM rows and columns"), std::string::npos) << why;
-    ASSERT_TRUE(gm::plan_epilogue(p, pieces.mp.axes, false, pieces.epi, why)) << why;
+    ASSERT_TRUE(dg::cuda::plan_epilogue(p, pieces.mp.axes, false, pieces.epi, why)) << why;
     ASSERT_EQ(pieces.epi.L.rank(), 2);
     EXPECT_EQ(pieces.epi.L.vec, 4);
     const auto& out = pieces.epi.L.operands.back();

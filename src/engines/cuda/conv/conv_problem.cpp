@@ -1,6 +1,6 @@
 #include "engines/cuda/conv/conv_problem.hpp"
 
-#include "engines/cuda/gemm/matmul_problem.hpp"
+#include "engines/cuda/common/tensor_core_types.hpp"
 
 namespace dnngraph::cuda::conv {
 namespace {
@@ -73,27 +73,7 @@ void fill_spatial(const Attr& attr, const ir::Tensor& gathered, const ir::Tensor
   for (size_t i = 0; i < nsp; ++i) cp.M *= out.dims[2 + i];
 }
 
-// BFLOAT16 or HALF (both the same); FLOAT only where the graph lets it round to TF32.
-bool check_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& X, const ir::Tensor& W, std::string& why) {
-  const bool half = X.dtype == DataType::BFLOAT16 || X.dtype == DataType::HALF;
-  if (X.dtype == W.dtype && X.dtype == DataType::FLOAT && !g.allow_tf32) {
-    why = where(n, X) + gemm::kTf32Rule;
-    return false;
-  }
-  if (X.dtype != W.dtype || !(half || X.dtype == DataType::FLOAT)) {
-    why = where(n, X) + "inputs of type " + std::string(to_string(X.dtype)) + " x " + std::string(to_string(W.dtype)) +
-          " are not supported (BFLOAT16 or HALF, both the same; FLOAT x FLOAT as TF32)";
-    return false;
-  }
-  if (n.compute_type != DataType::FLOAT && n.compute_type != DataType::NOT_SET) {
-    why = "node '" + n.name + "': compute type " + std::string(to_string(n.compute_type)) +
-          " is not supported (fp32 accumulation)";
-    return false;
-  }
-  return true;
-}
-
-void output_axes(size_t rank, gemm::EpilogueAxes& axes) {
+void output_axes(size_t rank, EpilogueAxes& axes) {
   axes.m.push_back(0);
   for (size_t i = 2; i < rank; ++i) axes.m.push_back(static_cast<int>(i));
   axes.n = {1};
@@ -103,7 +83,7 @@ void output_axes(size_t rank, gemm::EpilogueAxes& axes) {
 
 bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
-  const int a = gemm::anchor_node(p);
+  const int a = anchor_node(p);
   if (a < 0 || !ir::is<ConvDgradAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
     why = "the partition is not anchored on a conv_dgrad";
     return false;
@@ -112,7 +92,7 @@ bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why)
   const ir::Tensor& DY = p.tensor(n.inputs[0]);
   const ir::Tensor& W = p.tensor(n.inputs[1]);
   const ir::Tensor& DX = p.tensor(n.outputs[0]);
-  if (!check_types(*p.graph, n, DY, W, why) || !check_gathered(n, DY, why)) return false;
+  if (!check_tensor_core_types(*p.graph, n, DY, W, why) || !check_gathered(n, DY, why)) return false;
   if (W.dims[1] != DX.dims[1]) {
     why = where(n, W) + "grouped convolution (groups = " + std::to_string(DX.dims[1] / W.dims[1]) +
           ") is not supported by the implicit GEMM";
@@ -138,7 +118,7 @@ bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why)
 
 bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
-  const int a = gemm::anchor_node(p);
+  const int a = anchor_node(p);
   if (a < 0 || !ir::is<ConvFpropAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
     why = "the partition is not anchored on a conv_fprop";
     return false;
@@ -147,7 +127,7 @@ bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why)
   const ir::Tensor& X = p.tensor(n.inputs[0]);
   const ir::Tensor& W = p.tensor(n.inputs[1]);
   const ir::Tensor& Y = p.tensor(n.outputs[0]);
-  if (!check_types(*p.graph, n, X, W, why)) return false;
+  if (!check_tensor_core_types(*p.graph, n, X, W, why)) return false;
   if (W.dims[1] != X.dims[1]) {
     why = where(n, W) + "grouped convolution (groups = " + std::to_string(X.dims[1] / W.dims[1]) +
           ") is not supported by the implicit GEMM; depthwise convolutions have their own engine";
@@ -167,7 +147,7 @@ bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why)
 
 bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
-  const int a = gemm::anchor_node(p);
+  const int a = anchor_node(p);
   if (a < 0 || !ir::is<ConvWgradAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
     why = "the partition is not anchored on a conv_wgrad";
     return false;
@@ -176,7 +156,7 @@ bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why)
   const ir::Tensor& DY = p.tensor(n.inputs[0]);
   const ir::Tensor& X = p.tensor(n.inputs[1]);
   const ir::Tensor& DW = p.tensor(n.outputs[0]);
-  if (!check_types(*p.graph, n, DY, X, why) || !check_gathered(n, X, why)) return false;
+  if (!check_tensor_core_types(*p.graph, n, DY, X, why) || !check_gathered(n, X, why)) return false;
   if (DW.dims[1] != X.dims[1]) {
     why = where(n, DW) + "grouped convolution (groups = " + std::to_string(X.dims[1] / DW.dims[1]) +
           ") is not supported by the implicit GEMM";
@@ -214,7 +194,7 @@ bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why)
 }
 
 bool describe_conv(const Partition& p, ConvProblem& out, std::string& why) {
-  const int a = gemm::anchor_node(p);
+  const int a = anchor_node(p);
   const ir::Node* anchor = a >= 0 ? &p.graph->nodes[static_cast<size_t>(a)] : nullptr;
   if (anchor && ir::is<ConvDgradAttr>(*anchor)) return describe_conv_dgrad(p, out, why);
   if (anchor && ir::is<ConvWgradAttr>(*anchor)) return describe_conv_wgrad(p, out, why);

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engines/cuda/conv/conv_params.hpp"
-#include "engines/cuda/gemm/epilogue_layout.hpp"
+#include "engines/cuda/common/epilogue_layout.hpp"
 
 namespace dnngraph::cuda::conv {
 
@@ -13,7 +13,7 @@ struct ConvProblem {
   DataType dtype = DataType::BFLOAT16;  // BFLOAT16, HALF, or FLOAT (multiplied as TF32 where the graph allows)
   int x = -1, w = -1;  // IR tensor ids
   ConvParams params{};  // sizes and strides; pointers and tiles are filled at execute
-  gemm::EpilogueAxes axes;
+  EpilogueAxes axes;
   bool dgrad = false;   // conv_dgrad: x is DY, the GEMM output is DX
   bool wgrad = false;   // conv_wgrad: x is X (gathered as B), w is DY (A), the GEMM output is DW
 };

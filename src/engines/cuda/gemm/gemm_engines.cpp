@@ -60,7 +60,7 @@ double estimate(const Partition& p, const Target& t, const MatmulConfig& c, doub
 Status check_tf32(const Partition& p, const gemm::MatmulProblem& mp, const MatmulConfig& c, std::string_view engine) {
   const bool fp32 = mp.dtype == DataType::FLOAT;
   const int mn_major = !mp.a_k_major ? mp.a : !mp.b_k_major ? mp.b : -1;
-  const std::string where = "node '" + p.graph->nodes[static_cast<size_t>(gemm::anchor_node(p))].name + "', tensor '" +
+  const std::string where = "node '" + p.graph->nodes[static_cast<size_t>(anchor_node(p))].name + "', tensor '" +
                             p.tensor(fp32 && mn_major >= 0 ? mn_major : mp.a).name + "': ";
   if (fp32 && c.core == Core::WGMMA && mn_major >= 0 && !c.transpose)
     return {ErrorCode::GRAPH_NOT_SUPPORTED,
@@ -90,12 +90,12 @@ Status build_plan(const Partition& p, const Target& t, const MatmulConfig& c, bo
   MatmulPieces pieces;
   if (auto s = gemm::prepare_matmul(p, t, pieces); !s.ok()) return s;
   if (auto s = check_tf32(p, pieces.mp, c, engine); !s.ok()) return s;
-  gemm::KernelBuild k;
+  KernelBuild k;
   k.source = gemm::matmul_source(pieces.mp, c, pieces.epi, *p.graph);
   const char* kernel = c.core == Core::WGMMA ? gemm::kWgmmaKernel : gemm::kMmaSyncKernel;
   const bool fin = pieces.epi.L.needs_finalize();
-  Status s = compile ? gemm::compile_kernel(t, std::string(engine) + ".cu", kernel, c.smem_bytes, fin, k)
-                     : gemm::reload_kernel(t, *r, kernel, c.smem_bytes, fin, engine, k);
+  Status s = compile ? compile_kernel(t, std::string(engine) + ".cu", kernel, c.smem_bytes, fin, k)
+                     : reload_kernel(t, *r, kernel, c.smem_bytes, fin, engine, k);
   if (!s.ok()) return s;
   CUfunction transpose = nullptr;
   if (c.transpose)

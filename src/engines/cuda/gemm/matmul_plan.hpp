@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "engines/cuda/gemm/kernel_build.hpp"
+#include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/gemm/matmul_problem.hpp"
 
 namespace dnngraph::cuda::gemm {

@@ -3,7 +3,7 @@
 // addressing, and the call into the generated epilogue for a pair of accumulators.
 //
 // The epilogue (struct Epilogue from src/engines/cuda/codegen, emitted over the layout built by
-// src/engines/cuda/gemm/epilogue_layout.cpp) sees coordinates [batch dims..., m, n]: the last two are
+// src/engines/cuda/common/epilogue_layout.cpp) sees coordinates [batch dims..., m, n]: the last two are
 // the GEMM row and column, the others the output's batch dims.
 #pragma once
 #include "dg_pointwise.cuh"

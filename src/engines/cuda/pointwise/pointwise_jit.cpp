@@ -9,7 +9,7 @@
 #include "core/log.hpp"
 #include "engines/cuda/codegen/emitter.hpp"
 #include "engines/cuda/codegen/params.hpp"
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 #include "runtime/cuda/context.hpp"
 
 namespace dnngraph::cuda {

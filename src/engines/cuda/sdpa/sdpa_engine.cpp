@@ -11,14 +11,13 @@
 
 #include "core/log.hpp"
 #include "runtime/cuda/driver_ext.hpp"
-#include "engines/cuda/gemm/kernel_build.hpp"
+#include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/sdpa/sdpa_params.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
 
 namespace dnngraph::cuda {
 namespace {
 
-using gemm::KernelBuild;
 using cuda::TensorMap;
 using sdpa::Config;
 using sdpa::Core;
@@ -102,7 +101,7 @@ class SdpaPlan final : public Plan {
                            kargs, sdpa::kKernelName);
   }
 
-  void serialize(ByteWriter& w) const override { gemm::serialize_kernel(k_, w); }
+  void serialize(ByteWriter& w) const override { serialize_kernel(k_, w); }
 
  private:
   template <class Ptr>
@@ -214,8 +213,8 @@ class SdpaFlashEngine final : public Engine {
       return {fail, "cuda_sdpa_flash: " + why};
     KernelBuild kb;
     kb.source = sdpa::kernel_source(c);
-    Status s = r ? gemm::reload_kernel(t, *r, sdpa::kKernelName, c.smem_bytes, false, name(), kb)
-                 : gemm::compile_kernel(t, "cuda_sdpa_flash.cu", sdpa::kKernelName, c.smem_bytes, false, kb);
+    Status s = r ? reload_kernel(t, *r, sdpa::kKernelName, c.smem_bytes, false, name(), kb)
+                 : compile_kernel(t, "cuda_sdpa_flash.cu", sdpa::kKernelName, c.smem_bytes, false, kb);
     if (!s.ok()) return s;
     DG_LOG(DEBUG) << "cuda_sdpa_flash: " << c.describe() << ", " << c.smem_bytes << " bytes of shared memory";
     plan = std::make_unique<SdpaPlan>(p, std::move(pr), c, std::move(kb));

@@ -1,5 +1,5 @@
 // Compiling, loading, serializing and reloading the one kernel (plus the reduction finalizer) a
-// GEMM or convolution plan runs: shared by every engine under src/engines/cuda/gemm and conv.
+// GEMM, convolution or attention plan runs.
 #pragma once
 #include <memory>
 #include <string>
@@ -9,7 +9,7 @@
 #include "planning/engine.hpp"
 #include "runtime/cuda/context.hpp"
 
-namespace dnngraph::cuda::gemm {
+namespace dnngraph::cuda {
 
 struct KernelBuild {
   std::string source;
@@ -28,4 +28,4 @@ Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int sme
                      std::string_view engine, KernelBuild& k);
 void serialize_kernel(const KernelBuild& k, ByteWriter& w);
 
-}  // namespace dnngraph::cuda::gemm
+}  // namespace dnngraph::cuda

@@ -15,7 +15,7 @@
 #include "planning/engine.hpp"
 #include "runtime/cuda/context.hpp"
 
-namespace dnngraph::cuda::gemm {
+namespace dnngraph::cuda {
 
 // Axes of the anchor output (the fused domain), outermost first within each group.
 struct EpilogueAxes {
@@ -40,7 +40,7 @@ bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, E
 // `namespace dg_gen { struct Epilogue ... }` for the kernel source.
 std::string epilogue_source(const EpiloguePlan& e, const ir::Graph& g);
 // The kernel that finishes reductions not accumulated in their output ("" when none is needed).
-inline constexpr const char* kFinalizeKernel = "dg_gemm_finalize";
+inline constexpr const char* kEpilogueFinalizeKernel = "dg_gemm_finalize";
 std::string finalize_source(const codegen::Layout& L);
 
 // Execute-time pieces: the epilogue's kernel arguments (scalars read from their host pointers),
@@ -52,4 +52,4 @@ Status reset_reductions(HandleImpl& h, const codegen::Layout& L, const codegen::
 Status run_finalize(HandleImpl& h, const codegen::Layout& L, CUfunction finalize,
                     codegen::PointwiseParams& params);
 
-}  // namespace dnngraph::cuda::gemm
+}  // namespace dnngraph::cuda

@@ -1,4 +1,4 @@
-#include "engines/cuda/gemm/epilogue_layout.hpp"
+#include "engines/cuda/common/epilogue_layout.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -7,7 +7,7 @@
 #include "core/dtype.hpp"
 #include "engines/cuda/codegen/emitter.hpp"
 
-namespace dnngraph::cuda::gemm {
+namespace dnngraph::cuda {
 namespace {
 
 using codegen::Access;
@@ -257,7 +257,7 @@ std::string epilogue_source(const EpiloguePlan& e, const ir::Graph& g) {
 std::string finalize_source(const codegen::Layout& L) {
   if (!L.needs_finalize()) return "";
   std::ostringstream os;
-  os << "extern \"C\" __global__ void __launch_bounds__(256) " << kFinalizeKernel
+  os << "extern \"C\" __global__ void __launch_bounds__(256) " << kEpilogueFinalizeKernel
      << "(const dg::PointwiseParams p) {\n  __shared__ float scratch[32];\n  (void)scratch;\n";
   int f = 0;
   for (size_t i = 0; i < L.reductions.size(); ++i) {
@@ -315,7 +315,7 @@ Status run_finalize(HandleImpl& h, const codegen::Layout& L, CUfunction finalize
     if (!r.full) partial_volume = std::max(partial_volume, r.volume);
   const LaunchDims dims{static_cast<unsigned>(std::min<int64_t>(1024, (partial_volume + 255) / 256)), 256, 0};
   void* args[] = {&params};
-  return launch(h, finalize, dims, args, kFinalizeKernel);
+  return launch(h, finalize, dims, args, kEpilogueFinalizeKernel);
 }
 
-}  // namespace dnngraph::cuda::gemm
+}  // namespace dnngraph::cuda

@@ -1,11 +1,11 @@
-#include "engines/cuda/gemm/kernel_build.hpp"
+#include "engines/cuda/common/kernel_build.hpp"
 
 #include "core/hash.hpp"
 #include "runtime/cuda/driver_ext.hpp"
-#include "engines/cuda/gemm/epilogue_layout.hpp"
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/epilogue_layout.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 
-namespace dnngraph::cuda::gemm {
+namespace dnngraph::cuda {
 namespace {
 
 constexpr uint32_t kPayloadVersion = 1;
@@ -16,7 +16,7 @@ Status load(const Target& t, const char* kernel, int smem_bytes, bool has_finali
   // Always raised: 48 KB of dynamic shared memory plus the epilogue's static scratch exceeds the
   // default limit (a launch then fails with CUDA_ERROR_INVALID_VALUE).
   if (auto s = set_dynamic_smem(k.main, smem_bytes, kernel); !s.ok()) return s;
-  if (has_finalize) return k.module->function(kFinalizeKernel, k.finalize);
+  if (has_finalize) return k.module->function(kEpilogueFinalizeKernel, k.finalize);
   return {};
 }
 
@@ -47,4 +47,4 @@ void serialize_kernel(const KernelBuild& k, ByteWriter& w) {
   w.put_bytes(k.cubin.data(), k.cubin.size());
 }
 
-}  // namespace dnngraph::cuda::gemm
+}  // namespace dnngraph::cuda
