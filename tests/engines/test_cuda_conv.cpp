@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "engines/cuda/conv/conv_engines.hpp"
+#include "engines/cuda/conv/conv_implicit_gemm.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
 #include "common/dims.hpp"

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "cuda_conv_test_util.hpp"
-#include "engines/cuda/conv/conv_engines.hpp"
+#include "engines/cuda/conv/conv_depthwise_direct.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
 #include "runtime/handle_impl.hpp"
 

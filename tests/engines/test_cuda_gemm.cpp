@@ -5,7 +5,6 @@
 
 #include <random>
 
-#include "engines/cuda/gemm/gemm_engines.hpp"
 #include "engines/cuda/gemm/matmul_plan.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
 #include "gemm_test_util.hpp"

@@ -14,7 +14,7 @@
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
-#include "engines/cuda/sdpa/sdpa_engine.hpp"
+#include "engines/cuda/sdpa/sdpa_flash.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
 #include "engines/test_cuda_util.hpp"
 #include "graph/graph_impl.hpp"

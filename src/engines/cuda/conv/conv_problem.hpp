@@ -28,11 +28,4 @@ bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why)
 // Any of the three, by the anchor's op.
 bool describe_conv(const Partition& p, ConvProblem& out, std::string& why);
 
-// The generated kernel source for a conv_fprop or conv_dgrad partition and tile configuration,
-// without a device (for the NVRTC compile tests). Defined in conv_engines.cpp.
-bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
-                           std::string& why, int splits = 1);
-// The same for cuda_conv_depthwise_direct (defined in depthwise.cpp); strip 0 = the per-pixel kernel.
-bool depthwise_source_for_test(const Partition& p, int strip, std::string& src, std::string& why);
-
 }  // namespace dnngraph::cuda::conv

@@ -14,8 +14,6 @@ const char* dt_name(DataType t) {
 }
 const char* b(bool v) { return v ? "true" : "false"; }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 bool misaligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; }
 
 // TMA maps for the wgmma core: A as (K, M, batch) or (M, K, batch) innermost first, B as (K, N,

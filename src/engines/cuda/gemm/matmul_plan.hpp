@@ -24,6 +24,8 @@ struct MatmulConfig {
   std::string describe() const;
 };
 
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 inline constexpr const char* kMmaSyncKernel = "dg_gemm_mma_sync";
 inline constexpr const char* kWgmmaKernel = "dg_gemm_wgmma";
 inline constexpr const char* kTransposeKernel = "dg_gemm_transpose";

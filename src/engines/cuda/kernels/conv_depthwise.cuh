@@ -9,7 +9,7 @@
 
 namespace dg {
 
-// Kernel arguments. Mirrored by src/engines/cuda/conv/depthwise_params.hpp.
+// Kernel arguments. Mirrored by src/engines/cuda/conv/conv_depthwise_direct.cpp.
 struct DwParams {
   i64 M;            // output pixels (N x O x P x Q)
   i64 x_stride[4];  // n, d, h, w (the channel stride is 1)

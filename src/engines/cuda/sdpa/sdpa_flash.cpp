@@ -1,7 +1,7 @@
 // cuda_sdpa_flash: the engine (support, knobs, cost) and its plan (kernel arguments, TMA maps,
 // launch). The kernels: src/engines/cuda/kernels/sdpa_*.cuh; one per (core, types, padded head dim),
 // every size a kernel argument, so one compiled kernel serves every shape.
-#include "engines/cuda/sdpa/sdpa_engine.hpp"
+#include "engines/cuda/sdpa/sdpa_flash.hpp"
 
 #include <dlfcn.h>
 
@@ -10,10 +10,10 @@
 #include <mutex>
 
 #include "core/log.hpp"
-#include "runtime/cuda/driver_ext.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/sdpa/sdpa_params.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 
 namespace dnngraph::cuda {
 namespace {

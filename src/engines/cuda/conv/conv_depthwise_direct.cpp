@@ -2,16 +2,17 @@
 // activations, computed directly (kernels/conv_depthwise.cuh), with the fused epilogue. 2D/1D
 // filters of at most 9 taps run the strip kernel (knob strip = output pixels per thread item along
 // W, filters in registers); other filters the per-pixel kernel (strip = 0).
+#include "engines/cuda/conv/conv_depthwise_direct.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <sstream>
 
 #include "core/log.hpp"
-#include "engines/cuda/conv/conv_engines.hpp"
-#include "runtime/cuda/driver_ext.hpp"
 #include "engines/cuda/common/epilogue_layout.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 
 namespace dnngraph::cuda {
 namespace {

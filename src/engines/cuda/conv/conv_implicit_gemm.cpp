@@ -1,13 +1,15 @@
-#include "engines/cuda/conv/conv_engines.hpp"
+// cuda_conv_implicit_gemm: the engine (knobs, cost) and its plan (kernel arguments, TMA map,
+// launch). The kernels: kernels/conv_implicit_gemm.cuh (mma.sync) and kernels/conv_wgmma.cuh.
+#include "engines/cuda/conv/conv_implicit_gemm.hpp"
 
 #include <algorithm>
 #include <sstream>
 
 #include "core/log.hpp"
-#include "engines/cuda/conv/conv_problem.hpp"
-#include "runtime/cuda/driver_ext.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
+#include "engines/cuda/conv/conv_problem.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 
 namespace dnngraph::cuda {
 namespace {
