@@ -217,7 +217,7 @@ TEST(CudaSdpaEngine, RejectsWithReasons) {
   std::string why;
   ASSERT_TRUE(sd::describe(l.part, pr, why)) << why;
   sd::Config cfg;
-  EXPECT_FALSE(sd::make_config(pr, {{"core", 1}}, 80, cfg, why));
+  EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 1}, 80, cfg, why));
   EXPECT_EQ(why, "knob core=1 (wgmma + TMA) needs sm_90a; the device is sm_80");
 }
 

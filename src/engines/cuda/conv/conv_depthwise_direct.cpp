@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/log.hpp"
+#include "engines/cuda/common/cuda_knobs.hpp"
 #include "engines/cuda/common/epilogue_layout.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
@@ -148,10 +149,15 @@ std::string source(const Pieces& pc, int strip, const ir::Graph& g) {
   return os.str();
 }
 
-int read_strip(const Knobs& k, const Pieces& pc) {
-  auto it = k.find("strip");
-  if (it != k.end()) return static_cast<int>(it->second);
-  return pc.strip_ok ? 4 : 0;
+// The engine's knob: output pixels per strip item along W, 0 for the per-pixel kernel.
+struct DepthwiseKnobs {
+  int64_t strip = -1;  // -1 (absent): 4 where the strip kernel applies, else 0
+};
+
+const KnobSchema<DepthwiseKnobs> kSchema{kName, {{"strip", &DepthwiseKnobs::strip, 0, 8}}};
+
+int strip_of(const DepthwiseKnobs& k, const Pieces& pc) {
+  return k.strip >= 0 ? static_cast<int>(k.strip) : pc.strip_ok ? 4 : 0;
 }
 
 class DepthwisePlan final : public Plan {
@@ -224,23 +230,24 @@ class DepthwiseDirectEngine final : public Engine {
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     Pieces pc;
     std::string why;
-    if (!describe(p, pc, why) || !pc.strip_ok) return {Knobs{{"strip", 0}}};
-    std::vector<Knobs> out;
-    for (int s : {4, 2, 8}) out.push_back({{"strip", s}});
-    std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
-      return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
-    });
+    if (!describe(p, pc, why) || !pc.strip_ok) return {kSchema.print({0})};
+    std::vector<Knobs> out = print_knobs(kSchema, {{4}, {2}, {8}});
+    sort_by_estimate(*this, p, t, out);
     return out;
   }
+
+  Status check_knobs(const Knobs& k) const override { return kSchema.validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // Memory bound: each input read about once (the taps overlap in cache), outputs written once.
     // Strips past the output's width compute padding; the per-pixel kernel reads every tap.
+    DepthwiseKnobs knobs;
+    if (!kSchema.parse(k, knobs).ok()) return 1e9;
     Pieces pc;
     std::string why;
     double waste = 1.0, eff = 0.6;
     if (describe(p, pc, why)) {
-      const int strip = read_strip(k, pc);
+      const int strip = strip_of(knobs, pc);
       const int q = pc.params.out[2];
       if (strip > 0) waste = static_cast<double>((q + strip - 1) / strip * strip) / q;
       eff = strip >= 4 ? 0.6 : strip > 0 ? 0.5 : 0.2;
@@ -261,8 +268,10 @@ class DepthwiseDirectEngine final : public Engine {
   Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
     Pieces pc;
     if (auto s = prepare(p, t, pc); !s.ok()) return s;
-    const int strip = read_strip(k, pc);
-    if (strip < 0 || strip > 8 || (strip > 0 && !pc.strip_ok))
+    DepthwiseKnobs knobs;
+    if (auto s = read_knobs(kSchema, k, ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, knobs); !s.ok()) return s;
+    const int strip = strip_of(knobs, pc);
+    if (strip > 0 && !pc.strip_ok)
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
               std::string(kName) + ": knobs " + knobs_to_string(k) +
                   ": strip 1..8 needs a 2D/1D filter of at most 9 taps with W stride and dilation <= 4; 0 runs "

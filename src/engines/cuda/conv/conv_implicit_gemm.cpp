@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/log.hpp"
+#include "engines/cuda/common/cuda_knobs.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
 #include "runtime/cuda/driver_api.hpp"
@@ -34,42 +35,36 @@ struct Config {
   }
 };
 
-int64_t knob(const Knobs& k, const char* name, int64_t fallback) {
-  auto it = k.find(name);
-  return it == k.end() ? fallback : it->second;
+// The engine's knobs, as knob_space prints them: split_k and tf32 only where they are set.
+struct ConvKnobs {
+  int64_t core = 0;
+  int64_t tile_m = 128, tile_n = 128, stages = 4;
+  int64_t split_k = 1, tf32 = 0;
+};
+
+Config config_of(const ConvKnobs& k) {
+  return Config{static_cast<int>(k.core), static_cast<int>(k.tile_m), static_cast<int>(k.tile_n),
+                static_cast<int>(k.stages), static_cast<int>(k.split_k), k.tf32 == 1};
 }
 
-bool read_config(const Knobs& k, Config& c, std::string& why) {
-  c.core = static_cast<int>(knob(k, "core", 0));
-  c.bm = static_cast<int>(knob(k, "tile_m", 128));
-  c.bn = static_cast<int>(knob(k, "tile_n", 128));
-  c.stages = static_cast<int>(knob(k, "stages", 4));
-  c.splits = static_cast<int>(knob(k, "split_k", 1));
-  const int64_t tf32 = knob(k, "tf32", 0);
-  c.tf32 = tf32 == 1;
-  if (tf32 != 0 && tf32 != 1) {
-    why = "knobs " + knobs_to_string(k) + ": tf32 0 or 1";
-    return false;
-  }
-  if (c.splits < 1 || c.splits > 16 || (c.splits > 1 && c.core != 1)) {
-    why = "knobs " + knobs_to_string(k) + ": split_k 1..16, and above 1 on the wgmma core (core=1) only";
-    return false;
-  }
-  if (c.core == 1) {
-    if (c.bm != 128 || (c.bn != 64 && c.bn != 128 && c.bn != 256) || c.stages < 2 || c.stages > 6 ||
-        c.smem_bytes() > 227 * 1024) {
-      why = "knobs " + knobs_to_string(k) + ": the wgmma core takes tile_m 128, tile_n 64, 128 or 256, and stages that "
-            "fit 227 KB of shared memory";
-      return false;
-    }
-    return true;
-  }
-  if (c.core != 0 || (c.bm != 64 && c.bm != 128) || (c.bn != 64 && c.bn != 128) || c.stages < 2 || c.stages > 6) {
-    why = "knobs " + knobs_to_string(k) + ": core 0 or 1; tile_m and tile_n 64 or 128, stages 2..6";
-    return false;
-  }
-  return true;
+std::string conv_rules(const ConvKnobs& k) {
+  if (k.split_k > 1 && k.core != 1) return "split_k above 1 runs on the wgmma core (core=1) only";
+  if (k.core == 0 && k.tile_n == 256) return "the mma.sync core (core=0) takes tile_n 64 or 128";
+  if (k.core == 1 && k.tile_m != 128) return "the wgmma core (core=1) takes tile_m 128";
+  if (k.core == 1 && config_of(k).smem_bytes() > 227 * 1024)
+    return "the wgmma core's " + std::to_string(config_of(k).smem_bytes()) +
+           " bytes of shared memory for these stages exceed 227 KB";
+  return "";
 }
+
+const KnobSchema<ConvKnobs> kSchema{kEngineName,
+                                    {{"core", &ConvKnobs::core, 0, 1},
+                                     {"tile_m", &ConvKnobs::tile_m, 64, 128, {64, 128}},
+                                     {"tile_n", &ConvKnobs::tile_n, 64, 256, {64, 128, 256}},
+                                     {"stages", &ConvKnobs::stages, 2, 6},
+                                     {"split_k", &ConvKnobs::split_k, 1, 16, {}, false},
+                                     {"tf32", &ConvKnobs::tf32, 0, 1, {}, false}},
+                                    conv_rules};
 
 struct Pieces {
   ConvProblem cp;
@@ -221,37 +216,38 @@ class ConvImplicitGemmEngine final : public Engine {
   }
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
-    std::vector<Knobs> out;
+    std::vector<ConvKnobs> settings;
     ConvProblem cp;
     std::string why;
     const bool described = conv::describe_conv(p, cp, why);
     const bool dgrad = described && (cp.dgrad || cp.wgrad);
     // FLOAT inputs get here only where the graph allows TF32 (describe_conv): every knob set takes tf32=1.
-    const bool tf32 = described && cp.dtype == DataType::FLOAT;
+    const int64_t tf32 = described && cp.dtype == DataType::FLOAT ? 1 : 0;
     if (t.info().sm_version == 90 && !dgrad) {
       if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
-        for (int st : {6, 4}) out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", 64}, {"stages", st}});
+        for (int st : {6, 4}) settings.push_back({.core = 1, .tile_m = 128, .tile_n = 64, .stages = st});
       for (auto [bn, st] : {std::pair{128, 5}, {128, 4}, {256, 4}, {256, 3}})
-        out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", bn}, {"stages", st}});
+        settings.push_back({.core = 1, .tile_m = 128, .tile_n = bn, .stages = st});
       // Split-K where each split keeps at least 4 of the 128-byte k steps (the stage ring's depth).
       const int64_t bk = tf32 ? 32 : 64, ktiles = (cp.params.K + bk - 1) / bk;
       for (int sk : {2, 3, 4, 5, 6, 8})
-        if (ktiles >= 4 * sk) out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", 128}, {"stages", 4}, {"split_k", sk}});
+        if (ktiles >= 4 * sk) settings.push_back({.core = 1, .tile_m = 128, .tile_n = 128, .stages = 4, .split_k = sk});
     }
     for (auto [bm, bn] : {std::pair{128, 128}, {128, 64}, {64, 128}, {64, 64}})
-      for (int st : {4, 3}) out.push_back({{"core", 0}, {"tile_m", bm}, {"tile_n", bn}, {"stages", st}});
-    if (tf32)
-      for (auto& k : out) k["tf32"] = 1;
-    std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
-      return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
-    });
+      for (int st : {4, 3}) settings.push_back({.core = 0, .tile_m = bm, .tile_n = bn, .stages = st});
+    for (auto& k : settings) k.tf32 = tf32;
+    std::vector<Knobs> out = print_knobs(kSchema, settings);
+    sort_by_estimate(*this, p, t, out);
     return out;
   }
 
+  Status check_knobs(const Knobs& k) const override { return kSchema.validate(k); }
+
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
-    Config c;
+    ConvKnobs knobs;
+    if (!kSchema.parse(k, knobs).ok()) return 1e9;
+    const Config c = config_of(knobs);
     std::string why;
-    if (!read_config(k, c, why)) return 1e9;
     double padded = 1.0, fixup = 0.0;
     ConvProblem cp;
     if (conv::describe_conv(p, cp, why)) {
@@ -287,9 +283,9 @@ class ConvImplicitGemmEngine final : public Engine {
 
  private:
   Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
-    Config c;
-    std::string why;
-    if (!read_config(k, c, why)) return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, std::string(kEngineName) + ": " + why};
+    ConvKnobs knobs;
+    if (auto s = read_knobs(kSchema, k, ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, knobs); !s.ok()) return s;
+    const Config c = config_of(knobs);
     if (c.core == 1 && t.info().sm_version != 90)
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
               std::string(kEngineName) + ": core=1 (wgmma) needs sm_90a; the device is sm_" + std::to_string(t.info().sm_version)};

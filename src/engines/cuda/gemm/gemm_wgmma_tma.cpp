@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "engines/cuda/common/cuda_knobs.hpp"
 #include "engines/cuda/gemm/matmul_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
 
@@ -17,51 +18,54 @@ using gemm::MatmulPieces;
 using gemm::MatmulProblem;
 using gemm::ceil_div;
 
-int64_t knob(const Knobs& k, const char* name, int64_t fallback) {
-  auto it = k.find(name);
-  return it == k.end() ? fallback : it->second;
+// The engine's knobs. Only tile_n and stages are printed at their defaults (as knob_space lists them).
+struct WgmmaKnobs {
+  int64_t tile_n = 256;
+  int64_t stages = 0;  // 0: 4 with tile_n 256, else 5
+  int64_t pingpong = 0, split_k = 1, cluster = 1;
+  int64_t tf32 = 0, transpose = 0;
+};
+
+int64_t stages_of(const WgmmaKnobs& k) { return k.stages ? k.stages : k.tile_n == 256 ? 4 : 5; }
+
+// 1 KB of alignment slack, the stages, the epilogue staging (2 x 64 x 36 floats), the barriers.
+int64_t smem_bytes(const WgmmaKnobs& k) { return 1024 + stages_of(k) * (128 + k.tile_n) * 128 + 2 * 64 * 36 * 4 + 16 * stages_of(k); }
+
+std::string wgmma_rules(const WgmmaKnobs& k) {
+  if (k.pingpong && k.tile_n != 128) return "pingpong=1 takes tile_n 128";
+  if (k.split_k > 1 && (k.pingpong || k.tile_n != 128))
+    return "split_k above 1 goes only with cooperative 128-wide tiles (tile_n 128, no pingpong)";
+  if (k.cluster == 2 && (k.pingpong || k.split_k > 1 || k.tf32))
+    return "cluster 2 goes only with cooperative whole tiles of 16-bit inputs (no pingpong, split_k 1, tf32 0)";
+  if (smem_bytes(k) > 227 * 1024) return std::to_string(smem_bytes(k)) + " bytes of shared memory exceed 227 KB";
+  return "";
 }
 
-bool wgmma_config(const Knobs& k, MatmulConfig& c, std::string& why) {
+const KnobSchema<WgmmaKnobs> kSchema{"cuda_gemm_wgmma_tma",
+                                     {{"tile_n", &WgmmaKnobs::tile_n, 128, 256, {128, 256}},
+                                      {"stages", &WgmmaKnobs::stages, 2, 8},
+                                      {"pingpong", &WgmmaKnobs::pingpong, 0, 1, {}, false},
+                                      {"split_k", &WgmmaKnobs::split_k, 1, 16, {}, false},
+                                      {"cluster", &WgmmaKnobs::cluster, 1, 2, {}, false},
+                                      {"tf32", &WgmmaKnobs::tf32, 0, 1, {}, false},
+                                      {"transpose", &WgmmaKnobs::transpose, 0, 1, {}, false}},
+                                     wgmma_rules};
+
+MatmulConfig wgmma_config(const WgmmaKnobs& k) {
+  MatmulConfig c;
   c.core = Core::WGMMA;
   c.bm = 128;
-  c.bn = static_cast<int>(knob(k, "tile_n", 256));
-  c.stages = static_cast<int>(knob(k, "stages", c.bn == 256 ? 4 : 5));
-  c.pingpong = knob(k, "pingpong", 0) != 0;
-  const int64_t tf32 = knob(k, "tf32", 0);
-  c.tf32 = tf32 == 1;
-  c.splits = static_cast<int>(knob(k, "split_k", 1));
-  const int64_t transpose = knob(k, "transpose", 0);
-  c.transpose = transpose == 1;
-  c.cluster = static_cast<int>(knob(k, "cluster", 1));
+  c.bn = static_cast<int>(k.tile_n);
+  c.stages = static_cast<int>(stages_of(k));
+  c.pingpong = k.pingpong != 0;
+  c.tf32 = k.tf32 == 1;
+  c.splits = static_cast<int>(k.split_k);
+  c.transpose = k.transpose == 1;
+  c.cluster = static_cast<int>(k.cluster);
   c.bk = c.tf32 ? 32 : 64;  // one 128-byte swizzle row of k
-  c.threads = 384;  // a producer warpgroup and two consumer warpgroups
-  if ((c.bn != 128 && c.bn != 256) || c.stages < 2 || c.stages > 8 || (c.pingpong && c.bn != 128) ||
-      (tf32 != 0 && tf32 != 1)) {
-    why = "knobs " + knobs_to_string(k) + ": tile_n must be 128 or 256 (128 with pingpong), stages 2..8, tf32 0 or 1";
-    return false;
-  }
-  if (transpose != 0 && transpose != 1) {
-    why = "knobs " + knobs_to_string(k) + ": transpose 0 or 1";
-    return false;
-  }
-  if (c.splits < 1 || c.splits > 16 || (c.splits > 1 && (c.pingpong || c.bn != 128))) {
-    why = "knobs " + knobs_to_string(k) + ": split_k 1..16, and above 1 only with cooperative 128-wide tiles "
-          "(tile_n 128, no pingpong)";
-    return false;
-  }
-  if ((c.cluster != 1 && c.cluster != 2) || (c.cluster == 2 && (c.pingpong || c.splits > 1 || c.tf32))) {
-    why = "knobs " + knobs_to_string(k) + ": cluster 1 or 2, and 2 only with cooperative whole tiles of 16-bit "
-          "inputs (no pingpong, split_k 1, tf32 0)";
-    return false;
-  }
-  // 1 KB of alignment slack, the stages, the epilogue staging (2 x 64 x 36 floats), the barriers.
-  c.smem_bytes = 1024 + c.stages * (c.bm + c.bn) * 128 + 2 * 64 * 36 * 4 + 16 * c.stages;
-  if (c.smem_bytes > 227 * 1024) {
-    why = "knobs " + knobs_to_string(k) + ": " + std::to_string(c.smem_bytes) + " bytes of shared memory exceed 227 KB";
-    return false;
-  }
-  return true;
+  c.threads = 384;          // a producer warpgroup and two consumer warpgroups
+  c.smem_bytes = static_cast<int>(smem_bytes(k));
+  return c;
 }
 
 // Clusters of 2 (B read from L2 once per pair) against the same tiles without: bf16 8192^3 on an
@@ -97,51 +101,52 @@ class GemmWgmmaTmaEngine final : public Engine {
   }
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
-    std::vector<Knobs> out{{{"tile_n", 256}, {"stages", 4}}, {{"pingpong", 1}, {"tile_n", 128}, {"stages", 6}},
-                           {{"pingpong", 1}, {"tile_n", 128}, {"stages", 5}}, {{"tile_n", 256}, {"stages", 3}},
-                           {{"tile_n", 128}, {"stages", 5}},                  {{"tile_n", 128}, {"stages", 4}}};
-    add_split_k(p, t, out);
-    add_clusters(p, out);
+    std::vector<WgmmaKnobs> settings{{.tile_n = 256, .stages = 4},
+                                     {.tile_n = 128, .stages = 6, .pingpong = 1},
+                                     {.tile_n = 128, .stages = 5, .pingpong = 1},
+                                     {.tile_n = 256, .stages = 3},
+                                     {.tile_n = 128, .stages = 5},
+                                     {.tile_n = 128, .stages = 4}};
     MatmulProblem mp;
     std::string why;
-    if (gemm::describe_matmul_graph(p, mp, why) && mp.dtype == DataType::FLOAT)
-      for (auto& k : out) {
-        k["tf32"] = 1;
-        if (!mp.a_k_major || !mp.b_k_major) k["transpose"] = 1;
-      }
-    std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
-      return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
-    });
+    if (gemm::describe_matmul_graph(p, mp, why)) {
+      add_split_k(mp, t, settings);
+      add_clusters(mp, settings);
+      if (mp.dtype == DataType::FLOAT)
+        for (auto& k : settings) {
+          k.tf32 = 1;
+          if (!mp.a_k_major || !mp.b_k_major) k.transpose = 1;
+        }
+    }
+    std::vector<Knobs> out = print_knobs(kSchema, settings);
+    sort_by_estimate(*this, p, t, out);
     return out;
   }
 
+  Status check_knobs(const Knobs& k) const override { return kSchema.validate(k); }
+
   // Split-K where 128 x 128 tiles leave multiprocessors idle and each split keeps at least 8 of
   // the 128-byte k steps (twice the stage ring's depth).
-  static void add_split_k(const Partition& p, const Target& t, std::vector<Knobs>& out) {
-    MatmulProblem mp;
-    std::string why;
-    if (!gemm::describe_matmul_graph(p, mp, why)) return;
+  static void add_split_k(const MatmulProblem& mp, const Target& t, std::vector<WgmmaKnobs>& out) {
     const int64_t tiles = mp.batch_count() * ceil_div(mp.M, 128) * ceil_div(mp.N, 128);
     const int64_t ktiles = ceil_div(mp.K, mp.dtype == DataType::FLOAT ? 32 : 64);
     if (tiles >= t.info().multiprocessors) return;
     for (int sk : {2, 3, 4, 6, 8})
-      if (ktiles >= 8 * sk) out.push_back({{"tile_n", 128}, {"stages", 5}, {"split_k", sk}});
+      if (ktiles >= 8 * sk) out.push_back({.tile_n = 128, .stages = 5, .split_k = sk});
   }
 
   // Clusters of 2 CTAs sharing each B tile (TMA multicast) for big 16-bit GEMMs (M and N >= 2048,
   // where the pairs still fill the multiprocessors), cooperative tiles only. Measured: kClusterGain.
-  static void add_clusters(const Partition& p, std::vector<Knobs>& out) {
-    MatmulProblem mp;
-    std::string why;
-    if (!gemm::describe_matmul_graph(p, mp, why) || mp.dtype == DataType::FLOAT || mp.M < 2048 || mp.N < 2048) return;
-    out.push_back({{"tile_n", 256}, {"stages", 4}, {"cluster", 2}});
-    out.push_back({{"tile_n", 128}, {"stages", 5}, {"cluster", 2}});
+  static void add_clusters(const MatmulProblem& mp, std::vector<WgmmaKnobs>& out) {
+    if (mp.dtype == DataType::FLOAT || mp.M < 2048 || mp.N < 2048) return;
+    out.push_back({.tile_n = 256, .stages = 4, .cluster = 2});
+    out.push_back({.tile_n = 128, .stages = 5, .cluster = 2});
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
-    MatmulConfig c;
-    std::string why;
-    if (!wgmma_config(k, c, why)) return 1e9;
+    WgmmaKnobs knobs;
+    if (!kSchema.parse(k, knobs).ok()) return 1e9;
+    const MatmulConfig c = wgmma_config(knobs);
     // Measured on an H200 (docs/perf.md): 128 x 256 cooperative tiles lead; ping-pong (one warpgroup's
     // epilogue under the other's main loop) comes within 2-8%.
     const double eff = c.pingpong ? (c.stages >= 6 ? 0.74 : 0.73) : (c.bn == 256 ? 0.75 : 0.68) * (c.stages >= 4 ? 1.0 : 0.96);
@@ -149,18 +154,21 @@ class GemmWgmmaTmaEngine final : public Engine {
   }
 
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    MatmulConfig c;
-    std::string why;
-    if (!wgmma_config(k, c, why)) return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, "cuda_gemm_wgmma_tma: " + why};
-    return gemm::build_matmul_plan(p, t, c, nullptr, name(), plan);
+    return make(p, t, k, nullptr, plan);
   }
 
   Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
                      std::unique_ptr<Plan>& plan) const override {
-    MatmulConfig c;
-    std::string why;
-    if (!wgmma_config(k, c, why)) return {ErrorCode::SERIALIZATION_FAILED, "cuda_gemm_wgmma_tma: " + why};
-    return gemm::build_matmul_plan(p, t, c, &r, name(), plan);
+    return make(p, t, k, &r, plan);
+  }
+
+ private:
+  // Compiles (r null) or reloads the stored kernel (r set).
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
+    WgmmaKnobs knobs;
+    const ErrorCode code = r ? ErrorCode::SERIALIZATION_FAILED : ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED;
+    if (auto s = read_knobs(kSchema, k, code, knobs); !s.ok()) return s;
+    return gemm::build_matmul_plan(p, t, wgmma_config(knobs), r, name(), plan);
   }
 };
 

@@ -9,6 +9,7 @@
 #include "core/log.hpp"
 #include "engines/cuda/codegen/emitter.hpp"
 #include "engines/cuda/codegen/params.hpp"
+#include "engines/cuda/common/cuda_knobs.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
 #include "runtime/cuda/context.hpp"
 
@@ -60,14 +61,24 @@ struct Kernels {
   CUfunction vector = nullptr, scalar = nullptr, finalize = nullptr;
 };
 
+// The engine's knobs: elements per thread and loop step, and the two-pass form of full sums.
+struct PointwiseKnobs {
+  int64_t deterministic = -1;  // -1 (absent): as DNNGRAPH_DETERMINISTIC says
+  int64_t unroll = 2;
+};
+
+const KnobSchema<PointwiseKnobs> kSchema{
+    "cuda_pointwise_jit",
+    {{"deterministic", &PointwiseKnobs::deterministic, 0, 1, {}, false}, {"unroll", &PointwiseKnobs::unroll, 1, 8}}};
+
 // Lowering and layout: what both build and deserialize start from.
-Status prepare(const Partition& p, const Target& t, const Knobs& k, expr::Program& prog, Layout& L) {
+Status prepare(const Partition& p, const Target& t, const PointwiseKnobs& k, expr::Program& prog, Layout& L) {
   std::string why;
   if (!expr::lower(p, -1, prog, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cuda_pointwise_jit: " + why};
   codegen::LayoutOptions o;
   o.dynamic = t.dynamic_shapes;
-  o.deterministic = k.count("deterministic") ? k.at("deterministic") != 0 : deterministic_requested();
-  o.unroll = k.count("unroll") ? static_cast<int>(k.at("unroll")) : 2;
+  o.deterministic = k.deterministic >= 0 ? k.deterministic != 0 : deterministic_requested();
+  o.unroll = static_cast<int>(k.unroll);
   if (!codegen::plan_layout(prog, *p.graph, o, L, why))
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "cuda_pointwise_jit: " + why};
   o.grid = grid_for(L, t);
@@ -166,7 +177,7 @@ class PointwiseJitEngine final : public Engine {
     if (!nvrtc()) return Support::no(nvrtc_error());
     expr::Program prog;
     Layout L;
-    if (auto s = prepare(p, t, Knobs{}, prog, L); !s.ok()) return Support::no(s.message());
+    if (auto s = prepare(p, t, PointwiseKnobs{}, prog, L); !s.ok()) return Support::no(s.message());
     return Support::yes();
   }
 
@@ -174,53 +185,64 @@ class PointwiseJitEngine final : public Engine {
     expr::Program prog;
     std::string why;
     const bool det_choice = expr::lower(p, -1, prog, why) && deterministic_is_a_choice(prog, *p.graph);
-    std::vector<Knobs> out;
+    std::vector<PointwiseKnobs> settings;
     for (int64_t unroll : {2, 4, 1}) {
-      if (!det_choice) out.push_back({{"unroll", unroll}});
-      else if (deterministic_requested()) out.push_back({{"deterministic", 1}, {"unroll", unroll}});
-      else for (int64_t d : {0, 1}) out.push_back({{"deterministic", d}, {"unroll", unroll}});
+      if (!det_choice) settings.push_back({.unroll = unroll});
+      else if (deterministic_requested()) settings.push_back({.deterministic = 1, .unroll = unroll});
+      else for (int64_t d : {0, 1}) settings.push_back({.deterministic = d, .unroll = unroll});
     }
-    return out;
+    return print_knobs(kSchema, settings);
   }
 
+  Status check_knobs(const Knobs& k) const override { return kSchema.validate(k); }
+
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    PointwiseKnobs knobs;
+    if (!kSchema.parse(k, knobs).ok()) return 1e9;
     // Memory bound: ~85% of peak bandwidth; a launch (two with the deterministic finalizer) of a few
     // microseconds. Unrolling by 2 is the usual best; the others rank after it.
-    const double launches = (k.count("deterministic") && k.at("deterministic")) ? 2 : 1;
-    const double penalty = (k.count("unroll") && k.at("unroll") != 2) ? 1.05 : 1.0;
+    const double launches = knobs.deterministic == 1 ? 2 : 1;
+    const double penalty = knobs.unroll != 2 ? 1.05 : 1.0;
     return penalty * roofline_seconds(partition_flops(p), partition_bytes(p), t.info(), 0.85, 4e-6 * launches);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& knobs, std::unique_ptr<Plan>& plan) const override {
-    expr::Program prog;
-    Layout L;
-    if (auto s = prepare(p, t, knobs, prog, L); !s.ok()) return s;
-    Kernels k;
-    k.source = codegen::emit_pointwise(prog, *p.graph, L);
-    if (auto s = compile_cached(t, k.source, "cuda_pointwise_jit.cu", k.cubin); !s.ok()) return s;
-    if (auto s = load_kernels(t, L, k); !s.ok()) return s;
-    DG_LOG(DEBUG) << "cuda_pointwise_jit: " << L.describe() << " grid=" << L.grid;
-    plan = std::make_unique<PointwisePlan>(p, std::move(L), std::move(k));
-    return {};
+  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
+    return make(p, t, k, nullptr, plan);
   }
 
-  Status deserialize(const Partition& p, const Target& t, const Knobs& knobs, ByteReader& r,
+  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
                      std::unique_ptr<Plan>& plan) const override {
+    return make(p, t, k, &r, plan);
+  }
+
+ private:
+  // Compiles (r null) or reloads the stored kernels (r set), then makes the plan.
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
+    PointwiseKnobs knobs;
+    const ErrorCode code = r ? ErrorCode::SERIALIZATION_FAILED : ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED;
+    if (auto s = read_knobs(kSchema, k, code, knobs); !s.ok()) return s;
     expr::Program prog;
     Layout L;
     if (auto s = prepare(p, t, knobs, prog, L); !s.ok()) return s;
-    Kernels k;
-    k.source = codegen::emit_pointwise(prog, *p.graph, L);
-    const auto version = r.get<uint32_t>();
-    const auto source_hash = r.get<uint64_t>();
-    if (!r.get_bytes(k.cubin, size_t{1} << 30) || version != kPayloadVersion)
-      return {ErrorCode::SERIALIZATION_FAILED, "cuda_pointwise_jit: the plan payload is truncated or of another version"};
-    if (source_hash != hash64(k.source))
-      return {ErrorCode::SERIALIZATION_FAILED,
-              "cuda_pointwise_jit: the stored kernel was generated from other source (another library version or "
-              "device); rebuild the plan"};
-    if (auto s = load_kernels(t, L, k); !s.ok()) return s;
-    plan = std::make_unique<PointwisePlan>(p, std::move(L), std::move(k));
+    Kernels kn;
+    kn.source = codegen::emit_pointwise(prog, *p.graph, L);
+    if (r) {
+      const auto version = r->get<uint32_t>();
+      const auto source_hash = r->get<uint64_t>();
+      if (!r->get_bytes(kn.cubin, size_t{1} << 30) || version != kPayloadVersion)
+        return {ErrorCode::SERIALIZATION_FAILED, "cuda_pointwise_jit: the plan payload is truncated or of another version"};
+      if (source_hash != hash64(kn.source))
+        return {ErrorCode::SERIALIZATION_FAILED,
+                "cuda_pointwise_jit: the stored kernel was generated from other source (another library version or "
+                "device); rebuild the plan"};
+    } else if (auto s = compile_cached(t, kn.source, "cuda_pointwise_jit.cu", kn.cubin); !s.ok()) {
+      return s;
+    }
+    if (auto s = load_kernels(t, L, kn); !s.ok()) return s;
+    if (!r) {
+      DG_LOG(DEBUG) << "cuda_pointwise_jit: " << L.describe() << " grid=" << L.grid;
+    }
+    plan = std::make_unique<PointwisePlan>(p, std::move(L), std::move(kn));
     return {};
   }
 };

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/log.hpp"
+#include "engines/cuda/common/cuda_knobs.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/sdpa/sdpa_params.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
@@ -23,6 +24,7 @@ using sdpa::Config;
 using sdpa::Core;
 using sdpa::Operand;
 using sdpa::Problem;
+using sdpa::SdpaKnobs;
 
 // ---- TMA maps of rank 4 ([b, h, s, d] with any batch/head/sequence strides); the GEMM engines'
 // helper stops at rank 3.
@@ -154,35 +156,39 @@ class SdpaFlashEngine final : public Engine {
     Config c;
     std::string why;
     if (!sdpa::describe(p, pr, why) || !sdpa::check_device(t, why) ||
-        !sdpa::make_config(pr, Knobs{}, t.info().sm_version, c, why))
+        !sdpa::make_config(pr, sdpa::SdpaKnobs{}, t.info().sm_version, c, why))
       return Support::no(why);
     return Support::yes();
   }
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
-    std::vector<Knobs> all{{{"core", 0}}};
-    if (t.info().sm_version == 90) all = {{{"core", 1}, {"overlap", 1}}, {{"core", 1}, {"overlap", 0}}, {{"core", 0}}};
+    std::vector<SdpaKnobs> all{{.core = 0}};
+    if (t.info().sm_version == 90) all = {{.core = 1, .overlap = 1}, {.core = 1, .overlap = 0}, {.core = 0}};
     Problem pr;
     std::string why;
-    if (!sdpa::describe(p, pr, why)) return all;
-    std::vector<Knobs> out;
-    for (const Knobs& k : all) {
+    if (!sdpa::describe(p, pr, why)) return print_knobs(sdpa::knob_schema(), all);
+    std::vector<SdpaKnobs> fit;
+    for (const SdpaKnobs& k : all) {
       Config c;
-      if (sdpa::make_config(pr, k, t.info().sm_version, c, why)) out.push_back(k);
+      if (sdpa::make_config(pr, k, t.info().sm_version, c, why)) fit.push_back(k);
     }
-    if (out.empty()) return all;
+    if (fit.empty()) return print_knobs(sdpa::knob_schema(), all);
     // Best guess first.
-    std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
-      return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
-    });
+    std::vector<Knobs> out = print_knobs(sdpa::knob_schema(), fit);
+    sort_by_estimate(*this, p, t, out);
     return out;
   }
+
+  Status check_knobs(const Knobs& k) const override { return sdpa::knob_schema().validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     Problem pr;
     Config c;
+    SdpaKnobs knobs;
     std::string why;
-    if (!sdpa::describe(p, pr, why) || !sdpa::make_config(pr, k, t.info().sm_version, c, why)) return 1e9;
+    if (!sdpa::knob_schema().parse(k, knobs).ok() || !sdpa::describe(p, pr, why) ||
+        !sdpa::make_config(pr, knobs, t.info().sm_version, c, why))
+      return 1e9;
     // Two GEMMs over the visible pairs; the exp2 of the softmax costs the tensor cores idle time,
     // which overlapping S with P V hides in part. Measured on an H200 (docs/perf.md): the overlap
     // gains 15% at head dim 128 and loses 2-5% at 64, where the GEMMs are too short to hide it.
@@ -208,9 +214,10 @@ class SdpaFlashEngine final : public Engine {
     Problem pr;
     Config c;
     std::string why;
-    if (!sdpa::describe(p, pr, why) || !sdpa::check_device(t, why) ||
-        !sdpa::make_config(pr, k, t.info().sm_version, c, why))
-      return {fail, "cuda_sdpa_flash: " + why};
+    if (!sdpa::describe(p, pr, why) || !sdpa::check_device(t, why)) return {fail, "cuda_sdpa_flash: " + why};
+    SdpaKnobs knobs;
+    if (auto s = read_knobs(sdpa::knob_schema(), k, fail, knobs); !s.ok()) return s;
+    if (!sdpa::make_config(pr, knobs, t.info().sm_version, c, why)) return {fail, "cuda_sdpa_flash: " + why};
     KernelBuild kb;
     kb.source = sdpa::kernel_source(c);
     Status s = r ? reload_kernel(t, *r, sdpa::kKernelName, c.smem_bytes, false, name(), kb)

@@ -194,16 +194,14 @@ Config config_for(Core core, DataType in, DataType out, int d, bool overlap, boo
   return c;
 }
 
-bool make_config(const Problem& p, const Knobs& k, int sm_version, Config& c, std::string& why) {
-  const auto knob = [&](const char* name, int64_t fallback) {
-    auto it = k.find(name);
-    return it == k.end() ? fallback : it->second;
-  };
-  const int64_t core = knob("core", sm_version == 90 ? 1 : 0), overlap = knob("overlap", 1);
-  if ((core != 0 && core != 1) || (overlap != 0 && overlap != 1)) {
-    why = "knobs " + knobs_to_string(k) + ": core must be 0 (mma.sync) or 1 (wgmma), overlap 0 or 1";
-    return false;
-  }
+const KnobSchema<SdpaKnobs>& knob_schema() {
+  static const KnobSchema<SdpaKnobs> kSchema{
+      "cuda_sdpa_flash", {{"core", &SdpaKnobs::core, 0, 1}, {"overlap", &SdpaKnobs::overlap, 0, 1, {}, false}}};
+  return kSchema;
+}
+
+bool make_config(const Problem& p, const SdpaKnobs& k, int sm_version, Config& c, std::string& why) {
+  const int64_t core = k.core >= 0 ? k.core : sm_version == 90 ? 1 : 0, overlap = k.overlap >= 0 ? k.overlap : 1;
   if (core == 1 && sm_version != 90) {
     why = "knob core=1 (wgmma + TMA) needs sm_90a; the device is sm_" + std::to_string(sm_version);
     return false;
