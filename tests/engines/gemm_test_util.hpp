@@ -142,6 +142,20 @@ inline void for_each_matmul(dg::Graph& g,
   }
 }
 
+// Whether generated source calls dg::<kernel><KernelConfig>(...) (kernel may be a name's tail) with
+// a KernelConfig whose members have these values, each its own enumerator, and the epilogue.
+inline ::testing::AssertionResult instantiates(const std::string& src, const std::string& kernel,
+                                               const std::vector<std::pair<std::string, std::string>>& members) {
+  if (src.find(kernel + "<KernelConfig>(") == std::string::npos)
+    return ::testing::AssertionFailure() << "no " << kernel << "<KernelConfig> in\n" << src;
+  if (src.find("  using Epilogue = dg_gen::Epilogue;\n") == std::string::npos)
+    return ::testing::AssertionFailure() << "no Epilogue member in\n" << src;
+  for (const auto& [name, value] : members)
+    if (src.find("{ " + name + " = " + value + " };\n") == std::string::npos)
+      return ::testing::AssertionFailure() << "no member " << name << " = " << value << " in\n" << src;
+  return ::testing::AssertionSuccess();
+}
+
 // A CUDA target without a device: an sm_90 with an H200's peaks, for knob spaces and estimates.
 struct FakeHopper {
   dg::HandleImpl handle;

@@ -171,9 +171,10 @@ TEST_F(CudaGemmCompile, WgmmaSplitKKernelsCompile) {
   compile_case({dg::DataType::HALF, true, true, dg::DataType::FP8_E4M3}, {wgmma(128, 4, false, false, 8)}, "sm_90a");
   compile_case({dg::DataType::FLOAT, false, true, dg::DataType::FLOAT}, {wgmma(128, 5, false, true, 2)}, "sm_90a");
   for (const auto& src : plain_matmul_sources(dg::DataType::BFLOAT16, {wgmma(128, 5, false, false, 4)}))
-    EXPECT_NE(src.find("gemm_wgmma<dg::DT_BFLOAT16, 128, 5, true, false, false, dg_gen::Epilogue, true>"),
-              std::string::npos)
-        << src;
+    EXPECT_TRUE(gemm_test::instantiates(src, "gemm_wgmma",
+                                        {{"kDataType", "dg::DT_BFLOAT16"}, {"kTileN", "128"}, {"kStages", "5"},
+                                         {"kAKMajor", "true"}, {"kBKMajor", "false"}, {"kPingpong", "false"},
+                                         {"kSplitK", "true"}, {"kCluster", "1"}}));
 }
 
 // Clusters of 2 along M with B multicast (remote mbarrier arrives, cluster barriers): K-major B
@@ -186,9 +187,10 @@ TEST_F(CudaGemmCompile, WgmmaClusterKernelsCompile) {
   const auto sources = plain_matmul_sources(dg::DataType::BFLOAT16, {c256, wgmma(256, 4)});
   ASSERT_EQ(sources.size(), 2u);
   EXPECT_NE(sources[0].find("__cluster_dims__(2, 1, 1)"), std::string::npos) << sources[0];
-  EXPECT_NE(sources[0].find("gemm_wgmma<dg::DT_BFLOAT16, 256, 4, true, false, false, dg_gen::Epilogue, false, 2>"),
-            std::string::npos)
-      << sources[0];
+  EXPECT_TRUE(gemm_test::instantiates(sources[0], "gemm_wgmma",
+                                      {{"kDataType", "dg::DT_BFLOAT16"}, {"kTileN", "256"}, {"kStages", "4"},
+                                       {"kAKMajor", "true"}, {"kBKMajor", "false"}, {"kPingpong", "false"},
+                                       {"kSplitK", "false"}, {"kCluster", "2"}}));
   EXPECT_EQ(sources[1].find("__cluster_dims__"), std::string::npos);
 }
 
@@ -200,8 +202,10 @@ TEST_F(CudaGemmCompile, Tf32WgmmaTransposeKernelsCompile) {
                "sm_90a");
   compile_case({F, true, true, dg::DataType::BFLOAT16, 70}, {wgmma(128, 6, true, true, 1, true)}, "sm_90a");
   for (const auto& src : plain_matmul_sources(F, {wgmma(256, 4, false, true, 1, true)})) {
-    EXPECT_NE(src.find("gemm_wgmma<dg::DT_FLOAT, 256, 4, true, true, false, dg_gen::Epilogue>"), std::string::npos)
-        << src;
+    EXPECT_TRUE(gemm_test::instantiates(src, "gemm_wgmma",
+                                        {{"kDataType", "dg::DT_FLOAT"}, {"kTileN", "256"}, {"kStages", "4"},
+                                         {"kAKMajor", "true"}, {"kBKMajor", "true"}, {"kPingpong", "false"},
+                                         {"kSplitK", "false"}, {"kCluster", "1"}}));
     EXPECT_NE(src.find(gm::kTransposeKernel), std::string::npos) << src;
   }
 }

@@ -44,8 +44,13 @@ __device__ __forceinline__ bool dw_tap_input(const DwParams& P, int o, int pp, i
   return true;
 }
 
-template <int DT, bool VEC, class Ep>
+// The generated per-pixel kernel's configuration: kDataType, kVecLoads (16-byte activation loads)
+// and the Epilogue.
+template <class Config>
 __device__ __forceinline__ void conv_depthwise(const DwParams& P, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType;
+  constexpr bool VEC = Config::kVecLoads;
+  typedef typename Config::Epilogue Ep;
   typedef typename Ep::Index Index;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   Ep::init_full(red);
@@ -154,8 +159,12 @@ __device__ __forceinline__ constexpr int dw_filter_col(int i, int j) {
 // once for all QS outputs ((QS - 1) * SW + (FS - 1) * DL + 1 loads per filter row instead of
 // QS * FS). Index math is 32-bit (the host checks the item count fits); the launch makes the total
 // thread count a multiple of the channel groups.
-template <int DT, bool VEC, bool WVEC, int FR, int FS, int SW, int DL, int QS, class Ep>
+template <class Config>
 __device__ __forceinline__ void conv_depthwise_strip(const DwParams& P, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType, FR = Config::kFilterH, FS = Config::kFilterW, SW = Config::kStrideW;
+  constexpr int DL = Config::kDilationW, QS = Config::kStrip;
+  constexpr bool VEC = Config::kVecLoads, WVEC = Config::kVecFilters;
+  typedef typename Config::Epilogue Ep;
   typedef typename Ep::Index Index;
   constexpr int TAPS = FR * FS, IW = (QS - 1) * SW + (FS - 1) * DL + 1;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];

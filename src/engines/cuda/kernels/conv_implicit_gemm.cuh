@@ -180,8 +180,14 @@ struct ConvDgradLoaderB {
   }
 };
 
-template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, class Ep>
+// The generated kernels call conv_fprop_mma_sync, conv_dgrad_mma_sync or conv_wgrad_mma_sync with
+// their configuration: kDataType, the tile kTileM x kTileN x kTileK over kWarpsM x kWarpsN warps,
+// kStages and the Epilogue.
+template <class Config>
 __device__ __forceinline__ void conv_dgrad_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
+  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
+  typedef typename Config::Epilogue Ep;
   extern __shared__ __align__(128) char smem[];
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
@@ -261,8 +267,11 @@ struct ConvWgradLoaderB {
   }
 };
 
-template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, class Ep>
+template <class Config>
 __device__ __forceinline__ void conv_wgrad_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
+  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
+  typedef typename Config::Epilogue Ep;
   extern __shared__ __align__(128) char smem[];
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
@@ -293,8 +302,11 @@ __device__ __forceinline__ void conv_wgrad_mma_sync(const ConvParams& cp, const 
   Ep::finish_full(p, red);
 }
 
-template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, class Ep>
+template <class Config>
 __device__ __forceinline__ void conv_fprop_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
+  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
+  typedef typename Config::Epilogue Ep;
   extern __shared__ __align__(128) char smem[];
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];

@@ -174,8 +174,13 @@ template <> struct ConvRegs<64> { static constexpr int P = 152, C = 176; };
 template <> struct ConvRegs<128> { static constexpr int P = 152, C = 176; };
 template <> struct ConvRegs<256> { static constexpr int P = 88, C = 208; };
 
-template <int DT, int BN, int STAGES, bool SPLIT, class Ep>
+// The generated kernel calls this with its configuration: kDataType, kTileN (the tile is 128 x
+// kTileN), kStages, kSplitK and the Epilogue.
+template <class Config>
 __device__ __forceinline__ void conv_fprop_wgmma(const ConvParams& P, const PointwiseParams& p, const TmaDesc* mw) {
+  constexpr int DT = Config::kDataType, BN = Config::kTileN, STAGES = Config::kStages;
+  constexpr bool SPLIT = Config::kSplitK;
+  typedef typename Config::Epilogue Ep;
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   extern __shared__ __align__(1024) char smem_raw[];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;

@@ -198,10 +198,15 @@ __device__ __forceinline__ void mma_epilogue(const PointwiseParams& p, typename 
   epilogue_staged<Ep>(p, c, stage, LD, BM, BN, m0, n0, M, N, vec, red, (int)threadIdx.x, S::THREADS);
 }
 
-// One CTA per output tile (linear over batch x tiles). The generated kernel calls this.
-template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool A_KM, bool B_KM, bool VEC_A,
-          bool VEC_B, class Ep>
+// One CTA per output tile (linear over batch x tiles). The generated kernel calls this with its
+// configuration: kDataType, the tile kTileM x kTileN x kTileK over kWarpsM x kWarpsN warps, kStages,
+// each operand's major (kAKMajor, kBKMajor) and 16-byte loads (kAVec, kBVec), and the Epilogue.
+template <class Config>
 __device__ __forceinline__ void gemm_mma_sync(const GemmParams& g, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
+  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
+  constexpr bool A_KM = Config::kAKMajor, B_KM = Config::kBKMajor, VEC_A = Config::kAVec, VEC_B = Config::kBVec;
+  typedef typename Config::Epilogue Ep;
   extern __shared__ __align__(128) char smem[];
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];

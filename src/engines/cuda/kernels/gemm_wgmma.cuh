@@ -352,11 +352,16 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   }
 }
 
-// CLUSTER 2: launched in clusters of 2 CTAs along x (__cluster_dims__ on the kernel); see wgmma_produce.
-template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PINGPONG, class Ep, bool SPLIT = false,
-          int CLUSTER = 1>
+// The generated kernel calls this with its configuration: kDataType, kTileN (the tile is 128 x
+// kTileN), kStages, the operands' majors (kAKMajor, kBKMajor), kPingpong, kSplitK, kCluster, and the
+// Epilogue. kCluster 2: launched in clusters of 2 CTAs along x (__cluster_dims__ on the kernel); see
+// wgmma_produce.
+template <class Config>
 __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseParams& p, const TmaDesc* ma,
                                            const TmaDesc* mb) {
+  constexpr int DT = Config::kDataType, BN = Config::kTileN, STAGES = Config::kStages, CLUSTER = Config::kCluster;
+  constexpr bool A_KM = Config::kAKMajor, B_KM = Config::kBKMajor, PINGPONG = Config::kPingpong, SPLIT = Config::kSplitK;
+  typedef typename Config::Epilogue Ep;
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   extern __shared__ __align__(1024) char smem_raw[];
   // The swizzle pattern repeats every 1024 bytes: tiles start on such a boundary.
