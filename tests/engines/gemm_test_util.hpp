@@ -156,19 +156,26 @@ inline ::testing::AssertionResult instantiates(const std::string& src, const std
   return ::testing::AssertionSuccess();
 }
 
-// A CUDA target without a device: an sm_90 with an H200's peaks, for knob spaces and estimates.
-struct FakeHopper {
+// A CUDA target without a device, for knob spaces and estimates.
+struct FakeGpu {
   dg::HandleImpl handle;
   dg::Target target;
-  FakeHopper() {
-    handle.info.sm_version = 90;
-    handle.info.peak_flops = 989e12;
-    handle.info.peak_bytes_per_s = 4.8e12;
-    handle.info.multiprocessors = 132;
+  FakeGpu(int sm_version, double peak_flops, double peak_bytes_per_s, int multiprocessors) {
+    handle.info.sm_version = sm_version;
+    handle.info.peak_flops = peak_flops;
+    handle.info.peak_bytes_per_s = peak_bytes_per_s;
+    handle.info.multiprocessors = multiprocessors;
     target.handle = &handle;
   }
-  FakeHopper(const FakeHopper&) = delete;
-  FakeHopper& operator=(const FakeHopper&) = delete;
+  FakeGpu(const FakeGpu&) = delete;
+  FakeGpu& operator=(const FakeGpu&) = delete;
+};
+// An sm_90 with an H200's peaks; an sm_80 with an A100's.
+struct FakeHopper : FakeGpu {
+  FakeHopper() : FakeGpu(90, 989e12, 4.8e12, 132) {}
+};
+struct FakeAmpere : FakeGpu {
+  FakeAmpere() : FakeGpu(80, 312e12, 2e12, 108) {}
 };
 
 }  // namespace gemm_test

@@ -252,6 +252,15 @@ void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::
                         {Expect{tol, std::sqrt(double(taps)) * (tf32 ? 1.0 : 0.1)}}, plans);
 }
 
+// The window of a random 2D case: filters up to 3 x 3, padding, strides up to 2, a dilation along H.
+void random_window(std::mt19937& rng, Case& c) {
+  c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
+  c.pre = {int64_t(rng() % 2), int64_t(rng() % 3)};
+  c.post = {int64_t(rng() % 3), int64_t(rng() % 2)};
+  c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
+  c.dil = {1 + int64_t(rng() % 2), 1};
+}
+
 TEST(CudaConvImplicitGemm, Random2dConvolutionsMatchRef) {
   DG_REQUIRE_CUDA(gpu);
   std::mt19937 rng(71);
@@ -260,11 +269,7 @@ TEST(CudaConvImplicitGemm, Random2dConvolutionsMatchRef) {
     const int64_t n = 1 + rng() % 3, ch = 8 * (1 + rng() % 6), k = 1 + rng() % 70;
     c.x = {n, ch, 3 + int64_t(rng() % 20), 3 + int64_t(rng() % 20)};
     c.k = k;
-    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
-    c.pre = {int64_t(rng() % 2), int64_t(rng() % 3)};
-    c.post = {int64_t(rng() % 3), int64_t(rng() % 2)};
-    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
-    c.dil = {1 + int64_t(rng() % 2), 1};
+    random_window(rng, c);
     SCOPED_TRACE("trial " + std::to_string(trial));
     run_case(c, trial % 2 ? dg::DataType::HALF : dg::DataType::BFLOAT16, trial % 3 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT,
              trial % 2 == 0, rng);
@@ -432,11 +437,7 @@ TEST(CudaConvImplicitGemm, Tf32ConvolutionsMatchRef) {
     Case c;
     c.x = {1 + int64_t(rng() % 3), 4 * (1 + int64_t(rng() % 10)), 3 + int64_t(rng() % 20), 3 + int64_t(rng() % 20)};
     c.k = 1 + rng() % 70;
-    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
-    c.pre = {int64_t(rng() % 2), int64_t(rng() % 3)};
-    c.post = {int64_t(rng() % 3), int64_t(rng() % 2)};
-    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
-    c.dil = {1 + int64_t(rng() % 2), 1};
+    random_window(rng, c);
     SCOPED_TRACE("fprop trial " + std::to_string(trial));
     run_case(c, F, trial % 3 ? F : dg::DataType::BFLOAT16, trial % 2 == 0, rng);
   }
@@ -466,11 +467,7 @@ TEST(CudaConvImplicitGemm, Tf32WgmmaConvolutionsMatchRef) {
     Case c;
     c.x = {1 + int64_t(rng() % 3), 4 * (1 + int64_t(rng() % 24)), 3 + int64_t(rng() % 24), 3 + int64_t(rng() % 24)};
     c.k = 1 + rng() % 300;
-    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
-    c.pre = {int64_t(rng() % 2), int64_t(rng() % 3)};
-    c.post = {int64_t(rng() % 3), int64_t(rng() % 2)};
-    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
-    c.dil = {1 + int64_t(rng() % 2), 1};
+    random_window(rng, c);
     SCOPED_TRACE("trial " + std::to_string(trial) + " C=" + std::to_string(c.x[1]) + " K=" + std::to_string(c.k));
     run_case(c, F, trial % 3 == 2 ? dg::DataType::BFLOAT16 : F, trial % 3 != 0, rng, 2, trial % 2 == 1);
   }

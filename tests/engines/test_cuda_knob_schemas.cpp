@@ -23,19 +23,6 @@ namespace dg = dnngraph;
 using cuda_conv_test::declare;
 using gemm_test::Dims;
 
-// An sm_80 with an A100's peaks (an sm_90 is gemm_test::FakeHopper).
-struct FakeAmpere {
-  dg::HandleImpl handle;
-  dg::Target target;
-  FakeAmpere() {
-    handle.info.sm_version = 80;
-    handle.info.peak_flops = 312e12;
-    handle.info.peak_bytes_per_s = 2e12;
-    handle.info.multiprocessors = 108;
-    target.handle = &handle;
-  }
-};
-
 // Every partition of g, lowered on the CPU.
 std::vector<dg::Partition> partitions(dg::Graph& g) {
   dg::Handle cpu(dg::Device::cpu());
@@ -51,7 +38,7 @@ std::vector<dg::Partition> partitions(dg::Graph& g) {
 // how many there were.
 size_t expect_space_accepted(const dg::Engine& e, dg::Graph& g) {
   gemm_test::FakeHopper hopper;
-  FakeAmpere ampere;
+  gemm_test::FakeAmpere ampere;
   size_t n = 0;
   for (const auto& p : partitions(g))
     for (const dg::Target* t : {&hopper.target, &ampere.target})

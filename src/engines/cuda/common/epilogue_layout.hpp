@@ -33,6 +33,15 @@ struct EpiloguePlan {
 // that is a matmul or convolution the partitioner left alone (conv_wgrad is no fusion anchor).
 // -1 when there is none.
 int anchor_node(const Partition& p);
+// The anchor node when it is an `Attr` op, else null with why ("the partition is not anchored on
+// a <op>": `op` names it).
+template <class Attr>
+const ir::Node* anchor_of(const Partition& p, const char* op, std::string& why) {
+  const int a = anchor_node(p);
+  if (a >= 0 && ir::is<Attr>(p.graph->nodes[static_cast<size_t>(a)])) return &p.graph->nodes[static_cast<size_t>(a)];
+  why = std::string("the partition is not anchored on a ") + op;
+  return nullptr;
+}
 
 // Lowers the partition around its anchor and lays the epilogue out over the axes; false with `why`.
 bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, EpiloguePlan& out, std::string& why);

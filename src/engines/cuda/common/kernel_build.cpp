@@ -28,8 +28,7 @@ Status compile_kernel(const Target& t, const std::string& program_name, const ch
   return load(t, kernel, smem_bytes, has_finalize, k);
 }
 
-Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int smem_bytes, bool has_finalize,
-                     std::string_view engine, KernelBuild& k) {
+Status read_kernel(ByteReader& r, std::string_view engine, KernelBuild& k) {
   const auto version = r.get<uint32_t>();
   const auto source_hash = r.get<uint64_t>();
   if (!r.get_bytes(k.cubin, size_t{1} << 30) || version != kPayloadVersion)
@@ -38,6 +37,12 @@ Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int sme
     return {ErrorCode::SERIALIZATION_FAILED, std::string(engine) +
                                                  ": the stored kernel was generated from other source (another library "
                                                  "version or device); rebuild the plan"};
+  return {};
+}
+
+Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int smem_bytes, bool has_finalize,
+                     std::string_view engine, KernelBuild& k) {
+  if (auto s = read_kernel(r, engine, k); !s.ok()) return s;
   return load(t, kernel, smem_bytes, has_finalize, k);
 }
 

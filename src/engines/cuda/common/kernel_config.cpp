@@ -6,6 +6,15 @@ std::string kernel_dtype(DataType t) { return "dg::DT_" + std::string(to_string(
 
 KernelConfigSource::KernelConfigSource() { os_ << "struct " << kKernelConfig << " {\n"; }
 
+KernelConfigSource& KernelConfigSource::tile(const MmaSyncTile& t) {
+  dtype("kDataType", t.dtype).value("kTileM", t.tile_m).value("kTileN", t.tile_n).value("kTileK", t.tile_k);
+  return value("kWarpsM", t.warps_m).value("kWarpsN", t.warps_n).value("kStages", t.stages);
+}
+
+KernelConfigSource& KernelConfigSource::tile(const WgmmaTile& t) {
+  return dtype("kDataType", t.dtype).value("kTileN", t.tile_n).value("kStages", t.stages).flag("kSplitK", t.split_k);
+}
+
 KernelConfigSource& KernelConfigSource::dtype(std::string_view member, DataType t) {
   os_ << "  enum : int { " << member << " = " << kernel_dtype(t) << " };\n";
   return *this;

@@ -25,9 +25,25 @@ inline constexpr const char* kKernelConfig = "KernelConfig";
 // The kernels' name of a data type (dg_types.cuh): "dg::DT_HALF".
 std::string kernel_dtype(DataType t);
 
+// The members of the GEMM cores that the matmul and the implicit-GEMM convolution kernels share.
+// mma.sync (kernels/gemm_mma_sync.cuh): kDataType, the tile kTileM x kTileN x kTileK over
+// kWarpsM x kWarpsN warps, kStages.
+struct MmaSyncTile {
+  DataType dtype;
+  int tile_m, tile_n, tile_k, warps_m, warps_n, stages;
+};
+// wgmma (kernels/gemm_wgmma.cuh): kDataType, kTileN (tiles of 128 x kTileN), kStages, kSplitK.
+struct WgmmaTile {
+  DataType dtype;
+  int tile_n, stages;
+  bool split_k;
+};
+
 class KernelConfigSource {
  public:
   KernelConfigSource();
+  KernelConfigSource& tile(const MmaSyncTile& t);
+  KernelConfigSource& tile(const WgmmaTile& t);
   KernelConfigSource& dtype(std::string_view member, DataType t);
   KernelConfigSource& value(std::string_view member, int64_t v);
   KernelConfigSource& flag(std::string_view member, bool v);

@@ -9,10 +9,11 @@
 #include <sstream>
 
 #include "core/log.hpp"
-#include "engines/cuda/common/cuda_knobs.hpp"
+#include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/common/epilogue_layout.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
+#include "engines/cuda/conv/conv_geometry.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/driver_ext.hpp"
 
@@ -49,16 +50,12 @@ struct Pieces {
   EpiloguePlan epi;
 };
 
-std::string where(const ir::Node& n, const ir::Tensor& t) { return "node '" + n.name + "', tensor '" + t.name + "': "; }
-int64_t at(const std::vector<int64_t>& v, size_t i, int64_t fallback) { return i < v.size() ? v[i] : fallback; }
+using conv::where;
 
 bool describe(const Partition& p, Pieces& out, std::string& why) {
-  const int a = anchor_node(p);
-  if (a < 0 || !ir::is<ConvFpropAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
-    why = "the partition is not anchored on a conv_fprop";
-    return false;
-  }
-  const ir::Node& n = p.graph->nodes[static_cast<size_t>(a)];
+  const ir::Node* anchor = anchor_of<ConvFpropAttr>(p, "conv_fprop", why);
+  if (!anchor) return false;
+  const ir::Node& n = *anchor;
   const auto& attr = std::get<ConvFpropAttr>(n.attr);
   const ir::Tensor& X = p.tensor(n.inputs[0]);
   const ir::Tensor& W = p.tensor(n.inputs[1]);
@@ -83,27 +80,10 @@ bool describe(const Partition& p, Pieces& out, std::string& why) {
   for (size_t i = 0; i < X.dims.size(); ++i)
     if (i != 1 && X.dims[i] > 1 && X.strides[i] % 8 != 0) out.vec = false;
   DwParams& P = out.params;
+  conv::fill_spatial(attr, X, W, Y, P);
   const size_t nsp = X.dims.size() - 2, off = 3 - nsp;
-  for (int i = 0; i < 3; ++i) {
-    P.in[i] = P.out[i] = P.filt[i] = P.stride[i] = P.dil[i] = 1;
-    P.pad[i] = 0;
-    P.w_stride_tap[i] = 0;
-  }
-  P.x_stride[0] = X.strides[0];
-  for (size_t i = 0; i < nsp; ++i) {
-    P.in[off + i] = static_cast<int32_t>(X.dims[2 + i]);
-    P.out[off + i] = static_cast<int32_t>(Y.dims[2 + i]);
-    P.filt[off + i] = static_cast<int32_t>(W.dims[2 + i]);
-    P.pad[off + i] = static_cast<int32_t>(at(attr.get_pre_padding(), i, 0));
-    P.stride[off + i] = static_cast<int32_t>(at(attr.get_stride(), i, 1));
-    P.dil[off + i] = static_cast<int32_t>(at(attr.get_dilation(), i, 1));
-    P.x_stride[1 + off + i] = X.strides[2 + i];
-    P.w_stride_tap[off + i] = W.strides[2 + i];
-  }
+  for (size_t i = 0; i < 3; ++i) P.w_stride_tap[i] = i < off ? 0 : W.strides[2 + i - off];
   P.w_stride_c = W.strides[0];
-  P.C = static_cast<int32_t>(C);
-  P.M = Y.dims[0];
-  for (size_t i = 0; i < nsp; ++i) P.M *= Y.dims[2 + i];
   out.wvec = C % 8 == 0 && P.w_stride_c == int64_t{P.filt[1]} * P.filt[2] && P.w_stride_tap[1] == P.filt[2] &&
              (P.filt[2] == 1 || P.w_stride_tap[2] == 1);
   const int64_t strips_max = P.M / std::max(1, P.out[2]) * P.out[2];  // rows x Q: strips at strip=1
@@ -115,18 +95,17 @@ bool describe(const Partition& p, Pieces& out, std::string& why) {
   return true;
 }
 
+EpilogueAxes output_axes(const Partition& p) {
+  const ir::Node& anchor = p.graph->nodes[static_cast<size_t>(anchor_node(p))];
+  return conv::pixel_channel_axes(p.tensor(anchor.outputs[0]).dims.size());
+}
+
 Status prepare(const Partition& p, const Target& t, Pieces& out) {
   if (!t.device().is_cuda() || !t.handle->cuda)
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "runs on CUDA handles; this one is " + t.device().to_string()};
   std::string why;
   if (!describe(p, out, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, why};
-  EpilogueAxes axes;
-  const ir::Node& anchor = p.graph->nodes[static_cast<size_t>(anchor_node(p))];
-  const int rank = p.tensor(anchor.outputs[0]).rank();
-  axes.m.push_back(0);
-  for (int i = 2; i < rank; ++i) axes.m.push_back(i);
-  axes.n = {1};
-  if (!plan_epilogue(p, axes, t.dynamic_shapes, out.epi, why))
+  if (!plan_epilogue(p, output_axes(p), t.dynamic_shapes, out.epi, why))
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "the epilogue does not fit: " + why};
   return {};
 }
@@ -178,10 +157,10 @@ int strip_of(const DepthwiseKnobs& k, const Pieces& pc) {
   return k.strip >= 0 ? static_cast<int>(k.strip) : pc.strip_ok ? 4 : 0;
 }
 
-class DepthwisePlan final : public Plan {
+class DepthwisePlan final : public KernelPlan {
  public:
   DepthwisePlan(const Partition& p, Pieces pc, int strip, KernelBuild k, int sms)
-      : part_(p), pc_(std::move(pc)), strip_(strip), k_(std::move(k)), sms_(sms) {}
+      : KernelPlan(p, std::move(k)), pc_(std::move(pc)), strip_(strip), sms_(sms) {}
 
   int64_t workspace_size() const override { return pc_.epi.L.workspace_bytes; }
 
@@ -222,25 +201,21 @@ class DepthwisePlan final : public Plan {
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
-  void serialize(ByteWriter& w) const override { serialize_kernel(k_, w); }
-
  private:
-  Partition part_;
   Pieces pc_;
   int strip_;
-  KernelBuild k_;
   int sms_;
 };
 
-class DepthwiseDirectEngine final : public Engine {
+class DepthwiseDirectEngine final : public CompiledEngine<DepthwiseKnobs> {
  public:
+  DepthwiseDirectEngine() : CompiledEngine(kSchema) {}
+
   std::string_view name() const override { return kName; }
 
   Support check(const Partition& p, const Target& t) const override {
     Pieces pc;
-    if (auto s = prepare(p, t, pc); !s.ok()) return Support::no(s.message());
-    if (!nvrtc()) return Support::no(nvrtc_error());
-    return Support::yes();
+    return compile_support(prepare(p, t, pc));
   }
 
   // Strips of 4, 2 and 8 outputs where the strip kernel applies (the least padding along W first),
@@ -248,19 +223,15 @@ class DepthwiseDirectEngine final : public Engine {
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     Pieces pc;
     std::string why;
-    if (!describe(p, pc, why) || !pc.strip_ok) return {kSchema.print({0})};
-    std::vector<Knobs> out = print_knobs(kSchema, {{4}, {2}, {8}});
-    sort_by_estimate(*this, p, t, out);
-    return out;
+    if (!describe(p, pc, why) || !pc.strip_ok) return {schema_.print({0})};
+    return ranked(p, t, {{4}, {2}, {8}});
   }
-
-  Status check_knobs(const Knobs& k) const override { return kSchema.validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // Memory bound: each input read about once (the taps overlap in cache), outputs written once.
     // Strips past the output's width compute padding; the per-pixel kernel reads every tap.
     DepthwiseKnobs knobs;
-    if (!kSchema.parse(k, knobs).ok()) return 1e9;
+    if (!parse(k, knobs)) return 1e9;
     Pieces pc;
     std::string why;
     double waste = 1.0, eff = 0.6;
@@ -273,21 +244,13 @@ class DepthwiseDirectEngine final : public Engine {
     return roofline_seconds(partition_flops(p) * waste, partition_bytes(p) * waste, t.info(), eff, 4e-6);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, nullptr, plan);
-  }
-
-  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
-                     std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, &r, plan);
-  }
-
  private:
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const override {
     Pieces pc;
     if (auto s = prepare(p, t, pc); !s.ok()) return s;
     DepthwiseKnobs knobs;
-    if (auto s = read_knobs(kSchema, k, ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, knobs); !s.ok()) return s;
+    if (auto s = read_knobs(schema_, k, ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, knobs); !s.ok()) return s;
     const int strip = strip_of(knobs, pc);
     if (strip > 0 && !pc.strip_ok)
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
@@ -318,13 +281,7 @@ namespace conv {
 bool depthwise_source_for_test(const Partition& p, int strip, std::string& src, std::string& why) {
   Pieces pc;
   if (!describe(p, pc, why)) return false;
-  EpilogueAxes axes;
-  const ir::Node& anchor = p.graph->nodes[static_cast<size_t>(anchor_node(p))];
-  const int rank = p.tensor(anchor.outputs[0]).rank();
-  axes.m.push_back(0);
-  for (int i = 2; i < rank; ++i) axes.m.push_back(i);
-  axes.n = {1};
-  if (!plan_epilogue(p, axes, true, pc.epi, why)) return false;
+  if (!plan_epilogue(p, output_axes(p), true, pc.epi, why)) return false;
   if (strip > 0 && !pc.strip_ok) {
     why = "the strip kernel does not apply to this filter";
     return false;

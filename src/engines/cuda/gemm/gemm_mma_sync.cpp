@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "engines/cuda/common/cuda_knobs.hpp"
+#include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/gemm/matmul_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
 
@@ -48,54 +48,40 @@ bool is_fp32(const Partition& p, const Target& t) {
   return gemm::describe_matmul(p, t, mp, why) && mp.dtype == DataType::FLOAT;
 }
 
-class GemmMmaSyncEngine final : public Engine {
+class GemmMmaSyncEngine final : public CompiledEngine<MmaSyncKnobs> {
  public:
+  GemmMmaSyncEngine() : CompiledEngine(kSchema) {}
+
   std::string_view name() const override { return "cuda_gemm_mma_sync"; }
 
   Support check(const Partition& p, const Target& t) const override {
     MatmulPieces pieces;
-    if (auto s = gemm::prepare_matmul(p, t, pieces); !s.ok()) return Support::no(s.message());
-    if (!nvrtc()) return Support::no(nvrtc_error());
-    return Support::yes();
+    return compile_support(gemm::prepare_matmul(p, t, pieces));
   }
 
+  // Best guess first: the largest tile that still gives every multiprocessor a block.
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     std::vector<MmaSyncKnobs> settings;
     const int64_t tf32 = is_fp32(p, t) ? 1 : 0;
     for (auto [bm, bn] : {std::pair{128, 128}, {128, 64}, {64, 128}, {64, 64}})
       for (int st : {4, 3}) settings.push_back({bm, bn, st, tf32});
-    // Best guess first: the largest tile that still gives every multiprocessor a block.
-    std::vector<Knobs> out = print_knobs(kSchema, settings);
-    sort_by_estimate(*this, p, t, out);
-    return out;
+    return ranked(p, t, settings);
   }
-
-  Status check_knobs(const Knobs& k) const override { return kSchema.validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     MmaSyncKnobs knobs;
-    if (!kSchema.parse(k, knobs).ok()) return 1e9;
+    if (!parse(k, knobs)) return 1e9;
     const MatmulConfig c = mma_config(knobs);
     // Larger tiles reuse more of each load; small ones are for filling the machine.
     const double eff = c.bm * c.bn >= 128 * 128 ? 0.40 : c.bm * c.bn >= 128 * 64 ? 0.34 : 0.26;
     return gemm::matmul_seconds(p, t, c, eff * (c.stages >= 4 ? 1.0 : 0.95));
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, nullptr, plan);
-  }
-
-  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
-                     std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, &r, plan);
-  }
-
  private:
-  // Compiles (r null) or reloads the stored kernel (r set).
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const override {
     MmaSyncKnobs knobs;
-    const ErrorCode code = r ? ErrorCode::SERIALIZATION_FAILED : ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED;
-    if (auto s = read_knobs(kSchema, k, code, knobs); !s.ok()) return s;
+    if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
     return gemm::build_matmul_plan(p, t, mma_config(knobs), r, name(), plan);
   }
 };

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "engines/cuda/common/cuda_knobs.hpp"
+#include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/gemm/matmul_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
 
@@ -72,8 +72,10 @@ MatmulConfig wgmma_config(const WgmmaKnobs& k) {
 // H200 (2026-11-29) ran 1.594 ms vs 1.666 (128 x 256, 4 stages), 1.803 vs 1.805 (128 x 128).
 constexpr double kClusterGain = 1.04;
 
-class GemmWgmmaTmaEngine final : public Engine {
+class GemmWgmmaTmaEngine final : public CompiledEngine<WgmmaKnobs> {
  public:
+  GemmWgmmaTmaEngine() : CompiledEngine(kSchema) {}
+
   std::string_view name() const override { return "cuda_gemm_wgmma_tma"; }
 
   Support check(const Partition& p, const Target& t) const override {
@@ -118,12 +120,8 @@ class GemmWgmmaTmaEngine final : public Engine {
           if (!mp.a_k_major || !mp.b_k_major) k.transpose = 1;
         }
     }
-    std::vector<Knobs> out = print_knobs(kSchema, settings);
-    sort_by_estimate(*this, p, t, out);
-    return out;
+    return ranked(p, t, settings);
   }
-
-  Status check_knobs(const Knobs& k) const override { return kSchema.validate(k); }
 
   // Split-K where 128 x 128 tiles leave multiprocessors idle and each split keeps at least 8 of
   // the 128-byte k steps (twice the stage ring's depth).
@@ -145,7 +143,7 @@ class GemmWgmmaTmaEngine final : public Engine {
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     WgmmaKnobs knobs;
-    if (!kSchema.parse(k, knobs).ok()) return 1e9;
+    if (!parse(k, knobs)) return 1e9;
     const MatmulConfig c = wgmma_config(knobs);
     // Measured on an H200 (docs/perf.md): 128 x 256 cooperative tiles lead; ping-pong (one warpgroup's
     // epilogue under the other's main loop) comes within 2-8%.
@@ -153,21 +151,11 @@ class GemmWgmmaTmaEngine final : public Engine {
     return gemm::matmul_seconds(p, t, c, eff * (c.cluster > 1 ? kClusterGain : 1.0));
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, nullptr, plan);
-  }
-
-  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
-                     std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, &r, plan);
-  }
-
  private:
-  // Compiles (r null) or reloads the stored kernel (r set).
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const override {
     WgmmaKnobs knobs;
-    const ErrorCode code = r ? ErrorCode::SERIALIZATION_FAILED : ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED;
-    if (auto s = read_knobs(kSchema, k, code, knobs); !s.ok()) return s;
+    if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
     return gemm::build_matmul_plan(p, t, wgmma_config(knobs), r, name(), plan);
   }
 };

@@ -42,12 +42,9 @@ bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, st
 
 bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why) {
   out = MatmulProblem{};
-  const int a = anchor_node(p);
-  if (a < 0 || !ir::is<MatmulAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
-    why = "the partition is not anchored on a matmul";
-    return false;
-  }
-  const ir::Node& n = p.graph->nodes[static_cast<size_t>(a)];
+  const ir::Node* anchor = anchor_of<MatmulAttr>(p, "matmul", why);
+  if (!anchor) return false;
+  const ir::Node& n = *anchor;
   const ir::Tensor& A = p.tensor(n.inputs[0]);
   const ir::Tensor& B = p.tensor(n.inputs[1]);
   const ir::Tensor& C = p.tensor(n.outputs[0]);

@@ -5,11 +5,11 @@
 #include <cstring>
 
 #include "core/dtype.hpp"
-#include "core/hash.hpp"
 #include "core/log.hpp"
 #include "engines/cuda/codegen/emitter.hpp"
 #include "engines/cuda/codegen/params.hpp"
-#include "engines/cuda/common/cuda_knobs.hpp"
+#include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
 #include "runtime/cuda/context.hpp"
 
@@ -17,8 +17,6 @@ namespace dnngraph::cuda {
 namespace {
 
 using codegen::Layout;
-
-constexpr uint32_t kPayloadVersion = 1;
 
 bool deterministic_requested() {
   const char* v = std::getenv("DNNGRAPH_DETERMINISTIC");
@@ -45,20 +43,10 @@ int grid_for(const Layout& L, const Target& t) {
   return static_cast<int>(std::max<int64_t>(1, std::min(wave, need)));
 }
 
-uint32_t identity_bits(ReductionMode m) {
-  switch (m) {
-    case ReductionMode::MUL: return 0x3f800000u;  // 1.0f
-    case ReductionMode::MIN: return 0x7f800000u;  // +inf
-    case ReductionMode::MAX: return 0xff800000u;  // -inf
-    default: return 0;                            // sums, AMAX (of |x| >= 0)
-  }
-}
-
+// The vector kernel is build.main; the scalar one runs where pointers are not vector-aligned.
 struct Kernels {
-  std::string source;
-  std::vector<uint8_t> cubin;
-  std::shared_ptr<Module> module;
-  CUfunction vector = nullptr, scalar = nullptr, finalize = nullptr;
+  KernelBuild build;
+  CUfunction scalar = nullptr;
 };
 
 // The engine's knobs: elements per thread and loop step, and the two-pass form of full sums.
@@ -88,13 +76,14 @@ Status prepare(const Partition& p, const Target& t, const PointwiseKnobs& k, exp
 }
 
 Status load_kernels(const Target& t, const Layout& L, Kernels& k) {
-  if (auto s = Module::load(*t.handle, k.cubin, k.module); !s.ok()) return s;
-  if (auto s = k.module->function(codegen::kVectorKernel, k.vector); !s.ok()) return s;
+  KernelBuild& b = k.build;
+  if (auto s = Module::load(*t.handle, b.cubin, b.module); !s.ok()) return s;
+  if (auto s = b.module->function(codegen::kVectorKernel, b.main); !s.ok()) return s;
   if (L.vec > 1) {
-    if (auto s = k.module->function(codegen::kScalarKernel, k.scalar); !s.ok()) return s;
+    if (auto s = b.module->function(codegen::kScalarKernel, k.scalar); !s.ok()) return s;
   }
   if (L.needs_finalize()) {
-    if (auto s = k.module->function(codegen::kFinalizeKernel, k.finalize); !s.ok()) return s;
+    if (auto s = b.module->function(codegen::kFinalizeKernel, b.finalize); !s.ok()) return s;
   }
   return {};
 }
@@ -122,11 +111,12 @@ class PointwisePlan final : public Plan {
     for (size_t i = 0; i < L_.reductions.size(); ++i) {
       const auto& r = L_.reductions[i];
       if (r.full && L_.deterministic) continue;  // partials are written, not accumulated
-      if (auto s = fill32(h, params.acc[i], identity_bits(r.mode), static_cast<size_t>(r.volume)); !s.ok()) return s;
+      if (auto s = fill32(h, params.acc[i], codegen::identity_bits(r.mode), static_cast<size_t>(r.volume)); !s.ok())
+        return s;
     }
     void* main_args[] = {&params};
     const LaunchDims main{static_cast<unsigned>(L_.grid), codegen::kThreads, 0};
-    if (auto s = launch(h, vec == L_.vec ? k_.vector : k_.scalar, main, main_args, "cuda_pointwise_jit"); !s.ok())
+    if (auto s = launch(h, vec == L_.vec ? k_.build.main : k_.scalar, main, main_args, "cuda_pointwise_jit"); !s.ok())
       return s;
     if (!L_.needs_finalize()) return {};
     int blocks = L_.grid;
@@ -136,14 +126,10 @@ class PointwisePlan final : public Plan {
     const LaunchDims fin{static_cast<unsigned>(std::min<int64_t>(L_.grid, (partial_volume + 255) / 256)),
                          codegen::kThreads, 0};
     void* fin_args[] = {&params, &blocks};
-    return launch(h, k_.finalize, fin, fin_args, "cuda_pointwise_jit finalize");
+    return launch(h, k_.build.finalize, fin, fin_args, "cuda_pointwise_jit finalize");
   }
 
-  void serialize(ByteWriter& w) const override {
-    w.put(kPayloadVersion);
-    w.put(hash64(k_.source));
-    w.put_bytes(k_.cubin.data(), k_.cubin.size());
-  }
+  void serialize(ByteWriter& w) const override { serialize_kernel(k_.build, w); }
 
  private:
   // Every vector-accessed operand is aligned to a whole vector.
@@ -161,8 +147,10 @@ class PointwisePlan final : public Plan {
   Kernels k_;
 };
 
-class PointwiseJitEngine final : public Engine {
+class PointwiseJitEngine final : public CompiledEngine<PointwiseKnobs> {
  public:
+  PointwiseJitEngine() : CompiledEngine(kSchema) {}
+
   std::string_view name() const override { return "cuda_pointwise_jit"; }
 
   Support check(const Partition& p, const Target& t) const override {
@@ -191,14 +179,12 @@ class PointwiseJitEngine final : public Engine {
       else if (deterministic_requested()) settings.push_back({.deterministic = 1, .unroll = unroll});
       else for (int64_t d : {0, 1}) settings.push_back({.deterministic = d, .unroll = unroll});
     }
-    return print_knobs(kSchema, settings);
+    return print_knobs(schema_, settings);
   }
-
-  Status check_knobs(const Knobs& k) const override { return kSchema.validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     PointwiseKnobs knobs;
-    if (!kSchema.parse(k, knobs).ok()) return 1e9;
+    if (!parse(k, knobs)) return 1e9;
     // Memory bound: ~85% of peak bandwidth; a launch (two with the deterministic finalizer) of a few
     // microseconds. Unrolling by 2 is the usual best; the others rank after it.
     const double launches = knobs.deterministic == 1 ? 2 : 1;
@@ -206,38 +192,20 @@ class PointwiseJitEngine final : public Engine {
     return penalty * roofline_seconds(partition_flops(p), partition_bytes(p), t.info(), 0.85, 4e-6 * launches);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, nullptr, plan);
-  }
-
-  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
-                     std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, &r, plan);
-  }
-
  private:
   // Compiles (r null) or reloads the stored kernels (r set), then makes the plan.
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const override {
     PointwiseKnobs knobs;
-    const ErrorCode code = r ? ErrorCode::SERIALIZATION_FAILED : ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED;
-    if (auto s = read_knobs(kSchema, k, code, knobs); !s.ok()) return s;
+    if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
     expr::Program prog;
     Layout L;
     if (auto s = prepare(p, t, knobs, prog, L); !s.ok()) return s;
     Kernels kn;
-    kn.source = codegen::emit_pointwise(prog, *p.graph, L);
-    if (r) {
-      const auto version = r->get<uint32_t>();
-      const auto source_hash = r->get<uint64_t>();
-      if (!r->get_bytes(kn.cubin, size_t{1} << 30) || version != kPayloadVersion)
-        return {ErrorCode::SERIALIZATION_FAILED, "cuda_pointwise_jit: the plan payload is truncated or of another version"};
-      if (source_hash != hash64(kn.source))
-        return {ErrorCode::SERIALIZATION_FAILED,
-                "cuda_pointwise_jit: the stored kernel was generated from other source (another library version or "
-                "device); rebuild the plan"};
-    } else if (auto s = compile_cached(t, kn.source, "cuda_pointwise_jit.cu", kn.cubin); !s.ok()) {
+    KernelBuild& b = kn.build;
+    b.source = codegen::emit_pointwise(prog, *p.graph, L);
+    if (auto s = r ? read_kernel(*r, name(), b) : compile_cached(t, b.source, "cuda_pointwise_jit.cu", b.cubin); !s.ok())
       return s;
-    }
     if (auto s = load_kernels(t, L, kn); !s.ok()) return s;
     if (!r) {
       DG_LOG(DEBUG) << "cuda_pointwise_jit: " << L.describe() << " grid=" << L.grid;

@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "core/log.hpp"
-#include "engines/cuda/common/cuda_knobs.hpp"
+#include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/sdpa/sdpa_params.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
@@ -70,10 +70,10 @@ void copy3(const Operand& x, int64_t (&dst)[3]) {
 
 int32_t clamp_bound(int64_t v, int64_t limit) { return static_cast<int32_t>(std::min(v, limit)); }
 
-class SdpaPlan final : public Plan {
+class SdpaPlan final : public KernelPlan {
  public:
   SdpaPlan(const Partition& p, Problem pr, Config c, KernelBuild k)
-      : part_(p), pr_(std::move(pr)), c_(c), k_(std::move(k)) {}
+      : KernelPlan(p, std::move(k)), pr_(std::move(pr)), c_(c) {}
 
   Status execute(const ExecArgs& args) const override {
     HandleImpl& h = args.handle;
@@ -102,8 +102,6 @@ class SdpaPlan final : public Plan {
     return cuda::launch_3d(h, k_.main, grid, static_cast<unsigned>(c_.threads), static_cast<unsigned>(c_.smem_bytes),
                            kargs, sdpa::kKernelName);
   }
-
-  void serialize(ByteWriter& w) const override { serialize_kernel(k_, w); }
 
  private:
   template <class Ptr>
@@ -141,14 +139,15 @@ class SdpaPlan final : public Plan {
     return prm;
   }
 
-  Partition part_;
   Problem pr_;
   Config c_;
   KernelBuild k_;
 };
 
-class SdpaFlashEngine final : public Engine {
+class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
  public:
+  SdpaFlashEngine() : CompiledEngine(sdpa::knob_schema()) {}
+
   std::string_view name() const override { return "cuda_sdpa_flash"; }
 
   Support check(const Partition& p, const Target& t) const override {
@@ -166,27 +165,22 @@ class SdpaFlashEngine final : public Engine {
     if (t.info().sm_version == 90) all = {{.core = 1, .overlap = 1}, {.core = 1, .overlap = 0}, {.core = 0}};
     Problem pr;
     std::string why;
-    if (!sdpa::describe(p, pr, why)) return print_knobs(sdpa::knob_schema(), all);
+    if (!sdpa::describe(p, pr, why)) return print_knobs(schema_, all);
     std::vector<SdpaKnobs> fit;
     for (const SdpaKnobs& k : all) {
       Config c;
       if (sdpa::make_config(pr, k, t.info().sm_version, c, why)) fit.push_back(k);
     }
-    if (fit.empty()) return print_knobs(sdpa::knob_schema(), all);
-    // Best guess first.
-    std::vector<Knobs> out = print_knobs(sdpa::knob_schema(), fit);
-    sort_by_estimate(*this, p, t, out);
-    return out;
+    if (fit.empty()) return print_knobs(schema_, all);
+    return ranked(p, t, fit);  // best guess first
   }
-
-  Status check_knobs(const Knobs& k) const override { return sdpa::knob_schema().validate(k); }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     Problem pr;
     Config c;
     SdpaKnobs knobs;
     std::string why;
-    if (!sdpa::knob_schema().parse(k, knobs).ok() || !sdpa::describe(p, pr, why) ||
+    if (!parse(k, knobs) || !sdpa::describe(p, pr, why) ||
         !sdpa::make_config(pr, knobs, t.info().sm_version, c, why))
       return 1e9;
     // Two GEMMs over the visible pairs; the exp2 of the softmax costs the tensor cores idle time,
@@ -198,25 +192,17 @@ class SdpaFlashEngine final : public Engine {
     return roofline_seconds(flops, partition_bytes(p), t.info(), eff, 5e-6);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, nullptr, plan);
-  }
-
-  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
-                     std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, &r, plan);
-  }
-
  private:
   // Compiles (r null) or reloads the stored kernel (r set), then makes the plan.
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const override {
     const ErrorCode fail = r ? ErrorCode::SERIALIZATION_FAILED : ErrorCode::GRAPH_NOT_SUPPORTED;
     Problem pr;
     Config c;
     std::string why;
     if (!sdpa::describe(p, pr, why) || !sdpa::check_device(t, why)) return {fail, "cuda_sdpa_flash: " + why};
     SdpaKnobs knobs;
-    if (auto s = read_knobs(sdpa::knob_schema(), k, fail, knobs); !s.ok()) return s;
+    if (auto s = read_knobs(schema_, k, fail, knobs); !s.ok()) return s;
     if (!sdpa::make_config(pr, knobs, t.info().sm_version, c, why)) return {fail, "cuda_sdpa_flash: " + why};
     KernelBuild kb;
     kb.source = sdpa::kernel_source(c);
