@@ -24,6 +24,33 @@ struct DwParams {
 
 #define DG_DW_MAX_TAPS 9
 
+// The epilogue of one output pixel's 8 channels c0.. (c holds the pixel): two 4-wide vectors where
+// the operands allow them and all 8 channels exist, else channel by channel.
+template <class Ep>
+__device__ __forceinline__ void dw_epilogue8(const DwParams& P, const PointwiseParams& p,
+                                             typename Ep::Index (&c)[Ep::kRank], int c0, const float* acc,
+                                             float* red) {
+  typedef typename Ep::Index Index;
+  if (P.epi_vec == 4 && c0 + 8 <= P.C) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      c[Ep::kRank - 1] = (Index)(c0 + 4 * h);
+      typename Ep::template Loaded<4> l;
+      Ep::template load<4>(p, c, l);
+      Ep::template apply<4>(p, c, l, acc + 4 * h, red);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (c0 + j >= P.C) break;
+      c[Ep::kRank - 1] = (Index)(c0 + j);
+      typename Ep::template Loaded<1> l;
+      Ep::template load<1>(p, c, l);
+      Ep::template apply<1>(p, c, l, acc + j, red);
+    }
+  }
+}
+
 // The 8 input channels tap `tap` of output pixel (o, pp, q) reads; false outside the input.
 template <int DT, bool VEC>
 __device__ __forceinline__ bool dw_tap_input(const DwParams& P, int o, int pp, int q, i64 xb, int c0, int tap,
@@ -81,13 +108,9 @@ __device__ __forceinline__ void conv_depthwise(const DwParams& P, const Pointwis
                              : 0.0f;
         }
     }
-    i64 t = m;
-    const int q = (int)(t % P.out[2]);
-    t /= P.out[2];
-    const int pp = (int)(t % P.out[1]);
-    t /= P.out[1];
-    const int o = (int)(t % P.out[0]);
-    const i64 xb = (t / P.out[0]) * P.x_stride[0] + c0;
+    const Pixel px = pixel_of(m, P.out);
+    const int o = px.o, pp = px.p, q = px.q;
+    const i64 xb = px.n * P.x_stride[0] + c0;
     float acc[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[j] = 0.0f;
@@ -112,24 +135,7 @@ __device__ __forceinline__ void conv_depthwise(const DwParams& P, const Pointwis
       }
     }
     c[Ep::kRank - 2] = (Index)m;
-    if (P.epi_vec == 4 && c0 + 8 <= P.C) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        c[Ep::kRank - 1] = (Index)(c0 + 4 * h);
-        typename Ep::template Loaded<4> l;
-        Ep::template load<4>(p, c, l);
-        Ep::template apply<4>(p, c, l, acc + 4 * h, red);
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        if (c0 + j >= P.C) break;
-        c[Ep::kRank - 1] = (Index)(c0 + j);
-        typename Ep::template Loaded<1> l;
-        Ep::template load<1>(p, c, l);
-        Ep::template apply<1>(p, c, l, acc + j, red);
-      }
-    }
+    dw_epilogue8<Ep>(P, p, c, c0, acc, red);
   }
   Ep::finish_full(p, red);
 }
@@ -236,24 +242,7 @@ __device__ __forceinline__ void conv_depthwise_strip(const DwParams& P, const Po
     for (int j = 0; j < QS; ++j) {
       if (q0 + j >= P.out[2]) break;
       c[Ep::kRank - 2] = (Index)((i64)row * P.out[2] + q0 + j);
-      if (P.epi_vec == 4 && c0 + 8 <= P.C) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          c[Ep::kRank - 1] = (Index)(c0 + 4 * h);
-          typename Ep::template Loaded<4> l;
-          Ep::template load<4>(p, c, l);
-          Ep::template apply<4>(p, c, l, acc[j] + 4 * h, red);
-        }
-      } else {
-#pragma unroll
-        for (int u = 0; u < 8; ++u) {
-          if (c0 + u >= P.C) break;
-          c[Ep::kRank - 1] = (Index)(c0 + u);
-          typename Ep::template Loaded<1> l;
-          Ep::template load<1>(p, c, l);
-          Ep::template apply<1>(p, c, l, acc[j] + u, red);
-        }
-      }
+      dw_epilogue8<Ep>(P, p, c, c0, acc[j], red);
     }
   }
   Ep::finish_full(p, red);

@@ -133,6 +133,24 @@ __device__ __forceinline__ void tile_coords(i64 t, int tiles_m, int tiles_n, i64
   tn = in_group / gsize;
 }
 
+// Output pixel m of an [N, O, P, Q] grid (out = {O, P, Q}) as its coordinates: what the
+// convolution kernels' gathers start from.
+struct Pixel {
+  i64 n;
+  int o, p, q;
+};
+__device__ __forceinline__ Pixel pixel_of(i64 m, const int (&out)[3]) {
+  Pixel px;
+  i64 t = m;
+  px.q = (int)(t % out[2]);
+  t /= out[2];
+  px.p = (int)(t % out[1]);
+  t /= out[1];
+  px.o = (int)(t % out[0]);
+  px.n = t / out[0];
+  return px;
+}
+
 // Batch index b -> element offsets of A and B, and the epilogue's batch coordinates.
 template <class Ep>
 __device__ __forceinline__ void batch_coords(const GemmParams& g, i64 b, i64& a_off, i64& b_off,
