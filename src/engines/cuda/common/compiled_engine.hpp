@@ -1,8 +1,9 @@
 // The frame of the CUDA engines, which compile their kernels with NVRTC and have typed knobs T:
 // check_knobs is their schema's (planning/knobs.hpp), build() compiles and deserialize() reloads
 // the stored kernels through one make() (r null: compile), and knob_space() lists typed settings
-// printed by the schema, best estimate first. build() and deserialize() report a setting the schema rejects under their own error code
-// (plan creation, serialization) with the schema's message (engine, knob, range or rule).
+// printed by the schema, best estimate first. build() and deserialize() report a setting the
+// schema rejects under their own error code (plan creation, serialization) with the schema's
+// message (engine, knob, range or rule).
 #pragma once
 #include <algorithm>
 #include <memory>

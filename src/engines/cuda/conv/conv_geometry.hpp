@@ -9,7 +9,9 @@
 
 namespace dnngraph::cuda::conv {
 
-inline std::string where(const ir::Node& n, const ir::Tensor& t) { return "node '" + n.name + "', tensor '" + t.name + "': "; }
+inline std::string where(const ir::Node& n, const ir::Tensor& t) {
+  return "node '" + n.name + "', tensor '" + t.name + "': ";
+}
 
 // An output [N, C, spatial...] seen per pixel: N and the spatial dims fold into the row (m), the
 // channels are the column (n).
@@ -27,7 +29,9 @@ inline EpilogueAxes pixel_channel_axes(size_t rank) {
 template <class Attr, class Params>
 void fill_spatial(const Attr& attr, const ir::Tensor& gathered, const ir::Tensor& w, const ir::Tensor& out,
                   Params& cp) {
-  const auto at = [](const std::vector<int64_t>& v, size_t i, int64_t fallback) { return i < v.size() ? v[i] : fallback; };
+  const auto at = [](const std::vector<int64_t>& v, size_t i, int64_t fallback) {
+    return i < v.size() ? v[i] : fallback;
+  };
   const size_t nsp = gathered.dims.size() - 2, off = 3 - nsp;
   for (int i = 0; i < 3; ++i) {
     cp.in[i] = cp.out[i] = cp.filt[i] = 1;

@@ -18,7 +18,8 @@ using gemm::MatmulPieces;
 using gemm::MatmulProblem;
 using gemm::ceil_div;
 
-// The engine's knobs. Only tile_n and stages are printed at their defaults (as knob_space lists them).
+// The engine's knobs. Only tile_n and stages are printed at their defaults (as knob_space lists
+// them); knob_space always sets stages, whose 0 stands for "by tile_n" only in parsed settings.
 struct WgmmaKnobs {
   int64_t tile_n = 256;
   int64_t stages = 0;  // 0: 4 with tile_n 256, else 5
@@ -29,7 +30,9 @@ struct WgmmaKnobs {
 int64_t stages_of(const WgmmaKnobs& k) { return k.stages ? k.stages : k.tile_n == 256 ? 4 : 5; }
 
 // 1 KB of alignment slack, the stages, the epilogue staging (2 x 64 x 36 floats), the barriers.
-int64_t smem_bytes(const WgmmaKnobs& k) { return 1024 + stages_of(k) * (128 + k.tile_n) * 128 + 2 * 64 * 36 * 4 + 16 * stages_of(k); }
+int64_t smem_bytes(const WgmmaKnobs& k) {
+  return 1024 + stages_of(k) * (128 + k.tile_n) * 128 + 2 * 64 * 36 * 4 + 16 * stages_of(k);
+}
 
 std::string wgmma_rules(const WgmmaKnobs& k) {
   if (k.pingpong && k.tile_n != 128) return "pingpong=1 takes tile_n 128";

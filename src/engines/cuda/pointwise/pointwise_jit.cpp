@@ -204,8 +204,8 @@ class PointwiseJitEngine final : public CompiledEngine<PointwiseKnobs> {
     Kernels kn;
     KernelBuild& b = kn.build;
     b.source = codegen::emit_pointwise(prog, *p.graph, L);
-    if (auto s = r ? read_kernel(*r, name(), b) : compile_cached(t, b.source, "cuda_pointwise_jit.cu", b.cubin); !s.ok())
-      return s;
+    const Status got = r ? read_kernel(*r, name(), b) : compile_cached(t, b.source, "cuda_pointwise_jit.cu", b.cubin);
+    if (!got.ok()) return got;
     if (auto s = load_kernels(t, L, kn); !s.ok()) return s;
     if (!r) {
       DG_LOG(DEBUG) << "cuda_pointwise_jit: " << L.describe() << " grid=" << L.grid;
