@@ -24,7 +24,7 @@
 #include "core/dtype.hpp"
 #include "bench_util.hpp"
 #include "dnngraph/dnngraph.hpp"
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
 #include "planning/kernel_cache.hpp"
 #include "runtime/cuda/context.hpp"

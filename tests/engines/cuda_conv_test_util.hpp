@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 #include "common/dims.hpp"
 #include "gemm_test_util.hpp"
 
@@ -40,7 +40,7 @@ inline ::testing::AssertionResult anchored_partitions(dg::Graph& g, std::vector<
   auto lowered = gemm_test::lower_graph(g, low);
   if (!lowered) return lowered;
   for (const auto& p : low.parts)
-    if (dg::cuda::gemm::anchor_node(p) >= 0) anchored.push_back(p);
+    if (dg::cuda::anchor_node(p) >= 0) anchored.push_back(p);
   return lowered;
 }
 

@@ -12,7 +12,7 @@
 #include "common/dims.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/kernel_cache.hpp"
-#include "engines/cuda/gemm/epilogue_layout.hpp"
+#include "engines/cuda/common/epilogue_layout.hpp"
 #include "engines/cuda/gemm/matmul_plan.hpp"
 #include "planning/engine.hpp"
 #include "runtime/handle_impl.hpp"
@@ -123,7 +123,7 @@ inline ::testing::AssertionResult lower_graph(dg::Graph& g, Lowered& out) {
   out.ir = g.impl().ir.get();
   if (auto s = dg::partition_graph(*out.ir, out.parts); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
   for (const auto& p : out.parts)
-    if (dg::cuda::gemm::anchor_node(p) >= 0) return ::testing::AssertionSuccess();
+    if (dg::cuda::anchor_node(p) >= 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "no anchored partition";
 }
 
@@ -142,19 +142,40 @@ inline void for_each_matmul(dg::Graph& g,
   }
 }
 
-// A CUDA target without a device: an sm_90 with an H200's peaks, for knob spaces and estimates.
-struct FakeHopper {
+// Whether generated source calls dg::<kernel><KernelConfig>(...) (kernel may be a name's tail) with
+// a KernelConfig whose members have these values, each its own enumerator, and the epilogue.
+inline ::testing::AssertionResult instantiates(const std::string& src, const std::string& kernel,
+                                               const std::vector<std::pair<std::string, std::string>>& members) {
+  if (src.find(kernel + "<KernelConfig>(") == std::string::npos)
+    return ::testing::AssertionFailure() << "no " << kernel << "<KernelConfig> in\n" << src;
+  if (src.find("  using Epilogue = dg_gen::Epilogue;\n") == std::string::npos)
+    return ::testing::AssertionFailure() << "no Epilogue member in\n" << src;
+  for (const auto& [name, value] : members)
+    if (src.find("{ " + name + " = " + value + " };\n") == std::string::npos)
+      return ::testing::AssertionFailure() << "no member " << name << " = " << value << " in\n" << src;
+  return ::testing::AssertionSuccess();
+}
+
+// A CUDA target without a device, for knob spaces and estimates.
+struct FakeGpu {
   dg::HandleImpl handle;
   dg::Target target;
-  FakeHopper() {
-    handle.info.sm_version = 90;
-    handle.info.peak_flops = 989e12;
-    handle.info.peak_bytes_per_s = 4.8e12;
-    handle.info.multiprocessors = 132;
+  FakeGpu(int sm_version, double peak_flops, double peak_bytes_per_s, int multiprocessors) {
+    handle.info.sm_version = sm_version;
+    handle.info.peak_flops = peak_flops;
+    handle.info.peak_bytes_per_s = peak_bytes_per_s;
+    handle.info.multiprocessors = multiprocessors;
     target.handle = &handle;
   }
-  FakeHopper(const FakeHopper&) = delete;
-  FakeHopper& operator=(const FakeHopper&) = delete;
+  FakeGpu(const FakeGpu&) = delete;
+  FakeGpu& operator=(const FakeGpu&) = delete;
+};
+// An sm_90 with an H200's peaks; an sm_80 with an A100's.
+struct FakeHopper : FakeGpu {
+  FakeHopper() : FakeGpu(90, 989e12, 4.8e12, 132) {}
+};
+struct FakeAmpere : FakeGpu {
+  FakeAmpere() : FakeGpu(80, 312e12, 2e12, 108) {}
 };
 
 }  // namespace gemm_test

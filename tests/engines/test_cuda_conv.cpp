@@ -5,9 +5,9 @@
 
 #include <random>
 
-#include "engines/cuda/conv/conv_engines.hpp"
+#include "engines/cuda/conv/conv_implicit_gemm.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 #include "common/dims.hpp"
 #include "cuda_conv_test_util.hpp"
 #include "gemm_test_util.hpp"
@@ -91,7 +91,9 @@ TEST(CudaConvImplicitGemm, Tf32KernelsCompileWithNvrtc) {
     for (const auto& p : parts) {
       std::string src, why;
       ASSERT_TRUE(cv::fprop_source_for_test(p, 0, 128, 64, 4, src, why)) << why;
-      EXPECT_NE(src.find("_mma_sync<dg::DT_FLOAT, 128, 64, 16, 2, 2, 4,"), std::string::npos) << src;
+      EXPECT_TRUE(gemm_test::instantiates(src, "_mma_sync",
+                                          {{"kDataType", "dg::DT_FLOAT"}, {"kTileM", "128"}, {"kTileN", "64"},
+                                           {"kTileK", "16"}, {"kWarpsM", "2"}, {"kWarpsN", "2"}, {"kStages", "4"}}));
       for (const char* arch : {"sm_80", "sm_90a"})
         ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_tf32.cu", arch, o + " " + arch + ": "));
     }
@@ -122,9 +124,9 @@ TEST(CudaConvImplicitGemm, Tf32WgmmaKernelsCompileWithNvrtc) {
   for (auto [bn, splits] : {std::pair{64, 1}, {128, 1}, {256, 1}, {128, 3}}) {
     std::string src, why;
     ASSERT_TRUE(cv::fprop_source_for_test(parts[0], 1, 128, bn, 4, src, why, splits)) << why;
-    const std::string inst = "conv_fprop_wgmma<dg::DT_FLOAT, " + std::to_string(bn) + ", 4, " +
-                             (splits > 1 ? "true" : "false") + ", dg_gen::Epilogue>";
-    EXPECT_NE(src.find(inst), std::string::npos) << src;
+    EXPECT_TRUE(gemm_test::instantiates(src, "conv_fprop_wgmma",
+                                        {{"kDataType", "dg::DT_FLOAT"}, {"kTileN", std::to_string(bn)}, {"kStages", "4"},
+                                         {"kSplitK", splits > 1 ? "true" : "false"}}));
     ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_tf32_wgmma.cu", "sm_90a",
                                             "tile_n " + std::to_string(bn) + " split_k " + std::to_string(splits) + ": "));
   }
@@ -182,7 +184,9 @@ TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
       ASSERT_TRUE(cv::fprop_source_for_test(p, core ? 1 : 0, 128, core == 3 ? 64 : 128, 4, src, why, core == 2 ? 3 : 1))
           << why;
       if (core == 2) {
-        EXPECT_NE(src.find("conv_fprop_wgmma<dg::DT_BFLOAT16, 128, 4, true,"), std::string::npos) << src;
+        EXPECT_TRUE(gemm_test::instantiates(
+            src, "conv_fprop_wgmma",
+            {{"kDataType", "dg::DT_BFLOAT16"}, {"kTileN", "128"}, {"kStages", "4"}, {"kSplitK", "true"}}));
       }
       ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv.cu", "sm_90a", "core " + std::to_string(core) + ": "));
     }
@@ -248,6 +252,15 @@ void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::
                         {Expect{tol, std::sqrt(double(taps)) * (tf32 ? 1.0 : 0.1)}}, plans);
 }
 
+// The window of a random 2D case: filters up to 3 x 3, padding, strides up to 2, a dilation along H.
+void random_window(std::mt19937& rng, Case& c) {
+  c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
+  c.pre = {int64_t(rng() % 2), int64_t(rng() % 3)};
+  c.post = {int64_t(rng() % 3), int64_t(rng() % 2)};
+  c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
+  c.dil = {1 + int64_t(rng() % 2), 1};
+}
+
 TEST(CudaConvImplicitGemm, Random2dConvolutionsMatchRef) {
   DG_REQUIRE_CUDA(gpu);
   std::mt19937 rng(71);
@@ -256,11 +269,7 @@ TEST(CudaConvImplicitGemm, Random2dConvolutionsMatchRef) {
     const int64_t n = 1 + rng() % 3, ch = 8 * (1 + rng() % 6), k = 1 + rng() % 70;
     c.x = {n, ch, 3 + int64_t(rng() % 20), 3 + int64_t(rng() % 20)};
     c.k = k;
-    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
-    c.pre = {int64_t(rng() % 2), int64_t(rng() % 3)};
-    c.post = {int64_t(rng() % 3), int64_t(rng() % 2)};
-    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
-    c.dil = {1 + int64_t(rng() % 2), 1};
+    random_window(rng, c);
     SCOPED_TRACE("trial " + std::to_string(trial));
     run_case(c, trial % 2 ? dg::DataType::HALF : dg::DataType::BFLOAT16, trial % 3 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT,
              trial % 2 == 0, rng);
@@ -428,11 +437,7 @@ TEST(CudaConvImplicitGemm, Tf32ConvolutionsMatchRef) {
     Case c;
     c.x = {1 + int64_t(rng() % 3), 4 * (1 + int64_t(rng() % 10)), 3 + int64_t(rng() % 20), 3 + int64_t(rng() % 20)};
     c.k = 1 + rng() % 70;
-    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
-    c.pre = {int64_t(rng() % 2), int64_t(rng() % 3)};
-    c.post = {int64_t(rng() % 3), int64_t(rng() % 2)};
-    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
-    c.dil = {1 + int64_t(rng() % 2), 1};
+    random_window(rng, c);
     SCOPED_TRACE("fprop trial " + std::to_string(trial));
     run_case(c, F, trial % 3 ? F : dg::DataType::BFLOAT16, trial % 2 == 0, rng);
   }
@@ -462,11 +467,7 @@ TEST(CudaConvImplicitGemm, Tf32WgmmaConvolutionsMatchRef) {
     Case c;
     c.x = {1 + int64_t(rng() % 3), 4 * (1 + int64_t(rng() % 24)), 3 + int64_t(rng() % 24), 3 + int64_t(rng() % 24)};
     c.k = 1 + rng() % 300;
-    c.filt = {1 + int64_t(rng() % 3), 1 + int64_t(rng() % 3)};
-    c.pre = {int64_t(rng() % 2), int64_t(rng() % 3)};
-    c.post = {int64_t(rng() % 3), int64_t(rng() % 2)};
-    c.stride = {1 + int64_t(rng() % 2), 1 + int64_t(rng() % 2)};
-    c.dil = {1 + int64_t(rng() % 2), 1};
+    random_window(rng, c);
     SCOPED_TRACE("trial " + std::to_string(trial) + " C=" + std::to_string(c.x[1]) + " K=" + std::to_string(c.k));
     run_case(c, F, trial % 3 == 2 ? dg::DataType::BFLOAT16 : F, trial % 3 != 0, rng, 2, trial % 2 == 1);
   }

@@ -3,7 +3,7 @@
 // them, and that rejected combinations name their rule.
 #include <gtest/gtest.h>
 
-#include "engines/cuda/gemm/gemm_engines.hpp"
+#include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
 #include "gemm_test_util.hpp"
 
 namespace {

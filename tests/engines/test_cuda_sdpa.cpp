@@ -13,8 +13,8 @@
 
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
-#include "engines/cuda/nvrtc_compile.hpp"
-#include "engines/cuda/sdpa/sdpa_engine.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
+#include "engines/cuda/sdpa/sdpa_flash.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
 #include "engines/test_cuda_util.hpp"
 #include "graph/graph_impl.hpp"
@@ -217,7 +217,7 @@ TEST(CudaSdpaEngine, RejectsWithReasons) {
   std::string why;
   ASSERT_TRUE(sd::describe(l.part, pr, why)) << why;
   sd::Config cfg;
-  EXPECT_FALSE(sd::make_config(pr, {{"core", 1}}, 80, cfg, why));
+  EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 1}, 80, cfg, why));
   EXPECT_EQ(why, "knob core=1 (wgmma + TMA) needs sm_90a; the device is sm_80");
 }
 

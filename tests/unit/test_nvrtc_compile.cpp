@@ -3,7 +3,7 @@
 // reason) only when NVRTC cannot be loaded.
 #include <gtest/gtest.h>
 
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 #include "engines/test_cuda_util.hpp"
 
 namespace dnngraph::cuda {

@@ -277,7 +277,14 @@ class Emitter {
 
 void emit_finalize(const Layout& L, std::ostringstream& os) {
   os << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ") " << kFinalizeKernel
-     << "(const dg::PointwiseParams p, int blocks) {\n  __shared__ float scratch[32];\n  (void)scratch; (void)blocks;\n";
+     << "(const dg::PointwiseParams p, int blocks) {\n  __shared__ float scratch[32];\n  (void)scratch; (void)blocks;\n"
+     << emit_finalize_calls(L, "blocks", L.deterministic) << "}\n";
+}
+
+}  // namespace
+
+std::string emit_finalize_calls(const Layout& L, const std::string& blocks, bool deterministic) {
+  std::ostringstream os;
   int f = 0;
   for (size_t i = 0; i < L.reductions.size(); ++i) {
     const auto& r = L.reductions[i];
@@ -285,17 +292,15 @@ void emit_finalize(const Layout& L, std::ostringstream& os) {
     if (r.full) {
       if (!r.in_output)
         os << "  if (blockIdx.x == 0) dg::finalize_full<" << rm(r.mode) << ", " << dt(r.dtype) << ", "
-           << (L.deterministic ? "true" : "false") << ">(p, p.acc[" << is << "], " << f << ", p.out[" << is
-           << "], blocks, p.inv_count[" << is << "], scratch);\n";
+           << (deterministic ? "true" : "false") << ">(p, p.acc[" << is << "], " << f << ", p.out[" << is << "], "
+           << blocks << ", p.inv_count[" << is << "], scratch);\n";
       ++f;
     } else if (!r.in_output) {
       os << "  dg::finalize_partial<" << rm(r.mode) << ", " << dt(r.dtype) << ">(p, " << is << ", p.out[" << is << "]);\n";
     }
   }
-  os << "}\n";
+  return os.str();
 }
-
-}  // namespace
 
 std::string emit_epilogue(const expr::Program& prog, const ir::Graph& g, const Layout& L) {
   std::string out, why;

@@ -21,6 +21,10 @@ std::string emit_epilogue(const expr::Program& prog, const ir::Graph& g, const L
 // scalar one only when vec > 1, the finalizer only when L.needs_finalize()).
 std::string emit_pointwise(const expr::Program& prog, const ir::Graph& g, const Layout& L);
 
+// The reduction finalizer's body: a call per reduction not accumulated in its output. `blocks`
+// (an expression) counts each full reduction's partials; `deterministic`: they fold in two passes.
+std::string emit_finalize_calls(const Layout& L, const std::string& blocks, bool deterministic);
+
 // A float constant as CUDA source ("1.500000000e+00f"; inf and NaN by bit pattern).
 std::string float_literal(double v);
 

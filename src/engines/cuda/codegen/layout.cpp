@@ -7,31 +7,6 @@
 namespace dnngraph::cuda::codegen {
 namespace {
 
-bool supported_type(DataType t) {
-  switch (t) {
-    case DataType::FLOAT: case DataType::HALF: case DataType::BFLOAT16: case DataType::INT8:
-    case DataType::INT32: case DataType::BOOLEAN: case DataType::UINT8: case DataType::FP8_E4M3:
-    case DataType::FP8_E5M2:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Every element has its own offset and the offsets fill [0, volume): a permutation of a packed layout.
-bool is_dense(const ir::Tensor& t) {
-  std::vector<size_t> order(t.dims.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.strides[a] < t.strides[b]; });
-  int64_t expect = 1;
-  for (size_t i : order) {
-    if (t.dims[i] == 1) continue;
-    if (t.strides[i] != expect) return false;
-    expect *= t.dims[i];
-  }
-  return true;
-}
-
 // Strides of a tensor over the (uncollapsed) domain: size-1 dims of a smaller tensor broadcast.
 std::vector<int64_t> domain_strides(const ir::Tensor& t, const std::vector<int64_t>& domain) {
   std::vector<int64_t> s(domain.size(), 0);
@@ -101,24 +76,13 @@ struct Builder {
   }
 
   bool add_reduction(int tensor) {
-    const ir::Tensor& t = g.tensor(tensor);
-    ReductionMode mode = ReductionMode::NOT_SET;
-    for (const auto& in : prog.code)
-      if (in.kind == expr::InstrKind::REDUCE && in.tensor == tensor) mode = in.reduce;
-    if (!supported_type(t.dtype))
-      return fail(tname(tensor) + ": data type " + std::string(to_string(t.dtype)) + " is not supported");
-    if (!is_dense(t)) return fail(tname(tensor) + ": a reduction output must be densely packed");
     Reduction r;
-    r.tensor = tensor;
-    r.mode = mode;
-    r.dtype = t.dtype;
-    r.volume = t.volume();
-    r.full = r.volume == 1;
-    r.inv_count = static_cast<double>(r.volume) / static_cast<double>(L.volume);
+    if (!describe_reduction(prog, g, tensor, L.volume, r, why)) return false;
+    const ReductionMode mode = r.mode;
     if (o.deterministic && !r.full && order_dependent(mode))
       return fail(tname(tensor) + ": a deterministic " + std::string(to_string(mode)) +
                   " over part of the dims is not supported (only full reductions run in two passes)");
-    r.in_output = t.dtype == DataType::FLOAT && !expr::reduction_needs_finalize(mode) && !(o.deterministic && r.full);
+    r.in_output = r.dtype == DataType::FLOAT && !expr::reduction_needs_finalize(mode) && !(o.deterministic && r.full);
     L.reductions.push_back(r);
     if (!r.full) {
       L.reductions.back().operand = static_cast<int>(L.operands.size());
@@ -213,6 +177,64 @@ struct Builder {
 };
 
 }  // namespace
+
+bool supported_type(DataType t) {
+  switch (t) {
+    case DataType::FLOAT: case DataType::HALF: case DataType::BFLOAT16: case DataType::INT8:
+    case DataType::INT32: case DataType::BOOLEAN: case DataType::UINT8: case DataType::FP8_E4M3:
+    case DataType::FP8_E5M2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_dense(const ir::Tensor& t) {
+  std::vector<size_t> order(t.dims.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.strides[a] < t.strides[b]; });
+  int64_t expect = 1;
+  for (size_t i : order) {
+    if (t.dims[i] == 1) continue;
+    if (t.strides[i] != expect) return false;
+    expect *= t.dims[i];
+  }
+  return true;
+}
+
+bool describe_reduction(const expr::Program& prog, const ir::Graph& g, int tensor, int64_t volume, Reduction& r,
+                        std::string& why) {
+  const ir::Tensor& t = g.tensor(tensor);
+  const std::string name = "tensor '" + t.name + "'";
+  ReductionMode mode = ReductionMode::NOT_SET;
+  for (const auto& in : prog.code)
+    if (in.kind == expr::InstrKind::REDUCE && in.tensor == tensor) mode = in.reduce;
+  if (!supported_type(t.dtype)) {
+    why = name + ": data type " + std::string(to_string(t.dtype)) + " is not supported";
+    return false;
+  }
+  if (!is_dense(t)) {
+    why = name + ": a reduction output must be densely packed";
+    return false;
+  }
+  r = Reduction{};
+  r.tensor = tensor;
+  r.mode = mode;
+  r.dtype = t.dtype;
+  r.volume = t.volume();
+  r.full = r.volume == 1;
+  r.inv_count = static_cast<double>(r.volume) / static_cast<double>(volume);
+  return true;
+}
+
+uint32_t identity_bits(ReductionMode m) {
+  switch (m) {
+    case ReductionMode::MUL: return 0x3f800000u;  // 1.0f
+    case ReductionMode::MIN: return 0x7f800000u;  // +inf
+    case ReductionMode::MAX: return 0xff800000u;  // -inf
+    default: return 0;                            // sums, AMAX (of |x| >= 0)
+  }
+}
 
 bool order_dependent(ReductionMode m) {
   return !(m == ReductionMode::MIN || m == ReductionMode::MAX || m == ReductionMode::AMAX);

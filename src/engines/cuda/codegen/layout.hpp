@@ -83,4 +83,15 @@ bool plan_layout(const expr::Program& prog, const ir::Graph& g, const LayoutOpti
 // Whether a reduction's result depends on the order of accumulation (sums and products in fp32).
 bool order_dependent(ReductionMode m);
 
+// Types the generated kernels load and store (dg_types.cuh).
+bool supported_type(DataType t);
+// Every element has its own offset and the offsets fill [0, volume): a permutation of a packed layout.
+bool is_dense(const ir::Tensor& t);
+// The reduction into `tensor` (mode from prog, type and packing checked) over a domain of
+// `volume` elements; in_output and the operand are the caller's. False with `why`.
+bool describe_reduction(const expr::Program& prog, const ir::Graph& g, int tensor, int64_t volume, Reduction& out,
+                        std::string& why);
+// The bits of a reduction's identity as fp32 (what accumulators are reset to).
+uint32_t identity_bits(ReductionMode m);
+
 }  // namespace dnngraph::cuda::codegen

@@ -1,13 +1,10 @@
 #include "engines/cuda/conv/conv_problem.hpp"
 
-#include "engines/cuda/gemm/matmul_problem.hpp"
+#include "engines/cuda/common/tensor_core_types.hpp"
+#include "engines/cuda/conv/conv_geometry.hpp"
 
 namespace dnngraph::cuda::conv {
 namespace {
-
-std::string where(const ir::Node& n, const ir::Tensor& t) { return "node '" + n.name + "', tensor '" + t.name + "': "; }
-
-int64_t at(const std::vector<int64_t>& v, size_t i, int64_t fallback) { return i < v.size() ? v[i] : fallback; }
 
 // Elements in one 16-byte chunk: 8 of 16-bit types, 4 of FLOAT.
 int64_t per_chunk(const ir::Tensor& t) { return 16 / size_of(t.dtype); }
@@ -48,71 +45,17 @@ bool check_filters(const ir::Node& n, const ir::Tensor& W, int64_t& row, std::st
   return true;
 }
 
-template <class Attr>
-void fill_spatial(const Attr& attr, const ir::Tensor& gathered, const ir::Tensor& W, const ir::Tensor& out,
-                  ConvParams& cp) {
-  const size_t nsp = gathered.dims.size() - 2, off = 3 - nsp;
-  for (int i = 0; i < 3; ++i) {
-    cp.in[i] = cp.out[i] = cp.filt[i] = 1;
-    cp.stride[i] = cp.dil[i] = 1;
-    cp.pad[i] = 0;
-  }
-  cp.x_stride[0] = gathered.strides[0];
-  for (size_t i = 0; i < nsp; ++i) {
-    cp.in[off + i] = static_cast<int32_t>(gathered.dims[2 + i]);
-    cp.out[off + i] = static_cast<int32_t>(out.dims[2 + i]);
-    cp.filt[off + i] = static_cast<int32_t>(W.dims[2 + i]);
-    cp.pad[off + i] = static_cast<int32_t>(at(attr.get_pre_padding(), i, 0));
-    cp.stride[off + i] = static_cast<int32_t>(at(attr.get_stride(), i, 1));
-    cp.dil[off + i] = static_cast<int32_t>(at(attr.get_dilation(), i, 1));
-    cp.x_stride[1 + off + i] = gathered.strides[2 + i];
-  }
-  cp.C = static_cast<int32_t>(gathered.dims[1]);
-  cp.w_stride_k = W.strides[0];
-  cp.M = out.dims[0];
-  for (size_t i = 0; i < nsp; ++i) cp.M *= out.dims[2 + i];
-}
-
-// BFLOAT16 or HALF (both the same); FLOAT only where the graph lets it round to TF32.
-bool check_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& X, const ir::Tensor& W, std::string& why) {
-  const bool half = X.dtype == DataType::BFLOAT16 || X.dtype == DataType::HALF;
-  if (X.dtype == W.dtype && X.dtype == DataType::FLOAT && !g.allow_tf32) {
-    why = where(n, X) + gemm::kTf32Rule;
-    return false;
-  }
-  if (X.dtype != W.dtype || !(half || X.dtype == DataType::FLOAT)) {
-    why = where(n, X) + "inputs of type " + std::string(to_string(X.dtype)) + " x " + std::string(to_string(W.dtype)) +
-          " are not supported (BFLOAT16 or HALF, both the same; FLOAT x FLOAT as TF32)";
-    return false;
-  }
-  if (n.compute_type != DataType::FLOAT && n.compute_type != DataType::NOT_SET) {
-    why = "node '" + n.name + "': compute type " + std::string(to_string(n.compute_type)) +
-          " is not supported (fp32 accumulation)";
-    return false;
-  }
-  return true;
-}
-
-void output_axes(size_t rank, gemm::EpilogueAxes& axes) {
-  axes.m.push_back(0);
-  for (size_t i = 2; i < rank; ++i) axes.m.push_back(static_cast<int>(i));
-  axes.n = {1};
-}
-
 }  // namespace
 
 bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
-  const int a = gemm::anchor_node(p);
-  if (a < 0 || !ir::is<ConvDgradAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
-    why = "the partition is not anchored on a conv_dgrad";
-    return false;
-  }
-  const ir::Node& n = p.graph->nodes[static_cast<size_t>(a)];
+  const ir::Node* anchor = anchor_of<ConvDgradAttr>(p, "conv_dgrad", why);
+  if (!anchor) return false;
+  const ir::Node& n = *anchor;
   const ir::Tensor& DY = p.tensor(n.inputs[0]);
   const ir::Tensor& W = p.tensor(n.inputs[1]);
   const ir::Tensor& DX = p.tensor(n.outputs[0]);
-  if (!check_types(*p.graph, n, DY, W, why) || !check_gathered(n, DY, why)) return false;
+  if (!check_tensor_core_types(*p.graph, n, DY, W, why) || !check_gathered(n, DY, why)) return false;
   if (W.dims[1] != DX.dims[1]) {
     why = where(n, W) + "grouped convolution (groups = " + std::to_string(DX.dims[1] / W.dims[1]) +
           ") is not supported by the implicit GEMM";
@@ -126,28 +69,26 @@ bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why)
   int64_t row = 0;
   if (!check_filters(n, W, row, why)) return false;
   fill_spatial(std::get<ConvDgradAttr>(n.attr), DY, W, DX, out.params);
+  out.params.w_stride_k = W.strides[0];
   out.params.N = DX.dims[1];
   out.params.K = row / DX.dims[1] * DY.dims[1];  // taps x DY channels
   out.dtype = DY.dtype;
   out.x = DY.id;
   out.w = W.id;
   out.dgrad = true;
-  output_axes(DX.dims.size(), out.axes);
+  out.axes = pixel_channel_axes(DX.dims.size());
   return true;
 }
 
 bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
-  const int a = gemm::anchor_node(p);
-  if (a < 0 || !ir::is<ConvFpropAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
-    why = "the partition is not anchored on a conv_fprop";
-    return false;
-  }
-  const ir::Node& n = p.graph->nodes[static_cast<size_t>(a)];
+  const ir::Node* anchor = anchor_of<ConvFpropAttr>(p, "conv_fprop", why);
+  if (!anchor) return false;
+  const ir::Node& n = *anchor;
   const ir::Tensor& X = p.tensor(n.inputs[0]);
   const ir::Tensor& W = p.tensor(n.inputs[1]);
   const ir::Tensor& Y = p.tensor(n.outputs[0]);
-  if (!check_types(*p.graph, n, X, W, why)) return false;
+  if (!check_tensor_core_types(*p.graph, n, X, W, why)) return false;
   if (W.dims[1] != X.dims[1]) {
     why = where(n, W) + "grouped convolution (groups = " + std::to_string(X.dims[1] / W.dims[1]) +
           ") is not supported by the implicit GEMM; depthwise convolutions have their own engine";
@@ -156,27 +97,25 @@ bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why)
   int64_t row = 0;
   if (!check_gathered(n, X, why) || !check_filters(n, W, row, why)) return false;
   fill_spatial(std::get<ConvFpropAttr>(n.attr), X, W, Y, out.params);
+  out.params.w_stride_k = W.strides[0];
   out.params.N = W.dims[0];
   out.params.K = row;
   out.dtype = X.dtype;
   out.x = X.id;
   out.w = W.id;
-  output_axes(Y.dims.size(), out.axes);
+  out.axes = pixel_channel_axes(Y.dims.size());
   return true;
 }
 
 bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
-  const int a = gemm::anchor_node(p);
-  if (a < 0 || !ir::is<ConvWgradAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
-    why = "the partition is not anchored on a conv_wgrad";
-    return false;
-  }
-  const ir::Node& n = p.graph->nodes[static_cast<size_t>(a)];
+  const ir::Node* anchor = anchor_of<ConvWgradAttr>(p, "conv_wgrad", why);
+  if (!anchor) return false;
+  const ir::Node& n = *anchor;
   const ir::Tensor& DY = p.tensor(n.inputs[0]);
   const ir::Tensor& X = p.tensor(n.inputs[1]);
   const ir::Tensor& DW = p.tensor(n.outputs[0]);
-  if (!check_types(*p.graph, n, DY, X, why) || !check_gathered(n, X, why)) return false;
+  if (!check_tensor_core_types(*p.graph, n, DY, X, why) || !check_gathered(n, X, why)) return false;
   if (DW.dims[1] != X.dims[1]) {
     why = where(n, DW) + "grouped convolution (groups = " + std::to_string(X.dims[1] / DW.dims[1]) +
           ") is not supported by the implicit GEMM";
@@ -214,7 +153,7 @@ bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why)
 }
 
 bool describe_conv(const Partition& p, ConvProblem& out, std::string& why) {
-  const int a = gemm::anchor_node(p);
+  const int a = anchor_node(p);
   const ir::Node* anchor = a >= 0 ? &p.graph->nodes[static_cast<size_t>(a)] : nullptr;
   if (anchor && ir::is<ConvDgradAttr>(*anchor)) return describe_conv_dgrad(p, out, why);
   if (anchor && ir::is<ConvWgradAttr>(*anchor)) return describe_conv_wgrad(p, out, why);

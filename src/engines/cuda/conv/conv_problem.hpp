@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engines/cuda/conv/conv_params.hpp"
-#include "engines/cuda/gemm/epilogue_layout.hpp"
+#include "engines/cuda/common/epilogue_layout.hpp"
 
 namespace dnngraph::cuda::conv {
 
@@ -13,7 +13,7 @@ struct ConvProblem {
   DataType dtype = DataType::BFLOAT16;  // BFLOAT16, HALF, or FLOAT (multiplied as TF32 where the graph allows)
   int x = -1, w = -1;  // IR tensor ids
   ConvParams params{};  // sizes and strides; pointers and tiles are filled at execute
-  gemm::EpilogueAxes axes;
+  EpilogueAxes axes;
   bool dgrad = false;   // conv_dgrad: x is DY, the GEMM output is DX
   bool wgrad = false;   // conv_wgrad: x is X (gathered as B), w is DY (A), the GEMM output is DW
 };
@@ -27,12 +27,5 @@ bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why)
 bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why);
 // Any of the three, by the anchor's op.
 bool describe_conv(const Partition& p, ConvProblem& out, std::string& why);
-
-// The generated kernel source for a conv_fprop or conv_dgrad partition and tile configuration,
-// without a device (for the NVRTC compile tests). Defined in conv_engines.cpp.
-bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
-                           std::string& why, int splits = 1);
-// The same for cuda_conv_depthwise_direct (defined in depthwise.cpp); strip 0 = the per-pixel kernel.
-bool depthwise_source_for_test(const Partition& p, int strip, std::string& src, std::string& why);
 
 }  // namespace dnngraph::cuda::conv

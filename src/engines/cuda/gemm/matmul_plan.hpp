@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "engines/cuda/gemm/kernel_build.hpp"
+#include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/gemm/matmul_problem.hpp"
 
 namespace dnngraph::cuda::gemm {
@@ -23,6 +23,8 @@ struct MatmulConfig {
   int smem_bytes = 0;
   std::string describe() const;
 };
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline constexpr const char* kMmaSyncKernel = "dg_gemm_mma_sync";
 inline constexpr const char* kWgmmaKernel = "dg_gemm_wgmma";

@@ -2,10 +2,10 @@
 
 #include <cstring>
 
+#include "engines/cuda/common/tensor_core_types.hpp"
+
 namespace dnngraph::cuda::gemm {
 namespace {
-
-std::string type_name(DataType t) { return std::string(to_string(t)); }
 
 // Which dim of an operand is contiguous, and whether 16-byte chunks (`per_chunk` elements) work
 // along it: K-major when k is contiguous (or neither dim is: then elements are read one by one),
@@ -18,19 +18,6 @@ void pick_major(int64_t k_stride, int64_t mn_stride, int64_t mn_size, int64_t k_
   const int64_t other_size = k_major ? mn_size : k_size;
   vec = contiguous == 1 && (other_size == 1 || other % per_chunk == 0);
   for (int64_t s : bs) vec = vec && s % per_chunk == 0;
-}
-
-// BFLOAT16 or HALF (both the same) always; FLOAT only where the graph lets it round to TF32.
-bool check_input_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& A, const ir::Tensor& B,
-                       std::string& why) {
-  const bool half = A.dtype == DataType::BFLOAT16 || A.dtype == DataType::HALF;
-  if (A.dtype == B.dtype && (half || (A.dtype == DataType::FLOAT && g.allow_tf32))) return true;
-  if (A.dtype == B.dtype && A.dtype == DataType::FLOAT)
-    why = "node '" + n.name + "', tensor '" + A.name + "': " + std::string(kTf32Rule);
-  else
-    why = "node '" + n.name + "', tensor '" + A.name + "': inputs of type " + type_name(A.dtype) + " x " +
-          type_name(B.dtype) + " are not supported (BFLOAT16 or HALF, both the same; FLOAT x FLOAT as TF32)";
-  return false;
 }
 
 }  // namespace
@@ -55,20 +42,13 @@ bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, st
 
 bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why) {
   out = MatmulProblem{};
-  const int a = anchor_node(p);
-  if (a < 0 || !ir::is<MatmulAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
-    why = "the partition is not anchored on a matmul";
-    return false;
-  }
-  const ir::Node& n = p.graph->nodes[static_cast<size_t>(a)];
+  const ir::Node* anchor = anchor_of<MatmulAttr>(p, "matmul", why);
+  if (!anchor) return false;
+  const ir::Node& n = *anchor;
   const ir::Tensor& A = p.tensor(n.inputs[0]);
   const ir::Tensor& B = p.tensor(n.inputs[1]);
   const ir::Tensor& C = p.tensor(n.outputs[0]);
-  if (!check_input_types(*p.graph, n, A, B, why)) return false;
-  if (n.compute_type != DataType::FLOAT && n.compute_type != DataType::NOT_SET) {
-    why = "node '" + n.name + "': compute type " + type_name(n.compute_type) + " is not supported (fp32 accumulation)";
-    return false;
-  }
+  if (!check_tensor_core_types(*p.graph, n, A, B, why)) return false;
   const int r = A.rank();
   if (r - 2 > kMaxBatchDims) {
     why = "node '" + n.name + "': " + std::to_string(r - 2) + " batch dims; at most " + std::to_string(kMaxBatchDims);

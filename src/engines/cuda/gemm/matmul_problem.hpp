@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "engines/cuda/gemm/epilogue_layout.hpp"
+#include "engines/cuda/common/epilogue_layout.hpp"
 #include "engines/cuda/gemm/gemm_params.hpp"
 
 namespace dnngraph::cuda::gemm {
@@ -20,10 +20,6 @@ struct MatmulProblem {
   EpilogueAxes axes;
   int64_t batch_count() const;
 };
-
-// The rule for FLOAT inputs, for rejections (the matmul and convolution engines share it).
-inline constexpr const char* kTf32Rule =
-    "FLOAT inputs run on tensor cores as TF32 only when the graph allows it (Graph::set_allow_tf32(true))";
 
 // Checks the partition (CUDA device of sm_80+, a matmul anchor, BFLOAT16 or HALF inputs or FLOAT
 // ones the graph allows to round to TF32, fp32 compute) and describes it; false with `why`.

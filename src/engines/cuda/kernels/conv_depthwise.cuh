@@ -9,7 +9,7 @@
 
 namespace dg {
 
-// Kernel arguments. Mirrored by src/engines/cuda/conv/depthwise_params.hpp.
+// Kernel arguments. Mirrored by src/engines/cuda/conv/conv_depthwise_direct.cpp.
 struct DwParams {
   i64 M;            // output pixels (N x O x P x Q)
   i64 x_stride[4];  // n, d, h, w (the channel stride is 1)
@@ -23,6 +23,33 @@ struct DwParams {
 };
 
 #define DG_DW_MAX_TAPS 9
+
+// The epilogue of one output pixel's 8 channels c0.. (c holds the pixel): two 4-wide vectors where
+// the operands allow them and all 8 channels exist, else channel by channel.
+template <class Ep>
+__device__ __forceinline__ void dw_epilogue8(const DwParams& P, const PointwiseParams& p,
+                                             typename Ep::Index (&c)[Ep::kRank], int c0, const float* acc,
+                                             float* red) {
+  typedef typename Ep::Index Index;
+  if (P.epi_vec == 4 && c0 + 8 <= P.C) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      c[Ep::kRank - 1] = (Index)(c0 + 4 * h);
+      typename Ep::template Loaded<4> l;
+      Ep::template load<4>(p, c, l);
+      Ep::template apply<4>(p, c, l, acc + 4 * h, red);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (c0 + j >= P.C) break;
+      c[Ep::kRank - 1] = (Index)(c0 + j);
+      typename Ep::template Loaded<1> l;
+      Ep::template load<1>(p, c, l);
+      Ep::template apply<1>(p, c, l, acc + j, red);
+    }
+  }
+}
 
 // The 8 input channels tap `tap` of output pixel (o, pp, q) reads; false outside the input.
 template <int DT, bool VEC>
@@ -44,8 +71,13 @@ __device__ __forceinline__ bool dw_tap_input(const DwParams& P, int o, int pp, i
   return true;
 }
 
-template <int DT, bool VEC, class Ep>
+// The generated per-pixel kernel's configuration: kDataType, kVecLoads (16-byte activation loads)
+// and the Epilogue.
+template <class Config>
 __device__ __forceinline__ void conv_depthwise(const DwParams& P, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType;
+  constexpr bool VEC = Config::kVecLoads;
+  typedef typename Config::Epilogue Ep;
   typedef typename Ep::Index Index;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   Ep::init_full(red);
@@ -76,13 +108,9 @@ __device__ __forceinline__ void conv_depthwise(const DwParams& P, const Pointwis
                              : 0.0f;
         }
     }
-    i64 t = m;
-    const int q = (int)(t % P.out[2]);
-    t /= P.out[2];
-    const int pp = (int)(t % P.out[1]);
-    t /= P.out[1];
-    const int o = (int)(t % P.out[0]);
-    const i64 xb = (t / P.out[0]) * P.x_stride[0] + c0;
+    const Pixel px = pixel_of(m, P.out);
+    const int o = px.o, pp = px.p, q = px.q;
+    const i64 xb = px.n * P.x_stride[0] + c0;
     float acc[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[j] = 0.0f;
@@ -107,24 +135,7 @@ __device__ __forceinline__ void conv_depthwise(const DwParams& P, const Pointwis
       }
     }
     c[Ep::kRank - 2] = (Index)m;
-    if (P.epi_vec == 4 && c0 + 8 <= P.C) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        c[Ep::kRank - 1] = (Index)(c0 + 4 * h);
-        typename Ep::template Loaded<4> l;
-        Ep::template load<4>(p, c, l);
-        Ep::template apply<4>(p, c, l, acc + 4 * h, red);
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        if (c0 + j >= P.C) break;
-        c[Ep::kRank - 1] = (Index)(c0 + j);
-        typename Ep::template Loaded<1> l;
-        Ep::template load<1>(p, c, l);
-        Ep::template apply<1>(p, c, l, acc + j, red);
-      }
-    }
+    dw_epilogue8<Ep>(P, p, c, c0, acc, red);
   }
   Ep::finish_full(p, red);
 }
@@ -154,8 +165,12 @@ __device__ __forceinline__ constexpr int dw_filter_col(int i, int j) {
 // once for all QS outputs ((QS - 1) * SW + (FS - 1) * DL + 1 loads per filter row instead of
 // QS * FS). Index math is 32-bit (the host checks the item count fits); the launch makes the total
 // thread count a multiple of the channel groups.
-template <int DT, bool VEC, bool WVEC, int FR, int FS, int SW, int DL, int QS, class Ep>
+template <class Config>
 __device__ __forceinline__ void conv_depthwise_strip(const DwParams& P, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType, FR = Config::kFilterH, FS = Config::kFilterW, SW = Config::kStrideW;
+  constexpr int DL = Config::kDilationW, QS = Config::kStrip;
+  constexpr bool VEC = Config::kVecLoads, WVEC = Config::kVecFilters;
+  typedef typename Config::Epilogue Ep;
   typedef typename Ep::Index Index;
   constexpr int TAPS = FR * FS, IW = (QS - 1) * SW + (FS - 1) * DL + 1;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
@@ -227,24 +242,7 @@ __device__ __forceinline__ void conv_depthwise_strip(const DwParams& P, const Po
     for (int j = 0; j < QS; ++j) {
       if (q0 + j >= P.out[2]) break;
       c[Ep::kRank - 2] = (Index)((i64)row * P.out[2] + q0 + j);
-      if (P.epi_vec == 4 && c0 + 8 <= P.C) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          c[Ep::kRank - 1] = (Index)(c0 + 4 * h);
-          typename Ep::template Loaded<4> l;
-          Ep::template load<4>(p, c, l);
-          Ep::template apply<4>(p, c, l, acc[j] + 4 * h, red);
-        }
-      } else {
-#pragma unroll
-        for (int u = 0; u < 8; ++u) {
-          if (c0 + u >= P.C) break;
-          c[Ep::kRank - 1] = (Index)(c0 + u);
-          typename Ep::template Loaded<1> l;
-          Ep::template load<1>(p, c, l);
-          Ep::template apply<1>(p, c, l, acc[j] + u, red);
-        }
-      }
+      dw_epilogue8<Ep>(P, p, c, c0, acc[j], red);
     }
   }
   Ep::finish_full(p, red);

@@ -50,17 +50,11 @@ struct ConvFpropLoaderA {
     for (int u = 0; u < ROWS; ++u) {
       const i64 m = m0 + (int)threadIdx.x / CHUNKS + u * ROW_STEP;
       if (m < params.M) {
-        i64 t = m;
-        const int q = (int)(t % params.out[2]);
-        t /= params.out[2];
-        const int p = (int)(t % params.out[1]);
-        t /= params.out[1];
-        const int o = (int)(t % params.out[0]);
-        const i64 n = t / params.out[0];
-        base[u] = n * params.x_stride[0];
-        d0[u] = o * params.stride[0] - params.pad[0];
-        h0[u] = p * params.stride[1] - params.pad[1];
-        w0[u] = q * params.stride[2] - params.pad[2];
+        const Pixel px = pixel_of(m, params.out);
+        base[u] = px.n * params.x_stride[0];
+        d0[u] = px.o * params.stride[0] - params.pad[0];
+        h0[u] = px.p * params.stride[1] - params.pad[1];
+        w0[u] = px.q * params.stride[2] - params.pad[2];
       } else {
         base[u] = 0;
         d0[u] = -(1 << 30);  // never inside the input
@@ -113,16 +107,11 @@ struct ConvDgradLoaderA {
 #pragma unroll
     for (int u = 0; u < ROWS; ++u) {
       const i64 m = m0 + (int)threadIdx.x / CHUNKS + u * ROW_STEP;
-      i64 t = m;
-      const int q = (int)(t % params.out[2]);
-      t /= params.out[2];
-      const int p = (int)(t % params.out[1]);
-      t /= params.out[1];
-      const int o = (int)(t % params.out[0]);
-      base[u] = (t / params.out[0]) * params.x_stride[0];
-      d0[u] = m < params.M ? o + params.pad[0] : -(1 << 30);
-      h0[u] = p + params.pad[1];
-      w0[u] = q + params.pad[2];
+      const Pixel px = pixel_of(m, params.out);
+      base[u] = px.n * params.x_stride[0];
+      d0[u] = m < params.M ? px.o + params.pad[0] : -(1 << 30);
+      h0[u] = px.p + params.pad[1];
+      w0[u] = px.q + params.pad[2];
     }
   }
 
@@ -180,18 +169,21 @@ struct ConvDgradLoaderB {
   }
 };
 
-template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, class Ep>
+// The generated kernels call conv_fprop_mma_sync, conv_dgrad_mma_sync or conv_wgrad_mma_sync with
+// their configuration: kDataType, the tile kTileM x kTileN x kTileK over kWarpsM x kWarpsN warps,
+// kStages and the Epilogue.
+template <class Config>
 __device__ __forceinline__ void conv_dgrad_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
+  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
+  typedef typename Config::Epilogue Ep;
   extern __shared__ __align__(128) char smem[];
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
-  Ep::init_full(red);
   i64 b;
   int tm, tn;
-  tile_coords(blockIdx.x, cp.tiles_m, cp.tiles_n, b, tm, tn);
   typename Ep::Index c[Ep::kRank];
-#pragma unroll
-  for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+  mma_tile_start<Ep>(cp.tiles_m, cp.tiles_n, red, b, tm, tn, c);
   const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
   constexpr int ES = MmaOperand<DT>::ES;
   ConvDgradLoaderA<BM, BK, THREADS, ES> la;
@@ -243,46 +235,34 @@ struct ConvWgradLoaderB {
     for (int u = 0; u < ROWS; ++u) {
       const int i = (int)threadIdx.x / CHUNKS + u * ROW_STEP;
       const i64 pix = (i64)kt * BK + i;
-      i64 t = pix;
-      const int q = (int)(t % P.out[2]);
-      t /= P.out[2];
-      const int pp = (int)(t % P.out[1]);
-      t /= P.out[1];
-      const int o = (int)(t % P.out[0]);
-      const i64 n = t / P.out[0];
-      const int d = o * P.stride[0] - P.pad[0] + ft * P.dil[0];
-      const int h = pp * P.stride[1] - P.pad[1] + fr * P.dil[1];
-      const int w = q * P.stride[2] - P.pad[2] + fs * P.dil[2];
+      const Pixel px = pixel_of(pix, P.out);
+      const int d = px.o * P.stride[0] - P.pad[0] + ft * P.dil[0];
+      const int h = px.p * P.stride[1] - P.pad[1] + fr * P.dil[1];
+      const int w = px.q * P.stride[2] - P.pad[2] + fs * P.dil[2];
       const bool ok = col_ok && pix < P.K && (unsigned)d < (unsigned)P.in[0] && (unsigned)h < (unsigned)P.in[1] &&
                       (unsigned)w < (unsigned)P.in[2];
-      const E* src = x + n * P.x_stride[0] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + c;
+      const E* src = x + px.n * P.x_stride[0] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + c;
       cp_async16(tile + tile_offset<BN, ES>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
     }
   }
 };
 
-template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, class Ep>
+template <class Config>
 __device__ __forceinline__ void conv_wgrad_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
+  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
+  typedef typename Config::Epilogue Ep;
   extern __shared__ __align__(128) char smem[];
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
-  Ep::init_full(red);
   i64 b;
   int tm, tn;
-  tile_coords(blockIdx.x, cp.tiles_m, cp.tiles_n, b, tm, tn);
   typename Ep::Index c[Ep::kRank];
-#pragma unroll
-  for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+  mma_tile_start<Ep>(cp.tiles_m, cp.tiles_n, red, b, tm, tn, c);
   const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
   constexpr int ES = MmaOperand<DT>::ES;
-  StridedLoader<BK, BM, THREADS, false, true, ES> la;  // DY: rows = pixels (k), columns = output channels (m)
-  la.base = static_cast<const typename RawElem<ES>::type*>(cp.w);
-  la.rs = cp.w_stride_k;
-  la.cs = 1;
-  la.rows = cp.K;
-  la.cols = cp.M;
-  la.fixed = m0;
-  la.bk = BK;
+  // DY: rows = pixels (k), columns = output channels (m)
+  const auto la = strided_loader<BK, BM, THREADS, false, true, ES>(cp.w, cp.w_stride_k, 1, cp.K, cp.M, m0, BK);
   ConvWgradLoaderB<BN, BK, THREADS, ES> lb;
   lb.init(cp, n0);
   float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
@@ -293,30 +273,23 @@ __device__ __forceinline__ void conv_wgrad_mma_sync(const ConvParams& cp, const 
   Ep::finish_full(p, red);
 }
 
-template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, class Ep>
+template <class Config>
 __device__ __forceinline__ void conv_fprop_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
+  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
+  typedef typename Config::Epilogue Ep;
   extern __shared__ __align__(128) char smem[];
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
-  Ep::init_full(red);
   i64 b;
   int tm, tn;
-  tile_coords(blockIdx.x, cp.tiles_m, cp.tiles_n, b, tm, tn);
   typename Ep::Index c[Ep::kRank];
-#pragma unroll
-  for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+  mma_tile_start<Ep>(cp.tiles_m, cp.tiles_n, red, b, tm, tn, c);
   const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
   constexpr int ES = MmaOperand<DT>::ES;
   ConvFpropLoaderA<BM, BK, THREADS, ES> la;
   la.init(cp, m0);
-  StridedLoader<BN, BK, THREADS, true, true, ES> lb;
-  lb.base = static_cast<const typename RawElem<ES>::type*>(cp.w);
-  lb.rs = cp.w_stride_k;
-  lb.cs = 1;
-  lb.rows = cp.N;
-  lb.cols = cp.K;
-  lb.fixed = n0;
-  lb.bk = BK;
+  const auto lb = strided_loader<BN, BK, THREADS, true, true, ES>(cp.w, cp.w_stride_k, 1, cp.N, cp.K, n0, BK);
   float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
   const int ktiles = (int)((cp.K + BK - 1) / BK);
   mma_mainloop<DT, BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, true>(la, lb, ktiles, smem, acc);

@@ -9,7 +9,6 @@
 // chunk its 16 bytes (4 channels), so only the element counts change with ES.
 #pragma once
 #include "conv_implicit_gemm.cuh"
-#include "conv_wgmma_n64.cuh"
 #include "gemm_wgmma.cuh"
 #include "splitk_fixup.cuh"
 
@@ -125,7 +124,7 @@ __device__ __forceinline__ void conv_consume(const ConvParams& P, const Pointwis
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < S::K_STEPS; ++kk)
-        conv_wgmma_tile<DT, BN>(acc, smem_desc(a_tile + 32 * kk, 16, 1024), smem_desc(b_tile + 32 * kk, 16, 1024),
+        wgmma_tile<DT, BN, false, false>(acc, smem_desc(a_tile + 32 * kk, 16, 1024), smem_desc(b_tile + 32 * kk, 16, 1024),
                                 (kt > kb || kk > 0) ? 1 : 0);
       wgmma_commit();
       wgmma_wait<1>();  // the previous k tile's products are done: its stage can be refilled
@@ -174,8 +173,13 @@ template <> struct ConvRegs<64> { static constexpr int P = 152, C = 176; };
 template <> struct ConvRegs<128> { static constexpr int P = 152, C = 176; };
 template <> struct ConvRegs<256> { static constexpr int P = 88, C = 208; };
 
-template <int DT, int BN, int STAGES, bool SPLIT, class Ep>
+// The generated kernel calls this with its configuration: kDataType, kTileN (the tile is 128 x
+// kTileN), kStages, kSplitK and the Epilogue.
+template <class Config>
 __device__ __forceinline__ void conv_fprop_wgmma(const ConvParams& P, const PointwiseParams& p, const TmaDesc* mw) {
+  constexpr int DT = Config::kDataType, BN = Config::kTileN, STAGES = Config::kStages;
+  constexpr bool SPLIT = Config::kSplitK;
+  typedef typename Config::Epilogue Ep;
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   extern __shared__ __align__(1024) char smem_raw[];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -183,11 +187,7 @@ __device__ __forceinline__ void conv_fprop_wgmma(const ConvParams& P, const Poin
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   Ep::init_full(red);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(base + S::BARRIERS + 8 * s, 129);               // full: 128 gathers + the TMA's expect_tx
-      mbar_init(base + S::BARRIERS + 8 * (STAGES + s), 256);    // empty: every consumer thread
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    init_stage_barriers<S, STAGES>(base, 129, 256);  // full: 128 gathers + the TMA's expect_tx; empty: every consumer
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mw) : "memory");
   }
   __syncthreads();

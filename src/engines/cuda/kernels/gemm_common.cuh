@@ -3,7 +3,7 @@
 // addressing, and the call into the generated epilogue for a pair of accumulators.
 //
 // The epilogue (struct Epilogue from src/engines/cuda/codegen, emitted over the layout built by
-// src/engines/cuda/gemm/epilogue_layout.cpp) sees coordinates [batch dims..., m, n]: the last two are
+// src/engines/cuda/common/epilogue_layout.cpp) sees coordinates [batch dims..., m, n]: the last two are
 // the GEMM row and column, the others the output's batch dims.
 #pragma once
 #include "dg_pointwise.cuh"
@@ -131,6 +131,24 @@ __device__ __forceinline__ void tile_coords(i64 t, int tiles_m, int tiles_n, i64
   const int in_group = idx - group * GROUP * tiles_n;
   tm = first_m + in_group % gsize;
   tn = in_group / gsize;
+}
+
+// Output pixel m of an [N, O, P, Q] grid (out = {O, P, Q}) as its coordinates: what the
+// convolution kernels' gathers start from.
+struct Pixel {
+  i64 n;
+  int o, p, q;
+};
+__device__ __forceinline__ Pixel pixel_of(i64 m, const int (&out)[3]) {
+  Pixel px;
+  i64 t = m;
+  px.q = (int)(t % out[2]);
+  t /= out[2];
+  px.p = (int)(t % out[1]);
+  t /= out[1];
+  px.o = (int)(t % out[0]);
+  px.n = t / out[0];
+  return px;
 }
 
 // Batch index b -> element offsets of A and B, and the epilogue's batch coordinates.

@@ -198,40 +198,59 @@ __device__ __forceinline__ void mma_epilogue(const PointwiseParams& p, typename 
   epilogue_staged<Ep>(p, c, stage, LD, BM, BN, m0, n0, M, N, vec, red, (int)threadIdx.x, S::THREADS);
 }
 
-// One CTA per output tile (linear over batch x tiles). The generated kernel calls this.
-template <int DT, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool A_KM, bool B_KM, bool VEC_A,
-          bool VEC_B, class Ep>
+// The start of an mma.sync CTA: its output tile (linear over batch x tiles), the epilogue's full
+// reductions set up and its coordinates zeroed.
+template <class Ep>
+__device__ __forceinline__ void mma_tile_start(int tiles_m, int tiles_n, float* red, i64& b, int& tm, int& tn,
+                                               typename Ep::Index (&c)[Ep::kRank]) {
+  Ep::init_full(red);
+  tile_coords(blockIdx.x, tiles_m, tiles_n, b, tm, tn);
+#pragma unroll
+  for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+}
+
+// A loader of a plain strided operand (StridedLoader's fields, in order).
+template <int ROWS, int COLS, int THREADS, bool K_MAJOR, bool VEC, int ES>
+__device__ __forceinline__ StridedLoader<ROWS, COLS, THREADS, K_MAJOR, VEC, ES> strided_loader(
+    const void* base, i64 rs, i64 cs, i64 rows, i64 cols, i64 fixed, int bk) {
+  StridedLoader<ROWS, COLS, THREADS, K_MAJOR, VEC, ES> l;
+  l.base = static_cast<const typename RawElem<ES>::type*>(base);
+  l.rs = rs;
+  l.cs = cs;
+  l.rows = rows;
+  l.cols = cols;
+  l.fixed = fixed;
+  l.bk = bk;
+  return l;
+}
+
+// One CTA per output tile (linear over batch x tiles). The generated kernel calls this with its
+// configuration: kDataType, the tile kTileM x kTileN x kTileK over kWarpsM x kWarpsN warps, kStages,
+// each operand's major (kAKMajor, kBKMajor) and 16-byte loads (kAVec, kBVec), and the Epilogue.
+template <class Config>
 __device__ __forceinline__ void gemm_mma_sync(const GemmParams& g, const PointwiseParams& p) {
+  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
+  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
+  constexpr bool A_KM = Config::kAKMajor, B_KM = Config::kBKMajor, VEC_A = Config::kAVec, VEC_B = Config::kBVec;
+  typedef typename Config::Epilogue Ep;
   extern __shared__ __align__(128) char smem[];
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
-  Ep::init_full(red);
   i64 b;
   int tm, tn;
-  tile_coords(blockIdx.x, g.tiles_m, g.tiles_n, b, tm, tn);
   typename Ep::Index c[Ep::kRank];
-#pragma unroll
-  for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+  mma_tile_start<Ep>(g.tiles_m, g.tiles_n, red, b, tm, tn, c);
   i64 a_off, b_off;
   batch_coords<Ep>(g, b, a_off, b_off, c);
   const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
   constexpr int ES = MmaOperand<DT>::ES;
-  StridedLoader<A_KM ? BM : BK, A_KM ? BK : BM, THREADS, A_KM, VEC_A, ES> la;
-  la.base = static_cast<const typename RawElem<ES>::type*>(g.a) + a_off;
-  la.rs = A_KM ? g.a_stride_m : g.a_stride_k;
-  la.cs = A_KM ? g.a_stride_k : g.a_stride_m;
-  la.rows = A_KM ? g.M : g.K;
-  la.cols = A_KM ? g.K : g.M;
-  la.fixed = m0;
-  la.bk = BK;
-  StridedLoader<B_KM ? BN : BK, B_KM ? BK : BN, THREADS, B_KM, VEC_B, ES> lb;
-  lb.base = static_cast<const typename RawElem<ES>::type*>(g.b) + b_off;
-  lb.rs = B_KM ? g.b_stride_n : g.b_stride_k;
-  lb.cs = B_KM ? g.b_stride_k : g.b_stride_n;
-  lb.rows = B_KM ? g.N : g.K;
-  lb.cols = B_KM ? g.K : g.N;
-  lb.fixed = n0;
-  lb.bk = BK;
+  typedef typename RawElem<ES>::type E;
+  const auto la = strided_loader<A_KM ? BM : BK, A_KM ? BK : BM, THREADS, A_KM, VEC_A, ES>(
+      static_cast<const E*>(g.a) + a_off, A_KM ? g.a_stride_m : g.a_stride_k, A_KM ? g.a_stride_k : g.a_stride_m,
+      A_KM ? g.M : g.K, A_KM ? g.K : g.M, m0, BK);
+  const auto lb = strided_loader<B_KM ? BN : BK, B_KM ? BK : BN, THREADS, B_KM, VEC_B, ES>(
+      static_cast<const E*>(g.b) + b_off, B_KM ? g.b_stride_n : g.b_stride_k, B_KM ? g.b_stride_k : g.b_stride_n,
+      B_KM ? g.N : g.K, B_KM ? g.K : g.N, n0, BK);
   float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
   const int ktiles = (int)((g.K + BK - 1) / BK);
   mma_mainloop<DT, BM, BN, BK, WARPS_M, WARPS_N, STAGES, A_KM, B_KM>(la, lb, ktiles, smem, acc);

@@ -119,16 +119,22 @@ __device__ __forceinline__ u64 smem_desc(u32 addr, u32 lbo, u32 sbo) {
   return (u64)((addr & 0x3FFFFu) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
 }
 
+// One m64 x BN x k16 (tf32: k8) product by operand type and tile width.
 template <int DT, int BN, bool TA, bool TB>
 __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], u64 da, u64 db, int scale_d) {
+  static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma tiles are 64, 128 or 256 wide");
   if constexpr (BN == 256) {
     if constexpr (DT == DT_BFLOAT16) wgmma_m64n256_bf16<TA, TB>(d, da, db, scale_d);
     else if constexpr (DT == DT_FLOAT) wgmma_m64n256_tf32<TA, TB>(d, da, db, scale_d);
     else wgmma_m64n256_f16<TA, TB>(d, da, db, scale_d);
-  } else {
+  } else if constexpr (BN == 128) {
     if constexpr (DT == DT_BFLOAT16) wgmma_m64n128_bf16<TA, TB>(d, da, db, scale_d);
     else if constexpr (DT == DT_FLOAT) wgmma_m64n128_tf32<TA, TB>(d, da, db, scale_d);
     else wgmma_m64n128_f16<TA, TB>(d, da, db, scale_d);
+  } else {
+    if constexpr (DT == DT_BFLOAT16) wgmma_m64n64_bf16<TA, TB>(d, da, db, scale_d);
+    else if constexpr (DT == DT_FLOAT) wgmma_m64n64_tf32<TA, TB>(d, da, db, scale_d);
+    else wgmma_m64n64_f16<TA, TB>(d, da, db, scale_d);
   }
 }
 
@@ -145,6 +151,17 @@ struct WgmmaSmem {
   static constexpr int BARRIERS = EPI + 2 * 64 * EPI_LD * 4;  // full[STAGES], then empty[STAGES]
   static constexpr int BYTES = BARRIERS + 16 * STAGES;
 };
+
+// The stage ring's barriers (thread 0, before any use): full[s] completes after `full_count`
+// arrivals, empty[s] after `empty_count`.
+template <class S, int STAGES>
+__device__ __forceinline__ void init_stage_barriers(u32 base, u32 full_count, u32 empty_count) {
+  for (int s = 0; s < STAGES; ++s) {
+    mbar_init(base + S::BARRIERS + 8 * s, full_count);
+    mbar_init(base + S::BARRIERS + 8 * (STAGES + s), empty_count);
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 
 // The producer: one thread issues every TMA load of every unit this CTA owns (a unit: a tile, or
 // with split-K one k range of a tile). CLUSTER 2: the pair's CTAs share the B tile; each loads its
@@ -352,11 +369,16 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   }
 }
 
-// CLUSTER 2: launched in clusters of 2 CTAs along x (__cluster_dims__ on the kernel); see wgmma_produce.
-template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PINGPONG, class Ep, bool SPLIT = false,
-          int CLUSTER = 1>
+// The generated kernel calls this with its configuration: kDataType, kTileN (the tile is 128 x
+// kTileN), kStages, the operands' majors (kAKMajor, kBKMajor), kPingpong, kSplitK, kCluster, and the
+// Epilogue. kCluster 2: launched in clusters of 2 CTAs along x (__cluster_dims__ on the kernel); see
+// wgmma_produce.
+template <class Config>
 __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseParams& p, const TmaDesc* ma,
                                            const TmaDesc* mb) {
+  constexpr int DT = Config::kDataType, BN = Config::kTileN, STAGES = Config::kStages, CLUSTER = Config::kCluster;
+  constexpr bool A_KM = Config::kAKMajor, B_KM = Config::kBKMajor, PINGPONG = Config::kPingpong, SPLIT = Config::kSplitK;
+  typedef typename Config::Epilogue Ep;
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   extern __shared__ __align__(1024) char smem_raw[];
   // The swizzle pattern repeats every 1024 bytes: tiles start on such a boundary.
@@ -365,12 +387,8 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   Ep::init_full(red);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(base + S::BARRIERS + 8 * s, 1);                  // full: the producer's expect_tx
-      // empty: every consuming thread, or one per consumer warp of both CTAs
-      mbar_init(base + S::BARRIERS + 8 * (STAGES + s), CLUSTER > 1 ? 16 : PINGPONG ? 128 : 256);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    // full: the producer's expect_tx; empty: every consuming thread, or one per consumer warp of both CTAs
+    init_stage_barriers<S, STAGES>(base, 1, CLUSTER > 1 ? 16 : PINGPONG ? 128 : 256);
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(ma) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mb) : "memory");
   }

@@ -83,8 +83,13 @@ __device__ __forceinline__ void pv_tile(float (&o)[D / 2], const u32 (&pa)[BN / 
     }
 }
 
-template <int DT, int OT, int D, int BN, int WARPS, bool NEG>
+// The generated kernel calls this with its configuration: kInput and kOutput (types), kHeadDim
+// (padded), kKeysPerTile, kWarps and kNegativeScale.
+template <class Config>
 __device__ __forceinline__ void sdpa_mma_sync(const SdpaParams& p) {
+  constexpr int DT = Config::kInput, OT = Config::kOutput, D = Config::kHeadDim, BN = Config::kKeysPerTile;
+  constexpr int WARPS = Config::kWarps;
+  constexpr bool NEG = Config::kNegativeScale;
   typedef MmaSdpaShape<D, BN, WARPS> S;
   extern __shared__ __align__(128) char smem[];
   const u32 base = smem_u32(smem);

@@ -174,9 +174,14 @@ __device__ __forceinline__ void wg_sdpa_consume(const SdpaParams& p, u32 base, i
   }
 }
 
-template <int DT, int OT, int D, int BN, int STAGES, bool NEG, bool OVERLAP>
+// The generated kernel calls this with its configuration: kInput and kOutput (types), kHeadDim
+// (padded), kKeysPerTile, kStages (the K/V ring), kNegativeScale and kOverlap.
+template <class Config>
 __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* mq, const TmaDesc* mk,
                                            const TmaDesc* mv) {
+  constexpr int DT = Config::kInput, OT = Config::kOutput, D = Config::kHeadDim, BN = Config::kKeysPerTile;
+  constexpr int STAGES = Config::kStages;
+  constexpr bool NEG = Config::kNegativeScale, OVERLAP = Config::kOverlap;
   typedef WgSdpaSmem<D, BN, STAGES> S;
   extern __shared__ __align__(1024) char smem_raw[];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;

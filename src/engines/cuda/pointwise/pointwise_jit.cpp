@@ -5,19 +5,18 @@
 #include <cstring>
 
 #include "core/dtype.hpp"
-#include "core/hash.hpp"
 #include "core/log.hpp"
 #include "engines/cuda/codegen/emitter.hpp"
 #include "engines/cuda/codegen/params.hpp"
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/kernel_build.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 #include "runtime/cuda/context.hpp"
 
 namespace dnngraph::cuda {
 namespace {
 
 using codegen::Layout;
-
-constexpr uint32_t kPayloadVersion = 1;
 
 bool deterministic_requested() {
   const char* v = std::getenv("DNNGRAPH_DETERMINISTIC");
@@ -44,30 +43,30 @@ int grid_for(const Layout& L, const Target& t) {
   return static_cast<int>(std::max<int64_t>(1, std::min(wave, need)));
 }
 
-uint32_t identity_bits(ReductionMode m) {
-  switch (m) {
-    case ReductionMode::MUL: return 0x3f800000u;  // 1.0f
-    case ReductionMode::MIN: return 0x7f800000u;  // +inf
-    case ReductionMode::MAX: return 0xff800000u;  // -inf
-    default: return 0;                            // sums, AMAX (of |x| >= 0)
-  }
-}
-
+// The vector kernel is build.main; the scalar one runs where pointers are not vector-aligned.
 struct Kernels {
-  std::string source;
-  std::vector<uint8_t> cubin;
-  std::shared_ptr<Module> module;
-  CUfunction vector = nullptr, scalar = nullptr, finalize = nullptr;
+  KernelBuild build;
+  CUfunction scalar = nullptr;
 };
 
+// The engine's knobs: elements per thread and loop step, and the two-pass form of full sums.
+struct PointwiseKnobs {
+  int64_t deterministic = -1;  // -1 (absent): as DNNGRAPH_DETERMINISTIC says
+  int64_t unroll = 2;
+};
+
+const KnobSchema<PointwiseKnobs> kSchema{
+    "cuda_pointwise_jit",
+    {{"deterministic", &PointwiseKnobs::deterministic, 0, 1, {}, false}, {"unroll", &PointwiseKnobs::unroll, 1, 8}}};
+
 // Lowering and layout: what both build and deserialize start from.
-Status prepare(const Partition& p, const Target& t, const Knobs& k, expr::Program& prog, Layout& L) {
+Status prepare(const Partition& p, const Target& t, const PointwiseKnobs& k, expr::Program& prog, Layout& L) {
   std::string why;
   if (!expr::lower(p, -1, prog, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cuda_pointwise_jit: " + why};
   codegen::LayoutOptions o;
   o.dynamic = t.dynamic_shapes;
-  o.deterministic = k.count("deterministic") ? k.at("deterministic") != 0 : deterministic_requested();
-  o.unroll = k.count("unroll") ? static_cast<int>(k.at("unroll")) : 2;
+  o.deterministic = k.deterministic >= 0 ? k.deterministic != 0 : deterministic_requested();
+  o.unroll = static_cast<int>(k.unroll);
   if (!codegen::plan_layout(prog, *p.graph, o, L, why))
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "cuda_pointwise_jit: " + why};
   o.grid = grid_for(L, t);
@@ -77,13 +76,14 @@ Status prepare(const Partition& p, const Target& t, const Knobs& k, expr::Progra
 }
 
 Status load_kernels(const Target& t, const Layout& L, Kernels& k) {
-  if (auto s = Module::load(*t.handle, k.cubin, k.module); !s.ok()) return s;
-  if (auto s = k.module->function(codegen::kVectorKernel, k.vector); !s.ok()) return s;
+  KernelBuild& b = k.build;
+  if (auto s = Module::load(*t.handle, b.cubin, b.module); !s.ok()) return s;
+  if (auto s = b.module->function(codegen::kVectorKernel, b.main); !s.ok()) return s;
   if (L.vec > 1) {
-    if (auto s = k.module->function(codegen::kScalarKernel, k.scalar); !s.ok()) return s;
+    if (auto s = b.module->function(codegen::kScalarKernel, k.scalar); !s.ok()) return s;
   }
   if (L.needs_finalize()) {
-    if (auto s = k.module->function(codegen::kFinalizeKernel, k.finalize); !s.ok()) return s;
+    if (auto s = b.module->function(codegen::kFinalizeKernel, b.finalize); !s.ok()) return s;
   }
   return {};
 }
@@ -111,11 +111,12 @@ class PointwisePlan final : public Plan {
     for (size_t i = 0; i < L_.reductions.size(); ++i) {
       const auto& r = L_.reductions[i];
       if (r.full && L_.deterministic) continue;  // partials are written, not accumulated
-      if (auto s = fill32(h, params.acc[i], identity_bits(r.mode), static_cast<size_t>(r.volume)); !s.ok()) return s;
+      if (auto s = fill32(h, params.acc[i], codegen::identity_bits(r.mode), static_cast<size_t>(r.volume)); !s.ok())
+        return s;
     }
     void* main_args[] = {&params};
     const LaunchDims main{static_cast<unsigned>(L_.grid), codegen::kThreads, 0};
-    if (auto s = launch(h, vec == L_.vec ? k_.vector : k_.scalar, main, main_args, "cuda_pointwise_jit"); !s.ok())
+    if (auto s = launch(h, vec == L_.vec ? k_.build.main : k_.scalar, main, main_args, "cuda_pointwise_jit"); !s.ok())
       return s;
     if (!L_.needs_finalize()) return {};
     int blocks = L_.grid;
@@ -125,14 +126,10 @@ class PointwisePlan final : public Plan {
     const LaunchDims fin{static_cast<unsigned>(std::min<int64_t>(L_.grid, (partial_volume + 255) / 256)),
                          codegen::kThreads, 0};
     void* fin_args[] = {&params, &blocks};
-    return launch(h, k_.finalize, fin, fin_args, "cuda_pointwise_jit finalize");
+    return launch(h, k_.build.finalize, fin, fin_args, "cuda_pointwise_jit finalize");
   }
 
-  void serialize(ByteWriter& w) const override {
-    w.put(kPayloadVersion);
-    w.put(hash64(k_.source));
-    w.put_bytes(k_.cubin.data(), k_.cubin.size());
-  }
+  void serialize(ByteWriter& w) const override { serialize_kernel(k_.build, w); }
 
  private:
   // Every vector-accessed operand is aligned to a whole vector.
@@ -150,8 +147,10 @@ class PointwisePlan final : public Plan {
   Kernels k_;
 };
 
-class PointwiseJitEngine final : public Engine {
+class PointwiseJitEngine final : public CompiledEngine<PointwiseKnobs> {
  public:
+  PointwiseJitEngine() : CompiledEngine(kSchema) {}
+
   std::string_view name() const override { return "cuda_pointwise_jit"; }
 
   Support check(const Partition& p, const Target& t) const override {
@@ -166,7 +165,7 @@ class PointwiseJitEngine final : public Engine {
     if (!nvrtc()) return Support::no(nvrtc_error());
     expr::Program prog;
     Layout L;
-    if (auto s = prepare(p, t, Knobs{}, prog, L); !s.ok()) return Support::no(s.message());
+    if (auto s = prepare(p, t, PointwiseKnobs{}, prog, L); !s.ok()) return Support::no(s.message());
     return Support::yes();
   }
 
@@ -174,53 +173,44 @@ class PointwiseJitEngine final : public Engine {
     expr::Program prog;
     std::string why;
     const bool det_choice = expr::lower(p, -1, prog, why) && deterministic_is_a_choice(prog, *p.graph);
-    std::vector<Knobs> out;
+    std::vector<PointwiseKnobs> settings;
     for (int64_t unroll : {2, 4, 1}) {
-      if (!det_choice) out.push_back({{"unroll", unroll}});
-      else if (deterministic_requested()) out.push_back({{"deterministic", 1}, {"unroll", unroll}});
-      else for (int64_t d : {0, 1}) out.push_back({{"deterministic", d}, {"unroll", unroll}});
+      if (!det_choice) settings.push_back({.unroll = unroll});
+      else if (deterministic_requested()) settings.push_back({.deterministic = 1, .unroll = unroll});
+      else for (int64_t d : {0, 1}) settings.push_back({.deterministic = d, .unroll = unroll});
     }
-    return out;
+    return print_knobs(schema_, settings);
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    PointwiseKnobs knobs;
+    if (!parse(k, knobs)) return 1e9;
     // Memory bound: ~85% of peak bandwidth; a launch (two with the deterministic finalizer) of a few
     // microseconds. Unrolling by 2 is the usual best; the others rank after it.
-    const double launches = (k.count("deterministic") && k.at("deterministic")) ? 2 : 1;
-    const double penalty = (k.count("unroll") && k.at("unroll") != 2) ? 1.05 : 1.0;
+    const double launches = knobs.deterministic == 1 ? 2 : 1;
+    const double penalty = knobs.unroll != 2 ? 1.05 : 1.0;
     return penalty * roofline_seconds(partition_flops(p), partition_bytes(p), t.info(), 0.85, 4e-6 * launches);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& knobs, std::unique_ptr<Plan>& plan) const override {
+ private:
+  // Compiles (r null) or reloads the stored kernels (r set), then makes the plan.
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const override {
+    PointwiseKnobs knobs;
+    if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
     expr::Program prog;
     Layout L;
     if (auto s = prepare(p, t, knobs, prog, L); !s.ok()) return s;
-    Kernels k;
-    k.source = codegen::emit_pointwise(prog, *p.graph, L);
-    if (auto s = compile_cached(t, k.source, "cuda_pointwise_jit.cu", k.cubin); !s.ok()) return s;
-    if (auto s = load_kernels(t, L, k); !s.ok()) return s;
-    DG_LOG(DEBUG) << "cuda_pointwise_jit: " << L.describe() << " grid=" << L.grid;
-    plan = std::make_unique<PointwisePlan>(p, std::move(L), std::move(k));
-    return {};
-  }
-
-  Status deserialize(const Partition& p, const Target& t, const Knobs& knobs, ByteReader& r,
-                     std::unique_ptr<Plan>& plan) const override {
-    expr::Program prog;
-    Layout L;
-    if (auto s = prepare(p, t, knobs, prog, L); !s.ok()) return s;
-    Kernels k;
-    k.source = codegen::emit_pointwise(prog, *p.graph, L);
-    const auto version = r.get<uint32_t>();
-    const auto source_hash = r.get<uint64_t>();
-    if (!r.get_bytes(k.cubin, size_t{1} << 30) || version != kPayloadVersion)
-      return {ErrorCode::SERIALIZATION_FAILED, "cuda_pointwise_jit: the plan payload is truncated or of another version"};
-    if (source_hash != hash64(k.source))
-      return {ErrorCode::SERIALIZATION_FAILED,
-              "cuda_pointwise_jit: the stored kernel was generated from other source (another library version or "
-              "device); rebuild the plan"};
-    if (auto s = load_kernels(t, L, k); !s.ok()) return s;
-    plan = std::make_unique<PointwisePlan>(p, std::move(L), std::move(k));
+    Kernels kn;
+    KernelBuild& b = kn.build;
+    b.source = codegen::emit_pointwise(prog, *p.graph, L);
+    const Status got = r ? read_kernel(*r, name(), b) : compile_cached(t, b.source, "cuda_pointwise_jit.cu", b.cubin);
+    if (!got.ok()) return got;
+    if (auto s = load_kernels(t, L, kn); !s.ok()) return s;
+    if (!r) {
+      DG_LOG(DEBUG) << "cuda_pointwise_jit: " << L.describe() << " grid=" << L.grid;
+    }
+    plan = std::make_unique<PointwisePlan>(p, std::move(L), std::move(kn));
     return {};
   }
 };

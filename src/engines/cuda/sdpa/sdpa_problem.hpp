@@ -51,9 +51,17 @@ struct Config {
   std::string describe() const;
 };
 
-// The configuration for a problem and knobs ("core": 0 mma.sync, 1 wgmma; "overlap": 0 or 1) on a
-// device of `sm_version`; false with the reason when the knobs do not fit.
-bool make_config(const Problem& p, const Knobs& k, int sm_version, Config& c, std::string& why);
+// The engine's knobs: core 0 (mma.sync) or 1 (wgmma), overlap (wgmma: the next S issued before
+// the current P V) 0 or 1. Absent (-1): wgmma on sm_90, mma.sync elsewhere; overlap on.
+struct SdpaKnobs {
+  int64_t core = -1;
+  int64_t overlap = -1;
+};
+const KnobSchema<SdpaKnobs>& knob_schema();
+
+// The configuration for a problem and knobs on a device of `sm_version`; false with the reason
+// when the knobs do not fit.
+bool make_config(const Problem& p, const SdpaKnobs& k, int sm_version, Config& c, std::string& why);
 // The same from the kernel's own parameters (tests and the kernel-cache prebuild use it).
 Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale);
 

@@ -1,13 +1,17 @@
-#include "engines/cuda/conv/conv_engines.hpp"
+// cuda_conv_implicit_gemm: the engine (knobs, cost) and its plan (kernel arguments, TMA map,
+// launch). The kernels: kernels/conv_implicit_gemm.cuh (mma.sync) and kernels/conv_wgmma.cuh.
+#include "engines/cuda/conv/conv_implicit_gemm.hpp"
 
 #include <algorithm>
 #include <sstream>
 
 #include "core/log.hpp"
+#include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/kernel_build.hpp"
+#include "engines/cuda/common/kernel_config.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
-#include "runtime/cuda/driver_ext.hpp"
-#include "engines/cuda/gemm/kernel_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -32,46 +36,40 @@ struct Config {
   }
 };
 
-int64_t knob(const Knobs& k, const char* name, int64_t fallback) {
-  auto it = k.find(name);
-  return it == k.end() ? fallback : it->second;
+// The engine's knobs, as knob_space prints them: split_k and tf32 only where they are set.
+struct ConvKnobs {
+  int64_t core = 0;
+  int64_t tile_m = 128, tile_n = 128, stages = 4;
+  int64_t split_k = 1, tf32 = 0;
+};
+
+Config config_of(const ConvKnobs& k) {
+  return Config{static_cast<int>(k.core), static_cast<int>(k.tile_m), static_cast<int>(k.tile_n),
+                static_cast<int>(k.stages), static_cast<int>(k.split_k), k.tf32 == 1};
 }
 
-bool read_config(const Knobs& k, Config& c, std::string& why) {
-  c.core = static_cast<int>(knob(k, "core", 0));
-  c.bm = static_cast<int>(knob(k, "tile_m", 128));
-  c.bn = static_cast<int>(knob(k, "tile_n", 128));
-  c.stages = static_cast<int>(knob(k, "stages", 4));
-  c.splits = static_cast<int>(knob(k, "split_k", 1));
-  const int64_t tf32 = knob(k, "tf32", 0);
-  c.tf32 = tf32 == 1;
-  if (tf32 != 0 && tf32 != 1) {
-    why = "knobs " + knobs_to_string(k) + ": tf32 0 or 1";
-    return false;
-  }
-  if (c.splits < 1 || c.splits > 16 || (c.splits > 1 && c.core != 1)) {
-    why = "knobs " + knobs_to_string(k) + ": split_k 1..16, and above 1 on the wgmma core (core=1) only";
-    return false;
-  }
-  if (c.core == 1) {
-    if (c.bm != 128 || (c.bn != 64 && c.bn != 128 && c.bn != 256) || c.stages < 2 || c.stages > 6 ||
-        c.smem_bytes() > 227 * 1024) {
-      why = "knobs " + knobs_to_string(k) + ": the wgmma core takes tile_m 128, tile_n 64, 128 or 256, and stages that "
-            "fit 227 KB of shared memory";
-      return false;
-    }
-    return true;
-  }
-  if (c.core != 0 || (c.bm != 64 && c.bm != 128) || (c.bn != 64 && c.bn != 128) || c.stages < 2 || c.stages > 6) {
-    why = "knobs " + knobs_to_string(k) + ": core 0 or 1; tile_m and tile_n 64 or 128, stages 2..6";
-    return false;
-  }
-  return true;
+std::string conv_rules(const ConvKnobs& k) {
+  if (k.split_k > 1 && k.core != 1) return "split_k above 1 runs on the wgmma core (core=1) only";
+  if (k.core == 0 && k.tile_n == 256) return "the mma.sync core (core=0) takes tile_n 64 or 128";
+  if (k.core == 1 && k.tile_m != 128) return "the wgmma core (core=1) takes tile_m 128";
+  if (k.core == 1 && config_of(k).smem_bytes() > 227 * 1024)
+    return "the wgmma core's " + std::to_string(config_of(k).smem_bytes()) +
+           " bytes of shared memory for these stages exceed 227 KB";
+  return "";
 }
+
+const KnobSchema<ConvKnobs> kSchema{kEngineName,
+                                    {{"core", &ConvKnobs::core, 0, 1},
+                                     {"tile_m", &ConvKnobs::tile_m, 64, 128, {64, 128}},
+                                     {"tile_n", &ConvKnobs::tile_n, 64, 256, {64, 128, 256}},
+                                     {"stages", &ConvKnobs::stages, 2, 6},
+                                     {"split_k", &ConvKnobs::split_k, 1, 16, {}, false},
+                                     {"tf32", &ConvKnobs::tf32, 0, 1, {}, false}},
+                                    conv_rules};
 
 struct Pieces {
   ConvProblem cp;
-  gemm::EpiloguePlan epi;
+  EpiloguePlan epi;
 };
 
 Status prepare(const Partition& p, const Target& t, Pieces& out) {
@@ -82,35 +80,35 @@ Status prepare(const Partition& p, const Target& t, Pieces& out) {
             "needs sm_80 or later (mma.sync bf16); the device is sm_" + std::to_string(t.info().sm_version)};
   std::string why;
   if (!conv::describe_conv(p, out.cp, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, why};
-  if (!gemm::plan_epilogue(p, out.cp.axes, t.dynamic_shapes, out.epi, why))
+  if (!plan_epilogue(p, out.cp.axes, t.dynamic_shapes, out.epi, why))
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "the epilogue does not fit: " + why};
   return {};
 }
 
+// kernels/conv_implicit_gemm.cuh's and conv_wgmma.cuh's configurations: the core's tile.
+template <class Tile>
+std::string config_source(const Tile& t) {
+  return KernelConfigSource().tile(t).type("Epilogue", "dg_gen::Epilogue").str();
+}
+
 std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
   std::ostringstream os;
-  const char* dt = pc.cp.dtype == DataType::HALF    ? "dg::DT_HALF"
-                   : pc.cp.dtype == DataType::FLOAT ? "dg::DT_FLOAT"
-                                                    : "dg::DT_BFLOAT16";
+  os << "// Generated by dnngraph's cuda_conv_implicit_gemm engine.\n#include \"dg_math.cuh\"\n";
   if (c.core == 1) {
-    os << "// Generated by dnngraph's cuda_conv_implicit_gemm engine.\n#include \"dg_math.cuh\"\n"
-       << "#include \"conv_wgmma.cuh\"\n\n"
-       << gemm::epilogue_source(pc.epi, g) << "\nextern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
+    os << "#include \"conv_wgmma.cuh\"\n\n" << epilogue_source(pc.epi, g) << "\n"
+       << config_source(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
+       << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
        << "(const dg::ConvParams cp, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mw) {\n"
-       << "  dg::conv_fprop_wgmma<" << dt << ", " << c.bn << ", " << c.stages << ", "
-       << (c.splits > 1 ? "true" : "false") << ", dg_gen::Epilogue>(cp, p, &mw);\n}\n"
-       << gemm::finalize_source(pc.epi.L);
-    return os.str();
+       << "  dg::conv_fprop_wgmma<" << kKernelConfig << ">(cp, p, &mw);\n}\n";
+  } else {
+    const char* entry = pc.cp.dgrad ? "conv_dgrad_mma_sync" : pc.cp.wgrad ? "conv_wgrad_mma_sync" : "conv_fprop_mma_sync";
+    os << "#include \"conv_implicit_gemm.cuh\"\n\n" << epilogue_source(pc.epi, g) << "\n"
+       << config_source(MmaSyncTile{pc.cp.dtype, c.bm, c.bn, c.bk(), 2, 2, c.stages})
+       << "extern \"C\" __global__ void __launch_bounds__(128) " << kFpropKernel
+       << "(const dg::ConvParams cp, const dg::PointwiseParams p) {\n  dg::" << entry << "<" << kKernelConfig
+       << ">(cp, p);\n}\n";
   }
-  os << "// Generated by dnngraph's cuda_conv_implicit_gemm engine.\n#include \"dg_math.cuh\"\n"
-     << "#include \"conv_implicit_gemm.cuh\"\n\n"
-     << gemm::epilogue_source(pc.epi, g) << "\nextern \"C\" __global__ void __launch_bounds__(128) " << kFpropKernel
-     << "(const dg::ConvParams cp, const dg::PointwiseParams p) {\n  dg::"
-     << (pc.cp.dgrad ? "conv_dgrad_mma_sync<" : pc.cp.wgrad ? "conv_wgrad_mma_sync<" : "conv_fprop_mma_sync<") << dt
-     << ", " << c.bm
-     << ", " << c.bn
-     << ", " << c.bk() << ", 2, 2, " << c.stages << ", dg_gen::Epilogue>(cp, p);\n}\n"
-     << gemm::finalize_source(pc.epi.L);
+  os << finalize_source(pc.epi.L);
   return os.str();
 }
 
@@ -132,10 +130,10 @@ cuda::TensorMapSpec filter_map(const ConvProblem& cp, const Config& c) {
   return s;
 }
 
-class ConvPlan final : public Plan {
+class ConvPlan final : public KernelPlan {
  public:
-  ConvPlan(const Partition& p, Pieces pc, Config c, gemm::KernelBuild k)
-      : part_(p), pc_(std::move(pc)), c_(c), k_(std::move(k)) {}
+  ConvPlan(const Partition& p, Pieces pc, Config c, KernelBuild k)
+      : KernelPlan(p, std::move(k)), pc_(std::move(pc)), c_(c) {}
 
   // The epilogue's workspace, then (split-K) the partial sums and one counter per tile.
   int64_t epilogue_bytes() const { return (pc_.epi.L.workspace_bytes + 255) / 256 * 256; }
@@ -163,7 +161,7 @@ class ConvPlan final : public Plan {
     }
     codegen::PointwiseParams pp;
     int vec = 1;
-    if (auto s = gemm::epilogue_params(part_, pc_.epi.L, args, pp, vec); !s.ok()) return s;
+    if (auto s = epilogue_params(part_, pc_.epi.L, args, pp, vec); !s.ok()) return s;
     conv::ConvParams cp = pc_.cp.params;
     cp.x = args.ptrs[static_cast<size_t>(pc_.cp.x)];
     cp.w = args.ptrs[static_cast<size_t>(pc_.cp.w)];
@@ -172,7 +170,7 @@ class ConvPlan final : public Plan {
     cp.tiles_n = static_cast<int32_t>((cp.N + c_.bn - 1) / c_.bn);
     cp.splits = c_.splits;
     cp.ws = nullptr;
-    if (auto s = gemm::reset_reductions(h, pc_.epi.L, pp); !s.ok()) return s;
+    if (auto s = reset_reductions(h, pc_.epi.L, pp); !s.ok()) return s;
     const int64_t tiles = int64_t{cp.tiles_m} * cp.tiles_n;
     if (c_.splits > 1) {
       cp.ws = static_cast<char*>(args.workspace) + epilogue_bytes();
@@ -195,61 +193,55 @@ class ConvPlan final : public Plan {
           !s.ok())
         return s;
     }
-    return gemm::run_finalize(h, pc_.epi.L, k_.finalize, pp);
+    return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
-  void serialize(ByteWriter& w) const override { gemm::serialize_kernel(k_, w); }
-
  private:
-  Partition part_;
   Pieces pc_;
   Config c_;
-  gemm::KernelBuild k_;
+  KernelBuild k_;
 };
 
-class ConvImplicitGemmEngine final : public Engine {
+class ConvImplicitGemmEngine final : public CompiledEngine<ConvKnobs> {
  public:
+  ConvImplicitGemmEngine() : CompiledEngine(kSchema) {}
+
   std::string_view name() const override { return kEngineName; }
 
   Support check(const Partition& p, const Target& t) const override {
     Pieces pc;
-    if (auto s = prepare(p, t, pc); !s.ok()) return Support::no(s.message());
-    if (!nvrtc()) return Support::no(nvrtc_error());
-    return Support::yes();
+    return compile_support(prepare(p, t, pc));
   }
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
-    std::vector<Knobs> out;
+    std::vector<ConvKnobs> settings;
     ConvProblem cp;
     std::string why;
     const bool described = conv::describe_conv(p, cp, why);
     const bool dgrad = described && (cp.dgrad || cp.wgrad);
     // FLOAT inputs get here only where the graph allows TF32 (describe_conv): every knob set takes tf32=1.
-    const bool tf32 = described && cp.dtype == DataType::FLOAT;
+    const int64_t tf32 = described && cp.dtype == DataType::FLOAT ? 1 : 0;
     if (t.info().sm_version == 90 && !dgrad) {
       if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
-        for (int st : {6, 4}) out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", 64}, {"stages", st}});
+        for (int st : {6, 4}) settings.push_back({.core = 1, .tile_m = 128, .tile_n = 64, .stages = st});
       for (auto [bn, st] : {std::pair{128, 5}, {128, 4}, {256, 4}, {256, 3}})
-        out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", bn}, {"stages", st}});
+        settings.push_back({.core = 1, .tile_m = 128, .tile_n = bn, .stages = st});
       // Split-K where each split keeps at least 4 of the 128-byte k steps (the stage ring's depth).
       const int64_t bk = tf32 ? 32 : 64, ktiles = (cp.params.K + bk - 1) / bk;
       for (int sk : {2, 3, 4, 5, 6, 8})
-        if (ktiles >= 4 * sk) out.push_back({{"core", 1}, {"tile_m", 128}, {"tile_n", 128}, {"stages", 4}, {"split_k", sk}});
+        if (ktiles >= 4 * sk) settings.push_back({.core = 1, .tile_m = 128, .tile_n = 128, .stages = 4, .split_k = sk});
     }
     for (auto [bm, bn] : {std::pair{128, 128}, {128, 64}, {64, 128}, {64, 64}})
-      for (int st : {4, 3}) out.push_back({{"core", 0}, {"tile_m", bm}, {"tile_n", bn}, {"stages", st}});
-    if (tf32)
-      for (auto& k : out) k["tf32"] = 1;
-    std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
-      return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
-    });
-    return out;
+      for (int st : {4, 3}) settings.push_back({.core = 0, .tile_m = bm, .tile_n = bn, .stages = st});
+    for (auto& k : settings) k.tf32 = tf32;
+    return ranked(p, t, settings);
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
-    Config c;
+    ConvKnobs knobs;
+    if (!parse(k, knobs)) return 1e9;
+    const Config c = config_of(knobs);
     std::string why;
-    if (!read_config(k, c, why)) return 1e9;
     double padded = 1.0, fixup = 0.0;
     ConvProblem cp;
     if (conv::describe_conv(p, cp, why)) {
@@ -274,20 +266,12 @@ class ConvImplicitGemmEngine final : public Engine {
            fixup;
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, nullptr, plan);
-  }
-
-  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
-                     std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, &r, plan);
-  }
-
  private:
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
-    Config c;
-    std::string why;
-    if (!read_config(k, c, why)) return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, std::string(kEngineName) + ": " + why};
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const override {
+    ConvKnobs knobs;
+    if (auto s = read_knobs(schema_, k, ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, knobs); !s.ok()) return s;
+    const Config c = config_of(knobs);
     if (c.core == 1 && t.info().sm_version != 90)
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
               std::string(kEngineName) + ": core=1 (wgmma) needs sm_90a; the device is sm_" + std::to_string(t.info().sm_version)};
@@ -296,7 +280,7 @@ class ConvImplicitGemmEngine final : public Engine {
     if (c.tf32 != (pc.cp.dtype == DataType::FLOAT)) {
       const ir::Tensor& x = p.tensor(pc.cp.x);
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-              std::string(kEngineName) + ": node '" + p.graph->nodes[static_cast<size_t>(gemm::anchor_node(p))].name +
+              std::string(kEngineName) + ": node '" + p.graph->nodes[static_cast<size_t>(anchor_node(p))].name +
                   "', tensor '" + x.name + "': the tf32 knob is " + (c.tf32 ? "1" : "0") + " but the inputs are " +
                   std::string(to_string(x.dtype)) + " (tf32=1 goes with FLOAT inputs, and only with them)"};
     }
@@ -307,11 +291,11 @@ class ConvImplicitGemmEngine final : public Engine {
     if (c.core == 1 && (pc.cp.dgrad || pc.cp.wgrad))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
               std::string(kEngineName) + ": conv_dgrad and conv_wgrad run on the mma.sync core (core=0) only"};
-    gemm::KernelBuild kb;
+    KernelBuild kb;
     kb.source = source(pc, c, *p.graph);
     const bool fin = pc.epi.L.needs_finalize();
-    Status s = r ? gemm::reload_kernel(t, *r, kFpropKernel, c.smem_bytes(), fin, kEngineName, kb)
-                 : gemm::compile_kernel(t, std::string(kEngineName) + ".cu", kFpropKernel, c.smem_bytes(), fin, kb);
+    Status s = r ? reload_kernel(t, *r, kFpropKernel, c.smem_bytes(), fin, kEngineName, kb)
+                 : compile_kernel(t, std::string(kEngineName) + ".cu", kFpropKernel, c.smem_bytes(), fin, kb);
     if (!s.ok()) return s;
     DG_LOG(DEBUG) << kEngineName << ": " << (c.tf32 ? "tf32 " : "") << c.bm << "x" << c.bn << " stages=" << c.stages
                   << " " << pc.epi.L.describe();
@@ -333,7 +317,7 @@ bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int sta
                            std::string& why, int splits) {
   Pieces pc;
   if (!describe_conv(p, pc.cp, why)) return false;
-  if (!gemm::plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
+  if (!plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
   src = source(pc, Config{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT}, *p.graph);
   return true;
 }

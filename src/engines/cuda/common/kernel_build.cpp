@@ -1,11 +1,11 @@
-#include "engines/cuda/gemm/kernel_build.hpp"
+#include "engines/cuda/common/kernel_build.hpp"
 
 #include "core/hash.hpp"
 #include "runtime/cuda/driver_ext.hpp"
-#include "engines/cuda/gemm/epilogue_layout.hpp"
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/epilogue_layout.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 
-namespace dnngraph::cuda::gemm {
+namespace dnngraph::cuda {
 namespace {
 
 constexpr uint32_t kPayloadVersion = 1;
@@ -16,7 +16,7 @@ Status load(const Target& t, const char* kernel, int smem_bytes, bool has_finali
   // Always raised: 48 KB of dynamic shared memory plus the epilogue's static scratch exceeds the
   // default limit (a launch then fails with CUDA_ERROR_INVALID_VALUE).
   if (auto s = set_dynamic_smem(k.main, smem_bytes, kernel); !s.ok()) return s;
-  if (has_finalize) return k.module->function(kFinalizeKernel, k.finalize);
+  if (has_finalize) return k.module->function(kEpilogueFinalizeKernel, k.finalize);
   return {};
 }
 
@@ -28,8 +28,7 @@ Status compile_kernel(const Target& t, const std::string& program_name, const ch
   return load(t, kernel, smem_bytes, has_finalize, k);
 }
 
-Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int smem_bytes, bool has_finalize,
-                     std::string_view engine, KernelBuild& k) {
+Status read_kernel(ByteReader& r, std::string_view engine, KernelBuild& k) {
   const auto version = r.get<uint32_t>();
   const auto source_hash = r.get<uint64_t>();
   if (!r.get_bytes(k.cubin, size_t{1} << 30) || version != kPayloadVersion)
@@ -38,6 +37,12 @@ Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int sme
     return {ErrorCode::SERIALIZATION_FAILED, std::string(engine) +
                                                  ": the stored kernel was generated from other source (another library "
                                                  "version or device); rebuild the plan"};
+  return {};
+}
+
+Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int smem_bytes, bool has_finalize,
+                     std::string_view engine, KernelBuild& k) {
+  if (auto s = read_kernel(r, engine, k); !s.ok()) return s;
   return load(t, kernel, smem_bytes, has_finalize, k);
 }
 
@@ -47,4 +52,4 @@ void serialize_kernel(const KernelBuild& k, ByteWriter& w) {
   w.put_bytes(k.cubin.data(), k.cubin.size());
 }
 
-}  // namespace dnngraph::cuda::gemm
+}  // namespace dnngraph::cuda

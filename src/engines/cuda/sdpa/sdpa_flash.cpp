@@ -1,7 +1,7 @@
 // cuda_sdpa_flash: the engine (support, knobs, cost) and its plan (kernel arguments, TMA maps,
 // launch). The kernels: src/engines/cuda/kernels/sdpa_*.cuh; one per (core, types, padded head dim),
 // every size a kernel argument, so one compiled kernel serves every shape.
-#include "engines/cuda/sdpa/sdpa_engine.hpp"
+#include "engines/cuda/sdpa/sdpa_flash.hpp"
 
 #include <dlfcn.h>
 
@@ -10,20 +10,21 @@
 #include <mutex>
 
 #include "core/log.hpp"
-#include "runtime/cuda/driver_ext.hpp"
-#include "engines/cuda/gemm/kernel_build.hpp"
+#include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/sdpa/sdpa_params.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 
 namespace dnngraph::cuda {
 namespace {
 
-using gemm::KernelBuild;
 using cuda::TensorMap;
 using sdpa::Config;
 using sdpa::Core;
 using sdpa::Operand;
 using sdpa::Problem;
+using sdpa::SdpaKnobs;
 
 // ---- TMA maps of rank 4 ([b, h, s, d] with any batch/head/sequence strides); the GEMM engines'
 // helper stops at rank 3.
@@ -69,10 +70,10 @@ void copy3(const Operand& x, int64_t (&dst)[3]) {
 
 int32_t clamp_bound(int64_t v, int64_t limit) { return static_cast<int32_t>(std::min(v, limit)); }
 
-class SdpaPlan final : public Plan {
+class SdpaPlan final : public KernelPlan {
  public:
   SdpaPlan(const Partition& p, Problem pr, Config c, KernelBuild k)
-      : part_(p), pr_(std::move(pr)), c_(c), k_(std::move(k)) {}
+      : KernelPlan(p, std::move(k)), pr_(std::move(pr)), c_(c) {}
 
   Status execute(const ExecArgs& args) const override {
     HandleImpl& h = args.handle;
@@ -101,8 +102,6 @@ class SdpaPlan final : public Plan {
     return cuda::launch_3d(h, k_.main, grid, static_cast<unsigned>(c_.threads), static_cast<unsigned>(c_.smem_bytes),
                            kargs, sdpa::kKernelName);
   }
-
-  void serialize(ByteWriter& w) const override { gemm::serialize_kernel(k_, w); }
 
  private:
   template <class Ptr>
@@ -140,14 +139,15 @@ class SdpaPlan final : public Plan {
     return prm;
   }
 
-  Partition part_;
   Problem pr_;
   Config c_;
   KernelBuild k_;
 };
 
-class SdpaFlashEngine final : public Engine {
+class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
  public:
+  SdpaFlashEngine() : CompiledEngine(sdpa::knob_schema()) {}
+
   std::string_view name() const override { return "cuda_sdpa_flash"; }
 
   Support check(const Partition& p, const Target& t) const override {
@@ -155,35 +155,34 @@ class SdpaFlashEngine final : public Engine {
     Config c;
     std::string why;
     if (!sdpa::describe(p, pr, why) || !sdpa::check_device(t, why) ||
-        !sdpa::make_config(pr, Knobs{}, t.info().sm_version, c, why))
+        !sdpa::make_config(pr, sdpa::SdpaKnobs{}, t.info().sm_version, c, why))
       return Support::no(why);
     return Support::yes();
   }
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
-    std::vector<Knobs> all{{{"core", 0}}};
-    if (t.info().sm_version == 90) all = {{{"core", 1}, {"overlap", 1}}, {{"core", 1}, {"overlap", 0}}, {{"core", 0}}};
+    std::vector<SdpaKnobs> all{{.core = 0}};
+    if (t.info().sm_version == 90) all = {{.core = 1, .overlap = 1}, {.core = 1, .overlap = 0}, {.core = 0}};
     Problem pr;
     std::string why;
-    if (!sdpa::describe(p, pr, why)) return all;
-    std::vector<Knobs> out;
-    for (const Knobs& k : all) {
+    if (!sdpa::describe(p, pr, why)) return print_knobs(schema_, all);
+    std::vector<SdpaKnobs> fit;
+    for (const SdpaKnobs& k : all) {
       Config c;
-      if (sdpa::make_config(pr, k, t.info().sm_version, c, why)) out.push_back(k);
+      if (sdpa::make_config(pr, k, t.info().sm_version, c, why)) fit.push_back(k);
     }
-    if (out.empty()) return all;
-    // Best guess first.
-    std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
-      return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
-    });
-    return out;
+    if (fit.empty()) return print_knobs(schema_, all);
+    return ranked(p, t, fit);  // best guess first
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     Problem pr;
     Config c;
+    SdpaKnobs knobs;
     std::string why;
-    if (!sdpa::describe(p, pr, why) || !sdpa::make_config(pr, k, t.info().sm_version, c, why)) return 1e9;
+    if (!parse(k, knobs) || !sdpa::describe(p, pr, why) ||
+        !sdpa::make_config(pr, knobs, t.info().sm_version, c, why))
+      return 1e9;
     // Two GEMMs over the visible pairs; the exp2 of the softmax costs the tensor cores idle time,
     // which overlapping S with P V hides in part. Measured on an H200 (docs/perf.md): the overlap
     // gains 15% at head dim 128 and loses 2-5% at 64, where the GEMMs are too short to hide it.
@@ -193,29 +192,22 @@ class SdpaFlashEngine final : public Engine {
     return roofline_seconds(flops, partition_bytes(p), t.info(), eff, 5e-6);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, nullptr, plan);
-  }
-
-  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
-                     std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, &r, plan);
-  }
-
  private:
   // Compiles (r null) or reloads the stored kernel (r set), then makes the plan.
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const override {
     const ErrorCode fail = r ? ErrorCode::SERIALIZATION_FAILED : ErrorCode::GRAPH_NOT_SUPPORTED;
     Problem pr;
     Config c;
     std::string why;
-    if (!sdpa::describe(p, pr, why) || !sdpa::check_device(t, why) ||
-        !sdpa::make_config(pr, k, t.info().sm_version, c, why))
-      return {fail, "cuda_sdpa_flash: " + why};
+    if (!sdpa::describe(p, pr, why) || !sdpa::check_device(t, why)) return {fail, "cuda_sdpa_flash: " + why};
+    SdpaKnobs knobs;
+    if (auto s = read_knobs(schema_, k, fail, knobs); !s.ok()) return s;
+    if (!sdpa::make_config(pr, knobs, t.info().sm_version, c, why)) return {fail, "cuda_sdpa_flash: " + why};
     KernelBuild kb;
     kb.source = sdpa::kernel_source(c);
-    Status s = r ? gemm::reload_kernel(t, *r, sdpa::kKernelName, c.smem_bytes, false, name(), kb)
-                 : gemm::compile_kernel(t, "cuda_sdpa_flash.cu", sdpa::kKernelName, c.smem_bytes, false, kb);
+    Status s = r ? reload_kernel(t, *r, sdpa::kKernelName, c.smem_bytes, false, name(), kb)
+                 : compile_kernel(t, "cuda_sdpa_flash.cu", sdpa::kKernelName, c.smem_bytes, false, kb);
     if (!s.ok()) return s;
     DG_LOG(DEBUG) << "cuda_sdpa_flash: " << c.describe() << ", " << c.smem_bytes << " bytes of shared memory";
     plan = std::make_unique<SdpaPlan>(p, std::move(pr), c, std::move(kb));

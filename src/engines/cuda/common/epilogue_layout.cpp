@@ -1,4 +1,4 @@
-#include "engines/cuda/gemm/epilogue_layout.hpp"
+#include "engines/cuda/common/epilogue_layout.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -7,37 +7,16 @@
 #include "core/dtype.hpp"
 #include "engines/cuda/codegen/emitter.hpp"
 
-namespace dnngraph::cuda::gemm {
+namespace dnngraph::cuda {
 namespace {
 
 using codegen::Access;
+using codegen::identity_bits;
+using codegen::is_dense;
+using codegen::supported_type;
 using codegen::Layout;
 using codegen::Operand;
 using codegen::Role;
-
-bool supported_type(DataType t) {
-  switch (t) {
-    case DataType::FLOAT: case DataType::HALF: case DataType::BFLOAT16: case DataType::INT8:
-    case DataType::INT32: case DataType::BOOLEAN: case DataType::UINT8: case DataType::FP8_E4M3:
-    case DataType::FP8_E5M2:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_dense(const ir::Tensor& t) {
-  std::vector<size_t> order(t.dims.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.strides[a] < t.strides[b]; });
-  int64_t expect = 1;
-  for (size_t i : order) {
-    if (t.dims[i] == 1) continue;
-    if (t.strides[i] != expect) return false;
-    expect *= t.dims[i];
-  }
-  return true;
-}
 
 // The one stride that walks `axes` (outermost first) as a single index, or false when the tensor's
 // strides do not nest that way.
@@ -114,21 +93,9 @@ struct Builder {
   }
 
   bool add_reduction(int tensor) {
-    const ir::Tensor& t = g().tensor(tensor);
-    ReductionMode mode = ReductionMode::NOT_SET;
-    for (const auto& in : prog.code)
-      if (in.kind == expr::InstrKind::REDUCE && in.tensor == tensor) mode = in.reduce;
-    if (!supported_type(t.dtype))
-      return fail(tname(tensor) + ": data type " + std::string(to_string(t.dtype)) + " is not supported");
-    if (!is_dense(t)) return fail(tname(tensor) + ": a reduction output must be densely packed");
     codegen::Reduction r;
-    r.tensor = tensor;
-    r.mode = mode;
-    r.dtype = t.dtype;
-    r.volume = t.volume();
-    r.full = r.volume == 1;
-    r.inv_count = static_cast<double>(r.volume) / static_cast<double>(L.volume);
-    r.in_output = t.dtype == DataType::FLOAT && !expr::reduction_needs_finalize(mode);
+    if (!codegen::describe_reduction(prog, g(), tensor, L.volume, r, why)) return false;
+    r.in_output = r.dtype == DataType::FLOAT && !expr::reduction_needs_finalize(r.mode);
     L.reductions.push_back(r);
     if (r.full) return true;
     L.reductions.back().operand = static_cast<int>(L.operands.size());
@@ -220,18 +187,6 @@ struct Builder {
   }
 };
 
-uint32_t identity_bits(ReductionMode m) {
-  switch (m) {
-    case ReductionMode::MUL: return 0x3f800000u;  // 1.0f
-    case ReductionMode::MIN: return 0x7f800000u;  // +inf
-    case ReductionMode::MAX: return 0xff800000u;  // -inf
-    default: return 0;                            // sums, AMAX (of |x| >= 0)
-  }
-}
-
-std::string dt(DataType t) { return "dg::DT_" + std::string(to_string(t)); }
-std::string rm(ReductionMode m) { return "dg::RM_" + std::string(to_string(m)); }
-
 }  // namespace
 
 int anchor_node(const Partition& p) {
@@ -257,22 +212,9 @@ std::string epilogue_source(const EpiloguePlan& e, const ir::Graph& g) {
 std::string finalize_source(const codegen::Layout& L) {
   if (!L.needs_finalize()) return "";
   std::ostringstream os;
-  os << "extern \"C\" __global__ void __launch_bounds__(256) " << kFinalizeKernel
-     << "(const dg::PointwiseParams p) {\n  __shared__ float scratch[32];\n  (void)scratch;\n";
-  int f = 0;
-  for (size_t i = 0; i < L.reductions.size(); ++i) {
-    const auto& r = L.reductions[i];
-    const std::string is = std::to_string(i);
-    if (r.full) {
-      if (!r.in_output)
-        os << "  if (blockIdx.x == 0) dg::finalize_full<" << rm(r.mode) << ", " << dt(r.dtype) << ", false>(p, p.acc["
-           << is << "], " << f << ", p.out[" << is << "], 1, p.inv_count[" << is << "], scratch);\n";
-      ++f;
-    } else if (!r.in_output) {
-      os << "  dg::finalize_partial<" << rm(r.mode) << ", " << dt(r.dtype) << ">(p, " << is << ", p.out[" << is << "]);\n";
-    }
-  }
-  os << "}\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(256) " << kEpilogueFinalizeKernel
+     << "(const dg::PointwiseParams p) {\n  __shared__ float scratch[32];\n  (void)scratch;\n"
+     << codegen::emit_finalize_calls(L, "1", false) << "}\n";
   return os.str();
 }
 
@@ -315,7 +257,7 @@ Status run_finalize(HandleImpl& h, const codegen::Layout& L, CUfunction finalize
     if (!r.full) partial_volume = std::max(partial_volume, r.volume);
   const LaunchDims dims{static_cast<unsigned>(std::min<int64_t>(1024, (partial_volume + 255) / 256)), 256, 0};
   void* args[] = {&params};
-  return launch(h, finalize, dims, args, kFinalizeKernel);
+  return launch(h, finalize, dims, args, kEpilogueFinalizeKernel);
 }
 
-}  // namespace dnngraph::cuda::gemm
+}  // namespace dnngraph::cuda

@@ -2,16 +2,20 @@
 // activations, computed directly (kernels/conv_depthwise.cuh), with the fused epilogue. 2D/1D
 // filters of at most 9 taps run the strip kernel (knob strip = output pixels per thread item along
 // W, filters in registers); other filters the per-pixel kernel (strip = 0).
+#include "engines/cuda/conv/conv_depthwise_direct.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <sstream>
 
 #include "core/log.hpp"
-#include "engines/cuda/conv/conv_engines.hpp"
-#include "runtime/cuda/driver_ext.hpp"
-#include "engines/cuda/gemm/epilogue_layout.hpp"
-#include "engines/cuda/gemm/kernel_build.hpp"
+#include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/epilogue_layout.hpp"
+#include "engines/cuda/common/kernel_build.hpp"
+#include "engines/cuda/common/kernel_config.hpp"
+#include "engines/cuda/conv/conv_geometry.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -43,19 +47,15 @@ struct Pieces {
   bool wvec = false;  // filters packed [C][R][S] with C % 8 == 0: vector filter loads
   bool strip_ok = false;
   DwParams params{};
-  gemm::EpiloguePlan epi;
+  EpiloguePlan epi;
 };
 
-std::string where(const ir::Node& n, const ir::Tensor& t) { return "node '" + n.name + "', tensor '" + t.name + "': "; }
-int64_t at(const std::vector<int64_t>& v, size_t i, int64_t fallback) { return i < v.size() ? v[i] : fallback; }
+using conv::where;
 
 bool describe(const Partition& p, Pieces& out, std::string& why) {
-  const int a = gemm::anchor_node(p);
-  if (a < 0 || !ir::is<ConvFpropAttr>(p.graph->nodes[static_cast<size_t>(a)])) {
-    why = "the partition is not anchored on a conv_fprop";
-    return false;
-  }
-  const ir::Node& n = p.graph->nodes[static_cast<size_t>(a)];
+  const ir::Node* anchor = anchor_of<ConvFpropAttr>(p, "conv_fprop", why);
+  if (!anchor) return false;
+  const ir::Node& n = *anchor;
   const auto& attr = std::get<ConvFpropAttr>(n.attr);
   const ir::Tensor& X = p.tensor(n.inputs[0]);
   const ir::Tensor& W = p.tensor(n.inputs[1]);
@@ -80,27 +80,10 @@ bool describe(const Partition& p, Pieces& out, std::string& why) {
   for (size_t i = 0; i < X.dims.size(); ++i)
     if (i != 1 && X.dims[i] > 1 && X.strides[i] % 8 != 0) out.vec = false;
   DwParams& P = out.params;
+  conv::fill_spatial(attr, X, W, Y, P);
   const size_t nsp = X.dims.size() - 2, off = 3 - nsp;
-  for (int i = 0; i < 3; ++i) {
-    P.in[i] = P.out[i] = P.filt[i] = P.stride[i] = P.dil[i] = 1;
-    P.pad[i] = 0;
-    P.w_stride_tap[i] = 0;
-  }
-  P.x_stride[0] = X.strides[0];
-  for (size_t i = 0; i < nsp; ++i) {
-    P.in[off + i] = static_cast<int32_t>(X.dims[2 + i]);
-    P.out[off + i] = static_cast<int32_t>(Y.dims[2 + i]);
-    P.filt[off + i] = static_cast<int32_t>(W.dims[2 + i]);
-    P.pad[off + i] = static_cast<int32_t>(at(attr.get_pre_padding(), i, 0));
-    P.stride[off + i] = static_cast<int32_t>(at(attr.get_stride(), i, 1));
-    P.dil[off + i] = static_cast<int32_t>(at(attr.get_dilation(), i, 1));
-    P.x_stride[1 + off + i] = X.strides[2 + i];
-    P.w_stride_tap[off + i] = W.strides[2 + i];
-  }
+  for (size_t i = 0; i < 3; ++i) P.w_stride_tap[i] = i < off ? 0 : W.strides[2 + i - off];
   P.w_stride_c = W.strides[0];
-  P.C = static_cast<int32_t>(C);
-  P.M = Y.dims[0];
-  for (size_t i = 0; i < nsp; ++i) P.M *= Y.dims[2 + i];
   out.wvec = C % 8 == 0 && P.w_stride_c == int64_t{P.filt[1]} * P.filt[2] && P.w_stride_tap[1] == P.filt[2] &&
              (P.filt[2] == 1 || P.w_stride_tap[2] == 1);
   const int64_t strips_max = P.M / std::max(1, P.out[2]) * P.out[2];  // rows x Q: strips at strip=1
@@ -112,20 +95,40 @@ bool describe(const Partition& p, Pieces& out, std::string& why) {
   return true;
 }
 
+EpilogueAxes output_axes(const Partition& p) {
+  const ir::Node& anchor = p.graph->nodes[static_cast<size_t>(anchor_node(p))];
+  return conv::pixel_channel_axes(p.tensor(anchor.outputs[0]).dims.size());
+}
+
 Status prepare(const Partition& p, const Target& t, Pieces& out) {
   if (!t.device().is_cuda() || !t.handle->cuda)
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "runs on CUDA handles; this one is " + t.device().to_string()};
   std::string why;
   if (!describe(p, out, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, why};
-  gemm::EpilogueAxes axes;
-  const ir::Node& anchor = p.graph->nodes[static_cast<size_t>(gemm::anchor_node(p))];
-  const int rank = p.tensor(anchor.outputs[0]).rank();
-  axes.m.push_back(0);
-  for (int i = 2; i < rank; ++i) axes.m.push_back(i);
-  axes.n = {1};
-  if (!gemm::plan_epilogue(p, axes, t.dynamic_shapes, out.epi, why))
+  if (!plan_epilogue(p, output_axes(p), t.dynamic_shapes, out.epi, why))
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "the epilogue does not fit: " + why};
   return {};
+}
+
+// kernels/conv_depthwise.cuh's configurations: the strip kernel's (strip > 0: outputs per item
+// along W) and the per-pixel kernel's (strip 0: the filter sizes and strides are not used).
+struct DepthwiseKernel {
+  DataType dtype;
+  bool vec_loads, vec_filters;
+  int filter_h, filter_w, stride_w, dilation_w, strip;
+};
+
+std::string config_source(const DepthwiseKernel& k) {
+  KernelConfigSource cs;
+  cs.dtype("kDataType", k.dtype).flag("kVecLoads", k.vec_loads);
+  if (k.strip > 0)
+    cs.flag("kVecFilters", k.vec_filters)
+        .value("kFilterH", k.filter_h)
+        .value("kFilterW", k.filter_w)
+        .value("kStrideW", k.stride_w)
+        .value("kDilationW", k.dilation_w)
+        .value("kStrip", k.strip);
+  return cs.type("Epilogue", "dg_gen::Epilogue").str();
 }
 
 // strip > 0: the strip kernel with that many outputs per item (needs pc.strip_ok); 0: per pixel.
@@ -134,29 +137,30 @@ std::string source(const Pieces& pc, int strip, const ir::Graph& g) {
   const DwParams& P = pc.params;
   os << "// Generated by dnngraph's cuda_conv_depthwise_direct engine.\n#include \"dg_math.cuh\"\n"
      << "#include \"conv_depthwise.cuh\"\n\n"
-     << gemm::epilogue_source(pc.epi, g) << "\nextern \"C\" __global__ void __launch_bounds__("
-     << (strip ? kStripThreads : kThreads) << ") " << kKernel << "(const dg::DwParams P, const dg::PointwiseParams p) {\n";
-  const char* vec = pc.vec ? "true" : "false";
-  if (strip)
-    os << "  dg::conv_depthwise_strip<dg::DT_" << to_string(pc.dtype) << ", " << vec << ", "
-       << (pc.wvec ? "true" : "false") << ", " << P.filt[1] << ", " << P.filt[2] << ", " << P.stride[2] << ", "
-       << P.dil[2] << ", " << strip << ", dg_gen::Epilogue>(P, p);\n}\n";
-  else
-    os << "  dg::conv_depthwise<dg::DT_" << to_string(pc.dtype) << ", " << vec << ", dg_gen::Epilogue>(P, p);\n}\n";
-  os << gemm::finalize_source(pc.epi.L);
+     << epilogue_source(pc.epi, g) << "\n"
+     << config_source(DepthwiseKernel{pc.dtype, pc.vec, pc.wvec, P.filt[1], P.filt[2], P.stride[2], P.dil[2], strip})
+     << "extern \"C\" __global__ void __launch_bounds__(" << (strip ? kStripThreads : kThreads) << ") " << kKernel
+     << "(const dg::DwParams P, const dg::PointwiseParams p) {\n  dg::"
+     << (strip ? "conv_depthwise_strip<" : "conv_depthwise<") << kKernelConfig << ">(P, p);\n}\n";
+  os << finalize_source(pc.epi.L);
   return os.str();
 }
 
-int read_strip(const Knobs& k, const Pieces& pc) {
-  auto it = k.find("strip");
-  if (it != k.end()) return static_cast<int>(it->second);
-  return pc.strip_ok ? 4 : 0;
+// The engine's knob: output pixels per strip item along W, 0 for the per-pixel kernel.
+struct DepthwiseKnobs {
+  int64_t strip = -1;  // -1 (absent): 4 where the strip kernel applies, else 0
+};
+
+const KnobSchema<DepthwiseKnobs> kSchema{kName, {{"strip", &DepthwiseKnobs::strip, 0, 8}}};
+
+int strip_of(const DepthwiseKnobs& k, const Pieces& pc) {
+  return k.strip >= 0 ? static_cast<int>(k.strip) : pc.strip_ok ? 4 : 0;
 }
 
-class DepthwisePlan final : public Plan {
+class DepthwisePlan final : public KernelPlan {
  public:
-  DepthwisePlan(const Partition& p, Pieces pc, int strip, gemm::KernelBuild k, int sms)
-      : part_(p), pc_(std::move(pc)), strip_(strip), k_(std::move(k)), sms_(sms) {}
+  DepthwisePlan(const Partition& p, Pieces pc, int strip, KernelBuild k, int sms)
+      : KernelPlan(p, std::move(k)), pc_(std::move(pc)), strip_(strip), sms_(sms) {}
 
   int64_t workspace_size() const override { return pc_.epi.L.workspace_bytes; }
 
@@ -176,12 +180,12 @@ class DepthwisePlan final : public Plan {
                                                    "filter loads need"};
     codegen::PointwiseParams pp;
     int vec = 1;
-    if (auto s = gemm::epilogue_params(part_, pc_.epi.L, args, pp, vec); !s.ok()) return s;
+    if (auto s = epilogue_params(part_, pc_.epi.L, args, pp, vec); !s.ok()) return s;
     DwParams P = pc_.params;
     P.x = args.ptrs[static_cast<size_t>(pc_.x)];
     P.w = args.ptrs[static_cast<size_t>(pc_.w)];
     P.epi_vec = vec;
-    if (auto s = gemm::reset_reductions(h, pc_.epi.L, pp); !s.ok()) return s;
+    if (auto s = reset_reductions(h, pc_.epi.L, pp); !s.ok()) return s;
     // Keep each thread on one channel group: the grid stride is a multiple of the groups. The strip
     // kernel gets one resident wave (4 blocks of 128 per SM) so each thread's filter loads serve
     // several items.
@@ -194,28 +198,24 @@ class DepthwisePlan final : public Plan {
     void* kargs[] = {&P, &pp};
     if (auto s = cuda::launch_3d(h, k_.main, {static_cast<unsigned>(grid), 1, 1}, threads, 0, kargs, kKernel); !s.ok())
       return s;
-    return gemm::run_finalize(h, pc_.epi.L, k_.finalize, pp);
+    return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
-  void serialize(ByteWriter& w) const override { gemm::serialize_kernel(k_, w); }
-
  private:
-  Partition part_;
   Pieces pc_;
   int strip_;
-  gemm::KernelBuild k_;
   int sms_;
 };
 
-class DepthwiseDirectEngine final : public Engine {
+class DepthwiseDirectEngine final : public CompiledEngine<DepthwiseKnobs> {
  public:
+  DepthwiseDirectEngine() : CompiledEngine(kSchema) {}
+
   std::string_view name() const override { return kName; }
 
   Support check(const Partition& p, const Target& t) const override {
     Pieces pc;
-    if (auto s = prepare(p, t, pc); !s.ok()) return Support::no(s.message());
-    if (!nvrtc()) return Support::no(nvrtc_error());
-    return Support::yes();
+    return compile_support(prepare(p, t, pc));
   }
 
   // Strips of 4, 2 and 8 outputs where the strip kernel applies (the least padding along W first),
@@ -223,23 +223,20 @@ class DepthwiseDirectEngine final : public Engine {
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     Pieces pc;
     std::string why;
-    if (!describe(p, pc, why) || !pc.strip_ok) return {Knobs{{"strip", 0}}};
-    std::vector<Knobs> out;
-    for (int s : {4, 2, 8}) out.push_back({{"strip", s}});
-    std::stable_sort(out.begin(), out.end(), [&](const Knobs& a, const Knobs& b) {
-      return estimate_seconds(p, t, a) < estimate_seconds(p, t, b);
-    });
-    return out;
+    if (!describe(p, pc, why) || !pc.strip_ok) return {schema_.print({0})};
+    return ranked(p, t, {{4}, {2}, {8}});
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // Memory bound: each input read about once (the taps overlap in cache), outputs written once.
     // Strips past the output's width compute padding; the per-pixel kernel reads every tap.
+    DepthwiseKnobs knobs;
+    if (!parse(k, knobs)) return 1e9;
     Pieces pc;
     std::string why;
     double waste = 1.0, eff = 0.6;
     if (describe(p, pc, why)) {
-      const int strip = read_strip(k, pc);
+      const int strip = strip_of(knobs, pc);
       const int q = pc.params.out[2];
       if (strip > 0) waste = static_cast<double>((q + strip - 1) / strip * strip) / q;
       eff = strip >= 4 ? 0.6 : strip > 0 ? 0.5 : 0.2;
@@ -247,30 +244,24 @@ class DepthwiseDirectEngine final : public Engine {
     return roofline_seconds(partition_flops(p) * waste, partition_bytes(p) * waste, t.info(), eff, 4e-6);
   }
 
-  Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, nullptr, plan);
-  }
-
-  Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader& r,
-                     std::unique_ptr<Plan>& plan) const override {
-    return make(p, t, k, &r, plan);
-  }
-
  private:
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r, std::unique_ptr<Plan>& plan) const {
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const override {
     Pieces pc;
     if (auto s = prepare(p, t, pc); !s.ok()) return s;
-    const int strip = read_strip(k, pc);
-    if (strip < 0 || strip > 8 || (strip > 0 && !pc.strip_ok))
+    DepthwiseKnobs knobs;
+    if (auto s = read_knobs(schema_, k, ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, knobs); !s.ok()) return s;
+    const int strip = strip_of(knobs, pc);
+    if (strip > 0 && !pc.strip_ok)
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
               std::string(kName) + ": knobs " + knobs_to_string(k) +
                   ": strip 1..8 needs a 2D/1D filter of at most 9 taps with W stride and dilation <= 4; 0 runs "
                   "the per-pixel kernel"};
-    gemm::KernelBuild kb;
+    KernelBuild kb;
     kb.source = source(pc, strip, *p.graph);
     const bool fin = pc.epi.L.needs_finalize();
-    Status s = r ? gemm::reload_kernel(t, *r, kKernel, 0, fin, kName, kb)
-                 : gemm::compile_kernel(t, std::string(kName) + ".cu", kKernel, 0, fin, kb);
+    Status s = r ? reload_kernel(t, *r, kKernel, 0, fin, kName, kb)
+                 : compile_kernel(t, std::string(kName) + ".cu", kKernel, 0, fin, kb);
     if (!s.ok()) return s;
     DG_LOG(DEBUG) << kName << ": strip=" << strip << " " << pc.epi.L.describe() << (pc.vec ? " vec" : "");
     plan = std::make_unique<DepthwisePlan>(p, std::move(pc), strip, std::move(kb), t.handle->cuda->multiprocessors);
@@ -290,13 +281,7 @@ namespace conv {
 bool depthwise_source_for_test(const Partition& p, int strip, std::string& src, std::string& why) {
   Pieces pc;
   if (!describe(p, pc, why)) return false;
-  gemm::EpilogueAxes axes;
-  const ir::Node& anchor = p.graph->nodes[static_cast<size_t>(gemm::anchor_node(p))];
-  const int rank = p.tensor(anchor.outputs[0]).rank();
-  axes.m.push_back(0);
-  for (int i = 2; i < rank; ++i) axes.m.push_back(i);
-  axes.n = {1};
-  if (!gemm::plan_epilogue(p, axes, true, pc.epi, why)) return false;
+  if (!plan_epilogue(p, output_axes(p), true, pc.epi, why)) return false;
   if (strip > 0 && !pc.strip_ok) {
     why = "the strip kernel does not apply to this filter";
     return false;

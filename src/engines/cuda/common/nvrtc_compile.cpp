@@ -1,10 +1,10 @@
-#include "engines/cuda/nvrtc_compile.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 
 #include <chrono>
 
 #include "core/hash.hpp"
 #include "core/log.hpp"
-#include "engines/cuda/kernel_sources.hpp"
+#include "engines/cuda/common/kernel_sources.hpp"
 #include "planning/kernel_cache.hpp"
 #include "runtime/cuda/driver_api.hpp"
 

@@ -15,7 +15,7 @@
 #include "planning/engine.hpp"
 #include "runtime/cuda/context.hpp"
 
-namespace dnngraph::cuda::gemm {
+namespace dnngraph::cuda {
 
 // Axes of the anchor output (the fused domain), outermost first within each group.
 struct EpilogueAxes {
@@ -33,6 +33,15 @@ struct EpiloguePlan {
 // that is a matmul or convolution the partitioner left alone (conv_wgrad is no fusion anchor).
 // -1 when there is none.
 int anchor_node(const Partition& p);
+// The anchor node when it is an `Attr` op, else null with why ("the partition is not anchored on
+// a <op>": `op` names it).
+template <class Attr>
+const ir::Node* anchor_of(const Partition& p, const char* op, std::string& why) {
+  const int a = anchor_node(p);
+  if (a >= 0 && ir::is<Attr>(p.graph->nodes[static_cast<size_t>(a)])) return &p.graph->nodes[static_cast<size_t>(a)];
+  why = std::string("the partition is not anchored on a ") + op;
+  return nullptr;
+}
 
 // Lowers the partition around its anchor and lays the epilogue out over the axes; false with `why`.
 bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, EpiloguePlan& out, std::string& why);
@@ -40,7 +49,7 @@ bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, E
 // `namespace dg_gen { struct Epilogue ... }` for the kernel source.
 std::string epilogue_source(const EpiloguePlan& e, const ir::Graph& g);
 // The kernel that finishes reductions not accumulated in their output ("" when none is needed).
-inline constexpr const char* kFinalizeKernel = "dg_gemm_finalize";
+inline constexpr const char* kEpilogueFinalizeKernel = "dg_gemm_finalize";
 std::string finalize_source(const codegen::Layout& L);
 
 // Execute-time pieces: the epilogue's kernel arguments (scalars read from their host pointers),
@@ -52,4 +61,4 @@ Status reset_reductions(HandleImpl& h, const codegen::Layout& L, const codegen::
 Status run_finalize(HandleImpl& h, const codegen::Layout& L, CUfunction finalize,
                     codegen::PointwiseParams& params);
 
-}  // namespace dnngraph::cuda::gemm
+}  // namespace dnngraph::cuda

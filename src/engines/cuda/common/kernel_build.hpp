@@ -1,5 +1,5 @@
 // Compiling, loading, serializing and reloading the one kernel (plus the reduction finalizer) a
-// GEMM or convolution plan runs: shared by every engine under src/engines/cuda/gemm and conv.
+// GEMM, convolution or attention plan runs.
 #pragma once
 #include <memory>
 #include <string>
@@ -9,7 +9,7 @@
 #include "planning/engine.hpp"
 #include "runtime/cuda/context.hpp"
 
-namespace dnngraph::cuda::gemm {
+namespace dnngraph::cuda {
 
 struct KernelBuild {
   std::string source;
@@ -23,9 +23,23 @@ struct KernelBuild {
 // allowed `smem_bytes` of dynamic shared memory.
 Status compile_kernel(const Target& t, const std::string& program_name, const char* kernel, int smem_bytes,
                       bool has_finalize, KernelBuild& k);
-// Loads k.cubin (from a serialized plan) after checking it was built from k.source.
+// Reads a serialized plan's kernel payload (serialize_kernel's form) into k.cubin, after checking
+// it was built from k.source; names `engine` in errors.
+Status read_kernel(ByteReader& r, std::string_view engine, KernelBuild& k);
+// read_kernel, then loads k.cubin.
 Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int smem_bytes, bool has_finalize,
                      std::string_view engine, KernelBuild& k);
 void serialize_kernel(const KernelBuild& k, ByteWriter& w);
 
-}  // namespace dnngraph::cuda::gemm
+// A plan that runs one compiled module over a partition; its payload is the kernel.
+class KernelPlan : public Plan {
+ public:
+  KernelPlan(const Partition& p, KernelBuild k) : part_(p), k_(std::move(k)) {}
+  void serialize(ByteWriter& w) const override { serialize_kernel(k_, w); }
+
+ protected:
+  Partition part_;
+  KernelBuild k_;
+};
+
+}  // namespace dnngraph::cuda

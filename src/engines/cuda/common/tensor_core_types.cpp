@@ -1,0 +1,26 @@
+#include "engines/cuda/common/tensor_core_types.hpp"
+
+namespace dnngraph::cuda {
+
+bool check_tensor_core_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& a, const ir::Tensor& b,
+                             std::string& why) {
+  const std::string where = "node '" + n.name + "', tensor '" + a.name + "': ";
+  const bool half = a.dtype == DataType::BFLOAT16 || a.dtype == DataType::HALF;
+  if (a.dtype == b.dtype && a.dtype == DataType::FLOAT && !g.allow_tf32) {
+    why = where + kTf32Rule;
+    return false;
+  }
+  if (a.dtype != b.dtype || !(half || a.dtype == DataType::FLOAT)) {
+    why = where + "inputs of type " + std::string(to_string(a.dtype)) + " x " + std::string(to_string(b.dtype)) +
+          " are not supported (BFLOAT16 or HALF, both the same; FLOAT x FLOAT as TF32)";
+    return false;
+  }
+  if (n.compute_type != DataType::FLOAT && n.compute_type != DataType::NOT_SET) {
+    why = "node '" + n.name + "': compute type " + std::string(to_string(n.compute_type)) +
+          " is not supported (fp32 accumulation)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace dnngraph::cuda

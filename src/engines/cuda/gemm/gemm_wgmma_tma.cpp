@@ -1,0 +1,173 @@
+// cuda_gemm_wgmma_tma: the Hopper matmul (sm_90a): TMA loads, warp-specialized wgmma, a
+// persistent grid (kernels/gemm_wgmma.cuh), split-K, clusters of 2 sharing B by TMA multicast,
+// TF32 with a transpose pass for MN-major FLOAT operands; the partition's epilogue fused.
+#include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
+
+#include <algorithm>
+
+#include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/gemm/matmul_build.hpp"
+#include "runtime/cuda/driver_api.hpp"
+
+namespace dnngraph::cuda {
+namespace {
+
+using gemm::Core;
+using gemm::MatmulConfig;
+using gemm::MatmulPieces;
+using gemm::MatmulProblem;
+using gemm::ceil_div;
+
+// The engine's knobs. Only tile_n and stages are printed at their defaults (as knob_space lists
+// them); knob_space always sets stages, whose 0 stands for "by tile_n" only in parsed settings.
+struct WgmmaKnobs {
+  int64_t tile_n = 256;
+  int64_t stages = 0;  // 0: 4 with tile_n 256, else 5
+  int64_t pingpong = 0, split_k = 1, cluster = 1;
+  int64_t tf32 = 0, transpose = 0;
+};
+
+int64_t stages_of(const WgmmaKnobs& k) { return k.stages ? k.stages : k.tile_n == 256 ? 4 : 5; }
+
+// 1 KB of alignment slack, the stages, the epilogue staging (2 x 64 x 36 floats), the barriers.
+int64_t smem_bytes(const WgmmaKnobs& k) {
+  return 1024 + stages_of(k) * (128 + k.tile_n) * 128 + 2 * 64 * 36 * 4 + 16 * stages_of(k);
+}
+
+std::string wgmma_rules(const WgmmaKnobs& k) {
+  if (k.pingpong && k.tile_n != 128) return "pingpong=1 takes tile_n 128";
+  if (k.split_k > 1 && (k.pingpong || k.tile_n != 128))
+    return "split_k above 1 goes only with cooperative 128-wide tiles (tile_n 128, no pingpong)";
+  if (k.cluster == 2 && (k.pingpong || k.split_k > 1 || k.tf32))
+    return "cluster 2 goes only with cooperative whole tiles of 16-bit inputs (no pingpong, split_k 1, tf32 0)";
+  if (smem_bytes(k) > 227 * 1024) return std::to_string(smem_bytes(k)) + " bytes of shared memory exceed 227 KB";
+  return "";
+}
+
+const KnobSchema<WgmmaKnobs> kSchema{"cuda_gemm_wgmma_tma",
+                                     {{"tile_n", &WgmmaKnobs::tile_n, 128, 256, {128, 256}},
+                                      {"stages", &WgmmaKnobs::stages, 2, 8},
+                                      {"pingpong", &WgmmaKnobs::pingpong, 0, 1, {}, false},
+                                      {"split_k", &WgmmaKnobs::split_k, 1, 16, {}, false},
+                                      {"cluster", &WgmmaKnobs::cluster, 1, 2, {}, false},
+                                      {"tf32", &WgmmaKnobs::tf32, 0, 1, {}, false},
+                                      {"transpose", &WgmmaKnobs::transpose, 0, 1, {}, false}},
+                                     wgmma_rules};
+
+MatmulConfig wgmma_config(const WgmmaKnobs& k) {
+  MatmulConfig c;
+  c.core = Core::WGMMA;
+  c.bm = 128;
+  c.bn = static_cast<int>(k.tile_n);
+  c.stages = static_cast<int>(stages_of(k));
+  c.pingpong = k.pingpong != 0;
+  c.tf32 = k.tf32 == 1;
+  c.splits = static_cast<int>(k.split_k);
+  c.transpose = k.transpose == 1;
+  c.cluster = static_cast<int>(k.cluster);
+  c.bk = c.tf32 ? 32 : 64;  // one 128-byte swizzle row of k
+  c.threads = 384;          // a producer warpgroup and two consumer warpgroups
+  c.smem_bytes = static_cast<int>(smem_bytes(k));
+  return c;
+}
+
+// Clusters of 2 (B read from L2 once per pair) against the same tiles without: bf16 8192^3 on an
+// H200 (2026-11-29) ran 1.594 ms vs 1.666 (128 x 256, 4 stages), 1.803 vs 1.805 (128 x 128).
+constexpr double kClusterGain = 1.04;
+
+class GemmWgmmaTmaEngine final : public CompiledEngine<WgmmaKnobs> {
+ public:
+  GemmWgmmaTmaEngine() : CompiledEngine(kSchema) {}
+
+  std::string_view name() const override { return "cuda_gemm_wgmma_tma"; }
+
+  Support check(const Partition& p, const Target& t) const override {
+    MatmulPieces pieces;
+    if (auto s = gemm::prepare_matmul(p, t, pieces); !s.ok()) return Support::no(s.message());
+    if (t.info().sm_version != 90)
+      return Support::no("wgmma and TMA need sm_90a; the device is sm_" + std::to_string(t.info().sm_version));
+    const auto& mp = pieces.mp;
+    if (mp.dtype == DataType::FLOAT) {  // MN-major operands through the transpose pass
+      MatmulConfig c;
+      c.core = Core::WGMMA;
+      c.tf32 = true;
+      c.transpose = !mp.a_k_major || !mp.b_k_major;
+      if (auto s = gemm::check_tf32(p, mp, c, name()); !s.ok()) return Support::no(s.message());
+    }
+    for (bool is_a : {true, false}) {
+      const ir::Tensor& x = p.tensor(is_a ? mp.a : mp.b);
+      if (!(is_a ? mp.a_vec : mp.b_vec))
+        return Support::no("tensor '" + x.name + "': TMA needs a contiguous dim and other strides that are multiples "
+                           "of 16 bytes; strides are " + std::to_string(is_a ? mp.a_sm : mp.b_sk) + "/" +
+                           std::to_string(is_a ? mp.a_sk : mp.b_sn));
+    }
+    if (!nvrtc()) return Support::no(nvrtc_error());
+    return Support::yes();
+  }
+
+  std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
+    std::vector<WgmmaKnobs> settings{{.tile_n = 256, .stages = 4},
+                                     {.tile_n = 128, .stages = 6, .pingpong = 1},
+                                     {.tile_n = 128, .stages = 5, .pingpong = 1},
+                                     {.tile_n = 256, .stages = 3},
+                                     {.tile_n = 128, .stages = 5},
+                                     {.tile_n = 128, .stages = 4}};
+    MatmulProblem mp;
+    std::string why;
+    if (gemm::describe_matmul_graph(p, mp, why)) {
+      add_split_k(mp, t, settings);
+      add_clusters(mp, settings);
+      if (mp.dtype == DataType::FLOAT)
+        for (auto& k : settings) {
+          k.tf32 = 1;
+          if (!mp.a_k_major || !mp.b_k_major) k.transpose = 1;
+        }
+    }
+    return ranked(p, t, settings);
+  }
+
+  // Split-K where 128 x 128 tiles leave multiprocessors idle and each split keeps at least 8 of
+  // the 128-byte k steps (twice the stage ring's depth).
+  static void add_split_k(const MatmulProblem& mp, const Target& t, std::vector<WgmmaKnobs>& out) {
+    const int64_t tiles = mp.batch_count() * ceil_div(mp.M, 128) * ceil_div(mp.N, 128);
+    const int64_t ktiles = ceil_div(mp.K, mp.dtype == DataType::FLOAT ? 32 : 64);
+    if (tiles >= t.info().multiprocessors) return;
+    for (int sk : {2, 3, 4, 6, 8})
+      if (ktiles >= 8 * sk) out.push_back({.tile_n = 128, .stages = 5, .split_k = sk});
+  }
+
+  // Clusters of 2 CTAs sharing each B tile (TMA multicast) for big 16-bit GEMMs (M and N >= 2048,
+  // where the pairs still fill the multiprocessors), cooperative tiles only. Measured: kClusterGain.
+  static void add_clusters(const MatmulProblem& mp, std::vector<WgmmaKnobs>& out) {
+    if (mp.dtype == DataType::FLOAT || mp.M < 2048 || mp.N < 2048) return;
+    out.push_back({.tile_n = 256, .stages = 4, .cluster = 2});
+    out.push_back({.tile_n = 128, .stages = 5, .cluster = 2});
+  }
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    WgmmaKnobs knobs;
+    if (!parse(k, knobs)) return 1e9;
+    const MatmulConfig c = wgmma_config(knobs);
+    // Measured on an H200 (docs/perf.md): 128 x 256 cooperative tiles lead; ping-pong (one warpgroup's
+    // epilogue under the other's main loop) comes within 2-8%.
+    const double eff = c.pingpong ? (c.stages >= 6 ? 0.74 : 0.73) : (c.bn == 256 ? 0.75 : 0.68) * (c.stages >= 4 ? 1.0 : 0.96);
+    return gemm::matmul_seconds(p, t, c, eff * (c.cluster > 1 ? kClusterGain : 1.0));
+  }
+
+ private:
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const override {
+    WgmmaKnobs knobs;
+    if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
+    return gemm::build_matmul_plan(p, t, wgmma_config(knobs), r, name(), plan);
+  }
+};
+
+}  // namespace
+
+const Engine& gemm_wgmma_tma_engine() {
+  static const GemmWgmmaTmaEngine kEngine;
+  return kEngine;
+}
+
+}  // namespace dnngraph::cuda

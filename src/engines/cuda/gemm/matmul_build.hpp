@@ -1,0 +1,21 @@
+// What the two matmul engines (cuda_gemm_mma_sync, cuda_gemm_wgmma_tma) share around their
+// plan: the cost model, the rules for FLOAT (TF32) operands, and the build (compile or reload).
+#pragma once
+#include <memory>
+#include <string_view>
+
+#include "engines/cuda/gemm/matmul_plan.hpp"
+
+namespace dnngraph::cuda::gemm {
+
+// Predicted seconds for configuration c at `efficiency` of the device's bf16 peak.
+double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c, double efficiency);
+
+// Whether c's tf32 and transpose settings fit the operands; the error names node, tensor and rule.
+Status check_tf32(const Partition& p, const MatmulProblem& mp, const MatmulConfig& c, std::string_view engine);
+
+// Describes the partition and compiles (r null) or reloads (from r) its kernel: the plan.
+Status build_matmul_plan(const Partition& p, const Target& t, const MatmulConfig& c, ByteReader* r,
+                         std::string_view engine, std::unique_ptr<Plan>& plan);
+
+}  // namespace dnngraph::cuda::gemm
