@@ -296,7 +296,7 @@ void bench_fusion(const ConvShape& s, int iters) {
   build_conv(fused, s, x.data(), w.data(), bias.data(), r.data(), true);
   build_conv(plain, s, x.data(), w.data(), nullptr, y.data(), false);
   // The passes run on the conv's own pool: a second pool's threads would spin beside it.
-  dg::ThreadPool& pool = plain.handle.impl().thread_pool();
+  dg::ThreadPool& pool = impl_of(plain.handle).thread_pool();
   auto separate = [&] {
     plain.run();
     pool.parallel_for(pixels, [&](int64_t b, int64_t e) {  // bias pass

@@ -262,8 +262,8 @@ void bench_resample(dg::Handle& h, const Timing& copy_bw, const char* what, cons
 int main(int argc, char** argv) {
   if (argc > 1) g_iterations = std::max(1, std::atoi(argv[1]));
   dg::Handle h(dg::Device::cpu());
-  if (argc > 2) h.impl().num_threads = std::atoi(argv[2]);
-  dg::ThreadPool& pool = h.impl().thread_pool();
+  if (argc > 2) impl_of(h).num_threads = std::atoi(argv[2]);
+  dg::ThreadPool& pool = impl_of(h).thread_pool();
   const Timing copy_bw = copy_bandwidth(pool);
   std::printf("threads: %d; copy bandwidth (memcpy 256 MiB, read + write): %.1f GB/s by wall time, %.1f GB/s per CPU-second\n",
               pool.size(), copy_bw.wall * 1e-9, copy_bw.cpu * 1e-9);

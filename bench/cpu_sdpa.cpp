@@ -139,7 +139,7 @@ int run_case(const Shape& sh, bool causal, int iterations, dg::Handle& handle) {
   bool ok = true;
   const Timing t_flash = median_time(iterations, [&] { ok &= f.g.execute(handle, pack, f.workspace.data()).ok(); });
   Unfused unfused(sh, causal);
-  dg::ThreadPool& pool = handle.impl().thread_pool();
+  dg::ThreadPool& pool = impl_of(handle).thread_pool();
   const Timing t_unfused =
       median_time(iterations, [&] { unfused.run(pool, q.data(), k.data(), v.data(), o_unfused.data()); });
   double max_diff = 0;

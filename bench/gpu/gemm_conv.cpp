@@ -59,7 +59,7 @@ std::shared_ptr<dg::KernelCache> kernel_cache() {
 // prints the fastest.
 void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, double flops) {
   if (!selected(name)) return;
-  dg::HandleImpl& h = handle.impl();
+  dg::HandleImpl& h = impl_of(handle);
   g.set_kernel_cache(kernel_cache());
   if (!check(g.validate(), name) || !check(g.build_operation_graph(handle), name) ||
       !check(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}), name) ||
@@ -115,7 +115,7 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
 void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int64_t hw, int64_t k, int64_t r,
           bool fused, bool depthwise = false, dg::DataType t = dg::DataType::BFLOAT16) {
   if (!selected(name)) return;
-  dg::HandleImpl& h = handle.impl();
+  dg::HandleImpl& h = impl_of(handle);
   const int64_t pad = r / 2;
   const Dims xd{n, c, hw, hw}, wd{k, depthwise ? 1 : c, r, r}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
   DeviceTensor x(h, volume(xd), t, 1), w(h, volume(wd), t, 2), b(h, volume(bd), t, 3);
@@ -143,7 +143,7 @@ void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int
 void matmul(dg::Handle& handle, const std::string& name, int64_t batch, int64_t m, int64_t n, int64_t k, bool chain,
             dg::DataType t = dg::DataType::BFLOAT16, bool b_k_major = false) {
   if (!selected(name)) return;
-  dg::HandleImpl& h = handle.impl();
+  dg::HandleImpl& h = impl_of(handle);
   const Dims ad{batch, m, k}, bd{batch, k, n}, cd{batch, m, n}, biasd{1, 1, n};
   DeviceTensor a(h, volume(ad), t, 4), b(h, volume(bd), t, 5), bias(h, n, t, 6);
   dg::memory::Buffer c(h, static_cast<size_t>(volume(cd) * dg::size_of(t))), amax(h, 4);

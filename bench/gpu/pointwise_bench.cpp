@@ -98,13 +98,13 @@ struct Case {
     ok(g.build_plans(h, dg::BuildPlanPolicy::ALL), "build_plans");
     int64_t ws = 0;
     ok(g.get_workspace_size(ws), "workspace");
-    workspace = dg::memory::Buffer(h.impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    workspace = dg::memory::Buffer(impl_of(h), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     uint32_t seed = 1;
     for (auto* list : {&inputs, &outputs})
       for (auto& [t, size] : *list) {
-        buffers.emplace_back(h.impl(), size);
+        buffers.emplace_back(impl_of(h), size);
         ok(buffers.back().status(), "allocate");
-        if (list == &inputs) tiles.push_back(fill_random(h.impl(), buffers.back().get(), size, t->get_data_type(), seed++));
+        if (list == &inputs) tiles.push_back(fill_random(impl_of(h), buffers.back().get(), size, t->get_data_type(), seed++));
         pack[t] = buffers.back().get();
         bytes += static_cast<double>(size);
       }
@@ -121,13 +121,13 @@ size_t bytes_of(const std::vector<int64_t>& dims, DataType t) {
 
 void bench_copy(dg::Handle& h) {
   const size_t bytes = size_t{1} << 30;
-  dg::memory::Buffer a(h.impl(), bytes), b(h.impl(), bytes);
-  fill_random(h.impl(), a.get(), bytes, DataType::FLOAT, 9);
+  dg::memory::Buffer a(impl_of(h), bytes), b(impl_of(h), bytes);
+  fill_random(impl_of(h), a.get(), bytes, DataType::FLOAT, 9);
   const auto& d = *dg::cuda::driver();
-  const double ms = time_ms(h.impl(), [&] {
+  const double ms = time_ms(impl_of(h), [&] {
     ok(dg::cuda::check(d.cuMemcpyDtoDAsync(reinterpret_cast<dg::cuda::CUdeviceptr>(b.get()),
                                            reinterpret_cast<dg::cuda::CUdeviceptr>(a.get()), bytes,
-                                           dg::cuda::stream_of(h.impl())),
+                                           dg::cuda::stream_of(impl_of(h))),
                        "cuMemcpyDtoDAsync"),
        "copy");
   });
@@ -140,14 +140,14 @@ void bench_graph(dg::Handle& h, const std::string& name, const std::function<voi
   Case c;
   make(c);
   c.build(h);
-  const double ms = time_ms(h.impl(), [&] { c.run(h); });
+  const double ms = time_ms(impl_of(h), [&] { c.run(h); });
   if (verify) verify(c);
   std::string plans;
   for (int64_t i = 0; i < c.g.get_execution_plan_count(); ++i) {
     std::string plan_name;
     ok(c.g.get_plan_name_at_index(i, plan_name), "plan name");
     char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.4f ms", time_ms(h.impl(), [&] { c.run_plan(h, i); }));
+    std::snprintf(buf, sizeof(buf), "%.4f ms", time_ms(impl_of(h), [&] { c.run_plan(h, i); }));
     plans += (i ? "; " : "") + plan_name + " " + buf;
   }
   report(name, ms, c.bytes, note, plans);
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dnngraph_gpu_bench: no GPU: %s\n", h.status().to_string().c_str());
     return 2;
   }
-  std::fprintf(stderr, "device: %s\n", h.impl().info.signature.c_str());
+  std::fprintf(stderr, "device: %s\n", impl_of(h).info.signature.c_str());
   auto want = [&](const char* n) { return only.empty() || only == n; };
 
   if (want("copy_1g")) bench_copy(h);
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
     add_io(c, y, d, DataType::BFLOAT16, true);
   }, "Y = X * 2", [&](Case& c) {
     std::vector<uint16_t> y(1 << 20);
-    ok(dg::memory::copy_to_host(h.impl(), y.data(), c.pack.at(c.outputs[0].first), y.size() * 2), "download");
+    ok(dg::memory::copy_to_host(impl_of(h), y.data(), c.pack.at(c.outputs[0].first), y.size() * 2), "download");
     for (size_t i = 0; i < y.size(); ++i) {
       const double x = dg::dtype::load(c.tiles[0].data(), DataType::BFLOAT16, static_cast<int64_t>(i));
       if (dg::dtype::bf16_to_float(y[i]) != 2 * x) {
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
       want = std::max(want, std::fabs(v(2, 0) * 0.5 * t * (1.0 + std::erf(t / std::sqrt(2.0)))));
     }
     float got = 0;
-    ok(dg::memory::copy_to_host(h.impl(), &got, c.pack.at(c.outputs[1].first), 4), "download");
+    ok(dg::memory::copy_to_host(impl_of(h), &got, c.pack.at(c.outputs[1].first), 4), "download");
     if (std::fabs(got - want) > 1e-5 * want) {
       std::fprintf(stderr, "chain5_amax_fp8: amax %.7g differs from the host's %.7g\n", got, want);
       std::exit(1);

@@ -103,7 +103,7 @@ double median(std::vector<double> v) {
 }
 
 void run_case(dg::Handle& handle, const Case& c, const std::shared_ptr<dg::KernelCache>& cache) {
-  dg::HandleImpl& hi = handle.impl();
+  dg::HandleImpl& hi = impl_of(handle);
   const std::vector<int64_t> dims{c.b, c.h, c.s, c.d}, strides{c.h * c.s * c.d, c.s * c.d, c.d, 1};
   const int64_t n = c.b * c.h * c.s * c.d;
   const auto hq = random_bf16(n, 1), hk = random_bf16(n, 2), hv = random_bf16(n, 3);
@@ -191,7 +191,7 @@ void write_file(const std::string& path, const void* data, size_t bytes) {
 // Inputs as raw 16-bit files (BHSD or BSHD as the case says), one output file per plan, and a JSON
 // line per case on stdout naming them.
 void dump_case(dg::Handle& handle, const DumpCase& c, const std::string& dir, const std::shared_ptr<dg::KernelCache>& cache) {
-  dg::HandleImpl& hi = handle.impl();
+  dg::HandleImpl& hi = impl_of(handle);
   auto layout = [&](int64_t heads, int64_t s) {
     return c.bshd ? std::vector<int64_t>{s * heads * c.d, c.d, heads * c.d, 1}
                   : std::vector<int64_t>{heads * s * c.d, s * c.d, c.d, 1};
@@ -256,7 +256,7 @@ int prebuild(const std::string& dir) {
   hopper.info.sm_version = 90;
   dg::Target t;
   t.handle = &hopper;
-  t.kernel_cache = &cache->impl();
+  t.kernel_cache = &impl_of(*cache);
   std::vector<sd::Config> configs;
   auto every_core = [&](DataType in, DataType out, int d, bool neg) {
     configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg));

@@ -63,7 +63,7 @@ struct Timed {
 // Median time of one execute() of plan `idx`, in seconds.
 double time_plan(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, void* ws, int64_t ws_bytes,
                  int64_t idx) {
-  dg::HandleImpl& h = handle.impl();
+  dg::HandleImpl& h = impl_of(handle);
   auto once = [&] { return g.execute_plan_at_index(handle, pack, ws, idx, ws_bytes); };
   std::unique_ptr<dg::cuda::EventTimer> timer;
   if (!check(dg::cuda::EventTimer::create(h, timer), "timer")) return 1e30;
@@ -90,11 +90,11 @@ double time_plan(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, 
 double host_us(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, void* ws, int64_t ws_bytes,
                int64_t idx) {
   constexpr int kCalls = 100;
-  (void)dg::memory::synchronize(handle.impl());
+  (void)dg::memory::synchronize(impl_of(handle));
   const auto t0 = Clock::now();
   for (int i = 0; i < kCalls; ++i) (void)g.execute_plan_at_index(handle, pack, ws, idx, ws_bytes);
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kCalls;
-  (void)dg::memory::synchronize(handle.impl());
+  (void)dg::memory::synchronize(impl_of(handle));
   return us;
 }
 
@@ -103,16 +103,16 @@ double engine_host_us(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& p
   constexpr int kCalls = 100;
   std::vector<void*> ptrs;
   std::vector<double> scalars;
-  if (!check(dg::resolve_pack(g.impl(), handle, &pack, nullptr, ws, -1, 0, ptrs, scalars), "resolve_pack")) return -1;
-  const auto& pp = g.impl().plans->parts.at(0);
+  if (!check(dg::resolve_pack(impl_of(g), handle, &pack, nullptr, ws, -1, 0, ptrs, scalars), "resolve_pack")) return -1;
+  const auto& pp = impl_of(g).plans->parts.at(0);
   const auto& plan = pp.built.at(pp.index_for(idx));
   if (!plan) return -1;
-  const dg::ExecArgs args{handle.impl(), ptrs, static_cast<char*>(ws) + g.impl().plans->intermediates_bytes};
-  (void)dg::memory::synchronize(handle.impl());
+  const dg::ExecArgs args{impl_of(handle), ptrs, static_cast<char*>(ws) + impl_of(g).plans->intermediates_bytes};
+  (void)dg::memory::synchronize(impl_of(handle));
   const auto t0 = Clock::now();
   for (int i = 0; i < kCalls; ++i) (void)plan->execute(args);
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kCalls;
-  (void)dg::memory::synchronize(handle.impl());
+  (void)dg::memory::synchronize(impl_of(handle));
   return us;
 }
 
@@ -129,13 +129,13 @@ struct PointerSets {
       : packs(static_cast<size_t>(count)), ptrs(packs.size()), scalars(packs.size()) {
     for (const auto& [t, p] : pack) {
       int64_t bytes = 0;
-      for (const auto& it : g.impl().ir->tensors)
+      for (const auto& it : impl_of(g).ir->tensors)
         if (it.uid == t->get_uid()) bytes = it.span_bytes();
-      buffers.emplace_back(handle.impl(), static_cast<size_t>(bytes + 256 * count));
+      buffers.emplace_back(impl_of(handle), static_cast<size_t>(bytes + 256 * count));
       for (int j = 0; j < count; ++j) packs[static_cast<size_t>(j)][t] = static_cast<char*>(buffers.back().get()) + 256 * j;
     }
     for (size_t j = 0; j < packs.size(); ++j)
-      (void)check(dg::resolve_pack(g.impl(), handle, &packs[j], nullptr, ws, -1, 0, ptrs[j], scalars[j]), "resolve_pack");
+      (void)check(dg::resolve_pack(impl_of(g), handle, &packs[j], nullptr, ws, -1, 0, ptrs[j], scalars[j]), "resolve_pack");
   }
 };
 
@@ -145,21 +145,21 @@ struct PointerSets {
 double sets_host_us(dg::Graph& g, dg::Handle& handle, const PointerSets& sets, int first, int cycle, void* ws,
                     int64_t ws_bytes, int64_t idx, bool graph_api) {
   constexpr int kCalls = 100;
-  const auto& pp = g.impl().plans->parts.at(0);
+  const auto& pp = impl_of(g).plans->parts.at(0);
   const auto& plan = pp.built.at(pp.index_for(idx));
   if (!plan) return -1;
-  char* plan_ws = static_cast<char*>(ws) + g.impl().plans->intermediates_bytes;
+  char* plan_ws = static_cast<char*>(ws) + impl_of(g).plans->intermediates_bytes;
   auto call = [&](int i) {
     const size_t j = static_cast<size_t>(first + (cycle ? i % cycle : i));
     if (graph_api) return g.execute_plan_at_index(handle, sets.packs[j], ws, idx, ws_bytes);
-    return plan->execute(dg::ExecArgs{handle.impl(), sets.ptrs[j], plan_ws});
+    return plan->execute(dg::ExecArgs{impl_of(handle), sets.ptrs[j], plan_ws});
   };
   for (int i = 0; cycle && i < 3 * cycle; ++i) (void)call(i);
-  (void)dg::memory::synchronize(handle.impl());
+  (void)dg::memory::synchronize(impl_of(handle));
   const auto t0 = Clock::now();
   for (int i = 0; i < kCalls; ++i) (void)call(i);
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kCalls;
-  (void)dg::memory::synchronize(handle.impl());
+  (void)dg::memory::synchronize(impl_of(handle));
   return us;
 }
 
@@ -169,7 +169,7 @@ void pointer_set_costs(const std::string& name, const std::string& label, dg::Gr
                        const dg::VariantPack& pack, int64_t idx) {
   int64_t ws = 0;
   (void)g.get_workspace_size_plan_at_index(idx, ws);
-  dg::memory::Buffer workspace(handle.impl(), static_cast<size_t>(ws) + 256);
+  dg::memory::Buffer workspace(impl_of(handle), static_cast<size_t>(ws) + 256);
   const PointerSets sets(g, handle, pack, 7 + 2 * 100, workspace.get());
   std::printf("SETS %s %s us per call (execute_plan_at_index / Plan::execute):", name.c_str(), label.c_str());
   const int first[] = {0, 1, 3}, cycle[] = {1, 2, 4};
@@ -186,12 +186,12 @@ void pointer_set_costs(const std::string& name, const std::string& label, dg::Gr
 // cuDNN itself offers), its GPU time and host time.
 void cudnn_launch_paths(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack,
                         const Timed& dnn) {
-  dg::HandleImpl& h = handle.impl();
+  dg::HandleImpl& h = impl_of(handle);
   int64_t ws = 0;
   (void)g.get_workspace_size_plan_at_index(dnn.index, ws);
   dg::memory::Buffer w1(h, static_cast<size_t>(ws) + 256);
   pointer_set_costs(name, dnn.label, g, handle, pack, dnn.index);
-  auto& pp = g.impl().plans->parts.at(0);
+  auto& pp = impl_of(g).plans->parts.at(0);
   auto& slot = pp.built.at(pp.index_for(dnn.index));
   std::printf("PATH %s %s launches by %s\n", name.c_str(), dnn.label.c_str(), dg::cudnn::launch_path(*slot).c_str());
   auto native = std::move(slot);
@@ -211,7 +211,7 @@ void cudnn_launch_paths(const std::string& name, dg::Graph& g, dg::Handle& handl
 }
 
 void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, double anchor_ms) {
-  dg::HandleImpl& h = handle.impl();
+  dg::HandleImpl& h = impl_of(handle);
   g.deselect_engines({"ref"});
   if (!check(g.validate(), name) || !check(g.build_operation_graph(handle), name) ||
       !check(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::B, dg::HeurMode::FALLBACK}), name) ||
@@ -219,7 +219,7 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
     std::printf("%s\n", g.explain().c_str());
     return;
   }
-  const auto& cands = g.impl().plans->parts.at(0).candidates;
+  const auto& cands = impl_of(g).plans->parts.at(0).candidates;
   std::printf("WORKLOAD %s: %zu candidates\n", name.c_str(), cands.size());
   std::map<std::string, int> taken;
   std::map<std::string, Timed> best;  // "own" / engine name
@@ -269,7 +269,7 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
 // conv 3x3 pad 1 + bias + ReLU, NHWC bf16.
 void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int64_t hw, int64_t k, double anchor) {
   if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
-  dg::HandleImpl& h = handle.impl();
+  dg::HandleImpl& h = impl_of(handle);
   const Dims xd{n, c, hw, hw}, wd{k, c, 3, 3}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
   DeviceTensor x(h, volume(xd), dg::DataType::BFLOAT16, 1), w(h, volume(wd), dg::DataType::BFLOAT16, 2),
       b(h, volume(bd), dg::DataType::BFLOAT16, 3);
@@ -288,7 +288,7 @@ void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int
 // The tutorial matmul chain: (16,512,1024) x (16,1024,512) x 0.125 + bias -> GELU, with AMAX.
 void matmul(dg::Handle& handle, const std::string& name, double anchor) {
   if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
-  dg::HandleImpl& h = handle.impl();
+  dg::HandleImpl& h = impl_of(handle);
   const Dims ad{16, 512, 1024}, bd{16, 1024, 512}, cd{16, 512, 512}, biasd{1, 1, 512};
   DeviceTensor a(h, volume(ad), dg::DataType::BFLOAT16, 4), b(h, volume(bd), dg::DataType::BFLOAT16, 5),
       bias(h, 512, dg::DataType::BFLOAT16, 6);
@@ -310,7 +310,7 @@ void matmul(dg::Handle& handle, const std::string& name, double anchor) {
 // Causal attention, bf16, [b, h, s, d] packed, scale 1/sqrt(d).
 void sdpa(dg::Handle& handle, const std::string& name, int64_t b, int64_t hd, int64_t s, int64_t d, double anchor) {
   if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
-  dg::HandleImpl& h = handle.impl();
+  dg::HandleImpl& h = impl_of(handle);
   const Dims qd{b, hd, s, d};
   DeviceTensor q(h, volume(qd), dg::DataType::BFLOAT16, 7), k(h, volume(qd), dg::DataType::BFLOAT16, 8),
       v(h, volume(qd), dg::DataType::BFLOAT16, 9);
@@ -336,7 +336,7 @@ int main(int argc, char** argv) {
   }
   dg::Handle handle(dg::Device::cuda(0));
   if (!check(handle.status(), "cuda:0")) return 1;
-  std::printf("device %s\n%s", handle.impl().info.name.c_str(), dg::describe_vendor_libraries().c_str());
+  std::printf("device %s\n%s", impl_of(handle).info.name.c_str(), dg::describe_vendor_libraries().c_str());
   conv(handle, "conv_tutorial_n32", 32, 128, 56, 256, 0.0986);
   sdpa(handle, "sdpa_tutorial_b4h16s1024d64_causal", 4, 16, 1024, 64, 0.0413);
   conv(handle, "rn50_3x3_c64_56", 32, 64, 56, 64, 0.0385);

@@ -115,7 +115,8 @@ class Graph {
   std::string to_json() const;                               // the graph, in docs/graph-json.md's format
   static Status from_json(const std::string& json, Graph& graph);
 
-  GraphImpl& impl() const { return *impl_; }
+  // The library's own layers reach the internals through this (src/graph/graph_impl.hpp).
+  friend GraphImpl& impl_of(const Graph& g);
 
  private:
   std::unique_ptr<GraphImpl> impl_;

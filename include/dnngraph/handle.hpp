@@ -48,7 +48,8 @@ class Handle {
   Handle& set_num_threads(int n);
   int get_num_threads() const;
 
-  HandleImpl& impl() const { return *impl_; }
+  // The library's own layers reach the internals through this (src/runtime/handle_impl.hpp).
+  friend HandleImpl& impl_of(const Handle& h);
 
  private:
   std::shared_ptr<HandleImpl> impl_;

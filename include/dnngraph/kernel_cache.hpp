@@ -22,7 +22,8 @@ class KernelCache {
   int64_t hits() const;    // lookups served without compiling
   int64_t misses() const;  // lookups that compiled
 
-  KernelCacheImpl& impl() const { return *impl_; }
+  // The library's own layers reach the internals through this (src/planning/kernel_cache.hpp).
+  friend KernelCacheImpl& impl_of(const KernelCache& c);
 
  private:
   std::unique_ptr<KernelCacheImpl> impl_;

@@ -47,6 +47,8 @@ struct GraphImpl {
   bool tensors_changed_since_lowering(std::string& which) const;
 };
 
+inline GraphImpl& impl_of(const Graph& g) { return *g.impl_; }
+
 // Topologically orders nodes, infers and validates every node, assigns uids. (src/graph/validate.cpp)
 Status validate_graph(GraphImpl& g);
 // Builds the IR from validated nodes. (src/graph/lower.cpp)

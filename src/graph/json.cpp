@@ -219,7 +219,7 @@ struct Reader {
   std::map<std::string, std::string> node_path_by_name;
   std::unordered_map<const TensorAttr*, std::string> producer_of;  // tensor -> node name
 
-  GraphImpl& g() { return graph.impl(); }
+  GraphImpl& g() { return impl_of(graph); }
 
   Status read_settings(JsonFields& f) {
     if (auto name = f.string("name")) graph.set_name(*name);

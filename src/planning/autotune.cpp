@@ -89,7 +89,7 @@ void record_winners(const GraphImpl& g, const Handle& handle, const std::string&
   for (const auto& pp : g.plans->parts) {
     const Candidate& c = pp.candidates[static_cast<size_t>(pp.chosen)];
     if (c.measured_s < 0) continue;
-    records.push_back({fingerprint, partition_nodes_key(pp.partition), handle.impl().info.signature, kVersionString,
+    records.push_back({fingerprint, partition_nodes_key(pp.partition), impl_of(handle).info.signature, kVersionString,
                        std::string(engine_by_id(c.engine_id)->name()), c.knobs, c.measured_s});
   }
   TuningDb db(db_path.empty() ? TuningDb::default_path() : db_path);
@@ -120,7 +120,7 @@ Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_
   }
   size_t total = 0, done = 0;
   for (const auto& pp : ps.parts) total += static_cast<size_t>(std::count_if(pp.built.begin(), pp.built.end(), [](auto& b) { return b != nullptr; }));
-  auto timer = make_timer(handle.impl());
+  auto timer = make_timer(impl_of(handle));
   void* engine_ws = workspace ? static_cast<char*>(workspace) + ps.intermediates_bytes : nullptr;
   for (size_t p = 0; p < ps.parts.size(); ++p) {
     PartitionPlans& pp = ps.parts[p];
@@ -129,7 +129,7 @@ Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_
     Status last_error;
     for (size_t i = 0; i < pp.candidates.size(); ++i) {
       if (!pp.built[i]) continue;
-      m[i] = time_plan(*pp.built[i], ExecArgs{handle.impl(), ptrs, engine_ws}, *timer, options, best);
+      m[i] = time_plan(*pp.built[i], ExecArgs{impl_of(handle), ptrs, engine_ws}, *timer, options, best);
       if (m[i].ok()) best = std::min(best, m[i].seconds);
       else last_error = m[i].error;
       DG_LOG(INFO) << "autotune: partition " << p << ": " << pp.candidates[i].label() << ": "

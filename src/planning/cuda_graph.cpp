@@ -22,7 +22,7 @@ Status bad(const char* fn, const std::string& msg) { return {ErrorCode::INVALID_
 Status capture(const GraphImpl& g, const Handle& handle, const VariantPack& pack, void* workspace, const char* fn,
                cuda::CUgraph& out) {
   out = nullptr;
-  HandleImpl& h = handle.impl();
+  HandleImpl& h = impl_of(handle);
   if (!handle.status().ok()) return handle.status();
   if (!h.device.is_cuda()) return bad(fn, "CUDA graphs need a CUDA handle; this one is " + h.device.to_string());
   if (h.stream == nullptr)
@@ -83,7 +83,7 @@ Status Graph::populate_cuda_graph(const Handle& handle, const VariantPack& pack,
   const char* fn = "populate_cuda_graph";
   if (auto s = check_call(*impl_, fn, cuda_graph); !s.ok()) return s;
   if (!handle.device().is_cuda() || !cuda::driver()) return bad(fn, "CUDA graphs need a CUDA handle");
-  if (auto s = cuda::make_current(handle.impl()); !s.ok()) return s;
+  if (auto s = cuda::make_current(impl_of(handle)); !s.ok()) return s;
   auto parent = static_cast<cuda::CUgraph>(cuda_graph);
   std::vector<cuda::CUgraphNode> nodes;
   if (auto s = graph_nodes(parent, nodes); !s.ok()) return s;
@@ -99,7 +99,7 @@ Status Graph::update_cuda_graph(const Handle& handle, const VariantPack& pack, v
   const char* fn = "update_cuda_graph";
   if (auto s = check_call(*impl_, fn, cuda_graph); !s.ok()) return s;
   if (!handle.device().is_cuda() || !cuda::driver()) return bad(fn, "CUDA graphs need a CUDA handle");
-  if (auto s = cuda::make_current(handle.impl()); !s.ok()) return s;
+  if (auto s = cuda::make_current(impl_of(handle)); !s.ok()) return s;
   const cuda::DriverApi& d = *cuda::driver();
   auto parent = static_cast<cuda::CUgraph>(cuda_graph);
   std::vector<cuda::CUgraphNode> nodes;

@@ -52,7 +52,7 @@ Status resolve_pack(const GraphImpl& g, const Handle& handle, const VariantPack*
                                                "uid or value); build the plans again"};
   const ir::Graph& ir = *g.ir;
   const PlanSet& ps = *g.plans;
-  HandleImpl& h = handle.impl();
+  HandleImpl& h = impl_of(handle);
   if (h.device != g.handle->device())
     return {ErrorCode::INVALID_VALUE, "execute: the graph was built for " + g.handle->device().to_string() +
                                           " but the handle is " + h.device.to_string()};
@@ -121,7 +121,7 @@ Status run_partitions(const GraphImpl& g, const Handle& handle, const std::vecto
     if (!plan)
       return {ErrorCode::INVALID_CALL_ORDER,
               "execute: plan " + std::to_string(choice[i]) + " of partition " + std::to_string(i) + " is not built"};
-    ExecArgs args{handle.impl(), ptrs, engine_ws};
+    ExecArgs args{impl_of(handle), ptrs, engine_ws};
     if (auto s = plan->execute(args); !s.ok()) return s;
   }
   return {};

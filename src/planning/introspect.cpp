@@ -7,19 +7,19 @@
 namespace dnngraph::introspect {
 
 std::vector<TensorPtr> user_tensors(const Graph& g) {
-  std::vector<TensorPtr> out = g.impl().tensors;
-  for (const auto& n : g.impl().nodes) {
+  std::vector<TensorPtr> out = impl_of(g).tensors;
+  for (const auto& n : impl_of(g).nodes) {
     out.insert(out.end(), n.inputs.begin(), n.inputs.end());
     out.insert(out.end(), n.outputs.begin(), n.outputs.end());
   }
   return out;
 }
 
-std::string graph_name(const Graph& g) { return g.impl().name; }
-size_t node_count(const Graph& g) { return g.impl().nodes.size(); }
+std::string graph_name(const Graph& g) { return impl_of(g).name; }
+size_t node_count(const Graph& g) { return impl_of(g).nodes.size(); }
 
 Status tensors(const Graph& g, std::vector<TensorView>& out) {
-  const auto& ir = g.impl().ir;
+  const auto& ir = impl_of(g).ir;
   if (!ir) return {ErrorCode::INVALID_CALL_ORDER, "introspect::tensors: call build_operation_graph first"};
   std::unordered_map<int, int64_t> seq_len_bound;  // SEQ_LEN inputs of sdpa: Q's or K's sequence length
   for (const auto& n : ir->nodes) {
@@ -51,13 +51,13 @@ Status tensors(const Graph& g, std::vector<TensorView>& out) {
 
 std::vector<DataType> compute_types(const Graph& g) {
   std::vector<DataType> out;
-  if (const auto& ir = g.impl().ir)
+  if (const auto& ir = impl_of(g).ir)
     for (const auto& n : ir->nodes) out.push_back(n.compute_type);
   return out;
 }
 
 bool has_attention(const Graph& g) {
-  if (const auto& ir = g.impl().ir)
+  if (const auto& ir = impl_of(g).ir)
     for (const auto& n : ir->nodes)
       if (ir::is<SdpaAttr>(n)) return true;
   return false;
@@ -65,7 +65,7 @@ bool has_attention(const Graph& g) {
 
 std::vector<PartitionView> partitions(const Graph& g) {
   std::vector<PartitionView> out;
-  const auto& plans = g.impl().plans;
+  const auto& plans = impl_of(g).plans;
   if (!plans) return out;
   for (const auto& pp : plans->parts) {
     PartitionView v;
@@ -81,16 +81,16 @@ std::vector<PartitionView> partitions(const Graph& g) {
 
 double graph_flops(const Graph& g) {
   double flops = 0;
-  if (const auto& plans = g.impl().plans)
+  if (const auto& plans = impl_of(g).plans)
     for (const auto& pp : plans->parts) flops += partition_flops(pp.partition);
   return flops;
 }
 
-const DeviceInfo& device_info(const Handle& h) { return h.impl().info; }
+const DeviceInfo& device_info(const Handle& h) { return impl_of(h).info; }
 
 Status autotune(Graph& g, const Handle& h, const UidVariantPack& pack, void* workspace,
                 const AutotuneOptions& options, std::vector<CandidateTiming>* timings) {
-  return autotune_graph(g.impl(), h, nullptr, &pack, workspace, options, timings);
+  return autotune_graph(impl_of(g), h, nullptr, &pack, workspace, options, timings);
 }
 
 }  // namespace dnngraph::introspect

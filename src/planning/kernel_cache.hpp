@@ -65,4 +65,6 @@ struct KernelCacheImpl {
   int64_t hits_ = 0, misses_ = 0;
 };
 
+inline KernelCacheImpl& impl_of(const KernelCache& c) { return *c.impl_; }
+
 }  // namespace dnngraph

@@ -4,6 +4,7 @@
 
 #include "core/log.hpp"
 #include "planning/heuristics.hpp"
+#include "planning/kernel_cache.hpp"
 #include "planning/plan_set.hpp"
 
 namespace dnngraph {
@@ -31,9 +32,9 @@ int64_t PlanSet::workspace_bytes() const {
 
 Target make_target(const GraphImpl& g, const Handle& handle) {
   Target t;
-  t.handle = &handle.impl();
+  t.handle = &impl_of(handle);
   t.dynamic_shapes = g.dynamic_shapes;
-  t.kernel_cache = g.kernel_cache ? &g.kernel_cache->impl() : nullptr;
+  t.kernel_cache = g.kernel_cache ? &impl_of(*g.kernel_cache) : nullptr;
   return t;
 }
 

@@ -156,7 +156,7 @@ Status rebuild(const Stored& s, const Handle& handle, std::shared_ptr<KernelCach
   out.set_kernel_cache(std::move(cache)).select_engines(s.selected).deselect_engines(s.deselected);
   if (auto st = out.validate(); !st.ok()) return bad("the stored graph is not valid: " + st.message());
   if (auto st = out.build_operation_graph(handle); !st.ok()) return bad("the stored graph: " + st.message());
-  GraphImpl& g = out.impl();
+  GraphImpl& g = impl_of(out);
   if (g.ir->fingerprint(g.ir->dynamic_shapes) != s.fingerprint)
     return bad("the stored graph JSON does not rebuild the graph that was serialized (fingerprints differ)");
   for (const auto& stored : s.uids) {
@@ -192,7 +192,7 @@ Status Graph::serialize(std::vector<uint8_t>& bytes) const {
   for (char c : kMagic) w.put(c);
   w.put(kFormatVersion);
   w.put_string(kVersionString);
-  w.put_string(g.handle->impl().info.signature);
+  w.put_string(impl_of(*g.handle).info.signature);
   w.put_string(to_json());
   w.put(g.ir->fingerprint(g.ir->dynamic_shapes));
   w.put(static_cast<uint32_t>(g.plans->modes.size()));
@@ -234,8 +234,8 @@ Status Graph::deserialize(const Handle& handle, const std::vector<uint8_t>& byte
   if (!handle.status().ok()) return handle.status();
   Stored s;
   if (auto st = read_stored(bytes, s); !st.ok()) return st;
-  if (s.device != handle.impl().info.signature)
-    return bad("the plan was built for device '" + s.device + "'; this handle is '" + handle.impl().info.signature + "'");
+  if (s.device != impl_of(handle).info.signature)
+    return bad("the plan was built for device '" + s.device + "'; this handle is '" + impl_of(handle).info.signature + "'");
   Graph loaded;
   if (auto st = rebuild(s, handle, impl_->kernel_cache, loaded); !st.ok()) return st;
   *this = std::move(loaded);  // only a complete reload replaces the graph

@@ -22,4 +22,6 @@ struct HandleImpl {
   ThreadPool& thread_pool();
 };
 
+inline HandleImpl& impl_of(const Handle& h) { return *h.impl_; }
+
 }  // namespace dnngraph

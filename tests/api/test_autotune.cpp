@@ -70,7 +70,7 @@ class AutotuneTest : public testing::Test {
   // Replaces partition 0's list with scripted candidates around its built ref plan:
   // {delay_us, fail} each, labelled by a "script" knob so the DB can tell them apart.
   void script(dg::Graph& g, const std::vector<std::pair<int, bool>>& behaviours) {
-    auto& pp = g.impl().plans->parts.at(0);
+    auto& pp = impl_of(g).plans->parts.at(0);
     auto real = pp.built.at(0);
     pp.candidates.clear();
     pp.built.clear();
@@ -103,10 +103,10 @@ TEST_F(AutotuneTest, FastestFirstHopelessGivenUpWinnerRecorded) {
   dg::AutotuneOptions opts;
   opts.progress = [&](size_t done, size_t total) { progress.emplace_back(done, total); };
   auto p = pack();
-  ASSERT_TRUE(dg::autotune_graph(g.impl(), handle_, nullptr, &p, nullptr, opts, &timings).ok());
+  ASSERT_TRUE(dg::autotune_graph(impl_of(g), handle_, nullptr, &p, nullptr, opts, &timings).ok());
   expect_outputs_correct();  // left holding the chosen plan's results
 
-  const auto& pp = g.impl().plans->parts[0];
+  const auto& pp = impl_of(g).plans->parts[0];
   ASSERT_EQ(pp.candidates.size(), 3u);
   EXPECT_EQ(pp.chosen, 0);
   EXPECT_EQ(pp.candidates[0].knobs.at("script"), 1);
@@ -138,8 +138,8 @@ TEST_F(AutotuneTest, FastestFirstHopelessGivenUpWinnerRecorded) {
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].engine, "ref");
   EXPECT_EQ(records[0].knobs, (dg::Knobs{{"script", 1}}));
-  EXPECT_EQ(records[0].device, handle_.impl().info.signature);
-  EXPECT_EQ(records[0].fingerprint, g.impl().ir->fingerprint());
+  EXPECT_EQ(records[0].device, impl_of(handle_).info.signature);
+  EXPECT_EQ(records[0].fingerprint, impl_of(g).ir->fingerprint());
   EXPECT_EQ(records[0].nodes, "0,1");
 }
 
@@ -151,8 +151,8 @@ TEST_F(AutotuneTest, FailingCandidatesRankLastAndAllFailingIsAnError) {
   dg::AutotuneOptions opts;
   opts.record = false;
   auto p = pack();
-  ASSERT_TRUE(dg::autotune_graph(g.impl(), handle_, nullptr, &p, nullptr, opts, &timings).ok());
-  const auto& pp = g.impl().plans->parts[0];
+  ASSERT_TRUE(dg::autotune_graph(impl_of(g), handle_, nullptr, &p, nullptr, opts, &timings).ok());
+  const auto& pp = impl_of(g).plans->parts[0];
   EXPECT_EQ(pp.candidates[0].knobs.at("script"), 1);
   EXPECT_EQ(pp.candidates[1].measured_s, -1);
   ASSERT_EQ(timings.size(), 2u);
@@ -162,10 +162,10 @@ TEST_F(AutotuneTest, FailingCandidatesRankLastAndAllFailingIsAnError) {
   dg::Graph h;
   build(h);
   script(h, {{0, true}});
-  h.impl().plans->parts[0].built.push_back(nullptr);  // an unbuilt candidate is not timed
-  h.impl().plans->parts[0].candidates.push_back(dg::Candidate{0, {{"script", 9}}, 1, -1});
+  impl_of(h).plans->parts[0].built.push_back(nullptr);  // an unbuilt candidate is not timed
+  impl_of(h).plans->parts[0].candidates.push_back(dg::Candidate{0, {{"script", 9}}, 1, -1});
   auto q = pack();
-  const auto s = dg::autotune_graph(h.impl(), handle_, nullptr, &q, nullptr, opts, nullptr);
+  const auto s = dg::autotune_graph(impl_of(h), handle_, nullptr, &q, nullptr, opts, nullptr);
   EXPECT_EQ(s.code(), dg::ErrorCode::GRAPH_EXECUTION_FAILED);
   EXPECT_NE(s.message().find("no built candidate of partition 0"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("scripted failure"), std::string::npos) << s.message();
@@ -179,7 +179,7 @@ TEST_F(AutotuneTest, PublicAutotuneByTensorAndByUid) {
   ys_.assign(ys_.size(), std::nanf(""));
   ASSERT_TRUE(g.autotune(handle_, pack(), nullptr).ok());
   expect_outputs_correct();
-  EXPECT_GE(g.impl().plans->parts[0].candidates[0].measured_s, 0);
+  EXPECT_GE(impl_of(g).plans->parts[0].candidates[0].measured_s, 0);
   EXPECT_NE(g.explain().find("measured"), std::string::npos);
   // Bad packs are reported as execute() reports them.
   EXPECT_EQ(g.autotune(handle_, dg::UidVariantPack{{1, xs_.data()}}, nullptr).code(), dg::ErrorCode::INVALID_VARIANT_PACK);
@@ -192,18 +192,18 @@ TEST_F(AutotuneTest, PublicAutotuneByTensorAndByUid) {
 TEST_F(AutotuneTest, ModeBReadsTheRecordedWinner) {
   dg::Graph probe;
   build(probe);
-  const auto fingerprint = probe.impl().ir->fingerprint();
-  const auto& candidates = probe.impl().plans->parts[0].candidates;
+  const auto fingerprint = impl_of(probe).ir->fingerprint();
+  const auto& candidates = impl_of(probe).plans->parts[0].candidates;
   ASSERT_FALSE(candidates.empty());
   // Record the last candidate of mode A's list as the winner.
   const dg::Candidate last = candidates.back();
-  dg::TuningRecord r{fingerprint, "0,1", handle_.impl().info.signature, dg::kVersionString,
+  dg::TuningRecord r{fingerprint, "0,1", impl_of(handle_).info.signature, dg::kVersionString,
                      std::string(dg::engine_by_id(last.engine_id)->name()), last.knobs, 1e-5};
   std::vector<std::string> warnings;
   ASSERT_TRUE(dg::TuningDb(dg::TuningDb::default_path()).store({r}, warnings).ok());
   dg::Graph g;
   build(g, {dg::HeurMode::B});
-  const auto& c = g.impl().plans->parts[0].candidates;
+  const auto& c = impl_of(g).plans->parts[0].candidates;
   EXPECT_EQ(c.front().engine_id, last.engine_id);
   EXPECT_EQ(c.front().knobs, last.knobs);
   EXPECT_DOUBLE_EQ(c.front().measured_s, 1e-5);
@@ -218,8 +218,8 @@ TEST_F(AutotuneTest, ModeBReadsTheRecordedWinner) {
   dg::Graph a, b;
   build(a, {dg::HeurMode::A});
   build(b, {dg::HeurMode::B});
-  const auto& ca = a.impl().plans->parts[0].candidates;
-  const auto& cb = b.impl().plans->parts[0].candidates;
+  const auto& ca = impl_of(a).plans->parts[0].candidates;
+  const auto& cb = impl_of(b).plans->parts[0].candidates;
   ASSERT_EQ(ca.size(), cb.size());
   for (size_t i = 0; i < ca.size(); ++i) EXPECT_TRUE(ca[i].engine_id == cb[i].engine_id && ca[i].knobs == cb[i].knobs);
 }
@@ -247,14 +247,14 @@ TEST_F(AutotuneTest, MatmulCandidatesTunedAndReadBackByModeB) {
   dg::Graph g;
   std::vector<float> a, b, c;
   make(g, a, b, c, {dg::HeurMode::A, dg::HeurMode::FALLBACK});
-  const auto& pp = g.impl().plans->parts.at(0);
+  const auto& pp = impl_of(g).plans->parts.at(0);
   if (pp.candidates.size() < 2) GTEST_SKIP() << "only one engine takes a matmul in this build";
   int64_t ws = 0;
   ASSERT_TRUE(g.get_workspace_size(ws).ok());
   std::vector<char> workspace(static_cast<size_t>(ws) + 1);
   std::vector<dg::CandidateTiming> timings;
   const dg::UidVariantPack p{{1, a.data()}, {2, b.data()}, {3, c.data()}};
-  ASSERT_TRUE(dg::autotune_graph(g.impl(), handle_, nullptr, &p, workspace.data(), dg::AutotuneOptions{}, &timings).ok());
+  ASSERT_TRUE(dg::autotune_graph(impl_of(g), handle_, nullptr, &p, workspace.data(), dg::AutotuneOptions{}, &timings).ok());
   size_t built = 0;
   for (const auto& plan : pp.built) built += plan != nullptr;
   EXPECT_EQ(timings.size(), built);
@@ -271,7 +271,7 @@ TEST_F(AutotuneTest, MatmulCandidatesTunedAndReadBackByModeB) {
   dg::Graph again;
   std::vector<float> a2, b2, c2;
   make(again, a2, b2, c2, {dg::HeurMode::B});
-  const auto& first = again.impl().plans->parts.at(0).candidates.at(0);
+  const auto& first = impl_of(again).plans->parts.at(0).candidates.at(0);
   EXPECT_EQ(first.engine_id, winner.engine_id);
   EXPECT_EQ(first.knobs, winner.knobs);
   EXPECT_DOUBLE_EQ(first.measured_s, winner.measured_s);

@@ -189,7 +189,7 @@ TEST(GraphRules, Cycle) {
   auto b = g.relu(a);
   b->set_output(true);
   // Rewire the first node to read the second's output: a -> b -> a.
-  g.impl().nodes[0].inputs[0] = b;
+  impl_of(g).nodes[0].inputs[0] = b;
   expect_error(g.validate(), dg::ErrorCode::INVALID_GRAPH, "the graph has a cycle through nodes 'pointwise_0', 'pointwise_1'");
 }
 
@@ -199,7 +199,7 @@ TEST(GraphRules, ProducedTwice) {
   auto a = g.relu(x);
   g.relu(x);
   a->set_output(true);
-  g.impl().nodes[1].outputs[0] = a;
+  impl_of(g).nodes[1].outputs[0] = a;
   expect_error(g.validate(), dg::ErrorCode::INVALID_GRAPH, "is produced by two nodes, 'pointwise_0' and 'pointwise_1'");
 }
 

@@ -143,7 +143,7 @@ bool is_pending(const dg::Status& s) {
 dg::Status run_on_ref(dg::Graph& g, std::map<int64_t, std::vector<uint8_t>>& outputs) {
   dg::Handle h(dg::Device::cpu());
   if (auto s = test_build::build_on_ref(g, h); !s.ok()) return s;
-  const auto& ir = *g.impl().ir;
+  const auto& ir = *impl_of(g).ir;
   std::map<int64_t, std::vector<uint8_t>> buffers;
   dg::UidVariantPack pack;
   for (const auto& t : ir.tensors) {
@@ -287,7 +287,7 @@ TEST(GraphJson, WriterMakesNamesUniqueAndKeepsValues) {
   auto st = dg::Graph::from_json(text, g2);
   ASSERT_TRUE(st.ok()) << st.to_string();
   EXPECT_EQ(g2.to_json(), text);
-  const auto& nodes = g2.impl().nodes;
+  const auto& nodes = impl_of(g2).nodes;
   ASSERT_EQ(nodes.size(), 3u);
   const auto& eps = std::get<dg::LayernormAttr>(nodes[1].attr).get_epsilon();
   ASSERT_TRUE(eps);
@@ -499,7 +499,7 @@ TEST(GraphJson, ReaderDefaults) {
   dg::Graph g;
   auto s = dg::Graph::from_json(with_relu, g);
   ASSERT_TRUE(s.ok()) << s.to_string();
-  const auto& nodes = g.impl().nodes;
+  const auto& nodes = impl_of(g).nodes;
   ASSERT_EQ(nodes.size(), 2u);
   EXPECT_TRUE(nodes[0].outputs[0]->get_is_virtual());
   EXPECT_EQ(nodes[1].outputs[0]->get_name(), "relu::OUT");
@@ -509,7 +509,7 @@ TEST(GraphJson, ReaderDefaults) {
   dg::Graph keep;
   ASSERT_TRUE(dg::Graph::from_json(kValid, keep).ok());
   EXPECT_FALSE(dg::Graph::from_json("{}", keep).ok());
-  EXPECT_EQ(keep.impl().nodes.size(), 1u);
+  EXPECT_EQ(impl_of(keep).nodes.size(), 1u);
 }
 
 // allow_tf32 changes the numbers a graph gives, so it travels with the graph and keys its plans.
@@ -521,12 +521,12 @@ TEST(GraphJson, AllowTf32RoundTripsAndChangesTheFingerprint) {
   EXPECT_EQ(exact.to_json().find("allow_tf32"), std::string::npos);
   dg::Graph back;
   ASSERT_TRUE(dg::Graph::from_json(tf32.to_json(), back).ok());
-  EXPECT_TRUE(back.impl().allow_tf32);
+  EXPECT_TRUE(impl_of(back).allow_tf32);
   dg::Handle h(dg::Device::cpu());
   for (dg::Graph* g : {&exact, &back}) {
     ASSERT_TRUE(g->validate().ok());
     ASSERT_TRUE(g->build_operation_graph(h).ok());
   }
-  EXPECT_TRUE(back.impl().ir->allow_tf32);
-  EXPECT_NE(exact.impl().ir->fingerprint(), back.impl().ir->fingerprint());
+  EXPECT_TRUE(impl_of(back).ir->allow_tf32);
+  EXPECT_NE(impl_of(exact).ir->fingerprint(), impl_of(back).ir->fingerprint());
 }

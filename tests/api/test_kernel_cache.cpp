@@ -42,7 +42,7 @@ struct CountingCompiler {
 
 TEST(KernelCache, CompilesOnceThenHits) {
   auto cache = std::make_shared<dg::KernelCache>();
-  dg::KernelCacheImpl& c = cache->impl();
+  dg::KernelCacheImpl& c = impl_of(*cache);
   CountingCompiler compiler;
   const auto key = key_of("__global__ void k() {}");
   std::vector<uint8_t> a, b;
@@ -63,7 +63,7 @@ TEST(KernelCache, EveryKeyFieldSeparatesEntries) {
                                         dg::KernelKey{dg::hash64("src"), "-O3", "sm_90", "nvrtc 12.8"}};
   for (const auto& k : keys) {
     std::vector<uint8_t> bin;
-    ASSERT_TRUE(cache.impl().get_or_compile(k, compiler.for_key(k), bin).ok());
+    ASSERT_TRUE(impl_of(cache).get_or_compile(k, compiler.for_key(k), bin).ok());
     EXPECT_EQ(std::string(bin.begin(), bin.end()), k.text());
   }
   EXPECT_EQ(compiler.calls, static_cast<int>(keys.size()));
@@ -76,10 +76,10 @@ TEST(KernelCache, LookupAndInsert) {
   dg::KernelCache cache;
   const auto key = key_of("x");
   std::vector<uint8_t> bin;
-  EXPECT_FALSE(cache.impl().lookup(key, bin));
+  EXPECT_FALSE(impl_of(cache).lookup(key, bin));
   EXPECT_EQ(cache.misses(), 1);
-  ASSERT_TRUE(cache.impl().insert(key, {1, 2, 3}).ok());
-  ASSERT_TRUE(cache.impl().lookup(key, bin));
+  ASSERT_TRUE(impl_of(cache).insert(key, {1, 2, 3}).ok());
+  ASSERT_TRUE(impl_of(cache).lookup(key, bin));
   EXPECT_EQ(bin, (std::vector<uint8_t>{1, 2, 3}));
   EXPECT_EQ(cache.hits(), 1);
 }
@@ -93,12 +93,12 @@ TEST(KernelCache, DiskFolderServesAnotherCache) {
     dg::KernelCache writer;
     writer.set_directory(dir);
     EXPECT_EQ(writer.get_directory(), dir);
-    ASSERT_TRUE(writer.impl().get_or_compile(key, compiler.for_key(key), first).ok());
+    ASSERT_TRUE(impl_of(writer).get_or_compile(key, compiler.for_key(key), first).ok());
   }
   ASSERT_TRUE(std::filesystem::exists(dir + "/" + key.file_name()));
   dg::KernelCache reader;
   reader.set_directory(dir);
-  ASSERT_TRUE(reader.impl().get_or_compile(key, compiler.for_key(key), second).ok());
+  ASSERT_TRUE(impl_of(reader).get_or_compile(key, compiler.for_key(key), second).ok());
   EXPECT_EQ(compiler.calls, 1);
   EXPECT_EQ(first, second);
   EXPECT_EQ(reader.hits(), 1);
@@ -113,7 +113,7 @@ TEST(KernelCache, CorruptOrForeignFilesAreMisses) {
     dg::KernelCache writer;
     writer.set_directory(dir);
     std::vector<uint8_t> bin;
-    ASSERT_TRUE(writer.impl().get_or_compile(key, compiler.for_key(key), bin).ok());
+    ASSERT_TRUE(impl_of(writer).get_or_compile(key, compiler.for_key(key), bin).ok());
   }
   const std::string path = dir + "/" + key.file_name();
   const auto size = std::filesystem::file_size(path);
@@ -129,14 +129,14 @@ TEST(KernelCache, CorruptOrForeignFilesAreMisses) {
       const auto other = key_of("other");
       dg::KernelCache tmp;
       tmp.set_directory(dir);
-      ASSERT_TRUE(tmp.impl().insert(other, {9, 9}).ok());
+      ASSERT_TRUE(impl_of(tmp).insert(other, {9, 9}).ok());
       std::filesystem::rename(dir + "/" + other.file_name(), path);
     }
     dg::KernelCache reader;
     reader.set_directory(dir);
     std::vector<uint8_t> bin;
     const int before = compiler.calls;
-    ASSERT_TRUE(reader.impl().get_or_compile(key, compiler.for_key(key), bin).ok());
+    ASSERT_TRUE(impl_of(reader).get_or_compile(key, compiler.for_key(key), bin).ok());
     EXPECT_EQ(compiler.calls, before + 1) << "damage " << damage;
     EXPECT_EQ(std::string(bin.begin(), bin.end()), key.text());
     EXPECT_EQ(std::filesystem::file_size(path), size);  // rewritten whole
@@ -152,8 +152,8 @@ TEST(KernelCache, FailedCompileIsNotCached) {
     return dg::Status{dg::ErrorCode::COMPILATION_FAILED, "nvrtc: error: expected ';'"};
   };
   std::vector<uint8_t> bin;
-  EXPECT_EQ(cache.impl().get_or_compile(key, failing, bin).code(), dg::ErrorCode::COMPILATION_FAILED);
-  EXPECT_EQ(cache.impl().get_or_compile(key, failing, bin).code(), dg::ErrorCode::COMPILATION_FAILED);
+  EXPECT_EQ(impl_of(cache).get_or_compile(key, failing, bin).code(), dg::ErrorCode::COMPILATION_FAILED);
+  EXPECT_EQ(impl_of(cache).get_or_compile(key, failing, bin).code(), dg::ErrorCode::COMPILATION_FAILED);
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(cache.size(), 0);
 }
@@ -172,7 +172,7 @@ TEST(KernelCache, ConcurrentCallersCompileOnce) {
   std::vector<std::vector<uint8_t>> bins(8);
   std::atomic<int> failures{0};
   for (size_t i = 0; i < bins.size(); ++i)
-    threads.emplace_back([&, i] { failures += !cache.impl().get_or_compile(key, slow, bins[i]).ok(); });
+    threads.emplace_back([&, i] { failures += !impl_of(cache).get_or_compile(key, slow, bins[i]).ok(); });
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(calls, 1);
@@ -193,7 +193,7 @@ TEST(KernelCache, DynamicShapeGraphsShareTheirFingerprint) {
     auto y = g.relu(g.bias(x, b));
     y->set_output(true).set_uid(3);
     ASSERT_TRUE(g.build_operation_graph(handle).ok());
-    fp = g.impl().ir->fingerprint(g.impl().ir->dynamic_shapes);
+    fp = impl_of(g).ir->fingerprint(impl_of(g).ir->dynamic_shapes);
   };
   uint64_t d8 = 0, d32 = 0, s8 = 0, s32 = 0;
   fingerprint(8, true, d8);

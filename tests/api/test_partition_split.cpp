@@ -34,7 +34,7 @@ void make_chain(Chain& c, bool gelu, std::vector<std::string> engines) {
   c.g.select_engines(std::move(engines));
 }
 
-const dg::PlanSet& plans(const dg::Graph& g) { return *g.impl().plans; }
+const dg::PlanSet& plans(const dg::Graph& g) { return *impl_of(g).plans; }
 
 // Builds and runs the chain on NaN-poisoned output; returns Y.
 std::vector<float> run(Chain& c, const dg::Handle& h, const std::vector<float>& a, const std::vector<float>& b,

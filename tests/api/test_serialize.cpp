@@ -82,14 +82,14 @@ TEST_F(SerializeTest, ReloadedPlanRunsByUidWithTheSameResults) {
   g2.set_kernel_cache(cache);
   const auto s = g2.deserialize(other, bytes_);
   ASSERT_TRUE(s.ok()) << s.to_string();
-  EXPECT_EQ(g2.impl().kernel_cache, cache);  // the graph's own settings survive
-  EXPECT_EQ(g2.impl().plans->parts.size(), src_.g.impl().plans->parts.size());
+  EXPECT_EQ(impl_of(g2).kernel_cache, cache);  // the graph's own settings survive
+  EXPECT_EQ(impl_of(g2).plans->parts.size(), impl_of(src_.g).plans->parts.size());
   ConvGraph data{2, 3};
   ASSERT_TRUE(run(g2, other, data).ok());
   for (size_t i = 0; i < data.y.size(); ++i) ASSERT_EQ(data.y[i], src_.y[i]) << i;  // same plans: same bits
   std::string name, want;
   ASSERT_TRUE(g2.get_plan_name_at_index(0, name).ok());
-  ASSERT_TRUE(src_.g.get_plan_name_at_index(src_.g.impl().plans->parts[0].chosen, want).ok());
+  ASSERT_TRUE(src_.g.get_plan_name_at_index(impl_of(src_.g).plans->parts[0].chosen, want).ok());
   EXPECT_EQ(name, want);
   // The reloaded graph serializes to the same bytes.
   std::vector<uint8_t> again;
@@ -135,8 +135,8 @@ TEST_F(SerializeTest, ForeignVersionsAndDevicesAreNamed) {
   expect_rejected(version, "made by dnngraph " + std::string(ours.size(), '9') + "; this is dnngraph " + ours);
 
   dg::Handle elsewhere(dg::Device::cpu());
-  elsewhere.impl().info.signature = "cpu:Some Other CPU";
-  expect_rejected(bytes_, "the plan was built for device '" + handle_.impl().info.signature +
+  impl_of(elsewhere).info.signature = "cpu:Some Other CPU";
+  expect_rejected(bytes_, "the plan was built for device '" + impl_of(handle_).info.signature +
                               "'; this handle is 'cpu:Some Other CPU'", &elsewhere);
 }
 
@@ -178,7 +178,7 @@ TEST(Serialize, DynamicShapesAndPointwiseGraphsRoundTrip) {
   ASSERT_TRUE(g.serialize(bytes).ok());
   dg::Graph g2;
   ASSERT_TRUE(g2.deserialize(h, bytes).ok());
-  EXPECT_TRUE(g2.impl().dynamic_shapes);
+  EXPECT_TRUE(impl_of(g2).dynamic_shapes);
   std::vector<float> xs(32), ys(32, std::nanf(""));
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-2, 2);

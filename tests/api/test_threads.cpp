@@ -125,6 +125,6 @@ TEST(Threads, MatmulChainFromFourThreads) {
   auto d = input(c, {3, 12, 5});
   auto m = c.g.sigmoid(c.g.matmul(a, b, dg::MatmulAttr()));
   finish(c, c.g.matmul(m, d, dg::MatmulAttr()), h);
-  ASSERT_GE(c.g.impl().plans->parts.size(), 2u);
+  ASSERT_GE(impl_of(c.g).plans->parts.size(), 2u);
   check_concurrent(c, h, 4, 3);
 }

@@ -21,7 +21,7 @@ inline void partition_on_cpu(const std::function<void(dnngraph::Graph&)>& build,
   dnngraph::Handle cpu(dnngraph::Device::cpu());
   ASSERT_TRUE(out.g.validate().ok());
   ASSERT_TRUE(out.g.build_operation_graph(cpu).ok());
-  ASSERT_TRUE(dnngraph::partition_graph(*out.g.impl().ir, out.parts).ok());
+  ASSERT_TRUE(dnngraph::partition_graph(*impl_of(out.g).ir, out.parts).ok());
 }
 
 }  // namespace test_partitions

@@ -106,7 +106,7 @@ inline void expect_cpu_only(const dg::Engine& engine, dg::Graph& g, bool isa_kno
   ASSERT_TRUE(g.validate().ok());
   ASSERT_TRUE(g.build_operation_graph(cpu).ok());
   std::vector<dg::Partition> parts;
-  ASSERT_TRUE(dg::partition_graph(*g.impl().ir, parts).ok());
+  ASSERT_TRUE(dg::partition_graph(*impl_of(g).ir, parts).ok());
   dg::HandleImpl gpu;
   gpu.device = dg::Device::cuda(0);
   dg::Target t;
@@ -116,7 +116,7 @@ inline void expect_cpu_only(const dg::Engine& engine, dg::Graph& g, bool isa_kno
   EXPECT_NE(s.reason.find("runs on the CPU only"), std::string::npos) << s.reason;
   if (!isa_knob) return;
   dg::Target c;
-  c.handle = &cpu.impl();
+  c.handle = &impl_of(cpu);
   std::unique_ptr<dg::Plan> plan;
   // 7 names no ISA at all: the engine's knob schema rejects it, in build and in check_knobs.
   const auto b = engine.build(parts.at(0), c, {{"isa", 7}}, plan);

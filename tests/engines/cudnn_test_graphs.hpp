@@ -69,7 +69,7 @@ void for_each_built_plan(dg::Graph& g, dg::Handle& h, int64_t max_plans, F fn) {
     ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
     fn(i, name, ws);
     if (::testing::Test::HasFatalFailure()) return;
-    const auto& pp = g.impl().plans->parts.at(0);
+    const auto& pp = impl_of(g).plans->parts.at(0);
     std::printf("[ INFO ] %s launches by %s\n", name.c_str(), launch_path(*pp.built.at(pp.index_for(i))).c_str());
   }
 }

@@ -55,7 +55,7 @@ inline void run_vs_ref(const std::string& engine, std::vector<HostTensor> inputs
   std::string why;
   auto handle = dnngraph::cuda::testing::cuda_handle(why);
   ASSERT_TRUE(handle) << why;
-  dg::HandleImpl& h = handle->impl();
+  dg::HandleImpl& h = impl_of(*handle);
   dg::Graph g;
   std::vector<HostTensor> got;
   dg::VariantPack host_pack;
@@ -120,7 +120,7 @@ inline ::testing::AssertionResult lower_graph(dg::Graph& g, Lowered& out) {
   dg::Handle cpu(dg::Device::cpu());
   if (auto s = g.validate(); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
   if (auto s = g.build_operation_graph(cpu); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
-  out.ir = g.impl().ir.get();
+  out.ir = impl_of(g).ir.get();
   if (auto s = dg::partition_graph(*out.ir, out.parts); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
   for (const auto& p : out.parts)
     if (dg::cuda::anchor_node(p) >= 0) return ::testing::AssertionSuccess();

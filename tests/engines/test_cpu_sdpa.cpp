@@ -192,10 +192,10 @@ TEST(CpuSdpaFlash, RejectsWithReasons) {
     g.relu(O)->set_output(true);
     ASSERT_TRUE(g.build_operation_graph(handle).ok());
     std::vector<dg::Partition> fused;
-    ASSERT_TRUE(dg::partition_graph(*g.impl().ir, fused).ok());
+    ASSERT_TRUE(dg::partition_graph(*impl_of(g).ir, fused).ok());
     ASSERT_EQ(fused.size(), 1u);
     dg::Target target;
-    target.handle = &handle.impl();
+    target.handle = &impl_of(handle);
     const dg::Support s = dg::cpu::sdpa_flash_engine().check(fused[0], target);
     EXPECT_FALSE(s.ok);
     EXPECT_EQ(s.reason, "takes a partition of one sdpa node, this one has 2 nodes");
@@ -215,7 +215,7 @@ TEST(CpuSdpaFlash, RejectsWithReasons) {
     gpu.device = dg::Device::cuda(0);
     dg::Target target;
     target.handle = &gpu;
-    const dg::Support s = dg::cpu::sdpa_flash_engine().check(g.impl().plans->parts[0].partition, target);
+    const dg::Support s = dg::cpu::sdpa_flash_engine().check(impl_of(g).plans->parts[0].partition, target);
     EXPECT_FALSE(s.ok);
     EXPECT_EQ(s.reason, "runs on the CPU only, not on cuda:0");
   }

@@ -267,7 +267,7 @@ class CublasLtGpu : public ct::VendorGpuTest<LtApi, api, error> {
       if (!built.ok()) continue;
       int64_t ws = 0;
       EXPECT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
-      memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+      memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
       rig.poison();
       const Status run = g.execute_plan_at_index(*h_, rig.pack, workspace.get(), i, ws);
       EXPECT_TRUE(run.ok()) << name << ": " << run.to_string();
@@ -342,7 +342,7 @@ TEST_F(CublasLtGpu, SerializedPlanReloads) {
   Rig rig(*h_, loaded);
   int64_t ws = 0;
   ASSERT_TRUE(loaded.get_workspace_size(ws).ok());
-  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
   ASSERT_TRUE(loaded.execute(*h_, rig.pack, workspace.get(), ws).ok());
   rig.expect_matches(want, "deserialized");
 }

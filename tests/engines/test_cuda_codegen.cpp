@@ -42,7 +42,7 @@ TEST(CudaCodegen, BroadcastDimsStaySeparateAndLoadOnce) {
   auto L = layout_of(g);
   EXPECT_EQ(L.dims, (std::vector<int64_t>{4, 6, 100}));
   EXPECT_EQ(L.vec, 4);  // 100 is not a multiple of 8 halves
-  EXPECT_EQ(L.operands[static_cast<size_t>(L.operand_of(g.impl().tensor_id.at(y.get())))].inner, Access::VEC);
+  EXPECT_EQ(L.operands[static_cast<size_t>(L.operand_of(impl_of(g).tensor_id.at(y.get())))].inner, Access::VEC);
   bool bias_broadcast = false;
   for (const auto& op : L.operands) bias_broadcast |= op.inner == Access::BCAST;
   EXPECT_TRUE(bias_broadcast);
@@ -110,12 +110,12 @@ TEST(CudaCodegen, DeterministicFullReductionsUsePerBlockPartials) {
   ASSERT_TRUE(g2.validate().ok());
   ASSERT_TRUE(g2.build_operation_graph(cpu).ok());
   std::vector<Partition> parts;
-  ASSERT_TRUE(partition_graph(*g2.impl().ir, parts).ok());
+  ASSERT_TRUE(partition_graph(*impl_of(g2).ir, parts).ok());
   expr::Program prog;
   std::string why;
   ASSERT_TRUE(expr::lower(parts[0], -1, prog, why));
   codegen::Layout L2;
-  EXPECT_FALSE(codegen::plan_layout(prog, *g2.impl().ir, o, L2, why));
+  EXPECT_FALSE(codegen::plan_layout(prog, *impl_of(g2).ir, o, L2, why));
   EXPECT_NE(why.find("deterministic"), std::string::npos) << why;
 }
 
@@ -156,8 +156,8 @@ TEST(CudaCodegen, EngineSaysWhyNotOnTheCpu) {
   ASSERT_TRUE(g.validate().ok());
   ASSERT_TRUE(g.build_operation_graph(cpu).ok());
   std::vector<Partition> parts;
-  ASSERT_TRUE(partition_graph(*g.impl().ir, parts).ok());
-  const Support s = pointwise_jit_engine().check(parts[0], make_target(g.impl(), cpu));
+  ASSERT_TRUE(partition_graph(*impl_of(g).ir, parts).ok());
+  const Support s = pointwise_jit_engine().check(parts[0], make_target(impl_of(g), cpu));
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("CUDA handles"), std::string::npos) << s.reason;
 }

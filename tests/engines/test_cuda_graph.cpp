@@ -61,13 +61,13 @@ class CudaGraph : public ::testing::Test {
   void SetUp() override {
     h_ = cuda_handle(skip_);
     DG_SKIP_WITHOUT_GPU(h_, skip_);
-    ASSERT_TRUE(create_stream(h_->impl(), &stream_).ok());
+    ASSERT_TRUE(create_stream(impl_of(*h_), &stream_).ok());
     ASSERT_TRUE(h_->set_stream(stream_).ok());
   }
   void TearDown() override {
     if (h_) {
       (void)h_->set_stream(nullptr);
-      destroy_stream(h_->impl(), stream_);
+      destroy_stream(impl_of(*h_), stream_);
     }
   }
 
@@ -76,7 +76,7 @@ class CudaGraph : public ::testing::Test {
     memory::Buffer x, s, b, y, amax;
   };
   Buffers upload(const Data& d, int64_t rows) {
-    HandleImpl& hi = h_->impl();
+    HandleImpl& hi = impl_of(*h_);
     Buffers buf{memory::Buffer(hi, d.x.size() * 4), memory::Buffer(hi, 1024), memory::Buffer(hi, d.b.size() * 4),
                 memory::Buffer(hi, static_cast<size_t>(rows * 256 * 2)), memory::Buffer(hi, 4)};
     EXPECT_TRUE(memory::copy_to_device(hi, buf.x.get(), d.x.data(), d.x.size() * 4).ok());
@@ -89,7 +89,7 @@ class CudaGraph : public ::testing::Test {
     return buf;
   }
   void expect_results(const Data& d, const Buffers& buf) {
-    HandleImpl& hi = h_->impl();
+    HandleImpl& hi = impl_of(*h_);
     std::vector<uint16_t> y(d.y.size());
     float amax = 0;
     ASSERT_TRUE(memory::copy_to_host(hi, y.data(), buf.y.get(), y.size() * 2).ok());
@@ -110,7 +110,7 @@ TEST_F(CudaGraph, CaptureReplayAndUpdate) {
   ASSERT_TRUE(f.build(*h_, "cuda_pointwise_jit").ok());
   int64_t ws = 0;
   ASSERT_TRUE(f.g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
   const DriverApi& d = *driver();
 
   Data d1(rows, 1);
@@ -123,8 +123,8 @@ TEST_F(CudaGraph, CaptureReplayAndUpdate) {
   CUgraphExec exec = nullptr;
   ASSERT_TRUE(check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
   // Replay twice: the AMAX accumulator is re-initialised inside the graph every time.
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE(check(d.cuGraphLaunch(exec, stream_of(h_->impl())), "cuGraphLaunch").ok());
-  ASSERT_TRUE(memory::synchronize(h_->impl()).ok());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(check(d.cuGraphLaunch(exec, stream_of(impl_of(*h_))), "cuGraphLaunch").ok());
+  ASSERT_TRUE(memory::synchronize(impl_of(*h_)).ok());
   expect_results(d1, b1);
 
   // Other buffers, other data: update the graph, apply it to the instantiated one, replay.
@@ -135,8 +135,8 @@ TEST_F(CudaGraph, CaptureReplayAndUpdate) {
   ASSERT_TRUE(s.ok()) << s.to_string();
   GraphExecUpdateResultInfo info{};
   ASSERT_TRUE(check(d.cuGraphExecUpdate(exec, graph, &info), "cuGraphExecUpdate").ok()) << info.result;
-  ASSERT_TRUE(check(d.cuGraphLaunch(exec, stream_of(h_->impl())), "cuGraphLaunch").ok());
-  ASSERT_TRUE(memory::synchronize(h_->impl()).ok());
+  ASSERT_TRUE(check(d.cuGraphLaunch(exec, stream_of(impl_of(*h_))), "cuGraphLaunch").ok());
+  ASSERT_TRUE(memory::synchronize(impl_of(*h_)).ok());
   expect_results(d2, b2);
 
   // A graph that is not empty is refused by populate.

@@ -29,7 +29,7 @@ std::vector<dg::Partition> partitions(dg::Graph& g) {
   EXPECT_TRUE(g.validate().ok());
   EXPECT_TRUE(g.build_operation_graph(cpu).ok());
   std::vector<dg::Partition> parts;
-  EXPECT_TRUE(dg::partition_graph(*g.impl().ir, parts).ok());
+  EXPECT_TRUE(dg::partition_graph(*impl_of(g).ir, parts).ok());
   EXPECT_FALSE(parts.empty());
   return parts;
 }

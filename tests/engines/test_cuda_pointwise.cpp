@@ -234,8 +234,8 @@ TEST_F(CudaPointwise, PlanPayloadRoundTripsWithoutCompiling) {
   ASSERT_TRUE(g.validate().ok());
   ASSERT_TRUE(g.build_operation_graph(*h_).ok());
   std::vector<Partition> parts;
-  ASSERT_TRUE(partition_graph(*g.impl().ir, parts).ok());
-  const Target t = make_target(g.impl(), *h_);
+  ASSERT_TRUE(partition_graph(*impl_of(g).ir, parts).ok());
+  const Target t = make_target(impl_of(g), *h_);
   std::unique_ptr<Plan> plan, again;
   ASSERT_TRUE(pointwise_jit_engine().build(parts[0], t, {{"unroll", 2}}, plan).ok());
   ByteWriter w;

@@ -95,7 +95,7 @@ Outputs run(const Case& c, const Inputs& in, dg::Handle& handle, const std::stri
   if (c.stats) host.push_back({STATS, out.stats.bytes.data()}), sizes.push_back(out.stats.bytes.size());
   dg::VariantPack pack;
   std::vector<dg::memory::Buffer> device;
-  dg::HandleImpl& hi = handle.impl();
+  dg::HandleImpl& hi = impl_of(handle);
   const bool gpu = hi.device.is_cuda();
   for (size_t i = 0; i < host.size(); ++i) {
     if (!gpu) {
@@ -169,7 +169,7 @@ void lower(const Case& c, Lowered& l, std::vector<int64_t> q_strides = {}) {
   ASSERT_TRUE(l.g.validate().ok());
   ASSERT_TRUE(l.g.build_operation_graph(l.cpu).ok());
   std::vector<dg::Partition> parts;
-  ASSERT_TRUE(dg::partition_graph(*l.g.impl().ir, parts).ok());
+  ASSERT_TRUE(dg::partition_graph(*impl_of(l.g).ir, parts).ok());
   ASSERT_EQ(parts.size(), 1u);
   l.part = parts[0];
 }
@@ -209,7 +209,7 @@ TEST(CudaSdpaEngine, RejectsWithReasons) {
   Lowered l;
   lower(Case{}, l);
   dg::Target cpu_target;
-  cpu_target.handle = &l.cpu.impl();
+  cpu_target.handle = &impl_of(l.cpu);
   const dg::Support s = dg::cuda::sdpa_flash_engine().check(l.part, cpu_target);
   EXPECT_FALSE(s.ok);
   EXPECT_EQ(s.reason, "runs on CUDA handles; this one is cpu");
@@ -394,14 +394,14 @@ TEST_F(CudaSdpa, ChosenFirstAndSerializedPlanRuns) {
   ASSERT_TRUE(s.ok()) << s.to_string();
   // The reloaded plan gives what a freshly built one gives, bit for bit.
   const Outputs fresh = run(c, in, *gpu_, "cuda_sdpa_flash", name);
-  dg::HandleImpl& hi = gpu_->impl();
+  dg::HandleImpl& hi = impl_of(*gpu_);
   std::vector<dg::memory::Buffer> bufs;
   for (const auto* t : {&in.q, &in.k, &in.v}) {
     bufs.emplace_back(hi, t->bytes.size());
     ASSERT_TRUE(dg::memory::copy_to_device(hi, bufs.back().get(), t->bytes.data(), t->bytes.size()).ok());
   }
   bufs.emplace_back(hi, fresh.o.bytes.size());
-  const auto& ir = *g2.impl().ir;
+  const auto& ir = *impl_of(g2).ir;
   dg::UidVariantPack pack;
   for (const auto& t : ir.tensors) {
     if (t.name == "Q") pack[t.uid] = bufs[0].get();

@@ -35,7 +35,7 @@ inline ::testing::AssertionResult generate(dg::Graph& g, const codegen::LayoutOp
   dg::Handle cpu(dg::Device::cpu());
   if (auto s = g.validate(); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
   if (auto s = g.build_operation_graph(cpu); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
-  const ir::Graph& ir = *g.impl().ir;
+  const ir::Graph& ir = *impl_of(g).ir;
   std::vector<Partition> parts;
   if (auto s = partition_graph(ir, parts); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
   for (const auto& p : parts) {
@@ -221,8 +221,8 @@ inline ::testing::AssertionResult run_graph(const Builder& build, dg::Handle& h,
   if (auto s = g.build_plans(h); !s.ok()) return fail("build_plans", s);
   int64_t ws = 0;
   if (auto s = g.get_workspace_size(ws); !s.ok()) return fail("get_workspace_size", s);
-  HandleImpl& hi = h.impl();
-  const ir::Graph& ir = *g.impl().ir;
+  HandleImpl& hi = impl_of(h);
+  const ir::Graph& ir = *impl_of(g).ir;
   if (tensors) *tensors = ir.tensors;
   std::vector<memory::Buffer> buffers;
   dg::UidVariantPack pack;
@@ -263,7 +263,7 @@ struct DeviceRig {
   DeviceRig(dg::Handle& handle, const dg::Graph& g, uint32_t seed = 1,
             const std::map<std::string, std::vector<int32_t>>& fixed = {})
       : h(handle) {
-    for (const auto& t : g.impl().ir->tensors) {
+    for (const auto& t : impl_of(g).ir->tensors) {
       if (t.is_virtual || t.is_pass_by_value) continue;
       const bool input = t.producer < 0;
       auto bytes = input ? random_bytes(t, seed * 7919u + static_cast<uint32_t>(t.uid)) : poison_bytes(t);
@@ -271,8 +271,8 @@ struct DeviceRig {
         EXPECT_EQ(it->second.size() * 4, bytes.size()) << t.name;
         std::memcpy(bytes.data(), it->second.data(), std::min(bytes.size(), it->second.size() * 4));
       }
-      buffers.emplace_back(h.impl(), bytes.size());
-      EXPECT_TRUE(memory::copy_to_device(h.impl(), buffers.back().get(), bytes.data(), bytes.size()).ok());
+      buffers.emplace_back(impl_of(h), bytes.size());
+      EXPECT_TRUE(memory::copy_to_device(impl_of(h), buffers.back().get(), bytes.data(), bytes.size()).ok());
       pack[t.uid] = buffers.back().get();
       if (!input) outputs.push_back({&t, buffers.back().get()});
     }
@@ -280,15 +280,15 @@ struct DeviceRig {
   void poison() {
     for (const auto& [t, p] : outputs) {
       const auto bytes = poison_bytes(*t);
-      EXPECT_TRUE(memory::copy_to_device(h.impl(), p, bytes.data(), bytes.size()).ok());
+      EXPECT_TRUE(memory::copy_to_device(impl_of(h), p, bytes.data(), bytes.size()).ok());
     }
   }
   Outputs read() {
     Outputs out;
-    EXPECT_TRUE(memory::synchronize(h.impl()).ok());
+    EXPECT_TRUE(memory::synchronize(impl_of(h)).ok());
     for (const auto& [t, p] : outputs) {
       std::vector<uint8_t> got(static_cast<size_t>(t->span_bytes()));
-      EXPECT_TRUE(memory::copy_to_host(h.impl(), got.data(), p, got.size()).ok());
+      EXPECT_TRUE(memory::copy_to_host(impl_of(h), got.data(), p, got.size()).ok());
       out[t->uid] = std::move(got);
     }
     return out;

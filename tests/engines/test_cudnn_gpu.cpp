@@ -28,8 +28,8 @@ dg::VariantPack uid_pack_as_tensors(const dg::Graph& g, const dg::UidVariantPack
   auto add = [&](const dg::TensorPtr& t) {
     if (auto it = t ? by_uid.find(t->get_uid()) : by_uid.end(); it != by_uid.end()) out[t] = it->second;
   };
-  for (const auto& t : g.impl().tensors) add(t);
-  for (const auto& n : g.impl().nodes)
+  for (const auto& t : impl_of(g).tensors) add(t);
+  for (const auto& n : impl_of(g).nodes)
     for (const auto& t : n.outputs) add(t);
   return out;
 }
@@ -82,7 +82,7 @@ void expect_every_plan_matches_ref(const ct::Builder& build, dg::Handle& h, int6
     ++built;
     int64_t ws = 0;
     ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
-    memory::Buffer workspace(h.impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    memory::Buffer workspace(impl_of(h), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     for (int rep = 0; rep < 2; ++rep) {  // the second run makes and launches the plan's CUDA graph
       rig.poison();
       const Status run = g.execute_plan_at_index(h, rig.pack, workspace.get(), i, ws);
@@ -135,7 +135,7 @@ TEST_F(CudnnGpu, SerializedPlanReloadsWithoutHeuristicsChoiceChanging) {
   Rig rig(*h_, loaded);
   int64_t ws = 0;
   ASSERT_TRUE(loaded.get_workspace_size(ws).ok());
-  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
   ASSERT_TRUE(loaded.execute(*h_, rig.pack, workspace.get(), ws).ok());
   rig.expect_matches(want, "deserialized plan");
   // A corrupt cuDNN payload is an error, not a crash: flip a byte inside the JSON.
@@ -156,7 +156,7 @@ TEST_F(CudnnGpu, DynamicShapesShareAKernelCache) {
     Rig rig(*h_, g);
     int64_t ws = 0;
     ASSERT_TRUE(g.get_workspace_size(ws).ok());
-    memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());
     rig.expect_matches(want, "n = " + std::to_string(n));
   }
@@ -166,7 +166,7 @@ TEST_F(CudnnGpu, RunsOnTheHandlesStreamInsideACudaGraph) {
   const auto build = conv_bias_relu({2, 16, 8, 8}, 16, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16);
   const ct::Outputs want = ref_outputs(build);
   void* stream = nullptr;
-  ASSERT_TRUE(cuda::create_stream(h_->impl(), &stream).ok());
+  ASSERT_TRUE(cuda::create_stream(impl_of(*h_), &stream).ok());
   ASSERT_TRUE(h_->set_stream(stream).ok());
   dg::Graph g;
   ASSERT_TRUE(plan_cudnn(build, *h_, g).ok());
@@ -174,7 +174,7 @@ TEST_F(CudnnGpu, RunsOnTheHandlesStreamInsideACudaGraph) {
   Rig rig(*h_, g);
   int64_t ws = 0;
   ASSERT_TRUE(g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
   const cuda::DriverApi& d = *cuda::driver();
   cuda::CUgraph graph = nullptr;
   ASSERT_TRUE(cuda::check(d.cuGraphCreate(&graph, 0), "cuGraphCreate").ok());
@@ -183,12 +183,12 @@ TEST_F(CudnnGpu, RunsOnTheHandlesStreamInsideACudaGraph) {
   cuda::CUgraphExec exec = nullptr;
   ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
   rig.poison();
-  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(h_->impl())), "cuGraphLaunch").ok());
+  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(impl_of(*h_))), "cuGraphLaunch").ok());
   rig.expect_matches(want, "CUDA graph replay");
   d.cuGraphExecDestroy(exec);
   d.cuGraphDestroy(graph);
   (void)h_->set_stream(nullptr);
-  cuda::destroy_stream(h_->impl(), stream);
+  cuda::destroy_stream(impl_of(*h_), stream);
 }
 
 // Pointer sets with different data: two alternated, then four cycled, then more sets than a plan
@@ -219,10 +219,10 @@ TEST_F(CudnnGpu, EachPointerSetReplaysItsOwnGraph) {
   for (uint64_t t = 0; t < 2 * GraphCache::kIdleCalls; ++t) order.push_back(sets - 1 - static_cast<int>(t % 2));
   for (int i = 0; i < sets; ++i) order.push_back(i);
   void* stream = nullptr;
-  ASSERT_TRUE(cuda::create_stream(h_->impl(), &stream).ok());
+  ASSERT_TRUE(cuda::create_stream(impl_of(*h_), &stream).ok());
   ASSERT_NO_FATAL_FAILURE(for_each_built_plan(g, *h_, 3, [&](int64_t p, const std::string& name, int64_t ws) {
-    memory::Buffer w1(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    memory::Buffer w2(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    memory::Buffer w1(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    memory::Buffer w2(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     ASSERT_TRUE(h_->set_stream(nullptr).ok());
     for (size_t call = 0; call < order.size(); ++call) {
       if (call == order.size() / 2) {
@@ -242,7 +242,7 @@ TEST_F(CudnnGpu, EachPointerSetReplaysItsOwnGraph) {
   ASSERT_TRUE(g.build_plans(*h_).ok());
   int64_t ws = 0;
   ASSERT_TRUE(g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
   for (int t = 0; t < 2; ++t) {
     for (int i : {0, 1}) ASSERT_TRUE(g.execute(*h_, rigs[static_cast<size_t>(i)]->pack, workspace.get(), ws).ok());
   }
@@ -254,7 +254,7 @@ TEST_F(CudnnGpu, EachPointerSetReplaysItsOwnGraph) {
   cuda::CUgraphExec exec = nullptr;
   ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
   rigs[1]->poison();
-  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(h_->impl())), "cuGraphLaunch").ok());
+  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(impl_of(*h_))), "cuGraphLaunch").ok());
   rigs[1]->expect_matches(want[1], "populate_cuda_graph replay");
   for (int i : {0, 1, 0}) {
     rigs[static_cast<size_t>(i)]->poison();
@@ -265,7 +265,7 @@ TEST_F(CudnnGpu, EachPointerSetReplaysItsOwnGraph) {
   d.cuGraphExecDestroy(exec);
   d.cuGraphDestroy(graph);
   (void)h_->set_stream(nullptr);
-  cuda::destroy_stream(h_->impl(), stream);
+  cuda::destroy_stream(impl_of(*h_), stream);
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ std::vector<Partition> partitions_of(const ct::Builder& build, dg::Graph& g) {
   EXPECT_TRUE(g.validate().ok());
   EXPECT_TRUE(g.build_operation_graph(cpu).ok());
   std::vector<Partition> parts;
-  EXPECT_TRUE(partition_graph(*g.impl().ir, parts).ok());
+  EXPECT_TRUE(partition_graph(*impl_of(g).ir, parts).ok());
   return parts;
 }
 
@@ -245,7 +245,7 @@ ct::Outputs ref_outputs(const ct::Builder& build, uint32_t seed,
   Rig rig(cpu, g, seed, fixed);
   int64_t ws = 0;
   EXPECT_TRUE(g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(cpu.impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  memory::Buffer workspace(impl_of(cpu), static_cast<size_t>(std::max<int64_t>(ws, 1)));
   const Status run = g.execute(cpu, rig.pack, workspace.get(), ws);
   EXPECT_TRUE(run.ok()) << run.to_string();
   return rig.read();
@@ -276,14 +276,14 @@ void expect_sdpa_plans_match_ref(const SdpaCase& c, dg::Handle& h, const std::st
     ++built;
     int64_t ws = 0;
     ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
-    memory::Buffer workspace(h.impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    memory::Buffer workspace(impl_of(h), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     for (int rep = 0; rep < 3; ++rep) {  // runs 2 and 3 make and replay the plan's CUDA graph
       rig.poison();
       const Status run = g.execute_plan_at_index(h, rig.pack, workspace.get(), i, ws);
       ASSERT_TRUE(run.ok()) << what << ", " << name << ": " << run.to_string();
       rig.expect_matches(want, what + ", " + name + ", run " + std::to_string(rep));
     }
-    const auto& pp = g.impl().plans->parts.at(0);
+    const auto& pp = impl_of(g).plans->parts.at(0);
     std::printf("[ INFO ] %s: %s matches ref (launched by %s)\n", what.c_str(), name.c_str(),
                 launch_path(*pp.built.at(pp.index_for(i))).c_str());
   }
@@ -368,8 +368,8 @@ TEST_F(CudnnSdpaGpu, NativeGraphFollowsThePointersFromCallToCall) {
   Rig a(*h_, g, kSeed, {}), b(*h_, g, 104729u, {});
   ASSERT_NO_FATAL_FAILURE(test_graphs::for_each_built_plan(g, *h_, 6, [&](int64_t i, const std::string& name,
                                                                          int64_t ws) {
-    memory::Buffer w1(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    memory::Buffer w2(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    memory::Buffer w1(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    memory::Buffer w2(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     const char* order = "aaabbbaabbaa";  // the last four with the second workspace
     for (int call = 0; order[call]; ++call) {
       Rig& r = order[call] == 'b' ? b : a;
@@ -406,7 +406,7 @@ TEST_F(CudnnSdpaGpu, NativeGraphsPerPointerSetFollowTheBuffers) {
   for (int i = 0; i < sets; ++i) order.push_back(i);
   ASSERT_NO_FATAL_FAILURE(test_graphs::for_each_built_plan(g, *h_, 2, [&](int64_t p, const std::string& name,
                                                                          int64_t ws) {
-    memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
     for (size_t call = 0; call < order.size(); ++call) {
       Rig& r = *rigs[static_cast<size_t>(order[call])];
       r.poison();
@@ -424,7 +424,7 @@ TEST_F(CudnnSdpaGpu, StreamCaptureAfterNativeReplays) {
   const auto build = conv_bias_relu_nhwc();
   const ct::Outputs want = ref_outputs(build, kSeed);
   void* stream = nullptr;
-  ASSERT_TRUE(cuda::create_stream(h_->impl(), &stream).ok());
+  ASSERT_TRUE(cuda::create_stream(impl_of(*h_), &stream).ok());
   ASSERT_TRUE(h_->set_stream(stream).ok());
   dg::Graph g;
   ASSERT_TRUE(plan_with(build, *h_, g, "cudnn").ok());
@@ -432,12 +432,12 @@ TEST_F(CudnnSdpaGpu, StreamCaptureAfterNativeReplays) {
   Rig rig(*h_, g, kSeed, {});
   int64_t ws = 0;
   ASSERT_TRUE(g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(h_->impl(), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());  // makes the graph
   dg::VariantPack by_tensor;
-  for (const auto& t : g.impl().tensors)
+  for (const auto& t : impl_of(g).tensors)
     if (t && rig.pack.count(t->get_uid())) by_tensor[t] = rig.pack.at(t->get_uid());
-  for (const auto& node : g.impl().nodes)
+  for (const auto& node : impl_of(g).nodes)
     for (const auto& t : node.outputs)
       if (t && rig.pack.count(t->get_uid())) by_tensor[t] = rig.pack.at(t->get_uid());
   const cuda::DriverApi& d = *cuda::driver();
@@ -448,7 +448,7 @@ TEST_F(CudnnSdpaGpu, StreamCaptureAfterNativeReplays) {
   cuda::CUgraphExec exec = nullptr;
   ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
   rig.poison();
-  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(h_->impl())), "cuGraphLaunch").ok());
+  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(impl_of(*h_))), "cuGraphLaunch").ok());
   rig.expect_matches(want, "captured graph replay");
   rig.poison();
   ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());
@@ -456,7 +456,7 @@ TEST_F(CudnnSdpaGpu, StreamCaptureAfterNativeReplays) {
   d.cuGraphExecDestroy(exec);
   d.cuGraphDestroy(graph);
   (void)h_->set_stream(nullptr);
-  cuda::destroy_stream(h_->impl(), stream);
+  cuda::destroy_stream(impl_of(*h_), stream);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ inline const Handle& fuzz_handle() {
   static const Handle handle = [] {
     Handle h(Device::cpu());
     h.set_num_threads(1);
-    h.impl().info.signature = "cpu:fuzz";
+    impl_of(h).info.signature = "cpu:fuzz";
     return h;
   }();
   return handle;

@@ -61,7 +61,7 @@ class CudaDevice : public ::testing::Test {
 };
 
 TEST_F(CudaDevice, InfoDescribesTheDevice) {
-  const DeviceInfo& info = h_->impl().info;
+  const DeviceInfo& info = impl_of(*h_).info;
   EXPECT_EQ(info.signature.rfind("cuda:sm_", 0), 0u) << info.signature;
   EXPECT_GE(info.sm_version, 70);
   EXPECT_GT(info.multiprocessors, 0);
@@ -74,7 +74,7 @@ TEST_F(CudaDevice, InfoDescribesTheDevice) {
 }
 
 TEST_F(CudaDevice, MemoryRoundTripsOnTheHandlesStream) {
-  HandleImpl& h = h_->impl();
+  HandleImpl& h = impl_of(*h_);
   void* stream = nullptr;
   ASSERT_TRUE(create_stream(h, &stream).ok());
   ASSERT_TRUE(h_->set_stream(stream).ok());
@@ -97,14 +97,14 @@ TEST_F(CudaDevice, MemoryRoundTripsOnTheHandlesStream) {
 
 TEST_F(CudaDevice, ErrorsCarryCudasOwnString) {
   void* p = nullptr;
-  const Status s = allocate(h_->impl(), size_t{1} << 50, &p);  // a petabyte
+  const Status s = allocate(impl_of(*h_), size_t{1} << 50, &p);  // a petabyte
   EXPECT_EQ(s.code(), ErrorCode::CUDA_API_FAILED);
   EXPECT_NE(s.message().find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << s.message();
   EXPECT_EQ(p, nullptr);
 }
 
 TEST_F(CudaDevice, EventsTimeWorkOnTheStream) {
-  HandleImpl& h = h_->impl();
+  HandleImpl& h = impl_of(*h_);
   std::unique_ptr<EventTimer> timer;
   ASSERT_TRUE(EventTimer::create(h, timer).ok());
   memory::Buffer buf(h, size_t{256} << 20);

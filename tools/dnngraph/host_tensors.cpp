@@ -92,7 +92,7 @@ Status DeviceTensors::upload(const Handle& h, const std::vector<HostTensor>& hos
   buffers_.clear();
   host_scalars_.assign(host.size(), {});
   pack_.clear();
-  HandleImpl& impl = handle_->impl();
+  HandleImpl& impl = impl_of(*handle_);
   for (size_t i = 0; i < host.size(); ++i) {
     const HostTensor& t = host[i];
     buffers_.emplace_back();
@@ -117,7 +117,7 @@ Status DeviceTensors::poison_outputs(uint8_t int_poison) {
     std::vector<uint8_t> poison(t.bytes.size(), int_poison);
     if (is_floating(t.dtype))
       for (int64_t k = 0; k < elements_in(t); ++k) dtype::store(poison.data(), t.dtype, k, std::nan(""));
-    if (auto s = memory::copy_to_device(handle_->impl(), buffers_[i].get(), poison.data(), poison.size()); !s.ok())
+    if (auto s = memory::copy_to_device(impl_of(*handle_), buffers_[i].get(), poison.data(), poison.size()); !s.ok())
       return s;
   }
   return {};
@@ -129,7 +129,7 @@ Status DeviceTensors::download_outputs(std::vector<HostTensor>& host) const {
     auto it = std::find_if(host.begin(), host.end(), [&](const HostTensor& t) { return t.uid == layout_[i].uid; });
     if (it == host.end() || it->bytes.size() != layout_[i].bytes.size())
       return {ErrorCode::INVALID_VALUE, "download_outputs: no matching host tensor for '" + layout_[i].name + "'"};
-    if (auto s = memory::copy_to_host(handle_->impl(), it->bytes.data(), buffers_[i].get(), it->bytes.size()); !s.ok())
+    if (auto s = memory::copy_to_host(impl_of(*handle_), it->bytes.data(), buffers_[i].get(), it->bytes.size()); !s.ok())
       return s;
   }
   return {};
@@ -138,7 +138,7 @@ Status DeviceTensors::download_outputs(std::vector<HostTensor>& host) const {
 Status DeviceTensors::reserve_workspace(int64_t bytes) {
   if (!handle_) return {ErrorCode::INVALID_CALL_ORDER, "reserve_workspace: call upload first"};
   if (bytes <= workspace_bytes() && workspace_.get()) return {};
-  workspace_ = memory::Buffer(handle_->impl(), static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+  workspace_ = memory::Buffer(impl_of(*handle_), static_cast<size_t>(std::max<int64_t>(bytes, 1)));
   return workspace_.status();
 }
 
@@ -162,7 +162,7 @@ Status run_once(Graph& g, const Handle& h, std::vector<HostTensor>& tensors) {
 Status time_runs(const Handle& h, int iters, const std::function<Status()>& fn, Timing& out) {
   using clock = std::chrono::steady_clock;
   iters = std::max(iters, 1);
-  HandleImpl& hi = h.impl();
+  HandleImpl& hi = impl_of(h);
   if (auto s = fn(); !s.ok()) return s;
   if (auto s = memory::synchronize(hi); !s.ok()) return s;
   // On a GPU, events on the stream measure the work itself, not the launch and the wait.

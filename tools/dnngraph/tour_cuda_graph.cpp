@@ -31,9 +31,9 @@ struct CaptureState {
     if (exec) d->cuGraphExecDestroy(exec);
     if (graph) d->cuGraphDestroy(graph);
     if (stream) {
-      (void)memory::synchronize(handle->impl());
+      (void)memory::synchronize(impl_of(*handle));
       (void)const_cast<Handle*>(handle)->set_stream(old_stream);
-      cuda::destroy_stream(handle->impl(), stream);
+      cuda::destroy_stream(impl_of(*handle), stream);
     }
   }
 };
@@ -66,7 +66,7 @@ Status run_in_cuda_graph(const Handle& h, const Graph& g, DeviceTensors& dev, in
   if (!h.device().is_cuda()) return {ErrorCode::DEVICE_NOT_AVAILABLE, "CUDA graphs need a CUDA handle"};
   const cuda::DriverApi* d = cuda::driver();
   if (!d) return {ErrorCode::DEVICE_NOT_AVAILABLE, cuda::driver_error()};
-  HandleImpl& hi = h.impl();
+  HandleImpl& hi = impl_of(h);
   if (auto s = cuda::make_current(hi); !s.ok()) return s;
   CaptureState st{d, &h, h.get_stream()};
   if (auto s = cuda::create_stream(hi, &st.stream); !s.ok()) return s;
