@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/pointwise_modes.hpp"
 #include "core/dtype.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
 #include "engines/ref/ops.hpp"
@@ -272,8 +273,7 @@ TEST(CpuEpilogue, EveryPointwiseModeMatchesRef) {
   std::uniform_real_distribution<float> u(-3, 3), pos(0.1f, 4);
   constexpr int n = 64;
   float a[n], b[n], c[n], out[n];
-  for (int m = static_cast<int>(dg::PointwiseMode::ADD); m <= static_cast<int>(dg::PointwiseMode::BINARY_SELECT); ++m) {
-    const auto mode = static_cast<dg::PointwiseMode>(m);
+  for (const dg::PointwiseMode mode : test_modes::all_pointwise_modes()) {
     if (mode == dg::PointwiseMode::GEN_INDEX) continue;
     const bool positive = mode == dg::PointwiseMode::LOG || mode == dg::PointwiseMode::SQRT ||
                           mode == dg::PointwiseMode::RSQRT || mode == dg::PointwiseMode::POW;

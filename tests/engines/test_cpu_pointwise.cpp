@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/dtype.hpp"
+#include "common/pointwise_modes.hpp"
 #include "cpu_test_util.hpp"
 #include "engines/cpu/pointwise/canonical_layout.hpp"
 #include "engines/cpu/pointwise/convert_kernels.hpp"
@@ -155,8 +156,7 @@ TEST(CpuPointwiseFused, RandomChainsMatchRef) {
 TEST(CpuPointwiseFused, EveryModeMatchesRef) {
   using M = dg::PointwiseMode;
   std::mt19937 rng(7);
-  for (int m = static_cast<int>(M::ADD); m <= static_cast<int>(M::BINARY_SELECT); ++m) {
-    const M pm = static_cast<M>(m);
+  for (const M pm : test_modes::all_pointwise_modes()) {
     if (pm == M::GEN_INDEX) continue;  // an index, GenIndexKeepsItsAxis covers it
     SCOPED_TRACE(std::string(dg::to_string(pm)));
     const bool positive = pm == M::LOG || pm == M::SQRT || pm == M::RSQRT || pm == M::POW;

@@ -81,9 +81,12 @@ bool to_pw_mode(PointwiseMode m, PwMode& out) {
   case PointwiseMode::name: out = PwMode::name; return true;
     DG_CUDNN_PW_MODES(DG_PW_CASE)
 #undef DG_PW_CASE
-    case PointwiseMode::NOT_SET: return false;
+    default: return false;  // NOT_SET and modes cuDNN does not have
   }
-  return false;
+}
+
+std::string no_cudnn_mode(const PointwiseAttr& a) {
+  return "pointwise mode " + std::string(to_string(a.get_mode())) + " has no cuDNN counterpart";
 }
 
 bool is_backward(PointwiseMode m) { return kind_of(m) == PointwiseKind::ACTIVATION_BACKWARD; }
@@ -204,7 +207,8 @@ class OpLowering {
 
   Status lower(const ir::Node& n, const PointwiseAttr& a) {
     PwMode mode = PwMode::IDENTITY;
-    to_pw_mode(a.get_mode(), mode);
+    if (!to_pw_mode(a.get_mode(), mode))
+      return {ErrorCode::GRAPH_NOT_SUPPORTED, "cudnn: " + ir::describe(n) + ": " + no_cudnn_mode(a)};
     Descriptor& pw = make(Desc::POINTWISE);
     pw.set_enum(Attr::POINTWISE_MODE, AttrType::POINTWISE_MODE, static_cast<int>(mode))
         .set_dtype(Attr::POINTWISE_MATH_PREC, comp_);
@@ -300,6 +304,9 @@ std::string lowering_gap(const Partition& p) {
     if (!lowered)
       return ir::describe(n) + ": dnngraph's cudnn engine lowers conv_fprop/dgrad/wgrad, matmul, pointwise, "
                             "reduction and sdpa nodes only";
+    PwMode mode;
+    if (const auto* pw = std::get_if<PointwiseAttr>(&n.attr); pw && !to_pw_mode(pw->get_mode(), mode))
+      return ir::describe(n) + ": " + no_cudnn_mode(*pw);
     for (const auto* list : {&n.inputs, &n.outputs})
       for (int id : *list) {
         Dtype d;

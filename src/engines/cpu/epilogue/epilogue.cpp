@@ -59,6 +59,11 @@ bool Epilogue::init(const expr::Program& prog, const ir::Graph& g, std::string& 
     why = "the fused domain has rank " + std::to_string(rank()) + " (the CPU epilogue handles up to 12)";
     return false;
   }
+  for (const auto& in : prog.code)
+    if (in.kind == expr::InstrKind::APPLY && !has_pointwise_loop(in.op)) {
+      why = "pointwise mode " + std::string(to_string(in.op.get_mode())) + " has no CPU loop";
+      return false;
+    }
   operands_.clear();
   operand_index_.assign(prog.code.size(), -1);
   round_.assign(prog.code.size(), DataType::NOT_SET);

@@ -111,6 +111,9 @@ class EpilogueRun {
 // `round_to`.
 void apply_pointwise(const PointwiseAttr& op, DataType round_to, int64_t n, const float* a, const float* b,
                      const float* c, float* out);
+// Whether apply_pointwise has a loop for op's mode (GEN_INDEX and NOT_SET have none); checked
+// when a plan is made so that a mode without one is rejected with a reason, not run as NaN.
+bool has_pointwise_loop(const PointwiseAttr& op);
 // MAX, MIN or AMAX of n fp32 values (NaN if any is NaN) into `out`, vectorized; false for the
 // other modes.
 bool extreme_run(ReductionMode m, int64_t n, const float* x, float& out);

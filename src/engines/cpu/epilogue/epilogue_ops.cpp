@@ -324,6 +324,11 @@ bool extreme_run(ReductionMode m, int64_t n, const float* x, float& out) {
   }
 }
 
+bool has_pointwise_loop(const PointwiseAttr& op) {
+  float x[1] = {1.0f}, y[1];  // n = 0: asks the switch without computing anything
+  return apply_fp32(op, 0, x, x, x, y);
+}
+
 void apply_pointwise(const PointwiseAttr& op, DataType round_to, int64_t n, const float* a, const float* b,
                      const float* c, float* out) {
   static const float kZeros[EpilogueRun::kChunk] = {};
@@ -336,7 +341,7 @@ void apply_pointwise(const PointwiseAttr& op, DataType round_to, int64_t n, cons
     }
     return;
   }
-  // check() admits no mode without a loop here (expr lowering turns GEN_INDEX into an index).
+  // Epilogue::init admits no mode without a loop (expr lowering turns GEN_INDEX into an index).
   if (!apply_fp32(op, n, a, b, c, out)) std::fill(out, out + n, std::nanf(""));
   round_run(round_to, n, out);
 }

@@ -4,6 +4,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "engines/cuda/codegen/pointwise_ops.hpp"
+
 namespace dnngraph::cuda::codegen {
 namespace {
 
@@ -278,6 +280,7 @@ std::string Layout::describe() const {
 
 bool plan_layout(const expr::Program& prog, const ir::Graph& g, const LayoutOptions& o, Layout& out,
                  std::string& why_not) {
+  if (!has_expressions(prog, why_not)) return false;
   out = Layout{};
   out.dynamic = o.dynamic;
   out.deterministic = o.deterministic;

@@ -89,7 +89,17 @@ bool pointwise_expr(const PointwiseAttr& p, const std::string& a, const std::str
     case M::LOGICAL_OR: out = "dg::boolf(" + A + " != 0.0f || " + B + " != 0.0f)"; break;
     case M::LOGICAL_NOT: out = "dg::boolf(" + A + " == 0.0f)"; break;
     case M::BINARY_SELECT: out = "(" + C + " != 0.0f ? " + A + " : " + B + ")"; break;
-    case M::GEN_INDEX: case M::NOT_SET: return false;
+    default: return false;  // GEN_INDEX, NOT_SET and modes without a formula here
+  }
+  return true;
+}
+
+bool has_expressions(const expr::Program& prog, std::string& why_not) {
+  std::string e;
+  for (const auto& in : prog.code) {
+    if (in.kind != expr::InstrKind::APPLY || pointwise_expr(in.op, "a", "b", "c", e)) continue;
+    why_not = "pointwise mode " + std::string(to_string(in.op.get_mode())) + " has no CUDA expression";
+    return false;
   }
   return true;
 }

@@ -3,12 +3,18 @@
 #include <string>
 
 #include "dnngraph/attributes.hpp"
+#include "fusion/expr.hpp"
 
 namespace dnngraph::cuda::codegen {
 
 // The expression computing mode(a, b, c) in fp32 (operands are expressions too). False for modes
-// that are not plain functions of their operands (GEN_INDEX, NOT_SET).
+// that are not plain functions of their operands (GEN_INDEX, NOT_SET) and for modes the emitter
+// has no formula for (a mode added to pointwise_modes.def without one).
 bool pointwise_expr(const PointwiseAttr& p, const std::string& a, const std::string& b, const std::string& c,
                     std::string& out);
+
+// Checked when a plan is laid out, so that an engine rejects such a program with this reason
+// instead of emitting a kernel that cannot compile.
+bool has_expressions(const expr::Program& prog, std::string& why_not);
 
 }  // namespace dnngraph::cuda::codegen

@@ -6,6 +6,7 @@
 
 #include "core/dtype.hpp"
 #include "engines/cuda/codegen/emitter.hpp"
+#include "engines/cuda/codegen/pointwise_ops.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -200,6 +201,7 @@ int anchor_node(const Partition& p) {
 bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, EpiloguePlan& out, std::string& why) {
   out = EpiloguePlan{};
   if (!expr::lower(p, anchor_node(p), out.prog, why)) return false;
+  if (!codegen::has_expressions(out.prog, why)) return false;
   out.L.dynamic = dynamic;
   Builder b{p, axes, out.prog, out.L, why};
   return b.run();
