@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/dtype.hpp"
+#include "common/build_steps.hpp"
 #include "common/pointwise_modes.hpp"
 #include "cpu_test_util.hpp"
 #include "engines/cpu/pointwise/canonical_layout.hpp"
@@ -173,6 +174,32 @@ TEST(CpuPointwiseFused, EveryModeMatchesRef) {
                    if (x.size() == 2) return {g.pointwise(x[0], x[1], attr)};
                    return {g.pointwise(x[0], x[1], x[2], attr)};
                  });
+  }
+}
+
+// hardswish at its kinks and beyond, against hand-computed values (EveryModeMatchesRef holds the
+// engine to ref on random inputs; this holds both to the definition x * relu6(x + 3) / 6), and
+// NaN propagates. Python's g.hardswish comes from the same row.
+TEST(CpuPointwiseFused, HardswishMatchesItsDefinition) {
+  std::vector<float> x{-4.0f, -3.0f, -1.5f, 0.0f, 1.5f, 3.0f, 4.0f, std::nanf("")};
+  const std::vector<double> want{0.0, 0.0, -0.375, 0.0, 1.125, 3.0, 4.0, std::nan("")};
+  for (const char* engine : {kEngine, "ref"}) {
+    SCOPED_TRACE(engine);
+    dg::Handle cpu(dg::Device::cpu());
+    dg::Graph g;
+    auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim({8}).set_stride({1}).set_data_type(dg::DataType::FLOAT));
+    auto Y = g.pointwise(X, mode(dg::PointwiseMode::HARDSWISH_FWD).set_name("hardswish"));
+    Y->set_output(true).set_data_type(dg::DataType::FLOAT);
+    g.select_engines({engine});
+    const auto built = test_build::run_build_steps(g, cpu);
+    ASSERT_TRUE(built.ok()) << built.to_string() << "\n" << g.explain();
+    std::vector<float> y(8, std::nanf(""));
+    const auto s = g.execute(cpu, {{X, x.data()}, {Y, y.data()}}, nullptr);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(y[i])) << "at " << x[i];
+      else EXPECT_NEAR(y[i], want[i], 1e-6) << "at " << x[i];
+    }
   }
 }
 

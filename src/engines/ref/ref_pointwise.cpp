@@ -50,6 +50,10 @@ double pointwise_apply(const PointwiseAttr& p, double a, double b, double c) {
     case M::SOFTPLUS_FWD: return std::log1p(std::exp(p.get_softplus_beta() * a)) / p.get_softplus_beta();
     case M::SWISH_FWD: return a * sigmoid(p.get_swish_beta() * a);
     case M::GELU_APPROX_TANH_FWD: return 0.5 * a * (1.0 + std::tanh(gelu_tanh_inner(a)));
+    case M::HARDSWISH_FWD: {  // x * relu6(x + 3) / 6, NaN kept (fmin/fmax would drop it)
+      const double r = a + 3.0;
+      return a * (r < 0.0 ? 0.0 : r > 6.0 ? 6.0 : r) / 6.0;
+    }
     // Backward modes: a = dy, b = x (the forward input).
     case M::RELU_BWD: {
       const double lo = p.get_relu_lower_clip();

@@ -203,6 +203,12 @@ DNNGRAPH_EPILOGUE_CLONES bool apply_fp32(const PointwiseAttr& p, int64_t n, cons
     case M::GELU_APPROX_TANH_FWD:
       unary(n, a, o, [](float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x))); });
       return true;
+    case M::HARDSWISH_FWD:  // x * relu6(x + 3) / 6; comparisons keep NaN
+      unary(n, a, o, [](float x) {
+        const float r = x + 3.0f;
+        return x * (r < 0.0f ? 0.0f : r > 6.0f ? 6.0f : r) / 6.0f;
+      });
+      return true;
     case M::SWISH_FWD: {
       const float beta = static_cast<float>(p.get_swish_beta());
       unary(n, a, o, [beta](float x) { return x * sigmoid(beta * x); });
