@@ -19,7 +19,8 @@ std::string describe(const TensorView& t) { return "tensor '" + t.name + "' (uid
 
 [[noreturn]] void pack_error(const std::string& msg) { fail(ErrorCode::INVALID_VARIANT_PACK, "variant pack: " + msg); }
 
-// The IR's tensors by uid; empty before build_operation_graph (execute then refuses the call).
+// The IR's user-visible tensors by uid; none before build_operation_graph (execute then refuses
+// the call). Virtual tensors are not the pack's: the plans keep them in the workspace or in registers.
 class PackTargets {
  public:
   explicit PackTargets(const Graph& g) {
@@ -66,8 +67,8 @@ struct Layout {
 std::string layout_hint(StrideOrigin origin) {
   switch (origin) {
     case StrideOrigin::ROW_MAJOR:
-      return "; tensor() made its strides row-major: pass np.ascontiguousarray(array) (or "
-             "tensor.contiguous()), give tensor() the array's strides, or declare it with "
+      return "; tensor() made its strides row-major: pass np.ascontiguousarray(array) (torch: "
+             "array.contiguous()), give tensor() the array's strides, or declare it with "
              "g.tensor_like(array), which keeps the array's strides";
     case StrideOrigin::ARRAY:
       return "; tensor_like() took its strides from the array it was given: pass an array of that layout, "
@@ -112,7 +113,7 @@ void check_array(const PyGraph& g, const TensorView* t, const std::string& label
   }
   if (a.has_negative_stride()) pack_error(label + ": the array has negative strides");
   const int64_t extent = a.extent_bytes();
-  if (!t || t->is_virtual) return;
+  if (!t) return;
   if (t->is_produced && !a.writable) pack_error(label + " is an output but the array is read-only");
   if (!type_matches(t->dtype, a))
     pack_error(label + " is " + std::string(to_string(t->dtype)) + " but the array is " + a.dtype_string());
