@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "common.hpp"
+#include "core/checked.hpp"
 
 namespace dnngraph::python {
 namespace {
@@ -111,7 +112,15 @@ std::vector<int64_t> ArrayRef::strides() const {
 }
 
 int64_t ArrayRef::extent_bytes() const {
-  return span_elements(dims(), strides()) * static_cast<int64_t>(array.itemsize());
+  const std::vector<int64_t> d = dims();
+  for (int64_t n : d)
+    if (n == 0) return 0;
+  int64_t bytes = 0;
+  // A DLPack producer may claim any strides (NumPy's as_strided does): a span past int64 is refused.
+  if (!checked::span_bytes(d, strides(), static_cast<int64_t>(array.itemsize()), bytes))
+    fail(ErrorCode::INVALID_VALUE, "the array's dims " + list_to_string(d) + " and strides " +
+                                       list_to_string(strides()) + " reach past 2^63 bytes");
+  return bytes;
 }
 
 bool ArrayRef::has_negative_stride() const {
@@ -180,18 +189,16 @@ void* to_stream(nb::handle obj) {
 
 std::vector<int64_t> packed_strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * std::max<int64_t>(dims[i], 1);
+  for (size_t i = dims.size(); i-- > 1;)
+    if (!checked::mul(s[i], std::max<int64_t>(dims[i], 1), s[i - 1]))
+      fail(ErrorCode::INVALID_VALUE, "dims " + list_to_string(dims) + " have no row-major strides within int64");
   return s;
 }
 
-int64_t span_elements(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
-  int64_t last = 0;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == 0) return 0;
-    const int64_t s = i < strides.size() ? strides[i] : 0;
-    if (s > 0) last += (dims[i] - 1) * s;
-  }
-  return last + 1;
+std::string list_to_string(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
 }
 
 }  // namespace dnngraph::python

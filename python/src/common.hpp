@@ -63,7 +63,8 @@ struct ArrayRef {
   std::string dtype_string() const;          // "float32", "bfloat16", ...
   std::vector<int64_t> dims() const;
   std::vector<int64_t> strides() const;      // in elements
-  int64_t extent_bytes() const;              // bytes from data() to one past the last element
+  // Bytes from data() to one past the last element; a span past int64 is an INVALID_VALUE error.
+  int64_t extent_bytes() const;
   bool has_negative_stride() const;
 };
 
@@ -78,10 +79,10 @@ inline DataType optional_data_type(nb::handle obj) {
 void* to_stream(nb::handle obj);
 // A raw pointer passed as a Python int.
 void* to_pointer(nb::handle obj);
-// Row-major strides for dims.
+// Row-major strides for dims; dims whose strides overflow int64 are an INVALID_VALUE error.
 std::vector<int64_t> packed_strides(const std::vector<int64_t>& dims);
-// 1 + the largest element offset; 0 for an empty tensor.
-int64_t span_elements(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides);
+// "[2048,32,1]": dims and strides in messages.
+std::string list_to_string(const std::vector<int64_t>& v);
 
 // ---- the other binding files
 void init_enums(nb::module_& m);

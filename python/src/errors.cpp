@@ -21,6 +21,14 @@ bool is_value_error(ErrorCode c) {
   }
 }
 
+// A message may quote bytes that are not UTF-8 (a name read from a damaged file, JSON the parser
+// rejected): they are shown as \xNN escapes instead of failing the conversion and losing the error.
+nb::str message_text(const std::string& message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "backslashreplace");
+  if (!text) throw nb::python_error();
+  return nb::steal<nb::str>(text);
+}
+
 void translate(const std::exception_ptr& p, void* graph_not_supported) {
   try {
     std::rethrow_exception(p);
@@ -29,7 +37,7 @@ void translate(const std::exception_ptr& p, void* graph_not_supported) {
     PyObject* type = PyExc_RuntimeError;
     if (code == ErrorCode::GRAPH_NOT_SUPPORTED) type = static_cast<PyObject*>(graph_not_supported);
     else if (is_value_error(code)) type = PyExc_ValueError;
-    nb::object exc = nb::borrow(type)(nb::str(e.what()));
+    nb::object exc = nb::borrow(type)(message_text(e.what()));
     exc.attr("code") = nb::cast(code);
     PyErr_SetObject(type, exc.ptr());
   }

@@ -1,6 +1,11 @@
 // The dnngraph._dnngraph extension: enums, handles, kernel caches, and the module's entry point.
 // The graph (pygraph) and its tensors live in pygraph_*.cpp and tensor.cpp.
 
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <string_view>
+
 #include "common.hpp"
 
 namespace dnngraph::python {
@@ -16,15 +21,21 @@ void bind_enum(nb::module_& m, const char* name, E last, const char* doc) {
   }
 }
 
+// "cpu", "cuda", "gpu", "cuda:N" or "gpu:N" (also a torch.device, through str()).
 Device parse_device(nb::handle obj) {
-  const std::string s = nb::cast<std::string>(nb::str(obj));  // also takes torch.device
+  const std::string s = nb::cast<std::string>(nb::str(obj));
   if (s == "cpu") return Device::cpu();
   if (s == "cuda" || s == "gpu") return Device::cuda(0);
-  for (const char* prefix : {"cuda:", "gpu:"}) {
-    const std::string p = prefix;
-    if (s.rfind(p, 0) == 0 && s.size() > p.size() &&
-        s.find_first_not_of("0123456789", p.size()) == std::string::npos)
-      return Device::cuda(std::stoi(s.substr(p.size())));
+  for (std::string_view prefix : {"cuda:", "gpu:"}) {
+    if (s.rfind(prefix, 0) != 0 || s.size() == prefix.size()) continue;
+    const char* first = s.data() + prefix.size();
+    const char* last = s.data() + s.size();
+    int index = 0;
+    const auto [end, ec] = std::from_chars(first, last, index);
+    if (ec == std::errc::result_out_of_range && std::all_of(first, last, [](char c) { return c >= '0' && c <= '9'; }))
+      fail(ErrorCode::INVALID_VALUE, "create_handle: device '" + s + "': the index is beyond any device (at most " +
+                                         std::to_string(std::numeric_limits<int>::max()) + ")");
+    if (ec == std::errc() && end == last && *first != '-') return Device::cuda(index);
   }
   fail(ErrorCode::INVALID_VALUE, "create_handle: device '" + s + "' is not \"cpu\", \"cuda\" or \"cuda:N\"");
 }

@@ -1,19 +1,42 @@
 // Variant packs and workspaces from Python: {tensor or uid: array or int pointer}. Each array is
-// checked against its tensor (device, type, size, writability) before the library sees a pointer,
-// so a wrong array is a ValueError naming the tensor instead of a crash.
+// checked against the tensor the plans were built for (the IR's: the same for a graph built here,
+// read from JSON or deserialized), for device, type, span, layout and writability, before the
+// library sees a pointer: a wrong array is a ValueError naming the tensor instead of a crash or a
+// wrong result.
+
+#include <unordered_map>
 
 #include "pygraph.hpp"
+#include "planning/introspect.hpp"
 
 namespace dnngraph::python {
 namespace {
 
 using OptHandle = std::optional<Handle>;
+using introspect::TensorView;
 
-std::string describe(const TensorAttr& t) {
-  return "tensor '" + t.get_name() + "'" + (t.has_uid() ? " (uid " + std::to_string(t.get_uid()) + ")" : "");
-}
+std::string describe(const TensorView& t) { return "tensor '" + t.name + "' (uid " + std::to_string(t.uid) + ")"; }
 
 [[noreturn]] void pack_error(const std::string& msg) { fail(ErrorCode::INVALID_VARIANT_PACK, "variant pack: " + msg); }
+
+// The IR's user-visible tensors by uid; none before build_operation_graph (execute then refuses
+// the call). Virtual tensors are not the pack's: the plans keep them in the workspace or in registers.
+class PackTargets {
+ public:
+  explicit PackTargets(const Graph& g) {
+    if (!introspect::tensors(g, views_).ok()) views_.clear();
+    for (size_t i = 0; i < views_.size(); ++i)
+      if (!views_[i].is_virtual && views_[i].uid >= 0) by_uid_[views_[i].uid] = i;
+  }
+  const TensorView* find(int64_t uid) const {
+    auto it = by_uid_.find(uid);
+    return it == by_uid_.end() ? nullptr : &views_[it->second];
+  }
+
+ private:
+  std::vector<TensorView> views_;
+  std::unordered_map<int64_t, size_t> by_uid_;
+};
 
 // Types NumPy has no name for (bfloat16, fp8, bool as bytes) may come as integers of the same width.
 bool type_matches(DataType want, const ArrayRef& a) {
@@ -28,30 +51,80 @@ bool type_matches(DataType want, const ArrayRef& a) {
   return nameless && integer && d.lanes == 1 && static_cast<int64_t>(d.bits) == size_of(want) * 8;
 }
 
-void check_array(const PyGraph& g, const TensorAttr* t, const std::string& label, const ArrayRef& a,
+// Dims and strides without the size-1 dims, whose strides address nothing.
+struct Layout {
+  std::vector<int64_t> dims, strides;
+  Layout(const std::vector<int64_t>& all_dims, const std::vector<int64_t>& all_strides) {
+    for (size_t i = 0; i < all_dims.size(); ++i)
+      if (all_dims[i] != 1) {
+        dims.push_back(all_dims[i]);
+        strides.push_back(i < all_strides.size() ? all_strides[i] : 0);
+      }
+  }
+};
+
+// How to get an array of the tensor's layout, or a tensor of the array's, by where its strides came from.
+std::string layout_hint(StrideOrigin origin) {
+  switch (origin) {
+    case StrideOrigin::ROW_MAJOR:
+      return "; tensor() made its strides row-major: pass np.ascontiguousarray(array) (torch: "
+             "array.contiguous()), give tensor() the array's strides, or declare it with "
+             "g.tensor_like(array), which keeps the array's strides";
+    case StrideOrigin::ARRAY:
+      return "; tensor_like() took its strides from the array it was given: pass an array of that layout, "
+             "or declare the tensor with g.tensor_like() of this one";
+    case StrideOrigin::INFERRED:
+      return "; validate() inferred the strides from the node's inputs: pass an array of that layout, or "
+             "set_stride() on the tensor before validate";
+    case StrideOrigin::GIVEN: break;
+  }
+  return "";
+}
+
+// Where the strides of the tensor with this uid came from, when this pygraph declared it.
+StrideOrigin stride_origin(const PyGraph& g, int64_t uid) {
+  const auto tensors = g.tensors_by_uid();
+  const auto it = tensors.find(uid);
+  return it == tensors.end() ? StrideOrigin::GIVEN : g.stride_origin(*it->second);
+}
+
+// The kernels index the tensor by its dims and strides: an array laid out otherwise (Fortran
+// order, a slice, a transposed view) would be read or written in the wrong places.
+void check_layout(const PyGraph& g, const TensorView& t, const std::string& label, const ArrayRef& a) {
+  const std::vector<int64_t> dims = a.dims(), strides = a.strides();
+  const Layout want(t.dims, t.strides), have(dims, strides);
+  if (want.dims != have.dims)
+    pack_error(label + " has dims " + list_to_string(t.dims) + " but the array has dims " + list_to_string(dims));
+  for (int64_t d : t.dims)
+    if (d == 0) return;  // no element is addressed
+  if (want.strides != have.strides)
+    pack_error(label + " has strides " + list_to_string(t.strides) + " but the array has strides " +
+               list_to_string(strides) + " (in elements)" + layout_hint(stride_origin(g, t.uid)));
+}
+
+// `t` is null for a key the IR does not know: the library names it.
+void check_array(const PyGraph& g, const TensorView* t, const std::string& label, const ArrayRef& a,
                  const Device& device) {
-  if (t && t->get_is_pass_by_value()) {
+  if (t && t->is_pass_by_value) {
     if (!a.on_host())
       pack_error(label + " is pass-by-value (a host scalar) but the array is on " + a.device_string());
   } else if (!a.usable_on(device)) {
     pack_error(label + " is a " + a.device_string() + " array but the handle is " + device.to_string());
   }
   if (a.has_negative_stride()) pack_error(label + ": the array has negative strides");
+  const int64_t extent = a.extent_bytes();
   if (!t) return;
-  if (g.is_produced(t) && !a.writable) pack_error(label + " is an output but the array is read-only");
-  const DataType want = t->get_data_type();
-  if (want != DataType::NOT_SET && !type_matches(want, a))
-    pack_error(label + " is " + std::string(to_string(want)) + " but the array is " + a.dtype_string());
-  if (want != DataType::NOT_SET && !t->get_dim().empty()) {
-    const int64_t need = span_elements(t->get_dim(), t->get_stride()) * size_of(want);
-    if (a.extent_bytes() < need)
-      pack_error(label + " spans " + std::to_string(need) + " bytes but the array holds only " +
-                 std::to_string(a.extent_bytes()));
-  }
+  if (t->is_produced && !a.writable) pack_error(label + " is an output but the array is read-only");
+  if (!type_matches(t->dtype, a))
+    pack_error(label + " is " + std::string(to_string(t->dtype)) + " but the array is " + a.dtype_string());
+  if (extent < t->span_bytes)
+    pack_error(label + " spans " + std::to_string(t->span_bytes) + " bytes but the array holds only " +
+               std::to_string(extent));
+  check_layout(g, *t, label, a);
 }
 
 // The pointer for one pack value: an array (checked), an int pointer, or None (null).
-void* value_pointer(const PyGraph& g, const TensorAttr* t, const std::string& label, nb::handle value,
+void* value_pointer(const PyGraph& g, const TensorView* t, const std::string& label, nb::handle value,
                     const Device& device, std::vector<ArrayRef>& keep) {
   if (value.is_none()) return nullptr;
   if (PyLong_Check(value.ptr())) return to_pointer(value);
@@ -63,6 +136,13 @@ void* value_pointer(const PyGraph& g, const TensorAttr* t, const std::string& la
   void* p = a.data();
   keep.push_back(std::move(a));
   return p;
+}
+
+int64_t uid_key(nb::handle key) {
+  int64_t uid = 0;
+  if (!nb::try_cast(key, uid, false))
+    pack_error("uid " + nb::cast<std::string>(nb::str(key)) + " is outside int64; uids are in [0, 2^63 - 2]");
+  return uid;
 }
 
 }  // namespace
@@ -78,23 +158,28 @@ ResolvedPack resolve_pack(PyGraph& g, nb::handle pack, const Handle& h) {
       out.use_uid = true;
     }
   }
+  const PackTargets targets(g.graph);
   for (auto [key, value] : d) {
     if (nb::isinstance<TensorAttr>(key)) {
       // Keys are looked up among this graph's tensors: a tensor of another graph is an error here.
       TensorPtr t = g.find(key);
       if (!t) pack_error("tensor '" + nb::inst_ptr<TensorAttr>(key)->get_name() + "' is not a tensor of this graph");
-      void* p = value_pointer(g, t.get(), describe(*t), value, h.device(), out.keep);
+      const std::string label = "tensor '" + t->get_name() + "'" +
+                                (t->has_uid() ? " (uid " + std::to_string(t->get_uid()) + ")" : "");
+      // Without a uid the graph is not validated: execute refuses it.
+      const TensorView* view = t->has_uid() ? targets.find(t->get_uid()) : nullptr;
+      void* p = value_pointer(g, view, label, value, h.device(), out.keep);
       if (!out.use_uid) {
         out.by_tensor[t] = p;
       } else {
-        if (!t->has_uid()) pack_error(describe(*t) + " has no uid yet (call validate first)");
+        if (!t->has_uid()) pack_error(label + " has no uid yet (call validate first)");
         out.by_uid[t->get_uid()] = p;
       }
     } else {
-      const int64_t uid = nb::cast<int64_t>(key);
-      TensorPtr known = g.find_uid(uid);
-      const std::string label = known ? describe(*known) : "uid " + std::to_string(uid);
-      out.by_uid[uid] = value_pointer(g, known.get(), label, value, h.device(), out.keep);
+      const int64_t uid = uid_key(key);
+      const TensorView* view = targets.find(uid);
+      const std::string label = view ? describe(*view) : "uid " + std::to_string(uid);
+      out.by_uid[uid] = value_pointer(g, view, label, value, h.device(), out.keep);
     }
   }
   return out;
@@ -168,10 +253,11 @@ void* to_cuda_graph(nb::handle obj) {
 VariantPack tensor_pack(const PyGraph& g, const ResolvedPack& p) {
   if (!p.use_uid) return p.by_tensor;
   VariantPack out;
+  const auto tensors = g.tensors_by_uid();
   for (const auto& [uid, ptr] : p.by_uid) {
-    TensorPtr t = g.find_uid(uid);
-    if (!t) pack_error("uid " + std::to_string(uid) + " names no tensor this pygraph declared; key the pack by tensor");
-    out[t] = ptr;
+    const auto it = tensors.find(uid);
+    if (it == tensors.end()) pack_error("uid " + std::to_string(uid) + " names no tensor of this graph");
+    out[it->second] = ptr;
   }
   return out;
 }

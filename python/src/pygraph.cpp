@@ -2,6 +2,8 @@
 
 #include "pygraph.hpp"
 
+#include "planning/introspect.hpp"
+
 namespace dnngraph::python {
 
 PyGraph::PyGraph(std::string name, DataType io, DataType intermediate, DataType compute,
@@ -23,22 +25,37 @@ const Handle& PyGraph::handle(const std::optional<Handle>& given) {
   return *handle_;
 }
 
-TensorPtr PyGraph::input(TensorPtr t) {
+TensorPtr PyGraph::input(TensorPtr t, StrideOrigin origin) {
+  if (origin != StrideOrigin::GIVEN) stride_origins_[t.get()] = {origin, t->get_stride()};
   tensors_.push_back(t);
   return t;
 }
 
 TensorPtr PyGraph::produced(TensorPtr t) {
-  if (!t) return t;
-  produced_.insert(t.get());
-  tensors_.push_back(t);
+  if (t) tensors_.push_back(t);
   return t;
 }
 
-TensorPtr PyGraph::find_uid(int64_t uid) const {
+Status PyGraph::validate() {
+  std::vector<TensorPtr> unstrided;
   for (const auto& t : tensors_)
-    if (!t->get_is_virtual() && t->has_uid() && t->get_uid() == uid) return t;
-  return nullptr;
+    if (t->get_stride().empty()) unstrided.push_back(t);
+  Status s = graph.validate();
+  for (const auto& t : unstrided)
+    if (!t->get_stride().empty()) stride_origins_[t.get()] = {StrideOrigin::INFERRED, t->get_stride()};
+  return s;
+}
+
+StrideOrigin PyGraph::stride_origin(const TensorAttr& t) const {
+  auto it = stride_origins_.find(&t);
+  return it != stride_origins_.end() && it->second.strides == t.get_stride() ? it->second.origin : StrideOrigin::GIVEN;
+}
+
+std::unordered_map<int64_t, TensorPtr> PyGraph::tensors_by_uid() const {
+  std::unordered_map<int64_t, TensorPtr> out;
+  for (const auto& t : introspect::user_tensors(graph))
+    if (t && !t->get_is_virtual() && t->has_uid()) out.emplace(t->get_uid(), t);
+  return out;
 }
 
 TensorPtr PyGraph::find(nb::handle obj) const {
@@ -67,7 +84,7 @@ TensorPtr make_tensor(PyGraph& g, std::vector<int64_t> dim, std::optional<std::v
   a.set_data_type(optional_data_type(data_type)).set_is_virtual(is_virtual).set_is_pass_by_value(is_pass_by_value);
   if (uid && *uid >= 0) a.set_uid(*uid);
   if (value) a.set_value(*value);
-  return g.input(g.graph.tensor(a));
+  return g.input(g.graph.tensor(a), stride ? StrideOrigin::GIVEN : StrideOrigin::ROW_MAJOR);
 }
 
 // tensor_like(array): dims, strides (in elements) and type of a DLPack array. On a GPU graph a
@@ -86,7 +103,7 @@ TensorPtr tensor_like_array(PyGraph& g, nb::handle obj, std::string name) {
   TensorAttr t;
   t.set_name(std::move(name)).set_dim(std::move(dims)).set_stride(std::move(strides)).set_data_type(*type);
   if (g.handle().device().is_cuda() && a.on_host() && a.array.device_type() == 1) t.set_is_pass_by_value(true);
-  return g.input(g.graph.tensor(t));
+  return g.input(g.graph.tensor(t), StrideOrigin::ARRAY);
 }
 
 TensorPtr tensor_like(PyGraph& g, nb::handle obj, std::string name) {
@@ -109,9 +126,18 @@ std::vector<uint8_t> to_bytes(nb::handle data) {
   return std::vector<uint8_t>(p, p + b.size());
 }
 
+// JSON text from a str, or from bytes as a file holds them (the reader checks that they are UTF-8).
+std::string json_text(nb::handle json) {
+  if (nb::isinstance<nb::str>(json)) return nb::cast<std::string>(json);
+  if (!PyBytes_Check(json.ptr()) && !PyByteArray_Check(json.ptr()))
+    fail(ErrorCode::INVALID_VALUE, "from_json: expected a str or bytes; got " + py_type_name(json));
+  const std::vector<uint8_t> bytes = to_bytes(json);
+  return std::string(bytes.begin(), bytes.end());
+}
+
 void build_all(PyGraph& g, nb::handle modes, BuildPlanPolicy policy) {
   const Handle& h = g.handle();
-  check(g.graph.validate());
+  check(g.validate());
   check(g.graph.build_operation_graph(h));
   check(g.graph.create_execution_plans(heur_modes(modes)));
   check(g.graph.check_support(h));
@@ -157,7 +183,7 @@ void bind_pygraph_build(nb::class_<PyGraph>& c) {
         }, nb::arg("value"), nb::arg("data_type").none() = nb::none(),
         "A pass-by-value scalar tensor holding `value` (FLOAT unless data_type says otherwise).");
 
-  c.def("validate", [](PyGraph& g) { check(g.graph.validate()); });
+  c.def("validate", [](PyGraph& g) { check(g.validate()); });
   c.def("build_operation_graph", [](PyGraph& g, OptHandle h) { check(g.graph.build_operation_graph(g.handle(h))); },
         nb::arg("handle").none() = nb::none());
   c.def("create_execution_plans", [](PyGraph& g, nb::handle modes) { check(g.graph.create_execution_plans(heur_modes(modes))); },
@@ -214,12 +240,13 @@ void bind_pygraph_build(nb::class_<PyGraph>& c) {
     check(g.graph.deserialize(h, bytes));
   }, nb::arg("data"));
   c.def("to_json", [](const PyGraph& g) { return g.graph.to_json(); });
-  c.def_static("from_json", [](const std::string& json, OptHandle h) {
+  c.def_static("from_json", [](nb::handle json, OptHandle h) {
     auto g = std::make_unique<PyGraph>("", DataType::NOT_SET, DataType::NOT_SET, DataType::NOT_SET, std::move(h),
                                        nullptr, false);
-    check(Graph::from_json(json, g->graph));
+    check(Graph::from_json(json_text(json), g->graph));
     return g;
-  }, nb::arg("json"), nb::arg("handle").none() = nb::none(), "A graph read from docs/graph-json.md's format.");
+  }, nb::arg("json"), nb::arg("handle").none() = nb::none(),
+     "A graph read from docs/graph-json.md's format: a str, or the bytes of a file (UTF-8).");
   c.def("__repr__", [](const PyGraph& g) { return g.graph.to_json(); });
 }
 

@@ -4,12 +4,20 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "common.hpp"
 
 namespace dnngraph::python {
+
+// Where a tensor's strides came from, for the hint when an array's layout differs from them.
+enum class StrideOrigin {
+  GIVEN,      // set by the user (stride=, set_stride, a JSON graph, another tensor)
+  ROW_MAJOR,  // tensor() without stride=
+  ARRAY,      // tensor_like(array): that array's strides
+  INFERRED,   // an output's, inferred by validate from the node's inputs
+};
 
 class PyGraph {
  public:
@@ -23,21 +31,28 @@ class PyGraph {
   bool has_handle() const { return handle_.has_value(); }
   std::shared_ptr<KernelCache> kernel_cache() const { return cache_; }
 
-  // Records a tensor declared through the Python API and returns it.
-  TensorPtr input(TensorPtr t);
+  // Records a tensor declared through the Python API (its strides from `origin`) and returns it.
+  TensorPtr input(TensorPtr t, StrideOrigin origin = StrideOrigin::GIVEN);
   // Records a tensor produced by a node (an output the user may read) and returns it.
   TensorPtr produced(TensorPtr t);
-  bool is_produced(const TensorAttr* t) const { return produced_.count(t) > 0; }
-  // A user-visible (non-virtual) tensor with this uid, or null.
-  TensorPtr find_uid(int64_t uid) const;
+  // Graph::validate, noting the outputs whose strides it infers.
+  Status validate();
+  // Where t's strides came from; GIVEN once they were changed after being noted.
+  StrideOrigin stride_origin(const TensorAttr& t) const;
+  // The graph's user-visible (non-virtual) tensors with uids, by uid; JSON graphs' too.
+  std::unordered_map<int64_t, TensorPtr> tensors_by_uid() const;
   // The tensor this Python object wraps, if this pygraph declared or produced it; else null.
   TensorPtr find(nb::handle obj) const;
 
  private:
+  struct NotedStrides {
+    StrideOrigin origin;
+    std::vector<int64_t> strides;  // as they were when noted
+  };
   std::optional<Handle> handle_;
   std::shared_ptr<KernelCache> cache_;
   std::vector<TensorPtr> tensors_;
-  std::unordered_set<const TensorAttr*> produced_;
+  std::unordered_map<const TensorAttr*, NotedStrides> stride_origins_;
 };
 
 // A variant pack resolved to pointers: keyed by tensor, or by uid when any key is a uid.

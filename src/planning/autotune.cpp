@@ -83,7 +83,7 @@ void reorder(PartitionPlans& pp, const std::vector<Measurement>& m, size_t part,
   pp.chosen = 0;
 }
 
-void record_winners(const GraphImpl& g, const Handle& handle, const std::string& db_path) {
+Status record_winners(const GraphImpl& g, const Handle& handle, const AutotuneOptions& o) {
   const uint64_t fingerprint = g.ir->fingerprint(g.ir->dynamic_shapes);
   std::vector<TuningRecord> records;
   for (const auto& pp : g.plans->parts) {
@@ -92,12 +92,12 @@ void record_winners(const GraphImpl& g, const Handle& handle, const std::string&
     records.push_back({fingerprint, partition_nodes_key(pp.partition), impl_of(handle).info.signature, kVersionString,
                        std::string(engine_by_id(c.engine_id)->name()), c.knobs, c.measured_s});
   }
-  TuningDb db(db_path.empty() ? TuningDb::default_path() : db_path);
+  TuningDb db(o.db_path.empty() ? TuningDb::default_path() : o.db_path);
   std::vector<std::string> warnings;
-  // The tuning itself succeeded; a DB that cannot be written costs only the next process a re-tune.
-  if (auto s = db.store(records, warnings); !s.ok()) {
-    DG_LOG(ERROR) << "autotune: the winners were not recorded: " << s.message();
-  }
+  const Status s = db.store(records, warnings);
+  if (o.db_warnings) o.db_warnings->insert(o.db_warnings->end(), warnings.begin(), warnings.end());
+  if (s.ok()) return {};
+  return {s.code(), "autotune: the winners were not recorded: " + s.message()};
 }
 
 }  // namespace
@@ -145,7 +145,12 @@ Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_
   }
   // Leave the outputs holding the chosen plans' results, as execute() would.
   if (auto s = run_partitions(g, handle, ptrs, workspace, current_choice()); !s.ok()) return s;
-  if (options.record) record_winners(g, handle, options.db_path);
+  if (!options.record) return {};
+  const Status recorded = record_winners(g, handle, options);
+  if (options.record_required) return recorded;
+  if (!recorded.ok()) {
+    DG_LOG(ERROR) << recorded.message();
+  }
   return {};
 }
 

@@ -17,6 +17,10 @@ struct AutotuneOptions {
   double give_up_ratio = 10;   // a candidate this much slower than the best so far stops being timed
   bool record = true;          // write each partition's winner to the tuning DB
   std::string db_path;         // empty: TuningDb::default_path()
+  // Whether a tuning DB that cannot be written fails the call (dnngraph tune --db); otherwise it is
+  // only logged, since the plans are tuned either way and only the next process pays.
+  bool record_required = false;
+  std::vector<std::string>* db_warnings = nullptr;  // receives the DB's warnings (damaged lines), if set
   // Called after each candidate: (candidates timed so far, candidates to time in all).
   std::function<void(size_t, size_t)> progress;
 };

@@ -8,6 +8,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -75,26 +77,74 @@ void warn(std::vector<std::string>& warnings, std::string w) {
   warnings.push_back(std::move(w));
 }
 
-// Classifies every line: this version's records (by key), lines to keep verbatim, and warnings.
-void scan(const std::string& path, const std::string& text, std::map<std::string, TuningRecord>* records,
-          std::vector<std::string>* kept, std::vector<std::string>& warnings) {
+constexpr const char* kHeader = "# dnngraph tuning DB: fields are documented in src/planning/tuning_db.cpp";
+
+// What a DB file holds: this version's records (by key), other versions' lines (kept verbatim when
+// rewriting), and its damaged lines.
+struct Scan {
+  std::map<std::string, TuningRecord> records;
+  std::vector<std::string> kept;
+  int damaged = 0;
+  std::string first_damage;  // "line 3: checksum mismatch"
+  bool has_header = false;
+
+  // A file with neither our header nor an intact record is not a tuning DB: store leaves it alone.
+  bool is_tuning_db() const { return has_header || !records.empty() || !kept.empty(); }
+};
+
+// Classifies every line, with a warning naming the file, the line and what is wrong for each skipped one.
+Scan scan(const std::string& path, const std::string& text, std::vector<std::string>& warnings) {
+  Scan out;
   std::istringstream in(text);
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
+    if (line == kHeader) out.has_header = true;
     if (line.empty() || line[0] == '#') continue;
     const std::string where = path + ":" + std::to_string(line_no) + ": ";
     TuningRecord r;
     std::string why, version;
     if (TuningDb::parse_line(line, r, why)) {
-      if (records) (*records)[r.key()] = std::move(r);
+      out.records[r.key()] = std::move(r);
     } else if (is_other_version(line, version)) {
-      if (kept) kept->push_back(line);
+      out.kept.push_back(line);
       warn(warnings, where + "skipped a record of dnngraph " + version + " (this is " + kVersionString + ")");
     } else {
+      if (out.damaged++ == 0) out.first_damage = "line " + std::to_string(line_no) + ": " + why;
       warn(warnings, where + "skipped a corrupt line: " + why);
     }
   }
+  return out;
+}
+
+// "<path>.damaged-20261202T004512Z": where a damaged DB's bytes are kept before it is rewritten.
+std::string damaged_copy_path(const std::string& path) {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  std::string aside = path + ".damaged-" + stamp;
+  for (int n = 2; std::ifstream(aside).good(); ++n) aside = path + ".damaged-" + stamp + "-" + std::to_string(n);
+  return aside;
+}
+
+// Before a rewrite: a file that is no tuning DB at all is left alone, and a DB with damaged lines
+// is rewritten without them only after its bytes are kept beside it, so nothing is lost silently.
+Status check_before_rewrite(const std::string& path, const std::string& text, const Scan& found,
+                            std::vector<std::string>& warnings) {
+  const bool blank = text.find_first_not_of(" \t\r\n") == std::string::npos;
+  if (!blank && !found.is_tuning_db())
+    return {ErrorCode::IO_ERROR, "tuning DB: " + path + " is not a dnngraph tuning DB (" +
+                                     (found.damaged ? found.first_damage : "no header and no record") +
+                                     "); it was left untouched: name another file or remove it"};
+  if (found.damaged == 0) return {};
+  const std::string aside = damaged_copy_path(path);
+  if (auto s = files::write_atomically(aside, text); !s.ok()) return s;
+  warn(warnings, path + ": " + std::to_string(found.damaged) + " damaged line(s), the first at " +
+                     found.first_damage + "; the file was kept as " + aside + " and rewritten with its " +
+                     std::to_string(found.records.size() + found.kept.size()) + " intact record(s)");
+  return {};
 }
 
 }  // namespace
@@ -170,9 +220,7 @@ Status TuningDb::load(std::vector<TuningRecord>& records, std::vector<std::strin
   std::string text;
   bool found = false;
   if (auto s = files::read_whole(path_, text, found); !s.ok()) return s;
-  std::map<std::string, TuningRecord> by_key;
-  scan(path_, text, &by_key, nullptr, warnings);
-  for (auto& [k, r] : by_key) records.push_back(std::move(r));
+  for (auto& [k, r] : scan(path_, text, warnings).records) records.push_back(std::move(r));
   return {};
 }
 
@@ -199,13 +247,12 @@ Status TuningDb::store(const std::vector<TuningRecord>& records, std::vector<std
   std::string text;
   bool found = false;
   if (auto s = files::read_whole(path_, text, found); !s.ok()) return s;
-  std::map<std::string, TuningRecord> merged;
-  std::vector<std::string> kept;
-  scan(path_, text, &merged, &kept, warnings);
-  for (const auto& r : records) merged[r.key()] = r;
-  std::string out = "# dnngraph tuning DB: fields are documented in src/planning/tuning_db.cpp\n";
-  for (const auto& line : kept) out += line + '\n';
-  for (const auto& [k, r] : merged) out += format_line(r) + '\n';
+  Scan merged = scan(path_, text, warnings);
+  if (auto s = check_before_rewrite(path_, text, merged, warnings); !s.ok()) return s;
+  for (const auto& r : records) merged.records[r.key()] = r;
+  std::string out = std::string(kHeader) + '\n';
+  for (const auto& line : merged.kept) out += line + '\n';
+  for (const auto& [k, r] : merged.records) out += format_line(r) + '\n';
   return files::write_atomically(path_, out);
 }
 

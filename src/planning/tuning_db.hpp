@@ -47,7 +47,9 @@ class TuningDb {
                                    std::vector<std::string>& warnings) const;
   // Adds records, replacing those with the same key. Under an exclusive lock on <path>.lock it
   // re-reads the file, merges and renames a new file over it, so concurrent writers lose nothing.
-  // Other versions' lines are kept as they are; corrupt lines are dropped (with a warning).
+  // Other versions' lines are kept as they are. A file with corrupt lines is first copied to
+  // <path>.damaged-<UTC time> (a warning says so), then rewritten without them; a file that is no
+  // tuning DB at all (no header, no intact record) is an IO_ERROR and is left untouched.
   Status store(const std::vector<TuningRecord>& records, std::vector<std::string>& warnings) const;
 
   static std::string format_line(const TuningRecord& r);

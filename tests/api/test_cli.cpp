@@ -3,7 +3,9 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <sys/wait.h>
 
@@ -135,6 +137,120 @@ TEST(Cli, TourChecksBatchSlices) {
   EXPECT_TRUE(contains(r.out, "'amax' spans the whole batch: not compared with ref")) << r.out;
   EXPECT_TRUE(contains(r.out, "against max |Y|")) << r.out;
   EXPECT_TRUE(contains(r.out, " 0 failed\n")) << r.out;
+}
+
+// ---- failures: each ends in a message and an exit code of docs/errors.md
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  const std::string dir = testing::TempDir() + "dg_cli_XXXXXX";
+  std::string tmpl = dir;
+  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
+  return tmpl + "/" + name;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string small_graph() { return "'" + (examples_dir() / "tutorial_matmul_epilogue_amax_small.json").string() + "'"; }
+
+std::string tune_into(const std::string& db) {
+  return "tune " + small_graph() + " --device cpu --warmup 0 --repeats 1 --db '" + db + "'";
+}
+
+}  // namespace
+
+TEST(Cli, OutOfRangeOptionsAreUsageErrors) {
+  const std::string g = small_graph();
+  const std::pair<std::string, std::string> cases[] = {
+      {"run " + g + " --plan -5", "--plan: Value -5 not in range 0 to 9223372036854775807"},
+      {"run " + g + " --rtol -1", "--rtol: Value -1 not in range 0.000000 to 1.000000"},
+      {"run " + g + " --rtol nan", "--rtol: Value nan is not a number"},
+      {"run " + g + " --iters 0", "--iters: Value 0 not in range 1 to 2147483647"},
+      {"run " + g + " --seed -5", "--seed: Value -5 not in range 0 to 9223372036854775807"},
+      {"run " + g + " --atol -1", "The following arguments were not expected: -1 --atol"},
+      {"tune " + g + " --repeats 0", "--repeats: Value 0 not in range 1 to 2147483647"},
+      {"tune " + g + " --warmup -1", "--warmup: Value -1 not in range 0 to 2147483647"},
+      {"run /nonexistent/graph.json", "File does not exist: /nonexistent/graph.json"},
+      {"frobnicate", "A subcommand is required"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Result r = run_cli(args);
+    EXPECT_EQ(r.rc, 64) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, message)) << args << "\n" << r.out;
+  }
+  EXPECT_EQ(run_cli("--version").rc, 0);
+  EXPECT_EQ(run_cli("run --help").rc, 0);
+}
+
+TEST(Cli, DeviceNamesOutOfRangeAreErrors) {
+  const Result r = run_cli("run " + small_graph() + " --device cuda:99999999999999999999");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "error: --device: INVALID_VALUE: device 'cuda:99999999999999999999' is not one of"))
+      << r.out;
+}
+
+// 2^46 float elements (2^48 bytes, the library's limit) pass validation but fit in no host's memory.
+TEST(Cli, OutOfMemoryIsAMessageAndExitCode3) {
+  const std::string path = temp_path("huge.json");
+  std::ofstream(path) << R"({"format": "dnngraph-graph", "version": 1, "io_data_type": "FLOAT",
+    "tensors": [{"name": "X", "uid": 1, "dim": [8388608, 8388608], "stride": [8388608, 1]},
+                {"name": "Y", "uid": 2, "output": true}],
+    "nodes": [{"name": "relu", "op": "pointwise", "mode": "RELU_FWD", "inputs": {"IN_0": "X"}, "outputs": {"OUT": "Y"}}]})";
+  // Under AddressSanitizer a failed allocation must throw, as it does in a normal build.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string saved = asan ? asan : "";
+  ::setenv("ASAN_OPTIONS", (saved.empty() ? "" : saved + ":").append("allocator_may_return_null=1").c_str(), 1);
+  const Result r = run_cli("run '" + path + "' --device cpu --iters 1");
+  if (asan) ::setenv("ASAN_OPTIONS", saved.c_str(), 1);
+  else ::unsetenv("ASAN_OPTIONS");
+  EXPECT_EQ(r.rc, 3) << r.out;
+  EXPECT_TRUE(contains(r.out, "error: out of memory")) << r.out;
+}
+
+TEST(Cli, TuneFailsWhenItCannotRecord) {
+  const std::string file = temp_path("a_file");
+  std::ofstream(file) << "not a folder\n";
+  const Result r = run_cli(tune_into(file + "/sub/tuning.db"));
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "error: tuning: IO_ERROR: autotune: the winners were not recorded: cannot create the "
+                              "folder")) << r.out;
+  EXPECT_FALSE(contains(r.out, "recorded in")) << r.out;
+}
+
+TEST(Cli, TuneReportsADamagedDbAndKeepsItAside) {
+  const std::string db = temp_path("tuning.db");
+  ASSERT_EQ(run_cli(tune_into(db)).rc, 0);
+  std::ofstream(db, std::ios::app) << "a damaged line\n";
+  const std::string damaged = read_file(db);
+  const Result r = run_cli(tune_into(db));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "warning: tuning DB: " + db + ":3: skipped a corrupt line: expected 9 tab-separated "
+                              "fields, found 1")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1 damaged line(s), the first at line 3")) << r.out;
+  EXPECT_TRUE(contains(r.out, "recorded in " + db)) << r.out;
+  int copies = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(db).parent_path()))
+    if (e.path().filename().string().starts_with("tuning.db.damaged-")) {
+      ++copies;
+      EXPECT_EQ(read_file(e.path().string()), damaged);
+      EXPECT_TRUE(contains(r.out, "kept as " + e.path().string())) << r.out;
+    }
+  EXPECT_EQ(copies, 1);
+  EXPECT_FALSE(contains(read_file(db), "a damaged line"));
+}
+
+TEST(Cli, TuneLeavesAFileThatIsNoDbUntouched) {
+  const std::string file = temp_path("notes.txt");
+  std::ofstream(file) << "my notes\nsecond line\n";
+  const Result r = run_cli(tune_into(file));
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, file + " is not a dnngraph tuning DB (line 1: expected 9 tab-separated fields, found 1); "
+                                     "it was left untouched")) << r.out;
+  EXPECT_EQ(read_file(file), "my notes\nsecond line\n");
 }
 
 #endif  // DNNGRAPH_CLI_PATH

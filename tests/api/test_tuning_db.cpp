@@ -189,3 +189,63 @@ TEST(TuningDb, TwoProcessesLoseNoRecord) {
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(records.size(), 2u * kPerProcess);
 }
+
+// ---- damaged files are kept, files that are no DB are left alone, unwritable paths fail
+
+TEST(TuningDb, StoreKeepsADamagedFileAsideBeforeRewritingIt) {
+  const std::string path = fresh_dir() + "/tuning.db";
+  dg::TuningDb db(path);
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(db.store({make_record(1, "0", "a", 1.0)}, warnings).ok());
+  std::ofstream(path, std::ios::app) << "dgtune1\ttruncated\n";
+  const std::string damaged = read_text(path);
+  ASSERT_TRUE(db.store({make_record(2, "0", "b", 2.0)}, warnings).ok());
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find(path + ":3: skipped a corrupt line: expected 9 tab-separated fields, found 2"),
+            std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find(path + ": 1 damaged line(s), the first at line 3: expected 9"), std::string::npos)
+      << warnings[1];
+  std::vector<std::string> copies;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+    if (e.path().filename().string().starts_with("tuning.db.damaged-")) copies.push_back(e.path().string());
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(read_text(copies[0]), damaged);  // every byte of the damaged file, as it was
+  EXPECT_NE(warnings[1].find("the file was kept as " + copies[0] + " and rewritten with its 1 intact record(s)"),
+            std::string::npos) << warnings[1];
+  std::vector<dg::TuningRecord> records;
+  warnings.clear();
+  ASSERT_TRUE(db.load(records, warnings).ok());
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(records.size(), 2u);
+}
+
+TEST(TuningDb, StoreLeavesAFileThatIsNoTuningDbUntouched) {
+  const std::string dir = fresh_dir();
+  const std::pair<std::string, std::string> files[] = {
+      {"export PATH=/opt/bin:$PATH\n", "(line 1: expected 9 tab-separated fields, found 1)"},
+      {"# only a comment\n", "(no header and no record)"},
+  };
+  for (const auto& [text, why] : files) {
+    const std::string path = dir + "/not_a_db";
+    std::ofstream(path) << text;
+    std::vector<std::string> warnings;
+    const dg::Status s = dg::TuningDb(path).store({make_record(1, "0", "a", 1.0)}, warnings);
+    EXPECT_EQ(s.code(), dg::ErrorCode::IO_ERROR);
+    EXPECT_NE(s.message().find(path + " is not a dnngraph tuning DB " + why + "; it was left untouched"),
+              std::string::npos) << s.message();
+    EXPECT_EQ(read_text(path), text);
+  }
+  // An empty file is an empty DB.
+  std::ofstream(dir + "/empty").close();
+  std::vector<std::string> warnings;
+  EXPECT_TRUE(dg::TuningDb(dir + "/empty").store({make_record(1, "0", "a", 1.0)}, warnings).ok());
+}
+
+TEST(TuningDb, StoreFailsWhereThePathCannotBeWritten) {
+  const std::string file = fresh_dir() + "/a_file";
+  std::ofstream(file) << "x\n";
+  std::vector<std::string> warnings;
+  const dg::Status s = dg::TuningDb(file + "/tuning.db").store({make_record(1, "0", "a", 1.0)}, warnings);
+  EXPECT_EQ(s.code(), dg::ErrorCode::IO_ERROR);
+  EXPECT_NE(s.message().find(file), std::string::npos) << s.message();
+}

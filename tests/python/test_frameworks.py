@@ -103,6 +103,20 @@ def test_torch_stream_and_wrong_device():
         g.execute({X: x.cpu(), B: b, Y: y}, ws)
 
 
+def test_torch_non_contiguous_views_are_refused_by_layout():
+    torch = _torch()
+    handle = dnngraph.create_handle("cpu")
+    x, b = torch.randn(4, 8, 16), torch.randn(1, 8, 1)
+    g, X, B, Y = bias_relu_graph(handle, x, b, torch.float32)
+    ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8)
+    xt = torch.randn(4, 16, 8).transpose(1, 2)  # dims (4, 8, 16), strides (128, 1, 8)
+    with pytest.raises(ValueError, match=r"tensor 'X' .*has strides \[128,16,1\] but the array has strides \[128,1,8\]"):
+        g.execute({X: xt, B: b, Y: torch.empty_like(x)}, ws, handle=handle)
+    y = torch.full_like(x, float("nan"))
+    g.execute({X: xt.contiguous(), B: b, Y: y}, ws, handle=handle)
+    torch.testing.assert_close(y, torch.relu(xt + b))
+
+
 # ---- CuPy (GPU only)
 
 def test_cupy_matmul_and_stream():

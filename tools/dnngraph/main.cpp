@@ -1,6 +1,28 @@
-// dnngraph: the command-line program (info, run, tune, tour).
+// dnngraph: the command-line program (info, run, tune, tour). Every way it can fail ends in a
+// message and one of the exit codes documented in docs/errors.md, never an abort.
+#include <iostream>
+#include <new>
+
 #include "commands.hpp"
+#include "graphs.hpp"
 #include "dnngraph/version.hpp"
+
+namespace {
+
+// Beside graphs.hpp's kExitCheckFailed (1) and kExitError (2).
+constexpr int kExitOutOfMemory = 3;  // an allocation failed (host tensors of a huge graph)
+constexpr int kExitInternal = 4;     // an exception no command expected: a bug
+constexpr int kExitUsage = 64;       // bad arguments: every CLI11 parse error (BSD's EX_USAGE)
+
+// CLI11 signals --help and --version as errors whose code is 0, and the commands' own failures as
+// CLI::RuntimeError carrying the exit code; everything else it raises is a usage error.
+int exit_code_of(const CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::RuntimeError*>(&e)) return e.get_exit_code();
+  const int cli11_code = app.exit(e);  // prints help, the version, or the error and "Run with --help"
+  return cli11_code == 0 ? 0 : kExitUsage;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"dnngraph: deep-learning kernels described as graphs"};
@@ -10,6 +32,16 @@ int main(int argc, char** argv) {
   dnngraph::cli::add_run_command(app);
   dnngraph::cli::add_tour_command(app);
   dnngraph::cli::add_tune_command(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return exit_code_of(app, e);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory (the graph's tensors may be too large for this machine)\n";
+    return kExitOutOfMemory;
+  } catch (const std::exception& e) {
+    std::cerr << "error: internal error: " << e.what() << " (please report it with the command line and graph)\n";
+    return kExitInternal;
+  }
   return 0;
 }

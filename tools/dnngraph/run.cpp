@@ -1,7 +1,10 @@
 // dnngraph run GRAPH.json: builds the graph on a device, runs it on seeded random inputs, times it,
 // and checks every output against the same graph run by the reference engine on the CPU.
+#include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <optional>
 
 #include "commands.hpp"
 #include "graphs.hpp"
@@ -12,17 +15,25 @@
 namespace dnngraph::cli {
 namespace {
 
-struct RunOptions {
-  std::string graph_path;
-  std::string device;  // empty: the best device present
-  uint64_t seed = 1;
+struct RunOptions : GraphFileOptions {
   int64_t plan = -1;   // -1: the heuristics' choice
   int iters = 5;
   bool explain = false;
   bool check = true;
-  double rtol = 0;     // 0: by data type
-  std::vector<std::string> engines;  // empty: every engine
+  std::optional<double> rtol;  // none: by data type
 };
+
+// CLI::Range, with NaN refused too: it compares false with both bounds.
+CLI::Validator finite_range(double lo, double hi) {
+  const CLI::Range range(lo, hi);
+  return CLI::Validator(
+      [range](std::string& input) {
+        double value = 0;
+        if (CLI::detail::lexical_cast(input, value) && std::isnan(value)) return "Value " + input + " is not a number";
+        return range(input);
+      },
+      range.get_description());
+}
 
 void run_graph(const RunOptions& o) {
   std::string text;
@@ -30,10 +41,8 @@ void run_graph(const RunOptions& o) {
   Graph g;
   exit_on_error(Graph::from_json(text, g), o.graph_path);
 
-  Device device = Device::cpu();
   std::string why_not_cuda;
-  if (o.device.empty()) device = best_device(why_not_cuda);
-  else exit_on_error(parse_device(o.device, device), "--device");
+  const Device device = chosen_device(o, why_not_cuda);
   Handle handle(device);
   exit_on_error(handle.status(), "opening " + device.to_string());
   std::cout << "graph: " << o.graph_path << " ('" << introspect::graph_name(g) << "', " << introspect::node_count(g) << " nodes)\n";
@@ -84,7 +93,7 @@ void run_graph(const RunOptions& o) {
   std::vector<HostTensor> ref;
   exit_on_error(run_reference(text, tensors, ref), "running the reference engine");
   std::vector<Comparison> results;
-  const double tol = o.rtol > 0 ? o.rtol : graph_tolerance(g);
+  const double tol = o.rtol ? *o.rtol : graph_tolerance(g);
   exit_on_error(compare_outputs(tensors, ref, tol, results), "comparing");
   bool ok = true;
   std::cout << "check against ref (cpu):\n";
@@ -101,15 +110,15 @@ void run_graph(const RunOptions& o) {
 void add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run a graph JSON file on random inputs, time it, check it against ref");
-  cmd->add_option("graph", o->graph_path, "graph JSON file (docs/graph-json.md)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--device", o->device, "cpu, cuda or cuda:N (default: the best device present)");
-  cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
-  cmd->add_option("--plan", o->plan, "run plan N instead of the heuristics' choice");
-  cmd->add_option("--iters", o->iters, "timed runs (the median is printed)")->capture_default_str()->check(CLI::PositiveNumber);
+  add_graph_file_options(*cmd, *o);
+  cmd->add_option("--plan", o->plan, "run plan N instead of the heuristics' choice")
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+  cmd->add_option("--iters", o->iters, "timed runs (the median is printed)")->capture_default_str()
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   cmd->add_flag("--explain", o->explain, "print every partition, every engine's verdict and the plan list");
   cmd->add_flag("!--no-check", o->check, "skip the comparison with the reference engine");
-  cmd->add_option("--rtol", o->rtol, "tolerance of the check (default: by data type)");
-  cmd->add_option("--engines", o->engines, "only these engines, comma-separated (e.g. ref,cpu_gemm_packed)")->delimiter(',');
+  cmd->add_option("--rtol", o->rtol, "relative tolerance of the check, 0 to 1 (default: by data type)")
+      ->check(finite_range(0, 1));
   cmd->callback([o] { run_graph(*o); });
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -20,16 +21,12 @@
 namespace dnngraph::cli {
 namespace {
 
-struct TuneOptions {
-  std::string graph_path;
-  std::string device;  // empty: the best device present
+struct TuneOptions : GraphFileOptions {
   std::string db_path;  // empty: TuningDb::default_path()
   std::string chart_path;
-  uint64_t seed = 1;
   int warmup = 1;
   int repeats = 5;
   bool record = true;
-  std::vector<std::string> engines;
 };
 
 void draw_progress(size_t done, size_t total) {
@@ -135,10 +132,8 @@ void print_table(const Graph& g, const std::vector<CandidateTiming>& timings) {
 void tune_graph(const TuneOptions& o) {
   Graph g;
   exit_on_error(load_graph_file(o.graph_path, g), o.graph_path);
-  Device device = Device::cpu();
   std::string why_not_cuda;
-  if (o.device.empty()) device = best_device(why_not_cuda);
-  else exit_on_error(parse_device(o.device, device), "--device");
+  const Device device = chosen_device(o, why_not_cuda);
   Handle handle(device);
   exit_on_error(handle.status(), "opening " + device.to_string());
   std::cout << "graph: " << o.graph_path << ", device: " << device.to_string() << " (" << introspect::device_info(handle).name << ")\n";
@@ -159,10 +154,15 @@ void tune_graph(const TuneOptions& o) {
   opts.repeats = o.repeats;
   opts.record = o.record;
   opts.db_path = o.db_path.empty() ? TuningDb::default_path() : o.db_path;
+  opts.record_required = true;  // "recorded in" must be true when printed
+  std::vector<std::string> db_warnings;
+  opts.db_warnings = &db_warnings;
   opts.progress = draw_progress;
   std::vector<CandidateTiming> timings;
-  exit_on_error(introspect::autotune(g, handle, dev.pack(), dev.workspace(), opts, &timings), "tuning");
+  const Status tuned = introspect::autotune(g, handle, dev.pack(), dev.workspace(), opts, &timings);
   print_table(g, timings);
+  for (const auto& w : db_warnings) std::cerr << "warning: tuning DB: " << w << "\n";
+  exit_on_error(tuned, "tuning");
   std::string chosen;
   exit_on_error(g.get_plan_name_at_index(0, chosen), "naming the plan");
   std::cout << "chosen: " << chosen << "\n";
@@ -179,16 +179,15 @@ void tune_graph(const TuneOptions& o) {
 void add_tune_command(CLI::App& app) {
   auto o = std::make_shared<TuneOptions>();
   auto* cmd = app.add_subcommand("tune", "Time every candidate plan of a graph JSON file and record the fastest");
-  cmd->add_option("graph", o->graph_path, "graph JSON file (docs/graph-json.md)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--device", o->device, "cpu, cuda or cuda:N (default: the best device present)");
+  add_graph_file_options(*cmd, *o);
   cmd->add_option("--db", o->db_path, "tuning DB file (default: $DNNGRAPH_TUNING_DB, else $DNNGRAPH_CACHE_DIR/tuning.db, "
                                       "else ~/.cache/dnngraph/tuning.db)");
   cmd->add_option("--chart", o->chart_path, "write an SVG bar chart of every candidate's time");
-  cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
-  cmd->add_option("--warmup", o->warmup, "untimed runs per candidate")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--repeats", o->repeats, "timed runs per candidate (the median counts)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o->warmup, "untimed runs per candidate")->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  cmd->add_option("--repeats", o->repeats, "timed runs per candidate (the median counts)")->capture_default_str()
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   cmd->add_flag("!--no-record", o->record, "do not write the winners to the tuning DB");
-  cmd->add_option("--engines", o->engines, "only these engines, comma-separated")->delimiter(',');
   cmd->callback([o] { tune_graph(*o); });
 }
 
