@@ -3,8 +3,10 @@
 #include "engines/cudnn/sdpa_lower.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <limits>
 #include <map>
+#include <utility>
 #include <variant>
 
 // `bool name(From v, To& out)`: maps dnngraph's enum `From` to cuDNN's `To`, whose values (listed
@@ -155,6 +157,13 @@ class OpLowering {
     return {};
   }
 
+  // Makes an operation descriptor of `type` with these descriptor attributes (set in order), then adds it.
+  Status add_operation(Desc type, std::initializer_list<std::pair<Attr, BackendDescriptor>> operands) {
+    Descriptor& op = make(type);
+    for (const auto& [attr, desc] : operands) op.set_desc(attr, desc);
+    return add_op(op);
+  }
+
   // alpha = 1, beta = 0, in the precision cuDNN expects for the compute type.
   Descriptor& scale_pair(Descriptor& op, Attr alpha, Attr beta) {
     if (comp_ == Dtype::DOUBLE) return op.set_double(alpha, 1.0).set_double(beta, 0.0);
@@ -200,12 +209,10 @@ class OpLowering {
   Status lower(const ir::Node& n, const MatmulAttr&) {
     Descriptor& mm = make(Desc::MATMUL);
     if (auto s = mm.set_dtype(Attr::MATMUL_COMP_TYPE, comp_).finalize(); !s.ok()) return s;
-    Descriptor& op = make(Desc::OPERATION_MATMUL);
-    op.set_desc(Attr::OPERATION_MATMUL_ADESC, tensor(n.inputs[0]))
-        .set_desc(Attr::OPERATION_MATMUL_BDESC, tensor(n.inputs[1]))
-        .set_desc(Attr::OPERATION_MATMUL_CDESC, tensor(n.outputs[0]))
-        .set_desc(Attr::OPERATION_MATMUL_DESC, mm.get());
-    return add_op(op);
+    return add_operation(Desc::OPERATION_MATMUL, {{Attr::OPERATION_MATMUL_ADESC, tensor(n.inputs[0])},
+                                                  {Attr::OPERATION_MATMUL_BDESC, tensor(n.inputs[1])},
+                                                  {Attr::OPERATION_MATMUL_CDESC, tensor(n.outputs[0])},
+                                                  {Attr::OPERATION_MATMUL_DESC, mm.get()}});
   }
 
   Status lower(const ir::Node& n, const PointwiseAttr& a) {
@@ -258,11 +265,9 @@ class OpLowering {
     red.set_enum(Attr::REDUCTION_OPERATOR, AttrType::REDUCTION_OPERATOR_TYPE, static_cast<int>(r))
         .set_dtype(Attr::REDUCTION_COMP_TYPE, comp_);
     if (auto s = red.finalize(); !s.ok()) return s;
-    Descriptor& op = make(Desc::OPERATION_REDUCTION);
-    op.set_desc(Attr::OPERATION_REDUCTION_XDESC, tensor(n.inputs[0]))
-        .set_desc(Attr::OPERATION_REDUCTION_YDESC, tensor(n.outputs[0]))
-        .set_desc(Attr::OPERATION_REDUCTION_DESC, red.get());
-    return add_op(op);
+    return add_operation(Desc::OPERATION_REDUCTION, {{Attr::OPERATION_REDUCTION_XDESC, tensor(n.inputs[0])},
+                                                     {Attr::OPERATION_REDUCTION_YDESC, tensor(n.outputs[0])},
+                                                     {Attr::OPERATION_REDUCTION_DESC, red.get()}});
   }
 
   template <class A>
