@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "event_timing.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/kernel_cache.hpp"
@@ -83,25 +84,8 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
     auto once = [&] { return g.execute_plan_at_index(handle, pack, workspace.get(), idx, ws); };
     if (!check(once(), name + " execute")) continue;
     (void)dg::memory::synchronize(h);
-    std::unique_ptr<dg::cuda::EventTimer> timer;
-    if (!check(dg::cuda::EventTimer::create(h, timer), "timer")) return;
-    // Size the repeat to ~20 ms.
-    double secs = 0;
-    (void)timer->start();
-    (void)once();
-    (void)timer->stop();
-    (void)timer->seconds(secs);
-    const int iters = std::max(3, std::min(200, static_cast<int>(0.02 / std::max(secs, 1e-6))));
-    std::vector<double> times;
-    for (int rep = 0; rep < 7; ++rep) {
-      (void)timer->start();
-      for (int i = 0; i < iters; ++i) (void)once();
-      (void)timer->stop();
-      if (!check(timer->seconds(secs), "timing")) return;
-      times.push_back(secs / iters);
-    }
-    std::sort(times.begin(), times.end());
-    const double t = times[times.size() / 2];
+    double t = 0;
+    if (!seconds_per_call(h, once, {0.02, 200, 7}, t)) return;  // repeats of ~20 ms
     std::printf("PLAN %s %d %.4f ms %s\n", name.c_str(), static_cast<int>(idx), t * 1e3, pname.c_str());
     if (t < best) best = t, best_name = pname;
   }

@@ -79,6 +79,12 @@ void report(const std::string& name, double ms, double bytes, const std::string&
   std::fflush(stdout);
 }
 
+size_t bytes_of(const std::vector<int64_t>& dims, DataType t) {
+  size_t n = static_cast<size_t>(dg::size_of(t));
+  for (int64_t d : dims) n *= static_cast<size_t>(d);
+  return n;
+}
+
 // A built graph with its device buffers, executed through the public API.
 struct Case {
   dg::Graph g;
@@ -88,6 +94,18 @@ struct Case {
   dg::VariantPack pack;
   dg::memory::Buffer workspace;
   double bytes = 0;
+
+  // A packed graph input, allocated and filled with random values by build() in declaration order.
+  dg::TensorPtr input(const std::string& name, const std::vector<int64_t>& dims, DataType t) {
+    auto x = tensor(g, name, dims, t);
+    inputs.push_back({x, bytes_of(dims, t)});
+    return x;
+  }
+  // Makes `y` a graph output of type t with these dims, allocated by build().
+  void output(const dg::TensorPtr& y, const std::vector<int64_t>& dims, DataType t) {
+    y->set_output(true).set_data_type(t);
+    outputs.push_back({y, bytes_of(dims, t)});
+  }
 
   void build(dg::Handle& h) {
     g.select_engines({"cuda_pointwise_jit"});
@@ -112,12 +130,6 @@ struct Case {
   void run(dg::Handle& h) { ok(g.execute(h, pack, workspace.get()), "execute"); }
   void run_plan(dg::Handle& h, int64_t i) { ok(g.execute_plan_at_index(h, pack, workspace.get(), i), "execute_plan_at_index"); }
 };
-
-size_t bytes_of(const std::vector<int64_t>& dims, DataType t) {
-  size_t n = static_cast<size_t>(dg::size_of(t));
-  for (int64_t d : dims) n *= static_cast<size_t>(d);
-  return n;
-}
 
 void bench_copy(dg::Handle& h) {
   const size_t bytes = size_t{1} << 30;
@@ -153,8 +165,14 @@ void bench_graph(dg::Handle& h, const std::string& name, const std::function<voi
   report(name, ms, c.bytes, note, plans);
 }
 
-void add_io(Case& c, dg::TensorPtr t, std::vector<int64_t> dims, DataType dt, bool output) {
-  (output ? c.outputs : c.inputs).push_back({t, bytes_of(dims, dt)});
+// Y = mode(X) over the dims where `out_dims` is 1, of float32 tensors: a reduction partition
+// (identity, then the reduction) by itself.
+void declare_reduction(Case& c, const std::vector<int64_t>& dims, const std::vector<int64_t>& out_dims,
+                       dg::ReductionMode mode) {
+  auto x = c.input("X", dims, DataType::FLOAT);
+  auto y = c.g.reduction(c.g.pointwise(x, dg::PointwiseAttr().set_mode(M::IDENTITY)), dg::ReductionAttr().set_mode(mode));
+  y->set_dim(out_dims);
+  c.output(y, out_dims, DataType::FLOAT);
 }
 
 }  // namespace
@@ -177,12 +195,9 @@ int main(int argc, char** argv) {
 
   if (want("scale_bf16")) bench_graph(h, "scale_bf16", [](Case& c) {
     const std::vector<int64_t> d{int64_t{1} << 28};  // 512 MiB in, 512 MiB out
-    auto x = tensor(c.g, "X", d, DataType::BFLOAT16);
+    auto x = c.input("X", d, DataType::BFLOAT16);
     auto s = c.g.tensor(dg::TensorAttr().set_name("s").set_dim({1}).set_stride({1}).set_data_type(DataType::FLOAT).set_value(2.0));
-    auto y = c.g.pointwise(x, s, dg::PointwiseAttr().set_mode(M::MUL));
-    y->set_output(true).set_data_type(DataType::BFLOAT16);
-    add_io(c, x, d, DataType::BFLOAT16, false);
-    add_io(c, y, d, DataType::BFLOAT16, true);
+    c.output(c.g.pointwise(x, s, dg::PointwiseAttr().set_mode(M::MUL)), d, DataType::BFLOAT16);
   }, "Y = X * 2", [&](Case& c) {
     std::vector<uint16_t> y(1 << 20);
     ok(dg::memory::copy_to_host(impl_of(h), y.data(), c.pack.at(c.outputs[0].first), y.size() * 2), "download");
@@ -197,44 +212,30 @@ int main(int argc, char** argv) {
 
   if (want("add_fp32")) bench_graph(h, "add_fp32", [](Case& c) {
     const std::vector<int64_t> d{int64_t{1} << 26};  // 256 MiB each
-    auto a = tensor(c.g, "A", d, DataType::FLOAT), b = tensor(c.g, "B", d, DataType::FLOAT);
-    auto y = c.g.pointwise(a, b, dg::PointwiseAttr().set_mode(M::ADD));
-    y->set_output(true).set_data_type(DataType::FLOAT);
-    add_io(c, a, d, DataType::FLOAT, false);
-    add_io(c, b, d, DataType::FLOAT, false);
-    add_io(c, y, d, DataType::FLOAT, true);
+    auto a = c.input("A", d, DataType::FLOAT), b = c.input("B", d, DataType::FLOAT);
+    c.output(c.g.pointwise(a, b, dg::PointwiseAttr().set_mode(M::ADD)), d, DataType::FLOAT);
   }, "Y = A + B");
 
   if (want("bias_gelu_bf16")) bench_graph(h, "bias_gelu_bf16", [](Case& c) {
     const std::vector<int64_t> d{32768, 8192}, bd{1, 8192};  // 512 MiB
-    auto x = tensor(c.g, "X", d, DataType::BFLOAT16), b = tensor(c.g, "B", bd, DataType::BFLOAT16);
-    auto y = c.g.gelu(c.g.pointwise(x, b, dg::PointwiseAttr().set_mode(M::ADD)));
-    y->set_output(true).set_data_type(DataType::BFLOAT16);
-    add_io(c, x, d, DataType::BFLOAT16, false);
-    add_io(c, b, bd, DataType::BFLOAT16, false);
-    add_io(c, y, d, DataType::BFLOAT16, true);
+    auto x = c.input("X", d, DataType::BFLOAT16), b = c.input("B", bd, DataType::BFLOAT16);
+    c.output(c.g.gelu(c.g.pointwise(x, b, dg::PointwiseAttr().set_mode(M::ADD))), d, DataType::BFLOAT16);
   }, "Y = gelu(X + b), b per column");
 
   if (want("chain5_amax_fp8")) bench_graph(h, "chain5_amax_fp8", [](Case& c) {
     const std::vector<int64_t> d{16384, 8192}, row{1, 8192}, one{1, 1};  // 256 MiB of bf16
     c.g.set_intermediate_data_type(DataType::FLOAT);
-    auto x = tensor(c.g, "X", d, DataType::BFLOAT16);
-    auto s1 = tensor(c.g, "s1", one, DataType::FLOAT), s2 = tensor(c.g, "s2", one, DataType::FLOAT);
-    auto b = tensor(c.g, "b", row, DataType::BFLOAT16);
+    auto x = c.input("X", d, DataType::BFLOAT16);
+    auto s1 = c.input("s1", one, DataType::FLOAT), s2 = c.input("s2", one, DataType::FLOAT);
+    auto b = c.input("b", row, DataType::BFLOAT16);
     auto t = c.g.pointwise(x, s1, dg::PointwiseAttr().set_mode(M::MUL));
     t = c.g.pointwise(t, b, dg::PointwiseAttr().set_mode(M::ADD));
     t = c.g.pointwise(t, dg::PointwiseAttr().set_mode(M::GELU_FWD));
     t = c.g.pointwise(t, s2, dg::PointwiseAttr().set_mode(M::MUL));
-    auto y = c.g.pointwise(t, dg::PointwiseAttr().set_mode(M::IDENTITY));
-    y->set_output(true).set_data_type(DataType::FP8_E4M3);
+    c.output(c.g.pointwise(t, dg::PointwiseAttr().set_mode(M::IDENTITY)), d, DataType::FP8_E4M3);
     auto amax = c.g.reduction(t, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
-    amax->set_dim({1, 1}).set_output(true).set_data_type(DataType::FLOAT);
-    add_io(c, x, d, DataType::BFLOAT16, false);
-    add_io(c, s1, one, DataType::FLOAT, false);
-    add_io(c, s2, one, DataType::FLOAT, false);
-    add_io(c, b, row, DataType::BFLOAT16, false);
-    add_io(c, y, d, DataType::FP8_E4M3, true);
-    add_io(c, amax, one, DataType::FLOAT, true);
+    amax->set_dim({1, 1});
+    c.output(amax, one, DataType::FLOAT);
   }, "y = fp8(s2 * gelu(x * s1 + b)), amax: one kernel + a 4-byte memset", [&](Case& c) {
     // The input repeats one 16 MiB tile whose length is a multiple of the row, so the amax over the
     // tile is the amax over the tensor: check it against a host computation in double.
@@ -254,23 +255,11 @@ int main(int argc, char** argv) {
   });
 
   if (want("rowsum_fp32")) bench_graph(h, "rowsum_fp32", [](Case& c) {
-    const std::vector<int64_t> d{16384, 8192}, od{16384, 1};  // 512 MiB
-    auto x = tensor(c.g, "X", d, DataType::FLOAT);
-    auto y = c.g.reduction(c.g.pointwise(x, dg::PointwiseAttr().set_mode(M::IDENTITY)),
-                           dg::ReductionAttr().set_mode(dg::ReductionMode::ADD));
-    y->set_dim(od).set_output(true).set_data_type(DataType::FLOAT);
-    add_io(c, x, d, DataType::FLOAT, false);
-    add_io(c, y, od, DataType::FLOAT, true);
+    declare_reduction(c, {16384, 8192}, {16384, 1}, dg::ReductionMode::ADD);  // 512 MiB
   }, "sum over rows (warp-aggregated atomics)");
 
   if (want("amax_fp32")) bench_graph(h, "amax_fp32", [](Case& c) {
-    const std::vector<int64_t> d{int64_t{1} << 26}, od{1};  // 256 MiB
-    auto x = tensor(c.g, "X", d, DataType::FLOAT);
-    auto y = c.g.reduction(c.g.pointwise(x, dg::PointwiseAttr().set_mode(M::IDENTITY)),
-                           dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
-    y->set_dim(od).set_output(true).set_data_type(DataType::FLOAT);
-    add_io(c, x, d, DataType::FLOAT, false);
-    add_io(c, y, od, DataType::FLOAT, true);
+    declare_reduction(c, {int64_t{1} << 26}, {1}, dg::ReductionMode::AMAX);  // 256 MiB
   }, "max |x| over everything");
   return 0;
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "event_timing.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
@@ -63,27 +64,11 @@ struct Timed {
 // Median time of one execute() of plan `idx`, in seconds.
 double time_plan(dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack, void* ws, int64_t ws_bytes,
                  int64_t idx) {
-  dg::HandleImpl& h = impl_of(handle);
   auto once = [&] { return g.execute_plan_at_index(handle, pack, ws, idx, ws_bytes); };
-  std::unique_ptr<dg::cuda::EventTimer> timer;
-  if (!check(dg::cuda::EventTimer::create(h, timer), "timer")) return 1e30;
-  double secs = 0;
   for (int i = 0; i < 3; ++i) (void)once();  // warm up
-  (void)timer->start();
-  (void)once();
-  (void)timer->stop();
-  (void)timer->seconds(secs);
-  const int iters = std::max(3, std::min(500, static_cast<int>(0.01 / std::max(secs, 1e-6))));
-  std::vector<double> times;
-  for (int rep = 0; rep < 5; ++rep) {
-    (void)timer->start();
-    for (int i = 0; i < iters; ++i) (void)once();
-    (void)timer->stop();
-    if (!check(timer->seconds(secs), "timing")) return 1e30;
-    times.push_back(secs / iters);
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  double seconds = 1e30;
+  (void)seconds_per_call(impl_of(handle), once, {0.01, 500, 5}, seconds);  // repeats of ~10 ms
+  return seconds;
 }
 
 // Host microseconds per execute() of plan `idx`: 100 calls enqueued back to back, then one sync.
@@ -266,17 +251,26 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
   std::fflush(stdout);
 }
 
+// Whether --only leaves out the workload.
+bool left_out(const std::string& name) { return !g_only.empty() && name.find(g_only) == std::string::npos; }
+
+// The workloads' graphs: bf16 I/O, fp32 intermediates and accumulation.
+dg::Graph bf16_graph() {
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  return g;
+}
+
 // conv 3x3 pad 1 + bias + ReLU, NHWC bf16.
 void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int64_t hw, int64_t k, double anchor) {
-  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  if (left_out(name)) return;
   dg::HandleImpl& h = impl_of(handle);
   const Dims xd{n, c, hw, hw}, wd{k, c, 3, 3}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
   DeviceTensor x(h, volume(xd), dg::DataType::BFLOAT16, 1), w(h, volume(wd), dg::DataType::BFLOAT16, 2),
       b(h, volume(bd), dg::DataType::BFLOAT16, 3);
   dg::memory::Buffer y(h, static_cast<size_t>(volume(yd) * 2));
-  dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
+  dg::Graph g = bf16_graph();
   auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
   auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
   auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(channels_last(bd)));
@@ -287,15 +281,13 @@ void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int
 
 // The tutorial matmul chain: (16,512,1024) x (16,1024,512) x 0.125 + bias -> GELU, with AMAX.
 void matmul(dg::Handle& handle, const std::string& name, double anchor) {
-  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  if (left_out(name)) return;
   dg::HandleImpl& h = impl_of(handle);
   const Dims ad{16, 512, 1024}, bd{16, 1024, 512}, cd{16, 512, 512}, biasd{1, 1, 512};
   DeviceTensor a(h, volume(ad), dg::DataType::BFLOAT16, 4), b(h, volume(bd), dg::DataType::BFLOAT16, 5),
       bias(h, 512, dg::DataType::BFLOAT16, 6);
   dg::memory::Buffer c(h, static_cast<size_t>(volume(cd) * 2)), amax(h, 4);
-  dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
+  dg::Graph g = bf16_graph();
   auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim(ad).set_stride(packed(ad)));
   auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(packed(bd)));
   auto Bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim(biasd).set_stride(packed(biasd)));
@@ -309,15 +301,13 @@ void matmul(dg::Handle& handle, const std::string& name, double anchor) {
 
 // Causal attention, bf16, [b, h, s, d] packed, scale 1/sqrt(d).
 void sdpa(dg::Handle& handle, const std::string& name, int64_t b, int64_t hd, int64_t s, int64_t d, double anchor) {
-  if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
+  if (left_out(name)) return;
   dg::HandleImpl& h = impl_of(handle);
   const Dims qd{b, hd, s, d};
   DeviceTensor q(h, volume(qd), dg::DataType::BFLOAT16, 7), k(h, volume(qd), dg::DataType::BFLOAT16, 8),
       v(h, volume(qd), dg::DataType::BFLOAT16, 9);
   dg::memory::Buffer o(h, static_cast<size_t>(volume(qd) * 2));
-  dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
+  dg::Graph g = bf16_graph();
   auto t = [&](const char* n) { return g.tensor(dg::TensorAttr().set_name(n).set_dim(qd).set_stride(packed(qd))); };
   auto Q = t("Q"), K = t("K"), V = t("V");
   auto [O, S] = g.sdpa(Q, K, V, dg::SdpaAttr().set_is_inference(true).set_causal_mask(true));

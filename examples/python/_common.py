@@ -23,6 +23,15 @@ def setup():
     return dnngraph.create_handle("cpu"), False
 
 
+def io_types(on_gpu, gpu_type):
+    """(torch dtype, dnngraph data type) of a tutorial's inputs and outputs: gpu_type ("float16" or
+    "bfloat16") on a GPU; on the CPU float32 NumPy arrays, so the torch dtype is None."""
+    if not on_gpu:
+        return None, dnngraph.data_type.FLOAT
+    io = {"float16": dnngraph.data_type.HALF, "bfloat16": dnngraph.data_type.BFLOAT16}[gpu_type]
+    return getattr(torch, gpu_type), io
+
+
 def array(a, on_gpu, dtype=None):
     """A NumPy array moved to the GPU as a torch tensor when on_gpu."""
     if on_gpu:

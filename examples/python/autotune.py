@@ -24,11 +24,8 @@ def main():
     A, B, BIAS = g.tensor_like(a), g.tensor_like(bb), g.tensor_like(bias)
     C = g.gelu(g.bias(g.matmul(A, B), BIAS))
     C.set_output(True)
-    g.validate()
-    g.build_operation_graph()
-    g.create_execution_plans([dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK])
-    g.check_support()
-    g.build_plans(dnngraph.build_plan_policy.ALL)
+    # The five build steps of tutorial 1 in one call, building every plan instead of the first.
+    g.build([dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK], dnngraph.build_plan_policy.ALL)
 
     count = g.get_execution_plan_count()
     need = max([g.get_workspace_size()] + [g.get_workspace_size_plan_at_index(i) for i in range(count)])

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 import dnngraph
-from _common import array, check, compare_times, seconds, setup, sync, torch, workspace
+from _common import array, check, compare_times, io_types, seconds, setup, sync, torch, workspace
 
 
 def reference(q, k, v, scale):
@@ -26,11 +26,10 @@ def main():
     q_np = rng.standard_normal((b, h, s, d), np.float32)
     k_np = rng.standard_normal((b, hk, s, d), np.float32)
     v_np = rng.standard_normal((b, hk, s, d), np.float32)
-    dt = torch.float16 if on_gpu else None
+    dt, io = io_types(on_gpu, "float16")
     q, k, v = array(q_np, on_gpu, dt), array(k_np, on_gpu, dt), array(v_np, on_gpu, dt)
     scale = 1 / math.sqrt(d)
 
-    io = dnngraph.data_type.HALF if on_gpu else dnngraph.data_type.FLOAT
     g = dnngraph.pygraph(io_data_type=io, intermediate_data_type=dnngraph.data_type.FLOAT,
                          compute_data_type=dnngraph.data_type.FLOAT, handle=handle)
     Q, K, V = g.tensor_like(q, name="Q"), g.tensor_like(k, name="K"), g.tensor_like(v, name="V")

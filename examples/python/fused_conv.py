@@ -3,7 +3,8 @@ against PyTorch on a GPU."""
 import numpy as np
 
 import dnngraph
-from _common import array, check, compare_times, empty_like_dims, seconds, setup, to_numpy, torch, workspace
+from _common import (array, check, compare_times, empty_like_dims, io_types, seconds, setup, to_numpy, torch,
+                     workspace)
 
 
 def conv_reference(x, w, pad):
@@ -25,10 +26,9 @@ def main():
     x = rng.standard_normal((n, h, w, c), np.float32).transpose(0, 3, 1, 2)  # NCHW dims, NHWC memory
     wt = (rng.standard_normal((k, 3, 3, c), np.float32) * 0.1).transpose(0, 3, 1, 2)
     b = rng.standard_normal((1, k, 1, 1), np.float32)
-    half = torch.float16 if on_gpu else None
+    half, io = io_types(on_gpu, "float16")
     xs, ws_, bs = array(x, on_gpu, half), array(wt, on_gpu, half), array(b, on_gpu, half)
 
-    io = dnngraph.data_type.HALF if on_gpu else dnngraph.data_type.FLOAT
     g = dnngraph.pygraph(io_data_type=io, intermediate_data_type=dnngraph.data_type.FLOAT,
                          compute_data_type=dnngraph.data_type.FLOAT, handle=handle)
     X, W, B = g.tensor_like(xs, name="X"), g.tensor_like(ws_, name="W"), g.tensor_like(bs, name="B")

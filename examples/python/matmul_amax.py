@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 import dnngraph
-from _common import array, check, compare_times, seconds, setup, sync, torch, workspace
+from _common import array, check, compare_times, io_types, seconds, setup, sync, torch, workspace
 
 
 def main():
@@ -16,10 +16,9 @@ def main():
     a_np = rng.standard_normal((1, m, k), np.float32)
     b_np = rng.standard_normal((1, k, n), np.float32) / math.sqrt(k)
     bias_np = rng.standard_normal((1, 1, n), np.float32)
-    dt = torch.bfloat16 if on_gpu else None
+    dt, io = io_types(on_gpu, "bfloat16")
     a, b, bias = array(a_np, on_gpu, dt), array(b_np, on_gpu, dt), array(bias_np, on_gpu, dt)
 
-    io = dnngraph.data_type.BFLOAT16 if on_gpu else dnngraph.data_type.FLOAT
     g = dnngraph.pygraph(io_data_type=io, intermediate_data_type=dnngraph.data_type.FLOAT,
                          compute_data_type=dnngraph.data_type.FLOAT, handle=handle)
     A, B, BIAS = g.tensor_like(a, name="A"), g.tensor_like(b, name="B"), g.tensor_like(bias, name="bias")

@@ -32,19 +32,11 @@ Status tensors(const Graph& g, std::vector<TensorView>& out) {
   }
   out.clear();
   for (const auto& t : ir->tensors) {
-    TensorView v;
-    v.uid = t.uid;
-    v.name = t.name;
-    v.dtype = t.dtype;
-    v.dims = t.dims;
-    v.strides = t.strides;
-    v.is_virtual = t.is_virtual;
-    v.is_produced = t.producer >= 0;
-    v.is_pass_by_value = t.is_pass_by_value;
-    v.has_value = t.has_value;
-    v.span_bytes = t.span_bytes();
-    if (auto it = seq_len_bound.find(t.id); it != seq_len_bound.end()) v.seq_len_bound = it->second;
-    out.push_back(std::move(v));
+    const auto bound = seq_len_bound.find(t.id);
+    out.push_back({.uid = t.uid, .name = t.name, .dtype = t.dtype, .dims = t.dims, .strides = t.strides,
+                   .is_virtual = t.is_virtual, .is_produced = t.producer >= 0, .is_pass_by_value = t.is_pass_by_value,
+                   .has_value = t.has_value, .span_bytes = t.span_bytes(),
+                   .seq_len_bound = bound == seq_len_bound.end() ? 0 : bound->second});
   }
   return {};
 }

@@ -21,13 +21,13 @@ void release(HandleImpl& h, void* ptr) {
 }
 
 Status copy_to_host(HandleImpl& h, void* dst, const void* src, size_t bytes) {
-  if (h.device.is_cuda()) return cuda::copy_to_host(h, dst, src, bytes);
+  if (h.device.is_cuda()) return cuda::copy(h, cuda::CopyDirection::TO_HOST, dst, src, bytes);
   std::memcpy(dst, src, bytes);
   return {};
 }
 
 Status copy_to_device(HandleImpl& h, void* dst, const void* src, size_t bytes) {
-  if (h.device.is_cuda()) return cuda::copy_to_device(h, dst, src, bytes);
+  if (h.device.is_cuda()) return cuda::copy(h, cuda::CopyDirection::TO_DEVICE, dst, src, bytes);
   std::memcpy(dst, src, bytes);
   return {};
 }

@@ -59,6 +59,12 @@ struct Symbol {
 // Fills every slot; false, with the first missing name in `missing`, when one is absent.
 bool resolve_symbols(SymbolLookup lookup, void* context, std::initializer_list<Symbol> symbols, std::string& missing);
 
+// A vendor library's entry points are listed once, as X(return type, name, parameters), and the
+// list expanded twice: into its table's members (DG_VENDOR_ENTRY_POINT) and into the names that
+// resolve_symbols fills, for a table called `api` (DG_VENDOR_SYMBOL).
+#define DG_VENDOR_ENTRY_POINT(ret, name, params) ret(*name) params;
+#define DG_VENDOR_SYMBOL(ret, name, params) ::dnngraph::vendor::Symbol{#name, reinterpret_cast<void**>(&api.name)},
+
 // A vendor library's table of entry points, loaded once by its spec.
 template <class Api>
 struct LoadedApi {

@@ -7,7 +7,6 @@
 
 #include "core/dtype.hpp"
 #include "graphs.hpp"
-#include "planning/introspect.hpp"
 #include "runtime/cuda/context.hpp"
 
 namespace dnngraph::cli {
@@ -57,16 +56,9 @@ Status make_host_tensors(const Graph& g, uint64_t seed, std::vector<HostTensor>&
   out.clear();
   for (const auto& t : views) {
     if (t.is_virtual || (t.is_pass_by_value && t.has_value)) continue;
-    HostTensor h;
-    h.uid = t.uid;
-    h.name = t.name;
-    h.dtype = t.dtype;
-    h.dims = t.dims;
-    h.strides = t.strides;
-    h.is_output = t.is_produced;
-    h.is_pass_by_value = t.is_pass_by_value;
+    HostTensor h(t);
     h.bytes.assign(static_cast<size_t>(std::max<int64_t>(t.span_bytes, size_of(t.dtype))), 0);
-    if (!h.is_output) fill_random(h, seed, t.seq_len_bound);  // sdpa's SEQ_LEN inputs: lengths in [1, seq]
+    if (!h.is_output()) fill_random(h, seed, t.seq_len_bound);  // sdpa's SEQ_LEN inputs: lengths in [1, seq]
     out.push_back(std::move(h));
   }
   return {};
@@ -74,7 +66,7 @@ Status make_host_tensors(const Graph& g, uint64_t seed, std::vector<HostTensor>&
 
 Status copy_inputs(const std::vector<HostTensor>& src, std::vector<HostTensor>& dst) {
   for (auto& d : dst) {
-    if (d.is_output) continue;
+    if (d.is_output()) continue;
     auto it = std::find_if(src.begin(), src.end(), [&](const HostTensor& s) { return s.uid == d.uid; });
     if (it == src.end())
       return {ErrorCode::INVALID_VALUE, "tensor '" + d.name + "' (uid " + std::to_string(d.uid) + ") has no input data"};
@@ -104,7 +96,7 @@ Status DeviceTensors::upload(const Handle& h, const std::vector<HostTensor>& hos
     buffers_.back() = memory::Buffer(impl, t.bytes.size());
     if (!buffers_.back().status().ok()) return buffers_.back().status();
     pack_[t.uid] = buffers_.back().get();
-    if (!t.is_output)
+    if (!t.is_output())
       if (auto s = memory::copy_to_device(impl, buffers_.back().get(), t.bytes.data(), t.bytes.size()); !s.ok()) return s;
   }
   return poison_outputs();
@@ -113,7 +105,7 @@ Status DeviceTensors::upload(const Handle& h, const std::vector<HostTensor>& hos
 Status DeviceTensors::poison_outputs(uint8_t int_poison) {
   for (size_t i = 0; i < layout_.size(); ++i) {
     const HostTensor& t = layout_[i];
-    if (!t.is_output) continue;
+    if (!t.is_output()) continue;
     std::vector<uint8_t> poison(t.bytes.size(), int_poison);
     if (is_floating(t.dtype))
       for (int64_t k = 0; k < elements_in(t); ++k) dtype::store(poison.data(), t.dtype, k, std::nan(""));
@@ -125,7 +117,7 @@ Status DeviceTensors::poison_outputs(uint8_t int_poison) {
 
 Status DeviceTensors::download_outputs(std::vector<HostTensor>& host) const {
   for (size_t i = 0; i < layout_.size(); ++i) {
-    if (!layout_[i].is_output) continue;
+    if (!layout_[i].is_output()) continue;
     auto it = std::find_if(host.begin(), host.end(), [&](const HostTensor& t) { return t.uid == layout_[i].uid; });
     if (it == host.end() || it->bytes.size() != layout_[i].bytes.size())
       return {ErrorCode::INVALID_VALUE, "download_outputs: no matching host tensor for '" + layout_[i].name + "'"};

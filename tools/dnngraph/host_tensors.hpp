@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dnngraph/dnngraph.hpp"
+#include "planning/introspect.hpp"
 #include "runtime/memory.hpp"
 
 namespace dnngraph::cli {
@@ -42,16 +43,14 @@ void for_each_offset(const std::vector<int64_t>& dims, const std::vector<int64_t
 // ---- tensors
 
 // A non-virtual tensor of a graph as host bytes: a graph input (random values), an output, or a
-// pass-by-value scalar without a value baked in (a random host value).
-struct HostTensor {
-  int64_t uid = -1;
-  std::string name;
-  DataType dtype = DataType::NOT_SET;
-  std::vector<int64_t> dims, strides;
-  bool is_output = false;
-  bool is_pass_by_value = false;
+// pass-by-value scalar without a value baked in (a random host value). Its layout is the IR's view.
+struct HostTensor : introspect::TensorView {
   std::vector<uint8_t> bytes;  // the span from the base pointer: (max offset + 1) elements
 
+  HostTensor() = default;
+  explicit HostTensor(introspect::TensorView view) : TensorView(std::move(view)) {}
+  // A node writes it, and it is never virtual: an output of the graph.
+  bool is_output() const { return is_produced; }
   int64_t volume() const;
   // Element `i` in row-major order over dims (strides applied), as a double.
   double at(int64_t i) const;

@@ -102,8 +102,8 @@ Status compare_outputs(const std::vector<HostTensor>& got, const std::vector<Hos
                        std::vector<Comparison>& out) {
   out.clear();
   for (const auto& g : got) {
-    if (!g.is_output) continue;
-    auto it = std::find_if(ref.begin(), ref.end(), [&](const HostTensor& r) { return r.uid == g.uid && r.is_output; });
+    if (!g.is_output()) continue;
+    auto it = std::find_if(ref.begin(), ref.end(), [&](const HostTensor& r) { return r.uid == g.uid && r.is_output(); });
     if (it == ref.end())
       return {ErrorCode::INVALID_VALUE, "output '" + g.name + "' (uid " + std::to_string(g.uid) + ") has no reference"};
     out.push_back(compare_tensors(g, *it, tolerance));

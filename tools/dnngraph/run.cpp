@@ -84,7 +84,7 @@ void run_graph(const RunOptions& o) {
 
   if (!o.check) {
     for (const auto& h : tensors)
-      if (h.is_output) std::cout << "  '" << h.name << "' checksum " << checksum(h) << "\n";
+      if (h.is_output()) std::cout << "  '" << h.name << "' checksum " << checksum(h) << "\n";
     return;
   }
   if (const double flops = introspect::graph_flops(g); flops > 2e9)

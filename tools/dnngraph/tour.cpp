@@ -181,19 +181,27 @@ class Tour {
     step_done(ok);
   }
 
+  // A workload run by the heuristics' choice: its graph, host tensors (outputs downloaded) and ref.
+  struct ChosenRun {
+    Graph g;
+    std::vector<HostTensor> tensors;
+    Reference ref;
+    bool checked_ok = false;  // the outputs agreed with ref
+  };
+
   // Runs a workload's heuristics' choice: build, plans, check, time. False when the step already
-  // failed (and was counted); `checked_ok` says whether the outputs agreed with ref.
-  bool run_chosen(const Workload& w, Graph& g, std::vector<HostTensor>& tensors, Reference& ref, bool& checked_ok) {
+  // failed (and was counted).
+  bool run_chosen(const Workload& w, ChosenRun& r) {
     double build_s = 0;
-    if (auto s = prepare(w, g, BuildPlanPolicy::HEURISTICS_CHOICE, tensors, ref, build_s); !s.ok())
+    if (auto s = prepare(w, r.g, BuildPlanPolicy::HEURISTICS_CHOICE, r.tensors, r.ref, build_s); !s.ok())
       return step_failed(s, "building"), false;
-    print_partitions(g, build_s);
-    for (const auto& line : plan_names(g)) std::cout << "      " << line << "\n";
+    print_partitions(r.g, build_s);
+    for (const auto& line : plan_names(r.g)) std::cout << "      " << line << "\n";
     DeviceTensors dev;
-    if (auto s = dev.upload(handle_, tensors); !s.ok()) return step_failed(s, "uploading inputs"), false;
-    if (auto s = execute_into(g, dev, tensors, -1); !s.ok()) return step_failed(s, "executing"), false;
-    checked_ok = report_check(g, ref, tensors, "    ");
-    std::cout << "    time (heuristics' choice): " << time_line(g, dev, -1, chosen_plan_uses(g, "ref")) << "\n";
+    if (auto s = dev.upload(handle_, r.tensors); !s.ok()) return step_failed(s, "uploading inputs"), false;
+    if (auto s = execute_into(r.g, dev, r.tensors, -1); !s.ok()) return step_failed(s, "executing"), false;
+    r.checked_ok = report_check(r.g, r.ref, r.tensors, "    ");
+    std::cout << "    time (heuristics' choice): " << time_line(r.g, dev, -1, chosen_plan_uses(r.g, "ref")) << "\n";
     return true;
   }
 
@@ -201,27 +209,20 @@ class Tour {
   void matmul_step() {
     const Workload w = matmul_workload(sizes_.matmul);
     header(2, w);
-    Graph g;
-    std::vector<HostTensor> tensors;
-    Reference ref;
-    bool ok = false;
-    if (!run_chosen(w, g, tensors, ref, ok)) return;
+    ChosenRun r;
+    if (!run_chosen(w, r)) return;
     // Ref sees one batch element at a time; the amax spans the whole batch, so it is checked
     // against the engine's own Y.
-    if (by_slices_) ok &= check_amax_against_output(tensors, graph_tolerance(g), "    ");
-    step_done(ok);
+    if (by_slices_) r.checked_ok &= check_amax_against_output(r.tensors, graph_tolerance(r.g), "    ");
+    step_done(r.checked_ok);
   }
 
   // (3) Causal attention.
   void attention_step() {
     const Workload w = sdpa_workload(sizes_.attention);
     header(3, w);
-    Graph g;
-    std::vector<HostTensor> tensors;
-    Reference ref;
-    bool ok = false;
-    if (!run_chosen(w, g, tensors, ref, ok)) return;
-    step_done(ok);
+    ChosenRun r;
+    if (run_chosen(w, r)) step_done(r.checked_ok);
   }
 
   // (4) The conv graph of step 1, serialized, reloaded without building, executed by uid.

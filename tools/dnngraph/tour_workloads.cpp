@@ -36,7 +36,7 @@ void bf16_graph(Graph& g, const char* name) {
 
 const HostTensor* find_output(const std::vector<HostTensor>& ts, int64_t uid) {
   for (const auto& t : ts)
-    if (t.uid == uid && t.is_output) return &t;
+    if (t.uid == uid && t.is_output()) return &t;
   return nullptr;
 }
 
@@ -169,7 +169,7 @@ Status compute_reference(const Workload& w, const Graph& g, const std::vector<Ho
   for (int64_t b : {int64_t{0}, w.batch - 1}) {
     std::vector<HostTensor> slice = layout;
     for (auto& t : slice) {
-      if (t.is_output) continue;
+      if (t.is_output()) continue;
       auto it = std::find_if(inputs.begin(), inputs.end(), [&](const HostTensor& x) { return x.uid == t.uid; });
       if (it == inputs.end()) return {ErrorCode::INVALID_VALUE, "no input data for '" + t.name + "'"};
       if (it->dims == t.dims) t.bytes = it->bytes;
@@ -192,7 +192,7 @@ void compare_with_reference(const Reference& ref, const std::vector<HostTensor>&
   }
   for (const auto& [b, outputs] : ref.slices) {
     for (const auto& r : outputs) {
-      if (!r.is_output) continue;
+      if (!r.is_output()) continue;
       const HostTensor* g = find_output(got, r.uid);
       if (!g) {
         unchecked.push_back("'" + r.name + "' missing from the outputs");
@@ -218,8 +218,8 @@ bool check_amax_against_output(const std::vector<HostTensor>& tensors, double to
   const HostTensor* y = nullptr;
   const HostTensor* amax = nullptr;
   for (const auto& t : tensors) {
-    if (t.is_output && t.name == "Y") y = &t;
-    if (t.is_output && t.name == "amax") amax = &t;
+    if (t.is_output() && t.name == "Y") y = &t;
+    if (t.is_output() && t.name == "amax") amax = &t;
   }
   if (!y || !amax) {
     std::cout << indent << "amax check: outputs 'Y' and 'amax' not found\n";

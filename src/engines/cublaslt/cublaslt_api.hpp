@@ -81,33 +81,39 @@ struct HeuristicResult {
   int reserved[4];
 };
 
+// The entry points dnngraph calls: X(return type, name, parameters).
+#define DG_LT_ENTRY_POINTS(X) \
+  X(size_t, cublasLtGetVersion, ()) \
+  X(const char*, cublasLtGetStatusName, (cublasStatus_t)) \
+  X(const char*, cublasLtGetStatusString, (cublasStatus_t)) \
+  X(cublasStatus_t, cublasLtCreate, (LtHandle*)) \
+  X(cublasStatus_t, cublasLtDestroy, (LtHandle)) \
+  X(cublasStatus_t, cublasLtMatmulDescCreate, (MatmulDesc*, int compute, int scale)) \
+  X(cublasStatus_t, cublasLtMatmulDescDestroy, (MatmulDesc)) \
+  X(cublasStatus_t, cublasLtMatmulDescSetAttribute, (MatmulDesc, int, const void*, size_t)) \
+  X(cublasStatus_t, cublasLtMatrixLayoutCreate, (MatrixLayout*, int type, uint64_t rows, uint64_t cols, int64_t ld)) \
+  X(cublasStatus_t, cublasLtMatrixLayoutDestroy, (MatrixLayout)) \
+  X(cublasStatus_t, cublasLtMatrixLayoutSetAttribute, (MatrixLayout, int, const void*, size_t)) \
+  X(cublasStatus_t, cublasLtMatmulPreferenceCreate, (Preference*)) \
+  X(cublasStatus_t, cublasLtMatmulPreferenceDestroy, (Preference)) \
+  X(cublasStatus_t, cublasLtMatmulPreferenceSetAttribute, (Preference, int, const void*, size_t)) \
+  X(cublasStatus_t, cublasLtMatmulAlgoGetHeuristic, \
+    (LtHandle, MatmulDesc, MatrixLayout, MatrixLayout, MatrixLayout, MatrixLayout, Preference, int, \
+     HeuristicResult*, int*)) \
+  X(cublasStatus_t, cublasLtMatmulAlgoInit, \
+    (LtHandle, int compute, int scale, int a, int b, int c, int d, int algo_id, MatmulAlgo*)) \
+  X(cublasStatus_t, cublasLtMatmulAlgoCheck, \
+    (LtHandle, MatmulDesc, MatrixLayout, MatrixLayout, MatrixLayout, MatrixLayout, const MatmulAlgo*, \
+     HeuristicResult*)) \
+  X(cublasStatus_t, cublasLtMatmulAlgoConfigSetAttribute, (MatmulAlgo*, int, const void*, size_t)) \
+  X(cublasStatus_t, cublasLtMatmulAlgoConfigGetAttribute, (const MatmulAlgo*, int, void*, size_t, size_t*)) \
+  X(cublasStatus_t, cublasLtMatmul, \
+    (LtHandle, MatmulDesc, const void* alpha, const void* a, MatrixLayout, const void* b, MatrixLayout, \
+     const void* beta, const void* c, MatrixLayout, void* d, MatrixLayout, const MatmulAlgo*, void* workspace, \
+     size_t workspace_bytes, void* stream))
+
 struct LtApi {
-  size_t (*cublasLtGetVersion)();
-  const char* (*cublasLtGetStatusName)(cublasStatus_t);
-  const char* (*cublasLtGetStatusString)(cublasStatus_t);
-  cublasStatus_t (*cublasLtCreate)(LtHandle*);
-  cublasStatus_t (*cublasLtDestroy)(LtHandle);
-  cublasStatus_t (*cublasLtMatmulDescCreate)(MatmulDesc*, int compute, int scale);
-  cublasStatus_t (*cublasLtMatmulDescDestroy)(MatmulDesc);
-  cublasStatus_t (*cublasLtMatmulDescSetAttribute)(MatmulDesc, int, const void*, size_t);
-  cublasStatus_t (*cublasLtMatrixLayoutCreate)(MatrixLayout*, int type, uint64_t rows, uint64_t cols, int64_t ld);
-  cublasStatus_t (*cublasLtMatrixLayoutDestroy)(MatrixLayout);
-  cublasStatus_t (*cublasLtMatrixLayoutSetAttribute)(MatrixLayout, int, const void*, size_t);
-  cublasStatus_t (*cublasLtMatmulPreferenceCreate)(Preference*);
-  cublasStatus_t (*cublasLtMatmulPreferenceDestroy)(Preference);
-  cublasStatus_t (*cublasLtMatmulPreferenceSetAttribute)(Preference, int, const void*, size_t);
-  cublasStatus_t (*cublasLtMatmulAlgoGetHeuristic)(LtHandle, MatmulDesc, MatrixLayout, MatrixLayout, MatrixLayout,
-                                                   MatrixLayout, Preference, int, HeuristicResult*, int*);
-  cublasStatus_t (*cublasLtMatmulAlgoInit)(LtHandle, int compute, int scale, int a, int b, int c, int d, int algo_id,
-                                           MatmulAlgo*);
-  cublasStatus_t (*cublasLtMatmulAlgoCheck)(LtHandle, MatmulDesc, MatrixLayout, MatrixLayout, MatrixLayout,
-                                            MatrixLayout, const MatmulAlgo*, HeuristicResult*);
-  cublasStatus_t (*cublasLtMatmulAlgoConfigSetAttribute)(MatmulAlgo*, int, const void*, size_t);
-  cublasStatus_t (*cublasLtMatmulAlgoConfigGetAttribute)(const MatmulAlgo*, int, void*, size_t, size_t*);
-  cublasStatus_t (*cublasLtMatmul)(LtHandle, MatmulDesc, const void* alpha, const void* a, MatrixLayout,
-                                   const void* b, MatrixLayout, const void* beta, const void* c, MatrixLayout,
-                                   void* d, MatrixLayout, const MatmulAlgo*, void* workspace, size_t workspace_bytes,
-                                   void* stream);
+  DG_LT_ENTRY_POINTS(DG_VENDOR_ENTRY_POINT)
 };
 
 // "CUBLAS_STATUS_NOT_SUPPORTED (the operation or data type combination is ...)": cuBLASLt's words.

@@ -35,31 +35,8 @@ std::string status_text(const LtApi& api, cublasStatus_t s) {
   return out;
 }
 
-bool resolve_api(vendor::SymbolLookup lookup, void* context, LtApi& a, std::string& missing) {
-  auto slot = [](auto& fn) { return reinterpret_cast<void**>(&fn); };
-  return vendor::resolve_symbols(
-      lookup, context,
-      {{"cublasLtGetVersion", slot(a.cublasLtGetVersion)},
-       {"cublasLtGetStatusName", slot(a.cublasLtGetStatusName)},
-       {"cublasLtGetStatusString", slot(a.cublasLtGetStatusString)},
-       {"cublasLtCreate", slot(a.cublasLtCreate)},
-       {"cublasLtDestroy", slot(a.cublasLtDestroy)},
-       {"cublasLtMatmulDescCreate", slot(a.cublasLtMatmulDescCreate)},
-       {"cublasLtMatmulDescDestroy", slot(a.cublasLtMatmulDescDestroy)},
-       {"cublasLtMatmulDescSetAttribute", slot(a.cublasLtMatmulDescSetAttribute)},
-       {"cublasLtMatrixLayoutCreate", slot(a.cublasLtMatrixLayoutCreate)},
-       {"cublasLtMatrixLayoutDestroy", slot(a.cublasLtMatrixLayoutDestroy)},
-       {"cublasLtMatrixLayoutSetAttribute", slot(a.cublasLtMatrixLayoutSetAttribute)},
-       {"cublasLtMatmulPreferenceCreate", slot(a.cublasLtMatmulPreferenceCreate)},
-       {"cublasLtMatmulPreferenceDestroy", slot(a.cublasLtMatmulPreferenceDestroy)},
-       {"cublasLtMatmulPreferenceSetAttribute", slot(a.cublasLtMatmulPreferenceSetAttribute)},
-       {"cublasLtMatmulAlgoGetHeuristic", slot(a.cublasLtMatmulAlgoGetHeuristic)},
-       {"cublasLtMatmulAlgoInit", slot(a.cublasLtMatmulAlgoInit)},
-       {"cublasLtMatmulAlgoCheck", slot(a.cublasLtMatmulAlgoCheck)},
-       {"cublasLtMatmulAlgoConfigSetAttribute", slot(a.cublasLtMatmulAlgoConfigSetAttribute)},
-       {"cublasLtMatmulAlgoConfigGetAttribute", slot(a.cublasLtMatmulAlgoConfigGetAttribute)},
-       {"cublasLtMatmul", slot(a.cublasLtMatmul)}},
-      missing);
+bool resolve_api(vendor::SymbolLookup lookup, void* context, LtApi& api, std::string& missing) {
+  return vendor::resolve_symbols(lookup, context, {DG_LT_ENTRY_POINTS(DG_VENDOR_SYMBOL)}, missing);
 }
 
 const LtApi* api() { return loaded().usable(); }

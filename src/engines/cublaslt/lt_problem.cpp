@@ -26,22 +26,17 @@ bool to_cuda_type(DataType t, CudaType& out) {
 bool storage_of(const ir::Tensor& t, uint64_t& rows, uint64_t& cols, int64_t& ld, bool& transposed) {
   const size_t r = t.dims.size();
   const int64_t R = t.dims[r - 2], C = t.dims[r - 1], sR = t.strides[r - 2], sC = t.strides[r - 1];
-  if (sC == 1 || C == 1) {
-    if (R > 1 && sR < C) return false;
-    rows = static_cast<uint64_t>(C);
-    cols = static_cast<uint64_t>(R);
-    ld = std::max(sR, C);
-    transposed = true;
+  // A column-major (m x n) matrix whose columns start `col_stride` apart, stored as X or X^T.
+  auto column_major = [&](int64_t m, int64_t n, int64_t col_stride, bool is_transposed) {
+    if (n > 1 && col_stride < m) return false;
+    rows = static_cast<uint64_t>(m);
+    cols = static_cast<uint64_t>(n);
+    ld = std::max(col_stride, m);
+    transposed = is_transposed;
     return true;
-  }
-  if (sR == 1 || R == 1) {
-    if (C > 1 && sC < R) return false;
-    rows = static_cast<uint64_t>(R);
-    cols = static_cast<uint64_t>(C);
-    ld = std::max(sC, R);
-    transposed = false;
-    return true;
-  }
+  };
+  if (sC == 1 || C == 1) return column_major(C, R, sR, true);
+  if (sR == 1 || R == 1) return column_major(R, C, sC, false);
   return false;
 }
 

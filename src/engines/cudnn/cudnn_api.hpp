@@ -136,23 +136,30 @@ enum class KnobType : int { DG_CUDNN_KNOB_TYPES(DG_CUDNN_ENUMERATOR) };
 // "split_k", "tile_size", ...; "knob<N>" for a type newer than this table.
 std::string knob_type_name(int knob_type);
 
+// The entry points dnngraph calls: X(return type, name, parameters).
+#define DG_CUDNN_ENTRY_POINTS(X) \
+  X(size_t, cudnnGetVersion, ()) \
+  X(size_t, cudnnGetCudartVersion, ()) \
+  X(const char*, cudnnGetErrorString, (cudnnStatus_t)) \
+  X(cudnnStatus_t, cudnnCreate, (cudnnHandle_t*)) \
+  X(cudnnStatus_t, cudnnDestroy, (cudnnHandle_t)) \
+  X(cudnnStatus_t, cudnnSetStream, (cudnnHandle_t, void*)) \
+  X(cudnnStatus_t, cudnnBackendCreateDescriptor, (int, BackendDescriptor*)) \
+  X(cudnnStatus_t, cudnnBackendDestroyDescriptor, (BackendDescriptor)) \
+  X(cudnnStatus_t, cudnnBackendFinalize, (BackendDescriptor)) \
+  X(cudnnStatus_t, cudnnBackendSetAttribute, (BackendDescriptor, int, int, int64_t, const void*)) \
+  X(cudnnStatus_t, cudnnBackendGetAttribute, (BackendDescriptor, int, int, int64_t, int64_t*, void*)) \
+  X(cudnnStatus_t, cudnnBackendExecute, (cudnnHandle_t, BackendDescriptor, BackendDescriptor))
+// Null when the library lacks them: cudnnGetLastErrorString before cuDNN 9.0, the CUDA-graph pair
+// (handle, plan, variant pack, cudaGraph_t) before 9.5.
+#define DG_CUDNN_OPTIONAL_ENTRY_POINTS(X) \
+  X(void, cudnnGetLastErrorString, (char*, size_t)) \
+  X(cudnnStatus_t, cudnnBackendPopulateCudaGraph, (cudnnHandle_t, BackendDescriptor, BackendDescriptor, void*)) \
+  X(cudnnStatus_t, cudnnBackendUpdateCudaGraph, (cudnnHandle_t, BackendDescriptor, BackendDescriptor, void*))
+
 struct CudnnApi {
-  size_t (*cudnnGetVersion)();
-  size_t (*cudnnGetCudartVersion)();
-  const char* (*cudnnGetErrorString)(cudnnStatus_t);
-  void (*cudnnGetLastErrorString)(char*, size_t);  // may be null (older than cuDNN 9.0)
-  cudnnStatus_t (*cudnnCreate)(cudnnHandle_t*);
-  cudnnStatus_t (*cudnnDestroy)(cudnnHandle_t);
-  cudnnStatus_t (*cudnnSetStream)(cudnnHandle_t, void*);
-  cudnnStatus_t (*cudnnBackendCreateDescriptor)(int, BackendDescriptor*);
-  cudnnStatus_t (*cudnnBackendDestroyDescriptor)(BackendDescriptor);
-  cudnnStatus_t (*cudnnBackendFinalize)(BackendDescriptor);
-  cudnnStatus_t (*cudnnBackendSetAttribute)(BackendDescriptor, int, int, int64_t, const void*);
-  cudnnStatus_t (*cudnnBackendGetAttribute)(BackendDescriptor, int, int, int64_t, int64_t*, void*);
-  cudnnStatus_t (*cudnnBackendExecute)(cudnnHandle_t, BackendDescriptor, BackendDescriptor);
-  // cuDNN 9.5+: (handle, plan, variant pack, cudaGraph_t); null when the library lacks them.
-  cudnnStatus_t (*cudnnBackendPopulateCudaGraph)(cudnnHandle_t, BackendDescriptor, BackendDescriptor, void*);
-  cudnnStatus_t (*cudnnBackendUpdateCudaGraph)(cudnnHandle_t, BackendDescriptor, BackendDescriptor, void*);
+  DG_CUDNN_ENTRY_POINTS(DG_VENDOR_ENTRY_POINT)
+  DG_CUDNN_OPTIONAL_ENTRY_POINTS(DG_VENDOR_ENTRY_POINT)
 };
 
 // "CUDNN_STATUS_NOT_SUPPORTED_SHAPE (cuDNN's last error message)": both of cuDNN's own words.

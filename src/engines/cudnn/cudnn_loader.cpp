@@ -52,27 +52,10 @@ std::string status_text(const CudnnApi& api, cudnnStatus_t s) {
   return out;
 }
 
-bool resolve_api(vendor::SymbolLookup lookup, void* context, CudnnApi& a, std::string& missing) {
-  auto slot = [](auto& fn) { return reinterpret_cast<void**>(&fn); };
-  if (!vendor::resolve_symbols(lookup, context,
-                               {{"cudnnGetVersion", slot(a.cudnnGetVersion)},
-                                {"cudnnGetCudartVersion", slot(a.cudnnGetCudartVersion)},
-                                {"cudnnGetErrorString", slot(a.cudnnGetErrorString)},
-                                {"cudnnCreate", slot(a.cudnnCreate)},
-                                {"cudnnDestroy", slot(a.cudnnDestroy)},
-                                {"cudnnSetStream", slot(a.cudnnSetStream)},
-                                {"cudnnBackendCreateDescriptor", slot(a.cudnnBackendCreateDescriptor)},
-                                {"cudnnBackendDestroyDescriptor", slot(a.cudnnBackendDestroyDescriptor)},
-                                {"cudnnBackendFinalize", slot(a.cudnnBackendFinalize)},
-                                {"cudnnBackendSetAttribute", slot(a.cudnnBackendSetAttribute)},
-                                {"cudnnBackendGetAttribute", slot(a.cudnnBackendGetAttribute)},
-                                {"cudnnBackendExecute", slot(a.cudnnBackendExecute)}},
-                               missing))
-    return false;
+bool resolve_api(vendor::SymbolLookup lookup, void* context, CudnnApi& api, std::string& missing) {
+  if (!vendor::resolve_symbols(lookup, context, {DG_CUDNN_ENTRY_POINTS(DG_VENDOR_SYMBOL)}, missing)) return false;
   // Optional: older libraries lack them, and dnngraph works around their absence.
-  *slot(a.cudnnGetLastErrorString) = lookup(context, "cudnnGetLastErrorString");
-  *slot(a.cudnnBackendPopulateCudaGraph) = lookup(context, "cudnnBackendPopulateCudaGraph");
-  *slot(a.cudnnBackendUpdateCudaGraph) = lookup(context, "cudnnBackendUpdateCudaGraph");
+  for (const vendor::Symbol& s : {DG_CUDNN_OPTIONAL_ENTRY_POINTS(DG_VENDOR_SYMBOL)}) *s.slot = lookup(context, s.name);
   return true;
 }
 

@@ -3,9 +3,26 @@
 #include "engines/cudnn/sdpa_lower.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <limits>
 #include <map>
+#include <utility>
 #include <variant>
+
+// `bool name(From v, To& out)`: maps dnngraph's enum `From` to cuDNN's `To`, whose values (listed
+// by `list`, cudnn_api.hpp) bear the same names; NOT_SET maps to none.
+#define DG_CUDNN_SAME_NAMES(name, From, To, list)   \
+  bool name(From v, To& out) {                      \
+    using Source = From;                            \
+    using Target = To;                              \
+    switch (v) {                                    \
+      list(DG_CUDNN_SAME_NAME_CASE)                 \
+      case Source::NOT_SET: return false;           \
+    }                                               \
+    return false;                                   \
+  }
+#define DG_CUDNN_SAME_NAME_CASE(value_name, value) \
+  case Source::value_name: out = Target::value_name; return true;
 
 namespace dnngraph::cudnn {
 namespace {
@@ -91,20 +108,27 @@ std::string no_cudnn_mode(const PointwiseAttr& a) {
 
 bool is_backward(PointwiseMode m) { return kind_of(m) == PointwiseKind::ACTIVATION_BACKWARD; }
 
-bool to_reduce_op(ReductionMode m, ReduceOp& out) {
-  switch (m) {
-    case ReductionMode::ADD: out = ReduceOp::ADD; return true;
-    case ReductionMode::MUL: out = ReduceOp::MUL; return true;
-    case ReductionMode::MIN: out = ReduceOp::MIN; return true;
-    case ReductionMode::MAX: out = ReduceOp::MAX; return true;
-    case ReductionMode::AMAX: out = ReduceOp::AMAX; return true;
-    case ReductionMode::AVG: out = ReduceOp::AVG; return true;
-    case ReductionMode::NORM1: out = ReduceOp::NORM1; return true;
-    case ReductionMode::NORM2: out = ReduceOp::NORM2; return true;
-    case ReductionMode::NOT_SET: return false;
-  }
-  return false;
-}
+DG_CUDNN_SAME_NAMES(to_reduce_op, ReductionMode, ReduceOp, DG_CUDNN_REDUCE_OPS)
+
+// The backend's names for one convolution operation: its descriptor type, the attributes of its
+// two inputs and output (by node slot), of the convolution descriptor and of alpha and beta.
+struct ConvOperation {
+  Desc op;
+  Attr input0, input1, output, conv_desc, alpha, beta;
+  int x_slot;  // the input whose spatial rank the geometry takes
+};
+
+// cuDNN names an operation's attributes <prefix>_<operand>: (X, W) -> Y, (DY, W) -> DX, (DY, X) -> DW.
+#define DG_CONV_OPERATION(desc, prefix, in0, in1, out, x_slot)                                            \
+  ConvOperation{Desc::desc, Attr::prefix##_##in0, Attr::prefix##_##in1, Attr::prefix##_##out,            \
+                Attr::prefix##_CONV_DESC, Attr::prefix##_ALPHA, Attr::prefix##_BETA, x_slot}
+constexpr ConvOperation kConvFprop =
+    DG_CONV_OPERATION(OPERATION_CONVOLUTION_FORWARD, OPERATION_CONVOLUTION_FORWARD, X, W, Y, 0);
+constexpr ConvOperation kConvDgrad =
+    DG_CONV_OPERATION(OPERATION_CONVOLUTION_BACKWARD_DATA, OPERATION_CONVOLUTION_BWD_DATA, DY, W, DX, 0);
+constexpr ConvOperation kConvWgrad =
+    DG_CONV_OPERATION(OPERATION_CONVOLUTION_BACKWARD_FILTER, OPERATION_CONVOLUTION_BWD_FILTER, DY, X, DW, 1);
+#undef DG_CONV_OPERATION
 
 // Builds the operation descriptors of one partition, reading tensor descriptors by IR id.
 class OpLowering {
@@ -133,6 +157,13 @@ class OpLowering {
     return {};
   }
 
+  // Makes an operation descriptor of `type` with these descriptor attributes (set in order), then adds it.
+  Status add_operation(Desc type, std::initializer_list<std::pair<Attr, BackendDescriptor>> operands) {
+    Descriptor& op = make(type);
+    for (const auto& [attr, desc] : operands) op.set_desc(attr, desc);
+    return add_op(op);
+  }
+
   // alpha = 1, beta = 0, in the precision cuDNN expects for the compute type.
   Descriptor& scale_pair(Descriptor& op, Attr alpha, Attr beta) {
     if (comp_ == Dtype::DOUBLE) return op.set_double(alpha, 1.0).set_double(beta, 0.0);
@@ -158,51 +189,30 @@ class OpLowering {
     return {};
   }
 
-  Status lower(const ir::Node& n, const ConvFpropAttr& a) {
-    BackendDescriptor conv = nullptr;
-    if (auto s = conv_desc(n, a, 0, conv); !s.ok()) return s;
-    Descriptor& op = make(Desc::OPERATION_CONVOLUTION_FORWARD);
-    op.set_desc(Attr::OPERATION_CONVOLUTION_FORWARD_X, tensor(n.inputs[0]))
-        .set_desc(Attr::OPERATION_CONVOLUTION_FORWARD_W, tensor(n.inputs[1]))
-        .set_desc(Attr::OPERATION_CONVOLUTION_FORWARD_Y, tensor(n.outputs[0]))
-        .set_desc(Attr::OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
-    scale_pair(op, Attr::OPERATION_CONVOLUTION_FORWARD_ALPHA, Attr::OPERATION_CONVOLUTION_FORWARD_BETA);
-    return add_op(op);
-  }
+  Status lower(const ir::Node& n, const ConvFpropAttr& a) { return lower_conv(n, a, kConvFprop); }
+  Status lower(const ir::Node& n, const ConvDgradAttr& a) { return lower_conv(n, a, kConvDgrad); }
+  Status lower(const ir::Node& n, const ConvWgradAttr& a) { return lower_conv(n, a, kConvWgrad); }
 
-  Status lower(const ir::Node& n, const ConvDgradAttr& a) {  // (DY, W) -> DX
+  template <class A>
+  Status lower_conv(const ir::Node& n, const A& a, const ConvOperation& c) {
     BackendDescriptor conv = nullptr;
-    if (auto s = conv_desc(n, a, 0, conv); !s.ok()) return s;
-    Descriptor& op = make(Desc::OPERATION_CONVOLUTION_BACKWARD_DATA);
-    op.set_desc(Attr::OPERATION_CONVOLUTION_BWD_DATA_DY, tensor(n.inputs[0]))
-        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_DATA_W, tensor(n.inputs[1]))
-        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_DATA_DX, tensor(n.outputs[0]))
-        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv);
-    scale_pair(op, Attr::OPERATION_CONVOLUTION_BWD_DATA_ALPHA, Attr::OPERATION_CONVOLUTION_BWD_DATA_BETA);
-    return add_op(op);
-  }
-
-  Status lower(const ir::Node& n, const ConvWgradAttr& a) {  // (DY, X) -> DW
-    BackendDescriptor conv = nullptr;
-    if (auto s = conv_desc(n, a, 1, conv); !s.ok()) return s;
-    Descriptor& op = make(Desc::OPERATION_CONVOLUTION_BACKWARD_FILTER);
-    op.set_desc(Attr::OPERATION_CONVOLUTION_BWD_FILTER_DY, tensor(n.inputs[0]))
-        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_FILTER_X, tensor(n.inputs[1]))
-        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_FILTER_DW, tensor(n.outputs[0]))
-        .set_desc(Attr::OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv);
-    scale_pair(op, Attr::OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, Attr::OPERATION_CONVOLUTION_BWD_FILTER_BETA);
+    if (auto s = conv_desc(n, a, c.x_slot, conv); !s.ok()) return s;
+    Descriptor& op = make(c.op);
+    op.set_desc(c.input0, tensor(n.inputs[0]))
+        .set_desc(c.input1, tensor(n.inputs[1]))
+        .set_desc(c.output, tensor(n.outputs[0]))
+        .set_desc(c.conv_desc, conv);
+    scale_pair(op, c.alpha, c.beta);
     return add_op(op);
   }
 
   Status lower(const ir::Node& n, const MatmulAttr&) {
     Descriptor& mm = make(Desc::MATMUL);
     if (auto s = mm.set_dtype(Attr::MATMUL_COMP_TYPE, comp_).finalize(); !s.ok()) return s;
-    Descriptor& op = make(Desc::OPERATION_MATMUL);
-    op.set_desc(Attr::OPERATION_MATMUL_ADESC, tensor(n.inputs[0]))
-        .set_desc(Attr::OPERATION_MATMUL_BDESC, tensor(n.inputs[1]))
-        .set_desc(Attr::OPERATION_MATMUL_CDESC, tensor(n.outputs[0]))
-        .set_desc(Attr::OPERATION_MATMUL_DESC, mm.get());
-    return add_op(op);
+    return add_operation(Desc::OPERATION_MATMUL, {{Attr::OPERATION_MATMUL_ADESC, tensor(n.inputs[0])},
+                                                  {Attr::OPERATION_MATMUL_BDESC, tensor(n.inputs[1])},
+                                                  {Attr::OPERATION_MATMUL_CDESC, tensor(n.outputs[0])},
+                                                  {Attr::OPERATION_MATMUL_DESC, mm.get()}});
   }
 
   Status lower(const ir::Node& n, const PointwiseAttr& a) {
@@ -255,11 +265,9 @@ class OpLowering {
     red.set_enum(Attr::REDUCTION_OPERATOR, AttrType::REDUCTION_OPERATOR_TYPE, static_cast<int>(r))
         .set_dtype(Attr::REDUCTION_COMP_TYPE, comp_);
     if (auto s = red.finalize(); !s.ok()) return s;
-    Descriptor& op = make(Desc::OPERATION_REDUCTION);
-    op.set_desc(Attr::OPERATION_REDUCTION_XDESC, tensor(n.inputs[0]))
-        .set_desc(Attr::OPERATION_REDUCTION_YDESC, tensor(n.outputs[0]))
-        .set_desc(Attr::OPERATION_REDUCTION_DESC, red.get());
-    return add_op(op);
+    return add_operation(Desc::OPERATION_REDUCTION, {{Attr::OPERATION_REDUCTION_XDESC, tensor(n.inputs[0])},
+                                                     {Attr::OPERATION_REDUCTION_YDESC, tensor(n.outputs[0])},
+                                                     {Attr::OPERATION_REDUCTION_DESC, red.get()}});
   }
 
   template <class A>
@@ -277,23 +285,7 @@ class OpLowering {
 
 }  // namespace
 
-bool to_cudnn(DataType t, Dtype& out) {
-  switch (t) {
-    case DataType::FLOAT: out = Dtype::FLOAT; return true;
-    case DataType::HALF: out = Dtype::HALF; return true;
-    case DataType::BFLOAT16: out = Dtype::BFLOAT16; return true;
-    case DataType::DOUBLE: out = Dtype::DOUBLE; return true;
-    case DataType::INT8: out = Dtype::INT8; return true;
-    case DataType::INT32: out = Dtype::INT32; return true;
-    case DataType::INT64: out = Dtype::INT64; return true;
-    case DataType::BOOLEAN: out = Dtype::BOOLEAN; return true;
-    case DataType::UINT8: out = Dtype::UINT8; return true;
-    case DataType::FP8_E4M3: out = Dtype::FP8_E4M3; return true;
-    case DataType::FP8_E5M2: out = Dtype::FP8_E5M2; return true;
-    case DataType::NOT_SET: return false;
-  }
-  return false;
-}
+DG_CUDNN_SAME_NAMES(to_cudnn, DataType, Dtype, DG_CUDNN_DTYPES)
 
 std::string lowering_gap(const Partition& p) {
   for (size_t i = 0; i < p.nodes.size(); ++i) {

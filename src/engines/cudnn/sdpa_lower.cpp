@@ -137,6 +137,15 @@ void shift(SdpaBuilder& g, PwMode mode, Dtype type, BackendDescriptor& x, Backen
   x = y;
 }
 
+// S = select(lhs <cmp> rhs, S, -inf): the scores a band keeps.
+BackendDescriptor keep_where(SdpaBuilder& g, PwMode cmp, BackendDescriptor lhs, BackendDescriptor rhs,
+                             BackendDescriptor s, BackendDescriptor neg_inf, const std::vector<int64_t>& dims) {
+  BackendDescriptor keep = g.tensor(Dtype::BOOLEAN, dims), out = g.tensor(Dtype::FLOAT, dims);
+  g.pointwise(cmp, Dtype::BOOLEAN, lhs, rhs, nullptr, keep);
+  g.pointwise(PwMode::BINARY_SELECT, Dtype::FLOAT, s, neg_inf, keep, out);
+  return out;
+}
+
 // The lengths a bottom-right band aligns to (padding lengths, else the dims' constants); null for top-left.
 struct BandInputs {
   BackendDescriptor seq_kv = nullptr, seq_q = nullptr, right = nullptr, left = nullptr, neg_inf = nullptr;
@@ -151,10 +160,7 @@ BackendDescriptor right_bound_mask(SdpaBuilder& g, BackendDescriptor s, const st
   if (in.seq_kv) shift(g, PwMode::ADD, Dtype::INT32, row, in.seq_kv, dims);
   if (in.seq_q) shift(g, PwMode::SUB, Dtype::INT32, row, in.seq_q, dims);
   if (in.right) shift(g, PwMode::ADD, Dtype::INT32, row, in.right, dims);
-  BackendDescriptor keep = g.tensor(Dtype::BOOLEAN, dims), out = g.tensor(Dtype::FLOAT, dims);
-  g.pointwise(PwMode::CMP_GE, Dtype::BOOLEAN, row, col, nullptr, keep);
-  g.pointwise(PwMode::BINARY_SELECT, Dtype::FLOAT, s, in.neg_inf, keep, out);
-  return out;
+  return keep_where(g, PwMode::CMP_GE, row, col, s, in.neg_inf, dims);
 }
 
 // S = select(col + left [- s_kv + s_q] > row, S, -inf): the frontend's left bound (sliding window).
@@ -165,10 +171,7 @@ BackendDescriptor left_bound_mask(SdpaBuilder& g, BackendDescriptor s, const std
   shift(g, PwMode::ADD, in.left_type, col, in.left, dims);
   if (in.seq_kv) shift(g, PwMode::SUB, Dtype::INT32, col, in.seq_kv, dims);
   if (in.seq_q) shift(g, PwMode::ADD, Dtype::INT32, col, in.seq_q, dims);
-  BackendDescriptor keep = g.tensor(Dtype::BOOLEAN, dims), out = g.tensor(Dtype::FLOAT, dims);
-  g.pointwise(PwMode::CMP_GT, Dtype::BOOLEAN, col, row, nullptr, keep);
-  g.pointwise(PwMode::BINARY_SELECT, Dtype::FLOAT, s, in.neg_inf, keep, out);
-  return out;
+  return keep_where(g, PwMode::CMP_GT, col, row, s, in.neg_inf, dims);
 }
 
 bool bottom_right(const SdpaAttr& a) { return a.get_diagonal_alignment() == DiagonalAlignment::BOTTOM_RIGHT; }

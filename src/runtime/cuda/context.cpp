@@ -166,24 +166,15 @@ void release(HandleImpl& h, void* ptr) {
   }
 }
 
-Status copy_to_host(HandleImpl& h, void* dst, const void* src, size_t bytes) {
+Status copy(HandleImpl& h, CopyDirection direction, void* dst, const void* src, size_t bytes) {
   if (auto s = make_current(h); !s.ok()) return s;
   const DriverApi& d = *driver();
-  if (auto s = check(d.cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, stream_of(h)),
-                     "cuMemcpyDtoHAsync");
-      !s.ok())
-    return s;
-  return check(d.cuStreamSynchronize(stream_of(h)), "cuStreamSynchronize after a copy to the host");
-}
-
-Status copy_to_device(HandleImpl& h, void* dst, const void* src, size_t bytes) {
-  if (auto s = make_current(h); !s.ok()) return s;
-  const DriverApi& d = *driver();
-  if (auto s = check(d.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, stream_of(h)),
-                     "cuMemcpyHtoDAsync");
-      !s.ok())
-    return s;
-  return check(d.cuStreamSynchronize(stream_of(h)), "cuStreamSynchronize after a copy to the device");
+  const bool to_host = direction == CopyDirection::TO_HOST;
+  const CUresult r = to_host ? d.cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, stream_of(h))
+                             : d.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, stream_of(h));
+  if (auto s = check(r, to_host ? "cuMemcpyDtoHAsync" : "cuMemcpyHtoDAsync"); !s.ok()) return s;
+  return check(d.cuStreamSynchronize(stream_of(h)),
+               to_host ? "cuStreamSynchronize after a copy to the host" : "cuStreamSynchronize after a copy to the device");
 }
 
 Status synchronize(HandleImpl& h) {

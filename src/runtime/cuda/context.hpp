@@ -46,8 +46,9 @@ inline CUstream stream_of(const HandleImpl& h) { return static_cast<CUstream>(h.
 namespace dnngraph::cuda {
 Status allocate(HandleImpl& h, size_t bytes, void** ptr);
 void release(HandleImpl& h, void* ptr);
-Status copy_to_host(HandleImpl& h, void* dst, const void* src, size_t bytes);
-Status copy_to_device(HandleImpl& h, void* dst, const void* src, size_t bytes);
+enum class CopyDirection { TO_HOST, TO_DEVICE };
+// Copies on the handle's stream, then waits for it.
+Status copy(HandleImpl& h, CopyDirection direction, void* dst, const void* src, size_t bytes);
 Status synchronize(HandleImpl& h);
 bool is_device_pointer(HandleImpl& h, const void* ptr);
 // Sets `count` 32-bit words to `value` on the handle's stream (asynchronous).

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/vendor_library.hpp"
+
 namespace dnngraph::cuda {
 
 // ---- driver types
@@ -81,63 +83,68 @@ struct GraphExecUpdateResultInfo {
   CUgraphNode error_from_node;
 };
 
-// The driver entry points, resolved once by load_driver().
+// The driver entry points dnngraph calls, resolved once by driver(): X(return type, name,
+// parameters), or X_V2 for those that cuda.h maps to the name's _v2 symbol.
+#define DG_CUDA_DRIVER_ENTRY_POINTS(X, X_V2) \
+  X(CUresult, cuInit, (unsigned)) \
+  X(CUresult, cuDriverGetVersion, (int*)) \
+  X(CUresult, cuGetErrorName, (CUresult, const char**)) \
+  X(CUresult, cuGetErrorString, (CUresult, const char**)) \
+  X(CUresult, cuDeviceGetCount, (int*)) \
+  X(CUresult, cuDeviceGet, (CUdevice*, int)) \
+  X(CUresult, cuDeviceGetName, (char*, int, CUdevice)) \
+  X(CUresult, cuDeviceGetAttribute, (int*, int, CUdevice)) \
+  X_V2(CUresult, cuDeviceTotalMem, (size_t*, CUdevice)) \
+  X(CUresult, cuDevicePrimaryCtxRetain, (CUcontext*, CUdevice)) \
+  X_V2(CUresult, cuDevicePrimaryCtxRelease, (CUdevice)) \
+  X(CUresult, cuCtxSetCurrent, (CUcontext)) \
+  X(CUresult, cuCtxSynchronize, ()) \
+  X_V2(CUresult, cuMemAlloc, (CUdeviceptr*, size_t)) \
+  X_V2(CUresult, cuMemFree, (CUdeviceptr)) \
+  X_V2(CUresult, cuMemGetInfo, (size_t*, size_t*)) \
+  X_V2(CUresult, cuMemcpyHtoDAsync, (CUdeviceptr, const void*, size_t, CUstream)) \
+  X_V2(CUresult, cuMemcpyDtoHAsync, (void*, CUdeviceptr, size_t, CUstream)) \
+  X_V2(CUresult, cuMemcpyDtoDAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream)) \
+  X(CUresult, cuMemsetD8Async, (CUdeviceptr, unsigned char, size_t, CUstream)) \
+  X(CUresult, cuMemsetD32Async, (CUdeviceptr, unsigned, size_t, CUstream)) \
+  X(CUresult, cuPointerGetAttribute, (void*, int, CUdeviceptr)) \
+  X(CUresult, cuStreamCreate, (CUstream*, unsigned)) \
+  X_V2(CUresult, cuStreamDestroy, (CUstream)) \
+  X(CUresult, cuStreamSynchronize, (CUstream)) \
+  X_V2(CUresult, cuStreamBeginCapture, (CUstream, int)) \
+  X(CUresult, cuStreamEndCapture, (CUstream, CUgraph*)) \
+  X(CUresult, cuStreamIsCapturing, (CUstream, int*)) \
+  X(CUresult, cuEventCreate, (CUevent*, unsigned)) \
+  X(CUresult, cuEventRecord, (CUevent, CUstream)) \
+  X(CUresult, cuEventSynchronize, (CUevent)) \
+  X_V2(CUresult, cuEventDestroy, (CUevent)) \
+  X(CUresult, cuModuleLoadData, (CUmodule*, const void*)) \
+  X(CUresult, cuModuleUnload, (CUmodule)) \
+  X(CUresult, cuModuleGetFunction, (CUfunction*, CUmodule, const char*)) \
+  X(CUresult, cuFuncGetAttribute, (int*, int, CUfunction)) \
+  X(CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessor, (int*, CUfunction, int, size_t)) \
+  X(CUresult, cuLaunchKernel, \
+    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**)) \
+  X(CUresult, cuGraphCreate, (CUgraph*, unsigned)) \
+  X(CUresult, cuGraphDestroy, (CUgraph)) \
+  X(CUresult, cuGraphAddChildGraphNode, (CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUgraph)) \
+  X(CUresult, cuGraphChildGraphNodeGetGraph, (CUgraphNode, CUgraph*)) \
+  X(CUresult, cuGraphGetNodes, (CUgraph, CUgraphNode*, size_t*)) \
+  X(CUresult, cuGraphDestroyNode, (CUgraphNode)) \
+  X(CUresult, cuGraphNodeGetType, (CUgraphNode, int*)) \
+  X_V2(CUresult, cuGraphKernelNodeGetParams, (CUgraphNode, KernelNodeParams*)) \
+  X_V2(CUresult, cuGraphKernelNodeSetParams, (CUgraphNode, const KernelNodeParams*)) \
+  X(CUresult, cuGraphMemsetNodeGetParams, (CUgraphNode, MemsetNodeParams*)) \
+  X(CUresult, cuGraphMemsetNodeSetParams, (CUgraphNode, const MemsetNodeParams*)) \
+  X(CUresult, cuGraphInstantiateWithFlags, (CUgraphExec*, CUgraph, unsigned long long)) \
+  X_V2(CUresult, cuGraphExecUpdate, (CUgraphExec, CUgraph, GraphExecUpdateResultInfo*)) \
+  X(CUresult, cuGraphLaunch, (CUgraphExec, CUstream)) \
+  X(CUresult, cuGraphExecDestroy, (CUgraphExec))
+
 struct DriverApi {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDriverGetVersion)(int*);
-  CUresult (*cuGetErrorName)(CUresult, const char**);
-  CUresult (*cuGetErrorString)(CUresult, const char**);
-  CUresult (*cuDeviceGetCount)(int*);
-  CUresult (*cuDeviceGet)(CUdevice*, int);
-  CUresult (*cuDeviceGetName)(char*, int, CUdevice);
-  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
-  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuCtxSynchronize)();
-  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
-  CUresult (*cuMemFree)(CUdeviceptr);
-  CUresult (*cuMemGetInfo)(size_t*, size_t*);
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
-  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
-  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
-  CUresult (*cuPointerGetAttribute)(void*, int, CUdeviceptr);
-  CUresult (*cuStreamCreate)(CUstream*, unsigned);
-  CUresult (*cuStreamDestroy)(CUstream);
-  CUresult (*cuStreamSynchronize)(CUstream);
-  CUresult (*cuStreamBeginCapture)(CUstream, int);
-  CUresult (*cuStreamEndCapture)(CUstream, CUgraph*);
-  CUresult (*cuStreamIsCapturing)(CUstream, int*);
-  CUresult (*cuEventCreate)(CUevent*, unsigned);
-  CUresult (*cuEventRecord)(CUevent, CUstream);
-  CUresult (*cuEventSynchronize)(CUevent);
+  DG_CUDA_DRIVER_ENTRY_POINTS(DG_VENDOR_ENTRY_POINT, DG_VENDOR_ENTRY_POINT)
+  // cuda.h 12.8+ maps it to cuEventElapsedTime_v2; older drivers have only the first (loader.cpp).
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
-  CUresult (*cuEventDestroy)(CUevent);
-  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
-  CUresult (*cuModuleUnload)(CUmodule);
-  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
-  CUresult (*cuFuncGetAttribute)(int*, int, CUfunction);
-  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void**, void**);
-  CUresult (*cuGraphCreate)(CUgraph*, unsigned);
-  CUresult (*cuGraphDestroy)(CUgraph);
-  CUresult (*cuGraphAddChildGraphNode)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUgraph);
-  CUresult (*cuGraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph*);
-  CUresult (*cuGraphGetNodes)(CUgraph, CUgraphNode*, size_t*);
-  CUresult (*cuGraphDestroyNode)(CUgraphNode);
-  CUresult (*cuGraphNodeGetType)(CUgraphNode, int*);
-  CUresult (*cuGraphKernelNodeGetParams)(CUgraphNode, KernelNodeParams*);
-  CUresult (*cuGraphKernelNodeSetParams)(CUgraphNode, const KernelNodeParams*);
-  CUresult (*cuGraphMemsetNodeGetParams)(CUgraphNode, MemsetNodeParams*);
-  CUresult (*cuGraphMemsetNodeSetParams)(CUgraphNode, const MemsetNodeParams*);
-  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long);
-  CUresult (*cuGraphExecUpdate)(CUgraphExec, CUgraph, GraphExecUpdateResultInfo*);
-  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
-  CUresult (*cuGraphExecDestroy)(CUgraphExec);
 };
 
 // ---- NVRTC
@@ -145,19 +152,23 @@ using nvrtcResult = int;
 using nvrtcProgram = struct _nvrtcProgram*;
 inline constexpr nvrtcResult NVRTC_SUCCESS = 0;
 
+// The NVRTC entry points dnngraph calls: X(return type, name, parameters).
+#define DG_NVRTC_ENTRY_POINTS(X) \
+  X(nvrtcResult, nvrtcVersion, (int*, int*)) \
+  X(const char*, nvrtcGetErrorString, (nvrtcResult)) \
+  X(nvrtcResult, nvrtcCreateProgram, \
+    (nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*)) \
+  X(nvrtcResult, nvrtcDestroyProgram, (nvrtcProgram*)) \
+  X(nvrtcResult, nvrtcCompileProgram, (nvrtcProgram, int, const char* const*)) \
+  X(nvrtcResult, nvrtcGetProgramLogSize, (nvrtcProgram, size_t*)) \
+  X(nvrtcResult, nvrtcGetProgramLog, (nvrtcProgram, char*)) \
+  X(nvrtcResult, nvrtcGetCUBINSize, (nvrtcProgram, size_t*)) \
+  X(nvrtcResult, nvrtcGetCUBIN, (nvrtcProgram, char*)) \
+  X(nvrtcResult, nvrtcGetNumSupportedArchs, (int*)) \
+  X(nvrtcResult, nvrtcGetSupportedArchs, (int*))
+
 struct NvrtcApi {
-  nvrtcResult (*nvrtcVersion)(int*, int*);
-  const char* (*nvrtcGetErrorString)(nvrtcResult);
-  nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*,
-                                    const char* const*);
-  nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram*);
-  nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char* const*);
-  nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t*);
-  nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char*);
-  nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t*);
-  nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char*);
-  nvrtcResult (*nvrtcGetNumSupportedArchs)(int*);
-  nvrtcResult (*nvrtcGetSupportedArchs)(int*);
+  DG_NVRTC_ENTRY_POINTS(DG_VENDOR_ENTRY_POINT)
 };
 
 // The driver, loaded on first use (thread-safe); null when libcuda could not be loaded or cuInit

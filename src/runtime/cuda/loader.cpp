@@ -11,6 +11,7 @@
 #include "core/log.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/library_search.hpp"
+#include "runtime/vendor_library.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -21,16 +22,8 @@ using library_search::env;
 using library_search::files_with_prefix;
 using library_search::python_site_dirs;
 
-bool resolve_all(void* lib, const std::vector<std::pair<const char*, void**>>& syms, std::string& missing) {
-  for (const auto& [name, slot] : syms) {
-    *slot = dlsym(lib, name);
-    if (!*slot) {
-      missing = name;
-      return false;
-    }
-  }
-  return true;
-}
+// X_V2 entries of DG_CUDA_DRIVER_ENTRY_POINTS, for a table called `api`.
+#define DG_CUDA_V2_SYMBOL(ret, name, params) vendor::Symbol{#name "_v2", reinterpret_cast<void**>(&api.name)},
 
 struct DriverState {
   DriverApi api{};
@@ -60,85 +53,30 @@ DriverState load_driver_state() {
   }
   s.searched.push_back(std::string(name) + " (system loader): loaded");
   DG_LOG(INFO) << "cuda: loaded " << name;
-  DriverApi& a = s.api;
-  std::vector<std::pair<const char*, void**>> syms = {
-      {"cuInit", reinterpret_cast<void**>(&a.cuInit)},
-      {"cuDriverGetVersion", reinterpret_cast<void**>(&a.cuDriverGetVersion)},
-      {"cuGetErrorName", reinterpret_cast<void**>(&a.cuGetErrorName)},
-      {"cuGetErrorString", reinterpret_cast<void**>(&a.cuGetErrorString)},
-      {"cuDeviceGetCount", reinterpret_cast<void**>(&a.cuDeviceGetCount)},
-      {"cuDeviceGet", reinterpret_cast<void**>(&a.cuDeviceGet)},
-      {"cuDeviceGetName", reinterpret_cast<void**>(&a.cuDeviceGetName)},
-      {"cuDeviceGetAttribute", reinterpret_cast<void**>(&a.cuDeviceGetAttribute)},
-      {"cuDeviceTotalMem_v2", reinterpret_cast<void**>(&a.cuDeviceTotalMem)},
-      {"cuDevicePrimaryCtxRetain", reinterpret_cast<void**>(&a.cuDevicePrimaryCtxRetain)},
-      {"cuDevicePrimaryCtxRelease_v2", reinterpret_cast<void**>(&a.cuDevicePrimaryCtxRelease)},
-      {"cuCtxSetCurrent", reinterpret_cast<void**>(&a.cuCtxSetCurrent)},
-      {"cuCtxSynchronize", reinterpret_cast<void**>(&a.cuCtxSynchronize)},
-      {"cuMemAlloc_v2", reinterpret_cast<void**>(&a.cuMemAlloc)},
-      {"cuMemFree_v2", reinterpret_cast<void**>(&a.cuMemFree)},
-      {"cuMemGetInfo_v2", reinterpret_cast<void**>(&a.cuMemGetInfo)},
-      {"cuMemcpyHtoDAsync_v2", reinterpret_cast<void**>(&a.cuMemcpyHtoDAsync)},
-      {"cuMemcpyDtoHAsync_v2", reinterpret_cast<void**>(&a.cuMemcpyDtoHAsync)},
-      {"cuMemcpyDtoDAsync_v2", reinterpret_cast<void**>(&a.cuMemcpyDtoDAsync)},
-      {"cuMemsetD8Async", reinterpret_cast<void**>(&a.cuMemsetD8Async)},
-      {"cuMemsetD32Async", reinterpret_cast<void**>(&a.cuMemsetD32Async)},
-      {"cuPointerGetAttribute", reinterpret_cast<void**>(&a.cuPointerGetAttribute)},
-      {"cuStreamCreate", reinterpret_cast<void**>(&a.cuStreamCreate)},
-      {"cuStreamDestroy_v2", reinterpret_cast<void**>(&a.cuStreamDestroy)},
-      {"cuStreamSynchronize", reinterpret_cast<void**>(&a.cuStreamSynchronize)},
-      {"cuStreamBeginCapture_v2", reinterpret_cast<void**>(&a.cuStreamBeginCapture)},
-      {"cuStreamEndCapture", reinterpret_cast<void**>(&a.cuStreamEndCapture)},
-      {"cuStreamIsCapturing", reinterpret_cast<void**>(&a.cuStreamIsCapturing)},
-      {"cuEventCreate", reinterpret_cast<void**>(&a.cuEventCreate)},
-      {"cuEventRecord", reinterpret_cast<void**>(&a.cuEventRecord)},
-      {"cuEventSynchronize", reinterpret_cast<void**>(&a.cuEventSynchronize)},
-      {"cuEventDestroy_v2", reinterpret_cast<void**>(&a.cuEventDestroy)},
-      {"cuModuleLoadData", reinterpret_cast<void**>(&a.cuModuleLoadData)},
-      {"cuModuleUnload", reinterpret_cast<void**>(&a.cuModuleUnload)},
-      {"cuModuleGetFunction", reinterpret_cast<void**>(&a.cuModuleGetFunction)},
-      {"cuFuncGetAttribute", reinterpret_cast<void**>(&a.cuFuncGetAttribute)},
-      {"cuOccupancyMaxActiveBlocksPerMultiprocessor",
-       reinterpret_cast<void**>(&a.cuOccupancyMaxActiveBlocksPerMultiprocessor)},
-      {"cuLaunchKernel", reinterpret_cast<void**>(&a.cuLaunchKernel)},
-      {"cuGraphCreate", reinterpret_cast<void**>(&a.cuGraphCreate)},
-      {"cuGraphDestroy", reinterpret_cast<void**>(&a.cuGraphDestroy)},
-      {"cuGraphAddChildGraphNode", reinterpret_cast<void**>(&a.cuGraphAddChildGraphNode)},
-      {"cuGraphChildGraphNodeGetGraph", reinterpret_cast<void**>(&a.cuGraphChildGraphNodeGetGraph)},
-      {"cuGraphGetNodes", reinterpret_cast<void**>(&a.cuGraphGetNodes)},
-      {"cuGraphDestroyNode", reinterpret_cast<void**>(&a.cuGraphDestroyNode)},
-      {"cuGraphNodeGetType", reinterpret_cast<void**>(&a.cuGraphNodeGetType)},
-      {"cuGraphKernelNodeGetParams_v2", reinterpret_cast<void**>(&a.cuGraphKernelNodeGetParams)},
-      {"cuGraphKernelNodeSetParams_v2", reinterpret_cast<void**>(&a.cuGraphKernelNodeSetParams)},
-      {"cuGraphMemsetNodeGetParams", reinterpret_cast<void**>(&a.cuGraphMemsetNodeGetParams)},
-      {"cuGraphMemsetNodeSetParams", reinterpret_cast<void**>(&a.cuGraphMemsetNodeSetParams)},
-      {"cuGraphInstantiateWithFlags", reinterpret_cast<void**>(&a.cuGraphInstantiateWithFlags)},
-      {"cuGraphExecUpdate_v2", reinterpret_cast<void**>(&a.cuGraphExecUpdate)},
-      {"cuGraphLaunch", reinterpret_cast<void**>(&a.cuGraphLaunch)},
-      {"cuGraphExecDestroy", reinterpret_cast<void**>(&a.cuGraphExecDestroy)},
-  };
+  DriverApi& api = s.api;
   std::string missing;
-  if (!resolve_all(lib, syms, missing)) {
+  if (!vendor::resolve_symbols(vendor::dlsym_lookup, lib,
+                               {DG_CUDA_DRIVER_ENTRY_POINTS(DG_VENDOR_SYMBOL, DG_CUDA_V2_SYMBOL)}, missing)) {
     s.error = "the CUDA driver is too old: libcuda.so.1 lacks " + missing + " (CUDA 12.0 or newer is needed)";
     return s;
   }
   // cuda.h 12.8+ maps cuEventElapsedTime to _v2; older drivers have only the first.
-  a.cuEventElapsedTime = reinterpret_cast<CUresult (*)(float*, CUevent, CUevent)>(
+  api.cuEventElapsedTime = reinterpret_cast<CUresult (*)(float*, CUevent, CUevent)>(
       sym_either(lib, "cuEventElapsedTime_v2", "cuEventElapsedTime"));
-  if (!a.cuEventElapsedTime) {
+  if (!api.cuEventElapsedTime) {
     s.error = "the CUDA driver lacks cuEventElapsedTime";
     return s;
   }
-  if (CUresult r = a.cuInit(0); r != CUDA_SUCCESS) {
+  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) {
     const char* n = nullptr;
     const char* m = nullptr;
-    a.cuGetErrorName(r, &n);
-    a.cuGetErrorString(r, &m);
+    api.cuGetErrorName(r, &n);
+    api.cuGetErrorString(r, &m);
     s.error = std::string("cuInit failed: ") + (n ? n : "?") + " (" + (m ? m : "unknown error") + ")";
     DG_LOG(INFO) << "cuda: " << s.error;
     return s;
   }
-  a.cuDriverGetVersion(&s.version);
+  api.cuDriverGetVersion(&s.version);
   s.ok = true;
   return s;
 }
@@ -178,34 +116,21 @@ bool try_nvrtc(const std::string& name, bool by_path, NvrtcState& s) {
     DG_LOG(INFO) << "cuda: NVRTC " << s.searched.back();
     return false;
   }
-  NvrtcApi& a = s.api;
-  std::vector<std::pair<const char*, void**>> syms = {
-      {"nvrtcVersion", reinterpret_cast<void**>(&a.nvrtcVersion)},
-      {"nvrtcGetErrorString", reinterpret_cast<void**>(&a.nvrtcGetErrorString)},
-      {"nvrtcCreateProgram", reinterpret_cast<void**>(&a.nvrtcCreateProgram)},
-      {"nvrtcDestroyProgram", reinterpret_cast<void**>(&a.nvrtcDestroyProgram)},
-      {"nvrtcCompileProgram", reinterpret_cast<void**>(&a.nvrtcCompileProgram)},
-      {"nvrtcGetProgramLogSize", reinterpret_cast<void**>(&a.nvrtcGetProgramLogSize)},
-      {"nvrtcGetProgramLog", reinterpret_cast<void**>(&a.nvrtcGetProgramLog)},
-      {"nvrtcGetCUBINSize", reinterpret_cast<void**>(&a.nvrtcGetCUBINSize)},
-      {"nvrtcGetCUBIN", reinterpret_cast<void**>(&a.nvrtcGetCUBIN)},
-      {"nvrtcGetNumSupportedArchs", reinterpret_cast<void**>(&a.nvrtcGetNumSupportedArchs)},
-      {"nvrtcGetSupportedArchs", reinterpret_cast<void**>(&a.nvrtcGetSupportedArchs)},
-  };
+  NvrtcApi& api = s.api;
   std::string missing;
-  if (!resolve_all(lib, syms, missing)) {
+  if (!vendor::resolve_symbols(vendor::dlsym_lookup, lib, {DG_NVRTC_ENTRY_POINTS(DG_VENDOR_SYMBOL)}, missing)) {
     s.searched.push_back(name + ": loaded, but it lacks " + missing + " (NVRTC 12 or newer is needed)");
     return false;
   }
   int major = 0, minor = 0;
-  a.nvrtcVersion(&major, &minor);
+  api.nvrtcVersion(&major, &minor);
   if (major < 12) {
     s.searched.push_back(name + ": NVRTC " + std::to_string(major) + "." + std::to_string(minor) +
                          " is too old (12 or newer is needed)");
     return false;
   }
   Dl_info info{};
-  s.path = (dladdr(reinterpret_cast<void*>(a.nvrtcVersion), &info) && info.dli_fname) ? info.dli_fname : name;
+  s.path = (dladdr(reinterpret_cast<void*>(api.nvrtcVersion), &info) && info.dli_fname) ? info.dli_fname : name;
   s.version = major * 10 + minor;
   s.searched.push_back(name + ": loaded NVRTC " + std::to_string(major) + "." + std::to_string(minor));
   DG_LOG(INFO) << "cuda: NVRTC " << s.searched.back() << " from " << s.path;
