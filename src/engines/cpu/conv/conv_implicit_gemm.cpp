@@ -226,10 +226,10 @@ class ConvProblem final : public gemm::GemmProblem {
 class ConvImplicitPlan final : public gemm::GemmPlan {
  public:
   // The epilogue runs in place along the channel dim of the output.
-  ConvImplicitPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
+  ConvImplicitPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads, gemm::PlanUse use)
       : GemmPlan(p, epi, 1, s, threads) {
     geo_.init(p);
-    phases_ = conv_phases(geo_, kMaxOffsets);
+    phases_ = conv_phases(geo_, use == gemm::PlanUse::SIZING ? 0 : kMaxOffsets);
     for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr));
   }
 

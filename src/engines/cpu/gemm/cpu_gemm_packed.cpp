@@ -153,7 +153,7 @@ class MatmulProblem final : public gemm::GemmProblem {
 class MatmulPlan final : public gemm::GemmPlan {
  public:
   // The epilogue runs in place along N, the last dim of the output.
-  MatmulPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
+  MatmulPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads, gemm::PlanUse)
       : GemmPlan(p, epi, epi.rank() - 1, s, threads) {
     geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
     reserve_workspace(MatmulProblem(geo_, epilogue(), nullptr, nullptr, kernels().nr));

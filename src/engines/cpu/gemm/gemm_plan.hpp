@@ -17,6 +17,9 @@
 
 namespace dnngraph::cpu::gemm {
 
+// What a plan is made for: to run, or only to size its workspace in check() (no lookup tables).
+enum class PlanUse { EXECUTE, SIZING };
+
 class GemmPlan : public Plan {
  public:
   int64_t workspace_size() const override { return ws_; }
@@ -60,9 +63,9 @@ class GemmPlan : public Plan {
 };
 
 // An engine on the GEMM driver: GEMM knobs, and a PlanType (a GemmPlan) built from the partition,
-// its epilogue, the knob setting and the thread count of the target's pool. check() also sizes
-// the plan's workspace at the default setting (the knobs change only the per-thread buffers,
-// which the blocking limits bound; build() checks the plan it makes).
+// its epilogue, the knob setting, the thread count of the target's pool and its PlanUse. check()
+// also sizes the plan's workspace at the default setting (the knobs change only the per-thread
+// buffers, which the blocking limits bound; build() checks the plan it makes).
 template <class PlanType>
 class GemmEngine : public CpuEngine<Epilogue, GemmKnobs> {
  protected:
@@ -73,11 +76,12 @@ class GemmEngine : public CpuEngine<Epilogue, GemmKnobs> {
  private:
   bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const final {
     if (!accepts(p, t, epi, why)) return false;
-    return PlanType(p, epi, default_gemm_setting(), t.handle->thread_pool().size()).workspace_fits(why);
+    const int threads = t.handle->thread_pool().size();
+    return PlanType(p, epi, default_gemm_setting(), threads, PlanUse::SIZING).workspace_fits(why);
   }
   std::unique_ptr<Plan> make_plan(const Partition& p, const Target& t, Epilogue epi,
                                   const GemmSetting& s) const final {
-    return std::make_unique<PlanType>(p, epi, s, t.handle->thread_pool().size());
+    return std::make_unique<PlanType>(p, epi, s, t.handle->thread_pool().size(), PlanUse::EXECUTE);
   }
 };
 
