@@ -42,8 +42,7 @@ TEST(CpuLimits, GemmRefusesAPackedBAbove2To48Bytes) {
   auto c = g.matmul(packed(g, "A", {1, 1, kTwo44}), packed(g, "B", {1, kTwo44, 1}), dg::MatmulAttr().set_name("mm"));
   c->set_output(true);
   const std::string reason =
-      "node 'mm', tensor 'B': packed for the GEMM, with the per-thread buffers, it needs more than 2^48 bytes of "
-      "workspace";
+      "node 'mm', tensor 'B': packed whole for the GEMM it needs more than 2^48 bytes of workspace";
   expect_rejected("cpu_gemm_packed", explain(g), reason);
   expect_build_refused(dg::cpu::gemm_packed_engine(), g, reason);
 }
@@ -61,8 +60,7 @@ TEST(CpuLimits, ConvEnginesRefuseWorkspacesAbove2To48Bytes) {
       "node 'conv', tensor 'W': transformed (36 x C x K), with the per-thread tiles, it needs more than 2^48 bytes of "
       "workspace";
   const std::string implicit =
-      "node 'conv', tensor 'W': packed for the GEMM, with the per-thread buffers, it needs more than 2^48 bytes of "
-      "workspace";
+      "node 'conv', tensor 'W': packed whole for the GEMM it needs more than 2^48 bytes of workspace";
   expect_rejected("cpu_conv_winograd_f4x3", e, winograd);
   expect_rejected("cpu_conv_implicit_gemm", e, implicit);
   expect_build_refused(dg::cpu::conv_winograd_f4x3_engine(), g, winograd);

@@ -56,10 +56,11 @@ class CpuEngine : public Engine {
     if constexpr (kHasKnobs)
       if (auto s = read_knobs(schema_, name_, k, setting); !s.ok()) return s;
     plan = make_plan(p, t, std::move(prep), setting);
-    // Knobs may size buffers above what check() saw at the default setting.
+    // check() refused what grows with the problem; the knobs' blocking and the threads may add more.
     if (plan->workspace_size() > checked::kMaxSpanBytes) {
       plan.reset();
-      return unsupported(name_, "with these knobs the workspace needs more than 2^48 bytes");
+      return unsupported(name_, "with these knobs and " + std::to_string(t.handle->thread_pool().size()) +
+                                    " threads the plan's workspace needs more than 2^48 bytes");
     }
     return {};
   }

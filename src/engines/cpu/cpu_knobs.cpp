@@ -43,13 +43,6 @@ KnobSchema<GemmKnobs> knob_schema<GemmKnobs>(std::string_view engine) {
            {"nc", &GemmKnobs::nc, 1, 1 << 20}}};
 }
 
-GemmSetting default_gemm_setting() {
-  GemmSetting s;
-  s.isa = cpu_features().best();
-  s.blocking = gemm::default_blocking(gemm::kernel_set(s.isa));
-  return s;
-}
-
 Isa isa_of(const Knobs& k) {
   const auto it = k.find("isa");
   return it == k.end() || it->second < 0 || it->second > kTopIsa ? cpu_features().best() : static_cast<Isa>(it->second);

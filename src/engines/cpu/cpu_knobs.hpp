@@ -42,9 +42,6 @@ KnobSchema<IsaKnobs> knob_schema<IsaKnobs>(std::string_view engine);
 template <>
 KnobSchema<GemmKnobs> knob_schema<GemmKnobs>(std::string_view engine);
 
-// The setting of absent GEMM knobs: the best ISA this CPU has, with its default blocking.
-GemmSetting default_gemm_setting();
-
 // The ISA a setting's "isa" knob names, for estimates: the best this CPU has when absent.
 Isa isa_of(const Knobs& k);
 

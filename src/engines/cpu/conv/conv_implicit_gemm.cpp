@@ -226,10 +226,10 @@ class ConvProblem final : public gemm::GemmProblem {
 class ConvImplicitPlan final : public gemm::GemmPlan {
  public:
   // The epilogue runs in place along the channel dim of the output.
-  ConvImplicitPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads, gemm::PlanUse use)
+  ConvImplicitPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
       : GemmPlan(p, epi, 1, s, threads) {
     geo_.init(p);
-    phases_ = conv_phases(geo_, use == gemm::PlanUse::SIZING ? 0 : kMaxOffsets);
+    phases_ = conv_phases(geo_, kMaxOffsets);
     for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr));
   }
 
@@ -268,6 +268,12 @@ class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
     std::string_view op = "conv_fprop";
     if (p.anchor >= 0 && ir::is<ConvDgradAttr>(p.graph->nodes[static_cast<size_t>(p.anchor)])) op = "conv_dgrad";
     return check_anchor(p, t, op, epi, why) != nullptr;
+  }
+  // W for every group; a dgrad phase takes a share of the taps, so all taps bound them.
+  gemm::PackedB packed_b(const Partition& p) const override {
+    ConvGeometry g;
+    g.init(p);
+    return {g.groups, g.dst_cg, g.taps() * g.src_cg};
   }
 };
 

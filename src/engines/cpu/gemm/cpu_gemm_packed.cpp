@@ -153,7 +153,7 @@ class MatmulProblem final : public gemm::GemmProblem {
 class MatmulPlan final : public gemm::GemmPlan {
  public:
   // The epilogue runs in place along N, the last dim of the output.
-  MatmulPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads, gemm::PlanUse)
+  MatmulPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
       : GemmPlan(p, epi, epi.rank() - 1, s, threads) {
     geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
     reserve_workspace(MatmulProblem(geo_, epilogue(), nullptr, nullptr, kernels().nr));
@@ -185,6 +185,11 @@ class GemmPackedEngine final : public gemm::GemmEngine<MatmulPlan> {
  private:
   bool accepts(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
     return check_anchor(p, t, "matmul", epi, why) != nullptr;
+  }
+  gemm::PackedB packed_b(const Partition& p) const override {
+    MatmulGeometry g;
+    g.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    return {g.b_broadcast ? 1 : g.batch, g.N, g.K};
   }
 };
 

@@ -40,11 +40,9 @@ struct TaskShape {
   int64_t m_begin(int64_t mi, int mr) const { return mi * tiles / m_tasks * mr; }
 };
 
-// Floats of B packed whole for every batch (b_count x N rounded up to the tile x K): the one
-// workspace size that grows with the problem rather than the blocking; false on overflow.
 bool shared_b_floats(const GemmProblem& p, int64_t nr, int64_t& out) {
   out = 0;
-  return !p.b_shared() || (checked::mul(p.b_count(), round_up(p.N, nr), out) && checked::mul(out, p.K, out));
+  return !p.b_shared() || packed_b_floats(p.b_count(), p.N, p.K, nr, out);
 }
 
 TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads) {
@@ -222,6 +220,10 @@ int ThreadSlots::acquire() {
     }
     std::this_thread::yield();  // more callers than slots: wait for one to finish
   }
+}
+
+bool packed_b_floats(int64_t count, int64_t n, int64_t k, int64_t nr, int64_t& out) {
+  return checked::mul(count, round_up(n, nr), out) && checked::mul(out, k, out);
 }
 
 Blocking default_blocking(const KernelSet& ks) {

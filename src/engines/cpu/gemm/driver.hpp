@@ -89,6 +89,10 @@ class SlotGuard {
   int slot_;
 };
 
+// Floats of `count` K x N matrices B packed whole in panels nr wide (N rounded up to nr): the one
+// workspace size that grows with the problem rather than the blocking; false on overflow.
+bool packed_b_floats(int64_t count, int64_t n, int64_t k, int64_t nr, int64_t& out);
+
 // Bytes of workspace run() needs with `threads` workers; false when they overflow int64 or B
 // packed whole alone exceeds 2^48 bytes.
 bool workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads, int64_t& out);

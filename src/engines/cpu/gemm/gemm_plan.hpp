@@ -10,6 +10,7 @@
 
 #include "core/checked.hpp"
 #include "engines/cpu/cpu_engine.hpp"
+#include "engines/cpu/cpu_features.hpp"
 #include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
 #include "engines/cpu/gemm/driver.hpp"
@@ -17,22 +18,9 @@
 
 namespace dnngraph::cpu::gemm {
 
-// What a plan is made for: to run, or only to size its workspace in check() (no lookup tables).
-enum class PlanUse { EXECUTE, SIZING };
-
 class GemmPlan : public Plan {
  public:
   int64_t workspace_size() const override { return ws_; }
-
-  // False, with `why` naming the anchor's B operand (the matrix packed whole), when the workspace
-  // overflowed int64 or exceeds checked::kMaxSpanBytes.
-  bool workspace_fits(std::string& why) const {
-    if (ws_ <= checked::kMaxSpanBytes) return true;
-    const ir::Node& n = part_.graph->nodes[static_cast<size_t>(part_.anchor)];
-    why = "node '" + n.name + "', tensor '" + part_.graph->tensor(n.inputs[1]).name +
-          "': packed for the GEMM, with the per-thread buffers, it needs more than 2^48 bytes of workspace";
-    return false;
-  }
 
  protected:
   GemmPlan(const Partition& p, const Epilogue& epi, int in_place_dim, const GemmSetting& s, int threads)
@@ -43,7 +31,7 @@ class GemmPlan : public Plan {
   const Epilogue& epilogue() const { return epi_; }
   const KernelSet& kernels() const { return ks_; }
   // Grows the workspace to what `sizing` (the problem built without pointers) needs; INT64_MAX
-  // when that overflows, which workspace_fits() refuses.
+  // when that overflows (CpuEngine::build refuses workspaces above 2^48 bytes).
   void reserve_workspace(const GemmProblem& sizing) {
     int64_t bytes = 0;
     const bool ok = workspace_bytes(sizing, ks_, blk_, threads_, bytes) && checked::add(bytes, 64, bytes);
@@ -62,26 +50,39 @@ class GemmPlan : public Plan {
   int64_t ws_ = 0;
 };
 
+// The B operand a GEMM engine packs whole: `count` matrices of K x N.
+struct PackedB {
+  int64_t count = 1, n = 0, k = 0;
+};
+
 // An engine on the GEMM driver: GEMM knobs, and a PlanType (a GemmPlan) built from the partition,
-// its epilogue, the knob setting, the thread count of the target's pool and its PlanUse. check()
-// also sizes the plan's workspace at the default setting (the knobs change only the per-thread
-// buffers, which the blocking limits bound; build() checks the plan it makes).
+// its epilogue, the knob setting and the thread count of the target's pool. check() refuses a
+// packed B above 2^48 bytes, the workspace term that grows with the problem (the per-thread
+// buffers grow with the blocking only; build() checks the whole workspace of the plan it makes).
 template <class PlanType>
 class GemmEngine : public CpuEngine<Epilogue, GemmKnobs> {
  protected:
   using CpuEngine::CpuEngine;
   // The engine's own rules for the partition (check_anchor and more); false with `why` if not.
   virtual bool accepts(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const = 0;
+  // The B its plan packs, for a partition accepts() took (an upper bound where phases split it).
+  virtual PackedB packed_b(const Partition& p) const = 0;
 
  private:
   bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const final {
     if (!accepts(p, t, epi, why)) return false;
-    const int threads = t.handle->thread_pool().size();
-    return PlanType(p, epi, default_gemm_setting(), threads, PlanUse::SIZING).workspace_fits(why);
+    const PackedB b = packed_b(p);
+    const int64_t nr = kernel_set(cpu_features().best()).nr;  // the widest tile pads N the most
+    if (int64_t floats = 0; packed_b_floats(b.count, b.n, b.k, nr, floats) && floats <= checked::kMaxSpanBytes / 4)
+      return true;
+    const ir::Node& n = p.graph->nodes[static_cast<size_t>(p.anchor)];
+    why = "node '" + n.name + "', tensor '" + p.graph->tensor(n.inputs[1]).name +
+          "': packed whole for the GEMM it needs more than 2^48 bytes of workspace";
+    return false;
   }
   std::unique_ptr<Plan> make_plan(const Partition& p, const Target& t, Epilogue epi,
                                   const GemmSetting& s) const final {
-    return std::make_unique<PlanType>(p, epi, s, t.handle->thread_pool().size(), PlanUse::EXECUTE);
+    return std::make_unique<PlanType>(p, epi, s, t.handle->thread_pool().size());
   }
 };
 
