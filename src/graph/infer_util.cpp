@@ -177,6 +177,11 @@ Status check_input_count(const NodeSpec& node, size_t want, const std::string& w
                         std::to_string(node.inputs.size()));
 }
 
+Status check_one_input(const NodeSpec& node) {
+  if (auto s = check_input_count(node, 1, std::string(op_name(node.attr))); !s.ok()) return s;
+  return check_input(node, node.inputs[0].get(), "X");
+}
+
 DataType resolve_compute_type(DataType attr_type, const GraphDefaults& defaults) {
   if (attr_type != DataType::NOT_SET) return attr_type;
   if (defaults.compute != DataType::NOT_SET) return defaults.compute;

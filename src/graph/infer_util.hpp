@@ -47,6 +47,8 @@ Status check_mode(const NodeSpec& node, E mode, const char* what) {
 }
 // Exactly `want` input slots: "<who> takes 1 input, got 3".
 Status check_input_count(const NodeSpec& node, size_t want, const std::string& who);
+// The one input X of an X -> Y op: exactly one slot, holding a well formed X (check_input).
+Status check_one_input(const NodeSpec& node);
 
 // The compute type of a node: its attribute's, else the graph's, else FLOAT.
 DataType resolve_compute_type(DataType attr_type, const GraphDefaults& defaults);

@@ -206,6 +206,18 @@ Status check_nesting(const std::string& text) {
   return {};
 }
 
+// The "name" of the object at `path` (a tensor or a node): a non-empty string.
+Status read_object_name(const json& j, const std::string& path, const char* what, std::string& name) {
+  if (!j.is_object()) return json_error(ErrorCode::INVALID_VALUE, path + ": expected an object, but it is " + json_type_name(j));
+  auto it = j.find("name");
+  if (it == j.end())
+    return json_error(ErrorCode::ATTRIBUTE_NOT_SET, path + ".name: missing (every " + what + " has a name)");
+  if (!it->is_string() || it->get_ref<const std::string&>().empty())
+    return json_error(ErrorCode::INVALID_VALUE, path + ".name: expected a non-empty string");
+  name = it->get<std::string>();
+  return {};
+}
+
 struct TensorDecl {
   TensorPtr tensor;
   std::string path;  // "$.tensors[3]"
@@ -234,12 +246,8 @@ struct Reader {
 
   Status read_tensor(const json& j, size_t index) {
     const std::string path = "$.tensors[" + std::to_string(index) + "]";
-    if (!j.is_object()) return json_error(ErrorCode::INVALID_VALUE, path + ": expected an object, but it is " + json_type_name(j));
-    auto name_it = j.find("name");
-    if (name_it == j.end()) return json_error(ErrorCode::ATTRIBUTE_NOT_SET, path + ".name: missing (every tensor has a name)");
-    if (!name_it->is_string() || name_it->get_ref<const std::string&>().empty())
-      return json_error(ErrorCode::INVALID_VALUE, path + ".name: expected a non-empty string");
-    const std::string name = name_it->get<std::string>();
+    std::string name;
+    if (auto s = read_object_name(j, path, "tensor", name); !s.ok()) return s;
     if (auto it = decl_by_name.find(name); it != decl_by_name.end())
       return json_error(ErrorCode::INVALID_GRAPH, path + ".name: tensor '" + name + "' is declared twice (also at " +
                                                       decls[it->second].path + ")");
@@ -344,12 +352,8 @@ struct Reader {
 
   Status read_node(const json& j, size_t index) {
     const std::string path = "$.nodes[" + std::to_string(index) + "]";
-    if (!j.is_object()) return json_error(ErrorCode::INVALID_VALUE, path + ": expected an object, but it is " + json_type_name(j));
-    auto name_it = j.find("name");
-    if (name_it == j.end()) return json_error(ErrorCode::ATTRIBUTE_NOT_SET, path + ".name: missing (every node has a name)");
-    if (!name_it->is_string() || name_it->get_ref<const std::string&>().empty())
-      return json_error(ErrorCode::INVALID_VALUE, path + ".name: expected a non-empty string");
-    const std::string name = name_it->get<std::string>();
+    std::string name;
+    if (auto s = read_object_name(j, path, "node", name); !s.ok()) return s;
     if (auto [it, inserted] = node_path_by_name.emplace(name, path); !inserted)
       return json_error(ErrorCode::INVALID_GRAPH, path + ".name: node '" + name + "' appears twice (also at " + it->second + ")");
     json attr_json = j;

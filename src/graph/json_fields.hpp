@@ -84,40 +84,20 @@ class JsonFields {
     return v->get<bool>();
   }
   std::optional<std::vector<int64_t>> integers(const char* key) {
-    const json* v = find(key);
-    if (!v) return std::nullopt;
-    if (!v->is_array()) return wrong(key, "an array of integers", *v), std::nullopt;
-    std::vector<int64_t> out;
-    for (const auto& e : *v) {
-      if (!is_int64(e)) return wrong(key, "an array of integers", e, "holds"), std::nullopt;
-      out.push_back(e.get<int64_t>());
-    }
-    return out;
+    return array_of<int64_t>(key, "an array of integers", [](const json& e) -> std::optional<int64_t> {
+      if (!is_int64(e)) return std::nullopt;
+      return e.get<int64_t>();
+    });
   }
   std::optional<std::vector<double>> numbers(const char* key) {
-    const json* v = find(key);
-    if (!v) return std::nullopt;
-    if (!v->is_array()) return wrong(key, "an array of numbers", *v), std::nullopt;
-    std::vector<double> out;
-    for (const auto& e : *v) {
-      auto d = json_to_double(e);
-      if (!d) return wrong(key, "an array of numbers", e, "holds"), std::nullopt;
-      out.push_back(*d);
-    }
-    return out;
+    return array_of<double>(key, "an array of numbers", json_to_double);
   }
   std::optional<std::vector<std::pair<int64_t, int64_t>>> pairs(const char* key) {
-    const json* v = find(key);
-    if (!v) return std::nullopt;
-    const char* expected = "an array of [start, end] integer pairs";
-    if (!v->is_array()) return wrong(key, expected, *v), std::nullopt;
-    std::vector<std::pair<int64_t, int64_t>> out;
-    for (const auto& e : *v) {
-      if (!e.is_array() || e.size() != 2 || !is_int64(e[0]) || !is_int64(e[1]))
-        return wrong(key, expected, e, "holds"), std::nullopt;
-      out.emplace_back(e[0].get<int64_t>(), e[1].get<int64_t>());
-    }
-    return out;
+    using Pair = std::pair<int64_t, int64_t>;
+    return array_of<Pair>(key, "an array of [start, end] integer pairs", [](const json& e) -> std::optional<Pair> {
+      if (!e.is_array() || e.size() != 2 || !is_int64(e[0]) || !is_int64(e[1])) return std::nullopt;
+      return Pair{e[0].get<int64_t>(), e[1].get<int64_t>()};
+    });
   }
   // An enum by name. "NOT_SET" is read back where the enum has it, since the writer may write it.
   // Unknown data type names are INVALID_DATA_TYPE, other unknown names INVALID_VALUE.
@@ -157,6 +137,20 @@ class JsonFields {
     used_.insert(key);
     auto it = obj_.find(key);
     return it == obj_.end() ? nullptr : &*it;
+  }
+  // An array whose every element `element` reads (nullopt where an element is of the wrong kind).
+  template <class T, class Element>
+  std::optional<std::vector<T>> array_of(const char* key, const char* expected, Element element) {
+    const json* v = find(key);
+    if (!v) return std::nullopt;
+    if (!v->is_array()) return wrong(key, expected, *v), std::nullopt;
+    std::vector<T> out;
+    for (const auto& e : *v) {
+      std::optional<T> x = element(e);
+      if (!x) return wrong(key, expected, e, "holds"), std::nullopt;
+      out.push_back(std::move(*x));
+    }
+    return out;
   }
   void wrong(const char* key, const char* expected, const json& got, const char* verb = "is") {
     fail(ErrorCode::INVALID_VALUE, key, std::string("expected ") + expected + ", but it " + verb + " " + json_type_name(got));

@@ -18,11 +18,6 @@ int64_t volume(const std::vector<int64_t>& dims) {
   return checked::volume(dims, v) ? v : INT64_MAX;
 }
 
-Status check_one_input(const NodeSpec& node) {
-  if (auto s = check_input_count(node, 1, std::string(op_name(node.attr))); !s.ok()) return s;
-  return check_input(node, node.inputs[0].get(), "X");
-}
-
 // Resolves a single -1 in `dims` against X's volume.
 Status resolve_reshape_dims(const NodeSpec& node, const TensorAttr& x, std::vector<int64_t>& dims) {
   int holes = 0;

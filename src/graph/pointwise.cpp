@@ -51,28 +51,35 @@ Status infer(const PointwiseAttr& attr, NodeSpec& node, const GraphDefaults& def
                      fallback);
 }
 
+// The parameters that are plain doubles (relu_upper_clip is optional, axis an integer).
+struct NumberParam {
+  const char* key;
+  double (PointwiseAttr::*get)() const;
+  PointwiseAttr& (PointwiseAttr::*set)(double);
+};
+constexpr NumberParam kNumberParams[] = {
+    {"relu_lower_clip", &PointwiseAttr::get_relu_lower_clip, &PointwiseAttr::set_relu_lower_clip},
+    {"relu_lower_clip_slope", &PointwiseAttr::get_relu_lower_clip_slope, &PointwiseAttr::set_relu_lower_clip_slope},
+    {"elu_alpha", &PointwiseAttr::get_elu_alpha, &PointwiseAttr::set_elu_alpha},
+    {"softplus_beta", &PointwiseAttr::get_softplus_beta, &PointwiseAttr::set_softplus_beta},
+    {"swish_beta", &PointwiseAttr::get_swish_beta, &PointwiseAttr::set_swish_beta},
+};
+
 // The mode, and each parameter that differs from its default.
 void write_pointwise(const PointwiseAttr& a, nlohmann::json& j) {
   const PointwiseAttr d;
   j["mode"] = std::string(to_string(a.get_mode()));
-  if (a.get_relu_lower_clip() != d.get_relu_lower_clip()) j["relu_lower_clip"] = json_number(a.get_relu_lower_clip());
+  for (const NumberParam& p : kNumberParams)
+    if ((a.*p.get)() != (d.*p.get)()) j[p.key] = json_number((a.*p.get)());
   if (a.get_relu_upper_clip()) j["relu_upper_clip"] = json_number(*a.get_relu_upper_clip());
-  if (a.get_relu_lower_clip_slope() != d.get_relu_lower_clip_slope())
-    j["relu_lower_clip_slope"] = json_number(a.get_relu_lower_clip_slope());
-  if (a.get_elu_alpha() != d.get_elu_alpha()) j["elu_alpha"] = json_number(a.get_elu_alpha());
-  if (a.get_softplus_beta() != d.get_softplus_beta()) j["softplus_beta"] = json_number(a.get_softplus_beta());
-  if (a.get_swish_beta() != d.get_swish_beta()) j["swish_beta"] = json_number(a.get_swish_beta());
   if (a.get_axis() != d.get_axis()) j["axis"] = a.get_axis();
 }
 
 void read_pointwise(JsonFields& f, PointwiseAttr& a) {
   if (auto m = f.enumeration("mode", &pointwise_mode_from_string, "pointwise mode")) a.set_mode(*m);
-  if (auto v = f.number("relu_lower_clip")) a.set_relu_lower_clip(*v);
+  for (const NumberParam& p : kNumberParams)
+    if (auto v = f.number(p.key)) (a.*p.set)(*v);
   if (auto v = f.number("relu_upper_clip")) a.set_relu_upper_clip(*v);
-  if (auto v = f.number("relu_lower_clip_slope")) a.set_relu_lower_clip_slope(*v);
-  if (auto v = f.number("elu_alpha")) a.set_elu_alpha(*v);
-  if (auto v = f.number("softplus_beta")) a.set_softplus_beta(*v);
-  if (auto v = f.number("swish_beta")) a.set_swish_beta(*v);
   if (auto v = f.integer("axis")) a.set_axis(*v);
 }
 

@@ -11,9 +11,8 @@ namespace {
 Status infer(const ReductionAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   const ReductionMode mode = attr.get_mode();
   if (auto s = check_mode(node, mode, "reduction mode"); !s.ok()) return s;
-  if (auto s = check_input_count(node, 1, "reduction"); !s.ok()) return s;
+  if (auto s = check_one_input(node); !s.ok()) return s;
   const TensorAttr* x = node.inputs[0].get();
-  if (auto s = check_input(node, x, "X"); !s.ok()) return s;
   const auto& xd = x->get_dim();
   TensorAttr& y = *node.outputs[0];
   // Full reduction unless the user chose the kept axes through Y's dims.

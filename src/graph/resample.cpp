@@ -103,9 +103,8 @@ Status resized_dims(const ResampleAttr& attr, const NodeSpec& node, const Tensor
 Status infer(const ResampleAttr& attr, NodeSpec& node, const GraphDefaults& defaults) {
   const ResampleMode mode = attr.get_resampling_mode();
   if (auto s = check_mode(node, mode, "resampling mode"); !s.ok()) return s;
-  if (auto s = check_input_count(node, 1, "resample"); !s.ok()) return s;
+  if (auto s = check_one_input(node); !s.ok()) return s;
   const TensorAttr* x = node.inputs[0].get();
-  if (auto s = check_input(node, x, "X"); !s.ok()) return s;
   if (x->get_dim().size() < 3)
     return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, x,
                       "rank " + std::to_string(x->get_dim().size()) +

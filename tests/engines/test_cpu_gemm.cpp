@@ -68,7 +68,7 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
       p.c = &c;
       // Small blocks so that several K blocks, M blocks and N tasks occur, N tasks of 2 and 4 panels.
       cg::Blocking blk{2 * ks.mr, 16, (trial < 3 ? 2 : 4) * ks.nr};
-      cg::run(p, ks, blk, pool, nullptr);
+      ASSERT_TRUE(cg::run(p, ks, blk, pool, nullptr).ok());
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
           double want = 0;

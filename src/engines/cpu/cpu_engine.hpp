@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/checked.hpp"
 #include "engines/cpu/cpu_knobs.hpp"
 #include "planning/engine.hpp"
 
@@ -55,6 +56,12 @@ class CpuEngine : public Engine {
     if constexpr (kHasKnobs)
       if (auto s = read_knobs(schema_, name_, k, setting); !s.ok()) return s;
     plan = make_plan(p, t, std::move(prep), setting);
+    // check() refused what grows with the problem; the knobs' blocking and the threads may add more.
+    if (plan->workspace_size() > checked::kMaxSpanBytes) {
+      plan.reset();
+      return unsupported(name_, "with these knobs and " + std::to_string(t.handle->thread_pool().size()) +
+                                    " threads the plan's workspace needs more than 2^48 bytes");
+    }
     return {};
   }
 
@@ -72,5 +79,12 @@ class CpuEngine : public Engine {
   std::string_view name_;
   KnobSchema<KnobStruct> schema_;
 };
+
+// The one instance of a CPU engine type, which its accessor returns (engines are stateless).
+template <class EngineType>
+const Engine& engine_instance() {
+  static const EngineType kEngine;
+  return kEngine;
+}
 
 }  // namespace dnngraph::cpu

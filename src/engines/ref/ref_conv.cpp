@@ -68,28 +68,41 @@ bool input_position(const Geometry& g, const Tensor5& in, const int64_t* o, cons
   return true;
 }
 
+// Calls fn(i, j) for every i < rows and j < cols, the pairs spread over the pool.
+template <class Fn>
+void parallel_for_pairs(ThreadPool& pool, int64_t rows, int64_t cols, Fn&& fn) {
+  pool.parallel_for(rows * cols, [&](int64_t begin, int64_t end) {
+    for (int64_t job = begin; job < end; ++job) fn(job / cols, job % cols);
+  });
+}
+
+// The channel groups of a convolution whose filter `w` is [K, C / groups, taps] over an image of
+// `c` channels.
+struct Groups {
+  int64_t k_total, c_per_group, k_per_group;
+  Groups(const Tensor5& w, int64_t c) : k_total(w.dim[0]), c_per_group(w.dim[1]), k_per_group(w.dim[0] / (c / w.dim[1])) {}
+  // The first image channel of output channel k's group.
+  int64_t first_channel(int64_t k) const { return (k / k_per_group) * c_per_group; }
+};
+
 }  // namespace
 
 // Y[n, k, o] = sum over c in k's group and taps r of X[n, c, o * stride - pre + r * dilation] * W[k, c, r].
 Status run(const ConvFpropAttr& attr, const NodeArgs& a) {
   const Tensor5 x(a.in[0]), w(a.in[1]), y(a.out[0]);
   const Geometry geo(attr);
-  const int64_t k_total = w.dim[0], c_per_group = w.dim[1];
-  const int64_t k_per_group = k_total / (x.dim[1] / c_per_group);
-  a.pool.parallel_for(y.dim[0] * k_total, [&](int64_t begin, int64_t end) {
-    for (int64_t job = begin; job < end; ++job) {
-      const int64_t n = job / k_total, k = job % k_total;
-      const int64_t c_base = (k / k_per_group) * c_per_group;
-      for_each_3d(y.dim + 2, [&](const int64_t* o) {
-        double acc = 0.0;
-        int64_t pos[3];
-        for (int64_t c = 0; c < c_per_group; ++c)
-          for_each_3d(w.dim + 2, [&](const int64_t* r) {
-            if (input_position(geo, x, o, r, pos)) acc += x.load(n, c_base + c, pos) * w.load(k, c, r);
-          });
-        y.store(n, k, o, acc);
-      });
-    }
+  const Groups grp(w, x.dim[1]);
+  parallel_for_pairs(a.pool, y.dim[0], grp.k_total, [&](int64_t n, int64_t k) {
+    const int64_t c_base = grp.first_channel(k);
+    for_each_3d(y.dim + 2, [&](const int64_t* o) {
+      double acc = 0.0;
+      int64_t pos[3];
+      for (int64_t c = 0; c < grp.c_per_group; ++c)
+        for_each_3d(w.dim + 2, [&](const int64_t* r) {
+          if (input_position(geo, x, o, r, pos)) acc += x.load(n, c_base + c, pos) * w.load(k, c, r);
+        });
+      y.store(n, k, o, acc);
+    });
   });
   return {};
 }
@@ -99,28 +112,24 @@ Status run(const ConvFpropAttr& attr, const NodeArgs& a) {
 Status run(const ConvDgradAttr& attr, const NodeArgs& a) {
   const Tensor5 dy(a.in[0]), w(a.in[1]), dx(a.out[0]);
   const Geometry geo(attr);
-  const int64_t c_total = dx.dim[1], c_per_group = w.dim[1];
-  const int64_t k_per_group = w.dim[0] / (c_total / c_per_group);
-  a.pool.parallel_for(dx.dim[0] * c_total, [&](int64_t begin, int64_t end) {
-    for (int64_t job = begin; job < end; ++job) {
-      const int64_t n = job / c_total, c = job % c_total;
-      const int64_t group = c / c_per_group, c_in_group = c % c_per_group;
-      for_each_3d(dx.dim + 2, [&](const int64_t* i) {
-        double acc = 0.0;
-        for_each_3d(w.dim + 2, [&](const int64_t* r) {
-          int64_t o[3];
-          for (int d = 0; d < 3; ++d) {
-            const int64_t t = i[d] + geo.pre[d] - r[d] * geo.dilation[d];
-            if (t < 0 || t % geo.stride[d] != 0) return;
-            o[d] = t / geo.stride[d];
-            if (o[d] >= dy.dim[d + 2]) return;
-          }
-          for (int64_t k = group * k_per_group; k < (group + 1) * k_per_group; ++k)
-            acc += dy.load(n, k, o) * w.load(k, c_in_group, r);
-        });
-        dx.store(n, c, i, acc);
+  const Groups grp(w, dx.dim[1]);
+  parallel_for_pairs(a.pool, dx.dim[0], dx.dim[1], [&](int64_t n, int64_t c) {
+    const int64_t group = c / grp.c_per_group, c_in_group = c % grp.c_per_group;
+    for_each_3d(dx.dim + 2, [&](const int64_t* i) {
+      double acc = 0.0;
+      for_each_3d(w.dim + 2, [&](const int64_t* r) {
+        int64_t o[3];
+        for (int d = 0; d < 3; ++d) {
+          const int64_t t = i[d] + geo.pre[d] - r[d] * geo.dilation[d];
+          if (t < 0 || t % geo.stride[d] != 0) return;
+          o[d] = t / geo.stride[d];
+          if (o[d] >= dy.dim[d + 2]) return;
+        }
+        for (int64_t k = group * grp.k_per_group; k < (group + 1) * grp.k_per_group; ++k)
+          acc += dy.load(n, k, o) * w.load(k, c_in_group, r);
       });
-    }
+      dx.store(n, c, i, acc);
+    });
   });
   return {};
 }
@@ -129,22 +138,18 @@ Status run(const ConvDgradAttr& attr, const NodeArgs& a) {
 Status run(const ConvWgradAttr& attr, const NodeArgs& a) {
   const Tensor5 dy(a.in[0]), x(a.in[1]), dw(a.out[0]);
   const Geometry geo(attr);
-  const int64_t k_total = dw.dim[0], c_per_group = dw.dim[1];
-  const int64_t k_per_group = k_total / (x.dim[1] / c_per_group);
-  a.pool.parallel_for(k_total * c_per_group, [&](int64_t begin, int64_t end) {
-    for (int64_t job = begin; job < end; ++job) {
-      const int64_t k = job / c_per_group, c = job % c_per_group;
-      const int64_t c_in_x = (k / k_per_group) * c_per_group + c;
-      for_each_3d(dw.dim + 2, [&](const int64_t* r) {
-        double acc = 0.0;
-        int64_t pos[3];
-        for (int64_t n = 0; n < dy.dim[0]; ++n)
-          for_each_3d(dy.dim + 2, [&](const int64_t* o) {
-            if (input_position(geo, x, o, r, pos)) acc += dy.load(n, k, o) * x.load(n, c_in_x, pos);
-          });
-        dw.store(k, c, r, acc);
-      });
-    }
+  const Groups grp(dw, x.dim[1]);
+  parallel_for_pairs(a.pool, grp.k_total, grp.c_per_group, [&](int64_t k, int64_t c) {
+    const int64_t c_in_x = grp.first_channel(k) + c;
+    for_each_3d(dw.dim + 2, [&](const int64_t* r) {
+      double acc = 0.0;
+      int64_t pos[3];
+      for (int64_t n = 0; n < dy.dim[0]; ++n)
+        for_each_3d(dy.dim + 2, [&](const int64_t* o) {
+          if (input_position(geo, x, o, r, pos)) acc += dy.load(n, k, o) * x.load(n, c_in_x, pos);
+        });
+      dw.store(k, c, r, acc);
+    });
   });
   return {};
 }

@@ -18,47 +18,49 @@ void copy_element(const View& src, const std::vector<int64_t>& src_idx, const Vi
   }
 }
 
+// Y[o] = X[src_index(o)] for every output index o: the layout ops with one input.
+template <class SrcIndex>
+Status gather(const NodeArgs& a, SrcIndex src_index) {
+  const View& x = a.in[0];
+  const View& y = a.out[0];
+  parallel_for_each_index(a.pool, y.dims, [&](const std::vector<int64_t>& o) { copy_element(x, src_index(o), y, o); });
+  return {};
+}
+
 }  // namespace
 
 Status run(const ReshapeAttr&, const NodeArgs& a) {
-  const View& x = a.in[0];
-  const View& y = a.out[0];
+  const std::vector<int64_t>& xd = a.in[0].dims;
+  const std::vector<int64_t>& yd = a.out[0].dims;
   // Output element n (row-major) is input element n (row-major), whatever the strides.
-  parallel_for_each_index(a.pool, y.dims, [&](const std::vector<int64_t>& o) {
+  return gather(a, [&](const std::vector<int64_t>& o) {
     int64_t n = 0;
-    for (size_t i = 0; i < o.size(); ++i) n = n * y.dims[i] + o[i];
-    std::vector<int64_t> in_idx(x.dims.size());
-    for (size_t i = x.dims.size(); i-- > 0;) {
-      in_idx[i] = n % x.dims[i];
-      n /= x.dims[i];
+    for (size_t i = 0; i < o.size(); ++i) n = n * yd[i] + o[i];
+    std::vector<int64_t> in_idx(xd.size());
+    for (size_t i = xd.size(); i-- > 0;) {
+      in_idx[i] = n % xd[i];
+      n /= xd[i];
     }
-    copy_element(x, in_idx, y, o);
+    return in_idx;
   });
-  return {};
 }
 
 Status run(const TransposeAttr& attr, const NodeArgs& a) {
-  const View& x = a.in[0];
-  const View& y = a.out[0];
   const auto& perm = attr.get_permutation();
-  parallel_for_each_index(a.pool, y.dims, [&](const std::vector<int64_t>& o) {
+  return gather(a, [&](const std::vector<int64_t>& o) {
     std::vector<int64_t> in_idx(o.size());
     for (size_t i = 0; i < o.size(); ++i) in_idx[static_cast<size_t>(perm[i])] = o[i];
-    copy_element(x, in_idx, y, o);
+    return in_idx;
   });
-  return {};
 }
 
 Status run(const SliceAttr& attr, const NodeArgs& a) {
-  const View& x = a.in[0];
-  const View& y = a.out[0];
   const auto& slices = attr.get_slices();
-  parallel_for_each_index(a.pool, y.dims, [&](const std::vector<int64_t>& o) {
+  return gather(a, [&](const std::vector<int64_t>& o) {
     std::vector<int64_t> in_idx = o;
     for (size_t i = 0; i < slices.size(); ++i) in_idx[i] += slices[i].first;
-    copy_element(x, in_idx, y, o);
+    return in_idx;
   });
-  return {};
 }
 
 Status run(const ConcatenateAttr& attr, const NodeArgs& a) {

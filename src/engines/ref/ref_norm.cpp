@@ -30,6 +30,28 @@ void store_stat(const View& stat, int64_t n, double v) {
   stat.set(idx, v);
 }
 
+// The operands of layernorm and rmsnorm (the same slots).
+struct RowNormArgs {
+  const View& x;
+  const View& scale;
+  const View& bias;
+  const View& y;
+  double eps;
+  double count;  // elements per row
+};
+
+// Calls per_row(args, n) for every row n of X (dim 0), the rows spread over the pool.
+template <class PerRow>
+Status for_each_row(const NodeArgs& a, PerRow per_row) {
+  const View& x = a.in[slot::LN_X];
+  const RowNormArgs args{x, a.in[slot::LN_SCALE], a.in[slot::LN_BIAS], a.out[0], a.in[slot::LN_EPS].scalar(),
+                         static_cast<double>(row_size(x))};
+  a.pool.parallel_for(x.dims[0], [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) per_row(args, n);
+  });
+  return {};
+}
+
 }  // namespace
 
 Status run(const BatchnormInferenceAttr&, const NodeArgs& a) {
@@ -48,57 +70,39 @@ Status run(const BatchnormInferenceAttr&, const NodeArgs& a) {
 }
 
 Status run(const LayernormAttr&, const NodeArgs& a) {
-  const View& x = a.in[slot::LN_X];
-  const View& scale = a.in[slot::LN_SCALE];
-  const View& bias = a.in[slot::LN_BIAS];
-  const double eps = a.in[slot::LN_EPS].scalar();
-  const View& y = a.out[0];
-  const double count = static_cast<double>(row_size(x));
-  a.pool.parallel_for(x.dims[0], [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) {
-      double sum = 0.0;
-      for_each_in_row(x.dims, n, [&](const std::vector<int64_t>& idx) { sum += x.at(idx); });
-      const double mean = sum / count;
-      double sq = 0.0;
-      for_each_in_row(x.dims, n, [&](const std::vector<int64_t>& idx) {
-        const double d = x.at(idx) - mean;
-        sq += d * d;
-      });
-      const double inv_var = 1.0 / std::sqrt(sq / count + eps);  // biased variance, as PyTorch
-      for_each_in_row(x.dims, n, [&](const std::vector<int64_t>& idx) {
-        y.set(idx, (x.at(idx) - mean) * inv_var * scale.at_broadcast(idx) + bias.at_broadcast(idx));
-      });
-      store_stat(a.out[1], n, mean);
-      store_stat(a.out[2], n, inv_var);
-    }
+  return for_each_row(a, [&](const RowNormArgs& r, int64_t n) {
+    double sum = 0.0;
+    for_each_in_row(r.x.dims, n, [&](const std::vector<int64_t>& idx) { sum += r.x.at(idx); });
+    const double mean = sum / r.count;
+    double sq = 0.0;
+    for_each_in_row(r.x.dims, n, [&](const std::vector<int64_t>& idx) {
+      const double d = r.x.at(idx) - mean;
+      sq += d * d;
+    });
+    const double inv_var = 1.0 / std::sqrt(sq / r.count + r.eps);  // biased variance, as PyTorch
+    for_each_in_row(r.x.dims, n, [&](const std::vector<int64_t>& idx) {
+      r.y.set(idx, (r.x.at(idx) - mean) * inv_var * r.scale.at_broadcast(idx) + r.bias.at_broadcast(idx));
+    });
+    store_stat(a.out[1], n, mean);
+    store_stat(a.out[2], n, inv_var);
   });
-  return {};
 }
 
 Status run(const RmsnormAttr&, const NodeArgs& a) {
-  const View& x = a.in[slot::LN_X];
-  const View& scale = a.in[slot::LN_SCALE];
-  const View& bias = a.in[slot::LN_BIAS];
-  const double eps = a.in[slot::LN_EPS].scalar();
-  const View& y = a.out[0];
-  const double count = static_cast<double>(row_size(x));
-  a.pool.parallel_for(x.dims[0], [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) {
-      double sq = 0.0;
-      for_each_in_row(x.dims, n, [&](const std::vector<int64_t>& idx) {
-        const double v = x.at(idx);
-        sq += v * v;
-      });
-      const double inv_rms = 1.0 / std::sqrt(sq / count + eps);
-      for_each_in_row(x.dims, n, [&](const std::vector<int64_t>& idx) {
-        double v = x.at(idx) * inv_rms * scale.at_broadcast(idx);
-        if (bias.present()) v += bias.at_broadcast(idx);
-        y.set(idx, v);
-      });
-      store_stat(a.out[1], n, inv_rms);
-    }
+  return for_each_row(a, [&](const RowNormArgs& r, int64_t n) {
+    double sq = 0.0;
+    for_each_in_row(r.x.dims, n, [&](const std::vector<int64_t>& idx) {
+      const double v = r.x.at(idx);
+      sq += v * v;
+    });
+    const double inv_rms = 1.0 / std::sqrt(sq / r.count + r.eps);
+    for_each_in_row(r.x.dims, n, [&](const std::vector<int64_t>& idx) {
+      double v = r.x.at(idx) * inv_rms * r.scale.at_broadcast(idx);
+      if (r.bias.present()) v += r.bias.at_broadcast(idx);
+      r.y.set(idx, v);
+    });
+    store_stat(a.out[1], n, inv_rms);
   });
-  return {};
 }
 
 }  // namespace dnngraph::ref

@@ -10,8 +10,9 @@
 #include <cmath>
 
 #include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/conv/direct_conv.hpp"
 #include "engines/cpu/cpu_engine.hpp"
-#include "engines/cpu/cpu_features.hpp"
+#include "engines/cpu/simd/target.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
@@ -68,8 +69,7 @@ __attribute__((target("avx2,fma"))) void sum_taps_avx2(const float* const* x, co
 
 void sum_taps(const float* const* x, const float* const* w, int taps, int64_t C, float* out) {
 #ifdef DNNGRAPH_DEPTHWISE_AVX2
-  static const bool kAvx2 = cpu_features().supports(Isa::AVX2);
-  if (kAvx2) {
+  if (simd::x86_avx2_usable()) {
     sum_taps_avx2(x, w, taps, C, out);
     return;
   }
@@ -175,18 +175,9 @@ __attribute__((target("avx2,fma"))) void block_avx2(const TapRow* rows, int nrow
 }
 #endif
 
-bool avx2_blocks() {
-#ifdef DNNGRAPH_DEPTHWISE_AVX2
-  static const bool kAvx2 = cpu_features().supports(Isa::AVX2);
-  return kAvx2;
-#else
-  return false;
-#endif
-}
-
 // The block sizes for this row walk, largest first (0 ends the list).
 std::array<int, 3> block_sizes(const RowWalk& rw) {
-  if (avx2_blocks() && three_tap_row(rw)) return {kThreeTapPixels, kBlockPixels, 0};
+  if (simd::x86_avx2_usable() && three_tap_row(rw)) return {kThreeTapPixels, kBlockPixels, 0};
   return {kBlockPixels, 0, 0};
 }
 
@@ -194,7 +185,7 @@ std::array<int, 3> block_sizes(const RowWalk& rw) {
 void sum_block(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0, int pixels, const float* wt, int64_t C,
                float* out, int64_t ldo) {
 #ifdef DNNGRAPH_DEPTHWISE_AVX2
-  if (avx2_blocks()) {
+  if (simd::x86_avx2_usable()) {
     block_avx2(rows, nrows, rw, iw0, pixels, wt, C, out, ldo);
     return;
   }
@@ -202,16 +193,12 @@ void sum_block(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0, in
   block_portable(rows, nrows, rw, iw0, pixels, wt, C, 0, out, ldo);
 }
 
-class DepthwisePlan final : public Plan {
+class DepthwisePlan final : public ConvPlanBase {
  public:
-  DepthwisePlan(const Partition& p, const Epilogue& epi) : part_(p), epi_(epi) {
-    g_.init(p);
-    epi_.prepare_in_place(1);  // the channel dim of the output
-  }
+  DepthwisePlan(const Partition& p, const Epilogue& epi) : ConvPlanBase(p, epi) {}
 
-  Status execute(const ExecArgs& args) const override {
-    ThreadPool& pool = args.handle.thread_pool();
-    EpilogueRun run(epi_, args.ptrs, pool.size());
+ private:
+  Status run_conv(const ExecArgs& args, ThreadPool& pool, EpilogueRun& run) const override {
     const char* src = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.src)]);
     const char* wei = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.wei)]);
     // Weights as [tap][channel] fp32.
@@ -232,10 +219,9 @@ class DepthwisePlan final : public Plan {
         else plane_row(i / C, i % C, src, wt.data(), run, guard.slot(), scratch.acc, scratch.in);
       }
     });
-    return run.finish();
+    return {};
   }
 
- private:
   // A thread's scratch for its rows: accumulators, converted input, and a row's taps.
   struct RowScratch {
     std::vector<float> acc, in;
@@ -320,43 +306,23 @@ class DepthwisePlan final : public Plan {
     g_.dst_coord(n, c, o, coord);
     run.strip(slot, coord, 1 + g_.nsp, OW, 1, acc.data());
   }
-
-  Partition part_;
-  Epilogue epi_;
-  ConvGeometry g_;
 };
 
-class DepthwiseEngine final : public CpuEngine<Epilogue> {
+class DepthwiseEngine final : public DirectConvEngine<DepthwisePlan> {
  public:
-  DepthwiseEngine() : CpuEngine("cpu_conv_depthwise_direct") {}
-
-  double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {
-    // Bandwidth-bound; the FMAs run at a fraction of peak (one multiply per loaded input).
-    return roofline_seconds(partition_flops(p), 1.5 * partition_bytes(p), t.info(), 0.25, 5e-6);
-  }
+  // The FMAs run at a quarter of peak: one multiply per loaded input.
+  DepthwiseEngine() : DirectConvEngine("cpu_conv_depthwise_direct", 0.25) {}
 
  private:
-  bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
-    ConvGeometry g;
-    const ir::Node* n = check_conv_fprop(p, t, epi, g, why);
-    if (!n) return false;
-    if (!(g.groups == g.src_c && g.src_c == g.dst_c)) {
-      why = "node '" + n->name + "': not depthwise (needs groups == C == K; groups=" + std::to_string(g.groups) +
-            ", C=" + std::to_string(g.src_c) + ", K=" + std::to_string(g.dst_c) + ")";
-      return false;
-    }
-    return true;
-  }
-  std::unique_ptr<Plan> make_plan(const Partition& p, const Target&, Epilogue epi, const Setting&) const override {
-    return std::make_unique<DepthwisePlan>(p, epi);
+  std::string rule(const Partition&, const ConvGeometry& g) const override {
+    if (g.groups == g.src_c && g.src_c == g.dst_c) return {};
+    return "not depthwise (needs groups == C == K; groups=" + std::to_string(g.groups) +
+           ", C=" + std::to_string(g.src_c) + ", K=" + std::to_string(g.dst_c) + ")";
   }
 };
 
 }  // namespace
 
-const Engine& conv_depthwise_direct_engine() {
-  static const DepthwiseEngine kEngine;
-  return kEngine;
-}
+const Engine& conv_depthwise_direct_engine() { return engine_instance<DepthwiseEngine>(); }
 
 }  // namespace dnngraph::cpu

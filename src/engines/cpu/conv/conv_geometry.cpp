@@ -1,5 +1,6 @@
 #include "engines/cpu/conv/conv_geometry.hpp"
 
+#include "core/checked.hpp"
 #include "engines/cpu/anchor_check.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
@@ -133,16 +134,22 @@ void ConvGeometry::dst_coord(int64_t nn, int64_t c, const int64_t* o, int64_t* c
 
 std::vector<ConvPhase> conv_phases(const ConvGeometry& g, int64_t max_offsets) {
   std::vector<ConvPhase> out = phase_taps(g);
-  for (ConvPhase& ph : out)
-    if (ph.pixels() * ph.taps() <= max_offsets) fill_src_offsets(g, ph);
+  for (ConvPhase& ph : out) {
+    int64_t offsets = 0;  // pixels x taps may overflow: then the taps are resolved per row
+    if (checked::mul(ph.pixels(), ph.taps(), offsets) && offsets <= max_offsets) fill_src_offsets(g, ph);
+  }
   return out;
 }
 
-const ir::Node* check_conv_fprop(const Partition& p, const Target& t, Epilogue& epi, ConvGeometry& g,
-                                 std::string& why) {
+bool check_conv_fprop(const Partition& p, const Target& t, Epilogue& epi, std::string& why, const ConvRule& rule) {
   const ir::Node* n = check_anchor(p, t, "conv_fprop", epi, why);
-  if (n) g.init(*p.graph, *n);
-  return n;
+  if (!n) return false;
+  ConvGeometry g;
+  g.init(*p.graph, *n);
+  const std::string broken = rule(g);
+  if (broken.empty()) return true;
+  why = "node '" + n->name + "': " + broken;
+  return false;
 }
 
 DirectOutput direct_output(const ConvGeometry& g, const Epilogue& epi, const EpilogueRun& run,

@@ -7,6 +7,7 @@
 #include <array>
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,12 @@ struct ConvGeometry {
   void dst_coord(int64_t n, int64_t c, const int64_t* o, int64_t* coord) const;
 };
 
-// check_anchor for a partition anchored on a conv_fprop, and the conv's geometry when it passes.
-const ir::Node* check_conv_fprop(const Partition& p, const Target& t, Epilogue& epi, ConvGeometry& g,
-                                 std::string& why);
+// What a direct conv engine needs of a geometry: empty when it runs g, else the rule g breaks.
+using ConvRule = std::function<std::string(const ConvGeometry& g)>;
+
+// check_anchor for a partition anchored on a conv_fprop, then `rule` on the conv's geometry; a
+// broken rule becomes "node '<name>': <rule>" in `why`.
+bool check_conv_fprop(const Partition& p, const Target& t, Epilogue& epi, std::string& why, const ConvRule& rule);
 
 // Where a conv may write its fp32 sums itself instead of handing them to the epilogue's strips:
 // the plain store's tensor, or the in-place chain's output (which the conv then finishes with

@@ -14,8 +14,9 @@
 
 #include "core/dtype.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/conv/direct_conv.hpp"
 #include "engines/cpu/cpu_engine.hpp"
-#include "engines/cpu/cpu_features.hpp"
+#include "engines/cpu/simd/target.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -112,20 +113,11 @@ __attribute__((target("avx2,fma"))) void pixel_avx2(const PixelTap* taps, int nt
 }
 #endif
 
-bool avx2_kernels() {
-#ifdef DNNGRAPH_GROUPED_AVX2
-  static const bool kAvx2 = cpu_features().supports(Isa::AVX2);
-  return kAvx2;
-#else
-  return false;
-#endif
-}
-
 // One pixel (any tap list), all K channels.
 void sum_pixel(const PixelTap* taps, int ntaps, const GroupedWeights& w, float* out) {
   int64_t done = 0;
 #ifdef DNNGRAPH_GROUPED_AVX2
-  if (avx2_kernels()) {
+  if (simd::x86_avx2_usable()) {
     if (w.G == 2) pixel_avx2<2>(taps, ntaps, w, out);
     else if (w.G == 4) pixel_avx2<4>(taps, ntaps, w, out);
     else pixel_avx2<8>(taps, ntaps, w, out);
@@ -135,16 +127,12 @@ void sum_pixel(const PixelTap* taps, int ntaps, const GroupedWeights& w, float* 
   pixel_portable(taps, ntaps, w, done, out);
 }
 
-class GroupedPlan final : public Plan {
+class GroupedPlan final : public ConvPlanBase {
  public:
-  GroupedPlan(const Partition& p, const Epilogue& epi) : part_(p), epi_(epi) {
-    g_.init(p);
-    epi_.prepare_in_place(1);  // the channel dim of the output
-  }
+  GroupedPlan(const Partition& p, const Epilogue& epi) : ConvPlanBase(p, epi) {}
 
-  Status execute(const ExecArgs& args) const override {
-    ThreadPool& pool = args.handle.thread_pool();
-    EpilogueRun run(epi_, args.ptrs, pool.size());
+ private:
+  Status run_conv(const ExecArgs& args, ThreadPool& pool, EpilogueRun& run) const override {
     const GroupedWeights w = weights(static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.wei)]));
     const char* src = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.src)]);
     const DirectOutput out = direct_output(g_, epi_, run, args.ptrs);
@@ -154,10 +142,9 @@ class GroupedPlan final : public Plan {
       RowScratch scratch;
       for (int64_t row = b; row < e; ++row) output_row(row, src, w, out, run, guard.slot(), scratch);
     });
-    return run.finish();
+    return {};
   }
 
- private:
   struct RowScratch {
     std::vector<float> acc, converted;
     std::vector<TapRow> rows;
@@ -204,7 +191,7 @@ class GroupedPlan final : public Plan {
     const int nrows = static_cast<int>(s.rows.size());
     for (int64_t ow = 0; ow < OW;) {
       const int64_t iw0 = ow * stride - g_.pad[2];
-      if (avx2_kernels() && ow + kPixels <= OW && iw0 >= 0 && iw0 + (kPixels - 1) * stride + (kw - 1) * dil < W) {
+      if (simd::x86_avx2_usable() && ow + kPixels <= OW && iw0 >= 0 && iw0 + (kPixels - 1) * stride + (kw - 1) * dil < W) {
         block(s.rows.data(), nrows, iw0, w, acc + ow * ldo, ldo, s.taps);
         ow += kPixels;
         continue;
@@ -242,50 +229,28 @@ class GroupedPlan final : public Plan {
     (void)rows, (void)nrows, (void)iw0, (void)w, (void)out, (void)ldo, (void)taps;
 #endif
   }
-
-  Partition part_;
-  Epilogue epi_;
-  ConvGeometry g_;
 };
 
-class GroupedDirectEngine final : public CpuEngine<Epilogue> {
+class GroupedDirectEngine final : public DirectConvEngine<GroupedPlan> {
  public:
-  GroupedDirectEngine() : CpuEngine("cpu_conv_grouped_direct") {}
-
-  double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {
-    // About a fifth of the FMA peak (measured: 39-41 GFLOP/s of ~200 on 2 Zen 3 cores): a permute
-    // or broadcast per FMA, and an input load per group's inputs; no padded lanes.
-    return roofline_seconds(partition_flops(p), 1.5 * partition_bytes(p), t.info(), 0.2, 5e-6);
-  }
+  // About a fifth of the FMA peak (measured: 39-41 GFLOP/s of ~200 on 2 Zen 3 cores): a permute
+  // or broadcast per FMA, and an input load per group's inputs; no padded lanes.
+  GroupedDirectEngine() : DirectConvEngine("cpu_conv_grouped_direct", 0.2) {}
 
  private:
-  bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
-    ConvGeometry g;
-    const ir::Node* n = check_conv_fprop(p, t, epi, g, why);
-    if (!n) return false;
-    const std::string node = "node '" + n->name + "': ";
-    if (g.groups < 2 || g.src_cg != g.dst_cg || (g.src_cg != 2 && g.src_cg != 4 && g.src_cg != 8)) {
-      why = node + "needs groups of 2, 4 or 8 input and as many output channels (groups=" + std::to_string(g.groups) +
-            ", C/groups=" + std::to_string(g.src_cg) + ", K/groups=" + std::to_string(g.dst_cg) + ")";
-      return false;
-    }
-    if (g.src_st[1] != 1) {
-      why = node + "needs a channels-last source '" + p.graph->tensor(g.src).name + "' (channel stride " +
-            std::to_string(g.src_st[1]) + ")";
-      return false;
-    }
-    return true;
-  }
-  std::unique_ptr<Plan> make_plan(const Partition& p, const Target&, Epilogue epi, const Setting&) const override {
-    return std::make_unique<GroupedPlan>(p, epi);
+  std::string rule(const Partition& p, const ConvGeometry& g) const override {
+    if (g.groups < 2 || g.src_cg != g.dst_cg || (g.src_cg != 2 && g.src_cg != 4 && g.src_cg != 8))
+      return "needs groups of 2, 4 or 8 input and as many output channels (groups=" + std::to_string(g.groups) +
+             ", C/groups=" + std::to_string(g.src_cg) + ", K/groups=" + std::to_string(g.dst_cg) + ")";
+    if (g.src_st[1] != 1)
+      return "needs a channels-last source '" + p.graph->tensor(g.src).name + "' (channel stride " +
+             std::to_string(g.src_st[1]) + ")";
+    return {};
   }
 };
 
 }  // namespace
 
-const Engine& conv_grouped_direct_engine() {
-  static const GroupedDirectEngine kEngine;
-  return kEngine;
-}
+const Engine& conv_grouped_direct_engine() { return engine_instance<GroupedDirectEngine>(); }
 
 }  // namespace dnngraph::cpu

@@ -237,7 +237,8 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
     ThreadPool& pool = args.handle.thread_pool();
     EpilogueRun run(epilogue(), args.ptrs, pool.size());
     for (const auto& ph : phases_)  // every dst position lies in exactly one phase
-      run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run), pool, args.workspace);
+      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run), pool, args.workspace); !s.ok())
+        return s;
     return run.finish();
   }
 
@@ -246,9 +247,9 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
   std::vector<ConvPhase> phases_;
 };
 
-class ConvImplicitGemmEngine final : public CpuEngine<Epilogue, GemmKnobs> {
+class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
  public:
-  ConvImplicitGemmEngine() : CpuEngine("cpu_conv_implicit_gemm") {}
+  ConvImplicitGemmEngine() : GemmEngine("cpu_conv_implicit_gemm") {}
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     ConvGeometry g;
@@ -263,22 +264,21 @@ class ConvImplicitGemmEngine final : public CpuEngine<Epilogue, GemmKnobs> {
   }
 
  private:
-  bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
+  bool accepts(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
     std::string_view op = "conv_fprop";
     if (p.anchor >= 0 && ir::is<ConvDgradAttr>(p.graph->nodes[static_cast<size_t>(p.anchor)])) op = "conv_dgrad";
     return check_anchor(p, t, op, epi, why) != nullptr;
   }
-  std::unique_ptr<Plan> make_plan(const Partition& p, const Target& t, Epilogue epi,
-                                  const GemmSetting& s) const override {
-    return std::make_unique<ConvImplicitPlan>(p, epi, s, t.handle->thread_pool().size());
+  // W for every group; a dgrad phase takes a share of the taps, so all taps bound them.
+  gemm::PackedB packed_b(const Partition& p) const override {
+    ConvGeometry g;
+    g.init(p);
+    return {g.groups, g.dst_cg, g.taps() * g.src_cg};
   }
 };
 
 }  // namespace
 
-const Engine& conv_implicit_gemm_engine() {
-  static const ConvImplicitGemmEngine kEngine;
-  return kEngine;
-}
+const Engine& conv_implicit_gemm_engine() { return engine_instance<ConvImplicitGemmEngine>(); }
 
 }  // namespace dnngraph::cpu

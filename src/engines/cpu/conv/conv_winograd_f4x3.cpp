@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/checked.hpp"
 #include "core/dtype.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/conv/direct_conv.hpp"
 #include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
@@ -74,12 +76,10 @@ DNNGRAPH_WINO_CLONES void at6(const float* in, int64_t in_ld, float* out, int64_
   }
 }
 
-class WinogradPlan final : public Plan {
+class WinogradPlan final : public ConvPlanBase {
  public:
   WinogradPlan(const Partition& p, const Epilogue& epi, Isa isa, int threads)
-      : part_(p), epi_(epi), ks_(gemm::kernel_set(isa)), threads_(threads) {
-    g_.init(p);
-    epi_.prepare_in_place(1);  // the channel dim of the output
+      : ConvPlanBase(p, epi), ks_(gemm::kernel_set(isa)), threads_(threads) {
     C_ = g_.src_c;
     K_ = g_.dst_c;
     th_ = (g_.dst_sp[1] + kOut - 1) / kOut;
@@ -89,17 +89,34 @@ class WinogradPlan final : public Plan {
     tb_ = std::clamp(round_up((tiles_ + 4 * threads - 1) / (4 * threads), ks_.mr), static_cast<int64_t>(ks_.mr),
                      static_cast<int64_t>(8 * ks_.mr));
     ldm_ = round_up(K_, ks_.nr) + 16;
-    ws_ = (u_floats() + threads_ * per_thread_floats()) * 4 + 128;
+    // Each term fits int64 for tensors within checked's limits; the count of threads may not.
+    int64_t floats = 0;
+    const bool ok = checked::mul_add(threads_, per_thread_floats(), u_floats(), floats) &&
+                    checked::mul_add(floats, 4, 128, ws_);
+    if (!ok) ws_ = INT64_MAX;
   }
   int64_t workspace_size() const override { return ws_; }
 
-  Status execute(const ExecArgs& args) const override {
-    ThreadPool& pool = args.handle.thread_pool();
-    EpilogueRun run(epi_, args.ptrs, pool.size());
+  // False, with `why` naming the weights, when the workspace exceeds checked::kMaxSpanBytes.
+  bool workspace_fits(std::string& why) const {
+    if (ws_ <= checked::kMaxSpanBytes) return true;
+    const ir::Node& n = part_.graph->nodes[static_cast<size_t>(part_.anchor)];
+    why = "node '" + n.name + "', tensor '" + part_.graph->tensor(g_.wei).name +
+          "': transformed (36 x C x K), with the per-thread tiles, it needs more than 2^48 bytes of workspace";
+    return false;
+  }
+
+ private:
+  Status run_conv(const ExecArgs& args, ThreadPool& pool, EpilogueRun& run) const override {
     std::vector<float> own;
     float* ws = static_cast<float*>(gemm::usable_workspace(args.workspace, threads_, pool.size()));
-    if (!ws) {
-      own.resize(static_cast<size_t>(u_floats() + pool.size() * per_thread_floats() + 32));
+    if (!ws) {  // the pool has grown since the plan was sized
+      int64_t floats = 0;
+      if (!checked::mul_add(pool.size(), per_thread_floats(), u_floats() + 32, floats) ||
+          floats > checked::kMaxSpanBytes / 4)
+        return unsupported("cpu_conv_winograd_f4x3", "the workspace for " + std::to_string(pool.size()) +
+                                                         " threads needs more than 2^48 bytes");
+      own.resize(static_cast<size_t>(floats));
       ws = own.data();
     }
     ws = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t{63});
@@ -115,10 +132,9 @@ class WinogradPlan final : public Plan {
       for (int64_t blk = b; blk < e; ++blk)
         run_block(blk * tb_, std::min(tb_, tiles_ - blk * tb_), src, u, scratch, out, run, guard.slot());
     });
-    return run.finish();
+    return {};
   }
 
- private:
   int64_t u_floats() const { return kXi * C_ * round_up(K_, ks_.nr) + 16; }
   // V [36][tb][C], M [36][tb][ldm], a 36 x C gather tile, the 16 x K output tile, row pointers.
   int64_t per_thread_floats() const {
@@ -250,11 +266,8 @@ class WinogradPlan final : public Plan {
     }
   }
 
-  Partition part_;
-  Epilogue epi_;
   const gemm::KernelSet& ks_;
   int threads_;
-  ConvGeometry g_;
   int64_t C_ = 0, K_ = 0, th_ = 0, tw_ = 0, tiles_ = 0, tb_ = 0, ldm_ = 0, ws_ = 0;
 };
 
@@ -282,18 +295,14 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
 
  private:
   bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
-    ConvGeometry g;
-    const ir::Node* n = check_conv_fprop(p, t, epi, g, why);
-    if (!n) return false;
-    std::string rule;
-    if (g.nsp != 2) rule = "needs a 2D convolution";
-    else if (g.ker[1] != 3 || g.ker[2] != 3) rule = "needs a 3x3 kernel";
-    else if (g.stride[1] != 1 || g.stride[2] != 1) rule = "needs stride 1";
-    else if (g.dil[1] != 1 || g.dil[2] != 1) rule = "needs dilation 1";
-    else if (g.groups != 1) rule = "needs groups == 1";
-    if (rule.empty()) return true;
-    why = "node '" + n->name + "': F(4x4,3x3) " + rule;
-    return false;
+    return check_conv_fprop(p, t, epi, why, [](const ConvGeometry& g) -> std::string {
+      if (g.nsp != 2) return "F(4x4,3x3) needs a 2D convolution";
+      if (g.ker[1] != 3 || g.ker[2] != 3) return "F(4x4,3x3) needs a 3x3 kernel";
+      if (g.stride[1] != 1 || g.stride[2] != 1) return "F(4x4,3x3) needs stride 1";
+      if (g.dil[1] != 1 || g.dil[2] != 1) return "F(4x4,3x3) needs dilation 1";
+      if (g.groups != 1) return "F(4x4,3x3) needs groups == 1";
+      return {};
+    }) && WinogradPlan(p, epi, cpu_features().best(), t.handle->thread_pool().size()).workspace_fits(why);
   }
   std::unique_ptr<Plan> make_plan(const Partition& p, const Target& t, Epilogue epi, const Isa& isa) const override {
     return std::make_unique<WinogradPlan>(p, epi, isa, t.handle->thread_pool().size());
@@ -302,9 +311,6 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
 
 }  // namespace
 
-const Engine& conv_winograd_f4x3_engine() {
-  static const WinogradEngine kEngine;
-  return kEngine;
-}
+const Engine& conv_winograd_f4x3_engine() { return engine_instance<WinogradEngine>(); }
 
 }  // namespace dnngraph::cpu

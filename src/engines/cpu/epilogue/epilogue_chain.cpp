@@ -1,6 +1,6 @@
 #include "engines/cpu/epilogue/epilogue_chain.hpp"
 
-#include "engines/cpu/cpu_features.hpp"
+#include "engines/cpu/simd/target.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -176,8 +176,7 @@ bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round,
 void run_chain(const Chain& c, int64_t n, const float* anchor, const float* const* ptrs, const float* scalars,
                float* out) {
 #ifdef DNNGRAPH_CHAIN_AVX2
-  static const bool kAvx2 = cpu_features().supports(Isa::AVX2);
-  if (kAvx2) {
+  if (simd::x86_avx2_usable()) {
     run_avx2(c, n, anchor, ptrs, scalars, out);
     return;
   }

@@ -162,7 +162,9 @@ class MatmulPlan final : public gemm::GemmPlan {
   Status execute(const ExecArgs& args) const override {
     ThreadPool& pool = args.handle.thread_pool();
     EpilogueRun run(epilogue(), args.ptrs, pool.size());
-    run_problem(MatmulProblem(geo_, epilogue(), &args.ptrs, &run, kernels().nr), pool, args.workspace);
+    if (auto s = run_problem(MatmulProblem(geo_, epilogue(), &args.ptrs, &run, kernels().nr), pool, args.workspace);
+        !s.ok())
+      return s;
     return run.finish();
   }
 
@@ -170,9 +172,9 @@ class MatmulPlan final : public gemm::GemmPlan {
   MatmulGeometry geo_;
 };
 
-class GemmPackedEngine final : public CpuEngine<Epilogue, GemmKnobs> {
+class GemmPackedEngine final : public gemm::GemmEngine<MatmulPlan> {
  public:
-  GemmPackedEngine() : CpuEngine("cpu_gemm_packed") {}
+  GemmPackedEngine() : GemmEngine("cpu_gemm_packed") {}
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     // Packing and the epilogue pass add a memory term on top of the FMA roofline.
@@ -181,20 +183,18 @@ class GemmPackedEngine final : public CpuEngine<Epilogue, GemmKnobs> {
   }
 
  private:
-  bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
+  bool accepts(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
     return check_anchor(p, t, "matmul", epi, why) != nullptr;
   }
-  std::unique_ptr<Plan> make_plan(const Partition& p, const Target& t, Epilogue epi,
-                                  const GemmSetting& s) const override {
-    return std::make_unique<MatmulPlan>(p, epi, s, t.handle->thread_pool().size());
+  gemm::PackedB packed_b(const Partition& p) const override {
+    MatmulGeometry g;
+    g.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    return {g.b_broadcast ? 1 : g.batch, g.N, g.K};
   }
 };
 
 }  // namespace
 
-const Engine& gemm_packed_engine() {
-  static const GemmPackedEngine kEngine;
-  return kEngine;
-}
+const Engine& gemm_packed_engine() { return engine_instance<GemmPackedEngine>(); }
 
 }  // namespace dnngraph::cpu

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/checked.hpp"
 #include "engines/cpu/cpu_features.hpp"
 
 namespace dnngraph::cpu::gemm {
@@ -39,6 +40,11 @@ struct TaskShape {
   int64_t m_begin(int64_t mi, int mr) const { return mi * tiles / m_tasks * mr; }
 };
 
+bool shared_b_floats(const GemmProblem& p, int64_t nr, int64_t& out) {
+  out = 0;
+  return !p.b_shared() || packed_b_floats(p.b_count(), p.N, p.K, nr, out);
+}
+
 TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads) {
   TaskShape t;
   const int64_t mr = ks.mr, nr = ks.nr, th = std::max(threads, 1);
@@ -70,7 +76,7 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
   t.c_floats = round_up(mblock, mr) * buffer_ld(t.nt, nr);
   t.rows_ptrs = ceil_div(mblock, mr) * t.max_nseg * mr;
   t.edge_floats = mr * nr;
-  t.shared_b = p.b_shared() ? p.b_count() * round_up(p.N, nr) * p.K : 0;
+  if (!shared_b_floats(p, nr, t.shared_b)) t.shared_b = INT64_MAX;  // workspace_bytes refuses it
   return t;
 }
 
@@ -216,6 +222,10 @@ int ThreadSlots::acquire() {
   }
 }
 
+bool packed_b_floats(int64_t count, int64_t n, int64_t k, int64_t nr, int64_t& out) {
+  return checked::mul(count, round_up(n, nr), out) && checked::mul(out, k, out);
+}
+
 Blocking default_blocking(const KernelSet& ks) {
   const CpuFeatures& f = cpu_features();
   Blocking b;
@@ -225,18 +235,26 @@ Blocking default_blocking(const KernelSet& ks) {
   return b;
 }
 
-int64_t workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads) {
+bool workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads, int64_t& out) {
+  // Packed B first: plan_tasks lists K blocks, which grow with K too.
+  if (int64_t b = 0; !shared_b_floats(p, ks.nr, b) || b > checked::kMaxSpanBytes / 4) return false;
   const TaskShape t = plan_tasks(p, ks, blk, threads);
-  return (t.shared_b + kAlignFloats + t.per_thread() * std::max(threads, 1)) * 4;
+  int64_t floats = 0;
+  return checked::add(t.shared_b, kAlignFloats, floats) &&
+         checked::mul_add(t.per_thread(), std::max(threads, 1), floats, floats) && checked::mul(floats, 4, out);
 }
 
-void run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace) {
+Status run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace) {
   const int threads = pool.size();
   const TaskShape t = plan_tasks(p, ks, blk, threads);
   std::vector<float> own;
   float* ws = static_cast<float*>(workspace);
   if (!ws) {
-    own.resize(static_cast<size_t>(workspace_bytes(p, ks, blk, threads) / 4));
+    int64_t bytes = 0;
+    if (!workspace_bytes(p, ks, blk, threads, bytes) || bytes > checked::kMaxSpanBytes)
+      return {ErrorCode::GRAPH_NOT_SUPPORTED, "the GEMM's workspace for " + std::to_string(threads) +
+                                                  " threads exceeds 2^48 bytes"};
+    own.resize(static_cast<size_t>(bytes / 4));
     ws = own.data();
   }
   float* shared_b = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t{63});
@@ -256,6 +274,7 @@ void run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadP
       run_task(p, ks, blk, t, shared_b, g.slot(), s, b, ma, me, n0, std::min(t.nt, p.N - n0));
     }
   });
+  return {};
 }
 
 }  // namespace dnngraph::cpu::gemm

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "dnngraph/status.hpp"
 #include "engines/cpu/gemm/microkernel.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 
@@ -88,8 +89,13 @@ class SlotGuard {
   int slot_;
 };
 
-// Bytes of workspace run() needs with `threads` workers.
-int64_t workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads);
+// Floats of `count` K x N matrices B packed whole in panels nr wide (N rounded up to nr): the one
+// workspace size that grows with the problem rather than the blocking; false on overflow.
+bool packed_b_floats(int64_t count, int64_t n, int64_t k, int64_t nr, int64_t& out);
+
+// Bytes of workspace run() needs with `threads` workers; false when they overflow int64 or B
+// packed whole alone exceeds 2^48 bytes.
+bool workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads, int64_t& out);
 
 // The workspace a plan sized for `planned_threads` may hand to run() on a pool of `pool_threads`:
 // null (run() allocates its own) when the pool has grown since.
@@ -98,7 +104,8 @@ inline void* usable_workspace(void* ws, int planned_threads, int pool_threads) {
 }
 
 // Runs the GEMM on the pool; `workspace` holds workspace_bytes(p, ks, blk, pool.size()) bytes
-// (null: allocated here). c_block calls get slot numbers below pool.size().
-void run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace);
+// (null: allocated here, an error if that would exceed 2^48 bytes). c_block calls get slot numbers
+// below pool.size().
+Status run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace);
 
 }  // namespace dnngraph::cpu::gemm

@@ -1,11 +1,16 @@
 // What every plan on the blocked GEMM driver holds: the partition and its epilogue (prepared to
 // run in place along one dim of the output), the kernels and blocking its knobs chose, and a
 // workspace sized for the threads the plan was built for, handed to the driver while the pool
-// still fits it.
+// still fits it. GemmEngine: the frame of the engines whose plans those are.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <string>
 
+#include "core/checked.hpp"
+#include "engines/cpu/cpu_engine.hpp"
+#include "engines/cpu/cpu_features.hpp"
 #include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
 #include "engines/cpu/gemm/driver.hpp"
@@ -25,12 +30,15 @@ class GemmPlan : public Plan {
 
   const Epilogue& epilogue() const { return epi_; }
   const KernelSet& kernels() const { return ks_; }
-  // Grows the workspace to what `sizing` (the problem built without pointers) needs.
+  // Grows the workspace to what `sizing` (the problem built without pointers) needs; INT64_MAX
+  // when that overflows (CpuEngine::build refuses workspaces above 2^48 bytes).
   void reserve_workspace(const GemmProblem& sizing) {
-    ws_ = std::max(ws_, workspace_bytes(sizing, ks_, blk_, threads_) + 64);
+    int64_t bytes = 0;
+    const bool ok = workspace_bytes(sizing, ks_, blk_, threads_, bytes) && checked::add(bytes, 64, bytes);
+    ws_ = ok ? std::max(ws_, bytes) : INT64_MAX;
   }
-  void run_problem(const GemmProblem& prob, ThreadPool& pool, void* workspace) const {
-    run(prob, ks_, blk_, pool, usable_workspace(workspace, threads_, pool.size()));
+  Status run_problem(const GemmProblem& prob, ThreadPool& pool, void* workspace) const {
+    return run(prob, ks_, blk_, pool, usable_workspace(workspace, threads_, pool.size()));
   }
 
  private:
@@ -40,6 +48,42 @@ class GemmPlan : public Plan {
   Blocking blk_;
   int threads_;
   int64_t ws_ = 0;
+};
+
+// The B operand a GEMM engine packs whole: `count` matrices of K x N.
+struct PackedB {
+  int64_t count = 1, n = 0, k = 0;
+};
+
+// An engine on the GEMM driver: GEMM knobs, and a PlanType (a GemmPlan) built from the partition,
+// its epilogue, the knob setting and the thread count of the target's pool. check() refuses a
+// packed B above 2^48 bytes, the workspace term that grows with the problem (the per-thread
+// buffers grow with the blocking only; build() checks the whole workspace of the plan it makes).
+template <class PlanType>
+class GemmEngine : public CpuEngine<Epilogue, GemmKnobs> {
+ protected:
+  using CpuEngine::CpuEngine;
+  // The engine's own rules for the partition (check_anchor and more); false with `why` if not.
+  virtual bool accepts(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const = 0;
+  // The B its plan packs, for a partition accepts() took (an upper bound where phases split it).
+  virtual PackedB packed_b(const Partition& p) const = 0;
+
+ private:
+  bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const final {
+    if (!accepts(p, t, epi, why)) return false;
+    const PackedB b = packed_b(p);
+    const int64_t nr = kernel_set(cpu_features().best()).nr;  // the widest tile pads N the most
+    if (int64_t floats = 0; packed_b_floats(b.count, b.n, b.k, nr, floats) && floats <= checked::kMaxSpanBytes / 4)
+      return true;
+    const ir::Node& n = p.graph->nodes[static_cast<size_t>(p.anchor)];
+    why = "node '" + n.name + "', tensor '" + p.graph->tensor(n.inputs[1]).name +
+          "': packed whole for the GEMM it needs more than 2^48 bytes of workspace";
+    return false;
+  }
+  std::unique_ptr<Plan> make_plan(const Partition& p, const Target& t, Epilogue epi,
+                                  const GemmSetting& s) const final {
+    return std::make_unique<PlanType>(p, epi, s, t.handle->thread_pool().size());
+  }
 };
 
 }  // namespace dnngraph::cpu::gemm

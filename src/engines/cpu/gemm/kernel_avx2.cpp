@@ -3,11 +3,9 @@
 #include "engines/cpu/gemm/microkernel.hpp"
 #include "engines/cpu/simd/vec_avx2.hpp"
 
-#if DNNGRAPH_SIMD_X86
 DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX2)
 #include "engines/cpu/gemm/kernel_body.inl"
 DNNGRAPH_TARGET_END
-#endif
 
 namespace dnngraph::cpu::gemm {
 const KernelSet* avx2_kernels() { return DNNGRAPH_X86_TABLE(kKernelSet<simd::VecAvx2, 6>); }

@@ -2,11 +2,9 @@
 #include "engines/cpu/norm/norm_kernels.hpp"
 #include "engines/cpu/simd/vec_avx2.hpp"
 
-#if DNNGRAPH_SIMD_X86
 DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX2)
 #include "engines/cpu/norm/norm_kernels_body.inl"
 DNNGRAPH_TARGET_END
-#endif
 
 namespace dnngraph::cpu::norm {
 const NormKernels* avx2_norm_kernels() { return DNNGRAPH_X86_TABLE(kSimdNormKernels<simd::VecAvx2>); }

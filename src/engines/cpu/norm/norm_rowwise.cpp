@@ -363,9 +363,6 @@ class NormRowwiseEngine final : public CpuEngine<PreparedNorm, IsaKnobs> {
 
 }  // namespace
 
-const Engine& norm_rowwise_engine() {
-  static const NormRowwiseEngine kEngine;
-  return kEngine;
-}
+const Engine& norm_rowwise_engine() { return engine_instance<NormRowwiseEngine>(); }
 
 }  // namespace dnngraph::cpu

@@ -6,11 +6,9 @@
 #include "core/dtype.hpp"
 #include "engines/cpu/simd/vec_avx2.hpp"
 
-#if DNNGRAPH_SIMD_X86
 DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX2)
 #include "engines/cpu/pointwise/convert_kernels_body.inl"
 DNNGRAPH_TARGET_END
-#endif
 
 namespace dnngraph::cpu {
 const ConvertKernels* avx2_convert_kernels() { return DNNGRAPH_X86_TABLE(kSimdConvertKernels<simd::VecAvx2>); }

@@ -6,11 +6,9 @@
 #include "core/dtype.hpp"
 #include "engines/cpu/simd/vec_avx512.hpp"
 
-#if DNNGRAPH_SIMD_X86
 DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX512)
 #include "engines/cpu/pointwise/convert_kernels_body.inl"
 DNNGRAPH_TARGET_END
-#endif
 
 namespace dnngraph::cpu {
 const ConvertKernels* avx512_convert_kernels() { return DNNGRAPH_X86_TABLE(kSimdConvertKernels<simd::VecAvx512>); }

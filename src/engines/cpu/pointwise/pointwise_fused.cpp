@@ -90,9 +90,6 @@ class PointwiseFusedEngine final : public CpuEngine<FusedProgram> {
 
 }  // namespace
 
-const Engine& pointwise_fused_engine() {
-  static const PointwiseFusedEngine kEngine;
-  return kEngine;
-}
+const Engine& pointwise_fused_engine() { return engine_instance<PointwiseFusedEngine>(); }
 
 }  // namespace dnngraph::cpu

@@ -371,9 +371,6 @@ class PoolDirectEngine final : public CpuEngine<Geometry, IsaKnobs> {
 
 }  // namespace
 
-const Engine& pool_direct_engine() {
-  static const PoolDirectEngine kEngine;
-  return kEngine;
-}
+const Engine& pool_direct_engine() { return engine_instance<PoolDirectEngine>(); }
 
 }  // namespace dnngraph::cpu

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/checked.hpp"
+
 namespace dnngraph::cpu::pool {
 namespace {
 
@@ -90,6 +92,14 @@ bool read_geometry(const Partition& p, Geometry& g, std::string& why) {
       g.last_count.push_back(k_hi - k_lo);
     }
   } else {
+    // The tables hold floor(o * in / out) for o < out: that product must fit int64.
+    for (size_t i = 0; i < S; ++i)
+      if (int64_t reach = 0; !checked::mul(g.out[i] - 1, g.in[i], reach)) {
+        why = "node '" + node.name + "', tensor '" + y.name + "': spatial dim " + std::to_string(i) + " of size " +
+              std::to_string(g.out[i]) + " from " + std::to_string(g.in[i]) +
+              " puts (out - 1) * in beyond int64 in the resize tables";
+        return false;
+      }
     g.nearest.resize(S);
     g.lo.resize(S);
     g.hi.resize(S);

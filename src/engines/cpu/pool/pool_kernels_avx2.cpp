@@ -5,11 +5,9 @@
 
 #include "engines/cpu/simd/vec_avx2.hpp"
 
-#if DNNGRAPH_SIMD_X86
 DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX2)
 #include "engines/cpu/pool/pool_kernels_body.inl"
 DNNGRAPH_TARGET_END
-#endif
 
 namespace dnngraph::cpu::pool {
 const PoolKernels* avx2_pool_kernels() { return DNNGRAPH_X86_TABLE(kSimdPoolKernels<simd::VecAvx2>); }

@@ -5,11 +5,9 @@
 
 #include "engines/cpu/simd/vec_avx512.hpp"
 
-#if DNNGRAPH_SIMD_X86
 DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX512)
 #include "engines/cpu/pool/pool_kernels_body.inl"
 DNNGRAPH_TARGET_END
-#endif
 
 namespace dnngraph::cpu::pool {
 const PoolKernels* avx512_pool_kernels() { return DNNGRAPH_X86_TABLE(kSimdPoolKernels<simd::VecAvx512>); }

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "core/checked.hpp"
 #include "core/dtype.hpp"
+#include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/sdpa/flash_kernels.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 
@@ -145,19 +147,30 @@ void store_strided(void* base, DataType t, int64_t off, int64_t stride, int64_t 
 // Per-thread fp32 tiles, 64-byte aligned.
 class Scratch {
  public:
-  explicit Scratch(const Problem& p) {
+  // The tiles' floats: Q, K^T, S, V, the accumulators, m and l.
+  static std::array<int64_t, 7> sizes(const Problem& p) {
     const int64_t d = p.d, dv_pad = round_up(p.dv, kNr);
-    const int64_t sizes[] = {kBlockQ * d, d * kBlockKv, kBlockQ * kBlockKv, kBlockKv * dv_pad, kBlockQ * dv_pad,
-                             kBlockQ, kBlockQ};
+    return {kBlockQ * d, d * kBlockKv, kBlockQ * kBlockKv, kBlockKv * dv_pad, kBlockQ * dv_pad, kBlockQ, kBlockQ};
+  }
+  // Every tile, 64-byte aligned, and the alignment slack: false when that exceeds checked::kMaxSpanBytes.
+  static bool total_floats(const Problem& p, int64_t& total) {
+    total = 16;
+    for (int64_t s : sizes(p))
+      if (!checked::add(total, round_up(s, 16), total)) return false;
+    return total <= checked::kMaxSpanBytes / 4;
+  }
+
+  explicit Scratch(const Problem& p) {
+    const std::array<int64_t, 7> tile = sizes(p);
     int64_t total = 0;
-    for (int64_t s : sizes) total += round_up(s, 16);
-    buf_.assign(static_cast<size_t>(total + 16), 0.0f);
+    total_floats(p, total);  // check() refused problems where it fails
+    buf_.assign(static_cast<size_t>(total), 0.0f);
     float* at = buf_.data();
     at += (16 - (reinterpret_cast<uintptr_t>(at) / sizeof(float)) % 16) % 16;
     float** slots[] = {&q, &kt, &s, &v, &acc, &m, &l};
     for (size_t i = 0; i < 7; ++i) {
       *slots[i] = at;
-      at += round_up(sizes[i], 16);
+      at += round_up(tile[i], 16);
     }
   }
   float *q = nullptr, *kt = nullptr, *s = nullptr, *v = nullptr, *acc = nullptr, *m = nullptr, *l = nullptr;
@@ -341,6 +354,11 @@ class FlashEngine final : public Engine {
     if (!is_tile_type(o.dtype))
       return Support::no("node '" + n.name + "', tensor '" + o.name + "': output data type " +
                          std::string(to_string(o.dtype)) + " is not supported (FLOAT, HALF, BFLOAT16)");
+    const Problem pr = make_problem(p);
+    if (int64_t floats = 0; !Scratch::total_floats(pr, floats))
+      return Support::no("node '" + n.name + "', tensor '" + g.tensor(n.inputs[slot::SDPA_Q]).name + "': head dim " +
+                         std::to_string(pr.d) + " (V's " + std::to_string(pr.dv) +
+                         ") needs more than 2^48 bytes of tiles per thread");
     return Support::yes();
   }
 
@@ -380,9 +398,6 @@ class FlashEngine final : public Engine {
 
 }  // namespace
 
-const Engine& sdpa_flash_engine() {
-  static const FlashEngine kEngine;
-  return kEngine;
-}
+const Engine& sdpa_flash_engine() { return engine_instance<FlashEngine>(); }
 
 }  // namespace dnngraph::cpu

@@ -1,8 +1,10 @@
 // How a file compiles code for an ISA above the build's baseline: the functions defined between
 // DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_<ISA>) and DNNGRAPH_TARGET_END are compiled for that ISA
 // and run only after cpu_features() says the CPU has it, so the library itself runs on any
-// x86-64. A family's kernels for one ISA: its body (a template over the vector type of simd/)
-// included inside such a region, and its table of function pointers taken outside it.
+// x86-64. A family's kernels for one ISA: its body (templates over the vector type of simd/)
+// included inside such a region, and its table of function pointers taken outside it with
+// DNNGRAPH_X86_TABLE. Off x86 the region is empty of pragmas and the table null, so the body's
+// templates are never instantiated and the ISA files need no guard of their own.
 #pragma once
 
 #include "engines/cpu/cpu_features.hpp"
@@ -18,7 +20,10 @@
 #define DNNGRAPH_TARGET_AVX512 "avx512f,avx2,fma,f16c"
 
 #define DNNGRAPH_PRAGMA(text) _Pragma(#text)
-#if defined(__clang__)
+#if !DNNGRAPH_SIMD_X86
+#define DNNGRAPH_TARGET_BEGIN(isa)
+#define DNNGRAPH_TARGET_END
+#elif defined(__clang__)
 #define DNNGRAPH_TARGET_BEGIN(isa) DNNGRAPH_PRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
 #define DNNGRAPH_TARGET_END DNNGRAPH_PRAGMA(clang attribute pop)
 #else
@@ -34,6 +39,13 @@
 #endif
 
 namespace dnngraph::cpu::simd {
+
+// Whether this build has the x86 kernels and this CPU runs their AVX2 level (asked once): the
+// test of the families that pick an AVX2 loop per call rather than through a table.
+inline bool x86_avx2_usable() {
+  static const bool kAvx2 = DNNGRAPH_SIMD_X86 && cpu_features().supports(Isa::AVX2);
+  return kAvx2;
+}
 
 // The kernel table for ISA level `isa`: the highest level at or below it that this build has
 // (the x86 tables are null where not compiled in). The caller checks cpu_features() first.
