@@ -51,7 +51,9 @@ struct CaseGraph {
     int64_t span = 1;
     for (size_t i = 0; i < dim.size(); ++i) span += (dim[i] - 1) * stride[i];
     io.push_back({next_uid, span, false});
-    return g.tensor(dg::TensorAttr().set_name(name).set_uid(next_uid++).set_dim(std::move(dim)).set_stride(std::move(stride)));
+    auto attr = dg::TensorAttr().set_name(name).set_uid(next_uid++).set_dim(std::move(dim));
+    attr.set_stride(std::move(stride));
+    return g.tensor(attr);
   }
   void output(const dg::TensorPtr& t, int64_t elements) {
     t->set_output(true).set_uid(next_uid);
@@ -168,7 +170,10 @@ dg::Status execute_once(dg::Graph& g, const dg::Handle& h, const CaseGraph& c) {
   for (const auto& t : c.io) {
     buffers.emplace_back(static_cast<size_t>(t.elements), std::nanf(""));
     if (!t.is_output)
-      for (auto& v : buffers.back()) v = static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+      for (auto& v : buffers.back()) {
+        seed = seed * 1664525u + 1013904223u;  // a 32-bit LCG: values in [-0.5, 0.5)
+        v = static_cast<float>(seed >> 8) / 16777216.0f - 0.5f;
+      }
     pack[t.uid] = buffers.back().data();
   }
   int64_t ws = 0;
@@ -179,7 +184,8 @@ dg::Status execute_once(dg::Graph& g, const dg::Handle& h, const CaseGraph& c) {
     if (c.io[i].is_output)
       for (float v : buffers[i])
         if (std::isnan(v))
-          return {dg::ErrorCode::INVALID_VALUE, "output uid " + std::to_string(c.io[i].uid) + " has unwritten (NaN) elements"};
+          return {dg::ErrorCode::INVALID_VALUE,
+                  "output uid " + std::to_string(c.io[i].uid) + " has unwritten (NaN) elements"};
   return {};
 }
 
@@ -191,7 +197,12 @@ void run_child(int fd, const std::string& name, bool from_json, int64_t n, int64
   std::string text;
   if (from_json) {
     dg::Graph source;
-    if (!out.stage("to_json", [&] { build_case(name, source, c, n); text = source.to_json(); return dg::Status{}; })) return;
+    const bool written = out.stage("to_json", [&] {
+      build_case(name, source, c, n);
+      text = source.to_json();
+      return dg::Status{};
+    });
+    if (!written) return;
     out.say("json_mb " + std::to_string(static_cast<double>(text.size()) / 1e6));
   }
   const bool built = out.stage("build", [&] {
@@ -373,8 +384,8 @@ int main(int argc, char** argv) {
     }
   }
   print_machine();
-  std::printf("wall seconds per stage; build steps = build (or from_json) to build_plans; peak RSS in MB (VmHWM) and the stage that reached it, each run in a fresh process "
-              "(limits %d s, %lld MB of address space)\n\n",
+  std::printf("wall seconds per stage; build steps = build (or from_json) to build_plans; peak RSS in MB (VmHWM)\n"
+              "and the stage that reached it; each run in a fresh process (limits %d s, %lld MB of address space)\n\n",
               lim.timeout_s, static_cast<long long>(lim.mem_limit_mb));
   std::printf("| case | source | N | nodes | tensors | partitions | JSON MB | to_json |");
   for (const auto& s : kStages) std::printf(" %s |", s.c_str());
@@ -386,10 +397,13 @@ int main(int argc, char** argv) {
       for (const auto& n : sizes) {
         std::string ending;
         const RunResult r = run_in_child(c, src == "json", std::stoll(n), lim, ending);
-        auto info = [&](const char* k) { auto it = r.info.find(k); return it == r.info.end() ? std::string("-") : it->second; };
-        std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |", c.c_str(), src.c_str(), n.c_str(), info("nodes").c_str(),
-                    info("tensors").c_str(), info("partitions").c_str(), info("json_mb").substr(0, 5).c_str(),
-                    cell(r, "to_json").c_str());
+        auto info = [&](const char* k) {
+          auto it = r.info.find(k);
+          return it == r.info.end() ? std::string("-") : it->second;
+        };
+        std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |", c.c_str(), src.c_str(), n.c_str(),
+                    info("nodes").c_str(), info("tensors").c_str(), info("partitions").c_str(),
+                    info("json_mb").substr(0, 5).c_str(), cell(r, "to_json").c_str());
         for (const auto& s : kStages) std::printf(" %s |", cell(r, s).c_str());
         std::printf(" %s | %s | %s |\n", total_cell(r).c_str(), peak_cell(r).c_str(), ending.c_str());
         std::fflush(stdout);

@@ -44,7 +44,8 @@ namespace {
 bool may_join(const ir::Graph& g, int node, const FusionPattern& pat, const std::vector<int>& owner, int part) {
   if (owner[static_cast<size_t>(node)] >= 0) return false;
   const ir::Node& n = g.nodes[static_cast<size_t>(node)];
-  if (!(ir::is<PointwiseAttr>(n) && pat.epilogue) && !(ir::is<ReductionAttr>(n) && pat.terminal_reduction)) return false;
+  const bool takes = (ir::is<PointwiseAttr>(n) && pat.epilogue) || (ir::is<ReductionAttr>(n) && pat.terminal_reduction);
+  if (!takes) return false;
   bool reads_partition = false;
   for (int t : n.inputs) {
     const int prod = t < 0 ? -1 : g.tensor(t).producer;

@@ -45,7 +45,8 @@ std::vector<int> program_tensors(const expr::Program& prog) {
   return out;
 }
 
-void canonicalize_domain(expr::Program& prog, ProgramTensors& g, int primary, int fixed, const std::vector<int>& extra) {
+void canonicalize_domain(expr::Program& prog, ProgramTensors& g, int primary, int fixed,
+                         const std::vector<int>& extra) {
   const std::vector<int64_t> domain = prog.domain;
   const int rank = static_cast<int>(domain.size());
   std::set<int> index_axes;

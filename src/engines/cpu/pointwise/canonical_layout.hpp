@@ -32,10 +32,10 @@ std::vector<int> program_tensors(const expr::Program& prog);
 
 // Rewrites prog.domain and the dims/strides of every tensor of program_tensors(prog) and of
 // `extra` (tensors of the domain's rank an engine reads besides the program, such as a norm's X)
-// in `tensors`. Dims are ordered by the strides of
-// tensor `primary` (largest first; -1 keeps the logical order). The first `fixed` dims keep their
-// place and are never dropped or merged (the norm engine's row dim). INDEX axes are kept unmerged
-// and renumbered.
-void canonicalize_domain(expr::Program& prog, ProgramTensors& tensors, int primary, int fixed, const std::vector<int>& extra = {});
+// in `tensors`. Dims are ordered by the strides of tensor `primary` (largest first; -1 keeps the
+// logical order). The first `fixed` dims keep their place and are never dropped or merged (the norm
+// engine's row dim). INDEX axes are kept unmerged and renumbered.
+void canonicalize_domain(expr::Program& prog, ProgramTensors& tensors, int primary, int fixed,
+                         const std::vector<int>& extra = {});
 
 }  // namespace dnngraph::cpu
