@@ -8,13 +8,14 @@
 
 namespace dnngraph {
 
+// nodes, inputs and outputs are sorted (finish_partition sorts them).
 bool Partition::contains_node(int node_index) const {
-  return std::find(nodes.begin(), nodes.end(), node_index) != nodes.end();
+  return std::binary_search(nodes.begin(), nodes.end(), node_index);
 }
 
 bool Partition::is_internal(int tensor_id) const {
-  return std::find(outputs.begin(), outputs.end(), tensor_id) == outputs.end() &&
-         std::find(inputs.begin(), inputs.end(), tensor_id) == inputs.end();
+  return !std::binary_search(outputs.begin(), outputs.end(), tensor_id) &&
+         !std::binary_search(inputs.begin(), inputs.end(), tensor_id);
 }
 
 void finish_partition(Partition& p) {
@@ -36,40 +37,42 @@ void finish_partition(Partition& p) {
 
 namespace {
 
-// A consumer may join when each of its inputs is produced inside the partition or comes from
-// outside without depending on the partition (a graph input or a tensor already computed).
-bool can_join(const ir::Graph& g, const Partition& p, int node, const std::vector<int>& owner) {
-  for (int t : g.nodes[static_cast<size_t>(node)].inputs) {
-    if (t < 0) continue;
-    int prod = g.tensor(t).producer;
-    if (prod < 0 || p.contains_node(prod)) continue;
-    if (owner[static_cast<size_t>(prod)] < 0) return false;  // not yet placed: may depend on us
+// Whether `node` may join partition `part` (the nodes whose owner is `part`): it is a pointwise op
+// (or a reduction) the pattern takes, it reads a value produced in the partition that is final
+// (no reading a reduction's result), and each of its other inputs is a graph input or a tensor
+// already computed elsewhere (one whose producer is still unplaced may depend on the partition).
+bool may_join(const ir::Graph& g, int node, const FusionPattern& pat, const std::vector<int>& owner, int part) {
+  if (owner[static_cast<size_t>(node)] >= 0) return false;
+  const ir::Node& n = g.nodes[static_cast<size_t>(node)];
+  const bool takes = (ir::is<PointwiseAttr>(n) && pat.epilogue) || (ir::is<ReductionAttr>(n) && pat.terminal_reduction);
+  if (!takes) return false;
+  bool reads_partition = false;
+  for (int t : n.inputs) {
+    const int prod = t < 0 ? -1 : g.tensor(t).producer;
+    if (prod < 0) continue;
+    if (owner[static_cast<size_t>(prod)] < 0) return false;
+    if (owner[static_cast<size_t>(prod)] != part) continue;
+    if (ir::is<ReductionAttr>(g.nodes[static_cast<size_t>(prod)])) return false;
+    reads_partition = true;
   }
-  return true;
+  return reads_partition;
 }
 
+// Adds every node that may join, through the consumers of each node that joined. A join never
+// bars another node (a reader of a reduction's result could not join before the reduction did),
+// so this closure is the one that rescanning every node until nothing changes would reach.
 void grow(const ir::Graph& g, Partition& p, const FusionPattern& pat, std::vector<int>& owner, int part_index) {
-  bool grew = true;
-  while (grew) {
-    grew = false;
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      if (owner[i] >= 0) continue;
-      const ir::Node& n = g.nodes[i];
-      const bool pointwise = ir::is<PointwiseAttr>(n);
-      const bool reduction = ir::is<ReductionAttr>(n);
-      if (!(pointwise && pat.epilogue) && !(reduction && pat.terminal_reduction)) continue;
-      bool reads_partition = false;
-      for (int t : n.inputs) reads_partition |= t >= 0 && g.tensor(t).producer >= 0 && p.contains_node(g.tensor(t).producer);
-      // Epilogue ops read only values that are already final: no reading a reduction's result.
-      for (int t : n.inputs)
-        if (t >= 0 && g.tensor(t).producer >= 0 && p.contains_node(g.tensor(t).producer) &&
-            ir::is<ReductionAttr>(g.nodes[static_cast<size_t>(g.tensor(t).producer)]))
-          reads_partition = false;
-      if (!reads_partition || !can_join(g, p, static_cast<int>(i), owner)) continue;
-      p.nodes.push_back(static_cast<int>(i));
-      owner[i] = part_index;
-      grew = true;
-    }
+  std::vector<int> joined = p.nodes;  // nodes whose consumers are still to be asked
+  while (!joined.empty()) {
+    const int from = joined.back();
+    joined.pop_back();
+    for (int t : g.nodes[static_cast<size_t>(from)].outputs)
+      for (int c : g.consumers(t)) {
+        if (!may_join(g, c, pat, owner, part_index)) continue;
+        p.nodes.push_back(c);
+        owner[static_cast<size_t>(c)] = part_index;
+        joined.push_back(c);
+      }
   }
 }
 

@@ -10,7 +10,8 @@ namespace dnngraph {
 
 struct Partition {
   const ir::Graph* graph = nullptr;
-  std::vector<int> nodes;    // node indices, topological
+  // Each list sorted ascending (finish_partition sorts them); node indices ascend in topological order.
+  std::vector<int> nodes;    // node indices
   std::vector<int> inputs;   // tensor ids read from outside the partition (graph inputs included)
   std::vector<int> outputs;  // tensor ids written here and read outside, or graph outputs
   int anchor = -1;           // the conv/matmul/sdpa/norm node it is built around; -1 if none

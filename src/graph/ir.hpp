@@ -1,6 +1,7 @@
 // The IR: a validated, shape-inferred, topologically ordered graph. Engines read only this.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,10 +54,15 @@ struct Graph {
   DataType compute_type = DataType::FLOAT;
   bool dynamic_shapes = false;
   bool allow_tf32 = false;  // FLOAT matmul/conv inputs may be rounded to TF32 on tensor cores
+  // The consumer index: consumer_nodes[consumer_offsets[t] .. consumer_offsets[t + 1]) read tensor t.
+  std::vector<int> consumer_offsets, consumer_nodes;
 
   const Tensor& tensor(int id) const { return tensors[static_cast<size_t>(id)]; }
-  // Nodes reading tensor `id`.
-  std::vector<int> consumers(int id) const;
+  // Nodes reading tensor `id`, each once, in node order. Read from the index that
+  // index_consumers() builds (lower_to_ir calls it once the nodes are final), so that a pass over
+  // every tensor's consumers costs the graph's size, not its square.
+  std::span<const int> consumers(int id) const;
+  void index_consumers();
   // A stable hash of everything that decides how the graph runs (ops, attrs, shapes, strides,
   // types; not names). With `ignore_batch`, dim 0 of every tensor is left out (dynamic shapes).
   uint64_t fingerprint(bool ignore_batch = false) const;

@@ -69,6 +69,7 @@ Status lower_to_ir(GraphImpl& g) {
     }
     ir->nodes.push_back(std::move(n));
   }
+  ir->index_consumers();
   g.ir = std::move(ir);
   g.stage = Stage::LOWERED;
   return {};
@@ -98,15 +99,30 @@ int64_t Tensor::span_bytes() const {
   return (max_offset + 1) * size_of(dtype);
 }
 
-std::vector<int> Graph::consumers(int id) const {
-  std::vector<int> out;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (int in : nodes[i].inputs)
-      if (in == id) {
-        out.push_back(static_cast<int>(i));
-        break;
-      }
-  return out;
+std::span<const int> Graph::consumers(int id) const {
+  const size_t t = static_cast<size_t>(id);
+  return {consumer_nodes.data() + consumer_offsets[t], consumer_nodes.data() + consumer_offsets[t + 1]};
+}
+
+// Two passes over every node's inputs, counting then filling.
+void Graph::index_consumers() {
+  // Calls fn(tensor, node) once per tensor a node reads: a node that reads x in two slots (x * x)
+  // is one consumer of x.
+  auto each_read = [&](auto&& fn) {
+    std::vector<int> last_reader(tensors.size(), -1);
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (int t : nodes[i].inputs)
+        if (t >= 0 && last_reader[static_cast<size_t>(t)] != static_cast<int>(i)) {
+          last_reader[static_cast<size_t>(t)] = static_cast<int>(i);
+          fn(static_cast<size_t>(t), static_cast<int>(i));
+        }
+  };
+  consumer_offsets.assign(tensors.size() + 1, 0);
+  each_read([&](size_t t, int) { ++consumer_offsets[t + 1]; });
+  for (size_t t = 0; t < tensors.size(); ++t) consumer_offsets[t + 1] += consumer_offsets[t];
+  consumer_nodes.assign(static_cast<size_t>(consumer_offsets.back()), -1);
+  std::vector<int> next(consumer_offsets.begin(), consumer_offsets.end() - 1);
+  each_read([&](size_t t, int node) { consumer_nodes[static_cast<size_t>(next[t]++)] = node; });
 }
 
 uint64_t Graph::fingerprint(bool ignore_batch) const {

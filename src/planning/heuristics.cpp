@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/log.hpp"
-#include "planning/tuning_db.hpp"
 
 namespace dnngraph {
 namespace {
@@ -26,12 +25,11 @@ std::vector<Candidate> mode_fallback(std::vector<Candidate> c) {
 // Mode A's order with the tuning DB's recorded winner for this partition and device moved first.
 // A record naming an unknown engine, knobs its engine's schema rejects, or a setting that is no
 // longer a candidate is ignored.
-std::vector<Candidate> mode_b(std::vector<Candidate> c, const Partition& p, const ir::Graph& g, const Target& t) {
+std::vector<Candidate> mode_b(std::vector<Candidate> c, const Partition& p, const RecordedWinners& recorded) {
   c = mode_a(std::move(c));
-  std::vector<std::string> warnings;
-  const auto rec = TuningDb(TuningDb::default_path())
-                       .find(g.fingerprint(g.dynamic_shapes), partition_nodes_key(p), t.info().signature, warnings);
-  if (!rec) return c;
+  const auto found = recorded.find(partition_nodes_key(p));
+  if (found == recorded.end()) return c;
+  const TuningRecord* rec = &found->second;
   const int engine = engine_id_by_name(rec->engine);
   if (engine < 0) {
     DG_LOG(INFO) << "mode B: the record names engine '" << rec->engine << "', which this library does not have";
@@ -54,7 +52,21 @@ std::vector<Candidate> mode_b(std::vector<Candidate> c, const Partition& p, cons
 
 }  // namespace
 
-void order_candidates(PartitionPlans& pp, const ir::Graph& g, const Target& target, const std::vector<HeurMode>& modes) {
+RecordedWinners recorded_winners(const ir::Graph& g, const Target& target, const std::vector<HeurMode>& modes) {
+  RecordedWinners out;
+  if (std::find(modes.begin(), modes.end(), HeurMode::B) == modes.end()) return out;
+  std::vector<TuningRecord> records;
+  std::vector<std::string> warnings;
+  if (!TuningDb(TuningDb::default_path()).load(records, warnings).ok()) return out;
+  const uint64_t fingerprint = g.fingerprint(g.dynamic_shapes);
+  const std::string& device = target.info().signature;
+  // The first record in the DB's order wins, as TuningDb::find would pick it.
+  for (auto& r : records)
+    if (r.fingerprint == fingerprint && r.device == device) out.emplace(r.nodes, std::move(r));
+  return out;
+}
+
+void order_candidates(PartitionPlans& pp, const RecordedWinners& recorded, const std::vector<HeurMode>& modes) {
   std::vector<Candidate> all = pp.candidates, ordered;
   auto append = [&](const std::vector<Candidate>& list) {
     for (const auto& c : list) {
@@ -66,7 +78,7 @@ void order_candidates(PartitionPlans& pp, const ir::Graph& g, const Target& targ
   for (HeurMode m : modes) {
     switch (m) {
       case HeurMode::A: append(mode_a(all)); break;
-      case HeurMode::B: append(mode_b(all, pp.partition, g, target)); break;
+      case HeurMode::B: append(mode_b(all, pp.partition, recorded)); break;
       case HeurMode::FALLBACK: append(mode_fallback(all)); break;
     }
   }

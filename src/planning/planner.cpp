@@ -130,8 +130,9 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
       continue;
     ps->parts.push_back(std::move(pp));
   }
+  const RecordedWinners recorded = recorded_winners(*g.ir, target, modes);
   for (auto& pp : ps->parts) {
-    order_candidates(pp, *g.ir, target, modes);
+    order_candidates(pp, recorded, modes);
     pp.built.assign(pp.candidates.size(), nullptr);
   }
   layout_intermediates(*ps, *g.ir);

@@ -71,13 +71,15 @@ TEST(CpuPointwiseLayout, MergesContiguousDimsAndOrdersByStride) {
   prog.code.push_back(instr(expr::InstrKind::STORE, -1, 2, -1, y));
   prog.num_regs = 3;
   prog.stores = {y};
-  dg::cpu::canonicalize_domain(prog, g, y, 0);
+  dg::cpu::ProgramTensors tensors(g);
+  dg::cpu::canonicalize_domain(prog, tensors, y, 0);
   // N, H, W merge into one dim of 40 (C stays apart: the bias broadcasts along the others).
   EXPECT_EQ(prog.domain, (Dims{40, 3}));
-  EXPECT_EQ(g.tensor(x).dims, (Dims{40, 3}));
-  EXPECT_EQ(g.tensor(x).strides, (Dims{3, 1}));
-  EXPECT_EQ(g.tensor(b).dims, (Dims{1, 3}));
-  EXPECT_EQ(g.tensor(y).strides, (Dims{3, 1}));
+  EXPECT_EQ(tensors.tensor(x).dims, (Dims{40, 3}));
+  EXPECT_EQ(tensors.tensor(x).strides, (Dims{3, 1}));
+  EXPECT_EQ(tensors.tensor(b).dims, (Dims{1, 3}));
+  EXPECT_EQ(tensors.tensor(y).strides, (Dims{3, 1}));
+  EXPECT_EQ(g.tensor(x).dims, (Dims{2, 3, 4, 5}));  // the IR keeps its own
 }
 
 // ---- conversion kernels

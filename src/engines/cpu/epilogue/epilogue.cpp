@@ -53,6 +53,10 @@ double fold(ReductionMode m, double acc, const float* x, int64_t n) {
 }  // namespace
 
 bool Epilogue::init(const expr::Program& prog, const ir::Graph& g, std::string& why) {
+  return init(prog, [&](int id) -> const ir::Tensor& { return g.tensor(id); }, why);
+}
+
+bool Epilogue::init(const expr::Program& prog, const std::function<const ir::Tensor&(int)>& tensor, std::string& why) {
   prog_ = prog;
   domain_ = prog.domain;
   if (rank() > kMaxRank) {
@@ -71,22 +75,22 @@ bool Epilogue::init(const expr::Program& prog, const ir::Graph& g, std::string& 
   for (size_t i = 0; i < prog.code.size(); ++i) {
     const expr::Instr& in = prog.code[i];
     if (in.kind == InstrKind::LOAD_ANCHOR && prog.anchor_output >= 0)  // ref reads it back in its type
-      round_[i] = g.tensor(prog.anchor_output).dtype;
+      round_[i] = tensor(prog.anchor_output).dtype;
     if (in.kind == InstrKind::APPLY) {
       round_[i] = in.round_to;
-      if (in.tensor >= 0 && !g.tensor(in.tensor).is_virtual) round_[i] = g.tensor(in.tensor).dtype;
+      if (in.tensor >= 0 && !tensor(in.tensor).is_virtual) round_[i] = tensor(in.tensor).dtype;
     }
     if (in.kind == InstrKind::LOAD_SCALAR) {  // a host value; only its type matters
       Operand op;
       op.id = in.tensor;
-      op.dtype = g.tensor(in.tensor).dtype;
+      op.dtype = tensor(in.tensor).dtype;
       operand_index_[i] = static_cast<int>(operands_.size());
       operands_.push_back(std::move(op));
       continue;
     }
     const bool touches = in.kind == InstrKind::LOAD || in.kind == InstrKind::STORE || in.kind == InstrKind::REDUCE;
     if (!touches) continue;
-    const ir::Tensor& t = g.tensor(in.tensor);
+    const ir::Tensor& t = tensor(in.tensor);
     if (t.rank() != rank()) {
       why = "tensor '" + t.name + "': rank " + std::to_string(t.rank()) + " differs from the fused domain's";
       return false;
@@ -111,13 +115,13 @@ bool Epilogue::init(const expr::Program& prog, const ir::Graph& g, std::string& 
   // Only "load anchor, store it to one fp32 tensor": the producer can write there directly.
   plain_store_ = -1;
   if (prog.anchor_node >= 0 && prog.code.size() == 2 && stores_of_anchor == 1 &&
-      prog.code[1].kind == InstrKind::STORE && g.tensor(prog.code[1].tensor).dtype == DataType::FLOAT)
+      prog.code[1].kind == InstrKind::STORE && tensor(prog.code[1].tensor).dtype == DataType::FLOAT)
     plain_store_ = prog.code[1].tensor;
   std::vector<bool> is_float;
   for (const auto& in : prog.code) {
     if (in.tensor < 0) continue;
     if (static_cast<size_t>(in.tensor) >= is_float.size()) is_float.resize(static_cast<size_t>(in.tensor) + 1, false);
-    is_float[static_cast<size_t>(in.tensor)] = g.tensor(in.tensor).dtype == DataType::FLOAT;
+    is_float[static_cast<size_t>(in.tensor)] = tensor(in.tensor).dtype == DataType::FLOAT;
   }
   has_chain_ = plain_store_ < 0 && prog.anchor_node >= 0 && chain_.build(prog, round_, is_float);
   return true;

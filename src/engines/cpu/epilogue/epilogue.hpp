@@ -4,6 +4,7 @@
 // reductions per thread. With no anchor it is a standalone pointwise executor (anchor = null).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ class Epilogue {
  public:
   // False with `why` when the program uses something this executor cannot run.
   bool init(const expr::Program& prog, const ir::Graph& g, std::string& why);
+  // The same with tensors looked up by id: layouts rewritten outside the IR (fused_program.hpp).
+  bool init(const expr::Program& prog, const std::function<const ir::Tensor&(int)>& tensor, std::string& why);
 
   const std::vector<int64_t>& domain() const { return domain_; }
   int rank() const { return static_cast<int>(domain_.size()); }

@@ -62,7 +62,7 @@ bool build_norm_program(const Partition& p, const NormSpec& s, FusedProgram& out
     return false;
   }
   if (!check_program_types(prog, p, why)) return false;
-  ir::Graph g = *p.graph;
+  ProgramTensors tensors(*p.graph);
   if (s.per_row()) {
     for (int stat : {s.mean, s.inv}) {
       if (stat < 0) continue;
@@ -73,13 +73,13 @@ bool build_norm_program(const Partition& p, const NormSpec& s, FusedProgram& out
               std::string(to_string(t.dtype));
         return false;
       }
-      ir::Tensor& w = g.tensors[static_cast<size_t>(stat)];
+      ir::Tensor& w = tensors.rewrite(stat);
       w.dtype = DataType::FLOAT;
       w.strides.assign(w.dims.size(), 1);
     }
   }
   const std::vector<int> own{s.x, s.scale, s.bias, s.y, s.per_row() ? -1 : s.mean, s.per_row() ? -1 : s.inv};
-  return compile_program(std::move(prog), g, s.x, s.per_row() ? 1 : 0, out, why, own);
+  return compile_program(std::move(prog), std::move(tensors), s.x, s.per_row() ? 1 : 0, out, why, own);
 }
 
 }  // namespace dnngraph::cpu::norm

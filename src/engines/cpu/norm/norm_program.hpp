@@ -27,7 +27,7 @@ bool read_norm(const Partition& p, NormSpec& spec, std::string& why);
 
 // Lowers and compiles the epilogue over the canonical domain (X's layout leads; dim 0 stays the
 // outermost, unmerged dim for the per-row norms). Per-row statistic tensors become dense fp32
-// arrays of N values (stride 1 along dim 0) in the compiled graph copy: the engine's own.
+// arrays of N values (stride 1 along dim 0) in the program's tensors: the engine's own.
 bool build_norm_program(const Partition& p, const NormSpec& spec, FusedProgram& out, std::string& why);
 
 }  // namespace dnngraph::cpu::norm

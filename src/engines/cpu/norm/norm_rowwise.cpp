@@ -71,7 +71,7 @@ class NormPlan final : public Plan {
         user_stats_.push_back(p.tensor(stat));
     if (!spec.per_row()) {
       for (int t : {spec.mean, spec.inv, spec.scale, spec.bias}) channel_params_.push_back(p.tensor(t));
-      const auto& md = fp_.graph.tensor(spec.mean).dims;  // the channel dim is its only dim above 1
+      const auto& md = fp_.tensors.tensor(spec.mean).dims;  // the channel dim is its only dim above 1
       for (int d = 0; d < rank_; ++d)
         if (md[static_cast<size_t>(d)] > 1) channel_dim_ = d;
     }
@@ -104,7 +104,7 @@ class NormPlan final : public Plan {
 
  private:
   Strided strided(int id) const {
-    const ir::Tensor& t = fp_.graph.tensor(id);
+    const ir::Tensor& t = fp_.tensors.tensor(id);
     return {t.strides, t.dtype};
   }
 

@@ -25,6 +25,17 @@ int64_t order_key(const ir::Tensor& t, int d) {
 
 }  // namespace
 
+const ir::Tensor& ProgramTensors::tensor(int id) const {
+  auto it = std::lower_bound(copies_.begin(), copies_.end(), id, [](const ir::Tensor& t, int i) { return t.id < i; });
+  return it != copies_.end() && it->id == id ? *it : graph_->tensor(id);
+}
+
+ir::Tensor& ProgramTensors::rewrite(int id) {
+  auto it = std::lower_bound(copies_.begin(), copies_.end(), id, [](const ir::Tensor& t, int i) { return t.id < i; });
+  if (it != copies_.end() && it->id == id) return *it;
+  return *copies_.insert(it, graph_->tensor(id));
+}
+
 std::vector<int> program_tensors(const expr::Program& prog) {
   std::vector<int> out;
   for (const auto& in : prog.code) {
@@ -34,7 +45,8 @@ std::vector<int> program_tensors(const expr::Program& prog) {
   return out;
 }
 
-void canonicalize_domain(expr::Program& prog, ir::Graph& g, int primary, int fixed, const std::vector<int>& extra) {
+void canonicalize_domain(expr::Program& prog, ProgramTensors& g, int primary, int fixed,
+                         const std::vector<int>& extra) {
   const std::vector<int64_t> domain = prog.domain;
   const int rank = static_cast<int>(domain.size());
   std::set<int> index_axes;
@@ -78,7 +90,7 @@ void canonicalize_domain(expr::Program& prog, ir::Graph& g, int primary, int fix
     new_domain.push_back(v);
   }
   for (int id : tensors) {
-    ir::Tensor& t = g.tensors[static_cast<size_t>(id)];
+    ir::Tensor& t = g.rewrite(id);
     std::vector<int64_t> dims, strides;
     for (size_t k = 0; k < groups.size(); ++k) {
       const int inner = groups[k].back();

@@ -61,16 +61,16 @@ int primary_tensor(const expr::Program& prog, const ir::Graph& g) {
   return -1;
 }
 
-bool compile_program(expr::Program prog, const ir::Graph& g, int primary, int fixed, FusedProgram& out,
+bool compile_program(expr::Program prog, ProgramTensors tensors, int primary, int fixed, FusedProgram& out,
                      std::string& why, const std::vector<int>& extra) {
-  out.graph = g;
-  canonicalize_domain(prog, out.graph, primary, fixed, extra);
+  out.tensors = std::move(tensors);
+  canonicalize_domain(prog, out.tensors, primary, fixed, extra);
   if (static_cast<int>(prog.domain.size()) > kMaxRank) {
     why = "the fused domain has rank " + std::to_string(prog.domain.size()) +
           " after merging contiguous dims (up to 12 is supported)";
     return false;
   }
-  return out.epi.init(prog, out.graph, why);
+  return out.epi.init(prog, [&](int id) -> const ir::Tensor& { return out.tensors.tensor(id); }, why);
 }
 
 Status run_domain(const Epilogue& e, const std::vector<void*>& ptrs, ThreadPool& pool) {

@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "engines/cpu/epilogue/epilogue.hpp"
+#include "engines/cpu/pointwise/canonical_layout.hpp"
 #include "fusion/expr.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 
 namespace dnngraph::cpu {
 
 struct FusedProgram {
-  ir::Graph graph;  // the partition's graph, the program's tensors rewritten to the canonical dims
+  ProgramTensors tensors;  // the program's tensors in the canonical dims
   Epilogue epi;
 };
 
@@ -26,9 +27,9 @@ bool check_program_types(const expr::Program& prog, const Partition& p, std::str
 // load that spans the whole domain, else -1.
 int primary_tensor(const expr::Program& prog, const ir::Graph& g);
 
-// Canonicalizes `prog` and the `extra` tensors over a copy of `g` (dims ordered by tensor
-// `primary`'s strides, the first `fixed` dims kept) and compiles it.
-bool compile_program(expr::Program prog, const ir::Graph& g, int primary, int fixed, FusedProgram& out,
+// Canonicalizes `prog` and the `extra` tensors in `tensors` (dims ordered by tensor `primary`'s
+// strides, the first `fixed` dims kept) and compiles it.
+bool compile_program(expr::Program prog, ProgramTensors tensors, int primary, int fixed, FusedProgram& out,
                      std::string& why, const std::vector<int>& extra = {});
 
 // Runs a compiled program (no anchor) over its whole domain: one contiguous range of the canonical

@@ -55,7 +55,7 @@ bool prepare_fused(const Partition& p, const Target& t, FusedProgram& out, std::
   }
   if (!check_program_types(prog, p, why)) return false;
   const int primary = primary_tensor(prog, *p.graph);
-  return compile_program(std::move(prog), *p.graph, primary, 0, out, why);
+  return compile_program(std::move(prog), ProgramTensors(*p.graph), primary, 0, out, why);
 }
 
 class PointwisePlan final : public Plan {
