@@ -4,7 +4,6 @@
 
 namespace bad_input {
 
-namespace dg = dnngraph;
 
 Dims packed_strides(const Dims& dims) {
   Dims s(dims.size(), 1);

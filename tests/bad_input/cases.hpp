@@ -14,7 +14,11 @@
 
 namespace bad_input {
 
+namespace dg = dnngraph;
 using Dims = std::vector<int64_t>;
+// Every tensor's dims, strides, elements and span bytes, and every conv and pooling parameter,
+// are at most this (core/checked.hpp).
+inline constexpr int64_t kLimit = int64_t{1} << 48;
 // The verdicts are computed in 128 bits, where no product of two int64 values wraps.
 __extension__ typedef __int128 Wide;
 

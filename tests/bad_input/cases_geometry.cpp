@@ -11,11 +11,8 @@
 namespace bad_input {
 namespace {
 
-namespace dg = dnngraph;
 using dg::DataType;
 using dg::ErrorCode;
-
-constexpr int64_t kLimit = int64_t{1} << 48;
 
 // Mostly small values, sometimes one of the extremes.
 int64_t pick_param(std::mt19937_64& rng, int64_t small_lo, int64_t small_hi) {

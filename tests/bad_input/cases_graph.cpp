@@ -10,7 +10,6 @@
 namespace bad_input {
 namespace {
 
-namespace dg = dnngraph;
 using dg::DataType;
 using dg::ErrorCode;
 

@@ -10,11 +10,8 @@
 namespace bad_input {
 namespace {
 
-namespace dg = dnngraph;
 using dg::DataType;
 using dg::ErrorCode;
-
-constexpr int64_t kLimit = int64_t{1} << 48;
 
 int64_t pick(std::mt19937_64& rng, const Dims& extremes, int64_t small_lo, int64_t small_hi) {
   if (rng() % 3 == 0) return extremes[rng() % extremes.size()];

@@ -11,11 +11,9 @@
 namespace bad_input {
 namespace {
 
-namespace dg = dnngraph;
 using dg::DataType;
 using dg::ErrorCode;
 
-constexpr int64_t kLimit = int64_t{1} << 48;
 const Dims kExtremes{0, -1, INT64_MIN, INT64_MAX, INT64_MAX - 1, int64_t{1} << 62, kLimit, kLimit + 1,
                      int64_t{1} << 32, int64_t{1} << 24, 3, 1};
 
