@@ -4,6 +4,7 @@
 // nesting. Valid neighbours of each fault (uid 2^63 - 2, a [1,1] scalar, random matmuls, norms and
 // reductions in odd layouts) must run and agree with ref.
 #include <algorithm>
+#include <cmath>
 
 #include "bad_input/cases.hpp"
 
@@ -217,6 +218,35 @@ void add_norm_reduction_cases(std::vector<Case>& cases) {
   }
 }
 
+// Attention with band bounds at INT64_MAX and INT64_MIN, non-finite scales, and heads that do
+// not group: bounds far past the sequence mask nothing and must run as ref computes them.
+void add_sdpa_cases(std::vector<Case>& cases) {
+  const Dims bounds{0, 1, 3, INT64_MAX, INT64_MAX - 1, int64_t{1} << 62, -1, INT64_MIN};
+  const std::string where = node_named("attn", "sdpa");
+  std::mt19937_64 rng(79);
+  for (int i = 0; i < 24; ++i) {
+    const int64_t left = bounds[rng() % bounds.size()], right = bounds[rng() % bounds.size()];
+    const bool bottom_right = rng() % 2, use_left = rng() % 2;
+    const double scale = i % 8 == 7 ? std::nan("") : i % 8 == 6 ? 1e300 * 1e300 : 0.125;
+    const int64_t k_heads = i % 12 == 5 ? 3 : 2;
+    Expect e = runs();
+    if (use_left && left < 0) e = rejected(ErrorCode::INVALID_VALUE, where, "diagonal band left bound");
+    else if (right < 0) e = rejected(ErrorCode::INVALID_VALUE, where, "diagonal band right bound");
+    else if (!std::isfinite(scale)) e = rejected(ErrorCode::INVALID_VALUE, where, "attn_scale must be finite");
+    if (k_heads == 3) e = rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, where + ", " + tensor_named("K"), "do not divide Q's heads");
+    auto build = [=](dg::Graph& g) {
+      auto q = user_tensor(g, "Q", {1, 4, 5, 8}, {160, 8, 32, 1});  // heads inside the sequence
+      auto k = user_tensor(g, "K", {1, k_heads, 7, 8}, packed_strides({1, k_heads, 7, 8}));
+      auto v = user_tensor(g, "V", {1, k_heads, 7, 8}, packed_strides({1, k_heads, 7, 8}));
+      auto attr = dg::SdpaAttr().set_name("attn").set_attn_scale(scale).set_diagonal_band_right_bound(right);
+      attr.set_diagonal_alignment(bottom_right ? dg::DiagonalAlignment::BOTTOM_RIGHT : dg::DiagonalAlignment::TOP_LEFT);
+      if (use_left) attr.set_diagonal_band_left_bound(left);
+      g.sdpa(q, k, v, attr)[0]->set_output(true).set_name("O");
+    };
+    cases.emplace_back("sdpa_" + std::to_string(i), build, "", e);
+  }
+}
+
 // JSON text: the frame every graph shares around its tensors and nodes.
 std::string graph_json(const std::string& tensors, const std::string& nodes) {
   return R"({"format": "dnngraph-graph", "version": 1, "io_data_type": "FLOAT", "tensors": [)" + tensors +
@@ -290,6 +320,7 @@ void add_graph_cases(std::vector<Case>& cases) {
   add_matmul_cases(cases);
   add_missing_input_cases(cases);
   add_norm_reduction_cases(cases);
+  add_sdpa_cases(cases);
   add_json_cases(cases);
 }
 

@@ -74,7 +74,7 @@ TEST_P(BadInput, EndsAsAnErrorOrAsRefComputes) {
   const bad_input::RunResult r = bad_input::run_json_vs_ref(json, cpu_handle());
   const bad_input::Expect& e = c.json_expect ? *c.json_expect : c.expect;
   expect_verdict(r.status, e, "read from JSON, failed at " + r.stage);
-  EXPECT_EQ(r.mismatch, "");
+  EXPECT_EQ(r.mismatch, "") << json;
   if (e.verdict == Verdict::RUNS) {
     EXPECT_TRUE(r.executed) << "accepted but not executed";
   }
