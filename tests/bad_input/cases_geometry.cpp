@@ -156,6 +156,52 @@ void add_conv_backward_cases(std::vector<Case>& cases) {
   }
 }
 
+// Convolutions of wrong ranks and of every type pairing: 8-bit integers accumulate into INT32 or
+// FLOAT, BOOLEAN and INT64 are refused, X and W must share a type.
+void add_conv_rank_type_cases(std::vector<Case>& cases) {
+  struct Variant {
+    std::string name;
+    Dims x, w;
+    DataType xt, wt, yt;  // yt NOT_SET: inferred
+    Expect e;
+  };
+  const Dims x4{1, 2, 5, 5}, w4{2, 2, 3, 3};
+  const std::string x = conv_where() + ", " + tensor_named("X"), w = conv_where() + ", " + tensor_named("W"),
+                    y = conv_where() + ", " + tensor_named("Y");
+  const std::vector<Variant> variants{
+      {"rank_2", {2, 3}, {2, 3}, DataType::FLOAT, DataType::FLOAT, DataType::NOT_SET,
+       rejected(ErrorCode::INVALID_VALUE, x, "rank 2 is outside 3..5")},
+      {"rank_6", {1, 2, 2, 2, 2, 2}, {2, 2, 1, 1, 1, 1}, DataType::FLOAT, DataType::FLOAT, DataType::NOT_SET,
+       rejected(ErrorCode::INVALID_VALUE, x, "rank 6 is outside 3..5")},
+      {"rank_mismatch", x4, {2, 2, 3}, DataType::FLOAT, DataType::FLOAT, DataType::NOT_SET,
+       rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, w, "rank 3 differs from X's rank 4")},
+      {"rank_3", {1, 2, 7}, {2, 2, 3}, DataType::FLOAT, DataType::FLOAT, DataType::NOT_SET, runs()},
+      {"rank_5", {1, 2, 3, 4, 4}, {2, 2, 2, 2, 2}, DataType::FLOAT, DataType::FLOAT, DataType::NOT_SET, runs()},
+      {"int8_to_int8", x4, w4, DataType::INT8, DataType::INT8, DataType::NOT_SET,
+       rejected(ErrorCode::INVALID_DATA_TYPE, y, "the output must be INT32 or FLOAT")},
+      {"int8_to_int32", x4, w4, DataType::INT8, DataType::INT8, DataType::INT32, runs()},
+      {"int8_to_float", x4, w4, DataType::INT8, DataType::INT8, DataType::FLOAT, runs()},
+      {"boolean", x4, w4, DataType::BOOLEAN, DataType::BOOLEAN, DataType::NOT_SET,
+       rejected(ErrorCode::INVALID_DATA_TYPE, x, "BOOLEAN is not allowed for convolutions")},
+      {"int64", x4, w4, DataType::INT64, DataType::INT64, DataType::NOT_SET,
+       rejected(ErrorCode::INVALID_DATA_TYPE, x, "INT64 is not allowed for convolutions")},
+      {"float_half", x4, w4, DataType::FLOAT, DataType::HALF, DataType::NOT_SET,
+       rejected(ErrorCode::INVALID_DATA_TYPE, w, "differs from the FLOAT of 'X'")},
+      {"half", x4, w4, DataType::HALF, DataType::HALF, DataType::NOT_SET, runs()},
+      {"bfloat16", x4, w4, DataType::BFLOAT16, DataType::BFLOAT16, DataType::NOT_SET, runs()},
+      {"double", x4, w4, DataType::DOUBLE, DataType::DOUBLE, DataType::NOT_SET, runs()},
+  };
+  for (const auto& v : variants) {
+    auto build = [v](dg::Graph& g) {
+      auto out = g.conv_fprop(user_tensor(g, "X", v.x, packed_strides(v.x), v.xt),
+                              user_tensor(g, "W", v.w, packed_strides(v.w), v.wt), dg::ConvFpropAttr().set_name("conv"));
+      out->set_output(true).set_name("Y");
+      if (v.yt != DataType::NOT_SET) out->set_data_type(v.yt);
+    };
+    cases.emplace_back("conv_" + v.name, build, "", v.e);
+  }
+}
+
 struct PoolGeometry {
   Dims x, window, stride, pre, post;
 };
@@ -249,6 +295,7 @@ void add_resize_cases(std::vector<Case>& cases) {
 void add_geometry_cases(std::vector<Case>& cases) {
   add_conv_fprop_cases(cases);
   add_conv_backward_cases(cases);
+  add_conv_rank_type_cases(cases);
   add_pool_cases(cases);
   add_resize_cases(cases);
 }
