@@ -4,7 +4,6 @@
 
 namespace bad_input {
 
-
 Dims packed_strides(const Dims& dims) {
   Dims s(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;)
@@ -12,7 +11,8 @@ Dims packed_strides(const Dims& dims) {
   return s;
 }
 
-dg::TensorPtr user_tensor(dg::Graph& g, const std::string& name, const Dims& dims, const Dims& strides, dg::DataType type) {
+dg::TensorPtr user_tensor(dg::Graph& g, const std::string& name, const Dims& dims, const Dims& strides,
+                          dg::DataType type) {
   return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(strides).set_data_type(type));
 }
 

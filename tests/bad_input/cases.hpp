@@ -45,9 +45,9 @@ struct Case {
   Case(std::string n, std::function<void(dnngraph::Graph&)> b, std::string j, Expect e, bool via_json = true)
       : name(std::move(n)), build(std::move(b)), json(std::move(j)), expect(std::move(e)), through_json(via_json) {}
 
-  std::string name;                               // letters, digits and '_' (a gtest name)
-  std::function<void(dnngraph::Graph&)> build;    // a graph built in C++ ...
-  std::string json;                               // ... or JSON text, when build is empty
+  std::string name;                             // letters, digits and '_' (a gtest name)
+  std::function<void(dnngraph::Graph&)> build;  // a graph built in C++ ...
+  std::string json;                             // ... or JSON text, when build is empty
   Expect expect;
   bool through_json = true;  // false only where the JSON reader is not the point and too slow
   // What the JSON path must give, where the reader words the same fault its own way (or the

@@ -68,7 +68,8 @@ Expect judge_conv(const ConvGeometry& c) {
     if (o < 1)
       return rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, conv_where() + ", " + tensor_named("X"),
                       "(output size would be < 1)");
-    if (o > kLimit) return rejected(ErrorCode::INVALID_VALUE, conv_where() + ", " + tensor_named("Y"), "hold a dim above 2^48");
+    if (o > kLimit)
+      return rejected(ErrorCode::INVALID_VALUE, conv_where() + ", " + tensor_named("Y"), "hold a dim above 2^48");
     out_elements *= o;
     macs *= c.w[i + 2];
   }
@@ -102,7 +103,10 @@ void add_conv_fprop_cases(std::vector<Case>& cases) {
     if (rng() % 2) {  // channels-last
       xs[1] = 1;
       int64_t run = c.x[1];
-      for (size_t k = c.x.size(); k-- > 2;) xs[k] = run, run *= c.x[k];
+      for (size_t k = c.x.size(); k-- > 2;) {
+        xs[k] = run;
+        run *= c.x[k];
+      }
       xs[0] = run;
     }
     cases.push_back(conv_case("conv_fprop_" + std::to_string(i), c, xs));
@@ -123,8 +127,8 @@ void add_conv_backward_cases(std::vector<Case>& cases) {
     Dims dy{1, 2, 0, 0};
     for (size_t k = 2; k < 4; ++k) dy[k] = (x[k] + 2 * std::min<int64_t>(pad, 1) - w[k]) / stride + 1;
     const std::string op = dgrad ? "conv_dgrad" : "conv_wgrad";
-    const Expect e = pad == INT64_MAX ? rejected(ErrorCode::INVALID_VALUE, node_named("grad", op), "must be at most 2^48")
-                                      : runs();
+    const Expect e =
+        pad == INT64_MAX ? rejected(ErrorCode::INVALID_VALUE, node_named("grad", op), "must be at most 2^48") : runs();
     auto build = [=](dg::Graph& g) {
       auto d = user_tensor(g, "DY", dy, packed_strides(dy));
       const Dims p{pad, pad}, s{stride, stride};
@@ -142,7 +146,8 @@ void add_conv_backward_cases(std::vector<Case>& cases) {
   }
   const std::string where = node_named("grad", "conv_dgrad");
   const std::vector<std::pair<int64_t, Expect>> strides{
-      {int64_t{1} << 40, rejected(ErrorCode::INVALID_VALUE, where + ", " + tensor_named("DX"), "hold more than 2^48 elements")},
+      {int64_t{1} << 40,
+       rejected(ErrorCode::INVALID_VALUE, where + ", " + tensor_named("DX"), "hold more than 2^48 elements")},
       {kLimit, rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, where + ", " + tensor_named("DY"), "larger than 2^48")},
       {int64_t{1} << 20, plans_only()}};
   for (size_t i = 0; i < strides.size(); ++i) {
@@ -169,11 +174,26 @@ void add_conv_rank_type_cases(std::vector<Case>& cases) {
   const std::string x = conv_where() + ", " + tensor_named("X"), w = conv_where() + ", " + tensor_named("W"),
                     y = conv_where() + ", " + tensor_named("Y");
   const std::vector<Variant> variants{
-      {"rank_2", {2, 3}, {2, 3}, DataType::FLOAT, DataType::FLOAT, DataType::NOT_SET,
+      {"rank_2",
+       {2, 3},
+       {2, 3},
+       DataType::FLOAT,
+       DataType::FLOAT,
+       DataType::NOT_SET,
        rejected(ErrorCode::INVALID_VALUE, x, "rank 2 is outside 3..5")},
-      {"rank_6", {1, 2, 2, 2, 2, 2}, {2, 2, 1, 1, 1, 1}, DataType::FLOAT, DataType::FLOAT, DataType::NOT_SET,
+      {"rank_6",
+       {1, 2, 2, 2, 2, 2},
+       {2, 2, 1, 1, 1, 1},
+       DataType::FLOAT,
+       DataType::FLOAT,
+       DataType::NOT_SET,
        rejected(ErrorCode::INVALID_VALUE, x, "rank 6 is outside 3..5")},
-      {"rank_mismatch", x4, {2, 2, 3}, DataType::FLOAT, DataType::FLOAT, DataType::NOT_SET,
+      {"rank_mismatch",
+       x4,
+       {2, 2, 3},
+       DataType::FLOAT,
+       DataType::FLOAT,
+       DataType::NOT_SET,
        rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, w, "rank 3 differs from X's rank 4")},
       {"rank_3", {1, 2, 7}, {2, 2, 3}, DataType::FLOAT, DataType::FLOAT, DataType::NOT_SET, runs()},
       {"rank_5", {1, 2, 3, 4, 4}, {2, 2, 2, 2, 2}, DataType::FLOAT, DataType::FLOAT, DataType::NOT_SET, runs()},
@@ -193,8 +213,9 @@ void add_conv_rank_type_cases(std::vector<Case>& cases) {
   };
   for (const auto& v : variants) {
     auto build = [v](dg::Graph& g) {
-      auto out = g.conv_fprop(user_tensor(g, "X", v.x, packed_strides(v.x), v.xt),
-                              user_tensor(g, "W", v.w, packed_strides(v.w), v.wt), dg::ConvFpropAttr().set_name("conv"));
+      auto out =
+          g.conv_fprop(user_tensor(g, "X", v.x, packed_strides(v.x), v.xt),
+                       user_tensor(g, "W", v.w, packed_strides(v.w), v.wt), dg::ConvFpropAttr().set_name("conv"));
       out->set_output(true).set_name("Y");
       if (v.yt != DataType::NOT_SET) out->set_data_type(v.yt);
     };
@@ -222,7 +243,8 @@ Expect judge_pool(const PoolGeometry& p) {
       return rejected(ErrorCode::INVALID_VALUE, where, "must be smaller than the window");
     const Wide padded = Wide{p.x[i + 2]} + p.pre[i] + p.post[i];
     if (padded < p.window[i])
-      return rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, where + ", " + tensor_named("X"), "is smaller than the window");
+      return rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, where + ", " + tensor_named("X"),
+                      "is smaller than the window");
     elements *= (padded - p.window[i]) / p.stride[i] + 1;
   }
   if (elements > (1 << 16)) return plans_only();
@@ -265,19 +287,22 @@ void add_pool_cases(std::vector<Case>& cases) {
 
 void add_resize_cases(std::vector<Case>& cases) {
   const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<double> scales{2.0, 0.5, 1.0, 3.0, 0.25, 1e-9, 0.0, -1.0, -inf, inf,
-                                   std::nan(""), 1e30, 1e15, 7e13, 1e300, 2.5};
+  const std::vector<double> scales{2.0,  0.5, 1.0,          3.0,  0.25, 1e-9, 0.0,   -1.0,
+                                   -inf, inf, std::nan(""), 1e30, 1e15, 7e13, 1e300, 2.5};
   const std::string where = node_named("up", "resample");
   for (size_t i = 0; i < scales.size(); ++i) {
     for (const auto mode : {dg::ResampleMode::NEAREST, dg::ResampleMode::BILINEAR}) {
       const double s = scales[i];
       const double out = std::isfinite(s) ? std::floor(4.0 * s) : 0.0;
       Expect e = runs();
-      if (!(out >= 1.0)) e = rejected(ErrorCode::INVALID_VALUE, where, "gives an output size below 1 from 4");
-      else if (out > static_cast<double>(kLimit)) e = rejected(ErrorCode::INVALID_VALUE, where, "gives an output size above 2^48 from 4");
+      if (!(out >= 1.0))
+        e = rejected(ErrorCode::INVALID_VALUE, where, "gives an output size below 1 from 4");
+      else if (out > static_cast<double>(kLimit))
+        e = rejected(ErrorCode::INVALID_VALUE, where, "gives an output size above 2^48 from 4");
       else if (out * 4 * 4 * 2 * 4 > static_cast<double>(kLimit))
         e = rejected(ErrorCode::INVALID_VALUE, where + ", " + tensor_named("Y"), "2^48");
-      else if (out > 64) e = plans_only();
+      else if (out > 64)
+        e = plans_only();
       auto build = [s, mode](dg::Graph& g) {
         auto x = user_tensor(g, "X", {1, 2, 4, 4}, packed_strides({1, 2, 4, 4}));
         g.resample(x, dg::ResampleAttr().set_name("up").set_resampling_mode(mode).set_scale({s, 1.0}))

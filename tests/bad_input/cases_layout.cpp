@@ -24,9 +24,12 @@ Expect judge_reshape(const Dims& dims) {
   int holes = 0;
   Wide known = 1;
   for (int64_t d : dims) {
-    if (d == -1) ++holes;
-    else if (d < 1) return rejected(ErrorCode::INVALID_VALUE, where, "must be >= 1, or -1 for one inferred dim");
-    else known = std::min<Wide>(known * d, Wide{INT64_MAX});
+    if (d == -1)
+      ++holes;
+    else if (d < 1)
+      return rejected(ErrorCode::INVALID_VALUE, where, "must be >= 1, or -1 for one inferred dim");
+    else
+      known = std::min<Wide>(known * d, Wide{INT64_MAX});
   }
   if (holes > 1) return rejected(ErrorCode::INVALID_VALUE, where, "at most one dim may be inferred");
   if (holes == 1 && 16 % known != 0)
@@ -38,9 +41,20 @@ Expect judge_reshape(const Dims& dims) {
 
 void add_reshape_cases(std::vector<Case>& cases) {
   const Dims extremes{-1, 0, -2, INT64_MIN, INT64_MAX, int64_t{1} << 32, int64_t{1} << 62, kLimit, 16, 4};
-  std::vector<Dims> lists{{int64_t{1} << 32, int64_t{1} << 32, 16}, {int64_t{1} << 62, 4}, {-1, -1}, {0, 16},
-                          {-1, 0}, {INT64_MIN}, {16}, {2, 8}, {-1, 8}, {INT64_MAX}, {-1, INT64_MAX},
-                          {int64_t{1} << 62, int64_t{1} << 62, -1}, {1, 1, 1, 16, 1}, {-1}};
+  std::vector<Dims> lists{{int64_t{1} << 32, int64_t{1} << 32, 16},
+                          {int64_t{1} << 62, 4},
+                          {-1, -1},
+                          {0, 16},
+                          {-1, 0},
+                          {INT64_MIN},
+                          {16},
+                          {2, 8},
+                          {-1, 8},
+                          {INT64_MAX},
+                          {-1, INT64_MAX},
+                          {int64_t{1} << 62, int64_t{1} << 62, -1},
+                          {1, 1, 1, 16, 1},
+                          {-1}};
   std::mt19937_64 rng(53);
   for (int i = 0; i < 16; ++i) {
     Dims d(1 + rng() % 3);
@@ -64,15 +78,20 @@ void add_slice_cases(std::vector<Case>& cases) {
   for (int i = 0; i < 24; ++i) {
     const Dims xd{6, 5};
     std::vector<std::pair<int64_t, int64_t>> slices(1 + rng() % (i % 6 == 5 ? 3 : 2));
-    for (auto& [start, end] : slices) start = pick(rng, extremes, 0, 3), end = pick(rng, extremes, 2, 6);
+    for (auto& [start, end] : slices) {
+      start = pick(rng, extremes, 0, 3);
+      end = pick(rng, extremes, 2, 6);
+    }
     Expect e = runs();
     if (slices.size() > 2) {
       e = rejected(ErrorCode::INVALID_VALUE, where, "slice has 3 ranges but X has rank 2");
     } else {
       for (size_t k = 0; k < slices.size() && e.verdict == Verdict::RUNS; ++k) {
         const auto [start, end] = slices[k];
-        if (start < 0 || end > xd[k]) e = rejected(ErrorCode::INVALID_VALUE, where + ", " + tensor_named("X"), "is outside [0, ");
-        else if (start >= end) e = rejected(ErrorCode::INVALID_VALUE, where + ", " + tensor_named("X"), "is empty");
+        if (start < 0 || end > xd[k])
+          e = rejected(ErrorCode::INVALID_VALUE, where + ", " + tensor_named("X"), "is outside [0, ");
+        else if (start >= end)
+          e = rejected(ErrorCode::INVALID_VALUE, where + ", " + tensor_named("X"), "is empty");
       }
     }
     auto build = [xd, slices](dg::Graph& g) {
@@ -97,8 +116,10 @@ void add_transpose_cases(std::vector<Case>& cases) {
     if (i % 7 == 6) perm.push_back(3);
     Dims sorted = perm;
     std::sort(sorted.begin(), sorted.end());
-    if (perm.size() != 3) e = rejected(ErrorCode::INVALID_VALUE, where, "has 4 entries but X has rank 3");
-    else if (sorted != Dims{0, 1, 2}) e = rejected(ErrorCode::INVALID_VALUE, where, "is not a permutation of 0..2");
+    if (perm.size() != 3)
+      e = rejected(ErrorCode::INVALID_VALUE, where, "has 4 entries but X has rank 3");
+    else if (sorted != Dims{0, 1, 2})
+      e = rejected(ErrorCode::INVALID_VALUE, where, "is not a permutation of 0..2");
     auto build = [perm](dg::Graph& g) {
       auto x = user_tensor(g, "X", {2, 3, 4}, {1, 2, 6});
       g.transpose(x, dg::TransposeAttr().set_name("t").set_permutation(perm))->set_output(true).set_name("Y");
@@ -131,20 +152,22 @@ void add_concatenate_cases(std::vector<Case>& cases) {
       if (axis >= 0 && axis < 3) d[static_cast<size_t>(axis)] = 1 + static_cast<int64_t>(rng() % 3);
     if (mismatch) dims.back()[axis == 1 ? 2 : 1] += 1;
     Expect e = runs();
-    if (axis < 0 || axis >= 3) e = rejected(ErrorCode::INVALID_VALUE, where, "is outside [0, 3)");
+    if (axis < 0 || axis >= 3)
+      e = rejected(ErrorCode::INVALID_VALUE, where, "is outside [0, 3)");
     else if (mismatch)
       e = rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, where + ", " + tensor_named("X" + std::to_string(count - 1)),
                    "differ from the first input's");
     auto build = [dims, axis](dg::Graph& g) {
       std::vector<dg::TensorPtr> xs;
-      for (size_t k = 0; k < dims.size(); ++k) xs.push_back(user_tensor(g, "X" + std::to_string(k), dims[k], packed_strides(dims[k])));
+      for (size_t k = 0; k < dims.size(); ++k)
+        xs.push_back(user_tensor(g, "X" + std::to_string(k), dims[k], packed_strides(dims[k])));
       g.concatenate(xs, dg::ConcatenateAttr().set_name("cat").set_axis(axis))->set_output(true).set_name("Y");
     };
     cases.push_back(Case{"concatenate_" + std::to_string(i), build, {}, e});
   }
   cases.push_back(concat_of("concatenate_1000_inputs", 1000, {1, 3}, runs()));
-  const Expect too_long = rejected(ErrorCode::INVALID_VALUE, where + ", " + tensor_named("X1"),
-                                   "sizes along axis 0 sum to more than 2^48");
+  const Expect too_long =
+      rejected(ErrorCode::INVALID_VALUE, where + ", " + tensor_named("X1"), "sizes along axis 0 sum to more than 2^48");
   cases.push_back(concat_of("concatenate_sum_above_2p48", 2, {kLimit, 1}, too_long));
   // 2^16 + 1 inputs of 2^48 rows: an unchecked int64 sum wraps to 2^48, a size that passes. The
   // JSON reader is not the point here (and reads 65537 tensors slowly): built in C++ only.

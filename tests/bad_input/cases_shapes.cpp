@@ -14,8 +14,18 @@ namespace {
 using dg::DataType;
 using dg::ErrorCode;
 
-const Dims kExtremes{0, -1, INT64_MIN, INT64_MAX, INT64_MAX - 1, int64_t{1} << 62, kLimit, kLimit + 1,
-                     int64_t{1} << 32, int64_t{1} << 24, 3, 1};
+const Dims kExtremes{0,
+                     -1,
+                     INT64_MIN,
+                     INT64_MAX,
+                     INT64_MAX - 1,
+                     int64_t{1} << 62,
+                     kLimit,
+                     kLimit + 1,
+                     int64_t{1} << 32,
+                     int64_t{1} << 24,
+                     3,
+                     1};
 
 std::string str(const Dims& d) {
   std::string s = "[";
@@ -95,9 +105,12 @@ Case relu_case(std::string name, const Dims& dims, const Dims& strides, DataType
 
 int64_t pick_extreme(std::mt19937_64& rng) {
   switch (rng() % 4) {
-    case 0: return kExtremes[rng() % kExtremes.size()];
-    case 1: return (int64_t{1} << (10 + rng() % 53)) + static_cast<int64_t>(rng() % 3) - 1;  // 2^k - 1 .. 2^k + 1
-    default: return 1 + static_cast<int64_t>(rng() % 4);
+    case 0:
+      return kExtremes[rng() % kExtremes.size()];
+    case 1:
+      return (int64_t{1} << (10 + rng() % 53)) + static_cast<int64_t>(rng() % 3) - 1;  // 2^k - 1 .. 2^k + 1
+    default:
+      return 1 + static_cast<int64_t>(rng() % 4);
   }
 }
 
@@ -107,12 +120,18 @@ void add_dims_cases(std::vector<Case>& cases) {
     cases.push_back(relu_case("dim_" + std::to_string(i), dims, {1}, DataType::FLOAT,
                               judge_layout(dims, {1}, DataType::FLOAT, relu_where("X"))));
   }
-  const std::vector<Dims> products{{int64_t{1} << 32, int64_t{1} << 32}, {int64_t{1} << 24, int64_t{1} << 24},
-                                   {int64_t{1} << 16, int64_t{1} << 32}, {int64_t{1} << 31, int64_t{1} << 17},
-                                   {int64_t{1} << 62, 4},                 {65536, 65536, 65536, 65536},
-                                   {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
-                                   {kLimit, 1},                           {1, kLimit},
-                                   Dims(17, 1),                           Dims(16, 2)};
+  const std::vector<Dims> products{
+      {int64_t{1} << 32, int64_t{1} << 32},
+      {int64_t{1} << 24, int64_t{1} << 24},
+      {int64_t{1} << 16, int64_t{1} << 32},
+      {int64_t{1} << 31, int64_t{1} << 17},
+      {int64_t{1} << 62, 4},
+      {65536, 65536, 65536, 65536},
+      {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+      {kLimit, 1},
+      {1, kLimit},
+      Dims(17, 1),
+      Dims(16, 2)};
   for (size_t i = 0; i < products.size(); ++i) {
     const Dims& d = products[i];
     const Dims s = packed_strides(d);
@@ -130,8 +149,16 @@ void add_dims_cases(std::vector<Case>& cases) {
 }
 
 void add_stride_cases(std::vector<Case>& cases) {
-  const Dims extreme_strides{-1, INT64_MIN, 0, kLimit, kLimit + 1, int64_t{1} << 62, INT64_MAX, int64_t{1} << 46,
-                             int64_t{1} << 45, int64_t{1} << 44};
+  const Dims extreme_strides{-1,
+                             INT64_MIN,
+                             0,
+                             kLimit,
+                             kLimit + 1,
+                             int64_t{1} << 62,
+                             INT64_MAX,
+                             int64_t{1} << 46,
+                             int64_t{1} << 45,
+                             int64_t{1} << 44};
   const DataType types[] = {DataType::FLOAT, DataType::HALF, DataType::DOUBLE, DataType::INT8};
   std::mt19937_64 rng(23);
   for (int i = 0; i < 50; ++i) {
@@ -182,15 +209,15 @@ void add_broadcast_cases(std::vector<Case>& cases) {
     Dims zd = d, zs = packed_strides(d);
     const size_t k = rng() % d.size();
     const int kind = i % 4;
-    if (kind == 0) zs[k] = 0;                           // a stride-0 broadcast view
-    if (kind == 1) zd[k] = 1, zs = packed_strides(zd);  // a dim of 1
-    if (kind == 2) zd.push_back(2), zs = packed_strides(zd);
-    if (kind == 3) zd[k] = d[k] + 1, zs = packed_strides(zd);
+    if (kind == 1) zd[k] = 1;         // a dim of 1
+    if (kind == 2) zd.push_back(2);   // a rank of its own
+    if (kind == 3) zd[k] = d[k] + 1;  // a dim that disagrees (unless X's is 1)
+    if (kind != 0) zs = packed_strides(zd);
+    if (kind == 0) zs[k] = 0;  // a stride-0 broadcast view
     Expect e = runs();
-    if (kind == 2)
-      e = rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, node_named("add", "pointwise") + ", " + tensor_named("Z"), "");
-    if (kind == 3 && d[k] != 1)
-      e = rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, node_named("add", "pointwise") + ", " + tensor_named("Z"), "");
+    const std::string z_named = node_named("add", "pointwise") + ", " + tensor_named("Z");
+    if (kind == 2) e = rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, z_named, "differs from the first input's rank");
+    if (kind == 3 && d[k] != 1) e = rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, z_named, "do not broadcast with");
     auto build = [d, zd, zs](dg::Graph& g) {
       auto x = user_tensor(g, "X", d, packed_strides(d));
       auto z = user_tensor(g, "Z", zd, zs);

@@ -86,8 +86,12 @@ bool allocate(std::vector<Buffer>& buffers, const RunLimits& limits) {
     std::memset(b.bytes.data(), kPoison, static_cast<size_t>(b.span * size));
     if (b.is_output) continue;
     const double value = t.get_value().value_or(0.5);
-    if (t.get_is_pass_by_value()) dg::dtype::store(b.data(), t.get_data_type(), 0, value);
-    else for_each_offset(t.get_dim(), t.get_stride(), [&](int64_t off) { dg::dtype::store(b.data(), t.get_data_type(), off, pattern(off, t.get_data_type())); });
+    if (t.get_is_pass_by_value())
+      dg::dtype::store(b.data(), t.get_data_type(), 0, value);
+    else
+      for_each_offset(t.get_dim(), t.get_stride(), [&](int64_t off) {
+        dg::dtype::store(b.data(), t.get_data_type(), off, pattern(off, t.get_data_type()));
+      });
   }
   return true;
 }
@@ -160,13 +164,20 @@ dg::Status execute(const dg::Graph& g, const dg::Handle& handle, std::vector<Buf
 
 double tolerance_of(dg::DataType t) {
   switch (t) {
-    case dg::DataType::DOUBLE: return 1e-9;
-    case dg::DataType::FLOAT: return 1e-4;
-    case dg::DataType::HALF: return 4e-3;
-    case dg::DataType::BFLOAT16: return 2e-2;
-    case dg::DataType::FP8_E4M3: return 0.13;
-    case dg::DataType::FP8_E5M2: return 0.26;
-    default: return 0.0;  // integers and booleans are exact
+    case dg::DataType::DOUBLE:
+      return 1e-9;
+    case dg::DataType::FLOAT:
+      return 1e-4;
+    case dg::DataType::HALF:
+      return 4e-3;
+    case dg::DataType::BFLOAT16:
+      return 2e-2;
+    case dg::DataType::FP8_E4M3:
+      return 0.13;
+    case dg::DataType::FP8_E5M2:
+      return 0.26;
+    default:
+      return 0.0;  // integers and booleans are exact
   }
 }
 
@@ -196,8 +207,10 @@ RunResult run_json_vs_ref(const std::string& json, const dg::Handle& handle, con
     return mismatch("ref fails to execute what the engines ran: " + s.to_string());
   r.executed = true;
   for (size_t i = 0; i < ins_outs.size() && r.mismatch.empty(); ++i) {
-    if (ins_outs[i].is_output) r.mismatch = compare_output(ins_outs[i], ref_bufs[i]);
-    else if (ins_outs[i].bytes != pristine[i].bytes) r.mismatch = "input '" + ins_outs[i].tensor->get_name() + "' was written";
+    if (ins_outs[i].is_output)
+      r.mismatch = compare_output(ins_outs[i], ref_bufs[i]);
+    else if (ins_outs[i].bytes != pristine[i].bytes)
+      r.mismatch = "input '" + ins_outs[i].tensor->get_name() + "' was written";
   }
   return r;
 }

@@ -31,8 +31,10 @@ void expect_verdict(const dg::Status& s, const bad_input::Expect& e, const std::
     return;
   }
   EXPECT_EQ(dg::to_string(s.code()), dg::to_string(e.code)) << s.to_string();
-  EXPECT_NE(s.message().find(e.names), std::string::npos) << "the message should name " << e.names << ": " << s.message();
-  EXPECT_NE(s.message().find(e.rule), std::string::npos) << "the message should say \"" << e.rule << "\": " << s.message();
+  EXPECT_NE(s.message().find(e.names), std::string::npos)
+      << "the message should name " << e.names << ": " << s.message();
+  EXPECT_NE(s.message().find(e.rule), std::string::npos)
+      << "the message should say \"" << e.rule << "\": " << s.message();
 }
 
 class BadInput : public testing::TestWithParam<Case> {};
@@ -139,6 +141,7 @@ TEST(BadInputPacks, ATooSmallWorkspaceIsAnErrorNotAnOverrun) {
   if (ws == 0) GTEST_SKIP() << "the chosen plan needs no workspace";
   std::vector<float> xs(324), wsv(144), ys(324);
   std::vector<unsigned char> workspace(static_cast<size_t>(ws));
-  const dg::Status s = g.execute(cpu_handle(), {{x, xs.data()}, {w, wsv.data()}, {y, ys.data()}}, workspace.data(), ws - 1);
+  const dg::Status s =
+      g.execute(cpu_handle(), {{x, xs.data()}, {w, wsv.data()}, {y, ys.data()}}, workspace.data(), ws - 1);
   EXPECT_EQ(s.code(), dg::ErrorCode::WORKSPACE_TOO_SMALL) << s.to_string();
 }

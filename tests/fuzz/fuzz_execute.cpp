@@ -59,7 +59,9 @@ class GraphDecoder {
   // False when the input asks for more than the bounds allow.
   bool decode() {
     type_ = in_.PickValueInArray({dg::DataType::FLOAT, dg::DataType::HALF, dg::DataType::BFLOAT16});
-    g_.set_io_data_type(type_).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+    g_.set_io_data_type(type_)
+        .set_intermediate_data_type(dg::DataType::FLOAT)
+        .set_compute_data_type(dg::DataType::FLOAT);
     dg::TensorPtr t = anchor();
     if (!t) return false;
     for (int i = in_.ConsumeIntegralInRange(0, 3); i > 0; --i) t = pointwise(t);
@@ -95,15 +97,21 @@ class GraphDecoder {
 
   dg::TensorPtr anchor() {
     switch (in_.ConsumeIntegralInRange(0, 6)) {
-      case 0: return input(small_dims(in_, in_.ConsumeIntegralInRange<size_t>(1, 4), 8));
-      case 1: return matmul();
-      case 2: return conv();
+      case 0:
+        return input(small_dims(in_, in_.ConsumeIntegralInRange<size_t>(1, 4), 8));
+      case 1:
+        return matmul();
+      case 2:
+        return conv();
       case 3: {
         auto x = input(small_dims(in_, in_.ConsumeIntegralInRange<size_t>(2, 4), 8));
         return x ? g_.reduction(x, dg::ReductionAttr().set_mode(reduction_mode())) : nullptr;
       }
-      case 4: case 5: return norm();
-      default: return pool();
+      case 4:
+      case 5:
+        return norm();
+      default:
+        return pool();
     }
   }
 
@@ -117,10 +125,12 @@ class GraphDecoder {
 
   dg::TensorPtr conv() {
     const int64_t groups = in_.ConsumeBool() ? 1 : 2;
-    const int64_t c = groups * in_.ConsumeIntegralInRange<int64_t>(1, 3), k = groups * in_.ConsumeIntegralInRange<int64_t>(1, 3);
+    const int64_t c = groups * in_.ConsumeIntegralInRange<int64_t>(1, 3),
+                  k = groups * in_.ConsumeIntegralInRange<int64_t>(1, 3);
     const Dims x_dims{in_.ConsumeIntegralInRange<int64_t>(1, 2), c, in_.ConsumeIntegralInRange<int64_t>(1, 10),
                       in_.ConsumeIntegralInRange<int64_t>(1, 10)};
-    const Dims w_dims{k, c / groups, in_.ConsumeIntegralInRange<int64_t>(1, 3), in_.ConsumeIntegralInRange<int64_t>(1, 3)};
+    const Dims w_dims{k, c / groups, in_.ConsumeIntegralInRange<int64_t>(1, 3),
+                      in_.ConsumeIntegralInRange<int64_t>(1, 3)};
     auto attr = dg::ConvFpropAttr()
                     .set_pre_padding(small_dims(in_, 2, 3))
                     .set_post_padding(small_dims(in_, 2, 3))
@@ -151,16 +161,20 @@ class GraphDecoder {
                     in_.ConsumeIntegralInRange<int64_t>(1, 12), in_.ConsumeIntegralInRange<int64_t>(1, 12)});
     const auto mode = in_.PickValueInArray({dg::ResampleMode::MAXPOOL, dg::ResampleMode::AVGPOOL_INCLUDE_PADDING,
                                             dg::ResampleMode::AVGPOOL_EXCLUDE_PADDING});
-    auto attr = dg::ResampleAttr().set_resampling_mode(mode).set_window(window).set_stride(small_dims(in_, 2, 2)).set_padding(pad);
+    auto attr = dg::ResampleAttr()
+                    .set_resampling_mode(mode)
+                    .set_window(window)
+                    .set_stride(small_dims(in_, 2, 2))
+                    .set_padding(pad);
     return x ? g_.resample(x, attr) : nullptr;
   }
 
   // Well-conditioned modes only: ref and the engines may differ by an ulp, never by a cancellation.
   dg::TensorPtr pointwise(const dg::TensorPtr& t) {
     if (in_.ConsumeBool()) {
-      const auto mode = in_.PickValueInArray({dg::PointwiseMode::RELU_FWD, dg::PointwiseMode::SIGMOID_FWD,
-                                              dg::PointwiseMode::TANH_FWD, dg::PointwiseMode::GELU_FWD,
-                                              dg::PointwiseMode::ABS, dg::PointwiseMode::NEG, dg::PointwiseMode::IDENTITY});
+      const auto mode = in_.PickValueInArray(
+          {dg::PointwiseMode::RELU_FWD, dg::PointwiseMode::SIGMOID_FWD, dg::PointwiseMode::TANH_FWD,
+           dg::PointwiseMode::GELU_FWD, dg::PointwiseMode::ABS, dg::PointwiseMode::NEG, dg::PointwiseMode::IDENTITY});
       return g_.pointwise(t, dg::PointwiseAttr().set_mode(mode));
     }
     // The second input has the first's dims or 1s, decided per dim.
