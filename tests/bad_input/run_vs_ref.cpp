@@ -115,9 +115,9 @@ dg::Status build_steps(dg::Graph& g, const dg::Handle& handle, std::string& stag
   return g.build_plans(handle);
 }
 
-// "Y[3] (offset 7): engines 0.5, ref 0.25"; empty when every element agrees within tolerance and
-// the gaps and guard bytes are as they were.
-std::string compare_output(const Buffer& got, const Buffer& want) {
+// "output 'Y' element 3 (offset 7): engines 0.5, ref 0.25" for the first element that differs
+// beyond the tolerance; empty when all agree.
+std::string compare_values(const Buffer& got, const Buffer& want) {
   const auto& t = *got.tensor;
   const dg::DataType type = t.get_data_type();
   double scale = 1.0;
@@ -128,9 +128,7 @@ std::string compare_output(const Buffer& got, const Buffer& want) {
   const double rtol = tolerance_of(type);
   std::string first;
   int64_t element = 0;
-  std::vector<bool> is_element(static_cast<size_t>(got.span), false);
   for_each_offset(t.get_dim(), t.get_stride(), [&](int64_t off) {
-    is_element[static_cast<size_t>(off)] = true;
     const double g = dg::dtype::load(got.bytes.data(), type, off), w = dg::dtype::load(want.bytes.data(), type, off);
     const bool same = (std::isnan(g) && std::isnan(w)) || g == w || std::fabs(g - w) <= rtol * (std::fabs(w) + scale);
     if (!same && first.empty())
@@ -138,18 +136,37 @@ std::string compare_output(const Buffer& got, const Buffer& want) {
               "): engines " + std::to_string(g) + ", ref " + std::to_string(w);
     ++element;
   });
-  if (!first.empty()) return first;
-  const size_t size = static_cast<size_t>(dg::size_of(type));
+  return first;
+}
+
+// An output's gaps still poisoned and its guard bytes intact after `who` ran; else what was written.
+std::string untouched_outside_elements(const Buffer& b, const std::string& who) {
+  const auto& t = *b.tensor;
+  std::vector<bool> is_element(static_cast<size_t>(b.span), false);
+  for_each_offset(t.get_dim(), t.get_stride(), [&](int64_t off) { is_element[static_cast<size_t>(off)] = true; });
+  const size_t size = static_cast<size_t>(dg::size_of(t.get_data_type()));
   for (size_t off = 0; off < is_element.size(); ++off)
     for (size_t k = 0; k < size && !is_element[off]; ++k)
-      if (got.bytes[off * size + k] != kPoison)
-        return "output '" + t.get_name() + "': the gap at offset " + std::to_string(off) + " was written";
-  for (size_t i = got.bytes.size() - kGuardBytes; i < got.bytes.size(); ++i)
-    if (got.bytes[i] != kGuard) return "output '" + t.get_name() + "': written past the end of its span";
+      if (b.bytes[off * size + k] != kPoison)
+        return who + " wrote the gap at offset " + std::to_string(off) + " of output '" + t.get_name() + "'";
+  for (size_t i = b.bytes.size() - kGuardBytes; i < b.bytes.size(); ++i)
+    if (b.bytes[i] != kGuard) return who + " wrote past the end of output '" + t.get_name() + "'";
   return {};
 }
 
-// Executes the built graph on its own copy of the outputs; inputs are shared and must stay as they were.
+// What went wrong with one user tensor: a value, a gap or guard written, an input changed.
+std::string check_tensor(const Buffer& engines, const Buffer& ref, const Buffer& pristine) {
+  if (!engines.is_output) {
+    if (engines.bytes != pristine.bytes) return "the engines wrote input '" + engines.tensor->get_name() + "'";
+    if (ref.bytes != pristine.bytes) return "ref wrote input '" + ref.tensor->get_name() + "'";
+    return {};
+  }
+  if (auto m = untouched_outside_elements(engines, "the engines"); !m.empty()) return m;
+  if (auto m = untouched_outside_elements(ref, "ref"); !m.empty()) return m;
+  return compare_values(engines, ref);
+}
+
+// Executes the built graph on `buffers`; too_large: its workspace is beyond the limits (nothing ran).
 dg::Status execute(const dg::Graph& g, const dg::Handle& handle, std::vector<Buffer>& buffers, const RunLimits& limits,
                    bool& too_large) {
   int64_t ws = 0;
@@ -199,19 +216,15 @@ RunResult run_json_vs_ref(const std::string& json, const dg::Handle& handle, con
   std::vector<Buffer> ins_outs = user_tensors(engines);
   r.stage = "execute";
   if (!allocate(ins_outs, limits)) return r;
-  std::vector<Buffer> ref_bufs = ins_outs;  // the same inputs, its own poisoned outputs
+  std::vector<Buffer> ref_bufs = ins_outs;  // the same inputs, poisoned outputs of its own
   const std::vector<Buffer> pristine = ins_outs;
   bool too_large = false;
   if (r.status = execute(engines, handle, ins_outs, limits, too_large); !r.status.ok() || too_large) return r;
   if (auto s = execute(ref, handle, ref_bufs, limits, too_large); !s.ok() || too_large)
     return mismatch("ref fails to execute what the engines ran: " + s.to_string());
   r.executed = true;
-  for (size_t i = 0; i < ins_outs.size() && r.mismatch.empty(); ++i) {
-    if (ins_outs[i].is_output)
-      r.mismatch = compare_output(ins_outs[i], ref_bufs[i]);
-    else if (ins_outs[i].bytes != pristine[i].bytes)
-      r.mismatch = "input '" + ins_outs[i].tensor->get_name() + "' was written";
-  }
+  for (size_t i = 0; i < ins_outs.size() && r.mismatch.empty(); ++i)
+    r.mismatch = check_tensor(ins_outs[i], ref_bufs[i], pristine[i]);
   return r;
 }
 
