@@ -323,7 +323,9 @@ std::string relu_node(const std::string& name, const std::string& in, const std:
 
 const char* kX = R"({"name": "X", "dim": [4], "stride": [1]})";
 
-void add_json_cases(std::vector<Case>& cases) {
+// Graph structure only JSON can express: cycles, a tensor written twice or declared twice, names
+// that are not declared, virtual tensors nobody writes, no outputs, no nodes, a missing slot.
+void add_json_graph_cases(std::vector<Case>& cases) {
   auto json_case = [&cases](std::string name, std::string text, Expect e) {
     cases.push_back(Case{std::move(name), {}, std::move(text), std::move(e)});
   };
@@ -365,6 +367,15 @@ void add_json_cases(std::vector<Case>& cases) {
           std::string(kX) + ", " + t2,
           R"({"name": "a", "op": "pointwise", "mode": "ADD", "inputs": {"IN_0": "X"}, "outputs": {"OUT": "T2"}})"),
       rejected(ErrorCode::INVALID_VALUE, "node 'a' (pointwise)", "ADD takes 2 inputs, got 1"));
+}
+
+// Tensor fields the reader must refuse by JSON path: integers beyond int64, numbers that are no
+// integers, wrong types; and texts that are no graph (nested 20000 deep, cut short).
+void add_json_field_cases(std::vector<Case>& cases) {
+  auto json_case = [&cases](std::string name, std::string text, Expect e) {
+    cases.push_back(Case{std::move(name), {}, std::move(text), std::move(e)});
+  };
+  const std::string t2 = R"({"name": "T2", "output": true})";
   const std::vector<std::pair<std::string, std::string>> numbers{
       {"uid_2p64", R"("uid": 18446744073709551615)"},
       {"uid_2p63", R"("uid": 9223372036854775808)"},
@@ -400,7 +411,8 @@ void add_graph_cases(std::vector<Case>& cases) {
   add_missing_input_cases(cases);
   add_norm_reduction_cases(cases);
   add_sdpa_cases(cases);
-  add_json_cases(cases);
+  add_json_graph_cases(cases);
+  add_json_field_cases(cases);
 }
 
 }  // namespace bad_input
