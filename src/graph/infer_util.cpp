@@ -116,6 +116,13 @@ Status check_span(const NodeSpec& node, const TensorAttr* t) {
   return {};
 }
 
+// A type set by a cast from an integer may name no type at all: it has no size to index by.
+Status check_known_type(const NodeSpec& node, const TensorAttr* t) {
+  if (to_string(t->get_data_type()) != "UNKNOWN") return {};
+  return node_error(ErrorCode::INVALID_DATA_TYPE, node, t,
+                    "data type " + std::to_string(static_cast<int>(t->get_data_type())) + " is not a DataType value");
+}
+
 }  // namespace
 
 Status check_input(const NodeSpec& node, const TensorAttr* t, const char* slot_name) {
@@ -127,6 +134,7 @@ Status check_input(const NodeSpec& node, const TensorAttr* t, const char* slot_n
     return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, t, "has no strides");
   if (t->get_data_type() == DataType::NOT_SET)
     return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, t, "has no data type");
+  if (auto s = check_known_type(node, t); !s.ok()) return s;
   if (auto s = check_dims(node, t); !s.ok()) return s;
   if (auto s = check_strides(node, t); !s.ok()) return s;
   return check_span(node, t);
@@ -151,6 +159,7 @@ Status fill_output(const NodeSpec& node, TensorAttr& out, const std::vector<int6
                         "has no data type and the graph sets no io/intermediate data type");
     out.set_data_type(t);
   }
+  if (auto s = check_known_type(node, &out); !s.ok()) return s;
   if (auto s = check_span(node, &out); !s.ok()) return s;
   if (!strides_are_non_overlapping(out.get_dim(), out.get_stride()))
     return node_error(ErrorCode::INVALID_VALUE, node, &out,

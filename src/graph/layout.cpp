@@ -138,7 +138,10 @@ Status infer(const ConcatenateAttr& attr, NodeSpec& node, const GraphDefaults& d
         return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, in.get(),
                           "dims " + dims_to_string(d) + " differ from the first input's " +
                               dims_to_string(first.get_dim()) + " outside the axis " + std::to_string(axis));
-    dims[static_cast<size_t>(axis)] += d[static_cast<size_t>(axis)];
+    int64_t& total = dims[static_cast<size_t>(axis)];
+    if (!checked::add(total, d[static_cast<size_t>(axis)], total) || total > checked::kMaxExtent)
+      return node_error(ErrorCode::INVALID_VALUE, node, in.get(),
+                        "the inputs' sizes along axis " + std::to_string(axis) + " sum to more than 2^48");
   }
   return fill_output(node, *node.outputs[0], dims, first.get_stride(), defaults, first.get_data_type());
 }

@@ -18,17 +18,22 @@ bool is_pooling(ResampleMode m) {
          m == ResampleMode::AVGPOOL_EXCLUDE_PADDING;
 }
 
-// A per-spatial-dim attribute must have one value per spatial dim, each at least `min`.
+// A per-spatial-dim attribute must have one value per spatial dim, each in [min, 2^48].
 Status check_per_dim(const NodeSpec& node, const std::vector<int64_t>& v, size_t spatial, const char* name,
                      int64_t min) {
   if (v.size() != spatial)
     return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
                       std::string(name) + " " + dims_to_string(v) + " has " + std::to_string(v.size()) +
                           " values but X has " + std::to_string(spatial) + " spatial dims");
-  for (int64_t x : v)
+  for (int64_t x : v) {
     if (x < min)
       return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
                         std::string(name) + " " + dims_to_string(v) + " must all be >= " + std::to_string(min));
+    // As for convolutions: below 2^48, sums of a dim and two paddings cannot overflow.
+    if (x > checked::kMaxExtent)
+      return node_error(ErrorCode::INVALID_VALUE, node, nullptr,
+                        std::string(name) + " " + dims_to_string(v) + " must all be at most 2^48");
+  }
   return {};
 }
 

@@ -1,6 +1,8 @@
 // Writes seeds for the fuzz targets: OUT_DIR/deserialize/<graph>.plan (serialized plans, made for
-// this library version and the fuzz targets' device signature) and OUT_DIR/graph_json/<graph>.json.
-//   fuzz_make_seeds OUT_DIR   (both folders must exist)
+// this library version and the fuzz targets' device signature), OUT_DIR/graph_json/<graph>.json,
+// and OUT_DIR/execute/seed_<n>: fixed pseudo-random bytes, which fuzz_execute decodes into graphs
+// of every anchor kind, so that a short run starts from many shapes rather than from one.
+//   fuzz_make_seeds OUT_DIR   (the three folders must exist)
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -40,6 +42,19 @@ void matmul_chain(dg::Graph& g) {
   g.matmul(m, c, dg::MatmulAttr())->set_output(true).set_uid(4);
 }
 
+// 64 seeds of 96 bytes from a fixed linear congruential sequence.
+void write_execute_seeds(const std::string& dir) {
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (int n = 0; n < 64; ++n) {
+    std::string bytes(96, '\0');
+    for (char& c : bytes) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      c = static_cast<char>(state >> 56);
+    }
+    std::ofstream(dir + "/seed_" + std::to_string(n), std::ios::binary) << bytes;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,5 +84,6 @@ int main(int argc, char** argv) {
         .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     std::ofstream(dir + "/graph_json/" + name + ".json") << g.to_json();
   }
+  write_execute_seeds(std::string(argv[1]) + "/execute");
   return 0;
 }

@@ -24,9 +24,12 @@ void batch_lengths(const NodeArgs& a, const SdpaShape& s, int64_t batch, int64_t
   if (lkv.present()) skv = std::clamp(static_cast<int64_t>(lkv.at({batch, 0, 0, 0})), int64_t{0}, s.skv);
 }
 
+// Compared as the key's distance right of the diagonal, which is small: i + offset + bound could
+// overflow for bounds near INT64_MAX.
 bool key_visible(const SdpaAttr& attr, int64_t i, int64_t j, int64_t offset) {
-  if (auto r = attr.get_diagonal_band_right_bound(); r && j > i + offset + *r) return false;
-  if (auto l = attr.get_diagonal_band_left_bound(); l && j <= i + offset - *l) return false;
+  const int64_t ahead = j - (i + offset);
+  if (auto r = attr.get_diagonal_band_right_bound(); r && ahead > *r) return false;
+  if (auto l = attr.get_diagonal_band_left_bound(); l && -ahead >= *l) return false;
   return true;
 }
 

@@ -1,5 +1,7 @@
 #include "engines/cpu/conv/conv_geometry.hpp"
 
+#include <algorithm>
+
 #include "core/checked.hpp"
 #include "engines/cpu/anchor_check.hpp"
 #include "engines/cpu/gemm/pack.hpp"
@@ -46,10 +48,12 @@ std::vector<ConvPhase> phase_taps(const ConvGeometry& g) {
   }
   // dgrad: dst position i takes tap r when (i + pad - r * dil) is a multiple of the stride; for
   // i = rho + s * j that depends only on the phase rho, and src index = j + (rho + pad - r*dil)/s.
-  std::array<int64_t, 3> rho{0, 0, 0};
-  for (rho[0] = 0; rho[0] < g.stride[0]; ++rho[0])
-    for (rho[1] = 0; rho[1] < g.stride[1]; ++rho[1])
-      for (rho[2] = 0; rho[2] < g.stride[2]; ++rho[2]) {
+  // Phases at or past the dst size hold no position: a stride of 2^40 has as few phases as pixels.
+  std::array<int64_t, 3> rho{0, 0, 0}, phases{0, 0, 0};
+  for (size_t d = 0; d < 3; ++d) phases[d] = std::min(g.stride[d], g.dst_sp[d]);
+  for (rho[0] = 0; rho[0] < phases[0]; ++rho[0])
+    for (rho[1] = 0; rho[1] < phases[1]; ++rho[1])
+      for (rho[2] = 0; rho[2] < phases[2]; ++rho[2]) {
         ConvPhase p;
         bool empty = false;
         for (size_t d = 0; d < 3; ++d) {

@@ -24,6 +24,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The largest per-plan table of tap offsets kept (2 MiB); larger convs resolve taps per row.
 constexpr int64_t kMaxOffsets = 1 << 18;
+// The most stride phases of a conv_dgrad planned, one GEMM each.
+constexpr int64_t kMaxPhases = 1 << 12;
 
 // True when dst pixels, flattened as (n, d0, d1, d2), sit at a uniform stride ldc.
 bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
@@ -267,7 +269,16 @@ class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
   bool accepts(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
     std::string_view op = "conv_fprop";
     if (p.anchor >= 0 && ir::is<ConvDgradAttr>(p.graph->nodes[static_cast<size_t>(p.anchor)])) op = "conv_dgrad";
-    return check_anchor(p, t, op, epi, why) != nullptr;
+    if (!check_anchor(p, t, op, epi, why)) return false;
+    ConvGeometry g;
+    g.init(p);
+    // One GEMM per stride phase: a huge stride would make the plan itself huge (ref runs it).
+    int64_t phases = 1;  // saturates just above the limit: no product of strides overflows
+    for (size_t d = 0; d < 3 && g.dgrad; ++d) phases = std::min(phases * std::min(g.stride[d], g.dst_sp[d]), kMaxPhases + 1);
+    if (phases <= kMaxPhases) return true;
+    why = "conv_dgrad: its strides give more than the " + std::to_string(kMaxPhases) +
+          " stride phases this engine plans (one GEMM each)";
+    return false;
   }
   // W for every group; a dgrad phase takes a share of the taps, so all taps bound them.
   gemm::PackedB packed_b(const Partition& p) const override {

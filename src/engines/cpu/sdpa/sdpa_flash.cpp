@@ -91,11 +91,13 @@ Problem make_problem(const Partition& p) {
 }
 
 // The keys one query row sees: [lo, hi), empty when lo >= hi. Both ends grow with the row.
+// Bounds are capped at seq_q + seq_kv, past which they mask nothing, so that no sum overflows.
 struct Band {
   int64_t seq_q, seq_kv, offset;
   std::optional<int64_t> left, right;
-  int64_t lo(int64_t i) const { return left ? std::clamp(i + offset - *left + 1, int64_t{0}, seq_kv) : 0; }
-  int64_t hi(int64_t i) const { return right ? std::clamp(i + offset + *right + 1, int64_t{0}, seq_kv) : seq_kv; }
+  int64_t cap(int64_t bound) const { return std::min(bound, seq_q + seq_kv); }
+  int64_t lo(int64_t i) const { return left ? std::clamp(i + offset - cap(*left) + 1, int64_t{0}, seq_kv) : 0; }
+  int64_t hi(int64_t i) const { return right ? std::clamp(i + offset + cap(*right) + 1, int64_t{0}, seq_kv) : seq_kv; }
 };
 
 // ---- element conversion while tiles load and store

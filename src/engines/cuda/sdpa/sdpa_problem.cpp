@@ -154,10 +154,12 @@ bool check_device(const Target& t, std::string& why) {
 
 double visible_pairs(const Problem& p) {
   const int64_t off = p.bottom_right ? p.skv - p.sq : 0;
+  // Bounds past both sequences mask nothing; capped, no sum below overflows.
+  const int64_t cap = p.sq + p.skv;
   double pairs = 0;
   for (int64_t i = 0; i < p.sq; ++i) {
-    const int64_t lo = p.left ? std::clamp(i + off - *p.left + 1, int64_t{0}, p.skv) : 0;
-    const int64_t hi = p.right ? std::clamp(i + off + *p.right + 1, int64_t{0}, p.skv) : p.skv;
+    const int64_t lo = p.left ? std::clamp(i + off - std::min(*p.left, cap) + 1, int64_t{0}, p.skv) : 0;
+    const int64_t hi = p.right ? std::clamp(i + off + std::min(*p.right, cap) + 1, int64_t{0}, p.skv) : p.skv;
     pairs += static_cast<double>(std::max<int64_t>(hi - lo, 0));
   }
   return pairs;
