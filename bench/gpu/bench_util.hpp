@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../../tests/common/dims.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "runtime/memory.hpp"
@@ -15,32 +16,12 @@
 namespace gpu_bench {
 
 namespace dg = dnngraph;
-using Dims = std::vector<int64_t>;
 
-inline Dims packed(const Dims& d) {
-  Dims s(d.size(), 1);
-  for (size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
-  return s;
-}
-
-// Channels innermost, then the spatial dims, then N: NHWC for N, C, H, W dims.
-inline Dims channels_last(const Dims& d) {
-  Dims s(d.size());
-  int64_t running = d[1];
-  s[1] = 1;
-  for (size_t i = d.size(); i-- > 2;) {
-    s[i] = running;
-    running *= d[i];
-  }
-  s[0] = running;
-  return s;
-}
-
-inline int64_t volume(const Dims& d) {
-  int64_t v = 1;
-  for (int64_t x : d) v *= x;
-  return v;
-}
+// The tests' dims and stride layouts (packed row-major, channels-last) and element counts.
+using test_dims::channels_last;
+using test_dims::Dims;
+using test_dims::packed;
+using test_dims::volume;
 
 // A device buffer of random values of type t in [-1, 1).
 struct DeviceTensor {

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <random>
 #include <thread>
 
+#include "common/random_data.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/version.hpp"
 #include "graph/graph_impl.hpp"
@@ -58,12 +58,9 @@ class AutotuneTest : public testing::Test {
     ASSERT_TRUE(g.create_execution_plans(modes).ok());
     ASSERT_TRUE(g.check_support(handle_).ok());
     ASSERT_TRUE(g.build_plans(handle_).ok());
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> u(-1, 1);
-    xs_.resize(105);
-    bs_.resize(5);
-    for (auto& v : xs_) v = u(rng);
-    for (auto& v : bs_) v = u(rng);
+    test_random::UniformFloats u(7);
+    xs_ = u.take(105);
+    bs_ = u.take(5);
     ys_.assign(105, std::nanf(""));
   }
 
@@ -236,12 +233,9 @@ TEST_F(AutotuneTest, MatmulCandidatesTunedAndReadBackByModeB) {
     ASSERT_TRUE(g.build_operation_graph(handle_).ok());
     ASSERT_TRUE(g.create_execution_plans(modes).ok());
     ASSERT_TRUE(g.build_plans(handle_, dg::BuildPlanPolicy::ALL).ok());
-    std::mt19937 rng(11);
-    std::uniform_real_distribution<float> u(-1, 1);
-    a.resize(1920);
-    b.resize(1280);
-    for (auto& v : a) v = u(rng);
-    for (auto& v : b) v = u(rng);
+    test_random::UniformFloats u(11);
+    a = u.take(1920);
+    b = u.take(1280);
     c.assign(768, std::nanf(""));
   };
   dg::Graph g;

@@ -6,8 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <sys/wait.h>
+
+#include "common/temp_dir.hpp"
 
 #ifdef DNNGRAPH_CLI_PATH
 
@@ -37,16 +40,27 @@ fs::path examples_dir() { return DNNGRAPH_EXAMPLE_GRAPHS; }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// Expects the command's output to hold every one of `parts`; a miss names the part.
+void expect_output_holds(const Result& r, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) EXPECT_TRUE(contains(r.out, part)) << "missing: " << part << "\n" << r.out;
+}
+
+// Writes `text` to the file at `path`.
+::testing::AssertionResult write_file(const fs::path& path, const char* text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return ::testing::AssertionFailure() << "cannot write " << path;
+  std::fputs(text, f);
+  std::fclose(f);
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace
 
 TEST(Cli, InfoListsVersionDevicesRuntimeAndEngines) {
   const Result r = run_cli("info");
   ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_TRUE(contains(r.out, "dnngraph 0.1.0")) << r.out;
-  EXPECT_TRUE(contains(r.out, "devices:\n  cpu: ")) << r.out;
-  EXPECT_TRUE(contains(r.out, "CUDA runtime libraries:")) << r.out;
-  EXPECT_TRUE(contains(r.out, "engines (id: name):\n  0: ref\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "tuning DB: ")) << r.out;
+  expect_output_holds(r, {"dnngraph 0.1.0", "devices:\n  cpu: ", "CUDA runtime libraries:",
+                          "engines (id: name):\n  0: ref\n", "tuning DB: "});
 }
 
 TEST(Cli, RunPassesOnEverySmallExampleGraph) {
@@ -58,8 +72,7 @@ TEST(Cli, RunPassesOnEverySmallExampleGraph) {
     ++graphs;
     const Result r = run_cli("run '" + entry.path().string() + "' --iters 2 --seed 7");
     EXPECT_EQ(r.rc, 0) << r.out;
-    EXPECT_TRUE(contains(r.out, "check against ref (cpu):")) << r.out;
-    EXPECT_TRUE(contains(r.out, "\nPASS\n")) << r.out;
+    expect_output_holds(r, {"check against ref (cpu):", "\nPASS\n"});
     EXPECT_FALSE(contains(r.out, "MISMATCH")) << r.out;
   }
   EXPECT_EQ(graphs, 4);
@@ -69,10 +82,8 @@ TEST(Cli, RunPlanIndexExplainAndEngineFilter) {
   const std::string g = (examples_dir() / "tutorial_matmul_epilogue_amax_small.json").string();
   Result r = run_cli("run '" + g + "' --plan 0 --explain --iters 1 --engines ref");
   EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_TRUE(contains(r.out, "running plan 0")) << r.out;
-  EXPECT_TRUE(contains(r.out, "plan 0: ref")) << r.out;
-  EXPECT_TRUE(contains(r.out, "partition 0 (")) << r.out;  // explain()
-  EXPECT_TRUE(contains(r.out, "'amax': max abs err 0.000e+00")) << r.out;
+  // "partition 0 (" comes from --explain
+  expect_output_holds(r, {"running plan 0", "plan 0: ref", "partition 0 (", "'amax': max abs err 0.000e+00"});
   r = run_cli("run '" + g + "' --plan 99");
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_TRUE(contains(r.out, "error: --plan: INVALID_VALUE: --plan 99: the graph has ")) << r.out;
@@ -84,19 +95,16 @@ TEST(Cli, RunExitsOneOnMismatch) {
   const Result engines = run_cli("info");
   if (!contains(engines.out, ": cpu_gemm_packed\n")) GTEST_SKIP() << "needs an fp32 matmul engine other than ref";
   const fs::path g = fs::temp_directory_path() / "dnngraph_test_cli_matmul.json";
-  FILE* f = std::fopen(g.c_str(), "w");
-  ASSERT_TRUE(f);
-  std::fputs(R"({"format": "dnngraph-graph", "version": 1, "io_data_type": "FLOAT", "compute_data_type": "FLOAT",
+  ASSERT_TRUE(write_file(g, R"({"format": "dnngraph-graph", "version": 1, "io_data_type": "FLOAT",
+    "compute_data_type": "FLOAT",
     "tensors": [{"name": "A", "dim": [1, 64, 256], "stride": [16384, 256, 1]},
                 {"name": "B", "dim": [1, 256, 64], "stride": [16384, 64, 1]}, {"name": "C", "output": true}],
-    "nodes": [{"name": "mm", "op": "matmul", "inputs": {"A": "A", "B": "B"}, "outputs": {"C": "C"}}]})", f);
-  std::fclose(f);
+    "nodes": [{"name": "mm", "op": "matmul", "inputs": {"A": "A", "B": "B"}, "outputs": {"C": "C"}}]})"));
   Result r = run_cli("run '" + g.string() + "' --device cpu --iters 1 --engines cpu_gemm_packed");
   EXPECT_EQ(r.rc, 0) << r.out;
   r = run_cli("run '" + g.string() + "' --device cpu --iters 1 --rtol 1e-300 --engines cpu_gemm_packed");
   EXPECT_EQ(r.rc, 1) << r.out;
-  EXPECT_TRUE(contains(r.out, "MISMATCH in ")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\nFAIL\n")) << r.out;
+  expect_output_holds(r, {"MISMATCH in ", "\nFAIL\n"});
   fs::remove(g);
 }
 
@@ -104,10 +112,8 @@ TEST(Cli, RunReportsBadInput) {
   Result r = run_cli("run /nonexistent.json");
   EXPECT_NE(r.rc, 0) << r.out;
   const fs::path bad = fs::temp_directory_path() / "dnngraph_test_cli_bad.json";
-  FILE* f = std::fopen(bad.c_str(), "w");
-  ASSERT_TRUE(f);
-  std::fputs(R"({"format": "dnngraph-graph", "version": 1, "tensors": [], "nodes": [{"name": "n", "op": "fft"}]})", f);
-  std::fclose(f);
+  ASSERT_TRUE(write_file(
+      bad, R"({"format": "dnngraph-graph", "version": 1, "tensors": [], "nodes": [{"name": "n", "op": "fft"}]})"));
   r = run_cli("run '" + bad.string() + "'");
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_TRUE(contains(r.out, "INVALID_VALUE: graph JSON: node 'n' at $.nodes[0].op: unknown op 'fft'")) << r.out;
@@ -121,10 +127,8 @@ TEST(Cli, RunReportsBadInput) {
 TEST(Cli, TourCompletesWithEveryCheckPassing) {
   const Result r = run_cli("tour");
   EXPECT_EQ(r.rc, 0) << r.out;
-  for (const char* step : {"[1/6] fused convolution", "[2/6] matmul epilogue", "[3/6] causal attention",
-                           "[4/6] serialize", "[5/6] dynamic batch sizes", "[6/6] capture"})
-    EXPECT_TRUE(contains(r.out, step)) << step << "\n" << r.out;
-  EXPECT_TRUE(contains(r.out, " 0 failed\n")) << r.out;
+  expect_output_holds(r, {"[1/6] fused convolution", "[2/6] matmul epilogue", "[3/6] causal attention",
+                          "[4/6] serialize", "[5/6] dynamic batch sizes", "[6/6] capture", " 0 failed\n"});
   EXPECT_FALSE(contains(r.out, "MISMATCH")) << r.out;
   EXPECT_FALSE(contains(r.out, "FAILED")) << r.out;
 }
@@ -133,22 +137,16 @@ TEST(Cli, TourCompletesWithEveryCheckPassing) {
 TEST(Cli, TourChecksBatchSlices) {
   const Result r = run_cli("tour --quick --check-by-slices --device cpu");
   EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_TRUE(contains(r.out, "check 'Y (batch 1)': ")) << r.out;
-  EXPECT_TRUE(contains(r.out, "'amax' spans the whole batch: not compared with ref")) << r.out;
-  EXPECT_TRUE(contains(r.out, "against max |Y|")) << r.out;
-  EXPECT_TRUE(contains(r.out, " 0 failed\n")) << r.out;
+  expect_output_holds(r, {"check 'Y (batch 1)': ", "'amax' spans the whole batch: not compared with ref",
+                          "against max |Y|", " 0 failed\n"});
 }
 
 // ---- failures: each ends in a message and an exit code of docs/errors.md
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  const std::string dir = testing::TempDir() + "dg_cli_XXXXXX";
-  std::string tmpl = dir;
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl + "/" + name;
-}
+// `name` in a fresh folder.
+std::string temp_path(const std::string& name) { return test_files::fresh_dir("dg_cli") + "/" + name; }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "dnngraph/dnngraph.hpp"
@@ -26,6 +27,36 @@ dg::Graph float_graph() {
 void expect_error(const dg::Status& s, dg::ErrorCode code, const std::string& fragment) {
   EXPECT_EQ(s.code(), code) << s.to_string();
   EXPECT_NE(s.message().find(fragment), std::string::npos) << "message: " << s.message() << "\nwanted: " << fragment;
+}
+
+// validate's answer for relu(X), an output, in a FLOAT graph; X declared by `x`.
+dg::Status relu_of(const dg::TensorAttr& x) {
+  dg::Graph g = float_graph();
+  g.relu(g.tensor(x))->set_output(true);
+  return g.validate();
+}
+
+// validate's answer for Y = relu(X) in a FLOAT graph, X packed, Y an output that `set_y` changes.
+dg::Status relu_output_of(std::vector<int64_t> x_dims, const std::function<void(dg::TensorAttr&)>& set_y) {
+  dg::Graph g = float_graph();
+  auto y = g.relu(g.tensor(attr("X", std::move(x_dims))));
+  y->set_output(true).set_name("Y");
+  set_y(*y);
+  return g.validate();
+}
+
+// validate's answer for pointwise(X [4]) with `pw`, an output, in a FLOAT graph.
+dg::Status pointwise_of(const dg::PointwiseAttr& pw) {
+  dg::Graph g = float_graph();
+  g.pointwise(g.tensor(attr("X", {4})), pw)->set_output(true);
+  return g.validate();
+}
+
+// validate's answer for add(A, B), an output, in a FLOAT graph; A and B packed.
+dg::Status add_of(std::vector<int64_t> a, std::vector<int64_t> b) {
+  dg::Graph g = float_graph();
+  g.add(g.tensor(attr("A", std::move(a))), g.tensor(attr("B", std::move(b))))->set_output(true);
+  return g.validate();
 }
 
 // A built graph Y = relu(X + B) for execution-rule tests.
@@ -67,84 +98,56 @@ TEST(GraphRules, MissingInput) {
 }
 
 TEST(GraphRules, NegativeStride) {
-  dg::Graph g = float_graph();
-  auto x = g.tensor(dg::TensorAttr().set_name("X").set_dim({2, 3}).set_stride({-3, 1}));
-  g.relu(x)->set_output(true);
-  expect_error(g.validate(), dg::ErrorCode::INVALID_VALUE, "tensor 'X': strides [-3,1] must not be negative");
+  expect_error(relu_of(dg::TensorAttr().set_name("X").set_dim({2, 3}).set_stride({-3, 1})),
+               dg::ErrorCode::INVALID_VALUE, "tensor 'X': strides [-3,1] must not be negative");
 }
 
 TEST(GraphRules, StrideRankDisagrees) {
-  dg::Graph g = float_graph();
-  auto x = g.tensor(dg::TensorAttr().set_name("X").set_dim({2, 3}).set_stride({1}));
-  g.relu(x)->set_output(true);
-  expect_error(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "tensor 'X': has 2 dims but 1 strides");
+  expect_error(relu_of(dg::TensorAttr().set_name("X").set_dim({2, 3}).set_stride({1})),
+               dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "tensor 'X': has 2 dims but 1 strides");
 }
 
 TEST(GraphRules, NonPositiveDim) {
-  dg::Graph g = float_graph();
-  auto x = g.tensor(dg::TensorAttr().set_name("X").set_dim({2, 0}).set_stride({1, 1}));
-  g.relu(x)->set_output(true);
-  expect_error(g.validate(), dg::ErrorCode::INVALID_VALUE, "tensor 'X': dims [2,0] must all be >= 1");
+  expect_error(relu_of(dg::TensorAttr().set_name("X").set_dim({2, 0}).set_stride({1, 1})), dg::ErrorCode::INVALID_VALUE,
+               "tensor 'X': dims [2,0] must all be >= 1");
 }
 
 TEST(GraphRules, OverlappingOutputStrides) {
-  dg::Graph g = float_graph();
-  auto x = g.tensor(attr("X", {4, 4}));
-  auto y = g.relu(x);
-  y->set_output(true).set_stride({1, 1}).set_name("Y");
-  expect_error(g.validate(), dg::ErrorCode::INVALID_VALUE, "tensor 'Y': output strides [1,1] overlap");
+  expect_error(relu_output_of({4, 4}, [](dg::TensorAttr& y) { y.set_stride({1, 1}); }), dg::ErrorCode::INVALID_VALUE,
+               "tensor 'Y': output strides [1,1] overlap");
 }
 
 TEST(GraphRules, BroadcastInputStridesMayOverlap) {
-  dg::Graph g = float_graph();
-  auto x = g.tensor(dg::TensorAttr().set_name("X").set_dim({4, 4}).set_stride({0, 1}));
-  g.relu(x)->set_output(true);
-  EXPECT_TRUE(g.validate().ok());
+  EXPECT_TRUE(relu_of(dg::TensorAttr().set_name("X").set_dim({4, 4}).set_stride({0, 1})).ok());
 }
 
 TEST(GraphRules, UnsetPointwiseMode) {
-  dg::Graph g = float_graph();
-  auto x = g.tensor(attr("X", {4}));
-  g.pointwise(x, dg::PointwiseAttr())->set_output(true);
-  expect_error(g.validate(), dg::ErrorCode::ATTRIBUTE_NOT_SET, "pointwise mode is not set");
+  expect_error(pointwise_of(dg::PointwiseAttr()), dg::ErrorCode::ATTRIBUTE_NOT_SET, "pointwise mode is not set");
 }
 
 TEST(GraphRules, UnknownPointwiseMode) {
-  dg::Graph g = float_graph();
-  auto x = g.tensor(attr("X", {4}));
-  g.pointwise(x, dg::PointwiseAttr().set_mode(static_cast<dg::PointwiseMode>(999)))->set_output(true);
-  expect_error(g.validate(), dg::ErrorCode::INVALID_VALUE, "unknown pointwise mode 999");
+  expect_error(pointwise_of(dg::PointwiseAttr().set_mode(static_cast<dg::PointwiseMode>(999))),
+               dg::ErrorCode::INVALID_VALUE, "unknown pointwise mode 999");
 }
 
 TEST(GraphRules, WrongPointwiseArity) {
-  dg::Graph g = float_graph();
-  auto x = g.tensor(attr("X", {4}));
-  g.pointwise(x, dg::PointwiseAttr().set_mode(dg::PointwiseMode::ADD))->set_output(true);
-  expect_error(g.validate(), dg::ErrorCode::INVALID_VALUE, "ADD takes 2 inputs, got 1");
+  expect_error(pointwise_of(dg::PointwiseAttr().set_mode(dg::PointwiseMode::ADD)), dg::ErrorCode::INVALID_VALUE,
+               "ADD takes 2 inputs, got 1");
 }
 
 TEST(GraphRules, BroadcastMismatch) {
-  dg::Graph g = float_graph();
-  auto a = g.tensor(attr("A", {2, 3}));
-  auto b = g.tensor(attr("B", {2, 4}));
-  g.add(a, b)->set_output(true);
-  expect_error(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "tensor 'B': dims [2,4] do not broadcast with [2,3]");
+  expect_error(add_of({2, 3}, {2, 4}), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+               "tensor 'B': dims [2,4] do not broadcast with [2,3]");
 }
 
 TEST(GraphRules, RankMismatch) {
-  dg::Graph g = float_graph();
-  auto a = g.tensor(attr("A", {2, 3}));
-  auto b = g.tensor(attr("B", {3}));
-  g.add(a, b)->set_output(true);
-  expect_error(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "tensor 'B': rank 1 differs from the first input's rank 2");
+  expect_error(add_of({2, 3}, {3}), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+               "tensor 'B': rank 1 differs from the first input's rank 2");
 }
 
 TEST(GraphRules, OutputDimsDisagree) {
-  dg::Graph g = float_graph();
-  auto a = g.tensor(attr("A", {2, 3}));
-  auto y = g.relu(a);
-  y->set_output(true).set_dim({3, 2}).set_name("Y");
-  expect_error(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "tensor 'Y': dims [3,2] disagree with the inferred [2,3]");
+  expect_error(relu_output_of({2, 3}, [](dg::TensorAttr& y) { y.set_dim({3, 2}); }),
+               dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "tensor 'Y': dims [3,2] disagree with the inferred [2,3]");
 }
 
 TEST(GraphRules, NoDataTypeAnywhere) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/temp_dir.hpp"
 #include "core/hash.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "graph/graph_impl.hpp"
@@ -15,11 +16,7 @@ namespace dg = dnngraph;
 
 namespace {
 
-std::string fresh_dir() {
-  std::string tmpl = testing::TempDir() + "dg_kcache_XXXXXX";
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
+std::string fresh_dir() { return test_files::fresh_dir("dg_kcache"); }
 
 dg::KernelKey key_of(const std::string& source, std::string options = "-O3", std::string arch = "sm_90") {
   return dg::KernelKey{dg::hash64(source), std::move(options), std::move(arch), "nvrtc 13.0"};

@@ -39,6 +39,16 @@ dg::Status relu_of(const Dims& dims, const Dims& strides) {
 
 constexpr const char* kRelu = "node 'relu' (pointwise)";
 
+// conv_fprop "conv" (attr) of X [1, 4, 8, 8] with W [4, 4, 3, 3], both packed.
+dg::Status conv_of(dg::ConvFpropAttr attr) {
+  dg::Graph g;
+  const Dims x{1, 4, 8, 8}, w{4, 4, 3, 3};
+  g.conv_fprop(input(g, "X", x, packed(x)), input(g, "W", w, packed(w)), attr.set_name("conv"))->set_output(true);
+  return g.validate();
+}
+
+constexpr const char* kConv = "node 'conv' (conv_fprop)";
+
 }  // namespace
 
 TEST(Limits, ElementCountsAboveTwoToThe48AreRefusedNotWrapped) {
@@ -78,27 +88,17 @@ TEST(Limits, OutputStridesThatOnlyOverlapAfterWrappingAreRefused) {
 TEST(Limits, ConvParametersAboveTwoToThe48AreRefused) {
   for (const char* which : {"padding", "stride", "dilation"}) {
     SCOPED_TRACE(which);
-    dg::Graph g;
-    auto x = input(g, "X", {1, 4, 8, 8}, packed({1, 4, 8, 8}));
-    auto w = input(g, "W", {4, 4, 3, 3}, packed({4, 4, 3, 3}));
     dg::ConvFpropAttr a;
-    a.set_name("conv");
     if (std::string(which) == "padding") a.set_padding({INT64_MAX, 0});
     if (std::string(which) == "stride") a.set_stride({INT64_MAX, 1});
     if (std::string(which) == "dilation") a.set_dilation({INT64_MAX, 1});
-    g.conv_fprop(x, w, a)->set_output(true);
-    expect_error(g.validate(), ErrorCode::INVALID_VALUE, "node 'conv' (conv_fprop)", "",
-                 "padding, stride and dilation must be at most 2^48");
+    expect_error(conv_of(a), ErrorCode::INVALID_VALUE, kConv, "", "padding, stride and dilation must be at most 2^48");
   }
 }
 
 TEST(Limits, AHugeDilationIsAKernelThatDoesNotFitNotAWrappedSize) {
-  dg::Graph g;
-  auto x = input(g, "X", {1, 4, 8, 8}, packed({1, 4, 8, 8}));
-  auto w = input(g, "W", {4, 4, 3, 3}, packed({4, 4, 3, 3}));
-  g.conv_fprop(x, w, dg::ConvFpropAttr().set_name("conv").set_dilation({int64_t{1} << 47, 1}))->set_output(true);
-  expect_error(g.validate(), ErrorCode::SHAPE_DEDUCTION_FAILED, "node 'conv' (conv_fprop)", "X",
-               "(output size would be < 1)");
+  expect_error(conv_of(dg::ConvFpropAttr().set_dilation({int64_t{1} << 47, 1})), ErrorCode::SHAPE_DEDUCTION_FAILED,
+               kConv, "X", "(output size would be < 1)");
 }
 
 TEST(Limits, ATransposedConvolutionLargerThanTheLimitIsRefused) {

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
+#include "common/random_data.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "graph/graph_impl.hpp"
 #include "planning/plan_set.hpp"
@@ -57,12 +57,10 @@ std::vector<float> run(Chain& c, const dg::Handle& h, const std::vector<float>& 
 class PartitionSplit : public testing::Test {
  protected:
   void SetUp() override {
-    std::mt19937 rng(11);
-    std::uniform_real_distribution<float> u(-1, 1);
-    for (auto* v : {&a_, &b_, &bias_}) v->clear();
-    for (int i = 0; i < kM * kK; ++i) a_.push_back(u(rng));
-    for (int i = 0; i < kK * kN; ++i) b_.push_back(u(rng));
-    for (int i = 0; i < kN; ++i) bias_.push_back(u(rng));
+    test_random::UniformFloats u(11);
+    a_ = u.take(kM * kK);
+    b_ = u.take(kK * kN);
+    bias_ = u.take(kN);
   }
   void expect_matches_ref(Chain& c, bool gelu) {
     Chain ref;

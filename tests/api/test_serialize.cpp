@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/build_steps.hpp"
+#include "common/random_data.hpp"
 #include "core/hash.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "graph/graph_impl.hpp"
@@ -27,13 +28,10 @@ struct ConvGraph {
     auto conv = g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1}));
     auto Y = g.relu(g.bias(conv, B));
     Y->set_output(true).set_uid(13);
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-1, 1);
-    x.resize(static_cast<size_t>(n * 90));
-    w.resize(108);
-    b.resize(4);
-    for (auto* v : {&x, &w, &b})
-      for (auto& e : *v) e = u(rng);
+    test_random::UniformFloats u(seed);
+    x = u.take(static_cast<size_t>(n * 90));
+    w = u.take(108);
+    b = u.take(4);
     y.assign(static_cast<size_t>(n * 120), std::nanf(""));
   }
   dg::UidVariantPack pack() { return {{10, x.data()}, {11, w.data()}, {12, b.data()}, {13, y.data()}}; }
@@ -203,11 +201,8 @@ TEST(Serialize, AssignedUidsSurvive) {
   ASSERT_TRUE(g.serialize(bytes).ok());
   dg::Graph g2;
   ASSERT_TRUE(g2.deserialize(h, bytes).ok());
-  std::vector<float> as(30), bs(24), cs(40, std::nanf("")), want(40, std::nanf(""));
-  std::mt19937 rng(9);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (auto& v : as) v = u(rng);
-  for (auto& v : bs) v = u(rng);
+  test_random::UniformFloats u(9);
+  std::vector<float> as = u.take(30), bs = u.take(24), cs(40, std::nanf("")), want(40, std::nanf(""));
   int64_t ws = 0;
   ASSERT_TRUE(g.get_workspace_size(ws).ok());
   std::vector<char> workspace(static_cast<size_t>(ws) + 1);

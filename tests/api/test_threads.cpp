@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <thread>
 
+#include "common/random_data.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "graph/graph_impl.hpp"
 #include "planning/plan_set.hpp"
@@ -50,13 +50,11 @@ void finish(Case& c, const dg::TensorPtr& y, const dg::Handle& h) {
 
 Io make_io(const Case& c, uint32_t seed) {
   Io io;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
+  test_random::UniformFloats u(seed);
   for (const auto& dims : c.input_dims) {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
-    io.inputs.emplace_back(static_cast<size_t>(n));
-    for (auto& v : io.inputs.back()) v = u(rng);
+    io.inputs.push_back(u.take(static_cast<size_t>(n)));
   }
   io.output.assign(static_cast<size_t>(c.output_elements), std::nanf(""));
   return io;

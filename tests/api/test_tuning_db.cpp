@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 
+#include "common/temp_dir.hpp"
 #include "dnngraph/version.hpp"
 #include "planning/tuning_db.hpp"
 
@@ -15,11 +16,7 @@ namespace dg = dnngraph;
 
 namespace {
 
-std::string fresh_dir() {
-  std::string tmpl = testing::TempDir() + "dg_tuning_XXXXXX";
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
+std::string fresh_dir() { return test_files::fresh_dir("dg_tuning"); }
 
 dg::TuningRecord make_record(uint64_t fp, std::string nodes, std::string engine, double seconds) {
   dg::TuningRecord r;

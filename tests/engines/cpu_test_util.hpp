@@ -79,6 +79,15 @@ inline std::vector<dg::cpu::Isa> supported_isas() {
   return out;
 }
 
+// check(isa) for each ISA level this CPU runs, lowest first, under a trace naming it.
+template <typename Check>
+void for_each_isa(Check check) {
+  for (dg::cpu::Isa isa : supported_isas()) {
+    SCOPED_TRACE(dg::cpu::isa_name(isa));
+    check(isa);
+  }
+}
+
 // A user tensor with packed row-major strides.
 inline dg::TensorPtr packed(dg::Graph& g, const std::string& name, const Dims& dims, dg::DataType t = dg::DataType::FLOAT) {
   return g.tensor(dg::TensorAttr().set_name(name).set_dim(dims).set_stride(test_dims::packed(dims)).set_data_type(t));

@@ -44,6 +44,31 @@ inline ::testing::AssertionResult anchored_partitions(dg::Graph& g, std::vector<
   return lowered;
 }
 
+// fn(p) for each partition of g that has an anchor; a fatal failure in fn ends the walk.
+template <typename Fn>
+void for_each_anchored_partition(dg::Graph& g, Fn fn) {
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  for (const auto& p : parts) {
+    fn(p);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// DX = conv_dgrad(DY, W) with `attr`, DX of dims `dx` an output; all channels-last of type t.
+inline void add_dgrad(dg::Graph& g, const Dims& dy, const Dims& w, const Dims& dx, dg::DataType t,
+                      const dg::ConvDgradAttr& attr) {
+  auto out = g.conv_dgrad(declare(g, "DY", dy, t), declare(g, "W", w, t), attr);
+  out->set_dim(dx).set_stride(channels_last(dx)).set_output(true);
+}
+
+// DW = conv_wgrad(DY, X) with `attr`, DW of dims `dw` an output; all channels-last of type t.
+inline void add_wgrad(dg::Graph& g, const Dims& dy, const Dims& x, const Dims& dw, dg::DataType t,
+                      const dg::ConvWgradAttr& attr) {
+  auto out = g.conv_wgrad(declare(g, "DY", dy, t), declare(g, "X", x, t), attr);
+  out->set_dim(dw).set_stride(channels_last(dw)).set_output(true);
+}
+
 // bf16 X [2, 32, 14, 14] -> conv 3x3 (padding 1) with W [k, wc, 3, 3] -> + bias [k] -> ReLU, all
 // channels-last: the graph of the fprop (wc 32) and depthwise (k 32, wc 1) compile tests.
 inline void add_conv_bias_relu(dg::Graph& g, int64_t k, int64_t wc) {

@@ -9,8 +9,10 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "common/random_data.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 
@@ -39,6 +41,56 @@ struct Case {
            (padding ? " padding" : "") + (stats ? " stats" : "") + (scale ? " scale" + std::to_string(*scale) : "");
   }
 };
+
+// A random trial's batch (1..2), K/V heads (1..2), Q heads (1..3 times those: MHA, GQA, MQA) and
+// sequence lengths (1..max_sq, 1..max_skv), drawn in that order. C: a Case, or the ref tests' own.
+template <typename C>
+void pick_heads_and_lengths(test_random::IntPicker& pick, C& c, int64_t max_sq, int64_t max_skv) {
+  c.b = pick(1, 2);
+  c.hk = pick(1, 2);
+  c.h = c.hk * pick(1, 3);
+  c.sq = pick(1, max_sq);
+  c.skv = pick(1, max_skv);
+}
+
+// A random trial's mask (the five in turn) and band bounds (left 1..max_left, right 0..max_right).
+template <typename C>
+void pick_mask_and_bounds(test_random::IntPicker& pick, C& c, int trial, int64_t max_left, int64_t max_right) {
+  c.mask = static_cast<Mask>(trial % 5);
+  c.left = pick(1, max_left);
+  c.right = pick(0, max_right);
+}
+
+// The random-shape sweep: `trials` cases drawn from one picker seeded `seed`, each with heads and
+// lengths first (pick_heads_and_lengths), then vary(pick, trial, c) for the rest, then check(c,
+// trial) under a trace naming the trial.
+template <typename C, typename Vary, typename Check>
+void for_each_random_case(uint32_t seed, int trials, int64_t max_sq, int64_t max_skv, Vary vary, Check check) {
+  test_random::IntPicker pick(seed);
+  for (int trial = 0; trial < trials; ++trial) {
+    C c;
+    pick_heads_and_lengths(pick, c, max_sq, max_skv);
+    vary(pick, trial, c);
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    check(c, trial);
+  }
+}
+
+// The tile-edge sweep: `base` at each (sq, skv) of `lengths` under the NONE, CAUSAL,
+// CAUSAL_BOTTOM_RIGHT and SLIDING_WINDOW masks, in that order.
+template <typename C>
+std::vector<C> tile_edge_cases(const C& base, std::initializer_list<std::pair<int64_t, int64_t>> lengths) {
+  std::vector<C> cases;
+  for (auto [sq, skv] : lengths)
+    for (Mask m : {Mask::NONE, Mask::CAUSAL, Mask::CAUSAL_BOTTOM_RIGHT, Mask::SLIDING_WINDOW}) {
+      C c = base;
+      c.sq = sq;
+      c.skv = skv;
+      c.mask = m;
+      cases.push_back(c);
+    }
+  return cases;
+}
 
 // A rank-4 host tensor in BHSD or BSHD layout.
 struct Tensor4 {
@@ -151,6 +203,21 @@ inline SdpaTensors add_sdpa(dg::Graph& g, const Case& c, const Inputs& in) {
   O->set_output(true).set_data_type(c.out_type());
   if (c.stats) STATS->set_output(true);
   return t;
+}
+
+// Plans g on `handle` for its selected engines: validate, build_operation_graph,
+// create_execution_plans (mode A) and check_support. A failed step is a test failure (a refusal
+// with explain()'s candidates), and false.
+inline bool plan_mode_a(dg::Graph& g, dg::Handle& handle) {
+  auto failed = [](const char* step, const dg::Status& s, const std::string& detail = "") {
+    ADD_FAILURE() << step << ": " << s.to_string() << detail;
+    return false;
+  };
+  if (auto s = g.validate(); !s.ok()) return failed("validate", s);
+  if (auto s = g.build_operation_graph(handle); !s.ok()) return failed("build_operation_graph", s);
+  if (auto s = g.create_execution_plans({dg::HeurMode::A}); !s.ok()) return failed("create_execution_plans", s);
+  if (auto s = g.check_support(handle); !s.ok()) return failed("check_support", s, "\n" + g.explain());
+  return true;
 }
 
 // O (Q's layout, the case's output type) and STATS (fp32, BHSD), poisoned with NaN.

@@ -48,7 +48,7 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
   dg::ThreadPool pool(2);
-  for (auto isa : cpu_test::supported_isas()) {
+  cpu_test::for_each_isa([&](dg::cpu::Isa isa) {
     const cg::KernelSet& ks = cg::kernel_set(isa);
     for (int trial = 0; trial < 6; ++trial) {
       const int64_t m = 1 + rng() % 70, n = 1 + rng() % 70 + (trial < 3 ? 0 : 2 * ks.nr), k = 1 + rng() % 90;
@@ -77,7 +77,7 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
               << dg::cpu::isa_name(isa) << " m=" << m << " n=" << n << " k=" << k << " at " << i << "," << j;
         }
     }
-  }
+  });
 }
 
 TEST(CpuGemmKernels, PackPanelsZeroPadsAndConverts) {

@@ -95,8 +95,7 @@ TEST(CpuConvertKernels, MatchTheScalarConversionsOnEveryIsa) {
   std::uniform_real_distribution<float> u(-70000.0f, 70000.0f);
   while (src.size() < 77) src.push_back(u(rng) * (rng() % 2 ? 1.0f : 1e-4f));
   const int64_t n = static_cast<int64_t>(src.size());
-  for (auto isa : cpu_test::supported_isas()) {
-    SCOPED_TRACE(cpu::isa_name(isa));
+  cpu_test::for_each_isa([&](cpu::Isa isa) {
     const auto& k = cpu::convert_kernels(isa);
     for (auto t : {dg::DataType::BFLOAT16, dg::DataType::HALF}) {
       std::vector<uint16_t> half(static_cast<size_t>(n));
@@ -116,7 +115,7 @@ TEST(CpuConvertKernels, MatchTheScalarConversionsOnEveryIsa) {
         EXPECT_EQ(dg::dtype::float_bits(back[static_cast<size_t>(i)]), dg::dtype::float_bits(decoded)) << i;
       }
     }
-  }
+  });
 }
 
 // ---- graphs vs ref

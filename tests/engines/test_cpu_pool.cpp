@@ -52,9 +52,8 @@ Dims pooled(const Dims& x, const Dims& w, const Dims& s, const Dims& pre, const 
 TEST(CpuPoolKernels, MatchPlainLoopsOnEveryIsa) {
   std::mt19937 rng(301);
   std::uniform_real_distribution<float> u(-3, 3);
-  for (auto isa : cpu_test::supported_isas()) {
+  cpu_test::for_each_isa([&](dg::cpu::Isa isa) {
     const auto& k = dg::cpu::pool::pool_kernels(isa);
-    SCOPED_TRACE(dg::cpu::isa_name(isa));
     for (int64_t n : {1, 9, 16, 37}) {
       std::vector<std::vector<float>> r(3, std::vector<float>(static_cast<size_t>(n)));
       std::vector<float> acc(n), f(n);
@@ -89,7 +88,7 @@ TEST(CpuPoolKernels, MatchPlainLoopsOnEveryIsa) {
         EXPECT_EQ(odd[j], pairs[static_cast<size_t>(2 * j + 1)]);
       }
     }
-  }
+  });
 }
 
 // ---- graphs vs ref

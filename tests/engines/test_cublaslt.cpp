@@ -267,7 +267,7 @@ class CublasLtGpu : public ct::VendorGpuTest<LtApi, api, error> {
       if (!built.ok()) continue;
       int64_t ws = 0;
       EXPECT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
-      memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+      const memory::Buffer workspace = ct::workspace_buffer(*h_, ws);
       rig.poison();
       const Status run = g.execute_plan_at_index(*h_, rig.pack, workspace.get(), i, ws);
       EXPECT_TRUE(run.ok()) << name << ": " << run.to_string();
@@ -330,20 +330,15 @@ TEST_F(CublasLtGpu, SerializedPlanReloads) {
   ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
   ASSERT_TRUE(g.build_plans(*h_).ok());
   std::vector<uint8_t> bytes;
-  ASSERT_TRUE(g.serialize(bytes).ok());
   dg::Graph loaded;
-  const Status s = loaded.deserialize(*h_, bytes);
-  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_TRUE(ct::serialize_and_reload(g, *h_, loaded, bytes));
   dg::Handle cpu(dg::Device::cpu());
   ct::Outputs want;
   ct::RunOptions o;
   o.engine = "ref";
   ASSERT_TRUE(ct::run_graph(matmul_graph(c), cpu, o, want));
   Rig rig(*h_, loaded);
-  int64_t ws = 0;
-  ASSERT_TRUE(loaded.get_workspace_size(ws).ok());
-  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-  ASSERT_TRUE(loaded.execute(*h_, rig.pack, workspace.get(), ws).ok());
+  ASSERT_TRUE(ct::execute_in_workspace(loaded, *h_, rig.pack));
   rig.expect_matches(want, "deserialized");
 }
 

@@ -17,14 +17,12 @@ namespace {
 
 namespace dg = dnngraph;
 namespace cv = dnngraph::cuda::conv;
-using gemm_test::Dims;
 using gemm_test::Expect;
-using gemm_test::HostTensor;
-using M = dg::PointwiseMode;
 
-using namespace cuda_conv_test;
+using namespace cuda_conv_test;  // Dims, HostTensor, M and the graph builders
 
 constexpr const char* kEngine = "cuda_conv_implicit_gemm";
+constexpr dg::DataType F = dg::DataType::FLOAT;  // the TF32 tests' inputs
 
 // The anchor partition's describe() result for a conv of these channel counts.
 bool describe(int64_t c, int64_t wc, std::string& why, dg::DataType t = dg::DataType::BFLOAT16, bool tf32 = false) {
@@ -66,7 +64,6 @@ TEST(CudaConvImplicitGemm, FloatInputsNeedTheGraphToAllowTf32) {
 // fprop, dgrad and wgrad with FLOAT inputs: the tf32 mma.sync kernels (both operand majors).
 TEST(CudaConvImplicitGemm, Tf32KernelsCompileWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
-  const auto F = dg::DataType::FLOAT;
   for (const char* op : {"fprop", "dgrad", "wgrad"}) {
     dg::Graph g;
     set_types(g, F);
@@ -78,17 +75,12 @@ TEST(CudaConvImplicitGemm, Tf32KernelsCompileWithNvrtc) {
       y = g.pointwise(g.bias(y, declare(g, "B", {1, 20, 1, 1}, F)), dg::PointwiseAttr().set_mode(M::RELU_FWD));
       y->set_output(true).set_stride(channels_last({2, 20, 9, 9}));
     } else if (o == "dgrad") {
-      auto dx = g.conv_dgrad(declare(g, "DY", {2, 20, 5, 5}, F), declare(g, "W", {20, 12, 3, 3}, F),
-                             dg::ConvDgradAttr().set_padding({1, 1}).set_stride({2, 2}));
-      dx->set_dim({2, 12, 9, 9}).set_stride(channels_last({2, 12, 9, 9})).set_output(true);
+      add_dgrad(g, {2, 20, 5, 5}, {20, 12, 3, 3}, {2, 12, 9, 9}, F,
+                dg::ConvDgradAttr().set_padding({1, 1}).set_stride({2, 2}));
     } else {
-      auto dw = g.conv_wgrad(declare(g, "DY", {2, 20, 9, 9}, F), declare(g, "X", {2, 12, 9, 9}, F),
-                             dg::ConvWgradAttr().set_padding({1, 1}));
-      dw->set_dim({20, 12, 3, 3}).set_stride(channels_last({20, 12, 3, 3})).set_output(true);
+      add_wgrad(g, {2, 20, 9, 9}, {2, 12, 9, 9}, {20, 12, 3, 3}, F, dg::ConvWgradAttr().set_padding({1, 1}));
     }
-    std::vector<dg::Partition> parts;
-    ASSERT_TRUE(anchored_partitions(g, parts));
-    for (const auto& p : parts) {
+    ASSERT_NO_FATAL_FAILURE(for_each_anchored_partition(g, [&](const dg::Partition& p) {
       std::string src, why;
       ASSERT_TRUE(cv::fprop_source_for_test(p, 0, 128, 64, 4, src, why)) << why;
       EXPECT_TRUE(gemm_test::instantiates(src, "_mma_sync",
@@ -96,7 +88,7 @@ TEST(CudaConvImplicitGemm, Tf32KernelsCompileWithNvrtc) {
                                            {"kTileK", "16"}, {"kWarpsM", "2"}, {"kWarpsN", "2"}, {"kStages", "4"}}));
       for (const char* arch : {"sm_80", "sm_90a"})
         ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_tf32.cu", arch, o + " " + arch + ": "));
-    }
+    }));
   }
 }
 
@@ -176,9 +168,7 @@ TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
   add_conv_bias_relu(g, 48, 32);
-  std::vector<dg::Partition> parts;
-  ASSERT_TRUE(anchored_partitions(g, parts));
-  for (const auto& p : parts) {
+  for_each_anchored_partition(g, [](const dg::Partition& p) {
     std::string src, why;
     for (int core : {0, 1, 2, 3}) {  // 2: the wgmma core with split-K; 3: with 64-wide tiles
       ASSERT_TRUE(cv::fprop_source_for_test(p, core ? 1 : 0, 128, core == 3 ? 64 : 128, 4, src, why, core == 2 ? 3 : 1))
@@ -190,25 +180,21 @@ TEST(CudaConvImplicitGemm, KernelsCompileWithNvrtc) {
       }
       ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv.cu", "sm_90a", "core " + std::to_string(core) + ": "));
     }
-  }
+  });
 }
 
 TEST(CudaConvImplicitGemm, DgradKernelCompilesWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
   set_types(g, dg::DataType::HALF);
-  auto dy = declare(g, "DY", {2, 24, 7, 7}, dg::DataType::HALF);
-  auto w = declare(g, "W", {24, 16, 3, 3}, dg::DataType::HALF);
-  auto dx = g.conv_dgrad(dy, w, dg::ConvDgradAttr().set_padding({1, 1}).set_stride({2, 2}));
-  dx->set_dim({2, 16, 13, 13}).set_stride(channels_last({2, 16, 13, 13})).set_output(true);
-  std::vector<dg::Partition> parts;
-  ASSERT_TRUE(anchored_partitions(g, parts));
-  for (const auto& p : parts) {
+  add_dgrad(g, {2, 24, 7, 7}, {24, 16, 3, 3}, {2, 16, 13, 13}, dg::DataType::HALF,
+            dg::ConvDgradAttr().set_padding({1, 1}).set_stride({2, 2}));
+  for_each_anchored_partition(g, [](const dg::Partition& p) {
     std::string src, why;
     ASSERT_TRUE(cv::fprop_source_for_test(p, 0, 64, 64, 3, src, why)) << why;
     EXPECT_NE(src.find("conv_dgrad_mma_sync"), std::string::npos);
     ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_dgrad.cu", "sm_80"));
-  }
+  });
 }
 
 // TF32 (FLOAT inputs where the graph allows it): inputs rounded to 10 mantissa bits make a k-term
@@ -284,12 +270,17 @@ TEST(CudaConvImplicitGemm, Conv1dAnd3dMatchRef) {
            dg::DataType::BFLOAT16, true, rng);
 }
 
+// bf16 conv + bias + ReLU cases (bf16 outputs), each against ref on its first `plans` plans; their
+// data comes from one generator seeded `seed`.
+void run_fused_bf16_cases(uint32_t seed, int plans, std::initializer_list<Case> cases) {
+  std::mt19937 rng(seed);
+  for (const Case& c : cases) run_case(c, dg::DataType::BFLOAT16, dg::DataType::BFLOAT16, true, rng, plans);
+}
+
 // The first eight knob settings (on Hopper: the four wgmma ones, then mma.sync), on a shape that fits no tile.
 TEST(CudaConvImplicitGemm, EveryConfigurationMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
-  std::mt19937 rng(73);
-  run_case({{2, 64, 15, 13}, 136, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, dg::DataType::BFLOAT16,
-           dg::DataType::BFLOAT16, true, rng, 8);
+  run_fused_bf16_cases(73, 8, {{{2, 64, 15, 13}, 136, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}});
 }
 
 }  // namespace
@@ -323,21 +314,15 @@ void run_dgrad(const Case& c, dg::DataType t, bool relu, std::mt19937& rng) {
 // second shape (k not a multiple of 64) reuses the first one's kernels (same types, dynamic shapes).
 TEST(CudaConvImplicitGemm, SplitKMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
-  std::mt19937 rng(74);
-  run_case({{2, 256, 9, 7}, 200, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, dg::DataType::BFLOAT16,
-           dg::DataType::BFLOAT16, true, rng, 9);
-  run_case({{1, 136, 6, 5}, 72, {3, 3}, {1, 0}, {0, 1}, {1, 1}, {1, 2}}, dg::DataType::BFLOAT16,
-           dg::DataType::BFLOAT16, true, rng, 9);
+  run_fused_bf16_cases(74, 9, {{{2, 256, 9, 7}, 200, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+                               {{1, 136, 6, 5}, 72, {3, 3}, {1, 0}, {0, 1}, {1, 1}, {1, 2}}});
 }
 
 // 40 output channels (off every tile width): the plans include the wgmma core's 64-wide tiles.
 TEST(CudaConvImplicitGemm, NarrowTilesMatchRef) {
   DG_REQUIRE_CUDA(gpu);
-  std::mt19937 rng(75);
-  run_case({{2, 64, 15, 13}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, dg::DataType::BFLOAT16,
-           dg::DataType::BFLOAT16, true, rng, 8);
-  run_case({{3, 32, 9, 11}, 64, {1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}}, dg::DataType::BFLOAT16,
-           dg::DataType::BFLOAT16, true, rng, 8);
+  run_fused_bf16_cases(75, 8, {{{2, 64, 15, 13}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+                               {{3, 32, 9, 11}, 64, {1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}}});
 }
 
 TEST(CudaConvImplicitGemm, DgradMatchesRef) {
@@ -386,18 +371,14 @@ TEST(CudaConvImplicitGemm, WgradKernelCompilesWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
   set_types(g, dg::DataType::BFLOAT16);
-  auto dy = declare(g, "DY", {2, 24, 7, 7}, dg::DataType::BFLOAT16);
-  auto x = declare(g, "X", {2, 16, 7, 7}, dg::DataType::BFLOAT16);
-  auto dw = g.conv_wgrad(dy, x, dg::ConvWgradAttr().set_padding({1, 1}));
-  dw->set_dim({24, 16, 3, 3}).set_stride(channels_last({24, 16, 3, 3})).set_output(true);
-  std::vector<dg::Partition> parts;
-  ASSERT_TRUE(anchored_partitions(g, parts));
-  for (const auto& p : parts) {
+  add_wgrad(g, {2, 24, 7, 7}, {2, 16, 7, 7}, {24, 16, 3, 3}, dg::DataType::BFLOAT16,
+            dg::ConvWgradAttr().set_padding({1, 1}));
+  for_each_anchored_partition(g, [](const dg::Partition& p) {
     std::string src, why;
     ASSERT_TRUE(cv::fprop_source_for_test(p, 0, 64, 128, 4, src, why)) << why;
     EXPECT_NE(src.find("conv_wgrad_mma_sync"), std::string::npos);
     ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_wgrad.cu", "sm_90a"));
-  }
+  });
 }
 
 // A random 2D case for the gradient tests: channel counts multiples of `unit` (one 16-byte chunk).
@@ -427,17 +408,24 @@ TEST(CudaConvImplicitGemm, WgradMatchesRef) {
 
 namespace {
 
+// A random 2D fprop case for the TF32 tests: batch 1..3, C a multiple of 4 up to 4 * max_units,
+// H and W in 3..2 + spatial, K in 1..max_k, and a random window, drawn in that order.
+Case random_tf32_case(std::mt19937& rng, int64_t max_units, int64_t spatial, int64_t max_k) {
+  Case c;
+  c.x = {1 + int64_t(rng() % 3), 4 * (1 + int64_t(rng() % max_units)), 3 + int64_t(rng() % spatial),
+         3 + int64_t(rng() % spatial)};
+  c.k = 1 + int64_t(rng() % max_k);
+  random_window(rng, c);
+  return c;
+}
+
 // FLOAT convolutions as TF32: random 2D fprop (4-channel multiples, fused and not), a 3D one, every
 // mma.sync tf32 configuration, dgrad and wgrad.
 TEST(CudaConvImplicitGemm, Tf32ConvolutionsMatchRef) {
   DG_REQUIRE_CUDA(gpu);
-  const auto F = dg::DataType::FLOAT;
   std::mt19937 rng(111);
   for (int trial = 0; trial < 4; ++trial) {
-    Case c;
-    c.x = {1 + int64_t(rng() % 3), 4 * (1 + int64_t(rng() % 10)), 3 + int64_t(rng() % 20), 3 + int64_t(rng() % 20)};
-    c.k = 1 + rng() % 70;
-    random_window(rng, c);
+    const Case c = random_tf32_case(rng, 10, 20, 70);
     SCOPED_TRACE("fprop trial " + std::to_string(trial));
     run_case(c, F, trial % 3 ? F : dg::DataType::BFLOAT16, trial % 2 == 0, rng);
   }
@@ -461,13 +449,9 @@ namespace {
 // residual chain, 40 output channels (the 64-wide tiles) and a deep k (split-K 2..8).
 TEST(CudaConvImplicitGemm, Tf32WgmmaConvolutionsMatchRef) {
   DG_REQUIRE_CUDA(gpu);
-  const auto F = dg::DataType::FLOAT;
   std::mt19937 rng(121);
   for (int trial = 0; trial < 6; ++trial) {
-    Case c;
-    c.x = {1 + int64_t(rng() % 3), 4 * (1 + int64_t(rng() % 24)), 3 + int64_t(rng() % 24), 3 + int64_t(rng() % 24)};
-    c.k = 1 + rng() % 300;
-    random_window(rng, c);
+    const Case c = random_tf32_case(rng, 24, 24, 300);
     SCOPED_TRACE("trial " + std::to_string(trial) + " C=" + std::to_string(c.x[1]) + " K=" + std::to_string(c.k));
     run_case(c, F, trial % 3 == 2 ? dg::DataType::BFLOAT16 : F, trial % 3 != 0, rng, 2, trial % 2 == 1);
   }

@@ -22,15 +22,13 @@ TEST(CudaConvDepthwise, KernelCompilesWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
   add_conv_bias_relu(g, 32, 1);
-  std::vector<dg::Partition> parts;
-  ASSERT_TRUE(anchored_partitions(g, parts));
-  for (const auto& p : parts) {
+  for_each_anchored_partition(g, [](const dg::Partition& p) {
     for (int strip : {0, 2, 4, 8}) {
       std::string src, why;
       ASSERT_TRUE(cv::depthwise_source_for_test(p, strip, src, why)) << why;
       ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_depthwise.cu", "sm_90a", "strip " + std::to_string(strip) + ": "));
     }
-  }
+  });
 }
 
 // The strip kernel with W stride and dilation 2, channels not a multiple of 8 (scalar loads), half.
@@ -43,9 +41,7 @@ TEST(CudaConvDepthwise, StridedStripKernelCompilesWithNvrtc) {
   auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({1, 1}).set_stride({2, 2}).set_dilation({1, 2}));
   y = g.pointwise(y, dg::PointwiseAttr().set_mode(M::RELU_FWD));
   y->set_output(true).set_stride(channels_last({2, 20, 8, 8}));
-  std::vector<dg::Partition> parts;
-  ASSERT_TRUE(anchored_partitions(g, parts));
-  for (const auto& p : parts) {
+  for_each_anchored_partition(g, [](const dg::Partition& p) {
     std::string src, why;
     ASSERT_TRUE(cv::depthwise_source_for_test(p, 4, src, why)) << why;
     EXPECT_TRUE(gemm_test::instantiates(src, "conv_depthwise_strip",
@@ -53,7 +49,7 @@ TEST(CudaConvDepthwise, StridedStripKernelCompilesWithNvrtc) {
                                          {"kFilterH", "3"}, {"kFilterW", "3"}, {"kStrideW", "2"}, {"kDilationW", "2"},
                                          {"kStrip", "4"}}));
     ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_depthwise_strided.cu", "sm_90a"));
-  }
+  });
 }
 
 // Depthwise: random channels (multiples of 8 or not), filters, strides, dilations, with bias + ReLU.

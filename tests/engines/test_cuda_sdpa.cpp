@@ -65,12 +65,7 @@ Outputs run(const Case& c, const Inputs& in, dg::Handle& handle, const std::stri
   const auto [Q, K, V, SQ, SKV, O, STATS] = sdpa_test::add_sdpa(g, c, in);
   Outputs out;
   sdpa_test::poisoned_results(c, out.o, out.stats);
-  EXPECT_TRUE(g.validate().ok());
-  EXPECT_TRUE(g.build_operation_graph(handle).ok());
-  EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
-  auto s = g.check_support(handle);
-  EXPECT_TRUE(s.ok()) << s.to_string() << "\n" << g.explain();
-  if (!s.ok()) return out;
+  if (!sdpa_test::plan_mode_a(g, handle)) return out;
   int64_t index = -1;
   for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
     std::string name;
@@ -80,7 +75,7 @@ Outputs run(const Case& c, const Inputs& in, dg::Handle& handle, const std::stri
   }
   EXPECT_GE(index, 0) << "no plan named '" << plan << "'";
   if (index < 0) return out;
-  s = g.build_plan_at_index(handle, index);
+  dg::Status s = g.build_plan_at_index(handle, index);
   EXPECT_TRUE(s.ok()) << s.to_string();
   std::vector<int32_t> sq = in.seq_q, skv = in.seq_kv;
   std::vector<std::pair<dg::TensorPtr, void*>> host{{Q, const_cast<unsigned char*>(in.q.bytes.data())},
@@ -285,43 +280,29 @@ class CudaSdpa : public ::testing::Test {
 };
 
 TEST_F(CudaSdpa, MatchesRefOnRandomShapes) {
-  std::mt19937 rng(2026);
-  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  for (int trial = 0; trial < 20; ++trial) {
-    Case c;
-    c.b = pick(1, 2);
-    c.hk = pick(1, 2);
-    c.h = c.hk * pick(1, 3);
-    c.sq = pick(1, 300);
-    c.skv = pick(1, 300);
+  auto vary = [](test_random::IntPicker& pick, int trial, Case& c) {
     c.d = c.dv = trial % 4 == 3 ? 128 : 64;
     c.type = trial % 2 ? T::HALF : T::BFLOAT16;
     c.bshd = trial % 3 == 1;
-    c.mask = static_cast<Mask>(trial % 5);
-    c.left = pick(1, 150);
-    c.right = pick(0, 60);
+    sdpa_test::pick_mask_and_bounds(pick, c, trial, 150, 60);
     c.padding = trial % 4 == 2;
     c.stats = trial % 3 != 2;
-    SCOPED_TRACE("trial " + std::to_string(trial));
+  };
+  sdpa_test::for_each_random_case<Case>(2026, 20, 300, 300, vary, [this](const Case& c, int trial) {
     check(c, static_cast<uint32_t>(trial + 1));
-  }
+  });
 }
 
 TEST_F(CudaSdpa, TileEdgesAndLongSequences) {
   // Query blocks of 64 (mma.sync) and 128 (wgmma), key tiles of 64 and 128: lengths around them.
-  const int64_t lengths[][2] = {{128, 128}, {129, 127}, {63, 257}, {640, 700}, {1, 385}, {300, 17}};
+  Case base;
+  base.h = 2;
+  base.left = 150;
+  base.stats = true;
   uint32_t seed = 100;
-  for (auto [sq, skv] : lengths)
-    for (Mask m : {Mask::NONE, Mask::CAUSAL, Mask::CAUSAL_BOTTOM_RIGHT, Mask::SLIDING_WINDOW}) {
-      Case c;
-      c.h = 2;
-      c.sq = sq;
-      c.skv = skv;
-      c.mask = m;
-      c.left = 150;
-      c.stats = true;
-      check(c, ++seed);
-    }
+  for (const Case& c :
+       sdpa_test::tile_edge_cases(base, {{128, 128}, {129, 127}, {63, 257}, {640, 700}, {1, 385}, {300, 17}}))
+    check(c, ++seed);
 }
 
 TEST_F(CudaSdpa, HeadDimsUpTo256) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -181,16 +182,15 @@ inline double relative_error(const ir::Tensor& t, const std::vector<uint8_t>& a,
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
-// Tolerance on ||got - want|| / ||want|| by the output's type.
+// Tolerance on ||got - want|| / ||want|| by the output's type; 1e-2 for the integer types (a value on
+// a rounding boundary may land one step away).
 inline double tolerance(DataType t) {
-  switch (t) {
-    case DataType::FLOAT: return 2e-5;
-    case DataType::HALF: return 3e-3;
-    case DataType::BFLOAT16: return 1e-2;
-    case DataType::FP8_E4M3: return 7e-2;
-    case DataType::FP8_E5M2: return 1.3e-1;
-    default: return 1e-2;  // integers: a value on a rounding boundary may land one step away
-  }
+  constexpr std::pair<DataType, double> kFloatTolerances[] = {{DataType::FLOAT, 2e-5},    {DataType::HALF, 3e-3},
+                                                              {DataType::BFLOAT16, 1e-2}, {DataType::FP8_E4M3, 7e-2},
+                                                              {DataType::FP8_E5M2, 1.3e-1}};
+  for (const auto& [type, tol] : kFloatTolerances)
+    if (type == t) return tol;
+  return 1e-2;
 }
 
 using Builder = std::function<void(dg::Graph&)>;
@@ -250,6 +250,11 @@ inline ::testing::AssertionResult run_graph(const Builder& build, dg::Handle& h,
   return ::testing::AssertionSuccess();
 }
 
+// A device buffer of a plan's `ws` bytes, one at least (a plan that needs none still gets a pointer).
+inline memory::Buffer workspace_buffer(dg::Handle& h, int64_t ws) {
+  return memory::Buffer(impl_of(h), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+}
+
 // Buffers for every non-virtual tensor of a built graph on `h` (device memory, or host memory on a
 // CPU handle), for tests that run plans one by one: inputs hold the seeded data run_graph gives them
 // (seed * 7919 + uid), except those named in `fixed` (int32 data, e.g. sequence lengths); outputs are
@@ -302,6 +307,80 @@ struct DeviceRig {
       EXPECT_LE(err, tolerance(t->dtype) * tol_scale) << what << ", output '" << t->name << "': " << bad;
     }
   }
+  // Runs g's built plan `plan` `runs` times, outputs poisoned before each, and compares each run
+  // with `want` (a plan that makes a CUDA graph on its second call replays it from then on).
+  void expect_plan_matches(const dg::Graph& g, int64_t plan, int runs, const Outputs& want, const std::string& what,
+                           double tol_scale = 1.0) {
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size_plan_at_index(plan, ws).ok());
+    const memory::Buffer workspace = workspace_buffer(h, ws);
+    for (int run = 0; run < runs; ++run) {
+      poison();
+      const Status s = g.execute_plan_at_index(h, pack, workspace.get(), plan, ws);
+      ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
+      expect_matches(want, what + ", run " + std::to_string(run), tol_scale);
+    }
+  }
+};
+
+// Runs g's built default plans on `h` with `pack`, in a workspace of the size they ask for.
+inline ::testing::AssertionResult execute_in_workspace(dg::Graph& g, dg::Handle& h, const dg::UidVariantPack& pack) {
+  int64_t ws = 0;
+  if (auto s = g.get_workspace_size(ws); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
+  const memory::Buffer workspace = workspace_buffer(h, ws);
+  if (auto s = g.execute(h, pack, workspace.get(), ws); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
+  return ::testing::AssertionSuccess();
+}
+
+// g's built plans serialized, then deserialized into `loaded` on `h`.
+inline ::testing::AssertionResult serialize_and_reload(const dg::Graph& g, dg::Handle& h, dg::Graph& loaded,
+                                                       std::vector<uint8_t>& bytes) {
+  if (auto s = g.serialize(bytes); !s.ok()) return ::testing::AssertionFailure() << "serialize: " << s.to_string();
+  if (auto s = loaded.deserialize(h, bytes); !s.ok())
+    return ::testing::AssertionFailure() << "deserialize: " << s.to_string();
+  return ::testing::AssertionSuccess();
+}
+
+// The same pointers keyed by the graph's tensor objects (populate_cuda_graph takes those).
+inline dg::VariantPack uid_pack_as_tensors(const dg::Graph& g, const dg::UidVariantPack& by_uid) {
+  dg::VariantPack out;
+  auto add = [&](const dg::TensorPtr& t) {
+    if (auto it = t ? by_uid.find(t->get_uid()) : by_uid.end(); it != by_uid.end()) out[t] = it->second;
+  };
+  for (const auto& t : impl_of(g).tensors) add(t);
+  for (const auto& n : impl_of(g).nodes)
+    for (const auto& t : n.outputs) add(t);
+  return out;
+}
+
+// A graph's plans recorded by populate_cuda_graph into a CUDA graph and instantiated; the graph and
+// its executable are destroyed with this object.
+class CapturedGraph {
+ public:
+  CapturedGraph() = default;
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  ~CapturedGraph() {
+    if (exec_) driver()->cuGraphExecDestroy(exec_);
+    if (graph_) driver()->cuGraphDestroy(graph_);
+  }
+  ::testing::AssertionResult capture(dg::Graph& g, dg::Handle& h, const dg::UidVariantPack& pack, void* workspace) {
+    if (auto s = check(driver()->cuGraphCreate(&graph_, 0), "cuGraphCreate"); !s.ok()) return failed(s);
+    if (auto s = g.populate_cuda_graph(h, uid_pack_as_tensors(g, pack), workspace, graph_); !s.ok()) return failed(s);
+    return result(check(driver()->cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiate"));
+  }
+  // Launches the executable on h's stream.
+  ::testing::AssertionResult launch(dg::Handle& h) const {
+    return result(check(driver()->cuGraphLaunch(exec_, stream_of(impl_of(h))), "cuGraphLaunch"));
+  }
+
+ private:
+  static ::testing::AssertionResult failed(const Status& s) { return ::testing::AssertionFailure() << s.to_string(); }
+  static ::testing::AssertionResult result(const Status& s) {
+    return s.ok() ? ::testing::AssertionSuccess() : failed(s);
+  }
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
 };
 
 // Runs the graph with options.engine on `h` and with ref on the CPU, and compares every output.

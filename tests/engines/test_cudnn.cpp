@@ -25,9 +25,7 @@ namespace {
 
 namespace ct = dnngraph::cuda::testing;
 namespace dg = dnngraph;
-using M = PointwiseMode;
-using T = DataType;
-using namespace test_graphs;
+using namespace test_graphs;  // its graphs, and T for DataType
 
 // ---------------------------------------------------------------- a fake cuDNN backend
 

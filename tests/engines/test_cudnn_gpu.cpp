@@ -17,22 +17,9 @@ namespace {
 
 namespace ct = dnngraph::cuda::testing;
 namespace dg = dnngraph;
-using T = DataType;
-using namespace test_graphs;
+using namespace test_graphs;  // its graphs, and T for DataType
 
 using Rig = ct::DeviceRig;
-
-// The same pointers keyed by the graph's tensor objects (populate_cuda_graph takes those).
-dg::VariantPack uid_pack_as_tensors(const dg::Graph& g, const dg::UidVariantPack& by_uid) {
-  dg::VariantPack out;
-  auto add = [&](const dg::TensorPtr& t) {
-    if (auto it = t ? by_uid.find(t->get_uid()) : by_uid.end(); it != by_uid.end()) out[t] = it->second;
-  };
-  for (const auto& t : impl_of(g).tensors) add(t);
-  for (const auto& n : impl_of(g).nodes)
-    for (const auto& t : n.outputs) add(t);
-  return out;
-}
 
 ct::Outputs ref_outputs(const ct::Builder& build, uint32_t seed = 1) {
   dg::Handle cpu(dg::Device::cpu());
@@ -80,15 +67,8 @@ void expect_every_plan_matches_ref(const ct::Builder& build, dg::Handle& h, int6
       continue;
     }
     ++built;
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
-    memory::Buffer workspace(impl_of(h), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    for (int rep = 0; rep < 2; ++rep) {  // the second run makes and launches the plan's CUDA graph
-      rig.poison();
-      const Status run = g.execute_plan_at_index(h, rig.pack, workspace.get(), i, ws);
-      ASSERT_TRUE(run.ok()) << name << ": " << run.to_string();
-      rig.expect_matches(want, name + (rep ? " (CUDA graph)" : ""), tol_scale);
-    }
+    // the second run makes and launches the plan's CUDA graph
+    ASSERT_NO_FATAL_FAILURE(rig.expect_plan_matches(g, i, 2, want, name, tol_scale));
   }
   EXPECT_GT(built, 0);
 }
@@ -127,16 +107,11 @@ TEST_F(CudnnGpu, SerializedPlanReloadsWithoutHeuristicsChoiceChanging) {
   ASSERT_TRUE(plan_cudnn(build, *h_, g).ok());
   ASSERT_TRUE(g.build_plans(*h_).ok());
   std::vector<uint8_t> bytes;
-  ASSERT_TRUE(g.serialize(bytes).ok());
   dg::Graph loaded;
-  const Status s = loaded.deserialize(*h_, bytes);
-  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_TRUE(ct::serialize_and_reload(g, *h_, loaded, bytes));
   EXPECT_NE(loaded.explain().find("cudnn[cudnn_engine="), std::string::npos);
   Rig rig(*h_, loaded);
-  int64_t ws = 0;
-  ASSERT_TRUE(loaded.get_workspace_size(ws).ok());
-  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-  ASSERT_TRUE(loaded.execute(*h_, rig.pack, workspace.get(), ws).ok());
+  ASSERT_TRUE(ct::execute_in_workspace(loaded, *h_, rig.pack));
   rig.expect_matches(want, "deserialized plan");
   // A corrupt cuDNN payload is an error, not a crash: flip a byte inside the JSON.
   bytes[bytes.size() / 2] ^= 0x5a;
@@ -154,10 +129,7 @@ TEST_F(CudnnGpu, DynamicShapesShareAKernelCache) {
     ASSERT_TRUE(plan_cudnn(build, *h_, g, true).ok());
     ASSERT_TRUE(g.build_plans(*h_).ok());
     Rig rig(*h_, g);
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size(ws).ok());
-    memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());
+    ASSERT_TRUE(ct::execute_in_workspace(g, *h_, rig.pack));
     rig.expect_matches(want, "n = " + std::to_string(n));
   }
 }
@@ -174,19 +146,14 @@ TEST_F(CudnnGpu, RunsOnTheHandlesStreamInsideACudaGraph) {
   Rig rig(*h_, g);
   int64_t ws = 0;
   ASSERT_TRUE(g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-  const cuda::DriverApi& d = *cuda::driver();
-  cuda::CUgraph graph = nullptr;
-  ASSERT_TRUE(cuda::check(d.cuGraphCreate(&graph, 0), "cuGraphCreate").ok());
-  const Status s = g.populate_cuda_graph(*h_, uid_pack_as_tensors(g, rig.pack), workspace.get(), graph);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  cuda::CUgraphExec exec = nullptr;
-  ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
-  rig.poison();
-  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(impl_of(*h_))), "cuGraphLaunch").ok());
-  rig.expect_matches(want, "CUDA graph replay");
-  d.cuGraphExecDestroy(exec);
-  d.cuGraphDestroy(graph);
+  const memory::Buffer workspace = ct::workspace_buffer(*h_, ws);
+  {
+    ct::CapturedGraph captured;
+    ASSERT_TRUE(captured.capture(g, *h_, rig.pack, workspace.get()));
+    rig.poison();
+    ASSERT_TRUE(captured.launch(*h_));
+    rig.expect_matches(want, "CUDA graph replay");
+  }
   (void)h_->set_stream(nullptr);
   cuda::destroy_stream(impl_of(*h_), stream);
 }
@@ -221,8 +188,8 @@ TEST_F(CudnnGpu, EachPointerSetReplaysItsOwnGraph) {
   void* stream = nullptr;
   ASSERT_TRUE(cuda::create_stream(impl_of(*h_), &stream).ok());
   ASSERT_NO_FATAL_FAILURE(for_each_built_plan(g, *h_, 3, [&](int64_t p, const std::string& name, int64_t ws) {
-    memory::Buffer w1(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    memory::Buffer w2(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    const memory::Buffer w1 = ct::workspace_buffer(*h_, ws);
+    const memory::Buffer w2 = ct::workspace_buffer(*h_, ws);
     ASSERT_TRUE(h_->set_stream(nullptr).ok());
     for (size_t call = 0; call < order.size(); ++call) {
       if (call == order.size() / 2) {
@@ -242,28 +209,23 @@ TEST_F(CudnnGpu, EachPointerSetReplaysItsOwnGraph) {
   ASSERT_TRUE(g.build_plans(*h_).ok());
   int64_t ws = 0;
   ASSERT_TRUE(g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  const memory::Buffer workspace = ct::workspace_buffer(*h_, ws);
   for (int t = 0; t < 2; ++t) {
     for (int i : {0, 1}) ASSERT_TRUE(g.execute(*h_, rigs[static_cast<size_t>(i)]->pack, workspace.get(), ws).ok());
   }
-  const cuda::DriverApi& d = *cuda::driver();
-  cuda::CUgraph graph = nullptr;
-  ASSERT_TRUE(cuda::check(d.cuGraphCreate(&graph, 0), "cuGraphCreate").ok());
-  const Status s = g.populate_cuda_graph(*h_, uid_pack_as_tensors(g, rigs[1]->pack), workspace.get(), graph);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  cuda::CUgraphExec exec = nullptr;
-  ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
-  rigs[1]->poison();
-  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(impl_of(*h_))), "cuGraphLaunch").ok());
-  rigs[1]->expect_matches(want[1], "populate_cuda_graph replay");
-  for (int i : {0, 1, 0}) {
-    rigs[static_cast<size_t>(i)]->poison();
-    ASSERT_TRUE(g.execute(*h_, rigs[static_cast<size_t>(i)]->pack, workspace.get(), ws).ok());
-    rigs[static_cast<size_t>(i)]->expect_matches(want[static_cast<size_t>(i)], "execute after the capture, set " +
-                                                                                 std::to_string(i));
+  {
+    ct::CapturedGraph captured;
+    ASSERT_TRUE(captured.capture(g, *h_, rigs[1]->pack, workspace.get()));
+    rigs[1]->poison();
+    ASSERT_TRUE(captured.launch(*h_));
+    rigs[1]->expect_matches(want[1], "populate_cuda_graph replay");
+    for (int i : {0, 1, 0}) {
+      rigs[static_cast<size_t>(i)]->poison();
+      ASSERT_TRUE(g.execute(*h_, rigs[static_cast<size_t>(i)]->pack, workspace.get(), ws).ok());
+      rigs[static_cast<size_t>(i)]->expect_matches(want[static_cast<size_t>(i)],
+                                                   "execute after the capture, set " + std::to_string(i));
+    }
   }
-  d.cuGraphExecDestroy(exec);
-  d.cuGraphDestroy(graph);
   (void)h_->set_stream(nullptr);
   cuda::destroy_stream(impl_of(*h_), stream);
 }

@@ -245,7 +245,7 @@ ct::Outputs ref_outputs(const ct::Builder& build, uint32_t seed,
   Rig rig(cpu, g, seed, fixed);
   int64_t ws = 0;
   EXPECT_TRUE(g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(impl_of(cpu), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  const memory::Buffer workspace = ct::workspace_buffer(cpu, ws);
   const Status run = g.execute(cpu, rig.pack, workspace.get(), ws);
   EXPECT_TRUE(run.ok()) << run.to_string();
   return rig.read();
@@ -274,15 +274,8 @@ void expect_sdpa_plans_match_ref(const SdpaCase& c, dg::Handle& h, const std::st
       continue;
     }
     ++built;
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size_plan_at_index(i, ws).ok());
-    memory::Buffer workspace(impl_of(h), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    for (int rep = 0; rep < 3; ++rep) {  // runs 2 and 3 make and replay the plan's CUDA graph
-      rig.poison();
-      const Status run = g.execute_plan_at_index(h, rig.pack, workspace.get(), i, ws);
-      ASSERT_TRUE(run.ok()) << what << ", " << name << ": " << run.to_string();
-      rig.expect_matches(want, what + ", " + name + ", run " + std::to_string(rep));
-    }
+    // the second and third runs make and replay the plan's CUDA graph
+    ASSERT_NO_FATAL_FAILURE(rig.expect_plan_matches(g, i, 3, want, what + ", " + name));
     const auto& pp = impl_of(g).plans->parts.at(0);
     std::printf("[ INFO ] %s: %s matches ref (launched by %s)\n", what.c_str(), name.c_str(),
                 launch_path(*pp.built.at(pp.index_for(i))).c_str());
@@ -368,8 +361,8 @@ TEST_F(CudnnSdpaGpu, NativeGraphFollowsThePointersFromCallToCall) {
   Rig a(*h_, g, kSeed, {}), b(*h_, g, 104729u, {});
   ASSERT_NO_FATAL_FAILURE(test_graphs::for_each_built_plan(g, *h_, 6, [&](int64_t i, const std::string& name,
                                                                          int64_t ws) {
-    memory::Buffer w1(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
-    memory::Buffer w2(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    const memory::Buffer w1 = ct::workspace_buffer(*h_, ws);
+    const memory::Buffer w2 = ct::workspace_buffer(*h_, ws);
     const char* order = "aaabbbaabbaa";  // the last four with the second workspace
     for (int call = 0; order[call]; ++call) {
       Rig& r = order[call] == 'b' ? b : a;
@@ -406,7 +399,7 @@ TEST_F(CudnnSdpaGpu, NativeGraphsPerPointerSetFollowTheBuffers) {
   for (int i = 0; i < sets; ++i) order.push_back(i);
   ASSERT_NO_FATAL_FAILURE(test_graphs::for_each_built_plan(g, *h_, 2, [&](int64_t p, const std::string& name,
                                                                          int64_t ws) {
-    memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+    const memory::Buffer workspace = ct::workspace_buffer(*h_, ws);
     for (size_t call = 0; call < order.size(); ++call) {
       Rig& r = *rigs[static_cast<size_t>(order[call])];
       r.poison();
@@ -432,29 +425,18 @@ TEST_F(CudnnSdpaGpu, StreamCaptureAfterNativeReplays) {
   Rig rig(*h_, g, kSeed, {});
   int64_t ws = 0;
   ASSERT_TRUE(g.get_workspace_size(ws).ok());
-  memory::Buffer workspace(impl_of(*h_), static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  const memory::Buffer workspace = ct::workspace_buffer(*h_, ws);
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());  // makes the graph
-  dg::VariantPack by_tensor;
-  for (const auto& t : impl_of(g).tensors)
-    if (t && rig.pack.count(t->get_uid())) by_tensor[t] = rig.pack.at(t->get_uid());
-  for (const auto& node : impl_of(g).nodes)
-    for (const auto& t : node.outputs)
-      if (t && rig.pack.count(t->get_uid())) by_tensor[t] = rig.pack.at(t->get_uid());
-  const cuda::DriverApi& d = *cuda::driver();
-  cuda::CUgraph graph = nullptr;
-  ASSERT_TRUE(cuda::check(d.cuGraphCreate(&graph, 0), "cuGraphCreate").ok());
-  const Status s = g.populate_cuda_graph(*h_, by_tensor, workspace.get(), graph);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  cuda::CUgraphExec exec = nullptr;
-  ASSERT_TRUE(cuda::check(d.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate").ok());
-  rig.poison();
-  ASSERT_TRUE(cuda::check(d.cuGraphLaunch(exec, cuda::stream_of(impl_of(*h_))), "cuGraphLaunch").ok());
-  rig.expect_matches(want, "captured graph replay");
-  rig.poison();
-  ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());
-  rig.expect_matches(want, "execute after the capture");
-  d.cuGraphExecDestroy(exec);
-  d.cuGraphDestroy(graph);
+  {
+    ct::CapturedGraph captured;
+    ASSERT_TRUE(captured.capture(g, *h_, rig.pack, workspace.get()));
+    rig.poison();
+    ASSERT_TRUE(captured.launch(*h_));
+    rig.expect_matches(want, "captured graph replay");
+    rig.poison();
+    ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());
+    rig.expect_matches(want, "execute after the capture");
+  }
   (void)h_->set_stream(nullptr);
   cuda::destroy_stream(impl_of(*h_), stream);
 }

@@ -10,6 +10,7 @@
 #include "common/dims.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
+#include "sdpa_test_util.hpp"
 
 namespace dg = dnngraph;
 
@@ -225,15 +226,7 @@ TEST(RefSdpa, PaddedAndFullyMaskedRowsAreZero) {
 }
 
 TEST(RefSdpa, MatchesNaiveOnRandomShapes) {
-  std::mt19937 rng(42);
-  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  for (int trial = 0; trial < 24; ++trial) {
-    RefCase c;
-    c.b = pick(1, 2);
-    c.hk = pick(1, 2);
-    c.h = c.hk * pick(1, 3);
-    c.sq = pick(1, 9);
-    c.skv = pick(1, 9);
+  auto vary = [](test_random::IntPicker& pick, int trial, RefCase& c) {
     c.d = pick(1, 8);
     c.dv = pick(1, 8);
     if (trial % 3 == 1) c.attr.set_attn_scale(0.3);
@@ -252,7 +245,8 @@ TEST(RefSdpa, MatchesNaiveOnRandomShapes) {
         c.seq_kv.push_back(static_cast<int32_t>(pick(0, c.skv)));
       }
     }
-    SCOPED_TRACE("trial " + std::to_string(trial));
+  };
+  sdpa_test::for_each_random_case<RefCase>(42, 24, 9, 9, vary, [](const RefCase& c, int trial) {
     expect_matches_naive(c, static_cast<uint32_t>(trial));
-  }
+  });
 }

@@ -3,6 +3,7 @@
 
 #include "common/dims.hpp"
 #include "common/status_checks.hpp"
+#include "common/tensors.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dg = dnngraph;
@@ -21,8 +22,8 @@ struct Matmul {
   Matmul(const std::vector<int64_t>& a, const std::vector<int64_t>& b, DataType at = DataType::NOT_SET,
          DataType bt = DataType::NOT_SET) {
     g.set_io_data_type(DataType::BFLOAT16).set_intermediate_data_type(DataType::FLOAT);
-    A = g.tensor(dg::TensorAttr().set_name("A").set_dim(a).set_stride(packed(a)).set_data_type(at));
-    B = g.tensor(dg::TensorAttr().set_name("B").set_dim(b).set_stride(packed(b)).set_data_type(bt));
+    A = test_tensors::packed_tensor(g, "A", a, at);
+    B = test_tensors::packed_tensor(g, "B", b, bt);
     C = g.matmul(A, B, dg::MatmulAttr().set_name("mm"));
     C->set_name("C").set_output(true);
   }

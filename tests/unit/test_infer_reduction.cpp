@@ -10,11 +10,25 @@ namespace {
 
 using test_status::expect_status;
 
-dg::TensorPtr input(dg::Graph& g, std::vector<int64_t> dims, std::vector<int64_t> strides) {
+using Dims = std::vector<int64_t>;
+
+dg::TensorPtr input(dg::Graph& g, Dims dims, Dims strides) {
   return g.tensor(dg::TensorAttr().set_name("X").set_dim(std::move(dims)).set_stride(std::move(strides)));
 }
 
 dg::ReductionAttr mode(dg::ReductionMode m) { return dg::ReductionAttr().set_name("r").set_mode(m); }
+
+// validate's answer for reduction "r" (mode m) of a FLOAT X into Y, an output whose dims (and
+// strides, where given) the user set.
+dg::Status reduce_into(const Dims& x_dims, const Dims& x_strides, dg::ReductionMode m, const Dims& y_dims,
+                       const Dims& y_strides = {}) {
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::FLOAT);
+  auto y = g.reduction(input(g, x_dims, x_strides), mode(m));
+  y->set_name("Y").set_dim(y_dims).set_output(true);
+  if (!y_strides.empty()) y->set_stride(y_strides);
+  return g.validate();
+}
 
 TEST(InferReduction, DefaultIsAFullReductionToFloat) {
   dg::Graph g;
@@ -55,21 +69,13 @@ TEST(InferReduction, UnknownModeIsRejected) {
 }
 
 TEST(InferReduction, OutputRankMustMatch) {
-  dg::Graph g;
-  g.set_io_data_type(dg::DataType::FLOAT);
-  auto y = g.reduction(input(g, {2, 3}, {3, 1}), mode(dg::ReductionMode::ADD));
-  y->set_name("Y").set_dim({1}).set_output(true);
-  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+  expect_status(reduce_into({2, 3}, {3, 1}, dg::ReductionMode::ADD, {1}), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
                 "node 'r' (reduction), tensor 'Y': rank 1 differs from X's rank 2 (a reduction keeps the rank; "
                 "reduced dims are 1)");
 }
 
 TEST(InferReduction, OutputDimsMustBeKeptOrOne) {
-  dg::Graph g;
-  g.set_io_data_type(dg::DataType::FLOAT);
-  auto y = g.reduction(input(g, {2, 6}, {6, 1}), mode(dg::ReductionMode::NORM2));
-  y->set_name("Y").set_dim({2, 3}).set_output(true);
-  expect_status(g.validate(), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
+  expect_status(reduce_into({2, 6}, {6, 1}, dg::ReductionMode::NORM2, {2, 3}), dg::ErrorCode::SHAPE_DEDUCTION_FAILED,
                 "node 'r' (reduction), tensor 'Y': dim 1 is 3 but must be X's 6 (kept) or 1 (reduced); Y dims [2,3], "
                 "X dims [2,6]");
 }
@@ -82,11 +88,7 @@ TEST(InferReduction, InputNeedsDims) {
 }
 
 TEST(InferReduction, UserStridesMustNotOverlap) {
-  dg::Graph g;
-  g.set_io_data_type(dg::DataType::FLOAT);
-  auto y = g.reduction(input(g, {4, 3}, {3, 1}), mode(dg::ReductionMode::MIN));
-  y->set_name("Y").set_dim({4, 3}).set_stride({1, 1}).set_output(true);
-  expect_status(g.validate(), dg::ErrorCode::INVALID_VALUE,
+  expect_status(reduce_into({4, 3}, {3, 1}, dg::ReductionMode::MIN, {4, 3}, {1, 1}), dg::ErrorCode::INVALID_VALUE,
                 "node 'r' (reduction), tensor 'Y': output strides [1,1] overlap for dims [4,3] (two elements would "
                 "share memory)");
 }

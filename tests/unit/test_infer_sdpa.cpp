@@ -94,44 +94,30 @@ TEST(InferSdpa, AcceptsMqaAndEveryFloatType) {
   }
 }
 
-TEST(InferSdpa, RankMustBeFour) {
-  SdpaCase c;
-  c.v = {2, 10, 8};
-  expect_error(c.build(dg::SdpaAttr()), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "V", "rank 3 is not 4");
-}
-
-TEST(InferSdpa, HeadDimOfQAndKMustAgree) {
-  SdpaCase c;
-  c.k = {2, 2, 10, 32};
-  expect_error(c.build(dg::SdpaAttr()), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "K",
-               "head dim 32 differs from Q's head dim 16");
-}
-
-TEST(InferSdpa, BatchMustAgree) {
-  SdpaCase c;
-  c.v = {3, 2, 10, 8};
-  expect_error(c.build(dg::SdpaAttr()), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "V", "batch 3 differs from Q's batch 2");
-}
-
-TEST(InferSdpa, HeadsOfKAndVMustAgree) {
-  SdpaCase c;
-  c.v = {2, 4, 10, 8};
-  expect_error(c.build(dg::SdpaAttr()), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "V", "heads 4 differ from K's heads 2");
-}
-
-TEST(InferSdpa, QHeadsMustBeAMultipleOfKHeads) {
-  SdpaCase c;
-  c.k = {2, 3, 10, 16};
-  c.v = {2, 3, 10, 8};
-  expect_error(c.build(dg::SdpaAttr()), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "K",
-               "heads 3 do not divide Q's heads 4");
-}
-
-TEST(InferSdpa, SequenceOfKAndVMustAgree) {
-  SdpaCase c;
-  c.v = {2, 2, 11, 8};
-  expect_error(c.build(dg::SdpaAttr()), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, "V",
-               "sequence length 11 differs from K's 10");
+// Each shape rule, broken by the K and V dims of a row (Q is SdpaCase's [2,4,8,16]; K and V are
+// [2,2,10,16] and [2,2,10,8] where a row keeps them): the tensor the error names and the rule.
+TEST(InferSdpa, ShapeRulesNameTheTensor) {
+  struct Rule {
+    std::vector<int64_t> k, v;
+    const char* tensor;
+    const char* rule;
+  };
+  const std::vector<int64_t> k{2, 2, 10, 16}, v{2, 2, 10, 8};
+  const Rule rules[] = {
+      {k, {2, 10, 8}, "V", "rank 3 is not 4"},
+      {{2, 2, 10, 32}, v, "K", "head dim 32 differs from Q's head dim 16"},
+      {k, {3, 2, 10, 8}, "V", "batch 3 differs from Q's batch 2"},
+      {k, {2, 4, 10, 8}, "V", "heads 4 differ from K's heads 2"},
+      {{2, 3, 10, 16}, {2, 3, 10, 8}, "K", "heads 3 do not divide Q's heads 4"},
+      {k, {2, 2, 11, 8}, "V", "sequence length 11 differs from K's 10"},
+  };
+  for (const Rule& r : rules) {
+    SCOPED_TRACE(r.rule);
+    SdpaCase c;
+    c.k = r.k;
+    c.v = r.v;
+    expect_error(c.build(dg::SdpaAttr()), dg::ErrorCode::SHAPE_DEDUCTION_FAILED, r.tensor, r.rule);
+  }
 }
 
 TEST(InferSdpa, DataTypeMustBeAFloatFormat) {
