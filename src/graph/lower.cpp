@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/hash.hpp"
+#include "core/no_throw.hpp"
 #include "dnngraph/handle.hpp"
 #include "graph/graph_impl.hpp"
 #include "graph/json_attr.hpp"
@@ -76,13 +77,15 @@ Status lower_to_ir(GraphImpl& g) {
 }
 
 Status Graph::build_operation_graph(const Handle& handle) {
-  if (!handle.status().ok()) return handle.status();
-  if (impl_->stage < Stage::VALIDATED) {
-    if (auto s = validate(); !s.ok()) return s;
-  }
-  if (auto s = lower_to_ir(*impl_); !s.ok()) return s;
-  impl_->handle = std::make_unique<Handle>(handle);
-  return {};
+  return no_throw(ErrorCode::INVALID_GRAPH, "build_operation_graph", [&]() -> Status {
+    if (!handle.status().ok()) return handle.status();
+    if (impl_->stage < Stage::VALIDATED) {
+      if (auto s = validate(); !s.ok()) return s;
+    }
+    if (auto s = lower_to_ir(*impl_); !s.ok()) return s;
+    impl_->handle = std::make_unique<Handle>(handle);
+    return {};
+  });
 }
 
 namespace ir {

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/no_throw.hpp"
 #include "graph/graph_impl.hpp"
 #include "graph/infer_util.hpp"
 
@@ -145,6 +146,8 @@ Status validate_graph(GraphImpl& g) {
   return {};
 }
 
-Status Graph::validate() { return validate_graph(*impl_); }
+Status Graph::validate() {
+  return no_throw(ErrorCode::INVALID_GRAPH, "validate", [&] { return validate_graph(*impl_); });
+}
 
 }  // namespace dnngraph

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/log.hpp"
+#include "core/no_throw.hpp"
 #include "dnngraph/version.hpp"
 #include "planning/tuning_db.hpp"
 #include "runtime/timer.hpp"
@@ -155,10 +156,14 @@ Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_
 }
 
 Status Graph::autotune(const Handle& handle, const VariantPack& pack, void* workspace) {
-  return autotune_graph(*impl_, handle, &pack, nullptr, workspace, AutotuneOptions{}, nullptr);
+  return no_throw(ErrorCode::GRAPH_EXECUTION_FAILED, "autotune", [&] {
+    return autotune_graph(*impl_, handle, &pack, nullptr, workspace, AutotuneOptions{}, nullptr);
+  });
 }
 Status Graph::autotune(const Handle& handle, const UidVariantPack& pack, void* workspace) {
-  return autotune_graph(*impl_, handle, nullptr, &pack, workspace, AutotuneOptions{}, nullptr);
+  return no_throw(ErrorCode::GRAPH_EXECUTION_FAILED, "autotune", [&] {
+    return autotune_graph(*impl_, handle, nullptr, &pack, workspace, AutotuneOptions{}, nullptr);
+  });
 }
 
 }  // namespace dnngraph

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/dtype.hpp"
+#include "core/no_throw.hpp"
 #include "planning/plan_set.hpp"
 #include "runtime/memory.hpp"
 
@@ -128,8 +129,8 @@ Status run_partitions(const GraphImpl& g, const Handle& handle, const std::vecto
 }
 
 namespace {
-Status execute_impl(const GraphImpl& g, const Handle& handle, const VariantPack* bt, const UidVariantPack* bu,
-                    void* workspace, int64_t ws_bytes, int64_t index) {
+Status execute_checked(const GraphImpl& g, const Handle& handle, const VariantPack* bt, const UidVariantPack* bu,
+                       void* workspace, int64_t ws_bytes, int64_t index) {
   if (g.stage < Stage::PLANS_BUILT || !g.plans) return {ErrorCode::INVALID_CALL_ORDER, "execute: call build_plans first"};
   if (std::string which; g.tensors_changed_since_lowering(which))
     return {ErrorCode::INVALID_CALL_ORDER, "execute: tensor '" + which +
@@ -150,6 +151,12 @@ Status execute_impl(const GraphImpl& g, const Handle& handle, const VariantPack*
       !s.ok())
     return s;
   return run_partitions(g, handle, ptrs, workspace, choice);
+}
+
+Status execute_impl(const GraphImpl& g, const Handle& handle, const VariantPack* bt, const UidVariantPack* bu,
+                    void* workspace, int64_t ws_bytes, int64_t index) {
+  return no_throw(ErrorCode::GRAPH_EXECUTION_FAILED, "execute",
+                  [&] { return execute_checked(g, handle, bt, bu, workspace, ws_bytes, index); });
 }
 }  // namespace
 

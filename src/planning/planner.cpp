@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/log.hpp"
+#include "core/no_throw.hpp"
 #include "planning/heuristics.hpp"
 #include "planning/kernel_cache.hpp"
 #include "planning/plan_set.hpp"
@@ -111,34 +112,36 @@ bool split_if_better(const GraphImpl& g, const PartitionPlans& fused, std::vecto
 }  // namespace
 
 Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
-  GraphImpl& g = *impl_;
-  if (g.stage < Stage::LOWERED || !g.handle)
-    return {ErrorCode::INVALID_CALL_ORDER, "create_execution_plans: call build_operation_graph(handle) first"};
-  if (modes.empty()) return {ErrorCode::INVALID_VALUE, "create_execution_plans: no heuristic mode given"};
-  const Target target = make_target(g, *g.handle);
-  std::vector<Partition> fused;
-  if (auto s = partition_graph(*g.ir, fused); !s.ok()) return s;
-  auto ps = std::make_shared<PlanSet>();
-  ps->modes = modes;
-  for (auto& part : fused) {
-    PartitionPlans pp;
-    pp.partition = std::move(part);
-    survey_engines(g, pp, target);
-    if (pp.partition.nodes.size() > 1 && only_ref(pp) &&
-        (split_if_better(g, pp, split_anchor_from_epilogue(pp.partition), target, ps->parts) ||
-         split_if_better(g, pp, split_per_node(pp.partition), target, ps->parts)))
-      continue;
-    ps->parts.push_back(std::move(pp));
-  }
-  const RecordedWinners recorded = recorded_winners(*g.ir, target, modes);
-  for (auto& pp : ps->parts) {
-    order_candidates(pp, recorded, modes);
-    pp.built.assign(pp.candidates.size(), nullptr);
-  }
-  layout_intermediates(*ps, *g.ir);
-  g.plans = std::move(ps);
-  g.stage = Stage::PLANS_CREATED;
-  return {};
+  return no_throw(ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, "create_execution_plans", [&]() -> Status {
+    GraphImpl& g = *impl_;
+    if (g.stage < Stage::LOWERED || !g.handle)
+      return {ErrorCode::INVALID_CALL_ORDER, "create_execution_plans: call build_operation_graph(handle) first"};
+    if (modes.empty()) return {ErrorCode::INVALID_VALUE, "create_execution_plans: no heuristic mode given"};
+    const Target target = make_target(g, *g.handle);
+    std::vector<Partition> fused;
+    if (auto s = partition_graph(*g.ir, fused); !s.ok()) return s;
+    auto ps = std::make_shared<PlanSet>();
+    ps->modes = modes;
+    for (auto& part : fused) {
+      PartitionPlans pp;
+      pp.partition = std::move(part);
+      survey_engines(g, pp, target);
+      if (pp.partition.nodes.size() > 1 && only_ref(pp) &&
+          (split_if_better(g, pp, split_anchor_from_epilogue(pp.partition), target, ps->parts) ||
+           split_if_better(g, pp, split_per_node(pp.partition), target, ps->parts)))
+        continue;
+      ps->parts.push_back(std::move(pp));
+    }
+    const RecordedWinners recorded = recorded_winners(*g.ir, target, modes);
+    for (auto& pp : ps->parts) {
+      order_candidates(pp, recorded, modes);
+      pp.built.assign(pp.candidates.size(), nullptr);
+    }
+    layout_intermediates(*ps, *g.ir);
+    g.plans = std::move(ps);
+    g.stage = Stage::PLANS_CREATED;
+    return {};
+  });
 }
 
 Status Graph::check_support(const Handle& handle) {
@@ -165,7 +168,10 @@ Status build_candidate(GraphImpl& g, const Handle& handle, PartitionPlans& pp, s
   const Candidate& c = pp.candidates[i];
   std::unique_ptr<Plan> plan;
   const Target target = make_target(g, handle);
-  if (auto s = engine_by_id(c.engine_id)->build(pp.partition, target, c.knobs, plan); !s.ok()) {
+  // An engine that throws (an allocation too large for this machine) fails this candidate only.
+  const Status built = no_throw(ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, c.label(),
+                                [&] { return engine_by_id(c.engine_id)->build(pp.partition, target, c.knobs, plan); });
+  if (const Status& s = built; !s.ok()) {
     DG_LOG(INFO) << "building " << c.label() << " failed: " << s.to_string();
     return s;
   }

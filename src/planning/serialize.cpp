@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/hash.hpp"
+#include "core/no_throw.hpp"
 #include "dnngraph/version.hpp"
 #include "planning/plan_set.hpp"
 
@@ -185,61 +186,68 @@ Status rebuild(const Stored& s, const Handle& handle, std::shared_ptr<KernelCach
 }  // namespace
 
 Status Graph::serialize(std::vector<uint8_t>& bytes) const {
-  const GraphImpl& g = *impl_;
-  if (g.stage < Stage::PLANS_BUILT || !g.plans || !g.handle)
-    return {ErrorCode::INVALID_CALL_ORDER, "serialize: call build_plans first"};
-  ByteWriter w;
-  for (char c : kMagic) w.put(c);
-  w.put(kFormatVersion);
-  w.put_string(kVersionString);
-  w.put_string(impl_of(*g.handle).info.signature);
-  w.put_string(to_json());
-  w.put(g.ir->fingerprint(g.ir->dynamic_shapes));
-  w.put(static_cast<uint32_t>(g.plans->modes.size()));
-  for (HeurMode m : g.plans->modes) w.put(static_cast<uint8_t>(m));
-  put_strings(w, g.selected_engines);
-  put_strings(w, g.deselected_engines);
-  std::vector<const ir::Tensor*> user_tensors;
-  for (const auto& t : g.ir->tensors)
-    if (!t.is_virtual) user_tensors.push_back(&t);
-  w.put(static_cast<uint32_t>(user_tensors.size()));
-  for (const ir::Tensor* t : user_tensors) {
-    w.put(t->uid);
-    w.put_string(t->name);
-  }
-  w.put(static_cast<uint32_t>(g.plans->parts.size()));
-  for (const auto& pp : g.plans->parts) {
-    const auto& plan = pp.built[static_cast<size_t>(pp.chosen)];
-    if (!plan) return {ErrorCode::INVALID_CALL_ORDER, "serialize: the chosen plan of partition '" + pp.partition.pattern + "' is not built"};
-    const Candidate& c = pp.candidates[static_cast<size_t>(pp.chosen)];
-    w.put(static_cast<uint32_t>(pp.partition.nodes.size()));
-    for (int n : pp.partition.nodes) w.put(static_cast<int32_t>(n));
-    w.put(static_cast<int32_t>(c.engine_id));
-    w.put_string(std::string(engine_by_id(c.engine_id)->name()));
-    w.put(static_cast<uint32_t>(c.knobs.size()));
-    for (const auto& [name, value] : c.knobs) {
-      w.put_string(name);
-      w.put(value);
+  return no_throw(ErrorCode::SERIALIZATION_FAILED, "serialize", [&]() -> Status {
+    const GraphImpl& g = *impl_;
+    if (g.stage < Stage::PLANS_BUILT || !g.plans || !g.handle)
+      return {ErrorCode::INVALID_CALL_ORDER, "serialize: call build_plans first"};
+    ByteWriter w;
+    for (char c : kMagic) w.put(c);
+    w.put(kFormatVersion);
+    w.put_string(kVersionString);
+    w.put_string(impl_of(*g.handle).info.signature);
+    w.put_string(to_json());
+    w.put(g.ir->fingerprint(g.ir->dynamic_shapes));
+    w.put(static_cast<uint32_t>(g.plans->modes.size()));
+    for (HeurMode m : g.plans->modes) w.put(static_cast<uint8_t>(m));
+    put_strings(w, g.selected_engines);
+    put_strings(w, g.deselected_engines);
+    std::vector<const ir::Tensor*> user_tensors;
+    for (const auto& t : g.ir->tensors)
+      if (!t.is_virtual) user_tensors.push_back(&t);
+    w.put(static_cast<uint32_t>(user_tensors.size()));
+    for (const ir::Tensor* t : user_tensors) {
+      w.put(t->uid);
+      w.put_string(t->name);
     }
-    ByteWriter payload;
-    plan->serialize(payload);
-    w.put_bytes(payload.bytes().data(), payload.bytes().size());
-  }
-  w.put(hash64(w.bytes().data(), w.bytes().size()));
-  bytes = std::move(w.bytes());
-  return {};
+    w.put(static_cast<uint32_t>(g.plans->parts.size()));
+    for (const auto& pp : g.plans->parts) {
+      const auto& plan = pp.built[static_cast<size_t>(pp.chosen)];
+      if (!plan)
+        return {ErrorCode::INVALID_CALL_ORDER,
+                "serialize: the chosen plan of partition '" + pp.partition.pattern + "' is not built"};
+      const Candidate& c = pp.candidates[static_cast<size_t>(pp.chosen)];
+      w.put(static_cast<uint32_t>(pp.partition.nodes.size()));
+      for (int n : pp.partition.nodes) w.put(static_cast<int32_t>(n));
+      w.put(static_cast<int32_t>(c.engine_id));
+      w.put_string(std::string(engine_by_id(c.engine_id)->name()));
+      w.put(static_cast<uint32_t>(c.knobs.size()));
+      for (const auto& [name, value] : c.knobs) {
+        w.put_string(name);
+        w.put(value);
+      }
+      ByteWriter payload;
+      plan->serialize(payload);
+      w.put_bytes(payload.bytes().data(), payload.bytes().size());
+    }
+    w.put(hash64(w.bytes().data(), w.bytes().size()));
+    bytes = std::move(w.bytes());
+    return {};
+  });
 }
 
 Status Graph::deserialize(const Handle& handle, const std::vector<uint8_t>& bytes) {
-  if (!handle.status().ok()) return handle.status();
-  Stored s;
-  if (auto st = read_stored(bytes, s); !st.ok()) return st;
-  if (s.device != impl_of(handle).info.signature)
-    return bad("the plan was built for device '" + s.device + "'; this handle is '" + impl_of(handle).info.signature + "'");
-  Graph loaded;
-  if (auto st = rebuild(s, handle, impl_->kernel_cache, loaded); !st.ok()) return st;
-  *this = std::move(loaded);  // only a complete reload replaces the graph
-  return {};
+  return no_throw(ErrorCode::SERIALIZATION_FAILED, "deserialize", [&]() -> Status {
+    if (!handle.status().ok()) return handle.status();
+    Stored s;
+    if (auto st = read_stored(bytes, s); !st.ok()) return st;
+    if (s.device != impl_of(handle).info.signature)
+      return bad("the plan was built for device '" + s.device + "'; this handle is '" +
+                 impl_of(handle).info.signature + "'");
+    Graph loaded;
+    if (auto st = rebuild(s, handle, impl_->kernel_cache, loaded); !st.ok()) return st;
+    *this = std::move(loaded);  // only a complete reload replaces the graph
+    return {};
+  });
 }
 
 }  // namespace dnngraph

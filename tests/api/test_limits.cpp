@@ -6,11 +6,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/dims.hpp"
 #include "common/status_checks.hpp"
+#include "core/no_throw.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dg = dnngraph;
@@ -197,4 +200,20 @@ TEST(Limits, ATensorChangedAfterBuildPlansStopsExecute) {
   ASSERT_TRUE(h.build_plans(cpu).ok());
   hx->set_name("renamed");
   EXPECT_TRUE(h.execute(cpu, {{hx, xs.data()}, {hy, ys.data()}}, nullptr).ok());
+}
+
+// Every public step runs under no_throw: an allocation that fails inside a step (or any exception)
+// is a status naming the step, never an exception out of the API.
+TEST(Limits, AnExceptionInsideAStepIsAStatusNamingTheStep) {
+  const dg::Status oom = dg::no_throw(ErrorCode::GRAPH_EXECUTION_FAILED, "execute", []() -> dg::Status {
+    throw std::bad_alloc();
+  });
+  EXPECT_EQ(oom.code(), ErrorCode::GRAPH_EXECUTION_FAILED);
+  EXPECT_EQ(oom.message(), "execute: out of host memory (std::bad_alloc)");
+  const dg::Status bug = dg::no_throw(ErrorCode::GRAPH_EXECUTION_FAILED, "validate", []() -> dg::Status {
+    throw std::length_error("vector::reserve");
+  });
+  EXPECT_EQ(bug.code(), ErrorCode::INTERNAL_ERROR);
+  EXPECT_EQ(bug.message(), "validate: unexpected exception: vector::reserve");
+  EXPECT_TRUE(dg::no_throw(ErrorCode::INTERNAL_ERROR, "ok", [] { return dg::Status{}; }).ok());
 }
