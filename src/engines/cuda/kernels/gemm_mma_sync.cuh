@@ -224,39 +224,82 @@ __device__ __forceinline__ StridedLoader<ROWS, COLS, THREADS, K_MAJOR, VEC, ES> 
   return l;
 }
 
-// One CTA per output tile (linear over batch x tiles). The generated kernel calls this with its
-// configuration: kDataType, the tile kTileM x kTileN x kTileK over kWarpsM x kWarpsN warps, kStages,
-// each operand's major (kAKMajor, kBKMajor) and 16-byte loads (kAVec, kBVec), and the Epilogue.
-template <class Config>
-__device__ __forceinline__ void gemm_mma_sync(const GemmParams& g, const PointwiseParams& p) {
-  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
-  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
-  constexpr bool A_KM = Config::kAKMajor, B_KM = Config::kBKMajor, VEC_A = Config::kAVec, VEC_B = Config::kBVec;
+// The configuration of an mma.sync kernel (matmul or implicit-GEMM convolution) as the generated
+// kernel passes it: kDataType, the tile kTileM x kTileN x kTileK over kWarpsM x kWarpsN warps,
+// kStages and the Epilogue. Enumerators, not static constexpr members: NVRTC would emit a device
+// global for each.
+template <class Cfg>
+struct MmaSyncCta {
+  typedef Cfg Config;
+  enum : int { DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK };
+  enum : int { WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages };
+  enum : int { THREADS = WARPS_M * WARPS_N * 32, ES = MmaOperand<DT>::ES };
   typedef typename Config::Epilogue Ep;
+  typedef typename RawElem<ES>::type E;
+};
+
+// One CTA of an mma.sync kernel: its output tile (linear over batch x tiles), the operands'
+// loaders, the main loop and the epilogue. Operands<MmaSyncCta<Config>> says how A and B load: their
+// majors (A_KM, B_KM), batch() (batch index -> the operands' element offsets and the epilogue's
+// batch coordinates), a(q, m0, a_off) and b(q, n0, b_off); q has the GEMM's M, N, K, epi_vec and
+// tile counts (GemmParams, ConvParams).
+template <template <class> class Operands, class Config, class Q>
+__device__ __forceinline__ void mma_sync_cta(const Q& q, const PointwiseParams& p) {
+  typedef MmaSyncCta<Config> Cta;
+  typedef Operands<Cta> O;
+  typedef typename Cta::Ep Ep;
+  constexpr int BM = Cta::BM, BN = Cta::BN, BK = Cta::BK, WARPS_M = Cta::WARPS_M, WARPS_N = Cta::WARPS_N;
   extern __shared__ __align__(128) char smem[];
-  constexpr int THREADS = WARPS_M * WARPS_N * 32;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   i64 b;
   int tm, tn;
   typename Ep::Index c[Ep::kRank];
-  mma_tile_start<Ep>(g.tiles_m, g.tiles_n, red, b, tm, tn, c);
+  mma_tile_start<Ep>(q.tiles_m, q.tiles_n, red, b, tm, tn, c);
   i64 a_off, b_off;
-  batch_coords<Ep>(g, b, a_off, b_off, c);
+  O::batch(q, b, a_off, b_off, c);
   const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
-  constexpr int ES = MmaOperand<DT>::ES;
-  typedef typename RawElem<ES>::type E;
-  const auto la = strided_loader<A_KM ? BM : BK, A_KM ? BK : BM, THREADS, A_KM, VEC_A, ES>(
-      static_cast<const E*>(g.a) + a_off, A_KM ? g.a_stride_m : g.a_stride_k, A_KM ? g.a_stride_k : g.a_stride_m,
-      A_KM ? g.M : g.K, A_KM ? g.K : g.M, m0, BK);
-  const auto lb = strided_loader<B_KM ? BN : BK, B_KM ? BK : BN, THREADS, B_KM, VEC_B, ES>(
-      static_cast<const E*>(g.b) + b_off, B_KM ? g.b_stride_n : g.b_stride_k, B_KM ? g.b_stride_k : g.b_stride_n,
-      B_KM ? g.N : g.K, B_KM ? g.K : g.N, n0, BK);
+  const auto la = O::a(q, m0, a_off);
+  const auto lb = O::b(q, n0, b_off);
   float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
-  const int ktiles = (int)((g.K + BK - 1) / BK);
-  mma_mainloop<DT, BM, BN, BK, WARPS_M, WARPS_N, STAGES, A_KM, B_KM>(la, lb, ktiles, smem, acc);
-  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, g.M, g.N, g.epi_vec, acc, red,
+  const int ktiles = (int)((q.K + BK - 1) / BK);
+  mma_mainloop<Cta::DT, BM, BN, BK, WARPS_M, WARPS_N, Cta::STAGES, O::A_KM, O::B_KM>(la, lb, ktiles, smem, acc);
+  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, q.M, q.N, q.epi_vec, acc, red,
                                             reinterpret_cast<float*>(smem));
   Ep::finish_full(p, red);
+}
+
+// A matmul's operands: strided matrices of either major (Config's kAKMajor, kBKMajor), loaded in
+// 16-byte chunks where kAVec / kBVec allow, at the batch's offsets.
+template <class Cta>
+struct GemmOperands {
+  typedef typename Cta::Config Config;
+  enum : bool { A_KM = Config::kAKMajor, B_KM = Config::kBKMajor };
+  enum : int { BM = Cta::BM, BN = Cta::BN, BK = Cta::BK, ES = Cta::ES };
+  typedef typename Cta::E E;
+  typedef typename Cta::Ep Ep;
+
+  __device__ __forceinline__ static void batch(const GemmParams& g, i64 b, i64& a_off, i64& b_off,
+                                               typename Ep::Index (&c)[Ep::kRank]) {
+    batch_coords<Ep>(g, b, a_off, b_off, c);
+  }
+  __device__ __forceinline__ static auto a(const GemmParams& g, i64 m0, i64 a_off) {
+    return strided_loader<A_KM ? BM : BK, A_KM ? BK : BM, Cta::THREADS, A_KM, Config::kAVec, ES>(
+        static_cast<const E*>(g.a) + a_off, A_KM ? g.a_stride_m : g.a_stride_k, A_KM ? g.a_stride_k : g.a_stride_m,
+        A_KM ? g.M : g.K, A_KM ? g.K : g.M, m0, BK);
+  }
+  __device__ __forceinline__ static auto b(const GemmParams& g, i64 n0, i64 b_off) {
+    return strided_loader<B_KM ? BN : BK, B_KM ? BK : BN, Cta::THREADS, B_KM, Config::kBVec, ES>(
+        static_cast<const E*>(g.b) + b_off, B_KM ? g.b_stride_n : g.b_stride_k, B_KM ? g.b_stride_k : g.b_stride_n,
+        B_KM ? g.N : g.K, B_KM ? g.K : g.N, n0, BK);
+  }
+};
+
+// One CTA per output tile (linear over batch x tiles). The generated kernel calls this with
+// MmaSyncCta's configuration plus each operand's major (kAKMajor, kBKMajor) and 16-byte loads
+// (kAVec, kBVec).
+template <class Config>
+__device__ __forceinline__ void gemm_mma_sync(const GemmParams& g, const PointwiseParams& p) {
+  mma_sync_cta<GemmOperands, Config>(g, p);
 }
 
 }  // namespace dg
