@@ -75,4 +75,17 @@ class CompiledEngine : public Engine {
   const KnobSchema<T>& schema_;
 };
 
+// A compiled engine that supports a partition when `prepare` can describe it (filling the
+// engine's Pieces) and NVRTC loads.
+template <class T, class Pieces, Status (*prepare)(const Partition&, const Target&, Pieces&)>
+class PreparedEngine : public CompiledEngine<T> {
+ public:
+  using CompiledEngine<T>::CompiledEngine;
+
+  Support check(const Partition& p, const Target& t) const final {
+    Pieces pc;
+    return compile_support(prepare(p, t, pc));
+  }
+};
+
 }  // namespace dnngraph::cuda

@@ -12,6 +12,7 @@
 #include "engines/cuda/conv/conv_problem.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/driver_ext.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -202,16 +203,11 @@ class ConvPlan final : public KernelPlan {
   KernelBuild k_;
 };
 
-class ConvImplicitGemmEngine final : public CompiledEngine<ConvKnobs> {
+class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, prepare> {
  public:
-  ConvImplicitGemmEngine() : CompiledEngine(kSchema) {}
+  ConvImplicitGemmEngine() : PreparedEngine(kSchema) {}
 
   std::string_view name() const override { return kEngineName; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    Pieces pc;
-    return compile_support(prepare(p, t, pc));
-  }
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     std::vector<ConvKnobs> settings;
@@ -306,10 +302,7 @@ class ConvImplicitGemmEngine final : public CompiledEngine<ConvKnobs> {
 
 }  // namespace
 
-const Engine& conv_implicit_gemm_engine() {
-  static const ConvImplicitGemmEngine kEngine;
-  return kEngine;
-}
+const Engine& conv_implicit_gemm_engine() { return engine_instance<ConvImplicitGemmEngine>(); }
 
 // For the NVRTC compile test (no GPU): the kernel source of a conv_fprop partition.
 namespace conv {

@@ -7,6 +7,7 @@
 #include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/gemm/matmul_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -48,9 +49,9 @@ bool is_fp32(const Partition& p, const Target& t) {
   return gemm::describe_matmul(p, t, mp, why) && mp.dtype == DataType::FLOAT;
 }
 
-class GemmMmaSyncEngine final : public CompiledEngine<MmaSyncKnobs> {
+class GemmMmaSyncEngine final : public gemm::MatmulEngine<MmaSyncKnobs, mma_config> {
  public:
-  GemmMmaSyncEngine() : CompiledEngine(kSchema) {}
+  GemmMmaSyncEngine() : MatmulEngine(kSchema) {}
 
   std::string_view name() const override { return "cuda_gemm_mma_sync"; }
 
@@ -69,28 +70,16 @@ class GemmMmaSyncEngine final : public CompiledEngine<MmaSyncKnobs> {
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
-    MmaSyncKnobs knobs;
-    if (!parse(k, knobs)) return 1e9;
-    const MatmulConfig c = mma_config(knobs);
+    MatmulConfig c;
+    if (!config(k, c)) return 1e9;
     // Larger tiles reuse more of each load; small ones are for filling the machine.
     const double eff = c.bm * c.bn >= 128 * 128 ? 0.40 : c.bm * c.bn >= 128 * 64 ? 0.34 : 0.26;
     return gemm::matmul_seconds(p, t, c, eff * (c.stages >= 4 ? 1.0 : 0.95));
-  }
-
- private:
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
-              std::unique_ptr<Plan>& plan) const override {
-    MmaSyncKnobs knobs;
-    if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
-    return gemm::build_matmul_plan(p, t, mma_config(knobs), r, name(), plan);
   }
 };
 
 }  // namespace
 
-const Engine& gemm_mma_sync_engine() {
-  static const GemmMmaSyncEngine kEngine;
-  return kEngine;
-}
+const Engine& gemm_mma_sync_engine() { return engine_instance<GemmMmaSyncEngine>(); }
 
 }  // namespace dnngraph::cuda

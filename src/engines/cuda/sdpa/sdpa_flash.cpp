@@ -15,6 +15,7 @@
 #include "engines/cuda/sdpa/sdpa_params.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
 #include "runtime/cuda/driver_ext.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -217,9 +218,6 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
 
 }  // namespace
 
-const Engine& sdpa_flash_engine() {
-  static const SdpaFlashEngine kEngine;
-  return kEngine;
-}
+const Engine& sdpa_flash_engine() { return engine_instance<SdpaFlashEngine>(); }
 
 }  // namespace dnngraph::cuda
