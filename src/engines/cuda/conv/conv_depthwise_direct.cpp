@@ -16,6 +16,7 @@
 #include "engines/cuda/conv/conv_geometry.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/driver_ext.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -79,6 +80,7 @@ bool describe(const Partition& p, Pieces& out, std::string& why) {
   out.vec = C % 8 == 0;
   for (size_t i = 0; i < X.dims.size(); ++i)
     if (i != 1 && X.dims[i] > 1 && X.strides[i] % 8 != 0) out.vec = false;
+  if (!conv::check_spatial_ints(n, attr, X, W, Y, why)) return false;
   DwParams& P = out.params;
   conv::fill_spatial(attr, X, W, Y, P);
   const size_t nsp = X.dims.size() - 2, off = 3 - nsp;
@@ -207,16 +209,11 @@ class DepthwisePlan final : public KernelPlan {
   int sms_;
 };
 
-class DepthwiseDirectEngine final : public CompiledEngine<DepthwiseKnobs> {
+class DepthwiseDirectEngine final : public PreparedEngine<DepthwiseKnobs, Pieces, prepare> {
  public:
-  DepthwiseDirectEngine() : CompiledEngine(kSchema) {}
+  DepthwiseDirectEngine() : PreparedEngine(kSchema) {}
 
   std::string_view name() const override { return kName; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    Pieces pc;
-    return compile_support(prepare(p, t, pc));
-  }
 
   // Strips of 4, 2 and 8 outputs where the strip kernel applies (the least padding along W first),
   // else the per-pixel kernel.
@@ -271,10 +268,7 @@ class DepthwiseDirectEngine final : public CompiledEngine<DepthwiseKnobs> {
 
 }  // namespace
 
-const Engine& conv_depthwise_direct_engine() {
-  static const DepthwiseDirectEngine kEngine;
-  return kEngine;
-}
+const Engine& conv_depthwise_direct_engine() { return engine_instance<DepthwiseDirectEngine>(); }
 
 namespace conv {
 // For the NVRTC compile test (no GPU): the depthwise kernel source of a partition.

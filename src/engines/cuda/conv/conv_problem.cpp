@@ -45,58 +45,73 @@ bool check_filters(const ir::Node& n, const ir::Tensor& W, int64_t& row, std::st
   return true;
 }
 
+// The implicit GEMM runs one group: `filters` (W or DW) has all `channels` of the gathered side.
+bool check_one_group(const ir::Node& n, const ir::Tensor& filters, int64_t channels, const char* hint,
+                     std::string& why) {
+  if (filters.dims[1] == channels) return true;
+  why = where(n, filters) + "grouped convolution (groups = " + std::to_string(channels / filters.dims[1]) +
+        ") is not supported by the implicit GEMM" + hint;
+  return false;
+}
+
+// The GEMM view's sizes fit the kernels' 32-bit ints: K (k tiles, taps) and the output tiles at
+// the smallest tile (64 x 64), so that every knob's grid does.
+bool check_gemm_ints(const ir::Node& n, const ir::Tensor& out, const ConvParams& cp, std::string& why) {
+  int64_t tiles = 0;
+  if (!checked::mul((cp.M + 63) / 64, (cp.N + 63) / 64, tiles)) tiles = INT64_MAX;
+  return fits_kernel_int(n, out, "the GEMM's K (taps x channels)", cp.K, why) &&
+         fits_kernel_int(n, out, "the count of 64 x 64 output tiles", tiles, why);
+}
+
+// The product of t's dims from `first` on, times `scale`; false on overflow.
+bool dims_product(const ir::Tensor& t, size_t first, int64_t scale, int64_t& out) {
+  out = scale;
+  for (size_t i = first; i < t.dims.size(); ++i)
+    if (!checked::mul(out, t.dims[i], out)) return false;
+  return true;
+}
+
 }  // namespace
 
 bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
-  const ir::Node* anchor = anchor_of<ConvDgradAttr>(p, "conv_dgrad", why);
-  if (!anchor) return false;
-  const ir::Node& n = *anchor;
-  const ir::Tensor& DY = p.tensor(n.inputs[0]);
-  const ir::Tensor& W = p.tensor(n.inputs[1]);
-  const ir::Tensor& DX = p.tensor(n.outputs[0]);
-  if (!check_tensor_core_types(*p.graph, n, DY, W, why) || !check_gathered(n, DY, why)) return false;
-  if (W.dims[1] != DX.dims[1]) {
-    why = where(n, W) + "grouped convolution (groups = " + std::to_string(DX.dims[1] / W.dims[1]) +
-          ") is not supported by the implicit GEMM";
-    return false;
-  }
+  TensorCoreOperands op;
+  if (!tensor_core_anchor<ConvDgradAttr>(p, "conv_dgrad", op, why)) return false;
+  const ir::Node& n = *op.node;
+  const ir::Tensor &DY = *op.in0, &W = *op.in1, &DX = *op.out;
+  if (!check_gathered(n, DY, why) || !check_one_group(n, W, DX.dims[1], "", why)) return false;
   if (DX.dims[1] % per_chunk(W) != 0) {
     why = where(n, DX) + "C=" + std::to_string(DX.dims[1]) + " is not a multiple of " + std::to_string(per_chunk(W)) +
           " (16-byte filter rows)";
     return false;
   }
   int64_t row = 0;
-  if (!check_filters(n, W, row, why)) return false;
-  fill_spatial(std::get<ConvDgradAttr>(n.attr), DY, W, DX, out.params);
+  const auto& attr = std::get<ConvDgradAttr>(n.attr);
+  if (!check_filters(n, W, row, why) || !check_spatial_ints(n, attr, DY, W, DX, why)) return false;
+  fill_spatial(attr, DY, W, DX, out.params);
   out.params.w_stride_k = W.strides[0];
   out.params.N = DX.dims[1];
-  out.params.K = row / DX.dims[1] * DY.dims[1];  // taps x DY channels
+  out.params.K = row / DX.dims[1] * DY.dims[1];  // taps x DY channels (at most W's volume x DY's channels)
   out.dtype = DY.dtype;
   out.x = DY.id;
   out.w = W.id;
   out.dgrad = true;
   out.axes = pixel_channel_axes(DX.dims.size());
-  return true;
+  return check_gemm_ints(n, DX, out.params, why);
 }
 
 bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
-  const ir::Node* anchor = anchor_of<ConvFpropAttr>(p, "conv_fprop", why);
-  if (!anchor) return false;
-  const ir::Node& n = *anchor;
-  const ir::Tensor& X = p.tensor(n.inputs[0]);
-  const ir::Tensor& W = p.tensor(n.inputs[1]);
-  const ir::Tensor& Y = p.tensor(n.outputs[0]);
-  if (!check_tensor_core_types(*p.graph, n, X, W, why)) return false;
-  if (W.dims[1] != X.dims[1]) {
-    why = where(n, W) + "grouped convolution (groups = " + std::to_string(X.dims[1] / W.dims[1]) +
-          ") is not supported by the implicit GEMM; depthwise convolutions have their own engine";
-    return false;
-  }
+  TensorCoreOperands op;
+  if (!tensor_core_anchor<ConvFpropAttr>(p, "conv_fprop", op, why)) return false;
+  const ir::Node& n = *op.node;
+  const ir::Tensor &X = *op.in0, &W = *op.in1, &Y = *op.out;
+  if (!check_one_group(n, W, X.dims[1], "; depthwise convolutions have their own engine", why)) return false;
   int64_t row = 0;
-  if (!check_gathered(n, X, why) || !check_filters(n, W, row, why)) return false;
-  fill_spatial(std::get<ConvFpropAttr>(n.attr), X, W, Y, out.params);
+  const auto& attr = std::get<ConvFpropAttr>(n.attr);
+  if (!check_gathered(n, X, why) || !check_filters(n, W, row, why) || !check_spatial_ints(n, attr, X, W, Y, why))
+    return false;
+  fill_spatial(attr, X, W, Y, out.params);
   out.params.w_stride_k = W.strides[0];
   out.params.N = W.dims[0];
   out.params.K = row;
@@ -104,23 +119,16 @@ bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why)
   out.x = X.id;
   out.w = W.id;
   out.axes = pixel_channel_axes(Y.dims.size());
-  return true;
+  return check_gemm_ints(n, Y, out.params, why);
 }
 
 bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why) {
   out = ConvProblem{};
-  const ir::Node* anchor = anchor_of<ConvWgradAttr>(p, "conv_wgrad", why);
-  if (!anchor) return false;
-  const ir::Node& n = *anchor;
-  const ir::Tensor& DY = p.tensor(n.inputs[0]);
-  const ir::Tensor& X = p.tensor(n.inputs[1]);
-  const ir::Tensor& DW = p.tensor(n.outputs[0]);
-  if (!check_tensor_core_types(*p.graph, n, DY, X, why) || !check_gathered(n, X, why)) return false;
-  if (DW.dims[1] != X.dims[1]) {
-    why = where(n, DW) + "grouped convolution (groups = " + std::to_string(X.dims[1] / DW.dims[1]) +
-          ") is not supported by the implicit GEMM";
-    return false;
-  }
+  TensorCoreOperands op;
+  if (!tensor_core_anchor<ConvWgradAttr>(p, "conv_wgrad", op, why)) return false;
+  const ir::Node& n = *op.node;
+  const ir::Tensor &DY = *op.in0, &X = *op.in1, &DW = *op.out;
+  if (!check_gathered(n, X, why) || !check_one_group(n, DW, X.dims[1], "", why)) return false;
   // DY is read as one [pixels][K] matrix: channels contiguous and its pixels packed.
   int64_t pixel_stride = DY.dims[1], expect = DY.dims[1];
   bool packed = DY.strides[1] == 1 && DY.dims[1] % per_chunk(DY) == 0;
@@ -134,12 +142,15 @@ bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why)
           " (read as one [pixels][K] matrix)";
     return false;
   }
-  fill_spatial(std::get<ConvWgradAttr>(n.attr), X, DW, DY, out.params);
+  const auto& attr = std::get<ConvWgradAttr>(n.attr);
+  if (!check_spatial_ints(n, attr, X, DW, DY, why)) return false;
+  fill_spatial(attr, X, DW, DY, out.params);
   out.params.M = DW.dims[0];
-  out.params.N = DW.dims[1];
-  for (size_t i = 2; i < DW.dims.size(); ++i) out.params.N *= DW.dims[i];
-  out.params.K = DY.dims[0];
-  for (size_t i = 2; i < DY.dims.size(); ++i) out.params.K *= DY.dims[i];
+  // N = C x taps of DW, K = DY's pixels: products of dims of validated tensors, checked all the same.
+  if (!dims_product(DW, 2, DW.dims[1], out.params.N) || !dims_product(DY, 2, DY.dims[0], out.params.K)) {
+    why = where(n, DW) + "the GEMM's sizes overflow 64 bits";
+    return false;
+  }
   out.params.w_stride_k = pixel_stride;
   out.dtype = DY.dtype;
   out.x = X.id;
@@ -149,7 +160,7 @@ bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why)
   out.axes.m = {0};
   for (size_t i = 2; i < DW.dims.size(); ++i) out.axes.n.push_back(static_cast<int>(i));
   out.axes.n.push_back(1);
-  return true;
+  return check_gemm_ints(n, DW, out.params, why);
 }
 
 bool describe_conv(const Partition& p, ConvProblem& out, std::string& why) {
