@@ -102,10 +102,11 @@ struct ConvFpropLoaderA : ChunkGather<BM, BK, THREADS, ES> {
     const FilterTap f = filter_tap(k, P);
 #pragma unroll
     for (int u = 0; u < G::ROWS; ++u) {
+      const int i = G::row(u);
       const int d = d0[u] + f.t * P.dil[0], h = h0[u] + f.r * P.dil[1], w = w0[u] + f.s * P.dil[2];
       const bool ok = kval && (unsigned)d < (unsigned)P.in[0] && (unsigned)h < (unsigned)P.in[1] &&
                       (unsigned)w < (unsigned)P.in[2];
-      this->copy(tile, G::row(u), this->x + base[u] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + f.c,
+      this->copy(tile, i, this->x + base[u] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + f.c,
                  ok);
     }
   }
@@ -189,19 +190,15 @@ struct ConvDgradLoaderB {
 template <class Cta>
 struct ConvDgradOperands {
   enum : bool { A_KM = true, B_KM = false };
+  typedef ConvDgradLoaderA<Cta::BM, Cta::BK, Cta::THREADS, Cta::ES> A;
+  typedef ConvDgradLoaderB<Cta::BN, Cta::BK, Cta::THREADS, Cta::ES> B;
   template <class Index>
   __device__ __forceinline__ static void batch(const ConvParams&, i64, i64&, i64&, Index&) {}
-  __device__ __forceinline__ static auto a(const ConvParams& cp, i64 m0, i64) {
-    ConvDgradLoaderA<Cta::BM, Cta::BK, Cta::THREADS, Cta::ES> la;
-    la.init(cp, m0);
-    return la;
-  }
-  __device__ __forceinline__ static auto b(const ConvParams& cp, i64 n0, i64) {
-    ConvDgradLoaderB<Cta::BN, Cta::BK, Cta::THREADS, Cta::ES> lb;
+  __device__ __forceinline__ static void init_a(A& la, const ConvParams& cp, i64 m0, i64) { la.init(cp, m0); }
+  __device__ __forceinline__ static void init_b(B& lb, const ConvParams& cp, i64 n0, i64) {
     lb.cp = &cp;
     lb.w = static_cast<const typename Cta::E*>(cp.w);
     lb.n0 = n0;
-    return lb;
   }
 };
 
@@ -249,18 +246,15 @@ struct ConvWgradLoaderB : ChunkGather<BK, BN, THREADS, ES> {
 template <class Cta>
 struct ConvWgradOperands {
   enum : bool { A_KM = false, B_KM = false };
+  typedef StridedLoader<Cta::BK, Cta::BM, Cta::THREADS, false, true, Cta::ES> A;
+  typedef ConvWgradLoaderB<Cta::BN, Cta::BK, Cta::THREADS, Cta::ES> B;
   template <class Index>
   __device__ __forceinline__ static void batch(const ConvParams&, i64, i64&, i64&, Index&) {}
   // DY: rows = pixels (k), columns = output channels (m)
-  __device__ __forceinline__ static auto a(const ConvParams& cp, i64 m0, i64) {
-    return strided_loader<Cta::BK, Cta::BM, Cta::THREADS, false, true, Cta::ES>(cp.w, cp.w_stride_k, 1, cp.K, cp.M, m0,
-                                                                                Cta::BK);
+  __device__ __forceinline__ static void init_a(A& la, const ConvParams& cp, i64 m0, i64) {
+    la.init(cp.w, cp.w_stride_k, 1, cp.K, cp.M, m0, Cta::BK);
   }
-  __device__ __forceinline__ static auto b(const ConvParams& cp, i64 n0, i64) {
-    ConvWgradLoaderB<Cta::BN, Cta::BK, Cta::THREADS, Cta::ES> lb;
-    lb.init(cp, n0);
-    return lb;
-  }
+  __device__ __forceinline__ static void init_b(B& lb, const ConvParams& cp, i64 n0, i64) { lb.init(cp, n0); }
 };
 
 template <class Config>
@@ -271,16 +265,13 @@ __device__ __forceinline__ void conv_wgrad_mma_sync(const ConvParams& cp, const 
 template <class Cta>
 struct ConvFpropOperands {
   enum : bool { A_KM = true, B_KM = true };
+  typedef ConvFpropLoaderA<Cta::BM, Cta::BK, Cta::THREADS, Cta::ES> A;
+  typedef StridedLoader<Cta::BN, Cta::BK, Cta::THREADS, true, true, Cta::ES> B;
   template <class Index>
   __device__ __forceinline__ static void batch(const ConvParams&, i64, i64&, i64&, Index&) {}
-  __device__ __forceinline__ static auto a(const ConvParams& cp, i64 m0, i64) {
-    ConvFpropLoaderA<Cta::BM, Cta::BK, Cta::THREADS, Cta::ES> la;
-    la.init(cp, m0);
-    return la;
-  }
-  __device__ __forceinline__ static auto b(const ConvParams& cp, i64 n0, i64) {
-    return strided_loader<Cta::BN, Cta::BK, Cta::THREADS, true, true, Cta::ES>(cp.w, cp.w_stride_k, 1, cp.N, cp.K, n0,
-                                                                               Cta::BK);
+  __device__ __forceinline__ static void init_a(A& la, const ConvParams& cp, i64 m0, i64) { la.init(cp, m0); }
+  __device__ __forceinline__ static void init_b(B& lb, const ConvParams& cp, i64 n0, i64) {
+    lb.init(cp.w, cp.w_stride_k, 1, cp.N, cp.K, n0, Cta::BK);
   }
 };
 
