@@ -205,9 +205,7 @@ class ConvPlan final : public KernelPlan {
 
 class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, prepare> {
  public:
-  ConvImplicitGemmEngine() : PreparedEngine(kSchema) {}
-
-  std::string_view name() const override { return kEngineName; }
+  ConvImplicitGemmEngine() : PreparedEngine(kEngineName, kSchema) {}
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     std::vector<ConvKnobs> settings;
@@ -290,9 +288,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     KernelBuild kb;
     kb.source = source(pc, c, *p.graph);
     const bool fin = pc.epi.L.needs_finalize();
-    Status s = r ? reload_kernel(t, *r, kFpropKernel, c.smem_bytes(), fin, kEngineName, kb)
-                 : compile_kernel(t, std::string(kEngineName) + ".cu", kFpropKernel, c.smem_bytes(), fin, kb);
-    if (!s.ok()) return s;
+    if (auto s = compile_or_reload(t, r, kEngineName, kFpropKernel, c.smem_bytes(), fin, kb); !s.ok()) return s;
     DG_LOG(DEBUG) << kEngineName << ": " << (c.tf32 ? "tf32 " : "") << c.bm << "x" << c.bn << " stages=" << c.stages
                   << " " << pc.epi.L.describe();
     plan = std::make_unique<ConvPlan>(p, std::move(pc), c, std::move(kb));

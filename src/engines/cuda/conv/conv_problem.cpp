@@ -71,14 +71,19 @@ bool dims_product(const ir::Tensor& t, size_t first, int64_t scale, int64_t& out
   return true;
 }
 
-}  // namespace
+// The GEMM's operands (x gathered, w read as a strided matrix, both IR ids), their type and the
+// epilogue axes, once the sizes are in out.params; then whether those fit the kernels' ints.
+bool set_gemm_operands(const ir::Node& n, const ir::Tensor& gemm_out, const ir::Tensor& x, const ir::Tensor& w,
+                       DataType dtype, EpilogueAxes axes, ConvProblem& out, std::string& why) {
+  out.dtype = dtype;
+  out.x = x.id;
+  out.w = w.id;
+  out.axes = std::move(axes);
+  return check_gemm_ints(n, gemm_out, out.params, why);
+}
 
-bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why) {
-  out = ConvProblem{};
-  TensorCoreOperands op;
-  if (!tensor_core_anchor<ConvDgradAttr>(p, "conv_dgrad", op, why)) return false;
-  const ir::Node& n = *op.node;
-  const ir::Tensor &DY = *op.in0, &W = *op.in1, &DX = *op.out;
+bool describe_dgrad(const ir::Node& n, const ir::Tensor& DY, const ir::Tensor& W, const ir::Tensor& DX,
+                    ConvProblem& out, std::string& why) {
   if (!check_gathered(n, DY, why) || !check_one_group(n, W, DX.dims[1], "", why)) return false;
   if (DX.dims[1] % per_chunk(W) != 0) {
     why = where(n, DX) + "C=" + std::to_string(DX.dims[1]) + " is not a multiple of " + std::to_string(per_chunk(W)) +
@@ -92,20 +97,12 @@ bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why)
   out.params.w_stride_k = W.strides[0];
   out.params.N = DX.dims[1];
   out.params.K = row / DX.dims[1] * DY.dims[1];  // taps x DY channels (at most W's volume x DY's channels)
-  out.dtype = DY.dtype;
-  out.x = DY.id;
-  out.w = W.id;
   out.dgrad = true;
-  out.axes = pixel_channel_axes(DX.dims.size());
-  return check_gemm_ints(n, DX, out.params, why);
+  return set_gemm_operands(n, DX, DY, W, DY.dtype, pixel_channel_axes(DX.dims.size()), out, why);
 }
 
-bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why) {
-  out = ConvProblem{};
-  TensorCoreOperands op;
-  if (!tensor_core_anchor<ConvFpropAttr>(p, "conv_fprop", op, why)) return false;
-  const ir::Node& n = *op.node;
-  const ir::Tensor &X = *op.in0, &W = *op.in1, &Y = *op.out;
+bool describe_fprop(const ir::Node& n, const ir::Tensor& X, const ir::Tensor& W, const ir::Tensor& Y,
+                    ConvProblem& out, std::string& why) {
   if (!check_one_group(n, W, X.dims[1], "; depthwise convolutions have their own engine", why)) return false;
   int64_t row = 0;
   const auto& attr = std::get<ConvFpropAttr>(n.attr);
@@ -115,33 +112,28 @@ bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why)
   out.params.w_stride_k = W.strides[0];
   out.params.N = W.dims[0];
   out.params.K = row;
-  out.dtype = X.dtype;
-  out.x = X.id;
-  out.w = W.id;
-  out.axes = pixel_channel_axes(Y.dims.size());
-  return check_gemm_ints(n, Y, out.params, why);
+  return set_gemm_operands(n, Y, X, W, X.dtype, pixel_channel_axes(Y.dims.size()), out, why);
 }
 
-bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why) {
-  out = ConvProblem{};
-  TensorCoreOperands op;
-  if (!tensor_core_anchor<ConvWgradAttr>(p, "conv_wgrad", op, why)) return false;
-  const ir::Node& n = *op.node;
-  const ir::Tensor &DY = *op.in0, &X = *op.in1, &DW = *op.out;
-  if (!check_gathered(n, X, why) || !check_one_group(n, DW, X.dims[1], "", why)) return false;
-  // DY is read as one [pixels][K] matrix: channels contiguous and its pixels packed.
-  int64_t pixel_stride = DY.dims[1], expect = DY.dims[1];
+// DY is read as one [pixels][K] matrix: channels contiguous and its pixels packed.
+bool check_packed_rows(const ir::Node& n, const ir::Tensor& DY, std::string& why) {
+  int64_t expect = DY.dims[1];
   bool packed = DY.strides[1] == 1 && DY.dims[1] % per_chunk(DY) == 0;
   for (size_t i = DY.dims.size(); i-- > 2;) {
     packed = packed && (DY.dims[i] == 1 || DY.strides[i] == expect);
     expect *= DY.dims[i];
   }
   packed = packed && (DY.dims[0] == 1 || DY.strides[0] == expect);
-  if (!packed) {
-    why = where(n, DY) + "must be packed NHWC with K a multiple of " + std::to_string(per_chunk(DY)) +
-          " (read as one [pixels][K] matrix)";
+  if (packed) return true;
+  why = where(n, DY) + "must be packed NHWC with K a multiple of " + std::to_string(per_chunk(DY)) +
+        " (read as one [pixels][K] matrix)";
+  return false;
+}
+
+bool describe_wgrad(const ir::Node& n, const ir::Tensor& DY, const ir::Tensor& X, const ir::Tensor& DW,
+                    ConvProblem& out, std::string& why) {
+  if (!check_gathered(n, X, why) || !check_one_group(n, DW, X.dims[1], "", why) || !check_packed_rows(n, DY, why))
     return false;
-  }
   const auto& attr = std::get<ConvWgradAttr>(n.attr);
   if (!check_spatial_ints(n, attr, X, DW, DY, why)) return false;
   fill_spatial(attr, X, DW, DY, out.params);
@@ -151,16 +143,36 @@ bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why)
     why = where(n, DW) + "the GEMM's sizes overflow 64 bits";
     return false;
   }
-  out.params.w_stride_k = pixel_stride;
-  out.dtype = DY.dtype;
-  out.x = X.id;
-  out.w = DY.id;
+  out.params.w_stride_k = DY.dims[1];  // between DY's pixels
   out.wgrad = true;
   // DW [K, C, taps...]: rows are K; columns walk the taps, then C (KRSC packing).
-  out.axes.m = {0};
-  for (size_t i = 2; i < DW.dims.size(); ++i) out.axes.n.push_back(static_cast<int>(i));
-  out.axes.n.push_back(1);
-  return check_gemm_ints(n, DW, out.params, why);
+  EpilogueAxes axes;
+  axes.m = {0};
+  for (size_t i = 2; i < DW.dims.size(); ++i) axes.n.push_back(static_cast<int>(i));
+  axes.n.push_back(1);
+  return set_gemm_operands(n, DW, X, DY, DY.dtype, std::move(axes), out, why);
+}
+
+// The partition's `Attr` anchor described by `body` (node, its inputs and output).
+template <class Attr, class Body>
+bool describe_anchor(const Partition& p, const char* op, ConvProblem& out, std::string& why, Body body) {
+  out = ConvProblem{};
+  TensorCoreOperands o;
+  return tensor_core_anchor<Attr>(p, op, o, why) && body(*o.node, *o.in0, *o.in1, *o.out, out, why);
+}
+
+}  // namespace
+
+bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why) {
+  return describe_anchor<ConvDgradAttr>(p, "conv_dgrad", out, why, describe_dgrad);
+}
+
+bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why) {
+  return describe_anchor<ConvFpropAttr>(p, "conv_fprop", out, why, describe_fprop);
+}
+
+bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why) {
+  return describe_anchor<ConvWgradAttr>(p, "conv_wgrad", out, why, describe_wgrad);
 }
 
 bool describe_conv(const Partition& p, ConvProblem& out, std::string& why) {

@@ -23,7 +23,9 @@ struct MmaSyncKnobs {
   int64_t tf32 = 0;
 };
 
-const KnobSchema<MmaSyncKnobs> kSchema{"cuda_gemm_mma_sync",
+constexpr const char* kName = "cuda_gemm_mma_sync";
+
+const KnobSchema<MmaSyncKnobs> kSchema{kName,
                                        {{"tile_m", &MmaSyncKnobs::tile_m, 64, 128, {64, 128}},
                                         {"tile_n", &MmaSyncKnobs::tile_n, 64, 128, {64, 128}},
                                         {"stages", &MmaSyncKnobs::stages, 2, 6},
@@ -51,9 +53,7 @@ bool is_fp32(const Partition& p, const Target& t) {
 
 class GemmMmaSyncEngine final : public gemm::MatmulEngine<MmaSyncKnobs, mma_config> {
  public:
-  GemmMmaSyncEngine() : MatmulEngine(kSchema) {}
-
-  std::string_view name() const override { return "cuda_gemm_mma_sync"; }
+  GemmMmaSyncEngine() : MatmulEngine(kName, kSchema) {}
 
   Support check(const Partition& p, const Target& t) const override {
     MatmulPieces pieces;

@@ -45,7 +45,9 @@ std::string wgmma_rules(const WgmmaKnobs& k) {
   return "";
 }
 
-const KnobSchema<WgmmaKnobs> kSchema{"cuda_gemm_wgmma_tma",
+constexpr const char* kName = "cuda_gemm_wgmma_tma";
+
+const KnobSchema<WgmmaKnobs> kSchema{kName,
                                      {{"tile_n", &WgmmaKnobs::tile_n, 128, 256, {128, 256}},
                                       {"stages", &WgmmaKnobs::stages, 2, 8},
                                       {"pingpong", &WgmmaKnobs::pingpong, 0, 1, {}, false},
@@ -78,9 +80,7 @@ constexpr double kClusterGain = 1.04;
 
 class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_config> {
  public:
-  GemmWgmmaTmaEngine() : MatmulEngine(kSchema) {}
-
-  std::string_view name() const override { return "cuda_gemm_wgmma_tma"; }
+  GemmWgmmaTmaEngine() : MatmulEngine(kName, kSchema) {}
 
   Support check(const Partition& p, const Target& t) const override {
     MatmulPieces pieces;

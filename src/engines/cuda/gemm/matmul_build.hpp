@@ -24,7 +24,8 @@ Status build_matmul_plan(const Partition& p, const Target& t, const MatmulConfig
 template <class K, MatmulConfig (*config_of)(const K&)>
 class MatmulEngine : public CompiledEngine<K> {
  public:
-  using CompiledEngine<K>::CompiledEngine;
+  MatmulEngine(std::string_view name, const KnobSchema<K>& schema) : CompiledEngine<K>(schema), name_(name) {}
+  std::string_view name() const final { return name_; }
 
  protected:
   // For estimate_seconds: false where k is a setting the schema rejects.
@@ -40,8 +41,10 @@ class MatmulEngine : public CompiledEngine<K> {
               std::unique_ptr<Plan>& plan) const final {
     K knobs;
     if (auto s = read_knobs(this->schema_, k, this->knob_error(r), knobs); !s.ok()) return s;
-    return build_matmul_plan(p, t, config_of(knobs), r, this->name(), plan);
+    return build_matmul_plan(p, t, config_of(knobs), r, name_, plan);
   }
+
+  std::string_view name_;
 };
 
 }  // namespace dnngraph::cuda::gemm

@@ -34,32 +34,9 @@ bool check_kernel_ints(const ir::Node& n, const ir::Tensor& A, const ir::Tensor&
          fits_kernel_int(n, C, "the count of 64 x 64 output tiles over the batch", tiles, why);
 }
 
-}  // namespace
-
-int64_t MatmulProblem::batch_count() const {
-  int64_t v = 1;
-  for (int64_t d : batch) v *= d;
-  return v;
-}
-
-bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why) {
-  if (!t.device().is_cuda() || !t.handle->cuda) {
-    why = "runs on CUDA handles; this one is " + t.device().to_string();
-    return false;
-  }
-  if (t.info().sm_version < 80) {
-    why = "needs sm_80 or later (mma.sync bf16/tf32); the device is sm_" + std::to_string(t.info().sm_version);
-    return false;
-  }
-  return describe_matmul_graph(p, out, why);
-}
-
-bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why) {
-  out = MatmulProblem{};
-  TensorCoreOperands op;
-  if (!tensor_core_anchor<MatmulAttr>(p, "matmul", op, why)) return false;
-  const ir::Node& n = *op.node;
-  const ir::Tensor &A = *op.in0, &B = *op.in1, &C = *op.out;
+// The matmul n = A x B -> C as the kernels see it.
+bool describe_operands(const ir::Node& n, const ir::Tensor& A, const ir::Tensor& B, const ir::Tensor& C,
+                       MatmulProblem& out, std::string& why) {
   const int r = A.rank();
   if (r - 2 > kMaxBatchDims) {
     why = "node '" + n.name + "': " + std::to_string(r - 2) + " batch dims; at most " + std::to_string(kMaxBatchDims);
@@ -97,6 +74,33 @@ bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& 
     return false;
   }
   return check_kernel_ints(n, A, C, out, why);
+}
+
+}  // namespace
+
+int64_t MatmulProblem::batch_count() const {
+  int64_t v = 1;
+  for (int64_t d : batch) v *= d;
+  return v;
+}
+
+bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why) {
+  if (!t.device().is_cuda() || !t.handle->cuda) {
+    why = "runs on CUDA handles; this one is " + t.device().to_string();
+    return false;
+  }
+  if (t.info().sm_version < 80) {
+    why = "needs sm_80 or later (mma.sync bf16/tf32); the device is sm_" + std::to_string(t.info().sm_version);
+    return false;
+  }
+  return describe_matmul_graph(p, out, why);
+}
+
+bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why) {
+  out = MatmulProblem{};
+  TensorCoreOperands op;
+  return tensor_core_anchor<MatmulAttr>(p, "matmul", op, why) &&
+         describe_operands(*op.node, *op.in0, *op.in1, *op.out, out, why);
 }
 
 GemmParams gemm_params(const MatmulProblem& mp, const void* a, const void* b) {

@@ -65,6 +65,13 @@ struct ChunkGather {
     jc = (int)threadIdx.x % CHUNKS;
   }
   __device__ __forceinline__ static int row(int u) { return (int)threadIdx.x / CHUNKS + u * ROW_STEP; }
+  // The filter tap and channel of this thread's chunk of k tile kt (COLS deep); whether it is in K.
+  __device__ __forceinline__ bool chunk_tap(int kt, FilterTap& f) const {
+    const i64 k = (i64)kt * COLS + jc * EPC;
+    const bool in_k = k < cp->K;
+    f = filter_tap(k, *cp);
+    return in_k;
+  }
   __device__ __forceinline__ void copy(u32 tile, int i, const E* src, bool ok) const {
     cp_async16(tile + tile_offset<COLS, ES>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
   }
@@ -97,9 +104,8 @@ struct ConvFpropLoaderA : ChunkGather<BM, BK, THREADS, ES> {
 
   __device__ __forceinline__ void load(u32 tile, int kt) const {
     const ConvParams& P = *this->cp;
-    const i64 k = (i64)kt * BK + this->jc * G::EPC;
-    const bool kval = k < P.K;
-    const FilterTap f = filter_tap(k, P);
+    FilterTap f;
+    const bool kval = this->chunk_tap(kt, f);
 #pragma unroll
     for (int u = 0; u < G::ROWS; ++u) {
       const int i = G::row(u);
@@ -144,9 +150,8 @@ struct ConvDgradLoaderA : ChunkGather<BM, BK, THREADS, ES> {
 
   __device__ __forceinline__ void load(u32 tile, int kt) const {
     const ConvParams& P = *this->cp;
-    const i64 k = (i64)kt * BK + this->jc * G::EPC;
-    const bool kval = k < P.K;
-    const FilterTap f = filter_tap(k, P);
+    FilterTap f;
+    const bool kval = this->chunk_tap(kt, f);
 #pragma unroll
     for (int u = 0; u < G::ROWS; ++u) {
       int od = 0, oh = 0, ow = 0;
