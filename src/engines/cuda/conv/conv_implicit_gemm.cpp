@@ -200,7 +200,6 @@ class ConvPlan final : public KernelPlan {
  private:
   Pieces pc_;
   Config c_;
-  KernelBuild k_;
 };
 
 class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, prepare> {

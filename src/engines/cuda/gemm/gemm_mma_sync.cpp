@@ -10,12 +10,8 @@
 #include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
+namespace gemm {
 namespace {
-
-using gemm::Core;
-using gemm::MatmulConfig;
-using gemm::MatmulPieces;
-using gemm::MatmulProblem;
 
 // The engine's knobs; tf32=1 goes with FLOAT inputs (the graph allowing TF32) and only with them.
 struct MmaSyncKnobs {
@@ -79,7 +75,8 @@ class GemmMmaSyncEngine final : public gemm::MatmulEngine<MmaSyncKnobs, mma_conf
 };
 
 }  // namespace
+}  // namespace gemm
 
-const Engine& gemm_mma_sync_engine() { return engine_instance<GemmMmaSyncEngine>(); }
+const Engine& gemm_mma_sync_engine() { return engine_instance<gemm::GemmMmaSyncEngine>(); }
 
 }  // namespace dnngraph::cuda
