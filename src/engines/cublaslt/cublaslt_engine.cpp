@@ -7,6 +7,7 @@
 #include "core/log.hpp"
 #include "engines/cublaslt/lt_descriptors.hpp"
 #include "runtime/cuda/context.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cublaslt {
 namespace {
@@ -248,9 +249,6 @@ class CublasLtEngine final : public Engine {
 
 }  // namespace
 
-const Engine& engine() {
-  static const CublasLtEngine kEngine;
-  return kEngine;
-}
+const Engine& engine() { return engine_instance<CublasLtEngine>(); }
 
 }  // namespace dnngraph::cublaslt

@@ -6,6 +6,7 @@
 
 #include "engines/ref/ops.hpp"
 #include "runtime/memory.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::ref {
 namespace {
@@ -82,9 +83,6 @@ class RefEngine final : public Engine {
 
 }  // namespace
 
-const Engine& engine() {
-  static const RefEngine kEngine;
-  return kEngine;
-}
+const Engine& engine() { return engine_instance<RefEngine>(); }
 
 }  // namespace dnngraph::ref

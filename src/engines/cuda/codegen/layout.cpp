@@ -55,27 +55,7 @@ struct Builder {
     return true;
   }
 
-  bool collect() {
-    for (const auto& in : prog.code) {
-      if (in.kind == expr::InstrKind::LOAD_ANCHOR) return fail("an anchor value needs a GEMM or convolution kernel");
-      if (in.kind == expr::InstrKind::LOAD && !add_operand(in.tensor, Role::LOAD, -1)) return false;
-      if (in.kind == expr::InstrKind::LOAD_SCALAR) L.scalars.push_back(in.tensor);
-      if (in.kind == expr::InstrKind::APPLY && in.round_to != DataType::NOT_SET && in.round_to != DataType::FLOAT &&
-          !supported_type(in.round_to))
-        return fail(tname(in.tensor) + ": intermediate type " + std::string(to_string(in.round_to)) + " is not supported");
-    }
-    for (int t : prog.stores)
-      if (!add_operand(t, Role::STORE, -1)) return false;
-    for (int t : prog.reductions) if (!add_reduction(t)) return false;
-    if (static_cast<int>(L.operands.size()) > kMaxOperands)
-      return fail(std::to_string(L.operands.size()) + " tensors; the kernel takes at most " + std::to_string(kMaxOperands));
-    if (static_cast<int>(L.scalars.size()) > kMaxScalars)
-      return fail(std::to_string(L.scalars.size()) + " scalars; the kernel takes at most " + std::to_string(kMaxScalars));
-    if (static_cast<int>(L.reductions.size()) > kMaxReductions)
-      return fail(std::to_string(L.reductions.size()) + " reductions; the kernel takes at most " +
-                  std::to_string(kMaxReductions));
-    return true;
-  }
+  bool collect() { return collect_operands(prog, false, L, *this) && check_counts(L, "tensors", why); }
 
   bool add_reduction(int tensor) {
     Reduction r;
@@ -179,6 +159,16 @@ struct Builder {
 };
 
 }  // namespace
+
+bool check_counts(const Layout& L, const char* what, std::string& why) {
+  const auto over = [&](size_t n, int limit, const std::string& noun) {
+    if (static_cast<int64_t>(n) <= limit) return false;
+    why = std::to_string(n) + " " + noun + "; the kernel takes at most " + std::to_string(limit);
+    return true;
+  };
+  return !over(L.operands.size(), kMaxOperands, what) && !over(L.scalars.size(), kMaxScalars, "scalars") &&
+         !over(L.reductions.size(), kMaxReductions, "reductions");
+}
 
 bool supported_type(DataType t) {
   switch (t) {

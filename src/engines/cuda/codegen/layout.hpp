@@ -85,6 +85,33 @@ bool order_dependent(ReductionMode m);
 
 // Types the generated kernels load and store (dg_types.cuh).
 bool supported_type(DataType t);
+
+// The program's operands in the order a layout lists them: its loads (and scalars, into L), then
+// its stores, then its reductions, through builder b's add_operand(tensor, role, reduction) and
+// add_reduction(tensor); intermediate types are checked on the way. An anchor value (LOAD_ANCHOR)
+// is only allowed where `anchored`. False with the reason b.fail(why) keeps.
+template <class LayoutBuilder>
+bool collect_operands(const expr::Program& prog, bool anchored, Layout& L, LayoutBuilder& b) {
+  for (const auto& in : prog.code) {
+    if (in.kind == expr::InstrKind::LOAD_ANCHOR && !anchored)
+      return b.fail("an anchor value needs a GEMM or convolution kernel");
+    if (in.kind == expr::InstrKind::LOAD && !b.add_operand(in.tensor, Role::LOAD, -1)) return false;
+    if (in.kind == expr::InstrKind::LOAD_SCALAR) L.scalars.push_back(in.tensor);
+    if (in.kind == expr::InstrKind::APPLY && in.round_to != DataType::NOT_SET && in.round_to != DataType::FLOAT &&
+        !supported_type(in.round_to))
+      return b.fail(b.tname(in.tensor) + ": intermediate type " + std::string(to_string(in.round_to)) +
+                    " is not supported");
+  }
+  for (int t : prog.stores)
+    if (!b.add_operand(t, Role::STORE, -1)) return false;
+  for (int t : prog.reductions)
+    if (!b.add_reduction(t)) return false;
+  return true;
+}
+
+// Whether L's operands (`what`: "tensors", "epilogue tensors"), scalars and reductions fit the
+// kernels' parameter arrays; false with `why`: "13 tensors; the kernel takes at most 12".
+bool check_counts(const Layout& L, const char* what, std::string& why);
 // Every element has its own offset and the offsets fill [0, volume): a permutation of a packed layout.
 bool is_dense(const ir::Tensor& t);
 // The reduction into `tensor` (mode from prog, type and packing checked) over a domain of

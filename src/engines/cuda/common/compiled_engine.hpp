@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "planning/engine.hpp"
@@ -73,6 +74,24 @@ class CompiledEngine : public Engine {
   }
 
   const KnobSchema<T>& schema_;
+};
+
+// A compiled engine named `name` that supports a partition when `prepare` can describe it
+// (filling the engine's Pieces) and NVRTC loads.
+template <class T, class Pieces, Status (*prepare)(const Partition&, const Target&, Pieces&)>
+class PreparedEngine : public CompiledEngine<T> {
+ public:
+  PreparedEngine(std::string_view name, const KnobSchema<T>& schema) : CompiledEngine<T>(schema), name_(name) {}
+
+  std::string_view name() const final { return name_; }
+
+  Support check(const Partition& p, const Target& t) const final {
+    Pieces pc;
+    return compile_support(prepare(p, t, pc));
+  }
+
+ private:
+  std::string_view name_;
 };
 
 }  // namespace dnngraph::cuda

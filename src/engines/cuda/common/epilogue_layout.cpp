@@ -137,23 +137,8 @@ struct Builder {
       return fail("the output has " + std::to_string(ax.batch.size()) + " batch dims; the epilogue takes at most " +
                   std::to_string(codegen::kMaxRank - 2));
     if (!map_axes()) return false;
-    for (const auto& in : prog.code) {
-      if (in.kind == expr::InstrKind::LOAD && !add_operand(in.tensor, Role::LOAD, -1)) return false;
-      if (in.kind == expr::InstrKind::LOAD_SCALAR) L.scalars.push_back(in.tensor);
-      if (in.kind == expr::InstrKind::APPLY && in.round_to != DataType::NOT_SET && in.round_to != DataType::FLOAT &&
-          !supported_type(in.round_to))
-        return fail(tname(in.tensor) + ": intermediate type " + std::string(to_string(in.round_to)) + " is not supported");
-    }
-    for (int t : prog.stores)
-      if (!add_operand(t, Role::STORE, -1)) return false;
-    for (int t : prog.reductions)
-      if (!add_reduction(t)) return false;
-    if (static_cast<int>(L.operands.size()) > codegen::kMaxOperands)
-      return fail(std::to_string(L.operands.size()) + " epilogue tensors; at most " + std::to_string(codegen::kMaxOperands));
-    if (static_cast<int>(L.scalars.size()) > codegen::kMaxScalars)
-      return fail(std::to_string(L.scalars.size()) + " scalars; at most " + std::to_string(codegen::kMaxScalars));
-    if (static_cast<int>(L.reductions.size()) > codegen::kMaxReductions)
-      return fail(std::to_string(L.reductions.size()) + " reductions; at most " + std::to_string(codegen::kMaxReductions));
+    if (!codegen::collect_operands(prog, true, L, *this) || !codegen::check_counts(L, "epilogue tensors", why))
+      return false;
     choose_access();
     place_workspace();
     return true;

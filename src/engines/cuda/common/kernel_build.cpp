@@ -46,6 +46,12 @@ Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int sme
   return load(t, kernel, smem_bytes, has_finalize, k);
 }
 
+Status compile_or_reload(const Target& t, ByteReader* r, std::string_view engine, const char* kernel, int smem_bytes,
+                         bool has_finalize, KernelBuild& k) {
+  if (r) return reload_kernel(t, *r, kernel, smem_bytes, has_finalize, engine, k);
+  return compile_kernel(t, std::string(engine) + ".cu", kernel, smem_bytes, has_finalize, k);
+}
+
 void serialize_kernel(const KernelBuild& k, ByteWriter& w) {
   w.put(kPayloadVersion);
   w.put(hash64(k.source));

@@ -30,6 +30,10 @@ Status read_kernel(ByteReader& r, std::string_view engine, KernelBuild& k);
 Status reload_kernel(const Target& t, ByteReader& r, const char* kernel, int smem_bytes, bool has_finalize,
                      std::string_view engine, KernelBuild& k);
 void serialize_kernel(const KernelBuild& k, ByteWriter& w);
+// What an engine's build() and deserialize() do with k.source: compile_kernel (r null; the
+// program is named "<engine>.cu") or reload_kernel from r.
+Status compile_or_reload(const Target& t, ByteReader* r, std::string_view engine, const char* kernel, int smem_bytes,
+                         bool has_finalize, KernelBuild& k);
 
 // A plan that runs one compiled module over a partition; its payload is the kernel.
 class KernelPlan : public Plan {

@@ -23,4 +23,11 @@ bool check_tensor_core_types(const ir::Graph& g, const ir::Node& n, const ir::Te
   return true;
 }
 
+bool fits_kernel_int(const ir::Node& n, const ir::Tensor& t, const std::string& what, int64_t value, std::string& why) {
+  if (value >= 0 && value <= kMaxKernelInt) return true;
+  why = "node '" + n.name + "', tensor '" + t.name + "': " + what + " is " + std::to_string(value) +
+        "; the kernel indexes it with a 32-bit int (at most " + std::to_string(kMaxKernelInt) + ")";
+  return false;
+}
+
 }  // namespace dnngraph::cuda

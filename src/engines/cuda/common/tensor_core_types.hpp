@@ -2,8 +2,10 @@
 // BFLOAT16 or HALF, both operands the same; FLOAT x FLOAT rounded to TF32 where the graph allows
 // it; fp32 accumulation.
 #pragma once
+#include <cstdint>
 #include <string>
 
+#include "engines/cuda/common/epilogue_layout.hpp"
 #include "planning/engine.hpp"
 
 namespace dnngraph::cuda {
@@ -16,5 +18,32 @@ inline constexpr const char* kTf32Rule =
 // the tensor (a) and the rule.
 bool check_tensor_core_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& a, const ir::Tensor& b,
                              std::string& why);
+
+// A tensor-core op's anchor: the node, its two inputs and its output.
+struct TensorCoreOperands {
+  const ir::Node* node = nullptr;
+  const ir::Tensor* in0 = nullptr;
+  const ir::Tensor* in1 = nullptr;
+  const ir::Tensor* out = nullptr;
+};
+
+// The partition's `Attr` anchor (`op` names it) and its operands, the inputs' types checked
+// (check_tensor_core_types); false with `why`.
+template <class Attr>
+bool tensor_core_anchor(const Partition& p, const char* op, TensorCoreOperands& o, std::string& why) {
+  o.node = anchor_of<Attr>(p, op, why);
+  if (!o.node) return false;
+  o.in0 = &p.tensor(o.node->inputs[0]);
+  o.in1 = &p.tensor(o.node->inputs[1]);
+  o.out = &p.tensor(o.node->outputs[0]);
+  return check_tensor_core_types(*p.graph, *o.node, *o.in0, *o.in1, why);
+}
+
+// The kernels index with 32-bit ints: sizes, coordinates and tile counts stay at most this.
+inline constexpr int64_t kMaxKernelInt = INT32_MAX;
+
+// Whether `value` (what: "the GEMM's K", "dim 2", ...) of tensor t at node n fits a kernel's
+// 32-bit int; false with `why` naming the node, the tensor, the value and the limit.
+bool fits_kernel_int(const ir::Node& n, const ir::Tensor& t, const std::string& what, int64_t value, std::string& why);
 
 }  // namespace dnngraph::cuda

@@ -16,6 +16,7 @@
 #include "engines/cuda/conv/conv_geometry.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/driver_ext.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -28,15 +29,10 @@ constexpr int kMaxStripTaps = 9;    // DG_DW_MAX_TAPS
 
 // Mirror of dg::DwParams.
 struct DwParams {
-  int64_t M;
-  int64_t x_stride[4];
-  int64_t w_stride_c;
-  int64_t w_stride_tap[3];
-  const void* x;
-  const void* w;
+  int64_t M, x_stride[4], w_stride_c, w_stride_tap[3];
+  const void *x, *w;
   int32_t in[3], out[3], filt[3], pad[3], stride[3], dil[3];
-  int32_t C;
-  int32_t epi_vec;
+  int32_t C, epi_vec;
 };
 static_assert(sizeof(DwParams) == 8 * 11 + 4 * 20, "must match dg::DwParams");
 
@@ -79,6 +75,7 @@ bool describe(const Partition& p, Pieces& out, std::string& why) {
   out.vec = C % 8 == 0;
   for (size_t i = 0; i < X.dims.size(); ++i)
     if (i != 1 && X.dims[i] > 1 && X.strides[i] % 8 != 0) out.vec = false;
+  if (!conv::check_spatial_ints(n, attr, X, W, Y, why)) return false;
   DwParams& P = out.params;
   conv::fill_spatial(attr, X, W, Y, P);
   const size_t nsp = X.dims.size() - 2, off = 3 - nsp;
@@ -207,16 +204,9 @@ class DepthwisePlan final : public KernelPlan {
   int sms_;
 };
 
-class DepthwiseDirectEngine final : public CompiledEngine<DepthwiseKnobs> {
+class DepthwiseDirectEngine final : public PreparedEngine<DepthwiseKnobs, Pieces, prepare> {
  public:
-  DepthwiseDirectEngine() : CompiledEngine(kSchema) {}
-
-  std::string_view name() const override { return kName; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    Pieces pc;
-    return compile_support(prepare(p, t, pc));
-  }
+  DepthwiseDirectEngine() : PreparedEngine(kName, kSchema) {}
 
   // Strips of 4, 2 and 8 outputs where the strip kernel applies (the least padding along W first),
   // else the per-pixel kernel.
@@ -260,9 +250,7 @@ class DepthwiseDirectEngine final : public CompiledEngine<DepthwiseKnobs> {
     KernelBuild kb;
     kb.source = source(pc, strip, *p.graph);
     const bool fin = pc.epi.L.needs_finalize();
-    Status s = r ? reload_kernel(t, *r, kKernel, 0, fin, kName, kb)
-                 : compile_kernel(t, std::string(kName) + ".cu", kKernel, 0, fin, kb);
-    if (!s.ok()) return s;
+    if (auto s = compile_or_reload(t, r, kName, kKernel, 0, fin, kb); !s.ok()) return s;
     DG_LOG(DEBUG) << kName << ": strip=" << strip << " " << pc.epi.L.describe() << (pc.vec ? " vec" : "");
     plan = std::make_unique<DepthwisePlan>(p, std::move(pc), strip, std::move(kb), t.handle->cuda->multiprocessors);
     return {};
@@ -271,10 +259,7 @@ class DepthwiseDirectEngine final : public CompiledEngine<DepthwiseKnobs> {
 
 }  // namespace
 
-const Engine& conv_depthwise_direct_engine() {
-  static const DepthwiseDirectEngine kEngine;
-  return kEngine;
-}
+const Engine& conv_depthwise_direct_engine() { return engine_instance<DepthwiseDirectEngine>(); }
 
 namespace conv {
 // For the NVRTC compile test (no GPU): the depthwise kernel source of a partition.

@@ -12,6 +12,7 @@
 #include "engines/cuda/conv/conv_problem.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/driver_ext.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -199,19 +200,11 @@ class ConvPlan final : public KernelPlan {
  private:
   Pieces pc_;
   Config c_;
-  KernelBuild k_;
 };
 
-class ConvImplicitGemmEngine final : public CompiledEngine<ConvKnobs> {
+class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, prepare> {
  public:
-  ConvImplicitGemmEngine() : CompiledEngine(kSchema) {}
-
-  std::string_view name() const override { return kEngineName; }
-
-  Support check(const Partition& p, const Target& t) const override {
-    Pieces pc;
-    return compile_support(prepare(p, t, pc));
-  }
+  ConvImplicitGemmEngine() : PreparedEngine(kEngineName, kSchema) {}
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     std::vector<ConvKnobs> settings;
@@ -294,9 +287,7 @@ class ConvImplicitGemmEngine final : public CompiledEngine<ConvKnobs> {
     KernelBuild kb;
     kb.source = source(pc, c, *p.graph);
     const bool fin = pc.epi.L.needs_finalize();
-    Status s = r ? reload_kernel(t, *r, kFpropKernel, c.smem_bytes(), fin, kEngineName, kb)
-                 : compile_kernel(t, std::string(kEngineName) + ".cu", kFpropKernel, c.smem_bytes(), fin, kb);
-    if (!s.ok()) return s;
+    if (auto s = compile_or_reload(t, r, kEngineName, kFpropKernel, c.smem_bytes(), fin, kb); !s.ok()) return s;
     DG_LOG(DEBUG) << kEngineName << ": " << (c.tf32 ? "tf32 " : "") << c.bm << "x" << c.bn << " stages=" << c.stages
                   << " " << pc.epi.L.describe();
     plan = std::make_unique<ConvPlan>(p, std::move(pc), c, std::move(kb));
@@ -306,10 +297,7 @@ class ConvImplicitGemmEngine final : public CompiledEngine<ConvKnobs> {
 
 }  // namespace
 
-const Engine& conv_implicit_gemm_engine() {
-  static const ConvImplicitGemmEngine kEngine;
-  return kEngine;
-}
+const Engine& conv_implicit_gemm_engine() { return engine_instance<ConvImplicitGemmEngine>(); }
 
 // For the NVRTC compile test (no GPU): the kernel source of a conv_fprop partition.
 namespace conv {

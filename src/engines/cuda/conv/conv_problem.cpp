@@ -45,111 +45,134 @@ bool check_filters(const ir::Node& n, const ir::Tensor& W, int64_t& row, std::st
   return true;
 }
 
-}  // namespace
+// The implicit GEMM runs one group: `filters` (W or DW) has all `channels` of the gathered side.
+bool check_one_group(const ir::Node& n, const ir::Tensor& filters, int64_t channels, const char* hint,
+                     std::string& why) {
+  if (filters.dims[1] == channels) return true;
+  why = where(n, filters) + "grouped convolution (groups = " + std::to_string(channels / filters.dims[1]) +
+        ") is not supported by the implicit GEMM" + hint;
+  return false;
+}
 
-bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why) {
-  out = ConvProblem{};
-  const ir::Node* anchor = anchor_of<ConvDgradAttr>(p, "conv_dgrad", why);
-  if (!anchor) return false;
-  const ir::Node& n = *anchor;
-  const ir::Tensor& DY = p.tensor(n.inputs[0]);
-  const ir::Tensor& W = p.tensor(n.inputs[1]);
-  const ir::Tensor& DX = p.tensor(n.outputs[0]);
-  if (!check_tensor_core_types(*p.graph, n, DY, W, why) || !check_gathered(n, DY, why)) return false;
-  if (W.dims[1] != DX.dims[1]) {
-    why = where(n, W) + "grouped convolution (groups = " + std::to_string(DX.dims[1] / W.dims[1]) +
-          ") is not supported by the implicit GEMM";
-    return false;
-  }
+// The GEMM view's sizes fit the kernels' 32-bit ints: K (k tiles, taps) and the output tiles at
+// the smallest tile (64 x 64), so that every knob's grid does.
+bool check_gemm_ints(const ir::Node& n, const ir::Tensor& out, const ConvParams& cp, std::string& why) {
+  int64_t tiles = 0;
+  if (!checked::mul((cp.M + 63) / 64, (cp.N + 63) / 64, tiles)) tiles = INT64_MAX;
+  return fits_kernel_int(n, out, "the GEMM's K (taps x channels)", cp.K, why) &&
+         fits_kernel_int(n, out, "the count of 64 x 64 output tiles", tiles, why);
+}
+
+// The product of t's dims from `first` on, times `scale`; false on overflow.
+bool dims_product(const ir::Tensor& t, size_t first, int64_t scale, int64_t& out) {
+  out = scale;
+  for (size_t i = first; i < t.dims.size(); ++i)
+    if (!checked::mul(out, t.dims[i], out)) return false;
+  return true;
+}
+
+// The GEMM's operands (x gathered, w read as a strided matrix, both IR ids), their type and the
+// epilogue axes, once the sizes are in out.params; then whether those fit the kernels' ints.
+bool set_gemm_operands(const ir::Node& n, const ir::Tensor& gemm_out, const ir::Tensor& x, const ir::Tensor& w,
+                       DataType dtype, EpilogueAxes axes, ConvProblem& out, std::string& why) {
+  out.dtype = dtype;
+  out.x = x.id;
+  out.w = w.id;
+  out.axes = std::move(axes);
+  return check_gemm_ints(n, gemm_out, out.params, why);
+}
+
+bool describe_dgrad(const ir::Node& n, const ir::Tensor& DY, const ir::Tensor& W, const ir::Tensor& DX,
+                    ConvProblem& out, std::string& why) {
+  if (!check_gathered(n, DY, why) || !check_one_group(n, W, DX.dims[1], "", why)) return false;
   if (DX.dims[1] % per_chunk(W) != 0) {
     why = where(n, DX) + "C=" + std::to_string(DX.dims[1]) + " is not a multiple of " + std::to_string(per_chunk(W)) +
           " (16-byte filter rows)";
     return false;
   }
   int64_t row = 0;
-  if (!check_filters(n, W, row, why)) return false;
-  fill_spatial(std::get<ConvDgradAttr>(n.attr), DY, W, DX, out.params);
+  const auto& attr = std::get<ConvDgradAttr>(n.attr);
+  if (!check_filters(n, W, row, why) || !check_spatial_ints(n, attr, DY, W, DX, why)) return false;
+  fill_spatial(attr, DY, W, DX, out.params);
   out.params.w_stride_k = W.strides[0];
   out.params.N = DX.dims[1];
-  out.params.K = row / DX.dims[1] * DY.dims[1];  // taps x DY channels
-  out.dtype = DY.dtype;
-  out.x = DY.id;
-  out.w = W.id;
+  out.params.K = row / DX.dims[1] * DY.dims[1];  // taps x DY channels (at most W's volume x DY's channels)
   out.dgrad = true;
-  out.axes = pixel_channel_axes(DX.dims.size());
-  return true;
+  return set_gemm_operands(n, DX, DY, W, DY.dtype, pixel_channel_axes(DX.dims.size()), out, why);
 }
 
-bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why) {
-  out = ConvProblem{};
-  const ir::Node* anchor = anchor_of<ConvFpropAttr>(p, "conv_fprop", why);
-  if (!anchor) return false;
-  const ir::Node& n = *anchor;
-  const ir::Tensor& X = p.tensor(n.inputs[0]);
-  const ir::Tensor& W = p.tensor(n.inputs[1]);
-  const ir::Tensor& Y = p.tensor(n.outputs[0]);
-  if (!check_tensor_core_types(*p.graph, n, X, W, why)) return false;
-  if (W.dims[1] != X.dims[1]) {
-    why = where(n, W) + "grouped convolution (groups = " + std::to_string(X.dims[1] / W.dims[1]) +
-          ") is not supported by the implicit GEMM; depthwise convolutions have their own engine";
-    return false;
-  }
+bool describe_fprop(const ir::Node& n, const ir::Tensor& X, const ir::Tensor& W, const ir::Tensor& Y,
+                    ConvProblem& out, std::string& why) {
+  if (!check_one_group(n, W, X.dims[1], "; depthwise convolutions have their own engine", why)) return false;
   int64_t row = 0;
-  if (!check_gathered(n, X, why) || !check_filters(n, W, row, why)) return false;
-  fill_spatial(std::get<ConvFpropAttr>(n.attr), X, W, Y, out.params);
+  const auto& attr = std::get<ConvFpropAttr>(n.attr);
+  if (!check_gathered(n, X, why) || !check_filters(n, W, row, why) || !check_spatial_ints(n, attr, X, W, Y, why))
+    return false;
+  fill_spatial(attr, X, W, Y, out.params);
   out.params.w_stride_k = W.strides[0];
   out.params.N = W.dims[0];
   out.params.K = row;
-  out.dtype = X.dtype;
-  out.x = X.id;
-  out.w = W.id;
-  out.axes = pixel_channel_axes(Y.dims.size());
-  return true;
+  return set_gemm_operands(n, Y, X, W, X.dtype, pixel_channel_axes(Y.dims.size()), out, why);
 }
 
-bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why) {
-  out = ConvProblem{};
-  const ir::Node* anchor = anchor_of<ConvWgradAttr>(p, "conv_wgrad", why);
-  if (!anchor) return false;
-  const ir::Node& n = *anchor;
-  const ir::Tensor& DY = p.tensor(n.inputs[0]);
-  const ir::Tensor& X = p.tensor(n.inputs[1]);
-  const ir::Tensor& DW = p.tensor(n.outputs[0]);
-  if (!check_tensor_core_types(*p.graph, n, DY, X, why) || !check_gathered(n, X, why)) return false;
-  if (DW.dims[1] != X.dims[1]) {
-    why = where(n, DW) + "grouped convolution (groups = " + std::to_string(X.dims[1] / DW.dims[1]) +
-          ") is not supported by the implicit GEMM";
-    return false;
-  }
-  // DY is read as one [pixels][K] matrix: channels contiguous and its pixels packed.
-  int64_t pixel_stride = DY.dims[1], expect = DY.dims[1];
+// DY is read as one [pixels][K] matrix: channels contiguous and its pixels packed.
+bool check_packed_rows(const ir::Node& n, const ir::Tensor& DY, std::string& why) {
+  int64_t expect = DY.dims[1];
   bool packed = DY.strides[1] == 1 && DY.dims[1] % per_chunk(DY) == 0;
   for (size_t i = DY.dims.size(); i-- > 2;) {
     packed = packed && (DY.dims[i] == 1 || DY.strides[i] == expect);
     expect *= DY.dims[i];
   }
   packed = packed && (DY.dims[0] == 1 || DY.strides[0] == expect);
-  if (!packed) {
-    why = where(n, DY) + "must be packed NHWC with K a multiple of " + std::to_string(per_chunk(DY)) +
-          " (read as one [pixels][K] matrix)";
+  if (packed) return true;
+  why = where(n, DY) + "must be packed NHWC with K a multiple of " + std::to_string(per_chunk(DY)) +
+        " (read as one [pixels][K] matrix)";
+  return false;
+}
+
+bool describe_wgrad(const ir::Node& n, const ir::Tensor& DY, const ir::Tensor& X, const ir::Tensor& DW,
+                    ConvProblem& out, std::string& why) {
+  if (!check_gathered(n, X, why) || !check_one_group(n, DW, X.dims[1], "", why) || !check_packed_rows(n, DY, why))
+    return false;
+  const auto& attr = std::get<ConvWgradAttr>(n.attr);
+  if (!check_spatial_ints(n, attr, X, DW, DY, why)) return false;
+  fill_spatial(attr, X, DW, DY, out.params);
+  out.params.M = DW.dims[0];
+  // N = C x taps of DW, K = DY's pixels: products of dims of validated tensors, checked all the same.
+  if (!dims_product(DW, 2, DW.dims[1], out.params.N) || !dims_product(DY, 2, DY.dims[0], out.params.K)) {
+    why = where(n, DW) + "the GEMM's sizes overflow 64 bits";
     return false;
   }
-  fill_spatial(std::get<ConvWgradAttr>(n.attr), X, DW, DY, out.params);
-  out.params.M = DW.dims[0];
-  out.params.N = DW.dims[1];
-  for (size_t i = 2; i < DW.dims.size(); ++i) out.params.N *= DW.dims[i];
-  out.params.K = DY.dims[0];
-  for (size_t i = 2; i < DY.dims.size(); ++i) out.params.K *= DY.dims[i];
-  out.params.w_stride_k = pixel_stride;
-  out.dtype = DY.dtype;
-  out.x = X.id;
-  out.w = DY.id;
+  out.params.w_stride_k = DY.dims[1];  // between DY's pixels
   out.wgrad = true;
   // DW [K, C, taps...]: rows are K; columns walk the taps, then C (KRSC packing).
-  out.axes.m = {0};
-  for (size_t i = 2; i < DW.dims.size(); ++i) out.axes.n.push_back(static_cast<int>(i));
-  out.axes.n.push_back(1);
-  return true;
+  EpilogueAxes axes;
+  axes.m = {0};
+  for (size_t i = 2; i < DW.dims.size(); ++i) axes.n.push_back(static_cast<int>(i));
+  axes.n.push_back(1);
+  return set_gemm_operands(n, DW, X, DY, DY.dtype, std::move(axes), out, why);
+}
+
+// The partition's `Attr` anchor described by `body` (node, its inputs and output).
+template <class Attr, class Body>
+bool describe_anchor(const Partition& p, const char* op, ConvProblem& out, std::string& why, Body body) {
+  out = ConvProblem{};
+  TensorCoreOperands o;
+  return tensor_core_anchor<Attr>(p, op, o, why) && body(*o.node, *o.in0, *o.in1, *o.out, out, why);
+}
+
+}  // namespace
+
+bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why) {
+  return describe_anchor<ConvDgradAttr>(p, "conv_dgrad", out, why, describe_dgrad);
+}
+
+bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why) {
+  return describe_anchor<ConvFpropAttr>(p, "conv_fprop", out, why, describe_fprop);
+}
+
+bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why) {
+  return describe_anchor<ConvWgradAttr>(p, "conv_wgrad", out, why, describe_wgrad);
 }
 
 bool describe_conv(const Partition& p, ConvProblem& out, std::string& why) {

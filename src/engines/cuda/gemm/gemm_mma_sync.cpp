@@ -7,14 +7,11 @@
 #include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/gemm/matmul_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
+namespace gemm {
 namespace {
-
-using gemm::Core;
-using gemm::MatmulConfig;
-using gemm::MatmulPieces;
-using gemm::MatmulProblem;
 
 // The engine's knobs; tf32=1 goes with FLOAT inputs (the graph allowing TF32) and only with them.
 struct MmaSyncKnobs {
@@ -22,7 +19,9 @@ struct MmaSyncKnobs {
   int64_t tf32 = 0;
 };
 
-const KnobSchema<MmaSyncKnobs> kSchema{"cuda_gemm_mma_sync",
+constexpr const char* kName = "cuda_gemm_mma_sync";
+
+const KnobSchema<MmaSyncKnobs> kSchema{kName,
                                        {{"tile_m", &MmaSyncKnobs::tile_m, 64, 128, {64, 128}},
                                         {"tile_n", &MmaSyncKnobs::tile_n, 64, 128, {64, 128}},
                                         {"stages", &MmaSyncKnobs::stages, 2, 6},
@@ -48,11 +47,9 @@ bool is_fp32(const Partition& p, const Target& t) {
   return gemm::describe_matmul(p, t, mp, why) && mp.dtype == DataType::FLOAT;
 }
 
-class GemmMmaSyncEngine final : public CompiledEngine<MmaSyncKnobs> {
+class GemmMmaSyncEngine final : public gemm::MatmulEngine<MmaSyncKnobs, mma_config> {
  public:
-  GemmMmaSyncEngine() : CompiledEngine(kSchema) {}
-
-  std::string_view name() const override { return "cuda_gemm_mma_sync"; }
+  GemmMmaSyncEngine() : MatmulEngine(kName, kSchema) {}
 
   Support check(const Partition& p, const Target& t) const override {
     MatmulPieces pieces;
@@ -69,28 +66,17 @@ class GemmMmaSyncEngine final : public CompiledEngine<MmaSyncKnobs> {
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
-    MmaSyncKnobs knobs;
-    if (!parse(k, knobs)) return 1e9;
-    const MatmulConfig c = mma_config(knobs);
+    MatmulConfig c;
+    if (!config(k, c)) return 1e9;
     // Larger tiles reuse more of each load; small ones are for filling the machine.
     const double eff = c.bm * c.bn >= 128 * 128 ? 0.40 : c.bm * c.bn >= 128 * 64 ? 0.34 : 0.26;
     return gemm::matmul_seconds(p, t, c, eff * (c.stages >= 4 ? 1.0 : 0.95));
   }
-
- private:
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
-              std::unique_ptr<Plan>& plan) const override {
-    MmaSyncKnobs knobs;
-    if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
-    return gemm::build_matmul_plan(p, t, mma_config(knobs), r, name(), plan);
-  }
 };
 
 }  // namespace
+}  // namespace gemm
 
-const Engine& gemm_mma_sync_engine() {
-  static const GemmMmaSyncEngine kEngine;
-  return kEngine;
-}
+const Engine& gemm_mma_sync_engine() { return engine_instance<gemm::GemmMmaSyncEngine>(); }
 
 }  // namespace dnngraph::cuda

@@ -8,6 +8,7 @@
 #include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/gemm/matmul_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -44,7 +45,9 @@ std::string wgmma_rules(const WgmmaKnobs& k) {
   return "";
 }
 
-const KnobSchema<WgmmaKnobs> kSchema{"cuda_gemm_wgmma_tma",
+constexpr const char* kName = "cuda_gemm_wgmma_tma";
+
+const KnobSchema<WgmmaKnobs> kSchema{kName,
                                      {{"tile_n", &WgmmaKnobs::tile_n, 128, 256, {128, 256}},
                                       {"stages", &WgmmaKnobs::stages, 2, 8},
                                       {"pingpong", &WgmmaKnobs::pingpong, 0, 1, {}, false},
@@ -75,11 +78,9 @@ MatmulConfig wgmma_config(const WgmmaKnobs& k) {
 // H200 (2026-11-29) ran 1.594 ms vs 1.666 (128 x 256, 4 stages), 1.803 vs 1.805 (128 x 128).
 constexpr double kClusterGain = 1.04;
 
-class GemmWgmmaTmaEngine final : public CompiledEngine<WgmmaKnobs> {
+class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_config> {
  public:
-  GemmWgmmaTmaEngine() : CompiledEngine(kSchema) {}
-
-  std::string_view name() const override { return "cuda_gemm_wgmma_tma"; }
+  GemmWgmmaTmaEngine() : MatmulEngine(kName, kSchema) {}
 
   Support check(const Partition& p, const Target& t) const override {
     MatmulPieces pieces;
@@ -145,29 +146,17 @@ class GemmWgmmaTmaEngine final : public CompiledEngine<WgmmaKnobs> {
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
-    WgmmaKnobs knobs;
-    if (!parse(k, knobs)) return 1e9;
-    const MatmulConfig c = wgmma_config(knobs);
+    MatmulConfig c;
+    if (!config(k, c)) return 1e9;
     // Measured on an H200 (docs/perf.md): 128 x 256 cooperative tiles lead; ping-pong (one warpgroup's
     // epilogue under the other's main loop) comes within 2-8%.
     const double eff = c.pingpong ? (c.stages >= 6 ? 0.74 : 0.73) : (c.bn == 256 ? 0.75 : 0.68) * (c.stages >= 4 ? 1.0 : 0.96);
     return gemm::matmul_seconds(p, t, c, eff * (c.cluster > 1 ? kClusterGain : 1.0));
   }
-
- private:
-  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
-              std::unique_ptr<Plan>& plan) const override {
-    WgmmaKnobs knobs;
-    if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
-    return gemm::build_matmul_plan(p, t, wgmma_config(knobs), r, name(), plan);
-  }
 };
 
 }  // namespace
 
-const Engine& gemm_wgmma_tma_engine() {
-  static const GemmWgmmaTmaEngine kEngine;
-  return kEngine;
-}
+const Engine& gemm_wgmma_tma_engine() { return engine_instance<GemmWgmmaTmaEngine>(); }
 
 }  // namespace dnngraph::cuda

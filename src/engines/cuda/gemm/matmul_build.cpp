@@ -74,9 +74,7 @@ Status build_matmul_plan(const Partition& p, const Target& t, const MatmulConfig
   k.source = matmul_source(pieces.mp, c, pieces.epi, *p.graph);
   const char* kernel = c.core == Core::WGMMA ? kWgmmaKernel : kMmaSyncKernel;
   const bool fin = pieces.epi.L.needs_finalize();
-  Status s = !r ? compile_kernel(t, std::string(engine) + ".cu", kernel, c.smem_bytes, fin, k)
-                     : reload_kernel(t, *r, kernel, c.smem_bytes, fin, engine, k);
-  if (!s.ok()) return s;
+  if (auto s = compile_or_reload(t, r, engine, kernel, c.smem_bytes, fin, k); !s.ok()) return s;
   CUfunction transpose = nullptr;
   if (c.transpose)
     if (auto st = k.module->function(kTransposeKernel, transpose); !st.ok()) return st;

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string_view>
 
+#include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/gemm/matmul_plan.hpp"
 
 namespace dnngraph::cuda::gemm {
@@ -17,5 +18,33 @@ Status check_tf32(const Partition& p, const MatmulProblem& mp, const MatmulConfi
 // Describes the partition and compiles (r null) or reloads (from r) its kernel: the plan.
 Status build_matmul_plan(const Partition& p, const Target& t, const MatmulConfig& c, ByteReader* r,
                          std::string_view engine, std::unique_ptr<Plan>& plan);
+
+// The frame of the matmul engines: typed knobs K, read into a MatmulConfig by config_of; build()
+// and deserialize() go through build_matmul_plan.
+template <class K, MatmulConfig (*config_of)(const K&)>
+class MatmulEngine : public CompiledEngine<K> {
+ public:
+  MatmulEngine(std::string_view name, const KnobSchema<K>& schema) : CompiledEngine<K>(schema), name_(name) {}
+  std::string_view name() const final { return name_; }
+
+ protected:
+  // For estimate_seconds: false where k is a setting the schema rejects.
+  bool config(const Knobs& k, MatmulConfig& c) const {
+    K knobs;
+    if (!this->parse(k, knobs)) return false;
+    c = config_of(knobs);
+    return true;
+  }
+
+ private:
+  Status make(const Partition& p, const Target& t, const Knobs& k, ByteReader* r,
+              std::unique_ptr<Plan>& plan) const final {
+    K knobs;
+    if (auto s = read_knobs(this->schema_, k, this->knob_error(r), knobs); !s.ok()) return s;
+    return build_matmul_plan(p, t, config_of(knobs), r, name_, plan);
+  }
+
+  std::string_view name_;
+};
 
 }  // namespace dnngraph::cuda::gemm

@@ -10,6 +10,16 @@
 namespace dnngraph::cuda::gemm {
 namespace {
 
+// A matmul core's configuration: its tile, each operand's major, the core's own members (added
+// by `core_members`), and the Epilogue.
+template <class Tile, class CoreMembers>
+std::string matmul_config_source(const Tile& tile, bool a_k_major, bool b_k_major, CoreMembers core_members) {
+  KernelConfigSource s;
+  s.tile(tile).flag("kAKMajor", a_k_major).flag("kBKMajor", b_k_major);
+  core_members(s);
+  return s.type("Epilogue", "dg_gen::Epilogue").str();
+}
+
 // kernels/gemm_mma_sync.cuh's configuration: the core's tile, each operand's major and whether
 // it loads 16-byte chunks.
 struct MmaSyncKernel {
@@ -18,14 +28,8 @@ struct MmaSyncKernel {
 };
 
 std::string config_source(const MmaSyncKernel& k) {
-  return KernelConfigSource()
-      .tile(k.tile)
-      .flag("kAKMajor", k.a_k_major)
-      .flag("kBKMajor", k.b_k_major)
-      .flag("kAVec", k.a_vec)
-      .flag("kBVec", k.b_vec)
-      .type("Epilogue", "dg_gen::Epilogue")
-      .str();
+  return matmul_config_source(k.tile, k.a_k_major, k.b_k_major,
+                              [&](KernelConfigSource& s) { s.flag("kAVec", k.a_vec).flag("kBVec", k.b_vec); });
 }
 
 // kernels/gemm_wgmma.cuh's configuration: the core's tile, the operands' majors, ping-pong
@@ -37,14 +41,8 @@ struct WgmmaKernel {
 };
 
 std::string config_source(const WgmmaKernel& k) {
-  return KernelConfigSource()
-      .tile(k.tile)
-      .flag("kAKMajor", k.a_k_major)
-      .flag("kBKMajor", k.b_k_major)
-      .flag("kPingpong", k.pingpong)
-      .value("kCluster", k.cluster)
-      .type("Epilogue", "dg_gen::Epilogue")
-      .str();
+  return matmul_config_source(k.tile, k.a_k_major, k.b_k_major,
+                              [&](KernelConfigSource& s) { s.flag("kPingpong", k.pingpong).value("kCluster", k.cluster); });
 }
 
 bool misaligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; }

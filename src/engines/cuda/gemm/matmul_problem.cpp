@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/checked.hpp"
 #include "engines/cuda/common/tensor_core_types.hpp"
 
 namespace dnngraph::cuda::gemm {
@@ -20,35 +21,22 @@ void pick_major(int64_t k_stride, int64_t mn_stride, int64_t mn_size, int64_t k_
   for (int64_t s : bs) vec = vec && s % per_chunk == 0;
 }
 
-}  // namespace
-
-int64_t MatmulProblem::batch_count() const {
-  int64_t v = 1;
-  for (int64_t d : batch) v *= d;
-  return v;
+// M, N and K are TMA coordinates and k tile counts (32-bit), and the output tiles at the smallest
+// tile (64 x 64) times the batch must fit the kernels' 32-bit tile index, so that every knob's
+// grid does; false with `why`.
+bool check_kernel_ints(const ir::Node& n, const ir::Tensor& A, const ir::Tensor& C, const MatmulProblem& mp,
+                       std::string& why) {
+  int64_t tiles = 0;
+  if (!checked::mul((mp.M + 63) / 64, (mp.N + 63) / 64, tiles) || !checked::mul(tiles, mp.batch_count(), tiles))
+    tiles = INT64_MAX;
+  return fits_kernel_int(n, C, "M", mp.M, why) && fits_kernel_int(n, C, "N", mp.N, why) &&
+         fits_kernel_int(n, A, "K", mp.K, why) &&
+         fits_kernel_int(n, C, "the count of 64 x 64 output tiles over the batch", tiles, why);
 }
 
-bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why) {
-  if (!t.device().is_cuda() || !t.handle->cuda) {
-    why = "runs on CUDA handles; this one is " + t.device().to_string();
-    return false;
-  }
-  if (t.info().sm_version < 80) {
-    why = "needs sm_80 or later (mma.sync bf16/tf32); the device is sm_" + std::to_string(t.info().sm_version);
-    return false;
-  }
-  return describe_matmul_graph(p, out, why);
-}
-
-bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why) {
-  out = MatmulProblem{};
-  const ir::Node* anchor = anchor_of<MatmulAttr>(p, "matmul", why);
-  if (!anchor) return false;
-  const ir::Node& n = *anchor;
-  const ir::Tensor& A = p.tensor(n.inputs[0]);
-  const ir::Tensor& B = p.tensor(n.inputs[1]);
-  const ir::Tensor& C = p.tensor(n.outputs[0]);
-  if (!check_tensor_core_types(*p.graph, n, A, B, why)) return false;
+// The matmul n = A x B -> C as the kernels see it.
+bool describe_operands(const ir::Node& n, const ir::Tensor& A, const ir::Tensor& B, const ir::Tensor& C,
+                       MatmulProblem& out, std::string& why) {
   const int r = A.rank();
   if (r - 2 > kMaxBatchDims) {
     why = "node '" + n.name + "': " + std::to_string(r - 2) + " batch dims; at most " + std::to_string(kMaxBatchDims);
@@ -85,7 +73,34 @@ bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& 
     why = "node '" + n.name + "': empty matmul";
     return false;
   }
-  return true;
+  return check_kernel_ints(n, A, C, out, why);
+}
+
+}  // namespace
+
+int64_t MatmulProblem::batch_count() const {
+  int64_t v = 1;
+  for (int64_t d : batch) v *= d;
+  return v;
+}
+
+bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why) {
+  if (!t.device().is_cuda() || !t.handle->cuda) {
+    why = "runs on CUDA handles; this one is " + t.device().to_string();
+    return false;
+  }
+  if (t.info().sm_version < 80) {
+    why = "needs sm_80 or later (mma.sync bf16/tf32); the device is sm_" + std::to_string(t.info().sm_version);
+    return false;
+  }
+  return describe_matmul_graph(p, out, why);
+}
+
+bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why) {
+  out = MatmulProblem{};
+  TensorCoreOperands op;
+  return tensor_core_anchor<MatmulAttr>(p, "matmul", op, why) &&
+         describe_operands(*op.node, *op.in0, *op.in1, *op.out, out, why);
 }
 
 GemmParams gemm_params(const MatmulProblem& mp, const void* a, const void* b) {

@@ -32,23 +32,62 @@ struct ConvParams {
   void* ws;    // split-K: partial sums [tile][split][128 x BN] fp32, then one counter per tile
 };
 
-template <int BM, int BK, int THREADS, int ES = 2>
-struct ConvFpropLoaderA {
+// A filter position k of the GEMM's k (tap-major: taps T x R x S, then C channels) as its channel
+// and tap coordinates.
+struct FilterTap {
+  int c, t, r, s;
+};
+__device__ __forceinline__ FilterTap filter_tap(i64 k, const ConvParams& P) {
+  FilterTap f;
+  f.c = (int)(k % P.C);
+  int tap = (int)(k / P.C);
+  f.s = tap % P.filt[2];
+  tap /= P.filt[2];
+  f.r = tap % P.filt[1];
+  f.t = tap / P.filt[1];
+  return f;
+}
+
+// What the gathering loaders share: a tile of TILE_ROWS rows x COLS elements, each thread moving
+// the 16-byte chunk column jc of ROWS rows, ROW_STEP apart; a chunk outside the tensor is zeroed.
+// Enumerators, not static constexpr members (NVRTC would emit an unused device global for each).
+template <int TILE_ROWS, int COLS, int THREADS, int ES>
+struct ChunkGather {
   typedef typename RawElem<ES>::type E;
-  static constexpr int EPC = 16 / ES, CHUNKS = BK / EPC, ROWS = BM * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
+  enum : int { EPC = 16 / ES, CHUNKS = COLS / EPC, ROWS = TILE_ROWS * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS };
   const ConvParams* cp;
   const E* x;
   int jc;
-  i64 base[ROWS];
-  int d0[ROWS], h0[ROWS], w0[ROWS];  // the window's corner in the input (may be negative)
 
-  __device__ __forceinline__ void init(const ConvParams& params, i64 m0) {
+  __device__ __forceinline__ void bind(const ConvParams& params) {
     cp = &params;
     x = static_cast<const E*>(params.x);
     jc = (int)threadIdx.x % CHUNKS;
+  }
+  __device__ __forceinline__ static int row(int u) { return (int)threadIdx.x / CHUNKS + u * ROW_STEP; }
+  // The filter tap and channel of this thread's chunk of k tile kt (COLS deep); whether it is in K.
+  __device__ __forceinline__ bool chunk_tap(int kt, FilterTap& f) const {
+    const i64 k = (i64)kt * COLS + jc * EPC;
+    const bool in_k = k < cp->K;
+    f = filter_tap(k, *cp);
+    return in_k;
+  }
+  __device__ __forceinline__ void copy(u32 tile, int i, const E* src, bool ok) const {
+    cp_async16(tile + tile_offset<COLS, ES>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
+  }
+};
+
+template <int BM, int BK, int THREADS, int ES = 2>
+struct ConvFpropLoaderA : ChunkGather<BM, BK, THREADS, ES> {
+  typedef ChunkGather<BM, BK, THREADS, ES> G;
+  i64 base[G::ROWS];
+  int d0[G::ROWS], h0[G::ROWS], w0[G::ROWS];  // the window's corner in the input (may be negative)
+
+  __device__ __forceinline__ void init(const ConvParams& params, i64 m0) {
+    this->bind(params);
 #pragma unroll
-    for (int u = 0; u < ROWS; ++u) {
-      const i64 m = m0 + (int)threadIdx.x / CHUNKS + u * ROW_STEP;
+    for (int u = 0; u < G::ROWS; ++u) {
+      const i64 m = m0 + (int)threadIdx.x / G::CHUNKS + u * G::ROW_STEP;  // as row(u), in 64 bits
       if (m < params.M) {
         const Pixel px = pixel_of(m, params.out);
         base[u] = px.n * params.x_stride[0];
@@ -64,23 +103,17 @@ struct ConvFpropLoaderA {
   }
 
   __device__ __forceinline__ void load(u32 tile, int kt) const {
-    const ConvParams& P = *cp;
-    const i64 k = (i64)kt * BK + jc * EPC;
-    const bool kval = k < P.K;
-    const int c = (int)(k % P.C);
-    int tap = (int)(k / P.C);
-    const int s = tap % P.filt[2];
-    tap /= P.filt[2];
-    const int r = tap % P.filt[1];
-    const int t = tap / P.filt[1];
+    const ConvParams& P = *this->cp;
+    FilterTap f;
+    const bool kval = this->chunk_tap(kt, f);
 #pragma unroll
-    for (int u = 0; u < ROWS; ++u) {
-      const int i = (int)threadIdx.x / CHUNKS + u * ROW_STEP;
-      const int d = d0[u] + t * P.dil[0], h = h0[u] + r * P.dil[1], w = w0[u] + s * P.dil[2];
+    for (int u = 0; u < G::ROWS; ++u) {
+      const int i = G::row(u);
+      const int d = d0[u] + f.t * P.dil[0], h = h0[u] + f.r * P.dil[1], w = w0[u] + f.s * P.dil[2];
       const bool ok = kval && (unsigned)d < (unsigned)P.in[0] && (unsigned)h < (unsigned)P.in[1] &&
                       (unsigned)w < (unsigned)P.in[2];
-      const E* src = x + base[u] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + c;
-      cp_async16(tile + tile_offset<BK, ES>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
+      this->copy(tile, i, this->x + base[u] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + f.c,
+                 ok);
     }
   }
 };
@@ -91,22 +124,16 @@ struct ConvFpropLoaderA {
 //   out = DX's, C = DY's channel count; filt/pad/stride/dil are the forward convolution's. A DX
 //   pixel d meets tap t at the DY pixel (d + pad - t * dil) / stride when that divides exactly.
 template <int BM, int BK, int THREADS, int ES = 2>
-struct ConvDgradLoaderA {
-  typedef typename RawElem<ES>::type E;
-  static constexpr int EPC = 16 / ES, CHUNKS = BK / EPC, ROWS = BM * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
-  const ConvParams* cp;
-  const E* x;
-  int jc;
-  i64 base[ROWS];
-  int d0[ROWS], h0[ROWS], w0[ROWS];  // the DX pixel plus the leading padding
+struct ConvDgradLoaderA : ChunkGather<BM, BK, THREADS, ES> {
+  typedef ChunkGather<BM, BK, THREADS, ES> G;
+  i64 base[G::ROWS];
+  int d0[G::ROWS], h0[G::ROWS], w0[G::ROWS];  // the DX pixel plus the leading padding
 
   __device__ __forceinline__ void init(const ConvParams& params, i64 m0) {
-    cp = &params;
-    x = static_cast<const E*>(params.x);
-    jc = (int)threadIdx.x % CHUNKS;
+    this->bind(params);
 #pragma unroll
-    for (int u = 0; u < ROWS; ++u) {
-      const i64 m = m0 + (int)threadIdx.x / CHUNKS + u * ROW_STEP;
+    for (int u = 0; u < G::ROWS; ++u) {
+      const i64 m = m0 + (int)threadIdx.x / G::CHUNKS + u * G::ROW_STEP;  // as row(u), in 64 bits
       const Pixel px = pixel_of(m, params.out);
       base[u] = px.n * params.x_stride[0];
       d0[u] = m < params.M ? px.o + params.pad[0] : -(1 << 30);
@@ -122,24 +149,17 @@ struct ConvDgradLoaderA {
   }
 
   __device__ __forceinline__ void load(u32 tile, int kt) const {
-    const ConvParams& P = *cp;
-    const i64 k = (i64)kt * BK + jc * EPC;
-    const bool kval = k < P.K;
-    const int c = (int)(k % P.C);
-    int tap = (int)(k / P.C);
-    const int s = tap % P.filt[2];
-    tap /= P.filt[2];
-    const int r = tap % P.filt[1];
-    const int t = tap / P.filt[1];
+    const ConvParams& P = *this->cp;
+    FilterTap f;
+    const bool kval = this->chunk_tap(kt, f);
 #pragma unroll
-    for (int u = 0; u < ROWS; ++u) {
-      const int i = (int)threadIdx.x / CHUNKS + u * ROW_STEP;
+    for (int u = 0; u < G::ROWS; ++u) {
       int od = 0, oh = 0, ow = 0;
-      const bool ok = kval && tap_hits(d0[u] - t * P.dil[0], P.stride[0], P.in[0], od) &&
-                      tap_hits(h0[u] - r * P.dil[1], P.stride[1], P.in[1], oh) &&
-                      tap_hits(w0[u] - s * P.dil[2], P.stride[2], P.in[2], ow);
-      const E* src = x + base[u] + od * P.x_stride[1] + oh * P.x_stride[2] + ow * P.x_stride[3] + c;
-      cp_async16(tile + tile_offset<BK, ES>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
+      const bool ok = kval && tap_hits(d0[u] - f.t * P.dil[0], P.stride[0], P.in[0], od) &&
+                      tap_hits(h0[u] - f.r * P.dil[1], P.stride[1], P.in[1], oh) &&
+                      tap_hits(w0[u] - f.s * P.dil[2], P.stride[2], P.in[2], ow);
+      this->copy(tile, G::row(u),
+                 this->x + base[u] + od * P.x_stride[1] + oh * P.x_stride[2] + ow * P.x_stride[3] + f.c, ok);
     }
   }
 };
@@ -170,34 +190,26 @@ struct ConvDgradLoaderB {
 };
 
 // The generated kernels call conv_fprop_mma_sync, conv_dgrad_mma_sync or conv_wgrad_mma_sync with
-// their configuration: kDataType, the tile kTileM x kTileN x kTileK over kWarpsM x kWarpsN warps,
-// kStages and the Epilogue.
+// MmaSyncCta's configuration (gemm_mma_sync.cuh); their Operands for mma_sync_cta say what A and B
+// gather. No batch (one GEMM over every pixel): batch() sets nothing and the offsets go unused.
+template <class Cta>
+struct ConvDgradOperands {
+  enum : bool { A_KM = true, B_KM = false };
+  typedef ConvDgradLoaderA<Cta::BM, Cta::BK, Cta::THREADS, Cta::ES> A;
+  typedef ConvDgradLoaderB<Cta::BN, Cta::BK, Cta::THREADS, Cta::ES> B;
+  template <class Index>
+  __device__ __forceinline__ static void batch(const ConvParams&, i64, i64&, i64&, Index&) {}
+  __device__ __forceinline__ static void init_a(A& la, const ConvParams& cp, i64 m0, i64) { la.init(cp, m0); }
+  __device__ __forceinline__ static void init_b(B& lb, const ConvParams& cp, i64 n0, i64) {
+    lb.cp = &cp;
+    lb.w = static_cast<const typename Cta::E*>(cp.w);
+    lb.n0 = n0;
+  }
+};
+
 template <class Config>
 __device__ __forceinline__ void conv_dgrad_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
-  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
-  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
-  typedef typename Config::Epilogue Ep;
-  extern __shared__ __align__(128) char smem[];
-  constexpr int THREADS = WARPS_M * WARPS_N * 32;
-  float red[Ep::kFull > 0 ? Ep::kFull : 1];
-  i64 b;
-  int tm, tn;
-  typename Ep::Index c[Ep::kRank];
-  mma_tile_start<Ep>(cp.tiles_m, cp.tiles_n, red, b, tm, tn, c);
-  const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
-  constexpr int ES = MmaOperand<DT>::ES;
-  ConvDgradLoaderA<BM, BK, THREADS, ES> la;
-  la.init(cp, m0);
-  ConvDgradLoaderB<BN, BK, THREADS, ES> lb;
-  lb.cp = &cp;
-  lb.w = static_cast<const typename RawElem<ES>::type*>(cp.w);
-  lb.n0 = n0;
-  float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
-  const int ktiles = (int)((cp.K + BK - 1) / BK);
-  mma_mainloop<DT, BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, false>(la, lb, ktiles, smem, acc);
-  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, cp.M, cp.N, cp.epi_vec, acc, red,
-                                            reinterpret_cast<float*>(smem));
-  Ep::finish_full(p, red);
+  mma_sync_cta<ConvDgradOperands, Config>(cp, p);
 }
 
 // conv_wgrad: DW[k][tap, c] = sum over DY pixels of DY[pixel][k] x X[pixel shifted by the tap][c].
@@ -206,96 +218,71 @@ __device__ __forceinline__ void conv_dgrad_mma_sync(const ConvParams& cp, const 
 //   pixel, 8 columns = 8 channels of one tap (x = X, in = X's spatial dims, out = DY's, C = X's
 //   channel count).
 template <int BN, int BK, int THREADS, int ES = 2>
-struct ConvWgradLoaderB {
-  typedef typename RawElem<ES>::type E;
-  static constexpr int EPC = 16 / ES, CHUNKS = BN / EPC, ROWS = BK * CHUNKS / THREADS, ROW_STEP = THREADS / CHUNKS;
-  const ConvParams* cp;
-  const E* x;
-  int jc;
+struct ConvWgradLoaderB : ChunkGather<BK, BN, THREADS, ES> {
+  typedef ChunkGather<BK, BN, THREADS, ES> G;
   bool col_ok;
-  int c, ft, fr, fs;  // this thread's column chunk: channel and tap
+  FilterTap f;  // this thread's column chunk: channel and tap
 
   __device__ __forceinline__ void init(const ConvParams& params, i64 n0) {
-    cp = &params;
-    x = static_cast<const E*>(params.x);
-    jc = (int)threadIdx.x % CHUNKS;
-    const i64 col = n0 + jc * EPC;
+    this->bind(params);
+    const i64 col = n0 + this->jc * G::EPC;
     col_ok = col < params.N;
-    c = (int)(col % params.C);
-    int tap = (int)(col / params.C);
-    fs = tap % params.filt[2];
-    tap /= params.filt[2];
-    fr = tap % params.filt[1];
-    ft = tap / params.filt[1];
+    f = filter_tap(col, params);
   }
 
   __device__ __forceinline__ void load(u32 tile, int kt) const {
-    const ConvParams& P = *cp;
+    const ConvParams& P = *this->cp;
 #pragma unroll
-    for (int u = 0; u < ROWS; ++u) {
-      const int i = (int)threadIdx.x / CHUNKS + u * ROW_STEP;
+    for (int u = 0; u < G::ROWS; ++u) {
+      const int i = G::row(u);
       const i64 pix = (i64)kt * BK + i;
       const Pixel px = pixel_of(pix, P.out);
-      const int d = px.o * P.stride[0] - P.pad[0] + ft * P.dil[0];
-      const int h = px.p * P.stride[1] - P.pad[1] + fr * P.dil[1];
-      const int w = px.q * P.stride[2] - P.pad[2] + fs * P.dil[2];
+      const int d = px.o * P.stride[0] - P.pad[0] + f.t * P.dil[0];
+      const int h = px.p * P.stride[1] - P.pad[1] + f.r * P.dil[1];
+      const int w = px.q * P.stride[2] - P.pad[2] + f.s * P.dil[2];
       const bool ok = col_ok && pix < P.K && (unsigned)d < (unsigned)P.in[0] && (unsigned)h < (unsigned)P.in[1] &&
                       (unsigned)w < (unsigned)P.in[2];
-      const E* src = x + px.n * P.x_stride[0] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + c;
-      cp_async16(tile + tile_offset<BN, ES>(i, jc), ok ? (const void*)src : (const void*)x, ok ? 16 : 0);
+      this->copy(tile, i,
+                 this->x + px.n * P.x_stride[0] + d * P.x_stride[1] + h * P.x_stride[2] + w * P.x_stride[3] + f.c, ok);
     }
   }
 };
 
+template <class Cta>
+struct ConvWgradOperands {
+  enum : bool { A_KM = false, B_KM = false };
+  typedef StridedLoader<Cta::BK, Cta::BM, Cta::THREADS, false, true, Cta::ES> A;
+  typedef ConvWgradLoaderB<Cta::BN, Cta::BK, Cta::THREADS, Cta::ES> B;
+  template <class Index>
+  __device__ __forceinline__ static void batch(const ConvParams&, i64, i64&, i64&, Index&) {}
+  // DY: rows = pixels (k), columns = output channels (m)
+  __device__ __forceinline__ static void init_a(A& la, const ConvParams& cp, i64 m0, i64) {
+    la.init(cp.w, cp.w_stride_k, 1, cp.K, cp.M, m0, Cta::BK);
+  }
+  __device__ __forceinline__ static void init_b(B& lb, const ConvParams& cp, i64 n0, i64) { lb.init(cp, n0); }
+};
+
 template <class Config>
 __device__ __forceinline__ void conv_wgrad_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
-  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
-  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
-  typedef typename Config::Epilogue Ep;
-  extern __shared__ __align__(128) char smem[];
-  constexpr int THREADS = WARPS_M * WARPS_N * 32;
-  float red[Ep::kFull > 0 ? Ep::kFull : 1];
-  i64 b;
-  int tm, tn;
-  typename Ep::Index c[Ep::kRank];
-  mma_tile_start<Ep>(cp.tiles_m, cp.tiles_n, red, b, tm, tn, c);
-  const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
-  constexpr int ES = MmaOperand<DT>::ES;
-  // DY: rows = pixels (k), columns = output channels (m)
-  const auto la = strided_loader<BK, BM, THREADS, false, true, ES>(cp.w, cp.w_stride_k, 1, cp.K, cp.M, m0, BK);
-  ConvWgradLoaderB<BN, BK, THREADS, ES> lb;
-  lb.init(cp, n0);
-  float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
-  const int ktiles = (int)((cp.K + BK - 1) / BK);
-  mma_mainloop<DT, BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, false>(la, lb, ktiles, smem, acc);
-  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, cp.M, cp.N, cp.epi_vec, acc, red,
-                                            reinterpret_cast<float*>(smem));
-  Ep::finish_full(p, red);
+  mma_sync_cta<ConvWgradOperands, Config>(cp, p);
 }
+
+template <class Cta>
+struct ConvFpropOperands {
+  enum : bool { A_KM = true, B_KM = true };
+  typedef ConvFpropLoaderA<Cta::BM, Cta::BK, Cta::THREADS, Cta::ES> A;
+  typedef StridedLoader<Cta::BN, Cta::BK, Cta::THREADS, true, true, Cta::ES> B;
+  template <class Index>
+  __device__ __forceinline__ static void batch(const ConvParams&, i64, i64&, i64&, Index&) {}
+  __device__ __forceinline__ static void init_a(A& la, const ConvParams& cp, i64 m0, i64) { la.init(cp, m0); }
+  __device__ __forceinline__ static void init_b(B& lb, const ConvParams& cp, i64 n0, i64) {
+    lb.init(cp.w, cp.w_stride_k, 1, cp.N, cp.K, n0, Cta::BK);
+  }
+};
 
 template <class Config>
 __device__ __forceinline__ void conv_fprop_mma_sync(const ConvParams& cp, const PointwiseParams& p) {
-  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
-  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
-  typedef typename Config::Epilogue Ep;
-  extern __shared__ __align__(128) char smem[];
-  constexpr int THREADS = WARPS_M * WARPS_N * 32;
-  float red[Ep::kFull > 0 ? Ep::kFull : 1];
-  i64 b;
-  int tm, tn;
-  typename Ep::Index c[Ep::kRank];
-  mma_tile_start<Ep>(cp.tiles_m, cp.tiles_n, red, b, tm, tn, c);
-  const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
-  constexpr int ES = MmaOperand<DT>::ES;
-  ConvFpropLoaderA<BM, BK, THREADS, ES> la;
-  la.init(cp, m0);
-  const auto lb = strided_loader<BN, BK, THREADS, true, true, ES>(cp.w, cp.w_stride_k, 1, cp.N, cp.K, n0, BK);
-  float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
-  const int ktiles = (int)((cp.K + BK - 1) / BK);
-  mma_mainloop<DT, BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, true>(la, lb, ktiles, smem, acc);
-  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, cp.M, cp.N, cp.epi_vec, acc, red,
-                                            reinterpret_cast<float*>(smem));
-  Ep::finish_full(p, red);
+  mma_sync_cta<ConvFpropOperands, Config>(cp, p);
 }
 
 }  // namespace dg

@@ -181,8 +181,7 @@ __device__ __forceinline__ void conv_fprop_wgmma(const ConvParams& P, const Poin
   constexpr bool SPLIT = Config::kSplitK;
   typedef typename Config::Epilogue Ep;
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
-  extern __shared__ __align__(1024) char smem_raw[];
-  const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   Ep::init_full(red);
@@ -197,11 +196,11 @@ __device__ __forceinline__ void conv_fprop_wgmma(const ConvParams& P, const Poin
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(ConvRegs<BN>::C));
     if constexpr (SPLIT || BN == 64) {
-      conv_consume<DT, BN, STAGES, SPLIT, Ep>(P, p, base, smem_raw + (base - smem_u32(smem_raw)), wg - 1, red);
+      conv_consume<DT, BN, STAGES, SPLIT, Ep>(P, p, base, smem_pointer(base), wg - 1, red);
     } else {
       const ConsumerShape sh{(i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n, (int)((P.K + S::BK - 1) / S::BK),
                              P.M, P.N, P.epi_vec, (const GemmParams*)0};
-      wgmma_consume<DT, BN, STAGES, true, true, true, false, Ep>(sh, p, base, smem_raw + (base - smem_u32(smem_raw)),
+      wgmma_consume<DT, BN, STAGES, true, true, true, false, Ep>(sh, p, base, smem_pointer(base),
                                                                  wg - 1, red);
     }
   }

@@ -54,21 +54,20 @@ __device__ __forceinline__ void ldmatrix_x4_trans(u32 addr, u32 (&r)[4]) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
 
+// The operands of the m16n8 mma.sync forms: D (= C, four fp32 registers) += A (four registers) x
+// B (two), for the instruction INSTR.
+#define DG_MMA_M16N8(INSTR)                                                                            \
+  asm volatile(INSTR " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"              \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                       \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
+
 // D += A * B for one m16n8k16 tile; DT picks bf16 or fp16 operands, accumulation is fp32.
 template <int DT> __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1);
 template <> __device__ __forceinline__ void mma_16816<DT_BFLOAT16>(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  DG_MMA_M16N8("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
 }
 template <> __device__ __forceinline__ void mma_16816<DT_HALF>(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  DG_MMA_M16N8("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
 }
 
 // m16n8k8 TF32 (fp32 in memory, fp32 accumulation): the fragments have the m16n8k16 register
@@ -81,11 +80,7 @@ __device__ __forceinline__ u32 to_tf32(u32 x) {
   return r;
 }
 __device__ __forceinline__ void mma_1688_tf32(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  DG_MMA_M16N8("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
 }
 
 // An mma.sync operand type: element bytes (ES), k per MMA step (one step = two 16-byte chunks of

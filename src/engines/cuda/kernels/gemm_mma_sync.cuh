@@ -26,6 +26,16 @@ struct StridedLoader {
   i64 fixed;  // the origin along the non-k axis (m0 or n0)
   int bk;
 
+  __device__ __forceinline__ void init(const void* base_, i64 rs_, i64 cs_, i64 rows_, i64 cols_, i64 fixed_, int bk_) {
+    base = static_cast<const E*>(base_);
+    rs = rs_;
+    cs = cs_;
+    rows = rows_;
+    cols = cols_;
+    fixed = fixed_;
+    bk = bk_;
+  }
+
   __device__ __forceinline__ void load(u32 tile, int kt) const {
     const i64 r0 = K_MAJOR ? fixed : (i64)kt * bk;
     const i64 c0 = K_MAJOR ? (i64)kt * bk : fixed;
@@ -209,54 +219,84 @@ __device__ __forceinline__ void mma_tile_start(int tiles_m, int tiles_n, float* 
   for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
 }
 
-// A loader of a plain strided operand (StridedLoader's fields, in order).
-template <int ROWS, int COLS, int THREADS, bool K_MAJOR, bool VEC, int ES>
-__device__ __forceinline__ StridedLoader<ROWS, COLS, THREADS, K_MAJOR, VEC, ES> strided_loader(
-    const void* base, i64 rs, i64 cs, i64 rows, i64 cols, i64 fixed, int bk) {
-  StridedLoader<ROWS, COLS, THREADS, K_MAJOR, VEC, ES> l;
-  l.base = static_cast<const typename RawElem<ES>::type*>(base);
-  l.rs = rs;
-  l.cs = cs;
-  l.rows = rows;
-  l.cols = cols;
-  l.fixed = fixed;
-  l.bk = bk;
-  return l;
-}
-
-// One CTA per output tile (linear over batch x tiles). The generated kernel calls this with its
-// configuration: kDataType, the tile kTileM x kTileN x kTileK over kWarpsM x kWarpsN warps, kStages,
-// each operand's major (kAKMajor, kBKMajor) and 16-byte loads (kAVec, kBVec), and the Epilogue.
-template <class Config>
-__device__ __forceinline__ void gemm_mma_sync(const GemmParams& g, const PointwiseParams& p) {
-  constexpr int DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK;
-  constexpr int WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages;
-  constexpr bool A_KM = Config::kAKMajor, B_KM = Config::kBKMajor, VEC_A = Config::kAVec, VEC_B = Config::kBVec;
+// The configuration of an mma.sync kernel (matmul or implicit-GEMM convolution) as the generated
+// kernel passes it: kDataType, the tile kTileM x kTileN x kTileK over kWarpsM x kWarpsN warps,
+// kStages and the Epilogue. Enumerators, not static constexpr members: NVRTC would emit a device
+// global for each.
+template <class Cfg>
+struct MmaSyncCta {
+  typedef Cfg Config;
+  enum : int { DT = Config::kDataType, BM = Config::kTileM, BN = Config::kTileN, BK = Config::kTileK };
+  enum : int { WARPS_M = Config::kWarpsM, WARPS_N = Config::kWarpsN, STAGES = Config::kStages };
+  enum : int { THREADS = WARPS_M * WARPS_N * 32, ES = MmaOperand<DT>::ES };
   typedef typename Config::Epilogue Ep;
+  typedef typename RawElem<ES>::type E;
+};
+
+// One CTA of an mma.sync kernel: its output tile (linear over batch x tiles), the operands'
+// loaders, the main loop and the epilogue. Operands<MmaSyncCta<Config>> says how A and B load: their
+// loader types A and B and majors (A_KM, B_KM), batch() (batch index -> the operands' element
+// offsets and the epilogue's batch coordinates), init_a(la, q, m0, a_off) and init_b(lb, q, n0,
+// b_off); q has the GEMM's M, N, K, epi_vec and tile counts (GemmParams, ConvParams).
+template <template <class> class Operands, class Config, class Q>
+__device__ __forceinline__ void mma_sync_cta(const Q& q, const PointwiseParams& p) {
+  typedef MmaSyncCta<Config> Cta;
+  typedef Operands<Cta> O;
+  typedef typename Cta::Ep Ep;
+  constexpr int BM = Cta::BM, BN = Cta::BN, BK = Cta::BK, WARPS_M = Cta::WARPS_M, WARPS_N = Cta::WARPS_N;
   extern __shared__ __align__(128) char smem[];
-  constexpr int THREADS = WARPS_M * WARPS_N * 32;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   i64 b;
   int tm, tn;
   typename Ep::Index c[Ep::kRank];
-  mma_tile_start<Ep>(g.tiles_m, g.tiles_n, red, b, tm, tn, c);
+  mma_tile_start<Ep>(q.tiles_m, q.tiles_n, red, b, tm, tn, c);
   i64 a_off, b_off;
-  batch_coords<Ep>(g, b, a_off, b_off, c);
+  O::batch(q, b, a_off, b_off, c);
   const i64 m0 = (i64)tm * BM, n0 = (i64)tn * BN;
-  constexpr int ES = MmaOperand<DT>::ES;
-  typedef typename RawElem<ES>::type E;
-  const auto la = strided_loader<A_KM ? BM : BK, A_KM ? BK : BM, THREADS, A_KM, VEC_A, ES>(
-      static_cast<const E*>(g.a) + a_off, A_KM ? g.a_stride_m : g.a_stride_k, A_KM ? g.a_stride_k : g.a_stride_m,
-      A_KM ? g.M : g.K, A_KM ? g.K : g.M, m0, BK);
-  const auto lb = strided_loader<B_KM ? BN : BK, B_KM ? BK : BN, THREADS, B_KM, VEC_B, ES>(
-      static_cast<const E*>(g.b) + b_off, B_KM ? g.b_stride_n : g.b_stride_k, B_KM ? g.b_stride_k : g.b_stride_n,
-      B_KM ? g.N : g.K, B_KM ? g.K : g.N, n0, BK);
+  typename O::A la;
+  O::init_a(la, q, m0, a_off);
+  typename O::B lb;
+  O::init_b(lb, q, n0, b_off);
   float acc[BM / WARPS_M / 16][BN / WARPS_N / 8][4];
-  const int ktiles = (int)((g.K + BK - 1) / BK);
-  mma_mainloop<DT, BM, BN, BK, WARPS_M, WARPS_N, STAGES, A_KM, B_KM>(la, lb, ktiles, smem, acc);
-  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, g.M, g.N, g.epi_vec, acc, red,
+  const int ktiles = (int)((q.K + BK - 1) / BK);
+  mma_mainloop<Cta::DT, BM, BN, BK, WARPS_M, WARPS_N, Cta::STAGES, O::A_KM, O::B_KM>(la, lb, ktiles, smem, acc);
+  mma_epilogue<BM, BN, WARPS_M, WARPS_N, Ep>(p, c, m0, n0, q.M, q.N, q.epi_vec, acc, red,
                                             reinterpret_cast<float*>(smem));
   Ep::finish_full(p, red);
+}
+
+// A matmul's operands: strided matrices of either major (Config's kAKMajor, kBKMajor), loaded in
+// 16-byte chunks where kAVec / kBVec allow, at the batch's offsets.
+template <class Cta>
+struct GemmOperands {
+  typedef typename Cta::Config Config;
+  enum : bool { A_KM = Config::kAKMajor, B_KM = Config::kBKMajor };
+  enum : int { BM = Cta::BM, BN = Cta::BN, BK = Cta::BK, ES = Cta::ES };
+  typedef typename Cta::E E;
+  typedef typename Cta::Ep Ep;
+
+  __device__ __forceinline__ static void batch(const GemmParams& g, i64 b, i64& a_off, i64& b_off,
+                                               typename Ep::Index (&c)[Ep::kRank]) {
+    batch_coords<Ep>(g, b, a_off, b_off, c);
+  }
+  typedef StridedLoader<A_KM ? BM : BK, A_KM ? BK : BM, Cta::THREADS, A_KM, Config::kAVec, ES> A;
+  typedef StridedLoader<B_KM ? BN : BK, B_KM ? BK : BN, Cta::THREADS, B_KM, Config::kBVec, ES> B;
+  __device__ __forceinline__ static void init_a(A& la, const GemmParams& g, i64 m0, i64 a_off) {
+    la.init(static_cast<const E*>(g.a) + a_off, A_KM ? g.a_stride_m : g.a_stride_k, A_KM ? g.a_stride_k : g.a_stride_m,
+            A_KM ? g.M : g.K, A_KM ? g.K : g.M, m0, BK);
+  }
+  __device__ __forceinline__ static void init_b(B& lb, const GemmParams& g, i64 n0, i64 b_off) {
+    lb.init(static_cast<const E*>(g.b) + b_off, B_KM ? g.b_stride_n : g.b_stride_k, B_KM ? g.b_stride_k : g.b_stride_n,
+            B_KM ? g.N : g.K, B_KM ? g.K : g.N, n0, BK);
+  }
+};
+
+// One CTA per output tile (linear over batch x tiles). The generated kernel calls this with
+// MmaSyncCta's configuration plus each operand's major (kAKMajor, kBKMajor) and 16-byte loads
+// (kAVec, kBVec).
+template <class Config>
+__device__ __forceinline__ void gemm_mma_sync(const GemmParams& g, const PointwiseParams& p) {
+  mma_sync_cta<GemmOperands, Config>(g, p);
 }
 
 }  // namespace dg

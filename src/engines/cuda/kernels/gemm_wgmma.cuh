@@ -114,6 +114,18 @@ template <int N> __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
+// The dynamic shared memory from its first 1024-byte boundary, where the tiles start: the
+// 128-byte swizzle pattern repeats every 1024 bytes.
+__device__ __forceinline__ u32 swizzle_aligned_smem() {
+  extern __shared__ __align__(1024) char smem_raw[];
+  return (smem_u32(smem_raw) + 1023u) & ~1023u;
+}
+// The generic pointer to shared-memory address `addr` (of swizzle_aligned_smem's window).
+__device__ __forceinline__ char* smem_pointer(u32 addr) {
+  extern __shared__ __align__(1024) char smem_raw[];
+  return smem_raw + (addr - smem_u32(smem_raw));
+}
+
 // Shared-memory matrix descriptor with 128-byte swizzle.
 __device__ __forceinline__ u64 smem_desc(u32 addr, u32 lbo, u32 sbo) {
   return (u64)((addr & 0x3FFFFu) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
@@ -123,19 +135,7 @@ __device__ __forceinline__ u64 smem_desc(u32 addr, u32 lbo, u32 sbo) {
 template <int DT, int BN, bool TA, bool TB>
 __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], u64 da, u64 db, int scale_d) {
   static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma tiles are 64, 128 or 256 wide");
-  if constexpr (BN == 256) {
-    if constexpr (DT == DT_BFLOAT16) wgmma_m64n256_bf16<TA, TB>(d, da, db, scale_d);
-    else if constexpr (DT == DT_FLOAT) wgmma_m64n256_tf32<TA, TB>(d, da, db, scale_d);
-    else wgmma_m64n256_f16<TA, TB>(d, da, db, scale_d);
-  } else if constexpr (BN == 128) {
-    if constexpr (DT == DT_BFLOAT16) wgmma_m64n128_bf16<TA, TB>(d, da, db, scale_d);
-    else if constexpr (DT == DT_FLOAT) wgmma_m64n128_tf32<TA, TB>(d, da, db, scale_d);
-    else wgmma_m64n128_f16<TA, TB>(d, da, db, scale_d);
-  } else {
-    if constexpr (DT == DT_BFLOAT16) wgmma_m64n64_bf16<TA, TB>(d, da, db, scale_d);
-    else if constexpr (DT == DT_FLOAT) wgmma_m64n64_tf32<TA, TB>(d, da, db, scale_d);
-    else wgmma_m64n64_f16<TA, TB>(d, da, db, scale_d);
-  }
+  WgmmaSs<DT, BN>::template mma<TA, TB>(d, da, db, scale_d);
 }
 
 // ES: operand element bytes (2, or 4 for tf32). A k tile is one 128-byte row either way, read in
@@ -380,9 +380,7 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   constexpr bool A_KM = Config::kAKMajor, B_KM = Config::kBKMajor, PINGPONG = Config::kPingpong, SPLIT = Config::kSplitK;
   typedef typename Config::Epilogue Ep;
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
-  extern __shared__ __align__(1024) char smem_raw[];
-  // The swizzle pattern repeats every 1024 bytes: tiles start on such a boundary.
-  const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   Ep::init_full(red);
@@ -403,7 +401,7 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
     const ConsumerShape sh{g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n, (int)((g.K + S::BK - 1) / S::BK),
                            g.M, g.N, g.epi_vec, &g, g.splits, static_cast<float*>(g.ws)};
     wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep, SPLIT, CLUSTER>(
-        sh, p, base, smem_raw + (base - smem_u32(smem_raw)), wg - 1, red);
+        sh, p, base, smem_pointer(base), wg - 1, red);
   }
   Ep::finish_full(p, red);
   // No CTA exits while its peer may still arrive on its "empty" barriers (every multicast into its

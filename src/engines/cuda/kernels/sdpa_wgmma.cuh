@@ -183,8 +183,7 @@ __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* m
   constexpr int STAGES = Config::kStages;
   constexpr bool NEG = Config::kNegativeScale, OVERLAP = Config::kOverlap;
   typedef WgSdpaSmem<D, BN, STAGES> S;
-  extern __shared__ __align__(1024) char smem_raw[];
-  const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
   const int bi = (int)blockIdx.z, hi = (int)blockIdx.y;
   const int m0 = (p.m_blocks - 1 - (int)blockIdx.x) * S::BM;  // the longest rows (causal) first

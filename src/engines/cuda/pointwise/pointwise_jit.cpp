@@ -12,6 +12,7 @@
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
 #include "runtime/cuda/context.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -217,9 +218,6 @@ class PointwiseJitEngine final : public CompiledEngine<PointwiseKnobs> {
 
 }  // namespace
 
-const Engine& pointwise_jit_engine() {
-  static const PointwiseJitEngine kEngine;
-  return kEngine;
-}
+const Engine& pointwise_jit_engine() { return engine_instance<PointwiseJitEngine>(); }
 
 }  // namespace dnngraph::cuda

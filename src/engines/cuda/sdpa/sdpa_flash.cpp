@@ -15,6 +15,7 @@
 #include "engines/cuda/sdpa/sdpa_params.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
 #include "runtime/cuda/driver_ext.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -206,9 +207,7 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
     if (!sdpa::make_config(pr, knobs, t.info().sm_version, c, why)) return {fail, "cuda_sdpa_flash: " + why};
     KernelBuild kb;
     kb.source = sdpa::kernel_source(c);
-    Status s = r ? reload_kernel(t, *r, sdpa::kKernelName, c.smem_bytes, false, name(), kb)
-                 : compile_kernel(t, "cuda_sdpa_flash.cu", sdpa::kKernelName, c.smem_bytes, false, kb);
-    if (!s.ok()) return s;
+    if (auto s = compile_or_reload(t, r, name(), sdpa::kKernelName, c.smem_bytes, false, kb); !s.ok()) return s;
     DG_LOG(DEBUG) << "cuda_sdpa_flash: " << c.describe() << ", " << c.smem_bytes << " bytes of shared memory";
     plan = std::make_unique<SdpaPlan>(p, std::move(pr), c, std::move(kb));
     return {};
@@ -217,9 +216,6 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
 
 }  // namespace
 
-const Engine& sdpa_flash_engine() {
-  static const SdpaFlashEngine kEngine;
-  return kEngine;
-}
+const Engine& sdpa_flash_engine() { return engine_instance<SdpaFlashEngine>(); }
 
 }  // namespace dnngraph::cuda
