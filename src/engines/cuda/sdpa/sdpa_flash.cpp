@@ -142,7 +142,6 @@ class SdpaPlan final : public KernelPlan {
 
   Problem pr_;
   Config c_;
-  KernelBuild k_;
 };
 
 class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
