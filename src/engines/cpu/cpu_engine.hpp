@@ -13,6 +13,7 @@
 #include "core/checked.hpp"
 #include "engines/cpu/cpu_knobs.hpp"
 #include "planning/engine.hpp"
+#include "planning/engine_instance.hpp"
 
 namespace dnngraph::cpu {
 
@@ -79,12 +80,5 @@ class CpuEngine : public Engine {
   std::string_view name_;
   KnobSchema<KnobStruct> schema_;
 };
-
-// The one instance of a CPU engine type, which its accessor returns (engines are stateless).
-template <class EngineType>
-const Engine& engine_instance() {
-  static const EngineType kEngine;
-  return kEngine;
-}
 
 }  // namespace dnngraph::cpu
