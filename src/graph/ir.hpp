@@ -1,6 +1,8 @@
 // The IR: a validated, shape-inferred, topologically ordered graph. Engines read only this.
 #pragma once
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -65,7 +67,14 @@ struct Graph {
   void index_consumers();
   // A stable hash of everything that decides how the graph runs (ops, attrs, shapes, strides,
   // types; not names). With `ignore_batch`, dim 0 of every tensor is left out (dynamic shapes).
+  // Engines key their caches by it per partition, so lower_to_ir computes both once
+  // (remember_fingerprints) and this returns them: planning stays linear in the graph's size.
   uint64_t fingerprint(bool ignore_batch = false) const;
+  void remember_fingerprints();
+
+ private:
+  uint64_t compute_fingerprint(bool ignore_batch) const;
+  std::array<std::optional<uint64_t>, 2> fingerprints_;  // [ignore_batch]
 };
 
 }  // namespace dnngraph::ir

@@ -71,6 +71,7 @@ Status lower_to_ir(GraphImpl& g) {
     ir->nodes.push_back(std::move(n));
   }
   ir->index_consumers();
+  ir->remember_fingerprints();
   g.ir = std::move(ir);
   g.stage = Stage::LOWERED;
   return {};
@@ -129,6 +130,15 @@ void Graph::index_consumers() {
 }
 
 uint64_t Graph::fingerprint(bool ignore_batch) const {
+  const auto& known = fingerprints_[ignore_batch ? 1 : 0];
+  return known ? *known : compute_fingerprint(ignore_batch);
+}
+
+void Graph::remember_fingerprints() {
+  fingerprints_ = {compute_fingerprint(false), compute_fingerprint(true)};
+}
+
+uint64_t Graph::compute_fingerprint(bool ignore_batch) const {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& t : tensors) {
     auto dims = t.dims;
