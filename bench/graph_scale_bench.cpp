@@ -189,9 +189,13 @@ dg::Status execute_once(dg::Graph& g, const dg::Handle& h, const CaseGraph& c) {
   return {};
 }
 
+// The device the graphs are planned for (--device cpu|cuda): on CUDA the vendor and JIT engines
+// take part in every survey too.
+dg::Device g_device = dg::Device::cpu();
+
 void run_child(int fd, const std::string& name, bool from_json, int64_t n, int64_t execute_max) {
   Child out(fd);
-  dg::Handle h(dg::Device::cpu());
+  dg::Handle h(g_device);
   dg::Graph g;
   CaseGraph c;
   std::string text;
@@ -281,9 +285,11 @@ RunResult run_in_child(const std::string& name, bool from_json, int64_t n, const
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    const rlim_t bytes = static_cast<rlim_t>(lim.mem_limit_mb) << 20;
-    rlimit as{bytes, bytes};
-    setrlimit(RLIMIT_AS, &as);
+    if (lim.mem_limit_mb > 0) {  // 0: none (CUDA reserves far more address space than it uses)
+      const rlim_t bytes = static_cast<rlim_t>(lim.mem_limit_mb) << 20;
+      rlimit as{bytes, bytes};
+      setrlimit(RLIMIT_AS, &as);
+    }
     alarm(static_cast<unsigned>(lim.timeout_s));
     try {
       run_child(fds[1], name, from_json, n, lim.execute_max);
@@ -378,12 +384,15 @@ int main(int argc, char** argv) {
     else if (flag == "--timeout") lim.timeout_s = std::stoi(value);
     else if (flag == "--mem-limit-mb") lim.mem_limit_mb = std::stoll(value);
     else if (flag == "--execute-max") lim.execute_max = std::stoll(value);
+    else if (flag == "--device" && (value == "cpu" || value == "cuda"))
+      g_device = value == "cuda" ? dg::Device::cuda(0) : dg::Device::cpu();
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
   print_machine();
+  std::printf("graphs planned for: %s\n", dg::Handle(g_device).device().to_string().c_str());
   std::printf("wall seconds per stage; build steps = build (or from_json) to build_plans; peak RSS in MB (VmHWM)\n"
               "and the stage that reached it; each run in a fresh process (limits %d s, %lld MB of address space)\n\n",
               lim.timeout_s, static_cast<long long>(lim.mem_limit_mb));
