@@ -392,7 +392,8 @@ int main(int argc, char** argv) {
     }
   }
   print_machine();
-  std::printf("graphs planned for: %s\n", dg::Handle(g_device).device().to_string().c_str());
+  // Named, not opened: a CUDA context made here would not survive into the forked children.
+  std::printf("graphs planned for: %s\n", g_device.to_string().c_str());
   std::printf("wall seconds per stage; build steps = build (or from_json) to build_plans; peak RSS in MB (VmHWM)\n"
               "and the stage that reached it; each run in a fresh process (limits %d s, %lld MB of address space)\n\n",
               lim.timeout_s, static_cast<long long>(lim.mem_limit_mb));
