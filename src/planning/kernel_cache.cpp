@@ -101,7 +101,7 @@ bool KernelCacheImpl::lookup(const KernelKey& key, Binary& binary) {
     return false;
   }
   ++hits_;
-  entries_.emplace(text, std::make_shared<const Binary>(binary));
+  keep(text, binary);
   return true;
 }
 
@@ -109,7 +109,7 @@ Status KernelCacheImpl::insert(const KernelKey& key, const Binary& binary) {
   std::string dir;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    entries_[key.text()] = std::make_shared<const Binary>(binary);
+    keep(key.text(), binary);
     dir = dir_;
   }
   return dir.empty() ? Status{} : write_file(dir, key, binary);
@@ -149,7 +149,7 @@ Status KernelCacheImpl::get_or_compile(const KernelKey& key, const Compile& comp
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++(from_disk ? hits_ : misses_);
-    if (s.ok()) entries_[text] = std::make_shared<const Binary>(binary);
+    if (s.ok()) keep(text, binary);
   }
   if (s.ok() && !from_disk && !dir.empty()) {
     // A cache folder that cannot be written costs only the next process a compile.
@@ -158,6 +158,36 @@ Status KernelCacheImpl::get_or_compile(const KernelKey& key, const Compile& comp
     }
   }
   return s;
+}
+
+void KernelCacheImpl::keep(const std::string& text, const Binary& binary) {
+  auto& slot = entries_[text];
+  if (slot) bytes_ -= static_cast<int64_t>(slot->size());
+  slot = std::make_shared<const Binary>(binary);
+  bytes_ += static_cast<int64_t>(binary.size());
+  // Over the budget: drop other entries (in key order, so in no particular order of use).
+  for (auto it = entries_.begin(); byte_budget_ > 0 && bytes_ > byte_budget_ && it != entries_.end();) {
+    if (it->first == text) {
+      ++it;
+      continue;
+    }
+    bytes_ -= static_cast<int64_t>(it->second->size());
+    it = entries_.erase(it);
+  }
+}
+
+void KernelCacheImpl::set_byte_budget(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  byte_budget_ = bytes;
+}
+
+KernelCacheImpl& process_kernel_cache() {
+  static KernelCacheImpl* cache = [] {
+    auto* c = new KernelCacheImpl();  // never destroyed: engines may compile during static teardown
+    c->set_byte_budget(int64_t{256} << 20);
+    return c;
+  }();
+  return *cache;
 }
 
 void KernelCacheImpl::set_directory(std::string dir) {

@@ -4,7 +4,8 @@
 //   KernelKey key{hash64(source), options, target arch, compiler version};
 //   std::vector<uint8_t> cubin;
 //   auto compile = [&](std::vector<uint8_t>& out) { return nvrtc_compile(source, options, out); };
-//   Status s = t.kernel_cache ? t.kernel_cache->get_or_compile(key, compile, cubin) : compile(cubin);
+//   KernelCacheImpl& cache = t.kernel_cache ? *t.kernel_cache : process_kernel_cache();
+//   Status s = cache.get_or_compile(key, compile, cubin);
 // With dynamic shapes, sizes that vary are kernel arguments, so the source (and key) of a graph that
 // differs only in batch size is the same and its binary is served from the cache.
 #pragma once
@@ -47,6 +48,8 @@ struct KernelCacheImpl {
   Status get_or_compile(const KernelKey& key, const Compile& compile, Binary& binary);
 
   void set_directory(std::string dir);
+  // At most this many bytes of binaries in memory (0: no limit); others are dropped to make room.
+  void set_byte_budget(int64_t bytes);
   const std::string& directory() const { return dir_; }
   int64_t size() const;
   int64_t hits() const;
@@ -56,6 +59,7 @@ struct KernelCacheImpl {
   // Reads and checks <dir>/<file_name>; false (with a log line) when missing, corrupt or foreign.
   static bool read_file(const std::string& dir, const KernelKey& key, Binary& binary);
   static Status write_file(const std::string& dir, const KernelKey& key, const Binary& binary);
+  void keep(const std::string& text, const Binary& binary);  // mutex_ held
 
   mutable std::mutex mutex_;
   std::condition_variable compiled_;
@@ -63,7 +67,13 @@ struct KernelCacheImpl {
   std::set<std::string> compiling_;                               // keys being compiled now
   std::string dir_;
   int64_t hits_ = 0, misses_ = 0;
+  int64_t bytes_ = 0, byte_budget_ = 0;
 };
+
+// The cache of compiles for graphs without a KernelCache of their own: in memory only, 256 MB at
+// most, for the process's life. Without it every plan compiled its kernel again, even when
+// hundreds of partitions share one source (~26 ms each with NVRTC).
+KernelCacheImpl& process_kernel_cache();
 
 inline KernelCacheImpl& impl_of(const KernelCache& c) { return *c.impl_; }
 

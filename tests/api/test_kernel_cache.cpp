@@ -200,3 +200,38 @@ TEST(KernelCache, DynamicShapeGraphsShareTheirFingerprint) {
   EXPECT_EQ(d8, d32);
   EXPECT_NE(s8, s32);
 }
+
+// A byte budget bounds the binaries kept in memory (the process-wide cache has one): older
+// entries make room, the one just added stays, and a dropped one compiles again.
+TEST(KernelCache, ByteBudgetBoundsWhatIsKept) {
+  dg::KernelCacheImpl cache;
+  const std::vector<uint8_t> forty(40, 7);
+  cache.set_byte_budget(100);
+  for (const char* s : {"a", "b", "c", "d"}) ASSERT_TRUE(cache.insert(key_of(s), forty).ok());
+  EXPECT_EQ(cache.size(), 2);  // 2 x 40 <= 100 < 3 x 40
+  std::vector<uint8_t> got;
+  EXPECT_TRUE(cache.lookup(key_of("d"), got));
+  EXPECT_EQ(got, forty);
+  // Of a, b, c exactly one is still kept (with d); a dropped one compiles again.
+  std::vector<std::string> dropped;
+  for (const char* s : {"a", "b", "c"})
+    if (!cache.lookup(key_of(s), got)) dropped.push_back(s);
+  ASSERT_EQ(dropped.size(), 2u);
+  CountingCompiler cc;
+  ASSERT_TRUE(cache.get_or_compile(key_of(dropped[0]), cc.for_key(key_of(dropped[0])), got).ok());
+  EXPECT_EQ(cc.calls, 1);
+  EXPECT_EQ(cache.size(), 2);
+}
+
+// Graphs without a cache of their own still compile a shared source once per process.
+TEST(KernelCache, TheProcessCacheServesGraphsWithoutOne) {
+  dg::KernelCacheImpl& cache = dg::process_kernel_cache();
+  EXPECT_EQ(&cache, &dg::process_kernel_cache());
+  CountingCompiler cc;
+  std::vector<uint8_t> a, b;
+  const auto key = key_of("process cache test source");
+  ASSERT_TRUE(cache.get_or_compile(key, cc.for_key(key), a).ok());
+  ASSERT_TRUE(cache.get_or_compile(key, cc.for_key(key), b).ok());
+  EXPECT_EQ(cc.calls, 1);
+  EXPECT_EQ(a, b);
+}

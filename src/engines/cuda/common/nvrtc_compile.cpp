@@ -75,7 +75,6 @@ Status compile_cached(const Target& t, const std::string& source, const std::str
                       std::vector<uint8_t>& cubin) {
   const std::string arch = nvrtc_arch(t.info().sm_version);
   auto compile = [&](std::vector<uint8_t>& out) { return nvrtc_compile(source, name, arch, out); };
-  if (!t.kernel_cache) return compile(cubin);
   if (!nvrtc()) return compile(cubin);  // the error says NVRTC is missing; nothing to key on
   KernelKey key;
   // The embedded headers are part of what is compiled: hash them with the source.
@@ -85,7 +84,9 @@ Status compile_cached(const Target& t, const std::string& source, const std::str
   for (const auto& o : nvrtc_base_options()) key.options += o + " ";
   key.arch = arch;
   key.compiler_version = "nvrtc " + std::to_string(nvrtc_version() / 10) + "." + std::to_string(nvrtc_version() % 10);
-  return t.kernel_cache->get_or_compile(key, compile, cubin);
+  // The graph's own cache when it has one (counted, maybe on disk), else the process's.
+  KernelCacheImpl& cache = t.kernel_cache ? *t.kernel_cache : process_kernel_cache();
+  return cache.get_or_compile(key, compile, cubin);
 }
 
 }  // namespace dnngraph::cuda
