@@ -118,8 +118,8 @@ int64_t ArrayRef::extent_bytes() const {
   int64_t bytes = 0;
   // A DLPack producer may claim any strides (NumPy's as_strided does): a span past int64 is refused.
   if (!checked::span_bytes(d, strides(), static_cast<int64_t>(array.itemsize()), bytes))
-    fail(ErrorCode::INVALID_VALUE, "the array's dims " + list_to_string(d) + " and strides " +
-                                       list_to_string(strides()) + " reach past 2^63 bytes");
+    fail(ErrorCode::INVALID_VALUE, "the array's dims " + dims_to_string(d) + " and strides " +
+                                       dims_to_string(strides()) + " reach past 2^63 bytes");
   return bytes;
 }
 
@@ -191,14 +191,9 @@ std::vector<int64_t> packed_strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;)
     if (!checked::mul(s[i], std::max<int64_t>(dims[i], 1), s[i - 1]))
-      fail(ErrorCode::INVALID_VALUE, "dims " + list_to_string(dims) + " have no row-major strides within int64");
+      fail(ErrorCode::INVALID_VALUE, "dims " + dims_to_string(dims) + " have no row-major strides within int64");
   return s;
 }
 
-std::string list_to_string(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 }  // namespace dnngraph::python

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dnngraph/dnngraph.hpp"
+#include "graph/infer_util.hpp"
 
 namespace dnngraph::python {
 
@@ -81,8 +82,6 @@ void* to_stream(nb::handle obj);
 void* to_pointer(nb::handle obj);
 // Row-major strides for dims; dims whose strides overflow int64 are an INVALID_VALUE error.
 std::vector<int64_t> packed_strides(const std::vector<int64_t>& dims);
-// "[2048,32,1]": dims and strides in messages.
-std::string list_to_string(const std::vector<int64_t>& v);
 
 // ---- the other binding files
 void init_enums(nb::module_& m);

@@ -94,12 +94,12 @@ void check_layout(const PyGraph& g, const TensorView& t, const std::string& labe
   const std::vector<int64_t> dims = a.dims(), strides = a.strides();
   const Layout want(t.dims, t.strides), have(dims, strides);
   if (want.dims != have.dims)
-    pack_error(label + " has dims " + list_to_string(t.dims) + " but the array has dims " + list_to_string(dims));
+    pack_error(label + " has dims " + dims_to_string(t.dims) + " but the array has dims " + dims_to_string(dims));
   for (int64_t d : t.dims)
     if (d == 0) return;  // no element is addressed
   if (want.strides != have.strides)
-    pack_error(label + " has strides " + list_to_string(t.strides) + " but the array has strides " +
-               list_to_string(strides) + " (in elements)" + layout_hint(stride_origin(g, t.uid)));
+    pack_error(label + " has strides " + dims_to_string(t.strides) + " but the array has strides " +
+               dims_to_string(strides) + " (in elements)" + layout_hint(stride_origin(g, t.uid)));
 }
 
 // `t` is null for a key the IR does not know: the library names it.

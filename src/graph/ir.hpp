@@ -2,6 +2,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -67,14 +68,25 @@ struct Graph {
   void index_consumers();
   // A stable hash of everything that decides how the graph runs (ops, attrs, shapes, strides,
   // types; not names). With `ignore_batch`, dim 0 of every tensor is left out (dynamic shapes).
-  // Engines key their caches by it per partition, so lower_to_ir computes both once
-  // (remember_fingerprints) and this returns them: planning stays linear in the graph's size.
+  // Engines key their caches by it per partition, so each is computed on first use and kept:
+  // planning stays linear in the graph's size, and a graph nobody asks pays nothing.
   uint64_t fingerprint(bool ignore_batch = false) const;
-  void remember_fingerprints();
 
  private:
   uint64_t compute_fingerprint(bool ignore_batch) const;
-  std::array<std::optional<uint64_t>, 2> fingerprints_;  // [ignore_batch]
+  // Thread-safe; a copy starts empty (the copy may be changed before it is asked).
+  struct Memo {
+    Memo() = default;
+    Memo(const Memo&) {}
+    Memo& operator=(const Memo&) {
+      std::lock_guard<std::mutex> lock(mutex);
+      values = {};
+      return *this;
+    }
+    std::mutex mutex;
+    std::array<std::optional<uint64_t>, 2> values;  // [ignore_batch]
+  };
+  mutable Memo fingerprints_;
 };
 
 }  // namespace dnngraph::ir

@@ -71,7 +71,6 @@ Status lower_to_ir(GraphImpl& g) {
     ir->nodes.push_back(std::move(n));
   }
   ir->index_consumers();
-  ir->remember_fingerprints();
   g.ir = std::move(ir);
   g.stage = Stage::LOWERED;
   return {};
@@ -130,12 +129,10 @@ void Graph::index_consumers() {
 }
 
 uint64_t Graph::fingerprint(bool ignore_batch) const {
-  const auto& known = fingerprints_[ignore_batch ? 1 : 0];
-  return known ? *known : compute_fingerprint(ignore_batch);
-}
-
-void Graph::remember_fingerprints() {
-  fingerprints_ = {compute_fingerprint(false), compute_fingerprint(true)};
+  std::lock_guard<std::mutex> lock(fingerprints_.mutex);
+  auto& known = fingerprints_.values[ignore_batch ? 1 : 0];
+  if (!known) known = compute_fingerprint(ignore_batch);
+  return *known;
 }
 
 uint64_t Graph::compute_fingerprint(bool ignore_batch) const {

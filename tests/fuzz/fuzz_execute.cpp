@@ -14,21 +14,17 @@
 #include <vector>
 
 #include "bad_input/run_vs_ref.hpp"
+#include "common/dims.hpp"
 #include "fuzz_common.hpp"
 
 namespace dg = dnngraph;
 
 namespace {
 
-using Dims = std::vector<int64_t>;
+using test_dims::Dims;
+using test_dims::volume;
 
 constexpr int64_t kMaxElements = 4096;
-
-int64_t volume(const Dims& d) {
-  int64_t v = 1;
-  for (int64_t x : d) v *= x;
-  return v;
-}
 
 // Packed strides in an order the input picks, sometimes with a gap after one dim.
 Dims permuted_strides(FuzzedDataProvider& in, const Dims& dims) {
