@@ -3,16 +3,21 @@
 #include <algorithm>
 
 #include "core/log.hpp"
+#include "planning/calibration.hpp"
 
 namespace dnngraph {
 namespace {
 
 constexpr int kRefEngineId = 0;
 
-std::vector<Candidate> mode_a(std::vector<Candidate> c) {
+bool wants(const std::vector<HeurMode>& modes, HeurMode m) { return std::find(modes.begin(), modes.end(), m) != modes.end(); }
+
+// By calibrated cost, ref last; equal costs keep the engines' own order (cuDNN's configs all share
+// one estimate, so they stay in cuDNN's heuristic order).
+std::vector<Candidate> by_cost(std::vector<Candidate> c) {
   std::stable_sort(c.begin(), c.end(), [](const Candidate& x, const Candidate& y) {
     if ((x.engine_id == kRefEngineId) != (y.engine_id == kRefEngineId)) return y.engine_id == kRefEngineId;
-    return x.estimate_s < y.estimate_s;
+    return x.ranked_s() < y.ranked_s();
   });
   return c;
 }
@@ -22,39 +27,49 @@ std::vector<Candidate> mode_fallback(std::vector<Candidate> c) {
   return c;
 }
 
-// Mode A's order with the tuning DB's recorded winner for this partition and device moved first.
-// A record naming an unknown engine, knobs its engine's schema rejects, or a setting that is no
-// longer a candidate is ignored.
-std::vector<Candidate> mode_b(std::vector<Candidate> c, const Partition& p, const RecordedWinners& recorded) {
-  c = mode_a(std::move(c));
+// The tuning DB's recorded winner for this partition and device moved first. A record naming an
+// unknown engine, knobs its engine's schema rejects, or a setting that is no longer a candidate is
+// ignored (and logged).
+std::vector<Candidate> recorded_first(std::vector<Candidate> c, const Partition& p, const RecordedWinners& recorded) {
   const auto found = recorded.find(partition_nodes_key(p));
   if (found == recorded.end()) return c;
   const TuningRecord* rec = &found->second;
   const int engine = engine_id_by_name(rec->engine);
   if (engine < 0) {
-    DG_LOG(INFO) << "mode B: the record names engine '" << rec->engine << "', which this library does not have";
+    DG_LOG(INFO) << "tuning DB: the record names engine '" << rec->engine << "', which this library does not have";
     return c;
   }
   if (auto s = engine_by_id(engine)->check_knobs(rec->knobs); !s.ok()) {
-    DG_LOG(INFO) << "mode B: the record's knobs are not the engine's: " << s.message();
+    DG_LOG(INFO) << "tuning DB: the record's knobs are not the engine's: " << s.message();
     return c;
   }
   auto it = std::find_if(c.begin(), c.end(), [&](const Candidate& x) { return x.engine_id == engine && x.knobs == rec->knobs; });
   if (it == c.end()) {
-    DG_LOG(INFO) << "mode B: the recorded " << rec->engine << " [" << knobs_to_string(rec->knobs)
+    DG_LOG(INFO) << "tuning DB: the recorded " << rec->engine << " [" << knobs_to_string(rec->knobs)
                  << "] is no longer a candidate of partition " << p.pattern;
     return c;
   }
   std::rotate(c.begin(), it, it + 1);
   c.front().measured_s = rec->seconds;
+  c.front().from_tuning_db = true;
   return c;
 }
 
 }  // namespace
 
+void calibrate_candidates(std::vector<Candidate>& candidates, const Partition& p, const DeviceInfo& info,
+                          const std::vector<CalibrationEntry>& table) {
+  const WorkloadClass cls = classify(p, info);
+  const std::string device = calibration_device(info);
+  for (Candidate& c : candidates) {
+    const Engine* e = engine_by_id(c.engine_id);
+    c.calibration = e ? calibration_for(table, device, e->name(), cls).factor : 1.0;
+  }
+}
+
 RecordedWinners recorded_winners(const ir::Graph& g, const Target& target, const std::vector<HeurMode>& modes) {
   RecordedWinners out;
-  if (std::find(modes.begin(), modes.end(), HeurMode::B) == modes.end()) return out;
+  if (!wants(modes, HeurMode::A) && !wants(modes, HeurMode::B)) return out;
   std::vector<TuningRecord> records;
   std::vector<std::string> warnings;
   if (!TuningDb(TuningDb::default_path()).load(records, warnings).ok()) return out;
@@ -66,7 +81,9 @@ RecordedWinners recorded_winners(const ir::Graph& g, const Target& target, const
   return out;
 }
 
-void order_candidates(PartitionPlans& pp, const RecordedWinners& recorded, const std::vector<HeurMode>& modes) {
+void order_candidates(PartitionPlans& pp, const Target& target, const RecordedWinners& recorded,
+                      const std::vector<HeurMode>& modes, const std::vector<CalibrationEntry>& table) {
+  calibrate_candidates(pp.candidates, pp.partition, target.info(), table);
   std::vector<Candidate> all = pp.candidates, ordered;
   auto append = [&](const std::vector<Candidate>& list) {
     for (const auto& c : list) {
@@ -77,8 +94,8 @@ void order_candidates(PartitionPlans& pp, const RecordedWinners& recorded, const
   };
   for (HeurMode m : modes) {
     switch (m) {
-      case HeurMode::A: append(mode_a(all)); break;
-      case HeurMode::B: append(mode_b(all, pp.partition, recorded)); break;
+      case HeurMode::A:
+      case HeurMode::B: append(recorded_first(by_cost(all), pp.partition, recorded)); break;
       case HeurMode::FALLBACK: append(mode_fallback(all)); break;
     }
   }

@@ -19,8 +19,13 @@ namespace dnngraph {
 struct Candidate {
   int engine_id = -1;
   Knobs knobs;
-  double estimate_s = 0;   // heuristic estimate
-  double measured_s = -1;  // autotune's median, when timed
+  double estimate_s = 0;   // the engine's estimate_seconds
+  double measured_s = -1;  // autotune's median, when timed (or the tuning DB record's)
+  // Mode A ranks by estimate_s * calibration: the measured / estimated ratio of this engine on this
+  // device and workload class (planning/calibration.hpp), 1 where none was measured.
+  double calibration = 1.0;
+  bool from_tuning_db = false;  // put first by a tuning DB record of this graph, partition and device
+  double ranked_s() const { return estimate_s * calibration; }
   std::string label() const;  // "engine[knobs]"
 };
 

@@ -134,7 +134,7 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
     }
     const RecordedWinners recorded = recorded_winners(*g.ir, target, modes);
     for (auto& pp : ps->parts) {
-      order_candidates(pp, recorded, modes);
+      order_candidates(pp, target, recorded, modes);
       pp.built.assign(pp.candidates.size(), nullptr);
     }
     layout_intermediates(*ps, *g.ir);
@@ -268,7 +268,9 @@ std::string Graph::explain() const {
     for (size_t k = 0; k < pp.candidates.size(); ++k) {
       const auto& c = pp.candidates[k];
       os << "  plan " << k << ": " << c.label() << "  estimate " << c.estimate_s * 1e3 << " ms";
+      if (c.calibration != 1.0) os << " x " << c.calibration << " measured ratio = " << c.ranked_s() * 1e3 << " ms";
       if (c.measured_s >= 0) os << "  measured " << c.measured_s * 1e3 << " ms";
+      if (c.from_tuning_db) os << " (the tuning DB's record for this graph and device)";
       if (static_cast<int>(k) == pp.chosen) os << "  (chosen)";
       os << "\n";
     }

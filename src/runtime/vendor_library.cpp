@@ -49,6 +49,24 @@ bool scan_folder(const fs::path& dir, const std::string& how, const LibrarySpec&
   return false;
 }
 
+// Paths of the objects loaded in this process whose file name starts with `prefix`.
+std::vector<std::string> loaded_objects(const std::string& prefix) {
+  struct Search {
+    const std::string* prefix;
+    std::vector<std::string> found;
+  } search{&prefix, {}};
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        if (info->dlpi_name && *info->dlpi_name &&
+            fs::path(info->dlpi_name).filename().string().rfind(*s->prefix, 0) == 0)
+          s->found.emplace_back(info->dlpi_name);
+        return 0;
+      },
+      &search);
+  return search.found;
+}
+
 }  // namespace
 
 LoadedLibrary load_library(const LibrarySpec& spec, const Accept& accept) {
@@ -65,10 +83,15 @@ LoadedLibrary load_library(const LibrarySpec& spec, const Accept& accept) {
       return out;
     }
   }
-  // 2. The system loader (LD_LIBRARY_PATH, ldconfig).
+  // 2. A copy this process already loaded (PyTorch's, say): a second copy of a vendor library beside
+  //    it doubles its state and memory, and one library's kernels would run beside another version's.
+  if (!spec.file_prefix.empty())
+    for (const auto& path : loaded_objects(spec.file_prefix))
+      if (try_open(path, " (already loaded in this process)", spec, accept, out)) return out;
+  // 3. The system loader (LD_LIBRARY_PATH, ldconfig).
   for (const auto& n : spec.sonames)
     if (try_open(n, " (system loader)", spec, accept, out)) return out;
-  // 3. Python wheels.
+  // 4. Python wheels.
   bool any_wheel = false;
   for (const auto& site : library_search::python_site_dirs())
     for (const auto& sub : spec.wheel_dirs) {
@@ -83,7 +106,7 @@ LoadedLibrary load_library(const LibrarySpec& spec, const Accept& accept) {
     out.searched.push_back("python wheels: no " + dirs + " with " + spec.file_prefix + "* in any site-packages");
     DG_LOG(INFO) << spec.display << ": " << out.searched.back();
   }
-  // 4. Fixed folders (the CUDA toolkit's).
+  // 5. Fixed folders (the CUDA toolkit's).
   for (const auto& d : spec.extra_dirs) {
     if (scan_folder(d, "", spec, accept, out)) return out;
     if (files_with_prefix(d, spec.file_prefix).empty()) out.searched.push_back(d + ": no " + spec.file_prefix + "*");

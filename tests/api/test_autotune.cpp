@@ -221,6 +221,37 @@ TEST_F(AutotuneTest, ModeBReadsTheRecordedWinner) {
   for (size_t i = 0; i < ca.size(); ++i) EXPECT_TRUE(ca[i].engine_id == cb[i].engine_id && ca[i].knobs == cb[i].knobs);
 }
 
+// Mode A, the default, also starts from the DB's record for this graph, partition and device, and
+// explain() says where plan 0 came from; without a record it ranks by the cost model alone.
+TEST_F(AutotuneTest, ModeAStartsFromTheRecordedWinner) {
+  dg::Graph probe;
+  build(probe, {dg::HeurMode::A, dg::HeurMode::FALLBACK});
+  const auto& candidates = impl_of(probe).plans->parts[0].candidates;
+  ASSERT_GE(candidates.size(), 2u) << probe.explain();
+  EXPECT_FALSE(candidates.front().from_tuning_db);
+  EXPECT_EQ(probe.explain().find("tuning DB"), std::string::npos);
+  const dg::Candidate last = candidates.back();
+  dg::TuningRecord r{impl_of(probe).ir->fingerprint(), "0,1", impl_of(handle_).info.signature, dg::kVersionString,
+                     std::string(dg::engine_by_id(last.engine_id)->name()), last.knobs, 2e-5};
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(dg::TuningDb(dg::TuningDb::default_path()).store({r}, warnings).ok());
+  dg::Graph g;
+  build(g, {dg::HeurMode::A, dg::HeurMode::FALLBACK});
+  const auto& c = impl_of(g).plans->parts[0];
+  EXPECT_EQ(c.candidates.front().engine_id, last.engine_id);
+  EXPECT_EQ(c.candidates.front().knobs, last.knobs);
+  EXPECT_TRUE(c.candidates.front().from_tuning_db);
+  EXPECT_EQ(c.chosen, 0);
+  EXPECT_NE(g.explain().find("plan 0: " + last.label()), std::string::npos) << g.explain();
+  EXPECT_NE(g.explain().find("the tuning DB's record for this graph and device"), std::string::npos);
+  EXPECT_EQ(c.candidates.size(), candidates.size());
+  int64_t ws = 0;
+  ASSERT_TRUE(g.get_workspace_size(ws).ok());
+  std::vector<char> workspace(static_cast<size_t>(ws) + 1);
+  ASSERT_TRUE(g.execute(handle_, pack(), workspace.data()).ok());
+  expect_outputs_correct();
+}
+
 // With real engines: a matmul has several candidates (engines and knob settings). Autotune times
 // every built one, the chosen plan is the fastest measured, and mode B then starts from it.
 TEST_F(AutotuneTest, MatmulCandidatesTunedAndReadBackByModeB) {

@@ -219,6 +219,19 @@ TEST(VendorLibrary, ALibraryTheAcceptCheckRefusesIsSkippedWithItsReason) {
   EXPECT_NE(msg.find("libm.so.6 (system loader): loaded, but it is too old (test)"), std::string::npos) << msg;
 }
 
+// A library the process already holds (PyTorch's cuDNN, here libm) is taken before the system
+// loader's search, so a process never holds two copies of a vendor library.
+TEST(VendorLibrary, ACopyAlreadyLoadedInTheProcessIsReused) {
+  vendor::LibrarySpec spec = missing_spec();
+  spec.file_prefix = "libm.so";  // the test binary links libm
+  const auto lib = vendor::load_library(spec, [&](void*) { return std::string(); });
+  ASSERT_NE(lib.handle, nullptr) << vendor::not_found_message(spec, lib);
+  EXPECT_NE(lib.path.find("libm.so"), std::string::npos) << lib.path;
+  ASSERT_FALSE(lib.searched.empty());
+  EXPECT_NE(lib.searched.back().find("(already loaded in this process): loaded"), std::string::npos) << lib.searched.back();
+  for (const auto& line : lib.searched) EXPECT_EQ(line.find("(system loader)"), std::string::npos) << line;
+}
+
 TEST(VendorLibrary, AMissingEntryPointIsNamed) {
   CudnnApi a{};
   std::string missing;

@@ -113,6 +113,9 @@ Status open_device(int index, HandleImpl& h) {
 Status make_current(HandleImpl& h) {
   const DriverApi* d = driver();
   if (!d || !h.cuda) return no_driver();
+  // Reading the thread's context is cheaper than setting it, and on every launch it is usually ours.
+  CUcontext current = nullptr;
+  if (d->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == h.cuda->context) return {};
   return check(d->cuCtxSetCurrent(h.cuda->context), "cuCtxSetCurrent");
 }
 

@@ -98,6 +98,7 @@ struct GraphExecUpdateResultInfo {
   X(CUresult, cuDevicePrimaryCtxRetain, (CUcontext*, CUdevice)) \
   X_V2(CUresult, cuDevicePrimaryCtxRelease, (CUdevice)) \
   X(CUresult, cuCtxSetCurrent, (CUcontext)) \
+  X(CUresult, cuCtxGetCurrent, (CUcontext*)) \
   X(CUresult, cuCtxSynchronize, ()) \
   X_V2(CUresult, cuMemAlloc, (CUdeviceptr*, size_t)) \
   X_V2(CUresult, cuMemFree, (CUdeviceptr)) \

@@ -60,8 +60,9 @@ Status set_dynamic_smem(CUfunction f, int bytes, std::string_view kernel_name) {
 Status launch_3d(HandleImpl& h, CUfunction f, Grid3 grid, unsigned block, unsigned smem, void** args,
                  std::string_view kernel_name) {
   if (auto s = make_current(h); !s.ok()) return s;
-  return check(driver()->cuLaunchKernel(f, grid.x, grid.y, grid.z, block, 1, 1, smem, stream_of(h), args, nullptr),
-               "cuLaunchKernel(" + std::string(kernel_name) + ")");
+  const CUresult r = driver()->cuLaunchKernel(f, grid.x, grid.y, grid.z, block, 1, 1, smem, stream_of(h), args, nullptr);
+  if (r == CUDA_SUCCESS) return {};
+  return check(r, "cuLaunchKernel(" + std::string(kernel_name) + ")");
 }
 
 }  // namespace dnngraph::cuda

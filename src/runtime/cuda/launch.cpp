@@ -82,9 +82,10 @@ Status Module::function(const char* name, CUfunction& out) const {
 
 Status launch(HandleImpl& h, CUfunction f, const LaunchDims& dims, void** args, std::string_view kernel_name) {
   if (auto s = make_current(h); !s.ok()) return s;
-  return check(driver()->cuLaunchKernel(f, dims.grid, 1, 1, dims.block, 1, 1, dims.shared_bytes, stream_of(h), args,
-                                        nullptr),
-               "cuLaunchKernel(" + std::string(kernel_name) + ")");
+  const CUresult r =
+      driver()->cuLaunchKernel(f, dims.grid, 1, 1, dims.block, 1, 1, dims.shared_bytes, stream_of(h), args, nullptr);
+  if (r == CUDA_SUCCESS) return {};  // the message is built only for a failure: this runs per launch
+  return check(r, "cuLaunchKernel(" + std::string(kernel_name) + ")");
 }
 
 }  // namespace dnngraph::cuda

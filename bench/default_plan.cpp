@@ -1,0 +1,366 @@
+// The plan a user gets by default against the best plan in the same list, on the CPU or a GPU:
+// for each workload the planner's list (heuristics A + FALLBACK, the default; ref left out of the
+// timing) is built and timed plan by plan, and the program prints mode A's first plan beside the
+// fastest, the fastest own plan and the fastest vendor plans (cudnn, cublaslt). It also prints,
+// per engine, the measured / estimated time of the engine's first candidate: bench/calibrate.py
+// turns those CALIB lines into src/planning/calibration_table.inc, the table mode A ranks by.
+//
+//   dnngraph_bench_default_plan [--device cpu|cuda] [--only SUBSTRING[,...]] [--own N] [--vendor N]
+//                               [--build-only] [--budget SECONDS]
+//
+// --own N: the first N candidates of each own engine are timed (default 3 on CUDA, where each
+// compiles with NVRTC; every one on the CPU); --vendor N: the first N of each vendor engine
+// (default 24). --build-only: build those plans and stop (fills DNNGRAPH_BENCH_CACHE, the kernel
+// cache's folder, so that parallel processes can compile before the timed run). The tuning DB is
+// pointed at an empty file: mode A's pick here is the heuristics', not an earlier tune's.
+//
+// Lines: CAND <workload> <index> <engine> <estimate ms> <calibration> <measured ms or -> <label>
+//        ROW <workload> mode_a <ms> <x of best> best <ms> own <ms> cudnn <ms> cublaslt <ms> | labels
+//        CALIB <device> <engine> <family> <size class> <measured / estimate> <workload>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../tests/common/dims.hpp"
+#include "core/dtype.hpp"
+#include "dnngraph/dnngraph.hpp"
+#include "dnngraph/kernel_cache.hpp"
+#include "graph/graph_impl.hpp"
+#include "planning/calibration.hpp"
+#include "planning/plan_set.hpp"
+#include "runtime/cuda/context.hpp"
+#include "runtime/memory.hpp"
+
+namespace dg = dnngraph;
+using test_dims::channels_last;
+using test_dims::Dims;
+using test_dims::packed;
+using test_dims::volume;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  bool cuda = false;
+  std::string only;
+  int own = -1;  // -1: the device's default
+  int vendor = 24;
+  bool build_only = false;
+  double budget_s = 1e9;
+} g_opt;
+const Clock::time_point g_start = Clock::now();
+double elapsed() { return std::chrono::duration<double>(Clock::now() - g_start).count(); }
+
+bool selected(const std::string& name) {
+  if (g_opt.only.empty()) return true;
+  size_t start = 0;
+  while (start <= g_opt.only.size()) {
+    const size_t end = std::min(g_opt.only.find(',', start), g_opt.only.size());
+    const std::string part = g_opt.only.substr(start, end - start);
+    if (!part.empty() && name.find(part) != std::string::npos) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+bool check(const dg::Status& s, const std::string& what) {
+  if (!s.ok()) std::printf("ERROR %s: %s\n", what.c_str(), s.to_string().c_str());
+  return s.ok();
+}
+
+bool is_vendor(std::string_view engine) { return engine == "cudnn" || engine == "cublaslt"; }
+
+// Buffers of one workload, random in [-1, 1).
+struct Buffers {
+  dg::HandleImpl& h;
+  std::vector<dg::memory::Buffer> held;
+  explicit Buffers(dg::HandleImpl& handle) : h(handle) {}
+  void* random(int64_t elems, dg::DataType t, uint32_t seed) {
+    held.emplace_back(h, static_cast<size_t>(elems * dg::size_of(t)) + 64);
+    std::vector<uint8_t> host(held.back().size());
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int64_t i = 0; i < elems; ++i) dg::dtype::store(host.data(), t, i, u(rng));
+    (void)dg::memory::copy_to_device(h, held.back().get(), host.data(), host.size());
+    return held.back().get();
+  }
+  void* zeros(int64_t bytes) {
+    held.emplace_back(h, static_cast<size_t>(bytes) + 64);
+    return held.back().get();
+  }
+};
+
+// Seconds per call: CUDA events on a GPU (median of 5 repeats of ~10 ms), wall time on the CPU
+// (median of repeats of ~50 ms). One call first; a plan slower than `give_up_s` is not repeated.
+double seconds_per_call(dg::HandleImpl& h, const std::function<dg::Status()>& call, double give_up_s) {
+  const double target = g_opt.cuda ? 0.01 : 0.05;
+  auto wall = [&](int calls) {
+    (void)dg::memory::synchronize(h);
+    const auto t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) (void)call();
+    (void)dg::memory::synchronize(h);
+    return std::chrono::duration<double>(Clock::now() - t0).count() / calls;
+  };
+  std::unique_ptr<dg::cuda::EventTimer> timer;
+  if (g_opt.cuda && !check(dg::cuda::EventTimer::create(h, timer), "event timer")) return -1;
+  auto timed = [&](int calls) {
+    if (!timer) return wall(calls);
+    double s = 0;
+    (void)timer->start();
+    for (int i = 0; i < calls; ++i) (void)call();
+    (void)timer->stop();
+    (void)timer->seconds(s);
+    return s / calls;
+  };
+  const double first = timed(1);
+  if (first > give_up_s) return first;
+  const int calls = std::max(3, std::min(1000, static_cast<int>(target / std::max(first, 1e-7))));
+  std::vector<double> reps;
+  for (int r = 0; r < 5; ++r) reps.push_back(timed(calls));
+  std::sort(reps.begin(), reps.end());
+  return reps[reps.size() / 2];
+}
+
+std::shared_ptr<dg::KernelCache> kernel_cache() {
+  static std::shared_ptr<dg::KernelCache> cache = [] {
+    auto c = std::make_shared<dg::KernelCache>();
+    if (const char* dir = std::getenv("DNNGRAPH_BENCH_CACHE")) c->set_directory(dir);
+    return c;
+  }();
+  return cache;
+}
+
+struct Timed {
+  double ms = 1e30;
+  std::string label;
+};
+
+void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack) {
+  dg::HandleImpl& h = impl_of(handle);
+  g.set_kernel_cache(kernel_cache());
+  g.deselect_engines({"ref"});  // the reference engine runs for correctness, not speed
+  if (!check(g.validate(), name) || !check(g.build_operation_graph(handle), name) ||
+      !check(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}), name) ||
+      !check(g.check_support(handle), name)) {
+    std::printf("%s\n", g.explain().c_str());
+    return;
+  }
+  const auto& parts = impl_of(g).plans->parts;
+  if (parts.size() != 1) {
+    std::printf("NOTE %s: %zu partitions; plans are timed per partition only for one\n%s", name.c_str(), parts.size(),
+                g.explain().c_str());
+    return;
+  }
+  const auto& pp = parts[0];
+  const dg::WorkloadClass cls = dg::classify(pp.partition, h.info);
+  const std::string device = dg::calibration_device(h.info);
+  const int own_limit = g_opt.own >= 0 ? g_opt.own : (g_opt.cuda ? 3 : 1 << 20);
+  std::map<std::string, int> taken;
+  std::map<std::string, Timed> best;  // by engine name
+  Timed mode_a, overall, own;
+  for (size_t i = 0; i < pp.candidates.size() && elapsed() < g_opt.budget_s; ++i) {
+    const dg::Candidate& c = pp.candidates[i];
+    const std::string engine(dg::engine_by_id(c.engine_id)->name());
+    const bool first_of_engine = taken[engine] == 0;
+    if (i > 0 && taken[engine] >= (is_vendor(engine) ? g_opt.vendor : own_limit)) continue;
+    if (g_opt.build_only && is_vendor(engine)) continue;  // vendors keep no kernels on disk to fill
+    ++taken[engine];
+    const int64_t idx = static_cast<int64_t>(i);
+    const std::string label = c.label();
+    double ms = -1;
+    if (check(g.build_plan_at_index(handle, idx), name + " build " + label) && !g_opt.build_only) {
+      int64_t ws = 0;
+      (void)g.get_workspace_size_plan_at_index(idx, ws);
+      dg::memory::Buffer workspace(h, static_cast<size_t>(ws) + 256);
+      auto once = [&] { return g.execute_plan_at_index(handle, pack, workspace.get(), idx, ws); };
+      if (check(once(), name + " execute " + label)) {
+        const double give_up = overall.ms < 1e29 ? 30 * overall.ms * 1e-3 : 1.0;
+        ms = seconds_per_call(h, once, give_up) * 1e3;
+      }
+    }
+    std::printf("CAND %s %zu %s %.5f %.3f %s %s\n", name.c_str(), i, engine.c_str(), c.estimate_s * 1e3, c.calibration,
+                ms > 0 ? std::to_string(ms).c_str() : "-", label.c_str());
+    if (ms <= 0) continue;
+    if (first_of_engine)
+      std::printf("CALIB %s %s %s %s %.4f %s\n", device.c_str(), engine.c_str(), std::string(dg::to_string(cls.family)).c_str(),
+                  std::string(dg::to_string(cls.size)).c_str(), ms * 1e-3 / c.estimate_s, name.c_str());
+    if (i == 0) mode_a = {ms, label};
+    if (ms < overall.ms) overall = {ms, label};
+    Timed& b = best[is_vendor(engine) ? engine : "own"];
+    if (ms < b.ms) b = {ms, label};
+  }
+  if (g_opt.build_only || mode_a.ms > 1e29) return;
+  auto ms_of = [&](const char* key) {
+    auto it = best.find(key);
+    return it == best.end() ? std::string("-") : std::to_string(it->second.ms);
+  };
+  auto label_of = [&](const char* key) {
+    auto it = best.find(key);
+    return it == best.end() ? std::string("-") : it->second.label;
+  };
+  std::printf("ROW %s mode_a %.5f %.3f best %.5f own %s cudnn %s cublaslt %s | mode_a=%s best=%s own=%s cudnn=%s cublaslt=%s\n",
+              name.c_str(), mode_a.ms, mode_a.ms / overall.ms, overall.ms, ms_of("own").c_str(), ms_of("cudnn").c_str(),
+              ms_of("cublaslt").c_str(), mode_a.label.c_str(), overall.label.c_str(), label_of("own").c_str(),
+              label_of("cudnn").c_str(), label_of("cublaslt").c_str());
+  std::fflush(stdout);
+}
+
+dg::Graph new_graph(dg::DataType io) {
+  dg::Graph g;
+  g.set_io_data_type(io).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+  return g;
+}
+
+// conv R x S (pad R/2, stride 1) + bias + ReLU, NHWC / KRSC; `groups`: filters see C / groups channels.
+void conv(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t n, int64_t c, int64_t hw, int64_t k,
+          int64_t r, int64_t groups = 1) {
+  if (!selected(name)) return;
+  Buffers buf(impl_of(handle));
+  const Dims xd{n, c, hw, hw}, wd{k, c / groups, r, r}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
+  dg::Graph g = new_graph(t);
+  auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
+  auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
+  auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(channels_last(bd)));
+  auto Y = g.relu(g.bias(g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({r / 2, r / 2}).set_stride({1, 1})
+                                              .set_dilation({1, 1})), B));
+  Y->set_output(true).set_stride(channels_last(yd));
+  run(name, g, handle,
+      {{X, buf.random(volume(xd), t, 1)}, {W, buf.random(volume(wd), t, 2)}, {B, buf.random(volume(bd), t, 3)},
+       {Y, buf.zeros(volume(yd) * dg::size_of(t))}});
+}
+
+// (batch x m x k) x (batch x k x n), then `epilogue`: none, "chain" (x 0.125 + bias, GELU, AMAX)
+// or "bias_relu".
+void matmul(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t batch, int64_t m, int64_t n,
+            int64_t k, const std::string& epilogue) {
+  if (!selected(name)) return;
+  Buffers buf(impl_of(handle));
+  const Dims ad{batch, m, k}, bd{batch, k, n}, cd{batch, m, n}, biasd{1, 1, n};
+  dg::Graph g = new_graph(t);
+  auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim(ad).set_stride(packed(ad)));
+  auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(packed(bd)));
+  auto C = g.matmul(A, B, dg::MatmulAttr());
+  dg::VariantPack pack{{A, buf.random(volume(ad), t, 4)}, {B, buf.random(volume(bd), t, 5)}};
+  if (epilogue != "none") {
+    auto Bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim(biasd).set_stride(packed(biasd)));
+    pack[Bias] = buf.random(n, t, 6);
+    if (epilogue == "chain") {
+      C = g.gelu(g.bias(g.scale(C, g.tensor(0.125)), Bias));
+      auto Amax = g.reduction(C, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+      Amax->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
+      pack[Amax] = buf.zeros(4);
+    } else {
+      C = g.relu(g.bias(C, Bias));
+    }
+  }
+  C->set_output(true);
+  pack[C] = buf.zeros(volume(cd) * dg::size_of(t));
+  run(name, g, handle, pack);
+}
+
+// Causal attention, [b, h, s, d] packed, scale 1/sqrt(d).
+void sdpa(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t b, int64_t heads, int64_t s, int64_t d) {
+  if (!selected(name)) return;
+  Buffers buf(impl_of(handle));
+  const Dims qd{b, heads, s, d};
+  dg::Graph g = new_graph(t);
+  auto T = [&](const char* n) { return g.tensor(dg::TensorAttr().set_name(n).set_dim(qd).set_stride(packed(qd))); };
+  auto Q = T("Q"), K = T("K"), V = T("V");
+  auto [O, S] = g.sdpa(Q, K, V, dg::SdpaAttr().set_is_inference(true).set_causal_mask(true));
+  O->set_output(true);
+  run(name, g, handle,
+      {{Q, buf.random(volume(qd), t, 7)}, {K, buf.random(volume(qd), t, 8)}, {V, buf.random(volume(qd), t, 9)},
+       {O, buf.zeros(volume(qd) * dg::size_of(t))}});
+}
+
+// A pointwise chain: relu((x + b) * s), NHWC.
+void pointwise(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t n, int64_t c, int64_t hw) {
+  if (!selected(name)) return;
+  Buffers buf(impl_of(handle));
+  const Dims xd{n, c, hw, hw}, bd{1, c, 1, 1};
+  dg::Graph g = new_graph(t);
+  auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
+  auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(channels_last(bd)));
+  auto Y = g.relu(g.scale(g.bias(X, B), g.tensor(0.5)));
+  Y->set_output(true).set_stride(channels_last(xd));
+  run(name, g, handle,
+      {{X, buf.random(volume(xd), t, 10)}, {B, buf.random(volume(bd), t, 11)}, {Y, buf.zeros(volume(xd) * dg::size_of(t))}});
+}
+
+void gpu_workloads(dg::Handle& h) {
+  const auto bf16 = dg::DataType::BFLOAT16;
+  conv(h, "conv_tutorial_n32c128_56_k256", bf16, 32, 128, 56, 256, 3);
+  conv(h, "rn50_3x3_c64_56_k64", bf16, 32, 64, 56, 64, 3);
+  conv(h, "rn50_3x3_c256_14_k256", bf16, 32, 256, 14, 256, 3);
+  conv(h, "rn50_1x1_c256_56_k64", bf16, 32, 256, 56, 64, 1);
+  conv(h, "rn50_3x3_c128_28_k128", bf16, 32, 128, 28, 128, 3);
+  conv(h, "rn50_3x3_c512_7_k512", bf16, 32, 512, 7, 512, 3);
+  conv(h, "rn50_3x3_n8_c64_32_k64", bf16, 8, 64, 32, 64, 3);
+  conv(h, "rn50_3x3_n1_c64_32_k64", bf16, 1, 64, 32, 64, 3);
+  conv(h, "mbv2_depthwise_3x3_c144_56", bf16, 32, 144, 56, 144, 3, 144);
+  matmul(h, "gemm_8192", bf16, 1, 8192, 8192, 8192, "none");
+  matmul(h, "gemm_4096_bias_relu", bf16, 1, 4096, 4096, 4096, "bias_relu");
+  matmul(h, "matmul_8x2048_chain", bf16, 8, 2048, 2048, 2048, "chain");
+  matmul(h, "matmul_16x512x1024x512_chain", bf16, 16, 512, 512, 1024, "chain");
+  matmul(h, "matmul_16x1024x4096x1024_chain", bf16, 16, 1024, 4096, 1024, "chain");
+  sdpa(h, "sdpa_b4h16s1024d64_causal", bf16, 4, 16, 1024, 64);
+  sdpa(h, "sdpa_b4h16s4096d128_causal", bf16, 4, 16, 4096, 128);
+  pointwise(h, "pointwise_bias_scale_relu_n32c256_56", bf16, 32, 256, 56);
+}
+
+void cpu_workloads(dg::Handle& h) {
+  const auto f32 = dg::DataType::FLOAT;
+  matmul(h, "sgemm_1024", f32, 1, 1024, 1024, 1024, "none");
+  matmul(h, "sgemm_2048", f32, 1, 2048, 2048, 2048, "none");
+  matmul(h, "sgemm_512_bias_relu", f32, 1, 512, 512, 512, "bias_relu");
+  conv(h, "conv_tutorial_n1c128_56_k256", f32, 1, 128, 56, 256, 3);
+  conv(h, "rn50_3x3_c256_14_k256", f32, 1, 256, 14, 256, 3);
+  conv(h, "rn50_1x1_c256_56_k64", f32, 1, 256, 56, 64, 1);
+  conv(h, "rn50_3x3_c64_56_k64", f32, 1, 64, 56, 64, 3);
+  conv(h, "rn50_3x3_c512_7_k512", f32, 1, 512, 7, 512, 3);
+  conv(h, "mbv2_depthwise_3x3_c144_56", f32, 1, 144, 56, 144, 3, 144);
+  sdpa(h, "sdpa_b1h8s512d64_causal", f32, 1, 8, 512, 64);
+  pointwise(h, "pointwise_bias_scale_relu_n1c256_56", f32, 1, 256, 56);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* next = i + 1 < argc ? argv[i + 1] : "";
+    if (a == "--device") g_opt.cuda = std::strcmp(next, "cuda") == 0, ++i;
+    else if (a == "--only") g_opt.only = next, ++i;
+    else if (a == "--own") g_opt.own = std::atoi(next), ++i;
+    else if (a == "--vendor") g_opt.vendor = std::atoi(next), ++i;
+    else if (a == "--budget") g_opt.budget_s = std::atof(next), ++i;
+    else if (a == "--build-only") g_opt.build_only = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--device cpu|cuda] [--only S[,S...]] [--own N] [--vendor N] [--build-only] "
+                           "[--budget SECONDS]\n", argv[0]);
+      return 64;
+    }
+  }
+  // Mode A without an earlier tune's records: a DB file that does not exist.
+  const std::string db = "/tmp/dnngraph_default_plan_bench_" + std::to_string(::getpid()) + ".db";
+  ::setenv("DNNGRAPH_TUNING_DB", db.c_str(), 1);
+  dg::Handle handle(g_opt.cuda ? dg::Device::cuda(0) : dg::Device::cpu());
+  if (!check(handle.status(), g_opt.cuda ? "cuda:0" : "cpu")) return 1;
+  const dg::DeviceInfo& info = impl_of(handle).info;
+  std::printf("DEVICE %s | %s | calibration key %s | peak %.0f GFLOP/s, %.0f GB/s\n", info.name.c_str(),
+              info.signature.c_str(), dg::calibration_device(info).c_str(), info.peak_flops * 1e-9,
+              info.peak_bytes_per_s * 1e-9);
+  if (g_opt.cuda) gpu_workloads(handle);
+  else cpu_workloads(handle);
+  std::printf("done in %.1f s\n", elapsed());
+  return 0;
+}

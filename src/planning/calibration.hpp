@@ -1,0 +1,63 @@
+// Mode A's cost model corrected by measurement. An engine's estimate_seconds is a roofline with an
+// efficiency guessed by its author; bench/default_plan.cpp times each engine's first candidate on
+// the workloads of bench/ and records measured / estimated per device, engine and workload class.
+// Those ratios ship with the library (calibration_table.inc) and mode A ranks by estimate x ratio,
+// so engines are compared by what they measured, not by what their authors hoped.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fusion/partition.hpp"
+#include "runtime/device_info.hpp"
+
+namespace dnngraph {
+
+// What a partition is built around, coarsely: engines' efficiency differs most between these.
+enum class WorkloadFamily { CONV, CONV_1X1, CONV_GROUPED, CONV_DGRAD, CONV_WGRAD, MATMUL, SDPA, NORM, POINTWISE };
+// The partition's ideal time on the device (its roofline at peak): launch-bound work and large
+// work reach very different fractions of a roofline.
+enum class SizeClass { UNDER_2US, UNDER_20US, UNDER_200US, LARGER };
+
+struct WorkloadClass {
+  WorkloadFamily family = WorkloadFamily::POINTWISE;
+  SizeClass size = SizeClass::LARGER;
+  bool operator==(const WorkloadClass&) const = default;
+};
+
+std::string_view to_string(WorkloadFamily f);
+std::string_view to_string(SizeClass s);
+bool parse_family(std::string_view text, WorkloadFamily& f);
+bool parse_size_class(std::string_view text, SizeClass& s);
+
+WorkloadClass classify(const Partition& p, const DeviceInfo& info);
+SizeClass size_class_of(double ideal_seconds);
+// "sm_90" on a CUDA device, "cpu" on the CPU: the table's device key.
+std::string calibration_device(const DeviceInfo& info);
+
+// One measured ratio: on `device`, `engine`'s first candidate took `factor` times its estimate
+// (the median over `samples` workloads of this class).
+struct CalibrationEntry {
+  const char* device;
+  const char* engine;
+  WorkloadFamily family;
+  SizeClass size;
+  double factor;
+  int samples;
+};
+
+// The shipped table (calibration_table.inc), in no particular order.
+const std::vector<CalibrationEntry>& calibration_table();
+
+struct Calibration {
+  double factor = 1.0;
+  const CalibrationEntry* entry = nullptr;  // null: no measurement, the estimate is used as it is
+  bool exact = false;                       // the entry is of this very class (else the nearest size)
+};
+
+// The ratio for `engine` on this class: the entry of the same family and size, else the same
+// family's nearest size class, else none (factor 1).
+Calibration calibration_for(const std::vector<CalibrationEntry>& table, std::string_view device,
+                            std::string_view engine, WorkloadClass c);
+
+}  // namespace dnngraph
