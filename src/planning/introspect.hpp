@@ -30,6 +30,7 @@ struct CandidateView {
   std::string label;              // "engine[knobs]"
   double estimate_s = 0;
   double measured_s = -1;         // autotune's median; -1 when not timed
+  bool from_tuning_db = false;    // put first by the tuning DB's record of this graph and device
 };
 
 struct PartitionView {

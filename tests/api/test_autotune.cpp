@@ -328,4 +328,32 @@ TEST_F(AutotuneTest, TuneCommandPrintsRanksRecordsAndCharts) {
   fclose(svg);
   EXPECT_EQ(std::string(buf, n).rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
 }
+
+// `dnngraph run` after `dnngraph tune`: the default plan is the recorded one, and run says so.
+TEST_F(AutotuneTest, RunUsesTheRecordOfAnEarlierTune) {
+  const std::string graph = std::string(DNNGRAPH_EXAMPLE_GRAPHS) + "/tutorial_matmul_epilogue_amax_small.json";
+  const std::string db = dir_ + "/run.db";
+  auto shell = [](const std::string& cmd, std::string& out) {
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    if (!p) return -1;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    return pclose(p);
+  };
+  std::string before, tuned, after;
+  const std::string run = "DNNGRAPH_TUNING_DB='" + db + "' '" + std::string(DNNGRAPH_CLI_PATH) + "' run '" + graph +
+                          "' --device cpu --iters 1 --explain";
+  ASSERT_EQ(shell(run, before), 0) << before;
+  EXPECT_EQ(before.find("from the tuning DB"), std::string::npos) << before;
+  ASSERT_EQ(shell("'" + std::string(DNNGRAPH_CLI_PATH) + "' tune '" + graph + "' --device cpu --repeats 2 --db '" + db + "'", tuned), 0)
+      << tuned;
+  std::vector<dg::TuningRecord> records;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(dg::TuningDb(db).load(records, warnings).ok());
+  ASSERT_FALSE(records.empty());
+  ASSERT_EQ(shell(run, after), 0) << after;
+  EXPECT_NE(after.find("partitions from the tuning DB's record: " + db), std::string::npos) << after;
+  EXPECT_NE(after.find("(the tuning DB's record for this graph and device)"), std::string::npos) << after;
+  EXPECT_NE(after.find("plan 0: " + records[0].engine), std::string::npos) << after;
+}
 #endif

@@ -48,6 +48,23 @@ TEST(CudaCodegen, BroadcastDimsStaySeparateAndLoadOnce) {
   EXPECT_TRUE(bias_broadcast);
 }
 
+// Channels-last tensors are walked in memory order: C innermost, read in 16-byte vectors, the
+// per-channel bias a vector too (not one strided element per thread along W).
+TEST(CudaCodegen, ChannelsLastIsWalkedInMemoryOrder) {
+  dg::Graph g;
+  const std::vector<int64_t> nhwc{64 * 100, 1, 64 * 10, 64};
+  auto y = pw(g, M::ADD, input(g, "X", {4, 64, 10, 10}, dg::DataType::BFLOAT16, nhwc),
+              input(g, "B", {1, 64, 1, 1}, dg::DataType::BFLOAT16, {64, 1, 64, 64}));
+  y = pw(g, M::RELU_FWD, y);
+  y->set_output(true).set_stride(nhwc);
+  auto L = layout_of(g);
+  EXPECT_EQ(L.dims, (std::vector<int64_t>{400, 64}));
+  EXPECT_EQ(L.vec, 8);  // 16 bytes of bf16
+  for (const auto& op : L.operands) EXPECT_EQ(op.inner, Access::VEC) << "tensor " << op.tensor;
+  // The logical axes still map to their collapsed dims (for generated indices).
+  EXPECT_EQ(L.dim_of_axis, (std::vector<int>{0, 1, 0, 0}));
+}
+
 TEST(CudaCodegen, TransposedOperandsAreReadElementByElement) {
   dg::Graph g;
   auto y = pw(g, M::RELU_FWD, input(g, "X", {64, 32}, dg::DataType::FLOAT, {1, 64}));

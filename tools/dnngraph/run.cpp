@@ -11,6 +11,7 @@
 #include "host_tensors.hpp"
 #include "reference_check.hpp"
 #include "planning/introspect.hpp"
+#include "planning/tuning_db.hpp"
 
 namespace dnngraph::cli {
 namespace {
@@ -33,6 +34,13 @@ CLI::Validator finite_range(double lo, double hi) {
         return range(input);
       },
       range.get_description());
+}
+
+// Partitions whose first plan is the tuning DB's record for this graph, partition and device.
+size_t tuned_partitions(const Graph& g) {
+  size_t n = 0;
+  for (const auto& p : introspect::partitions(g)) n += !p.candidates.empty() && p.candidates.front().from_tuning_db;
+  return n;
 }
 
 void run_graph(const RunOptions& o) {
@@ -59,7 +67,11 @@ void run_graph(const RunOptions& o) {
     exit_on_error({ErrorCode::INVALID_VALUE, "--plan " + std::to_string(o.plan) + ": the graph has " +
                                                  std::to_string(g.get_execution_plan_count()) + " plans"}, "--plan");
   exit_on_error(o.plan < 0 ? g.build_plans(handle) : g.build_plan_at_index(handle, o.plan), "building plans");
-  std::cout << "running " << (o.plan < 0 ? "the heuristics' choice" : "plan " + std::to_string(o.plan)) << "\n";
+  std::cout << "running " << (o.plan < 0 ? "the heuristics' choice" : "plan " + std::to_string(o.plan));
+  if (o.plan <= 0 && tuned_partitions(g) > 0)
+    std::cout << " (" << tuned_partitions(g) << " of " << introspect::partitions(g).size()
+              << " partitions from the tuning DB's record: " << TuningDb::default_path() << ")";
+  std::cout << "\n";
 
   std::vector<HostTensor> tensors;
   exit_on_error(make_host_tensors(g, o.seed, tensors), "making inputs");

@@ -73,6 +73,32 @@ struct Builder {
     return true;
   }
 
+  // The domain's axes, outermost first, in the memory order of the operand that moves the most
+  // bytes per element (an output first): threads then walk memory in order whatever the logical
+  // dims say, so a channels-last tensor is read in 16-byte vectors along C instead of with a stride
+  // of C along W. Axes the primary operand does not walk (stride 0) keep their logical place.
+  std::vector<size_t> walk_order() const {
+    const size_t n = prog.domain.size();
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    int primary = -1;
+    for (size_t k = 0; k < L.operands.size(); ++k) {
+      const Operand& op = L.operands[k];
+      if (op.role == Role::ACC) continue;
+      const bool better = primary < 0 || (op.role == Role::STORE && L.operands[primary].role != Role::STORE);
+      if (better) primary = static_cast<int>(k);
+    }
+    if (primary < 0) return order;
+    const auto& st = full_strides[static_cast<size_t>(primary)];
+    std::vector<size_t> walked;  // the axes it walks, in their logical slots, re-sorted by stride
+    for (size_t a = 0; a < n; ++a)
+      if (st[a] != 0) walked.push_back(a);
+    std::vector<size_t> sorted = walked;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) { return st[a] > st[b]; });
+    for (size_t i = 0; i < walked.size(); ++i) order[walked[i]] = sorted[i];
+    return order;
+  }
+
   // Merges neighbouring dims that every operand walks as one (stride[a] == stride[a+1] * dim[a+1]),
   // drops size-1 dims; GEN_INDEX axes stay dims of their own.
   void collapse() {
@@ -87,7 +113,9 @@ struct Builder {
       std::vector<size_t> axes;
     };
     std::vector<Group> groups;  // innermost first
-    for (size_t a = n; a-- > 0;) {
+    const std::vector<size_t> order = walk_order();
+    for (size_t i = n; i-- > 0;) {
+      const size_t a = order[i];
       if (prog.domain[a] == 1) continue;
       bool merge = !groups.empty() && !is_index[a] && !groups.back().index;
       for (size_t k = 0; merge && k < full_strides.size(); ++k)
