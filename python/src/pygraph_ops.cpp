@@ -162,7 +162,12 @@ void bind_sdpa(nb::class_<PyGraph>& c) {
            std::optional<bool> generate_stats, nb::handle attn_scale, bool causal, bool causal_br,
            std::optional<DiagonalAlignment> alignment, std::optional<int64_t> left, std::optional<int64_t> right,
            std::optional<int64_t> window, bool use_padding_mask, TensorPtr seq_len_q, TensorPtr seq_len_kv,
-           nb::handle ct, std::string name) {
+           nb::handle ct, std::string name, std::optional<AttentionImplementation> implementation) {
+          if (implementation && *implementation != AttentionImplementation::AUTO)
+            fail(ErrorCode::INVALID_VALUE, "sdpa '" + name + "': implementation " +
+                                               nb::cast<std::string>(nb::str(nb::cast(*implementation))) +
+                                               " names a cuDNN kernel family; dnngraph takes AUTO and picks "
+                                               "among its engines (select_engines chooses them by name)");
           auto a = named(SdpaAttr(), ct, std::move(name));
           bool inference = true;
           if (generate_stats) inference = !*generate_stats;
@@ -192,7 +197,7 @@ void bind_sdpa(nb::class_<PyGraph>& c) {
         nb::arg("diagonal_band_right_bound").none() = nb::none(), nb::arg("sliding_window_length").none() = nb::none(),
         nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
         nb::arg("seq_len_kv").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "",
+        nb::arg("name") = "", nb::arg("implementation").none() = nb::none(),
         "(O, Stats): attention of Q[b,h,sq,d], K[b,hk,skv,d], V[b,hk,skv,dv]. Stats (logsumexp) is None "
         "for inference. Masks: causal (top-left or bottom-right diagonal) and diagonal bands, where key j "
         "is visible to query i when i - left_bound < j - offset <= i + right_bound.");
