@@ -167,8 +167,10 @@ class Graph:
 
     def _declaring(self, method):
         def call(*args, **kwargs):
-            args = [self._as_tensor(a, f"tensor_like::{i}") if _is_array(a) else a for i, a in enumerate(args)]
             t = method(*args, **kwargs)
+            source = args[0] if args else kwargs.get("input")
+            if _is_array(source):  # later uses of the array mean this tensor
+                self._arrays[id(source)] = (source, t)
             self._declared.append(t)
             return t
         return call
