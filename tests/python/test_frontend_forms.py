@@ -1,5 +1,6 @@
 """The same graphs built the cuDNN frontend's three ways (pygraph's five steps, graph(...) under
-@jit, and the Graph class) give identical plans and identical results on the CPU."""
+@jit, and the Graph class) give identical plans and identical results: on the CPU with NumPy, and
+on a GPU with PyTorch's CUDA tensors (skipped without torch and a CUDA device)."""
 import numpy as np
 import pytest
 
@@ -44,12 +45,48 @@ CASES = {
 }
 
 
+class Device:
+    """Arrays where the handle runs: NumPy on the CPU, torch CUDA tensors on a GPU."""
+
+    def __init__(self, name):
+        self.name = name
+        if name == "cpu":
+            self.handle, self.torch = dnngraph.create_handle("cpu"), None
+            return
+        torch = pytest.importorskip("torch")
+        if not torch.cuda.is_available():
+            pytest.skip("torch has no CUDA device")
+        try:
+            self.handle = dnngraph.create_handle("cuda")
+        except RuntimeError as e:
+            pytest.skip(f"dnngraph has no CUDA device: {e}")
+        self.torch = torch
+
+    def array(self, a):
+        return a if self.torch is None else self.torch.from_numpy(a).cuda()
+
+    def nan(self, shape):
+        if self.torch is None:
+            return np.full(shape, np.nan, np.float32)
+        return self.torch.full(list(shape), float("nan"), device="cuda")
+
+    def workspace(self, n):
+        return np.empty(n, np.uint8) if self.torch is None else self.torch.empty(n, dtype=self.torch.uint8,
+                                                                                  device="cuda")
+
+    def host(self, a):
+        if self.torch is None:
+            return a
+        self.torch.cuda.synchronize()
+        return a.cpu().numpy()
+
+
 def plans_of(g):
     return [g.get_plan_name_at_index(i) for i in range(g.get_execution_plan_count())]
 
 
-def by_pygraph(handle, nodes, arrays):
-    g = dnngraph.pygraph(io_data_type=F, intermediate_data_type=F, compute_data_type=F, handle=handle)
+def by_pygraph(dev, nodes, arrays):
+    g = dnngraph.pygraph(io_data_type=F, intermediate_data_type=F, compute_data_type=F, handle=dev.handle)
     ins = [g.tensor_like(a) for a in arrays]
     outs = nodes(g, *ins)
     for t in outs:
@@ -59,11 +96,11 @@ def by_pygraph(handle, nodes, arrays):
     g.create_execution_plans(MODES)
     g.check_support()
     g.build_plans()
-    results = [np.full(t.get_dim(), np.nan, np.float32) for t in outs]
+    results = [dev.nan(t.get_dim()) for t in outs]
     pack = dict(zip(ins, arrays))
     pack.update(zip(outs, results))
-    g.execute(pack, np.empty(g.get_workspace_size(), np.uint8))
-    return plans_of(g), results
+    g.execute(pack, dev.workspace(g.get_workspace_size()))
+    return plans_of(g), [dev.host(r) for r in results]
 
 
 @dnngraph.jit(heur_modes=MODES)
@@ -82,29 +119,33 @@ def by_jit(handle, nodes, arrays):
     return g, uids, dict(zip(uids, arrays)), len(uids) - len(arrays)
 
 
-def by_class(handle, nodes, arrays):
-    with dnngraph.Graph(handle=handle, io_data_type=F, intermediate_data_type=F, compute_data_type=F) as graph:
+def by_class(dev, nodes, arrays):
+    with dnngraph.Graph(handle=dev.handle, io_data_type=F, intermediate_data_type=F, compute_data_type=F) as graph:
         for t in nodes(graph, *arrays):
             t.set_output(True)
-    results = graph(*arrays)
-    return plans_of(graph), list(results) if isinstance(results, tuple) else [results]
+    results = graph(*arrays)  # allocated as the inputs' kind: NumPy, or torch on the GPU
+    results = list(results) if isinstance(results, tuple) else [results]
+    return plans_of(graph), [dev.host(r) for r in results]
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_three_forms_give_identical_plans_and_results(case, cpu, rng):
+def test_three_forms_give_identical_plans_and_results(case, device, rng):
+    dev = Device(device)
     nodes, data = CASES[case]
-    arrays = data(rng)
-    plans_a, results_a = by_pygraph(cpu, nodes, arrays)
+    arrays = [dev.array(a) for a in data(rng)]
+    plans_a, results_a = by_pygraph(dev, nodes, arrays)
     assert plans_a, "pygraph made no plan"
 
-    g, uids, pack, n_out = by_jit(cpu, nodes, arrays)
-    results_b = [np.full(r.shape, np.nan, np.float32) for r in results_a]
+    g, uids, pack, n_out = by_jit(dev.handle, nodes, arrays)
+    results_b = [dev.nan(r.shape) for r in results_a]
     pack.update(zip(uids[len(arrays):], results_b))
-    g.execute(pack, np.empty(g.get_workspace_size(), np.uint8), handle=cpu)
+    g.execute(pack, dev.workspace(g.get_workspace_size()), handle=dev.handle)
+    results_b = [dev.host(r) for r in results_b]
     assert plans_of(g) == plans_a
     assert n_out == len(results_a)
 
-    plans_c, results_c = by_class(cpu, nodes, arrays)
+    plans_c, results_c = by_class(dev, nodes, arrays)
     assert plans_c == plans_a
     for a, b, c in zip(results_a, results_b, results_c):
         assert not np.isnan(a).any()
