@@ -106,7 +106,7 @@ class Graph:
         for what, v in (("inputs", inputs), ("outputs", outputs), ("heuristics", heuristics)):
             if v is not None and not isinstance(v, (list, tuple)):
                 raise ValueError(f"Graph: {what} must be a list or tuple; got {type(v).__name__}")
-        self._handle = handle
+        self._handle = None if isinstance(handle, str) and handle == "auto" else handle  # "auto": the best device
         self._kwargs = dict(kwargs, name=name)
         self._graph = None
         self._arrays = {}  # id(array) -> (array, tensor): the array is kept so its id is not reused

@@ -178,3 +178,26 @@ def test_bf16_arrays_from_ml_dtypes(cpu, rng):
     assert y.dtype == ml_dtypes.bfloat16  # outputs are allocated as ml_dtypes arrays
     want = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(y.astype(np.float32), want, rtol=2e-2, atol=2e-2)
+
+
+def test_the_frontends_wrapper_example_through_import_cudnn(rng):
+    """python/cudnn/wrapper.py's docstring example, with NumPy arrays for torch's and a CPU handle."""
+    import cudnn
+    from cudnn import data_type
+
+    x = np.ascontiguousarray(rand(rng, (8, 12, 12, 16)).astype(np.float16)).transpose(0, 3, 1, 2)
+    w = np.ascontiguousarray(rand(rng, (32, 3, 3, 16)).astype(np.float16)).transpose(0, 3, 1, 2)
+    with cudnn.Graph(handle="auto") as auto:  # the frontend's default handle: here, the best device
+        assert auto.handle.device in ("cpu", "cuda:0")
+        auto.relu(x, name="r").set_output(True)
+    with cudnn.Graph(handle=cudnn.create_handle("cpu")) as graph:
+        y = graph.conv_fprop(image=x, weight=w, padding=[1, 1], stride=[1, 1], dilation=[1, 1],
+                             compute_data_type=data_type.FLOAT, name="conv2d")
+        y.set_output(True).set_data_type(data_type.HALF)
+    graph.set_io_tuples(["conv2d::image", "conv2d::weight"], ["conv2d::Y"])
+    output = graph(x, w)
+    assert output.dtype == np.float16 and output.shape == (8, 32, 12, 12)
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (1, 1), (1, 1)])
+    want = sum(np.einsum("nchw,kc->nkhw", xp[:, :, i:i + 12, j:j + 12], w[:, :, i, j].astype(np.float64))
+               for i in range(3) for j in range(3))
+    np.testing.assert_allclose(output.astype(np.float64), want, rtol=3e-3, atol=3e-3)
