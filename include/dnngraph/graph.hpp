@@ -114,7 +114,8 @@ class Graph {
   // cuDNN's own engine index is the `engine` knob of the cudnn engine. An engine that has no knob
   // named "kernel_cfg" is offered one: the index of a knob setting in the engine's list for this
   // graph (best guess first). Every partition of the graph (as fused before any split) must be
-  // one the engine accepts: otherwise GRAPH_NOT_SUPPORTED with the engine's reason.
+  // one the engine accepts: otherwise GRAPH_NOT_SUPPORTED with the engine's reason. The graph's
+  // engine filters (select_engines, deselect_engines) do not apply: naming the id is the choice.
   Status get_engine_count(int64_t& count) const;  // ids run 0..count-1
   Status get_knobs_for_engine(int64_t engine_id, std::vector<EngineKnob>& knobs) const;
   // Appends one plan: every partition run by `engine_id` with the first of its knob settings that

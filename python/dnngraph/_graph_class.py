@@ -112,7 +112,6 @@ class Graph:
         self._arrays = {}  # id(array) -> (array, tensor): the array is kept so its id is not reused
         self._tensor_in = collections.OrderedDict()   # "<node>::<arg>" -> tensor
         self._tensor_out = collections.OrderedDict()  # tensor name ("<node>::<slot>") -> tensor
-        self._declared = []  # tensors made with graph.tensor / tensor_like
         self._node_count = {}
         self._node_names = set()
         self._inputs, self._outputs = list(inputs or []), list(outputs or [])
@@ -171,7 +170,6 @@ class Graph:
             source = args[0] if args else kwargs.get("input")
             if _is_array(source):  # later uses of the array mean this tensor
                 self._arrays[id(source)] = (source, t)
-            self._declared.append(t)
             return t
         return call
 
