@@ -177,6 +177,40 @@ TEST(EngineQuery, KnobsPickTheSettingThatHoldsThem) {
   EXPECT_NE(name.find("isa=" + std::to_string(isa)), std::string::npos) << name;
 }
 
+TEST(EngineQuery, APlanWithKnobsOutsideTheEnginesListReloads) {
+  MatmulRelu m;
+  dg::Handle h(dg::Device::cpu());
+  ASSERT_TRUE(m.g.validate().ok());
+  ASSERT_TRUE(m.g.build_operation_graph(h).ok());
+  ASSERT_TRUE(m.g.create_execution_plan(id_of("cpu_gemm_packed"), {{"mc", 8}, {"kc", 8}}).ok());  // not in the list
+  std::string name;
+  ASSERT_TRUE(m.g.get_plan_name_at_index(0, name).ok());
+  EXPECT_NE(name.find("kc=8,mc=8"), std::string::npos) << name;
+  ASSERT_TRUE(m.g.check_support(h).ok());
+  ASSERT_TRUE(m.g.build_plans(h).ok());
+  std::vector<uint8_t> blob;
+  ASSERT_TRUE(m.g.serialize(blob).ok());
+  dg::Graph back;
+  ASSERT_TRUE(back.deserialize(h, blob).ok());
+  std::string back_name;
+  ASSERT_TRUE(back.get_plan_name_at_index(0, back_name).ok());
+  EXPECT_EQ(back_name, name);
+  test_random::UniformFloats draw(11);
+  std::vector<float> a = draw.take(kM * kK), b = draw.take(kK * kN);
+  std::vector<float> y(kM * kN, std::nanf(""));
+  const dg::UidVariantPack pack{{m.a->get_uid(), a.data()}, {m.b->get_uid(), b.data()}, {m.y->get_uid(), y.data()}};
+  int64_t ws = 0;
+  ASSERT_TRUE(back.get_workspace_size(ws).ok());
+  std::vector<uint8_t> workspace(static_cast<size_t>(ws));
+  ASSERT_TRUE(back.execute(h, pack, workspace.data()).ok());
+  for (int64_t i = 0; i < kM; ++i)
+    for (int64_t j = 0; j < kN; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < kK; ++k) want += double(a[i * kK + k]) * b[k * kN + j];
+      ASSERT_NEAR(y[i * kN + j], std::max(want, 0.0), 1e-4) << i << "," << j;
+    }
+}
+
 TEST(EngineQuery, CannotJoinPlansThatSplitTheGraphDifferently) {
   MatmulRelu m;
   dg::Handle h(dg::Device::cpu());
