@@ -2,6 +2,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -20,6 +21,23 @@ using VariantPack = std::unordered_map<TensorPtr, void*>;
 using UidVariantPack = std::unordered_map<int64_t, void*>;
 
 struct GraphImpl;
+
+// One knob of an engine, for the graph at hand, as get_knobs_for_engine reports it: the values the
+// engine offers this graph's partitions (its knob_space), not every value its schema would accept.
+struct EngineKnob {
+  std::string name;  // the engine's knob name ("tile_n", "split_k", cudnn's "engine", ...), or "kernel_cfg"
+  int64_t min_value = 0;
+  int64_t max_value = 0;
+  int64_t stride = 1;           // the gcd of the gaps between offered values
+  std::vector<int64_t> values;  // ascending
+};
+
+// The cuDNN frontend's behaviour notes, as they apply to dnngraph's plans (docs/python.md).
+enum class BehaviorNote : int {
+  RUNTIME_COMPILATION = 0,         // a cuda_* engine: its kernels are compiled by NVRTC at build time (or read from the kernel cache)
+  SUPPORTS_CUDA_GRAPH_NATIVE_API,  // a plan on a CUDA handle: populate_cuda_graph can capture it
+  CUBLASLT_DEPENDENCY,             // the cublaslt engine
+};
 
 class Graph {
  public:
@@ -90,6 +108,23 @@ class Graph {
   Status build_plan_at_index(const Handle& handle, int64_t index);
   // The partitions, every engine's verdict on each (with reasons), and the plan list.
   std::string explain() const;
+
+  // ---- engines by id (src/planning/engine_query.cpp), after build_operation_graph. An engine id
+  // is the engine's registry id (docs/engines.md; append-only, so stable across versions);
+  // cuDNN's own engine index is the `engine` knob of the cudnn engine. An engine that has no knob
+  // named "kernel_cfg" is offered one: the index of a knob setting in the engine's list for this
+  // graph (best guess first). Every partition of the graph (as fused before any split) must be
+  // one the engine accepts: otherwise GRAPH_NOT_SUPPORTED with the engine's reason. The graph's
+  // engine filters (select_engines, deselect_engines) do not apply: naming the id is the choice.
+  Status get_engine_count(int64_t& count) const;  // ids run 0..count-1
+  Status get_knobs_for_engine(int64_t engine_id, std::vector<EngineKnob>& knobs) const;
+  // Appends one plan: every partition run by `engine_id` with the first of its knob settings that
+  // holds `knobs` (or, when none does, its first setting overridden by `knobs`, checked by the
+  // engine's schema). Plans made by create_execution_plans stay; a repeated plan is not added.
+  Status create_execution_plan(int64_t engine_id, const std::map<std::string, int64_t>& knobs);
+  // The notes of the chosen plans (after build_plans), or of plan `index`, in BehaviorNote order.
+  Status get_behavior_notes(std::vector<BehaviorNote>& notes) const;
+  Status get_behavior_notes_for_plan_at_index(int64_t index, std::vector<BehaviorNote>& notes) const;
 
   // ---- execution. workspace_bytes < 0: size unknown to the caller, not checked.
   Status execute(const Handle& handle, const VariantPack& pack, void* workspace,

@@ -57,6 +57,7 @@ std::string ArrayRef::device_string() const {
 }
 
 std::optional<DataType> ArrayRef::data_type() const {
+  if (view_of) return view_of;
   struct Row {
     dl::dtype_code code;
     uint8_t bits;
@@ -129,8 +130,9 @@ bool ArrayRef::has_negative_stride() const {
   return false;
 }
 
-bool to_array(nb::handle obj, ArrayRef& out) {
-  if (obj.is_none() || PyLong_Check(obj.ptr())) return false;
+namespace {
+
+bool cast_array(nb::handle obj, ArrayRef& out) {
   // Writable first: outputs need it. A read-only producer (a frozen NumPy array, JAX) then
   // comes in read-only, and only inputs may be read-only.
   nb::ndarray<> rw;
@@ -146,6 +148,28 @@ bool to_array(nb::handle obj, ArrayRef& out) {
     return true;
   }
   return false;
+}
+
+// ml_dtypes' NumPy arrays (bfloat16, float8_e4m3fn, float8_e5m2) offer neither DLPack nor a
+// buffer format: they come in as a same-width unsigned view, typed by their dtype's name.
+bool ml_dtypes_array(nb::handle obj, ArrayRef& out) {
+  if (!nb::hasattr(obj, "dtype") || !nb::hasattr(obj, "view")) return false;
+  nb::object dtype = obj.attr("dtype");
+  if (!nb::hasattr(dtype, "name") || !nb::isinstance<nb::str>(dtype.attr("name"))) return false;
+  const auto type = data_type_by_name(nb::cast<std::string>(dtype.attr("name")));
+  if (type != DataType::BFLOAT16 && type != DataType::FP8_E4M3 && type != DataType::FP8_E5M2) return false;
+  nb::object view = obj.attr("view")(type == DataType::BFLOAT16 ? "uint16" : "uint8");
+  if (!cast_array(view, out)) return false;
+  out.view_of = type;
+  return true;
+}
+
+}  // namespace
+
+bool to_array(nb::handle obj, ArrayRef& out) {
+  if (obj.is_none() || PyLong_Check(obj.ptr())) return false;
+  out.view_of.reset();
+  return cast_array(obj, out) || ml_dtypes_array(obj, out);
 }
 
 DataType to_data_type(nb::handle obj) {

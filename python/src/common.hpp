@@ -55,6 +55,8 @@ inline std::string py_type_name(nb::handle obj) { return nb::type_name(obj.type(
 struct ArrayRef {
   nb::ndarray<> array;
   bool writable = false;
+  // The type of an ml_dtypes array (bfloat16, float8_*), which comes in as an unsigned view.
+  std::optional<DataType> view_of;
 
   void* data() const { return array.data(); }
   bool on_host() const;                      // CPU, CUDA-pinned or managed memory
@@ -88,5 +90,6 @@ void init_enums(nb::module_& m);
 void init_handle(nb::module_& m);
 void init_tensor(nb::module_& m);
 void init_pygraph(nb::module_& m);
+void init_engines(nb::module_& m);  // engines.cpp: knob_type, knob, notes, backend_version, destroy_handle
 
 }  // namespace dnngraph::python

@@ -116,5 +116,6 @@ NB_MODULE(_dnngraph, m) {
   py::init_errors(m);
   py::init_handle(m);
   py::init_tensor(m);
+  py::init_engines(m);
   py::init_pygraph(m);
 }

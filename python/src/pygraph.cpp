@@ -256,6 +256,7 @@ void init_pygraph(nb::module_& m) {
   bind_pygraph_execute(c);
   bind_pygraph_ops(c);
   bind_pygraph_pointwise(c);
+  bind_pygraph_engines(c);
 }
 
 }  // namespace dnngraph::python

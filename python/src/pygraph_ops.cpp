@@ -1,6 +1,7 @@
 // pygraph's operations other than pointwise, with the cuDNN frontend's keyword names:
 // convolutions, matmul, reduction, normalizations, resample, sdpa and the layout ops.
 
+#include "core/checked.hpp"
 #include "pygraph.hpp"
 
 namespace dnngraph::python {
@@ -82,6 +83,64 @@ void bind_matmul_reduction(nb::class_<PyGraph>& c) {
         "Reduce the axes where the output's dims are 1 (all of them unless the output's dims are set).");
 }
 
+// Norm axes by the scale's shape, as the frontend decides them: it normalizes over the axes where
+// the scale's dims are not 1. dnngraph's norm nodes normalize over every dim but the first, so a
+// scale that covers only trailing dims (X [B, S, H] with scale [1, 1, H]) is served by folding X's
+// leading dims into one: X [B*S, H] through the node, reshaped back to [B, S, H] (statistics to
+// [B, S, 1]). Any other scale goes to the node as it is, whose check names the rule.
+struct FoldedNorm {
+  TensorPtr x, scale, bias;
+  std::vector<int64_t> y_dims, stat_dims;  // empty: not folded
+};
+
+// The first normalized axis when folding applies (at least 2), else 0.
+size_t folded_axis(const TensorPtr& x, const TensorPtr& scale) {
+  if (!x || !scale) return 0;
+  const auto& xd = x->get_dim();
+  const auto& sd = scale->get_dim();
+  if (xd.size() < 3 || sd.size() != xd.size() || sd[0] != 1) return 0;
+  size_t k = 1;  // one past the last axis the scale does not span
+  for (size_t j = 1; j < sd.size(); ++j)
+    if (sd[j] != xd[j]) k = j + 1;
+  for (size_t j = 0; j < k; ++j)
+    if (sd[j] != 1) return 0;
+  return k >= 2 && k < sd.size() ? k : 0;
+}
+
+TensorPtr reshaped(PyGraph& g, TensorPtr t, std::vector<int64_t> dims, const std::string& name) {
+  if (!t) return t;
+  ReshapeAttr a;
+  a.set_dim(std::move(dims)).set_name(name);
+  return g.graph.reshape(std::move(t), a);
+}
+
+FoldedNorm fold_norm(PyGraph& g, TensorPtr x, TensorPtr scale, TensorPtr bias, const std::string& name) {
+  const size_t k = folded_axis(x, scale);
+  if (!k) return {std::move(x), std::move(scale), std::move(bias), {}, {}};
+  const auto& xd = x->get_dim();
+  int64_t rows = 1;
+  for (size_t j = 0; j < k; ++j)
+    if (!checked::mul(rows, xd[j], rows)) fail(ErrorCode::INVALID_VALUE, "'" + name + "': X's dims overflow int64");
+  std::vector<int64_t> x2{rows}, p2{1};
+  x2.insert(x2.end(), xd.begin() + static_cast<std::ptrdiff_t>(k), xd.end());
+  p2.insert(p2.end(), xd.begin() + static_cast<std::ptrdiff_t>(k), xd.end());
+  FoldedNorm f{reshaped(g, x, x2, name + "::fold_X"), reshaped(g, scale, p2, name + "::fold_SCALE"),
+               reshaped(g, bias, p2, name + "::fold_BIAS"), xd, xd};
+  for (size_t j = k; j < f.stat_dims.size(); ++j) f.stat_dims[j] = 1;
+  return f;
+}
+
+// A norm output, reshaped back when the norm was folded; the user's tensor keeps the node's output
+// name ("ln::Y"), and the folded one inside is "ln::Y:folded".
+TensorPtr unfolded(PyGraph& g, const FoldedNorm& f, TensorPtr t, bool stat, const std::string& name) {
+  if (f.y_dims.empty() || !t) return g.produced(std::move(t));
+  const std::string user_name = t->get_name();
+  t->set_name(user_name + ":folded");
+  TensorPtr out = reshaped(g, std::move(t), stat ? f.stat_dims : f.y_dims, name);
+  out->set_name(user_name);
+  return g.produced(out);
+}
+
 void bind_norms(nb::class_<PyGraph>& c) {
   c.def("batchnorm_inference",
         [](PyGraph& g, TensorPtr x, TensorPtr mean, TensorPtr inv_var, TensorPtr scale, TensorPtr bias, nb::handle ct,
@@ -95,26 +154,34 @@ void bind_norms(nb::class_<PyGraph>& c) {
   c.def("layernorm",
         [](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps,
            nb::handle ct, std::string name) {
+          const std::string n = name;
           auto a = named(LayernormAttr(), ct, std::move(name)).set_forward_phase(phase);
           set_epsilon(a, eps);
-          auto [y, mean, inv_var] = g.graph.layernorm(std::move(x), std::move(scale), std::move(bias), a);
-          if (phase == NormFwdPhase::INFERENCE) return Triple{g.produced(y), nullptr, nullptr};
-          return Triple{g.produced(y), g.produced(mean), g.produced(inv_var)};
+          FoldedNorm f = fold_norm(g, std::move(x), std::move(scale), std::move(bias), n);
+          auto [y, mean, inv_var] = g.graph.layernorm(f.x, f.scale, f.bias, a);
+          TensorPtr y_out = unfolded(g, f, y, false, n + "::unfold_Y");
+          if (phase == NormFwdPhase::INFERENCE) return Triple{y_out, nullptr, nullptr};
+          return Triple{y_out, unfolded(g, f, mean, true, n + "::unfold_MEAN"),
+                        unfolded(g, f, inv_var, true, n + "::unfold_INV_VARIANCE")};
         },
         nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale").none() = nb::none(),
         nb::arg("bias").none() = nb::none(), nb::arg("epsilon").none() = nb::none(),
         nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
-        "(Y, mean, inv_variance), normalizing over every dim but the first; mean and inv_variance are "
-        "None in the INFERENCE phase. epsilon: a pass-by-value tensor or a number.");
+        "(Y, mean, inv_variance), normalizing over the axes where the scale's dims are not 1 (every dim "
+        "but the first, or trailing ones); mean and inv_variance are None in the INFERENCE phase. epsilon: "
+        "a pass-by-value tensor or a number.");
   c.def("rmsnorm",
         [](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps,
            nb::handle ct, std::string name) {
+          const std::string n = name;
           auto a = named(RmsnormAttr(), ct, std::move(name)).set_forward_phase(phase);
           set_epsilon(a, eps);
-          if (bias) a.set_bias(std::move(bias));
-          auto [y, inv_rms] = g.graph.rmsnorm(std::move(x), std::move(scale), a);
-          if (phase == NormFwdPhase::INFERENCE) return Pair{g.produced(y), nullptr};
-          return Pair{g.produced(y), g.produced(inv_rms)};
+          FoldedNorm f = fold_norm(g, std::move(x), std::move(scale), std::move(bias), n);
+          if (f.bias) a.set_bias(f.bias);
+          auto [y, inv_rms] = g.graph.rmsnorm(f.x, f.scale, a);
+          TensorPtr y_out = unfolded(g, f, y, false, n + "::unfold_Y");
+          if (phase == NormFwdPhase::INFERENCE) return Pair{y_out, nullptr};
+          return Pair{y_out, unfolded(g, f, inv_rms, true, n + "::unfold_INV_VARIANCE")};
         },
         nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale").none() = nb::none(),
         nb::arg("bias").none() = nb::none(), nb::arg("epsilon").none() = nb::none(),
@@ -162,7 +229,12 @@ void bind_sdpa(nb::class_<PyGraph>& c) {
            std::optional<bool> generate_stats, nb::handle attn_scale, bool causal, bool causal_br,
            std::optional<DiagonalAlignment> alignment, std::optional<int64_t> left, std::optional<int64_t> right,
            std::optional<int64_t> window, bool use_padding_mask, TensorPtr seq_len_q, TensorPtr seq_len_kv,
-           nb::handle ct, std::string name) {
+           nb::handle ct, std::string name, std::optional<AttentionImplementation> implementation) {
+          if (implementation && *implementation != AttentionImplementation::AUTO)
+            fail(ErrorCode::INVALID_VALUE, "sdpa '" + name + "': implementation " +
+                                               nb::cast<std::string>(nb::str(nb::cast(*implementation))) +
+                                               " names a cuDNN kernel family; dnngraph takes AUTO and picks "
+                                               "among its engines (select_engines chooses them by name)");
           auto a = named(SdpaAttr(), ct, std::move(name));
           bool inference = true;
           if (generate_stats) inference = !*generate_stats;
@@ -192,7 +264,7 @@ void bind_sdpa(nb::class_<PyGraph>& c) {
         nb::arg("diagonal_band_right_bound").none() = nb::none(), nb::arg("sliding_window_length").none() = nb::none(),
         nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
         nb::arg("seq_len_kv").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "",
+        nb::arg("name") = "", nb::arg("implementation").none() = nb::none(),
         "(O, Stats): attention of Q[b,h,sq,d], K[b,hk,skv,d], V[b,hk,skv,dv]. Stats (logsumexp) is None "
         "for inference. Masks: causal (top-left or bottom-right diagonal) and diagonal bands, where key j "
         "is visible to query i when i - left_bound < j - offset <= i + right_bound.");

@@ -133,6 +133,14 @@ void bind_parameterized(nb::class_<PyGraph>& c) {
         nb::arg("loss"), nb::arg("input"), nb::arg("negative_slope").none() = nb::none(),
         nb::arg("lower_clip").none() = nb::none(), nb::arg("upper_clip").none() = nb::none(),
         nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+  c.def("leaky_relu_backward",
+        [](PyGraph& g, TensorPtr dy, TensorPtr x, double slope, nb::handle ct, std::string name) {
+          auto a = attr(M::RELU_BWD, ct, std::move(name));
+          a.set_relu_lower_clip_slope(slope);
+          return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
+        },
+        nb::arg("loss"), nb::arg("input"), nb::arg("negative_slope"), nb::arg("compute_data_type").none() = nb::none(),
+        nb::arg("name") = "");
   c.def("gen_index",
         [](PyGraph& g, TensorPtr x, int64_t axis, nb::handle ct, std::string name) {
           auto a = attr(M::GEN_INDEX, ct, std::move(name));

@@ -134,6 +134,11 @@ Status restore_partition(GraphImpl& g, const Handle& handle, PartitionPlans& pp,
     return bad(where + ": engine '" + sp.engine_name + "' (id " + std::to_string(sp.engine_id) + ") is not in this build");
   auto it = std::find_if(pp.candidates.begin(), pp.candidates.end(),
                          [&](const Candidate& c) { return c.engine_id == sp.engine_id && c.knobs == sp.knobs; });
+  // A plan made by create_execution_plan may hold knobs outside the engine's list: it is restored
+  // when the engine still accepts the partition and its schema the knobs.
+  if (it == pp.candidates.end() && engine->check(pp.partition, make_target(g, handle)).ok &&
+      engine->check_knobs(sp.knobs).ok())
+    it = pp.candidates.insert(pp.candidates.end(), Candidate{sp.engine_id, sp.knobs, 0, -1});
   if (it == pp.candidates.end())
     return bad(where + ": engine '" + sp.engine_name + "' with knobs [" + knobs_to_string(sp.knobs) +
                "] no longer accepts it on " + handle.device().to_string());

@@ -1,12 +1,17 @@
 """Shared helpers for the dnngraph Python tests: seeded data, NaN-poisoned outputs, building and
 running a graph on the CPU handle, and skipping tests whose feature the library says is pending."""
 import contextlib
+import os
+import sys
 import zlib
 
 import numpy as np
 import pytest
 
 import dnngraph
+
+# `import cudnn` resolves to dnngraph through the shim, for the ported frontend tests (test_fe_*.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cudnn_shim"))
 
 # fp32 ~1e-5 relative, tf32 ~1e-3, fp16 ~3e-3, bf16 ~1e-2 (the project's tolerances by precision).
 TOL = {np.float32: 1e-5, np.float16: 3e-3, np.float64: 1e-12}
@@ -72,3 +77,8 @@ def run(g, pack):
 def graph(handle, io=dnngraph.data_type.FLOAT):
     return dnngraph.pygraph(io_data_type=io, intermediate_data_type=dnngraph.data_type.FLOAT,
                             compute_data_type=dnngraph.data_type.FLOAT, handle=handle)
+
+
+def pytest_configure(config):
+    # The frontend's test levels, kept on the ported tests (test_fe_*.py).
+    config.addinivalue_line("markers", "L0: the cuDNN frontend's level-0 tests")

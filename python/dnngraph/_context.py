@@ -1,0 +1,105 @@
+"""The cuDNN frontend's ``graph(handle, ...)`` context manager and ``@jit`` decorator.
+
+    @dnngraph.jit(heur_modes=[dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK])
+    def make(handle, x, w):
+        with dnngraph.graph(handle, io_data_type=dnngraph.data_type.FLOAT) as (g, _):
+            X, W = g.tensor_like(x), g.tensor_like(w)
+            Y = g.relu(g.matmul(X, W)).set_output(True)
+            return g, [X, W, Y]
+
+    g, (x_uid, w_uid, y_uid) = make(handle, x, w)   # built on the first call for these shapes
+
+Unlike the frontend's (which builds on every call), ``jit`` builds once per input signature:
+arrays count by type, shape, strides, dtype and device; other arguments by value (or identity,
+for objects such as a handle). A call with an argument that is neither hashable nor an array
+(a dict, say) is built afresh, as the frontend does.
+"""
+import collections
+import contextlib
+import functools
+
+from ._dnngraph import data_type, heur_mode, pygraph
+
+_CACHE_SIZE = 256  # graphs kept per decorated function; the oldest goes first
+
+
+@contextlib.contextmanager
+def graph(handle=None, name="graph", io_data_type=data_type.HALF, intermediate_data_type=data_type.FLOAT,
+          compute_data_type=data_type.FLOAT, **kwargs):
+    """A pygraph on ``handle`` (None: the best device), yielded as ``(graph, [])`` as the frontend does.
+
+    The data type defaults are the frontend's (HALF io, FLOAT intermediates and compute); further
+    keywords (kernel_cache, is_dynamic_shape_enabled) go to pygraph.
+    """
+    g = pygraph(handle=handle, name=name, io_data_type=io_data_type, intermediate_data_type=intermediate_data_type,
+                compute_data_type=compute_data_type, **kwargs)
+    yield g, []
+
+
+class _Unkeyable(Exception):
+    pass
+
+
+def _is_array(obj):
+    return hasattr(obj, "__dlpack__") or (hasattr(obj, "shape") and hasattr(obj, "dtype"))
+
+
+def _array_key(a):
+    strides = getattr(a, "strides", None)
+    if callable(strides):  # torch: .stride() in elements
+        strides = None
+    if strides is None and hasattr(a, "stride") and callable(a.stride):
+        strides = a.stride()
+    device = getattr(a, "device", "cpu")
+    return ("array", type(a).__name__, tuple(a.shape), tuple(strides) if strides is not None else None,
+            str(a.dtype), str(device))
+
+
+def _key(obj):
+    if _is_array(obj):
+        return _array_key(obj)
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__,) + tuple(_key(o) for o in obj)
+    try:
+        hash(obj)
+    except TypeError:
+        raise _Unkeyable() from None
+    # Objects go by value when they define equality (numbers, strings, enums) and by identity
+    # otherwise (handles); either way the key holds a reference, so an id is never reused.
+    return obj
+
+
+def _signature(args, kwargs):
+    try:
+        return (tuple(_key(a) for a in args), tuple(sorted((k, _key(v)) for k, v in kwargs.items())))
+    except _Unkeyable:
+        return None
+
+
+def jit(heur_modes=heur_mode.A, **_options):
+    """Builds the ``(graph, tensors)`` a function returns with ``heur_modes`` (unless it is built
+    already) and returns ``(graph, uids)``; once per input signature. ``__wrapped__`` is the function."""
+    modes = list(heur_modes) if isinstance(heur_modes, (list, tuple)) else [heur_modes]
+
+    def decorator(func):
+        cache = collections.OrderedDict()
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            key = _signature(args, kwargs)
+            if key is not None and key in cache:
+                return cache[key]
+            g, tensors = func(*args, **kwargs)
+            if g.get_execution_plan_count() <= 0:
+                g.build(modes)
+            result = (g, [t.get_uid() for t in tensors])
+            if key is not None:
+                cache[key] = result
+                if len(cache) > _CACHE_SIZE:
+                    cache.popitem(last=False)
+            return result
+
+        wrapper.cache_size = lambda: len(cache)
+        return wrapper
+
+    return decorator

@@ -1,0 +1,161 @@
+// Engines by id and the cuDNN frontend's names around them: knob_type, knob, behavior_note,
+// numerical_note, attention_implementation, backend_version(_string), destroy_handle, and
+// pygraph's get_engine_count, get_knobs_for_engine, create_execution_plan, get_behavior_notes*.
+#include <cctype>
+
+#include "engines/cudnn/cudnn_api.hpp"
+#include "pygraph.hpp"
+
+namespace dnngraph::python {
+namespace {
+
+// The cuDNN frontend's knob types, in its order. A dnngraph knob whose name is one of these
+// (lower case: "split_k", "tile_m", "stages", "kernel_cfg", cudnn's own) has that type; the
+// others ("isa", "core", ...) are NOT_SET and go by name.
+enum class KnobType : int {};
+constexpr const char* kKnobTypes[] = {
+    "NOT_SET",     "SWIZZLE",     "TILE_SIZE",  "EDGE",          "MULTIPLY",   "SPLIT_K_BUF",
+    "TILEK",       "STAGES",      "REDUCTION_MODE", "SPLIT_K_SLC", "IDX_MODE",  "SPECFILT",
+    "KERNEL_CFG",  "WORKSPACE",   "TILE_CGA_M", "TILE_CGA_N",    "BLOCK_SIZE", "OCCUPANCY",
+    "ARRAY_SIZE_PER_THREAD", "SPLIT_COLS", "TILE_ROWS", "TILE_COLS", "LOAD_SIZE", "CTA_COUNT",
+    "STREAM_K",    "SPLIT_P_SLC", "TILE_M",     "TILE_N",        "WARP_SPEC_CFG", "SPLIT_K",
+    "TILE_CGA",    "SPLIT_RS",    "SINGLEBUFFER", "LDGC",        "SLICED",
+};
+constexpr int kKnobTypeCount = static_cast<int>(sizeof(kKnobTypes) / sizeof(kKnobTypes[0]));
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+KnobType knob_type_of(const std::string& name) {
+  for (int i = 1; i < kKnobTypeCount; ++i)
+    if (lower(kKnobTypes[i]) == name) return static_cast<KnobType>(i);
+  return static_cast<KnobType>(0);
+}
+
+// Knobs keyed by knob_type or by name (a dnngraph knob without a frontend type).
+std::map<std::string, int64_t> knobs_from(nb::dict d) {
+  std::map<std::string, int64_t> out;
+  for (auto [key, value] : d) {
+    std::string name;
+    if (nb::isinstance<KnobType>(key)) {
+      const int t = static_cast<int>(nb::cast<KnobType>(key));
+      if (t <= 0 || t >= kKnobTypeCount)
+        fail(ErrorCode::INVALID_VALUE, "create_execution_plan: knob_type.NOT_SET names no knob");
+      name = lower(kKnobTypes[t]);
+    } else if (nb::isinstance<nb::str>(key)) {
+      name = nb::cast<std::string>(key);
+    } else {
+      fail(ErrorCode::INVALID_VALUE, "create_execution_plan: a knob key must be a dnngraph.knob_type or a knob "
+                                     "name; got " + py_type_name(key));
+    }
+    out[name] = nb::cast<int64_t>(value);
+  }
+  return out;
+}
+
+std::string knob_repr(const EngineKnob& k) {
+  return "{\"knob_type\": \"" + std::string(kKnobTypes[static_cast<int>(knob_type_of(k.name))]) + "\", \"name\": \"" +
+         k.name + "\", \"max_value\": " + std::to_string(k.max_value) + ", \"min_value\": " +
+         std::to_string(k.min_value) + ", \"stride\": " + std::to_string(k.stride) + "}";
+}
+
+// dnngraph's own version as one number, the way cuDNN numbers its own (major*10000 + minor*100 + patch).
+int64_t own_version() { return kVersionMajor * 10000 + kVersionMinor * 100 + kVersionPatch; }
+
+int64_t backend_version() {
+  const auto& cudnn = cudnn::library_report();
+  return cudnn.ok ? static_cast<int64_t>(cudnn.version) : own_version();
+}
+
+std::string backend_version_string() {
+  const auto& cudnn = cudnn::library_report();
+  if (!cudnn.ok) return kVersionString;
+  const size_t v = cudnn.version;  // 91900: 9.19.0 (cuDNN 9 numbers its versions major*10000 + minor*100 + patch)
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+void bind_enums(nb::module_& m) {
+  nb::enum_<KnobType> kt(m, "knob_type", "The cuDNN frontend's knob types; dnngraph knobs of other names are NOT_SET.");
+  for (int i = 0; i < kKnobTypeCount; ++i) kt.value(kKnobTypes[i], static_cast<KnobType>(i));
+  nb::enum_<BehaviorNote>(m, "behavior_note", "Behaviour notes of a plan (get_behavior_notes).")
+      .value("RUNTIME_COMPILATION", BehaviorNote::RUNTIME_COMPILATION)
+      .value("SUPPORTS_CUDA_GRAPH_NATIVE_API", BehaviorNote::SUPPORTS_CUDA_GRAPH_NATIVE_API)
+      .value("CUBLASLT_DEPENDENCY", BehaviorNote::CUBLASLT_DEPENDENCY);
+}
+
+}  // namespace
+
+// The frontend's numerical notes, by name for code that names them: they are cuDNN's engine
+// properties, and dnngraph selects engines by name instead (select_engines / deselect_engines).
+enum class NumericalNote : int {
+  TENSOR_CORE, DOWN_CONVERT_INPUTS, REDUCED_PRECISION_REDUCTION, FFT, NONDETERMINISTIC, WINOGRAD,
+  WINOGRAD_TILE_4x4, WINOGRAD_TILE_6x6, WINOGRAD_TILE_13x13, STRICT_NAN_PROP,
+};
+
+void init_engines(nb::module_& m) {
+  bind_enums(m);
+  nb::enum_<NumericalNote>(m, "numerical_note", "The cuDNN frontend's numerical notes (names only: see docs/python.md).")
+      .value("TENSOR_CORE", NumericalNote::TENSOR_CORE)
+      .value("DOWN_CONVERT_INPUTS", NumericalNote::DOWN_CONVERT_INPUTS)
+      .value("REDUCED_PRECISION_REDUCTION", NumericalNote::REDUCED_PRECISION_REDUCTION)
+      .value("FFT", NumericalNote::FFT)
+      .value("NONDETERMINISTIC", NumericalNote::NONDETERMINISTIC)
+      .value("WINOGRAD", NumericalNote::WINOGRAD)
+      .value("WINOGRAD_TILE_4x4", NumericalNote::WINOGRAD_TILE_4x4)
+      .value("WINOGRAD_TILE_6x6", NumericalNote::WINOGRAD_TILE_6x6)
+      .value("WINOGRAD_TILE_13x13", NumericalNote::WINOGRAD_TILE_13x13)
+      .value("STRICT_NAN_PROP", NumericalNote::STRICT_NAN_PROP);
+  nb::enum_<AttentionImplementation>(m, "attention_implementation",
+                                     "sdpa(implementation=): AUTO only; dnngraph picks among its engines.")
+      .value("AUTO", AttentionImplementation::AUTO)
+      .value("COMPOSITE", AttentionImplementation::COMPOSITE)
+      .value("UNIFIED", AttentionImplementation::UNIFIED);
+
+  nb::class_<EngineKnob>(m, "knob", "A knob of an engine for a graph: the values the engine offers it.")
+      .def_prop_ro("type", [](const EngineKnob& k) { return knob_type_of(k.name); })
+      .def_ro("name", &EngineKnob::name)
+      .def_ro("min_value", &EngineKnob::min_value)
+      .def_ro("max_value", &EngineKnob::max_value)
+      .def_ro("stride", &EngineKnob::stride)
+      .def_ro("values", &EngineKnob::values)
+      .def("__repr__", &knob_repr);
+
+  m.def("backend_version", &backend_version,
+        "cuDNN's version number (91900 for 9.19.0) when dnngraph's cudnn engine has loaded cuDNN; else "
+        "dnngraph's own (major*10000 + minor*100 + patch).");
+  m.def("backend_version_string", &backend_version_string,
+        "cuDNN's version (\"9.19.0\") when dnngraph's cudnn engine has loaded cuDNN; else dnngraph's own.");
+  m.def("destroy_handle", [](const Handle&) {}, nb::arg("handle"),
+        "For code written for cudnn: a dnngraph Handle is freed with its last reference, so this frees nothing.");
+}
+
+void bind_pygraph_engines(nb::class_<PyGraph>& c) {
+  c.def("get_engine_count", [](const PyGraph& g) {
+    int64_t n = 0;
+    check(g.graph.get_engine_count(n));
+    return n;
+  }, "Engine ids run 0..count-1: dnngraph's registry ids (docs/python.md).");
+  c.def("get_knobs_for_engine", [](const PyGraph& g, int64_t id) {
+    std::vector<EngineKnob> knobs;
+    check(g.graph.get_knobs_for_engine(id, knobs));
+    return knobs;
+  }, nb::arg("engine_id"), "The engine's knobs for this graph; GraphNotSupportedError when it cannot run it.");
+  c.def("create_execution_plan", [](PyGraph& g, int64_t id, nb::dict knobs) {
+    check(g.graph.create_execution_plan(id, knobs_from(knobs)));
+  }, nb::arg("engine_id"), nb::arg("knobs") = nb::dict(),
+     "Append a plan run by engine `engine_id` with `knobs` ({knob_type or name: value}).");
+  c.def("get_behavior_notes", [](const PyGraph& g) {
+    std::vector<BehaviorNote> notes;
+    check(g.graph.get_behavior_notes(notes));
+    return notes;
+  });
+  c.def("get_behavior_notes_for_plan_at_index", [](const PyGraph& g, int64_t i) {
+    std::vector<BehaviorNote> notes;
+    check(g.graph.get_behavior_notes_for_plan_at_index(i, notes));
+    return notes;
+  }, nb::arg("index"));
+}
+
+}  // namespace dnngraph::python
