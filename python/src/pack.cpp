@@ -4,6 +4,7 @@
 // library sees a pointer: a wrong array is a ValueError naming the tensor instead of a crash or a
 // wrong result.
 
+#include <functional>
 #include <unordered_map>
 
 #include "pygraph.hpp"
@@ -14,29 +15,13 @@ namespace {
 
 using OptHandle = std::optional<Handle>;
 using introspect::TensorView;
+// A tensor's name for messages, made only when there is one to write: it costs allocations, and
+// execute() checks every array on every call.
+using Label = std::function<std::string()>;
 
 std::string describe(const TensorView& t) { return "tensor '" + t.name + "' (uid " + std::to_string(t.uid) + ")"; }
 
 [[noreturn]] void pack_error(const std::string& msg) { fail(ErrorCode::INVALID_VARIANT_PACK, "variant pack: " + msg); }
-
-// The IR's user-visible tensors by uid; none before build_operation_graph (execute then refuses
-// the call). Virtual tensors are not the pack's: the plans keep them in the workspace or in registers.
-class PackTargets {
- public:
-  explicit PackTargets(const Graph& g) {
-    if (!introspect::tensors(g, views_).ok()) views_.clear();
-    for (size_t i = 0; i < views_.size(); ++i)
-      if (!views_[i].is_virtual && views_[i].uid >= 0) by_uid_[views_[i].uid] = i;
-  }
-  const TensorView* find(int64_t uid) const {
-    auto it = by_uid_.find(uid);
-    return it == by_uid_.end() ? nullptr : &views_[it->second];
-  }
-
- private:
-  std::vector<TensorView> views_;
-  std::unordered_map<int64_t, size_t> by_uid_;
-};
 
 // Types NumPy has no name for (bfloat16, fp8, bool as bytes) may come as integers of the same width.
 bool type_matches(DataType want, const ArrayRef& a) {
@@ -90,47 +75,47 @@ StrideOrigin stride_origin(const PyGraph& g, int64_t uid) {
 
 // The kernels index the tensor by its dims and strides: an array laid out otherwise (Fortran
 // order, a slice, a transposed view) would be read or written in the wrong places.
-void check_layout(const PyGraph& g, const TensorView& t, const std::string& label, const ArrayRef& a) {
+void check_layout(const PyGraph& g, const TensorView& t, const Label& label, const ArrayRef& a) {
   const std::vector<int64_t> dims = a.dims(), strides = a.strides();
   const Layout want(t.dims, t.strides), have(dims, strides);
   if (want.dims != have.dims)
-    pack_error(label + " has dims " + dims_to_string(t.dims) + " but the array has dims " + dims_to_string(dims));
+    pack_error(label() + " has dims " + dims_to_string(t.dims) + " but the array has dims " + dims_to_string(dims));
   for (int64_t d : t.dims)
     if (d == 0) return;  // no element is addressed
   if (want.strides != have.strides)
-    pack_error(label + " has strides " + dims_to_string(t.strides) + " but the array has strides " +
+    pack_error(label() + " has strides " + dims_to_string(t.strides) + " but the array has strides " +
                dims_to_string(strides) + " (in elements)" + layout_hint(stride_origin(g, t.uid)));
 }
 
 // `t` is null for a key the IR does not know: the library names it.
-void check_array(const PyGraph& g, const TensorView* t, const std::string& label, const ArrayRef& a,
+void check_array(const PyGraph& g, const TensorView* t, const Label& label, const ArrayRef& a,
                  const Device& device) {
   if (t && t->is_pass_by_value) {
     if (!a.on_host())
-      pack_error(label + " is pass-by-value (a host scalar) but the array is on " + a.device_string());
+      pack_error(label() + " is pass-by-value (a host scalar) but the array is on " + a.device_string());
   } else if (!a.usable_on(device)) {
-    pack_error(label + " is a " + a.device_string() + " array but the handle is " + device.to_string());
+    pack_error(label() + " is a " + a.device_string() + " array but the handle is " + device.to_string());
   }
-  if (a.has_negative_stride()) pack_error(label + ": the array has negative strides");
+  if (a.has_negative_stride()) pack_error(label() + ": the array has negative strides");
   const int64_t extent = a.extent_bytes();
   if (!t) return;
-  if (t->is_produced && !a.writable) pack_error(label + " is an output but the array is read-only");
+  if (t->is_produced && !a.writable) pack_error(label() + " is an output but the array is read-only");
   if (!type_matches(t->dtype, a))
-    pack_error(label + " is " + std::string(to_string(t->dtype)) + " but the array is " + a.dtype_string());
+    pack_error(label() + " is " + std::string(to_string(t->dtype)) + " but the array is " + a.dtype_string());
   if (extent < t->span_bytes)
-    pack_error(label + " spans " + std::to_string(t->span_bytes) + " bytes but the array holds only " +
+    pack_error(label() + " spans " + std::to_string(t->span_bytes) + " bytes but the array holds only " +
                std::to_string(extent));
   check_layout(g, *t, label, a);
 }
 
 // The pointer for one pack value: an array (checked), an int pointer, or None (null).
-void* value_pointer(const PyGraph& g, const TensorView* t, const std::string& label, nb::handle value,
+void* value_pointer(const PyGraph& g, const TensorView* t, const Label& label, nb::handle value,
                     const Device& device, std::vector<ArrayRef>& keep) {
   if (value.is_none()) return nullptr;
   if (PyLong_Check(value.ptr())) return to_pointer(value);
   ArrayRef a;
   if (!to_array(value, a))
-    pack_error(label + ": expected an array (__dlpack__ or buffer protocol) or an int pointer; got " +
+    pack_error(label() + ": expected an array (__dlpack__ or buffer protocol) or an int pointer; got " +
                py_type_name(value));
   check_array(g, t, label, a, device);
   void* p = a.data();
@@ -158,27 +143,28 @@ ResolvedPack resolve_pack(PyGraph& g, nb::handle pack, const Handle& h) {
       out.use_uid = true;
     }
   }
-  const PackTargets targets(g.graph);
+  const PackTargets& targets = g.pack_targets();
   for (auto [key, value] : d) {
     if (nb::isinstance<TensorAttr>(key)) {
       // Keys are looked up among this graph's tensors: a tensor of another graph is an error here.
       TensorPtr t = g.find(key);
       if (!t) pack_error("tensor '" + nb::inst_ptr<TensorAttr>(key)->get_name() + "' is not a tensor of this graph");
-      const std::string label = "tensor '" + t->get_name() + "'" +
-                                (t->has_uid() ? " (uid " + std::to_string(t->get_uid()) + ")" : "");
+      const Label label = [&] {
+        return "tensor '" + t->get_name() + "'" + (t->has_uid() ? " (uid " + std::to_string(t->get_uid()) + ")" : "");
+      };
       // Without a uid the graph is not validated: execute refuses it.
       const TensorView* view = t->has_uid() ? targets.find(t->get_uid()) : nullptr;
       void* p = value_pointer(g, view, label, value, h.device(), out.keep);
       if (!out.use_uid) {
         out.by_tensor[t] = p;
       } else {
-        if (!t->has_uid()) pack_error(label + " has no uid yet (call validate first)");
+        if (!t->has_uid()) pack_error(label() + " has no uid yet (call validate first)");
         out.by_uid[t->get_uid()] = p;
       }
     } else {
       const int64_t uid = uid_key(key);
       const TensorView* view = targets.find(uid);
-      const std::string label = view ? describe(*view) : "uid " + std::to_string(uid);
+      const Label label = [&] { return view ? describe(*view) : "uid " + std::to_string(uid); };
       out.by_uid[uid] = value_pointer(g, view, label, value, h.device(), out.keep);
     }
   }

@@ -27,13 +27,22 @@ const Handle& PyGraph::handle(const std::optional<Handle>& given) {
 
 TensorPtr PyGraph::input(TensorPtr t, StrideOrigin origin) {
   if (origin != StrideOrigin::GIVEN) stride_origins_[t.get()] = {origin, t->get_stride()};
+  index_.emplace(t.get(), tensors_.size());
   tensors_.push_back(t);
   return t;
 }
 
 TensorPtr PyGraph::produced(TensorPtr t) {
-  if (t) tensors_.push_back(t);
+  if (!t) return t;
+  index_.emplace(t.get(), tensors_.size());
+  tensors_.push_back(t);
   return t;
+}
+
+const PackTargets& PyGraph::pack_targets() {
+  if (!targets_ || targets_->serial() != introspect::ir_serial(graph) || targets_->serial() == 0)
+    targets_ = std::make_unique<PackTargets>(graph);
+  return *targets_;
 }
 
 Status PyGraph::validate() {
@@ -59,10 +68,8 @@ std::unordered_map<int64_t, TensorPtr> PyGraph::tensors_by_uid() const {
 }
 
 TensorPtr PyGraph::find(nb::handle obj) const {
-  const TensorAttr* p = nb::inst_ptr<TensorAttr>(obj);
-  for (const auto& t : tensors_)
-    if (t.get() == p) return t;
-  return nullptr;
+  const auto it = index_.find(nb::inst_ptr<TensorAttr>(obj));
+  return it == index_.end() ? nullptr : tensors_[it->second];
 }
 
 namespace {

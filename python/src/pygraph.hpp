@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "planning/introspect.hpp"
 
 namespace dnngraph::python {
 
@@ -17,6 +18,27 @@ enum class StrideOrigin {
   ROW_MAJOR,  // tensor() without stride=
   ARRAY,      // tensor_like(array): that array's strides
   INFERRED,   // an output's, inferred by validate from the node's inputs
+};
+
+// The IR's user-visible tensors by uid; none before build_operation_graph (execute then refuses
+// the call). Virtual tensors are not the pack's: the plans keep them in the workspace or in registers.
+class PackTargets {
+ public:
+  explicit PackTargets(const Graph& g) : serial_(introspect::ir_serial(g)) {
+    if (!introspect::tensors(g, views_).ok()) views_.clear();
+    for (size_t i = 0; i < views_.size(); ++i)
+      if (!views_[i].is_virtual && views_[i].uid >= 0) by_uid_[views_[i].uid] = i;
+  }
+  const introspect::TensorView* find(int64_t uid) const {
+    auto it = by_uid_.find(uid);
+    return it == by_uid_.end() ? nullptr : &views_[it->second];
+  }
+  uint64_t serial() const { return serial_; }
+
+ private:
+  uint64_t serial_;
+  std::vector<introspect::TensorView> views_;
+  std::unordered_map<int64_t, size_t> by_uid_;
 };
 
 class PyGraph {
@@ -43,6 +65,9 @@ class PyGraph {
   std::unordered_map<int64_t, TensorPtr> tensors_by_uid() const;
   // The tensor this Python object wraps, if this pygraph declared or produced it; else null.
   TensorPtr find(nb::handle obj) const;
+  // The pack checks' view of the IR, made again only when the IR changes (every execute used to
+  // copy every tensor's view: tens of microseconds per call on a small graph).
+  const PackTargets& pack_targets();
 
  private:
   struct NotedStrides {
@@ -52,6 +77,8 @@ class PyGraph {
   std::optional<Handle> handle_;
   std::shared_ptr<KernelCache> cache_;
   std::vector<TensorPtr> tensors_;
+  std::unordered_map<const TensorAttr*, size_t> index_;  // into tensors_, by the wrapped object
+  std::unique_ptr<PackTargets> targets_;
   std::unordered_map<const TensorAttr*, NotedStrides> stride_origins_;
 };
 

@@ -57,6 +57,9 @@ struct Graph {
   DataType compute_type = DataType::FLOAT;
   bool dynamic_shapes = false;
   bool allow_tf32 = false;  // FLOAT matmul/conv inputs may be rounded to TF32 on tensor cores
+  // Distinct for every graph lower_to_ir makes in this process (never reused, unlike an address):
+  // what lets a caller keep something derived from one IR and know when it is stale.
+  uint64_t serial = 0;
   // The consumer index: consumer_nodes[consumer_offsets[t] .. consumer_offsets[t + 1]) read tensor t.
   std::vector<int> consumer_offsets, consumer_nodes;
 

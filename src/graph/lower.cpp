@@ -1,4 +1,6 @@
 // Lowering: validated NodeSpecs -> the IR (tensors by id, nodes in topological order).
+#include <atomic>
+
 #include <nlohmann/json.hpp>
 
 #include "core/hash.hpp"
@@ -71,6 +73,8 @@ Status lower_to_ir(GraphImpl& g) {
     ir->nodes.push_back(std::move(n));
   }
   ir->index_consumers();
+  static std::atomic<uint64_t> serials{0};
+  ir->serial = ++serials;
   g.ir = std::move(ir);
   g.stage = Stage::LOWERED;
   return {};

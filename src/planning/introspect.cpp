@@ -18,6 +18,8 @@ std::vector<TensorPtr> user_tensors(const Graph& g) {
 std::string graph_name(const Graph& g) { return impl_of(g).name; }
 size_t node_count(const Graph& g) { return impl_of(g).nodes.size(); }
 
+uint64_t ir_serial(const Graph& g) { return impl_of(g).ir ? impl_of(g).ir->serial : 0; }
+
 Status tensors(const Graph& g, std::vector<TensorView>& out) {
   const auto& ir = impl_of(g).ir;
   if (!ir) return {ErrorCode::INVALID_CALL_ORDER, "introspect::tensors: call build_operation_graph first"};

@@ -49,6 +49,9 @@ std::string graph_name(const Graph& g);
 size_t node_count(const Graph& g);
 // The IR's tensors; INVALID_CALL_ORDER before build_operation_graph.
 Status tensors(const Graph& g, std::vector<TensorView>& out);
+// The IR's serial (ir::Graph::serial): changes whenever build_operation_graph or deserialize makes
+// a new IR, so views taken from tensors() can be kept until it does; 0 before there is one.
+uint64_t ir_serial(const Graph& g);
 // The compute types of the IR's nodes, and whether one of them is attention.
 std::vector<DataType> compute_types(const Graph& g);
 bool has_attention(const Graph& g);

@@ -1,4 +1,9 @@
 // Streams, events, modules and kernel launches over the dlopen'ed driver.
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "core/hash.hpp"
 #include "core/log.hpp"
 #include "runtime/cuda/context.hpp"
 
@@ -61,11 +66,37 @@ Status EventTimer::seconds(double& out) {
 
 // ---- modules
 
+namespace {
+// Loaded modules by (context, image hash, image size): the partitions of one graph often compile
+// to the same cubin (10k identical ReLUs: one kernel), and a module loaded once per plan cost the
+// driver's host and device memory per plan (~60 KB each on an H200). A module is immutable once
+// loaded, so plans share it; the last one to let go unloads it.
+struct LoadedModules {
+  std::mutex mutex;
+  std::map<std::tuple<CUcontext, uint64_t, size_t>, std::weak_ptr<Module>> by_image;
+  size_t inserts = 0;
+};
+LoadedModules& loaded_modules() {
+  static LoadedModules* m = new LoadedModules();  // never destroyed: modules may outlive static teardown
+  return *m;
+}
+}  // namespace
+
 Status Module::load(HandleImpl& h, const std::vector<uint8_t>& image, std::shared_ptr<Module>& out) {
   if (auto s = make_current(h); !s.ok()) return s;
+  LoadedModules& cache = loaded_modules();
+  const auto key = std::make_tuple(h.cuda->context, hash64(image.data(), image.size()), image.size());
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (auto it = cache.by_image.find(key); it != cache.by_image.end())
+    if (auto shared = it->second.lock()) {
+      out = std::move(shared);
+      return {};
+    }
   std::shared_ptr<Module> m(new Module());
   m->ctx_ = h.cuda;
   if (auto s = check(driver()->cuModuleLoadData(&m->module_, image.data()), "cuModuleLoadData"); !s.ok()) return s;
+  cache.by_image[key] = m;
+  if (++cache.inserts % 1024 == 0) std::erase_if(cache.by_image, [](const auto& e) { return e.second.expired(); });
   out = std::move(m);
   return {};
 }
