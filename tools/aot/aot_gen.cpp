@@ -67,6 +67,14 @@ bool generate(const std::string& path, bool dynamic, dg::KernelCacheImpl& cache,
   dg::Handle cpu(dg::Device::cpu());  // lowering reads no device
   if (auto s = g.validate(); !s.ok()) return std::fprintf(stderr, "aot: %s\n", s.to_string().c_str()), false;
   if (auto s = g.build_operation_graph(cpu); !s.ok()) return std::fprintf(stderr, "aot: %s\n", s.to_string().c_str()), false;
+  // Only the engines whose kernels can ship: a vendor engine's check on a context-less target is
+  // not what it would answer on the GPU, and its plans compile nothing of ours. Leaving them out
+  // can only add kernels (the pieces of a partition that only a vendor engine takes whole: a
+  // partition is split when no engine but ref takes it), never lose one an own engine builds.
+  // ref stays: it takes every partition, which the planner's splitting counts on.
+  for (const auto& reg : dg::engine_registry())
+    if (reg.engine->builds_concurrently() || reg.engine->name() == "ref")
+      dg::impl_of(g).selected_engines.emplace_back(reg.engine->name());
   dg::Target t;
   t.handle = &gpu;
   t.dynamic_shapes = dynamic;
