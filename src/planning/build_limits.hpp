@@ -6,9 +6,10 @@ namespace dnngraph {
 
 // The most nodes a pointwise/reduction partition (no anchor) has on a CUDA target: longer ones are
 // split into runs of this many, in topological order, before engines are surveyed. NVRTC's time
-// grows superlinearly with one kernel's length (measured here, sm_90a, one chain kernel: 128 ops
-// 0.6 s, 250 ops 2.3 s, 500 ops 7.6 s, 1000 ops 44 s; docs/perf.md "Plan build time"), while each
-// cut costs one intermediate written and read back. cuda_pointwise_jit rejects longer partitions.
+// grows superlinearly with one kernel's length (sm_90a, one chain kernel, one loop per op: 128
+// ops 0.9 s, 400 ops 5.1 s, 1000 ops 33 s; with the ops in one loop over the lanes, as the emitter
+// now writes them: 0.45 s, 1.3 s, 4.8 s; docs/perf.md "Plan build time"), while each cut costs
+// one intermediate written and read back. cuda_pointwise_jit rejects longer partitions.
 constexpr size_t kMaxPointwiseNodesOnGpu = 128;
 
 }  // namespace dnngraph

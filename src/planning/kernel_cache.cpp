@@ -157,7 +157,10 @@ Status KernelCacheImpl::get_or_compile(const KernelKey& key, const Compile& comp
   } release{*this, text};
   const bool from_disk = !dir.empty() && read_file(dir, key, binary);
   const AotKernel* aot = from_disk ? nullptr : aot_find(key);
-  if (aot) binary.assign(aot->data, aot->data + aot->size);
+  if (aot) {
+    binary.assign(aot->data, aot->data + aot->size);
+    DG_LOG(INFO) << "kernel cache: " << text << " served by the library's ahead-of-time kernels";
+  }
   const Status s = from_disk || aot ? Status{} : compile(binary);
   {
     std::lock_guard<std::mutex> lock(mutex_);
