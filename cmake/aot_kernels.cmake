@@ -16,14 +16,15 @@ target_include_directories(dnngraph_aot_gen PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/
 target_link_libraries(dnngraph_aot_gen PRIVATE Threads::Threads nlohmann_json::nlohmann_json PkgConfig::XXHASH ${CMAKE_DL_LIBS})
 target_compile_options(dnngraph_aot_gen PRIVATE ${DNNGRAPH_WARNINGS})
 
-# The tutorial and tour graphs; the tour also runs the matmul epilogue with dynamic shapes.
+# The tutorial and tour graphs; the tour also runs the matmul epilogue with dynamic shapes at
+# batches 4, 8 and 16 (tools/dnngraph/tour_workloads.cpp, TourSizes::full).
 file(GLOB DNNGRAPH_AOT_GRAPHS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/examples/graphs/*.json)
 set(DNNGRAPH_AOT_TABLE ${CMAKE_CURRENT_BINARY_DIR}/generated/dnngraph_aot_kernels.cpp)
 set(DNNGRAPH_AOT_BLOB ${CMAKE_CURRENT_BINARY_DIR}/generated/dnngraph_aot_kernels.bin)
 add_custom_command(
   OUTPUT ${DNNGRAPH_AOT_TABLE} ${DNNGRAPH_AOT_BLOB}
   COMMAND dnngraph_aot_gen --out-cpp ${DNNGRAPH_AOT_TABLE} --out-bin ${DNNGRAPH_AOT_BLOB}
-          --cache ${CMAKE_CURRENT_BINARY_DIR}/aot_cache --dynamic tutorial_matmul_epilogue_amax.json
+          --cache ${CMAKE_CURRENT_BINARY_DIR}/aot_cache --dynamic tutorial_matmul_epilogue_amax.json --batches 4,8
           ${DNNGRAPH_AOT_GRAPHS}
   DEPENDS dnngraph_aot_gen ${DNNGRAPH_AOT_GRAPHS}
   COMMENT "Compiling the ahead-of-time sm_90a kernels (NVRTC, no GPU)"

@@ -30,13 +30,17 @@ class AotKernels : public ::testing::Test {
   }
 
   // The keys that building each own CUDA engine's first candidate of `file` asks for.
-  std::vector<dg::KernelKey> keys_of(const std::string& file, bool dynamic) {
+  // `batch` > 0 replaces the tutorial matmul's batch of 16 (its A and B dims start with it).
+  std::vector<dg::KernelKey> keys_of(const std::string& file, bool dynamic, int batch = 0) {
     std::ifstream f(std::string(DNNGRAPH_EXAMPLE_GRAPHS) + "/" + file);
     std::stringstream ss;
     ss << f.rdbuf();
+    std::string json = ss.str();
+    for (size_t at; batch > 0 && (at = json.find("\"dim\": [16, ")) != std::string::npos;)
+      json.replace(at, 12, "\"dim\": [" + std::to_string(batch) + ", ");
     dg::Graph g;
     dg::Handle cpu(dg::Device::cpu());
-    EXPECT_TRUE(dg::Graph::from_json(ss.str(), g).ok()) << file;
+    EXPECT_TRUE(dg::Graph::from_json(json, g).ok()) << file;
     g.set_dynamic_shape_enabled(dynamic);
     EXPECT_TRUE(g.validate().ok());
     EXPECT_TRUE(g.build_operation_graph(cpu).ok());
@@ -59,18 +63,26 @@ class AotKernels : public ::testing::Test {
 }  // namespace
 
 TEST_F(AotKernels, TheTutorialGraphsKernelsAreEmbedded) {
-  for (const auto& [file, dynamic] : std::vector<std::pair<std::string, bool>>{
-           {"tutorial_conv_bias_relu.json", false},
-           {"tutorial_matmul_epilogue_amax.json", false},
-           {"tutorial_matmul_epilogue_amax.json", true},
-           {"tutorial_sdpa_causal.json", false},
-           {"convnet_block.json", false},
-           {"tutorial_conv_bias_relu_small.json", false}}) {
-    const auto keys = keys_of(file, dynamic);
+  struct Case {
+    std::string file;
+    bool dynamic;
+    int batch;
+  };
+  // The tour's graphs: its dynamic-shape step runs the matmul at batches 4, 8 and 16.
+  for (const auto& [file, dynamic, batch] : std::vector<Case>{{"tutorial_conv_bias_relu.json", false, 0},
+                                                              {"tutorial_matmul_epilogue_amax.json", false, 0},
+                                                              {"tutorial_matmul_epilogue_amax.json", true, 0},
+                                                              {"tutorial_matmul_epilogue_amax.json", true, 4},
+                                                              {"tutorial_matmul_epilogue_amax.json", true, 8},
+                                                              {"tutorial_sdpa_causal.json", false, 0},
+                                                              {"convnet_block.json", false, 0},
+                                                              {"tutorial_conv_bias_relu_small.json", false, 0}}) {
+    const auto keys = keys_of(file, dynamic, batch);
     EXPECT_FALSE(keys.empty()) << file;
     for (const auto& k : keys) {
       const dg::AotKernel* a = dg::aot_find(k);
-      EXPECT_NE(a, nullptr) << file << (dynamic ? " (dynamic)" : "") << ": no embedded kernel for " << k.portable_text();
+      EXPECT_NE(a, nullptr) << file << (dynamic ? " (dynamic)" : "") << " batch " << batch
+                            << ": no embedded kernel for " << k.portable_text();
       if (a) {
         EXPECT_GT(a->size, 1000u);
       }

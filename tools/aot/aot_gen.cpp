@@ -5,7 +5,11 @@
 // writes the compiled kernels as a blob plus a C++ table (planning/aot_kernels.hpp) that includes
 // the blob with .incbin. A folder cache (--cache) keeps cubins between runs, so a rebuild that
 // changed no kernel source compiles nothing.
-//   dnngraph_aot_gen --out-cpp F.cpp --out-bin F.bin [--cache DIR] [--dynamic NAME.json]... GRAPH.json...
+// --batches N,... plans each --dynamic graph also at those batch sizes (the leading dim of every
+// tensor that has the graph's batch there): the tour runs its dynamic-shape step at batches 4, 8
+// and 16, and the engines' first knobs depend on the size, so each may need its own kernel.
+//   dnngraph_aot_gen --out-cpp F.cpp --out-bin F.bin [--cache DIR] [--dynamic NAME.json]...
+//                    [--batches 4,8] GRAPH.json...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +18,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/hash.hpp"
 #include "dnngraph/dnngraph.hpp"
@@ -29,6 +35,7 @@ namespace {
 struct Options {
   std::string out_cpp, out_bin, cache;
   std::vector<std::string> graphs, dynamic;
+  std::vector<int64_t> batches;  // more batch sizes for the --dynamic graphs (0: the file's own)
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -40,6 +47,11 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--out-bin") { if (!value(o.out_bin)) return false; }
     else if (a == "--cache") { if (!value(o.cache)) return false; }
     else if (a == "--dynamic") { if (!value(v)) return false; o.dynamic.push_back(v); }
+    else if (a == "--batches") {
+      if (!value(v)) return false;
+      std::stringstream ss(v);
+      for (std::string b; std::getline(ss, b, ',');) o.batches.push_back(std::stoll(b));
+    }
     else o.graphs.push_back(a);
   }
   return !o.out_cpp.empty() && !o.out_bin.empty();
@@ -56,11 +68,27 @@ bool read_text(const std::string& path, std::string& text) {
   return true;
 }
 
+// The graph file's text with batch `n` (0: as it is): every tensor whose leading dim is the first
+// tensor's gets n there (packed strides of the leading dim do not depend on it).
+bool with_batch(std::string& json, int64_t n) {
+  if (n == 0) return true;
+  auto j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_discarded() || !j.contains("tensors") || j["tensors"].empty()) return false;
+  const auto first = j["tensors"][0].value("dim", nlohmann::json::array());
+  if (first.empty()) return false;
+  const int64_t batch = first[0].get<int64_t>();
+  for (auto& t : j["tensors"])
+    if (t.contains("dim") && !t["dim"].empty() && t["dim"][0].get<int64_t>() == batch) t["dim"][0] = n;
+  json = j.dump();
+  return true;
+}
+
 // Plans and builds one graph for the described GPU; the kernels land in `cache`.
-bool generate(const std::string& path, bool dynamic, dg::KernelCacheImpl& cache, dg::HandleImpl& gpu) {
+bool generate(const std::string& path, bool dynamic, int64_t batch, dg::KernelCacheImpl& cache, dg::HandleImpl& gpu) {
   std::string json;
   dg::Graph g;
   if (!read_text(path, json)) return std::fprintf(stderr, "aot: cannot read %s\n", path.c_str()), false;
+  if (!with_batch(json, batch)) return std::fprintf(stderr, "aot: %s: no batch dim to set\n", path.c_str()), false;
   if (auto s = dg::Graph::from_json(json, g); !s.ok())
     return std::fprintf(stderr, "aot: %s: %s\n", path.c_str(), s.to_string().c_str()), false;
   g.set_dynamic_shape_enabled(dynamic);
@@ -85,8 +113,8 @@ bool generate(const std::string& path, bool dynamic, dg::KernelCacheImpl& cache,
   if (auto s = dg::build_first_own_candidates(dg::impl_of(g), t, labels, failed); !s.ok())
     return std::fprintf(stderr, "aot: %s: %s\n", path.c_str(), s.to_string().c_str()), false;
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("aot: %s%s: %zu candidates in %.1f s\n", base_name(path).c_str(), dynamic ? " (dynamic)" : "",
-              labels.size(), sec);
+  std::printf("aot: %s%s%s: %zu candidates in %.1f s\n", base_name(path).c_str(), dynamic ? " (dynamic)" : "",
+              batch ? (" at batch " + std::to_string(batch)).c_str() : "", labels.size(), sec);
   for (const auto& l : labels) std::printf("aot:   %s\n", l.c_str());
   return true;
 }
@@ -154,9 +182,14 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (const auto& path : o.graphs) {
     const bool dyn = std::find(o.dynamic.begin(), o.dynamic.end(), base_name(path)) != o.dynamic.end();
-    for (bool d : dyn ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-      ok &= generate(path, d, cache, *gpu);
-      description += " " + base_name(path) + (d ? "(dynamic)" : "");
+    ok &= generate(path, false, 0, cache, *gpu);
+    description += " " + base_name(path);
+    if (!dyn) continue;
+    std::vector<int64_t> sizes{0};
+    sizes.insert(sizes.end(), o.batches.begin(), o.batches.end());
+    for (int64_t b : sizes) {
+      ok &= generate(path, true, b, cache, *gpu);
+      description += " " + base_name(path) + "(dynamic" + (b ? ", batch " + std::to_string(b) : std::string()) + ")";
     }
   }
   for (const auto& k : keys) {
