@@ -13,7 +13,7 @@
 #   DNNGRAPH_DEPS        a folder made by bench/gpu/carry_deps.sh, for machines that lack
 #                        nlohmann-json, CLI11, googletest, xxHash or pkg-config
 #   DNNGRAPH_CMAKE_ARGS  more arguments for the configure step
-#   DNNGRAPH_BENCHES     which benchmark groups run (default: all of pointwise gemm_conv sdpa)
+#   DNNGRAPH_BENCHES     which benchmark groups run (default: all of pointwise gemm_conv sdpa build_time)
 #   DNNGRAPH_SKIP_TESTS=1, DNNGRAPH_SKIP_BENCH=1
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,7 +23,7 @@ logdir=$(dirname "$results")
 jobs=$(nproc)
 mkdir -p "$build" "$logdir"
 step() { printf '\n==== %s (%ds)\n' "$*" "$SECONDS"; }
-want_bench() { [[ -z "${DNNGRAPH_SKIP_BENCH:-}" && " ${DNNGRAPH_BENCHES:-pointwise gemm_conv sdpa} " == *" $1 "* ]]; }
+want_bench() { [[ -z "${DNNGRAPH_SKIP_BENCH:-}" && " ${DNNGRAPH_BENCHES:-pointwise gemm_conv sdpa build_time} " == *" $1 "* ]]; }
 
 step "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>&1 | head -8
@@ -129,6 +129,19 @@ if want_bench pointwise; then
 fi
 want_bench gemm_conv && { step "GEMM / conv engines vs PyTorch"; c++ -std=c++20 -O2 -I"$root/include" -I"$root/src" "$root/bench/gpu/gemm_conv.cpp" "$build/libdnngraph.a" $xxhash_libs -ldl -pthread -o "$build/dnngraph_gemm_conv_bench" && SKIP_TESTS=1 bash "$root/bench/gpu/gemm_conv.sh" "$build" "$logdir/gemm_conv" || bench_rc=1; }
 want_bench sdpa && { step "attention: cuda_sdpa_flash vs PyTorch SDPA (flash, cuDNN)"; DNNGRAPH_SKIP_TESTS=1 bash "$root/bench/gpu/sdpa.sh" "$build" "$xxhash_libs" 2>&1 | tee "$logdir/sdpa.log" || bench_rc=1; }
+if want_bench build_time; then
+  # Fresh processes: cold (every kernel by NVRTC), with the library's AOT kernels, then
+  # build_plans(ALL) of issue #16's matmul epilogue on one build thread and on every core.
+  step "plan build time (bench/plan_build_time.cpp)"
+  pbt="$build/bench/dnngraph_bench_plan_build_time"
+  { echo "-- cold: DNNGRAPH_AOT_KERNELS=0"; DNNGRAPH_AOT_KERNELS=0 "$pbt" --gpu
+    echo "-- with the AOT kernels"; "$pbt" --gpu
+    echo "-- 1000-op chain, cold"; DNNGRAPH_AOT_KERNELS=0 "$pbt" --gpu --no-files --chain 1000
+    echo "-- ALL, cold, 1 build thread"; DNNGRAPH_AOT_KERNELS=0 DNNGRAPH_BUILD_THREADS=1 "$pbt" --gpu --all --no-files --matmul 8,2048,2048,2048
+    echo "-- ALL, cold, $(nproc) build threads"; DNNGRAPH_AOT_KERNELS=0 "$pbt" --gpu --all --no-files --matmul 8,2048,2048,2048
+  } 2>&1 | tee "$logdir/build_time.log"
+  [[ ${PIPESTATUS[0]} -ne 0 ]] && bench_rc=1
+fi
 step "done"
 echo "$tests_summary"
 echo "$python_summary"

@@ -67,6 +67,10 @@ class Engine {
   // Predicted run time, for heuristic mode A.
   virtual double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const = 0;
   virtual Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const = 0;
+  // Whether build() may run on several threads at once (for different partitions or knobs).
+  // build_plans compiles such candidates concurrently; the others (vendor libraries with handles
+  // of their own, CPU engines) are built one after another on the caller's thread.
+  virtual bool builds_concurrently() const { return false; }
   // Rebuilds a plan from Plan::serialize's payload, without compiling. Default: build again.
   virtual Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader&,
                              std::unique_ptr<Plan>& plan) const {

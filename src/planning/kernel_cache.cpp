@@ -10,6 +10,7 @@
 #include "core/bytes.hpp"
 #include "core/hash.hpp"
 #include "core/log.hpp"
+#include "planning/aot_kernels.hpp"
 #include "planning/cache_files.hpp"
 
 namespace dnngraph {
@@ -30,6 +31,11 @@ std::string KernelKey::text() const {
   // Length prefixes keep fields from running into each other ("a|b" + "c" vs "a" + "b|c").
   auto field = [](const std::string& s) { return std::to_string(s.size()) + ":" + s + ";"; };
   return "src=" + hex16(source_hash) + ";" + field(options) + field(arch) + field(compiler_version);
+}
+
+std::string KernelKey::portable_text() const {
+  auto field = [](const std::string& s) { return std::to_string(s.size()) + ":" + s + ";"; };
+  return "src=" + hex16(source_hash) + ";" + field(options) + field(arch);
 }
 
 std::string KernelKey::file_name() const { return hex16(hash64(text())) + ".dgk"; }
@@ -129,6 +135,11 @@ Status KernelCacheImpl::get_or_compile(const KernelKey& key, const Compile& comp
       if (!compiling_.count(text)) break;
       compiled_.wait(lock);  // another thread compiles this key; take its result (or retry if it failed)
     }
+    if (key_log_) key_log_->push_back(key);
+    if (!compile_misses_) {
+      ++misses_;
+      return {ErrorCode::DEVICE_NOT_AVAILABLE, "kernel cache: recording keys only; '" + text + "' is not compiled"};
+    }
     compiling_.insert(text);
     dir = dir_;
   }
@@ -145,13 +156,20 @@ Status KernelCacheImpl::get_or_compile(const KernelKey& key, const Compile& comp
     }
   } release{*this, text};
   const bool from_disk = !dir.empty() && read_file(dir, key, binary);
-  const Status s = from_disk ? Status{} : compile(binary);
+  const AotKernel* aot = from_disk ? nullptr : aot_find(key);
+  if (aot) {
+    binary.assign(aot->data, aot->data + aot->size);
+    DG_LOG(INFO) << "kernel cache: " << text << " served by the library's ahead-of-time kernels";
+  }
+  const Status s = from_disk || aot ? Status{} : compile(binary);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++(from_disk ? hits_ : misses_);
+    if (aot) ++aot_hits_;
     if (s.ok()) keep(text, binary);
   }
-  if (s.ok() && !from_disk && !dir.empty()) {
+  // The library's own kernels are not copied into the folder: every process has them.
+  if (s.ok() && !from_disk && !aot && !dir.empty()) {
     // A cache folder that cannot be written costs only the next process a compile.
     if (auto w = write_file(dir, key, binary); !w.ok()) {
       DG_LOG(ERROR) << "kernel cache: " << w.message();
@@ -206,6 +224,15 @@ int64_t KernelCacheImpl::hits() const {
 int64_t KernelCacheImpl::misses() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return misses_;
+}
+int64_t KernelCacheImpl::aot_hits() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return aot_hits_;
+}
+void KernelCacheImpl::record_keys(std::vector<KernelKey>* log, bool compile) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  key_log_ = log;
+  compile_misses_ = compile;
 }
 
 KernelCache::KernelCache() : impl_(std::make_unique<KernelCacheImpl>()) {}

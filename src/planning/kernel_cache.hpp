@@ -31,6 +31,9 @@ struct KernelKey {
   std::string compiler_version;  // "nvrtc 13.0"
   // The canonical text of the key: what entries are compared by (hash collisions cannot mix them up).
   std::string text() const;
+  // The text without the compiler version: what ahead-of-time kernels are keyed by (a cubin built
+  // by another NVRTC release runs the same; the source hash covers every header it compiled).
+  std::string portable_text() const;
   // The entry's file name in the cache folder.
   std::string file_name() const;
 };
@@ -43,8 +46,9 @@ struct KernelCacheImpl {
   bool lookup(const KernelKey& key, Binary& binary);
   // Keeps the binary in memory and, when a folder is set, writes it there atomically.
   Status insert(const KernelKey& key, const Binary& binary);
-  // lookup, else compile (once: concurrent callers with the same key wait for the first) and insert.
-  // A failed compile is returned to its caller and is not cached.
+  // lookup, else an ahead-of-time kernel of the library (planning/aot_kernels.hpp), else compile
+  // (once: concurrent callers with the same key wait for the first) and insert. A failed compile is
+  // returned to its caller and is not cached.
   Status get_or_compile(const KernelKey& key, const Compile& compile, Binary& binary);
 
   void set_directory(std::string dir);
@@ -54,6 +58,12 @@ struct KernelCacheImpl {
   int64_t size() const;
   int64_t hits() const;
   int64_t misses() const;
+  int64_t aot_hits() const;  // misses of memory and folder served by an ahead-of-time kernel
+
+  // For the AOT generator and its test: every key get_or_compile is asked for is appended to
+  // `log` (null: none). With compile false a miss is neither served nor compiled: get_or_compile
+  // returns DEVICE_NOT_AVAILABLE, so keys are collected without NVRTC's time.
+  void record_keys(std::vector<KernelKey>* log, bool compile);
 
  private:
   // Reads and checks <dir>/<file_name>; false (with a log line) when missing, corrupt or foreign.
@@ -66,7 +76,9 @@ struct KernelCacheImpl {
   std::map<std::string, std::shared_ptr<const Binary>> entries_;  // by key text
   std::set<std::string> compiling_;                               // keys being compiled now
   std::string dir_;
-  int64_t hits_ = 0, misses_ = 0;
+  int64_t hits_ = 0, misses_ = 0, aot_hits_ = 0;
+  std::vector<KernelKey>* key_log_ = nullptr;
+  bool compile_misses_ = true;
   int64_t bytes_ = 0, byte_budget_ = 0;
 };
 

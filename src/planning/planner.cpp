@@ -4,16 +4,23 @@
 
 #include "core/log.hpp"
 #include "core/no_throw.hpp"
+#include "planning/build_limits.hpp"
 #include "planning/heuristics.hpp"
 #include "planning/kernel_cache.hpp"
-#include "planning/plan_set.hpp"
+#include "planning/parallel_build.hpp"
+#include "planning/plan_build.hpp"
 
 namespace dnngraph {
+
+constexpr int kRefEngineId = 0;  // registry id of `ref` (ids are append-only)
 
 std::string Candidate::label() const {
   const Engine* e = engine_by_id(engine_id);
   std::string s(e ? e->name() : "unknown");
   if (!knobs.empty()) s += "[" + knobs_to_string(knobs) + "]";
+  // Plain loops in double, staged through host memory on a GPU: the tutorial conv takes 21-26 s a
+  // run on the H200. Whoever reads a plan list (explain, plan names, the CLI) is told so.
+  if (engine_id == kRefEngineId) s += " (reference, not for speed)";
   return s;
 }
 
@@ -70,7 +77,8 @@ void survey_engines(const GraphImpl& g, PartitionPlans& pp, const Target& target
 }
 
 bool only_ref(const PartitionPlans& pp) {
-  return std::all_of(pp.candidates.begin(), pp.candidates.end(), [](const Candidate& c) { return c.engine_id == 0; });
+  return std::all_of(pp.candidates.begin(), pp.candidates.end(),
+                     [](const Candidate& c) { return c.engine_id == kRefEngineId; });
 }
 
 // Intermediates that cross partitions live in the workspace, 256-byte aligned.
@@ -109,7 +117,56 @@ bool split_if_better(const GraphImpl& g, const PartitionPlans& fused, std::vecto
   return true;
 }
 
+// A pointwise/reduction partition longer than kMaxPointwiseNodesOnGpu on a CUDA target, as runs
+// of that many nodes in topological order (each run reads only earlier runs and outside tensors);
+// otherwise the partition itself.
+std::vector<Partition> bound_pointwise_length(Partition p, const Target& target) {
+  const size_t n = p.nodes.size(), max = kMaxPointwiseNodesOnGpu;
+  if (p.anchor >= 0 || n <= max || !target.device().is_cuda()) return {std::move(p)};
+  std::vector<Partition> runs;
+  const size_t count = (n + max - 1) / max;
+  for (size_t r = 0; r < count; ++r) {
+    Partition q;
+    q.graph = p.graph;
+    q.nodes.assign(p.nodes.begin() + static_cast<std::ptrdiff_t>(r * max),
+                   p.nodes.begin() + static_cast<std::ptrdiff_t>(std::min(n, (r + 1) * max)));
+    q.pattern = p.pattern + "[" + std::to_string(r + 1) + "/" + std::to_string(count) + "]";
+    q.anchor = -1;
+    finish_partition(q);
+    runs.push_back(std::move(q));
+  }
+  return runs;
+}
+
 }  // namespace
+
+Status plan_partitions(const GraphImpl& g, const Target& target, const std::vector<HeurMode>& modes,
+                       std::shared_ptr<PlanSet>& out) {
+  std::vector<Partition> found, fused;
+  if (auto s = partition_graph(*g.ir, found); !s.ok()) return s;
+  for (auto& part : found)
+    for (auto& q : bound_pointwise_length(std::move(part), target)) fused.push_back(std::move(q));
+  auto ps = std::make_shared<PlanSet>();
+  ps->modes = modes;
+  for (auto& part : fused) {
+    PartitionPlans pp;
+    pp.partition = std::move(part);
+    survey_engines(g, pp, target);
+    if (pp.partition.nodes.size() > 1 && only_ref(pp) &&
+        (split_if_better(g, pp, split_anchor_from_epilogue(pp.partition), target, ps->parts) ||
+         split_if_better(g, pp, split_per_node(pp.partition), target, ps->parts)))
+      continue;
+    ps->parts.push_back(std::move(pp));
+  }
+  const RecordedWinners recorded = recorded_winners(*g.ir, target, modes);
+  for (auto& pp : ps->parts) {
+    order_candidates(pp, target, recorded, modes);
+    pp.built.assign(pp.candidates.size(), nullptr);
+  }
+  layout_intermediates(*ps, *g.ir);
+  out = std::move(ps);
+  return {};
+}
 
 Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
   return no_throw(ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, "create_execution_plans", [&]() -> Status {
@@ -117,27 +174,8 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
     if (g.stage < Stage::LOWERED || !g.handle)
       return {ErrorCode::INVALID_CALL_ORDER, "create_execution_plans: call build_operation_graph(handle) first"};
     if (modes.empty()) return {ErrorCode::INVALID_VALUE, "create_execution_plans: no heuristic mode given"};
-    const Target target = make_target(g, *g.handle);
-    std::vector<Partition> fused;
-    if (auto s = partition_graph(*g.ir, fused); !s.ok()) return s;
-    auto ps = std::make_shared<PlanSet>();
-    ps->modes = modes;
-    for (auto& part : fused) {
-      PartitionPlans pp;
-      pp.partition = std::move(part);
-      survey_engines(g, pp, target);
-      if (pp.partition.nodes.size() > 1 && only_ref(pp) &&
-          (split_if_better(g, pp, split_anchor_from_epilogue(pp.partition), target, ps->parts) ||
-           split_if_better(g, pp, split_per_node(pp.partition), target, ps->parts)))
-        continue;
-      ps->parts.push_back(std::move(pp));
-    }
-    const RecordedWinners recorded = recorded_winners(*g.ir, target, modes);
-    for (auto& pp : ps->parts) {
-      order_candidates(pp, target, recorded, modes);
-      pp.built.assign(pp.candidates.size(), nullptr);
-    }
-    layout_intermediates(*ps, *g.ir);
+    std::shared_ptr<PlanSet> ps;
+    if (auto s = plan_partitions(g, make_target(g, *g.handle), modes, ps); !s.ok()) return s;
     g.plans = std::move(ps);
     g.stage = Stage::PLANS_CREATED;
     return {};
@@ -163,11 +201,10 @@ Status Graph::check_support(const Handle& handle) {
 }
 
 namespace {
-Status build_candidate(GraphImpl& g, const Handle& handle, PartitionPlans& pp, size_t i) {
+Status build_candidate(PartitionPlans& pp, size_t i, const Target& target) {
   if (pp.built[i]) return {};
   const Candidate& c = pp.candidates[i];
   std::unique_ptr<Plan> plan;
-  const Target target = make_target(g, handle);
   // An engine that throws (an allocation too large for this machine) fails this candidate only.
   const Status built = no_throw(ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, c.label(),
                                 [&] { return engine_by_id(c.engine_id)->build(pp.partition, target, c.knobs, plan); });
@@ -180,27 +217,62 @@ Status build_candidate(GraphImpl& g, const Handle& handle, PartitionPlans& pp, s
 }
 }  // namespace
 
+void build_candidates(PlanSet& ps, const Target& target, const std::vector<CandidateRef>& which,
+                      std::vector<Status>& status) {
+  status.assign(which.size(), Status{});
+  std::vector<size_t> together, alone;
+  for (size_t k = 0; k < which.size(); ++k) {
+    const Candidate& c = ps.parts[which[k].first].candidates[which[k].second];
+    (engine_by_id(c.engine_id)->builds_concurrently() ? together : alone).push_back(k);
+  }
+  auto build = [&](size_t k) { status[k] = build_candidate(ps.parts[which[k].first], which[k].second, target); };
+  // build_candidate throws nothing (no_throw); each task writes only its own slots.
+  run_concurrently(together.size(), [&](size_t j) { build(together[j]); });
+  for (size_t k : alone) build(k);
+}
+
+Status build_partitions(PlanSet& ps, const Target& target, BuildPlanPolicy policy) {
+  const size_t n = ps.parts.size();
+  std::vector<Status> last(n);
+  std::vector<bool> resolved(n, false);
+  std::vector<size_t> next(n, 0);  // HEURISTICS_CHOICE: the candidate each partition tries next
+  for (;;) {
+    std::vector<CandidateRef> which;
+    for (size_t p = 0; p < n; ++p) {
+      const size_t count = ps.parts[p].candidates.size();
+      if (resolved[p] || next[p] >= count) continue;
+      const size_t end = policy == BuildPlanPolicy::ALL ? count : next[p] + 1;
+      for (size_t i = next[p]; i < end; ++i) which.push_back({p, i});
+      next[p] = end;
+    }
+    if (which.empty()) break;
+    std::vector<Status> status;
+    build_candidates(ps, target, which, status);
+    // In candidate order per partition: the first that built is chosen, as a serial build chose.
+    for (size_t k = 0; k < which.size(); ++k) {
+      const auto [p, i] = which[k];
+      last[p] = status[k];
+      if (status[k].ok() && !resolved[p]) {
+        resolved[p] = true;
+        ps.parts[p].chosen = static_cast<int>(i);
+      }
+    }
+  }
+  for (size_t p = 0; p < n; ++p)
+    if (!resolved[p])
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, "no candidate of partition '" +
+                                                                   ps.parts[p].partition.pattern +
+                                                                   "' could be built; last error: " + last[p].to_string()};
+  return {};
+}
+
 Status Graph::build_plans(const Handle& handle, BuildPlanPolicy policy) {
   GraphImpl& g = *impl_;
   if (!handle.status().ok()) return handle.status();
   if (g.stage < Stage::SUPPORT_CHECKED) {
     if (auto s = check_support(handle); !s.ok()) return s;
   }
-  for (auto& pp : g.plans->parts) {
-    Status last;
-    bool any = false;
-    for (size_t i = 0; i < pp.candidates.size(); ++i) {
-      last = build_candidate(g, handle, pp, i);
-      if (last.ok() && !any) {
-        any = true;
-        pp.chosen = static_cast<int>(i);
-      }
-      if (any && policy == BuildPlanPolicy::HEURISTICS_CHOICE) break;
-    }
-    if (!any)
-      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-              "no candidate of partition '" + pp.partition.pattern + "' could be built; last error: " + last.to_string()};
-  }
+  if (auto s = build_partitions(*g.plans, make_target(g, handle), policy); !s.ok()) return s;
   g.stage = Stage::PLANS_BUILT;
   return {};
 }
@@ -213,8 +285,13 @@ Status Graph::build_plan_at_index(const Handle& handle, int64_t index) {
   if (index < 0 || index >= g.plans->plan_count())
     return {ErrorCode::INVALID_VALUE, "build_plan_at_index: index " + std::to_string(index) + " is outside [0, " +
                                           std::to_string(g.plans->plan_count()) + ")"};
-  for (auto& pp : g.plans->parts)
-    if (auto s = build_candidate(g, handle, pp, pp.index_for(index)); !s.ok()) return s;
+  const Target target = make_target(g, handle);
+  std::vector<CandidateRef> which;
+  for (size_t p = 0; p < g.plans->parts.size(); ++p) which.push_back({p, g.plans->parts[p].index_for(index)});
+  std::vector<Status> status;
+  build_candidates(*g.plans, target, which, status);
+  for (const Status& s : status)
+    if (!s.ok()) return s;
   if (g.stage < Stage::PLANS_BUILT) {
     for (auto& pp : g.plans->parts) pp.chosen = static_cast<int>(pp.index_for(index));
     g.stage = Stage::PLANS_BUILT;

@@ -113,12 +113,12 @@ TEST_F(AutotuneTest, FastestFirstHopelessGivenUpWinnerRecorded) {
   EXPECT_LT(pp.candidates[0].measured_s, pp.candidates[1].measured_s);
   std::string name;
   ASSERT_TRUE(g.get_plan_name_at_index(0, name).ok());
-  EXPECT_EQ(name, "ref[script=1]");
+  EXPECT_EQ(name, "ref[script=1] (reference, not for speed)");
 
   ASSERT_EQ(timings.size(), 3u);
   for (const auto& t : timings) {
     EXPECT_TRUE(t.error.empty());
-    if (t.label == "ref[script=2]") {
+    if (t.label == "ref[script=2] (reference, not for speed)") {
       EXPECT_TRUE(t.gave_up);  // 60 ms against ~3 ms: one timed run, not five
       EXPECT_EQ(t.runs, 1);
       EXPECT_EQ(t.rank, 2u);

@@ -209,6 +209,19 @@ TEST_F(CudaPointwise, ChainOfFiveOpsWithAmaxAndFp8Output) {
       *h_, opts());
 }
 
+TEST_F(CudaPointwise, AChainLongerThanOneKernelRunsAsThreeKernels) {
+  // 300 ops: more than kMaxPointwiseNodesOnGpu (128), so the planner cuts the chain into three
+  // runs (only this engine is allowed, and it rejects a longer partition), joined in the workspace.
+  expect_matches_ref(
+      [](dg::Graph& g) {
+        auto t = input(g, "X", {64, 256}, T::FLOAT);
+        auto b = input(g, "bias", {1, 256}, T::FLOAT);
+        for (int i = 0; i < 300; ++i) t = i % 2 == 0 ? pw(g, M::RELU_FWD, t) : pw(g, M::ADD, t, b);
+        t->set_output(true);
+      },
+      *h_, opts());
+}
+
 TEST_F(CudaPointwise, DynamicShapesServeEveryBatchFromOneKernel) {
   auto cache = std::make_shared<dg::KernelCache>();
   for (int64_t batch : {3, 17, 64}) {

@@ -47,6 +47,7 @@ class Emitter {
   const Layout& L_;
   std::map<int, Reg> regs_;
   std::ostringstream os_;
+  std::ostringstream decls_, lanes_;  // the pending run of wide APPLYs (flush_lanes)
 
   int inner() const { return L_.rank() - 1; }
 
@@ -114,6 +115,16 @@ class Emitter {
   }
 
   std::string width(bool wide) const { return wide ? "V" : "1"; }
+
+  // Consecutive wide APPLYs go into one loop over the V lanes (each reads only lane j of wide
+  // registers, or lane 0 of narrow ones, so the order across lanes is free): NVRTC compiled a
+  // 400-op chain written as 400 loops in 4.3 s and as one loop in 1.3 s, the same cubin size.
+  void flush_lanes() {
+    if (lanes_.tellp() == 0) return;
+    os_ << decls_.str() << "#pragma unroll\n    for (int j = 0; j < V; ++j) {\n" << lanes_.str() << "    }\n";
+    decls_.str("");
+    lanes_.str("");
+  }
 
   std::string stride(int k, int d) const {
     if (L_.dynamic) return "(Index)p.stride[" + std::to_string(k) + "][" + std::to_string(d) + "]";
@@ -203,16 +214,21 @@ class Emitter {
           }
           const DataType round = rounding_of(in);
           if (round != DataType::NOT_SET) e = "dg::round_to<" + dt(round) + ">(" + e + ")";
-          const std::string w = width(regs_[in.dst].wide);
-          os_ << "    float r" << in.dst << "[" << w << "];\n#pragma unroll\n    for (int j = 0; j < " << w
-              << "; ++j) r" << in.dst << "[j] = " << e << ";\n";
+          if (regs_[in.dst].wide) {
+            decls_ << "    float r" << in.dst << "[V];\n";
+            lanes_ << "      r" << in.dst << "[j] = " << e << ";\n";
+          } else {
+            flush_lanes();
+            os_ << "    float r" << in.dst << "[1];\n    r" << in.dst << "[0] = " << e << ";\n";
+          }
           break;
         }
-        case expr::InstrKind::STORE: emit_store(in); break;
-        case expr::InstrKind::REDUCE: emit_reduce(in, full_index); break;
+        case expr::InstrKind::STORE: flush_lanes(); emit_store(in); break;
+        case expr::InstrKind::REDUCE: flush_lanes(); emit_reduce(in, full_index); break;
         default: break;
       }
     }
+    flush_lanes();
     os_ << "    (void)p; (void)c; (void)l; (void)anchor; (void)red;\n  }\n";
     return true;
   }

@@ -43,6 +43,10 @@ class CompiledEngine : public Engine {
 
   Status check_knobs(const Knobs& k) const final { return schema_.validate(k); }
 
+  // Generating source, compiling it with NVRTC (thread-safe) through the process-wide kernel cache
+  // (locked) and loading the module (make_current on the building thread) share no state.
+  bool builds_concurrently() const final { return true; }
+
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const final {
     return make(p, t, k, nullptr, plan);
   }

@@ -12,6 +12,7 @@
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
 #include "runtime/cuda/context.hpp"
+#include "planning/build_limits.hpp"
 #include "planning/engine_instance.hpp"
 
 namespace dnngraph::cuda {
@@ -158,6 +159,10 @@ class PointwiseJitEngine final : public CompiledEngine<PointwiseKnobs> {
     if (!t.device().is_cuda() || !t.handle->cuda)
       return Support::no("runs on CUDA handles; this one is " + t.device().to_string());
     if (p.anchor >= 0) return Support::no("node '" + p.node(0).name + "': the partition has an anchor op; GEMM/conv engines fuse epilogues");
+    if (p.nodes.size() > kMaxPointwiseNodesOnGpu)
+      return Support::no("node '" + p.node(0).name + "': the partition has " + std::to_string(p.nodes.size()) +
+                         " nodes, more than the " + std::to_string(kMaxPointwiseNodesOnGpu) +
+                         " one kernel takes (NVRTC's compile time grows superlinearly; the planner splits longer runs)");
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       const ir::Node& n = p.node(i);
       if (!ir::is<PointwiseAttr>(n) && !ir::is<ReductionAttr>(n)) return Support::no(ir::describe(n) + " is not pointwise or a reduction");
