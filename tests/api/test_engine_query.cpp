@@ -143,7 +143,7 @@ TEST(EngineQuery, PlansFromEveryKernelCfgRunAndAgreeWithRef) {
   ASSERT_EQ(m.g.get_execution_plan_count(), 1 + static_cast<int64_t>(cfg.values.size()));
   std::string name;
   ASSERT_TRUE(m.g.get_plan_name_at_index(0, name).ok());
-  EXPECT_EQ(name, "ref");
+  EXPECT_EQ(name, "ref (reference, not for speed)");
   ASSERT_TRUE(m.g.get_plan_name_at_index(1, name).ok());
   EXPECT_EQ(name.rfind("cpu_gemm_packed[", 0), 0u) << name;
   ASSERT_TRUE(m.g.check_support(h).ok());

@@ -8,6 +8,8 @@ import pytest
 import dnngraph
 from conftest import assert_close, graph, rand
 
+REF = "ref (reference, not for speed)"  # the reference engine's plan name
+
 
 def conv_relu(cpu, rng):
     g = graph(cpu)
@@ -38,7 +40,7 @@ def test_every_kernel_cfg_of_every_engine_as_the_frontend_loops(cpu, rng):
     g.check_support()
     g.build_plans(dnngraph.build_plan_policy.ALL)
     names = [g.get_plan_name_at_index(i) for i in range(made)]
-    assert "ref" in names and any(n.startswith("cpu_conv") for n in names), names
+    assert REF in names and any(n.startswith("cpu_conv") for n in names), names
     results = []
     for i in range(made):
         y = np.full(Y.get_dim(), np.nan, np.float32)
@@ -46,7 +48,7 @@ def test_every_kernel_cfg_of_every_engine_as_the_frontend_loops(cpu, rng):
         g.execute_plan_at_index({X: x, W: w, Y: y}, ws, i)
         results.append(y)
     for name, y in zip(names, results):
-        assert_close(y, results[names.index("ref")], scale=20)
+        assert_close(y, results[names.index(REF)], scale=20)
 
 
 def test_knobs_by_name_and_their_errors(cpu, rng):
