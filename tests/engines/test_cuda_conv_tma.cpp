@@ -97,8 +97,8 @@ std::string knob_list(const std::vector<dg::Knobs>& ks, size_t n) {
   return s;
 }
 
-// On Hopper core 2 leads for 1x1 convolutions (64-wide tiles up to 64 output channels, else
-// 256-wide and ping-pong 128), with split-K where the tiles under-fill the SMs; it is absent for 3x3
+// On Hopper core 2 leads for 1x1 convolutions (64-wide tiles, ping-pong and cooperative, up to 64
+// output channels, else 256-wide and ping-pong 128), with split-K where the tiles under-fill the SMs; it is absent for 3x3
 // filters and off Hopper.
 TEST(CudaConvGemmView, GemmKnobsLeadForOneByOneOnHopper) {
   gemm_test::FakeHopper hopper;
@@ -109,8 +109,10 @@ TEST(CudaConvGemmView, GemmKnobsLeadForOneByOneOnHopper) {
   };
   auto rn50 = e.knob_space(partition_of(one_by_one({32, 256, 56, 56}, 64))->p(), hopper.target);
   ASSERT_GE(rn50.size(), 2u);
-  EXPECT_EQ(knob_list(rn50, 2), "core=2,stages=8,tile_m=128,tile_n=64; core=2,stages=6,tile_m=128,tile_n=64; ");
-  EXPECT_EQ(count(rn50, 2), 2);
+  EXPECT_EQ(knob_list(rn50, 3),
+            "core=2,pingpong=1,stages=8,tile_m=128,tile_n=64; core=2,stages=8,tile_m=128,tile_n=64; "
+            "core=2,stages=6,tile_m=128,tile_n=64; ");
+  EXPECT_EQ(count(rn50, 2), 3);
   auto wide = e.knob_space(partition_of(one_by_one({32, 64, 56, 56}, 256))->p(), hopper.target);
   EXPECT_EQ(count(wide, 2), 2);
   EXPECT_EQ(wide[0].at("core"), 2) << knob_list(wide, 3);
@@ -134,7 +136,7 @@ TEST(CudaConvGemmView, KernelsCompileWithNvrtc) {
   for (dg::DataType t : {BF, dg::DataType::FLOAT}) {
     const auto built = partition_of(one_by_one({2, 48, 9, 9}, 40), t);
     const dg::Partition& p = built->p();
-    for (Setting s : {Setting{64, 1, false}, {128, 1, true}, {256, 1, false}, {128, 2, false}}) {
+    for (Setting s : {Setting{64, 1, false}, {64, 1, true}, {128, 1, true}, {256, 1, false}, {128, 2, false}}) {
       std::string src, why;
       ASSERT_TRUE(cv::fprop_source_for_test(p, 2, 128, s.bn, 4, src, why, s.splits, s.pingpong)) << why;
       EXPECT_TRUE(gemm_test::instantiates(
@@ -232,8 +234,9 @@ TEST(CudaConvGemmView, OneByOneConvolutionsMatchRef) {
   DG_REQUIRE_CUDA(gpu);
   if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "core=2 needs sm_90a";
   std::mt19937 rng(131);
-  const std::vector<dg::Knobs> all{gemm_knobs(64, 8), gemm_knobs(64, 6), gemm_knobs(256, 4), gemm_knobs(128, 6, 1, 1),
-                                   gemm_knobs(128, 5, 2), gemm_knobs(128, 5, 4)};
+  const std::vector<dg::Knobs> all{gemm_knobs(64, 8),         gemm_knobs(64, 6),    gemm_knobs(64, 8, 1, 1),
+                                   gemm_knobs(256, 4),        gemm_knobs(128, 6, 1, 1), gemm_knobs(128, 5, 2),
+                                   gemm_knobs(128, 5, 4)};
   // C=40 (not a multiple of 64), 390 pixels (off the 128-pixel tile), 24 output channels.
   Case c = one_by_one({2, 40, 15, 13}, 24);
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), all, rng);
@@ -249,7 +252,9 @@ TEST(CudaConvGemmView, OneByOneConvolutionsMatchRef) {
   // TF32 (FLOAT inputs as K-major TF32 operands, 32-deep k steps).
   c = one_by_one({2, 36, 7, 9}, 40);
   run_knobs_vs_ref(*gpu, c, dg::DataType::FLOAT, dg::DataType::FLOAT, true, channels_last(c.x),
-                   {gemm_knobs(64, 8, 1, 0, 1), gemm_knobs(256, 4, 1, 0, 1), gemm_knobs(128, 6, 1, 1, 1)}, rng);
+                   {gemm_knobs(64, 8, 1, 0, 1), gemm_knobs(64, 8, 1, 1, 1), gemm_knobs(256, 4, 1, 0, 1),
+                    gemm_knobs(128, 6, 1, 1, 1)},
+                   rng);
 }
 
 // On Hopper the heuristics' first plan for the ResNet-50 1x1 layer's shape (scaled down) is core 2.
@@ -305,20 +310,25 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   struct Setting {
     int bn, splits;
-    bool pingpong;
+    bool pingpong, resident = false;
   };
   const Case two{{2, 48, 9, 9}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   const Case three{{1, 8, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
   for (dg::DataType t : {BF, dg::DataType::FLOAT})
     for (const Case& c : {two, three}) {
       const auto built = partition_of(c, t);
-      for (Setting s : {Setting{64, 1, false}, {128, 1, true}, {256, 1, false}, {128, 2, false}}) {
+      for (Setting s : {Setting{64, 1, false}, {64, 1, true}, {128, 1, true}, {256, 1, false}, {128, 2, false},
+                        {64, 1, false, true}, {64, 2, false, true}}) {
+        // Resident filters for the bf16 2D case only: 3D's 27 and TF32's 18 filter tiles leave no room.
+        if (s.resident && (c.x.size() == 5 || t != BF)) continue;
         std::string src, why;
-        ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, s.bn, 4, src, why, s.splits, s.pingpong)) << why;
+        ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, s.bn, 4, src, why, s.splits, s.pingpong, s.resident))
+            << why;
         EXPECT_TRUE(gemm_test::instantiates(
             src, "conv_fprop_im2col",
             {{"kDataType", t == BF ? "dg::DT_BFLOAT16" : "dg::DT_FLOAT"}, {"kTileN", std::to_string(s.bn)},
              {"kRank", c.x.size() == 5 ? "5" : "4"}, {"kPingpong", s.pingpong ? "true" : "false"},
+             {"kResidentB", s.resident ? "true" : "false"},
              {"kSplitK", s.splits > 1 ? "true" : "false"}}));
         ASSERT_NO_FATAL_FAILURE(
             expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "tile_n " + std::to_string(s.bn) + ": "));
@@ -326,10 +336,37 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
     }
 }
 
-dg::Knobs im2col_knobs(int64_t bn, int64_t stages, int64_t split_k = 1, int64_t pingpong = 0, int64_t tf32 = 0) {
+dg::Knobs im2col_knobs(int64_t bn, int64_t stages, int64_t split_k = 1, int64_t pingpong = 0, int64_t tf32 = 0,
+                       int64_t resident = 0) {
   dg::Knobs k = gemm_knobs(bn, stages, split_k, pingpong, tf32);
   k["core"] = 3;
+  if (resident) k["resident_b"] = 1;
   return k;
+}
+
+// Resident filters: in the knobs where every output channel fits one 64-wide tile column and the
+// filter tiles fit beside the stages; refused otherwise, with the rule.
+TEST(CudaConvIm2col, ResidentFiltersWhereTheyFit) {
+  gemm_test::FakeHopper hopper;
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  const auto resident = [&](const Case& c) {
+    std::string s;
+    for (const auto& k : e.knob_space(partition_of(c)->p(), hopper.target))
+      if (k.count("resident_b")) s += dg::knobs_to_string(k) + "; ";
+    return s;
+  };
+  const Case c64{{32, 64, 56, 56}, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  EXPECT_EQ(resident(c64), "core=3,resident_b=1,stages=6,tile_m=128,tile_n=64; ");
+  Case wide = c64, deep = c64;
+  wide.k = 96;
+  deep.x[1] = 256;  // 36 filter tiles of 8 KB
+  EXPECT_EQ(resident(wide), "");
+  EXPECT_EQ(resident(deep), "");
+  std::string src, why;
+  EXPECT_FALSE(cv::fprop_source_for_test(partition_of(deep)->p(), 3, 128, 64, 4, src, why, 1, false, true));
+  EXPECT_EQ(why, "the 36 filter tiles and 4 stages need 380928 bytes of shared memory, above 227 KB");
+  EXPECT_FALSE(cv::fprop_source_for_test(partition_of(wide)->p(), 3, 128, 64, 4, src, why, 1, false, true));
+  EXPECT_EQ(why, "96 output channels do not fit one tile column of 64");
 }
 
 // Every core=3 setting against ref on shapes that fit no tile, with padding, strides, dilation.
@@ -337,27 +374,34 @@ TEST(CudaConvIm2col, ConvolutionsMatchRef) {
   DG_REQUIRE_CUDA(gpu);
   if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "core=3 needs sm_90a";
   std::mt19937 rng(141);
-  const std::vector<dg::Knobs> all{im2col_knobs(64, 8),     im2col_knobs(256, 4),    im2col_knobs(128, 6, 1, 1),
-                                   im2col_knobs(128, 5),    im2col_knobs(128, 5, 3)};
+  const std::vector<dg::Knobs> all{im2col_knobs(64, 8),       im2col_knobs(64, 8, 1, 1), im2col_knobs(256, 4),
+                                   im2col_knobs(128, 6, 1, 1), im2col_knobs(128, 5),    im2col_knobs(128, 5, 3)};
+  // Resident filters (64 output channels at most, few taps x channel blocks).
+  const std::vector<dg::Knobs> resident{im2col_knobs(64, 6, 1, 0, 0, 1), im2col_knobs(64, 4, 1, 0, 0, 1),
+                                        im2col_knobs(128, 3, 2, 0, 0, 1)};
   // 3x3 pad 1, C=40 (one channel block, 24 zero-filled), K=24, 2 images of 15 x 13.
   Case c{{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), all, rng);
+  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), resident, rng);
   // C=136 (3 blocks), K=200, asymmetric padding, stride 2 along H, dilation 2 along W, + residual.
   c = {{2, 136, 17, 19}, 200, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};
   run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), all, rng);
   // N=1, 64 -> 64 (the ResNet-50 block's channels) at 32 x 32, fp16 in, fp32 out, padded pixel rows.
   c = {{1, 64, 32, 32}, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
-  run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::FLOAT, true, {32 * (32 * 72 + 8), 1, 32 * 72 + 8, 72},
-                   all, rng);
+  for (const auto* set : {&all, &resident})
+    run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::FLOAT, true, {32 * (32 * 72 + 8), 1, 32 * 72 + 8, 72},
+                     *set, rng);
   // 1D and 3D (rank 5), 5x1 and 3x3x3 windows.
   c = {{2, 16, 37}, 20, {5}, {2}, {1}, {2}, {1}};
-  run_knobs_vs_ref(*gpu, c, BF, dg::DataType::FLOAT, false, channels_last(c.x), {all[0], all[2]}, rng);
+  run_knobs_vs_ref(*gpu, c, BF, dg::DataType::FLOAT, false, channels_last(c.x), {all[0], all[3], resident[0]}, rng);
   c = {{1, 8, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
-  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), {all[0], all[3]}, rng);
+  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), {all[0], all[4]}, rng);
   // TF32: 32-channel blocks.
   c = {{2, 36, 11, 9}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, dg::DataType::FLOAT, dg::DataType::FLOAT, true, channels_last(c.x),
-                   {im2col_knobs(64, 8, 1, 0, 1), im2col_knobs(128, 6, 1, 1, 1), im2col_knobs(128, 5, 2, 0, 1)}, rng);
+                   {im2col_knobs(64, 8, 1, 0, 1), im2col_knobs(64, 8, 1, 1, 1), im2col_knobs(128, 6, 1, 1, 1),
+                    im2col_knobs(128, 5, 2, 0, 1), im2col_knobs(64, 6, 1, 0, 1, 1)},
+                   rng);
 }
 
 // The heuristics' first plan for a ResNet-50 3x3 layer's shape (scaled down) is core 3.

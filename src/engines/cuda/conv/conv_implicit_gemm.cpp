@@ -36,9 +36,14 @@ struct Config {
   int splits = 1;
   bool tf32 = false;  // FLOAT inputs as TF32 (core 0 rounds them, core 1's wgmma truncates them)
   bool pingpong = false;  // cores 2 and 3
+  bool resident_b = false;  // core 3: every k step's filter tile stays in shared memory
+  int resident_kt = 0;      // their count (the problem's k steps), set with resident_b
   int bk() const { return core ? (tf32 ? 32 : 64) : tf32 ? 16 : 32; }
   int threads() const { return core ? 384 : 128; }
   int smem_bytes() const {
+    // Resident filters: A stages, staging, barriers, then (1024-aligned) one filter tile per k step.
+    if (resident_b)
+      return 1024 + (stages * bm * 128 + 2 * 64 * 36 * 4 + 16 * stages + 8 + 1023) / 1024 * 1024 + resident_kt * bn * 128;
     if (core) return 1024 + stages * (bm + bn) * 128 + 2 * 64 * 36 * 4 + 16 * stages;
     return std::max(stages * (bm + bn) * 64, bm * (bn + 4) * 4);  // 64 bytes of k per tile row
   }
@@ -48,22 +53,23 @@ struct Config {
 struct ConvKnobs {
   int64_t core = 0;
   int64_t tile_m = 128, tile_n = 128, stages = 4;
-  int64_t split_k = 1, tf32 = 0, pingpong = 0;
+  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0;
 };
 
 Config config_of(const ConvKnobs& k) {
   return Config{static_cast<int>(k.core), static_cast<int>(k.tile_m), static_cast<int>(k.tile_n),
-                static_cast<int>(k.stages), static_cast<int>(k.split_k), k.tf32 == 1, k.pingpong == 1};
+                static_cast<int>(k.stages), static_cast<int>(k.split_k), k.tf32 == 1, k.pingpong == 1, k.resident_b == 1};
 }
 
 std::string conv_rules(const ConvKnobs& k) {
   if (k.split_k > 1 && k.core == 0) return "split_k above 1 runs on the wgmma cores (core=1, 2) only";
   if (k.core == 0 && k.tile_n == 256) return "the mma.sync core (core=0) takes tile_n 64 or 128";
   if (k.core > 0 && k.tile_m != 128) return "the wgmma cores (core=1, 2) take tile_m 128";
-  if (k.pingpong && (k.core < 2 || k.tile_n != 128 || k.split_k > 1))
-    return "pingpong=1 goes only with core=2 or 3, tile_n 128 and split_k 1";
+  if (k.pingpong && (k.core < 2 || k.tile_n == 256 || k.split_k > 1))
+    return "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1";
   if (k.core >= 2 && k.split_k > 1 && k.tile_n != 128) return "split_k above 1 on core=2 or 3 takes tile_n 128";
-  if (k.core > 0 && config_of(k).smem_bytes() > 227 * 1024)
+  if (k.resident_b && (k.core != 3 || k.pingpong)) return "resident_b=1 goes only with core=3 and pingpong 0";
+  if (k.core > 0 && !k.resident_b && config_of(k).smem_bytes() > 227 * 1024)
     return "the wgmma core's " + std::to_string(config_of(k).smem_bytes()) +
            " bytes of shared memory for these stages exceed 227 KB";
   return "";
@@ -76,7 +82,8 @@ const KnobSchema<ConvKnobs> kSchema{kEngineName,
                                      {"stages", &ConvKnobs::stages, 2, 8},
                                      {"split_k", &ConvKnobs::split_k, 1, 16, {}, false},
                                      {"tf32", &ConvKnobs::tf32, 0, 1, {}, false},
-                                     {"pingpong", &ConvKnobs::pingpong, 0, 1, {}, false}},
+                                     {"pingpong", &ConvKnobs::pingpong, 0, 1, {}, false},
+                                     {"resident_b", &ConvKnobs::resident_b, 0, 1, {}, false}},
                                     conv_rules};
 
 struct Pieces {
@@ -127,6 +134,7 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
               .tile(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
               .flag("kPingpong", c.pingpong)
               .value("kRank", conv::im2col_rank(pc.cp.params))
+              .flag("kResidentB", c.resident_b)
               .type("Epilogue", "dg_gen::Epilogue")
               .str()
        << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
@@ -149,6 +157,22 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
   }
   os << finalize_source(pc.epi.L);
   return os.str();
+}
+
+// Resident filters (core 3): every output channel in one tile column and every k step's filter
+// tile beside the stages in 227 KB; sets c.resident_kt.
+bool resident_fits(const ConvProblem& cp, Config& c, std::string& why) {
+  c.resident_kt = static_cast<int>(std::min<int64_t>(conv::im2col_ktiles(cp.params, c.bk()), 1 << 20));
+  if (cp.params.N > c.bn) {
+    why = std::to_string(cp.params.N) + " output channels do not fit one tile column of " + std::to_string(c.bn);
+    return false;
+  }
+  if (c.smem_bytes() > 227 * 1024) {
+    why = "the " + std::to_string(c.resident_kt) + " filter tiles and " + std::to_string(c.stages) + " stages need " +
+          std::to_string(c.smem_bytes()) + " bytes of shared memory, above 227 KB";
+    return false;
+  }
+  return true;
 }
 
 // The filters as a K-major [Kout][taps * C] matrix for TMA: boxes of one 128-byte k step (64
@@ -311,6 +335,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
   // multiprocessors and each split keeps at least 8 k steps (as cuda_gemm_wgmma_tma's).
   static void add_gemm_view(const ConvProblem& cp, const Target& t, int64_t bk, std::vector<ConvKnobs>& out) {
     if (cp.params.N <= 64) {
+      out.push_back({.core = 2, .tile_m = 128, .tile_n = 64, .stages = 8, .pingpong = 1});
       for (int st : {8, 6}) out.push_back({.core = 2, .tile_m = 128, .tile_n = 64, .stages = st});
     } else {
       out.push_back({.core = 2, .tile_m = 128, .tile_n = 256, .stages = 4});
@@ -326,6 +351,15 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
   // under-fill the multiprocessors and each split keeps at least 4 k steps (as core 1's).
   static void add_im2col(const ConvProblem& cp, const Target& t, int bk, std::vector<ConvKnobs>& out) {
     if (cp.params.N <= 64) {
+      // Filters resident where they fit beside 6 (or 4) stages: 3x3 x 64 channels is 9 tiles of 8 KB.
+      for (int st : {6, 4}) {
+        Config r = config_of({.core = 3, .tile_m = 128, .tile_n = 64, .stages = st, .resident_b = 1});
+        if (std::string why; resident_fits(cp, r, why)) {
+          out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = st, .resident_b = 1});
+          break;
+        }
+      }
+      out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 8, .pingpong = 1});
       for (int st : {8, 6}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = st});
     } else {
       out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = 4});
@@ -363,7 +397,9 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     // The wgmma core is bound by its activation gathers more than by the MMAs (measured: about the
     // same time per 64-deep k step whatever the tile width), so 64-wide tiles lose nothing.
     // Cores 2 and 3 have no gathering threads: the matmul's TMA core (cuda_gemm_wgmma_tma's 0.68-0.75).
-    const double eff = c.core >= 2   ? (c.bn == 128 && !c.pingpong ? 0.68 : 0.75)
+    // Resident filters (core 3) skip a third of the 64-wide tiles' loads.
+    const double eff = c.resident_b  ? 0.76
+                       : c.core >= 2 ? (c.bn == 128 && !c.pingpong ? 0.68 : c.bn == 64 && !c.pingpong ? 0.74 : 0.75)
                        : c.core == 1 ? (c.bn == 128 ? 0.60 : 0.62) * (c.stages >= 4 ? 1.0 : 0.97)
                                      : (c.bm * c.bn >= 128 * 128 ? 0.30 : c.bm * c.bn >= 128 * 64 ? 0.27 : 0.22) *
                                            (c.stages >= 4 ? 1.0 : 0.95);
@@ -377,7 +413,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
               std::unique_ptr<Plan>& plan) const override {
     ConvKnobs knobs;
     if (auto s = read_knobs(schema_, k, ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, knobs); !s.ok()) return s;
-    const Config c = config_of(knobs);
+    Config c = config_of(knobs);
     if (c.core > 0 && t.info().sm_version != 90)
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
               std::string(kEngineName) + ": core=" + std::to_string(c.core) + " (wgmma) needs sm_90a; the device is sm_" +
@@ -391,6 +427,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=2 runs a convolution as a plain GEMM, but " + why};
     if (std::string why; c.core == 3 && !conv::im2col_view(pc.cp, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=3 loads the activation by im2col TMA, but " + why};
+    if (std::string why; c.resident_b && !resident_fits(pc.cp, c, why))
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "resident_b=1: " + why};
     if (c.tf32 != (pc.cp.dtype == DataType::FLOAT)) {
       const ir::Tensor& x = p.tensor(pc.cp.x);
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
@@ -423,13 +461,15 @@ const Engine& conv_implicit_gemm_engine() { return engine_instance<ConvImplicitG
 // For the NVRTC compile test (no GPU): the kernel source of a conv_fprop partition.
 namespace conv {
 bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
-                           std::string& why, int splits, bool pingpong) {
+                           std::string& why, int splits, bool pingpong, bool resident) {
   Pieces pc;
   if (!describe_conv(p, pc.cp, why)) return false;
   if (!plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
   if (core == 2 && !gemm_view(pc.cp, pc.pixel_stride, why)) return false;
   if (core == 3 && !im2col_view(pc.cp, why)) return false;
-  src = source(pc, Config{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT, pingpong}, *p.graph);
+  Config c{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT, pingpong, resident};
+  if (resident && !resident_fits(pc.cp, c, why)) return false;
+  src = source(pc, c, *p.graph);
   return true;
 }
 }  // namespace conv
