@@ -335,8 +335,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
   // multiprocessors and each split keeps at least 8 k steps (as cuda_gemm_wgmma_tma's).
   static void add_gemm_view(const ConvProblem& cp, const Target& t, int64_t bk, std::vector<ConvKnobs>& out) {
     if (cp.params.N <= 64) {
+      for (int st : {6, 4, 8}) out.push_back({.core = 2, .tile_m = 128, .tile_n = 64, .stages = st});
       out.push_back({.core = 2, .tile_m = 128, .tile_n = 64, .stages = 8, .pingpong = 1});
-      for (int st : {8, 6}) out.push_back({.core = 2, .tile_m = 128, .tile_n = 64, .stages = st});
     } else {
       out.push_back({.core = 2, .tile_m = 128, .tile_n = 256, .stages = 4});
       out.push_back({.core = 2, .tile_m = 128, .tile_n = 128, .stages = 6, .pingpong = 1});
@@ -351,26 +351,33 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
   // under-fill the multiprocessors and each split keeps at least 4 k steps (as core 1's).
   static void add_im2col(const ConvProblem& cp, const Target& t, int bk, std::vector<ConvKnobs>& out) {
     if (cp.params.N <= 64) {
-      // Filters resident where they fit beside 6 (or 4) stages: 3x3 x 64 channels is 9 tiles of 8 KB.
-      for (int st : {6, 4}) {
-        Config r = config_of({.core = 3, .tile_m = 128, .tile_n = 64, .stages = st, .resident_b = 1});
-        if (std::string why; resident_fits(cp, r, why)) {
-          out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = st, .resident_b = 1});
-          break;
-        }
-      }
+      for (int st : {6, 4, 8}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = st});
       out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 8, .pingpong = 1});
-      for (int st : {8, 6}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = st});
+      // Filters resident where they fit beside 4 stages (3x3 x 64 channels: 9 tiles of 8 KB).
+      const ConvKnobs resident{.core = 3, .tile_m = 128, .tile_n = 64, .stages = 4, .tf32 = bk == 32, .resident_b = 1};
+      Config r = config_of(resident);
+      if (std::string why; resident_fits(cp, r, why)) out.push_back(resident);
     } else {
-      out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = 4});
-      out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 6, .pingpong = 1});
+      for (int st : {4, 3}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st});
       out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5});
+      out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 6, .pingpong = 1});
     }
     const int64_t tiles = ((cp.params.M + 127) / 128) * ((cp.params.N + 127) / 128);
     const int64_t kt = conv::im2col_ktiles(cp.params, bk);
     if (tiles < t.info().multiprocessors)
       for (int sk : {2, 3, 4, 6, 8})
         if (kt >= 4 * sk) out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk});
+  }
+
+  // Cores 2 and 3 have no gathering threads: the matmul's TMA core (cuda_gemm_wgmma_tma's 0.68-0.75),
+  // ordered as measured on an H200 (docs/perf.md, 2026-12-02): 64-wide tiles ran fastest with 6
+  // stages (8 stages, 128 x 64 ping-pong and resident filters 2-9% slower); on core 3 the
+  // cooperative 128-wide tiles led ping-pong ones (0.0182 against 0.0226 ms at C256 14x14).
+  static double tma_core_efficiency(const Config& c) {
+    if (c.bn == 64)
+      return c.resident_b ? 0.71 : c.pingpong ? 0.72 : c.stages == 6 ? 0.74 : c.stages == 4 ? 0.735 : 0.73;
+    if (c.bn == 128) return c.core == 3 ? (c.pingpong ? 0.69 : 0.70) : (c.pingpong ? 0.75 : 0.68);
+    return c.stages >= 4 ? 0.75 : 0.745;
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
@@ -397,9 +404,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     // The wgmma core is bound by its activation gathers more than by the MMAs (measured: about the
     // same time per 64-deep k step whatever the tile width), so 64-wide tiles lose nothing.
     // Cores 2 and 3 have no gathering threads: the matmul's TMA core (cuda_gemm_wgmma_tma's 0.68-0.75).
-    // Resident filters (core 3) skip a third of the 64-wide tiles' loads.
-    const double eff = c.resident_b  ? 0.76
-                       : c.core >= 2 ? (c.bn == 128 && !c.pingpong ? 0.68 : c.bn == 64 && !c.pingpong ? 0.74 : 0.75)
+    const double eff = c.core >= 2 ? tma_core_efficiency(c)
                        : c.core == 1 ? (c.bn == 128 ? 0.60 : 0.62) * (c.stages >= 4 ? 1.0 : 0.97)
                                      : (c.bm * c.bn >= 128 * 128 ? 0.30 : c.bm * c.bn >= 128 * 64 ? 0.27 : 0.22) *
                                            (c.stages >= 4 ? 1.0 : 0.95);
