@@ -62,9 +62,9 @@ Config config_of(const ConvKnobs& k) {
 }
 
 std::string conv_rules(const ConvKnobs& k) {
-  if (k.split_k > 1 && k.core == 0) return "split_k above 1 runs on the wgmma cores (core=1, 2) only";
+  if (k.split_k > 1 && k.core == 0) return "split_k above 1 runs on the wgmma cores (core=1..3) only";
   if (k.core == 0 && k.tile_n == 256) return "the mma.sync core (core=0) takes tile_n 64 or 128";
-  if (k.core > 0 && k.tile_m != 128) return "the wgmma cores (core=1, 2) take tile_m 128";
+  if (k.core > 0 && k.tile_m != 128) return "the wgmma cores (core=1..3) take tile_m 128";
   if (k.pingpong && (k.core < 2 || k.tile_n == 256 || k.split_k > 1))
     return "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1";
   if (k.core >= 2 && k.split_k > 1 && k.tile_n != 128) return "split_k above 1 on core=2 or 3 takes tile_n 128";
