@@ -162,7 +162,8 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
 // Resident filters (core 3): every output channel in one tile column and every k step's filter
 // tile beside the stages in 227 KB; sets c.resident_kt.
 bool resident_fits(const ConvProblem& cp, Config& c, std::string& why) {
-  c.resident_kt = static_cast<int>(std::min<int64_t>(conv::im2col_ktiles(cp.params, c.bk()), 1 << 20));
+  // Capped where the count alone already overflows 227 KB, so that smem_bytes() stays in int.
+  c.resident_kt = static_cast<int>(std::min<int64_t>(conv::im2col_ktiles(cp.params, c.bk()), 4096));
   if (cp.params.N > c.bn) {
     why = std::to_string(cp.params.N) + " output channels do not fit one tile column of " + std::to_string(c.bn);
     return false;
