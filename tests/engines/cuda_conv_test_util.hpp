@@ -2,6 +2,8 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,9 @@ namespace dg = dnngraph;
 using gemm_test::Dims;
 using gemm_test::HostTensor;
 using M = dg::PointwiseMode;
+using gemm_test::Expect;
+
+inline constexpr const char* kConvEngine = "cuda_conv_implicit_gemm";
 
 // Channels-last strides for [N, C, spatial...] (and KRSC for filters [K, C, spatial...]).
 using test_dims::channels_last;
@@ -112,6 +117,45 @@ inline Dims filter_dims(const Case& c) {
 template <typename Attr>
 Attr geometry(const Case& c) {
   return Attr().set_pre_padding(c.pre).set_post_padding(c.post).set_stride(c.stride).set_dilation(c.dil);
+}
+
+// The wgmma core (fprop on sm_90a) reads fp32 as TF32 by dropping the low 13 mantissa bits (no
+// rounding): a further ~1e-3 relative bias, as test_cuda_gemm.cpp's kTf32TruncTol allows.
+inline constexpr double kTf32TruncTol = 3e-3;
+
+// conv -> + bias -> ReLU (or conv alone; with `residual`: conv -> + bias -> + R -> ReLU, R an input
+// of the output's shape), stored channels-last in `out`; FLOAT inputs as TF32. `x_strides`: X's
+// strides where not channels-last.
+inline void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::mt19937& rng, int plans = 1,
+                     bool residual = false, const Dims& x_strides = {}) {
+  const Dims wd = filter_dims(c);
+  Dims bd(c.x.size(), 1);
+  bd[1] = c.k;
+  const Dims yd = out_dims(c);
+  HostTensor x = x_strides.empty() ? nhwc(c.x, t) : ref_test::make_tensor(c.x, x_strides, t);
+  HostTensor w = nhwc(wd, t), b = nhwc(bd, dg::DataType::FLOAT), r = nhwc(yd, dg::DataType::FLOAT);
+  gemm_test::fill_random(x, rng);
+  gemm_test::fill_random(w, rng);
+  gemm_test::fill_random(b, rng);
+  if (fused && residual) gemm_test::fill_random(r, rng);
+  int64_t taps = c.x[1];
+  for (int64_t f : c.filt) taps *= f;
+  std::vector<HostTensor> in{x, w};
+  if (fused) in.push_back(b);
+  if (fused && residual) in.push_back(r);
+  const bool tf32 = t == dg::DataType::FLOAT;
+  const double tol = out == dg::DataType::FLOAT ? (tf32 ? kTf32TruncTol : 2e-5) : 1.2e-2;
+  gemm_test::run_vs_ref(kConvEngine, in, {nhwc(yd, out)},
+                        [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
+                          set_fp32_compute(g);
+                          g.set_allow_tf32(tf32);
+                          auto y = g.conv_fprop(ts[0], ts[1], geometry<dg::ConvFpropAttr>(c));
+                          if (fused) y = g.bias(y, ts[2]);
+                          if (fused && residual) y = g.add(y, ts[3]);
+                          if (fused) y = g.pointwise(y, dg::PointwiseAttr().set_mode(M::RELU_FWD));
+                          return std::vector<dg::TensorPtr>{y};
+                        },
+                        {Expect{tol, std::sqrt(double(taps)) * (tf32 ? 1.0 : 0.1)}}, plans);
 }
 
 }  // namespace cuda_conv_test

@@ -21,7 +21,6 @@ using gemm_test::Expect;
 
 using namespace cuda_conv_test;  // Dims, HostTensor, M and the graph builders
 
-constexpr const char* kEngine = "cuda_conv_implicit_gemm";
 constexpr dg::DataType F = dg::DataType::FLOAT;  // the TF32 tests' inputs
 
 // The anchor partition's describe() result for a conv of these channel counts.
@@ -124,8 +123,9 @@ TEST(CudaConvImplicitGemm, Tf32WgmmaKernelsCompileWithNvrtc) {
   }
 }
 
-// Knobs for FLOAT inputs (the graph allows TF32): on sm_90 the wgmma core (core=1) comes first and
-// every knob set carries tf32=1, split-K counted in 32-deep k steps; elsewhere mma.sync only.
+// Knobs for FLOAT inputs (the graph allows TF32): on sm_90 the im2col TMA core (core=3) comes first,
+// then the gathering wgmma core (core=1), every knob set carries tf32=1, split-K counted in 32-deep
+// k steps; elsewhere mma.sync only.
 // 16-bit inputs get no tf32 knob.
 TEST(CudaConvImplicitGemm, Tf32WgmmaKnobsOnHopperOnlyForFloat) {
   dg::HandleImpl hopper, ampere;
@@ -148,15 +148,17 @@ TEST(CudaConvImplicitGemm, Tf32WgmmaKnobsOnHopperOnlyForFloat) {
     const bool tf32 = t == dg::DataType::FLOAT;
     const auto kh = e.knob_space(parts[0], th);
     ASSERT_FALSE(kh.empty());
-    EXPECT_EQ(kh[0].at("core"), 1) << dg::knobs_to_string(kh[0]);
-    int wgmma = 0, split8 = 0;
+    EXPECT_EQ(kh[0].at("core"), 3) << dg::knobs_to_string(kh[0]);
+    int wgmma = 0, im2col = 0, split8 = 0;
     for (const auto& k : kh) {
       EXPECT_EQ(k.count("tf32") ? k.at("tf32") : 0, tf32 ? 1 : 0) << dg::knobs_to_string(k);
       wgmma += k.at("core") == 1;
+      im2col += k.at("core") == 3;
       split8 += k.count("split_k") && k.at("split_k") == 8;
     }
     EXPECT_EQ(wgmma, 10);  // tile_n 128 x 2, 256 x 2, split_k 2, 3, 4, 5, 6, 8
-    EXPECT_EQ(split8, 1);
+    EXPECT_EQ(im2col, 9);  // tile_n 256 x 2, 128, 128 ping-pong, split_k 2, 3, 4, 6, 8
+    EXPECT_EQ(split8, 2);
     for (const auto& k : e.knob_space(parts[0], ta)) {
       EXPECT_EQ(k.at("core"), 0) << dg::knobs_to_string(k);
       EXPECT_EQ(k.count("tf32") ? k.at("tf32") : 0, tf32 ? 1 : 0) << dg::knobs_to_string(k);
@@ -201,42 +203,6 @@ TEST(CudaConvImplicitGemm, DgradKernelCompilesWithNvrtc) {
 // sum of uniform [-1, 1] products ~1.3e-4 sqrt(k) off (one sigma); 2e-3 relative with a sqrt(k)
 // floor leaves 15 sigma (as in test_cuda_gemm.cpp).
 constexpr double kTf32Tol = 2e-3;
-// The wgmma core (fprop on sm_90a) reads fp32 as TF32 by dropping the low 13 mantissa bits (no
-// rounding): a further ~1e-3 relative bias, as test_cuda_gemm.cpp's kTf32TruncTol allows.
-constexpr double kTf32TruncTol = 3e-3;
-
-// conv -> + bias -> ReLU (or conv alone; with `residual`: conv -> + bias -> + R -> ReLU, R an input
-// of the output's shape), stored channels-last in `out`; FLOAT inputs as TF32.
-void run_case(const Case& c, dg::DataType t, dg::DataType out, bool fused, std::mt19937& rng, int plans = 1,
-              bool residual = false) {
-  const Dims wd = filter_dims(c);
-  Dims bd(c.x.size(), 1);
-  bd[1] = c.k;
-  const Dims yd = out_dims(c);
-  HostTensor x = nhwc(c.x, t), w = nhwc(wd, t), b = nhwc(bd, dg::DataType::FLOAT), r = nhwc(yd, dg::DataType::FLOAT);
-  gemm_test::fill_random(x, rng);
-  gemm_test::fill_random(w, rng);
-  gemm_test::fill_random(b, rng);
-  if (fused && residual) gemm_test::fill_random(r, rng);
-  int64_t taps = c.x[1];
-  for (int64_t f : c.filt) taps *= f;
-  std::vector<HostTensor> in{x, w};
-  if (fused) in.push_back(b);
-  if (fused && residual) in.push_back(r);
-  const bool tf32 = t == dg::DataType::FLOAT;
-  const double tol = out == dg::DataType::FLOAT ? (tf32 ? kTf32TruncTol : 2e-5) : 1.2e-2;
-  gemm_test::run_vs_ref(kEngine, in, {nhwc(yd, out)},
-                        [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
-                          set_fp32_compute(g);
-                          g.set_allow_tf32(tf32);
-                          auto y = g.conv_fprop(ts[0], ts[1], geometry<dg::ConvFpropAttr>(c));
-                          if (fused) y = g.bias(y, ts[2]);
-                          if (fused && residual) y = g.add(y, ts[3]);
-                          if (fused) y = g.pointwise(y, dg::PointwiseAttr().set_mode(M::RELU_FWD));
-                          return std::vector<dg::TensorPtr>{y};
-                        },
-                        {Expect{tol, std::sqrt(double(taps)) * (tf32 ? 1.0 : 0.1)}}, plans);
-}
 
 // The window of a random 2D case: filters up to 3 x 3, padding, strides up to 2, a dilation along H.
 void random_window(std::mt19937& rng, Case& c) {
@@ -297,7 +263,7 @@ void run_dgrad(const Case& c, dg::DataType t, bool relu, std::mt19937& rng) {
   int64_t taps = c.k;
   for (int64_t f : c.filt) taps *= f;
   const bool tf32 = t == dg::DataType::FLOAT;
-  gemm_test::run_vs_ref(kEngine, {dy, w}, {nhwc(c.x, dg::DataType::FLOAT)},
+  gemm_test::run_vs_ref(kConvEngine, {dy, w}, {nhwc(c.x, dg::DataType::FLOAT)},
                         [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
                           set_fp32_compute(g);
                           g.set_allow_tf32(tf32);
@@ -356,7 +322,7 @@ void run_wgrad(const Case& c, dg::DataType t, std::mt19937& rng) {
   int64_t pixels = dyd[0];
   for (size_t i = 2; i < dyd.size(); ++i) pixels *= dyd[i];
   const bool tf32 = t == dg::DataType::FLOAT;
-  gemm_test::run_vs_ref(kEngine, {dy, x}, {nhwc(wd, dg::DataType::FLOAT)},
+  gemm_test::run_vs_ref(kConvEngine, {dy, x}, {nhwc(wd, dg::DataType::FLOAT)},
                         [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
                           set_fp32_compute(g);
                           g.set_allow_tf32(tf32);

@@ -144,7 +144,8 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
                  dg::ConvFpropAttr().set_padding({1, 1}))
         ->set_output(true)
         .set_stride(channels_last({2, 64, 7, 7}));
-    EXPECT_EQ(expect_space_accepted(e, g), (2u + 4u + 6u + 8u) + 8u);
+    // + core=3: 64-wide tiles with 6, 4 and 8 stages and ping-pong, 128-wide split-K 2, 3, 4, 6, 8
+    EXPECT_EQ(expect_space_accepted(e, g), (2u + 4u + 6u + 8u) + 8u + 9u);
   }
   {  // FLOAT as TF32
     dg::Graph g;
@@ -164,19 +165,23 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
     dx->set_dim({2, 16, 9, 9}).set_stride(channels_last({2, 16, 9, 9})).set_output(true);
     EXPECT_EQ(expect_space_accepted(e, g), 16u);
   }
-  expect_rejected(e, {{"tile_k", 32}}, "no knob 'tile_k' (its knobs: core, tile_m, tile_n, stages, split_k, tf32)");
-  expect_rejected(e, {{"core", 2}}, "knob core=2 is not in 0..1");
+  expect_rejected(e, {{"tile_k", 32}}, "no knob 'tile_k' (its knobs: core, tile_m, tile_n, stages, split_k, tf32, pingpong, resident_b)");
+  expect_rejected(e, {{"core", 4}}, "knob core=4 is not in 0..3");
   expect_rejected(e, {{"tile_n", 96}}, "knob tile_n=96 is not one of 64, 128, 256");
-  expect_rejected(e, {{"split_k", 2}}, "split_k above 1 runs on the wgmma core (core=1) only");
+  expect_rejected(e, {{"split_k", 2}}, "split_k above 1 runs on the wgmma cores (core=1..3) only");
   expect_rejected(e, {{"core", 0}, {"tile_n", 256}}, "the mma.sync core (core=0) takes tile_n 64 or 128");
-  expect_rejected(e, {{"core", 1}, {"tile_m", 64}}, "the wgmma core (core=1) takes tile_m 128");
+  expect_rejected(e, {{"core", 1}, {"tile_m", 64}}, "the wgmma cores (core=1..3) take tile_m 128");
   expect_rejected(e, {{"core", 1}, {"tile_n", 256}, {"stages", 5}}, "bytes of shared memory for these stages exceed 227 KB");
+  expect_rejected(e, {{"core", 2}, {"tile_n", 256}, {"pingpong", 1}},
+                  "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1");
+  expect_rejected(e, {{"core", 3}, {"tile_n", 256}, {"split_k", 2}}, "split_k above 1 on core=2 or 3 takes tile_n 128");
+  expect_rejected(e, {{"core", 2}, {"resident_b", 1}}, "resident_b=1 goes only with core=3 and pingpong 0");
   dg::Graph g;
   cuda_conv_test::add_conv_bias_relu(g, 64, 32);
   std::vector<dg::Partition> parts;
   ASSERT_TRUE(cuda_conv_test::anchored_partitions(g, parts));
   expect_build_rejects(e, parts.at(0), {{"stages", 1}}, dg::ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-                       "cuda_conv_implicit_gemm: knob stages=1 is not in 2..6");
+                       "cuda_conv_implicit_gemm: knob stages=1 is not in 2..8");
 }
 
 TEST(CudaKnobSchemas, ConvDepthwiseDirect) {

@@ -10,6 +10,8 @@ namespace {
 
 using EncodeTiled = CUresult (*)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*,
                                  const uint32_t*, int, int, int, int);
+using EncodeIm2col = CUresult (*)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const int*, const int*,
+                                  uint32_t, uint32_t, const uint32_t*, int, int, int, int);
 using FuncSetAttribute = CUresult (*)(CUfunction, int, int);
 
 constexpr int kTensorMapBf16 = 9, kTensorMapF16 = 6, kTensorMapF32 = 7;  // CUtensorMapDataType
@@ -18,6 +20,7 @@ constexpr int kAttrMaxDynamicSmem = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_
 
 struct Ext {
   EncodeTiled encode = nullptr;
+  EncodeIm2col encode_im2col = nullptr;
   FuncSetAttribute set_attribute = nullptr;
 };
 
@@ -31,6 +34,7 @@ const Ext& ext() {
     if (!lib) lib = dlopen("libcuda.so", RTLD_NOW | RTLD_NOLOAD);
     if (!lib) return;
     e.encode = reinterpret_cast<EncodeTiled>(dlsym(lib, "cuTensorMapEncodeTiled"));
+    e.encode_im2col = reinterpret_cast<EncodeIm2col>(dlsym(lib, "cuTensorMapEncodeIm2col"));
     e.set_attribute = reinterpret_cast<FuncSetAttribute>(dlsym(lib, "cuFuncSetAttribute"));
   });
   return e;
@@ -49,6 +53,21 @@ Status encode_tensor_map(const TensorMapSpec& spec, const void* base, TensorMap&
                             const_cast<void*>(base), spec.dims, spec.strides_bytes, spec.box, elem_strides, 0,
                             kSwizzle128, kL2Promotion256, 0),
                "cuTensorMapEncodeTiled");
+}
+
+Status encode_im2col_map(const Im2colMapSpec& spec, const void* base, TensorMap& out) {
+  if (!ext().encode_im2col)
+    return {ErrorCode::CUDA_API_FAILED, "cuTensorMapEncodeIm2col is not in the loaded CUDA driver (TMA needs CUDA 12+)"};
+  // Element strides: 1 along C and N, the traversal stride along each spatial dim.
+  uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+  for (int i = 0; i + 2 < spec.rank; ++i) elem_strides[1 + i] = spec.traversal[i];
+  const int type = spec.dtype == DataType::FLOAT  ? kTensorMapF32
+                   : spec.dtype == DataType::HALF ? kTensorMapF16
+                                                  : kTensorMapBf16;
+  return check(ext().encode_im2col(&out, type, static_cast<uint32_t>(spec.rank), const_cast<void*>(base), spec.dims,
+                                   spec.strides_bytes, spec.lower, spec.upper, spec.channels, spec.pixels, elem_strides,
+                                   0, kSwizzle128, kL2Promotion256, 0),
+               "cuTensorMapEncodeIm2col");
 }
 
 Status set_dynamic_smem(CUfunction f, int bytes, std::string_view kernel_name) {

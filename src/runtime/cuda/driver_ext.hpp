@@ -28,6 +28,21 @@ struct TensorMapSpec {
 };
 Status encode_tensor_map(const TensorMapSpec& spec, const void* base, TensorMap& out);
 
+// An im2col map (cuTensorMapEncodeIm2col) over an NHWC (NDHWC) activation of rank 3..5: dims
+// (C, W, [H, [D,]] N) and byte strides of dims 1.. innermost first; per spatial dim the bounding
+// box's lower and upper corners and the traversal stride; each load brings `pixels` pixels of
+// `channels` channels (one 128-byte row), 128-byte swizzle, out-of-bounds elements read as zero.
+struct Im2colMapSpec {
+  DataType dtype = DataType::BFLOAT16;  // or HALF, FLOAT
+  int rank = 4;
+  uint64_t dims[5] = {1, 1, 1, 1, 1};
+  uint64_t strides_bytes[4] = {0, 0, 0, 0};
+  int lower[3] = {0, 0, 0}, upper[3] = {0, 0, 0};
+  uint32_t traversal[3] = {1, 1, 1};
+  uint32_t channels = 64, pixels = 128;
+};
+Status encode_im2col_map(const Im2colMapSpec& spec, const void* base, TensorMap& out);
+
 // Lets f use `bytes` of dynamic shared memory (above the 48 KB default).
 Status set_dynamic_smem(CUfunction f, int bytes, std::string_view kernel_name);
 

@@ -9,6 +9,8 @@
 #include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
+#include "engines/cuda/conv/conv_gemm_view.hpp"
+#include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/driver_ext.hpp"
@@ -23,15 +25,25 @@ constexpr const char* kFpropKernel = "dg_conv_fprop";
 
 // core 0: mma.sync (any sm_80+), tiles bm x bn x 32 (tf32: x 16, the same bytes); core 1: wgmma +
 // TMA (sm_90a), 128 x bn x 64 (tf32: x 32, one 128-byte row either way), optionally split-K:
-// `splits` CTAs share a tile's k steps, the last one sums and runs the epilogue.
+// `splits` CTAs share a tile's k steps, the last one sums and runs the epilogue. Core 2: 1x1
+// convolutions as plain GEMMs (conv_gemm_view.hpp) on the matmul's wgmma kernel, both operands by
+// TMA, the same tiles and split-K, or ping-pong consumers with 128-wide tiles. Core 3: any other
+// fprop whose windows fit the im2col maps (conv_im2col_view.hpp): TMA im2col loads issued by one
+// producer thread (kernels/conv_im2col_tma.cuh), the same consumers as core 2.
 struct Config {
   int core = 0;
   int bm = 128, bn = 128, stages = 4;
   int splits = 1;
   bool tf32 = false;  // FLOAT inputs as TF32 (core 0 rounds them, core 1's wgmma truncates them)
+  bool pingpong = false;  // cores 2 and 3
+  bool resident_b = false;  // core 3: every k step's filter tile stays in shared memory
+  int resident_kt = 0;      // their count (the problem's k steps), set with resident_b
   int bk() const { return core ? (tf32 ? 32 : 64) : tf32 ? 16 : 32; }
   int threads() const { return core ? 384 : 128; }
   int smem_bytes() const {
+    // Resident filters: A stages, staging, barriers, then (1024-aligned) one filter tile per k step.
+    if (resident_b)
+      return 1024 + (stages * bm * 128 + 2 * 64 * 36 * 4 + 16 * stages + 8 + 1023) / 1024 * 1024 + resident_kt * bn * 128;
     if (core) return 1024 + stages * (bm + bn) * 128 + 2 * 64 * 36 * 4 + 16 * stages;
     return std::max(stages * (bm + bn) * 64, bm * (bn + 4) * 4);  // 64 bytes of k per tile row
   }
@@ -41,36 +53,43 @@ struct Config {
 struct ConvKnobs {
   int64_t core = 0;
   int64_t tile_m = 128, tile_n = 128, stages = 4;
-  int64_t split_k = 1, tf32 = 0;
+  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0;
 };
 
 Config config_of(const ConvKnobs& k) {
   return Config{static_cast<int>(k.core), static_cast<int>(k.tile_m), static_cast<int>(k.tile_n),
-                static_cast<int>(k.stages), static_cast<int>(k.split_k), k.tf32 == 1};
+                static_cast<int>(k.stages), static_cast<int>(k.split_k), k.tf32 == 1, k.pingpong == 1, k.resident_b == 1};
 }
 
 std::string conv_rules(const ConvKnobs& k) {
-  if (k.split_k > 1 && k.core != 1) return "split_k above 1 runs on the wgmma core (core=1) only";
+  if (k.split_k > 1 && k.core == 0) return "split_k above 1 runs on the wgmma cores (core=1..3) only";
   if (k.core == 0 && k.tile_n == 256) return "the mma.sync core (core=0) takes tile_n 64 or 128";
-  if (k.core == 1 && k.tile_m != 128) return "the wgmma core (core=1) takes tile_m 128";
-  if (k.core == 1 && config_of(k).smem_bytes() > 227 * 1024)
+  if (k.core > 0 && k.tile_m != 128) return "the wgmma cores (core=1..3) take tile_m 128";
+  if (k.pingpong && (k.core < 2 || k.tile_n == 256 || k.split_k > 1))
+    return "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1";
+  if (k.core >= 2 && k.split_k > 1 && k.tile_n != 128) return "split_k above 1 on core=2 or 3 takes tile_n 128";
+  if (k.resident_b && (k.core != 3 || k.pingpong)) return "resident_b=1 goes only with core=3 and pingpong 0";
+  if (k.core > 0 && !k.resident_b && config_of(k).smem_bytes() > 227 * 1024)
     return "the wgmma core's " + std::to_string(config_of(k).smem_bytes()) +
            " bytes of shared memory for these stages exceed 227 KB";
   return "";
 }
 
 const KnobSchema<ConvKnobs> kSchema{kEngineName,
-                                    {{"core", &ConvKnobs::core, 0, 1},
+                                    {{"core", &ConvKnobs::core, 0, 3},
                                      {"tile_m", &ConvKnobs::tile_m, 64, 128, {64, 128}},
                                      {"tile_n", &ConvKnobs::tile_n, 64, 256, {64, 128, 256}},
-                                     {"stages", &ConvKnobs::stages, 2, 6},
+                                     {"stages", &ConvKnobs::stages, 2, 8},
                                      {"split_k", &ConvKnobs::split_k, 1, 16, {}, false},
-                                     {"tf32", &ConvKnobs::tf32, 0, 1, {}, false}},
+                                     {"tf32", &ConvKnobs::tf32, 0, 1, {}, false},
+                                     {"pingpong", &ConvKnobs::pingpong, 0, 1, {}, false},
+                                     {"resident_b", &ConvKnobs::resident_b, 0, 1, {}, false}},
                                     conv_rules};
 
 struct Pieces {
   ConvProblem cp;
   EpiloguePlan epi;
+  int64_t pixel_stride = 0;  // core 2: the activation's row stride (conv_gemm_view.hpp)
 };
 
 Status prepare(const Partition& p, const Target& t, Pieces& out) {
@@ -95,7 +114,34 @@ std::string config_source(const Tile& t) {
 std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
   std::ostringstream os;
   os << "// Generated by dnngraph's cuda_conv_implicit_gemm engine.\n#include \"dg_math.cuh\"\n";
-  if (c.core == 1) {
+  if (c.core == 2) {  // the matmul's kernel: A = X as [pixels, C], B = W as [K, C], both K-major
+    os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(pc.epi, g) << "\n"
+       << KernelConfigSource()
+              .tile(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
+              .flag("kAKMajor", true)
+              .flag("kBKMajor", true)
+              .flag("kPingpong", c.pingpong)
+              .value("kCluster", 1)
+              .type("Epilogue", "dg_gen::Epilogue")
+              .str()
+       << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
+       << "(const dg::GemmParams g, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mx, "
+          "const __grid_constant__ dg::TmaDesc mw) {\n  dg::gemm_wgmma<"
+       << kKernelConfig << ">(g, p, &mx, &mw);\n}\n";
+  } else if (c.core == 3) {  // im2col TMA loads of X, a (C, taps, K) map of W
+    os << "#include \"conv_im2col_tma.cuh\"\n\n" << epilogue_source(pc.epi, g) << "\n"
+       << KernelConfigSource()
+              .tile(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
+              .flag("kPingpong", c.pingpong)
+              .value("kRank", conv::im2col_rank(pc.cp.params))
+              .flag("kResidentB", c.resident_b)
+              .type("Epilogue", "dg_gen::Epilogue")
+              .str()
+       << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
+       << "(const dg::ConvParams cp, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mx, "
+          "const __grid_constant__ dg::TmaDesc mw) {\n  dg::conv_fprop_im2col<"
+       << kKernelConfig << ">(cp, p, &mx, &mw);\n}\n";
+  } else if (c.core == 1) {
     os << "#include \"conv_wgmma.cuh\"\n\n" << epilogue_source(pc.epi, g) << "\n"
        << config_source(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
        << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
@@ -111,6 +157,23 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
   }
   os << finalize_source(pc.epi.L);
   return os.str();
+}
+
+// Resident filters (core 3): every output channel in one tile column and every k step's filter
+// tile beside the stages in 227 KB; sets c.resident_kt.
+bool resident_fits(const ConvProblem& cp, Config& c, std::string& why) {
+  // Capped where the count alone already overflows 227 KB, so that smem_bytes() stays in int.
+  c.resident_kt = static_cast<int>(std::min<int64_t>(conv::im2col_ktiles(cp.params, c.bk()), 4096));
+  if (cp.params.N > c.bn) {
+    why = std::to_string(cp.params.N) + " output channels do not fit one tile column of " + std::to_string(c.bn);
+    return false;
+  }
+  if (c.smem_bytes() > 227 * 1024) {
+    why = "the " + std::to_string(c.resident_kt) + " filter tiles and " + std::to_string(c.stages) + " stages need " +
+          std::to_string(c.smem_bytes()) + " bytes of shared memory, above 227 KB";
+    return false;
+  }
+  return true;
 }
 
 // The filters as a K-major [Kout][taps * C] matrix for TMA: boxes of one 128-byte k step (64
@@ -178,6 +241,8 @@ class ConvPlan final : public KernelPlan {
       char* counters = static_cast<char*>(cp.ws) + tiles * c_.splits * c_.bm * c_.bn * 4;
       if (auto s = fill32(h, counters, 0, static_cast<size_t>(tiles)); !s.ok()) return s;
     }
+    if (c_.core == 2) return launch_gemm_view(h, cp, pp);
+    if (c_.core == 3) return launch_im2col(h, cp, pp);
     if (c_.core == 1) {
       cuda::TensorMap mw;
       if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
@@ -198,6 +263,38 @@ class ConvPlan final : public KernelPlan {
   }
 
  private:
+  // Core 2: the matmul kernel over X as a [pixels, C] matrix (conv_gemm_view.hpp), then the finalize.
+  Status launch_gemm_view(HandleImpl& h, const conv::ConvParams& cp, codegen::PointwiseParams& pp) const {
+    gemm::GemmParams g = conv::gemm_view_params(cp, pc_.pixel_stride, c_.splits, cp.ws);
+    cuda::TensorMap mx, mw;
+    if (auto s = cuda::encode_tensor_map(conv::gemm_view_activation_map(pc_.cp, pc_.pixel_stride), cp.x, mx); !s.ok())
+      return s;
+    if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
+    void* kargs[] = {&g, &pp, &mx, &mw};
+    const int64_t units = int64_t{cp.tiles_m} * cp.tiles_n * c_.splits;
+    const auto grid = static_cast<unsigned>(std::min<int64_t>(units, h.cuda->multiprocessors));
+    if (auto s = cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs,
+                                 kFpropKernel);
+        !s.ok())
+      return s;
+    return run_finalize(h, pc_.epi.L, k_.finalize, pp);
+  }
+
+  // Core 3: the im2col TMA kernel (split-K units walk its (tap, channel block) k steps), then the finalize.
+  Status launch_im2col(HandleImpl& h, conv::ConvParams& cp, codegen::PointwiseParams& pp) const {
+    cuda::TensorMap mx, mw;
+    if (auto s = cuda::encode_im2col_map(conv::im2col_activation_map(pc_.cp, c_.bk()), cp.x, mx); !s.ok()) return s;
+    if (auto s = cuda::encode_tensor_map(conv::im2col_filter_map(pc_.cp, c_.bk(), c_.bn), cp.w, mw); !s.ok()) return s;
+    void* kargs[] = {&cp, &pp, &mx, &mw};
+    const int64_t units = int64_t{cp.tiles_m} * cp.tiles_n * c_.splits;
+    const auto grid = static_cast<unsigned>(std::min<int64_t>(units, h.cuda->multiprocessors));
+    if (auto s = cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs,
+                                 kFpropKernel);
+        !s.ok())
+      return s;
+    return run_finalize(h, pc_.epi.L, k_.finalize, pp);
+  }
+
   Pieces pc_;
   Config c_;
 };
@@ -214,6 +311,10 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     const bool dgrad = described && (cp.dgrad || cp.wgrad);
     // FLOAT inputs get here only where the graph allows TF32 (describe_conv): every knob set takes tf32=1.
     const int64_t tf32 = described && cp.dtype == DataType::FLOAT ? 1 : 0;
+    if (int64_t stride = 0; t.info().sm_version == 90 && described && conv::gemm_view(cp, stride, why))
+      add_gemm_view(cp, t, tf32 ? 32 : 64, settings);
+    else if (t.info().sm_version == 90 && described && conv::im2col_view(cp, why))
+      add_im2col(cp, t, tf32 ? 32 : 64, settings);
     if (t.info().sm_version == 90 && !dgrad) {
       if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
         for (int st : {6, 4}) settings.push_back({.core = 1, .tile_m = 128, .tile_n = 64, .stages = st});
@@ -230,6 +331,56 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     return ranked(p, t, settings);
   }
 
+  // Core 2 (1x1 convolutions as GEMMs): 64-wide tiles for 64 output channels or fewer, else
+  // 256-wide ones and 128-wide ping-pong; split-K where the 128 x 128 tiles under-fill the
+  // multiprocessors and each split keeps at least 8 k steps (as cuda_gemm_wgmma_tma's).
+  static void add_gemm_view(const ConvProblem& cp, const Target& t, int64_t bk, std::vector<ConvKnobs>& out) {
+    if (cp.params.N <= 64) {
+      for (int st : {6, 4, 8}) out.push_back({.core = 2, .tile_m = 128, .tile_n = 64, .stages = st});
+      out.push_back({.core = 2, .tile_m = 128, .tile_n = 64, .stages = 8, .pingpong = 1});
+    } else {
+      out.push_back({.core = 2, .tile_m = 128, .tile_n = 256, .stages = 4});
+      out.push_back({.core = 2, .tile_m = 128, .tile_n = 128, .stages = 6, .pingpong = 1});
+    }
+    const int64_t tiles = ((cp.params.M + 127) / 128) * ((cp.params.N + 127) / 128), kt = (cp.params.K + bk - 1) / bk;
+    if (tiles < t.info().multiprocessors)
+      for (int sk : {2, 4, 8})
+        if (kt >= 8 * sk) out.push_back({.core = 2, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk});
+  }
+
+  // Core 3 (im2col TMA): the same tile shapes as core 2; split-K where the 128 x 128 tiles
+  // under-fill the multiprocessors and each split keeps at least 4 k steps (as core 1's).
+  static void add_im2col(const ConvProblem& cp, const Target& t, int bk, std::vector<ConvKnobs>& out) {
+    if (cp.params.N <= 64) {
+      for (int st : {6, 4, 8}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = st});
+      out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 8, .pingpong = 1});
+      // Filters resident where they fit beside 4 stages (3x3 x 64 channels: 9 tiles of 8 KB).
+      const ConvKnobs resident{.core = 3, .tile_m = 128, .tile_n = 64, .stages = 4, .tf32 = bk == 32, .resident_b = 1};
+      Config r = config_of(resident);
+      if (std::string why; resident_fits(cp, r, why)) out.push_back(resident);
+    } else {
+      for (int st : {4, 3}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st});
+      out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5});
+      out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 6, .pingpong = 1});
+    }
+    const int64_t tiles = ((cp.params.M + 127) / 128) * ((cp.params.N + 127) / 128);
+    const int64_t kt = conv::im2col_ktiles(cp.params, bk);
+    if (tiles < t.info().multiprocessors)
+      for (int sk : {2, 3, 4, 6, 8})
+        if (kt >= 4 * sk) out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk});
+  }
+
+  // Cores 2 and 3 have no gathering threads: the matmul's TMA core (cuda_gemm_wgmma_tma's 0.68-0.75),
+  // ordered as measured on an H200 (docs/perf.md, 2026-12-02): 64-wide tiles ran fastest with 6
+  // stages (8 stages, 128 x 64 ping-pong and resident filters 2-9% slower); on core 3 the
+  // cooperative 128-wide tiles led ping-pong ones (0.0182 against 0.0226 ms at C256 14x14).
+  static double tma_core_efficiency(const Config& c) {
+    if (c.bn == 64)
+      return c.resident_b ? 0.71 : c.pingpong ? 0.72 : c.stages == 6 ? 0.74 : c.stages == 4 ? 0.735 : 0.73;
+    if (c.bn == 128) return c.core == 3 ? (c.pingpong ? 0.69 : 0.70) : (c.pingpong ? 0.75 : 0.68);
+    return c.stages >= 4 ? 0.75 : 0.745;
+  }
+
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     ConvKnobs knobs;
     if (!parse(k, knobs)) return 1e9;
@@ -243,7 +394,9 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       // last one reads them all back: measured on an H200 (2026-11-29) at ~6 k steps' time per unit.
       const int64_t tm = (cp.params.M + c.bm - 1) / c.bm, tn = (cp.params.N + c.bn - 1) / c.bn;
       const int64_t sms = std::max(1, t.info().multiprocessors);
-      const int64_t kt = (cp.params.K + c.bk() - 1) / c.bk(), units = tm * tn * c.splits;
+      // Core 3's k steps are (tap, channel block) pairs.
+      const int64_t kt = c.core == 3 ? conv::im2col_ktiles(cp.params, c.bk()) : (cp.params.K + c.bk() - 1) / c.bk();
+      const int64_t units = tm * tn * c.splits;
       padded = static_cast<double>(tm * c.bm * tn * c.bn) / static_cast<double>(cp.params.M * cp.params.N);
       const int64_t per_unit = (kt + c.splits - 1) / c.splits + 1 + (c.splits > 1 ? 6 : 0);
       padded *= static_cast<double>((units + sms - 1) / sms * sms * per_unit) / static_cast<double>(tm * tn * (kt + 1));
@@ -251,9 +404,11 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     }
     // The wgmma core is bound by its activation gathers more than by the MMAs (measured: about the
     // same time per 64-deep k step whatever the tile width), so 64-wide tiles lose nothing.
-    const double eff = c.core == 1 ? (c.bn == 128 ? 0.60 : 0.62) * (c.stages >= 4 ? 1.0 : 0.97)
-                                   : (c.bm * c.bn >= 128 * 128 ? 0.30 : c.bm * c.bn >= 128 * 64 ? 0.27 : 0.22) *
-                                         (c.stages >= 4 ? 1.0 : 0.95);
+    // Cores 2 and 3 have no gathering threads: the matmul's TMA core (cuda_gemm_wgmma_tma's 0.68-0.75).
+    const double eff = c.core >= 2 ? tma_core_efficiency(c)
+                       : c.core == 1 ? (c.bn == 128 ? 0.60 : 0.62) * (c.stages >= 4 ? 1.0 : 0.97)
+                                     : (c.bm * c.bn >= 128 * 128 ? 0.30 : c.bm * c.bn >= 128 * 64 ? 0.27 : 0.22) *
+                                           (c.stages >= 4 ? 1.0 : 0.95);
     // TF32's peak is half of bf16's (495 of 989 TFLOP/s dense on an H100/H200).
     return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), eff * (c.tf32 ? 0.5 : 1.0), 5e-6) +
            fixup;
@@ -264,12 +419,22 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
               std::unique_ptr<Plan>& plan) const override {
     ConvKnobs knobs;
     if (auto s = read_knobs(schema_, k, ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, knobs); !s.ok()) return s;
-    const Config c = config_of(knobs);
-    if (c.core == 1 && t.info().sm_version != 90)
+    Config c = config_of(knobs);
+    if (c.core > 0 && t.info().sm_version != 90)
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-              std::string(kEngineName) + ": core=1 (wgmma) needs sm_90a; the device is sm_" + std::to_string(t.info().sm_version)};
+              std::string(kEngineName) + ": core=" + std::to_string(c.core) + " (wgmma) needs sm_90a; the device is sm_" +
+                  std::to_string(t.info().sm_version)};
     Pieces pc;
     if (auto s = prepare(p, t, pc); !s.ok()) return s;
+    const std::string where = std::string(kEngineName) + ": node '" +
+                              p.graph->nodes[static_cast<size_t>(anchor_node(p))].name + "', tensor '" +
+                              p.tensor(pc.cp.x).name + "': ";
+    if (std::string why; c.core == 2 && !conv::gemm_view(pc.cp, pc.pixel_stride, why))
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=2 runs a convolution as a plain GEMM, but " + why};
+    if (std::string why; c.core == 3 && !conv::im2col_view(pc.cp, why))
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=3 loads the activation by im2col TMA, but " + why};
+    if (std::string why; c.resident_b && !resident_fits(pc.cp, c, why))
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "resident_b=1: " + why};
     if (c.tf32 != (pc.cp.dtype == DataType::FLOAT)) {
       const ir::Tensor& x = p.tensor(pc.cp.x);
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
@@ -277,9 +442,9 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
                   "', tensor '" + x.name + "': the tf32 knob is " + (c.tf32 ? "1" : "0") + " but the inputs are " +
                   std::string(to_string(x.dtype)) + " (tf32=1 goes with FLOAT inputs, and only with them)"};
     }
-    if (c.core == 1 && pc.cp.params.M + 128 >= (int64_t{1} << 31))
+    if (c.core > 0 && pc.cp.params.M + 128 >= (int64_t{1} << 31))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-              std::string(kEngineName) + ": core=1 indexes output pixels in 32 bits; this convolution has " +
+              std::string(kEngineName) + ": core=" + std::to_string(c.core) + " indexes output pixels in 32 bits; this convolution has " +
                   std::to_string(pc.cp.params.M) + " (use core=0)"};
     if (c.core == 1 && (pc.cp.dgrad || pc.cp.wgrad))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
@@ -302,11 +467,15 @@ const Engine& conv_implicit_gemm_engine() { return engine_instance<ConvImplicitG
 // For the NVRTC compile test (no GPU): the kernel source of a conv_fprop partition.
 namespace conv {
 bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
-                           std::string& why, int splits) {
+                           std::string& why, int splits, bool pingpong, bool resident) {
   Pieces pc;
   if (!describe_conv(p, pc.cp, why)) return false;
   if (!plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
-  src = source(pc, Config{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT}, *p.graph);
+  if (core == 2 && !gemm_view(pc.cp, pc.pixel_stride, why)) return false;
+  if (core == 3 && !im2col_view(pc.cp, why)) return false;
+  Config c{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT, pingpong, resident};
+  if (resident && !resident_fits(pc.cp, c, why)) return false;
+  src = source(pc, c, *p.graph);
   return true;
 }
 }  // namespace conv

@@ -258,7 +258,7 @@ struct ConsumerShape {
 };
 
 // A consumer warpgroup, cw = 0 or 1. Cooperative: rows cw*64 .. cw*64+63 of every tile. PINGPONG
-// (BN = 128): whole 128-row tiles, the CTA's even tiles to warpgroup 0 and odd ones to 1, so one
+// (BN = 128, or 64): whole 128-row tiles, the CTA's even tiles to warpgroup 0 and odd ones to 1, so one
 // warpgroup's epilogue overlaps the other's main loop (their main loops take turns through the
 // stage ring; a warpgroup finds its stages by counting the k steps of the tiles before its own).
 // PROXY_FENCE: the stage was written by cp.async (the generic proxy), so order those writes before
@@ -269,7 +269,8 @@ template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bo
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
-  static_assert(!PINGPONG || BN == 128, "ping-pong tiles are 128 x 128 (two m64n128 accumulators)");
+  // (The convolution engine's cores 2 and 3 also run 128 x 64 ping-pong tiles: two m64n64 accumulators.)
+  static_assert(!PINGPONG || BN == 128 || BN == 64, "ping-pong tiles are 128 x 128 or 128 x 64 (two m64 accumulators)");
   static_assert(!(PINGPONG && SPLIT), "split-K units have uneven k ranges; the ping-pong stage count assumes even ones");
   static_assert(CLUSTER == 1 || !(PINGPONG || SPLIT || PROXY_FENCE), "clusters of 2: cooperative whole tiles of TMA loads");
   constexpr int HALVES = PINGPONG ? 2 : 1;  // m64 row blocks per warpgroup and tile

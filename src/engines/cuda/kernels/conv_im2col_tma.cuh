@@ -1,0 +1,237 @@
+// Convolution forward as an implicit GEMM whose activation tiles come from TMA in im2col mode
+// (sm_90a): one thread of the producer warpgroup issues, per k step, one im2col load of 128 output
+// pixels x one 128-byte channel block of one filter tap (the copy engine computes the pixels'
+// addresses, wraps rows and images, and zero-fills the padding and channels past C) and one tiled
+// load of the filters' matching block; the consumer warpgroups and the epilogue are the matmul's
+// (gemm_wgmma.cuh's wgmma_consume), ping-pong and split-K included.
+//
+// The GEMM's k runs over (tap, channel block) pairs, taps outermost: k step kt is tap kt / CB,
+// channels (kt % CB) * BK .. + BK, CB = ceil(C / BK). The im2col map's coordinates are the tile's
+// first pixel's window origin (output coordinate x stride - padding, per spatial dim, and the
+// image), its offsets the tap's (filter coordinate x dilation); the filters are a (C, taps, K) map.
+#pragma once
+#include "conv_implicit_gemm.cuh"
+#include "gemm_wgmma.cuh"
+
+namespace dg {
+
+// 2D (rank 4: C, W, H, N) and 3D (rank 5: C, W, H, D, N) im2col loads; the offsets are 16-bit.
+__device__ __forceinline__ void tma_load_im2col_4d(u32 dst, const TmaDesc* map, u32 bar, int c, int w, int h, int n,
+                                                   int ow, int oh) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2], {%7, %8};\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(n), "h"((unsigned short)ow), "h"((unsigned short)oh)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_im2col_5d(u32 dst, const TmaDesc* map, u32 bar, int c, int w, int h, int d,
+                                                   int n, int ow, int oh, int od) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, "
+      "%7}], [%2], {%8, %9, %10};\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(d), "r"(n), "h"((unsigned short)ow), "h"((unsigned short)oh),
+      "h"((unsigned short)od)
+      : "memory");
+}
+
+template <bool C, class A, class B>
+struct Im2colSelect {
+  typedef A type;
+};
+template <class A, class B>
+struct Im2colSelect<false, A, B> {
+  typedef B type;
+};
+
+// RESIDENT (every output channel in one tile column, N <= BN): the filters' tiles of every k step
+// are loaded once per CTA and stay; the stage ring holds activation tiles only. Layout: the A
+// stages, the epilogue staging, the barriers (full[STAGES], empty[STAGES], then the filters'
+// one), then from B_BASE (1024-aligned) one BN x 128-byte filter tile per k step.
+template <int BN, int STAGES, int ES>
+struct Im2colResidentSmem {
+  typedef WgmmaSmem<BN, STAGES, ES> W;
+  static constexpr int BM = W::BM, BK = W::BK, K_STEPS = W::K_STEPS, EPI_COLS = W::EPI_COLS, EPI_LD = W::EPI_LD;
+  static constexpr int A_BYTES = W::A_BYTES, B_BYTES = W::B_BYTES, STAGE_BYTES = A_BYTES;
+  static constexpr int EPI = STAGES * A_BYTES;
+  static constexpr int BARRIERS = EPI + 2 * 64 * EPI_LD * 4;
+  static constexpr int FILTER_BAR = BARRIERS + 16 * STAGES;
+  static constexpr int B_BASE = (FILTER_BAR + 8 + 1023) / 1024 * 1024;
+};
+
+// k steps of the (tap, channel block) walk.
+template <int BK>
+__device__ __forceinline__ int im2col_ktiles(const ConvParams& P) {
+  return P.filt[0] * P.filt[1] * P.filt[2] * ((P.C + BK - 1) / BK);
+}
+
+// The producer's one thread: every load of every unit (tile, or with split-K one k range of a
+// tile) this CTA owns, in the consumers' order (split_unit, then tile_coords).
+template <int BN, int STAGES, int ES, int RANK, bool RESIDENT>
+__device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDesc* mx, const TmaDesc* mw, u32 base) {
+  typedef typename Im2colSelect<RESIDENT, Im2colResidentSmem<BN, STAGES, ES>, WgmmaSmem<BN, STAGES, ES>>::type S;
+  const int cb = (P.C + S::BK - 1) / S::BK, ktiles = im2col_ktiles<S::BK>(P);
+  const i64 units = (i64)P.tiles_m * P.tiles_n * P.splits;
+  if constexpr (RESIDENT) {  // every k step's filter tile, once
+    const u32 bar = base + Im2colResidentSmem<BN, STAGES, ES>::FILTER_BAR;
+    mbar_expect_tx(bar, (u32)ktiles * S::B_BYTES);
+    for (int kt = 0; kt < ktiles; ++kt)
+      tma_load_3d(base + Im2colResidentSmem<BN, STAGES, ES>::B_BASE + kt * S::B_BYTES, mw, bar, (kt % cb) * S::BK,
+                  kt / cb, 0);
+  }
+  int s = 0;
+  u32 phase = 0;
+  for (i64 unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    i64 tile, b;
+    int split, kb, ke, tm, tn;
+    split_unit(unit, P.splits, ktiles, tile, split, kb, ke);
+    tile_coords(tile, P.tiles_m, P.tiles_n, b, tm, tn);
+    // The tile's first pixel: its window's origin in the input and its image.
+    const int m = tm * S::BM;
+    const int q = m % P.out[2], r1 = m / P.out[2];
+    const int pp = r1 % P.out[1], r2 = r1 / P.out[1];
+    const int o = r2 % P.out[0], n = r2 / P.out[0];
+    const int w0 = q * P.stride[2] - P.pad[2], h0 = pp * P.stride[1] - P.pad[1], d0 = o * P.stride[0] - P.pad[0];
+    // The first k step's tap (s, r, t) and channel block, then advanced step by step.
+    int c = kb % cb, tap = kb / cb;
+    int fs = tap % P.filt[2], fr = (tap / P.filt[2]) % P.filt[1], ft = tap / (P.filt[2] * P.filt[1]);
+    for (int kt = kb; kt < ke; ++kt) {
+      const u32 full = base + S::BARRIERS + 8 * s, empty = full + 8 * STAGES;
+      mbar_wait(empty, phase ^ 1);
+      mbar_expect_tx(full, RESIDENT ? S::A_BYTES : S::A_BYTES + S::B_BYTES);
+      const u32 a_dst = base + s * S::STAGE_BYTES, b_dst = a_dst + S::A_BYTES;
+      if (RANK == 4)
+        tma_load_im2col_4d(a_dst, mx, full, c * S::BK, w0, h0, n, fs * P.dil[2], fr * P.dil[1]);
+      else
+        tma_load_im2col_5d(a_dst, mx, full, c * S::BK, w0, h0, d0, n, fs * P.dil[2], fr * P.dil[1], ft * P.dil[0]);
+      if (!RESIDENT) tma_load_3d(b_dst, mw, full, c * S::BK, (ft * P.filt[1] + fr) * P.filt[2] + fs, tn * BN);
+      if (++s == STAGES) {
+        s = 0;
+        phase ^= 1;
+      }
+      if (++c == cb) {
+        c = 0;
+        if (++fs == P.filt[2]) {
+          fs = 0;
+          if (++fr == P.filt[1]) {
+            fr = 0;
+            ++ft;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The consumers of RESIDENT tiles (cooperative: warpgroup cw takes rows cw * 64.. of every tile;
+// SPLIT as wgmma_consume's): wgmma_consume's main loop and epilogue with the filter tile of k step
+// kt at B_BASE + kt * B_BYTES, awaited once.
+template <int DT, int BN, int STAGES, bool SPLIT, class Ep>
+__device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, const PointwiseParams& p, u32 base, int cw,
+                                                        float* red) {
+  typedef Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES> S;
+  constexpr int REGS = BN / 2;
+  const int ktiles = im2col_ktiles<S::BK>(P);
+  const int lane = (int)threadIdx.x % 32, warp = ((int)threadIdx.x / 32) % 4;
+  const i64 tiles = (i64)P.tiles_m * P.tiles_n, units = tiles * P.splits;
+  int s = 0;
+  u32 phase = 0;
+  float acc[REGS];
+  mbar_wait(base + S::FILTER_BAR, 0);
+  for (i64 unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    i64 tile, b;
+    int split, kb, ke, tm, tn;
+    split_unit(unit, P.splits, ktiles, tile, split, kb, ke);
+    tile_coords(tile, P.tiles_m, P.tiles_n, b, tm, tn);
+    int prev = -1;
+    for (int kt = kb; kt < ke; ++kt) {
+      mbar_wait(base + S::BARRIERS + 8 * s, phase);
+      const u32 a_tile = base + s * S::STAGE_BYTES + cw * 8192, b_tile = base + S::B_BASE + kt * S::B_BYTES;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < S::K_STEPS; ++kk)
+        wgmma_tile<DT, BN, false, false>(acc, smem_desc(a_tile + 32 * kk, 16, 1024), smem_desc(b_tile + 32 * kk, 16, 1024),
+                                         (kt > kb || kk > 0) ? 1 : 0);
+      wgmma_commit();
+      wgmma_wait<1>();  // the previous k step's products are done: its stage can be refilled
+      if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
+      prev = s;
+      if (++s == STAGES) {
+        s = 0;
+        phase ^= 1;
+      }
+    }
+    wgmma_wait<0>();
+    if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
+    if (kb == ke) {
+#pragma unroll
+      for (int i = 0; i < REGS; ++i) acc[i] = 0.0f;
+    }
+    if constexpr (SPLIT)
+      if (!splitk_fixup<REGS>(acc, static_cast<float*>(P.ws), tiles, tile, split, P.splits, (int)threadIdx.x - 128))
+        continue;
+    typename Ep::Index c[Ep::kRank];
+#pragma unroll
+    for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+    float* stage = reinterpret_cast<float*>(smem_pointer(base)) + (S::EPI / 4) + cw * 64 * S::EPI_LD;
+    const int r = warp * 16 + (lane >> 2);
+#pragma unroll 1
+    for (int q = 0; q < BN / S::EPI_COLS; ++q) {
+      named_barrier_sync(1 + cw, 128);  // the previous chunk has been read
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        if ((j * 8) / S::EPI_COLS != q) continue;
+        const int col = (j * 8) % S::EPI_COLS + (lane & 3) * 2;
+        *reinterpret_cast<float2*>(stage + r * S::EPI_LD + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
+        *reinterpret_cast<float2*>(stage + (r + 8) * S::EPI_LD + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+      }
+      named_barrier_sync(1 + cw, 128);
+      epilogue_staged<Ep>(p, c, stage, S::EPI_LD, 64, S::EPI_COLS, (i64)tm * S::BM + cw * 64,
+                          (i64)tn * BN + q * S::EPI_COLS, P.M, P.N, P.epi_vec, red, (int)threadIdx.x % 128, 128);
+    }
+  }
+}
+
+// The generated kernel calls this with its configuration: kDataType, kTileN (tiles of 128 x
+// kTileN), kStages, kSplitK, kPingpong, kRank (4: 1D/2D, 5: 3D), kResidentB and the Epilogue.
+template <class Config>
+__device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const PointwiseParams& p, const TmaDesc* mx,
+                                                  const TmaDesc* mw) {
+  constexpr int DT = Config::kDataType, BN = Config::kTileN, STAGES = Config::kStages, RANK = Config::kRank;
+  constexpr bool SPLIT = Config::kSplitK, PINGPONG = Config::kPingpong, RESIDENT = Config::kResidentB;
+  static_assert(!(RESIDENT && PINGPONG), "resident filter tiles go with cooperative consumers");
+  typedef typename Config::Epilogue Ep;
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
+  const u32 base = swizzle_aligned_smem();
+  const int wg = (int)threadIdx.x / 128;
+  float red[Ep::kFull > 0 ? Ep::kFull : 1];
+  Ep::init_full(red);
+  if (threadIdx.x == 0) {
+    // full: the producer's expect_tx; empty: every consuming thread (ping-pong: one warpgroup's)
+    if constexpr (RESIDENT) {
+      init_stage_barriers<Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES>, STAGES>(base, 1, 256);
+      mbar_init(base + Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES>::FILTER_BAR, 1);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    } else {
+      init_stage_barriers<S, STAGES>(base, 1, PINGPONG ? 128 : 256);
+    }
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(mx) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(mw) : "memory");
+  }
+  __syncthreads();
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+    if (threadIdx.x == 0) im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT>(P, mx, mw, base);
+  } else if constexpr (RESIDENT) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+    im2col_consume_resident<DT, BN, STAGES, SPLIT, Ep>(P, p, base, wg - 1, red);
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+    const ConsumerShape sh{(i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n, im2col_ktiles<S::BK>(P), P.M, P.N,
+                           P.epi_vec, (const GemmParams*)0, P.splits, static_cast<float*>(P.ws)};
+    wgmma_consume<DT, BN, STAGES, true, true, false, PINGPONG, Ep, SPLIT, 1>(sh, p, base, smem_pointer(base), wg - 1,
+                                                                            red);
+  }
+  Ep::finish_full(p, red);
+}
+
+}  // namespace dg

@@ -1,0 +1,420 @@
+// cuda_conv_implicit_gemm's TMA paths: core=2, 1x1 convolutions as plain GEMMs over the NHWC
+// activation (conv_gemm_view.hpp, the matmul's wgmma kernel), and core=3, activation tiles by TMA
+// in im2col mode (conv_im2col_view.hpp, kernels/conv_im2col_tma.cuh). Which convolutions qualify
+// and why the others do not, the knobs on Hopper, NVRTC compiles (no GPU), and on a GPU every
+// setting against ref with NaN-poisoned outputs: odd channel counts, pixel counts off the tile,
+// N=1, padded strides, split-K, ping-pong, the residual epilogue, TF32, strides, dilation, 1D/3D.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engines/cuda/conv/conv_gemm_view.hpp"
+#include "engines/cuda/conv/conv_im2col_view.hpp"
+#include "engines/cuda/conv/conv_implicit_gemm.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
+#include "cuda_conv_test_util.hpp"
+#include "planning/knobs.hpp"
+#include "runtime/handle_impl.hpp"
+#include "runtime/memory.hpp"
+#include "test_cuda_util.hpp"
+
+namespace {
+
+namespace cv = dnngraph::cuda::conv;
+using namespace cuda_conv_test;
+constexpr dg::DataType BF = dg::DataType::BFLOAT16;
+
+// X (dims xd, strides xs) -> conv (case geometry) -> + bias -> ReLU, bf16 (or t), as a graph.
+void add_conv(dg::Graph& g, const Case& c, const Dims& xs, dg::DataType t = BF) {
+  set_types(g, t);
+  g.set_allow_tf32(true);
+  auto x = g.tensor(dg::TensorAttr().set_name("X").set_dim(c.x).set_stride(xs).set_data_type(t));
+  auto y = g.conv_fprop(x, declare(g, "W", filter_dims(c), t), geometry<dg::ConvFpropAttr>(c).set_name("conv"));
+  Dims bd(c.x.size(), 1);
+  bd[1] = c.k;
+  y = g.pointwise(g.bias(y, declare(g, "B", bd, t)), dg::PointwiseAttr().set_mode(M::RELU_FWD));
+  y->set_output(true).set_stride(channels_last(out_dims(c)));
+}
+
+Case one_by_one(Dims x, int64_t k) { return {std::move(x), k, {1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}}; }
+
+// gemm_view's answer for the case: "ok <pixel stride>" or its reason.
+std::string view_of(const Case& c, const Dims& xs) {
+  dg::Graph g;
+  add_conv(g, c, xs);
+  std::vector<dg::Partition> parts;
+  EXPECT_TRUE(anchored_partitions(g, parts));
+  if (parts.empty()) return "no partition";
+  cv::ConvProblem cp;
+  std::string why;
+  if (!cv::describe_conv(parts[0], cp, why)) return "describe: " + why;
+  int64_t stride = 0;
+  if (!cv::gemm_view(cp, stride, why)) return why;
+  return "ok " + std::to_string(stride);
+}
+
+TEST(CudaConvGemmView, OneByOneUnpaddedUnitStrideConvolutionsAreGemms) {
+  const Case c = one_by_one({2, 40, 5, 7}, 24);
+  EXPECT_EQ(view_of(c, channels_last(c.x)), "ok 40");
+  // Pixels 48 elements apart (channel padding): still one stride.
+  EXPECT_EQ(view_of(c, {5 * 7 * 48, 1, 7 * 48, 48}), "ok 48");
+  // Rows padded by 16 elements: pixel (h, 0) does not follow pixel (h - 1, 6).
+  EXPECT_EQ(view_of(c, {5 * (7 * 48 + 16), 1, 7 * 48 + 16, 48}),
+            "the activation's pixels are not at one stride (stride 352 where 336 would continue the rows)");
+  Case padded = c, strided = c, three = c;
+  padded.pre = {0, 1};
+  strided.stride = {2, 2};
+  three.filt = {3, 3};
+  three.pre = three.post = {1, 1};
+  for (const Case& k : {padded, strided, three})
+    EXPECT_EQ(view_of(k, channels_last(k.x)),
+              "the filter is not 1x1 with unit strides and no padding (it needs the im2col gather)");
+  // One image of one pixel: any stride.
+  EXPECT_EQ(view_of(one_by_one({1, 16, 1, 1}, 8), {64, 1, 64, 64}), "ok 16");
+}
+
+// The case's graph (channels-last X) and its anchor partition, for knob spaces and sources.
+struct Built {
+  dg::Graph g;
+  std::vector<dg::Partition> parts;
+  const dg::Partition& p() const { return parts.at(0); }
+};
+std::unique_ptr<Built> partition_of(const Case& c, dg::DataType t = BF) {
+  auto b = std::make_unique<Built>();
+  add_conv(b->g, c, channels_last(c.x), t);
+  EXPECT_TRUE(anchored_partitions(b->g, b->parts));
+  return b;
+}
+
+std::string knob_list(const std::vector<dg::Knobs>& ks, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < std::min(n, ks.size()); ++i) s += dg::knobs_to_string(ks[i]) + "; ";
+  return s;
+}
+
+// On Hopper core 2 leads for 1x1 convolutions (64-wide tiles, ping-pong and cooperative, up to 64
+// output channels, else 256-wide and ping-pong 128), with split-K where the tiles under-fill the SMs; it is absent for 3x3
+// filters and off Hopper.
+TEST(CudaConvGemmView, GemmKnobsLeadForOneByOneOnHopper) {
+  gemm_test::FakeHopper hopper;
+  gemm_test::FakeGpu ampere(80, 312e12, 2.0e12, 108);
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  const auto count = [](const std::vector<dg::Knobs>& ks, int64_t core) {
+    return std::count_if(ks.begin(), ks.end(), [&](const dg::Knobs& k) { return k.at("core") == core; });
+  };
+  auto rn50 = e.knob_space(partition_of(one_by_one({32, 256, 56, 56}, 64))->p(), hopper.target);
+  ASSERT_GE(rn50.size(), 2u);
+  EXPECT_EQ(knob_list(rn50, 4),
+            "core=2,stages=6,tile_m=128,tile_n=64; core=2,stages=4,tile_m=128,tile_n=64; "
+            "core=2,stages=8,tile_m=128,tile_n=64; core=2,pingpong=1,stages=8,tile_m=128,tile_n=64; ");
+  EXPECT_EQ(count(rn50, 2), 4);
+  auto wide = e.knob_space(partition_of(one_by_one({32, 64, 56, 56}, 256))->p(), hopper.target);
+  EXPECT_EQ(count(wide, 2), 2);
+  EXPECT_EQ(wide[0].at("core"), 2) << knob_list(wide, 3);
+  // 7x7 x 2048 -> 512: 52 tiles of 128 x 128, 32 k steps: split-K 2 and 4 as well.
+  auto deep = e.knob_space(partition_of(one_by_one({32, 2048, 7, 7}, 512))->p(), hopper.target);
+  EXPECT_EQ(count(deep, 2), 4) << knob_list(deep, 20);
+  EXPECT_EQ(deep[0].at("core"), 2) << knob_list(deep, 3);
+  Case three = one_by_one({32, 64, 56, 56}, 64);
+  three.filt = {3, 3};
+  three.pre = three.post = {1, 1};
+  EXPECT_EQ(count(e.knob_space(partition_of(three)->p(), hopper.target), 2), 0);
+  EXPECT_EQ(count(e.knob_space(partition_of(one_by_one({32, 256, 56, 56}, 64))->p(), ampere.target), 2), 0);
+}
+
+TEST(CudaConvGemmView, KernelsCompileWithNvrtc) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  struct Setting {
+    int bn, splits;
+    bool pingpong;
+  };
+  for (dg::DataType t : {BF, dg::DataType::FLOAT}) {
+    const auto built = partition_of(one_by_one({2, 48, 9, 9}, 40), t);
+    const dg::Partition& p = built->p();
+    for (Setting s : {Setting{64, 1, false}, {64, 1, true}, {128, 1, true}, {256, 1, false}, {128, 2, false}}) {
+      std::string src, why;
+      ASSERT_TRUE(cv::fprop_source_for_test(p, 2, 128, s.bn, 4, src, why, s.splits, s.pingpong)) << why;
+      EXPECT_TRUE(gemm_test::instantiates(
+          src, "gemm_wgmma",
+          {{"kDataType", t == BF ? "dg::DT_BFLOAT16" : "dg::DT_FLOAT"}, {"kTileN", std::to_string(s.bn)},
+           {"kAKMajor", "true"}, {"kBKMajor", "true"}, {"kPingpong", s.pingpong ? "true" : "false"},
+           {"kSplitK", s.splits > 1 ? "true" : "false"}}));
+      ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_gemm_view.cu", "sm_90a",
+                                              "tile_n " + std::to_string(s.bn) + ": "));
+    }
+  }
+  // A 3x3 convolution has no GEMM view: no source.
+  Case three = one_by_one({2, 48, 9, 9}, 40);
+  three.filt = {3, 3};
+  std::string src, why;
+  EXPECT_FALSE(cv::fprop_source_for_test(partition_of(three)->p(), 2, 128, 64, 4, src, why));
+  EXPECT_EQ(why, "the filter is not 1x1 with unit strides and no padding (it needs the im2col gather)");
+}
+
+// The case (conv -> + bias [-> + R] -> ReLU, X with strides `xs`, output type `out`) on ref, then
+// on the engine with each of `settings` (plans built straight from the knobs, whatever their rank),
+// outputs poisoned with NaN before each run.
+void run_knobs_vs_ref(dg::Handle& gpu, const Case& c, dg::DataType t, dg::DataType out, bool residual, const Dims& xs,
+                      const std::vector<dg::Knobs>& settings, std::mt19937& rng) {
+  Dims bd(c.x.size(), 1);
+  bd[1] = c.k;
+  std::vector<HostTensor> in{ref_test::make_tensor(c.x, xs, t), nhwc(filter_dims(c), t), nhwc(bd, dg::DataType::FLOAT)};
+  if (residual) in.push_back(nhwc(out_dims(c), dg::DataType::FLOAT));
+  for (auto& h : in) gemm_test::fill_random(h, rng);
+  const std::vector<HostTensor> outs{nhwc(out_dims(c), out)};
+  const bool tf32 = t == dg::DataType::FLOAT;
+  const auto build = [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
+    set_fp32_compute(g);
+    g.set_allow_tf32(tf32);
+    auto y = g.bias(g.conv_fprop(ts[0], ts[1], geometry<dg::ConvFpropAttr>(c)), ts[2]);
+    if (residual) y = g.add(y, ts[3]);
+    return std::vector<dg::TensorPtr>{g.pointwise(y, dg::PointwiseAttr().set_mode(M::RELU_FWD))};
+  };
+  std::vector<HostTensor> want, got;
+  ASSERT_TRUE(ref_test::run_build_on_ref(in, outs, build, want).ok());
+  dg::Graph g;
+  dg::VariantPack unused;
+  ref_test::declare_graph(g, in, outs, build, got, unused);
+  gemm_test::Lowered low;
+  ASSERT_TRUE(gemm_test::lower_graph(g, low));
+  ASSERT_EQ(low.parts.size(), 1u);
+  const dg::Partition& p = low.parts[0];
+  dg::HandleImpl& h = impl_of(gpu);
+  // Device buffers by IR tensor id: the inputs by their declared names (in0, in1, ...), the output.
+  std::vector<void*> ptrs(low.ir->tensors.size(), nullptr);
+  std::vector<dg::memory::Buffer> bufs;
+  bufs.reserve(p.inputs.size() + 1);
+  for (int id : p.inputs) {
+    const HostTensor& src = in.at(std::stoul(p.tensor(id).name.substr(2)));
+    bufs.emplace_back(h, src.bytes.size());
+    ASSERT_TRUE(dg::memory::copy_to_device(h, bufs.back().get(), src.bytes.data(), src.bytes.size()).ok());
+    ptrs[static_cast<size_t>(id)] = bufs.back().get();
+  }
+  ASSERT_EQ(p.outputs.size(), 1u);
+  bufs.emplace_back(h, got[0].bytes.size());
+  dg::memory::Buffer& y = bufs.back();
+  ptrs[static_cast<size_t>(p.outputs[0])] = y.get();
+  dg::Target target;
+  target.handle = &h;
+  target.dynamic_shapes = true;
+  int64_t taps = c.x[1];
+  for (int64_t f : c.filt) taps *= f;
+  const double tol = out == dg::DataType::FLOAT ? (tf32 ? kTf32TruncTol : 2e-5) : 1.2e-2;
+  for (const dg::Knobs& k : settings) {
+    SCOPED_TRACE(dg::knobs_to_string(k));
+    std::unique_ptr<dg::Plan> plan;
+    const dg::Status s = dg::cuda::conv_implicit_gemm_engine().build(p, target, k, plan);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    const HostTensor poison = outs[0];  // NaN in every slot
+    ASSERT_TRUE(dg::memory::copy_to_device(h, y.get(), poison.bytes.data(), poison.bytes.size()).ok());
+    dg::memory::Buffer ws(h, static_cast<size_t>(plan->workspace_size()) + 256);
+    ASSERT_TRUE(plan->execute({h, ptrs, ws.get()}).ok());
+    ASSERT_TRUE(dg::memory::synchronize(h).ok());
+    ASSERT_TRUE(dg::memory::copy_to_host(h, got[0].bytes.data(), y.get(), got[0].bytes.size()).ok());
+    ref_test::expect_near(got[0], [&](const Dims& ix) { return want[0].get(ix); }, tol,
+                          std::sqrt(double(taps)) * (tf32 ? 1.0 : 0.1));
+  }
+}
+
+dg::Knobs gemm_knobs(int64_t bn, int64_t stages, int64_t split_k = 1, int64_t pingpong = 0, int64_t tf32 = 0) {
+  dg::Knobs k{{"core", 2}, {"tile_m", 128}, {"tile_n", bn}, {"stages", stages}};
+  if (split_k > 1) k["split_k"] = split_k;
+  if (pingpong) k["pingpong"] = 1;
+  if (tf32) k["tf32"] = 1;
+  return k;
+}
+
+// Every core=2 setting against ref.
+TEST(CudaConvGemmView, OneByOneConvolutionsMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "core=2 needs sm_90a";
+  std::mt19937 rng(131);
+  const std::vector<dg::Knobs> all{gemm_knobs(64, 8),         gemm_knobs(64, 6),    gemm_knobs(64, 8, 1, 1),
+                                   gemm_knobs(256, 4),        gemm_knobs(128, 6, 1, 1), gemm_knobs(128, 5, 2),
+                                   gemm_knobs(128, 5, 4)};
+  // C=40 (not a multiple of 64), 390 pixels (off the 128-pixel tile), 24 output channels.
+  Case c = one_by_one({2, 40, 15, 13}, 24);
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), all, rng);
+  // N=1, 136 -> 200 channels, + bias + residual + ReLU.
+  c = one_by_one({1, 136, 9, 11}, 200);
+  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), all, rng);
+  // Pixels 48 elements apart for C=40, fp16 in, fp32 out; 1050 pixels: several tiles per CTA.
+  c = one_by_one({3, 40, 25, 14}, 64);
+  run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::FLOAT, true, {25 * 14 * 48, 1, 14 * 48, 48}, all, rng);
+  // 32 k steps of 64 on one tile: split-K 2 and 4 with their fix-up, and the plain tiles.
+  c = one_by_one({1, 2048, 5, 7}, 72);
+  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), all, rng);
+  // TF32 (FLOAT inputs as K-major TF32 operands, 32-deep k steps).
+  c = one_by_one({2, 36, 7, 9}, 40);
+  run_knobs_vs_ref(*gpu, c, dg::DataType::FLOAT, dg::DataType::FLOAT, true, channels_last(c.x),
+                   {gemm_knobs(64, 8, 1, 0, 1), gemm_knobs(64, 8, 1, 1, 1), gemm_knobs(256, 4, 1, 0, 1),
+                    gemm_knobs(128, 6, 1, 1, 1)},
+                   rng);
+}
+
+// On Hopper the heuristics' first plan for the ResNet-50 1x1 layer's shape (scaled down) is core 2.
+TEST(CudaConvGemmView, FirstPlanOfAOneByOneLayerMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(132);
+  run_case(one_by_one({4, 256, 28, 28}, 64), BF, BF, true, rng, 2);
+}
+
+// core=2 asked for a 3x3 convolution: the plan is refused with the node, the tensor and the rule.
+TEST(CudaConvGemmView, GemmCoreRefusesConvolutionsThatNeedTheGather) {
+  DG_REQUIRE_CUDA(gpu);
+  if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "core=2 needs sm_90a";
+  Case three = one_by_one({2, 48, 9, 9}, 40);
+  three.filt = {3, 3};
+  dg::Target t;
+  t.handle = &impl_of(*gpu);
+  std::unique_ptr<dg::Plan> plan;
+  const dg::Status s = dg::cuda::conv_implicit_gemm_engine().build(
+      partition_of(three)->p(), t, {{"core", 2}, {"tile_m", 128}, {"tile_n", 64}, {"stages", 4}}, plan);
+  EXPECT_EQ(s.code(), dg::ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED);
+  EXPECT_EQ(s.message(),
+            "cuda_conv_implicit_gemm: node 'conv', tensor 'X': core=2 runs a convolution as a plain GEMM, but the filter "
+            "is not 1x1 with unit strides and no padding (it needs the im2col gather)");
+}
+
+// The im2col maps' limits: corners and tap reach within the rank's range, traversal strides up to 8.
+TEST(CudaConvIm2col, WindowsWithinTheMapsLimitsQualify) {
+  const auto why_not = [](const Case& c) {
+    dg::Graph g;
+    add_conv(g, c, channels_last(c.x));
+    std::vector<dg::Partition> parts;
+    EXPECT_TRUE(anchored_partitions(g, parts));
+    cv::ConvProblem cp;
+    std::string why;
+    if (!cv::describe_conv(parts.at(0), cp, why)) return "describe: " + why;
+    return cv::im2col_view(cp, why) ? std::string("ok") : why;
+  };
+  Case c{{2, 40, 20, 20}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  EXPECT_EQ(why_not(c), "ok");
+  c.stride = {9, 1};
+  EXPECT_EQ(why_not(c), "the stride along H (9) exceeds the im2col traversal's 8");
+  c.stride = {1, 1};
+  c.x = {2, 40, 20, 200};
+  c.dil = {1, 70};  // reach 140: the last window origin is 139 before the last input pixel
+  EXPECT_EQ(why_not(c), "the im2col bounding box along W (corners -1, -139) is outside [-128, 127]");
+  // 3D (rank 5): corners within [-16, 15].
+  Case d{{1, 8, 6, 40, 7}, 12, {3, 3, 3}, {1, 20, 1}, {1, 20, 1}, {1, 1, 1}, {1, 1, 1}};
+  EXPECT_EQ(why_not(d), "the im2col bounding box along H (corners -20, 18) is outside [-16, 15]");
+}
+
+TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  struct Setting {
+    int bn, splits;
+    bool pingpong, resident = false;
+  };
+  const Case two{{2, 48, 9, 9}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  const Case three{{1, 8, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
+  for (dg::DataType t : {BF, dg::DataType::FLOAT})
+    for (const Case& c : {two, three}) {
+      const auto built = partition_of(c, t);
+      for (Setting s : {Setting{64, 1, false}, {64, 1, true}, {128, 1, true}, {256, 1, false}, {128, 2, false},
+                        {64, 1, false, true}, {64, 2, false, true}}) {
+        // Resident filters for the bf16 2D case only: 3D's 27 and TF32's 18 filter tiles leave no room.
+        if (s.resident && (c.x.size() == 5 || t != BF)) continue;
+        std::string src, why;
+        ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, s.bn, 4, src, why, s.splits, s.pingpong, s.resident))
+            << why;
+        EXPECT_TRUE(gemm_test::instantiates(
+            src, "conv_fprop_im2col",
+            {{"kDataType", t == BF ? "dg::DT_BFLOAT16" : "dg::DT_FLOAT"}, {"kTileN", std::to_string(s.bn)},
+             {"kRank", c.x.size() == 5 ? "5" : "4"}, {"kPingpong", s.pingpong ? "true" : "false"},
+             {"kResidentB", s.resident ? "true" : "false"},
+             {"kSplitK", s.splits > 1 ? "true" : "false"}}));
+        ASSERT_NO_FATAL_FAILURE(
+            expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "tile_n " + std::to_string(s.bn) + ": "));
+      }
+    }
+}
+
+dg::Knobs im2col_knobs(int64_t bn, int64_t stages, int64_t split_k = 1, int64_t pingpong = 0, int64_t tf32 = 0,
+                       int64_t resident = 0) {
+  dg::Knobs k = gemm_knobs(bn, stages, split_k, pingpong, tf32);
+  k["core"] = 3;
+  if (resident) k["resident_b"] = 1;
+  return k;
+}
+
+// Resident filters: in the knobs where every output channel fits one 64-wide tile column and the
+// filter tiles fit beside the stages; refused otherwise, with the rule.
+TEST(CudaConvIm2col, ResidentFiltersWhereTheyFit) {
+  gemm_test::FakeHopper hopper;
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  const auto resident = [&](const Case& c) {
+    std::string s;
+    for (const auto& k : e.knob_space(partition_of(c)->p(), hopper.target))
+      if (k.count("resident_b")) s += dg::knobs_to_string(k) + "; ";
+    return s;
+  };
+  const Case c64{{32, 64, 56, 56}, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  EXPECT_EQ(resident(c64), "core=3,resident_b=1,stages=4,tile_m=128,tile_n=64; ");
+  Case wide = c64, deep = c64;
+  wide.k = 96;
+  deep.x[1] = 256;  // 36 filter tiles of 8 KB
+  EXPECT_EQ(resident(wide), "");
+  EXPECT_EQ(resident(deep), "");
+  // FLOAT as TF32: 32-channel blocks, 18 filter tiles: too many beside 4 stages.
+  dg::Graph g;
+  std::vector<dg::Partition> parts;
+  add_conv(g, c64, channels_last(c64.x), dg::DataType::FLOAT);
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  for (const auto& k : e.knob_space(parts[0], hopper.target)) EXPECT_EQ(k.count("resident_b"), 0u) << dg::knobs_to_string(k);
+  std::string src, why;
+  EXPECT_FALSE(cv::fprop_source_for_test(partition_of(deep)->p(), 3, 128, 64, 4, src, why, 1, false, true));
+  EXPECT_EQ(why, "the 36 filter tiles and 4 stages need 380928 bytes of shared memory, above 227 KB");
+  EXPECT_FALSE(cv::fprop_source_for_test(partition_of(wide)->p(), 3, 128, 64, 4, src, why, 1, false, true));
+  EXPECT_EQ(why, "96 output channels do not fit one tile column of 64");
+}
+
+// Every core=3 setting against ref on shapes that fit no tile, with padding, strides, dilation.
+TEST(CudaConvIm2col, ConvolutionsMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "core=3 needs sm_90a";
+  std::mt19937 rng(141);
+  const std::vector<dg::Knobs> all{im2col_knobs(64, 8),       im2col_knobs(64, 8, 1, 1), im2col_knobs(256, 4),
+                                   im2col_knobs(128, 6, 1, 1), im2col_knobs(128, 5),    im2col_knobs(128, 5, 3)};
+  // Resident filters (64 output channels at most, few taps x channel blocks).
+  const std::vector<dg::Knobs> resident{im2col_knobs(64, 6, 1, 0, 0, 1), im2col_knobs(64, 4, 1, 0, 0, 1),
+                                        im2col_knobs(128, 3, 2, 0, 0, 1)};
+  // 3x3 pad 1, C=40 (one channel block, 24 zero-filled), K=24, 2 images of 15 x 13.
+  Case c{{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), all, rng);
+  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), resident, rng);
+  // C=136 (3 blocks), K=200, asymmetric padding, stride 2 along H, dilation 2 along W, + residual.
+  c = {{2, 136, 17, 19}, 200, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), all, rng);
+  // N=1, 64 -> 64 (the ResNet-50 block's channels) at 32 x 32, fp16 in, fp32 out, padded pixel rows.
+  c = {{1, 64, 32, 32}, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  for (const auto* set : {&all, &resident})
+    run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::FLOAT, true, {32 * (32 * 72 + 8), 1, 32 * 72 + 8, 72},
+                     *set, rng);
+  // 1D and 3D (rank 5), 5x1 and 3x3x3 windows.
+  c = {{2, 16, 37}, 20, {5}, {2}, {1}, {2}, {1}};
+  run_knobs_vs_ref(*gpu, c, BF, dg::DataType::FLOAT, false, channels_last(c.x), {all[0], all[3], resident[0]}, rng);
+  c = {{1, 8, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), {all[0], all[4]}, rng);
+  // TF32: 32-channel blocks.
+  c = {{2, 36, 11, 9}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  run_knobs_vs_ref(*gpu, c, dg::DataType::FLOAT, dg::DataType::FLOAT, true, channels_last(c.x),
+                   {im2col_knobs(64, 8, 1, 0, 1), im2col_knobs(64, 8, 1, 1, 1), im2col_knobs(128, 6, 1, 1, 1),
+                    im2col_knobs(128, 5, 2, 0, 1), im2col_knobs(64, 3, 1, 0, 1, 1)},
+                   rng);
+}
+
+// The heuristics' first plan for a ResNet-50 3x3 layer's shape (scaled down) is core 3.
+TEST(CudaConvIm2col, FirstPlanOfALayerMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(142);
+  run_case({{4, 64, 28, 28}, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, BF, BF, true, rng, 2);
+}
+
+}  // namespace
