@@ -36,7 +36,7 @@ SizeClass size_class_of(double ideal_seconds);
 std::string calibration_device(const DeviceInfo& info);
 
 // One measured ratio: on `device`, `engine`'s first candidate took `factor` times its estimate
-// (the median over `samples` workloads of this class).
+// (the largest over `samples` workloads of this class: bench/calibrate.py says why).
 struct CalibrationEntry {
   const char* device;
   const char* engine;
