@@ -3,8 +3,13 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
+#include "core/hash.hpp"
 #include "fusion/patterns.hpp"
+#include "graph/json_attr.hpp"
 
 namespace dnngraph {
 
@@ -33,6 +38,31 @@ void finish_partition(Partition& p) {
   }
   p.inputs.assign(inputs.begin(), inputs.end());
   p.outputs.assign(outputs.begin(), outputs.end());
+}
+
+uint64_t structural_fingerprint(const Partition& p) {
+  std::unordered_map<int, int> local;  // tensor id -> its number in order of first use
+  nlohmann::json tensors = nlohmann::json::array(), nodes = nlohmann::json::array();
+  auto number = [&](int id) {
+    if (id < 0) return -1;
+    auto [it, added] = local.emplace(id, static_cast<int>(local.size()));
+    if (added) {
+      const ir::Tensor& t = p.tensor(id);
+      tensors.push_back({static_cast<int>(t.dtype), t.dims, t.strides, t.is_virtual, p.is_internal(id),
+                         t.is_pass_by_value, t.has_value ? t.value : 0.0});
+    }
+    return it->second;
+  };
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const ir::Node& n = p.node(i);
+    std::vector<int> in, out;
+    for (int t : n.inputs) in.push_back(number(t));
+    for (int t : n.outputs) out.push_back(number(t));
+    nodes.push_back({attr_to_json(n.attr), static_cast<int>(n.compute_type), in, out,
+                     p.anchor == p.nodes[i]});
+  }
+  nlohmann::json j = {tensors, nodes, p.pattern, p.graph->allow_tf32, p.graph->dynamic_shapes};
+  return hash64(j.dump());
 }
 
 namespace {

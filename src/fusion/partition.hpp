@@ -32,5 +32,11 @@ std::vector<Partition> split_anchor_from_epilogue(const Partition& p);
 std::vector<Partition> split_per_node(const Partition& p);
 // Computes inputs/outputs of a partition from its node list.
 void finish_partition(Partition& p);
+// A hash of what the partition computes, whatever its place in the graph: its nodes' ops, attrs
+// and compute types, its tensors' types, dims, strides, baked values and whether they are
+// internal, and how they connect (tensors numbered in order of first use), plus the graph's TF32
+// switch; not ids, uids or names. Partitions with equal fingerprints are the same problem: an
+// engine may reuse what it worked out for one (cuDNN's heuristics, say) for the other.
+uint64_t structural_fingerprint(const Partition& p);
 
 }  // namespace dnngraph

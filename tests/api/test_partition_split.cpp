@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/partitions.hpp"
 #include "common/random_data.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "graph/graph_impl.hpp"
@@ -104,3 +105,32 @@ TEST_F(PartitionSplit, RefOnlyGraphIsNotSplit) {
 }
 
 }  // namespace
+
+// Partitions that compute the same thing at different places of a graph share a structural
+// fingerprint; a different shape, stride, attribute or op does not.
+TEST(StructuralFingerprint, EqualForTheSameProblemAnywhereInTheGraph) {
+  auto block = [](dg::Graph& g, dg::TensorPtr x, int64_t k, int64_t pad, bool gelu) {
+    auto w = g.tensor(dg::TensorAttr().set_dim({k, 8, 3, 3}).set_stride({72, 1, 24, 8}));
+    auto y = g.conv_fprop(x, w, dg::ConvFpropAttr().set_padding({pad, pad}).set_stride({1, 1}).set_dilation({1, 1}));
+    return gelu ? g.gelu(y) : g.relu(y);
+  };
+  test_partitions::Parts parts;
+  test_partitions::partition_on_cpu(
+      [&](dg::Graph& g) {
+        g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+        auto x = [&] { return g.tensor(dg::TensorAttr().set_dim({2, 8, 10, 10}).set_stride({800, 1, 80, 8})); };
+        block(g, x(), 8, 1, false)->set_output(true);   // 0
+        block(g, x(), 8, 1, false)->set_output(true);   // 1: the same problem, other tensors
+        block(g, x(), 16, 1, false)->set_output(true);  // 2: more filters
+        block(g, x(), 8, 0, false)->set_output(true);   // 3: no padding
+        block(g, x(), 8, 1, true)->set_output(true);    // 4: GELU
+        auto t = g.tensor(dg::TensorAttr().set_dim({2, 8, 10, 10}).set_stride({800, 100, 10, 1}));
+        block(g, t, 8, 1, false)->set_output(true);     // 5: NCHW input
+      },
+      parts);
+  ASSERT_EQ(parts.parts.size(), 6u);
+  std::vector<uint64_t> f;
+  for (const auto& p : parts.parts) f.push_back(dg::structural_fingerprint(p));
+  EXPECT_EQ(f[0], f[1]);
+  for (size_t i = 2; i < f.size(); ++i) EXPECT_NE(f[0], f[i]) << "partition " << i;
+}
