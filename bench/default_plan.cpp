@@ -144,6 +144,22 @@ struct Timed {
   std::string label;
 };
 
+// ROW line: mode A's plan, the best of the list, and the best of each kind (own, cudnn, cublaslt).
+void print_row(const std::string& name, const Timed& mode_a, const Timed& overall, const std::map<std::string, Timed>& best) {
+  auto ms_of = [&](const char* key) {
+    auto it = best.find(key);
+    return it == best.end() ? std::string("-") : std::to_string(it->second.ms);
+  };
+  auto label_of = [&](const char* key) {
+    auto it = best.find(key);
+    return it == best.end() ? std::string("-") : it->second.label;
+  };
+  std::printf("ROW %s mode_a %.5f %.3f best %.5f own %s cudnn %s cublaslt %s | mode_a=%s best=%s own=%s cudnn=%s cublaslt=%s\n",
+              name.c_str(), mode_a.ms, mode_a.ms / overall.ms, overall.ms, ms_of("own").c_str(), ms_of("cudnn").c_str(),
+              ms_of("cublaslt").c_str(), mode_a.label.c_str(), overall.label.c_str(), label_of("own").c_str(),
+              label_of("cudnn").c_str(), label_of("cublaslt").c_str());
+}
+
 void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack) {
   dg::HandleImpl& h = impl_of(handle);
   g.set_kernel_cache(kernel_cache());
@@ -199,18 +215,7 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
     if (ms < b.ms) b = {ms, label};
   }
   if (g_opt.build_only || mode_a.ms > 1e29) return;
-  auto ms_of = [&](const char* key) {
-    auto it = best.find(key);
-    return it == best.end() ? std::string("-") : std::to_string(it->second.ms);
-  };
-  auto label_of = [&](const char* key) {
-    auto it = best.find(key);
-    return it == best.end() ? std::string("-") : it->second.label;
-  };
-  std::printf("ROW %s mode_a %.5f %.3f best %.5f own %s cudnn %s cublaslt %s | mode_a=%s best=%s own=%s cudnn=%s cublaslt=%s\n",
-              name.c_str(), mode_a.ms, mode_a.ms / overall.ms, overall.ms, ms_of("own").c_str(), ms_of("cudnn").c_str(),
-              ms_of("cublaslt").c_str(), mode_a.label.c_str(), overall.label.c_str(), label_of("own").c_str(),
-              label_of("cudnn").c_str(), label_of("cublaslt").c_str());
+  print_row(name, mode_a, overall, best);
   std::fflush(stdout);
 }
 
