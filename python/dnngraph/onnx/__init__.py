@@ -1,0 +1,24 @@
+"""ONNX models on dnngraph: ``dnngraph.onnx.load(path or ModelProto)`` returns a session whose
+``run(output_names, {input_name: array})`` behaves like onnxruntime's ``InferenceSession.run``
+(NumPy or any DLPack array in, NumPy arrays out, on the CPU).
+
+Every node the importer cannot lower is reported by name, op and reason before anything runs:
+``load`` raises UnsupportedModelError with the full list, or, with ``fallback="numpy"``, runs
+the nodes it has a NumPy evaluator for between dnngraph graphs. docs/onnx.md has the op list."""
+from ._session import InferenceSession, UnsupportedModelError, TRANSLATORS
+
+SUPPORTED_OPS = tuple(sorted(TRANSLATORS))
+
+
+def load(model, handle=None, fallback="error", input_shapes=None, fold_batchnorm=True, channels_last=True):
+    """A session for `model` (a path or an onnx.ModelProto). handle: a CPU dnngraph handle (the
+    CPU one when None). fallback: "error" (raise for any node dnngraph cannot run) or "numpy".
+    input_shapes: {input name: dims} fixing the inputs' symbolic dims (shapes are static).
+    fold_batchnorm: fold BatchNormalization after a Conv with constant weights into the conv.
+    channels_last: 4-D tensors keep NCHW dims but get NHWC strides inside the session (inputs
+    copied once on the way in, outputs returned C-contiguous); False keeps NCHW strides."""
+    return InferenceSession(model, handle=handle, fallback=fallback, input_shapes=input_shapes,
+                            fold_batchnorm=fold_batchnorm, channels_last=channels_last)
+
+
+__all__ = ["InferenceSession", "SUPPORTED_OPS", "UnsupportedModelError", "load"]
