@@ -354,3 +354,41 @@ def test_batchnorm_not_folded_when_the_conv_output_is_also_used():
     m = model(nodes, [("x", (1, c, 3, 3))], [("y", None)], inits)
     s = check(m, {"x": rand(rng, 1, c, 3, 3)}, scale=10)
     assert s.folded_batchnorms == 0
+
+
+C4 = [("s", np.ones(4, np.float32)), ("bb", np.zeros(4, np.float32)), ("mean", np.zeros(4, np.float32)),
+      ("var", np.ones(4, np.float32))]
+
+
+@pytest.mark.parametrize("node,inits,reason", [
+    (helper.make_node("Gelu", ["x"], ["y"], name="n", approximate="erf2"), [], "approximate='erf2' is not"),
+    (helper.make_node("Clip", ["x", "x", ""], ["y"], name="n"), [], r"Clip's min \('x'\) must be a constant"),
+    (helper.make_node("Dropout", ["x", "", "t"], ["y"], name="n"), [("t", np.array(True))], "training mode"),
+    (helper.make_node("BatchNormalization", ["x", "s", "bb", "mean", "var"], ["y", "rm", "rv"], name="n",
+                      training_mode=1), C4, "training mode"),
+    (helper.make_node("LayerNormalization", ["x", "s"], ["y", "m"], name="n"), [("s", np.ones(5, np.float32))],
+     "Mean / InvStdDev outputs are used"),
+    (helper.make_node("AveragePool", ["x"], ["y"], name="n", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1,
+                      count_include_pad=1), [], "ceil_mode with count_include_pad=1"),
+    (helper.make_node("Conv", ["x", "w"], ["y"], name="n", auto_pad="WRONG"),
+     [("w", np.ones((2, 4, 1, 1), np.float32))], "auto_pad='WRONG'"),
+    (helper.make_node("Max", ["x", "x", "x"], ["y"], name="n"), [], "3 inputs; dnngraph's pointwise max takes 2"),
+    (helper.make_node("Relu", ["x"], ["y"], name="n", domain="com.example"), [], "domain 'com.example'"),
+])
+def test_each_refusal_names_the_node_op_and_reason(node, inits, reason):
+    g = helper.make_graph([node], "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 4, 5, 5))],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in node.output if o],
+                          [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.example", 1)],
+                          ir_version=9)
+    with pytest.raises(dgx.UnsupportedModelError, match=rf"node 'n' \({node.op_type}\): .*{reason}") as e:
+        dgx.load(m)
+    assert [(n, op) for n, op, _ in e.value.problems] == [("n", node.op_type)]
+
+
+def test_dropout_in_inference_is_the_identity(request):
+    rng = seeded(request.node.name)
+    nodes = [helper.make_node("Dropout", ["x", "", "off"], ["d"], name="drop"),
+             helper.make_node("Tanh", ["d"], ["y"], name="tanh")]
+    m = model(nodes, [("x", (3, 4))], [("y", None)], [("off", np.array(False))])
+    check(m, {"x": rand(rng, 3, 4)})

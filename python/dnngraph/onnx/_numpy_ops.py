@@ -34,9 +34,9 @@ def _concat(node, *xs, attrs):
 
 
 def _unsqueeze(node, x, *rest, attrs):
-    out = x
-    rank = x.ndim + len(_axes(node, (x,) + rest, attrs))
-    for a in sorted(a % rank for a in _axes(node, (x,) + rest, attrs)):
+    out, axes = x, _axes(node, (x,) + rest, attrs)
+    rank = x.ndim + len(axes)
+    for a in sorted(a % rank for a in axes):
         out = np.expand_dims(out, a)
     return [out]
 
@@ -82,8 +82,7 @@ def _constant(node, attrs):
 
 def _binary(fn):
     def run(node, a, b, attrs):
-        out = fn(a, b)
-        return [out.astype(np.result_type(a, b)) if out.dtype != np.result_type(a, b) else out]
+        return [np.asarray(fn(a, b)).astype(np.result_type(a, b), copy=False)]  # ONNX keeps the inputs' type
     return run
 
 

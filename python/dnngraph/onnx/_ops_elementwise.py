@@ -112,7 +112,8 @@ def _alias(L, node, attrs):
     """Identity, and Dropout in inference (its mask output unused): the output is the input."""
     if len(node.output) > 1 and node.output[1]:
         raise Unsupported("Dropout's mask output is used")
-    if node.op_type == "Dropout" and attrs.get("training_mode", 0) or (len(node.input) > 2 and node.input[2]):
+    mode = node.input[2] if node.op_type == "Dropout" and len(node.input) > 2 else ""
+    if mode and bool(L.const(mode, "Dropout's training_mode").reshape(-1)[0]):
         raise Unsupported("Dropout in training mode")
     L.set(node.output[0], L.tensor(node.input[0]))
 
