@@ -374,6 +374,10 @@ C4 = [("s", np.ones(4, np.float32)), ("bb", np.zeros(4, np.float32)), ("mean", n
      [("w", np.ones((2, 4, 1, 1), np.float32))], "auto_pad='WRONG'"),
     (helper.make_node("Max", ["x", "x", "x"], ["y"], name="n"), [], "3 inputs; dnngraph's pointwise max takes 2"),
     (helper.make_node("Relu", ["x"], ["y"], name="n", domain="com.example"), [], "domain 'com.example'"),
+    (helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="n", group=2),
+     [("w", np.ones((4, 1, 2, 2), np.float32))], "group=2"),
+    (helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="n"),
+     [("st", np.array([0])), ("en", np.array([4])), ("ax", np.array([2])), ("sp", np.array([2]))], "step 2 on axis 2"),
 ])
 def test_each_refusal_names_the_node_op_and_reason(node, inits, reason):
     g = helper.make_graph([node], "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 4, 5, 5))],
@@ -392,3 +396,27 @@ def test_dropout_in_inference_is_the_identity(request):
              helper.make_node("Tanh", ["d"], ["y"], name="tanh")]
     m = model(nodes, [("x", (3, 4))], [("y", None)], [("off", np.array(False))])
     check(m, {"x": rand(rng, 3, 4)})
+
+
+@pytest.mark.parametrize("attrs,x,w", [
+    ({"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}, (1, 4, 5, 5), (4, 3, 3, 3)),
+    ({}, (2, 3, 4, 4), (3, 5, 2, 2)),
+    ({"strides": [2, 2]}, (1, 6, 4, 3), (6, 2, 2, 2)),
+])
+def test_conv_transpose(request, attrs, x, w):
+    rng = seeded(request.node.name)
+    m = one("ConvTranspose", [x], attrs, [("w", rand(rng, *w)), ("b", rand(rng, w[1]))], ["w", "b"])
+    check(m, feeds_for(rng, m), scale=20)
+
+
+@pytest.mark.parametrize("starts,ends,axes", [([1], [3], [1]), ([0, -3], [2, 9223372036854775807], [0, 3]),
+                                              ([1, 1, 1], [-1, -1, -1], None)])
+def test_slice(request, starts, ends, axes):
+    rng = seeded(request.node.name)
+    inits = [("st", np.array(starts, np.int64)), ("en", np.array(ends, np.int64))]
+    names = ["st", "en"]
+    if axes is not None:
+        inits.append(("ax", np.array(axes, np.int64)))
+        names.append("ax")
+    m = one("Slice", [(3, 4, 5, 6)], initializers=inits, extra_inputs=names)
+    check(m, feeds_for(rng, m))

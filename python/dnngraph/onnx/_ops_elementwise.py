@@ -108,6 +108,25 @@ def _concat(L, node, attrs):
                                               name=node.name))
 
 
+def _slice(L, node, attrs):
+    shape = list(L.shape(node.input[0]))
+    starts, ends = (L.const(n, f"Slice's {w}").reshape(-1) for n, w in zip(node.input[1:3], ("starts", "ends")))
+    axes = (L.const(node.input[3], "Slice's axes").reshape(-1) if len(node.input) > 3 and node.input[3]
+            else range(len(starts)))
+    steps = (L.const(node.input[4], "Slice's steps").reshape(-1) if len(node.input) > 4 and node.input[4]
+             else [1] * len(starts))
+    bounds = [(0, d) for d in shape]
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        if int(step) != 1:
+            raise Unsupported(f"step {int(step)} on axis {int(axis)}: dnngraph's slice takes steps of 1")
+        a = int(axis) % len(shape)
+        # ONNX clamps like Python slicing (ends of INT64_MAX mean "to the end").
+        lo, hi, _ = slice(int(start), int(end)).indices(shape[a])
+        bounds[a] = (lo, max(hi, lo))
+    L.set(node.output[0], L.graph.slice(L.tensor(node.input[0]), [slice(lo, hi) for lo, hi in bounds],
+                                        name=node.name))
+
+
 def _alias(L, node, attrs):
     """Identity, and Dropout in inference (its mask output unused): the output is the input."""
     if len(node.output) > 1 and node.output[1]:
@@ -126,6 +145,6 @@ TRANSLATORS = {
     "Add": _binary("add"), "Sub": _binary("sub"), "Mul": _binary("mul"), "Div": _binary("div"), "Pow": _binary("pow"),
     "Max": _binary("max"), "Min": _binary("min"),
     "Reshape": _reshape_to_output, "Flatten": _reshape_to_output, "Squeeze": _reshape_to_output,
-    "Unsqueeze": _reshape_to_output, "Transpose": _transpose, "Concat": _concat,
+    "Unsqueeze": _reshape_to_output, "Transpose": _transpose, "Concat": _concat, "Slice": _slice,
     "Identity": _alias, "Dropout": _alias,
 }

@@ -52,6 +52,28 @@ def _conv(L, node, attrs):
     L.set(node.output[0], y)
 
 
+def _conv_transpose(L, node, attrs):
+    x_shape, w_shape, out = L.shape(node.input[0]), L.shape(node.input[1]), L.shape(node.output[0])
+    data_type(L.dtype(node.input[0]), f"input '{node.input[0]}'")
+    n = len(w_shape) - 2
+    if int(attrs.get("group", 1)) != 1:
+        raise Unsupported(f"group={attrs['group']}: dnngraph's conv_dgrad here takes one group")
+    if "output_shape" in attrs or _text(attrs.get("auto_pad", "NOTSET")) != "NOTSET":
+        raise Unsupported("output_shape / auto_pad (give pads and output_padding)")
+    strides = [int(v) for v in attrs.get("strides", [1] * n)]
+    dilations = [int(v) for v in attrs.get("dilations", [1] * n)]
+    pads = [int(p) for p in attrs.get("pads", [0] * 2 * n)]
+    # A transposed convolution is the data gradient of the forward convolution with the same
+    # weight [C_in, C_out, k...], pads, strides and dilations; output_padding only lengthens Y.
+    y = L.graph.conv_dgrad(loss=L.tensor(node.input[0]), filter=L.tensor(node.input[1]), pre_padding=pads[:n],
+                           post_padding=pads[n:], stride=strides, dilation=dilations, name=node.name)
+    y.set_dim(dims(out))
+    if len(node.input) > 2 and node.input[2]:
+        b = L.const(node.input[2], "ConvTranspose's bias").reshape([1, w_shape[1]] + [1] * n)
+        y = L.graph.bias(y, L.array_tensor(b, f"{node.input[2]}@nchw"), name=f"{node.name}.bias")
+    L.set(node.output[0], y)
+
+
 def _operand(L, name, transpose, scale, what):
     """A Gemm operand: constants are transposed and scaled in NumPy at load, others in the graph."""
     if L.is_const(name):
@@ -183,7 +205,7 @@ def _global_pool(L, node, attrs):
 
 
 TRANSLATORS = {
-    "Conv": _conv, "Gemm": _gemm, "MatMul": _matmul, "BatchNormalization": _batchnorm,
+    "Conv": _conv, "ConvTranspose": _conv_transpose, "Gemm": _gemm, "MatMul": _matmul, "BatchNormalization": _batchnorm,
     "LayerNormalization": _layernorm, "MaxPool": _pool, "AveragePool": _pool,
     "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
 }
