@@ -10,6 +10,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+import dnngraph  # noqa: E402
 import dnngraph.onnx as dgx  # noqa: E402
 from conftest import TOL  # noqa: E402
 
@@ -420,3 +421,30 @@ def test_slice(request, starts, ends, axes):
         names.append("ax")
     m = one("Slice", [(3, 4, 5, 6)], initializers=inits, extra_inputs=names)
     check(m, feeds_for(rng, m))
+
+
+def test_instance_normalization(request):
+    rng = seeded(request.node.name)
+    m = one("InstanceNormalization", [(2, 3, 5, 6)], {"epsilon": 1e-4},
+            [("s", rand(rng, 3)), ("bb", rand(rng, 3))], ["s", "bb"])
+    check(m, feeds_for(rng, m), scale=20)
+
+
+@pytest.mark.parametrize("attrs,scales", [
+    ({"mode": "nearest"}, [1, 1, 2, 2]),
+    ({"mode": "nearest", "nearest_mode": "floor", "coordinate_transformation_mode": "asymmetric"}, [1, 1, 3, 2]),
+    ({"mode": "linear"}, [1, 1, 2, 2]),
+    ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, [1, 1, 2, 3]),
+])
+def test_resize(request, attrs, scales):
+    rng = seeded(request.node.name)
+    m = one("Resize", [(1, 2, 4, 5)], attrs, [("sc", np.array(scales, np.float32))], ["", "sc"])
+    check(m, feeds_for(rng, m), scale=10)
+
+
+def test_a_graph_the_library_refuses_at_build_keeps_its_message_and_code(request):
+    m = one("Conv", [(1, 2, 3, 3)], {}, [("w", rand(seeded(request.node.name), 2, 2, 5, 5))], ["w"])
+    with pytest.raises(ValueError, match=r"building dnngraph graph 0 of the model: SHAPE_DEDUCTION_FAILED: "
+                                         r"node 'node' \(conv_fprop\), tensor 'x0'") as e:
+        dgx.load(m)
+    assert e.value.code == dnngraph.error_code.SHAPE_DEDUCTION_FAILED

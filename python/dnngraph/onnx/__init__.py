@@ -5,7 +5,12 @@
 Every node the importer cannot lower is reported by name, op and reason before anything runs:
 ``load`` raises UnsupportedModelError with the full list, or, with ``fallback="numpy"``, runs
 the nodes it has a NumPy evaluator for between dnngraph graphs. docs/onnx.md has the op list."""
-from ._session import InferenceSession, UnsupportedModelError, TRANSLATORS
+try:
+    import onnx  # noqa: F401
+except ImportError as e:  # the message says what to install, not where the import failed
+    raise ImportError("dnngraph.onnx needs the onnx package: pip install onnx") from e
+
+from ._session import TRANSLATORS, InferenceSession, UnsupportedModelError  # noqa: E402
 
 SUPPORTED_OPS = tuple(sorted(TRANSLATORS))
 

@@ -197,6 +197,45 @@ def _pool(L, node, attrs):
     L.set(node.output[0], y)
 
 
+def _resize(L, node, attrs):
+    x_shape, out = L.shape(node.input[0]), L.shape(node.output[0])
+    mode = _text(attrs.get("mode", "nearest"))
+    coords = _text(attrs.get("coordinate_transformation_mode", "half_pixel"))
+    nearest = _text(attrs.get("nearest_mode", "round_prefer_floor"))
+    if len(x_shape) != 4 or list(out[:2]) != list(x_shape[:2]):
+        raise Unsupported(f"resizes {list(x_shape)} to {list(out)}: only H and W of a 4-D tensor")
+    factors = [o / i for o, i in zip(out[2:], x_shape[2:])]
+    if mode == "nearest":
+        # With whole up-scaling factors every ONNX nearest rule picks floor(i / factor), as dnngraph does.
+        if any(f != int(f) or f < 1 for f in factors) or nearest not in ("round_prefer_floor", "floor"):
+            raise Unsupported(f"nearest with factors {factors} and nearest_mode='{nearest}' (whole factors only)")
+        rmode = dnngraph.resample_mode.NEAREST
+    elif mode == "linear" and coords in ("half_pixel", "pytorch_half_pixel"):
+        rmode = dnngraph.resample_mode.BILINEAR
+    else:
+        raise Unsupported(f"mode='{mode}' with coordinate_transformation_mode='{coords}'")
+    y, _ = L.graph.resample(L.tensor(node.input[0]), resampling_mode=rmode, scale=[float(f) for f in factors],
+                            name=node.name)
+    L.set(node.output[0], y)
+
+
+def _instancenorm(L, node, attrs):
+    """Each (n, c) plane normalized: a layernorm of [N*C, H*W] rows, then the per-channel affine."""
+    shape = list(L.shape(node.input[0]))
+    rows, cols = shape[0] * shape[1], int(np.prod(shape[2:], dtype=np.int64))
+    per_channel = [1, shape[1]] + [1] * (len(shape) - 2)
+    scale, bias = (L.const(n, f"InstanceNormalization's {w}") for n, w in zip(node.input[1:3], ("scale", "B")))
+    g = L.graph
+    x = g.reshape(L.tensor(node.input[0]), dim=[rows, cols])
+    # layernorm's scale and bias are per column (H*W); the channel's affine comes after.
+    ones, zeros = (L.array_tensor(np.full((1, cols), v, scale.dtype), f"{node.name}.{w}") for v, w in
+                   ((1, "one"), (0, "zero")))
+    y, _, _ = g.layernorm(dnngraph.norm_forward_phase.INFERENCE, x, scale=ones, bias=zeros,
+                          epsilon=float(attrs.get("epsilon", 1e-5)), name=node.name)
+    y = g.scale(g.reshape(y, dim=shape), L.array_tensor(scale.reshape(per_channel), f"{node.input[1]}@in"))
+    L.set(node.output[0], g.bias(y, L.array_tensor(bias.reshape(per_channel), f"{node.input[2]}@in")))
+
+
 def _global_pool(L, node, attrs):
     mode = dnngraph.reduction_mode.AVG if node.op_type == "GlobalAveragePool" else dnngraph.reduction_mode.MAX
     y = L.graph.reduction(L.tensor(node.input[0]), mode=mode, name=node.name)
@@ -206,6 +245,7 @@ def _global_pool(L, node, attrs):
 
 TRANSLATORS = {
     "Conv": _conv, "ConvTranspose": _conv_transpose, "Gemm": _gemm, "MatMul": _matmul, "BatchNormalization": _batchnorm,
-    "LayerNormalization": _layernorm, "MaxPool": _pool, "AveragePool": _pool,
+    "LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Resize": _resize,
+    "Upsample": _resize, "MaxPool": _pool, "AveragePool": _pool,
     "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
 }

@@ -92,7 +92,13 @@ class _Segment:
             self.outputs[name] = (t, prepared.values[name])
         self.workspace = None
         if self.outputs:
-            self.graph.build([dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK])
+            try:
+                self.graph.build([dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK])
+            except (ValueError, RuntimeError) as e:  # the library's message names the node (its ONNX name)
+                err = type(e)(f"onnx: building dnngraph graph {index} of the model: {e}")
+                if hasattr(e, "code"):
+                    err.code = e.code
+                raise err from e
             for name, (t, v) in self.outputs.items():
                 if list(t.get_dim()) != dims(v.shape):
                     raise ValueError(f"onnx: value '{name}': dnngraph made dims {list(t.get_dim())}, "
