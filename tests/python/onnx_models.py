@@ -93,6 +93,36 @@ def mlp(rng, n=32, sizes=(256, 512, 512, 10)):
     return b.model("x", [n, sizes[0]], y, opset=20)
 
 
+def encoder_layer(rng, b=2, s=16, e=64, heads=4, opset=20):
+    """A pre-norm transformer encoder layer as PyTorch exports it: LayerNorm, Q/K/V projections,
+    heads split by Reshape + Transpose (K^T straight from [b, s, h, d]), scores scaled by Div,
+    Softmax, MatMul with V, heads merged, output projection, residual; then LayerNorm, a Gelu MLP
+    and a residual."""
+    B = Builder(rng)
+    d = e // heads
+
+    def linear(x, fin, fout):
+        return B.node("Add", [B.node("MatMul", [x, B.weight("w", fin, fout, scale=fin ** -0.5)]),
+                              B.weight("bias", fout, scale=0.02)])
+
+    def ln(x):
+        return B.node("LayerNormalization", [x, B.const("g", rng.uniform(0.8, 1.2, e).astype(np.float32)),
+                                             B.const("beta", rng.uniform(-0.1, 0.1, e).astype(np.float32))], axis=-1)
+
+    split = B.const("split", np.array([b, s, heads, d], np.int64))
+    h = ln("x")
+    q = B.node("Transpose", [B.node("Reshape", [linear(h, e, e), split])], perm=[0, 2, 1, 3])
+    kt = B.node("Transpose", [B.node("Reshape", [linear(h, e, e), split])], perm=[0, 2, 3, 1])
+    v = B.node("Transpose", [B.node("Reshape", [linear(h, e, e), split])], perm=[0, 2, 1, 3])
+    scores = B.node("Div", [B.node("MatMul", [q, kt]), B.const("sqrt_d", np.array(np.sqrt(d), np.float32))])
+    ctx = B.node("MatMul", [B.node("Softmax", [scores], axis=-1), v])
+    ctx = B.node("Reshape", [B.node("Transpose", [ctx], perm=[0, 2, 1, 3]),
+                             B.const("merge", np.array([b, s, e], np.int64))])
+    x1 = B.node("Add", ["x", linear(ctx, e, e)])
+    y = B.node("Add", [x1, linear(B.node("Gelu", [linear(ln(x1), e, 4 * e)]), 4 * e, e)])
+    return B.model("x", [b, s, e], y, opset=opset)
+
+
 def _median_ms(fn, runs):
     import time
     fn()
@@ -117,7 +147,8 @@ def main():
     import dnngraph.onnx as dgx
     rng = np.random.default_rng(0)
     cases = [("resnet_block N1 C64 56x56", resnet_block(rng, n=1, c=64, hw=56), (1, 64, 56, 56), 20),
-             ("mlp N32 256-512-512-10", mlp(rng), (32, 256), 50)]
+             ("mlp N32 256-512-512-10", mlp(rng), (32, 256), 50),
+             ("encoder layer B4 S128 E256 H4", encoder_layer(rng, b=4, s=128, e=256, heads=4), (4, 128, 256), 20)]
     if "resnet50" in sys.argv[1:]:
         cases.append(("resnet50 N1 224x224", resnet50(rng), (1, 3, 224, 224), 5))
     print(f"dnngraph CPU handle threads: {dnngraph.create_handle('cpu').num_threads}")

@@ -448,3 +448,14 @@ def test_a_graph_the_library_refuses_at_build_keeps_its_message_and_code(request
                                          r"node 'node' \(conv_fprop\), tensor 'x0'") as e:
         dgx.load(m)
     assert e.value.code == dnngraph.error_code.SHAPE_DEDUCTION_FAILED
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_transformer_encoder_layer(request, fuse):
+    import onnx_models
+    rng = seeded(request.node.name)
+    m = onnx_models.encoder_layer(rng, b=2, s=16, e=64, heads=4)
+    s = check(m, {"x": rand(rng, 2, 16, 64)}, scale=50, fuse_attention=fuse)
+    assert s.fused_attentions == (1 if fuse else 0)
+    chosen = [line for line in s.graphs[0].explain().splitlines() if "(chosen)" in line]
+    assert any("sdpa" in line for line in chosen) == fuse

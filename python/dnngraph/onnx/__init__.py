@@ -12,18 +12,21 @@ except ImportError as e:  # the message says what to install, not where the impo
 
 from ._session import TRANSLATORS, InferenceSession, UnsupportedModelError  # noqa: E402
 
-SUPPORTED_OPS = tuple(sorted(TRANSLATORS))
+SUPPORTED_OPS = tuple(sorted(op for op in TRANSLATORS if "." not in op))  # ONNX's ops (not the rewrites')
 
 
-def load(model, handle=None, fallback="error", input_shapes=None, fold_batchnorm=True, channels_last=True):
+def load(model, handle=None, fallback="error", input_shapes=None, fold_batchnorm=True, channels_last=True,
+         fuse_attention=True):
     """A session for `model` (a path or an onnx.ModelProto). handle: a CPU dnngraph handle (the
     CPU one when None). fallback: "error" (raise for any node dnngraph cannot run) or "numpy".
     input_shapes: {input name: dims} fixing the inputs' symbolic dims (shapes are static).
     fold_batchnorm: fold BatchNormalization after a Conv with constant weights into the conv.
     channels_last: 4-D tensors keep NCHW dims but get NHWC strides inside the session (inputs
-    copied once on the way in, outputs returned C-contiguous); False keeps NCHW strides."""
+    copied once on the way in, outputs returned C-contiguous); False keeps NCHW strides.
+    fuse_attention: MatMul(Softmax(MatMul(Q, Transpose(K)) [* or / a constant]), V) runs as one sdpa."""
     return InferenceSession(model, handle=handle, fallback=fallback, input_shapes=input_shapes,
-                            fold_batchnorm=fold_batchnorm, channels_last=channels_last)
+                            fold_batchnorm=fold_batchnorm, channels_last=channels_last,
+                            fuse_attention=fuse_attention)
 
 
 __all__ = ["InferenceSession", "SUPPORTED_OPS", "UnsupportedModelError", "load"]

@@ -236,6 +236,18 @@ def _instancenorm(L, node, attrs):
     L.set(node.output[0], g.bias(y, L.array_tensor(bias.reshape(per_channel), f"{node.input[2]}@in")))
 
 
+def _attention(L, node, attrs):
+    """_rewrite.fuse_attention's node: MatMul-Softmax-MatMul as one sdpa (inference, no mask)."""
+    q, k, v = (L.shape(n) for n in node.input)
+    for n in node.input:
+        data_type(L.dtype(n), f"input '{n}'")
+    if q[0] != k[0] or k[:3] != v[:3] or q[3] != k[3] or q[1] % k[1]:
+        raise Unsupported(f"Q {list(q)}, K {list(k)}, V {list(v)} are not [b, h, s, d] attention operands")
+    o, _ = L.graph.sdpa(*(L.tensor(n) for n in node.input), is_inference=True, attn_scale=float(attrs["scale"]),
+                        name=node.name)
+    L.set(node.output[0], o)
+
+
 def _global_pool(L, node, attrs):
     mode = dnngraph.reduction_mode.AVG if node.op_type == "GlobalAveragePool" else dnngraph.reduction_mode.MAX
     y = L.graph.reduction(L.tensor(node.input[0]), mode=mode, name=node.name)
@@ -247,5 +259,5 @@ TRANSLATORS = {
     "Conv": _conv, "ConvTranspose": _conv_transpose, "Gemm": _gemm, "MatMul": _matmul, "BatchNormalization": _batchnorm,
     "LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Resize": _resize,
     "Upsample": _resize, "MaxPool": _pool, "AveragePool": _pool,
-    "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
+    "dnngraph.Attention": _attention, "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
 }

@@ -59,3 +59,79 @@ def fold_batchnorm_into_conv(prepared):
             count += 1
     prepared.nodes = [replaced.get(id(n), n) for n in prepared.nodes if id(n) not in dropped]
     return count
+
+
+ATTENTION = ("dnngraph", "Attention")  # the rewrite's node: inputs Q, K, V, attribute scale
+
+
+def _single_use(name, uses, prepared):
+    return uses.get(name, 0) == 1 and name not in prepared.outputs
+
+
+def _attention_match(mm2, producers, uses, prepared):
+    """For MatMul(Softmax([Mul|Div](MatMul(Q, Transpose(K'))), axis=-1), V) with 4-D Q, K, V:
+    (nodes it replaces, Q, the Transpose node, V, scale); None when the pattern is not there."""
+    if mm2.op_type != "MatMul":
+        return None
+    sm = producers.get(mm2.input[0])
+    if sm is None or sm.op_type != "Softmax" or not _single_use(sm.output[0], uses, prepared):
+        return None
+    if prepared.opset < 13 or attributes(sm).get("axis", -1) not in (-1, 3):
+        return None
+    scale, scores = 1.0, producers.get(sm.input[0])
+    replaced = [mm2, sm]
+    if scores is not None and scores.op_type in ("Mul", "Div") and scores.input[1] in prepared.constants:
+        c = prepared.constants[scores.input[1]]
+        if c.size != 1 or not _single_use(scores.output[0], uses, prepared):
+            return None
+        scale = float(c.reshape(-1)[0]) if scores.op_type == "Mul" else 1.0 / float(c.reshape(-1)[0])
+        replaced.append(scores)
+        scores = producers.get(scores.input[0])
+    if scores is None or scores.op_type != "MatMul" or not _single_use(scores.output[0], uses, prepared):
+        return None
+    kt = producers.get(scores.input[1])
+    if kt is None or kt.op_type != "Transpose" or "perm" not in attributes(kt):
+        return None
+    shapes = [prepared.values.get(n) for n in (scores.input[0], scores.input[1], mm2.input[1])]
+    if any(v is None or len(v.shape) != 4 for v in shapes):
+        return None
+    return replaced + [scores], scores.input[0], kt, mm2.input[1], scale
+
+
+def fuse_attention(prepared):
+    """Rewrites the attention pattern to one node that lowers to dnngraph's sdpa; returns how many."""
+    producers = {o: n for n in prepared.nodes for o in n.output}
+    uses = _consumers(prepared.nodes)
+    replaced, dropped, count = {}, set(), 0
+    for node in prepared.nodes:
+        match = _attention_match(node, producers, uses, prepared)
+        if match is None:
+            continue
+        gone, q, kt, v, scale = match
+        perm = list(attributes(kt)["perm"])
+        k = f"{node.name or node.output[0]}@K"
+        # K' transposed to [b, h, s, d]: the Transpose that made K^T with its last two axes swapped.
+        k_node = helper.make_node("Transpose", [kt.input[0]], [k], name=k, perm=perm[:-2] + [perm[-1], perm[-2]])
+        kv = prepared.values[kt.output[0]]
+        prepared.values[k] = type(kv)(k, kv.shape[:2] + (kv.shape[3], kv.shape[2]), kv.dtype)
+        fused = helper.make_node(ATTENTION[1], [q, k, v], [node.output[0]], name=node.name or node.output[0],
+                                 domain=ATTENTION[0], scale=scale)
+        replaced[id(node)] = [k_node, fused]
+        dropped.update(id(n) for n in gone if n is not node)
+        count += 1
+    nodes = []
+    for n in prepared.nodes:
+        if id(n) not in dropped:
+            nodes.extend(replaced.get(id(n), [n]))
+    prepared.nodes = _live(nodes, prepared.outputs)
+    return count
+
+
+def _live(nodes, outputs):
+    """The nodes whose outputs something uses (a Transpose left without readers goes)."""
+    needed, kept = set(outputs), []
+    for node in reversed(nodes):
+        if any(o in needed for o in node.output):
+            kept.append(node)
+            needed.update(n for n in node.input if n)
+    return list(reversed(kept))

@@ -28,8 +28,11 @@ def node_name(node):
 
 def _lower_node(L, node):
     """Lowers one node; the reason it cannot be, or None."""
-    fn = TRANSLATORS.get(node.op_type)
-    if node.domain not in ("", "ai.onnx"):
+    # The rewrites' own nodes are keyed "domain.op", so ONNX's ops of the same name do not reach them.
+    fn = TRANSLATORS.get(node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}")
+    if (node.domain, node.op_type) == _rewrite.ATTENTION:
+        pass
+    elif node.domain not in ("", "ai.onnx"):
         return f"domain '{node.domain}' is not ONNX's default domain"
     if fn is None:
         return f"dnngraph has no op for ONNX's {node.op_type}"
@@ -123,7 +126,7 @@ class InferenceSession:
     """Runs an ONNX model on dnngraph: run(output_names, {input_name: array}) -> [np.ndarray]."""
 
     def __init__(self, model, handle=None, fallback="error", input_shapes=None, fold_batchnorm=True,
-                 channels_last=True):
+                 channels_last=True, fuse_attention=True):
         if fallback not in FALLBACKS:
             raise ValueError(f"onnx.load: fallback must be one of {FALLBACKS}; got {fallback!r}")
         self.handle = handle if handle is not None else dnngraph.create_handle("cpu")
@@ -133,6 +136,7 @@ class InferenceSession:
         self._p = _model.prepare(model, input_shapes)
         self.channels_last = channels_last
         self.folded_batchnorms = _rewrite.fold_batchnorm_into_conv(self._p) if fold_batchnorm else 0
+        self.fused_attentions = _rewrite.fuse_attention(self._p) if fuse_attention else 0
         kinds, problems = classify(self._p, self.handle, fallback)
         if problems:
             raise UnsupportedModelError(problems)
