@@ -459,3 +459,25 @@ def test_transformer_encoder_layer(request, fuse):
     assert s.fused_attentions == (1 if fuse else 0)
     chosen = [line for line in s.graphs[0].explain().splitlines() if "(chosen)" in line]
     assert any("sdpa" in line for line in chosen) == fuse
+
+
+def test_zero_pad_before_conv_becomes_its_padding(request):
+    rng = seeded(request.node.name)
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"], name="pad"),
+             helper.make_node("Conv", ["p", "w"], ["y"], name="conv", pads=[1, 0, 1, 0])]
+    m = model(nodes, [("x", (1, 3, 6, 7))], [("y", None)],
+              [("pads", np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)), ("w", rand(rng, 4, 3, 3, 3))])
+    s = check(m, {"x": rand(rng, 1, 3, 6, 7)}, scale=10)
+    assert s.folded_pads == 1 and list(s.node_kinds) == ["conv"]
+
+
+def test_reflect_pad_runs_in_numpy_under_the_fallback(request):
+    rng = seeded(request.node.name)
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"], name="pad", mode="reflect"),
+             helper.make_node("Conv", ["p", "w"], ["y"], name="conv")]
+    m = model(nodes, [("x", (1, 3, 6, 7))], [("y", None)],
+              [("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)), ("w", rand(rng, 4, 3, 3, 3))])
+    with pytest.raises(dgx.UnsupportedModelError, match=r"node 'pad' \(Pad\): dnngraph has no op"):
+        dgx.load(m)
+    s = check(m, {"x": rand(rng, 1, 3, 6, 7)}, scale=10, fallback="numpy")
+    assert s.folded_pads == 0 and s.node_kinds == {"pad": "numpy", "conv": "dnngraph"}

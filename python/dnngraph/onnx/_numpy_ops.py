@@ -108,7 +108,22 @@ def _softmax(node, x, attrs):
     return [(e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)]
 
 
+def _pad(node, x, pads, value=None, axes=None, attrs=None):
+    mode = attrs.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    axes = range(x.ndim) if axes is None else [int(a) % x.ndim for a in axes]
+    p = [int(v) for v in pads]
+    widths = [(0, 0)] * x.ndim
+    for i, a in enumerate(axes):
+        widths[a] = (p[i], p[len(axes) + i])
+    if mode == "constant":
+        fill = 0 if value is None else value.reshape(-1)[0]
+        return [np.pad(x, widths, constant_values=fill)]
+    return [np.pad(x, widths, mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[mode])]
+
+
 EVALUATORS = {
+    "Pad": lambda node, *xs, attrs: _pad(node, *xs, attrs=attrs),
     "Shape": _shape,
     "Gather": _gather,
     "Concat": lambda node, *xs, attrs: _concat(node, *xs, attrs=attrs),

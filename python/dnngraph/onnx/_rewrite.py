@@ -135,3 +135,47 @@ def _live(nodes, outputs):
             kept.append(node)
             needed.update(n for n in node.input if n)
     return list(reversed(kept))
+
+
+def _zero_spatial_pads(pad, prepared):
+    """The spatial (pre, post) pads of a constant-mode, zero-valued Pad of an NC... tensor, or None."""
+    a = attributes(pad)
+    mode = a.get("mode", b"constant")
+    if (mode.decode() if isinstance(mode, bytes) else mode) != "constant" or prepared.opset < 11:
+        return None
+    if len(pad.input) < 2 or pad.input[1] not in prepared.constants:
+        return None
+    if len(pad.input) > 2 and pad.input[2] and (pad.input[2] not in prepared.constants
+                                                 or np.any(prepared.constants[pad.input[2]] != 0)):
+        return None
+    if len(pad.input) > 3 and pad.input[3]:
+        return None  # axes given (opset 18): rare in exports, left to the general path
+    pads = [int(p) for p in prepared.constants[pad.input[1]].reshape(-1)]
+    rank = len(pads) // 2
+    if rank < 3 or any(pads[i] or pads[rank + i] for i in (0, 1)) or any(p < 0 for p in pads):
+        return None
+    return pads[2:rank], pads[rank + 2:]
+
+
+def fold_pad_into_conv(prepared):
+    """Pad (zeros, spatial dims) feeding only a Conv becomes the Conv's padding; returns how many."""
+    producers = {o: n for n in prepared.nodes for o in n.output}
+    uses = _consumers(prepared.nodes)
+    replaced, dropped = {}, set()
+    for node in prepared.nodes:
+        pad = producers.get(node.input[0]) if node.op_type == "Conv" else None
+        if pad is None or pad.op_type != "Pad" or uses.get(pad.output[0]) != 1 or pad.output[0] in prepared.outputs:
+            continue
+        extra = _zero_spatial_pads(pad, prepared)
+        a = attributes(node)
+        if extra is None or a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+            continue
+        n = len(extra[0])
+        old = [int(p) for p in a.get("pads", [0] * 2 * n)]
+        conv = helper.make_node("Conv", [pad.input[0]] + list(node.input[1:]), list(node.output), name=node.name)
+        conv.attribute.extend(x for x in node.attribute if x.name != "pads")
+        conv.attribute.append(helper.make_attribute("pads", [o + e for o, e in zip(old, extra[0] + extra[1])]))
+        replaced[id(node)] = conv
+        dropped.add(id(pad))
+    prepared.nodes = [replaced.get(id(n), n) for n in prepared.nodes if id(n) not in dropped]
+    return len(replaced)

@@ -135,6 +135,7 @@ class InferenceSession:
                              "results are NumPy arrays); pass handle=None or dnngraph.create_handle('cpu')")
         self._p = _model.prepare(model, input_shapes)
         self.channels_last = channels_last
+        self.folded_pads = _rewrite.fold_pad_into_conv(self._p)
         self.folded_batchnorms = _rewrite.fold_batchnorm_into_conv(self._p) if fold_batchnorm else 0
         self.fused_attentions = _rewrite.fuse_attention(self._p) if fuse_attention else 0
         kinds, problems = classify(self._p, self.handle, fallback)
