@@ -203,6 +203,7 @@ def test_layout_ops(request):
     m = model(nodes, [("x", (2, 3, 4, 5))], [("y", None)],
               [("ax", np.array([1], np.int64)), ("shape", np.array([0, -1, 6], np.int64))])
     check(m, {"x": rand(rng, 2, 3, 4, 5)})
+    check(m, {"x": rand(rng, 2, 3, 4, 5)}, layout_in_numpy=True)
 
 
 def test_shape_subgraph_feeding_reshape_is_folded(request):
@@ -450,14 +451,17 @@ def test_a_graph_the_library_refuses_at_build_keeps_its_message_and_code(request
     assert e.value.code == dnngraph.error_code.SHAPE_DEDUCTION_FAILED
 
 
-@pytest.mark.parametrize("fuse", [True, False])
-def test_transformer_encoder_layer(request, fuse):
+@pytest.mark.parametrize("fuse,layout_in_numpy", [(True, False), (False, False), (True, True)])
+def test_transformer_encoder_layer(request, fuse, layout_in_numpy):
     import onnx_models
     rng = seeded(request.node.name)
     m = onnx_models.encoder_layer(rng, b=2, s=16, e=64, heads=4)
-    s = check(m, {"x": rand(rng, 2, 16, 64)}, scale=50, fuse_attention=fuse)
+    s = check(m, {"x": rand(rng, 2, 16, 64)}, scale=50, fuse_attention=fuse, layout_in_numpy=layout_in_numpy)
     assert s.fused_attentions == (1 if fuse else 0)
-    chosen = [line for line in s.graphs[0].explain().splitlines() if "(chosen)" in line]
+    layout = {n for n, kind in s.node_kinds.items() if kind == "numpy"}
+    assert len(layout) == (8 if layout_in_numpy else 0)  # Q, K, V, merge: a Reshape and a Transpose each
+    assert len(s.graphs) == (5 if layout_in_numpy else 1)
+    chosen = [line for g in s.graphs for line in g.explain().splitlines() if "(chosen)" in line]
     assert any("sdpa" in line for line in chosen) == fuse
 
 

@@ -16,17 +16,19 @@ SUPPORTED_OPS = tuple(sorted(op for op in TRANSLATORS if "." not in op))  # ONNX
 
 
 def load(model, handle=None, fallback="error", input_shapes=None, fold_batchnorm=True, channels_last=True,
-         fuse_attention=True):
+         fuse_attention=True, layout_in_numpy=False):
     """A session for `model` (a path or an onnx.ModelProto). handle: a CPU dnngraph handle (the
     CPU one when None). fallback: "error" (raise for any node dnngraph cannot run) or "numpy".
     input_shapes: {input name: dims} fixing the inputs' symbolic dims (shapes are static).
     fold_batchnorm: fold BatchNormalization after a Conv with constant weights into the conv.
     channels_last: 4-D tensors keep NCHW dims but get NHWC strides inside the session (inputs
     copied once on the way in, outputs returned C-contiguous); False keeps NCHW strides.
-    fuse_attention: MatMul(Softmax(MatMul(Q, Transpose(K)) [* or / a constant]), V) runs as one sdpa."""
+    fuse_attention: MatMul(Softmax(MatMul(Q, Transpose(K)) [* or / a constant]), V) runs as one sdpa.
+    layout_in_numpy: Reshape, Flatten, Squeeze, Unsqueeze and Transpose run with NumPy between
+    dnngraph graphs (cutting the model there) instead of as dnngraph's reference-engine copies."""
     return InferenceSession(model, handle=handle, fallback=fallback, input_shapes=input_shapes,
                             fold_batchnorm=fold_batchnorm, channels_last=channels_last,
-                            fuse_attention=fuse_attention)
+                            fuse_attention=fuse_attention, layout_in_numpy=layout_in_numpy)
 
 
 __all__ = ["InferenceSession", "SUPPORTED_OPS", "UnsupportedModelError", "load"]

@@ -122,7 +122,14 @@ def _pad(node, x, pads, value=None, axes=None, attrs=None):
     return [np.pad(x, widths, mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[mode])]
 
 
+def _flatten(node, x, attrs):
+    axis = attrs.get("axis", 1) % (x.ndim + 1) if x.ndim else 0
+    return [x.reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)]
+
+
 EVALUATORS = {
+    "Transpose": lambda node, x, attrs: [np.transpose(x, attrs.get("perm"))],
+    "Flatten": _flatten,
     "Pad": lambda node, *xs, attrs: _pad(node, *xs, attrs=attrs),
     "Shape": _shape,
     "Gather": _gather,

@@ -45,11 +45,23 @@ def _lower_node(L, node):
     return None
 
 
-def classify(prepared, handle, fallback):
+# Ops that only move or relabel elements: with layout_in_numpy they run as NumPy views (and one
+# copy where the next graph needs it) between dnngraph graphs, where dnngraph copies them on its
+# reference engine.
+LAYOUT_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose"}
+
+
+def classify(prepared, handle, fallback, layout_in_numpy=False):
     """'dnngraph' or 'numpy' per node, and the problems, found on a throwaway graph."""
     probe = Lowering(prepared, handle, "probe")
     kinds, problems = [], list(prepared.problems)
     for node in prepared.nodes:
+        if layout_in_numpy and node.op_type in LAYOUT_OPS and node.domain in ("", "ai.onnx"):
+            kinds.append("numpy")
+            for out in node.output:
+                if out in prepared.values:
+                    probe.declare_input(out)
+            continue
         reason = _lower_node(probe, node)
         if reason is None:
             kinds.append("dnngraph")
@@ -126,7 +138,7 @@ class InferenceSession:
     """Runs an ONNX model on dnngraph: run(output_names, {input_name: array}) -> [np.ndarray]."""
 
     def __init__(self, model, handle=None, fallback="error", input_shapes=None, fold_batchnorm=True,
-                 channels_last=True, fuse_attention=True):
+                 channels_last=True, fuse_attention=True, layout_in_numpy=False):
         if fallback not in FALLBACKS:
             raise ValueError(f"onnx.load: fallback must be one of {FALLBACKS}; got {fallback!r}")
         self.handle = handle if handle is not None else dnngraph.create_handle("cpu")
@@ -138,7 +150,7 @@ class InferenceSession:
         self.folded_pads = _rewrite.fold_pad_into_conv(self._p)
         self.folded_batchnorms = _rewrite.fold_batchnorm_into_conv(self._p) if fold_batchnorm else 0
         self.fused_attentions = _rewrite.fuse_attention(self._p) if fuse_attention else 0
-        kinds, problems = classify(self._p, self.handle, fallback)
+        kinds, problems = classify(self._p, self.handle, fallback, layout_in_numpy)
         if problems:
             raise UnsupportedModelError(problems)
         self.node_kinds = {node_name(n): k for n, k in zip(self._p.nodes, kinds)}
