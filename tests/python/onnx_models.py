@@ -154,16 +154,18 @@ def main():
     print(f"dnngraph CPU handle threads: {dnngraph.create_handle('cpu').num_threads}")
     for name, m, shape, runs in cases:
         x = {"x": rng.uniform(-1, 1, shape).astype(np.float32)}
-        t = time.perf_counter()
-        s = dgx.load(m)
-        load_s = time.perf_counter() - t
         r = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-        ours, ref = s.run(None, x)[0], r.run(None, x)[0]
-        err = float(np.abs(ours - ref).max() / max(1.0, np.abs(ref).max()))
-        d, o = _median_ms(lambda: s.run(None, x), runs), _median_ms(lambda: r.run(None, x), runs)
-        print(f"{name}: dnngraph {d[0]:.2f} ms (min {d[1]:.2f}), onnxruntime {o[0]:.2f} ms (min {o[1]:.2f}), "
-              f"ort/dnngraph {o[0] / d[0]:.2f}x; load {load_s:.2f} s; {len(s.graphs)} graph(s); "
-              f"max err / peak {err:.1e}")
+        ref = r.run(None, x)[0]
+        o = _median_ms(lambda: r.run(None, x), runs)
+        for options in ({}, {"layout_in_numpy": True}):
+            t = time.perf_counter()
+            s = dgx.load(m, **options)
+            load_s = time.perf_counter() - t
+            err = float(np.abs(s.run(None, x)[0] - ref).max() / max(1.0, np.abs(ref).max()))
+            d = _median_ms(lambda: s.run(None, x), runs)
+            print(f"{name} {options or ''}: dnngraph {d[0]:.2f} ms (min {d[1]:.2f}), onnxruntime {o[0]:.2f} ms "
+                  f"(min {o[1]:.2f}), ort/dnngraph {o[0] / d[0]:.2f}x; load {load_s:.2f} s; {len(s.graphs)} "
+                  f"graph(s); max err / peak {err:.1e}")
 
 
 if __name__ == "__main__":

@@ -29,11 +29,10 @@ def node_name(node):
 def _lower_node(L, node):
     """Lowers one node; the reason it cannot be, or None."""
     # The rewrites' own nodes are keyed "domain.op", so ONNX's ops of the same name do not reach them.
-    fn = TRANSLATORS.get(node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}")
-    if (node.domain, node.op_type) == _rewrite.ATTENTION:
-        pass
-    elif node.domain not in ("", "ai.onnx"):
+    default_domain = node.domain in ("", "ai.onnx")
+    if not default_domain and (node.domain, node.op_type) != _rewrite.ATTENTION:
         return f"domain '{node.domain}' is not ONNX's default domain"
+    fn = TRANSLATORS.get(node.op_type if default_domain else f"{node.domain}.{node.op_type}")
     if fn is None:
         return f"dnngraph has no op for ONNX's {node.op_type}"
     try:
@@ -58,19 +57,16 @@ def classify(prepared, handle, fallback, layout_in_numpy=False):
     for node in prepared.nodes:
         if layout_in_numpy and node.op_type in LAYOUT_OPS and node.domain in ("", "ai.onnx"):
             kinds.append("numpy")
-            for out in node.output:
-                if out in prepared.values:
-                    probe.declare_input(out)
-            continue
-        reason = _lower_node(probe, node)
-        if reason is None:
-            kinds.append("dnngraph")
-            continue
-        if fallback == "numpy" and node.op_type in _numpy_ops.EVALUATORS:
-            kinds.append("numpy")
         else:
-            kinds.append(None)
-            problems.append((node_name(node), node.op_type, reason))
+            reason = _lower_node(probe, node)
+            if reason is None:
+                kinds.append("dnngraph")
+                continue
+            if fallback == "numpy" and node.op_type in _numpy_ops.EVALUATORS:
+                kinds.append("numpy")
+            else:
+                kinds.append(None)
+                problems.append((node_name(node), node.op_type, reason))
         for out in node.output:  # later nodes see the outputs as inputs, so their problems are found too
             if out and out in prepared.values and out not in probe.tensors:
                 try:
@@ -90,7 +86,8 @@ class _Segment:
             reason = _lower_node(L, node)
             if reason is not None:
                 raise UnsupportedModelError([(node_name(node), node.op_type, reason)])
-        produced = {o for node in nodes for o in node.output if o}
+        producer = {o: node_name(node) for node in nodes for o in node.output if o}
+        produced = set(producer)
         self.graph, self.bound, self.inputs = L.graph, L.bound, L.inputs
         self.aliases, self.outputs = {}, {}
         by_id = {id(t): n for n, t in list(L.inputs.items())}
@@ -116,8 +113,8 @@ class _Segment:
                 raise err from e
             for name, (t, v) in self.outputs.items():
                 if list(t.get_dim()) != dims(v.shape):
-                    raise ValueError(f"onnx: value '{name}': dnngraph made dims {list(t.get_dim())}, "
-                                     f"ONNX's shape inference {list(v.shape)}")
+                    raise ValueError(f"onnx: value '{name}' (node '{producer[name]}'): dnngraph made dims "
+                                     f"{list(t.get_dim())}, ONNX's shape inference {list(v.shape)}")
             self.workspace = np.empty(max(self.graph.get_workspace_size(), 1), np.uint8)
 
     def run(self, env, constants):
@@ -168,13 +165,15 @@ class InferenceSession:
                 current.append(node)
         if current:
             runs.append(current)
-        items = []
-        for i, item in enumerate(runs):
-            later = set(self._p.outputs)
-            for other in runs[i + 1:]:
-                later.update(n for node in (other if isinstance(other, list) else [other]) for n in node.input)
-            items.append(_Segment(self._p, self.handle, item, later, i, self.channels_last) if isinstance(item, list) else item)
-        return items
+        items, later = [], set(self._p.outputs)
+        for i in reversed(range(len(runs))):  # what each run must hand on: what the runs after it read
+            item = runs[i]
+            if isinstance(item, list):
+                items.append(_Segment(self._p, self.handle, item, set(later), i, self.channels_last))
+            else:
+                items.append(item)
+            later.update(n for node in (item if isinstance(item, list) else [item]) for n in node.input)
+        return items[::-1]
 
     @property
     def graphs(self):
