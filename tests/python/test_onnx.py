@@ -485,3 +485,23 @@ def test_reflect_pad_runs_in_numpy_under_the_fallback(request):
         dgx.load(m)
     s = check(m, {"x": rand(rng, 1, 3, 6, 7)}, scale=10, fallback="numpy")
     assert s.folded_pads == 0 and s.node_kinds == {"pad": "numpy", "conv": "dnngraph"}
+
+
+def _half_model(nodes, inputs, outputs, inits):
+    g = helper.make_graph(nodes, "half", [helper.make_tensor_value_info(n, TensorProto.FLOAT16, s) for n, s in inputs],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT16, None) for n in outputs],
+                          [numpy_helper.from_array(a, n) for n, a in inits])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=9)
+
+
+def test_float16_models(request):
+    # fp16 in and out, computed in fp32 inside the graph: the fp16 tolerance.
+    rng = seeded(request.node.name)
+    conv = _half_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                        helper.make_node("Relu", ["c"], ["y"], name="relu")], [("x", (1, 8, 8, 8))], ["y"],
+                       [("w", rand(rng, 8, 8, 3, 3).astype(np.float16)), ("b", rand(rng, 8).astype(np.float16))])
+    check(conv, {"x": rand(rng, 1, 8, 8, 8).astype(np.float16)}, scale=10, dtype=np.float16)
+    mm = _half_model([helper.make_node("MatMul", ["x", "w"], ["c"], name="mm"),
+                      helper.make_node("Gelu", ["c"], ["y"], name="gelu")],
+                     [("x", (4, 32))], ["y"], [("w", rand(rng, 32, 16).astype(np.float16))])
+    check(mm, {"x": rand(rng, 4, 32).astype(np.float16)}, scale=10, dtype=np.float16)
