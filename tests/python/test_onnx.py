@@ -73,6 +73,8 @@ def feeds_for(rng, m, low=-1.0, high=1.0):
     ({"group": 8, "pads": [1, 1, 1, 1]}, (1, 8, 7, 7), (8, 1, 3, 3)),          # depthwise
     ({"auto_pad": "SAME_UPPER", "strides": [2, 2]}, (1, 3, 9, 8), (4, 3, 3, 3)),
     ({}, (2, 6, 5, 5), (7, 6, 1, 1)),
+    ({"pads": [1, 1]}, (2, 3, 10), (4, 3, 3)),                                  # 1-D
+    ({"pads": [1] * 6, "strides": [1, 2, 1]}, (1, 2, 5, 6, 7), (3, 2, 3, 3, 3)),  # 3-D
 ])
 @pytest.mark.parametrize("bias", [True, False])
 def test_conv(request, attrs, x, w, bias):

@@ -1,6 +1,7 @@
-"""Translators for ONNX's layer ops: Conv, Gemm, MatMul, BatchNormalization (inference),
-LayerNormalization, MaxPool / AveragePool and the global poolings. ONNX tensors are NCHW and are
-declared with NCHW dims and row-major (NCHW) strides; dnngraph takes any strides."""
+"""Translators for ONNX's layer ops: Conv, ConvTranspose, Gemm, MatMul, BatchNormalization
+(inference), LayerNormalization, InstanceNormalization, Resize, the poolings, and the rewrites'
+attention node. ONNX tensors are NCHW and are declared with NCHW dims; their strides are the
+session's choice (channels-last for 4-D by default: _lower.Lowering.strides)."""
 import numpy as np
 
 import dnngraph
@@ -11,7 +12,7 @@ def _text(value):
     return value.decode() if isinstance(value, bytes) else value
 
 
-def window_padding(node, attrs, in_shape, kernel, strides, dilations):
+def window_padding(attrs, in_shape, kernel, strides, dilations):
     """(pre, post) padding per spatial dim from `pads` or `auto_pad` (ONNX's rules)."""
     n = len(kernel)
     auto = _text(attrs.get("auto_pad", "NOTSET"))
@@ -39,7 +40,7 @@ def _conv(L, node, attrs):
     kernel = [int(k) for k in attrs.get("kernel_shape", w_shape[2:])]
     strides = [int(s) for s in attrs.get("strides", [1] * n)]
     dilations = [int(d) for d in attrs.get("dilations", [1] * n)]
-    pre, post = window_padding(node, attrs, x_shape[2:], kernel, strides, dilations)
+    pre, post = window_padding(attrs, x_shape[2:], kernel, strides, dilations)
     y = L.graph.conv_fprop(image=L.tensor(node.input[0]), weight=L.tensor(node.input[1]), pre_padding=pre,
                            post_padding=post, stride=strides, dilation=dilations, name=node.name)
     if len(node.input) > 2 and node.input[2]:
@@ -197,7 +198,7 @@ def _pool(L, node, attrs):
     strides = [int(s) for s in attrs.get("strides", [1] * n)]
     if any(int(d) != 1 for d in attrs.get("dilations", [1] * n)):
         raise Unsupported(f"dilations {list(attrs['dilations'])}: dnngraph's pooling has none")
-    pre, post = window_padding(node, attrs, x_shape[2:], kernel, strides, [1] * n)
+    pre, post = window_padding(attrs, x_shape[2:], kernel, strides, [1] * n)
     if node.op_type == "MaxPool":
         mode, pad = dnngraph.resample_mode.MAXPOOL, dnngraph.padding_mode.NEG_INF_PAD
     elif attrs.get("count_include_pad", 0):
