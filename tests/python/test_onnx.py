@@ -261,7 +261,8 @@ def test_unsupported_nodes_are_all_reported_before_anything_runs():
              helper.make_node("MaxPool", ["x4"], ["p"], name="dilated_pool", kernel_shape=[2, 2], dilations=[2, 2]),
              helper.make_node("Conv", ["x4", "w"], ["c"], name="runtime_weights_ok"),
              helper.make_node("Add", ["b", "p2"], ["y"], name="int_add")]
-    m = model(nodes, [("x", (2, 3)), ("x4", (1, 2, 6, 6)), ("w", (2, 2, 1, 1))], [("y", None), ("p", None), ("c", None)])
+    m = model(nodes, [("x", (2, 3)), ("x4", (1, 2, 6, 6)), ("w", (2, 2, 1, 1))],
+              [("y", None), ("p", None), ("c", None)])
     m.graph.input.append(helper.make_tensor_value_info("p2", TensorProto.INT64, (2, 3)))
     with pytest.raises(dgx.UnsupportedModelError) as e:
         dgx.load(m)

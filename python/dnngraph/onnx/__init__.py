@@ -10,7 +10,7 @@ try:
 except ImportError as e:  # the message says what to install, not where the import failed
     raise ImportError("dnngraph.onnx needs the onnx package: pip install onnx") from e
 
-from ._session import TRANSLATORS, InferenceSession, UnsupportedModelError  # noqa: E402
+from ._session import TRANSLATORS, InferenceSession, Options, UnsupportedModelError  # noqa: E402
 
 SUPPORTED_OPS = tuple(sorted(op for op in TRANSLATORS if "." not in op))  # ONNX's ops (not the rewrites')
 
@@ -26,9 +26,9 @@ def load(model, handle=None, fallback="error", input_shapes=None, fold_batchnorm
     fuse_attention: MatMul(Softmax(MatMul(Q, Transpose(K)) [* or / a constant]), V) runs as one sdpa.
     layout_in_numpy: Reshape, Flatten, Squeeze, Unsqueeze and Transpose run with NumPy between
     dnngraph graphs (cutting the model there) instead of as dnngraph's reference-engine copies."""
-    return InferenceSession(model, handle=handle, fallback=fallback, input_shapes=input_shapes,
-                            fold_batchnorm=fold_batchnorm, channels_last=channels_last,
-                            fuse_attention=fuse_attention, layout_in_numpy=layout_in_numpy)
+    options = Options(fallback=fallback, fold_batchnorm=fold_batchnorm, channels_last=channels_last,
+                      fuse_attention=fuse_attention, layout_in_numpy=layout_in_numpy)
+    return InferenceSession(model, handle=handle, input_shapes=input_shapes, options=options)
 
 
-__all__ = ["InferenceSession", "SUPPORTED_OPS", "UnsupportedModelError", "load"]
+__all__ = ["InferenceSession", "Options", "SUPPORTED_OPS", "UnsupportedModelError", "load"]

@@ -1,6 +1,8 @@
 """The session: the model's nodes classified (lowered to dnngraph, run with NumPy under
 fallback="numpy", or reported), cut into runs of dnngraph nodes, each run built as one pygraph
 at load (dnngraph partitions it across engines), and run() calling them in order."""
+import dataclasses
+
 import numpy as np
 
 import dnngraph
@@ -11,6 +13,20 @@ from ._ops_nn import TRANSLATORS as _NN
 
 TRANSLATORS = {**_ELEMENTWISE, **_NN}
 FALLBACKS = ("error", "numpy")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How load() imports a model (docs/onnx.md says what each one does and what it costs)."""
+    fallback: str = "error"            # "error": refuse what dnngraph cannot run; "numpy": run it with NumPy
+    fold_batchnorm: bool = True        # BatchNormalization after a constant-weight Conv into the conv
+    channels_last: bool = True         # 4-D tensors with NHWC strides inside the graphs
+    fuse_attention: bool = True        # MatMul-Softmax-MatMul to one sdpa
+    layout_in_numpy: bool = False      # Reshape/Flatten/Squeeze/Unsqueeze/Transpose with NumPy between graphs
+
+    def check(self):
+        if self.fallback not in FALLBACKS:
+            raise ValueError(f"onnx.load: fallback must be one of {FALLBACKS}; got {self.fallback!r}")
 
 
 class UnsupportedModelError(ValueError):
@@ -50,19 +66,19 @@ def _lower_node(L, node):
 LAYOUT_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose"}
 
 
-def classify(prepared, handle, fallback, layout_in_numpy=False):
+def classify(prepared, handle, options):
     """'dnngraph' or 'numpy' per node, and the problems, found on a throwaway graph."""
     probe = Lowering(prepared, handle, "probe")
     kinds, problems = [], list(prepared.problems)
     for node in prepared.nodes:
-        if layout_in_numpy and node.op_type in LAYOUT_OPS and node.domain in ("", "ai.onnx"):
+        if options.layout_in_numpy and node.op_type in LAYOUT_OPS and node.domain in ("", "ai.onnx"):
             kinds.append("numpy")
         else:
             reason = _lower_node(probe, node)
             if reason is None:
                 kinds.append("dnngraph")
                 continue
-            if fallback == "numpy" and node.op_type in _numpy_ops.EVALUATORS:
+            if options.fallback == "numpy" and node.op_type in _numpy_ops.EVALUATORS:
                 kinds.append("numpy")
             else:
                 kinds.append(None)
@@ -134,20 +150,19 @@ class _Segment:
 class InferenceSession:
     """Runs an ONNX model on dnngraph: run(output_names, {input_name: array}) -> [np.ndarray]."""
 
-    def __init__(self, model, handle=None, fallback="error", input_shapes=None, fold_batchnorm=True,
-                 channels_last=True, fuse_attention=True, layout_in_numpy=False):
-        if fallback not in FALLBACKS:
-            raise ValueError(f"onnx.load: fallback must be one of {FALLBACKS}; got {fallback!r}")
+    def __init__(self, model, handle=None, input_shapes=None, options=Options()):
+        options.check()
+        self.options = options
         self.handle = handle if handle is not None else dnngraph.create_handle("cpu")
         if self.handle.is_cuda:
             raise ValueError("onnx.load: this version runs sessions on the CPU handle (its constants and "
                              "results are NumPy arrays); pass handle=None or dnngraph.create_handle('cpu')")
         self._p = _model.prepare(model, input_shapes)
-        self.channels_last = channels_last
+        self.channels_last = options.channels_last
         self.folded_pads = _rewrite.fold_pad_into_conv(self._p)
-        self.folded_batchnorms = _rewrite.fold_batchnorm_into_conv(self._p) if fold_batchnorm else 0
-        self.fused_attentions = _rewrite.fuse_attention(self._p) if fuse_attention else 0
-        kinds, problems = classify(self._p, self.handle, fallback, layout_in_numpy)
+        self.folded_batchnorms = _rewrite.fold_batchnorm_into_conv(self._p) if options.fold_batchnorm else 0
+        self.fused_attentions = _rewrite.fuse_attention(self._p) if options.fuse_attention else 0
+        kinds, problems = classify(self._p, self.handle, options)
         if problems:
             raise UnsupportedModelError(problems)
         self.node_kinds = {node_name(n): k for n, k in zip(self._p.nodes, kinds)}
