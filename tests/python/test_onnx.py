@@ -508,3 +508,18 @@ def test_float16_models(request):
                       helper.make_node("Gelu", ["c"], ["y"], name="gelu")],
                      [("x", (4, 32))], ["y"], [("w", rand(rng, 32, 16).astype(np.float16))])
     check(mm, {"x": rand(rng, 4, 32).astype(np.float16)}, scale=10, dtype=np.float16)
+
+
+def test_outputs_that_no_op_produces(request):
+    # An Identity of the input, a folded Shape (a constant), and a Relu, as the model's outputs.
+    rng = seeded(request.node.name)
+    nodes = [helper.make_node("Identity", ["x"], ["same"], name="id"),
+             helper.make_node("Shape", ["x"], ["dims"], name="shape"),
+             helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 3, 4, 5))],
+                          [helper.make_tensor_value_info("same", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("dims", TensorProto.INT64, None),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=9)
+    s = check(m, {"x": rand(rng, 2, 3, 4, 5)})
+    assert s.node_kinds == {"id": "dnngraph", "relu": "dnngraph"}
