@@ -1,6 +1,6 @@
 """ONNX models built with onnx.helper and random weights, for tests/python/test_onnx.py and the
-latency figures in docs/onnx.md: a ResNet basic block, a ResNet-50 (torchvision's layout, no
-download) and an MLP."""
+latency figures in docs/onnx.md: a ResNet basic block, a ResNet-50 and a MobileNetV2
+(torchvision's layouts, no download), an MLP and a transformer encoder layer."""
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
@@ -80,6 +80,37 @@ def resnet50(rng, n=1, hw=224, classes=1000):
     return b.model("x", [n, 3, hw, hw], y)
 
 
+def _conv_bn_relu6(b, x, cin, cout, k, stride=1, groups=1, act=True):
+    w = b.weight("w", cout, cin // groups, k, k)
+    y = b.node("Conv", [x, w], pads=[k // 2] * 4, strides=[stride, stride], group=groups)
+    bn = [b.const(n, b.rng.uniform(lo, hi, cout).astype(np.float32))
+          for n, lo, hi in (("s", 0.5, 1.5), ("b", -0.1, 0.1), ("m", -0.1, 0.1), ("v", 0.5, 1.5))]
+    y = b.node("BatchNormalization", [y] + bn, epsilon=1e-5)
+    return b.node("Clip", [y, b.const("lo", np.float32(0)), b.const("hi", np.float32(6))]) if act else y
+
+
+def mobilenet_v2(rng, n=1, hw=224, classes=1000, width=1.0):
+    """MobileNetV2 (torchvision's layout): inverted residuals with depthwise 3x3 convs and ReLU6."""
+    b = Builder(rng)
+    c = int(32 * width)
+    y = _conv_bn_relu6(b, "x", 3, c, 3, stride=2)
+    for t, cout, repeats, stride in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                                     (6, 160, 3, 2), (6, 320, 1, 1)):
+        cout = int(cout * width)
+        for i in range(repeats):
+            s, hidden = stride if i == 0 else 1, c * t
+            z = _conv_bn_relu6(b, y, c, hidden, 1) if t != 1 else y
+            z = _conv_bn_relu6(b, z, hidden, hidden, 3, stride=s, groups=hidden)
+            z = _conv_bn_relu6(b, z, hidden, cout, 1, act=False)
+            y = b.node("Add", [y, z]) if s == 1 and c == cout else z
+            c = cout
+    y = _conv_bn_relu6(b, y, c, 1280, 1)
+    y = b.node("Flatten", [b.node("GlobalAveragePool", [y])], axis=1)
+    y = b.node("Gemm", [y, b.weight("fc", classes, 1280, scale=0.01), b.const("fcb", np.zeros(classes, np.float32))],
+               transB=1)
+    return b.model("x", [n, 3, hw, hw], y)
+
+
 def mlp(rng, n=32, sizes=(256, 512, 512, 10)):
     """Gemm + bias, Gelu, LayerNormalization, MatMul + Add, Relu, Softmax."""
     b = Builder(rng)
@@ -137,7 +168,7 @@ def _median_ms(fn, runs):
 
 def main():
     """Latency of dnngraph.onnx and onnxruntime (CPU provider, default threads) on these models:
-    PYTHONPATH=build/python python3 tests/python/onnx_models.py [resnet50]."""
+    PYTHONPATH=build/python python3 tests/python/onnx_models.py [resnet50] [mobilenet]."""
     import sys
     import time
 
@@ -151,6 +182,8 @@ def main():
              ("encoder layer B4 S128 E256 H4", encoder_layer(rng, b=4, s=128, e=256, heads=4), (4, 128, 256), 20)]
     if "resnet50" in sys.argv[1:]:
         cases.append(("resnet50 N1 224x224", resnet50(rng), (1, 3, 224, 224), 5))
+    if "mobilenet" in sys.argv[1:]:
+        cases.append(("mobilenet_v2 N1 224x224", mobilenet_v2(rng), (1, 3, 224, 224), 10))
     print(f"dnngraph CPU handle threads: {dnngraph.create_handle('cpu').num_threads}")
     for name, m, shape, runs in cases:
         x = {"x": rng.uniform(-1, 1, shape).astype(np.float32)}

@@ -523,3 +523,11 @@ def test_outputs_that_no_op_produces(request):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=9)
     s = check(m, {"x": rand(rng, 2, 3, 4, 5)})
     assert s.node_kinds == {"id": "dnngraph", "relu": "dnngraph"}
+
+
+def test_mobilenet_v2(request):
+    import onnx_models
+    rng = seeded(request.node.name)
+    m = onnx_models.mobilenet_v2(rng, n=1, hw=64, classes=100)
+    s = check(m, {"x": rand(rng, 1, 3, 64, 64)}, scale=100)
+    assert s.folded_batchnorms == 52
