@@ -531,3 +531,14 @@ def test_mobilenet_v2(request):
     m = onnx_models.mobilenet_v2(rng, n=1, hw=64, classes=100)
     s = check(m, {"x": rand(rng, 1, 3, 64, 64)}, scale=100)
     assert s.folded_batchnorms == 52
+
+
+def test_a_numpy_node_that_fails_at_run_is_named(request):
+    rng = seeded(request.node.name)
+    # Gather with an index past the end: shape inference cannot see it, NumPy raises at run.
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Gather", ["r", "idx"], ["y"], name="gather", axis=0)]
+    m = model(nodes, [("x", (3, 4))], [("y", None)], [("idx", np.array([5], np.int64))])
+    s = dgx.load(m, fallback="numpy")
+    with pytest.raises(RuntimeError, match=r"node 'gather' \(Gather\) failed in NumPy: index 5 is out of bounds"):
+        s.run(None, {"x": rand(rng, 3, 4)})

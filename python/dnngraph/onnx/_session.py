@@ -228,7 +228,11 @@ class InferenceSession:
                 item.run(env, constants)
             else:
                 args = [(env[n] if n in env else constants[n]) if n else None for n in item.input]
-                env.update(zip(item.output, _numpy_ops.evaluate(item, args)))
+                try:
+                    outputs = _numpy_ops.evaluate(item, args)
+                except Exception as e:  # noqa: BLE001 - NumPy's own errors, given the node they came from
+                    raise RuntimeError(f"onnx: node '{node_name(item)}' ({item.op_type}) failed in NumPy: {e}") from e
+                env.update(zip(item.output, outputs))
         names = list(output_names) if output_names else self._p.outputs
         missing = [n for n in names if n not in env and n not in constants]
         if missing:
