@@ -124,11 +124,11 @@ def mlp(rng, n=32, sizes=(256, 512, 512, 10)):
     return b.model("x", [n, sizes[0]], y, opset=20)
 
 
-def encoder_layer(rng, b=2, s=16, e=64, heads=4, opset=20):
+def encoder_layer(rng, b=2, s=16, e=64, heads=4, opset=20, mask=None):
     """A pre-norm transformer encoder layer as PyTorch exports it: LayerNorm, Q/K/V projections,
     heads split by Reshape + Transpose (K^T straight from [b, s, h, d]), scores scaled by Div,
     Softmax, MatMul with V, heads merged, output projection, residual; then LayerNorm, a Gelu MLP
-    and a residual."""
+    and a residual. `mask`: an additive attention mask [s, s]."""
     B = Builder(rng)
     d = e // heads
 
@@ -146,6 +146,8 @@ def encoder_layer(rng, b=2, s=16, e=64, heads=4, opset=20):
     kt = B.node("Transpose", [B.node("Reshape", [linear(h, e, e), split])], perm=[0, 2, 3, 1])
     v = B.node("Transpose", [B.node("Reshape", [linear(h, e, e), split])], perm=[0, 2, 1, 3])
     scores = B.node("Div", [B.node("MatMul", [q, kt]), B.const("sqrt_d", np.array(np.sqrt(d), np.float32))])
+    if mask is not None:  # an additive mask [s, s] (a decoder's causal one: 0 and -inf)
+        scores = B.node("Add", [scores, B.const("mask", mask.astype(np.float32))])
     ctx = B.node("MatMul", [B.node("Softmax", [scores], axis=-1), v])
     ctx = B.node("Reshape", [B.node("Transpose", [ctx], perm=[0, 2, 1, 3]),
                              B.const("merge", np.array([b, s, e], np.int64))])

@@ -542,3 +542,17 @@ def test_a_numpy_node_that_fails_at_run_is_named(request):
     s = dgx.load(m, fallback="numpy")
     with pytest.raises(RuntimeError, match=r"node 'gather' \(Gather\) failed in NumPy: index 5 is out of bounds"):
         s.run(None, {"x": rand(rng, 3, 4)})
+
+
+@pytest.mark.parametrize("kind", ["causal", "causal_large_negative", "not_causal"])
+def test_attention_with_an_additive_mask(request, kind):
+    import onnx_models
+    rng = seeded(request.node.name)
+    s_len = 12
+    upper = np.triu(np.ones((s_len, s_len), bool), k=1)
+    mask = np.where(upper, -np.inf if kind == "causal" else -1e9, 0.0)
+    if kind == "not_causal":
+        mask[0, 1] = 0.0  # one hidden key shown: a mask the rewrite must leave to the ops one by one
+    m = onnx_models.encoder_layer(rng, b=2, s=s_len, e=32, heads=2, mask=mask)
+    s = check(m, {"x": rand(rng, 2, s_len, 32)}, scale=50)
+    assert s.fused_attentions == (0 if kind == "not_causal" else 1)

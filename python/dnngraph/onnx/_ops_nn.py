@@ -257,14 +257,17 @@ def _instancenorm(L, node, attrs):
 
 
 def _attention(L, node, attrs):
-    """_rewrite.fuse_attention's node: MatMul-Softmax-MatMul as one sdpa (inference, no mask)."""
+    """_rewrite.fuse_attention's node: MatMul-Softmax-MatMul as one sdpa (inference; causal or no mask)."""
     q, k, v = (L.shape(n) for n in node.input)
     for n in node.input:
         data_type(L.dtype(n), f"input '{n}'")
     if q[0] != k[0] or k[:3] != v[:3] or q[3] != k[3] or q[1] % k[1]:
         raise Unsupported(f"Q {list(q)}, K {list(k)}, V {list(v)} are not [b, h, s, d] attention operands")
+    causal = bool(attrs.get("causal", 0))
+    if causal and q[2] != k[2]:
+        raise Unsupported(f"a causal mask with {q[2]} queries and {k[2]} keys")
     o, _ = L.graph.sdpa(*(L.tensor(n) for n in node.input), is_inference=True, attn_scale=float(attrs["scale"]),
-                        name=node.name)
+                        use_causal_mask=causal, name=node.name)
     L.set(node.output[0], o)
 
 

@@ -61,7 +61,17 @@ def fold_batchnorm_into_conv(prepared):
     return count
 
 
-ATTENTION = ("dnngraph", "Attention")  # the rewrite's node: inputs Q, K, V, attribute scale
+ATTENTION = ("dnngraph", "Attention")  # the rewrite's node: inputs Q, K, V, attributes scale, causal
+MASKED = -1e4  # an additive mask entry at or below this hides its key (exp(-1e4) is 0 in fp32)
+
+
+def _is_causal_mask(mask):
+    """An additive mask [.., s, s] that is 0 on and below the diagonal and hides what is above."""
+    if mask.ndim < 2 or mask.shape[-1] != mask.shape[-2] or mask.shape[-1] < 2:
+        return False
+    m = mask.reshape((-1,) + mask.shape[-2:])
+    upper = np.triu(np.ones(mask.shape[-2:], bool), k=1)
+    return bool(np.all(m[:, ~upper] == 0) and np.all(m[:, upper] <= MASKED))
 
 
 def _single_use(name, uses, prepared):
@@ -78,8 +88,15 @@ def _attention_match(mm2, producers, uses, prepared):
         return None
     if prepared.opset < 13 or attributes(sm).get("axis", -1) not in (-1, 3):
         return None
-    scale, scores = 1.0, producers.get(sm.input[0])
+    scale, causal, scores = 1.0, False, producers.get(sm.input[0])
     replaced = [mm2, sm]
+    if scores is not None and scores.op_type == "Add" and scores.input[1] in prepared.constants:
+        if not _is_causal_mask(prepared.constants[scores.input[1]]) or not _single_use(scores.output[0], uses,
+                                                                                       prepared):
+            return None
+        causal = True
+        replaced.append(scores)
+        scores = producers.get(scores.input[0])
     if scores is not None and scores.op_type in ("Mul", "Div") and scores.input[1] in prepared.constants:
         c = prepared.constants[scores.input[1]]
         if c.size != 1 or not _single_use(scores.output[0], uses, prepared):
@@ -95,11 +112,12 @@ def _attention_match(mm2, producers, uses, prepared):
     shapes = [prepared.values.get(n) for n in (scores.input[0], scores.input[1], mm2.input[1])]
     if any(v is None or len(v.shape) != 4 for v in shapes):
         return None
-    return replaced + [scores], scores.input[0], kt, mm2.input[1], scale
+    return replaced + [scores], scores.input[0], kt, mm2.input[1], scale, causal
 
 
 def fuse_attention(prepared):
-    """Rewrites the attention pattern to one node that lowers to dnngraph's sdpa; returns how many."""
+    """Rewrites the attention pattern (an additive causal mask included) to one node that lowers to
+    dnngraph's sdpa; returns how many."""
     producers = {o: n for n in prepared.nodes for o in n.output}
     uses = _consumers(prepared.nodes)
     replaced, dropped, count = {}, set(), 0
@@ -107,7 +125,7 @@ def fuse_attention(prepared):
         match = _attention_match(node, producers, uses, prepared)
         if match is None:
             continue
-        gone, q, kt, v, scale = match
+        gone, q, kt, v, scale, causal = match
         perm = list(attributes(kt)["perm"])
         k = f"{node.name or node.output[0]}@K"
         # K' transposed to [b, h, s, d]: the Transpose that made K^T with its last two axes swapped.
@@ -115,7 +133,7 @@ def fuse_attention(prepared):
         kv = prepared.values[kt.output[0]]
         prepared.values[k] = type(kv)(k, kv.shape[:2] + (kv.shape[3], kv.shape[2]), kv.dtype)
         fused = helper.make_node(ATTENTION[1], [q, k, v], [node.output[0]], name=node.name or node.output[0],
-                                 domain=ATTENTION[0], scale=scale)
+                                 domain=ATTENTION[0], scale=scale, causal=int(causal))
         replaced[id(node)] = [k_node, fused]
         dropped.update(id(n) for n in gone if n is not node)
         count += 1
