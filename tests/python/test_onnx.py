@@ -315,6 +315,12 @@ def test_run_checks_its_feeds(request):
     with pytest.raises(ValueError, match="fallback must be one of"):
         dgx.load(one("Relu", [(2, 3)]), fallback="torch")
 
+    class GpuHandle:  # stands in for a CUDA handle on a machine without one
+        is_cuda = True
+
+    with pytest.raises(ValueError, match="runs sessions on the CPU handle"):
+        dgx.load(one("Relu", [(2, 3)]), handle=GpuHandle())
+
 
 def test_load_from_a_path_and_dlpack_inputs(request, tmp_path):
     rng = seeded(request.node.name)
