@@ -168,12 +168,29 @@ Status plan_partitions(const GraphImpl& g, const Target& target, const std::vect
   return {};
 }
 
+namespace {
+// A misspelt engine in select_engines/deselect_engines would otherwise leave every engine
+// "deselected" (or none), with nothing saying which name was wrong.
+Status check_engine_names(const GraphImpl& g) {
+  for (const auto* list : {&g.selected_engines, &g.deselected_engines})
+    for (const auto& name : *list) {
+      if (engine_id_by_name(name) >= 0) continue;
+      std::string known;
+      for (const auto& reg : engine_registry()) known += (known.empty() ? "" : ", ") + std::string(reg.engine->name());
+      return {ErrorCode::INVALID_VALUE, std::string(list == &g.selected_engines ? "select_engines" : "deselect_engines") +
+                                            ": no engine is named '" + name + "'; the engines are " + known};
+    }
+  return {};
+}
+}  // namespace
+
 Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
   return no_throw(ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, "create_execution_plans", [&]() -> Status {
     GraphImpl& g = *impl_;
     if (g.stage < Stage::LOWERED || !g.handle)
       return {ErrorCode::INVALID_CALL_ORDER, "create_execution_plans: call build_operation_graph(handle) first"};
     if (modes.empty()) return {ErrorCode::INVALID_VALUE, "create_execution_plans: no heuristic mode given"};
+    if (auto s = check_engine_names(g); !s.ok()) return s;
     std::shared_ptr<PlanSet> ps;
     if (auto s = plan_partitions(g, make_target(g, *g.handle), modes, ps); !s.ok()) return s;
     g.plans = std::move(ps);

@@ -89,6 +89,23 @@ TEST(Cli, RunPlanIndexExplainAndEngineFilter) {
   EXPECT_TRUE(contains(r.out, "error: --plan: INVALID_VALUE: --plan 99: the graph has ")) << r.out;
 }
 
+// --explain prints the plan list once (it has its own), an unknown engine is named with the list of
+// engines (exit 2), and an unknown command is named with the commands (exit 64).
+TEST(Cli, ExplainOnceUnknownEngineAndUnknownCommandNamed) {
+  const std::string g = (examples_dir() / "tutorial_matmul_epilogue_amax_small.json").string();
+  Result r = run_cli("run '" + g + "' --explain --iters 1 --device cpu");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  size_t plan0 = 0;
+  for (size_t at = r.out.find("plan 0: "); at != std::string::npos; at = r.out.find("plan 0: ", at + 1)) ++plan0;
+  EXPECT_EQ(plan0, 1u) << r.out;
+  r = run_cli("run '" + g + "' --iters 1 --device cpu --engines ref,nosuch");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  expect_output_holds(r, {"select_engines: no engine is named 'nosuch'; the engines are ref, cpu_"});
+  r = run_cli("nosuchcmd");
+  EXPECT_EQ(r.rc, 64) << r.out;
+  expect_output_holds(r, {"unknown command 'nosuchcmd'; the commands are info, run, tour, tune"});
+}
+
 // With a zero tolerance, an fp32 GEMM (fp32 accumulation) cannot match ref (double accumulation)
 // on every element of 64x64 dot products of length 256: the check must fail with exit code 1.
 TEST(Cli, RunExitsOneOnMismatch) {
@@ -173,7 +190,7 @@ TEST(Cli, OutOfRangeOptionsAreUsageErrors) {
       {"tune " + g + " --repeats 0", "--repeats: Value 0 not in range 1 to 2147483647"},
       {"tune " + g + " --warmup -1", "--warmup: Value -1 not in range 0 to 2147483647"},
       {"run /nonexistent/graph.json", "File does not exist: /nonexistent/graph.json"},
-      {"frobnicate", "A subcommand is required"},
+      {"frobnicate", "unknown command 'frobnicate'; the commands are info, run, tour, tune"},
   };
   for (const auto& [args, message] : cases) {
     const Result r = run_cli(args);

@@ -22,6 +22,18 @@ int exit_code_of(const CLI::App& app, const CLI::ParseError& e) {
   return cli11_code == 0 ? 0 : kExitUsage;
 }
 
+// CLI11 answers an unknown command with "A subcommand is required": name it and the commands.
+bool unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == argv[1]) return false;
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  std::cerr << "error: unknown command '" << argv[1] << "'; the commands are " << names << " (dnngraph --help)\n";
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -32,6 +44,7 @@ int main(int argc, char** argv) {
   dnngraph::cli::add_run_command(app);
   dnngraph::cli::add_tour_command(app);
   dnngraph::cli::add_tune_command(app);
+  if (unknown_command(app, argc, argv)) return kExitUsage;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

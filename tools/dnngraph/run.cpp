@@ -60,9 +60,13 @@ void run_graph(const RunOptions& o) {
 
   if (!o.engines.empty()) g.select_engines(o.engines);
   exit_on_error(plan_graph(g, handle), "planning");
-  for (const auto& line : partition_lines(g)) std::cout << "  " << line << "\n";
-  for (const auto& line : plan_names(g)) std::cout << "  " << line << "\n";
-  if (o.explain) std::cout << g.explain();
+  // --explain prints the partitions and the plan list itself, with every engine's verdict.
+  if (o.explain) {
+    std::cout << g.explain();
+  } else {
+    for (const auto& line : partition_lines(g)) std::cout << "  " << line << "\n";
+    for (const auto& line : plan_names(g)) std::cout << "  " << line << "\n";
+  }
   if (o.plan >= g.get_execution_plan_count())
     exit_on_error({ErrorCode::INVALID_VALUE, "--plan " + std::to_string(o.plan) + ": the graph has " +
                                                  std::to_string(g.get_execution_plan_count()) + " plans"}, "--plan");
