@@ -1,7 +1,10 @@
 // dnngraph tune GRAPH.json: builds every candidate plan, times each one (progress on stderr),
 // prints every candidate's rank, time and workspace, records the winners in the tuning DB and
 // draws the spread between the fastest and the slowest plan as an SVG bar chart.
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -29,11 +32,26 @@ struct TuneOptions : GraphFileOptions {
   bool record = true;
 };
 
+// A bar redrawn in place with an ETA on a terminal; into a file or pipe, one plain line per tenth.
 void draw_progress(size_t done, size_t total) {
+  using Clock = std::chrono::steady_clock;
+  static Clock::time_point start = Clock::now();
+  static size_t last_tenth = 0;
+  if (done == 0) start = Clock::now(), last_tenth = 0;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!isatty(fileno(stderr))) {
+    const size_t tenth = total ? 10 * done / total : 10;
+    if (done != total && (done == 0 || tenth == last_tenth)) return;
+    last_tenth = tenth;
+    std::fprintf(stderr, "timing: %zu/%zu candidates, %.1f s\n", done, total, elapsed);
+    return;
+  }
   constexpr int kWidth = 30;
   const int filled = total ? static_cast<int>(kWidth * done / total) : kWidth;
-  std::fprintf(stderr, "\rtiming [%s%s] %zu/%zu candidates", std::string(static_cast<size_t>(filled), '#').c_str(),
-               std::string(static_cast<size_t>(kWidth - filled), '.').c_str(), done, total);
+  std::string eta = "";
+  if (done > 0 && done < total) eta = ", ~" + std::to_string(static_cast<int>(elapsed / done * (total - done) + 0.5)) + " s left";
+  std::fprintf(stderr, "\rtiming [%s%s] %zu/%zu candidates%s   ", std::string(static_cast<size_t>(filled), '#').c_str(),
+               std::string(static_cast<size_t>(kWidth - filled), '.').c_str(), done, total, eta.c_str());
   if (done == total) std::fprintf(stderr, "\n");
   std::fflush(stderr);
 }
