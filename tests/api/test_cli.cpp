@@ -1,5 +1,6 @@
 // The dnngraph command: info, run on every small example graph, error exits, and the tour.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <cstdio>
@@ -104,6 +105,27 @@ TEST(Cli, ExplainOnceUnknownEngineAndUnknownCommandNamed) {
   r = run_cli("nosuchcmd");
   EXPECT_EQ(r.rc, 64) << r.out;
   expect_output_holds(r, {"unknown command 'nosuchcmd'; the commands are info, run, tour, tune"});
+}
+
+// info --json: one JSON object with the documented keys (docs/cli.md); --log-level before or after
+// the command turns the library's log lines on.
+TEST(Cli, InfoJsonAndLogLevel) {
+  Result r = run_cli("info --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  for (const char* key : {"version", "devices", "engines", "cuda_runtime", "vendor_libraries", "cache_folder",
+                          "tuning_db", "default_device"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["devices"][0]["device"], "cpu");
+  EXPECT_EQ(j["engines"][0]["name"], "ref");
+  for (const char* args : {"--log-level 2 info", "info --log-level 2"}) {
+    r = run_cli(args);
+    EXPECT_EQ(r.rc, 0) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "[dnngraph I]")) << args << "\n" << r.out;
+  }
+  EXPECT_FALSE(contains(run_cli("info").out, "[dnngraph I]"));
+  EXPECT_EQ(run_cli("--log-level 7 info").rc, 64);
 }
 
 // With a zero tolerance, an fp32 GEMM (fp32 accumulation) cannot match ref (double accumulation)

@@ -3,6 +3,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "engines/vendor_libraries.hpp"
@@ -72,11 +74,40 @@ void print_info() {
   std::cout << "default device: " << best.device().to_string() << "\n";
 }
 
+// The same facts as one JSON object (schema: docs/cli.md).
+void print_info_json() {
+  nlohmann::json j;
+  j["version"] = kVersionString;
+  const DeviceInfo cpu = cpu_device_info();
+  j["devices"].push_back({{"device", "cpu"}, {"name", cpu.name}, {"threads", cpu.multiprocessors}});
+  for (int i = 0, n = cuda::device_count(); i < n; ++i) {
+    Handle h(Device::cuda(i));
+    nlohmann::json d = {{"device", "cuda:" + std::to_string(i)}, {"usable", h.status().ok()}};
+    if (h.status().ok()) {
+      const DeviceInfo& info = introspect::device_info(h);
+      d.update({{"name", info.name}, {"sm", info.sm_version}, {"multiprocessors", info.multiprocessors}});
+    } else {
+      d["why_not"] = h.status().message();
+    }
+    j["devices"].push_back(d);
+  }
+  j["cuda_runtime"] = cuda::describe_runtime();
+  j["vendor_libraries"] = describe_vendor_libraries();
+  for (const auto& e : engine_registry()) j["engines"].push_back({{"id", e.id}, {"name", std::string(e.engine->name())}});
+  j["cache_folder"] = files::default_cache_dir();
+  j["tuning_db"] = TuningDb::default_path();
+  Handle best;
+  j["default_device"] = best.device().to_string();
+  std::cout << j.dump(2) << "\n";
+}
+
 }  // namespace
 
 void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Version, devices, CUDA libraries found (or why not), engines");
-  cmd->callback([] { print_info(); });
+  static bool json = false;
+  cmd->add_flag("--json", json, "print one JSON object instead (schema: docs/cli.md)");
+  cmd->callback([] { json ? print_info_json() : print_info(); });
 }
 
 }  // namespace dnngraph::cli

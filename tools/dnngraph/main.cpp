@@ -1,6 +1,8 @@
 // dnngraph: the command-line program (info, run, tune, tour). Every way it can fail ends in a
 // message and one of the exit codes documented in docs/errors.md, never an abort.
+#include <cstdlib>
 #include <iostream>
+#include <string>
 #include <new>
 
 #include "commands.hpp"
@@ -40,6 +42,12 @@ int main(int argc, char** argv) {
   CLI::App app{"dnngraph: deep-learning kernels described as graphs"};
   app.set_version_flag("--version", dnngraph::kVersionString);
   app.require_subcommand(1);
+  app.fallthrough();  // --log-level may come after the command too
+  // The log sink reads DNNGRAPH_LOG_LEVEL on its first line, after parsing: the flag sets it.
+  app.add_option_function<int>(
+         "--log-level", [](int level) { setenv("DNNGRAPH_LOG_LEVEL", std::to_string(level).c_str(), 1); },
+         "library log lines on stderr: 0 none, 1 errors, 2 info, 3 debug (also $DNNGRAPH_LOG_LEVEL)")
+      ->check(CLI::Range(0, 3));
   dnngraph::cli::add_info_command(app);
   dnngraph::cli::add_run_command(app);
   dnngraph::cli::add_tour_command(app);
