@@ -13,6 +13,15 @@ import dnngraph
 # `import cudnn` resolves to dnngraph through the shim, for the ported frontend tests (test_fe_*.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cudnn_shim"))
 
+# The tuning DB and kernel caches of this test session live in a folder of its own: mode A reads the
+# DB, so a record an earlier run left in ~/.cache/dnngraph (or a test's autotune here) must not
+# change another test's plan, and tests must not write into the user's cache.
+if "DNNGRAPH_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["DNNGRAPH_CACHE_DIR"] = tempfile.mkdtemp(prefix="dnngraph_pytest_")
+    os.environ.pop("DNNGRAPH_TUNING_DB", None)
+
 # fp32 ~1e-5 relative, tf32 ~1e-3, fp16 ~3e-3, bf16 ~1e-2 (the project's tolerances by precision).
 TOL = {np.float32: 1e-5, np.float16: 3e-3, np.float64: 1e-12}
 
