@@ -15,7 +15,6 @@ time), which is what the next pass would pick if the times held.
 """
 import argparse
 import re
-import statistics
 import sys
 from collections import defaultdict
 
@@ -42,7 +41,9 @@ def read_table(path):
 
 
 def read_outputs(paths):
-    ratios, rows = defaultdict(list), []
+    """CALIB ratios by (device, engine, family, size); ROW lines; per workload its class and its
+    timed candidates [(index, engine, estimate ms, measured ms or None)]."""
+    ratios, rows, cands, classes = defaultdict(list), [], defaultdict(list), {}
     for path in paths:
         for line in open(path, errors="replace"):
             parts = line.split()
@@ -50,27 +51,17 @@ def read_outputs(paths):
                 device, engine, family, size, ratio = parts[1], parts[2], parts[3], parts[4], float(parts[5])
                 if family in FAMILIES and size in SIZES and ratio > 0:
                     ratios[(device, engine, FAMILIES[family], SIZES[size])].append(ratio)
+                    classes[parts[6]] = (device, FAMILIES[family], SIZES[size])
+            elif len(parts) >= 8 and parts[0] == "CAND":
+                cands[parts[1]].append((int(parts[2]), parts[3], float(parts[4]),
+                                        None if parts[6] == "-" else float(parts[6])))
             elif parts and parts[0] == "ROW":
                 rows.append(line.rstrip("\n"))
-    return ratios, rows
+    return ratios, rows, cands, classes
 
 
-def read_candidates(paths):
-    """Per workload: its class and [(index, device, engine, estimate ms, measured ms or None)]."""
-    cands, classes = defaultdict(list), {}
-    for path in paths:
-        for line in open(path, errors="replace"):
-            p = line.split()
-            if len(p) >= 8 and p[0] == "CAND":
-                cands[p[1]].append((int(p[2]), p[3], float(p[4]), None if p[6] == "-" else float(p[6])))
-            elif len(p) >= 7 and p[0] == "CALIB" and p[3] in FAMILIES and p[4] in SIZES:
-                classes[p[6]] = (p[1], FAMILIES[p[3]], SIZES[p[4]])
-    return cands, classes
-
-
-def replay(paths, entries):
+def replay(cands, classes, entries):
     """Mode A's pick per workload under `entries` (exact class matches; ref is never timed here)."""
-    cands, classes = read_candidates(paths)
     factor = {(d, e, f, s): v for d, e, f, s, v, _ in entries}
     worst, rows = 0.0, []
     for w, cs in cands.items():
@@ -116,7 +107,7 @@ def main():
     ap.add_argument("--table", default="src/planning/calibration_table.inc")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
-    ratios, rows = read_outputs(args.outputs)
+    ratios, rows, cands, classes = read_outputs(args.outputs)
     measured = {key[0] for key in ratios}
     entries = [e for e in read_table(args.table) if e[0] not in measured]
     for key, values in ratios.items():
@@ -125,12 +116,12 @@ def main():
     print("\ncalibration entries (device engine family size factor samples):")
     for e in sorted(entries):
         print("  " + " ".join(str(v) for v in e))
-    worst, rows = replay(args.outputs, entries)
-    if rows:
+    worst, picks = replay(cands, classes, entries)
+    if picks:
         print("\nmode A under this table, replayed on these measurements (workload, engine picked, x of best):")
-        for w, engine, ratio in rows:
+        for w, engine, ratio in picks:
             print(f"  {w:<40} {engine:<26} {ratio:.3f}")
-        print(f"replayed worst mode A / best: {worst:.3f} over {len(rows)} workloads")
+        print(f"replayed worst mode A / best: {worst:.3f} over {len(picks)} workloads")
     if args.write:
         write_table(args.table, entries)
         print(f"written: {args.table} ({len(entries)} entries; devices measured here: {', '.join(sorted(measured)) or 'none'})")

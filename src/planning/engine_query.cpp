@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/no_throw.hpp"
+#include "planning/plan_build.hpp"
 #include "planning/plan_set.hpp"
 
 namespace dnngraph {
@@ -106,19 +107,6 @@ Status pick_setting(const Engine& e, const std::vector<Knobs>& space, const Knob
   for (const auto& [name, value] : wanted) out[name] = value;
   if (auto s = e.check_knobs(out); !s.ok()) return {s.code(), who + ": " + s.message()};
   return {};
-}
-
-// Where cross-partition intermediates live in the workspace (as create_execution_plans lays them).
-void layout_intermediates(PlanSet& ps, const ir::Graph& g) {
-  ps.workspace_offset.assign(g.tensors.size(), -1);
-  ps.intermediates_bytes = 0;
-  for (const auto& pp : ps.parts)
-    for (int t : pp.partition.outputs) {
-      const auto& x = g.tensor(t);
-      if (!x.is_virtual || ps.workspace_offset[static_cast<size_t>(t)] >= 0) continue;
-      ps.workspace_offset[static_cast<size_t>(t)] = ps.intermediates_bytes;
-      ps.intermediates_bytes += (x.span_bytes() + 255) / 256 * 256;
-    }
 }
 
 // The plan set the new plan joins: the current one when its partitions are the survey's, else a

@@ -14,6 +14,10 @@ namespace dnngraph {
 Status plan_partitions(const GraphImpl& g, const Target& target, const std::vector<HeurMode>& modes,
                        std::shared_ptr<PlanSet>& out);
 
+// Cross-partition intermediates' places at the front of the workspace (256-byte aligned), into
+// ps.workspace_offset and ps.intermediates_bytes.
+void layout_intermediates(PlanSet& ps, const ir::Graph& g);
+
 // A candidate to build: (partition index, candidate index).
 using CandidateRef = std::pair<size_t, size_t>;
 

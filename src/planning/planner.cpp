@@ -81,19 +81,6 @@ bool only_ref(const PartitionPlans& pp) {
                      [](const Candidate& c) { return c.engine_id == kRefEngineId; });
 }
 
-// Intermediates that cross partitions live in the workspace, 256-byte aligned.
-void layout_intermediates(PlanSet& ps, const ir::Graph& g) {
-  ps.workspace_offset.assign(g.tensors.size(), -1);
-  ps.intermediates_bytes = 0;
-  for (const auto& pp : ps.parts)
-    for (int t : pp.partition.outputs) {
-      const auto& x = g.tensor(t);
-      if (!x.is_virtual || ps.workspace_offset[static_cast<size_t>(t)] >= 0) continue;
-      ps.workspace_offset[static_cast<size_t>(t)] = ps.intermediates_bytes;
-      ps.intermediates_bytes += (x.span_bytes() + 255) / 256 * 256;
-    }
-}
-
 // A fused partition that only the reference engine (or none) accepts is replaced by `pieces` when
 // every piece has an engine and one of them is faster than ref (or the fused form had none).
 bool split_if_better(const GraphImpl& g, const PartitionPlans& fused, std::vector<Partition> pieces,
@@ -139,6 +126,19 @@ std::vector<Partition> bound_pointwise_length(Partition p, const Target& target)
 }
 
 }  // namespace
+
+// Intermediates that cross partitions live in the workspace, 256-byte aligned.
+void layout_intermediates(PlanSet& ps, const ir::Graph& g) {
+  ps.workspace_offset.assign(g.tensors.size(), -1);
+  ps.intermediates_bytes = 0;
+  for (const auto& pp : ps.parts)
+    for (int t : pp.partition.outputs) {
+      const auto& x = g.tensor(t);
+      if (!x.is_virtual || ps.workspace_offset[static_cast<size_t>(t)] >= 0) continue;
+      ps.workspace_offset[static_cast<size_t>(t)] = ps.intermediates_bytes;
+      ps.intermediates_bytes += (x.span_bytes() + 255) / 256 * 256;
+    }
+}
 
 Status plan_partitions(const GraphImpl& g, const Target& target, const std::vector<HeurMode>& modes,
                        std::shared_ptr<PlanSet>& out) {

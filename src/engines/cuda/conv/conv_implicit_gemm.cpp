@@ -247,11 +247,7 @@ class ConvPlan final : public KernelPlan {
       cuda::TensorMap mw;
       if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
       void* kargs[] = {&cp, &pp, &mw};
-      const auto grid = static_cast<unsigned>(std::min<int64_t>(tiles * c_.splits, h.cuda->multiprocessors));
-      if (auto s = cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs,
-                                   kFpropKernel);
-          !s.ok())
-        return s;
+      if (auto s = launch_persistent(h, kargs, tiles * c_.splits); !s.ok()) return s;
     } else {
       void* kargs[] = {&cp, &pp};
       if (auto s = cuda::launch_3d(h, k_.main, {static_cast<unsigned>(tiles), 1, 1}, 128,
@@ -263,6 +259,13 @@ class ConvPlan final : public KernelPlan {
   }
 
  private:
+  // The wgmma cores' launch: persistent CTAs (at most one per SM) walking `units` (tile, k range)
+  // units, 3 warpgroups each.
+  Status launch_persistent(HandleImpl& h, void** kargs, int64_t units) const {
+    const auto grid = static_cast<unsigned>(std::min<int64_t>(units, h.cuda->multiprocessors));
+    return cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
+  }
+
   // Core 2: the matmul kernel over X as a [pixels, C] matrix (conv_gemm_view.hpp), then the finalize.
   Status launch_gemm_view(HandleImpl& h, const conv::ConvParams& cp, codegen::PointwiseParams& pp) const {
     gemm::GemmParams g = conv::gemm_view_params(cp, pc_.pixel_stride, c_.splits, cp.ws);
@@ -271,12 +274,7 @@ class ConvPlan final : public KernelPlan {
       return s;
     if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
     void* kargs[] = {&g, &pp, &mx, &mw};
-    const int64_t units = int64_t{cp.tiles_m} * cp.tiles_n * c_.splits;
-    const auto grid = static_cast<unsigned>(std::min<int64_t>(units, h.cuda->multiprocessors));
-    if (auto s = cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs,
-                                 kFpropKernel);
-        !s.ok())
-      return s;
+    if (auto s = launch_persistent(h, kargs, int64_t{cp.tiles_m} * cp.tiles_n * c_.splits); !s.ok()) return s;
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
@@ -286,12 +284,7 @@ class ConvPlan final : public KernelPlan {
     if (auto s = cuda::encode_im2col_map(conv::im2col_activation_map(pc_.cp, c_.bk()), cp.x, mx); !s.ok()) return s;
     if (auto s = cuda::encode_tensor_map(conv::im2col_filter_map(pc_.cp, c_.bk(), c_.bn), cp.w, mw); !s.ok()) return s;
     void* kargs[] = {&cp, &pp, &mx, &mw};
-    const int64_t units = int64_t{cp.tiles_m} * cp.tiles_n * c_.splits;
-    const auto grid = static_cast<unsigned>(std::min<int64_t>(units, h.cuda->multiprocessors));
-    if (auto s = cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs,
-                                 kFpropKernel);
-        !s.ok())
-      return s;
+    if (auto s = launch_persistent(h, kargs, int64_t{cp.tiles_m} * cp.tiles_n * c_.splits); !s.ok()) return s;
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
