@@ -10,6 +10,7 @@
 // CPU for N up to --execute-max, with every output checked to be written.
 // Usage: dnngraph_bench_graph_scale_bench [--n 1000,10000,100000] [--cases relus,chain,concat,mixed]
 //        [--sources builder,json] [--timeout S] [--mem-limit-mb MB] [--execute-max N]
+//        [--device cpu|cuda] [--engines a,b]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -192,6 +193,9 @@ dg::Status execute_once(dg::Graph& g, const dg::Handle& h, const CaseGraph& c) {
 // The device the graphs are planned for (--device cpu|cuda): on CUDA the vendor and JIT engines
 // take part in every survey too.
 dg::Device g_device = dg::Device::cpu();
+// --engines a,b: plan with only these engines (e.g. without the vendor libraries, whose own
+// resident memory is a floor every CUDA run pays).
+std::vector<std::string> g_engines;
 
 void run_child(int fd, const std::string& name, bool from_json, int64_t n, int64_t execute_max) {
   Child out(fd);
@@ -217,6 +221,7 @@ void run_child(int fd, const std::string& name, bool from_json, int64_t n, int64
   if (!built) return;
   std::string().swap(text);
   out.say("nodes " + std::to_string(dg::introspect::node_count(g)));
+  g.select_engines(g_engines);
   if (!out.stage("validate", [&] { return g.validate(); })) return;
   if (!out.stage("lower", [&] { return g.build_operation_graph(h); })) return;
   if (!out.stage("plans", [&] { return g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}); })) return;
@@ -370,6 +375,12 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+std::string value_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -384,6 +395,7 @@ int main(int argc, char** argv) {
     else if (flag == "--timeout") lim.timeout_s = std::stoi(value);
     else if (flag == "--mem-limit-mb") lim.mem_limit_mb = std::stoll(value);
     else if (flag == "--execute-max") lim.execute_max = std::stoll(value);
+    else if (flag == "--engines") g_engines = split(value);
     else if (flag == "--device" && (value == "cpu" || value == "cuda"))
       g_device = value == "cuda" ? dg::Device::cuda(0) : dg::Device::cpu();
     else {
@@ -393,7 +405,8 @@ int main(int argc, char** argv) {
   }
   print_machine();
   // Named, not opened: a CUDA context made here would not survive into the forked children.
-  std::printf("graphs planned for: %s\n", g_device.to_string().c_str());
+  std::printf("graphs planned for: %s; engines: %s\n", g_device.to_string().c_str(),
+              g_engines.empty() ? "all" : value_list(g_engines).c_str());
   std::printf("wall seconds per stage; build steps = build (or from_json) to build_plans; peak RSS in MB (VmHWM)\n"
               "and the stage that reached it; each run in a fresh process (limits %d s, %lld MB of address space)\n\n",
               lim.timeout_s, static_cast<long long>(lim.mem_limit_mb));

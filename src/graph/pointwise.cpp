@@ -47,6 +47,12 @@ Status infer(const PointwiseAttr& attr, NodeSpec& node, const GraphDefaults& def
                       "GEN_INDEX axis " + std::to_string(attr.get_axis()) + " is outside rank " +
                           std::to_string(dims.size()));
   const DataType fallback = has_boolean_result(mode) ? DataType::BOOLEAN : node.inputs[0]->get_data_type();
+  // The cuDNN frontend's rule: an output without strides takes those of the input of its dims as
+  // they are, gaps included, so that an op on slices can write back into the sliced array (RoPE).
+  TensorAttr& out = *node.outputs[0];
+  if (widest && out.get_stride().empty() && (out.get_dim().empty() || out.get_dim() == dims) &&
+      strides_are_non_overlapping(dims, widest->get_stride()))
+    out.set_stride(widest->get_stride());
   return fill_output(node, *node.outputs[0], dims, widest ? widest->get_stride() : std::vector<int64_t>{}, defaults,
                      fallback);
 }

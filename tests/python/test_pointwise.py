@@ -154,3 +154,25 @@ def test_pass_by_value_scalar(cpu, rng):
     y = poisoned((3, 3))
     run(g, {X: x, Y: y, T: np.array([[0.5]], np.float32)})  # T's value comes from a host array
     assert_close(y, x * 2.5 + 0.5)
+
+
+def test_output_takes_the_sliced_inputs_strides_and_writes_back_in_place(cpu, rng):
+    # The cuDNN frontend's rule (its test_apply_rope relies on it): an output without strides takes
+    # those of the input of its dims, gaps included, so the result can go back into the slices.
+    x = rand(rng, (2, 8, 16))
+    x1, x2 = x[..., :4], x[..., 4:8]
+    c, s = rand(rng, (1, 8, 4)), rand(rng, (1, 8, 4))
+    want1, want2 = x1 * c - x2 * s, x2 * c + x1 * s
+    g = graph(cpu)
+    X1, X2, C, S = (g.tensor_like(a) for a in (x1, x2, c, s))
+    Y1 = g.sub(a=g.mul(a=X1, b=C), b=g.mul(a=X2, b=S))
+    Y2 = g.add(a=g.mul(a=X2, b=C), b=g.mul(a=X1, b=S))
+    for y in (Y1, Y2):
+        y.set_output(True)
+    g.build()
+    assert Y1.get_stride() == [128, 16, 1] and Y2.get_stride() == [128, 16, 1]
+    xin = x.copy()
+    g.execute({X1: xin[..., :4], X2: xin[..., 4:8], C: c, S: s, Y1: x1, Y2: x2},
+              np.empty(max(1, g.get_workspace_size()), np.uint8))
+    assert_close(x[..., :4], want1)
+    assert_close(x[..., 4:8], want2)
