@@ -2,13 +2,16 @@
 the package (dnngraph/bin/dnngraph, docs/cli.md) with the same arguments, so ``pip install .`` gives
 the same ``dnngraph info``, ``run``, ``tune`` and ``tour`` as a CMake build, and the same exit codes
 (docs/errors.md). The process is replaced (os.execv), not wrapped: signals, the terminal (tune's
-progress bar) and the exit status are the program's own."""
+progress bar) and the exit status are the program's own. ``run MODEL.onnx`` goes to dnngraph.onnx
+instead (dnngraph._run_onnx), with the same steps and exit codes."""
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
+
+from . import _run_onnx
 
 # Where the wheel puts the program (python/CMakeLists.txt installs it there).
 PROGRAM = Path(__file__).resolve().parent / "bin" / "dnngraph"
@@ -28,6 +31,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     Exits with 127 and a message naming the missing file when this installation has no program
     (a build made with DNNGRAPH_BUILD_TOOLS=OFF)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if _run_onnx.onnx_model_of(args) is not None:  # `run MODEL.onnx`: the C++ program reads graph JSON only
+        sys.exit(_run_onnx.main(args))
     exe = program()
     if not os.access(exe, os.X_OK):
         sys.stderr.write(f"dnngraph: the command-line program {exe} is not in this installation "

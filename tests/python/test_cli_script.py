@@ -78,3 +78,63 @@ def test_the_stubs_and_marker_are_beside_the_module():
     assert "from dnngraph import GraphNotSupportedError" not in stub
     assert "def tensor_like(self, input: object, name: str = '') -> _tensor:" in stub
     assert "__version__: str" in stub
+
+
+# ---- `dnngraph run MODEL.onnx`: handed to dnngraph.onnx (dnngraph._run_onnx)
+
+def test_only_run_with_an_onnx_path_is_handed_to_dnngraph_onnx():
+    from dnngraph._run_onnx import onnx_model_of
+    assert onnx_model_of(["run", "m.onnx"]) == "m.onnx"
+    assert onnx_model_of(["--log-level", "3", "run", "--seed", "2", "--iters", "1", "m.onnx", "--no-check"]) == "m.onnx"
+    assert onnx_model_of(["--log-level=3", "run", "m.onnx"]) == "m.onnx"
+    assert onnx_model_of(["run", "graph.json"]) is None
+    assert onnx_model_of(["tune", "m.onnx"]) is None
+    assert onnx_model_of(["info", "--json"]) is None
+    assert onnx_model_of([]) is None
+
+
+@pytest.fixture(scope="module")
+def mlp_onnx(tmp_path_factory):
+    pytest.importorskip("onnx")
+    import numpy as np
+    import onnx
+    from onnx_models import mlp
+    path = tmp_path_factory.mktemp("onnx") / "mlp.onnx"
+    onnx.save(mlp(np.random.default_rng(0), n=4, sizes=(16, 32, 32, 8)), str(path))
+    return str(path)
+
+
+def test_run_onnx_times_the_model_and_checks_it_against_onnxruntime(mlp_onnx):
+    r = _script("run", mlp_onnx, "--iters", "2")
+    assert r.returncode == 0, r.stderr
+    assert "device: cpu" in r.stdout and "over 2 runs" in r.stdout
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        assert "skipped (pip install onnxruntime)" in r.stdout
+    else:
+        assert "check against onnxruntime (cpu):" in r.stdout and r.stdout.rstrip().endswith("PASS")
+
+
+def test_run_onnx_exits_1_when_an_output_is_beyond_the_tolerance(mlp_onnx):
+    pytest.importorskip("onnxruntime")
+    # rtol 0: any difference from onnxruntime's float rounding is a mismatch (the MLP's softmax has some).
+    r = _script("run", mlp_onnx, "--iters", "1", "--rtol", "0")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "MISMATCH" in r.stdout and r.stdout.rstrip().endswith("FAIL")
+
+
+def test_run_onnx_errors_have_the_clis_exit_codes(mlp_onnx, tmp_path):
+    for args, code, message in [
+        (["run", mlp_onnx, "--engines", "ref"], 64, "--engines is for graph JSON files"),
+        (["run", mlp_onnx, "--iters", "0"], 64, "--iters 0: at least 1"),
+        (["run", mlp_onnx, "--input-shape", "x"], 64, "--input-shape 'x' is not NAME=D0,D1,..."),
+        (["run", str(tmp_path / "missing.onnx")], 64, "file does not exist"),
+        (["run", mlp_onnx, "--device", "cuda"], 2, "dnngraph.onnx runs models on the CPU"),
+    ]:
+        r = _script(*args)
+        assert r.returncode == code and message in r.stderr, (args, r.returncode, r.stderr)
+    not_onnx = tmp_path / "not.onnx"
+    not_onnx.write_bytes(b"these bytes are no ONNX model")
+    r = _script("run", str(not_onnx))
+    assert r.returncode == 2 and f"error: run: {not_onnx}:" in r.stderr, r.stderr
