@@ -37,7 +37,7 @@ install_apt() {
 install_pip() {
   local req=scripts/python-requirements.txt
   [ -f "$req" ] || return 0
-  if ! python3 -c "import nanobind, scikit_build_core, numpy, pytest, ml_dtypes, onnx, onnxruntime" >/dev/null 2>&1; then
+  if ! python3 -c "import nanobind, scikit_build_core, numpy, pytest, ml_dtypes, onnx, onnxruntime, mypy" >/dev/null 2>&1; then
     echo "setup: installing Python packages from $req"
     python3 -m pip install -q -r "$req" || python3 -m pip install -q --break-system-packages -r "$req"
   fi

@@ -15,6 +15,11 @@ if ls build/python/dnngraph/_dnngraph*.so >/dev/null 2>&1 && [ -d tests/python ]
   PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q tests/python
 fi
 
+if ls build/python/dnngraph/_dnngraph.pyi >/dev/null 2>&1; then
+  echo "== type check (mypy on examples/python against the stubs; config in pyproject.toml)"
+  python3 -m mypy
+fi
+
 if [ -f scripts/fuzz.sh ]; then
   echo "== fuzz (bounded)"
   bash scripts/fuzz.sh

@@ -14,18 +14,22 @@ arrays count by type, shape, strides, dtype and device; other arguments by value
 for objects such as a handle). A call with an argument that is neither hashable nor an array
 (a dict, say) is built afresh, as the frontend does.
 """
+from __future__ import annotations
+
 import collections
 import contextlib
 import functools
+from typing import Any, Callable, Iterator, List, Protocol, Sequence, Tuple, cast
 
-from ._dnngraph import data_type, heur_mode, pygraph
+from ._dnngraph import data_type, heur_mode, pygraph, tensor
 
 _CACHE_SIZE = 256  # graphs kept per decorated function; the oldest goes first
 
 
 @contextlib.contextmanager
-def graph(handle=None, name="graph", io_data_type=data_type.HALF, intermediate_data_type=data_type.FLOAT,
-          compute_data_type=data_type.FLOAT, **kwargs):
+def graph(handle: Any = None, name: str = "graph", io_data_type: Any = data_type.HALF,
+          intermediate_data_type: Any = data_type.FLOAT, compute_data_type: Any = data_type.FLOAT,
+          **kwargs: Any) -> Iterator[Tuple[pygraph, list]]:
     """A pygraph on ``handle`` (None: the best device), yielded as ``(graph, [])`` as the frontend does.
 
     The data type defaults are the frontend's (HALF io, FLOAT intermediates and compute); further
@@ -40,11 +44,28 @@ class _Unkeyable(Exception):
     pass
 
 
-def _is_array(obj):
+# What a @jit function returns, and what its decorated form returns: (graph, its tensors' uids).
+Built = Tuple[pygraph, Sequence[tensor]]
+BuiltUids = Tuple[pygraph, List[int]]
+
+
+class Jitted(Protocol):
+    """A function decorated by @jit: called as the function, it returns (graph, uids)."""
+
+    __wrapped__: Callable[..., Built]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> BuiltUids: ...
+
+    def cache_size(self) -> int:
+        """The number of graphs kept (one per input signature, at most 256)."""
+        ...
+
+
+def _is_array(obj: object) -> bool:
     return hasattr(obj, "__dlpack__") or (hasattr(obj, "shape") and hasattr(obj, "dtype"))
 
 
-def _array_key(a):
+def _array_key(a: Any) -> tuple:
     strides = getattr(a, "strides", None)
     if callable(strides):  # torch: .stride() in elements
         strides = None
@@ -55,7 +76,7 @@ def _array_key(a):
             str(a.dtype), str(device))
 
 
-def _key(obj):
+def _key(obj: object) -> object:
     if _is_array(obj):
         return _array_key(obj)
     if isinstance(obj, (list, tuple)):
@@ -69,23 +90,24 @@ def _key(obj):
     return obj
 
 
-def _signature(args, kwargs):
+def _signature(args: tuple, kwargs: dict[str, Any]) -> tuple | None:
     try:
         return (tuple(_key(a) for a in args), tuple(sorted((k, _key(v)) for k, v in kwargs.items())))
     except _Unkeyable:
         return None
 
 
-def jit(heur_modes=heur_mode.A, **_options):
+def jit(heur_modes: heur_mode | Sequence[heur_mode] = heur_mode.A,
+        **_options: Any) -> Callable[[Callable[..., Built]], Jitted]:
     """Builds the ``(graph, tensors)`` a function returns with ``heur_modes`` (unless it is built
     already) and returns ``(graph, uids)``; once per input signature. ``__wrapped__`` is the function."""
     modes = list(heur_modes) if isinstance(heur_modes, (list, tuple)) else [heur_modes]
 
-    def decorator(func):
-        cache = collections.OrderedDict()
+    def decorator(func: Callable[..., Built]) -> Jitted:
+        cache: collections.OrderedDict[tuple, BuiltUids] = collections.OrderedDict()
 
         @functools.wraps(func)
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: Any, **kwargs: Any) -> BuiltUids:
             key = _signature(args, kwargs)
             if key is not None and key in cache:
                 return cache[key]
@@ -99,7 +121,7 @@ def jit(heur_modes=heur_mode.A, **_options):
                     cache.popitem(last=False)
             return result
 
-        wrapper.cache_size = lambda: len(cache)
-        return wrapper
+        setattr(wrapper, "cache_size", lambda: len(cache))
+        return cast(Jitted, wrapper)
 
     return decorator

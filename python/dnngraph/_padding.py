@@ -8,5 +8,5 @@ class padding_mode(enum.Enum):  # noqa: N801 - the cuDNN frontend's spelling
     ZERO_PAD = 1
     EDGE_VAL_PAD = 2
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"padding_mode.{self.name}"

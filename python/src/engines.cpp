@@ -114,21 +114,33 @@ void init_engines(nb::module_& m) {
       .value("UNIFIED", AttentionImplementation::UNIFIED);
 
   nb::class_<EngineKnob>(m, "knob", "A knob of an engine for a graph: the values the engine offers it.")
-      .def_prop_ro("type", [](const EngineKnob& k) { return knob_type_of(k.name); })
-      .def_ro("name", &EngineKnob::name)
-      .def_ro("min_value", &EngineKnob::min_value)
-      .def_ro("max_value", &EngineKnob::max_value)
-      .def_ro("stride", &EngineKnob::stride)
-      .def_ro("values", &EngineKnob::values)
+      .def_prop_ro("type", [](const EngineKnob& k) { return knob_type_of(k.name); },
+            "The knob's cuDNN frontend type (knob_type.NOT_SET for dnngraph's own knobs, which go by "
+            "name).")
+      .def_ro("name", &EngineKnob::name,
+            "The knob's name, as create_execution_plan takes it.")
+      .def_ro("min_value", &EngineKnob::min_value,
+            "The smallest value the engine offers.")
+      .def_ro("max_value", &EngineKnob::max_value,
+            "The largest value the engine offers.")
+      .def_ro("stride", &EngineKnob::stride,
+            "The step between offered values (0 when they are listed in `values`).")
+      .def_ro("values", &EngineKnob::values,
+            "Every value the engine offers for this graph.")
       .def("__repr__", &knob_repr);
 
   m.def("backend_version", &backend_version,
-        "cuDNN's version number (91900 for 9.19.0) when dnngraph's cudnn engine has loaded cuDNN; else "
-        "dnngraph's own (major*10000 + minor*100 + patch).");
+        "cuDNN's version number (91900 for 9.19.0) when dnngraph's cudnn engine has loaded cuDNN;\n"
+        "else dnngraph's own (major*10000 + minor*100 + patch). Raises nothing.");
   m.def("backend_version_string", &backend_version_string,
-        "cuDNN's version (\"9.19.0\") when dnngraph's cudnn engine has loaded cuDNN; else dnngraph's own.");
+        "cuDNN's version (\"9.19.0\") when dnngraph's cudnn engine has loaded cuDNN; else dnngraph's "
+        "own. Raises nothing.");
   m.def("destroy_handle", [](const Handle&) {}, nb::arg("handle"),
-        "For code written for cudnn: a dnngraph Handle is freed with its last reference, so this frees nothing.");
+        "For code written for cudnn: a dnngraph Handle is freed with its last reference, so this\n"
+        "frees nothing.\n"
+        "\n"
+        "Args:\n"
+        "    handle: a dnngraph.Handle (kept usable).");
 }
 
 void bind_pygraph_engines(nb::class_<PyGraph>& c) {
@@ -136,26 +148,62 @@ void bind_pygraph_engines(nb::class_<PyGraph>& c) {
     int64_t n = 0;
     check(g.graph.get_engine_count(n));
     return n;
-  }, "Engine ids run 0..count-1: dnngraph's registry ids (docs/python.md).");
+  },
+        "The number of engines; engine ids run 0..count-1 (dnngraph's registry ids, docs/python.md).\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: the graph has not been through build_operation_graph.");
   c.def("get_knobs_for_engine", [](const PyGraph& g, int64_t id) {
     std::vector<EngineKnob> knobs;
     check(g.graph.get_knobs_for_engine(id, knobs));
     return knobs;
-  }, nb::arg("engine_id"), "The engine's knobs for this graph; GraphNotSupportedError when it cannot run it.");
+  }, nb::arg("engine_id"),
+        "The engine's knobs for this graph (a list of dnngraph.knob).\n"
+        "\n"
+        "Args:\n"
+        "    engine_id: 0 .. get_engine_count() - 1.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `engine_id` is out of range.\n"
+        "    GraphNotSupportedError: the engine cannot run the graph (the message says why).\n"
+        "    RuntimeError: called before build_operation_graph.");
   c.def("create_execution_plan", [](PyGraph& g, int64_t id, nb::dict knobs) {
     check(g.graph.create_execution_plan(id, knobs_from(knobs)));
   }, nb::arg("engine_id"), nb::arg("knobs") = nb::dict(),
-     "Append a plan run by engine `engine_id` with `knobs` ({knob_type or name: value}).");
+        "Append a plan run by engine `engine_id` with `knobs`; build it with build_plans or\n"
+        "build_plan_at_index.\n"
+        "\n"
+        "Args:\n"
+        "    engine_id: 0 .. get_engine_count() - 1.\n"
+        "    knobs: {knob_type or knob name: int value}; knobs left out take the engine's defaults.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: the id is out of range, a key is neither a knob_type nor a str, or a value is\n"
+        "        one the engine does not offer.\n"
+        "    GraphNotSupportedError: the engine cannot run the graph.");
   c.def("get_behavior_notes", [](const PyGraph& g) {
     std::vector<BehaviorNote> notes;
     check(g.graph.get_behavior_notes(notes));
     return notes;
-  });
+  },
+        "The behaviour notes (dnngraph.behavior_note) of the default plan, such as\n"
+        "RUNTIME_COMPILATION.\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: the plans are not built.");
   c.def("get_behavior_notes_for_plan_at_index", [](const PyGraph& g, int64_t i) {
     std::vector<BehaviorNote> notes;
     check(g.graph.get_behavior_notes_for_plan_at_index(i, notes));
     return notes;
-  }, nb::arg("index"));
+  }, nb::arg("index"),
+        "The behaviour notes (dnngraph.behavior_note) of candidate plan `index`.\n"
+        "\n"
+        "Args:\n"
+        "    index: 0 .. get_execution_plan_count() - 1.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `index` is out of range.\n"
+        "    RuntimeError: called before create_execution_plans.");
 }
 
 }  // namespace dnngraph::python

@@ -67,30 +67,47 @@ void init_enums(nb::module_& m) {
 
 void init_handle(nb::module_& m) {
   nb::class_<Handle>(m, "Handle", "Where graphs run (a CPU or one CUDA device) and the stream they run on.")
-      .def_prop_ro("device", [](const Handle& h) { return h.device().to_string(); })
-      .def_prop_ro("is_cuda", [](const Handle& h) { return h.device().is_cuda(); })
-      .def("set_stream", &set_stream, nb::arg("stream").none())
-      .def("get_stream", &get_stream)
+      .def_prop_ro("device", [](const Handle& h) { return h.device().to_string(); },
+                   "The device as a string: \"cpu\" or \"cuda:N\".")
+      .def_prop_ro("is_cuda", [](const Handle& h) { return h.device().is_cuda(); },
+                   "True when the handle's graphs run on a CUDA device.")
+      .def("set_stream", &set_stream, nb::arg("stream").none(),
+           "Run this handle's graphs on a CUDA stream (as dnngraph.set_stream(handle, stream)).\n\n"
+           "Args:\n    stream: an int (cudaStream_t), None (the default stream), or an object with "
+           ".cuda_stream (torch.cuda.Stream), .ptr (CuPy) or ._as_parameter_.\n\n"
+           "Raises:\n    ValueError: `stream` is none of those, or the handle is on the CPU and the stream is not None.")
+      .def("get_stream", &get_stream, "The handle's CUDA stream as an int (0: the default stream). Raises nothing.")
       .def_prop_rw("num_threads", &Handle::get_num_threads,
-                   [](Handle& h, int n) { h.set_num_threads(n); })
+                   [](Handle& h, int n) { h.set_num_threads(n); },
+                   "Threads the CPU engines use for this handle's graphs (0: one per core).")
       .def("__repr__", [](const Handle& h) { return "<dnngraph.Handle " + h.device().to_string() + ">"; });
 
   m.def("create_handle", &create_handle, nb::arg("device").none() = nb::none(),
         "A handle on device \"cpu\", \"cuda\", \"cuda:N\" (or a torch.device); None picks CUDA device 0 "
-        "when usable, else the CPU. Raises RuntimeError when the device cannot be had.");
+        "when usable, else the CPU.\n\n"
+        "Args:\n    device: \"cpu\", \"cuda\", \"gpu\", \"cuda:N\", a torch.device, or None.\n\n"
+        "Raises:\n    ValueError: `device` names no device (\"tpu\", \"cuda:-1\").\n"
+        "    RuntimeError: the device cannot be had (no driver, no such GPU); the message says why.");
   m.def("set_stream", &set_stream, nb::arg("handle"), nb::arg("stream").none(),
         "Run the handle's graphs on `stream`: an int (cudaStream_t), None (the default stream), or an "
-        "object with .cuda_stream (torch.cuda.Stream), .ptr (cupy) or ._as_parameter_.");
-  m.def("get_stream", &get_stream, nb::arg("handle"));
+        "object with .cuda_stream (torch.cuda.Stream), .ptr (cupy) or ._as_parameter_.\n\n"
+        "Args:\n    handle: a dnngraph.Handle.\n    stream: the stream, as above.\n\n"
+        "Raises:\n    ValueError: `stream` is none of the accepted kinds, or the handle cannot take it.");
+  m.def("get_stream", &get_stream, nb::arg("handle"),
+        "The handle's CUDA stream as an int (0: the default stream).\n\nArgs:\n    handle: a dnngraph.Handle.");
 
   nb::class_<KernelCache>(m, "KernelCache", "Compiled kernels shared by graphs, in memory and optionally on disk.")
-      .def(nb::init<>())
+      .def(nb::init<>(), "An empty kernel cache, in memory only until set_directory is called.")
       .def_prop_rw("directory", &KernelCache::get_directory,
-                   [](KernelCache& k, std::string d) { k.set_directory(std::move(d)); })
-      .def("set_directory", [](KernelCache& k, std::string d) { k.set_directory(std::move(d)); }, nb::arg("directory"))
-      .def("size", &KernelCache::size)
-      .def("hits", &KernelCache::hits)
-      .def("misses", &KernelCache::misses)
+                   [](KernelCache& k, std::string d) { k.set_directory(std::move(d)); },
+                   "The folder compiled kernels are also kept in (\"\": memory only).")
+      .def("set_directory", [](KernelCache& k, std::string d) { k.set_directory(std::move(d)); }, nb::arg("directory"),
+           "Keep compiled kernels on disk too, in `directory` (created if missing; \"\" turns the disk "
+           "cache off). Kernels found there are loaded instead of compiled.\n\n"
+           "Args:\n    directory: a folder path.")
+      .def("size", &KernelCache::size, "The number of compiled kernels held in memory.")
+      .def("hits", &KernelCache::hits, "How many kernel builds were served from the cache.")
+      .def("misses", &KernelCache::misses, "How many kernel builds compiled a kernel the cache lacked.")
       .def("__len__", [](const KernelCache& k) { return k.size(); })
       .def("__repr__", [](const KernelCache& k) {
         return "<dnngraph.KernelCache size=" + std::to_string(k.size()) + " hits=" + std::to_string(k.hits()) +
@@ -103,7 +120,9 @@ void init_handle(nb::module_& m) {
         if (!directory.empty()) cache->set_directory(std::move(directory));
         return cache;
       },
-      nb::arg("directory") = "", "A kernel cache to share between graphs (pygraph(kernel_cache=...)).");
+      nb::arg("directory") = "",
+      "A kernel cache to share between graphs (pygraph(kernel_cache=...)).\n\n"
+      "Args:\n    directory: a folder to keep the kernels in as well (\"\": memory only).");
 }
 
 }  // namespace dnngraph::python

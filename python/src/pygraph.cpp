@@ -159,101 +159,299 @@ void bind_pygraph_build(nb::class_<PyGraph>& c) {
         nb::arg("intermediate_data_type").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
         nb::arg("handle").none() = nb::none(), nb::arg("kernel_cache").none() = nb::none(),
         nb::arg("is_dynamic_shape_enabled") = false,
-        "A graph. Data types default the graph's tensors and ops; without a handle the graph runs on "
-        "the best device (CUDA device 0 when usable, else the CPU).");
-  c.def_prop_ro("handle", [](PyGraph& g) { return g.handle(); });
-  c.def_prop_ro("kernel_cache", &PyGraph::kernel_cache);
-  c.def("set_io_data_type", [](PyGraph& g, nb::handle t) { g.graph.set_io_data_type(to_data_type(t)); }, nb::arg("data_type"));
+        "A graph (cudnn.pygraph). Data types default the graph's tensors and ops; without a handle the\n"
+        "graph runs on the best device (CUDA device 0 when usable, else the CPU).\n"
+        "\n"
+        "Args:\n"
+        "    name: the graph's name (logs, explain()).\n"
+        "    io_data_type, intermediate_data_type, compute_data_type: a dnngraph.data_type, a NumPy or "
+        "PyTorch dtype, or a name (\"float16\"), or None.\n"
+        "    handle: a dnngraph.Handle, or None.\n"
+        "    kernel_cache: a KernelCache shared with other graphs, or None.\n"
+        "    is_dynamic_shape_enabled: kernels take sizes at run time, so graphs that differ only in\n"
+        "        batch size share compiled kernels.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: a data type names no type dnngraph knows.\n"
+        "    RuntimeError: `handle` is a handle whose device could not be had.");
+  c.def_prop_ro("handle", [](PyGraph& g) { return g.handle(); },
+        "The handle the graph runs on (made for the best device on first use).");
+  c.def_prop_ro("kernel_cache", &PyGraph::kernel_cache,
+        "The KernelCache given to the constructor, or None.");
+  c.def("set_io_data_type", [](PyGraph& g, nb::handle t) { g.graph.set_io_data_type(to_data_type(t)); }, nb::arg("data_type"),
+        "Default element type of the graph's input and output tensors.\n"
+        "\n"
+        "Args:\n"
+        "    data_type: a dnngraph.data_type, a NumPy or PyTorch dtype, or a name (\"float16\").\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `data_type` names no type dnngraph knows.");
   c.def("set_intermediate_data_type", [](PyGraph& g, nb::handle t) { g.graph.set_intermediate_data_type(to_data_type(t)); },
-        nb::arg("data_type"));
+        nb::arg("data_type"),
+        "Default element type of virtual (intermediate) tensors.\n"
+        "\n"
+        "Args:\n"
+        "    data_type: a dnngraph.data_type, a NumPy or PyTorch dtype, or a name (\"float16\").\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `data_type` names no type dnngraph knows.");
   c.def("set_compute_data_type", [](PyGraph& g, nb::handle t) { g.graph.set_compute_data_type(to_data_type(t)); },
-        nb::arg("data_type"));
-  c.def("set_dynamic_shape_enabled", [](PyGraph& g, bool e) { g.graph.set_dynamic_shape_enabled(e); }, nb::arg("enabled"));
+        nb::arg("data_type"),
+        "Default compute (accumulation) type of the graph's ops.\n"
+        "\n"
+        "Args:\n"
+        "    data_type: a dnngraph.data_type, a NumPy or PyTorch dtype, or a name (\"float16\").\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `data_type` names no type dnngraph knows.");
+  c.def("set_dynamic_shape_enabled", [](PyGraph& g, bool e) { g.graph.set_dynamic_shape_enabled(e); }, nb::arg("enabled"),
+        "Compile kernels that take sizes at run time (one binary serves every batch size).\n"
+        "\n"
+        "Args:\n"
+        "    enabled: a bool.");
   c.def("set_allow_tf32", [](PyGraph& g, bool a) { g.graph.set_allow_tf32(a); }, nb::arg("allowed"),
-        "FLOAT matmuls and convolutions may run on tensor cores as TF32 (off by default).");
+        "FLOAT matmuls and convolutions may run on tensor cores as TF32 (off by default).\n"
+        "\n"
+        "Args:\n"
+        "    allowed: a bool.");
   c.def("select_engines", [](PyGraph& g, std::vector<std::string> n) { g.graph.select_engines(std::move(n)); },
-        nb::arg("names"), "Only these engines (by name) are considered by create_execution_plans.");
+        nb::arg("names"),
+        "Only these engines are considered by create_execution_plans.\n"
+        "\n"
+        "Args:\n"
+        "    names: engine names (\"ref\", \"cpu_gemm_packed\", ...; `dnngraph info` lists them).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: from create_execution_plans, when a name is no engine's (the message lists "
+        "them).");
   c.def("deselect_engines", [](PyGraph& g, std::vector<std::string> n) { g.graph.deselect_engines(std::move(n)); },
-        nb::arg("names"), "These engines (by name) are never considered.");
+        nb::arg("names"),
+        "These engines are never considered by create_execution_plans.\n"
+        "\n"
+        "Args:\n"
+        "    names: engine names, as for select_engines.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: from create_execution_plans, when a name is no engine's.");
 
   c.def("tensor", &make_tensor, nb::arg("dim"), nb::arg("stride").none() = nb::none(),
         nb::arg("data_type").none() = nb::none(), nb::arg("is_virtual") = false, nb::arg("is_pass_by_value") = false,
         nb::arg("name") = "", nb::arg("uid").none() = nb::none(), nb::arg("value").none() = nb::none(),
-        "Declare a tensor. Strides are in elements (row-major when left out); `value` makes a "
-        "pass-by-value scalar baked into the plan.");
+        "Declare an input tensor of the graph.\n"
+        "\n"
+        "Args:\n"
+        "    dim: the dims, outermost first.\n"
+        "    stride: strides in elements (row-major when None); they pick the layout.\n"
+        "    data_type: a dnngraph.data_type, a NumPy or PyTorch dtype, or a name (\"float16\"), or None "
+        "(the graph's io type).\n"
+        "    is_virtual: an intermediate with no pointer in the variant pack.\n"
+        "    is_pass_by_value: a host scalar baked into the plan.\n"
+        "    name: the tensor's name (\"\" lets validate name it).\n"
+        "    uid: the uid variant packs may key it by (None: assigned by validate).\n"
+        "    value: makes a pass-by-value scalar holding this value.\n"
+        "\n"
+        "Returns:\n"
+        "    The dnngraph.tensor.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: the data type is unknown, or the dims have no row-major strides within int64.");
   c.def("tensor_like", &tensor_like, nb::arg("input"), nb::arg("name") = "",
-        "A tensor shaped like an array (dims, strides, dtype through DLPack) or like another tensor.");
+        "A tensor shaped like an array (dims, strides in elements, dtype, through DLPack or the\n"
+        "buffer protocol; ml_dtypes bf16/fp8 NumPy arrays too) or like another tensor (its uid\n"
+        "and virtual flag dropped). On a CUDA graph a host array becomes a pass-by-value scalar.\n"
+        "\n"
+        "Args:\n"
+        "    input: an array (NumPy, PyTorch, CuPy, JAX) or a dnngraph.tensor.\n"
+        "    name: the new tensor's name.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `input` is not an array, its dtype has no dnngraph type, or it has negative "
+        "strides.");
   c.def("tensor_scalar", [](PyGraph& g, double v, nb::handle t) {
           TensorPtr s = g.graph.tensor(v);
           if (!t.is_none()) s->set_data_type(to_data_type(t));
           return g.input(s);
         }, nb::arg("value"), nb::arg("data_type").none() = nb::none(),
-        "A pass-by-value scalar tensor holding `value` (FLOAT unless data_type says otherwise).");
+        "A pass-by-value scalar tensor holding `value`, baked into the plan.\n"
+        "\n"
+        "Args:\n"
+        "    value: a float.\n"
+        "    data_type: a dnngraph.data_type, a NumPy or PyTorch dtype, or a name (\"float16\") (FLOAT "
+        "when None).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `data_type` names no type dnngraph knows.");
 
-  c.def("validate", [](PyGraph& g) { check(g.validate()); });
+  c.def("validate", [](PyGraph& g) { check(g.validate()); },
+        "Check the graph and infer every shape, stride and type not given (step 1 of 5).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: the graph is invalid; the message names the node, the tensor and the rule.");
   c.def("build_operation_graph", [](PyGraph& g, OptHandle h) { check(g.graph.build_operation_graph(g.handle(h))); },
-        nb::arg("handle").none() = nb::none());
+        nb::arg("handle").none() = nb::none(),
+        "Lower the validated graph to the IR and partition it for the engines (step 2 of 5).\n"
+        "\n"
+        "Args:\n"
+        "    handle: the handle to use for this call (None: the graph's own).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: the graph is invalid (validate's errors).\n"
+        "    RuntimeError: called before validate, or the handle's device could not be had.");
   c.def("create_execution_plans", [](PyGraph& g, nb::handle modes) { check(g.graph.create_execution_plans(heur_modes(modes))); },
-        nb::arg("heur_modes"));
+        nb::arg("heur_modes"),
+        "List, per partition, the engines that can run it, ordered by the heuristics (step 3 of 5).\n"
+        "\n"
+        "Args:\n"
+        "    heur_modes: a dnngraph.heur_mode or a list of them (A: the cost model; B: also the\n"
+        "        tuning DB; FALLBACK: every engine that supports the graph, ref last).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: select_engines/deselect_engines named an engine that does not exist.\n"
+        "    RuntimeError: called before build_operation_graph.");
   c.def("check_support", [](PyGraph& g, OptHandle h) { check(g.graph.check_support(g.handle(h))); },
-        nb::arg("handle").none() = nb::none());
+        nb::arg("handle").none() = nb::none(),
+        "Check that every partition has at least one engine (step 4 of 5).\n"
+        "\n"
+        "Args:\n"
+        "    handle: the handle to use for this call (None: the graph's own).\n"
+        "\n"
+        "Raises:\n"
+        "    GraphNotSupportedError: no engine supports a partition; the message lists every engine's "
+        "reason.\n"
+        "    RuntimeError: called before create_execution_plans.");
   c.def("build_plans", [](PyGraph& g, BuildPlanPolicy p, OptHandle h) {
           const Handle& hd = g.handle(h);
           nb::gil_scoped_release release;
           check(g.graph.build_plans(hd, p));
-        }, nb::arg("policy") = BuildPlanPolicy::HEURISTICS_CHOICE, nb::arg("handle").none() = nb::none());
+        }, nb::arg("policy") = BuildPlanPolicy::HEURISTICS_CHOICE, nb::arg("handle").none() = nb::none(),
+        "Build the plans (compile or load kernels) (step 5 of 5). Releases the GIL.\n"
+        "\n"
+        "Args:\n"
+        "    policy: build_plan_policy.HEURISTICS_CHOICE (the first plan that builds, per partition) or "
+        "ALL.\n"
+        "    handle: the handle to use for this call (None: the graph's own).\n"
+        "\n"
+        "Raises:\n"
+        "    GraphNotSupportedError: no candidate of a partition could be built (the reasons are listed).\n"
+        "    RuntimeError: called before check_support.");
   c.def("build", &build_all, nb::arg("heur_modes") = std::vector<HeurMode>{HeurMode::A, HeurMode::FALLBACK},
         nb::arg("policy") = BuildPlanPolicy::HEURISTICS_CHOICE,
-        "validate, build_operation_graph, create_execution_plans, check_support and build_plans in one call.");
+        "validate, build_operation_graph, create_execution_plans, check_support and build_plans in one "
+        "call.\n"
+        "\n"
+        "Args:\n"
+        "    heur_modes: a dnngraph.heur_mode or a list of them.\n"
+        "    policy: which plans to build (build_plan_policy).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError, GraphNotSupportedError, RuntimeError: as the five steps do.");
 
   c.def("get_workspace_size", [](const PyGraph& g) {
     int64_t bytes = 0;
     check(g.graph.get_workspace_size(bytes));
     return bytes;
-  });
-  c.def("get_execution_plan_count", [](const PyGraph& g) { return g.graph.get_execution_plan_count(); });
+  },
+        "The workspace in bytes that execute needs with the default plans.\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: the plans are not built yet.");
+  c.def("get_execution_plan_count", [](const PyGraph& g) { return g.graph.get_execution_plan_count(); },
+        "How many candidate plans create_execution_plans listed (0 before it).");
   c.def("get_plan_name_at_index", [](const PyGraph& g, int64_t i) {
     std::string name;
     check(g.graph.get_plan_name_at_index(i, name));
     return name;
-  }, nb::arg("index"));
+  }, nb::arg("index"),
+        "The name of candidate plan `index` (its engine and knobs).\n"
+        "\n"
+        "Args:\n"
+        "    index: 0 .. get_execution_plan_count() - 1.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `index` is out of range.\n"
+        "    RuntimeError: called before create_execution_plans.");
   c.def("get_workspace_size_plan_at_index", [](const PyGraph& g, int64_t i) {
     int64_t bytes = 0;
     check(g.graph.get_workspace_size_plan_at_index(i, bytes));
     return bytes;
-  }, nb::arg("index"));
+  }, nb::arg("index"),
+        "The workspace in bytes that plan `index` needs.\n"
+        "\n"
+        "Args:\n"
+        "    index: 0 .. get_execution_plan_count() - 1.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `index` is out of range.\n"
+        "    RuntimeError: the plan is not built.");
   c.def("build_plan_at_index", [](PyGraph& g, int64_t i, OptHandle h) {
     const Handle& hd = g.handle(h);
     nb::gil_scoped_release release;
     check(g.graph.build_plan_at_index(hd, i));
-  }, nb::arg("index"), nb::arg("handle").none() = nb::none());
+  }, nb::arg("index"), nb::arg("handle").none() = nb::none(),
+        "Build candidate plan `index` only (for execute_plan_at_index). Releases the GIL.\n"
+        "\n"
+        "Args:\n"
+        "    index: 0 .. get_execution_plan_count() - 1.\n"
+        "    handle: the handle to use for this call (None: the graph's own).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `index` is out of range.\n"
+        "    GraphNotSupportedError: the plan's engine cannot build it.\n"
+        "    RuntimeError: called before check_support.");
   c.def("explain", [](const PyGraph& g) { return g.graph.explain(); },
-        "The partitions, every engine's verdict on each (with reasons), and the plan list.");
+        "The partitions, every engine's verdict on each (with reasons), and the plan list, as text.");
 
   c.def("serialize", [](const PyGraph& g) {
     std::vector<uint8_t> bytes;
     check(g.graph.serialize(bytes));
     return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  }, "The built plans as bytes, for deserialize (no recompilation).");
+  },
+        "The built plans as bytes (kernels included), for deserialize without recompiling.\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: the plans are not built.");
   c.def("deserialize", [](PyGraph& g, const Handle& h, nb::handle data) {
     auto bytes = to_bytes(data);
     nb::gil_scoped_release release;
     check(g.graph.deserialize(h, bytes));
-  }, nb::arg("handle"), nb::arg("data"));
+  }, nb::arg("handle"), nb::arg("data"),
+        "Load plans made by serialize, on `handle`.\n"
+        "\n"
+        "Args:\n"
+        "    handle: the handle to run on; its device must match the one the plans were made for.\n"
+        "    data: bytes (or any bytes-like object) from serialize().\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: the bytes are damaged, truncated, from another version or for another device.");
   c.def("deserialize", [](PyGraph& g, nb::handle data) {
     auto bytes = to_bytes(data);
     const Handle& h = g.handle();
     nb::gil_scoped_release release;
     check(g.graph.deserialize(h, bytes));
-  }, nb::arg("data"));
-  c.def("to_json", [](const PyGraph& g) { return g.graph.to_json(); });
+  }, nb::arg("data"),
+        "Load plans made by serialize, on the graph's own handle.\n"
+        "\n"
+        "Args:\n"
+        "    data: bytes (or any bytes-like object) from serialize().\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: the bytes are damaged, truncated, from another version or for another device.");
+  c.def("to_json", [](const PyGraph& g) { return g.graph.to_json(); },
+        "The graph in docs/graph-json.md's format, as a str (pygraph.from_json reads it back).");
   c.def_static("from_json", [](nb::handle json, OptHandle h) {
     auto g = std::make_unique<PyGraph>("", DataType::NOT_SET, DataType::NOT_SET, DataType::NOT_SET, std::move(h),
                                        nullptr, false);
     check(Graph::from_json(json_text(json), g->graph));
     return g;
   }, nb::arg("json"), nb::arg("handle").none() = nb::none(),
-     "A graph read from docs/graph-json.md's format: a str, or the bytes of a file (UTF-8).");
+        "A graph read from docs/graph-json.md's format.\n"
+        "\n"
+        "Args:\n"
+        "    json: a str, or the bytes of a file (UTF-8).\n"
+        "    handle: the handle to run on (None: the best device).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: the text is not valid JSON or not a valid graph; the message names the field.");
   c.def("__repr__", [](const PyGraph& g) { return g.graph.to_json(); });
 }
 

@@ -58,10 +58,61 @@ void def_conv(nb::class_<PyGraph>& c, const char* name, const char* first, const
 
 void bind_conv(nb::class_<PyGraph>& c) {
   def_conv<ConvFpropAttr>(c, "conv_fprop", "image", "weight", &Graph::conv_fprop, false,
-                          "Y = conv(X, W): dims N, C, spatial...; strides pick the layout.");
+        "Y = conv(X, W), a forward convolution: dims N, C, spatial...; strides pick the layout (NCHW, "
+        "NHWC).\n"
+        "\n"
+        "Args:\n"
+        "    image: X, [N, C, H, W] (or 1-D/3-D spatial).\n"
+        "    weight: W, [K, C / groups, R, S].\n"
+        "    padding: symmetric padding per spatial dim (or pre_padding and post_padding).\n"
+        "    stride, dilation: per spatial dim (1 when None).\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "    pre_padding, post_padding: padding before and after, per spatial dim.\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor (virtual until set_output(True)).\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
   def_conv<ConvDgradAttr>(c, "conv_dgrad", "loss", "filter", &Graph::conv_dgrad, false,
-                          "DX from DY and W (a transposed convolution).");
-  def_conv<ConvWgradAttr>(c, "conv_wgrad", "image", "loss", &Graph::conv_wgrad, true, "DW from X and DY.");
+        "DX from DY and W (the data gradient: a transposed convolution). DX's dims are inferred, or set "
+        "them on the result to pick among the sizes a strided conv maps onto DY's.\n"
+        "\n"
+        "Args:\n"
+        "    loss: DY, [N, K, P, Q].\n"
+        "    filter: W, [K, C, R, S].\n"
+        "    padding: symmetric padding per spatial dim (or pre_padding and post_padding).\n"
+        "    stride, dilation: per spatial dim (1 when None).\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "    pre_padding, post_padding: padding before and after, per spatial dim.\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor (virtual until set_output(True)).\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
+  def_conv<ConvWgradAttr>(c, "conv_wgrad", "image", "loss", &Graph::conv_wgrad, true,
+        "DW from X and DY (the weight gradient); DW's dims are inferred unless set on the result.\n"
+        "\n"
+        "Args:\n"
+        "    image: X, [N, C, H, W].\n"
+        "    loss: DY, [N, K, P, Q].\n"
+        "    padding: symmetric padding per spatial dim (or pre_padding and post_padding).\n"
+        "    stride, dilation: per spatial dim (1 when None).\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "    pre_padding, post_padding: padding before and after, per spatial dim.\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor (virtual until set_output(True)).\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
 }
 #undef DG_CONV_ARGS
 
@@ -73,14 +124,40 @@ void bind_matmul_reduction(nb::class_<PyGraph>& c) {
           return g.produced(g.graph.matmul(std::move(a), std::move(b), named(MatmulAttr(), ct, std::move(name))));
         },
         nb::arg("A"), nb::arg("B"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("padding") = 0.0,
-        nb::arg("name") = "", "C[..., M, N] = A[..., M, K] @ B[..., K, N]; batch dims broadcast.");
+        nb::arg("name") = "",
+        "C[..., M, N] = A[..., M, K] @ B[..., K, N]; batch dims broadcast.\n"
+        "\n"
+        "Args:\n"
+        "    A, B: the operand tensors.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "    padding: the cuDNN frontend's padding value; only 0 is supported.\n"
+        "\n"
+        "Returns:\n"
+        "    C, the output tensor.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `padding` is not 0 (shape errors come from validate(), naming the node).");
   c.def("reduction",
         [](PyGraph& g, TensorPtr x, ReductionMode mode, nb::handle ct, std::string name) {
           auto a = named(ReductionAttr(), ct, std::move(name)).set_mode(mode);
           return g.produced(g.graph.reduction(std::move(x), a));
         },
         nb::arg("input"), nb::arg("mode"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
-        "Reduce the axes where the output's dims are 1 (all of them unless the output's dims are set).");
+        "Reduce the axes where the output's dims are 1 (all of them unless the output's dims are set).\n"
+        "\n"
+        "Args:\n"
+        "    input: the tensor to reduce.\n"
+        "    mode: a dnngraph.reduction_mode (ADD, MUL, MIN, MAX, AMAX, AVG, NORM1, NORM2).\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor; set its dims (set_dim) to keep axes.\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
 }
 
 // Norm axes by the scale's shape, as the frontend decides them: it normalizes over the axes where
@@ -150,7 +227,21 @@ void bind_norms(nb::class_<PyGraph>& c) {
                                                         named(BatchnormInferenceAttr(), ct, std::move(name))));
         },
         nb::arg("input"), nb::arg("mean"), nb::arg("inv_variance"), nb::arg("scale"), nb::arg("bias"),
-        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
+        "Y = (X - mean) * inv_variance * scale + bias, per channel (dim 1).\n"
+        "\n"
+        "Args:\n"
+        "    input: X, [N, C, ...].\n"
+        "    mean, inv_variance, scale, bias: [1, C, 1, ...] tensors.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    Y, the output tensor.\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
   c.def("layernorm",
         [](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps,
            nb::handle ct, std::string name) {
@@ -167,9 +258,21 @@ void bind_norms(nb::class_<PyGraph>& c) {
         nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale").none() = nb::none(),
         nb::arg("bias").none() = nb::none(), nb::arg("epsilon").none() = nb::none(),
         nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
-        "(Y, mean, inv_variance), normalizing over the axes where the scale's dims are not 1 (every dim "
-        "but the first, or trailing ones); mean and inv_variance are None in the INFERENCE phase. epsilon: "
-        "a pass-by-value tensor or a number.");
+        "(Y, mean, inv_variance): layer normalization over the axes where the scale's dims are not 1\n"
+        "(every dim but the first, or trailing ones); mean and inv_variance are None in the INFERENCE "
+        "phase.\n"
+        "\n"
+        "Args:\n"
+        "    norm_forward_phase: a dnngraph.norm_forward_phase (TRAINING or INFERENCE).\n"
+        "    input: X.\n"
+        "    scale, bias: tensors shaped like X with 1 on the axes not normalized.\n"
+        "    epsilon: a pass-by-value tensor or a number.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: X's dims overflow int64 when folded. Other shape and type errors are raised by\n"
+        "        validate() as ValueError naming the node.");
   c.def("rmsnorm",
         [](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps,
            nb::handle ct, std::string name) {
@@ -186,7 +289,21 @@ void bind_norms(nb::class_<PyGraph>& c) {
         nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale").none() = nb::none(),
         nb::arg("bias").none() = nb::none(), nb::arg("epsilon").none() = nb::none(),
         nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
-        "(Y, inv_variance); inv_variance is None in the INFERENCE phase.");
+        "(Y, inv_variance): RMS normalization over the axes where the scale's dims are not 1;\n"
+        "inv_variance is None in the INFERENCE phase.\n"
+        "\n"
+        "Args:\n"
+        "    norm_forward_phase: a dnngraph.norm_forward_phase (TRAINING or INFERENCE).\n"
+        "    input: X.\n"
+        "    scale: a tensor shaped like X with 1 on the axes not normalized.\n"
+        "    bias: an optional tensor shaped like scale.\n"
+        "    epsilon: a pass-by-value tensor or a number.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: X's dims overflow int64 when folded. Other shape and type errors are raised by\n"
+        "        validate() as ValueError naming the node.");
 }
 
 void bind_resample(nb::class_<PyGraph>& c) {
@@ -219,8 +336,24 @@ void bind_resample(nb::class_<PyGraph>& c) {
         nb::arg("stride").none() = nb::none(), nb::arg("window").none() = nb::none(),
         nb::arg("scale").none() = nb::none(), nb::arg("padding").none() = nb::none(),
         nb::arg("generate_index") = false, nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
-        "(Y, None): pooling (window, stride, padding) or resizing (NEAREST, BILINEAR: Y's dims or scale). "
-        "The second item mirrors cuDNN's index output, which dnngraph does not produce.");
+        "(Y, None): pooling (MAXPOOL, AVGPOOL*: window, stride, padding) or resizing (NEAREST,\n"
+        "BILINEAR: Y's dims or `scale`). The second item mirrors cuDNN's index output, which dnngraph "
+        "does\n"
+        "not produce.\n"
+        "\n"
+        "Args:\n"
+        "    input: X, [N, C, spatial...].\n"
+        "    resampling_mode: a dnngraph.resample_mode.\n"
+        "    padding_mode: padding_mode.NEG_INF_PAD (max pooling) or ZERO_PAD (the others), or None.\n"
+        "    pre_padding, post_padding, padding: per spatial dim.\n"
+        "    stride, window: per spatial dim.\n"
+        "    scale: resize factors per spatial dim.\n"
+        "    generate_index: must be False.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: generate_index is True, or padding_mode is one dnngraph does not pad with.");
 }
 
 void bind_sdpa(nb::class_<PyGraph>& c) {
@@ -265,9 +398,28 @@ void bind_sdpa(nb::class_<PyGraph>& c) {
         nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
         nb::arg("seq_len_kv").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
         nb::arg("name") = "", nb::arg("implementation").none() = nb::none(),
-        "(O, Stats): attention of Q[b,h,sq,d], K[b,hk,skv,d], V[b,hk,skv,dv]. Stats (logsumexp) is None "
-        "for inference. Masks: causal (top-left or bottom-right diagonal) and diagonal bands, where key j "
-        "is visible to query i when i - left_bound < j - offset <= i + right_bound.");
+        "(O, Stats): scaled dot-product attention of Q[b,h,sq,d], K[b,hk,skv,d], V[b,hk,skv,dv].\n"
+        "Stats (logsumexp) is None for inference. Key j is visible to query i when\n"
+        "i - left_bound < j - offset <= i + right_bound (offset 0 top-left, skv - sq bottom-right).\n"
+        "\n"
+        "Args:\n"
+        "    q, k, v: the query, key and value tensors.\n"
+        "    is_inference: no Stats output (default True; generate_stats=True means False).\n"
+        "    generate_stats: the frontend's other spelling of not is_inference.\n"
+        "    attn_scale: a number multiplying Q @ K^T (default 1 / sqrt(d)).\n"
+        "    use_causal_mask, use_causal_mask_bottom_right: a causal mask, top-left or bottom-right "
+        "aligned.\n"
+        "    diagonal_alignment: a dnngraph.diagonal_alignment for the band bounds.\n"
+        "    diagonal_band_left_bound, diagonal_band_right_bound: band bounds (None: unbounded).\n"
+        "    sliding_window_length: the left bound of a sliding window.\n"
+        "    use_padding_mask: mask keys and queries beyond seq_len_kv / seq_len_q.\n"
+        "    seq_len_q, seq_len_kv: [b, 1, 1, 1] INT32 tensors of per-batch lengths.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "    implementation: attention_implementation.AUTO (or None).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: implementation is COMPOSITE or UNIFIED, or attn_scale is not a number.");
 }
 
 std::pair<int64_t, int64_t> slice_bounds(nb::handle s, const TensorPtr& x, size_t axis) {
@@ -296,14 +448,40 @@ void bind_layout(nb::class_<PyGraph>& c) {
           return g.produced(g.graph.reshape(std::move(x), a));
         },
         nb::arg("input"), nb::arg("name") = "", nb::arg("dim").none() = nb::none(),
-        "Same elements in row-major order with new dims (from `dim`, or the output's dims).");
+        "Same elements in row-major order with new dims (from `dim`, or the output's dims).\n"
+        "\n"
+        "Args:\n"
+        "    input: the tensor to reshape.\n"
+        "    name: the node's name.\n"
+        "    dim: the new dims (None: set them on the output).\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor.\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
   c.def("transpose",
         [](PyGraph& g, TensorPtr x, std::vector<int64_t> perm, nb::handle ct, std::string name) {
           auto a = named(TransposeAttr(), ct, std::move(name)).set_permutation(std::move(perm));
           return g.produced(g.graph.transpose(std::move(x), a));
         },
         nb::arg("input"), nb::arg("permutation"), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "", "Y.dim[i] = X.dim[permutation[i]].");
+        nb::arg("name") = "",
+        "Y.dim[i] = X.dim[permutation[i]].\n"
+        "\n"
+        "Args:\n"
+        "    input: X.\n"
+        "    permutation: a permutation of range(len(X.dim)).\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    Y, the output tensor.\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
   c.def("slice",
         [](PyGraph& g, TensorPtr x, nb::list slices, nb::handle ct, std::string name) {
           std::vector<std::pair<int64_t, int64_t>> bounds;
@@ -312,7 +490,17 @@ void bind_layout(nb::class_<PyGraph>& c) {
           return g.produced(g.graph.slice(std::move(x), a));
         },
         nb::arg("input"), nb::arg("slices"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
-        "Python slices (or (start, stop) pairs), one per leading dim; dims left out are taken whole.");
+        "A slice of the input: Python slices (or (start, stop) pairs), one per leading dim; dims left\n"
+        "out are taken whole.\n"
+        "\n"
+        "Args:\n"
+        "    input: X.\n"
+        "    slices: a list of slice objects or (start, stop) pairs.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: a step other than 1, or a negative or open bound while X's dims are not known.");
   c.def("concatenate",
         [](PyGraph& g, std::vector<TensorPtr> xs, int64_t axis, std::optional<int64_t> in_place, std::string name) {
           if (in_place) fail(ErrorCode::INVALID_VALUE, "concatenate: in_place_index is not supported");
@@ -320,7 +508,17 @@ void bind_layout(nb::class_<PyGraph>& c) {
           a.set_axis(axis).set_name(std::move(name));
           return g.produced(g.graph.concatenate(std::move(xs), a));
         },
-        nb::arg("inputs"), nb::arg("axis"), nb::arg("in_place_index").none() = nb::none(), nb::arg("name") = "");
+        nb::arg("inputs"), nb::arg("axis"), nb::arg("in_place_index").none() = nb::none(), nb::arg("name") = "",
+        "The inputs joined along `axis`.\n"
+        "\n"
+        "Args:\n"
+        "    inputs: a list of tensors, equal in every dim but `axis`.\n"
+        "    axis: the axis to join along.\n"
+        "    in_place_index: the cuDNN frontend's in-place option; must be None.\n"
+        "    name: the node's name.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: in_place_index is given. Shape errors are raised by validate() naming the node.");
 }
 
 }  // namespace

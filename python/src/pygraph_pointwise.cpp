@@ -40,6 +40,37 @@ constexpr Helper kAliases[] = {
     {M::MUL, 2, "scale", {"input", "scale"}},
 };
 
+// The docstring of a helper bound from the table: what it computes, by its mode's kind.
+std::string helper_summary(const Helper& h) {
+  const std::string mode = std::string(to_string(h.mode)), a = h.keywords[0], b = h.keywords[1];
+  switch (kind_of(h.mode)) {
+    case PointwiseKind::ACTIVATION_BACKWARD:
+      return "The gradient of an activation: " + a + " (DY) times its derivative at " + b + " (X)";
+    case PointwiseKind::COMPARISON:
+      return "A BOOLEAN tensor: " + a + " compared with " + b + " elementwise (dims of 1 broadcast)";
+    case PointwiseKind::LOGICAL:
+      return h.inputs == 1 ? "Logical not of " + a + ", elementwise (a BOOLEAN result)"
+                           : "Logical " + mode + " of " + a + " and " + b + ", elementwise (a BOOLEAN result)";
+    default:
+      return h.inputs == 1 ? "Elementwise " + mode + " of " + a
+                           : "Elementwise " + mode + " of " + a + " and " + b + " (dims of 1 broadcast)";
+  }
+}
+
+constexpr const char* kCommonArgs =
+    "    compute_data_type: the op's compute type (None: the graph's).\n"
+    "    name: the node's name (\"\": \"<op>.<n>\").\n";
+constexpr const char* kDeferredErrors =
+    "\nReturns:\n    The output tensor (virtual until set_output(True)).\n\n"
+    "Raises:\n    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+    "        as ValueError naming the node.";
+
+std::string helper_doc(const Helper& h) {
+  std::string doc = helper_summary(h) + " (pointwise_mode." + std::string(to_string(h.mode)) + ").\n\nArgs:\n";
+  for (int i = 0; i < h.inputs; ++i) doc += "    " + std::string(h.keywords[i]) + ": a tensor.\n";
+  return doc + kCommonArgs + kDeferredErrors;
+}
+
 void bind_helper(nb::class_<PyGraph>& c, const Helper& h) {
   const M mode = h.mode;
   if (h.inputs == 1) {
@@ -47,14 +78,15 @@ void bind_helper(nb::class_<PyGraph>& c, const Helper& h) {
           [mode](PyGraph& g, TensorPtr x, nb::handle ct, std::string name) {
             return g.produced(g.graph.pointwise(std::move(x), attr(mode, ct, std::move(name))));
           },
-          nb::arg(h.keywords[0]), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+          nb::arg(h.keywords[0]), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
+          helper_doc(h).c_str());
   } else {
     c.def(h.name,
           [mode](PyGraph& g, TensorPtr x, TensorPtr y, nb::handle ct, std::string name) {
             return g.produced(g.graph.pointwise(std::move(x), std::move(y), attr(mode, ct, std::move(name))));
           },
           nb::arg(h.keywords[0]), nb::arg(h.keywords[1]), nb::arg("compute_data_type").none() = nb::none(),
-          nb::arg("name") = "");
+          nb::arg("name") = "", helper_doc(h).c_str());
   }
 }
 
@@ -81,9 +113,20 @@ constexpr OneParameter kOneParameter[] = {
     {"swish_backward", M::SWISH_BWD, "swish_beta", &PointwiseAttr::set_swish_beta},
 };
 
+std::string one_parameter_doc(const OneParameter& p) {
+  const bool backward = kind_of(p.mode) == PointwiseKind::ACTIVATION_BACKWARD;
+  std::string doc = backward ? "The gradient of an activation: loss (DY) times its derivative at input (X)"
+                             : "Elementwise activation of input";
+  doc += " (pointwise_mode." + std::string(to_string(p.mode)) + ").\n\nArgs:\n";
+  doc += backward ? "    loss: DY, a tensor.\n    input: X, a tensor.\n" : "    input: a tensor.\n";
+  doc += "    " + std::string(p.keyword) + ": the activation's parameter (None: its default).\n";
+  return doc + kCommonArgs + kDeferredErrors;
+}
+
 void bind_one_parameter(nb::class_<PyGraph>& c, const OneParameter& p) {
   const M mode = p.mode;
   const auto set = p.set;
+  const std::string doc = one_parameter_doc(p);
   if (kind_of(mode) == PointwiseKind::ACTIVATION_BACKWARD) {
     c.def(p.name,
           [mode, set](PyGraph& g, TensorPtr dy, TensorPtr x, Opt v, nb::handle ct, std::string name) {
@@ -92,7 +135,7 @@ void bind_one_parameter(nb::class_<PyGraph>& c, const OneParameter& p) {
             return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
           },
           nb::arg("loss"), nb::arg("input"), nb::arg(p.keyword).none() = nb::none(),
-          nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+          nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "", doc.c_str());
   } else {
     c.def(p.name,
           [mode, set](PyGraph& g, TensorPtr x, Opt v, nb::handle ct, std::string name) {
@@ -101,7 +144,7 @@ void bind_one_parameter(nb::class_<PyGraph>& c, const OneParameter& p) {
             return g.produced(g.graph.pointwise(std::move(x), a));
           },
           nb::arg("input"), nb::arg(p.keyword).none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
-          nb::arg("name") = "");
+          nb::arg("name") = "", doc.c_str());
   }
 }
 
@@ -115,7 +158,22 @@ void bind_parameterized(nb::class_<PyGraph>& c) {
         },
         nb::arg("input"), nb::arg("negative_slope").none() = nb::none(), nb::arg("lower_clip").none() = nb::none(),
         nb::arg("upper_clip").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "");
+        nb::arg("name") = "",
+        "ReLU of input, elementwise, optionally leaky and clipped (pointwise_mode.RELU_FWD).\n"
+        "\n"
+        "Args:\n"
+        "    input: a tensor.\n"
+        "    negative_slope: the slope below lower_clip (None: 0).\n"
+        "    lower_clip, upper_clip: clip bounds (None: 0 and unbounded).\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor (virtual until set_output(True)).\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
   c.def("leaky_relu",
         [](PyGraph& g, TensorPtr x, double slope, nb::handle ct, std::string name) {
           auto a = attr(M::RELU_FWD, ct, std::move(name));
@@ -123,7 +181,21 @@ void bind_parameterized(nb::class_<PyGraph>& c) {
           return g.produced(g.graph.pointwise(std::move(x), a));
         },
         nb::arg("input"), nb::arg("negative_slope"), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "");
+        nb::arg("name") = "",
+        "Leaky ReLU of input: x for x > 0, negative_slope * x otherwise (pointwise_mode.RELU_FWD).\n"
+        "\n"
+        "Args:\n"
+        "    input: a tensor.\n"
+        "    negative_slope: the slope below 0.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor (virtual until set_output(True)).\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
   c.def("relu_backward",
         [](PyGraph& g, TensorPtr dy, TensorPtr x, Opt slope, Opt lower, Opt upper, nb::handle ct, std::string name) {
           auto a = attr(M::RELU_BWD, ct, std::move(name));
@@ -132,7 +204,25 @@ void bind_parameterized(nb::class_<PyGraph>& c) {
         },
         nb::arg("loss"), nb::arg("input"), nb::arg("negative_slope").none() = nb::none(),
         nb::arg("lower_clip").none() = nb::none(), nb::arg("upper_clip").none() = nb::none(),
-        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+        nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
+        "The ReLU gradient: loss (DY) where input (X) is in the active range, scaled by the slope "
+        "elsewhere\n"
+        "(pointwise_mode.RELU_BWD).\n"
+        "\n"
+        "Args:\n"
+        "    loss: DY, a tensor.\n"
+        "    input: X, a tensor.\n"
+        "    negative_slope: the slope below lower_clip (None: 0).\n"
+        "    lower_clip, upper_clip: clip bounds (None: 0 and unbounded).\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor (virtual until set_output(True)).\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
   c.def("leaky_relu_backward",
         [](PyGraph& g, TensorPtr dy, TensorPtr x, double slope, nb::handle ct, std::string name) {
           auto a = attr(M::RELU_BWD, ct, std::move(name));
@@ -140,21 +230,64 @@ void bind_parameterized(nb::class_<PyGraph>& c) {
           return g.produced(g.graph.pointwise(std::move(dy), std::move(x), a));
         },
         nb::arg("loss"), nb::arg("input"), nb::arg("negative_slope"), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "");
+        nb::arg("name") = "",
+        "The leaky ReLU gradient (pointwise_mode.RELU_BWD).\n"
+        "\n"
+        "Args:\n"
+        "    loss: DY, a tensor.\n"
+        "    input: X, a tensor.\n"
+        "    negative_slope: the slope below 0.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor (virtual until set_output(True)).\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
   c.def("gen_index",
         [](PyGraph& g, TensorPtr x, int64_t axis, nb::handle ct, std::string name) {
           auto a = attr(M::GEN_INDEX, ct, std::move(name));
           a.set_axis(axis);
           return g.produced(g.graph.pointwise(std::move(x), a));
         },
-        nb::arg("input"), nb::arg("axis"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "");
+        nb::arg("input"), nb::arg("axis"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
+        "Each element's index along `axis`, shaped like input (pointwise_mode.GEN_INDEX).\n"
+        "\n"
+        "Args:\n"
+        "    input: a tensor (its dims are the output's).\n"
+        "    axis: 0 .. rank - 1 (checked by validate()).\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor (virtual until set_output(True)).\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
   c.def("binary_select",
         [](PyGraph& g, TensorPtr x0, TensorPtr x1, TensorPtr mask, nb::handle ct, std::string name) {
           return g.produced(g.graph.pointwise(std::move(x0), std::move(x1), std::move(mask),
                                               attr(M::BINARY_SELECT, ct, std::move(name))));
         },
         nb::arg("input0"), nb::arg("input1"), nb::arg("mask"), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "", "mask ? input0 : input1, elementwise.");
+        nb::arg("name") = "",
+        "mask ? input0 : input1, elementwise (pointwise_mode.BINARY_SELECT).\n"
+        "\n"
+        "Args:\n"
+        "    input0, input1: the tensors to choose from.\n"
+        "    mask: a BOOLEAN tensor.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor (virtual until set_output(True)).\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
+        "        as ValueError naming the node.");
 }
 
 void bind_generic(nb::class_<PyGraph>& c) {
@@ -172,7 +305,20 @@ void bind_generic(nb::class_<PyGraph>& c) {
         },
         nb::arg("mode"), nb::arg("input0"), nb::arg("input1").none() = nb::none(),
         nb::arg("input2").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "", "Any pointwise mode by dnngraph.pointwise_mode, with 1, 2 or 3 inputs.");
+        nb::arg("name") = "",
+        "Any pointwise mode by dnngraph.pointwise_mode, with 1, 2 or 3 inputs.\n"
+        "\n"
+        "Args:\n"
+        "    mode: a dnngraph.pointwise_mode.\n"
+        "    input0, input1, input2: the mode's inputs, in order (the unused ones None).\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    The output tensor (virtual until set_output(True)).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: the number of inputs is not the mode's, or input2 is given without input1.");
 }
 
 }  // namespace

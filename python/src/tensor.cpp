@@ -25,35 +25,55 @@ std::string repr(const TensorAttr& t) {
 void init_tensor(nb::module_& m) {
   using T = TensorPtr;
   nb::class_<TensorAttr>(m, "tensor", "A tensor of a graph: dims, strides (in elements), data type, uid.")
-      .def("get_name", &TensorAttr::get_name)
-      .def("set_name", [](T t, std::string n) { t->set_name(std::move(n)); return t; }, nb::arg("name"))
-      .def("get_dim", &TensorAttr::get_dim)
-      .def("set_dim", [](T t, std::vector<int64_t> d) { t->set_dim(std::move(d)); return t; }, nb::arg("dim"))
-      .def("get_stride", &TensorAttr::get_stride)
+      .def("get_name", &TensorAttr::get_name, "The tensor's name (\"\" until one is given or validate names it).")
+      .def("set_name", [](T t, std::string n) { t->set_name(std::move(n)); return t; }, nb::arg("name"),
+           "Name the tensor (errors and explain() use it); returns the tensor.\n\nArgs:\n    name: any str.")
+      .def("get_dim", &TensorAttr::get_dim, "The dims, outermost first ([] until set or inferred).")
+      .def("set_dim", [](T t, std::vector<int64_t> d) { t->set_dim(std::move(d)); return t; }, nb::arg("dim"),
+           "Set the dims; returns the tensor. Plans built before the change refuse to run.\n\n"
+           "Args:\n    dim: a list of ints. Invalid dims (0, negative) are raised by validate() as ValueError.")
+      .def("get_stride", &TensorAttr::get_stride, "The strides in elements ([] until set or inferred).")
       .def("set_stride", [](T t, std::vector<int64_t> s) { t->set_stride(std::move(s)); return t; },
-           nb::arg("stride"))
-      .def("get_data_type", &TensorAttr::get_data_type)
+           nb::arg("stride"),
+           "Set the strides, in elements (they pick the layout: NHWC is [H*W*C, 1, W*C, C]); returns the "
+           "tensor.\n\nArgs:\n    stride: a list of ints, one per dim (checked by validate(), a ValueError).")
+      .def("get_data_type", &TensorAttr::get_data_type, "The element type (data_type.NOT_SET: the graph's default).")
       .def("set_data_type", [](T t, nb::handle d) { t->set_data_type(to_data_type(d)); return t; },
-           nb::arg("data_type"))
-      .def("get_uid", &TensorAttr::get_uid)
-      .def("set_uid", [](T t, int64_t uid) { t->set_uid(uid); return t; }, nb::arg("uid"))
-      .def("clear_uid", [](T t) { t->clear_uid(); return t; })
-      .def("get_is_virtual", &TensorAttr::get_is_virtual)
-      .def("set_is_virtual", [](T t, bool v) { t->set_is_virtual(v); return t; }, nb::arg("value"))
-      .def("get_is_output", &TensorAttr::get_is_output)
-      .def("set_output", [](T t, bool v) { t->set_output(v); return t; }, nb::arg("value"))
-      .def("get_is_pass_by_value", &TensorAttr::get_is_pass_by_value)
-      .def("set_is_pass_by_value", [](T t, bool v) { t->set_is_pass_by_value(v); return t; }, nb::arg("value"))
-      .def("get_value", &TensorAttr::get_value)
+           nb::arg("data_type"),
+           "Set the element type; returns the tensor.\n\n"
+           "Args:\n    data_type: a dnngraph.data_type, a NumPy or PyTorch dtype, or a name (\"bfloat16\").\n\n"
+           "Raises:\n    ValueError: `data_type` names no type dnngraph knows.")
+      .def("get_uid", &TensorAttr::get_uid, "The uid that variant packs may key it by (-1: none assigned yet).")
+      .def("set_uid", [](T t, int64_t uid) { t->set_uid(uid); return t; }, nb::arg("uid"),
+           "Set the uid (variant packs keyed by uid use it); returns the tensor. Two tensors with one uid "
+           "are raised by validate() as ValueError.\n\nArgs:\n    uid: an int >= 0.")
+      .def("clear_uid", [](T t) { t->clear_uid(); return t; },
+           "Drop the uid (validate assigns a fresh one); returns the tensor.")
+      .def("get_is_virtual", &TensorAttr::get_is_virtual,
+           "True for an intermediate the plans keep to themselves (no pointer in the variant pack).")
+      .def("set_is_virtual", [](T t, bool v) { t->set_is_virtual(v); return t; }, nb::arg("value"),
+           "Mark the tensor virtual (True) or user-visible (False); returns the tensor.\n\n"
+           "Args:\n    value: a bool.")
+      .def("get_is_output", &TensorAttr::get_is_output, "True when the tensor is a result the user reads (not virtual).")
+      .def("set_output", [](T t, bool v) { t->set_output(v); return t; }, nb::arg("value"),
+           "Make a produced tensor a graph output (True) or a virtual intermediate (False); returns the "
+           "tensor.\n\nArgs:\n    value: a bool.")
+      .def("get_is_pass_by_value", &TensorAttr::get_is_pass_by_value,
+           "True for a host scalar baked into the plan (no pointer in the variant pack).")
+      .def("set_is_pass_by_value", [](T t, bool v) { t->set_is_pass_by_value(v); return t; }, nb::arg("value"),
+           "Mark the tensor a pass-by-value host scalar; returns the tensor.\n\nArgs:\n    value: a bool.")
+      .def("get_value", &TensorAttr::get_value, "The baked-in scalar value, or None when none was set.")
       .def("set_value", [](T t, double v) { t->set_value(v); return t; }, nb::arg("value"),
-           "Make this a pass-by-value scalar with the value baked into the plan.")
-      .def("get_volume", &TensorAttr::get_volume)
-      .def_prop_ro("name", &TensorAttr::get_name)
-      .def_prop_ro("dim", &TensorAttr::get_dim)
-      .def_prop_ro("shape", &TensorAttr::get_dim)
-      .def_prop_ro("stride", &TensorAttr::get_stride)
-      .def_prop_ro("data_type", &TensorAttr::get_data_type)
-      .def_prop_ro("uid", &TensorAttr::get_uid)
+           "Make this a pass-by-value scalar with the value baked into the plan (dims and strides [1] "
+           "unless set); returns the tensor.\n\nArgs:\n    value: a float.")
+      .def("get_volume", &TensorAttr::get_volume,
+           "The number of elements (the product of the dims; 2**63 - 1 when it overflows int64).")
+      .def_prop_ro("name", &TensorAttr::get_name, "The tensor's name (as get_name()).")
+      .def_prop_ro("dim", &TensorAttr::get_dim, "The dims (as get_dim()).")
+      .def_prop_ro("shape", &TensorAttr::get_dim, "The dims (as get_dim()), under NumPy's name.")
+      .def_prop_ro("stride", &TensorAttr::get_stride, "The strides in elements (as get_stride()).")
+      .def_prop_ro("data_type", &TensorAttr::get_data_type, "The element type (as get_data_type()).")
+      .def_prop_ro("uid", &TensorAttr::get_uid, "The uid, -1 when none (as get_uid()).")
       .def("__repr__", &repr);
 }
 
