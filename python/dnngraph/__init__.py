@@ -54,14 +54,14 @@ from ._padding import padding_mode  # noqa: F401
 # The cuDNN frontend's name for the same error.
 cudnnGraphNotSupportedError = GraphNotSupportedError  # noqa: N816
 
-from ._context import graph, jit  # noqa: E402,F401
+from ._context import graph, graph_cache, jit  # noqa: E402,F401
 from ._graph_class import Graph  # noqa: E402,F401
 
 __all__ = [
     "Graph", "GraphNotSupportedError", "Handle", "KernelCache", "__version__", "attention_implementation",
     "backend_version", "backend_version_string", "behavior_note", "build_plan_policy", "create_handle",
     "create_kernel_cache", "cudnnGraphNotSupportedError", "data_type", "destroy_handle", "diagonal_alignment",
-    "error_code", "get_stream", "graph", "heur_mode", "jit", "knob", "knob_type", "norm_forward_phase",
+    "error_code", "get_stream", "graph", "graph_cache", "heur_mode", "jit", "knob", "knob_type", "norm_forward_phase",
     "numerical_note", "padding_mode", "pointwise_mode", "pygraph", "reduction_mode", "resample_mode",
     "set_stream", "tensor",
 ]

@@ -40,6 +40,32 @@ def graph(handle: Any = None, name: str = "graph", io_data_type: Any = data_type
     yield g, []
 
 
+def graph_cache(key_fn: Callable[..., Any], maxsize: int = 256) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The frontend's ``@graph_cache(key_fn)``: memoizes a graph-making function by ``key_fn(*args,
+    **kwargs)`` (which must return something hashable), keeping the ``maxsize`` newest results."""
+    if maxsize < 1:
+        raise ValueError(f"graph_cache: maxsize must be at least 1; got {maxsize}")
+
+    def decorator(func: Callable[..., Any]) -> Callable[..., Any]:
+        cache: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            key = key_fn(*args, **kwargs)
+            if key in cache:
+                cache.move_to_end(key)
+                return cache[key]
+            result = func(*args, **kwargs)
+            cache[key] = result
+            if len(cache) > maxsize:
+                cache.popitem(last=False)
+            return result
+
+        return wrapper
+
+    return decorator
+
+
 class _Unkeyable(Exception):
     pass
 

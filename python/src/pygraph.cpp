@@ -3,6 +3,7 @@
 #include "pygraph.hpp"
 
 #include "planning/introspect.hpp"
+#include "runtime/handle_impl.hpp"
 
 namespace dnngraph::python {
 
@@ -77,10 +78,22 @@ namespace {
 using OptHandle = std::optional<Handle>;
 
 std::unique_ptr<PyGraph> make_graph(std::string name, nb::handle io, nb::handle intermediate, nb::handle compute,
-                                    OptHandle handle, std::shared_ptr<KernelCache> cache, bool dynamic) {
+                                    OptHandle handle, std::shared_ptr<KernelCache> cache, bool dynamic,
+                                    std::optional<int> sm_version) {
   if (handle) check(handle->status());
-  return std::make_unique<PyGraph>(std::move(name), optional_data_type(io), optional_data_type(intermediate),
-                                   optional_data_type(compute), std::move(handle), std::move(cache), dynamic);
+  auto g = std::make_unique<PyGraph>(std::move(name), optional_data_type(io), optional_data_type(intermediate),
+                                     optional_data_type(compute), std::move(handle), std::move(cache), dynamic);
+  // The frontend's sm_version names the GPU to build for; dnngraph builds for the handle's device,
+  // so a CUDA device of another architecture is an error rather than a silent mismatch.
+  if (sm_version) {
+    const Handle& h = g->handle();
+    const int device_sm = impl_of(h).info.sm_version;
+    if (h.device().is_cuda() && device_sm != *sm_version)
+      fail(ErrorCode::INVALID_VALUE, "pygraph: sm_version " + std::to_string(*sm_version) + " differs from " +
+                                         h.device().to_string() + "'s sm_" + std::to_string(device_sm) +
+                                         " (dnngraph builds for the handle's device)");
+  }
+  return g;
 }
 
 TensorPtr make_tensor(PyGraph& g, std::vector<int64_t> dim, std::optional<std::vector<int64_t>> stride,
@@ -158,7 +171,7 @@ void bind_pygraph_build(nb::class_<PyGraph>& c) {
   c.def(nb::new_(&make_graph), nb::arg("name") = "", nb::arg("io_data_type").none() = nb::none(),
         nb::arg("intermediate_data_type").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
         nb::arg("handle").none() = nb::none(), nb::arg("kernel_cache").none() = nb::none(),
-        nb::arg("is_dynamic_shape_enabled") = false,
+        nb::arg("is_dynamic_shape_enabled") = false, nb::arg("sm_version").none() = nb::none(),
         "A graph (cudnn.pygraph). Data types default the graph's tensors and ops; without a handle the\n"
         "graph runs on the best device (CUDA device 0 when usable, else the CPU).\n"
         "\n"
@@ -170,9 +183,12 @@ void bind_pygraph_build(nb::class_<PyGraph>& c) {
         "    kernel_cache: a KernelCache shared with other graphs, or None.\n"
         "    is_dynamic_shape_enabled: kernels take sizes at run time, so graphs that differ only in\n"
         "        batch size share compiled kernels.\n"
+        "    sm_version: the GPU architecture the code is for (90: sm_90), as in the frontend; dnngraph\n"
+        "        builds for the handle's device, so on CUDA it must match it; unused on the CPU.\n"
         "\n"
         "Raises:\n"
-        "    ValueError: a data type names no type dnngraph knows.\n"
+        "    ValueError: a data type names no type dnngraph knows, or sm_version differs from the CUDA\n"
+        "        device's.\n"
         "    RuntimeError: `handle` is a handle whose device could not be had.");
   c.def_prop_ro("handle", [](PyGraph& g) { return g.handle(); },
         "The handle the graph runs on (made for the best device on first use).");

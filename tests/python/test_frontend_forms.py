@@ -181,6 +181,37 @@ def test_jit_builds_once_per_input_signature(cpu, rng):
     np.testing.assert_array_equal(y, np.maximum(x1, 0))
 
 
+def test_graph_cache_under_jit_builds_once_per_user_key(cpu, rng):
+    calls = []
+
+    @dnngraph.jit(heur_modes=[dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK])
+    @dnngraph.graph_cache(key_fn=lambda handle, x: (x.shape, x.strides, x.dtype.str), maxsize=2)
+    def make(handle, x):
+        calls.append(x.shape)
+        with dnngraph.graph(handle, io_data_type=F) as (g, _):
+            X = g.tensor_like(x)
+            return g, [X, g.relu(X).set_output(True)]
+
+    g1, _ = make(cpu, rand(rng, (2, 3)))
+    assert make(cpu, rand(rng, (2, 3)))[0] is g1 and len(calls) == 1
+    assert g1.get_execution_plan_count() >= 1
+
+    @dnngraph.graph_cache(key_fn=lambda n: n, maxsize=2)
+    def square(n):
+        calls.append(n)
+        return n * n
+
+    assert [square(2), square(2), square(3), square(4), square(2)] == [4, 4, 9, 16, 4]
+    assert calls[1:] == [2, 3, 4, 2]  # maxsize 2: 2 went when 4 came
+    with pytest.raises(ValueError, match="maxsize must be at least 1; got 0"):
+        dnngraph.graph_cache(key_fn=lambda: 0, maxsize=0)
+
+
+def test_sm_version_is_taken_and_unused_on_the_cpu(cpu):
+    g = dnngraph.pygraph(io_data_type=F, handle=cpu, sm_version=90)
+    assert g.handle.device == "cpu"
+
+
 def test_jit_leaves_a_built_graph_as_it_is(cpu, rng):
     @dnngraph.jit(heur_modes=dnngraph.heur_mode.A)
     def make(handle, x):
