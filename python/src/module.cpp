@@ -106,6 +106,7 @@ void init_handle(nb::module_& m) {
       nb::arg("directory") = "", "A kernel cache to share between graphs (pygraph(kernel_cache=...)).");
 }
 
+void init_pygraph_norm(nb::module_& m);  // pygraph_norm.cpp: the training norms' methods
 }  // namespace dnngraph::python
 
 NB_MODULE(_dnngraph, m) {
@@ -118,4 +119,5 @@ NB_MODULE(_dnngraph, m) {
   py::init_tensor(m);
   py::init_engines(m);
   py::init_pygraph(m);
+  py::init_pygraph_norm(m);
 }
