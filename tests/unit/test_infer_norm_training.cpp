@@ -207,7 +207,7 @@ TEST(InferBatchnormTraining, EpsilonRequired) {
   c.attr = dg::BatchnormAttr().set_name("bn");
   c.add();
   expect_status(c.g.validate(), dg::ErrorCode::ATTRIBUTE_NOT_SET,
-                "node 'bn' (batchnorm): input EPSILON is missing");
+                "node 'bn' (batchnorm): epsilon is not set (call set_epsilon)");
 }
 
 TEST(InferBatchnormTraining, BiasPerChannel) {
