@@ -170,24 +170,15 @@ class GroupedPlan final : public Plan {
   }
 
  private:
-  // Per group: its offset in the statistics' tensor and its parameter's linear position (the
-  // parameters' dims are among the groups' in the forward ops); per parameter: its offsets.
+  // Per group, its parameter's linear position (the forward ops' parameter dims are among the
+  // groups' dims). Offsets are per tensor (group_off_of, param_off_of): each may have its own strides.
   void enumerate_groups() {
-    const ir::Tensor& stat = t_.at(s_.inv);
-    const ir::Tensor& par = t_.at(s_.scale);
-    group_param_.resize(static_cast<size_t>(groups_));
-    group_off_.resize(static_cast<size_t>(groups_));
-    param_off_.resize(static_cast<size_t>(params_));
-    const auto ss = canon_strides(c_, stat), ps = canon_strides(c_, par);
-    // Every coordinate of X with the dims of neither kind pinned to 0 reaches every group and parameter.
+    group_param_.assign(static_cast<size_t>(groups_), 0);
     std::vector<int64_t> dims = c_.dims;
     for (size_t k = 0; k < dims.size(); ++k)
-      if (!gmul_[k] && !pmul_[k]) dims[k] = 1;
+      if (!gmul_[k]) dims[k] = 1;
     for_each_run(dims.data(), static_cast<int>(dims.size()), 0, product(dims), 1, [&](const int64_t* c, int64_t) {
-      const int64_t g = dot(c, gmul_), q = dot(c, pmul_);
-      group_param_[static_cast<size_t>(g)] = q;
-      group_off_[static_cast<size_t>(g)] = dot_masked(c, ss, gmul_);
-      param_off_[static_cast<size_t>(q)] = dot_masked(c, ps, pmul_);
+      group_param_[static_cast<size_t>(dot(c, gmul_))] = dot(c, pmul_);
     });
   }
   static int64_t product(const std::vector<int64_t>& d) {
@@ -279,7 +270,7 @@ class GroupedPlan final : public Plan {
     for (int64_t g = 0; g < groups_; ++g) mean[static_cast<size_t>(g)] = s1[static_cast<size_t>(g)] / n;
     moments(ptrs, pool, tasks, mean, s1, s2);  // about the mean: the two-pass variance
     std::vector<double> var(mean.size()), inv(mean.size());
-    const std::vector<float> scale = read(ptrs, s_.scale, param_off_), bias = read(ptrs, s_.bias, param_off_);
+    const std::vector<float> scale = read(ptrs, s_.scale, param_off_of(s_.scale)), bias = read(ptrs, s_.bias, param_off_of(s_.bias));
     std::vector<float> m(mean.size()), a(mean.size()), b(mean.size());
     for (size_t g = 0; g < mean.size(); ++g) {
       const double d = s1[g] / n;
@@ -299,8 +290,8 @@ class GroupedPlan final : public Plan {
       else nk_.affine(x, len, m[k], a[k], nullptr, nullptr, b[k], out);
       store(ptrs, c, len, out);
     });
-    write(ptrs, s_.mean, group_off_, mean);
-    write(ptrs, s_.inv, group_off_, inv);
+    write(ptrs, s_.mean, group_off_of(s_.mean), mean);
+    write(ptrs, s_.inv, group_off_of(s_.inv), inv);
     if (s_.op == Op::BN_FWD && s_.prev_mean >= 0) running_stats(ptrs, mean, var, n);
   }
 
@@ -336,9 +327,9 @@ class GroupedPlan final : public Plan {
   }
 
   void backward(const std::vector<void*>& ptrs, ThreadPool& pool, int64_t tasks) const {
-    const std::vector<float> inv = read(ptrs, s_.inv, group_off_);
-    const std::vector<float> mean = s_.mean >= 0 ? read(ptrs, s_.mean, group_off_) : std::vector<float>(inv.size(), 0.f);
-    const std::vector<float> scale = read(ptrs, s_.scale, param_off_);
+    const std::vector<float> inv = read(ptrs, s_.inv, group_off_of(s_.inv));
+    const std::vector<float> mean = s_.mean >= 0 ? read(ptrs, s_.mean, group_off_of(s_.mean)) : std::vector<float>(inv.size(), 0.f);
+    const std::vector<float> scale = read(ptrs, s_.scale, param_off_of(s_.scale));
     const size_t G = static_cast<size_t>(groups_), P = static_cast<size_t>(params_);
     std::vector<double> sg(static_cast<size_t>(tasks) * G, 0.0), sgx(sg.size(), 0.0);
     std::vector<double> ds(static_cast<size_t>(tasks) * P, 0.0), db(ds.size(), 0.0);
@@ -388,7 +379,7 @@ class GroupedPlan final : public Plan {
   Canon c_;
   int64_t volume_ = 1, groups_ = 1, params_ = 1;
   std::vector<int64_t> gmul_, pmul_;                         // linear group / parameter position per canonical dim
-  std::vector<int64_t> group_param_, group_off_, param_off_;  // per group: parameter, offset; per parameter: offset
+  std::vector<int64_t> group_param_;  // per group: its parameter's linear position (forward)
 };
 
 class NormGroupedEngine final : public CpuEngine<GroupedSpec, IsaKnobs> {
