@@ -127,6 +127,66 @@ class RmsnormAttr : public NormAttrBase<RmsnormAttr> {
   TensorPtr bias_;
 };
 
+// ---- normalization training ops (issue #18). Statistics (mean, inverse variance) are fp32 by
+// default; each op's groups are what its statistics' dims say: per row (dim 0) for layernorm and
+// rmsnorm, per channel (dim 1) for batchnorm, per (dim 0, dim 1) for instancenorm.
+
+// (DY, X, scale, mean, inv_variance) -> (DX, dscale, dbias): the gradient of layernorm, from the
+// forward's saved statistics; normalizes over every dim but the first.
+class LayernormBackwardAttr : public OpAttrBase<LayernormBackwardAttr> {};
+
+// (DY, X, scale, inv_rms) -> (DX, dscale[, dbias]); dbias only with set_has_dbias(true) (the
+// forward had a bias).
+class RmsnormBackwardAttr : public OpAttrBase<RmsnormBackwardAttr> {
+ public:
+  RmsnormBackwardAttr& set_has_dbias(bool v) { has_dbias_ = v; return *this; }
+  bool get_has_dbias() const { return has_dbias_; }
+
+ private:
+  bool has_dbias_ = false;
+};
+
+// Batchnorm in training: statistics per channel (dim 1) over every other dim; (X, scale, bias)
+// -> (Y, mean, inv_variance) and, when previous running statistics are given, the next ones:
+// next_mean = (1 - momentum) * mean_prev + momentum * mean, next_var likewise with the unbiased
+// variance (as PyTorch's batch_norm). Epsilon and momentum are pass-by-value scalars.
+class BatchnormAttr : public OpAttrBase<BatchnormAttr> {
+ public:
+  BatchnormAttr& set_epsilon(TensorPtr eps) { epsilon_ = std::move(eps); return *this; }
+  BatchnormAttr& set_epsilon(double eps) { epsilon_ = scalar("epsilon", eps); return *this; }
+  BatchnormAttr& set_previous_running_stats(TensorPtr mean, TensorPtr var, TensorPtr momentum) {
+    prev_mean_ = std::move(mean);
+    prev_var_ = std::move(var);
+    momentum_ = std::move(momentum);
+    return *this;
+  }
+  BatchnormAttr& set_previous_running_stats(TensorPtr mean, TensorPtr var, double momentum) {
+    return set_previous_running_stats(std::move(mean), std::move(var), scalar("momentum", momentum));
+  }
+  const TensorPtr& get_epsilon() const { return epsilon_; }
+  const TensorPtr& get_prev_running_mean() const { return prev_mean_; }
+  const TensorPtr& get_prev_running_var() const { return prev_var_; }
+  const TensorPtr& get_momentum() const { return momentum_; }
+
+ private:
+  static TensorPtr scalar(const char* name, double v) {
+    auto t = std::make_shared<TensorAttr>();
+    t->set_name(name).set_data_type(DataType::FLOAT).set_value(v);
+    return t;
+  }
+  TensorPtr epsilon_, prev_mean_, prev_var_, momentum_;
+};
+
+// (DY, X, scale, mean, inv_variance) -> (DX, dscale, dbias) per channel (dim 1).
+class BatchnormBackwardAttr : public OpAttrBase<BatchnormBackwardAttr> {};
+
+// (X, scale, bias) -> (Y, mean, inv_variance): statistics per (dim 0, dim 1) over the spatial
+// dims, scale and bias per channel (1, C, 1, ...); statistics (N, C, 1, ...).
+class InstancenormAttr : public NormAttrBase<InstancenormAttr> {};
+
+// (DY, X, scale, mean, inv_variance) -> (DX, dscale, dbias), groups as instancenorm's.
+class InstancenormBackwardAttr : public OpAttrBase<InstancenormBackwardAttr> {};
+
 // Pooling (window, stride, padding over the spatial dims) and resizing (NEAREST, BILINEAR: the
 // output's spatial dims come from the output tensor's dims if set, else from set_scale).
 class ResampleAttr : public OpAttrBase<ResampleAttr> {

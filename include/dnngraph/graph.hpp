@@ -78,6 +78,20 @@ class Graph {
   std::array<TensorPtr, 3> layernorm(TensorPtr x, TensorPtr scale, TensorPtr bias, LayernormAttr attr);
   std::array<TensorPtr, 2> rmsnorm(TensorPtr x, TensorPtr scale, RmsnormAttr attr);
   TensorPtr resample(TensorPtr x, ResampleAttr attr);
+  // Training normalizations: outputs in the order of each attribute's comment. Outputs an op
+  // does not produce (rmsnorm's dbias without has_dbias, batchnorm's running statistics without
+  // previous ones, the INFERENCE phase's statistics) are virtual tensors that stay unused.
+  std::array<TensorPtr, 3> layernorm_backward(TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr mean,
+                                              TensorPtr inv_variance, LayernormBackwardAttr attr);
+  std::array<TensorPtr, 3> rmsnorm_backward(TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr inv_rms,
+                                            RmsnormBackwardAttr attr);
+  // (Y, mean, inv_variance, next_running_mean, next_running_var)
+  std::array<TensorPtr, 5> batchnorm(TensorPtr x, TensorPtr scale, TensorPtr bias, BatchnormAttr attr);
+  std::array<TensorPtr, 3> batchnorm_backward(TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr mean,
+                                              TensorPtr inv_variance, BatchnormBackwardAttr attr);
+  std::array<TensorPtr, 3> instancenorm(TensorPtr x, TensorPtr scale, TensorPtr bias, InstancenormAttr attr);
+  std::array<TensorPtr, 3> instancenorm_backward(TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr mean,
+                                                 TensorPtr inv_variance, InstancenormBackwardAttr attr);
   std::array<TensorPtr, 2> sdpa(TensorPtr q, TensorPtr k, TensorPtr v, SdpaAttr attr);
   TensorPtr reshape(TensorPtr x, ReshapeAttr attr);
   TensorPtr transpose(TensorPtr x, TransposeAttr attr);

@@ -125,6 +125,7 @@ void init_handle(nb::module_& m) {
       "Args:\n    directory: a folder to keep the kernels in as well (\"\": memory only).");
 }
 
+void init_pygraph_norm(nb::module_& m);  // pygraph_norm.cpp: the training norms' methods
 }  // namespace dnngraph::python
 
 NB_MODULE(_dnngraph, m) {
@@ -137,4 +138,5 @@ NB_MODULE(_dnngraph, m) {
   py::init_tensor(m);
   py::init_engines(m);
   py::init_pygraph(m);
+  py::init_pygraph_norm(m);
 }

@@ -5,6 +5,7 @@
 #include "engines/cpu/conv/conv_implicit_gemm.hpp"
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
+#include "engines/cpu/norm/norm_grouped.hpp"
 #include "engines/cpu/norm/norm_rowwise.hpp"
 #include "engines/cpu/pointwise/pointwise_fused.hpp"
 #include "engines/cpu/pool/pool_direct.hpp"
@@ -42,6 +43,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {15, &cuda::conv_depthwise_direct_engine()},
       {16, &cuda::gemm_mma_sync_engine()},
       {17, &cpu::conv_grouped_direct_engine()},
+      {18, &cpu::norm_grouped_engine()},
   };
   return kEngines;
 }

@@ -107,6 +107,40 @@ std::array<TensorPtr, 2> Graph::rmsnorm(TensorPtr x, TensorPtr scale, RmsnormAtt
   auto outs = add_node(*impl_, std::move(attr), {std::move(x), std::move(scale), bias, eps});
   return {outs[0], outs[1]};
 }
+std::array<TensorPtr, 3> Graph::layernorm_backward(TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr mean,
+                                                   TensorPtr inv_variance, LayernormBackwardAttr attr) {
+  auto outs = add_node(*impl_, std::move(attr),
+                       {std::move(dy), std::move(x), std::move(scale), std::move(mean), std::move(inv_variance)});
+  return {outs[0], outs[1], outs[2]};
+}
+std::array<TensorPtr, 3> Graph::rmsnorm_backward(TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr inv_rms,
+                                                 RmsnormBackwardAttr attr) {
+  auto outs = add_node(*impl_, std::move(attr), {std::move(dy), std::move(x), std::move(scale), std::move(inv_rms)});
+  return {outs[0], outs[1], outs[2]};
+}
+std::array<TensorPtr, 5> Graph::batchnorm(TensorPtr x, TensorPtr scale, TensorPtr bias, BatchnormAttr attr) {
+  std::vector<TensorPtr> in{std::move(x), std::move(scale), std::move(bias), attr.get_epsilon(),
+                            attr.get_prev_running_mean(), attr.get_prev_running_var(), attr.get_momentum()};
+  auto outs = add_node(*impl_, std::move(attr), std::move(in));
+  return {outs[0], outs[1], outs[2], outs[3], outs[4]};
+}
+std::array<TensorPtr, 3> Graph::batchnorm_backward(TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr mean,
+                                                   TensorPtr inv_variance, BatchnormBackwardAttr attr) {
+  auto outs = add_node(*impl_, std::move(attr),
+                       {std::move(dy), std::move(x), std::move(scale), std::move(mean), std::move(inv_variance)});
+  return {outs[0], outs[1], outs[2]};
+}
+std::array<TensorPtr, 3> Graph::instancenorm(TensorPtr x, TensorPtr scale, TensorPtr bias, InstancenormAttr attr) {
+  TensorPtr eps = attr.get_epsilon();
+  auto outs = add_node(*impl_, std::move(attr), {std::move(x), std::move(scale), std::move(bias), eps});
+  return {outs[0], outs[1], outs[2]};
+}
+std::array<TensorPtr, 3> Graph::instancenorm_backward(TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr mean,
+                                                      TensorPtr inv_variance, InstancenormBackwardAttr attr) {
+  auto outs = add_node(*impl_, std::move(attr),
+                       {std::move(dy), std::move(x), std::move(scale), std::move(mean), std::move(inv_variance)});
+  return {outs[0], outs[1], outs[2]};
+}
 TensorPtr Graph::resample(TensorPtr x, ResampleAttr attr) {
   return add_node(*impl_, std::move(attr), {std::move(x)})[0];
 }

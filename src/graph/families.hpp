@@ -23,5 +23,11 @@ const OpTraits& traits(OpTag<ReshapeAttr>);             // layout.cpp
 const OpTraits& traits(OpTag<TransposeAttr>);           // layout.cpp
 const OpTraits& traits(OpTag<SliceAttr>);               // layout.cpp
 const OpTraits& traits(OpTag<ConcatenateAttr>);         // layout.cpp
+const OpTraits& traits(OpTag<LayernormBackwardAttr>);     // norm_training.cpp
+const OpTraits& traits(OpTag<RmsnormBackwardAttr>);       // norm_training.cpp
+const OpTraits& traits(OpTag<BatchnormAttr>);             // norm_training.cpp
+const OpTraits& traits(OpTag<BatchnormBackwardAttr>);     // norm_training.cpp
+const OpTraits& traits(OpTag<InstancenormAttr>);          // norm_training.cpp
+const OpTraits& traits(OpTag<InstancenormBackwardAttr>);  // norm_training.cpp
 
 }  // namespace dnngraph

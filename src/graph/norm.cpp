@@ -1,15 +1,17 @@
 // Normalizations: batchnorm_inference (per channel), layernorm and rmsnorm (over every dim but
 // the first). Parameters have exact dims; epsilon is a pass-by-value scalar.
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
 #include "graph/json_fields.hpp"
+#include "graph/norm_checks.hpp"
 
 namespace dnngraph {
-namespace {
+namespace norm_checks {
 
-// A parameter tensor (mean, scale, bias, ...) must have exactly `want` dims.
 Status check_param(const NodeSpec& node, const TensorAttr* t, const char* slot_name,
                    const std::vector<int64_t>& want, const char* why) {
   if (auto s = check_input(node, t, slot_name); !s.ok()) return s;
@@ -28,17 +30,28 @@ Status check_x(const NodeSpec& node, const TensorAttr* x, const char* shape_name
   return {};
 }
 
-Status check_epsilon(const NodeSpec& node, const TensorAttr* eps) {
-  if (!eps)
-    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, "epsilon is not set (call set_epsilon)");
-  if (auto s = check_input(node, eps, "EPSILON"); !s.ok()) return s;
-  if (!eps->get_is_pass_by_value())
-    return node_error(ErrorCode::INVALID_VALUE, node, eps, "epsilon must be a pass-by-value scalar (set_value)");
-  if (eps->get_volume() != 1)
-    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, eps,
-                      "epsilon dims " + dims_to_string(eps->get_dim()) + " must hold exactly one element");
+Status check_scalar(const NodeSpec& node, const TensorAttr* t, const char* what, const char* setter) {
+  const std::string w = what;
+  if (!t)
+    return node_error(ErrorCode::ATTRIBUTE_NOT_SET, node, nullptr, w + " is not set (call " + setter + ")");
+  std::string slot = w;
+  for (char& c : slot) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (auto s = check_input(node, t, slot.c_str()); !s.ok()) return s;
+  if (!t->get_is_pass_by_value())
+    return node_error(ErrorCode::INVALID_VALUE, node, t, w + " must be a pass-by-value scalar (set_value)");
+  if (t->get_volume() != 1)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, t,
+                      w + " dims " + dims_to_string(t->get_dim()) + " must hold exactly one element");
   return {};
 }
+
+}  // namespace norm_checks
+
+namespace {
+
+using norm_checks::check_epsilon;
+using norm_checks::check_param;
+using norm_checks::check_x;
 
 // Statistics outputs (mean, inverse variance or RMS): one value per row, dims (N, 1, ..., 1). In
 // the INFERENCE phase they are not computed for the user, so they must stay virtual; they still

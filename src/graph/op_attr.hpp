@@ -11,7 +11,8 @@ namespace dnngraph {
 using OpAttr = std::variant<ConvFpropAttr, ConvDgradAttr, ConvWgradAttr, MatmulAttr, PointwiseAttr,
                             ReductionAttr, BatchnormInferenceAttr, LayernormAttr, RmsnormAttr,
                             ResampleAttr, SdpaAttr, ReshapeAttr, TransposeAttr, SliceAttr,
-                            ConcatenateAttr>;
+                            ConcatenateAttr, LayernormBackwardAttr, RmsnormBackwardAttr, BatchnormAttr,
+                            BatchnormBackwardAttr, InstancenormAttr, InstancenormBackwardAttr>;
 
 // Input slots, in the order the builder stores them. Optional inputs are null when absent.
 namespace slot {
@@ -19,6 +20,11 @@ enum Conv { CONV_X = 0, CONV_W = 1 };               // fprop: X, W; dgrad: DY, W
 enum Matmul { MM_A = 0, MM_B = 1 };
 enum Bn { BN_X = 0, BN_MEAN, BN_INV_VAR, BN_SCALE, BN_BIAS };
 enum Ln { LN_X = 0, LN_SCALE, LN_BIAS, LN_EPS };     // rmsnorm: X, SCALE, BIAS (optional), EPS
+// The training norms (norm_training.cpp). Backward: DY, X, SCALE, MEAN, INV_VARIANCE (rmsnorm: no
+// MEAN slot); batchnorm: X, SCALE, BIAS, EPSILON, then the optional running statistics.
+enum NormBwd { NB_DY = 0, NB_X, NB_SCALE, NB_MEAN, NB_INV_VAR };
+enum RmsBwd { RB_DY = 0, RB_X, RB_SCALE, RB_INV_RMS };
+enum BnTrain { BT_X = 0, BT_SCALE, BT_BIAS, BT_EPS, BT_PREV_MEAN, BT_PREV_VAR, BT_MOMENTUM };
 enum Sdpa { SDPA_Q = 0, SDPA_K, SDPA_V, SDPA_SEQ_Q, SDPA_SEQ_KV };
 }  // namespace slot
 

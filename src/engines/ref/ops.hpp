@@ -20,6 +20,12 @@ Status run(const ReshapeAttr&, const NodeArgs&);             // ref_layout.cpp
 Status run(const TransposeAttr&, const NodeArgs&);           // ref_layout.cpp
 Status run(const SliceAttr&, const NodeArgs&);               // ref_layout.cpp
 Status run(const ConcatenateAttr&, const NodeArgs&);         // ref_layout.cpp
+Status run(const LayernormBackwardAttr&, const NodeArgs&);     // ref_norm_training.cpp
+Status run(const RmsnormBackwardAttr&, const NodeArgs&);       // ref_norm_training.cpp
+Status run(const BatchnormAttr&, const NodeArgs&);             // ref_norm_training.cpp
+Status run(const BatchnormBackwardAttr&, const NodeArgs&);     // ref_norm_training.cpp
+Status run(const InstancenormAttr&, const NodeArgs&);          // ref_norm_training.cpp
+Status run(const InstancenormBackwardAttr&, const NodeArgs&);  // ref_norm_training.cpp
 
 // The scalar function of a pointwise mode, in double (tests use it as the oracle of one element).
 double pointwise_apply(const PointwiseAttr& attr, double a, double b, double c);
