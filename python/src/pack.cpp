@@ -4,6 +4,7 @@
 // library sees a pointer: a wrong array is a ValueError naming the tensor instead of a crash or a
 // wrong result.
 
+#include <chrono>
 #include <functional>
 #include <unordered_map>
 
@@ -212,6 +213,27 @@ void execute(PyGraph& g, nb::handle pack, nb::handle workspace, OptHandle given,
   check(s);
 }
 
+// The C++ execute alone, for bench/python_execute_cost.py: the pack is resolved once, then the
+// default plan runs `calls` times back to back without the GIL (on a GPU handle, enqueued: the
+// caller synchronizes). Microseconds per call.
+double time_execute(PyGraph& g, nb::handle pack, nb::handle workspace, int64_t calls, OptHandle given) {
+  if (calls < 1) fail(ErrorCode::INVALID_VALUE, "_time_execute: calls must be at least 1, got " + std::to_string(calls));
+  const Handle& h = g.handle(given);
+  ResolvedPack p = resolve_pack(g, pack, h);
+  ResolvedWorkspace w = resolve_workspace(workspace, h);
+  Status s;
+  std::chrono::steady_clock::duration elapsed{};
+  {
+    nb::gil_scoped_release release;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < calls && s.ok(); ++i)
+      s = p.use_uid ? g.graph.execute(h, p.by_uid, w.ptr, w.bytes) : g.graph.execute(h, p.by_tensor, w.ptr, w.bytes);
+    elapsed = std::chrono::steady_clock::now() - t0;
+  }
+  check(s);
+  return std::chrono::duration<double, std::micro>(elapsed).count() / static_cast<double>(calls);
+}
+
 void autotune(PyGraph& g, nb::handle pack, nb::handle workspace, OptHandle given) {
   const Handle& h = g.handle(given);
   ResolvedPack p = resolve_pack(g, pack, h);
@@ -275,6 +297,11 @@ void bind_pygraph_execute(nb::class_<PyGraph>& c) {
           execute(g, pack, ws, std::move(h), index);
         },
         nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("index"), nb::arg("handle").none() = nb::none());
+  c.def("_time_execute", &time_execute, nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("calls"),
+        nb::arg("handle").none() = nb::none(),
+        "Benchmark aid (bench/python_execute_cost.py): resolve the pack once, run the default plan `calls` "
+        "times from C++ without the GIL, and return the microseconds per call (enqueue time on a GPU: "
+        "synchronize after). Raises ValueError for a bad pack or calls < 1, and what execute() raises.");
   c.def("autotune", &autotune, nb::arg("variant_pack"), nb::arg("workspace").none() = nb::none(),
         nb::arg("handle").none() = nb::none(),
         "Time every built plan, make the fastest the default and record it in the tuning DB.");
