@@ -190,7 +190,7 @@ namespace {
 
 // The attribute names probe_array reads, interned once (a registry built once, never freed).
 struct Names {
-  PyObject *data_ptr, *shape, *stride, *dtype, *is_cpu, *is_cuda, *get_device, *requires_grad, *is_neg, *torch;
+  PyObject *data_ptr, *shape, *stride, *dtype, *is_cpu, *is_cuda, *get_device, *is_neg, *torch;
 };
 
 const Names& names() {
@@ -200,9 +200,8 @@ const Names& names() {
       if (!o) throw nb::python_error();
       return o;
     };
-    return Names{intern("data_ptr"), intern("shape"),         intern("stride"), intern("dtype"),
-                 intern("is_cpu"),   intern("is_cuda"),       intern("get_device"), intern("requires_grad"),
-                 intern("is_neg"),   intern("torch")};
+    return Names{intern("data_ptr"), intern("shape"),   intern("stride"),     intern("dtype"), intern("is_cpu"),
+                 intern("is_cuda"),  intern("get_device"), intern("is_neg"), intern("torch")};
   }();
   return n;
 }
@@ -302,18 +301,19 @@ bool torch_device(PyObject* obj, ArrayInfo& out) {
   return true;
 }
 
-// What torch's __dlpack__ would export, read from the tensor's own attributes (~0.5 us, against
-// ~3 us for __dlpack__ and __dlpack_device__, which are Python code). __dlpack__ refuses a
-// tensor that requires grad, and every layout but strided: those go to to_array, which says so.
-// The layout is not read: the other layouts' tensors have no data_ptr() (sparse, mkldnn) or no
-// shape and strides (nested), and a read that raises sends the tensor to to_array too.
+// What torch's DLPack export would give, read from the tensor's own attributes (~0.5 us, against
+// ~3 us for __dlpack__ and __dlpack_device__, which are Python code). Not read: requires_grad
+// (to_array takes such a tensor too: __dlpack__ refuses it, but nanobind then falls back to
+// torch.utils.dlpack.to_dlpack, which does not), and the layout: the other layouts' tensors have
+// no data_ptr() (sparse, mkldnn) or no shape or strides (nested, CSR), and a read that raises
+// sends the tensor to to_array, which refuses it.
 Probe probe_torch(PyObject* obj, const TorchTypes& types, ArrayInfo& out) {
   const Names& n = names();
   nb::object dtype = get(obj, n.dtype);
   const TorchTypes::Row* row = nullptr;
   for (const auto& r : types.rows)
     if (r.dtype == dtype.ptr()) row = &r;
-  if (!row || get(obj, n.requires_grad).ptr() != Py_False || !torch_device(obj, out)) return Probe::NONE;
+  if (!row || !torch_device(obj, out)) return Probe::NONE;
   nb::object negated = call(obj, n.is_neg);
   if (!negated.is_valid()) return Probe::NONE;
   if (negated.ptr() == Py_True) return Probe::NEGATED;

@@ -94,8 +94,8 @@ bool to_array(nb::handle obj, ArrayRef& out);
 // __dlpack__ is Python code: ~3 us per array): an exact torch.Tensor through its attributes, an
 // exact numpy.ndarray through the buffer protocol. They give the ArrayInfo that to_array would.
 enum class Probe {
-  NONE,      // not one of them, or one that only to_array judges (another dtype, a tensor that
-             // requires grad, a sparse layout, another device kind): `out` is unset
+  NONE,      // not one of them, or one that only to_array judges (another dtype, a sparse
+             // layout, another device kind): `out` is unset
   ARRAY,     // `out` holds the array
   NEGATED,   // a torch tensor with its negative bit set: a lazy negation, which DLPack drops
 };
