@@ -325,36 +325,55 @@ void cuda_graph_call(PyGraph& g, const Handle& h, nb::handle pack, nb::handle wo
 
 }  // namespace
 
+// What every pack-taking method says of its arguments and errors.
+#define DG_PACK_ARGS                                                                                        \
+  "variant_pack: a dict {tensor or uid: array, int pointer or None}; arrays are NumPy, PyTorch, CuPy, JAX " \
+  "or anything with __dlpack__ or the buffer protocol, each checked against its tensor (device, dtype, "   \
+  "span, dims, strides, writability for outputs). workspace: an array of at least get_workspace_size() "    \
+  "bytes (writable, on the handle's device), an int pointer, or None. handle: the graph's own when None. "  \
+  "Raises ValueError (code INVALID_VARIANT_PACK) naming the tensor for a wrong array, a key that is "       \
+  "neither a tensor of this graph nor an int uid, or a uid outside int64; ValueError for a bad workspace; "  \
+  "RuntimeError when the plans are not built or a tensor changed after build_plans, or when the engine fails."
+
 void bind_pygraph_execute(nb::class_<PyGraph>& c) {
   c.def("execute",
         [](PyGraph& g, nb::handle pack, nb::handle ws, OptHandle h) { execute(g, pack, ws, std::move(h), std::nullopt); },
         nb::arg("variant_pack"), nb::arg("workspace").none() = nb::none(), nb::arg("handle").none() = nb::none(),
-        "Run the default plan. variant_pack: {tensor or uid: array or int pointer}; workspace: an array of "
-        "at least get_workspace_size() bytes, an int pointer, or None.");
+        "Run the default plan (the first built, or autotune's choice) on the arrays of variant_pack. " DG_PACK_ARGS);
   c.def("execute_plan_at_index",
         [](PyGraph& g, nb::handle pack, nb::handle ws, int64_t index, OptHandle h) {
           execute(g, pack, ws, std::move(h), index);
         },
-        nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("index"), nb::arg("handle").none() = nb::none());
+        nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("index"), nb::arg("handle").none() = nb::none(),
+        "Run plan `index` (0 <= index < get_execution_plan_count(), built by build_plans or "
+        "build_plan_at_index); a workspace of get_workspace_size_plan_at_index(index) bytes. " DG_PACK_ARGS
+        " An index out of range is a ValueError; a plan not built, a RuntimeError.");
   c.def("_time_execute", &time_execute, nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("calls"),
         nb::arg("handle").none() = nb::none(),
         "Benchmark aid (bench/python_execute_cost.py): resolve the pack once, run the default plan `calls` "
         "times from C++ without the GIL, and return the microseconds per call (enqueue time on a GPU: "
-        "synchronize after). Raises ValueError for a bad pack or calls < 1, and what execute() raises.");
+        "synchronize after). Raises ValueError for calls < 1, and what execute() raises. " DG_PACK_ARGS);
   c.def("autotune", &autotune, nb::arg("variant_pack"), nb::arg("workspace").none() = nb::none(),
         nb::arg("handle").none() = nb::none(),
-        "Time every built plan, make the fastest the default and record it in the tuning DB.");
+        "Time every built plan on these arrays, make the fastest the default and record it in the tuning DB "
+        "(outputs are overwritten). The workspace must fit the largest plan's. " DG_PACK_ARGS);
   c.def("populate_cuda_graph",
         [](PyGraph& g, const Handle& h, nb::handle pack, nb::handle ws, nb::handle cg) {
           cuda_graph_call(g, h, pack, ws, cg, false);
         },
         nb::arg("handle"), nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("cuda_graph"),
-        "Add the plan's kernels to a cudaGraph_t (an int) made by the caller.");
+        "Add the default plan's kernels, on these arrays, to a cudaGraph_t made by the caller. cuda_graph: an "
+        "int (cudaGraph_t) or an object with ._as_parameter_; anything else is a ValueError. A uid key that "
+        "names no tensor of this graph is a ValueError. " DG_PACK_ARGS);
   c.def("update_cuda_graph",
         [](PyGraph& g, const Handle& h, nb::handle pack, nb::handle ws, nb::handle cg) {
           cuda_graph_call(g, h, pack, ws, cg, true);
         },
-        nb::arg("handle"), nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("cuda_graph"));
+        nb::arg("handle"), nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("cuda_graph"),
+        "Point the kernels that populate_cuda_graph added to cuda_graph at new arrays (same dims, strides and "
+        "types). Arguments and errors as populate_cuda_graph's. " DG_PACK_ARGS);
 }
+
+#undef DG_PACK_ARGS
 
 }  // namespace dnngraph::python
