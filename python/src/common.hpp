@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dnngraph/dnngraph.hpp"
+#include "core/checked.hpp"
 #include "graph/infer_util.hpp"
 
 namespace dnngraph::python {
@@ -51,14 +52,22 @@ inline std::string py_type_name(nb::handle obj) { return nb::type_name(obj.type(
 
 // ---- arrays (arrays.cpp)
 
-// An array taken through DLPack (or the buffer protocol); holds a reference to its producer.
-struct ArrayRef {
-  nb::ndarray<> array;
+// What the pack checks read of an array: its pointer, dims, strides (in elements), DLPack type
+// and device, and writability. Fixed-size, so that execute() allocates nothing per array.
+struct ArrayInfo {
+  void* ptr = nullptr;
+  int ndim = 0;
+  int64_t shape[checked::kMaxRank] = {}, stride[checked::kMaxRank] = {};
+  nb::dlpack::dtype dtype{};
+  int device_type = 0, device_id = 0;
   bool writable = false;
+  // A torch CPU tensor read by probe_array: DLPack might call it pinned (kDLCUDAHost), which only
+  // a GPU handle tells apart, so there to_array decides.
+  bool maybe_pinned = false;
   // The type of an ml_dtypes array (bfloat16, float8_*), which comes in as an unsigned view.
   std::optional<DataType> view_of;
 
-  void* data() const { return array.data(); }
+  void* data() const { return ptr; }
   bool on_host() const;                      // CPU, CUDA-pinned or managed memory
   bool usable_on(const Device& d) const;     // kernels on d may read it
   std::string device_string() const;         // "cpu", "cuda:1", ...
@@ -71,8 +80,27 @@ struct ArrayRef {
   bool has_negative_stride() const;
 };
 
-// False when obj is neither a DLPack producer nor a buffer.
+// An array taken through DLPack (or the buffer protocol), with its ArrayInfo; holds a reference
+// to its producer (`array`, or `owner` for an array read by probe_array).
+struct ArrayRef : ArrayInfo {
+  nb::ndarray<> array;
+  nb::object owner;
+};
+
+// False when obj is neither a DLPack producer nor a buffer. An array of more than kMaxRank dims
+// (no tensor has them) is an INVALID_VALUE error.
 bool to_array(nb::handle obj, ArrayRef& out);
+// The cheap reads of the common producers, in place of a DLPack import (a torch.Tensor's
+// __dlpack__ is Python code: ~3 us per array): an exact torch.Tensor through its attributes, an
+// exact numpy.ndarray through the buffer protocol. They give the ArrayInfo that to_array would.
+enum class Probe {
+  NONE,      // not one of them, or one that only to_array judges (another dtype, a sparse
+             // layout, another device kind): `out` is unset
+  ARRAY,     // `out` holds the array
+  NEGATED,   // a torch tensor with its negative bit set: a lazy negation, which DLPack drops
+};
+Probe probe_array(nb::handle obj, ArrayInfo& out);
+
 // A data type from a dnngraph.data_type, a NumPy / PyTorch dtype, or a name such as "float16".
 DataType to_data_type(nb::handle obj);
 inline DataType optional_data_type(nb::handle obj) {

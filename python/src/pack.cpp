@@ -4,6 +4,7 @@
 // library sees a pointer: a wrong array is a ValueError naming the tensor instead of a crash or a
 // wrong result.
 
+#include <chrono>
 #include <functional>
 #include <unordered_map>
 
@@ -24,10 +25,10 @@ std::string describe(const TensorView& t) { return "tensor '" + t.name + "' (uid
 [[noreturn]] void pack_error(const std::string& msg) { fail(ErrorCode::INVALID_VARIANT_PACK, "variant pack: " + msg); }
 
 // Types NumPy has no name for (bfloat16, fp8, bool as bytes) may come as integers of the same width.
-bool type_matches(DataType want, const ArrayRef& a) {
+bool type_matches(DataType want, const ArrayInfo& a) {
   const auto have = a.data_type();
   if (have && *have == want) return true;
-  const auto d = a.array.dtype();
+  const auto d = a.dtype;
   const bool integer = d.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Int) ||
                        d.code == static_cast<uint8_t>(nb::dlpack::dtype_code::UInt) ||
                        d.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Bool);
@@ -36,17 +37,19 @@ bool type_matches(DataType want, const ArrayRef& a) {
   return nameless && integer && d.lanes == 1 && static_cast<int64_t>(d.bits) == size_of(want) * 8;
 }
 
-// Dims and strides without the size-1 dims, whose strides address nothing.
-struct Layout {
-  std::vector<int64_t> dims, strides;
-  Layout(const std::vector<int64_t>& all_dims, const std::vector<int64_t>& all_strides) {
-    for (size_t i = 0; i < all_dims.size(); ++i)
-      if (all_dims[i] != 1) {
-        dims.push_back(all_dims[i]);
-        strides.push_back(i < all_strides.size() ? all_strides[i] : 0);
-      }
+// The tensor's and the array's dims (and strides) agree once the size-1 dims, whose strides
+// address nothing, are left out. Walks both in place: execute() checks every array on every call.
+bool same_layout(const TensorView& t, const ArrayInfo& a, bool compare_strides) {
+  const size_t n = t.dims.size(), m = static_cast<size_t>(a.ndim);
+  size_t i = 0, j = 0;
+  for (;; ++i, ++j) {
+    while (i < n && t.dims[i] == 1) ++i;
+    while (j < m && a.shape[j] == 1) ++j;
+    if (i == n || j == m) return i == n && j == m;
+    if (t.dims[i] != a.shape[j]) return false;
+    if (compare_strides && (i < t.strides.size() ? t.strides[i] : 0) != a.stride[j]) return false;
   }
-};
+}
 
 // How to get an array of the tensor's layout, or a tensor of the array's, by where its strides came from.
 std::string layout_hint(StrideOrigin origin) {
@@ -75,20 +78,19 @@ StrideOrigin stride_origin(const PyGraph& g, int64_t uid) {
 
 // The kernels index the tensor by its dims and strides: an array laid out otherwise (Fortran
 // order, a slice, a transposed view) would be read or written in the wrong places.
-void check_layout(const PyGraph& g, const TensorView& t, const Label& label, const ArrayRef& a) {
-  const std::vector<int64_t> dims = a.dims(), strides = a.strides();
-  const Layout want(t.dims, t.strides), have(dims, strides);
-  if (want.dims != have.dims)
-    pack_error(label() + " has dims " + dims_to_string(t.dims) + " but the array has dims " + dims_to_string(dims));
+void check_layout(const PyGraph& g, const TensorView& t, const Label& label, const ArrayInfo& a) {
+  if (!same_layout(t, a, false))
+    pack_error(label() + " has dims " + dims_to_string(t.dims) + " but the array has dims " +
+               dims_to_string(a.dims()));
   for (int64_t d : t.dims)
     if (d == 0) return;  // no element is addressed
-  if (want.strides != have.strides)
+  if (!same_layout(t, a, true))
     pack_error(label() + " has strides " + dims_to_string(t.strides) + " but the array has strides " +
-               dims_to_string(strides) + " (in elements)" + layout_hint(stride_origin(g, t.uid)));
+               dims_to_string(a.strides()) + " (in elements)" + layout_hint(stride_origin(g, t.uid)));
 }
 
 // `t` is null for a key the IR does not know: the library names it.
-void check_array(const PyGraph& g, const TensorView* t, const Label& label, const ArrayRef& a,
+void check_array(const PyGraph& g, const TensorView* t, const Label& label, const ArrayInfo& a,
                  const Device& device) {
   if (t && t->is_pass_by_value) {
     if (!a.on_host())
@@ -108,19 +110,53 @@ void check_array(const PyGraph& g, const TensorView* t, const Label& label, cons
   check_layout(g, *t, label, a);
 }
 
+// A tensor whose negative bit is set holds the negation of what its memory holds; DLPack drops
+// the bit, so the kernels would read (or write) the values with the wrong sign.
+bool torch_negated(nb::handle value) {
+  if (!nb::hasattr(value, "is_neg")) return false;
+  nb::object neg = value.attr("is_neg")();
+  return neg.ptr() == Py_True;
+}
+
+// An array for one pack value (or the workspace): read by probe_array when that can judge it
+// here, else imported by to_array. False when it is no array. `pass_by_value`: a host scalar,
+// for which pinned and plain host memory are alike.
+bool read_array(nb::handle value, const Device& device, bool pass_by_value, const Label& label, ArrayRef& out) {
+  switch (probe_array(value, out)) {
+    case Probe::ARRAY:
+      // A torch CPU tensor is judged here where pinned or not makes no difference.
+      if (!out.maybe_pinned || device.is_cpu() || pass_by_value) {
+        out.owner = nb::borrow(value);
+        return true;
+      }
+      break;
+    case Probe::NEGATED:
+      pack_error(label() + ": the tensor has its negative bit set (a lazy negation, such as a conj() view's "
+                           "imaginary part), which DLPack loses: pass tensor.resolve_neg()");
+    case Probe::NONE: break;
+  }
+  try {
+    if (!to_array(value, out)) return false;
+  } catch (const StatusError& e) {  // an array no tensor can match (more than kMaxRank dims)
+    pack_error(label() + ": " + e.status().message());
+  }
+  if (torch_negated(value))
+    pack_error(label() + ": the tensor has its negative bit set (a lazy negation, such as a conj() view's "
+                         "imaginary part), which DLPack loses: pass tensor.resolve_neg()");
+  return true;
+}
+
 // The pointer for one pack value: an array (checked), an int pointer, or None (null).
 void* value_pointer(const PyGraph& g, const TensorView* t, const Label& label, nb::handle value,
                     const Device& device, std::vector<ArrayRef>& keep) {
   if (value.is_none()) return nullptr;
   if (PyLong_Check(value.ptr())) return to_pointer(value);
-  ArrayRef a;
-  if (!to_array(value, a))
+  ArrayRef& a = keep.emplace_back();
+  if (!read_array(value, device, t && t->is_pass_by_value, label, a))
     pack_error(label() + ": expected an array (__dlpack__ or buffer protocol) or an int pointer; got " +
                py_type_name(value));
   check_array(g, t, label, a, device);
-  void* p = a.data();
-  keep.push_back(std::move(a));
-  return p;
+  return a.data();
 }
 
 int64_t uid_key(nb::handle key) {
@@ -144,6 +180,7 @@ ResolvedPack resolve_pack(PyGraph& g, nb::handle pack, const Handle& h) {
     }
   }
   const PackTargets& targets = g.pack_targets();
+  out.keep.reserve(d.size());  // value_pointer's references into it stay valid
   for (auto [key, value] : d) {
     if (nb::isinstance<TensorAttr>(key)) {
       // Keys are looked up among this graph's tensors: a tensor of another graph is an error here.
@@ -181,7 +218,10 @@ ResolvedWorkspace resolve_workspace(nb::handle ws, const Handle& h) {
     out.ptr = to_pointer(ws);
     return out;
   }
-  if (!to_array(ws, out.keep))
+  // Scratch memory: a negative bit means nothing to it, so only an ARRAY probe is taken.
+  if (probe_array(ws, out.keep) == Probe::ARRAY && (!out.keep.maybe_pinned || h.device().is_cpu()))
+    out.keep.owner = nb::borrow(ws);
+  else if (!to_array(ws, out.keep))
     fail(ErrorCode::INVALID_VALUE, "workspace: expected an array, an int pointer or None; got " +
                                        py_type_name(ws));
   if (!out.keep.usable_on(h.device()))
@@ -210,6 +250,27 @@ void execute(PyGraph& g, nb::handle pack, nb::handle workspace, OptHandle given,
     }
   }
   check(s);
+}
+
+// The C++ execute alone, for bench/python_execute_cost.py: the pack is resolved once, then the
+// default plan runs `calls` times back to back without the GIL (on a GPU handle, enqueued: the
+// caller synchronizes). Microseconds per call.
+double time_execute(PyGraph& g, nb::handle pack, nb::handle workspace, int64_t calls, OptHandle given) {
+  if (calls < 1) fail(ErrorCode::INVALID_VALUE, "_time_execute: calls must be at least 1, got " + std::to_string(calls));
+  const Handle& h = g.handle(given);
+  ResolvedPack p = resolve_pack(g, pack, h);
+  ResolvedWorkspace w = resolve_workspace(workspace, h);
+  Status s;
+  std::chrono::steady_clock::duration elapsed{};
+  {
+    nb::gil_scoped_release release;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < calls && s.ok(); ++i)
+      s = p.use_uid ? g.graph.execute(h, p.by_uid, w.ptr, w.bytes) : g.graph.execute(h, p.by_tensor, w.ptr, w.bytes);
+    elapsed = std::chrono::steady_clock::now() - t0;
+  }
+  check(s);
+  return std::chrono::duration<double, std::micro>(elapsed).count() / static_cast<double>(calls);
 }
 
 void autotune(PyGraph& g, nb::handle pack, nb::handle workspace, OptHandle given) {
@@ -264,31 +325,55 @@ void cuda_graph_call(PyGraph& g, const Handle& h, nb::handle pack, nb::handle wo
 
 }  // namespace
 
+// What every pack-taking method says of its arguments and errors.
+#define DG_PACK_ARGS                                                                                        \
+  "variant_pack: a dict {tensor or uid: array, int pointer or None}; arrays are NumPy, PyTorch, CuPy, JAX " \
+  "or anything with __dlpack__ or the buffer protocol, each checked against its tensor (device, dtype, "   \
+  "span, dims, strides, writability for outputs). workspace: an array of at least get_workspace_size() "    \
+  "bytes (writable, on the handle's device), an int pointer, or None. handle: the graph's own when None. "  \
+  "Raises ValueError (code INVALID_VARIANT_PACK) naming the tensor for a wrong array, a key that is "       \
+  "neither a tensor of this graph nor an int uid, or a uid outside int64; ValueError for a bad workspace; "  \
+  "RuntimeError when the plans are not built or a tensor changed after build_plans, or when the engine fails."
+
 void bind_pygraph_execute(nb::class_<PyGraph>& c) {
   c.def("execute",
         [](PyGraph& g, nb::handle pack, nb::handle ws, OptHandle h) { execute(g, pack, ws, std::move(h), std::nullopt); },
         nb::arg("variant_pack"), nb::arg("workspace").none() = nb::none(), nb::arg("handle").none() = nb::none(),
-        "Run the default plan. variant_pack: {tensor or uid: array or int pointer}; workspace: an array of "
-        "at least get_workspace_size() bytes, an int pointer, or None.");
+        "Run the default plan (the first built, or autotune's choice) on the arrays of variant_pack. " DG_PACK_ARGS);
   c.def("execute_plan_at_index",
         [](PyGraph& g, nb::handle pack, nb::handle ws, int64_t index, OptHandle h) {
           execute(g, pack, ws, std::move(h), index);
         },
-        nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("index"), nb::arg("handle").none() = nb::none());
+        nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("index"), nb::arg("handle").none() = nb::none(),
+        "Run plan `index` (0 <= index < get_execution_plan_count(), built by build_plans or "
+        "build_plan_at_index); a workspace of get_workspace_size_plan_at_index(index) bytes. " DG_PACK_ARGS
+        " An index out of range is a ValueError; a plan not built, a RuntimeError.");
+  c.def("_time_execute", &time_execute, nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("calls"),
+        nb::arg("handle").none() = nb::none(),
+        "Benchmark aid (bench/python_execute_cost.py): resolve the pack once, run the default plan `calls` "
+        "times from C++ without the GIL, and return the microseconds per call (enqueue time on a GPU: "
+        "synchronize after). Raises ValueError for calls < 1, and what execute() raises. " DG_PACK_ARGS);
   c.def("autotune", &autotune, nb::arg("variant_pack"), nb::arg("workspace").none() = nb::none(),
         nb::arg("handle").none() = nb::none(),
-        "Time every built plan, make the fastest the default and record it in the tuning DB.");
+        "Time every built plan on these arrays, make the fastest the default and record it in the tuning DB "
+        "(outputs are overwritten). The workspace must fit the largest plan's. " DG_PACK_ARGS);
   c.def("populate_cuda_graph",
         [](PyGraph& g, const Handle& h, nb::handle pack, nb::handle ws, nb::handle cg) {
           cuda_graph_call(g, h, pack, ws, cg, false);
         },
         nb::arg("handle"), nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("cuda_graph"),
-        "Add the plan's kernels to a cudaGraph_t (an int) made by the caller.");
+        "Add the default plan's kernels, on these arrays, to a cudaGraph_t made by the caller. cuda_graph: an "
+        "int (cudaGraph_t) or an object with ._as_parameter_; anything else is a ValueError. A uid key that "
+        "names no tensor of this graph is a ValueError. " DG_PACK_ARGS);
   c.def("update_cuda_graph",
         [](PyGraph& g, const Handle& h, nb::handle pack, nb::handle ws, nb::handle cg) {
           cuda_graph_call(g, h, pack, ws, cg, true);
         },
-        nb::arg("handle"), nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("cuda_graph"));
+        nb::arg("handle"), nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("cuda_graph"),
+        "Point the kernels that populate_cuda_graph added to cuda_graph at new arrays (same dims, strides and "
+        "types). Arguments and errors as populate_cuda_graph's. " DG_PACK_ARGS);
 }
+
+#undef DG_PACK_ARGS
 
 }  // namespace dnngraph::python
