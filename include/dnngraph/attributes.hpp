@@ -8,6 +8,9 @@
 #include "dnngraph/tensor.hpp"
 #include "dnngraph/types.hpp"
 
+#include "dnngraph/export.hpp"
+
+DNNGRAPH_API_BEGIN
 namespace dnngraph {
 
 // Name and compute type, shared by every op's attributes.
@@ -293,3 +296,4 @@ class ConcatenateAttr : public OpAttrBase<ConcatenateAttr> {
 };
 
 }  // namespace dnngraph
+DNNGRAPH_API_END

@@ -15,12 +15,18 @@
 #include "dnngraph/tensor.hpp"
 #include "dnngraph/types.hpp"
 
+#include "dnngraph/export.hpp"
+
+// Not exported: outside the API region (dnngraph/export.hpp).
+namespace dnngraph {
+struct GraphImpl;
+}
+
+DNNGRAPH_API_BEGIN
 namespace dnngraph {
 
 using VariantPack = std::unordered_map<TensorPtr, void*>;
 using UidVariantPack = std::unordered_map<int64_t, void*>;
-
-struct GraphImpl;
 
 // One knob of an engine, for the graph at hand, as get_knobs_for_engine reports it: the values the
 // engine offers this graph's partitions (its knob_space), not every value its schema would accept.
@@ -172,3 +178,4 @@ class Graph {
 };
 
 }  // namespace dnngraph
+DNNGRAPH_API_END

@@ -5,6 +5,14 @@
 
 #include "dnngraph/status.hpp"
 
+#include "dnngraph/export.hpp"
+
+// Not exported: outside the API region (dnngraph/export.hpp).
+namespace dnngraph {
+struct HandleImpl;
+}
+
+DNNGRAPH_API_BEGIN
 namespace dnngraph {
 
 enum class DeviceKind : int { CPU = 0, CUDA };
@@ -25,8 +33,6 @@ class Device {
   DeviceKind kind_;
   int index_;
 };
-
-struct HandleImpl;
 
 // A Handle is cheap to copy (copies share state). Handle() picks CUDA device 0 when usable, else the
 // CPU. Handle(Device::cuda(i)) on a machine that cannot give that device is a handle whose status()
@@ -56,3 +62,4 @@ class Handle {
 };
 
 }  // namespace dnngraph
+DNNGRAPH_API_END

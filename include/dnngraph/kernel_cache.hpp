@@ -4,9 +4,15 @@
 #include <memory>
 #include <string>
 
-namespace dnngraph {
+#include "dnngraph/export.hpp"
 
+// Not exported: outside the API region (dnngraph/export.hpp).
+namespace dnngraph {
 struct KernelCacheImpl;
+}
+
+DNNGRAPH_API_BEGIN
+namespace dnngraph {
 
 class KernelCache {
  public:
@@ -30,3 +36,4 @@ class KernelCache {
 };
 
 }  // namespace dnngraph
+DNNGRAPH_API_END

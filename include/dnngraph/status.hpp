@@ -3,6 +3,9 @@
 #include <string>
 #include <utility>
 
+#include "dnngraph/export.hpp"
+
+DNNGRAPH_API_BEGIN
 namespace dnngraph {
 
 enum class ErrorCode : int {
@@ -50,3 +53,4 @@ class [[nodiscard]] Status {
 };
 
 }  // namespace dnngraph
+DNNGRAPH_API_END

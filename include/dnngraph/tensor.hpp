@@ -8,6 +8,9 @@
 
 #include "dnngraph/types.hpp"
 
+#include "dnngraph/export.hpp"
+
+DNNGRAPH_API_BEGIN
 namespace dnngraph {
 
 class TensorAttr {
@@ -66,3 +69,4 @@ class TensorAttr {
 using TensorPtr = std::shared_ptr<TensorAttr>;
 
 }  // namespace dnngraph
+DNNGRAPH_API_END

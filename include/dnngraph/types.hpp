@@ -4,6 +4,9 @@
 #include <optional>
 #include <string_view>
 
+#include "dnngraph/export.hpp"
+
+DNNGRAPH_API_BEGIN
 namespace dnngraph {
 
 enum class DataType : int {
@@ -74,3 +77,4 @@ std::optional<NormFwdPhase> norm_fwd_phase_from_string(std::string_view s);
 std::optional<DiagonalAlignment> diagonal_alignment_from_string(std::string_view s);
 
 }  // namespace dnngraph
+DNNGRAPH_API_END
