@@ -91,6 +91,7 @@ class ConvProblem final : public gemm::GemmProblem {
   }
 
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return indirect_ ? kc : mc * kc; }
+  bool zero_rows_at_scratch() const override { return indirect_; }  // taps outside read `scratch` (zeros)
 
   // Segment-major: a segment's tap offsets are resolved once, and the pixel coordinates of
   // consecutive rows advance by one instead of being divided out per row and segment (those
