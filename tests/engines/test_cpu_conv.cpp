@@ -28,6 +28,7 @@ struct ConvCase {
   Dims in, ker, out, stride, dil, pre, post;
   dg::DataType type = dg::DataType::FLOAT;
   bool nhwc_in = false;  // channels-last source (else random strides)
+  bool krsc_w = false;   // channels-last (KRSC) weights (else random strides)
 };
 
 int64_t fwd_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pre, int64_t post) {
@@ -82,8 +83,10 @@ void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, st
   const Dims& dst_d = dgrad ? xd : yd;
   std::vector<HostTensor> in{cc.nhwc_in ? ref_test::make_tensor(src_d, channels_last(src_d), cc.type)
                                         : ref_test::random_tensor(src_d, cc.type, rng, -1, 1),
-                             ref_test::random_tensor(wd, cc.type, rng, -1, 1)};
+                             cc.krsc_w ? ref_test::make_tensor(wd, channels_last(wd), cc.type)
+                                       : ref_test::random_tensor(wd, cc.type, rng, -1, 1)};
   if (cc.nhwc_in) in[0].randomize(rng, -1, 1);
+  if (cc.krsc_w) in[1].randomize(rng, -1, 1);
   Dims bd(dst_d.size(), 1);
   bd[1] = dst_d[1];
   if (bias) in.push_back(ref_test::random_tensor(bd, dg::DataType::FLOAT, rng, -1, 1));
@@ -187,6 +190,33 @@ TEST(CpuConvImplicitGemm, LargeImageResolvesTapsPerRow) {
     cc.out = {200, 200};
     cc.nhwc_in = trial == 0;
     run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, true, true, false, false, dg::DataType::FLOAT);
+  }
+}
+
+// Deep channels on small images (ResNet-50's last stages), NHWC with KRSC weights: the shapes
+// where the plan reads the weights in place as dot-product tiles (on AVX-512 the 7x7 ones with
+// C 512; on AVX2 and the portable kernels the 14x14 ones too), with and without groups, batch,
+// stride, dilation, a fused chain and a strided output (the strips).
+TEST(CpuConvImplicitGemm, DeepChannelsSmallImagesMatchRef) {
+  std::mt19937 rng(38);
+  struct Shape {
+    int64_t n, c, k, groups, in, ker, stride, dil, pad;
+  };
+  const Shape shapes[] = {{1, 512, 40, 1, 7, 3, 1, 1, 1},  {1, 256, 36, 1, 14, 3, 1, 1, 1},
+                          {2, 256, 38, 2, 7, 3, 1, 1, 1},  {1, 512, 24, 1, 14, 3, 2, 1, 1},
+                          {1, 256, 20, 1, 9, 3, 1, 2, 2},  {1, 384, 33, 1, 7, 1, 1, 1, 0}};
+  for (size_t i = 0; i < std::size(shapes); ++i) {
+    const Shape& sh = shapes[i];
+    ConvCase cc;
+    cc.nsp = 2; cc.n = sh.n; cc.c = sh.c; cc.k = sh.k; cc.groups = sh.groups;
+    cc.in = {sh.in, sh.in}; cc.ker = {sh.ker, sh.ker}; cc.stride = {sh.stride, sh.stride};
+    cc.dil = {sh.dil, sh.dil}; cc.pre = {sh.pad, sh.pad}; cc.post = {sh.pad, sh.pad};
+    const int64_t o = fwd_size(sh.in, sh.ker, sh.stride, sh.dil, sh.pad, sh.pad);
+    cc.out = {o, o};
+    cc.nhwc_in = cc.krsc_w = true;
+    const bool chain = i % 2 == 0;
+    run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, chain, chain, i == 2, i == 4, dg::DataType::FLOAT, 1e-5,
+                  i != 3);
   }
 }
 

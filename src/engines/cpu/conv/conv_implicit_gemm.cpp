@@ -6,13 +6,18 @@
 // conv_dgrad (the transposed convolution) runs as one such GEMM per stride phase: the outputs
 // i = rho + s*j all read the same taps (those with (rho + pad - r*dil) divisible by s), from
 // input j + (rho + pad - r*dil)/s, so no multiply by an inserted zero is ever done.
+// Where few pixels share each weight (7x7 and 14x14 layers) and the weights are fp32 KRSC, a
+// conv_fprop reads them in place instead, as dot-product tiles (conv_implicit_dot.hpp), when the
+// tiles' cost model expects that to beat packing them on every execute.
 #include "engines/cpu/conv/conv_implicit_gemm.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "engines/cpu/anchor_check.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/conv/conv_implicit_dot.hpp"
 #include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/gemm/gemm_plan.hpp"
 #include "engines/cpu/gemm/pack.hpp"
@@ -86,6 +91,7 @@ class ConvProblem final : public gemm::GemmProblem {
   }
 
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return indirect_ ? kc : mc * kc; }
+  bool zero_rows_at_scratch() const override { return indirect_; }  // taps outside read `scratch` (zeros)
 
   // Segment-major: a segment's tap offsets are resolved once, and the pixel coordinates of
   // consecutive rows advance by one instead of being divided out per row and segment (those
@@ -232,12 +238,21 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       : GemmPlan(p, epi, 1, s, threads) {
     geo_.init(p);
     phases_ = conv_phases(geo_, kMaxOffsets);
+    const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(kernels().isa);
+    if (conv_dot_unfit(geo_, phases_, dks).empty() && conv_dot_preferred(geo_, dks)) {
+      dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], dks, threads);
+      return;  // no workspace: nothing is packed
+    }
     for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr));
   }
 
   Status execute(const ExecArgs& args) const override {
     ThreadPool& pool = args.handle.thread_pool();
     EpilogueRun run(epilogue(), args.ptrs, pool.size());
+    if (dot_) {
+      if (auto s = dot_->run(args.ptrs, epilogue(), run, pool); !s.ok()) return s;
+      return run.finish();
+    }
     for (const auto& ph : phases_)  // every dst position lies in exactly one phase
       if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run), pool, args.workspace); !s.ok())
         return s;
@@ -247,6 +262,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
  private:
   ConvGeometry geo_;
   std::vector<ConvPhase> phases_;
+  std::unique_ptr<ConvDotGemm> dot_;  // the weights read in place, where that form is chosen
 };
 
 class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {

@@ -42,6 +42,9 @@ class GemmProblem {
   virtual void a_rows(int64_t b, int64_t m0, int64_t mc, const KBlock& kb, int mr, const float** rows,
                       float* scratch) const = 0;
   virtual int64_t a_scratch_floats(int64_t /*mc*/, int64_t /*kc*/) const { return 0; }
+  // True when a_rows points every row that reads only zeros (a conv's taps in the padding) at
+  // `scratch` itself: a micro-tile whose rows all do so in a K block adds nothing and is skipped.
+  virtual bool zero_rows_at_scratch() const { return false; }
   // True when a_rows packs each micro-tile as one k-major panel (KernelSet::kernel_packed's
   // form) and only rows[(t * nseg + s) * mr] is meaningful.
   virtual bool a_kmajor() const { return false; }
