@@ -172,7 +172,10 @@ ResolvedPack resolve_pack(PyGraph& g, nb::handle pack, const Handle& h) {
   if (!nb::isinstance<nb::dict>(pack)) pack_error("expected a dict {tensor or uid: array}");
   nb::dict d = nb::borrow<nb::dict>(pack);
   ResolvedPack out;
+  // A None key is an optional tensor the graph was built without (the frontend's tests pack
+  // `bias: ...` with bias None): it names nothing, so it is passed over, as the frontend does.
   for (auto [key, value] : d) {
+    if (key.is_none()) continue;
     if (!nb::isinstance<TensorAttr>(key)) {
       if (!PyLong_Check(key.ptr()))
         pack_error("keys must be dnngraph.tensor or int uids; got " + py_type_name(key));
@@ -182,6 +185,7 @@ ResolvedPack resolve_pack(PyGraph& g, nb::handle pack, const Handle& h) {
   const PackTargets& targets = g.pack_targets();
   out.keep.reserve(d.size());  // value_pointer's references into it stay valid
   for (auto [key, value] : d) {
+    if (key.is_none()) continue;
     if (nb::isinstance<TensorAttr>(key)) {
       // Keys are looked up among this graph's tensors: a tensor of another graph is an error here.
       TensorPtr t = g.find(key);

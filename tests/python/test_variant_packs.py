@@ -180,3 +180,17 @@ def test_device_names_out_of_range_are_value_errors():
     for name in ("cuda:-1", "cuda:+1", "cuda:1x", "cuda:"):
         with pytest.raises(ValueError, match="is not \"cpu\", \"cuda\" or \"cuda:N\""):
             dnngraph.create_handle(name)
+
+
+@pytest.mark.parametrize("by_uid", [False, True])
+def test_a_none_key_is_passed_over_as_in_the_frontend(cpu, rng, by_uid):
+    # The frontend's rmsnorm test packs `bias: None-array` with bias None when it built no bias.
+    g = graph(cpu)
+    x = rand(rng, (3, 4))
+    X = g.tensor_like(x)
+    Y = g.relu(X).set_output(True)
+    g.build([dnngraph.heur_mode.A])
+    y = poisoned((3, 4))
+    keys = (X.get_uid(), Y.get_uid()) if by_uid else (X, Y)
+    g.execute({keys[0]: x, None: None, keys[1]: y}, None)
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
