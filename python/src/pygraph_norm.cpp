@@ -71,17 +71,18 @@ void bind_backward(nb::class_<PyGraph>& c) {
       c, "layernorm_backward", &Graph::layernorm_backward, false,
       "(DX, dscale, dbias): the gradient of layernorm from grad (DY), input (X), scale and the forward's "
       "saved mean and inv_variance (dims N, 1, ...). Normalizes over every dim but the first. "
-      "Raises ValueError at validate when dims disagree (the message names the node, tensor and rule).");
+      "Raises ValueError at validate when dims disagree (the message names the node, tensor and rule)." "\n\nArgs:\n    grad: DY.\n    input: X as the forward saw it.\n    scale: the forward's scale.\n    mean, inv_variance: the forward's saved statistics." "\n\nArgs (also):\n    compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
   def_backward<BatchnormBackwardAttr>(
       c, "batchnorm_backward", &Graph::batchnorm_backward, true,
       "(DX, dscale, dbias): the gradient of batchnorm per channel; scale, mean and inv_variance are "
       "(1, C, 1, ...). peer_stats must be empty (not supported: ValueError). Raises ValueError at validate "
-      "when dims disagree.");
+      "when dims disagree." "\n\nArgs:\n    grad: DY.\n    input: X as the forward saw it.\n    scale: the forward's scale.\n    mean, inv_variance: the forward's saved statistics."
+      "\n    peer_stats: must be empty." "\n\nArgs (also):\n    compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
   def_backward<InstancenormBackwardAttr>(
       c, "instancenorm_backward", &Graph::instancenorm_backward, false,
       "(DX, dscale, dbias): the gradient of instancenorm; scale is (1, C, 1, ...), mean and inv_variance "
       "(N, C, 1, ...) (required, though the frontend's signature defaults them to None). Raises ValueError "
-      "at validate when they are missing or their dims disagree.");
+      "at validate when they are missing or their dims disagree." "\n\nArgs:\n    grad: DY.\n    input: X as the forward saw it.\n    scale: the forward's scale.\n    mean, inv_variance: the forward's saved statistics." "\n\nArgs (also):\n    compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
   c.def("rmsnorm_backward",
         [](PyGraph& g, TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr inv_var, bool has_dbias, nb::handle ct,
            std::string node) {
@@ -93,7 +94,7 @@ void bind_backward(nb::class_<PyGraph>& c) {
         DG_NORM_TAIL,
         "(DX, dscale, dbias): the gradient of rmsnorm from grad, input, scale and the forward's inv_variance "
         "(its inverse RMS, dims N, 1, ...); dbias is None unless has_dbias. Raises ValueError at validate when "
-        "dims disagree.");
+        "dims disagree." "\n\nArgs (also):\n    compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
 }
 
 void bind_forward(nb::class_<PyGraph>& c) {
@@ -118,7 +119,9 @@ void bind_forward(nb::class_<PyGraph>& c) {
         "next running statistics are (1 - momentum) * previous + momentum * batch (the variance unbiased); "
         "without them the last two are None. epsilon and momentum: pass-by-value tensors or numbers; the "
         "next statistics may be given the previous ones' arrays (updated in place). peer_stats must be empty. "
-        "Raises ValueError at validate when something is missing or dims disagree.");
+        "Raises ValueError at validate when something is missing or dims disagree.\n\nArgs:\n    input: X.\n    "
+        "scale, bias: per channel.\n    in_running_mean, in_running_var: the previous running statistics, or None."
+        "\n\nArgs (also):\n    compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
   c.def("instancenorm",
         [](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps, nb::handle ct,
            std::string node) {
@@ -132,7 +135,9 @@ void bind_forward(nb::class_<PyGraph>& c) {
         nb::arg("epsilon").none() = nb::none(), DG_NORM_TAIL,
         "(Y, mean, inv_variance): instancenorm of X (N, C, spatial...), statistics per sample and channel "
         "(N, C, 1, ...), scale and bias per channel (1, C, 1, ...). mean and inv_variance are None in the "
-        "INFERENCE phase. Raises ValueError at validate when dims disagree.");
+        "INFERENCE phase. Raises ValueError at validate when dims disagree.\n\nArgs:\n    norm_forward_phase: "
+        "TRAINING or INFERENCE.\n    input: X.\n    scale, bias: per channel.\n    epsilon: a pass-by-value tensor or "
+        "a number." "\n\nArgs (also):\n    compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
 }
 #undef DG_NORM_TAIL
 

@@ -120,7 +120,8 @@ def test_layernorm(param_extract, cudnn_handle):
     dy = mse_grad(Y_expected, target).astype(np.float32).astype(input_type)  # Y_expected.grad, in X's dtype
     dx_ref, dscale_ref, dbias_ref = grouped_backward(dy, x_gpu, scale_gpu, mean_expected, inv_var_expected, (1, 2, 3))
 
-    bwd_graph = cudnn.pygraph(intermediate_data_type=cudnn.data_type.FLOAT, compute_data_type=cudnn.data_type.FLOAT)
+    bwd_graph = cudnn.pygraph(intermediate_data_type=cudnn.data_type.FLOAT, compute_data_type=cudnn.data_type.FLOAT,
+                              handle=cudnn_handle)  # the frontend's takes the default handle: here, the CPU one
     DY = bwd_graph.tensor(name="DY", dim=x_gpu.shape, stride=strides_of(x_gpu), data_type=x_gpu.dtype)
     X_bwd = bwd_graph.tensor_like(X, name="X")
     scale_bwd = bwd_graph.tensor_like(scale, name="scale")

@@ -189,7 +189,9 @@ def test_the_frontends_wrapper_example_through_import_cudnn(rng):
     w = np.ascontiguousarray(rand(rng, (32, 3, 3, 16)).astype(np.float16)).transpose(0, 3, 1, 2)
     with cudnn.Graph(handle="auto") as auto:  # the frontend's default handle: here, the best device
         assert auto.handle.device in ("cpu", "cuda:0")
-        auto.relu(x, name="r").set_output(True)
+        # A NumPy array on a CUDA graph would be a host scalar (the frontend's rule): declare it there.
+        X = auto.tensor(name="X", dim=list(x.shape), stride=[s // 2 for s in x.strides], data_type=data_type.HALF)
+        auto.relu(X, name="r").set_output(True)
     with cudnn.Graph(handle=cudnn.create_handle("cpu")) as graph:
         y = graph.conv_fprop(image=x, weight=w, padding=[1, 1], stride=[1, 1], dilation=[1, 1],
                              compute_data_type=data_type.FLOAT, name="conv2d")
