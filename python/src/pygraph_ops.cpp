@@ -56,6 +56,21 @@ void def_conv(nb::class_<PyGraph>& c, const char* name, const char* first, const
         nb::arg(first), nb::arg(second), DG_CONV_ARGS, doc);
 }
 
+// The arguments every convolution shares, and what it returns and raises: one text for the three.
+#define DG_CONV_DOC_TAIL \
+  "    padding: symmetric padding per spatial dim (or pre_padding and post_padding).\n" \
+  "    stride, dilation: per spatial dim (1 when None).\n" \
+  "    compute_data_type: the op's compute type (None: the graph's).\n" \
+  "    name: the node's name (\"\": \"<op>.<n>\").\n" \
+  "    pre_padding, post_padding: padding before and after, per spatial dim.\n" \
+  "\n" \
+  "Returns:\n" \
+  "    The output tensor (virtual until set_output(True)).\n" \
+  "\n" \
+  "Raises:\n" \
+  "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n" \
+  "        as ValueError naming the node."
+
 void bind_conv(nb::class_<PyGraph>& c) {
   def_conv<ConvFpropAttr>(c, "conv_fprop", "image", "weight", &Graph::conv_fprop, false,
         "Y = conv(X, W), a forward convolution: dims N, C, spatial...; strides pick the layout (NCHW, "
@@ -64,18 +79,7 @@ void bind_conv(nb::class_<PyGraph>& c) {
         "Args:\n"
         "    image: X, [N, C, H, W] (or 1-D/3-D spatial).\n"
         "    weight: W, [K, C / groups, R, S].\n"
-        "    padding: symmetric padding per spatial dim (or pre_padding and post_padding).\n"
-        "    stride, dilation: per spatial dim (1 when None).\n"
-        "    compute_data_type: the op's compute type (None: the graph's).\n"
-        "    name: the node's name (\"\": \"<op>.<n>\").\n"
-        "    pre_padding, post_padding: padding before and after, per spatial dim.\n"
-        "\n"
-        "Returns:\n"
-        "    The output tensor (virtual until set_output(True)).\n"
-        "\n"
-        "Raises:\n"
-        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
-        "        as ValueError naming the node.");
+        DG_CONV_DOC_TAIL);
   def_conv<ConvDgradAttr>(c, "conv_dgrad", "loss", "filter", &Graph::conv_dgrad, false,
         "DX from DY and W (the data gradient: a transposed convolution). DX's dims are inferred, or set "
         "them on the result to pick among the sizes a strided conv maps onto DY's.\n"
@@ -83,38 +87,17 @@ void bind_conv(nb::class_<PyGraph>& c) {
         "Args:\n"
         "    loss: DY, [N, K, P, Q].\n"
         "    filter: W, [K, C, R, S].\n"
-        "    padding: symmetric padding per spatial dim (or pre_padding and post_padding).\n"
-        "    stride, dilation: per spatial dim (1 when None).\n"
-        "    compute_data_type: the op's compute type (None: the graph's).\n"
-        "    name: the node's name (\"\": \"<op>.<n>\").\n"
-        "    pre_padding, post_padding: padding before and after, per spatial dim.\n"
-        "\n"
-        "Returns:\n"
-        "    The output tensor (virtual until set_output(True)).\n"
-        "\n"
-        "Raises:\n"
-        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
-        "        as ValueError naming the node.");
+        DG_CONV_DOC_TAIL);
   def_conv<ConvWgradAttr>(c, "conv_wgrad", "image", "loss", &Graph::conv_wgrad, true,
         "DW from X and DY (the weight gradient); DW's dims are inferred unless set on the result.\n"
         "\n"
         "Args:\n"
         "    image: X, [N, C, H, W].\n"
         "    loss: DY, [N, K, P, Q].\n"
-        "    padding: symmetric padding per spatial dim (or pre_padding and post_padding).\n"
-        "    stride, dilation: per spatial dim (1 when None).\n"
-        "    compute_data_type: the op's compute type (None: the graph's).\n"
-        "    name: the node's name (\"\": \"<op>.<n>\").\n"
-        "    pre_padding, post_padding: padding before and after, per spatial dim.\n"
-        "\n"
-        "Returns:\n"
-        "    The output tensor (virtual until set_output(True)).\n"
-        "\n"
-        "Raises:\n"
-        "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
-        "        as ValueError naming the node.");
+        DG_CONV_DOC_TAIL);
 }
 #undef DG_CONV_ARGS
+#undef DG_CONV_DOC_TAIL
 
 void bind_matmul_reduction(nb::class_<PyGraph>& c) {
   c.def("matmul",
