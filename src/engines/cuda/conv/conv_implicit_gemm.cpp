@@ -368,11 +368,12 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       Config r = config_of(resident);
       if (std::string why; resident_fits(cp, r, why)) out.push_back(resident);
     } else {
-      // Clusters of 2 sharing the 256-wide filter tile where the pairs still fill the multiprocessors.
+      for (int st : {3, 4}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st});
+      // Clusters of 2 sharing the 256-wide filter tile where the pairs still fill the multiprocessors
+      // (for the autotuner: slower than without on the tutorial layer, see tma_core_efficiency).
       const int64_t pairs = ((cp.params.M + 255) / 256) * ((cp.params.N + 255) / 256);
       if (bk == 64 && pairs >= t.info().multiprocessors)
-        for (int st : {4, 3}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st, .cluster = 2});
-      for (int st : {4, 3}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st});
+        for (int st : {3, 4}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st, .cluster = 2});
       out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5});
       out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 6, .pingpong = 1});
     }
@@ -391,8 +392,10 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     if (c.bn == 64)
       return c.resident_b ? 0.71 : c.pingpong ? 0.72 : c.stages == 6 ? 0.74 : c.stages == 4 ? 0.735 : 0.73;
     if (c.bn == 128) return c.core == 3 ? (c.pingpong ? 0.69 : 0.70) : (c.pingpong ? 0.75 : 0.68);
-    // Clusters: cuda_gemm_wgmma_tma's measured gain of the shared B tile (docs/perf.md, 2026-11-29).
-    return (c.stages >= 4 ? 0.75 : 0.745) * (c.cluster > 1 ? 1.04 : 1.0);
+    if (c.core != 3) return c.stages >= 4 ? 0.75 : 0.745;
+    // Core 3, 128 x 256 on the tutorial layer (H200, 2026-12-02): 3 stages 0.1132 ms, 4 stages 0.1213,
+    // clusters of 2 0.1213 (3) and 0.1270 (4): the shared filter tile did not pay there.
+    return (c.stages == 3 ? 0.75 : 0.70) * (c.cluster > 1 ? 0.93 : 1.0);
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
