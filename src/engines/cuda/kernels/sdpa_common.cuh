@@ -36,6 +36,18 @@ struct SdpaParams {
   int m_blocks;                   // query blocks per head
 };
 
+// The block's batch, head and first query row. Blocks are numbered query-block-major (the grid is
+// m_blocks x h x b blocks along x), the longest rows (causal) first, so every head's longest block
+// is in the first wave and the short ones fill the tail.
+struct BlockCoords {
+  int bi, hi, m0;
+};
+__device__ __forceinline__ BlockCoords sdpa_block(const SdpaParams& p, int bm) {
+  const int heads = p.h * p.b, x = (int)blockIdx.x;
+  const int hb = x % heads, mb = x / heads;
+  return {hb / p.h, hb % p.h, (p.m_blocks - 1 - mb) * bm};
+}
+
 __device__ __forceinline__ float f_inf() { return __int_as_float(0x7f800000); }
 
 __device__ __forceinline__ float exp2_approx(float x) {

@@ -185,8 +185,8 @@ __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* m
   typedef WgSdpaSmem<D, BN, STAGES> S;
   const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
-  const int bi = (int)blockIdx.z, hi = (int)blockIdx.y;
-  const int m0 = (p.m_blocks - 1 - (int)blockIdx.x) * S::BM;  // the longest rows (causal) first
+  const BlockCoords blk = sdpa_block(p, S::BM);
+  const int bi = blk.bi, hi = blk.hi, m0 = blk.m0;
   const SdpaBand bd = sdpa_band(p, bi);
   const KeyTiles kt = key_tiles(bd, m0, S::BM, BN);
   if (threadIdx.x == 0) {

@@ -89,7 +89,8 @@ class SdpaPlan final : public KernelPlan {
     sdpa::SdpaParams prm = params(ptr);
     if ((pr_.seq_q.id >= 0) != (prm.seq_q != nullptr) || (pr_.seq_kv.id >= 0) != (prm.seq_kv != nullptr))
       return {ErrorCode::INVALID_VARIANT_PACK, "cuda_sdpa_flash: a sequence-length tensor of the padding mask has no pointer"};
-    const cuda::Grid3 grid{static_cast<unsigned>(prm.m_blocks), static_cast<unsigned>(pr_.h), static_cast<unsigned>(pr_.b)};
+    // Query-block-major along x (sdpa_block): sdpa_problem bounds m_blocks x h x b below 2^31.
+    const cuda::Grid3 grid{static_cast<unsigned>(int64_t{prm.m_blocks} * pr_.h * pr_.b), 1, 1};
     if (c_.core == Core::MMA_SYNC) {
       void* kargs[] = {&prm};
       return cuda::launch_3d(h, k_.main, grid, static_cast<unsigned>(c_.threads), static_cast<unsigned>(c_.smem_bytes),

@@ -83,6 +83,12 @@ bool check_sizes(const Problem& pr, const ir::Tensor& v, std::string& why) {
           " exceed 65535 (grid dims)";
     return false;
   }
+  // One block per 64 query rows at most (the smallest query block), all of them along grid x.
+  if ((pr.sq + 63) / 64 * pr.h * pr.b >= (int64_t{1} << 31)) {
+    why = "node '" + pr.node + "': " + std::to_string((pr.sq + 63) / 64) + " query blocks x " + std::to_string(pr.h) +
+          " heads x " + std::to_string(pr.b) + " batches reach 2^31 (the grid's x dim)";
+    return false;
+  }
   return true;
 }
 
