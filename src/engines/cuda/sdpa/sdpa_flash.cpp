@@ -163,7 +163,8 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     std::vector<SdpaKnobs> all{{.core = 0}};
-    if (t.info().sm_version == 90) all = {{.core = 1, .overlap = 1}, {.core = 1, .overlap = 0}, {.core = 0}};
+    if (t.info().sm_version == 90)
+      all = {{.core = 1, .overlap = 1}, {.core = 1, .overlap = 1, .blocks_per_sm = 2}, {.core = 1, .overlap = 0}, {.core = 0}};
     Problem pr;
     std::string why;
     if (!sdpa::describe(p, pr, why)) return print_knobs(schema_, all);
@@ -190,6 +191,7 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
     const double flops = 4.0 * static_cast<double>(pr.b * pr.h * pr.d) * sdpa::visible_pairs(pr);
     double eff = 0.3;
     if (c.core == Core::WGMMA) eff = c.d_pad >= 128 ? (c.overlap ? 0.66 : 0.57) : (c.overlap ? 0.43 : 0.45);
+    if (c.blocks_per_sm == 2) eff = 0.42;  // not measured yet: ranked after one block an SM
     return roofline_seconds(flops, partition_bytes(p), t.info(), eff, 5e-6);
   }
 
