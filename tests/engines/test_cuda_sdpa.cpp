@@ -228,8 +228,8 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
     EXPECT_LE(w.smem_bytes, 227 * 1024) << w.describe();
     EXPECT_LE(m.smem_bytes, 99 * 1024) << m.describe();  // fits sm_86/sm_89 too
   }
-  // Knobs by device: wgmma first on Hopper (with the S/PV overlap at head dim 128, without at 64,
-  // as measured), mma.sync only elsewhere.
+  // Knobs by device: wgmma first on Hopper (with the S/PV overlap at head dim 128; at 64 two
+  // blocks an SM, then one without the overlap, as measured), mma.sync only elsewhere.
   Case c128;
   c128.d = c128.dv = 128;
   Lowered l, l128;
@@ -246,8 +246,8 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
   // Head dim 64 also offers two blocks an SM (64-key tiles); 128 does not.
   const auto kh = dg::cuda::sdpa_flash_engine().knob_space(l.part, th);
   ASSERT_EQ(kh.size(), 4u);
-  EXPECT_EQ(dg::knobs_to_string(kh[0]), "core=1,overlap=0");
-  EXPECT_EQ(dg::knobs_to_string(kh[2]), "blocks_per_sm=2,core=1,overlap=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[0]), "blocks_per_sm=2,core=1,overlap=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[1]), "core=1,overlap=0");
   EXPECT_EQ(dg::knobs_to_string(kh[3]), "core=0");
   const auto kh128 = dg::cuda::sdpa_flash_engine().knob_space(l128.part, th);
   ASSERT_EQ(kh128.size(), 3u);
