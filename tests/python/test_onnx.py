@@ -1,6 +1,7 @@
 """dnngraph.onnx against onnxruntime (CPU): one model per op family made with onnx.helper and
 random weights, a ResNet-style block, an MLP and a ResNet-50, the unsupported-node report, the
 NumPy fallback and the feed checks. Tolerances by precision (conftest.TOL)."""
+import sys
 import zlib
 
 import numpy as np
@@ -315,10 +316,22 @@ def test_run_checks_its_feeds(request):
     with pytest.raises(ValueError, match="fallback must be one of"):
         dgx.load(one("Relu", [(2, 3)]), fallback="torch")
 
+    with pytest.raises(ValueError, match="compute_precision must be None or one of"):
+        dgx.load(one("Relu", [(2, 3)]), compute_precision="int8")
+    with pytest.raises(ValueError, match="output_device='cuda' needs a CUDA session"):
+        dgx.load(one("Relu", [(2, 3)]), output_device="cuda")
+    with pytest.raises(ValueError, match="output_device 'cuda': this session on cpu returns 'cpu' results"):
+        s.run(None, {"x0": rand(rng, 2, 3)}, output_device="cuda")
+
+
+def test_a_cuda_session_without_torch_or_cupy_says_what_to_install(monkeypatch):
     class GpuHandle:  # stands in for a CUDA handle on a machine without one
         is_cuda = True
+        device = "cuda:0"
 
-    with pytest.raises(ValueError, match="runs sessions on the CPU handle"):
+    monkeypatch.setitem(sys.modules, "torch", None)  # None in sys.modules makes the import fail
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(RuntimeError, match="needs PyTorch or CuPy for them"):
         dgx.load(one("Relu", [(2, 3)]), handle=GpuHandle())
 
 
@@ -467,7 +480,7 @@ def test_transformer_encoder_layer(request, fuse, layout_in_numpy):
     m = onnx_models.encoder_layer(rng, b=2, s=16, e=64, heads=4)
     s = check(m, {"x": rand(rng, 2, 16, 64)}, scale=50, fuse_attention=fuse, layout_in_numpy=layout_in_numpy)
     assert s.fused_attentions == (1 if fuse else 0)
-    layout = {n for n, kind in s.node_kinds.items() if kind == "numpy"}
+    layout = {n for n, kind in s.node_kinds.items() if kind == "array"}
     assert len(layout) == (8 if layout_in_numpy else 0)  # Q, K, V, merge: a Reshape and a Transpose each
     assert len(s.graphs) == (5 if layout_in_numpy else 1)
     chosen = [line for g in s.graphs for line in g.explain().splitlines() if "(chosen)" in line]

@@ -58,7 +58,7 @@ def _cast(L, node, attrs):
     src, dst = L.dtype(node.input[0]), L.dtype(node.output[0])
     data_type(src, f"Cast's input '{node.input[0]}'")
     y = L.graph.identity(L.tensor(node.input[0]), name=node.name)
-    y.set_data_type(data_type(dst, f"Cast's output '{node.output[0]}'"))
+    y.set_data_type(L.dg_type(dst, f"Cast's output '{node.output[0]}'"))
     L.set(node.output[0], y)
 
 
