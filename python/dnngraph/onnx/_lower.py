@@ -50,7 +50,7 @@ class Lowering:
         self.prepared, self.channels_last, self.arrays, self.precision = prepared, channels_last, arrays, precision
         io = STORAGE_TYPES[precision] if precision else dnngraph.data_type.FLOAT
         self.graph = dnngraph.pygraph(name=name, io_data_type=io,
-                                      intermediate_data_type=dnngraph.data_type.FLOAT,
+                                      intermediate_data_type=io,
                                       compute_data_type=dnngraph.data_type.FLOAT, handle=handle)
         self.tensors, self.bound, self.inputs = {}, [], {}
 
