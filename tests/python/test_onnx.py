@@ -314,6 +314,8 @@ def test_run_checks_its_feeds(request):
     with pytest.raises(ValueError, match=r"\['q'\] are not outputs"):
         s.run(["q"], {"x0": rand(rng, 2, 3)})
     with pytest.raises(ValueError, match="fallback must be one of"):
+        dgx.load(one("Relu", [(2, 3)]), fallback="gpu")
+    with pytest.raises(ValueError, match="fallback='torch' needs a CUDA session on PyTorch arrays; this one runs on cpu"):
         dgx.load(one("Relu", [(2, 3)]), fallback="torch")
 
     with pytest.raises(ValueError, match="compute_precision must be None or one of"):
@@ -398,8 +400,8 @@ C4 = [("s", np.ones(4, np.float32)), ("bb", np.zeros(4, np.float32)), ("mean", n
      [("w", np.ones((2, 4, 1, 1), np.float32))], "auto_pad='WRONG'"),
     (helper.make_node("Max", ["x", "x", "x"], ["y"], name="n"), [], "3 inputs; dnngraph's pointwise max takes 2"),
     (helper.make_node("Relu", ["x"], ["y"], name="n", domain="com.example"), [], "domain 'com.example'"),
-    (helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="n", group=2),
-     [("w", np.ones((4, 1, 2, 2), np.float32))], "group=2"),
+    (helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="n", output_shape=[6, 6]),
+     [("w", np.ones((4, 1, 2, 2), np.float32))], "output_shape / auto_pad"),
     (helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="n"),
      [("st", np.array([0])), ("en", np.array([4])), ("ax", np.array([2])), ("sp", np.array([2]))], "step 2 on axis 2"),
 ])

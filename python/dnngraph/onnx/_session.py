@@ -8,22 +8,22 @@ import dataclasses
 import numpy as np
 
 import dnngraph
-from . import _arena, _model, _numpy_ops, _rewrite
+from . import _arena, _model, _numpy_ops, _rewrite, _torch_ops
 from ._arrays import TorchArrays, backend_for
 from ._lower import PRECISIONS, Lowering, Unsupported, storage
 from ._ops_elementwise import TRANSLATORS as _ELEMENTWISE
 from ._ops_nn import TRANSLATORS as _NN
-from ._steps import LAYOUT_OPS, ArrayStep, BuildContext, HostStep, Segment, lower_node, node_name
+from ._steps import LAYOUT_OPS, ArrayStep, BuildContext, HostStep, Segment, TorchStep, lower_node, node_name
 
 TRANSLATORS = {**_ELEMENTWISE, **_NN}
-FALLBACKS = ("error", "numpy")
+FALLBACKS = ("error", "numpy", "torch")
 OUTPUT_DEVICES = ("cpu", "cuda")
 
 
 @dataclasses.dataclass(frozen=True)
 class Options:
     """How load() imports a model (docs/onnx.md says what each one does and what it costs)."""
-    fallback: str = "error"            # "error": refuse what dnngraph cannot run; "numpy": run it with NumPy
+    fallback: str = "error"            # "error": refuse what dnngraph cannot run; "numpy"/"torch": run it so
     fold_batchnorm: bool = True        # BatchNormalization after a constant-weight Conv into the conv
     channels_last: bool = True         # 4-D tensors with NHWC strides inside the graphs
     fuse_attention: bool = True        # MatMul-Softmax-MatMul to one sdpa
@@ -52,23 +52,34 @@ class UnsupportedModelError(ValueError):
         super().__init__(f"onnx: {len(lines)} node(s) cannot run on dnngraph:\n" + "\n".join(lines))
 
 
+def _fallback_kind(node, prepared, options):
+    """Where a node dnngraph refuses runs under the fallback: 'torch', 'numpy' or None."""
+    if options.fallback == "torch" and _torch_ops.evaluator(node, prepared) is not None:
+        return "torch"
+    if options.fallback in ("numpy", "torch") and node.op_type in _numpy_ops.EVALUATORS:
+        return "numpy"
+    return None
+
+
 def classify(prepared, handle, options, layout_in_arrays, precision):
-    """'dnngraph', 'array' or 'numpy' per node, and the problems, found on a throwaway graph."""
+    """'dnngraph', 'array', 'torch' or 'numpy' per node, and the problems, found on a throwaway graph."""
     probe = Lowering(prepared, handle, "probe", precision=precision)
     kinds, problems = [], list(prepared.problems)
     for node in prepared.nodes:
         static = node.output and node.output[0] in prepared.values
-        if layout_in_arrays and node.op_type in LAYOUT_OPS and node.domain in ("", "ai.onnx") and static:
+        default_domain = node.domain in ("", "ai.onnx")
+        if layout_in_arrays and node.op_type in LAYOUT_OPS and default_domain and static:
             kinds.append("array")
+        elif (options.fallback == "torch" and node.op_type in _torch_ops.NO_CUDA_ENGINE and default_domain
+              and _torch_ops.evaluator(node, prepared) is not None):
+            kinds.append("torch")
         else:
             reason = lower_node(probe, node, TRANSLATORS, _rewrite.ATTENTION)
             if reason is None:
                 kinds.append("dnngraph")
                 continue
-            if options.fallback == "numpy" and node.op_type in _numpy_ops.EVALUATORS:
-                kinds.append("numpy")
-            else:
-                kinds.append(None)
+            kinds.append(_fallback_kind(node, prepared, options))
+            if kinds[-1] is None:
                 problems.append((node_name(node), node.op_type, reason))
         for out in node.output:  # later nodes see the outputs as inputs, so their problems are found too
             if out and out in prepared.values and out not in probe.tensors:
@@ -89,6 +100,9 @@ class InferenceSession:
         if options.output_device == "cuda" and not self.handle.is_cuda:
             raise ValueError("onnx.load: output_device='cuda' needs a CUDA session (device='cuda' or a CUDA handle)")
         self.arrays = backend_for(self.handle, options.arrays)
+        if options.fallback == "torch" and not isinstance(self.arrays, TorchArrays):
+            raise ValueError(f"onnx.load: fallback='torch' needs a CUDA session on PyTorch arrays; this one runs on "
+                             f"{self.handle.device} with {self.arrays.name}")
         self.precision = options.compute_precision
         self._p = _model.prepare(model, input_shapes)
         self.channels_last = options.channels_last
@@ -109,7 +123,7 @@ class InferenceSession:
     def _cut(self, kinds, ctx):
         runs, current = [], []
         for node, kind in zip(self._p.nodes, kinds):
-            if kind in ("numpy", "array"):
+            if kind in ("numpy", "array", "torch"):
                 if current:
                     runs.append(current)
                 runs.append((node, kind))
@@ -126,7 +140,12 @@ class InferenceSession:
                 later.update(n for node in item for n in node.input)
             else:
                 node, kind = item
-                steps.append(ArrayStep(node, self._p) if kind == "array" else HostStep(node, self._p))
+                if kind == "array":
+                    steps.append(ArrayStep(node, self._p))
+                elif kind == "torch":
+                    steps.append(TorchStep(node, _torch_ops.evaluator(node, self._p)))
+                else:
+                    steps.append(HostStep(node, self._p))
                 later.update(node.input)
         return steps[::-1]
 
@@ -162,14 +181,15 @@ class InferenceSession:
 
     @property
     def steps(self):
-        """What run() does in order: ("graph", index), ("array", node name) or ("numpy", node name)."""
+        """What run() does in order: ("graph", index), or ("array" | "torch" | "numpy", node name)."""
         out = []
         for s in self._steps:
             if isinstance(s, Segment):
                 if s.outputs:
                     out.append(("graph", s.index))
             else:
-                out.append(("array" if isinstance(s, ArrayStep) else "numpy", node_name(s.node)))
+                kind = {ArrayStep: "array", TorchStep: "torch"}.get(type(s), "numpy")
+                out.append((kind, node_name(s.node)))
         return out
 
     def get_inputs(self):

@@ -1,7 +1,7 @@
 """The steps a session runs in order: a Segment (one pygraph built from a run of nodes), an
 ArrayStep (a layout op done by the session's array library: a view, or one copy), and a
-HostStep (a node run with NumPy under fallback="numpy"; on a CUDA session its inputs come to
-the host and its outputs go back). Each reads and writes the session's `env` by ONNX name."""
+TorchStep (a node run as torch ops under fallback="torch"), and a HostStep (a node run with NumPy
+under fallback="numpy"; on a CUDA session its inputs come to the host and its outputs go back). Each reads and writes the session's `env` by ONNX name."""
 import numpy as np
 
 import dnngraph
@@ -148,6 +148,20 @@ class ArrayStep:
         x = env[name] if name in env else arrays.accept(constants[name])
         env[self.node.output[0]] = arrays.permute(x, self.perm) if self.perm is not None else arrays.reshape(
             x, self.shape)
+
+
+class TorchStep:
+    """A node run as torch ops on the session's device arrays (fallback="torch")."""
+
+    def __init__(self, node, fn):
+        self.node, self.fn = node, fn
+
+    def reads(self):
+        return [self.node.input[0]]
+
+    def run(self, env, arrays, constants):
+        name = self.node.input[0]
+        env[self.node.output[0]] = self.fn(env[name] if name in env else arrays.accept(constants[name]))
 
 
 class HostStep:

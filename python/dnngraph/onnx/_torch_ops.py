@@ -1,0 +1,72 @@
+"""PyTorch evaluators for fallback="torch" on a CUDA session: the nodes dnngraph refuses, and the
+ops for which dnngraph has no CUDA engine yet (its pooling and its concatenate-built Pad run on
+`ref`, which stages GPU memory through the host and cannot be captured in a CUDA graph), run as
+torch ops on the session's device arrays, on torch's current stream (so they are captured too)."""
+from ._numpy_ops import attributes
+from ._ops_nn import window_padding
+
+# Ops run with torch under fallback="torch" even though dnngraph lowers them: dnngraph has no
+# CUDA engine for them yet (docs/engines.md), so they would run on `ref` through the host.
+NO_CUDA_ENGINE = {"MaxPool", "AveragePool", "Pad"}
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _pool(F, node, x, attrs, prepared):
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    n = len(kernel)
+    if n != 2 or (len(node.output) > 1 and node.output[1]):
+        return None
+    strides = [int(s) for s in attrs.get("strides", [1] * n)]
+    dilations = [int(d) for d in attrs.get("dilations", [1] * n)]
+    pre, post = window_padding(attrs, prepared.values[node.input[0]].shape[2:], kernel, strides, dilations)
+    ceil = bool(attrs.get("ceil_mode", 0))
+    if node.op_type == "MaxPool":
+        if pre == post:
+            return lambda t: F.max_pool2d(t, kernel, strides, pre, dilations, ceil_mode=ceil)
+        pads = (pre[1], post[1], pre[0], post[0])
+        return lambda t: F.max_pool2d(F.pad(t, pads, value=float("-inf")), kernel, strides, 0, dilations,
+                                      ceil_mode=ceil)
+    include = bool(attrs.get("count_include_pad", 0))
+    if any(d != 1 for d in dilations) or (pre != post and not include) or any(p * 2 > k for p, k in zip(pre, kernel)):
+        return None  # torch's avg_pool2d takes symmetric pads of at most half the window
+    if pre == post:
+        return lambda t: F.avg_pool2d(t, kernel, strides, pre, ceil_mode=ceil, count_include_pad=include)
+    pads = (pre[1], post[1], pre[0], post[0])
+    return lambda t: F.avg_pool2d(F.pad(t, pads), kernel, strides, 0, ceil_mode=ceil, count_include_pad=True)
+
+
+def _pad(F, node, x, attrs, prepared):
+    mode = _text(attrs.get("mode", "constant"))
+    c = prepared.constants
+    if prepared.opset < 11 or node.input[1] not in c or (len(node.input) > 3 and node.input[3]):
+        return None
+    if len(node.input) > 2 and node.input[2] and node.input[2] not in c:
+        return None
+    pads = [int(p) for p in c[node.input[1]].reshape(-1)]
+    rank = len(pads) // 2
+    value = float(c[node.input[2]].reshape(-1)[0]) if len(node.input) > 2 and node.input[2] else 0.0
+    torch_mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}.get(mode)
+    if torch_mode is None or (torch_mode != "constant" and any(pads[i] or pads[rank + i] for i in (0, 1))):
+        return None  # torch pads the spatial dims only in the other modes
+    pairs = []  # torch lists (before, after) from the last axis backwards
+    for axis in reversed(range(0 if torch_mode == "constant" else 2, rank)):
+        pairs += [pads[axis], pads[rank + axis]]
+    if torch_mode == "constant":
+        return lambda t: F.pad(t, pairs, mode="constant", value=value)
+    return lambda t: F.pad(t, pairs, mode=torch_mode)
+
+
+_BUILDERS = {"MaxPool": _pool, "AveragePool": _pool, "Pad": _pad}
+
+
+def evaluator(node, prepared):
+    """A function of the node's first input (a torch tensor) giving its output, or None when this
+    module has none for the node's op and attributes."""
+    build = _BUILDERS.get(node.op_type)
+    if build is None or node.domain not in ("", "ai.onnx") or node.input[0] not in prepared.values:
+        return None
+    import torch.nn.functional as F
+    return build(F, node, node.input[0], attributes(node), prepared)
