@@ -117,6 +117,10 @@ class NumpyLike:
         """A C-contiguous copy on the same device."""
         return self.xp.array(a, order="C", copy=True)
 
+    def pointer(self, a: Any) -> int:
+        """The address of the array's first element."""
+        return int(a.ctypes.data)
+
     def empty_bytes(self, nbytes: int) -> Any:
         """An uninitialised byte buffer (an arena or a workspace)."""
         return self.xp.empty(max(int(nbytes), 1), self.xp.uint8)
@@ -165,6 +169,9 @@ class CupyArrays(NumpyLike):
         if isinstance(a, np.ndarray) or not hasattr(a, "__dlpack__"):
             return self.from_host(np.asarray(a))
         return self.xp.from_dlpack(a)
+
+    def pointer(self, a: Any) -> int:
+        return int(a.data.ptr)
 
     def view(self, buf: Any, offset: int, shape: Sequence[int], storage: str, strides: Sequence[int]) -> Any:
         size = itemsize(storage)
@@ -228,6 +235,9 @@ class TorchArrays:
 
     def contiguous_copy(self, a: Any) -> Any:
         return a.clone(memory_format=self.torch.contiguous_format)
+
+    def pointer(self, a: Any) -> int:
+        return int(a.data_ptr())
 
     def empty_bytes(self, nbytes: int) -> Any:
         return self.torch.empty(max(int(nbytes), 1), dtype=self.torch.uint8, device=self.device)

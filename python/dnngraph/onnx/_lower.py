@@ -44,14 +44,15 @@ class Lowering:
     """One pygraph being built from ONNX nodes. `tensors` maps ONNX value names to graph tensors;
     `bound` holds (tensor, array) for the constants; `inputs` the runtime inputs by name."""
 
-    def __init__(self, prepared, handle, name, channels_last=False, arrays=None, precision=None):
+    def __init__(self, prepared, handle, name, channels_last=False, arrays=None, precision=None, kernel_cache=None):
         # arrays: the session's array library, which holds the constants; None for a probe graph
         # that is never run (nothing is uploaded for it).
         self.prepared, self.channels_last, self.arrays, self.precision = prepared, channels_last, arrays, precision
         io = STORAGE_TYPES[precision] if precision else dnngraph.data_type.FLOAT
         self.graph = dnngraph.pygraph(name=name, io_data_type=io,
                                       intermediate_data_type=io,
-                                      compute_data_type=dnngraph.data_type.FLOAT, handle=handle)
+                                      compute_data_type=dnngraph.data_type.FLOAT, handle=handle,
+                                      kernel_cache=kernel_cache)
         self.tensors, self.bound, self.inputs = {}, [], {}
 
     # -- what a translator asks about its node's values --------------------------------------

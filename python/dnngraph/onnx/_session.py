@@ -93,7 +93,7 @@ def classify(prepared, handle, options, layout_in_arrays, precision):
 class InferenceSession:
     """Runs an ONNX model on dnngraph: run(output_names, {input_name: array}) -> [arrays]."""
 
-    def __init__(self, model, handle=None, input_shapes=None, options=Options(), device=None):
+    def __init__(self, model, handle=None, input_shapes=None, options=Options(), device=None, kernel_cache=None):
         options.check()
         self.options = options
         self.handle = handle if handle is not None else dnngraph.create_handle(device or "cpu")
@@ -115,7 +115,7 @@ class InferenceSession:
             raise UnsupportedModelError(problems)
         self.node_kinds = {node_name(n): k for n, k in zip(self._p.nodes, kinds)}
         ctx = BuildContext(self._p, self.handle, self.arrays, self.channels_last, self.precision, TRANSLATORS,
-                           _rewrite.ATTENTION, UnsupportedModelError)
+                           _rewrite.ATTENTION, UnsupportedModelError, kernel_cache)
         self._steps = self._cut(kinds, ctx)
         self._place_values()
         self._replay = None

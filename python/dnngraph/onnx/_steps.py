@@ -38,8 +38,9 @@ def lower_node(L, node, translators, attention_op):
 class BuildContext:
     """What every Segment of a session is built with."""
 
-    def __init__(self, prepared, handle, arrays, channels_last, precision, translators, attention_op, refused):
-        self.prepared, self.handle, self.arrays = prepared, handle, arrays
+    def __init__(self, prepared, handle, arrays, channels_last, precision, translators, attention_op, refused,
+                 kernel_cache=None):
+        self.prepared, self.handle, self.arrays, self.kernel_cache = prepared, handle, arrays, kernel_cache
         self.channels_last, self.precision = channels_last, precision
         self.translators, self.attention_op, self.refused = translators, attention_op, refused
 
@@ -49,7 +50,7 @@ class Segment:
 
     def __init__(self, ctx, nodes, needed, index):
         p = ctx.prepared
-        L = Lowering(p, ctx.handle, f"onnx:{index}", ctx.channels_last, ctx.arrays, ctx.precision)
+        L = Lowering(p, ctx.handle, f"onnx:{index}", ctx.channels_last, ctx.arrays, ctx.precision, ctx.kernel_cache)
         self.channels_last, self.index = ctx.channels_last, index
         for node in nodes:
             reason = lower_node(L, node, ctx.translators, ctx.attention_op)
@@ -73,7 +74,7 @@ class Segment:
             t.set_data_type(L.dg_type(p.values[name].dtype, f"output '{name}'"))
             self.outputs[name] = (t, shape, L.strides(shape), storage(p.values[name].dtype, ctx.precision))
         self.pack = dict(L.bound)
-        self.views, self.workspace = {}, None
+        self.views, self.workspace, self.checked, self.keep = {}, None, False, []
         if self.outputs:
             self._build(producer, p)
 
@@ -110,6 +111,14 @@ class Segment:
         for name, (t, *_rest) in self.outputs.items():
             self.pack[t] = views[name]
 
+    def _fixed_as_pointers(self, arrays):
+        """After the first execute has checked them, the constants and arena views (which never
+        change) go to the pack as int pointers, which it takes unchecked: a run then resolves
+        only its runtime inputs. The arrays are kept alive here."""
+        self.keep = list(self.pack.values())
+        self.pack = {t: arrays.pointer(a) for t, a in self.pack.items()}
+        self.checked = True
+
     def run(self, env, arrays, constants):
         """Executes the graph on env's values; puts its outputs (and aliases) in env."""
         pack = dict(self.pack)
@@ -118,6 +127,8 @@ class Segment:
             pack[t] = arrays.in_layout(arrays.convert(value, self.input_storage[name]), self.channels_last)
         if self.outputs:
             self.graph.execute(pack, self.workspace)
+            if not self.checked:
+                self._fixed_as_pointers(arrays)
         env.update(self.views)
         for name, src in self.aliases.items():
             env[name] = env[src] if src in env else constants[src]
