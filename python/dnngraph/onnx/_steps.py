@@ -115,8 +115,9 @@ class Segment:
         """After the first execute has checked them, the constants and arena views (which never
         change) go to the pack as int pointers, which it takes unchecked: a run then resolves
         only its runtime inputs. The arrays are kept alive here."""
-        self.keep = list(self.pack.values())
+        self.keep = list(self.pack.values()) + [self.workspace]
         self.pack = {t: arrays.pointer(a) for t, a in self.pack.items()}
+        self.workspace = arrays.pointer(self.workspace)  # its size was checked with the array
         self.checked = True
 
     def run(self, env, arrays, constants):
