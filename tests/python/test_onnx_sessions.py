@@ -129,3 +129,21 @@ def test_cli_runs_in_bf16_and_refuses_cuda_options_on_the_cpu(tmp_path, request)
                           (["--precision", "int8"], "invalid choice: 'int8'")):
         r = cli(*args)
         assert r.returncode == 64 and message in r.stderr, (args, r.returncode, r.stderr)
+
+
+
+def test_a_numpy_step_result_that_views_its_input_is_copied():
+    # A NumPy step's input may be a view of the arena, whose bytes a later value reuses: a result
+    # that views it (a Slice, an Identity) must not alias it.
+    from dnngraph.onnx import _model, _steps
+    node = helper.make_node("Slice", ["a", "st", "en"], ["s"], name="slice")
+    arena = np.arange(32, dtype=np.float32)
+    a = arena[:16].reshape(4, 4)
+    values = {"a": _model.Value("a", (4, 4), np.dtype(np.float32))}
+    prepared = type("P", (), {"values": values})()
+    env = {"a": a}
+    _steps.HostStep(node, prepared).run(env, _arrays.NumpyLike(), {"st": np.array([1]), "en": np.array([3])})
+    np.testing.assert_array_equal(env["s"], a[1:3])
+    assert not np.may_share_memory(env["s"], arena)
+    arena[:] = -1  # the arena reused: the result keeps its values
+    assert env["s"][0, 0] == 4

@@ -201,4 +201,8 @@ class HostStep:
             outputs = _numpy_ops.evaluate(item, args)
         except Exception as e:  # noqa: BLE001 - NumPy's own errors, given the node they came from
             raise RuntimeError(f"onnx: node '{node_name(item)}' ({item.op_type}) failed in NumPy: {e}") from e
+        # A NumPy result may be a view of an input (Slice, Reshape, Identity), and an input may be
+        # a view of the arena, whose bytes later values reuse: such results are copied.
+        outputs = [np.array(o, copy=True) if any(isinstance(a, np.ndarray) and np.may_share_memory(o, a)
+                                                 for a in args) else o for o in outputs]
         env.update(zip(item.output, outputs))
