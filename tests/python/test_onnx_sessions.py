@@ -129,6 +129,12 @@ def test_cli_runs_in_bf16_and_refuses_cuda_options_on_the_cpu(tmp_path, request)
                           (["--precision", "int8"], "invalid choice: 'int8'")):
         r = cli(*args)
         assert r.returncode == 64 and message in r.stderr, (args, r.returncode, r.stderr)
+    import dnngraph
+    try:
+        dnngraph.create_handle("cuda")
+    except RuntimeError:  # no GPU here: the handle's reason, as a model that cannot run (exit 2)
+        r = cli("--device", "cuda")
+        assert r.returncode == 2 and "DEVICE_NOT_AVAILABLE" in r.stderr, (r.returncode, r.stderr)
 
 
 
