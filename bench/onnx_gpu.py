@@ -105,8 +105,8 @@ KERNELS = dnngraph.create_kernel_cache()  # the variants share compiled kernels 
 
 def run_variant(torch, m, x, ref, precision, fallback, capture, iters):
     t = time.perf_counter()
-    s = dgx.load(m, device="cuda", compute_precision=None if precision == "float32" else precision,
-                 fallback=fallback, output_device="cuda", kernel_cache=KERNELS)
+    s = dgx.load(m, device="cuda", compute_precision=None if precision in ("float32", "tf32") else precision,
+                 fallback=fallback, output_device="cuda", kernel_cache=KERNELS, allow_tf32=precision == "tf32")
     load_s = time.perf_counter() - t
     if capture:
         s.capture_cuda_graph()
@@ -144,7 +144,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--precisions", default="bfloat16,float32")
+    ap.add_argument("--precisions", default="bfloat16,float32",
+                    help="comma-separated: bfloat16, float16, float32 (strict fp32), tf32 (fp32 tensors, TF32 allowed)")
     ap.add_argument("--no-ref-variant", action="store_true", help="skip the bf16 session without fallback='torch'")
     ap.add_argument("--out", help="write the figures as JSON here")
     a = ap.parse_args()

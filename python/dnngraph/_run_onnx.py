@@ -57,6 +57,7 @@ def _parser() -> _Parser:
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     p.add_argument("--precision", choices=sorted(_DEFAULT_RTOL), default="float32",
                    help="store the model's float tensors as this type (computed in float32; default: float32)")
+    p.add_argument("--tf32", action="store_true", help="float32 convolutions and matmuls may run as TF32")
     p.add_argument("--cuda-graph", action="store_true",
                    help="capture the whole forward pass in one CUDA graph and time its replay (--device cuda)")
     p.add_argument("--seed", type=int, default=1, help="seed of the random inputs (default: 1)")
@@ -147,8 +148,8 @@ def _check_options(o: argparse.Namespace) -> None:
             raise _UsageError(f"--{option} is for graph JSON files; dnngraph.onnx picks the plans of an ONNX model")
     if o.iters < 1:
         raise _UsageError(f"--iters {o.iters}: at least 1")
-    if o.rtol is None:
-        o.rtol = _DEFAULT_RTOL[o.precision]
+    if o.rtol is None:  # TF32 rounds inputs to 10 mantissa bits, as float16 does
+        o.rtol = _DEFAULT_RTOL["float16" if o.tf32 and o.precision == "float32" else o.precision]
     if not 0 <= o.rtol <= 1:
         raise _UsageError(f"--rtol {o.rtol}: 0 to 1")
     if o.seed < 0:
@@ -166,11 +167,11 @@ def _load_and_time(o: argparse.Namespace, shapes: dict[str, list[int]]) -> tuple
     import dnngraph.onnx as dgx
     precision = None if o.precision == "float32" else o.precision
     session = dgx.load(o.model, input_shapes=shapes or None, fallback=o.fallback, device=o.device,
-                       compute_precision=precision)
+                       compute_precision=precision, allow_tf32=o.tf32)
     kinds = list(session.node_kinds.values())
     print(f"model: {o.model} ({len(kinds)} nodes, {len(session.graphs)} dnngraph graphs, "
           f"{kinds.count('numpy')} nodes in NumPy, {kinds.count('array')} layout nodes on {session.arrays.name})")
-    print(f"device: {session.handle.device}, precision {o.precision}"
+    print(f"device: {session.handle.device}, precision {o.precision}{' (tf32 allowed)' if o.tf32 else ''}"
           + (f", arrays {session.arrays.name}" if session.arrays.on_gpu else ""))
     if o.explain:
         for g in session.graphs:

@@ -153,3 +153,13 @@ def test_a_numpy_step_result_that_views_its_input_is_copied():
     assert not np.may_share_memory(env["s"], arena)
     arena[:] = -1  # the arena reused: the result keeps its values
     assert env["s"][0, 0] == 4
+
+
+def test_allow_tf32_reaches_every_graph(request):
+    import json
+    import onnx_models
+    m = onnx_models.resnet_block(seeded(request.node.name), n=1, c=8, hw=6)
+    for allowed in (False, True):
+        s = dgx.load(m, allow_tf32=allowed)
+        assert s.options.allow_tf32 is allowed
+        assert all(json.loads(g.to_json()).get("allow_tf32", False) is allowed for g in s.graphs)

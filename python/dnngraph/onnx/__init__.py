@@ -19,7 +19,7 @@ SUPPORTED_OPS = tuple(sorted(op for op in TRANSLATORS if "." not in op))  # ONNX
 
 def load(model, handle=None, fallback="error", input_shapes=None, fold_batchnorm=True, channels_last=True,
          fuse_attention=True, layout_in_numpy=None, device=None, compute_precision=None, output_device="cpu",
-         arrays=None, kernel_cache=None):
+         arrays=None, kernel_cache=None, allow_tf32=False):
     """A session for `model` (a path or an onnx.ModelProto).
 
     handle: the dnngraph handle to run on (a CPU or CUDA one); None makes one for `device`.
@@ -37,10 +37,13 @@ def load(model, handle=None, fallback="error", input_shapes=None, fold_batchnorm
     (inputs, constants, results of each graph) are stored in that type, computed in float32.
     output_device: run()'s default for where results go: "cpu" (NumPy) or "cuda" (device arrays).
     arrays: the array library of a CUDA session, "torch" or "cupy" (None: torch when installed).
-    kernel_cache: a dnngraph.KernelCache the session's pygraphs share (with other sessions too)."""
+    kernel_cache: a dnngraph.KernelCache the session's pygraphs share (with other sessions too).
+    allow_tf32: float32 convolutions and matmuls may run on tensor cores as TF32 (as PyTorch's
+    cudnn.allow_tf32 default; dnngraph's own CUDA engines take FLOAT ones only so)."""
     options = Options(fallback=fallback, fold_batchnorm=fold_batchnorm, channels_last=channels_last,
                       fuse_attention=fuse_attention, layout_in_numpy=layout_in_numpy,
-                      compute_precision=compute_precision, output_device=output_device, arrays=arrays)
+                      compute_precision=compute_precision, output_device=output_device, arrays=arrays,
+                      allow_tf32=allow_tf32)
     return InferenceSession(model, handle=handle, input_shapes=input_shapes, options=options, device=device,
                             kernel_cache=kernel_cache)
 

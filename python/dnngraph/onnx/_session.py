@@ -31,6 +31,7 @@ class Options:
     compute_precision: str | None = None  # "bfloat16" / "float16": float tensors stored so (None: the model's)
     output_device: str = "cpu"         # run()'s default: "cpu" NumPy results, "cuda" device arrays
     arrays: str | None = None          # the array library of a CUDA session: "torch", "cupy" (None: torch if present)
+    allow_tf32: bool = False           # FLOAT convolutions and matmuls may round their inputs to TF32
 
     def check(self):
         """Raises ValueError naming the option that has a value outside its choices."""
@@ -115,7 +116,7 @@ class InferenceSession:
             raise UnsupportedModelError(problems)
         self.node_kinds = {node_name(n): k for n, k in zip(self._p.nodes, kinds)}
         ctx = BuildContext(self._p, self.handle, self.arrays, self.channels_last, self.precision, TRANSLATORS,
-                           _rewrite.ATTENTION, UnsupportedModelError, kernel_cache)
+                           _rewrite.ATTENTION, UnsupportedModelError, kernel_cache, options.allow_tf32)
         self._steps = self._cut(kinds, ctx)
         self._place_values()
         self._replay = None

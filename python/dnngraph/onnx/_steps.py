@@ -39,8 +39,9 @@ class BuildContext:
     """What every Segment of a session is built with."""
 
     def __init__(self, prepared, handle, arrays, channels_last, precision, translators, attention_op, refused,
-                 kernel_cache=None):
+                 kernel_cache=None, allow_tf32=False):
         self.prepared, self.handle, self.arrays, self.kernel_cache = prepared, handle, arrays, kernel_cache
+        self.allow_tf32 = allow_tf32
         self.channels_last, self.precision = channels_last, precision
         self.translators, self.attention_op, self.refused = translators, attention_op, refused
 
@@ -52,6 +53,8 @@ class Segment:
         p = ctx.prepared
         L = Lowering(p, ctx.handle, f"onnx:{index}", ctx.channels_last, ctx.arrays, ctx.precision, ctx.kernel_cache)
         self.channels_last, self.index = ctx.channels_last, index
+        if ctx.allow_tf32:
+            L.graph.set_allow_tf32(True)
         for node in nodes:
             reason = lower_node(L, node, ctx.translators, ctx.attention_op)
             if reason is not None:
