@@ -108,6 +108,11 @@ def run_variant(torch, m, x, ref, precision, fallback, capture, iters):
     s = dgx.load(m, device="cuda", compute_precision=None if precision in ("float32", "tf32") else precision,
                  fallback=fallback, output_device="cuda", kernel_cache=KERNELS, allow_tf32=precision == "tf32")
     load_s = time.perf_counter() - t
+    shares = engine_shares(s)
+    if "ref" in shares:  # staged through the host: seconds per run at N32, so few runs
+        iters = min(iters, 3)
+        print(f"  note: {precision} fallback={fallback}: partitions on ref ({shares['ref']:.1f} ms estimated); "
+              f"{iters} timed runs")
     if capture:
         s.capture_cuda_graph()
     xd = torch.from_numpy(x).cuda()
@@ -121,7 +126,7 @@ def run_variant(torch, m, x, ref, precision, fallback, capture, iters):
     return {"precision": precision, "fallback": fallback, "cuda_graph": capture, "load_s": load_s,
             "median_ms": median, "min_ms": least, "max_err_over_peak": err, "kernels": kernels, "copies": copies,
             "graphs": len(s.graphs), "partitions": partitions(s), "steps": [k for k, _ in s.steps],
-            "engine_estimate_ms": engine_shares(s), "top_kernels_ms": top}
+            "engine_estimate_ms": shares, "top_kernels_ms": top}
 
 
 def show(r, batch):
