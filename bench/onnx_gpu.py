@@ -34,7 +34,8 @@ import dnngraph  # noqa: E402
 import dnngraph.onnx as dgx  # noqa: E402
 import onnx_models  # noqa: E402
 
-_PLAN = re.compile(r"^\s+plan \d+: (\S+?)(?:\[.*?\])?\s+estimate ([0-9.eE+-]+) ms\s+\(chosen\)")
+# "  plan 0: cuda_gemm_mma_sync[tile_n=128,...]  estimate 0.012 ms  (chosen)"; ref's is "ref (reference, ...)".
+_PLAN = re.compile(r"^\s+plan \d+: ([A-Za-z0-9_]+)(?:\[[^\]]*\])?(?: \([^)]*\))?\s+estimate ([0-9.eE+-]+) ms\s+\(chosen\)")
 
 
 def machine(torch):
