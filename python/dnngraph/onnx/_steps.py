@@ -168,8 +168,8 @@ class ArrayStep:
 class TorchStep:
     """A node run as torch ops on the session's device arrays (fallback="torch")."""
 
-    def __init__(self, node, fn):
-        self.node, self.fn = node, fn
+    def __init__(self, node, fn, shape):
+        self.node, self.fn, self.shape = node, fn, tuple(int(d) for d in shape)
 
     def reads(self):
         return [self.node.input[0]]
@@ -178,6 +178,9 @@ class TorchStep:
         name = self.node.input[0]
         x = env[name] if name in env else arrays.accept(constants[name])
         y = self.fn(x)
+        if tuple(y.shape) != self.shape:  # torch's rules (ceil_mode) differ from ONNX's shape inference
+            raise RuntimeError(f"onnx: node '{node_name(self.node)}' ({self.node.op_type}) made dims {list(y.shape)} "
+                               f"in torch; ONNX's shape inference says {list(self.shape)}")
         if y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
             y = y.clone()  # a pad of zeros may return its input: the arena's bytes, reused later
         env[self.node.output[0]] = y

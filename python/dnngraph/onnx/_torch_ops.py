@@ -23,18 +23,19 @@ def _pool(F, node, x, attrs, prepared):
     dilations = [int(d) for d in attrs.get("dilations", [1] * n)]
     pre, post = window_padding(attrs, prepared.values[node.input[0]].shape[2:], kernel, strides, dilations)
     ceil = bool(attrs.get("ceil_mode", 0))
+    # torch pads symmetrically, by at most half the (dilated) window; other pads go in by F.pad.
+    inline = pre == post and all(2 * p <= (k - 1) * d + 1 for p, k, d in zip(pre, kernel, dilations))
+    pads = (pre[1], post[1], pre[0], post[0])
     if node.op_type == "MaxPool":
-        if pre == post:
+        if inline:
             return lambda t: F.max_pool2d(t, kernel, strides, pre, dilations, ceil_mode=ceil)
-        pads = (pre[1], post[1], pre[0], post[0])
         return lambda t: F.max_pool2d(F.pad(t, pads, value=float("-inf")), kernel, strides, 0, dilations,
                                       ceil_mode=ceil)
     include = bool(attrs.get("count_include_pad", 0))
-    if any(d != 1 for d in dilations) or (pre != post and not include) or any(p * 2 > k for p, k in zip(pre, kernel)):
-        return None  # torch's avg_pool2d takes symmetric pads of at most half the window
-    if pre == post:
+    if any(d != 1 for d in dilations) or (not inline and not include):
+        return None  # excluded pads that torch cannot take inline: left to dnngraph
+    if inline:
         return lambda t: F.avg_pool2d(t, kernel, strides, pre, ceil_mode=ceil, count_include_pad=include)
-    pads = (pre[1], post[1], pre[0], post[0])
     return lambda t: F.avg_pool2d(F.pad(t, pads), kernel, strides, 0, ceil_mode=ceil, count_include_pad=True)
 
 
@@ -66,7 +67,8 @@ def evaluator(node, prepared):
     """A function of the node's first input (a torch tensor) giving its output, or None when this
     module has none for the node's op and attributes."""
     build = _BUILDERS.get(node.op_type)
-    if build is None or node.domain not in ("", "ai.onnx") or node.input[0] not in prepared.values:
+    if (build is None or node.domain not in ("", "ai.onnx") or node.input[0] not in prepared.values
+            or node.output[0] not in prepared.values):
         return None
     import torch.nn.functional as F
     return build(F, node, node.input[0], attributes(node), prepared)
