@@ -54,7 +54,7 @@ def _conv(L, node, attrs):
 
 
 def _conv_transpose(L, node, attrs):
-    x_shape, w_shape, out = L.shape(node.input[0]), L.shape(node.input[1]), L.shape(node.output[0])
+    w_shape, out = L.shape(node.input[1]), L.shape(node.output[0])
     data_type(L.dtype(node.input[0]), f"input '{node.input[0]}'")
     n = len(w_shape) - 2
     if "output_shape" in attrs or _text(attrs.get("auto_pad", "NOTSET")) != "NOTSET":

@@ -5,12 +5,10 @@ run() calling the steps in order, or replaying them as one captured CUDA graph."
 import contextlib
 import dataclasses
 
-import numpy as np
-
 import dnngraph
 from . import _arena, _model, _numpy_ops, _rewrite, _torch_ops
 from ._arrays import TorchArrays, backend_for
-from ._lower import PRECISIONS, Lowering, Unsupported, storage
+from ._lower import PRECISIONS, Lowering, Unsupported
 from ._ops_elementwise import TRANSLATORS as _ELEMENTWISE
 from ._ops_nn import TRANSLATORS as _NN
 from ._steps import LAYOUT_OPS, ArrayStep, BuildContext, HostStep, Segment, TorchStep, lower_node, node_name
