@@ -2,11 +2,13 @@
 whole forward pass captured in one CUDA graph, bf16 and fp32, checked against onnxruntime's CPU
 provider on the same input.
 
-    PYTHONPATH=build/python python3 bench/onnx_gpu.py [--batch 32] [--iters 20] [--precisions bfloat16,float32]
-                                                      [--no-ref-variant] [--out FILE.json]
+    PYTHONPATH=build/python python3 bench/onnx_gpu.py [--model resnet50|encoder] [--batch 32] [--iters 20]
+                                  [--precisions bfloat16,float32] [--no-ref-variant] [--out FILE.json]
 
 The model is tests/python/onnx_models.resnet50 (onnx.helper, random He-scaled weights, no
-download), N x 3 x 224 x 224, BatchNormalization folded, channels-last. Sessions use
+download), N x 3 x 224 x 224, BatchNormalization folded, channels-last; `--model encoder` is
+onnx_models.transformer_encoder instead (6 layers of BERT-base width, N x 128 x 768, attention
+fused to sdpa, the heads' reshapes and transposes as torch copies between graphs). Sessions use
 fallback="torch": dnngraph has no CUDA pooling engine yet, so MaxPool runs as torch's max_pool2d
 on the session's stream (every other op is dnngraph's); the "ref" variant (bf16 only, without the
 fallback) shows what the MaxPool on dnngraph's ref engine costs. Latency: the median of --iters
@@ -101,6 +103,7 @@ def error(ours, ref):
     return float(np.abs(ours.astype(np.float64) - ref64).max() / max(1.0, np.abs(ref64).max()))
 
 
+MODEL_NAME = ["ResNet-50"]
 KERNELS = dnngraph.create_kernel_cache()  # the variants share compiled kernels (load time is printed)
 
 
@@ -133,7 +136,7 @@ def run_variant(torch, m, x, ref, precision, fallback, capture, iters):
 def show(r, batch):
     label = (f"{r['precision']} {'captured' if r['cuda_graph'] else 'eager'} "
              f"{'fallback=torch' if r['fallback'] == 'torch' else 'dnngraph only'}")
-    print(f"\n== ResNet-50 N{batch} {label}")
+    print(f"\n== {MODEL_NAME[0]} N{batch} {label}")
     print(f"  latency median {r['median_ms']:.3f} ms (min {r['min_ms']:.3f}); {batch / r['median_ms'] * 1e3:.0f} img/s;"
           f" load {r['load_s']:.1f} s")
     print(f"  max error / peak vs onnxruntime CPU: {r['max_err_over_peak']:.2e}")
@@ -148,6 +151,7 @@ def show(r, batch):
 def main():
     """Runs the variants and prints them (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", choices=["resnet50", "encoder"], default="resnet50")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--precisions", default="bfloat16,float32",
@@ -159,8 +163,13 @@ def main():
     import torch
     print(machine(torch))
     rng = np.random.default_rng(0)
-    m = onnx_models.resnet50(rng, n=a.batch)
-    x = rng.uniform(-1, 1, (a.batch, 3, 224, 224)).astype(np.float32)
+    if a.model == "resnet50":
+        m, shape = onnx_models.resnet50(rng, n=a.batch), (a.batch, 3, 224, 224)
+    else:
+        MODEL_NAME[0] = "encoder 6x768"
+        m, shape = onnx_models.transformer_encoder(rng, layers=6, b=a.batch, s=128, e=768, heads=12), (a.batch, 128, 768)
+        a.no_ref_variant = True  # no pooling: fallback='torch' changes nothing
+    x = rng.uniform(-1, 1, shape).astype(np.float32)
     t = time.perf_counter()
     ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     print(f"onnxruntime {ort.__version__} CPU reference: {time.perf_counter() - t:.1f} s (one run, with its load)")
@@ -172,7 +181,7 @@ def main():
         try:
             results.append(run_variant(torch, m, x, ref, precision, fallback, capture, iters))
         except Exception as e:  # noqa: BLE001 - one variant failing (a ref partition refusing capture) is a row
-            print(f"\n== ResNet-50 N{a.batch} {precision} cuda_graph={capture} fallback={fallback}: "
+            print(f"\n== {MODEL_NAME[0]} N{a.batch} {precision} cuda_graph={capture} fallback={fallback}: "
                   f"FAILED: {type(e).__name__}: {e}")
             continue
         show(results[-1], a.batch)
@@ -182,7 +191,7 @@ def main():
               f"{a.batch / r['median_ms'] * 1e3:6.0f} {r['kernels']:8d}  {r['max_err_over_peak']:.1e}")
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"machine": machine(torch), "batch": a.batch, "results": results}, f, indent=1)
+            json.dump({"machine": machine(torch), "model": a.model, "batch": a.batch, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -121,3 +121,20 @@ def test_a_mask_that_differs_by_head_is_left_to_the_ops():
     i, j = np.arange(4)[:, None], np.arange(4)[None, :]
     per_head = np.stack([np.where(j <= i, 0.0, -np.inf), np.zeros((4, 4))])[None]  # [1, 2, 4, 4]
     assert _rewrite.mask_pattern(per_head, 1, 2, 4, 4) is None
+
+
+def test_unet_with_a_3d_conv_stem_and_conv_transposes(request):
+    import onnx_models
+    rng = seeded(request.node.name)
+    m = onnx_models.unet(rng, n=1, c=4, hw=16, frames=3, depth=2)
+    s = check(m, {"x": rand(rng, 1, 3, 3, 16, 16)})
+    ops = {n.op_type for n in m.graph.node}
+    assert {"ConvTranspose", "Concat", "MaxPool", "Reshape"} <= ops and s.folded_batchnorms == 10  # 2 per level down and up, 2 at the bottom
+
+
+def test_six_layer_transformer_encoder(request):
+    import onnx_models
+    rng = seeded(request.node.name)
+    m = onnx_models.transformer_encoder(rng, layers=6, b=2, s=8, e=32, heads=2)
+    s = check(m, {"x": rand(rng, 2, 8, 32)}, scale=100)
+    assert s.fused_attentions == 6
