@@ -243,7 +243,7 @@ class InferenceSession:
     def _output_names(self, output_names):
         return list(output_names) if output_names else list(self._p.outputs)
 
-    def run(self, output_names, input_feed, output_device=None):
+    def run(self, output_names, input_feed, *, output_device=None):
         """The outputs named (all of the model's for None) for `input_feed` {input name: array}.
         output_device: "cpu" (NumPy arrays, C-contiguous) or "cuda" (new device arrays of the
         session's array library); None takes the session's output_device option."""
