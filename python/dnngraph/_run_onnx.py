@@ -174,8 +174,7 @@ def _load_and_time(o: argparse.Namespace, shapes: dict[str, list[int]]) -> tuple
     print(f"device: {session.handle.device}, precision {o.precision}{' (tf32 allowed)' if o.tf32 else ''}"
           + (f", arrays {session.arrays.name}" if session.arrays.on_gpu else ""))
     if o.explain:
-        for g in session.graphs:
-            print(g.explain())
+        print(session.explain())
     feeds = _random_inputs(session, o.seed)
     names = [v.name for v in session.get_outputs()]
     if o.cuda_graph:

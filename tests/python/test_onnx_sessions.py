@@ -163,3 +163,12 @@ def test_allow_tf32_reaches_every_graph(request):
         s = dgx.load(m, allow_tf32=allowed)
         assert s.options.allow_tf32 is allowed
         assert all(json.loads(g.to_json()).get("allow_tf32", False) is allowed for g in s.graphs)
+
+
+def test_explain_names_every_step(request):
+    m = _chain(2)
+    s = dgx.load(m, layout_in_numpy=True)
+    text = s.explain()
+    assert text.startswith("onnx session on cpu (numpy arrays, precision of the model): 5 steps")
+    assert "step 1: node 'reshape0' (Reshape) by numpy layout op" in text
+    assert "step 4: dnngraph graph 4 (1 outputs)" in text and "(chosen)" in text

@@ -192,6 +192,21 @@ class InferenceSession:
                 out.append((kind, node_name(s.node)))
         return out
 
+    def explain(self):
+        """What run() does, step by step: each pygraph's explain() (its partitions and engines) and
+        each step run by the array library, torch or NumPy, by node name and op."""
+        lines = [f"onnx session on {self.handle.device} ({self.arrays.name} arrays, precision "
+                 f"{self.precision or 'of the model'}): {len(self._steps)} steps, arena {self.arena_bytes} bytes, "
+                 f"workspace {self.workspace_bytes} bytes"]
+        for i, s in enumerate(self._steps):
+            if isinstance(s, Segment):
+                if s.outputs:
+                    lines += [f"step {i}: dnngraph graph {s.index} ({len(s.outputs)} outputs)", s.graph.explain()]
+                continue
+            kind = {ArrayStep: f"{self.arrays.name} layout op", TorchStep: "torch"}.get(type(s), "NumPy on the host")
+            lines.append(f"step {i}: node '{node_name(s.node)}' ({s.node.op_type}) by {kind}")
+        return "\n".join(lines)
+
     def get_inputs(self):
         """The model's runtime inputs (name, shape, dtype), as onnxruntime's get_inputs()."""
         return [self._p.values[n] for n in self._p.inputs]
