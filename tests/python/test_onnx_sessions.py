@@ -172,3 +172,19 @@ def test_explain_names_every_step(request):
     assert text.startswith("onnx session on cpu (numpy arrays, precision of the model): 5 steps")
     assert "step 1: node 'reshape0' (Reshape) by numpy layout op" in text
     assert "step 4: dnngraph graph 4 (1 outputs)" in text and "(chosen)" in text
+
+
+def test_channels_last_is_for_images_not_attention_operands(request):
+    import onnx_models
+    from dnngraph.onnx import _lower, _steps
+    rng = seeded(request.node.name)
+    block = dgx.load(onnx_models.resnet_block(rng, n=1, c=8, hw=6))
+    assert "x" in _lower.image_values(block._p)
+    assert block._steps[0].input_nhwc == {"x": True}
+    # With the heads' reshapes and transposes cut out, Q, K and V are graph inputs: row-major, the
+    # head dim contiguous, as the attention kernels need (CUDA's refuse anything else).
+    enc = dgx.load(onnx_models.encoder_layer(rng, b=2, s=8, e=32, heads=2), layout_in_numpy=True)
+    assert not _lower.image_values(enc._p)
+    sdpa = [s for s in enc._steps if isinstance(s, _steps.Segment) and "sdpa" in s.graph.explain()]
+    assert sdpa and all(not nhwc for s in sdpa for nhwc in s.input_nhwc.values())
+    assert all(len(set(s.input_nhwc.values())) <= 1 for s in sdpa)

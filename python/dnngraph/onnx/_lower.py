@@ -40,14 +40,46 @@ def storage(dtype, precision):
     return str(d)
 
 
+# Ops whose 4-D values are images (N, C, H, W): channels-last strides are for these, and for the
+# values that elementwise ops pass between them. Other 4-D values (attention's [b, h, s, d],
+# batched matmul operands) stay row-major, as the attention and GEMM kernels want them.
+SPATIAL_OPS = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+               "BatchNormalization", "InstanceNormalization", "Resize", "Upsample"}
+PASS_OPS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Gelu", "HardSwish", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs",
+            "Reciprocal", "Floor", "Ceil", "Clip", "Cast", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
+            "Identity", "Dropout", "Concat", "Pad", "Slice"}
+
+
+def image_values(prepared):
+    """The 4-D values that are images: read or written by a spatial op, or joined to one through
+    elementwise ops (to a fixed point)."""
+    def rank4(n):
+        return bool(n) and n in prepared.values and len(prepared.values[n].shape) == 4
+
+    images = {n for node in prepared.nodes if node.op_type in SPATIAL_OPS
+              for n in list(node.input[:2]) + list(node.output[:1]) if rank4(n)}
+    changed = True
+    while changed:
+        changed = False
+        for node in prepared.nodes:
+            if node.op_type in PASS_OPS:
+                names = [n for n in list(node.input) + list(node.output) if rank4(n)]
+                if any(n in images for n in names) and not all(n in images for n in names):
+                    images.update(names)
+                    changed = True
+    return images
+
+
 class Lowering:
     """One pygraph being built from ONNX nodes. `tensors` maps ONNX value names to graph tensors;
     `bound` holds (tensor, array) for the constants; `inputs` the runtime inputs by name."""
 
-    def __init__(self, prepared, handle, name, channels_last=False, arrays=None, precision=None, kernel_cache=None):
+    def __init__(self, prepared, handle, name, channels_last=False, arrays=None, precision=None, kernel_cache=None,
+                 images=None):
         # arrays: the session's array library, which holds the constants; None for a probe graph
         # that is never run (nothing is uploaded for it).
         self.prepared, self.channels_last, self.arrays, self.precision = prepared, channels_last, arrays, precision
+        self.images = images  # image_values(prepared); None: every 4-D value is one
         io = STORAGE_TYPES[precision] if precision else dnngraph.data_type.FLOAT
         self.graph = dnngraph.pygraph(name=name, io_data_type=io,
                                       intermediate_data_type=io,
@@ -78,6 +110,22 @@ class Lowering:
     def strides(self, dim):
         return layout_strides(dim, self.channels_last)
 
+    def nhwc(self, name):
+        """Whether value `name` gets channels-last strides (a 4-D image in a channels-last session)."""
+        return self.channels_last and (self.images is None or name in self.images)
+
+    def strides_of(self, name, dim):
+        return layout_strides(dim, self.nhwc(name))
+
+    def _constant_nhwc(self, name):
+        # Constants made from a value ("w@bn:...", "b@nchw") follow the value they came from.
+        if not self.channels_last or self.images is None:
+            return self.channels_last
+        for key in (name, name.split("@")[0]):
+            if key in self.prepared.values:
+                return key in self.images
+        return True
+
     def dg_type(self, dtype, what):
         """The dnngraph type a value of model dtype `dtype` is stored as (Unsupported if not float)."""
         data_type(dtype, what)
@@ -86,7 +134,8 @@ class Lowering:
     def declare_input(self, name):
         """A value produced outside this graph: a runtime input of it, bound by the session."""
         shape = dims(self.shape(name))
-        t = self.graph.tensor(dim=shape, stride=self.strides(shape), data_type=self.dg_type(self.dtype(name), f"'{name}'"),
+        t = self.graph.tensor(dim=shape, stride=self.strides_of(name, shape),
+                              data_type=self.dg_type(self.dtype(name), f"'{name}'"),
                               name=name)
         self.tensors[name] = t
         self.inputs[name] = t
@@ -105,7 +154,7 @@ class Lowering:
         return self._bound_tensor(array, "int32", dnngraph.data_type.INT32, name, nhwc=False)
 
     def _bound_tensor(self, array, store, kind, name, nhwc=None):
-        nhwc = self.channels_last if nhwc is None else nhwc
+        nhwc = self._constant_nhwc(name) if nhwc is None else nhwc
         shape = [int(d) for d in array.shape]
         t = self.graph.tensor(dim=shape, stride=layout_strides(shape, nhwc), data_type=kind, name=name)
         if self.arrays is not None:

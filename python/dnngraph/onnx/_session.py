@@ -8,7 +8,7 @@ import dataclasses
 import dnngraph
 from . import _arena, _model, _numpy_ops, _rewrite, _torch_ops
 from ._arrays import TorchArrays, backend_for
-from ._lower import PRECISIONS, Lowering, Unsupported
+from ._lower import PRECISIONS, Lowering, Unsupported, image_values
 from ._ops_elementwise import TRANSLATORS as _ELEMENTWISE
 from ._ops_nn import TRANSLATORS as _NN
 from ._steps import LAYOUT_OPS, ArrayStep, BuildContext, HostStep, Segment, TorchStep, lower_node, node_name
@@ -114,7 +114,8 @@ class InferenceSession:
             raise UnsupportedModelError(problems)
         self.node_kinds = {node_name(n): k for n, k in zip(self._p.nodes, kinds)}
         ctx = BuildContext(self._p, self.handle, self.arrays, self.channels_last, self.precision, TRANSLATORS,
-                           _rewrite.ATTENTION, UnsupportedModelError, kernel_cache, options.allow_tf32)
+                           _rewrite.ATTENTION, UnsupportedModelError, kernel_cache, options.allow_tf32,
+                           image_values(self._p))
         self._steps = self._cut(kinds, ctx)
         self._place_values()
         self._replay = None

@@ -39,9 +39,9 @@ class BuildContext:
     """What every Segment of a session is built with."""
 
     def __init__(self, prepared, handle, arrays, channels_last, precision, translators, attention_op, refused,
-                 kernel_cache=None, allow_tf32=False):
+                 kernel_cache=None, allow_tf32=False, images=None):
         self.prepared, self.handle, self.arrays, self.kernel_cache = prepared, handle, arrays, kernel_cache
-        self.allow_tf32 = allow_tf32
+        self.allow_tf32, self.images = allow_tf32, images
         self.channels_last, self.precision = channels_last, precision
         self.translators, self.attention_op, self.refused = translators, attention_op, refused
 
@@ -51,7 +51,8 @@ class Segment:
 
     def __init__(self, ctx, nodes, needed, index):
         p = ctx.prepared
-        L = Lowering(p, ctx.handle, f"onnx:{index}", ctx.channels_last, ctx.arrays, ctx.precision, ctx.kernel_cache)
+        L = Lowering(p, ctx.handle, f"onnx:{index}", ctx.channels_last, ctx.arrays, ctx.precision, ctx.kernel_cache,
+                     ctx.images)
         self.channels_last, self.index = ctx.channels_last, index
         if ctx.allow_tf32:
             L.graph.set_allow_tf32(True)
@@ -63,6 +64,7 @@ class Segment:
         produced = set(producer)
         self.graph, self.inputs = L.graph, L.inputs
         self.input_storage = {n: storage(p.values[n].dtype, ctx.precision) for n in L.inputs}
+        self.input_nhwc = {n: L.nhwc(n) for n in L.inputs}
         self.aliases, self.outputs = {}, {}
         by_id = {id(t): n for n, t in list(L.inputs.items())}
         by_id.update({id(t): n for n, t in L.tensors.items() if n not in produced})
@@ -73,9 +75,9 @@ class Segment:
                 continue
             shape = dims(p.values[name].shape)
             t.set_output(True)
-            t.set_stride(L.strides(shape))
+            t.set_stride(L.strides_of(name, shape))
             t.set_data_type(L.dg_type(p.values[name].dtype, f"output '{name}'"))
-            self.outputs[name] = (t, shape, L.strides(shape), storage(p.values[name].dtype, ctx.precision))
+            self.outputs[name] = (t, shape, L.strides_of(name, shape), storage(p.values[name].dtype, ctx.precision))
         self.pack = dict(L.bound)
         self.views, self.workspace, self.checked, self.keep = {}, None, False, []
         if self.outputs:
@@ -128,7 +130,7 @@ class Segment:
         pack = dict(self.pack)
         for name, t in self.inputs.items():
             value = arrays.accept(env[name] if name in env else constants[name])
-            pack[t] = arrays.in_layout(arrays.convert(value, self.input_storage[name]), self.channels_last)
+            pack[t] = arrays.in_layout(arrays.convert(value, self.input_storage[name]), self.input_nhwc[name])
         if self.outputs:
             self.graph.execute(pack, self.workspace)
             if not self.checked:
