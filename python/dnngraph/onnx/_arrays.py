@@ -216,7 +216,8 @@ class TorchArrays:
         return np.ascontiguousarray(a.detach().cpu().numpy())
 
     def accept(self, a: Any) -> Any:
-        if isinstance(a, self.torch.Tensor):
+        if isinstance(a, self.torch.Tensor):  # detached: DLPack does not export tensors that require grad
+            a = a.detach()
             return a if a.device == self.device else a.to(self.device)
         if isinstance(a, np.ndarray) or not hasattr(a, "__dlpack__"):
             return self.from_host(np.asarray(a))
