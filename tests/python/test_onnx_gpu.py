@@ -161,3 +161,16 @@ def test_cli_runs_an_onnx_model_on_cuda(tmp_path, request):
                            capture_output=True, text=True, env=env, timeout=600)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "device: cuda:0" in r.stdout and r.stdout.rstrip().endswith("PASS")
+
+
+def test_unet_with_torch_for_concat_and_pooling_is_captured(request):
+    _torch()
+    import onnx_models
+    rng = seeded(request.node.name)
+    m = onnx_models.unet(rng, n=2, c=8, hw=32, frames=3, depth=2)
+    s = dgx.load(m, device="cuda", compute_precision="bfloat16", fallback="torch")
+    torch_ops = {n for k, n in s.steps if k == "torch"}
+    assert len(torch_ops) == 4  # two MaxPools, two Concats
+    s.capture_cuda_graph()
+    x = rand(rng, 2, 3, 3, 32, 32)
+    assert_near(s.run(None, {"x": x})[0], reference(m, {"x": x})[0], "bfloat16")

@@ -96,3 +96,16 @@ def test_evaluator_needs_static_shapes_and_the_default_domain():
     other = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], domain="com.example")
     assert _torch_ops.evaluator(other, Prepared({"x": (1, 2, 4, 4), "y": (1, 2, 3, 3)})) is None
     assert _torch_ops.evaluator(helper.make_node("Relu", ["x"], ["y"]), Prepared({"x": (1,), "y": (1,)})) is None
+
+
+def test_slice_takes_constant_bounds_and_forward_steps():
+    node = helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])
+    p = Prepared({"x": (2, 8, 6), "y": (2, 3, 6)},
+                 {"st": np.array([1]), "en": np.array([7]), "ax": np.array([1]), "sp": np.array([2])})
+    fn = _torch_ops._BUILDERS["Slice"](None, node, "x", {}, p)
+    x = np.arange(96).reshape(2, 8, 6)
+    np.testing.assert_array_equal(fn(x), x[:, 1:7:2])  # NumPy indexes as torch does
+    p.constants["sp"] = np.array([-1])
+    assert _torch_ops._BUILDERS["Slice"](None, node, "x", {}, p) is None
+    assert _torch_ops.inputs(node) == ["x"]
+    assert _torch_ops.inputs(helper.make_node("Concat", ["a", "b", "c"], ["y"], axis=1)) == ["a", "b", "c"]

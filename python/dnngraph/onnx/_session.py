@@ -143,7 +143,7 @@ class InferenceSession:
                 if kind == "array":
                     steps.append(ArrayStep(node, self._p))
                 elif kind == "torch":
-                    steps.append(TorchStep(node, _torch_ops.evaluator(node, self._p),
+                    steps.append(TorchStep(node, _torch_ops.evaluator(node, self._p), _torch_ops.inputs(node),
                                            self._p.values[node.output[0]].shape))
                 else:
                     steps.append(HostStep(node, self._p))

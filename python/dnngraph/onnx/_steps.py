@@ -170,21 +170,21 @@ class ArrayStep:
 class TorchStep:
     """A node run as torch ops on the session's device arrays (fallback="torch")."""
 
-    def __init__(self, node, fn, shape):
-        self.node, self.fn, self.shape = node, fn, tuple(int(d) for d in shape)
+    def __init__(self, node, fn, inputs, shape):
+        self.node, self.fn, self.inputs = node, fn, list(inputs)
+        self.shape = tuple(int(d) for d in shape)
 
     def reads(self):
-        return [self.node.input[0]]
+        return list(self.inputs)
 
     def run(self, env, arrays, constants):
-        name = self.node.input[0]
-        x = env[name] if name in env else arrays.accept(constants[name])
-        y = self.fn(x)
+        xs = [env[n] if n in env else arrays.accept(constants[n]) for n in self.inputs]
+        y = self.fn(*xs)
         if tuple(y.shape) != self.shape:  # torch's rules (ceil_mode) differ from ONNX's shape inference
             raise RuntimeError(f"onnx: node '{node_name(self.node)}' ({self.node.op_type}) made dims {list(y.shape)} "
                                f"in torch; ONNX's shape inference says {list(self.shape)}")
-        if y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
-            y = y.clone()  # a pad of zeros may return its input: the arena's bytes, reused later
+        if any(y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() for x in xs):
+            y = y.clone()  # a view of its input (a Slice, a pad of zeros): the arena's bytes, reused later
         env[self.node.output[0]] = y
 
 

@@ -1,13 +1,14 @@
 """PyTorch evaluators for fallback="torch" on a CUDA session: the nodes dnngraph refuses, and the
-ops for which dnngraph has no CUDA engine yet (its pooling and its concatenate-built Pad run on
-`ref`, which stages GPU memory through the host and cannot be captured in a CUDA graph), run as
-torch ops on the session's device arrays, on torch's current stream (so they are captured too)."""
+ops for which dnngraph has no CUDA engine yet (its pooling, concatenate and slice, and the Pad
+built from them, run on `ref`, which stages GPU memory through the host and cannot be captured
+in a CUDA graph), run as torch ops on the session's device arrays, on torch's current stream (so
+they are captured too). Each evaluator takes the tensors of `inputs(node)`, in order."""
 from ._numpy_ops import attributes
 from ._ops_nn import window_padding
 
 # Ops run with torch under fallback="torch" even though dnngraph lowers them: dnngraph has no
 # CUDA engine for them yet (docs/engines.md), so they would run on `ref` through the host.
-NO_CUDA_ENGINE = {"MaxPool", "AveragePool", "Pad"}
+NO_CUDA_ENGINE = {"MaxPool", "AveragePool", "Pad", "Concat", "Slice"}
 
 
 def _text(v):
@@ -60,7 +61,35 @@ def _pad(F, node, x, attrs, prepared):
     return lambda t: F.pad(t, pairs, mode=torch_mode)
 
 
-_BUILDERS = {"MaxPool": _pool, "AveragePool": _pool, "Pad": _pad}
+def _concat(F, node, x, attrs, prepared):
+    import torch
+    axis = int(attrs["axis"]) % len(prepared.values[node.output[0]].shape)
+    return lambda *ts: torch.cat(ts, axis)
+
+
+def _slice(F, node, x, attrs, prepared):
+    c = prepared.constants
+    names = list(node.input[1:])
+    if any(n and n not in c for n in names) or prepared.opset < 10:
+        return None
+    starts, ends = (c[n].reshape(-1) for n in names[:2])
+    rank = len(prepared.values[node.input[0]].shape)
+    axes = c[names[2]].reshape(-1) if len(names) > 2 and names[2] else range(len(starts))
+    steps = c[names[3]].reshape(-1) if len(names) > 3 and names[3] else [1] * len(starts)
+    index = [slice(None)] * rank
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        if int(step) < 1:
+            return None  # torch slices forwards only
+        index[int(axis) % rank] = slice(int(start), int(end), int(step))
+    return lambda t: t[tuple(index)]
+
+
+_BUILDERS = {"MaxPool": _pool, "AveragePool": _pool, "Pad": _pad, "Concat": _concat, "Slice": _slice}
+
+
+def inputs(node):
+    """The node's inputs that its evaluator takes as tensors (the others are constants read at load)."""
+    return [n for n in node.input if n] if node.op_type == "Concat" else [node.input[0]]
 
 
 def evaluator(node, prepared):
