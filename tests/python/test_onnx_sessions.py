@@ -122,8 +122,11 @@ def test_cli_runs_in_bf16_and_refuses_cuda_options_on_the_cpu(tmp_path, request)
         return subprocess.run([sys.executable, "-c", "import sys, dnngraph._run_onnx as r; sys.exit(r.main(sys.argv[1:]))",
                                "run", str(path), *args], capture_output=True, text=True, timeout=300)
 
-    r = cli("--precision", "bfloat16", "--iters", "1")
+    r = cli("--precision", "bfloat16", "--iters", "1", "--explain")
     assert r.returncode == 0 and "precision bfloat16" in r.stdout and "(rtol 0.05)" in r.stdout, r.stdout + r.stderr
+    assert "step 0: dnngraph graph 0" in r.stdout and "(chosen)" in r.stdout
+    r = cli("--tf32", "--iters", "1")
+    assert r.returncode == 0 and "(tf32 allowed)" in r.stdout and "(rtol 0.01)" in r.stdout, r.stdout + r.stderr
     for args, message in ((["--cuda-graph"], "--cuda-graph needs --device cuda"),
                           (["--device", "tpu"], "--device tpu: cpu, cuda or cuda:N"),
                           (["--precision", "int8"], "invalid choice: 'int8'")):
