@@ -1,0 +1,95 @@
+"""A built pygraph as a PyTorch custom op (torch.library.custom_op): its inputs and outputs become
+the op's Tensor arguments and results, its fake implementation gives the outputs' dims, strides and
+dtypes from the graph, so the op runs in eager mode, inside torch.compile without a graph break,
+and under CUDA graph capture (it allocates its outputs from torch's allocator and runs on torch's
+current stream; the workspace is allocated once, here)."""
+from __future__ import annotations
+
+import re
+from typing import Any, List, Optional, Sequence
+
+import torch
+
+import dnngraph
+
+_DTYPES = {
+    dnngraph.data_type.FLOAT: torch.float32, dnngraph.data_type.HALF: torch.float16,
+    dnngraph.data_type.BFLOAT16: torch.bfloat16, dnngraph.data_type.DOUBLE: torch.float64,
+    dnngraph.data_type.INT8: torch.int8, dnngraph.data_type.INT32: torch.int32,
+    dnngraph.data_type.INT64: torch.int64, dnngraph.data_type.BOOLEAN: torch.bool,
+}
+
+
+def _torch_dtype(t: dnngraph.tensor) -> torch.dtype:
+    dt = t.get_data_type()
+    if dt not in _DTYPES:
+        raise ValueError(f"dnngraph.torch.op: output '{t.get_name()}' is {dt}, which torch cannot allocate here")
+    return _DTYPES[dt]
+
+
+def _device_of(handle: dnngraph.Handle) -> torch.device:
+    return torch.device("cuda", torch.cuda.current_device()) if handle.is_cuda else torch.device("cpu")
+
+
+def op(graph: dnngraph.pygraph, inputs: Sequence[dnngraph.tensor], outputs: Sequence[dnngraph.tensor],
+       name: str = "dnngraph::graph", workspace: Optional[torch.Tensor] = None) -> Any:
+    """Registers a built pygraph as the custom op `name` and returns it (call it with tensors).
+
+    Args:
+        graph: a pygraph whose plans are built (build() or build_plans()).
+        inputs: the graph's input tensors, in the order the op takes them.
+        outputs: the graph's output tensors, in the order the op returns them.
+        name: "namespace::opname", unique in the process.
+        workspace: a uint8 torch tensor of at least get_workspace_size() bytes on the graph's device,
+            or None to allocate one now.
+
+    Returns:
+        The op (a torch.library CustomOpDef): op(*tensors) returns one tensor or a tuple.
+
+    Raises:
+        ValueError: `name` is not "namespace::opname", a tensor is not virtual-free input/output of
+            the graph, or an output's dtype has no torch dtype.
+        RuntimeError: the graph's plans are not built.
+    """
+    if not re.fullmatch(r"[A-Za-z_]\w*::[A-Za-z_]\w*", name):
+        raise ValueError(f"dnngraph.torch.op: name '{name}' is not 'namespace::opname'")
+    for t in inputs:
+        if t.get_is_virtual() or t.get_is_output():
+            raise ValueError(f"dnngraph.torch.op: input '{t.get_name()}' is not an input of the graph "
+                             f"({'an output' if t.get_is_output() else 'virtual'})")
+    for t in outputs:
+        if not t.get_is_output():
+            raise ValueError(f"dnngraph.torch.op: output '{t.get_name()}' is not an output of the graph "
+                             "(set_output(True))")
+    if not outputs:
+        raise ValueError("dnngraph.torch.op: the op needs at least one output")
+    handle = graph.handle
+    size = graph.get_workspace_size()  # RuntimeError when the plans are not built
+    device = _device_of(handle)
+    ws = workspace if workspace is not None else torch.empty(max(size, 1), dtype=torch.uint8, device=device)
+    layouts = [(list(t.get_dim()), list(t.get_stride()), _torch_dtype(t)) for t in outputs]
+    arg_names = [f"in{i}" for i in range(len(inputs))]
+    results = "Tensor" if len(outputs) == 1 else "(" + ", ".join(["Tensor"] * len(outputs)) + ")"
+    schema = "(" + ", ".join(f"Tensor {n}" for n in arg_names) + ") -> " + results
+
+    def _allocate(like: torch.Tensor) -> List[torch.Tensor]:
+        return [torch.empty_strided(d, s, dtype=dt, device=like.device) for d, s, dt in layouts]
+
+    def run(*args: torch.Tensor) -> Any:
+        if len(args) != len(inputs):
+            raise ValueError(f"{name}: takes {len(inputs)} tensors ({', '.join(t.get_name() for t in inputs)}); "
+                             f"got {len(args)}")
+        outs = _allocate(args[0] if args else ws)
+        pack = dict(zip(list(inputs) + list(outputs), list(args) + outs))
+        if handle.is_cuda:
+            handle.set_stream(torch.cuda.current_stream(device).cuda_stream)
+        graph.execute(pack, ws, handle=handle)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def fake(*args: torch.Tensor) -> Any:
+        outs = _allocate(args[0] if args else torch.empty(0, device="meta"))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    custom = torch.library.custom_op(name, run, mutates_args=(), schema=schema)
+    custom.register_fake(fake)
+    return custom
