@@ -45,7 +45,7 @@ def meta_tensors(node: torch.fx.Node) -> List[Any]:
 def check_tensors(node: torch.fx.Node) -> Optional[str]:
     """Refuses nodes whose tensors (inputs and result) are not float32/float16/bfloat16 on one CPU
     or CUDA device with static shapes."""
-    tensors = list(meta_tensors(node))
+    tensors = list(meta_tensors(node))[:1]  # of several results only the first is taken (others: unused)
     for arg in node.all_input_nodes:
         tensors += meta_tensors(arg)
     if not tensors:
@@ -159,10 +159,10 @@ def _layernorm(L: "Lowering", node: torch.fx.Node, a: Dict[str, Any]) -> Any:
     norm = list(a["normalized_shape"])
     lead, cols = list(x_meta.shape[: x_meta.dim() - len(norm)]), math.prod(norm)
     rows, eps = math.prod(lead), float(a["eps"])
-    weight = L.tensor(L.leaf_view(a["weight"], lambda t: t.reshape(1, cols), "the layer norm's weight"))
-    bias = L.tensor(L.leaf_view(a["bias"], lambda t: t.reshape(1, cols), "the layer norm's bias"))
     if not L.on_cuda and (x_meta.dim() == 2 or L.is_leaf(a["input"])):
         # dnngraph's layernorm normalizes over every dim but the first: a [rows, cols] view.
+        weight = L.tensor(L.leaf_view(a["weight"], lambda t: t.reshape(1, cols), "the layer norm's weight"))
+        bias = L.tensor(L.leaf_view(a["bias"], lambda t: t.reshape(1, cols), "the layer norm's bias"))
         x = L.tensor(L.leaf_view(a["input"], lambda t: t.reshape(rows, cols), "the input")
                      if x_meta.dim() != 2 else a["input"])
         y, _, _ = g.layernorm(dnngraph.norm_forward_phase.INFERENCE, x, scale=weight, bias=bias, epsilon=eps,
