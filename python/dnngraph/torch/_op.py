@@ -31,6 +31,16 @@ def _device_of(handle: dnngraph.Handle) -> torch.device:
     return torch.device("cuda", torch.cuda.current_device()) if handle.is_cuda else torch.device("cpu")
 
 
+def _argument_names(inputs: Sequence[dnngraph.tensor]) -> List[str]:
+    """Schema argument names from the tensors' names (so torch's errors name them), made unique."""
+    names: List[str] = []
+    for i, t in enumerate(inputs):
+        base = re.sub(r"\W", "_", t.get_name()) or f"in{i}"
+        base = base if base[0].isalpha() else f"in_{base}"
+        names.append(base if base not in names else f"{base}_{i}")
+    return names
+
+
 def op(graph: dnngraph.pygraph, inputs: Sequence[dnngraph.tensor], outputs: Sequence[dnngraph.tensor],
        name: str = "dnngraph::graph", workspace: Optional[torch.Tensor] = None) -> Any:
     """Registers a built pygraph as the custom op `name` and returns it (call it with tensors).
@@ -47,20 +57,20 @@ def op(graph: dnngraph.pygraph, inputs: Sequence[dnngraph.tensor], outputs: Sequ
         The op (a torch.library CustomOpDef): op(*tensors) returns one tensor or a tuple.
 
     Raises:
-        ValueError: `name` is not "namespace::opname", a tensor is not virtual-free input/output of
-            the graph, or an output's dtype has no torch dtype.
+        ValueError: `name` is not "namespace::opname", a tensor listed is virtual or both an input
+            and an output, there is no output, or an output's dtype has no torch dtype.
         RuntimeError: the graph's plans are not built.
     """
     if not re.fullmatch(r"[A-Za-z_]\w*::[A-Za-z_]\w*", name):
         raise ValueError(f"dnngraph.torch.op: name '{name}' is not 'namespace::opname'")
-    for t in inputs:
-        if t.get_is_virtual() or t.get_is_output():
-            raise ValueError(f"dnngraph.torch.op: input '{t.get_name()}' is not an input of the graph "
-                             f"({'an output' if t.get_is_output() else 'virtual'})")
-    for t in outputs:
-        if not t.get_is_output():
-            raise ValueError(f"dnngraph.torch.op: output '{t.get_name()}' is not an output of the graph "
-                             "(set_output(True))")
+    for role, tensors in (("input", inputs), ("output", outputs)):
+        for t in tensors:
+            if t.get_is_virtual():
+                raise ValueError(f"dnngraph.torch.op: {role} '{t.get_name()}' is a virtual tensor of the graph "
+                                 "(an intermediate; set_output(True) makes it an output)")
+    shared = {t.get_uid() for t in inputs} & {t.get_uid() for t in outputs}
+    if shared:
+        raise ValueError(f"dnngraph.torch.op: tensor uid(s) {sorted(shared)} are listed as inputs and as outputs")
     if not outputs:
         raise ValueError("dnngraph.torch.op: the op needs at least one output")
     handle = graph.handle
@@ -68,7 +78,7 @@ def op(graph: dnngraph.pygraph, inputs: Sequence[dnngraph.tensor], outputs: Sequ
     device = _device_of(handle)
     ws = workspace if workspace is not None else torch.empty(max(size, 1), dtype=torch.uint8, device=device)
     layouts = [(list(t.get_dim()), list(t.get_stride()), _torch_dtype(t)) for t in outputs]
-    arg_names = [f"in{i}" for i in range(len(inputs))]
+    arg_names = _argument_names(inputs)
     results = "Tensor" if len(outputs) == 1 else "(" + ", ".join(["Tensor"] * len(outputs)) + ")"
     schema = "(" + ", ".join(f"Tensor {n}" for n in arg_names) + ") -> " + results
 
@@ -76,9 +86,6 @@ def op(graph: dnngraph.pygraph, inputs: Sequence[dnngraph.tensor], outputs: Sequ
         return [torch.empty_strided(d, s, dtype=dt, device=like.device) for d, s, dt in layouts]
 
     def run(*args: torch.Tensor) -> Any:
-        if len(args) != len(inputs):
-            raise ValueError(f"{name}: takes {len(inputs)} tensors ({', '.join(t.get_name() for t in inputs)}); "
-                             f"got {len(args)}")
         outs = _allocate(args[0] if args else ws)
         pack = dict(zip(list(inputs) + list(outputs), list(args) + outs))
         if handle.is_cuda:

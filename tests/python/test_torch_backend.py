@@ -1,0 +1,223 @@
+"""torch.compile(backend="dnngraph") on the CPU: each op family against PyTorch eager (fp32), the
+partitions it makes, its refusals with their reasons, the fallback of a partition dnngraph
+refuses at build, and the registration (import and the torch_dynamo_backends entry point)."""
+import pathlib
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+import dnngraph.torch as dt  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+_NEW = []  # the partitions the last _compiled call made
+
+
+def _compiled(fn, *args):
+    torch._dynamo.reset()
+    before = set(dt.partitions())
+    with torch.no_grad():
+        out = torch.compile(fn, backend="dnngraph")(*args)
+    _NEW[:] = [p for p in dt.partitions() if p not in before]
+    return out
+
+
+def _close(out, ref, rtol=2e-5):
+    outs, refs = (out, ref) if isinstance(out, tuple) else ((out,), (ref,))
+    for o, r in zip(outs, refs):
+        assert o.shape == r.shape
+        scale = max(r.abs().max().item(), 1e-6)
+        assert (o - r).abs().max().item() <= rtol * scale, f"max diff {(o - r).abs().max().item()} of {scale}"
+
+
+def _lowered_nodes():
+    """Names of the call_function nodes in partitions that built a dnngraph graph."""
+    names = []
+    for p in _NEW:
+        if any(b.graph is not None for b in p.builds.values()):
+            names += p.node_names
+    return names
+
+
+def _gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_conv_batchnorm_relu_pool_match_eager(channels_last):
+    g = _gen()
+    conv = torch.nn.Conv2d(4, 8, 3, padding=1)
+    dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+    up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2)
+    bn = torch.nn.BatchNorm2d(8)
+    with torch.no_grad():
+        bn.running_mean.copy_(torch.randn(8, generator=g))
+        bn.running_var.copy_(torch.rand(8, generator=g) + 0.5)
+    model = torch.nn.Sequential(conv, bn, torch.nn.ReLU6(), dw, torch.nn.Sigmoid(), up).eval()
+
+    def fn(x):
+        y = model(x)
+        return F.max_pool2d(y, 3, 2, 1), F.avg_pool2d(y, 2), F.adaptive_avg_pool2d(y, 1)
+
+    x = torch.randn(2, 4, 8, 8, generator=g)
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        ref = fn(x)
+    _close(_compiled(fn, x), ref)
+    lowered = _lowered_nodes()
+    for op in ("convolution", "_native_batch_norm_legit_no_training", "hardtanh", "sigmoid",
+               "max_pool2d_with_indices", "avg_pool2d", "mean"):
+        assert op in lowered, f"{op} was not lowered: {lowered}"
+
+
+def test_linear_layernorm_gelu_and_scalars_match_eager():
+    g = _gen(1)
+    lin, ln = torch.nn.Linear(16, 32), torch.nn.LayerNorm(32)
+
+    def fn(x, y):
+        h = F.gelu(lin(x)) * 0.5 + 1.0
+        h = ln(h - y / 3.0)
+        return torch.tanh(h), F.silu(h), F.gelu(h, approximate="tanh"), torch.cat([h, y], 1), torch.mm(h, y.t())
+
+    x, y = torch.randn(4, 16, generator=g), torch.randn(4, 32, generator=g)
+    with torch.no_grad():
+        ref = fn(x, y)
+    _close(_compiled(fn, x, y), ref)
+    for op in ("addmm", "gelu", "native_layer_norm", "silu", "tanh", "cat", "mm"):
+        assert op in _lowered_nodes()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_and_bmm_match_eager(causal):
+    g = _gen(2)
+    q, k, v = (torch.randn(2, 4, 16, 8, generator=g) for _ in range(3))
+
+    def fn(q, k, v):
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return o, torch.bmm(q.reshape(8, 16, 8), k.reshape(8, 16, 8).transpose(1, 2))
+
+    with torch.no_grad():
+        ref = fn(q, k, v)
+    _close(_compiled(fn, q, k, v), ref)
+    assert any("scaled_dot_product" in n for n in _lowered_nodes())
+    assert "bmm" in _lowered_nodes()
+
+
+def test_layernorm_of_a_3d_intermediate_and_broadcast_operands():
+    g = _gen(3)
+    ln = torch.nn.LayerNorm(8)
+
+    def fn(x, b):
+        return ln(torch.relu(x) + b)  # b [8] broadcast against x [2, 5, 8]
+
+    x, b = torch.randn(2, 5, 8, generator=g), torch.randn(8, generator=g)
+    with torch.no_grad():
+        ref = fn(x, b)
+    _close(_compiled(fn, x, b), ref)
+    assert "native_layer_norm" in _lowered_nodes()
+
+
+def test_a_new_input_signature_builds_a_second_graph():
+    lin = torch.nn.Linear(8, 8)
+    fn = torch.compile(lambda x: torch.relu(lin(x)), backend="dnngraph", dynamic=False)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        a, b = torch.randn(3, 8), torch.randn(5, 8)
+        _close(fn(a), torch.relu(lin(a)))
+        _close(fn(b), torch.relu(lin(b)))
+
+
+def test_batchnorm_parameters_changed_in_place_are_seen():
+    conv, bn = torch.nn.Conv2d(3, 4, 1), torch.nn.BatchNorm2d(4)
+    model = torch.nn.Sequential(conv, bn).eval()
+    x = torch.randn(1, 3, 4, 4)
+    torch._dynamo.reset()
+    fn = torch.compile(model, backend="dnngraph")
+    with torch.no_grad():
+        _close(fn(x), model(x))
+        bn.running_var.mul_(4.0)  # the folded weight is derived from it: recomputed, not stale
+        bn.weight.add_(1.0)
+        _close(fn(x), model(x))
+
+
+def test_refused_nodes_carry_their_reasons():
+    support = dt.DnngraphSupport()
+
+    def fn(x, i, m):
+        return F.scaled_dot_product_attention(x, x, x, attn_mask=m), i + 1, torch.exp(x)
+
+    gm = torch.fx.experimental.proxy_tensor.make_fx(fn, tracing_mode="fake")(
+        torch.randn(1, 2, 4, 8), torch.ones(3, dtype=torch.int64), torch.zeros(4, 4))
+    for node in gm.graph.nodes:
+        support.reason(node)
+    reasons = "\n".join(support.refused.values())
+    assert "an attention mask or bias" in reasons
+    assert "dtype torch.int64" in reasons
+    assert "aten.exp.default: no dnngraph translation" in reasons
+
+
+def test_a_partition_refused_at_build_runs_in_pytorch_with_its_reason():
+    # addmm's bias computed in the same partition (relu of it): dnngraph takes the bias only as
+    # an input, so the lowering refuses the partition and PyTorch runs it.
+    b, x, w = torch.randn(6), torch.randn(3, 4), torch.randn(4, 6)
+
+    def fn(b, x, w):
+        return torch.addmm(torch.relu(b), x, w)
+
+    _close(_compiled(fn, b, x, w), fn(b, x, w))
+    reasons = [bl.fallback_reason for p in _NEW for bl in p.builds.values() if bl.graph is None]
+    assert any("addmm's bias ('relu') is computed inside the partition" in r for r in reasons), reasons
+
+
+def test_training_graphs_lower_the_forward_and_backpropagate_in_pytorch():
+    lin = torch.nn.Linear(8, 4)
+    x = torch.randn(2, 8)
+    torch._dynamo.reset()
+    out = torch.compile(lambda x: torch.relu(lin(x)).sum(), backend="dnngraph")(x)
+    out.backward()
+    grad = lin.weight.grad.clone()
+    lin.weight.grad = None
+    torch.relu(lin(x)).sum().backward()
+    _close(grad, lin.weight.grad)
+
+
+def test_registered_on_import_and_through_the_entry_point():
+    from torch._dynamo.backends import registry
+
+    assert registry.lookup_backend("dnngraph") is dt.backend
+    text = (ROOT / "pyproject.toml").read_text()
+    assert '[project.entry-points.torch_dynamo_backends]\ndnngraph = "dnngraph.torch:backend"' in text
+    # What torch does for an installed dnngraph: the entry point is found before dnngraph.torch is
+    # imported, and loading it must not register the name twice.
+    from importlib.metadata import EntryPoint
+
+    saved = registry._COMPILER_FNS.pop("dnngraph")
+    try:
+        registry._BACKENDS["dnngraph"] = EntryPoint("dnngraph", "dnngraph.torch:backend", "torch_dynamo_backends")
+        dt.register()  # what the package's import does while the entry point loads: nothing
+        assert "dnngraph" not in registry._COMPILER_FNS
+        assert registry.lookup_backend("dnngraph") is dt.backend
+    finally:
+        registry._COMPILER_FNS["dnngraph"] = saved
+        registry._BACKENDS["dnngraph"] = None
+
+
+def test_models_match_eager_on_the_cpu():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import torch_models as tm
+
+    cases = [(tm.resnet50(layers=(1, 1, 1, 1), base=8, num_classes=10), torch.randn(2, 3, 32, 32)),
+             (tm.mobilenet_v2(width=0.25, num_classes=10), torch.randn(1, 3, 32, 32)),
+             (tm.transformer_encoder(layers=2, hidden=32, heads=4, ffn=64), torch.randn(2, 8, 32))]
+    for model, x in cases:
+        with torch.no_grad():
+            ref = model(x)
+        _close(_compiled(model, x), ref, rtol=1e-4)
+        assert _NEW and all(bl.graph is not None for p in _NEW for bl in p.builds.values()), [
+            bl.fallback_reason for p in _NEW for bl in p.builds.values()]
