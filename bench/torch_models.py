@@ -72,7 +72,7 @@ class ResNet(nn.Module):
 def resnet50(seed: int = 0, layers: Sequence[int] = (3, 4, 6, 3), base: int = 64, num_classes: int = 1000) -> ResNet:
     """ResNet-50 (torchvision's resnet50(weights=None)); smaller with fewer layers or a narrower base."""
     torch.manual_seed(seed)
-    return _randomize_batchnorms(ResNet(layers, base, num_classes), seed).eval()  # type: ignore[return-value]
+    return _randomize_batchnorms(ResNet(layers, base, num_classes), seed).eval()
 
 
 def _conv_bn(cin: int, cout: int, kernel: int, stride: int = 1, groups: int = 1, act: bool = True) -> nn.Sequential:
@@ -130,7 +130,7 @@ class MobileNetV2(nn.Module):
 def mobilenet_v2(seed: int = 0, width: float = 1.0, num_classes: int = 1000) -> MobileNetV2:
     """MobileNetV2 (torchvision's mobilenet_v2(weights=None), without dropout: inference)."""
     torch.manual_seed(seed)
-    return _randomize_batchnorms(MobileNetV2(width, num_classes), seed).eval()  # type: ignore[return-value]
+    return _randomize_batchnorms(MobileNetV2(width, num_classes), seed).eval()
 
 
 class EncoderLayer(nn.Module):
@@ -169,4 +169,4 @@ def transformer_encoder(seed: int = 0, layers: int = 6, hidden: int = 768, heads
                         ffn: int = 3072) -> Encoder:
     """The 6-layer BERT-base-width encoder (random weights); smaller with the arguments."""
     torch.manual_seed(seed)
-    return _randomize_batchnorms(Encoder(layers, hidden, heads, ffn), seed).eval()  # type: ignore[return-value]
+    return _randomize_batchnorms(Encoder(layers, hidden, heads, ffn), seed).eval()

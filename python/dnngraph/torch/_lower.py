@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 import torch.fx
@@ -203,9 +203,9 @@ class Lowering:
             raise Unsupported(f"node '{node.name}' ({node.target}) has no dnngraph translation")
         return rule.lower(self, node, bound_args(node))
 
-    def _lower_outputs(self, result: Union[torch.fx.Node, Sequence[torch.fx.Node]]) -> None:
+    def _lower_outputs(self, result: Any) -> None:
         self.returns_tuple = isinstance(result, (tuple, list))
-        nodes = list(result) if isinstance(result, (tuple, list)) else [result]
+        nodes: List[Any] = list(result) if isinstance(result, (tuple, list)) else [result]
         for node in nodes:
             v = self.value(node)
             if isinstance(v, LeafRef):

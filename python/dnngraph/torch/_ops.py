@@ -23,7 +23,7 @@ FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 def bound_args(node: torch.fx.Node) -> Dict[str, Any]:
     """The node's arguments by their schema names, defaults filled in."""
-    schema = node.target._schema  # type: ignore[union-attr]
+    schema = node.target._schema
     out: Dict[str, Any] = {}
     for i, arg in enumerate(schema.arguments):
         if i < len(node.args):

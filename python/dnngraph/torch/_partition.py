@@ -4,6 +4,8 @@ that signature, then runs it on torch's current stream; a partition dnngraph ref
 build or execution) runs its FX submodule in PyTorch instead, with the reason logged and kept."""
 from __future__ import annotations
 
+import atexit
+import itertools
 import logging
 import re
 import weakref
@@ -22,6 +24,7 @@ log = logging.getLogger("dnngraph.torch")
 Signature = Tuple[Tuple[Tuple[int, ...], Tuple[int, ...], torch.dtype, torch.device], ...]
 _HANDLES: Dict[str, dnngraph.Handle] = {}
 _PARTITIONS: "weakref.WeakSet[LoweredPartition]" = weakref.WeakSet()
+_SERIAL = itertools.count()  # makes partition names unique in the process (reports, profiles)
 BUILD_ERRORS = (Unsupported, ValueError, RuntimeError, TypeError)
 
 
@@ -54,7 +57,6 @@ class Built:
     fallback_reason: str = ""
     calls: int = 0
     engines: List[str] = field(default_factory=list)
-    last_pack: Optional[Dict[dnngraph.tensor, torch.Tensor]] = None
 
 
 def chosen_engines(graph: dnngraph.pygraph) -> List[str]:
@@ -73,7 +75,7 @@ class LoweredPartition(torch.nn.Module):
 
     def __init__(self, submodule: torch.fx.GraphModule, name: str) -> None:
         super().__init__()
-        self.submodule, self.partition_name = submodule, name
+        self.submodule, self.partition_name = submodule, f"{name}.{next(_SERIAL)}"
         self.builds: Dict[Signature, Built] = {}
         self.node_names = [n.name for n in submodule.graph.nodes if n.op == "call_function"]
         _PARTITIONS.add(self)
@@ -140,11 +142,23 @@ class LoweredPartition(torch.nn.Module):
         if built.device is not None and built.device.type == "cuda":
             assert built.handle is not None
             built.handle.set_stream(torch.cuda.current_stream(built.device).cuda_stream)
-        built.graph.execute(pack, built.workspace, handle=built.handle)
-        built.last_pack = pack
+        if torch.autograd._profiler_enabled():  # a range per graph, for profiles (bench/networks_torch.py)
+            with torch.profiler.record_function(f"dnngraph:{self.partition_name}"):
+                built.graph.execute(pack, built.workspace, handle=built.handle)
+        else:
+            built.graph.execute(pack, built.workspace, handle=built.handle)
         return tuple(results) if self.returns_tuple else results[0]
 
 
 def partitions() -> List[LoweredPartition]:
     """Every lowered partition alive in this process (for reports: builds, engines, fallbacks)."""
-    return sorted(_PARTITIONS, key=lambda p: p.partition_name)
+    return sorted(_PARTITIONS, key=lambda p: int(p.partition_name.rsplit(".", 1)[1]))
+
+
+@atexit.register
+def _release_graphs() -> None:
+    """Frees the built graphs and handles before the interpreter's teardown (torch's compile
+    caches outlive this module, and nanobind reports objects still alive at exit as leaks)."""
+    for p in list(_PARTITIONS):
+        p.builds.clear()
+    _HANDLES.clear()
