@@ -221,3 +221,23 @@ def test_models_match_eager_on_the_cpu():
         _close(_compiled(model, x), ref, rtol=1e-4)
         assert _NEW and all(bl.graph is not None for p in _NEW for bl in p.builds.values()), [
             bl.fallback_reason for p in _NEW for bl in p.builds.values()]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_bf16_channels_last_models_match_eager_without_the_reference_engine():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import torch_models as tm
+
+    cases = [(tm.resnet50(layers=(1, 1, 1, 1), base=16, num_classes=16), torch.randn(4, 3, 64, 64), True),
+             (tm.transformer_encoder(layers=2, hidden=128, heads=2, ffn=256), torch.randn(2, 64, 128), False)]
+    for model, x, channels_last in cases:
+        fmt = torch.channels_last if channels_last else torch.contiguous_format
+        model = model.to(device="cuda", dtype=torch.bfloat16, memory_format=fmt)
+        x = x.to(device="cuda", dtype=torch.bfloat16, memory_format=fmt)
+        with torch.no_grad():
+            ref = model(x)
+        _close(_compiled(model, x), ref, rtol=3e-2)
+        engines = [e for p in _NEW for b in p.builds.values() for e in b.engines]
+        assert engines and not any(e.startswith("ref") for e in engines), engines
+        assert all(b.graph is not None for p in _NEW for b in p.builds.values()), [
+            b.fallback_reason for p in _NEW for b in p.builds.values()]
