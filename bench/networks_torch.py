@@ -3,7 +3,8 @@
 
 On CUDA (default when present): ResNet-50 N32 bf16 channels-last and the 6-layer BERT-base-width
 encoder (B8 x S512 bf16), each as PyTorch eager (cudnn.benchmark=True), torch.compile(mode=
-"max-autotune") with --max-autotune (slow to compile), and torch.compile(backend="dnngraph").
+"max-autotune") with --max-autotune (slow to compile), torch.compile(backend="dnngraph"), and the
+same with options={"cuda_graphs": True} (the forward recorded as CUDA graphs; --no-cuda-graphs).
 Per variant: median latency (CUDA events), kernels launched per forward (torch.profiler), the
 largest difference from eager over eager's peak (PASS within the precision's tolerance); for
 dnngraph also the share of GPU time by engine (kernels inside each dnngraph graph's profiler
@@ -150,6 +151,9 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
         before = set(dt.partitions())
         lowered = torch.compile(model, backend="dnngraph")
         variants.append(("compile dnngraph", lambda: lowered(x)))
+        if device.type == "cuda" and not args.no_cuda_graphs:
+            graphed = torch.compile(model, backend="dnngraph", options={"cuda_graphs": True})
+            variants.append(("dnngraph + CUDA graphs", lambda: graphed(x)))
         eager_ms = None
         for label, call in variants:
             t0 = time.perf_counter()
@@ -178,6 +182,8 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=None, help="default 32 (resnet) / 8 (encoder) on CUDA, 1 on CPU")
     ap.add_argument("--seq", type=int, default=None, help="encoder sequence length (512 on CUDA, 32 on CPU)")
     ap.add_argument("--max-autotune", action="store_true", help='also torch.compile(mode="max-autotune")')
+    ap.add_argument("--no-cuda-graphs", action="store_true",
+                    help='leave out torch.compile(backend="dnngraph", options={"cuda_graphs": True})')
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--verbose", action="store_true", help="dnngraph.torch's log at INFO")

@@ -241,3 +241,32 @@ def test_cuda_bf16_channels_last_models_match_eager_without_the_reference_engine
         assert engines and not any(e.startswith("ref") for e in engines), engines
         assert all(b.graph is not None for p in _NEW for b in p.builds.values()), [
             b.fallback_reason for p in _NEW for b in p.builds.values()]
+
+
+def test_cuda_graphs_option_on_the_cpu_runs_without_them_and_unknown_options_are_refused():
+    lin = torch.nn.Linear(8, 8)
+    x = torch.randn(3, 8)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        out = torch.compile(lambda x: torch.relu(lin(x)), backend="dnngraph", options={"cuda_graphs": True})(x)
+        _close(out, torch.relu(lin(x)))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"unknown option\(s\) \['tile'\]; it takes 'cuda_graphs'"):
+        with torch.no_grad():
+            torch.compile(lambda x: torch.relu(lin(x)), backend="dnngraph", options={"tile": 1})(x)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_graphs_option_replays_the_lowered_forward():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import torch_models as tm
+
+    model = tm.resnet50(layers=(1, 1, 1, 1), base=16, num_classes=16).to(
+        device="cuda", dtype=torch.bfloat16, memory_format=torch.channels_last)
+    torch._dynamo.reset()
+    fn = torch.compile(model, backend="dnngraph", options={"cuda_graphs": True})
+    with torch.no_grad():
+        for seed in range(4):  # warm-up, recording, then replays with new inputs
+            x = torch.randn(4, 3, 64, 64, generator=_gen(seed)).to(
+                device="cuda", dtype=torch.bfloat16, memory_format=torch.channels_last)
+            _close(fn(x).clone(), model(x), rtol=3e-2)

@@ -107,19 +107,54 @@ def _backward_in_torch(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) 
     return make_boxed_func(gm.forward)
 
 
-def backend(gm: torch.fx.GraphModule, example_inputs: List[torch.Tensor], **options: Any) -> Callable[..., Any]:
+def _cuda_graph_compiler(dynamo_input_count: int) -> Callable[..., Any]:
+    """An inference compiler that lowers the graph, then records it with torch's CUDA graph trees
+    (as the "cudagraphs" backend does): one replay per forward instead of a launch per kernel and
+    a Python call per partition. Graphs torch's checks skip (CPU tensors, input mutations) run
+    without CUDA graphs, logged."""
+    from torch._dynamo.backends import cudagraphs as tcg
+    from torch._inductor.cudagraph_trees import cudagraphify_impl
+
+    def compile_forward(gm: torch.fx.GraphModule, example_inputs: List[Any]) -> Callable[..., Any]:
+        lowered = make_boxed_func(lower_graph_module(gm).forward)
+        fixed = tcg.num_fw_fixed_arguments(dynamo_input_count, len(example_inputs))
+        skip = tcg.check_for_skip(gm, fixed)
+        if skip:
+            log.info("dnngraph.torch: no CUDA graph: %s", skip)
+            return lowered
+        out = cudagraphify_impl(lowered, example_inputs, range(fixed), device_index=tcg.get_device_index(gm),
+                                is_backward=False, is_inference=True, stack_traces=tcg.get_stack_traces(gm),
+                                placeholders=tcg.get_placeholder_info(gm.graph),
+                                mutated_input_idxs=tcg.find_input_mutations(gm.graph))
+        out._boxed_call = True
+        return out
+
+    return compile_forward
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs: List[torch.Tensor], mode: Optional[str] = None,
+            options: Optional[Dict[str, Any]] = None) -> Callable[..., Any]:
     """The torch.compile backend: `torch.compile(model, backend="dnngraph")` (or backend=this).
 
     Args:
         gm: the FX graph dynamo captured.
         example_inputs: its example (fake) inputs.
-        options: torch.compile's `options` (none are read yet).
+        mode: torch.compile's mode: "reduce-overhead" records inference graphs as CUDA graphs.
+        options: torch.compile's options: {"cuda_graphs": True} does the same; other keys are a ValueError.
 
     Returns:
         A callable that runs the graph: dnngraph graphs for the partitions it takes, PyTorch for the rest.
+
+    Raises:
+        ValueError: an option this backend does not know.
     """
+    options = dict(options or {})
+    cuda_graphs = bool(options.pop("cuda_graphs", mode == "reduce-overhead"))
+    if options:
+        raise ValueError(f"dnngraph backend: unknown option(s) {sorted(options)}; it takes 'cuda_graphs'")
+    inference = _cuda_graph_compiler(len(example_inputs)) if cuda_graphs else _forward_compiler
     compile_with = aot_autograd(fw_compiler=_forward_compiler, bw_compiler=_backward_in_torch,
-                                inference_compiler=_forward_compiler)
+                                inference_compiler=inference)
     return compile_with(gm, example_inputs)
 
 
