@@ -270,3 +270,41 @@ def test_cuda_graphs_option_replays_the_lowered_forward():
             x = torch.randn(4, 3, 64, 64, generator=_gen(seed)).to(
                 device="cuda", dtype=torch.bfloat16, memory_format=torch.channels_last)
             _close(fn(x).clone(), model(x), rtol=3e-2)
+
+
+def test_layernorm_as_reductions_matches_eager(monkeypatch):
+    # The form CUDA graphs take (dnngraph has no CUDA layernorm engine of its own), run on the CPU.
+    from dnngraph.torch import _ops
+
+    monkeypatch.setattr(_ops, "layernorm_node_applies", lambda L, x_meta, a: False)
+    ln = torch.nn.LayerNorm(16)
+    x = torch.randn(6, 16, generator=_gen(4))
+    with torch.no_grad():
+        ref = ln(torch.relu(x))
+    _close(_compiled(lambda x: ln(torch.relu(x)), x), ref)
+    assert "native_layer_norm" in _lowered_nodes()
+    engines = [e for p in _NEW for b in p.builds.values() for e in b.engines]
+    assert not any(e.startswith("cpu_norm") for e in engines), engines
+
+
+def test_dynamic_shapes_stay_in_pytorch_with_the_reason():
+    lin = torch.nn.Linear(8, 8)
+    torch._dynamo.reset()
+    support_reasons = []
+    real = dt.DnngraphSupport.reason
+
+    def spy(self, node):
+        why = real(self, node)
+        support_reasons.append(why)
+        return why
+
+    fn = torch.compile(lambda x: torch.relu(lin(x)), backend="dnngraph", dynamic=True)
+    with torch.no_grad():
+        try:
+            dt.DnngraphSupport.reason = spy
+            for rows in (5, 7):
+                x = torch.randn(rows, 8)
+                _close(fn(x), torch.relu(lin(x)))
+        finally:
+            dt.DnngraphSupport.reason = real
+    assert any(r and "symbolic (dynamic) shapes" in r for r in support_reasons), support_reasons

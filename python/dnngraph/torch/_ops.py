@@ -154,12 +154,18 @@ def _check_affine(node: torch.fx.Node, a: Dict[str, Any]) -> Optional[str]:
     return only_first_output_used(node)
 
 
+def layernorm_node_applies(L: "Lowering", x_meta: Any, a: Dict[str, Any]) -> bool:
+    """Whether a layer norm becomes dnngraph's layernorm node (on the CPU, with a 2-D input or one
+    PyTorch can view as 2-D) rather than reductions and pointwise ops."""
+    return not L.on_cuda and (x_meta.dim() == 2 or L.is_leaf(a["input"]))
+
+
 def _layernorm(L: "Lowering", node: torch.fx.Node, a: Dict[str, Any]) -> Any:
     x_meta, g = L.meta(a["input"]), L.graph
     norm = list(a["normalized_shape"])
     lead, cols = list(x_meta.shape[: x_meta.dim() - len(norm)]), math.prod(norm)
     rows, eps = math.prod(lead), float(a["eps"])
-    if not L.on_cuda and (x_meta.dim() == 2 or L.is_leaf(a["input"])):
+    if layernorm_node_applies(L, x_meta, a):
         # dnngraph's layernorm normalizes over every dim but the first: a [rows, cols] view.
         weight = L.tensor(L.leaf_view(a["weight"], lambda t: t.reshape(1, cols), "the layer norm's weight"))
         bias = L.tensor(L.leaf_view(a["bias"], lambda t: t.reshape(1, cols), "the layer norm's bias"))
