@@ -149,10 +149,11 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
             autotuned = torch.compile(model, mode="max-autotune")
             variants.append(("compile max-autotune", lambda: autotuned(x)))
         before = set(dt.partitions())
-        lowered = torch.compile(model, backend="dnngraph")
+        tune = {"autotune": True} if args.dnngraph_autotune else {}
+        lowered = torch.compile(model, backend="dnngraph", options=tune or None)
         variants.append(("compile dnngraph", lambda: lowered(x)))
         if device.type == "cuda" and not args.no_cuda_graphs:
-            graphed = torch.compile(model, backend="dnngraph", options={"cuda_graphs": True})
+            graphed = torch.compile(model, backend="dnngraph", options={"cuda_graphs": True, **tune})
             variants.append(("dnngraph + CUDA graphs", lambda: graphed(x)))
         eager_ms = None
         for label, call in variants:
@@ -184,6 +185,8 @@ def main() -> int:
     ap.add_argument("--max-autotune", action="store_true", help='also torch.compile(mode="max-autotune")')
     ap.add_argument("--no-cuda-graphs", action="store_true",
                     help='leave out torch.compile(backend="dnngraph", options={"cuda_graphs": True})')
+    ap.add_argument("--dnngraph-autotune", action="store_true",
+                    help='dnngraph variants with options={"autotune": True} (every plan timed on the first call)')
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--verbose", action="store_true", help="dnngraph.torch's log at INFO")

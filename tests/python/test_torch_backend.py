@@ -251,7 +251,7 @@ def test_cuda_graphs_option_on_the_cpu_runs_without_them_and_unknown_options_are
         out = torch.compile(lambda x: torch.relu(lin(x)), backend="dnngraph", options={"cuda_graphs": True})(x)
         _close(out, torch.relu(lin(x)))
     torch._dynamo.reset()
-    with pytest.raises(Exception, match=r"unknown option\(s\) \['tile'\]; it takes 'cuda_graphs'"):
+    with pytest.raises(Exception, match=r"unknown option\(s\) \['tile'\]; it takes 'cuda_graphs', 'autotune'"):
         with torch.no_grad():
             torch.compile(lambda x: torch.relu(lin(x)), backend="dnngraph", options={"tile": 1})(x)
 
@@ -308,3 +308,18 @@ def test_dynamic_shapes_stay_in_pytorch_with_the_reason():
         finally:
             dt.DnngraphSupport.reason = real
     assert any(r and "symbolic (dynamic) shapes" in r for r in support_reasons), support_reasons
+
+
+def test_autotune_option_times_the_plans_and_matches_eager():
+    conv = torch.nn.Conv2d(8, 8, 3, padding=1)
+    x = torch.randn(1, 8, 8, 8, generator=_gen(5))
+    torch._dynamo.reset()
+    before = set(dt.partitions())
+    with torch.no_grad():
+        fn = torch.compile(lambda x: torch.relu(conv(x)), backend="dnngraph", options={"autotune": True})
+        _close(fn(x), torch.relu(conv(x)))
+        _close(fn(x), torch.relu(conv(x)))
+    new = [p for p in dt.partitions() if p not in before]
+    built = [b for p in new for b in p.builds.values()]
+    assert built and all(b.graph is not None and b.tuned for b in built)
+    assert all(b.graph.get_execution_plan_count() > 1 for b in built)  # ALL plans were built to be timed

@@ -81,9 +81,11 @@ def _has_compute(partition: Partition) -> bool:
     return any(n.target in COMPUTE_OPS for n in partition.nodes)
 
 
-def lower_graph_module(gm: torch.fx.GraphModule, support: Optional[DnngraphSupport] = None) -> torch.fx.GraphModule:
+def lower_graph_module(gm: torch.fx.GraphModule, support: Optional[DnngraphSupport] = None,
+                       autotune: bool = False) -> torch.fx.GraphModule:
     """Fuses the supported nodes of an aten-level GraphModule into LoweredPartition submodules
-    (named dnngraph_0, dnngraph_1, ...); returns the module, which runs the rest in PyTorch."""
+    (named dnngraph_0, dnngraph_1, ...; `autotune`: each times all its plans on its first call);
+    returns the module, which runs the rest in PyTorch."""
     support = support or DnngraphSupport()
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     proposed = [p for p in partitioner.propose_partitions() if _has_compute(p)]
@@ -93,21 +95,23 @@ def lower_graph_module(gm: torch.fx.GraphModule, support: Optional[DnngraphSuppo
     fused = partitioner.fuse_partitions(proposed, prefix="dnngraph_")
     for name, child in list(fused.named_children()):
         if name.startswith("dnngraph_") and isinstance(child, torch.fx.GraphModule):
-            setattr(fused, name, LoweredPartition(child, name))
+            setattr(fused, name, LoweredPartition(child, name, autotune))
     for node_name, why in support.refused.items():
         log.debug("dnngraph.torch: PyTorch keeps %s: %s", node_name, why)
     return fused
 
 
-def _forward_compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-    return make_boxed_func(lower_graph_module(gm).forward)
+def _forward_compiler(autotune: bool) -> Callable[..., Any]:
+    def compile_forward(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        return make_boxed_func(lower_graph_module(gm, autotune=autotune).forward)
+    return compile_forward
 
 
 def _backward_in_torch(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
     return make_boxed_func(gm.forward)
 
 
-def _cuda_graph_compiler(dynamo_input_count: int) -> Callable[..., Any]:
+def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..., Any]:
     """An inference compiler that lowers the graph, then records it with torch's CUDA graph trees
     (as the "cudagraphs" backend does): one replay per forward instead of a launch per kernel and
     a Python call per partition. Graphs torch's checks skip (CPU tensors, input mutations) run
@@ -116,7 +120,7 @@ def _cuda_graph_compiler(dynamo_input_count: int) -> Callable[..., Any]:
     from torch._inductor.cudagraph_trees import cudagraphify_impl
 
     def compile_forward(gm: torch.fx.GraphModule, example_inputs: List[Any]) -> Callable[..., Any]:
-        lowered = make_boxed_func(lower_graph_module(gm).forward)
+        lowered = make_boxed_func(lower_graph_module(gm, autotune=autotune).forward)
         fixed = tcg.num_fw_fixed_arguments(dynamo_input_count, len(example_inputs))
         skip = tcg.check_for_skip(gm, fixed)
         if skip:
@@ -139,8 +143,10 @@ def backend(gm: torch.fx.GraphModule, example_inputs: List[torch.Tensor], mode: 
     Args:
         gm: the FX graph dynamo captured.
         example_inputs: its example (fake) inputs.
-        mode: torch.compile's mode: "reduce-overhead" records inference graphs as CUDA graphs.
-        options: torch.compile's options: {"cuda_graphs": True} does the same; other keys are a ValueError.
+        mode: torch.compile's mode: "reduce-overhead" records inference graphs as CUDA graphs,
+            "max-autotune" times every plan of each dnngraph graph on its first call.
+        options: torch.compile's options: {"cuda_graphs": True}, {"autotune": True} do the same
+            (they override the mode); other keys are a ValueError.
 
     Returns:
         A callable that runs the graph: dnngraph graphs for the partitions it takes, PyTorch for the rest.
@@ -150,11 +156,12 @@ def backend(gm: torch.fx.GraphModule, example_inputs: List[torch.Tensor], mode: 
     """
     options = dict(options or {})
     cuda_graphs = bool(options.pop("cuda_graphs", mode == "reduce-overhead"))
+    autotune = bool(options.pop("autotune", mode == "max-autotune"))
     if options:
-        raise ValueError(f"dnngraph backend: unknown option(s) {sorted(options)}; it takes 'cuda_graphs'")
-    inference = _cuda_graph_compiler(len(example_inputs)) if cuda_graphs else _forward_compiler
-    compile_with = aot_autograd(fw_compiler=_forward_compiler, bw_compiler=_backward_in_torch,
-                                inference_compiler=inference)
+        raise ValueError(f"dnngraph backend: unknown option(s) {sorted(options)}; it takes 'cuda_graphs', 'autotune'")
+    forward = _forward_compiler(autotune)
+    inference = _cuda_graph_compiler(len(example_inputs), autotune) if cuda_graphs else forward
+    compile_with = aot_autograd(fw_compiler=forward, bw_compiler=_backward_in_torch, inference_compiler=inference)
     return compile_with(gm, example_inputs)
 
 

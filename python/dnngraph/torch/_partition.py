@@ -57,6 +57,7 @@ class Built:
     fallback_reason: str = ""
     calls: int = 0
     engines: List[str] = field(default_factory=list)
+    tuned: bool = True
 
 
 def chosen_engines(graph: dnngraph.pygraph) -> List[str]:
@@ -73,8 +74,9 @@ def chosen_engines(graph: dnngraph.pygraph) -> List[str]:
 class LoweredPartition(torch.nn.Module):
     """Runs one FX partition as a dnngraph graph (per input signature), else in PyTorch."""
 
-    def __init__(self, submodule: torch.fx.GraphModule, name: str) -> None:
+    def __init__(self, submodule: torch.fx.GraphModule, name: str, autotune: bool = False) -> None:
         super().__init__()
+        self.autotune = autotune
         self.submodule, self.partition_name = submodule, f"{name}.{next(_SERIAL)}"
         self.builds: Dict[Signature, Built] = {}
         self.node_names = [n.name for n in submodule.graph.nodes if n.op == "call_function"]
@@ -104,7 +106,8 @@ class LoweredPartition(torch.nn.Module):
             lowering.lower()
             lowering.graph.validate()
             lowering.check_outputs()
-            lowering.graph.build([dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK])
+            policy = dnngraph.build_plan_policy.ALL if self.autotune else dnngraph.build_plan_policy.HEURISTICS_CHOICE
+            lowering.graph.build([dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK], policy)
         except Exception as e:  # noqa: BLE001 - whatever the lowering meets, PyTorch runs the partition
             reason = f"{type(e).__name__}: {e}"
             log.warning("dnngraph.torch: partition %s (%s) runs in PyTorch: %s", self.partition_name,
@@ -115,7 +118,11 @@ class LoweredPartition(torch.nn.Module):
                       handle=handle, device=device, engines=chosen_engines(g))
         built.out_layouts = [(list(s.tensor.get_dim()), list(s.tensor.get_stride())) if s.tensor is not None
                              else ([], []) for s in lowering.outputs]
-        built.workspace = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device=device)
+        sizes = [g.get_workspace_size()]
+        if self.autotune:  # autotune runs every built plan: the workspace must fit the largest
+            sizes += [g.get_workspace_size_plan_at_index(i) for i in range(g.get_execution_plan_count())]
+        built.workspace = torch.empty(max(max(sizes), 1), dtype=torch.uint8, device=device)
+        built.tuned = not self.autotune
         self.returns_tuple = lowering.returns_tuple
         log.info("dnngraph.torch: partition %s built: %s", self.partition_name, ", ".join(built.engines))
         if handle.is_cuda and any(e.startswith("ref") for e in built.engines):
@@ -139,9 +146,13 @@ class LoweredPartition(torch.nn.Module):
             out = torch.empty_strided(dims, strides, dtype=spec.dtype, device=built.device)
             pack[spec.tensor] = out
             results.append(out.reshape(spec.dims) if list(spec.dims) != dims else out)
-        if built.device is not None and built.device.type == "cuda":
-            assert built.handle is not None
+        assert built.device is not None and built.handle is not None
+        if built.device.type == "cuda":
             built.handle.set_stream(torch.cuda.current_stream(built.device).cuda_stream)
+        if not built.tuned and not (built.device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+            built.graph.autotune(pack, built.workspace, handle=built.handle)  # times every plan on this call's data
+            built.tuned, built.engines = True, chosen_engines(built.graph)
+            log.info("dnngraph.torch: partition %s tuned: %s", self.partition_name, ", ".join(built.engines))
         if torch.autograd._profiler_enabled():  # a range per graph, for profiles (bench/networks_torch.py)
             with torch.profiler.record_function(f"dnngraph:{self.partition_name}"):
                 built.graph.execute(pack, built.workspace, handle=built.handle)
