@@ -163,7 +163,7 @@ class Lowering:
 
         def fold_weight(w: torch.Tensor, gamma: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
             s = scale_of(gamma, var).reshape([-1] + [1] * (w.dim() - 1))
-            return (w.float() * s).to(w.dtype)
+            return torch.empty_like(w).copy_(w.float() * s)  # w's exact strides (channels-last stays)
 
         def fold_bias(gamma: torch.Tensor, beta: torch.Tensor, mean: torch.Tensor, var: torch.Tensor,
                       b: Optional[torch.Tensor] = None) -> torch.Tensor:
