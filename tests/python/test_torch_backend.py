@@ -323,3 +323,18 @@ def test_autotune_option_times_the_plans_and_matches_eager():
     built = [b for p in new for b in p.builds.values()]
     assert built and all(b.graph is not None and b.tuned for b in built)
     assert all(b.graph.get_execution_plan_count() > 1 for b in built)  # ALL plans were built to be timed
+
+
+def test_on_cuda_ops_only_the_reference_engine_runs_are_refused():
+    # Fake CUDA tensors need no GPU: the support decision reads their metadata only.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(2, 3, 8, 8, device="cuda")
+    gm = torch.fx.experimental.proxy_tensor.make_fx(
+        lambda x: (F.max_pool2d(torch.relu(x), 2), torch.cat([x, x], 1), F.avg_pool2d(x, 2)), tracing_mode="fake")(x)
+    support = dt.DnngraphSupport()
+    taken = [n.name for n in gm.graph.nodes if support.reason(n) is None]
+    assert "relu" in taken
+    for op in ("max_pool2d_with_indices", "cat", "avg_pool2d"):
+        assert support.refused[op].endswith("only dnngraph's reference engine runs it on CUDA (through host memory)")
