@@ -338,3 +338,34 @@ def test_on_cuda_ops_only_the_reference_engine_runs_are_refused():
     assert "relu" in taken
     for op in ("max_pool2d_with_indices", "cat", "avg_pool2d"):
         assert support.refused[op].endswith("only dnngraph's reference engine runs it on CUDA (through host memory)")
+
+
+def test_views_between_linear_layers_are_sunk_so_epilogues_join_the_matmuls():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import torch_models as tm
+
+    layers = 2
+    model = tm.transformer_encoder(layers=layers, hidden=32, heads=4, ffn=64)
+    x = torch.randn(2, 8, 32, generator=_gen(6))
+    with torch.no_grad():
+        ref = model(x)
+    _close(_compiled(model, x), ref, rtol=1e-4)
+    # Per layer: the QKV projection, the attention, and one graph for the rest (without the
+    # rewrite: 8, as each view [B*S, N] -> [B, S, N] ended a partition).
+    assert len(_NEW) <= 3 * layers, [p.node_names for p in _NEW]
+    assert any("gelu_default" in p.node_names and any(n.startswith("addmm") for n in p.node_names) for p in _NEW)
+
+
+def test_sink_views_moves_a_view_below_gelu_and_drops_the_round_trip():
+    from dnngraph.torch._rewrite import sink_views
+
+    def fn(a, b):
+        return torch.mm(F.gelu(torch.mm(a, b).view(2, 3, 4)).view(6, 4), b.t())
+
+    a, b = torch.randn(6, 5), torch.randn(5, 4)
+    gm = torch.fx.experimental.proxy_tensor.make_fx(fn, tracing_mode="fake")(a, b)
+    assert sink_views(gm) >= 2
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    gelu = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.gelu.default)
+    assert gelu.args[0].target is torch.ops.aten.mm.default, targets  # gelu reads the matmul directly
+    torch.testing.assert_close(gm(a, b), fn(a, b))

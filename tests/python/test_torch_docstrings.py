@@ -7,11 +7,11 @@ import pytest
 pytest.importorskip("torch")
 
 import dnngraph.torch as dt  # noqa: E402
-from dnngraph.torch import _backend, _leaves, _lower, _op, _ops, _partition  # noqa: E402
+from dnngraph.torch import _backend, _leaves, _lower, _op, _ops, _partition, _rewrite  # noqa: E402
 
 
 def _members():
-    for module in (dt, _backend, _leaves, _lower, _op, _ops, _partition):
+    for module in (dt, _backend, _leaves, _lower, _op, _ops, _partition, _rewrite):
         for name, obj in vars(module).items():
             if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
                 continue

@@ -17,6 +17,7 @@ from torch.fx.passes.operator_support import OperatorSupport
 
 from ._ops import COMPUTE_OPS, VIEW_OPS, bound_args, check_tensors, meta_tensors
 from ._partition import LoweredPartition
+from ._rewrite import sink_views
 
 log = logging.getLogger("dnngraph.torch")
 
@@ -82,11 +83,14 @@ def _has_compute(partition: Partition) -> bool:
 
 
 def lower_graph_module(gm: torch.fx.GraphModule, support: Optional[DnngraphSupport] = None,
-                       autotune: bool = False) -> torch.fx.GraphModule:
+                       autotune: bool = False, rewrite: bool = False) -> torch.fx.GraphModule:
     """Fuses the supported nodes of an aten-level GraphModule into LoweredPartition submodules
     (named dnngraph_0, dnngraph_1, ...; `autotune`: each times all its plans on its first call);
-    returns the module, which runs the rest in PyTorch."""
+    returns the module, which runs the rest in PyTorch. `rewrite` first sinks views below the
+    ops that commute with them (_rewrite.py; inference graphs: it changes which outputs are views)."""
     support = support or DnngraphSupport()
+    if rewrite:
+        log.debug("dnngraph.torch: %d view rewrites", sink_views(gm))
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     proposed = [p for p in partitioner.propose_partitions() if _has_compute(p)]
     if not proposed:
@@ -101,9 +105,9 @@ def lower_graph_module(gm: torch.fx.GraphModule, support: Optional[DnngraphSuppo
     return fused
 
 
-def _forward_compiler(autotune: bool) -> Callable[..., Any]:
+def _forward_compiler(autotune: bool, rewrite: bool) -> Callable[..., Any]:
     def compile_forward(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-        return make_boxed_func(lower_graph_module(gm, autotune=autotune).forward)
+        return make_boxed_func(lower_graph_module(gm, autotune=autotune, rewrite=rewrite).forward)
     return compile_forward
 
 
@@ -120,7 +124,7 @@ def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..
     from torch._inductor.cudagraph_trees import cudagraphify_impl
 
     def compile_forward(gm: torch.fx.GraphModule, example_inputs: List[Any]) -> Callable[..., Any]:
-        lowered = make_boxed_func(lower_graph_module(gm, autotune=autotune).forward)
+        lowered = make_boxed_func(lower_graph_module(gm, autotune=autotune, rewrite=True).forward)
         fixed = tcg.num_fw_fixed_arguments(dynamo_input_count, len(example_inputs))
         skip = tcg.check_for_skip(gm, fixed)
         if skip:
@@ -159,9 +163,10 @@ def backend(gm: torch.fx.GraphModule, example_inputs: List[torch.Tensor], mode: 
     autotune = bool(options.pop("autotune", mode == "max-autotune"))
     if options:
         raise ValueError(f"dnngraph backend: unknown option(s) {sorted(options)}; it takes 'cuda_graphs', 'autotune'")
-    forward = _forward_compiler(autotune)
-    inference = _cuda_graph_compiler(len(example_inputs), autotune) if cuda_graphs else forward
-    compile_with = aot_autograd(fw_compiler=forward, bw_compiler=_backward_in_torch, inference_compiler=inference)
+    inference = (_cuda_graph_compiler(len(example_inputs), autotune) if cuda_graphs
+                 else _forward_compiler(autotune, rewrite=True))
+    compile_with = aot_autograd(fw_compiler=_forward_compiler(autotune, rewrite=False), bw_compiler=_backward_in_torch,
+                                inference_compiler=inference)
     return compile_with(gm, example_inputs)
 
 
