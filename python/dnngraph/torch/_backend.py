@@ -120,20 +120,25 @@ def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..
     (as the "cudagraphs" backend does): one replay per forward instead of a launch per kernel and
     a Python call per partition. Graphs torch's checks skip (CPU tensors, input mutations) run
     without CUDA graphs, logged."""
-    from torch._dynamo.backends import cudagraphs as tcg
-    from torch._inductor.cudagraph_trees import cudagraphify_impl
-
     def compile_forward(gm: torch.fx.GraphModule, example_inputs: List[Any]) -> Callable[..., Any]:
         lowered = make_boxed_func(lower_graph_module(gm, autotune=autotune, rewrite=True).forward)
-        fixed = tcg.num_fw_fixed_arguments(dynamo_input_count, len(example_inputs))
-        skip = tcg.check_for_skip(gm, fixed)
-        if skip:
-            log.info("dnngraph.torch: no CUDA graph: %s", skip)
+        try:  # torch's helpers, as its "cudagraphs" backend calls them (private: they move between releases)
+            from torch._dynamo.backends import cudagraphs as tcg
+            from torch._inductor.cudagraph_trees import cudagraphify_impl
+
+            fixed = tcg.num_fw_fixed_arguments(dynamo_input_count, len(example_inputs))
+            skip = tcg.check_for_skip(gm, fixed)
+            if skip:
+                log.info("dnngraph.torch: no CUDA graph: %s", skip)
+                return lowered
+            out = cudagraphify_impl(lowered, example_inputs, range(fixed), device_index=tcg.get_device_index(gm),
+                                    is_backward=False, is_inference=True, stack_traces=tcg.get_stack_traces(gm),
+                                    placeholders=tcg.get_placeholder_info(gm.graph),
+                                    mutated_input_idxs=tcg.find_input_mutations(gm.graph))
+        except (ImportError, AttributeError, TypeError) as e:
+            log.warning("dnngraph.torch: no CUDA graph: this torch's CUDA graph trees differ (%s: %s)",
+                        type(e).__name__, e)
             return lowered
-        out = cudagraphify_impl(lowered, example_inputs, range(fixed), device_index=tcg.get_device_index(gm),
-                                is_backward=False, is_inference=True, stack_traces=tcg.get_stack_traces(gm),
-                                placeholders=tcg.get_placeholder_info(gm.graph),
-                                mutated_input_idxs=tcg.find_input_mutations(gm.graph))
         out._boxed_call = True
         return out
 
