@@ -5,7 +5,9 @@ and under CUDA graph capture (it allocates its outputs from torch's allocator an
 current stream; the workspace is allocated once, here)."""
 from __future__ import annotations
 
+import atexit
 import re
+from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
 import torch
@@ -28,7 +30,25 @@ def _torch_dtype(t: dnngraph.tensor) -> torch.dtype:
 
 
 def _device_of(handle: dnngraph.Handle) -> torch.device:
-    return torch.device("cuda", torch.cuda.current_device()) if handle.is_cuda else torch.device("cpu")
+    return torch.device(handle.device)  # "cpu" or "cuda:N"
+
+
+@dataclass
+class _OpState:
+    """What a registered op runs; released at exit (torch's op registry outlives this module)."""
+
+    graph: Optional[dnngraph.pygraph]
+    handle: Optional[dnngraph.Handle]
+    tensors: List[dnngraph.tensor]
+
+
+_OPS: List[_OpState] = []
+
+
+@atexit.register
+def _release_ops() -> None:
+    for state in _OPS:
+        state.graph, state.handle, state.tensors = None, None, []
 
 
 def _argument_names(inputs: Sequence[dnngraph.tensor]) -> List[str]:
@@ -73,9 +93,8 @@ def op(graph: dnngraph.pygraph, inputs: Sequence[dnngraph.tensor], outputs: Sequ
         raise ValueError(f"dnngraph.torch.op: tensor uid(s) {sorted(shared)} are listed as inputs and as outputs")
     if not outputs:
         raise ValueError("dnngraph.torch.op: the op needs at least one output")
-    handle = graph.handle
     size = graph.get_workspace_size()  # RuntimeError when the plans are not built
-    device = _device_of(handle)
+    device = _device_of(graph.handle)
     ws = workspace if workspace is not None else torch.empty(max(size, 1), dtype=torch.uint8, device=device)
     layouts = [(list(t.get_dim()), list(t.get_stride()), _torch_dtype(t)) for t in outputs]
     arg_names = _argument_names(inputs)
@@ -85,12 +104,17 @@ def op(graph: dnngraph.pygraph, inputs: Sequence[dnngraph.tensor], outputs: Sequ
     def _allocate(like: torch.Tensor) -> List[torch.Tensor]:
         return [torch.empty_strided(d, s, dtype=dt, device=like.device) for d, s, dt in layouts]
 
+    state = _OpState(graph, graph.handle, list(inputs) + list(outputs))
+    _OPS.append(state)
+
     def run(*args: torch.Tensor) -> Any:
+        if state.graph is None or state.handle is None:
+            raise RuntimeError(f"{name}: the interpreter is shutting down; its graph is released")
         outs = _allocate(args[0] if args else ws)
-        pack = dict(zip(list(inputs) + list(outputs), list(args) + outs))
-        if handle.is_cuda:
-            handle.set_stream(torch.cuda.current_stream(device).cuda_stream)
-        graph.execute(pack, ws, handle=handle)
+        pack = dict(zip(state.tensors, list(args) + outs))
+        if state.handle.is_cuda:
+            state.handle.set_stream(torch.cuda.current_stream(device).cuda_stream)
+        state.graph.execute(pack, ws, handle=state.handle)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def fake(*args: torch.Tensor) -> Any:
