@@ -150,7 +150,8 @@ def test_refused_nodes_carry_their_reasons():
     support = dt.DnngraphSupport()
 
     def fn(x, i, m):
-        return F.scaled_dot_product_attention(x, x, x, attn_mask=m), i + 1, torch.exp(x)
+        return (F.scaled_dot_product_attention(x, x, x, attn_mask=m), i + 1, torch.exp(x), torch.add(x, x, alpha=2),
+                torch.div(x, x, rounding_mode="floor"), F.max_pool2d(x, 2, dilation=2), x.mean([3]))
 
     gm = torch.fx.experimental.proxy_tensor.make_fx(fn, tracing_mode="fake")(
         torch.randn(1, 2, 4, 8), torch.ones(3, dtype=torch.int64), torch.zeros(4, 4))
@@ -160,6 +161,10 @@ def test_refused_nodes_carry_their_reasons():
     assert "an attention mask or bias" in reasons
     assert "dtype torch.int64" in reasons
     assert "aten.exp.default: no dnngraph translation" in reasons
+    assert "aten.add.Tensor: alpha=2: only 1" in reasons
+    assert "aten.div.Tensor_mode" in reasons  # div with a rounding mode is its own overload
+    assert "dilation [2, 2]: dnngraph's pooling has none" in reasons
+    assert "keepdim=False (the reduced dims would need a reshape)" in reasons
 
 
 def test_a_partition_refused_at_build_runs_in_pytorch_with_its_reason():
