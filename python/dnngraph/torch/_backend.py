@@ -122,6 +122,14 @@ def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..
     without CUDA graphs, logged."""
     def compile_forward(gm: torch.fx.GraphModule, example_inputs: List[Any]) -> Callable[..., Any]:
         lowered = make_boxed_func(lower_graph_module(gm, autotune=autotune, rewrite=True).forward)
+
+        def run_releasing_inputs(args: List[Any]) -> Any:
+            # CUDA graph trees call with a list they own and expect it emptied (so that the inputs
+            # can be freed), as inductor's compiled functions do.
+            taken = list(args)
+            args.clear()
+            return lowered(taken)
+
         try:  # torch's helpers, as its "cudagraphs" backend calls them (private: they move between releases)
             from torch._dynamo.backends import cudagraphs as tcg
             from torch._inductor.cudagraph_trees import cudagraphify_impl
@@ -131,7 +139,7 @@ def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..
             if skip:
                 log.info("dnngraph.torch: no CUDA graph: %s", skip)
                 return lowered
-            out = cudagraphify_impl(lowered, example_inputs, range(fixed), device_index=tcg.get_device_index(gm),
+            out = cudagraphify_impl(run_releasing_inputs, example_inputs, range(fixed), device_index=tcg.get_device_index(gm),
                                     is_backward=False, is_inference=True, stack_traces=tcg.get_stack_traces(gm),
                                     placeholders=tcg.get_placeholder_info(gm.graph),
                                     mutated_input_idxs=tcg.find_input_mutations(gm.graph))

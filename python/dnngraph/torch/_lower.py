@@ -75,7 +75,10 @@ class Lowering:
         self.module, self.name_prefix = module, name
         self.leaves = Leaves(inputs)
         io_type = next((t.dtype for t in inputs if t.is_floating_point()), torch.float32)
-        self.graph = dnngraph.pygraph(name=name, io_data_type=io_type, intermediate_data_type=torch.float32,
+        # Values between the graph's partitions are stored as PyTorch stores them (a 16-bit model's
+        # activations in 16 bits), so a convolution after another partition reads its own input
+        # type; the arithmetic stays FLOAT.
+        self.graph = dnngraph.pygraph(name=name, io_data_type=io_type, intermediate_data_type=io_type,
                                       compute_data_type=torch.float32, handle=handle)
         self.on_cuda = bool(handle.is_cuda)
         self.values: Dict[torch.fx.Node, Any] = {}
