@@ -145,6 +145,9 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
     with torch.no_grad():
         ref = model(x)
         variants: List[Tuple[str, Callable[[], Any]]] = [("eager", lambda: model(x))]
+        if args.inductor:
+            inductor = torch.compile(model)
+            variants.append(("compile inductor", lambda: inductor(x)))
         if args.max_autotune:
             autotuned = torch.compile(model, mode="max-autotune")
             variants.append(("compile max-autotune", lambda: autotuned(x)))
@@ -157,12 +160,16 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
             variants.append(("dnngraph + CUDA graphs", lambda: graphed(x)))
         eager_ms = None
         for label, call in variants:
-            t0 = time.perf_counter()
-            out = call()
-            first_s = time.perf_counter() - t0
-            ms = time_ms(call, device, args.warmup, args.iters)
+            try:
+                t0 = time.perf_counter()
+                out = call()
+                first_s = time.perf_counter() - t0
+                ms = time_ms(call, device, args.warmup, args.iters)
+                kernels, share = profile(call, device)
+            except Exception as e:  # noqa: BLE001 - one variant's failure is reported, the others still run
+                print(f"{label:22s} FAILED: {type(e).__name__}: {str(e)[:300]}")
+                continue
             eager_ms = eager_ms or ms
-            kernels, share = profile(call, device)
             print(f"{label:22s} {ms:9.3f} ms  ({eager_ms / ms:5.2f}x eager)  kernels/forward {kernels:5d}  "
                   f"first call {first_s:7.1f} s  vs eager {compare(out, ref, x.dtype)}")
             if label == "compile dnngraph":
@@ -182,6 +189,7 @@ def main() -> int:
     ap.add_argument("--models", default="resnet50,encoder", help="resnet50, mobilenet_v2, encoder")
     ap.add_argument("--batch", type=int, default=None, help="default 32 (resnet) / 8 (encoder) on CUDA, 1 on CPU")
     ap.add_argument("--seq", type=int, default=None, help="encoder sequence length (512 on CUDA, 32 on CPU)")
+    ap.add_argument("--inductor", action="store_true", help="also torch.compile with its default backend")
     ap.add_argument("--max-autotune", action="store_true", help='also torch.compile(mode="max-autotune")')
     ap.add_argument("--no-cuda-graphs", action="store_true",
                     help='leave out torch.compile(backend="dnngraph", options={"cuda_graphs": True})')
