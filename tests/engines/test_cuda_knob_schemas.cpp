@@ -165,7 +165,7 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
     dx->set_dim({2, 16, 9, 9}).set_stride(channels_last({2, 16, 9, 9})).set_output(true);
     EXPECT_EQ(expect_space_accepted(e, g), 16u);
   }
-  expect_rejected(e, {{"tile_k", 32}}, "no knob 'tile_k' (its knobs: core, tile_m, tile_n, stages, split_k, tf32, pingpong, resident_b)");
+  expect_rejected(e, {{"tile_k", 32}}, "no knob 'tile_k' (its knobs: core, tile_m, tile_n, stages, split_k, tf32, pingpong, resident_b, cluster)");
   expect_rejected(e, {{"core", 4}}, "knob core=4 is not in 0..3");
   expect_rejected(e, {{"tile_n", 96}}, "knob tile_n=96 is not one of 64, 128, 256");
   expect_rejected(e, {{"split_k", 2}}, "split_k above 1 runs on the wgmma cores (core=1..3) only");
@@ -225,9 +225,11 @@ TEST(CudaKnobSchemas, SdpaFlash) {
     auto v = g.tensor(dg::TensorAttr().set_name("V").set_dim(dims).set_stride(strides));
     auto [o, stats] = g.sdpa(q, k, v, dg::SdpaAttr().set_name("attn").set_is_inference(true));
     o->set_output(true);
-    EXPECT_EQ(expect_space_accepted(e, g), 4u) << "head dim " << d;
+    // Head dim 64 also takes two blocks an SM.
+    EXPECT_EQ(expect_space_accepted(e, g), d == 64 ? 5u : 4u) << "head dim " << d;
   }
-  expect_rejected(e, {{"stages", 2}}, "no knob 'stages' (its knobs: core, overlap)");
+  expect_rejected(e, {{"stages", 2}}, "no knob 'stages' (its knobs: core, overlap, blocks_per_sm)");
+  expect_rejected(e, {{"core", 0}, {"blocks_per_sm", 3}}, "knob blocks_per_sm=3 is not in 1..2");
   expect_rejected(e, {{"core", 2}}, "knob core=2 is not in 0..1");
   expect_rejected(e, {{"core", 1}, {"overlap", 3}}, "knob overlap=3 is not in 0..1");
 }
