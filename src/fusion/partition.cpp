@@ -126,6 +126,7 @@ Status partition_graph(const ir::Graph& g, std::vector<Partition>& out) {
     finish_partition(p);
     out.push_back(std::move(p));
   }
+  merge_pointwise_siblings(g, out);
   return {};
 }
 
