@@ -4,6 +4,7 @@
 // check_support, build_plans, execute and serialize treat them alike.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "core/no_throw.hpp"
@@ -51,7 +52,8 @@ Status survey(const GraphImpl& g, int64_t engine_id, const char* fn, EngineSurve
   const std::string who = std::string(fn) + ": engine " + std::to_string(engine_id) + " (" +
                           std::string(out.engine->name()) + ")";
   if (auto s = partition_graph(*g.ir, out.parts); !s.ok()) return s;
-  const Target target = make_target(g, *g.handle);
+  std::optional<Target> target;
+  if (g.handle) target.emplace(make_target(g, *g.handle));
   for (const auto& p : out.parts) {
     const Support ok = out.engine->check(p, target);
     if (!ok.ok)
@@ -220,12 +222,19 @@ std::vector<BehaviorNote> notes_of(const GraphImpl& g, Pick pick) {
   // Stream capture records any plan that enqueues its work on the handle's stream; ref stages
   // through host memory, so a plan with a ref partition is not offered as capturable.
   bool capturable = g.handle && g.handle->device().is_cuda();
+  const Target target = make_target(g, *g.handle);
   for (const auto& pp : g.plans->parts) {
-    const int id = pp.candidates[pick(pp)].engine_id;
-    capturable = capturable && id != 0;
-    const Engine* e = engine_by_id(id);
-    if (e && cuda_engine(e->name())) found.insert(BehaviorNote::RUNTIME_COMPILATION);
-    if (e && e->name() == "cublaslt") found.insert(BehaviorNote::CUBLASLT_DEPENDENCY);
+    const Candidate& c = pp.candidates[pick(pp)];
+    capturable = capturable && c.engine_id != 0;
+    const Engine* e = engine_by_id(c.engine_id);
+    if (!e) continue;
+    // Own CUDA engines generate their kernels' source per graph and compile it with NVRTC (a
+    // kernel cache or the library's ahead-of-time kernels may serve the binary: still runtime
+    // compilation, as cuDNN's note means it); cuBLASLt's kernels are its library's.
+    if (cuda_engine(e->name())) found.insert(BehaviorNote::RUNTIME_COMPILATION);
+    if (e->name() == "cublaslt") found.insert(BehaviorNote::CUBLASLT_DEPENDENCY);
+    if (target)
+      for (BehaviorNote n : e->behavior_notes(pp.partition, *target, c.knobs)) found.insert(n);
   }
   if (capturable) found.insert(BehaviorNote::SUPPORTS_CUDA_GRAPH_NATIVE_API);
   return {found.begin(), found.end()};
