@@ -52,8 +52,7 @@ Status survey(const GraphImpl& g, int64_t engine_id, const char* fn, EngineSurve
   const std::string who = std::string(fn) + ": engine " + std::to_string(engine_id) + " (" +
                           std::string(out.engine->name()) + ")";
   if (auto s = partition_graph(*g.ir, out.parts); !s.ok()) return s;
-  std::optional<Target> target;
-  if (g.handle) target.emplace(make_target(g, *g.handle));
+  const Target target = make_target(g, *g.handle);
   for (const auto& p : out.parts) {
     const Support ok = out.engine->check(p, target);
     if (!ok.ok)
@@ -222,7 +221,8 @@ std::vector<BehaviorNote> notes_of(const GraphImpl& g, Pick pick) {
   // Stream capture records any plan that enqueues its work on the handle's stream; ref stages
   // through host memory, so a plan with a ref partition is not offered as capturable.
   bool capturable = g.handle && g.handle->device().is_cuda();
-  const Target target = make_target(g, *g.handle);
+  std::optional<Target> target;
+  if (g.handle) target.emplace(make_target(g, *g.handle));
   for (const auto& pp : g.plans->parts) {
     const Candidate& c = pp.candidates[pick(pp)];
     capturable = capturable && c.engine_id != 0;

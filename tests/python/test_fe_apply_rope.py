@@ -114,3 +114,29 @@ def test_sibling_pointwise_chains_are_one_partition(cudnn_handle):
     assert text.startswith("partition 0 (pointwise_chain): pointwise_0, pointwise_1, pointwise_2, pointwise_3, "
                            "pointwise_4, pointwise_5\n"), text
     assert "partition 1" not in text, text
+
+
+def test_apply_rope_in_place_on_every_cuda_plan():
+    # On a GPU (skipped without torch and a CUDA device): the original's in-place form, every plan.
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    handle = cudnn.create_handle("cuda")
+    B, nh, T, hs = 2, 4, 512, 128
+    rope_n_elem = int(0.25 * hs)
+    cos, sin = build_rope_cache(seq_len=T, n_elem=rope_n_elem)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((B, nh, T, hs)).astype(np.float16)
+    views = [torch.from_numpy(np.ascontiguousarray(a)) for a in (x, cos, sin)]
+    xd, cd, sd = (v.cuda() for v in views)
+    g, uids = create_rope_graph(handle, *rope_inputs(xd, cd, sd, T, hs, rope_n_elem))
+    g.build_plans(cudnn.build_plan_policy.ALL)
+    for i in range(g.get_execution_plan_count()):
+        x = rng.standard_normal((B, nh, T, hs)).astype(np.float16)
+        expected = apply_rope_ref(x, cos, sin)
+        xd = torch.from_numpy(x).cuda()
+        x1, x2, c1, c2, s1, s2 = rope_inputs(xd, cd, sd, T, hs, rope_n_elem)
+        ws = torch.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device="cuda")
+        g.execute_plan_at_index(dict(zip(uids, [x1, x2, s1, s2, c1, c2, x1, x2])), ws, i)
+        torch.cuda.synchronize()
+        assert_close(xd.cpu().numpy(), expected, atol=1e-2, rtol=1e-2)

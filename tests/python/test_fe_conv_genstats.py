@@ -161,3 +161,42 @@ def test_genstats_output_dims_are_checked(cudnn_handle):
     with pytest.raises(ValueError, match=r"node 'gs' \(genstats\), tensor 'gs::SUM': dims \[1,4,3\] disagree with "
                                          r"the inferred \[1,4,1\]"):
         graph.validate()
+
+
+def test_conv_genstats_on_every_cuda_plan():
+    # On a GPU (skipped without torch and a CUDA device): every plan against the float64 reference,
+    # the own CUDA conv engine's fused epilogue sums included.
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    handle = cudnn.create_handle("cuda")
+    rng = np.random.default_rng(4)
+    x = channels_last(randn(rng, (4, 32, 16, 16), np.float16))
+    w = channels_last(randn(rng, (64, 32, 3, 3), np.float16))
+    graph = cudnn.pygraph(io_data_type=cudnn.data_type.HALF, intermediate_data_type=cudnn.data_type.FLOAT,
+                          compute_data_type=cudnn.data_type.FLOAT, handle=handle)
+    X, W = graph.tensor_like(x), graph.tensor_like(w)
+    Y = graph.conv_fprop(image=X, weight=W, padding=padding, stride=stride, dilation=dilation)
+    Y.set_output(True)
+    SUM, SQ_SUM = graph.genstats(input=Y)
+    SUM.set_output(True)
+    SQ_SUM.set_output(True)
+    graph.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    graph.build_plans(cudnn.build_plan_policy.ALL)
+    y64 = np.asarray(conv(x, w, padding, stride, dilation), np.float64)
+    xd = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 2, 3, 1))).cuda().permute(0, 3, 1, 2)
+    wd = torch.from_numpy(np.ascontiguousarray(w.transpose(0, 2, 3, 1))).cuda().permute(0, 3, 1, 2)
+    for i in range(graph.get_execution_plan_count()):
+        yd = torch.full((4, 16, 16, 64), float("nan"), dtype=torch.float16, device="cuda").permute(0, 3, 1, 2)
+        sums = torch.full((1, 64, 1, 1), float("nan"), device="cuda")
+        sq_sums = torch.full((1, 64, 1, 1), float("nan"), device="cuda")
+        ws = torch.empty(max(graph.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device="cuda")
+        graph.execute_plan_at_index({X: xd, W: wd, Y: yd, SUM: sums, SQ_SUM: sq_sums}, ws, i)
+        torch.cuda.synchronize()
+        name = graph.get_plan_name_at_index(i)
+        y = yd.permute(0, 2, 3, 1).cpu().numpy().transpose(0, 3, 1, 2)
+        np.testing.assert_allclose(y.astype(np.float64), y64, atol=1e-2, rtol=3e-3, err_msg=name)
+        np.testing.assert_allclose(sums.cpu().numpy().reshape(-1), y64.sum(axis=(0, 2, 3)), atol=0.1, rtol=3e-3,
+                                   err_msg=name)
+        np.testing.assert_allclose(sq_sums.cpu().numpy().reshape(-1), np.square(y64).sum(axis=(0, 2, 3)),
+                                   atol=0.1, rtol=3e-3, err_msg=name)

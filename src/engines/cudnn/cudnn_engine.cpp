@@ -358,12 +358,13 @@ class CudnnEngine final : public Engine {
 
   // What cuDNN's heuristics reported for the config the knobs name: RUNTIME_COMPILATION for its
   // runtime-fusion engines (the note the frontend's test_matmul_bias_relu looks for).
-  std::vector<BehaviorNote> behavior_notes(const Partition& p, const Target& t, const Knobs& k) const override {
+  std::vector<dnngraph::BehaviorNote> behavior_notes(const Partition& p, const Target& t, const Knobs& k) const override {
     EngineConfig c;
     std::string why;
     if (!api() || !t.handle->cuda || !from_knobs(k, c, why)) return {};
     for (const EngineConfig& o : survey(p, t)->configs)
-      if (o.engine == c.engine && o.knobs == c.knobs && o.runtime_compiled) return {BehaviorNote::RUNTIME_COMPILATION};
+      if (o.engine == c.engine && o.knobs == c.knobs && o.runtime_compiled)
+        return {dnngraph::BehaviorNote::RUNTIME_COMPILATION};
     return {};
   }
 
