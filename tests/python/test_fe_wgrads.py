@@ -12,7 +12,7 @@ import cudnn
 import numpy as np
 import pytest
 
-from frontend_refs import assert_close, channels_last, randn
+from frontend_refs import assert_close, channels_last, conv, randn
 
 n, c, k = 4, 32, 64
 padding, stride, dilation = [1, 1], [1, 1], [1, 1]
@@ -79,3 +79,24 @@ def test_scale_bias_relu_wgrad(cudnn_handle):
     dw = np.lib.stride_tricks.as_strided(DW_actual, shape=(k, c, 3, 3), strides=dw_strides)
     assert np.abs(expected).max() > 0.1  # the comparison has something to compare
     assert_close(dw, expected, atol=2e-3, rtol=3e-3)
+
+
+@pytest.mark.parametrize("x_type,w_type", [(np.float32, np.float16), (np.float16, np.float32)])
+def test_conv_fprop_of_two_floating_types_on_every_plan(cudnn_handle, x_type, w_type):
+    # The relaxed rule serves every conv: each engine reads each input by its own type, or refuses.
+    rng = np.random.default_rng(6)
+    x = channels_last(randn(rng, (2, 8, 9, 9), x_type))
+    w = channels_last(randn(rng, (16, 8, 3, 3), w_type))
+    graph = cudnn.pygraph(io_data_type=cudnn.data_type.FLOAT, intermediate_data_type=cudnn.data_type.FLOAT,
+                          compute_data_type=cudnn.data_type.FLOAT, handle=cudnn_handle)
+    X, W = graph.tensor_like(x), graph.tensor_like(w)
+    Y = graph.conv_fprop(image=X, weight=W, padding=padding, stride=stride, dilation=dilation)
+    Y.set_output(True)
+    graph.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    graph.build_plans(cudnn.build_plan_policy.ALL)
+    expected = conv(x, w, padding, stride, dilation)
+    for i in range(graph.get_execution_plan_count()):
+        y = channels_last(np.full((2, 16, 9, 9), np.nan, np.float32))
+        graph.execute_plan_at_index({X: x, W: w, Y: y}, np.empty(max(graph.get_workspace_size_plan_at_index(i), 1),
+                                                                   np.uint8), i)
+        assert_close(y, expected, atol=1e-4, rtol=1e-4)
