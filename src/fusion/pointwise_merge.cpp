@@ -15,6 +15,10 @@
 namespace dnngraph {
 namespace {
 
+// A merged partition is one loop (one kernel) with a load or store per tensor: past this many
+// nodes a group is left as it is rather than asking the engines for an unbounded kernel.
+constexpr size_t kMaxMergedNodes = 256;
+
 // The dims every node of `p` writes, when p is pointwise alone (no anchor, no reduction) and they
 // agree: the fused loop's domain. Empty otherwise.
 std::vector<int64_t> pointwise_domain(const Partition& p) {
@@ -140,7 +144,9 @@ void merge_pointwise_siblings(const ir::Graph& g, std::vector<Partition>& parts)
   std::vector<char> absorbed(parts.size(), 0);
   bool merged_any = false;
   for (auto& [root, group] : groups) {
-    if (group.size() < 2 || merge_makes_cycle(group, succ)) continue;
+    size_t nodes = 0;
+    for (int m : group) nodes += parts[static_cast<size_t>(m)].nodes.size();
+    if (group.size() < 2 || nodes > kMaxMergedNodes || merge_makes_cycle(group, succ)) continue;
     Partition& into = parts[static_cast<size_t>(group[0])];
     for (size_t k = 1; k < group.size(); ++k) {
       auto& from = parts[static_cast<size_t>(group[k])].nodes;

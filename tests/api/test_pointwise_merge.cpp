@@ -81,3 +81,15 @@ TEST(PointwiseMerge, NoMergeThroughAnotherPartition) {
   EXPECT_EQ(node_names(p.parts[1]), (std::vector<std::string>{"mm", "sum"}));
   EXPECT_EQ(node_names(p.parts[2]), (std::vector<std::string>{"q"}));
 }
+
+TEST(PointwiseMerge, AGroupPastTheNodeLimitIsLeftAsItIs) {
+  // 300 ReLUs of one input: one group of siblings, too large for one loop (kMaxMergedNodes 256).
+  Parts p;
+  partition_on_cpu([](dg::Graph& g) {
+    g.set_io_data_type(dg::DataType::FLOAT);
+    auto x = input(g, "x", {4, 4});
+    for (int i = 0; i < 300; ++i)
+      g.pointwise(x, dg::PointwiseAttr().set_mode(dg::PointwiseMode::RELU_FWD))->set_output(true);
+  }, p);
+  EXPECT_EQ(p.parts.size(), 300u);
+}
