@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "../tests/common/dims.hpp"
+#include "sampled_check.hpp"
 #include "core/dtype.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/kernel_cache.hpp"
@@ -79,19 +80,25 @@ bool check(const dg::Status& s, const std::string& what) {
 
 bool is_vendor(std::string_view engine) { return engine == "cudnn" || engine == "cublaslt"; }
 
-// Buffers of one workload, random in [-1, 1).
+// Buffers of one workload, random in [-1, 1); the host copy of each stays for the reference.
 struct Buffers {
   dg::HandleImpl& h;
   std::vector<dg::memory::Buffer> held;
+  std::map<const void*, std::pair<std::vector<uint8_t>, dg::DataType>> host;
   explicit Buffers(dg::HandleImpl& handle) : h(handle) {}
   void* random(int64_t elems, dg::DataType t, uint32_t seed) {
     held.emplace_back(h, static_cast<size_t>(elems * dg::size_of(t)) + 64);
-    std::vector<uint8_t> host(held.back().size());
+    std::vector<uint8_t> bytes(held.back().size());
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (int64_t i = 0; i < elems; ++i) dg::dtype::store(host.data(), t, i, u(rng));
-    (void)dg::memory::copy_to_device(h, held.back().get(), host.data(), host.size());
+    for (int64_t i = 0; i < elems; ++i) dg::dtype::store(bytes.data(), t, i, u(rng));
+    (void)dg::memory::copy_to_device(h, held.back().get(), bytes.data(), bytes.size());
+    host[held.back().get()] = {std::move(bytes), t};
     return held.back().get();
+  }
+  bench_check::HostTensor host_of(const void* device) const {
+    const auto& e = host.at(device);
+    return {&e.first, e.second};
   }
   void* zeros(int64_t bytes) {
     held.emplace_back(h, static_cast<size_t>(bytes) + 64);
@@ -145,7 +152,8 @@ struct Timed {
 };
 
 // ROW line: mode A's plan, the best of the list, and the best of each kind (own, cudnn, cublaslt).
-void print_row(const std::string& name, const Timed& mode_a, const Timed& overall, const std::map<std::string, Timed>& best) {
+void print_row(const std::string& name, const Timed& mode_a, const Timed& overall, const std::map<std::string, Timed>& best,
+               const std::string& own_checked) {
   auto ms_of = [&](const char* key) {
     auto it = best.find(key);
     return it == best.end() ? std::string("-") : std::to_string(it->second.ms);
@@ -154,13 +162,39 @@ void print_row(const std::string& name, const Timed& mode_a, const Timed& overal
     auto it = best.find(key);
     return it == best.end() ? std::string("-") : it->second.label;
   };
-  std::printf("ROW %s mode_a %.5f %.3f best %.5f own %s cudnn %s cublaslt %s | mode_a=%s best=%s own=%s cudnn=%s cublaslt=%s\n",
+  std::printf("ROW %s mode_a %.5f %.3f best %.5f own %s cudnn %s cublaslt %s | mode_a=%s best=%s own=%s cudnn=%s cublaslt=%s "
+              "own_checked=%s\n",
               name.c_str(), mode_a.ms, mode_a.ms / overall.ms, overall.ms, ms_of("own").c_str(), ms_of("cudnn").c_str(),
               ms_of("cublaslt").c_str(), mode_a.label.c_str(), overall.label.c_str(), label_of("own").c_str(),
-              label_of("cudnn").c_str(), label_of("cublaslt").c_str());
+              label_of("cudnn").c_str(), label_of("cublaslt").c_str(), own_checked.c_str());
 }
 
-void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack) {
+// Fills the checked output with NaN before a plan's first call.
+void poison(dg::HandleImpl& h, const bench_check::OutputCheck& c) {
+  const size_t bytes = static_cast<size_t>(c.elems * dg::size_of(c.type)), words = (bytes + 3) / 4;
+  const uint32_t pattern = bench_check::nan_pattern(c.type);
+  if (g_opt.cuda) {
+    (void)dg::cuda::fill32(h, c.device_out, pattern, words);
+  } else {
+    auto* w = static_cast<uint32_t*>(c.device_out);
+    for (size_t i = 0; i < words; ++i) w[i] = pattern;
+  }
+}
+
+// The plan's output against the workload's reference; prints a CHECK line, returns whether it passed.
+bool check_output(dg::HandleImpl& h, const bench_check::OutputCheck& c, const std::string& name, size_t index,
+                  const std::string& engine) {
+  std::vector<uint8_t> out(static_cast<size_t>(c.elems * dg::size_of(c.type)));
+  if (!check(dg::memory::copy_to_host(h, out.data(), c.device_out, out.size()), name + " read back")) return false;
+  const bench_check::CheckResult r = bench_check::compare(c, out);
+  const bool ok = r.passed(c.tolerance);
+  std::printf("CHECK %s %zu %s %s max_err %.2e nan %lld\n", name.c_str(), index, engine.c_str(), ok ? "ok" : "FAIL",
+              r.max_err, static_cast<long long>(r.nan_count));
+  return ok;
+}
+
+void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::VariantPack& pack,
+         const bench_check::OutputCheck& out_check = {}) {
   dg::HandleImpl& h = impl_of(handle);
   g.set_kernel_cache(kernel_cache());
   g.deselect_engines({"ref"});  // the reference engine runs for correctness, not speed
@@ -183,6 +217,7 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
   std::map<std::string, int> taken;
   std::map<std::string, Timed> best;  // by engine name
   Timed mode_a, overall, own;
+  int own_checked = 0, own_passed = 0;
   for (size_t i = 0; i < pp.candidates.size() && elapsed() < g_opt.budget_s; ++i) {
     const dg::Candidate& c = pp.candidates[i];
     const std::string engine(dg::engine_by_id(c.engine_id)->name());
@@ -198,9 +233,15 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
       (void)g.get_workspace_size_plan_at_index(idx, ws);
       dg::memory::Buffer workspace(h, static_cast<size_t>(ws) + 256);
       auto once = [&] { return g.execute_plan_at_index(handle, pack, workspace.get(), idx, ws); };
+      if (out_check.enabled()) poison(h, out_check);
       if (check(once(), name + " execute " + label)) {
         const double give_up = overall.ms < 1e29 ? 30 * overall.ms * 1e-3 : 1.0;
         ms = seconds_per_call(h, once, give_up) * 1e3;
+        if (out_check.enabled()) {
+          const bool ok = check_output(h, out_check, name, i, engine);
+          if (!is_vendor(engine)) ++own_checked, own_passed += ok ? 1 : 0;
+          if (!ok) ms = -1;  // a wrong plan is not a candidate for best
+        }
       }
     }
     std::printf("CAND %s %zu %s %.5f %.3f %s %s\n", name.c_str(), i, engine.c_str(), c.estimate_s * 1e3, c.calibration,
@@ -215,7 +256,8 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
     if (ms < b.ms) b = {ms, label};
   }
   if (g_opt.build_only || mode_a.ms > 1e29) return;
-  print_row(name, mode_a, overall, best);
+  print_row(name, mode_a, overall, best,
+            out_check.enabled() ? std::to_string(own_passed) + "/" + std::to_string(own_checked) : "none");
   std::fflush(stdout);
 }
 
@@ -238,9 +280,54 @@ void conv(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t n
   auto Y = g.relu(g.bias(g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({r / 2, r / 2}).set_stride({1, 1})
                                               .set_dilation({1, 1})), B));
   Y->set_output(true).set_stride(channels_last(yd));
-  run(name, g, handle,
-      {{X, buf.random(volume(xd), t, 1)}, {W, buf.random(volume(wd), t, 2)}, {B, buf.random(volume(bd), t, 3)},
-       {Y, buf.zeros(volume(yd) * dg::size_of(t))}});
+  void *x = buf.random(volume(xd), t, 1), *w = buf.random(volume(wd), t, 2), *b = buf.random(volume(bd), t, 3);
+  void* y = buf.zeros(volume(yd) * dg::size_of(t));
+  bench_check::ConvFpropReference ref{buf.host_of(x), buf.host_of(w), buf.host_of(b), n, c, k, groups};
+  ref.in[1] = ref.in[2] = ref.out[1] = ref.out[2] = hw;
+  ref.filt[1] = ref.filt[2] = r;
+  ref.pad[1] = ref.pad[2] = r / 2;
+  run(name, g, handle, {{X, x}, {W, w}, {B, b}, {Y, y}}, {y, volume(yd), t, ref});
+}
+
+// 3D conv T x R x S (pad 1, stride 1) + bias + ReLU, NDHWC / KTRSC (a video network's layer).
+void conv3d(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t n, int64_t c, int64_t depth,
+            int64_t hw, int64_t k) {
+  if (!selected(name)) return;
+  Buffers buf(impl_of(handle));
+  const Dims xd{n, c, depth, hw, hw}, wd{k, c, 3, 3, 3}, yd{n, k, depth, hw, hw}, bd{1, k, 1, 1, 1};
+  dg::Graph g = new_graph(t);
+  auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
+  auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
+  auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(channels_last(bd)));
+  auto Y = g.relu(g.bias(g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({1, 1, 1}).set_stride({1, 1, 1})
+                                              .set_dilation({1, 1, 1})), B));
+  Y->set_output(true).set_stride(channels_last(yd));
+  void *x = buf.random(volume(xd), t, 1), *w = buf.random(volume(wd), t, 2), *b = buf.random(volume(bd), t, 3);
+  void* y = buf.zeros(volume(yd) * dg::size_of(t));
+  bench_check::ConvFpropReference ref{buf.host_of(x), buf.host_of(w), buf.host_of(b), n, c, k, 1};
+  const int64_t sp[3] = {depth, hw, hw};
+  for (int d = 0; d < 3; ++d) ref.in[d] = ref.out[d] = sp[d], ref.filt[d] = 3, ref.pad[d] = 1;
+  run(name, g, handle, {{X, x}, {W, w}, {B, b}, {Y, y}}, {y, volume(yd), t, ref});
+}
+
+// Transposed convolution R x R, stride 2, pad (R - 2) / 2 (a decoder's 2x up-sampling layer), as
+// conv_dgrad: dy [n, k, hw, hw] -> dx [n, c, 2 hw, 2 hw], filters [k, c, R, R], NHWC / KRSC.
+void conv_transposed(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t n, int64_t k, int64_t hw,
+                     int64_t c, int64_t r) {
+  if (!selected(name)) return;
+  Buffers buf(impl_of(handle));
+  const int64_t pad = (r - 2) / 2, out_hw = 2 * hw;
+  const Dims dyd{n, k, hw, hw}, wd{k, c, r, r}, dxd{n, c, out_hw, out_hw};
+  dg::Graph g = new_graph(t);
+  auto DY = g.tensor(dg::TensorAttr().set_name("DY").set_dim(dyd).set_stride(channels_last(dyd)));
+  auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
+  auto DX = g.conv_dgrad(DY, W, dg::ConvDgradAttr().set_padding({pad, pad}).set_stride({2, 2}).set_dilation({1, 1}));
+  DX->set_output(true).set_dim(dxd).set_stride(channels_last(dxd));
+  void *dy = buf.random(volume(dyd), t, 1), *w = buf.random(volume(wd), t, 2);
+  void* dx = buf.zeros(volume(dxd) * dg::size_of(t));
+  const bench_check::ConvDgradReference ref{buf.host_of(dy), buf.host_of(w), n, c, k, out_hw, out_hw, hw, hw, r, r,
+                                            pad, 2};
+  run(name, g, handle, {{DY, dy}, {W, w}, {DX, dx}}, {dx, volume(dxd), t, ref});
 }
 
 // (batch x m x k) x (batch x k x n), then `epilogue`: none, "chain" (x 0.125 + bias, GELU, AMAX)
@@ -254,10 +341,14 @@ void matmul(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t
   auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim(ad).set_stride(packed(ad)));
   auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(packed(bd)));
   auto C = g.matmul(A, B, dg::MatmulAttr());
-  dg::VariantPack pack{{A, buf.random(volume(ad), t, 4)}, {B, buf.random(volume(bd), t, 5)}};
+  void *a = buf.random(volume(ad), t, 4), *b = buf.random(volume(bd), t, 5);
+  dg::VariantPack pack{{A, a}, {B, b}};
+  bench_check::MatmulReference ref{buf.host_of(a), buf.host_of(b), {}, m, n, k, 0};
   if (epilogue != "none") {
     auto Bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim(biasd).set_stride(packed(biasd)));
     pack[Bias] = buf.random(n, t, 6);
+    ref.bias = buf.host_of(pack[Bias]);
+    ref.epilogue = epilogue == "chain" ? 2 : 1;
     if (epilogue == "chain") {
       C = g.gelu(g.bias(g.scale(C, g.tensor(0.125)), Bias));
       auto Amax = g.reduction(C, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
@@ -269,7 +360,7 @@ void matmul(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t
   }
   C->set_output(true);
   pack[C] = buf.zeros(volume(cd) * dg::size_of(t));
-  run(name, g, handle, pack);
+  run(name, g, handle, pack, {pack[C], volume(cd), t, ref});
 }
 
 // Causal attention, [b, h, s, d] packed, scale 1/sqrt(d).
@@ -312,6 +403,8 @@ void gpu_workloads(dg::Handle& h) {
   conv(h, "rn50_3x3_n8_c64_32_k64", bf16, 8, 64, 32, 64, 3);
   conv(h, "rn50_3x3_n1_c64_32_k64", bf16, 1, 64, 32, 64, 3);
   conv(h, "mbv2_depthwise_3x3_c144_56", bf16, 32, 144, 56, 144, 3, 144);
+  conv_transposed(h, "convT_4x4s2_c128to64_64_n8", bf16, 8, 128, 64, 64, 4);
+  conv3d(h, "conv3d_3x3x3_c64_16x56_k64_n4", bf16, 4, 64, 16, 56, 64);
   matmul(h, "gemm_8192", bf16, 1, 8192, 8192, 8192, "none");
   matmul(h, "gemm_4096_bias_relu", bf16, 1, 4096, 4096, 4096, "bias_relu");
   matmul(h, "matmul_8x2048_chain", bf16, 8, 2048, 2048, 2048, "chain");

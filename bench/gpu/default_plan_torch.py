@@ -7,6 +7,7 @@ the same workload.
 import argparse
 import json
 import os
+import re
 import sys
 
 import torch
@@ -29,6 +30,24 @@ def matmul(batch, m, n, k, epilogue):
         b = torch.rand(k, n, device="cuda").to(torch.bfloat16)
         bias = torch.rand(n, device="cuda").to(torch.bfloat16)
         return timed(lambda: torch.relu(torch.matmul(a, b) + bias))
+    return run
+
+
+def conv_transposed(n, k, hw, c, r):
+    def run():
+        dy = (torch.rand(n, k, hw, hw, device="cuda") * 2 - 1).to(torch.bfloat16).to(memory_format=torch.channels_last)
+        w = (torch.rand(k, c, r, r, device="cuda") * 2 - 1).to(torch.bfloat16).to(memory_format=torch.channels_last)
+        return timed(lambda: F.conv_transpose2d(dy, w, stride=2, padding=(r - 2) // 2))
+    return run
+
+
+def conv3d(n, c, depth, hw, k):
+    def run():
+        x = (torch.rand(n, c, depth, hw, hw, device="cuda") * 2 - 1).to(torch.bfloat16)
+        x = x.to(memory_format=torch.channels_last_3d)
+        w = (torch.rand(k, c, 3, 3, 3, device="cuda") * 2 - 1).to(torch.bfloat16).to(memory_format=torch.channels_last_3d)
+        b = (torch.rand(1, k, 1, 1, 1, device="cuda") * 2 - 1).to(torch.bfloat16)
+        return timed(lambda: torch.relu(F.conv3d(x, w, padding=1) + b))
     return run
 
 
@@ -58,6 +77,8 @@ TORCH = {
     "rn50_3x3_n8_c64_32_k64": conv(8, 64, 32, 64, 3),
     "rn50_3x3_n1_c64_32_k64": conv(1, 64, 32, 64, 3),
     "mbv2_depthwise_3x3_c144_56": conv(32, 144, 56, 144, 3, 144),
+    "convT_4x4s2_c128to64_64_n8": conv_transposed(8, 128, 64, 64, 4),
+    "conv3d_3x3x3_c64_16x56_k64_n4": conv3d(4, 64, 16, 56, 64),
     "gemm_8192": matmul(1, 8192, 8192, 8192, "none"),
     "gemm_4096_bias_relu": matmul(1, 4096, 4096, 4096, "bias_relu"),
     "matmul_8x2048_chain": matmul(8, 2048, 2048, 2048, "chain"),
@@ -89,14 +110,18 @@ def main():
         rows.append(row)
         torch.cuda.empty_cache()
     print(f"\n{torch.cuda.get_device_name(0)}  torch {torch.__version__}  cudnn {torch.backends.cudnn.version()}")
-    print("| workload | mode A ms | best in list ms | mode A / best | best own ms | best cuDNN ms | best cuBLASLt ms | "
-          "PyTorch ms | PyTorch / mode A |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| workload | mode A ms | best in list ms | mode A / best | best own ms | own plans checked | best cuDNN ms | "
+          "own speed / best vendor | best cuBLASLt ms | PyTorch ms | PyTorch / mode A |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     fmt = lambda v: "-" if v in ("-", None) else f"{float(v):.4f}"
     for r in rows:
         speed = f"{r['torch_ms'] / r['mode_a_ms']:.2f}" if r["torch_ms"] else "-"
+        checked = re.search(r"own_checked=(\S+)", r["labels"])
+        vendor = [float(v) for v in (r["cudnn_ms"], r["cublaslt_ms"]) if v != "-"]
+        ours = f"{min(vendor) / float(r['own_ms']):.2f}" if vendor and r["own_ms"] != "-" else "-"
         print(f"| {r['case']} | {r['mode_a_ms']:.4f} | {r['best_ms']:.4f} | **{r['mode_a_over_best']:.2f}** | "
-              f"{fmt(r['own_ms'])} | {fmt(r['cudnn_ms'])} | {fmt(r['cublaslt_ms'])} | {fmt(r['torch_ms'])} | {speed} |")
+              f"{fmt(r['own_ms'])} | {checked.group(1) if checked else '-'} | {fmt(r['cudnn_ms'])} | {ours} | "
+              f"{fmt(r['cublaslt_ms'])} | {fmt(r['torch_ms'])} | {speed} |")
     if args.out:
         json.dump(rows, open(args.out, "w"), indent=1)
     return 0

@@ -42,6 +42,32 @@ inline ct::Builder conv_bias_relu(std::vector<int64_t> x_dims, int64_t k, std::v
   };
 }
 
+// DX = conv_dgrad(DY, W): the transposed convolution of a decoder, R x R filters, stride 2, pad
+// (R - 2) / 2, channels-last; dy_dims [n, k, h, w] gives dx [n, c, 2h, 2w].
+inline ct::Builder conv_dgrad_stride2(std::vector<int64_t> dy_dims, int64_t c, int64_t r, T io) {
+  return [=](dg::Graph& g) {
+    g.set_io_data_type(io).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+    const int64_t pad = (r - 2) / 2;
+    const std::vector<int64_t> dx_dims{dy_dims[0], c, 2 * dy_dims[2], 2 * dy_dims[3]};
+    auto dy = nhwc(g, "DY", dy_dims, io);
+    auto w = nhwc(g, "W", {dy_dims[1], c, r, r}, io);
+    auto dx = g.conv_dgrad(dy, w, dg::ConvDgradAttr().set_padding({pad, pad}).set_stride({2, 2}).set_dilation({1, 1}));
+    dx->set_output(true).set_dim(dx_dims).set_stride(channels_last(dx_dims)).set_data_type(io);
+  };
+}
+
+// DW = conv_wgrad(DY, X) of a 3x3 pad-1 stride-1 convolution, channels-last, DW in FLOAT.
+inline ct::Builder conv_wgrad_3x3(std::vector<int64_t> x_dims, int64_t k, T io) {
+  return [=](dg::Graph& g) {
+    g.set_io_data_type(io).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+    const std::vector<int64_t> dy_dims{x_dims[0], k, x_dims[2], x_dims[3]}, dw_dims{k, x_dims[1], 3, 3};
+    auto dy = nhwc(g, "DY", dy_dims, io);
+    auto x = nhwc(g, "X", x_dims, io);
+    auto dw = g.conv_wgrad(dy, x, dg::ConvWgradAttr().set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1}));
+    dw->set_output(true).set_dim(dw_dims).set_stride(channels_last(dw_dims)).set_data_type(T::FLOAT);
+  };
+}
+
 // C = gelu(alpha * A x B + bias) with A [batch, M, K], B [batch, K, N], row-major.
 inline ct::Builder matmul_epilogue(int64_t batch, int64_t m, int64_t n, int64_t k, T io) {
   return [=](dg::Graph& g) {

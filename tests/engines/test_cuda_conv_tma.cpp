@@ -311,6 +311,7 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
   struct Setting {
     int bn, splits;
     bool pingpong, resident = false;
+    int cluster = 1;
   };
   const Case two{{2, 48, 9, 9}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   const Case three{{1, 8, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
@@ -318,18 +319,21 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
     for (const Case& c : {two, three}) {
       const auto built = partition_of(c, t);
       for (Setting s : {Setting{64, 1, false}, {64, 1, true}, {128, 1, true}, {256, 1, false}, {128, 2, false},
-                        {64, 1, false, true}, {64, 2, false, true}}) {
+                        {64, 1, false, true}, {64, 2, false, true}, {256, 1, false, false, 2},
+                        {64, 1, false, false, 2}}) {
         // Resident filters for the bf16 2D case only: 3D's 27 and TF32's 18 filter tiles leave no room.
         if (s.resident && (c.x.size() == 5 || t != BF)) continue;
+        if (s.cluster > 1 && t != BF) continue;  // clusters: 16-bit inputs only
         std::string src, why;
-        ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, s.bn, 4, src, why, s.splits, s.pingpong, s.resident))
+        ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, s.bn, 4, src, why, s.splits, s.pingpong, s.resident,
+                                              s.cluster))
             << why;
         EXPECT_TRUE(gemm_test::instantiates(
             src, "conv_fprop_im2col",
             {{"kDataType", t == BF ? "dg::DT_BFLOAT16" : "dg::DT_FLOAT"}, {"kTileN", std::to_string(s.bn)},
              {"kRank", c.x.size() == 5 ? "5" : "4"}, {"kPingpong", s.pingpong ? "true" : "false"},
              {"kResidentB", s.resident ? "true" : "false"},
-             {"kSplitK", s.splits > 1 ? "true" : "false"}}));
+             {"kSplitK", s.splits > 1 ? "true" : "false"}, {"kCluster", std::to_string(s.cluster)}}));
         ASSERT_NO_FATAL_FAILURE(
             expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "tile_n " + std::to_string(s.bn) + ": "));
       }
@@ -342,6 +346,41 @@ dg::Knobs im2col_knobs(int64_t bn, int64_t stages, int64_t split_k = 1, int64_t 
   k["core"] = 3;
   if (resident) k["resident_b"] = 1;
   return k;
+}
+
+dg::Knobs cluster_knobs(int64_t bn, int64_t stages) {
+  dg::Knobs k = im2col_knobs(bn, stages);
+  k["cluster"] = 2;
+  return k;
+}
+
+// Clusters of 2 sharing the filter tile: offered for wide layers whose pairs fill the GPU (the
+// tutorial's), after the cluster-less 256-wide tiles (measured faster there), not for small ones;
+// refused with the rule beside ping-pong, split-K or TF32.
+TEST(CudaConvIm2col, ClustersForWideLayersOnly) {
+  gemm_test::FakeHopper hopper;
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  const Case tutorial{{32, 128, 56, 56}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  const auto space = e.knob_space(partition_of(tutorial)->p(), hopper.target);
+  size_t first_cluster = space.size(), first_wide = space.size();
+  for (size_t i = space.size(); i-- > 0;) {
+    if (space[i].count("cluster")) first_cluster = i;
+    else if (space[i].at("tile_n") == 256) first_wide = i;
+  }
+  ASSERT_LT(first_cluster, space.size()) << knob_list(space, 8);
+  EXPECT_LT(first_wide, first_cluster) << knob_list(space, 8);
+  EXPECT_EQ(space[0].at("stages"), 3) << knob_list(space, 4);
+  const Case small{{1, 128, 14, 14}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  for (const auto& k : e.knob_space(partition_of(small)->p(), hopper.target))
+    EXPECT_EQ(k.count("cluster"), 0u) << dg::knobs_to_string(k);
+  dg::Knobs bad = cluster_knobs(128, 6);
+  bad["pingpong"] = 1;
+  std::unique_ptr<dg::Plan> plan;
+  const dg::Status s = e.build(partition_of(tutorial)->p(), hopper.target, bad, plan);
+  EXPECT_EQ(s.code(), dg::ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED);
+  EXPECT_NE(s.message().find("cluster=2 goes only with core=3 and cooperative whole tiles of 16-bit inputs"),
+            std::string::npos)
+      << s.message();
 }
 
 // Resident filters: in the knobs where every output channel fits one 64-wide tile column and the
@@ -381,7 +420,8 @@ TEST(CudaConvIm2col, ConvolutionsMatchRef) {
   if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "core=3 needs sm_90a";
   std::mt19937 rng(141);
   const std::vector<dg::Knobs> all{im2col_knobs(64, 8),       im2col_knobs(64, 8, 1, 1), im2col_knobs(256, 4),
-                                   im2col_knobs(128, 6, 1, 1), im2col_knobs(128, 5),    im2col_knobs(128, 5, 3)};
+                                   im2col_knobs(128, 6, 1, 1), im2col_knobs(128, 5),    im2col_knobs(128, 5, 3),
+                                   cluster_knobs(256, 4),      cluster_knobs(64, 6)};
   // Resident filters (64 output channels at most, few taps x channel blocks).
   const std::vector<dg::Knobs> resident{im2col_knobs(64, 6, 1, 0, 0, 1), im2col_knobs(64, 4, 1, 0, 0, 1),
                                         im2col_knobs(128, 3, 2, 0, 0, 1)};
@@ -401,7 +441,7 @@ TEST(CudaConvIm2col, ConvolutionsMatchRef) {
   c = {{2, 16, 37}, 20, {5}, {2}, {1}, {2}, {1}};
   run_knobs_vs_ref(*gpu, c, BF, dg::DataType::FLOAT, false, channels_last(c.x), {all[0], all[3], resident[0]}, rng);
   c = {{1, 8, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
-  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), {all[0], all[4]}, rng);
+  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), {all[0], all[4], all[6]}, rng);
   // TF32: 32-channel blocks.
   c = {{2, 36, 11, 9}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, dg::DataType::FLOAT, dg::DataType::FLOAT, true, channels_last(c.x),

@@ -140,6 +140,7 @@ class CudaSdpaCompile : public ::testing::Test {
 TEST_F(CudaSdpaCompile, WgmmaKernelsCompileForHopper) {
   compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false), "sm_90a");
   compile(sd::config_for(sd::Core::WGMMA, T::HALF, T::FLOAT, 256, false, true), "sm_90a");
+  compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 64, true, false, 2), "sm_90a");  // 2 blocks an SM
 }
 
 TEST_F(CudaSdpaCompile, MmaSyncKernelsCompileForAmpere) {
@@ -214,6 +215,8 @@ TEST(CudaSdpaEngine, RejectsWithReasons) {
   sd::Config cfg;
   EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 1}, 80, cfg, why));
   EXPECT_EQ(why, "knob core=1 (wgmma + TMA) needs sm_90a; the device is sm_80");
+  EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 0, .blocks_per_sm = 2}, 90, cfg, why));
+  EXPECT_EQ(why, "knob blocks_per_sm=2 goes with core=1 (wgmma) and head dims up to 64; here core=0, head dim 64");
 }
 
 TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
@@ -225,8 +228,8 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
     EXPECT_LE(w.smem_bytes, 227 * 1024) << w.describe();
     EXPECT_LE(m.smem_bytes, 99 * 1024) << m.describe();  // fits sm_86/sm_89 too
   }
-  // Knobs by device: wgmma first on Hopper (with the S/PV overlap at head dim 128, without at 64,
-  // as measured), mma.sync only elsewhere.
+  // Knobs by device: wgmma first on Hopper (with the S/PV overlap at head dim 128; at 64 two
+  // blocks an SM, then one without the overlap, as measured), mma.sync only elsewhere.
   Case c128;
   c128.d = c128.dv = 128;
   Lowered l, l128;
@@ -240,10 +243,12 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
   dg::Target th, ta;
   th.handle = &hopper;
   ta.handle = &ampere;
+  // Head dim 64 also offers two blocks an SM (64-key tiles); 128 does not.
   const auto kh = dg::cuda::sdpa_flash_engine().knob_space(l.part, th);
-  ASSERT_EQ(kh.size(), 3u);
-  EXPECT_EQ(dg::knobs_to_string(kh[0]), "core=1,overlap=0");
-  EXPECT_EQ(dg::knobs_to_string(kh[2]), "core=0");
+  ASSERT_EQ(kh.size(), 4u);
+  EXPECT_EQ(dg::knobs_to_string(kh[0]), "blocks_per_sm=2,core=1,overlap=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[1]), "core=1,overlap=0");
+  EXPECT_EQ(dg::knobs_to_string(kh[3]), "core=0");
   const auto kh128 = dg::cuda::sdpa_flash_engine().knob_space(l128.part, th);
   ASSERT_EQ(kh128.size(), 3u);
   EXPECT_EQ(dg::knobs_to_string(kh128[0]), "core=1,overlap=1");

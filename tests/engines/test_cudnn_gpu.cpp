@@ -95,6 +95,15 @@ TEST_F(CudnnGpu, Tf32ConvPlansWhenTheGraphAllowsIt) {
   expect_every_plan_matches_ref(tf32, *h_, 6, 50.0);
 }
 
+// conv_dgrad (a stride-2 transposed convolution) and conv_wgrad on their own: offered since these
+// checks, every config against ref.
+TEST_F(CudnnGpu, DgradAndWgradEveryPlanMatchesRef) {
+  expect_every_plan_matches_ref(conv_dgrad_stride2({2, 32, 9, 7}, 24, 4, T::BFLOAT16), *h_, 24);
+  expect_every_plan_matches_ref(conv_dgrad_stride2({1, 16, 6, 6}, 8, 4, T::HALF), *h_, 8);
+  expect_every_plan_matches_ref(conv_wgrad_3x3({2, 24, 10, 9}, 32, T::BFLOAT16), *h_, 24);
+  expect_every_plan_matches_ref(conv_wgrad_3x3({1, 16, 7, 7}, 8, T::HALF), *h_, 8);
+}
+
 TEST_F(CudnnGpu, MatmulEpilogueEveryPlanMatchesRef) {
   expect_every_plan_matches_ref(matmul_epilogue(3, 64, 48, 40, T::BFLOAT16), *h_, 8);
   expect_every_plan_matches_ref(matmul_epilogue(2, 32, 24, 16, T::HALF), *h_, 4);

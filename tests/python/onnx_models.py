@@ -1,6 +1,7 @@
-"""ONNX models built with onnx.helper and random weights, for tests/python/test_onnx.py and the
-latency figures in docs/onnx.md: a ResNet basic block, a ResNet-50 and a MobileNetV2
-(torchvision's layouts, no download), an MLP and a transformer encoder layer."""
+"""ONNX models built with onnx.helper and random weights, for tests/python/test_onnx*.py, the
+latency figures in docs/onnx.md and bench/onnx_gpu.py: a ResNet basic block, a ResNet-50 and a
+MobileNetV2 (torchvision's layouts, no download), an MLP, a transformer encoder layer and a
+6-layer encoder of BERT-base width, and a U-Net with a 3D conv stem and ConvTransposes."""
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
@@ -124,24 +125,20 @@ def mlp(rng, n=32, sizes=(256, 512, 512, 10)):
     return b.model("x", [n, sizes[0]], y, opset=20)
 
 
-def encoder_layer(rng, b=2, s=16, e=64, heads=4, opset=20, mask=None):
-    """A pre-norm transformer encoder layer as PyTorch exports it: LayerNorm, Q/K/V projections,
-    heads split by Reshape + Transpose (K^T straight from [b, s, h, d]), scores scaled by Div,
-    Softmax, MatMul with V, heads merged, output projection, residual; then LayerNorm, a Gelu MLP
-    and a residual. `mask`: an additive attention mask [s, s]."""
-    B = Builder(rng)
-    d = e // heads
+def _encoder_block(B, x, b, s, e, heads, mask):
+    """One pre-norm encoder layer on value x [b, s, e]; returns its output's name."""
+    rng, d = B.rng, e // heads
 
-    def linear(x, fin, fout):
-        return B.node("Add", [B.node("MatMul", [x, B.weight("w", fin, fout, scale=fin ** -0.5)]),
+    def linear(v, fin, fout):
+        return B.node("Add", [B.node("MatMul", [v, B.weight("w", fin, fout, scale=fin ** -0.5)]),
                               B.weight("bias", fout, scale=0.02)])
 
-    def ln(x):
-        return B.node("LayerNormalization", [x, B.const("g", rng.uniform(0.8, 1.2, e).astype(np.float32)),
+    def ln(v):
+        return B.node("LayerNormalization", [v, B.const("g", rng.uniform(0.8, 1.2, e).astype(np.float32)),
                                              B.const("beta", rng.uniform(-0.1, 0.1, e).astype(np.float32))], axis=-1)
 
     split = B.const("split", np.array([b, s, heads, d], np.int64))
-    h = ln("x")
+    h = ln(x)
     q = B.node("Transpose", [B.node("Reshape", [linear(h, e, e), split])], perm=[0, 2, 1, 3])
     kt = B.node("Transpose", [B.node("Reshape", [linear(h, e, e), split])], perm=[0, 2, 3, 1])
     v = B.node("Transpose", [B.node("Reshape", [linear(h, e, e), split])], perm=[0, 2, 1, 3])
@@ -151,9 +148,56 @@ def encoder_layer(rng, b=2, s=16, e=64, heads=4, opset=20, mask=None):
     ctx = B.node("MatMul", [B.node("Softmax", [scores], axis=-1), v])
     ctx = B.node("Reshape", [B.node("Transpose", [ctx], perm=[0, 2, 1, 3]),
                              B.const("merge", np.array([b, s, e], np.int64))])
-    x1 = B.node("Add", ["x", linear(ctx, e, e)])
-    y = B.node("Add", [x1, linear(B.node("Gelu", [linear(ln(x1), e, 4 * e)]), 4 * e, e)])
+    x1 = B.node("Add", [x, linear(ctx, e, e)])
+    return B.node("Add", [x1, linear(B.node("Gelu", [linear(ln(x1), e, 4 * e)]), 4 * e, e)])
+
+
+def encoder_layer(rng, b=2, s=16, e=64, heads=4, opset=20, mask=None):
+    """A pre-norm transformer encoder layer as PyTorch exports it: LayerNorm, Q/K/V projections,
+    heads split by Reshape + Transpose (K^T straight from [b, s, h, d]), scores scaled by Div,
+    Softmax, MatMul with V, heads merged, output projection, residual; then LayerNorm, a Gelu MLP
+    and a residual. `mask`: an additive attention mask [s, s]."""
+    B = Builder(rng)
+    return B.model("x", [b, s, e], _encoder_block(B, "x", b, s, e, heads, mask), opset=opset)
+
+
+def transformer_encoder(rng, layers=6, b=8, s=128, e=768, heads=12, opset=20, mask=None):
+    """`layers` encoder layers (encoder_layer's) and a final LayerNorm: BERT-base width by default
+    (e 768, 12 heads, MLP 3072)."""
+    B = Builder(rng)
+    y = "x"
+    for _ in range(layers):
+        y = _encoder_block(B, y, b, s, e, heads, mask)
+    y = B.node("LayerNormalization", [y, B.const("g", np.ones(e, np.float32)), B.const("beta", np.zeros(e, np.float32))],
+               axis=-1)
     return B.model("x", [b, s, e], y, opset=opset)
+
+
+def unet(rng, n=1, c=8, hw=32, frames=3, depth=2):
+    """A small U-Net with a 3D conv stem: x [n, 3, frames, hw, hw] -> Conv3d (frames x 3 x 3, no
+    padding in time) -> [n, c, 1, hw, hw] -> Reshape to 2-D; `depth` levels of conv-bn-relu x 2 and
+    MaxPool down, ConvTranspose (stride 2) up, Concat with the skip, conv-bn-relu x 2; a 1x1 conv
+    and Sigmoid: [n, 1, hw, hw]."""
+    B = Builder(rng)
+    w3 = B.weight("w3d", c, 3, frames, 3, 3)
+    y = B.node("Conv", ["x", w3, B.weight("b3d", c, scale=0.05)], pads=[0, 1, 1, 0, 1, 1])
+    y = B.node("Relu", [B.node("Reshape", [y, B.const("to2d", np.array([n, c, hw, hw], np.int64))])])
+    skips, ch = [], c
+    for _ in range(depth):
+        y = B.conv_bn(B.conv_bn(y, ch, 2 * ch, 3), 2 * ch, 2 * ch, 3)
+        skips.append((y, 2 * ch))
+        y = B.node("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2])
+        ch *= 2
+    y = B.conv_bn(B.conv_bn(y, ch, 2 * ch, 3), 2 * ch, 2 * ch, 3)
+    ch *= 2
+    for skip, sc in reversed(skips):
+        up = B.node("ConvTranspose", [y, B.weight("wt", ch, sc, 2, 2), B.weight("bt", sc, scale=0.05)],
+                    strides=[2, 2])
+        y = B.node("Concat", [up, skip], axis=1)
+        y = B.conv_bn(B.conv_bn(y, 2 * sc, sc, 3), sc, sc, 3)
+        ch = sc
+    y = B.node("Sigmoid", [B.node("Conv", [y, B.weight("wout", 1, ch, 1, 1)])])
+    return B.model("x", [n, 3, frames, hw, hw], y)
 
 
 def _median_ms(fn, runs):

@@ -130,7 +130,7 @@ def test_run_onnx_errors_have_the_clis_exit_codes(mlp_onnx, tmp_path):
         (["run", mlp_onnx, "--iters", "0"], 64, "--iters 0: at least 1"),
         (["run", mlp_onnx, "--input-shape", "x"], 64, "--input-shape 'x' is not NAME=D0,D1,..."),
         (["run", str(tmp_path / "missing.onnx")], 64, "file does not exist"),
-        (["run", mlp_onnx, "--device", "cuda"], 2, "dnngraph.onnx runs models on the CPU"),
+        (["run", mlp_onnx, "--device", "tpu"], 64, "--device tpu: cpu, cuda or cuda:N"),
     ]:
         r = _script(*args)
         assert r.returncode == code and message in r.stderr, (args, r.returncode, r.stderr)

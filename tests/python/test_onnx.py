@@ -1,6 +1,7 @@
 """dnngraph.onnx against onnxruntime (CPU): one model per op family made with onnx.helper and
 random weights, a ResNet-style block, an MLP and a ResNet-50, the unsupported-node report, the
 NumPy fallback and the feed checks. Tolerances by precision (conftest.TOL)."""
+import sys
 import zlib
 
 import numpy as np
@@ -313,12 +314,26 @@ def test_run_checks_its_feeds(request):
     with pytest.raises(ValueError, match=r"\['q'\] are not outputs"):
         s.run(["q"], {"x0": rand(rng, 2, 3)})
     with pytest.raises(ValueError, match="fallback must be one of"):
+        dgx.load(one("Relu", [(2, 3)]), fallback="gpu")
+    with pytest.raises(ValueError, match="fallback='torch' needs a CUDA session on PyTorch arrays; this one runs on cpu"):
         dgx.load(one("Relu", [(2, 3)]), fallback="torch")
 
+    with pytest.raises(ValueError, match="compute_precision must be None or one of"):
+        dgx.load(one("Relu", [(2, 3)]), compute_precision="int8")
+    with pytest.raises(ValueError, match="output_device='cuda' needs a CUDA session"):
+        dgx.load(one("Relu", [(2, 3)]), output_device="cuda")
+    with pytest.raises(ValueError, match="output_device 'cuda': this session on cpu returns 'cpu' results"):
+        s.run(None, {"x0": rand(rng, 2, 3)}, output_device="cuda")
+
+
+def test_a_cuda_session_without_torch_or_cupy_says_what_to_install(monkeypatch):
     class GpuHandle:  # stands in for a CUDA handle on a machine without one
         is_cuda = True
+        device = "cuda:0"
 
-    with pytest.raises(ValueError, match="runs sessions on the CPU handle"):
+    monkeypatch.setitem(sys.modules, "torch", None)  # None in sys.modules makes the import fail
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(RuntimeError, match="needs PyTorch or CuPy for them"):
         dgx.load(one("Relu", [(2, 3)]), handle=GpuHandle())
 
 
@@ -385,8 +400,8 @@ C4 = [("s", np.ones(4, np.float32)), ("bb", np.zeros(4, np.float32)), ("mean", n
      [("w", np.ones((2, 4, 1, 1), np.float32))], "auto_pad='WRONG'"),
     (helper.make_node("Max", ["x", "x", "x"], ["y"], name="n"), [], "3 inputs; dnngraph's pointwise max takes 2"),
     (helper.make_node("Relu", ["x"], ["y"], name="n", domain="com.example"), [], "domain 'com.example'"),
-    (helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="n", group=2),
-     [("w", np.ones((4, 1, 2, 2), np.float32))], "group=2"),
+    (helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="n", output_shape=[6, 6]),
+     [("w", np.ones((4, 1, 2, 2), np.float32))], "output_shape / auto_pad"),
     (helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="n"),
      [("st", np.array([0])), ("en", np.array([4])), ("ax", np.array([2])), ("sp", np.array([2]))], "step 2 on axis 2"),
 ])
@@ -467,7 +482,7 @@ def test_transformer_encoder_layer(request, fuse, layout_in_numpy):
     m = onnx_models.encoder_layer(rng, b=2, s=16, e=64, heads=4)
     s = check(m, {"x": rand(rng, 2, 16, 64)}, scale=50, fuse_attention=fuse, layout_in_numpy=layout_in_numpy)
     assert s.fused_attentions == (1 if fuse else 0)
-    layout = {n for n, kind in s.node_kinds.items() if kind == "numpy"}
+    layout = {n for n, kind in s.node_kinds.items() if kind == "array"}
     assert len(layout) == (8 if layout_in_numpy else 0)  # Q, K, V, merge: a Reshape and a Transpose each
     assert len(s.graphs) == (5 if layout_in_numpy else 1)
     chosen = [line for g in s.graphs for line in g.explain().splitlines() if "(chosen)" in line]
@@ -490,7 +505,7 @@ def test_reflect_pad_runs_in_numpy_under_the_fallback(request):
              helper.make_node("Conv", ["p", "w"], ["y"], name="conv")]
     m = model(nodes, [("x", (1, 3, 6, 7))], [("y", None)],
               [("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)), ("w", rand(rng, 4, 3, 3, 3))])
-    with pytest.raises(dgx.UnsupportedModelError, match=r"node 'pad' \(Pad\): dnngraph has no op"):
+    with pytest.raises(dgx.UnsupportedModelError, match=r"node 'pad' \(Pad\): mode 'reflect': dnngraph has no op"):
         dgx.load(m)
     s = check(m, {"x": rand(rng, 1, 3, 6, 7)}, scale=10, fallback="numpy")
     assert s.folded_pads == 0 and s.node_kinds == {"pad": "numpy", "conv": "dnngraph"}

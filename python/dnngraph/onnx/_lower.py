@@ -5,9 +5,15 @@ adds anything, when dnngraph has no op for the node or cannot take its shapes.""
 import numpy as np
 
 import dnngraph
+from ._arrays import layout_strides
 
 FLOAT_TYPES = {np.dtype(np.float32): dnngraph.data_type.FLOAT, np.dtype(np.float16): dnngraph.data_type.HALF,
                np.dtype(np.float64): dnngraph.data_type.DOUBLE}
+# What a session stores each tensor as (compute_precision may store float32/float16 ones narrower).
+STORAGE_TYPES = {"float32": dnngraph.data_type.FLOAT, "float16": dnngraph.data_type.HALF,
+                 "float64": dnngraph.data_type.DOUBLE, "bfloat16": dnngraph.data_type.BFLOAT16,
+                 "int32": dnngraph.data_type.INT32}
+PRECISIONS = ("float32", "float16", "bfloat16")
 
 
 class Unsupported(Exception):
@@ -19,49 +25,66 @@ def dims(shape):
     return [int(d) for d in shape] or [1]
 
 
-def row_major(dim):
-    strides, step = [], 1
-    for d in reversed(dim):
-        strides.append(step)
-        step *= max(int(d), 1)
-    return list(reversed(strides))
-
-
-def channels_last_strides(dim):
-    """NHWC strides for NCHW dims: dnngraph's CPU convolutions run about 2x faster on them."""
-    n, c, h, w = (max(int(d), 1) for d in dim)
-    return [h * w * c, 1, w * c, c]
-
-
-def in_layout(array, channels_last):
-    """A view of `array` with the strides the session declares for it (the data copied once)."""
-    if channels_last and array.ndim == 4:
-        return np.ascontiguousarray(array.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-    return np.ascontiguousarray(array)
-
-
-def empty_in_layout(shape, dtype, channels_last):
-    if channels_last and len(shape) == 4:
-        n, c, h, w = shape
-        return np.empty((n, h, w, c), dtype).transpose(0, 3, 1, 2)
-    return np.empty(shape, dtype)
-
-
 def data_type(dtype, what):
+    """The dnngraph type of a float dtype; Unsupported (naming `what`) for any other."""
     if np.dtype(dtype) not in FLOAT_TYPES:
         raise Unsupported(f"{what} has dtype {np.dtype(dtype)}; dnngraph graphs here take float32, float16, float64")
     return FLOAT_TYPES[np.dtype(dtype)]
+
+
+def storage(dtype, precision):
+    """The storage name of a model dtype in a session of `precision` (None: the model's own)."""
+    d = np.dtype(dtype)
+    if precision is not None and d in (np.dtype(np.float32), np.dtype(np.float16)):
+        return precision
+    return str(d)
+
+
+# Ops whose 4-D values are images (N, C, H, W): channels-last strides are for these, and for the
+# values that elementwise ops pass between them. Other 4-D values (attention's [b, h, s, d],
+# batched matmul operands) stay row-major, as the attention and GEMM kernels want them.
+SPATIAL_OPS = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+               "BatchNormalization", "InstanceNormalization", "Resize", "Upsample"}
+PASS_OPS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Gelu", "HardSwish", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs",
+            "Reciprocal", "Floor", "Ceil", "Clip", "Cast", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
+            "Identity", "Dropout", "Concat", "Pad", "Slice"}
+
+
+def image_values(prepared):
+    """The 4-D values that are images: read or written by a spatial op, or joined to one through
+    elementwise ops (to a fixed point)."""
+    def rank4(n):
+        return bool(n) and n in prepared.values and len(prepared.values[n].shape) == 4
+
+    images = {n for node in prepared.nodes if node.op_type in SPATIAL_OPS
+              for n in list(node.input[:2]) + list(node.output[:1]) if rank4(n)}
+    changed = True
+    while changed:
+        changed = False
+        for node in prepared.nodes:
+            if node.op_type in PASS_OPS:
+                names = [n for n in list(node.input) + list(node.output) if rank4(n)]
+                if any(n in images for n in names) and not all(n in images for n in names):
+                    images.update(names)
+                    changed = True
+    return images
 
 
 class Lowering:
     """One pygraph being built from ONNX nodes. `tensors` maps ONNX value names to graph tensors;
     `bound` holds (tensor, array) for the constants; `inputs` the runtime inputs by name."""
 
-    def __init__(self, prepared, handle, name, channels_last=False):
-        self.prepared, self.channels_last = prepared, channels_last
-        self.graph = dnngraph.pygraph(name=name, io_data_type=dnngraph.data_type.FLOAT,
-                                      intermediate_data_type=dnngraph.data_type.FLOAT,
-                                      compute_data_type=dnngraph.data_type.FLOAT, handle=handle)
+    def __init__(self, prepared, handle, name, channels_last=False, arrays=None, precision=None, kernel_cache=None,
+                 images=None):
+        # arrays: the session's array library, which holds the constants; None for a probe graph
+        # that is never run (nothing is uploaded for it).
+        self.prepared, self.channels_last, self.arrays, self.precision = prepared, channels_last, arrays, precision
+        self.images = images  # image_values(prepared); None: every 4-D value is one
+        io = STORAGE_TYPES[precision] if precision else dnngraph.data_type.FLOAT
+        self.graph = dnngraph.pygraph(name=name, io_data_type=io,
+                                      intermediate_data_type=io,
+                                      compute_data_type=dnngraph.data_type.FLOAT, handle=handle,
+                                      kernel_cache=kernel_cache)
         self.tensors, self.bound, self.inputs = {}, [], {}
 
     # -- what a translator asks about its node's values --------------------------------------
@@ -85,25 +108,58 @@ class Lowering:
 
     # -- graph tensors ------------------------------------------------------------------------
     def strides(self, dim):
-        return channels_last_strides(dim) if self.channels_last and len(dim) == 4 else row_major(dim)
+        return layout_strides(dim, self.channels_last)
+
+    def nhwc(self, name):
+        """Whether value `name` gets channels-last strides (a 4-D image in a channels-last session)."""
+        return self.channels_last and (self.images is None or name in self.images)
+
+    def strides_of(self, name, dim):
+        return layout_strides(dim, self.nhwc(name))
+
+    def _constant_nhwc(self, name):
+        # Constants made from a value ("w@bn:...", "b@nchw") follow the value they came from.
+        if not self.channels_last or self.images is None:
+            return self.channels_last
+        for key in (name, name.split("@")[0]):
+            if key in self.prepared.values:
+                return key in self.images
+        return True
+
+    def dg_type(self, dtype, what):
+        """The dnngraph type a value of model dtype `dtype` is stored as (Unsupported if not float)."""
+        data_type(dtype, what)
+        return STORAGE_TYPES[storage(dtype, self.precision)]
 
     def declare_input(self, name):
         """A value produced outside this graph: a runtime input of it, bound by the session."""
         shape = dims(self.shape(name))
-        t = self.graph.tensor(dim=shape, stride=self.strides(shape), data_type=data_type(self.dtype(name), f"'{name}'"),
+        t = self.graph.tensor(dim=shape, stride=self.strides_of(name, shape),
+                              data_type=self.dg_type(self.dtype(name), f"'{name}'"),
                               name=name)
         self.tensors[name] = t
         self.inputs[name] = t
         return t
 
     def array_tensor(self, array, name):
-        """A constant tensor holding `array` (kept, and bound at every run)."""
-        array = in_layout(np.asarray(array), self.channels_last)
-        data_type(array.dtype, f"constant '{name}'")
-        if array.ndim == 0:
-            array = array.reshape(1)
-        t = self.graph.tensor_like(array, name=name)
-        self.bound.append((t, array))
+        """A constant tensor holding `array`, uploaded once (in the session's layout and storage)
+        and bound at every run."""
+        array = np.asarray(array)
+        kind = self.dg_type(array.dtype, f"constant '{name}'")
+        return self._bound_tensor(array.reshape(array.shape or (1,)), storage(array.dtype, self.precision), kind, name)
+
+    def int32_tensor(self, array, name):
+        """A constant INT32 tensor (sdpa's sequence lengths), row-major."""
+        array = np.ascontiguousarray(array, np.int32)
+        return self._bound_tensor(array, "int32", dnngraph.data_type.INT32, name, nhwc=False)
+
+    def _bound_tensor(self, array, store, kind, name, nhwc=None):
+        nhwc = self._constant_nhwc(name) if nhwc is None else nhwc
+        shape = [int(d) for d in array.shape]
+        t = self.graph.tensor(dim=shape, stride=layout_strides(shape, nhwc), data_type=kind, name=name)
+        if self.arrays is not None:
+            a = self.arrays
+            self.bound.append((t, a.in_layout(a.convert(a.from_host(array), store), nhwc)))
         return t
 
     def tensor(self, name):

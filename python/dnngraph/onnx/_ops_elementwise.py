@@ -58,7 +58,7 @@ def _cast(L, node, attrs):
     src, dst = L.dtype(node.input[0]), L.dtype(node.output[0])
     data_type(src, f"Cast's input '{node.input[0]}'")
     y = L.graph.identity(L.tensor(node.input[0]), name=node.name)
-    y.set_data_type(data_type(dst, f"Cast's output '{node.output[0]}'"))
+    y.set_data_type(L.dg_type(dst, f"Cast's output '{node.output[0]}'"))
     L.set(node.output[0], y)
 
 
@@ -127,6 +127,53 @@ def _slice(L, node, attrs):
                                         name=node.name))
 
 
+def _pad_arguments(L, node, attrs, rank):
+    """(pre, post) per axis and the fill value of a constant-mode Pad (opset 11+: inputs)."""
+    mode = attrs.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode != "constant":
+        raise Unsupported(f"mode '{mode}': dnngraph has no op for it (fallback='numpy' runs it)")
+    if L.prepared.opset < 11:
+        pads, value = [int(p) for p in attrs["pads"]], float(attrs.get("value", 0.0))
+        axes = list(range(rank))
+    else:
+        pads = [int(p) for p in L.const(node.input[1], "Pad's pads").reshape(-1)]
+        value = 0.0
+        if len(node.input) > 2 and node.input[2]:
+            value = float(L.const(node.input[2], "Pad's constant_value").reshape(-1)[0])
+        axes = (list(range(rank)) if len(node.input) <= 3 or not node.input[3]
+                else [int(a) % rank for a in L.const(node.input[3], "Pad's axes").reshape(-1)])
+    pre, post = [0] * rank, [0] * rank
+    for i, a in enumerate(axes):
+        pre[a], post[a] = pads[i], pads[len(axes) + i]
+    return pre, post, value
+
+
+def _pad(L, node, attrs):
+    """Constant Pad: negative pads crop (a slice), then each padded axis is a concatenate of a
+    constant block, the tensor and a constant block (dnngraph has no pad op of its own)."""
+    shape = list(L.shape(node.input[0]))
+    dtype = L.dtype(node.input[0])
+    data_type(dtype, f"input '{node.input[0]}'")
+    pre, post, value = _pad_arguments(L, node, attrs, len(shape))
+    x = L.tensor(node.input[0])
+    if any(p < 0 for p in pre + post):
+        x = L.graph.slice(x, [slice(-min(a, 0), d + min(b, 0)) for a, b, d in zip(pre, post, shape)],
+                          name=f"{node.name}.crop")
+        shape = [d + min(a, 0) + min(b, 0) for a, b, d in zip(pre, post, shape)]
+    for axis, (a, b) in enumerate(zip(pre, post)):
+        parts = []
+        for width, side in ((a, "pre"), (b, "post")):
+            if width > 0:
+                block = shape[:axis] + [width] + shape[axis + 1:]
+                parts.append((side, L.array_tensor(np.full(block, value, dtype), f"{node.name}.{side}{axis}")))
+        if parts:
+            inputs = [t for side, t in parts if side == "pre"] + [x] + [t for side, t in parts if side == "post"]
+            x = L.graph.concatenate(inputs, axis, name=f"{node.name}.axis{axis}")
+            shape[axis] += max(a, 0) + max(b, 0)
+    L.set(node.output[0], x)
+
+
 def _alias(L, node, attrs):
     """Identity, and Dropout in inference (its mask output unused): the output is the input."""
     if len(node.output) > 1 and node.output[1]:
@@ -146,5 +193,5 @@ TRANSLATORS = {
     "Max": _binary("max"), "Min": _binary("min"),
     "Reshape": _reshape_to_output, "Flatten": _reshape_to_output, "Squeeze": _reshape_to_output,
     "Unsqueeze": _reshape_to_output, "Transpose": _transpose, "Concat": _concat, "Slice": _slice,
-    "Identity": _alias, "Dropout": _alias,
+    "Identity": _alias, "Dropout": _alias, "Pad": _pad,
 }

@@ -54,23 +54,22 @@ def _conv(L, node, attrs):
 
 
 def _conv_transpose(L, node, attrs):
-    x_shape, w_shape, out = L.shape(node.input[0]), L.shape(node.input[1]), L.shape(node.output[0])
+    w_shape, out = L.shape(node.input[1]), L.shape(node.output[0])
     data_type(L.dtype(node.input[0]), f"input '{node.input[0]}'")
     n = len(w_shape) - 2
-    if int(attrs.get("group", 1)) != 1:
-        raise Unsupported(f"group={attrs['group']}: dnngraph's conv_dgrad here takes one group")
     if "output_shape" in attrs or _text(attrs.get("auto_pad", "NOTSET")) != "NOTSET":
         raise Unsupported("output_shape / auto_pad (give pads and output_padding)")
     strides = [int(v) for v in attrs.get("strides", [1] * n)]
     dilations = [int(v) for v in attrs.get("dilations", [1] * n)]
     pads = [int(p) for p in attrs.get("pads", [0] * 2 * n)]
     # A transposed convolution is the data gradient of the forward convolution with the same
-    # weight [C_in, C_out, k...], pads, strides and dilations; output_padding only lengthens Y.
+    # weight [C_in, C_out / group, k...], pads, strides and dilations; output_padding only lengthens
+    # Y. Y's dims are set, so the library reads the groups off them (C_out / W's dim 1).
     y = L.graph.conv_dgrad(loss=L.tensor(node.input[0]), filter=L.tensor(node.input[1]), pre_padding=pads[:n],
                            post_padding=pads[n:], stride=strides, dilation=dilations, name=node.name)
     y.set_dim(dims(out))
     if len(node.input) > 2 and node.input[2]:
-        b = L.const(node.input[2], "ConvTranspose's bias").reshape([1, w_shape[1]] + [1] * n)
+        b = L.const(node.input[2], "ConvTranspose's bias").reshape([1, out[1]] + [1] * n)
         y = L.graph.bias(y, L.array_tensor(b, f"{node.input[2]}@nchw"), name=f"{node.name}.bias")
     L.set(node.output[0], y)
 
@@ -257,17 +256,27 @@ def _instancenorm(L, node, attrs):
 
 
 def _attention(L, node, attrs):
-    """_rewrite.fuse_attention's node: MatMul-Softmax-MatMul as one sdpa (inference; causal or no mask)."""
-    q, k, v = (L.shape(n) for n in node.input)
-    for n in node.input:
+    """_rewrite.fuse_attention's node: MatMul-Softmax-MatMul as one sdpa (inference), with the
+    mask the rewrite found: causal, a top-left band (left/right bounds), per-batch key lengths."""
+    q, k, v = (L.shape(n) for n in node.input[:3])
+    for n in node.input[:3]:
         data_type(L.dtype(n), f"input '{n}'")
     if q[0] != k[0] or k[:3] != v[:3] or q[3] != k[3] or q[1] % k[1]:
         raise Unsupported(f"Q {list(q)}, K {list(k)}, V {list(v)} are not [b, h, s, d] attention operands")
     causal = bool(attrs.get("causal", 0))
     if causal and q[2] != k[2]:
         raise Unsupported(f"a causal mask with {q[2]} queries and {k[2]} keys")
-    o, _ = L.graph.sdpa(*(L.tensor(n) for n in node.input), is_inference=True, attn_scale=float(attrs["scale"]),
-                        use_causal_mask=causal, name=node.name)
+    masks = {}
+    if "left" in attrs:
+        masks["diagonal_band_left_bound"] = int(attrs["left"])
+    if "right" in attrs:
+        masks["diagonal_band_right_bound"] = int(attrs["right"])
+    if len(node.input) > 3:  # the padding mask: every query, the keys below each batch's length
+        lens = L.const(node.input[3], "the attention's key lengths").reshape(-1, 1, 1, 1)
+        masks.update(use_padding_mask=True, seq_len_kv=L.int32_tensor(lens, f"{node.name}.seq_len_kv"),
+                     seq_len_q=L.int32_tensor(np.full_like(lens, q[2]), f"{node.name}.seq_len_q"))
+    o, _ = L.graph.sdpa(*(L.tensor(n) for n in node.input[:3]), is_inference=True, attn_scale=float(attrs["scale"]),
+                        use_causal_mask=causal, name=node.name, **masks)
     L.set(node.output[0], o)
 
 

@@ -61,17 +61,43 @@ def fold_batchnorm_into_conv(prepared):
     return count
 
 
-ATTENTION = ("dnngraph", "Attention")  # the rewrite's node: inputs Q, K, V, attributes scale, causal
+# The rewrite's node: inputs Q, K, V [, per-batch key lengths]; attributes scale, causal, left, right.
+ATTENTION = ("dnngraph", "Attention")
 MASKED = -1e4  # an additive mask entry at or below this hides its key (exp(-1e4) is 0 in fp32)
 
 
-def _is_causal_mask(mask):
-    """An additive mask [.., s, s] that is 0 on and below the diagonal and hides what is above."""
-    if mask.ndim < 2 or mask.shape[-1] != mask.shape[-2] or mask.shape[-1] < 2:
-        return False
-    m = mask.reshape((-1,) + mask.shape[-2:])
-    upper = np.triu(np.ones(mask.shape[-2:], bool), k=1)
-    return bool(np.all(m[:, ~upper] == 0) and np.all(m[:, upper] <= MASKED))
+def mask_pattern(mask, batch, heads, sq, skv):
+    """The sdpa masks equal to a constant additive mask (0 where a key is seen, <= MASKED where
+    not): {"causal": bool, "left": int or None, "right": int or None, "kv_lens": [b] or None},
+    a top-left band and/or per-batch key lengths; None for any other mask (it stays as ops)."""
+    try:
+        m = np.broadcast_to(mask, (batch, heads, sq, skv))
+    except ValueError:
+        return None
+    seen = m == 0
+    if not np.all(seen | (m <= MASKED)) or not np.all(seen == seen[:, :1]):
+        return None  # values that are no mask, or a mask that differs by head
+    seen = seen[:, 0]
+    if not seen.any(axis=2).all():
+        return None  # a query that sees no key: ONNX's softmax averages them all, sdpa does not
+    kv_lens = skv - np.argmax(seen.any(axis=1)[:, ::-1], axis=1)  # one past the last key seen, per batch
+    d = np.arange(skv)[None, :] - np.arange(sq)[:, None]          # j - i
+    near = np.where(seen, d[None], skv)
+    far = np.where(seen, d[None], -sq)
+    right, lo = int(far.max()), int(near.min())
+    right_bound = None if right >= skv - 1 else right
+    left_bound = None if lo <= -(sq - 1) else 1 - lo               # key j seen when j - i > -left
+    want = np.ones((batch, sq, skv), bool) & (np.arange(skv)[None, None, :] < kv_lens[:, None, None])
+    if right_bound is not None:
+        want &= (d <= right_bound)[None]
+    if left_bound is not None:
+        want &= (d > -left_bound)[None]
+    if not np.array_equal(want, seen):
+        return None
+    padded = bool(np.any(kv_lens < skv))
+    causal = right_bound == 0 and left_bound is None and sq == skv and not padded
+    return {"causal": causal, "left": None if causal else left_bound, "right": None if causal else right_bound,
+            "kv_lens": kv_lens.astype(np.int32) if padded else None}
 
 
 def _single_use(name, uses, prepared):
@@ -88,13 +114,15 @@ def _attention_match(mm2, producers, uses, prepared):
         return None
     if prepared.opset < 13 or attributes(sm).get("axis", -1) not in (-1, 3):
         return None
-    scale, causal, scores = 1.0, False, producers.get(sm.input[0])
+    scale, mask, scores = 1.0, None, producers.get(sm.input[0])
     replaced = [mm2, sm]
     if scores is not None and scores.op_type == "Add" and scores.input[1] in prepared.constants:
-        if not _is_causal_mask(prepared.constants[scores.input[1]]) or not _single_use(scores.output[0], uses,
-                                                                                       prepared):
+        shape = prepared.values.get(scores.output[0])
+        if shape is None or len(shape.shape) != 4 or not _single_use(scores.output[0], uses, prepared):
             return None
-        causal = True
+        mask = mask_pattern(prepared.constants[scores.input[1]], *shape.shape)
+        if mask is None:
+            return None
         replaced.append(scores)
         scores = producers.get(scores.input[0])
     if scores is not None and scores.op_type in ("Mul", "Div") and scores.input[1] in prepared.constants:
@@ -112,12 +140,12 @@ def _attention_match(mm2, producers, uses, prepared):
     shapes = [prepared.values.get(n) for n in (scores.input[0], scores.input[1], mm2.input[1])]
     if any(v is None or len(v.shape) != 4 for v in shapes):
         return None
-    return replaced + [scores], scores.input[0], kt, mm2.input[1], scale, causal
+    return replaced + [scores], scores.input[0], kt, mm2.input[1], scale, mask
 
 
 def fuse_attention(prepared):
-    """Rewrites the attention pattern (an additive causal mask included) to one node that lowers to
-    dnngraph's sdpa; returns how many."""
+    """Rewrites the attention pattern (with an additive constant mask that is causal, a band or a
+    padding of the keys: mask_pattern) to one node that lowers to dnngraph's sdpa; returns how many."""
     producers = {o: n for n in prepared.nodes for o in n.output}
     uses = _consumers(prepared.nodes)
     replaced, dropped, count = {}, set(), 0
@@ -125,15 +153,23 @@ def fuse_attention(prepared):
         match = _attention_match(node, producers, uses, prepared)
         if match is None:
             continue
-        gone, q, kt, v, scale, causal = match
+        gone, q, kt, v, scale, mask = match
         perm = list(attributes(kt)["perm"])
         k = f"{node.name or node.output[0]}@K"
         # K' transposed to [b, h, s, d]: the Transpose that made K^T with its last two axes swapped.
         k_node = helper.make_node("Transpose", [kt.input[0]], [k], name=k, perm=perm[:-2] + [perm[-1], perm[-2]])
         kv = prepared.values[kt.output[0]]
         prepared.values[k] = type(kv)(k, kv.shape[:2] + (kv.shape[3], kv.shape[2]), kv.dtype)
-        fused = helper.make_node(ATTENTION[1], [q, k, v], [node.output[0]], name=node.name or node.output[0],
-                                 domain=ATTENTION[0], scale=scale, causal=int(causal))
+        mask = mask or {"causal": False, "left": None, "right": None, "kv_lens": None}
+        bands = {key: mask[key] for key in ("left", "right") if mask[key] is not None}
+        inputs = [q, k, v]
+        if mask["kv_lens"] is not None:  # a padding mask: the per-batch key lengths, a constant input
+            lens = f"{node.name or node.output[0]}@kv_lens"
+            prepared.constants[lens] = mask["kv_lens"]
+            prepared.values[lens] = type(kv)(lens, mask["kv_lens"].shape, mask["kv_lens"].dtype)
+            inputs.append(lens)
+        fused = helper.make_node(ATTENTION[1], inputs, [node.output[0]], name=node.name or node.output[0],
+                                 domain=ATTENTION[0], scale=scale, causal=int(mask["causal"]), **bands)
         replaced[id(node)] = [k_node, fused]
         dropped.update(id(n) for n in gone if n is not node)
         count += 1

@@ -329,23 +329,26 @@ std::string lowering_gap(const Partition& p) {
 std::string unsupported_reason(const Partition& p) {
   if (auto gap = lowering_gap(p); !gap.empty()) return gap;
   if (const ir::Node* n = sdpa_node(p)) return sdpa_unsupported_reason(p, *n);
-  // What the engine offers is what was checked against ref on an H200 (cuDNN 9.14): conv_fprop
-  // and matmul anchors with pointwise epilogues. Lowered but not offered, with why:
+  // What the engine offers is what was checked against ref on an H200 (cuDNN 9.14 / 9.19): conv_fprop
+  // and matmul anchors with pointwise epilogues, conv_dgrad and conv_wgrad on their own
+  // (CudnnGpu.DgradAndWgradEveryPlanMatchesRef). Lowered but not offered, with why:
   //  - partitions without an anchor: in a split FLOAT matmul chain, cuDNN's plans for the lone
   //    matmul (engine 0) and the pointwise-only pieces (engine 1) gave wrong results;
   //  - FLOAT matmuls: their one full-precision config was that engine 0;
-  //  - conv_dgrad/conv_wgrad anchors, reductions (AMAX) and genstats: not yet checked against ref on a GPU;
+  //  - conv_dgrad/conv_wgrad with other nodes, reductions (AMAX) and genstats: not yet checked against ref on a GPU;
   //  - types other than HALF, BFLOAT16, FLOAT (cuDNN took an INT64 matmul with engine 0).
   const ir::Node* anchor = nullptr;
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const ir::Node& n = p.node(i);
-    if (std::holds_alternative<ConvFpropAttr>(n.attr) || std::holds_alternative<MatmulAttr>(n.attr)) anchor = &n;
+    const bool lone_grad = is_conv(n.attr) && p.nodes.size() == 1;
+    if (std::holds_alternative<ConvFpropAttr>(n.attr) || std::holds_alternative<MatmulAttr>(n.attr) || lone_grad)
+      anchor = &n;
     else if (is_conv(n.attr) || std::holds_alternative<ReductionAttr>(n.attr) ||
              std::holds_alternative<GenstatsAttr>(n.attr))
       return ir::describe(n) + ": lowered, but not yet checked against ref on a GPU, so not offered";
   }
   if (!anchor)
-    return "node '" + p.node(0).name + "': the partition has no conv_fprop or matmul (cuDNN's pointwise-only plans "
+    return "node '" + p.node(0).name + "': the partition has no conv or matmul (cuDNN's pointwise-only plans "
            "mismatched ref on an H200; cuda_pointwise_jit serves pointwise graphs)";
   const DataType t = p.tensor(anchor->inputs[0]).dtype;
   if (t != DataType::HALF && t != DataType::BFLOAT16 && t != DataType::FLOAT)

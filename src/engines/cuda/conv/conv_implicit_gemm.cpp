@@ -38,6 +38,7 @@ struct Config {
   bool pingpong = false;  // cores 2 and 3
   bool resident_b = false;  // core 3: every k step's filter tile stays in shared memory
   int resident_kt = 0;      // their count (the problem's k steps), set with resident_b
+  int cluster = 1;          // core 3: 2 = pairs of CTAs sharing each filter tile by TMA multicast
   int bk() const { return core ? (tf32 ? 32 : 64) : tf32 ? 16 : 32; }
   int threads() const { return core ? 384 : 128; }
   int smem_bytes() const {
@@ -53,12 +54,14 @@ struct Config {
 struct ConvKnobs {
   int64_t core = 0;
   int64_t tile_m = 128, tile_n = 128, stages = 4;
-  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0;
+  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0, cluster = 1;
 };
 
 Config config_of(const ConvKnobs& k) {
-  return Config{static_cast<int>(k.core), static_cast<int>(k.tile_m), static_cast<int>(k.tile_n),
-                static_cast<int>(k.stages), static_cast<int>(k.split_k), k.tf32 == 1, k.pingpong == 1, k.resident_b == 1};
+  Config c{static_cast<int>(k.core), static_cast<int>(k.tile_m), static_cast<int>(k.tile_n),
+           static_cast<int>(k.stages), static_cast<int>(k.split_k), k.tf32 == 1, k.pingpong == 1, k.resident_b == 1};
+  c.cluster = static_cast<int>(k.cluster);
+  return c;
 }
 
 std::string conv_rules(const ConvKnobs& k) {
@@ -69,6 +72,9 @@ std::string conv_rules(const ConvKnobs& k) {
     return "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1";
   if (k.core >= 2 && k.split_k > 1 && k.tile_n != 128) return "split_k above 1 on core=2 or 3 takes tile_n 128";
   if (k.resident_b && (k.core != 3 || k.pingpong)) return "resident_b=1 goes only with core=3 and pingpong 0";
+  if (k.cluster == 2 && (k.core != 3 || k.pingpong || k.split_k > 1 || k.tf32 || k.resident_b))
+    return "cluster=2 goes only with core=3 and cooperative whole tiles of 16-bit inputs (pingpong 0, split_k 1, tf32 0, "
+           "resident_b 0)";
   if (k.core > 0 && !k.resident_b && config_of(k).smem_bytes() > 227 * 1024)
     return "the wgmma core's " + std::to_string(config_of(k).smem_bytes()) +
            " bytes of shared memory for these stages exceed 227 KB";
@@ -83,7 +89,8 @@ const KnobSchema<ConvKnobs> kSchema{kEngineName,
                                      {"split_k", &ConvKnobs::split_k, 1, 16, {}, false},
                                      {"tf32", &ConvKnobs::tf32, 0, 1, {}, false},
                                      {"pingpong", &ConvKnobs::pingpong, 0, 1, {}, false},
-                                     {"resident_b", &ConvKnobs::resident_b, 0, 1, {}, false}},
+                                     {"resident_b", &ConvKnobs::resident_b, 0, 1, {}, false},
+                                     {"cluster", &ConvKnobs::cluster, 1, 2, {}, false}},
                                     conv_rules};
 
 struct Pieces {
@@ -135,9 +142,13 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
               .flag("kPingpong", c.pingpong)
               .value("kRank", conv::im2col_rank(pc.cp.params))
               .flag("kResidentB", c.resident_b)
+              .value("kCluster", c.cluster)
               .type("Epilogue", "dg_gen::Epilogue")
               .str()
-       << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
+       // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.
+       << "extern \"C\" __global__ void "
+       << (c.cluster > 1 ? "__cluster_dims__(" + std::to_string(c.cluster) + ", 1, 1) " : "")
+       << "__launch_bounds__(384, 1) " << kFpropKernel
        << "(const dg::ConvParams cp, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mx, "
           "const __grid_constant__ dg::TmaDesc mw) {\n  dg::conv_fprop_im2col<"
        << kKernelConfig << ">(cp, p, &mx, &mw);\n}\n";
@@ -260,9 +271,11 @@ class ConvPlan final : public KernelPlan {
 
  private:
   // The wgmma cores' launch: persistent CTAs (at most one per SM) walking `units` (tile, k range)
-  // units, 3 warpgroups each.
+  // units, 3 warpgroups each; with clusters, pairs of CTAs walking pairs of pixel tiles.
   Status launch_persistent(HandleImpl& h, void** kargs, int64_t units) const {
-    const auto grid = static_cast<unsigned>(std::min<int64_t>(units, h.cuda->multiprocessors));
+    const int64_t cl = c_.cluster;
+    const auto grid =
+        static_cast<unsigned>(std::min<int64_t>((units + cl - 1) / cl, h.cuda->multiprocessors / cl) * cl);
     return cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
   }
 
@@ -282,9 +295,12 @@ class ConvPlan final : public KernelPlan {
   Status launch_im2col(HandleImpl& h, conv::ConvParams& cp, codegen::PointwiseParams& pp) const {
     cuda::TensorMap mx, mw;
     if (auto s = cuda::encode_im2col_map(conv::im2col_activation_map(pc_.cp, c_.bk()), cp.x, mx); !s.ok()) return s;
-    if (auto s = cuda::encode_tensor_map(conv::im2col_filter_map(pc_.cp, c_.bk(), c_.bn), cp.w, mw); !s.ok()) return s;
+    // With clusters each CTA loads half of the filter tile (its rank's output channels).
+    if (auto s = cuda::encode_tensor_map(conv::im2col_filter_map(pc_.cp, c_.bk(), c_.bn / c_.cluster), cp.w, mw); !s.ok())
+      return s;
     void* kargs[] = {&cp, &pp, &mx, &mw};
-    if (auto s = launch_persistent(h, kargs, int64_t{cp.tiles_m} * cp.tiles_n * c_.splits); !s.ok()) return s;
+    const int64_t tiles_m = c_.cluster > 1 ? (cp.tiles_m + 1) / 2 * 2 : cp.tiles_m;  // the pairs' tiles
+    if (auto s = launch_persistent(h, kargs, tiles_m * cp.tiles_n * c_.splits); !s.ok()) return s;
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
@@ -352,7 +368,12 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       Config r = config_of(resident);
       if (std::string why; resident_fits(cp, r, why)) out.push_back(resident);
     } else {
-      for (int st : {4, 3}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st});
+      for (int st : {3, 4}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st});
+      // Clusters of 2 sharing the 256-wide filter tile where the pairs still fill the multiprocessors
+      // (for the autotuner: slower than without on the tutorial layer, see tma_core_efficiency).
+      const int64_t pairs = ((cp.params.M + 255) / 256) * ((cp.params.N + 255) / 256);
+      if (bk == 64 && pairs >= t.info().multiprocessors)
+        for (int st : {3, 4}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st, .cluster = 2});
       out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5});
       out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 6, .pingpong = 1});
     }
@@ -371,7 +392,10 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     if (c.bn == 64)
       return c.resident_b ? 0.71 : c.pingpong ? 0.72 : c.stages == 6 ? 0.74 : c.stages == 4 ? 0.735 : 0.73;
     if (c.bn == 128) return c.core == 3 ? (c.pingpong ? 0.69 : 0.70) : (c.pingpong ? 0.75 : 0.68);
-    return c.stages >= 4 ? 0.75 : 0.745;
+    if (c.core != 3) return c.stages >= 4 ? 0.75 : 0.745;
+    // Core 3, 128 x 256 on the tutorial layer (H200, 2026-12-02): 3 stages 0.1132 ms, 4 stages 0.1213,
+    // clusters of 2 0.1213 (3) and 0.1270 (4): the shared filter tile did not pay there.
+    return (c.stages == 3 ? 0.75 : 0.70) * (c.cluster > 1 ? 0.93 : 1.0);
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
@@ -460,13 +484,14 @@ const Engine& conv_implicit_gemm_engine() { return engine_instance<ConvImplicitG
 // For the NVRTC compile test (no GPU): the kernel source of a conv_fprop partition.
 namespace conv {
 bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
-                           std::string& why, int splits, bool pingpong, bool resident) {
+                           std::string& why, int splits, bool pingpong, bool resident, int cluster) {
   Pieces pc;
   if (!describe_conv(p, pc.cp, why)) return false;
   if (!plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
   if (core == 2 && !gemm_view(pc.cp, pc.pixel_stride, why)) return false;
   if (core == 3 && !im2col_view(pc.cp, why)) return false;
   Config c{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT, pingpong, resident};
+  c.cluster = cluster;
   if (resident && !resident_fits(pc.cp, c, why)) return false;
   src = source(pc, c, *p.graph);
   return true;

@@ -18,7 +18,8 @@ namespace conv {
 // The generated kernel source for a conv_fprop, conv_dgrad or conv_wgrad partition and tile
 // configuration, without a device (for the NVRTC compile tests).
 bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
-                           std::string& why, int splits = 1, bool pingpong = false, bool resident = false);
+                           std::string& why, int splits = 1, bool pingpong = false, bool resident = false,
+                           int cluster = 1);
 }  // namespace conv
 
 }  // namespace dnngraph::cuda

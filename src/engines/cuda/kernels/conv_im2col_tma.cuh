@@ -65,12 +65,18 @@ __device__ __forceinline__ int im2col_ktiles(const ConvParams& P) {
 }
 
 // The producer's one thread: every load of every unit (tile, or with split-K one k range of a
-// tile) this CTA owns, in the consumers' order (split_unit, then tile_coords).
-template <int BN, int STAGES, int ES, int RANK, bool RESIDENT>
+// tile) this CTA owns, in the consumers' order (split_unit, then walk_tile). CLUSTER 2: the
+// pair's CTAs (adjacent pixel tiles, the same filter tile) each load their own activation tile and
+// half of the filter tile, multicast into both (wgmma_produce's protocol: the filters are read from
+// L2 once per pair, a third less L2 traffic per k step at 128 x 256); a rank-1 CTA past the last
+// pixel tile loads only its filter half.
+template <int BN, int STAGES, int ES, int RANK, bool RESIDENT, int CLUSTER>
 __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDesc* mx, const TmaDesc* mw, u32 base) {
   typedef typename Im2colSelect<RESIDENT, Im2colResidentSmem<BN, STAGES, ES>, WgmmaSmem<BN, STAGES, ES>>::type S;
+  static_assert(CLUSTER == 1 || !RESIDENT, "clusters share streamed filter tiles, not resident ones");
   const int cb = (P.C + S::BK - 1) / S::BK, ktiles = im2col_ktiles<S::BK>(P);
-  const i64 units = (i64)P.tiles_m * P.tiles_n * P.splits;
+  const i64 units = walk_units<CLUSTER>((i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n) * P.splits;
+  const int rank = CLUSTER > 1 ? (int)cluster_ctarank() : 0;
   if constexpr (RESIDENT) {  // every k step's filter tile, once
     const u32 bar = base + Im2colResidentSmem<BN, STAGES, ES>::FILTER_BAR;
     mbar_expect_tx(bar, (u32)ktiles * S::B_BYTES);
@@ -80,11 +86,12 @@ __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDes
   }
   int s = 0;
   u32 phase = 0;
-  for (i64 unit = blockIdx.x; unit < units; unit += gridDim.x) {
+  for (i64 unit = blockIdx.x / CLUSTER; unit < units; unit += gridDim.x / CLUSTER) {
     i64 tile, b;
     int split, kb, ke, tm, tn;
     split_unit(unit, P.splits, ktiles, tile, split, kb, ke);
-    tile_coords(tile, P.tiles_m, P.tiles_n, b, tm, tn);
+    walk_tile<CLUSTER>(tile, P.tiles_m, P.tiles_n, b, tm, tn);
+    const bool has_a = tm < P.tiles_m;
     // The tile's first pixel: its window's origin in the input and its image.
     const int m = tm * S::BM;
     const int q = m % P.out[2], r1 = m / P.out[2];
@@ -92,18 +99,26 @@ __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDes
     const int o = r2 % P.out[0], n = r2 / P.out[0];
     const int w0 = q * P.stride[2] - P.pad[2], h0 = pp * P.stride[1] - P.pad[1], d0 = o * P.stride[0] - P.pad[0];
     // The first k step's tap (s, r, t) and channel block, then advanced step by step.
-    int c = kb % cb, tap = kb / cb;
-    int fs = tap % P.filt[2], fr = (tap / P.filt[2]) % P.filt[1], ft = tap / (P.filt[2] * P.filt[1]);
+    int c = kb % cb;
+    const int tap0 = kb / cb;
+    int fs = tap0 % P.filt[2], fr = (tap0 / P.filt[2]) % P.filt[1], ft = tap0 / (P.filt[2] * P.filt[1]);
     for (int kt = kb; kt < ke; ++kt) {
       const u32 full = base + S::BARRIERS + 8 * s, empty = full + 8 * STAGES;
       mbar_wait(empty, phase ^ 1);
-      mbar_expect_tx(full, RESIDENT ? S::A_BYTES : S::A_BYTES + S::B_BYTES);
+      mbar_expect_tx(full, (has_a ? S::A_BYTES : 0) + (RESIDENT ? 0 : S::B_BYTES));
       const u32 a_dst = base + s * S::STAGE_BYTES, b_dst = a_dst + S::A_BYTES;
-      if (RANK == 4)
+      const int tap = (ft * P.filt[1] + fr) * P.filt[2] + fs;
+      if (!has_a) {
+        // no pixel tile (odd tiles_m): only the filter half, counted alone above
+      } else if (RANK == 4) {
         tma_load_im2col_4d(a_dst, mx, full, c * S::BK, w0, h0, n, fs * P.dil[2], fr * P.dil[1]);
-      else
+      } else {
         tma_load_im2col_5d(a_dst, mx, full, c * S::BK, w0, h0, d0, n, fs * P.dil[2], fr * P.dil[1], ft * P.dil[0]);
-      if (!RESIDENT) tma_load_3d(b_dst, mw, full, c * S::BK, (ft * P.filt[1] + fr) * P.filt[2] + fs, tn * BN);
+      }
+      if (CLUSTER > 1)  // the filter map's box is BN / 2 output channels
+        tma_load_3d_multicast(b_dst + rank * (S::B_BYTES / 2), mw, full, c * S::BK, tap, tn * BN + rank * (BN / 2), 3);
+      else if (!RESIDENT)
+        tma_load_3d(b_dst, mw, full, c * S::BK, tap, tn * BN);
       if (++s == STAGES) {
         s = 0;
         phase ^= 1;
@@ -192,12 +207,14 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
 }
 
 // The generated kernel calls this with its configuration: kDataType, kTileN (tiles of 128 x
-// kTileN), kStages, kSplitK, kPingpong, kRank (4: 1D/2D, 5: 3D), kResidentB and the Epilogue.
+// kTileN), kStages, kSplitK, kPingpong, kRank (4: 1D/2D, 5: 3D), kResidentB, kCluster (2: launched
+// in clusters of 2 CTAs along x, __cluster_dims__ on the kernel) and the Epilogue.
 template <class Config>
 __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const PointwiseParams& p, const TmaDesc* mx,
                                                   const TmaDesc* mw) {
   constexpr int DT = Config::kDataType, BN = Config::kTileN, STAGES = Config::kStages, RANK = Config::kRank;
   constexpr bool SPLIT = Config::kSplitK, PINGPONG = Config::kPingpong, RESIDENT = Config::kResidentB;
+  constexpr int CLUSTER = Config::kCluster;
   static_assert(!(RESIDENT && PINGPONG), "resident filter tiles go with cooperative consumers");
   typedef typename Config::Epilogue Ep;
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
@@ -212,15 +229,18 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
       mbar_init(base + Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES>::FILTER_BAR, 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     } else {
-      init_stage_barriers<S, STAGES>(base, 1, PINGPONG ? 128 : 256);
+      // empty: every consuming thread, or (ping-pong) one warpgroup's, or one per consumer warp of both CTAs
+      init_stage_barriers<S, STAGES>(base, 1, CLUSTER > 1 ? 16 : PINGPONG ? 128 : 256);
     }
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mx) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mw) : "memory");
   }
-  __syncthreads();
+  // Clusters: the peer's barriers are initialized before any multicast or remote arrive reaches them.
+  if (CLUSTER > 1) cluster_sync();
+  else __syncthreads();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
-    if (threadIdx.x == 0) im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT>(P, mx, mw, base);
+    if (threadIdx.x == 0) im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT, CLUSTER>(P, mx, mw, base);
   } else if constexpr (RESIDENT) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     im2col_consume_resident<DT, BN, STAGES, SPLIT, Ep>(P, p, base, wg - 1, red);
@@ -228,10 +248,12 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     const ConsumerShape sh{(i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n, im2col_ktiles<S::BK>(P), P.M, P.N,
                            P.epi_vec, (const GemmParams*)0, P.splits, static_cast<float*>(P.ws)};
-    wgmma_consume<DT, BN, STAGES, true, true, false, PINGPONG, Ep, SPLIT, 1>(sh, p, base, smem_pointer(base), wg - 1,
-                                                                            red);
+    wgmma_consume<DT, BN, STAGES, true, true, false, PINGPONG, Ep, SPLIT, CLUSTER>(sh, p, base, smem_pointer(base),
+                                                                                  wg - 1, red);
   }
   Ep::finish_full(p, red);
+  // No CTA exits while its peer may still multicast into it or arrive on its "empty" barriers.
+  if (CLUSTER > 1) cluster_sync();
 }
 
 }  // namespace dg

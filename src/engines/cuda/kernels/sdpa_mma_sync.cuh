@@ -94,8 +94,8 @@ __device__ __forceinline__ void sdpa_mma_sync(const SdpaParams& p) {
   extern __shared__ __align__(128) char smem[];
   const u32 base = smem_u32(smem);
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-  const int bi = (int)blockIdx.z, hi = (int)blockIdx.y;
-  const int m0 = (p.m_blocks - 1 - (int)blockIdx.x) * S::BM;  // the longest rows (causal) first
+  const BlockCoords blk = sdpa_block(p, S::BM);
+  const int bi = blk.bi, hi = blk.hi, m0 = blk.m0;
   const SdpaBand bd = sdpa_band(p, bi);
   const KeyTiles kt = key_tiles(bd, m0, S::BM, BN);
   const int row0 = m0 + warp * 16 + lane / 4;

@@ -182,11 +182,15 @@ __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* m
   constexpr int DT = Config::kInput, OT = Config::kOutput, D = Config::kHeadDim, BN = Config::kKeysPerTile;
   constexpr int STAGES = Config::kStages;
   constexpr bool NEG = Config::kNegativeScale, OVERLAP = Config::kOverlap;
+  // kBlocksPerSm 2 (head dim 64, 64-key tiles): two blocks share an SM, so one block's Q load,
+  // pipeline start and output stores hide under the other's main loop; the consumers then fit in
+  // 104 registers (launch bound 80 x 384 threads: 24 for the producer, 104 for each consumer).
+  constexpr int CONSUMER_REGS = Config::kBlocksPerSm == 2 ? 104 : 240;
   typedef WgSdpaSmem<D, BN, STAGES> S;
   const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
-  const int bi = (int)blockIdx.z, hi = (int)blockIdx.y;
-  const int m0 = (p.m_blocks - 1 - (int)blockIdx.x) * S::BM;  // the longest rows (causal) first
+  const BlockCoords blk = sdpa_block(p, S::BM);
+  const int bi = blk.bi, hi = blk.hi, m0 = blk.m0;
   const SdpaBand bd = sdpa_band(p, bi);
   const KeyTiles kt = key_tiles(bd, m0, S::BM, BN);
   if (threadIdx.x == 0) {
@@ -209,7 +213,7 @@ __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* m
       wg_sdpa_produce<D, BN, STAGES>(mq, mk, mv, base, m0, hi, hi / (p.h / p.hk), bi, kt);
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
     const int cw = wg - 1;
     const int row0 = m0 + cw * 64 + (((int)threadIdx.x / 32) % 4) * 16 + ((int)threadIdx.x % 32) / 4;
     RowState st;

@@ -83,6 +83,12 @@ bool check_sizes(const Problem& pr, const ir::Tensor& v, std::string& why) {
           " exceed 65535 (grid dims)";
     return false;
   }
+  // One block per 64 query rows at most (the smallest query block), all of them along grid x.
+  if ((pr.sq + 63) / 64 * pr.h * pr.b >= (int64_t{1} << 31)) {
+    why = "node '" + pr.node + "': " + std::to_string((pr.sq + 63) / 64) + " query blocks x " + std::to_string(pr.h) +
+          " heads x " + std::to_string(pr.b) + " batches reach 2^31 (the grid's x dim)";
+    return false;
+  }
   return true;
 }
 
@@ -165,7 +171,7 @@ double visible_pairs(const Problem& p) {
   return pairs;
 }
 
-Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale) {
+Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale, int blocks_per_sm) {
   Config c;
   c.core = core;
   c.in = in;
@@ -174,7 +180,8 @@ Config config_for(Core core, DataType in, DataType out, int d, bool overlap, boo
   c.negative_scale = negative_scale;
   if (core == Core::WGMMA) {
     c.bm = 128;
-    c.bn = c.d_pad <= 128 ? 128 : 64;
+    c.blocks_per_sm = blocks_per_sm;
+    c.bn = c.d_pad <= 128 && blocks_per_sm == 1 ? 128 : 64;
     c.stages = 2;
     c.overlap = overlap;
     c.threads = 384;
@@ -192,7 +199,10 @@ Config config_for(Core core, DataType in, DataType out, int d, bool overlap, boo
 
 const KnobSchema<SdpaKnobs>& knob_schema() {
   static const KnobSchema<SdpaKnobs> kSchema{
-      "cuda_sdpa_flash", {{"core", &SdpaKnobs::core, 0, 1}, {"overlap", &SdpaKnobs::overlap, 0, 1, {}, false}}};
+      "cuda_sdpa_flash",
+      {{"core", &SdpaKnobs::core, 0, 1},
+       {"overlap", &SdpaKnobs::overlap, 0, 1, {}, false},
+       {"blocks_per_sm", &SdpaKnobs::blocks_per_sm, 1, 2, {}, false}}};
   return kSchema;
 }
 
@@ -202,8 +212,14 @@ bool make_config(const Problem& p, const SdpaKnobs& k, int sm_version, Config& c
     why = "knob core=1 (wgmma + TMA) needs sm_90a; the device is sm_" + std::to_string(sm_version);
     return false;
   }
+  const int blocks = k.blocks_per_sm > 0 ? static_cast<int>(k.blocks_per_sm) : 1;
+  if (blocks == 2 && (core != 1 || round_up(std::max<int64_t>(p.d, 1), 64) != 64)) {
+    why = "knob blocks_per_sm=2 goes with core=1 (wgmma) and head dims up to 64; here core=" + std::to_string(core) +
+          ", head dim " + std::to_string(p.d);
+    return false;
+  }
   c = config_for(core == 1 ? Core::WGMMA : Core::MMA_SYNC, p.q.dtype, p.o.dtype, static_cast<int>(p.d), overlap == 1,
-                 p.scale < 0);
+                 p.scale < 0, blocks);
   if (c.smem_bytes > max_smem_bytes(sm_version)) {
     why = "head dim " + std::to_string(p.d) + " needs " + std::to_string(c.smem_bytes) +
           " bytes of shared memory, more than sm_" + std::to_string(sm_version) + " gives a block";
@@ -217,6 +233,7 @@ std::string Config::describe() const {
   os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << " " << bm << "x" << bn << " d" << d_pad << " "
      << to_string(in) << "->" << to_string(out);
   if (core == Core::WGMMA) os << " stages=" << stages << (overlap ? " overlap" : "");
+  if (blocks_per_sm > 1) os << " " << blocks_per_sm << " blocks/SM";
   if (negative_scale) os << " negative-scale";
   return os.str();
 }
@@ -228,8 +245,10 @@ std::string kernel_source(const Config& c) {
   cs.dtype("kInput", c.in).dtype("kOutput", c.out).value("kHeadDim", c.d_pad).value("kKeysPerTile", c.bn);
   if (c.core == Core::WGMMA) {
     cs.value("kStages", c.stages).flag("kNegativeScale", c.negative_scale).flag("kOverlap", c.overlap);
+    cs.value("kBlocksPerSm", c.blocks_per_sm);
     os << "#include \"sdpa_wgmma.cuh\"\n\n"
-       << cs.str() << "extern \"C\" __global__ void __launch_bounds__(" << c.threads << ", 1) " << kKernelName
+       << cs.str() << "extern \"C\" __global__ void __launch_bounds__(" << c.threads << ", " << c.blocks_per_sm << ") "
+       << kKernelName
        << "(const dg::SdpaParams p, const __grid_constant__ dg::TmaDesc mq, const __grid_constant__ dg::TmaDesc mk, "
           "const __grid_constant__ dg::TmaDesc mv) {\n"
        << "  dg::sdpa_wgmma<" << kKernelConfig << ">(p, &mq, &mk, &mv);\n}\n";

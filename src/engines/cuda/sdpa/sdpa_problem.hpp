@@ -45,6 +45,7 @@ struct Config {
   int bm = 64, bn = 64;  // query rows per block, keys per tile
   int stages = 2;        // wgmma: K/V ring depth (mma.sync: always double-buffered)
   bool overlap = true;   // wgmma: issue the next S before the current P V
+  int blocks_per_sm = 1;  // wgmma, head dim 64: 2 = 64-key tiles in 104-register consumers, two blocks an SM
   bool negative_scale = false;
   int threads = 128;
   int smem_bytes = 0;
@@ -52,10 +53,12 @@ struct Config {
 };
 
 // The engine's knobs: core 0 (mma.sync) or 1 (wgmma), overlap (wgmma: the next S issued before
-// the current P V) 0 or 1. Absent (-1): wgmma on sm_90, mma.sync elsewhere; overlap on.
+// the current P V) 0 or 1, blocks_per_sm (wgmma, head dim 64) 1 or 2. Absent (-1): wgmma on
+// sm_90, mma.sync elsewhere; overlap on; one block an SM.
 struct SdpaKnobs {
   int64_t core = -1;
   int64_t overlap = -1;
+  int64_t blocks_per_sm = -1;
 };
 const KnobSchema<SdpaKnobs>& knob_schema();
 
@@ -63,7 +66,8 @@ const KnobSchema<SdpaKnobs>& knob_schema();
 // when the knobs do not fit.
 bool make_config(const Problem& p, const SdpaKnobs& k, int sm_version, Config& c, std::string& why);
 // The same from the kernel's own parameters (tests and the kernel-cache prebuild use it).
-Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale);
+Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale,
+                  int blocks_per_sm = 1);
 
 inline constexpr const char* kKernelName = "dg_sdpa_flash";
 std::string kernel_source(const Config& c);
