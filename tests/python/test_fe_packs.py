@@ -124,3 +124,45 @@ def test_what_is_accepted_is_logged_at_debug_level(tmp_path):
     assert "tensor 'X' (uid 0) is HALF but the array is bfloat16: its bytes are read as HALF" in log
     assert "tensor 'X' (uid 0) has dims [2,3]; the array's dims [3,2] differ" in log
     assert "tensor 'E' is used by no node of the plans: passed over" in log
+
+
+def test_a_host_epsilon_on_a_cuda_graph_is_pass_by_value_and_passed_over_where_unused():
+    # The frontend's test_instancenorm on a GPU (skipped without torch and a CUDA device): tensor_like of
+    # a host [1,1,1,1] epsilon is pass-by-value; the backward graph packs it though no node reads it.
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    handle = dnngraph.create_handle("cuda")
+    x = torch.randn(2, 4, 8, 8, device="cuda").to(memory_format=torch.channels_last)
+    scale = torch.randn(1, 4, 1, 1, device="cuda").to(memory_format=torch.channels_last)
+    bias = torch.randn(1, 4, 1, 1, device="cuda").to(memory_format=torch.channels_last)
+    eps = torch.full((1, 1, 1, 1), 1e-5, dtype=torch.float32)
+    g = dnngraph.pygraph(intermediate_data_type=dnngraph.data_type.FLOAT, compute_data_type=dnngraph.data_type.FLOAT,
+                         handle=handle)
+    X, S, B, E = g.tensor_like(x), g.tensor_like(scale), g.tensor_like(bias), g.tensor_like(eps)
+    assert E.get_is_pass_by_value()
+    Y, mean, inv_var = g.instancenorm(norm_forward_phase=dnngraph.norm_forward_phase.TRAINING, input=X, scale=S,
+                                      bias=B, epsilon=E)
+    for t in (Y, mean, inv_var):
+        t.set_output(True).set_data_type(dnngraph.data_type.FLOAT)
+    g.build([dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK])
+    y = torch.empty_like(x)
+    m = torch.empty(2, 4, 1, 1, device="cuda")
+    iv = torch.empty(2, 4, 1, 1, device="cuda")
+    ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
+    g.execute({X: x, S: scale, B: bias, E: eps, Y: y, mean: m, inv_var: iv}, ws)
+    torch.cuda.synchronize()
+    expected = torch.nn.functional.instance_norm(x, weight=scale.view(4), bias=bias.view(4), eps=1e-5)
+    torch.testing.assert_close(y, expected, atol=1e-4, rtol=1e-4)
+    b = dnngraph.pygraph(intermediate_data_type=dnngraph.data_type.FLOAT, compute_data_type=dnngraph.data_type.FLOAT,
+                         handle=handle)
+    DY, Xb, Sb, Mb, Ib, Eb = (b.tensor_like(t) for t in (x, x, scale, m, iv, eps))
+    DX, DS, DB = b.instancenorm_backward(grad=DY, input=Xb, scale=Sb, mean=Mb, inv_variance=Ib)
+    for t in (DX, DS, DB):
+        t.set_output(True).set_data_type(dnngraph.data_type.FLOAT)
+    b.build([dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK])
+    dx, ds, db = torch.empty_like(x), torch.empty_like(scale), torch.empty_like(bias)
+    ws = torch.empty(max(b.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
+    b.execute({DY: x, Xb: x, Sb: scale, Mb: m, Ib: iv, Eb: eps, DX: dx, DS: ds, DB: db}, ws)
+    torch.cuda.synchronize()
+    assert torch.isfinite(dx).all() and torch.isfinite(ds).all() and torch.isfinite(db).all()
