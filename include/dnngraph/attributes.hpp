@@ -95,6 +95,11 @@ class ReductionAttr : public OpAttrBase<ReductionAttr> {
   ReductionMode mode_ = ReductionMode::NOT_SET;
 };
 
+// X -> (SUM, SQ_SUM): per channel (dim 1), the sum and the sum of squares of X over every other
+// dim (the cuDNN frontend's genstats: a conv's output statistics for a following batchnorm).
+// Both are [1, C, 1, ...], FLOAT unless set.
+class GenstatsAttr : public OpAttrBase<GenstatsAttr> {};
+
 // Y = (X - mean) * inv_variance * scale + bias, per channel (dim 1).
 class BatchnormInferenceAttr : public OpAttrBase<BatchnormInferenceAttr> {};
 

@@ -79,6 +79,8 @@ class Graph {
   TensorPtr pointwise(TensorPtr a, TensorPtr b, PointwiseAttr attr);
   TensorPtr pointwise(TensorPtr a, TensorPtr b, TensorPtr c, PointwiseAttr attr);
   TensorPtr reduction(TensorPtr x, ReductionAttr attr);
+  // (SUM, SQ_SUM) of X per channel (dim 1), over every other dim; each [1, C, 1, ...].
+  std::array<TensorPtr, 2> genstats(TensorPtr x, GenstatsAttr attr);
   TensorPtr batchnorm_inference(TensorPtr x, TensorPtr mean, TensorPtr inv_variance, TensorPtr scale,
                                 TensorPtr bias, BatchnormInferenceAttr attr);
   std::array<TensorPtr, 3> layernorm(TensorPtr x, TensorPtr scale, TensorPtr bias, LayernormAttr attr);

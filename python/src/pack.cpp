@@ -8,6 +8,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "core/log.hpp"
 #include "pygraph.hpp"
 #include "planning/introspect.hpp"
 
@@ -35,6 +36,23 @@ bool type_matches(DataType want, const ArrayInfo& a) {
   const bool nameless = want == DataType::BFLOAT16 || want == DataType::FP8_E4M3 || want == DataType::FP8_E5M2 ||
                         want == DataType::BOOLEAN;
   return nameless && integer && d.lanes == 1 && static_cast<int64_t>(d.bits) == size_of(want) * 8;
+}
+
+// An array of another type of the same element size and kind (HALF and BFLOAT16, INT8 and UINT8,
+// the two FP8s): the frontend hands its bytes to the kernels as they are, and so does dnngraph.
+// Floats for integers (or the reverse) are refused: that is a mistake more often than a reinterpretation.
+bool same_size_and_kind(DataType want, const ArrayInfo& a) {
+  const auto have = a.data_type();
+  if (!have || size_of(*have) != size_of(want)) return false;
+  return (is_floating(*have) && is_floating(want)) || (is_integral(*have) && is_integral(want));
+}
+
+// Its elements fill its extent exactly (no gaps, no repeats): a buffer whatever its dims.
+bool is_dense(const ArrayInfo& a) {
+  int64_t bytes = (a.dtype.bits * a.dtype.lanes + 7) / 8;
+  for (int i = 0; i < a.ndim; ++i)
+    if (!checked::mul(bytes, a.shape[i], bytes)) return false;  // repeats (zero strides) past int64
+  return bytes == a.extent_bytes();
 }
 
 // The tensor's and the array's dims (and strides) agree once the size-1 dims, whose strides
@@ -78,10 +96,20 @@ StrideOrigin stride_origin(const PyGraph& g, int64_t uid) {
 
 // The kernels index the tensor by its dims and strides: an array laid out otherwise (Fortran
 // order, a slice, a transposed view) would be read or written in the wrong places.
+// An array of other dims is taken as the tensor's memory, as the frontend takes any pointer, when
+// it is dense (no gaps: the tensor's span lies in the array's own elements; check_array has
+// checked that span, and the element size, first). A strided view of other dims is refused.
 void check_layout(const PyGraph& g, const TensorView& t, const Label& label, const ArrayInfo& a) {
-  if (!same_layout(t, a, false))
-    pack_error(label() + " has dims " + dims_to_string(t.dims) + " but the array has dims " +
-               dims_to_string(a.dims()));
+  if (!same_layout(t, a, false)) {
+    if (!is_dense(a))
+      pack_error(label() + " has dims " + dims_to_string(t.dims) + " but the array has dims " +
+                 dims_to_string(a.dims()) + " (an array of other dims is taken as the tensor's memory only when "
+                 "it is dense, without gaps)");
+    DG_LOG(DEBUG) << "variant pack: " << label() << " has dims " << dims_to_string(t.dims) << "; the array's dims "
+                  << dims_to_string(a.dims()) << " differ: its " << a.extent_bytes()
+                  << " dense bytes are taken as the tensor's memory (the frontend's rule)";
+    return;
+  }
   for (int64_t d : t.dims)
     if (d == 0) return;  // no element is addressed
   if (!same_layout(t, a, true))
@@ -102,8 +130,12 @@ void check_array(const PyGraph& g, const TensorView* t, const Label& label, cons
   const int64_t extent = a.extent_bytes();
   if (!t) return;
   if (t->is_produced && !a.writable) pack_error(label() + " is an output but the array is read-only");
-  if (!type_matches(t->dtype, a))
-    pack_error(label() + " is " + std::string(to_string(t->dtype)) + " but the array is " + a.dtype_string());
+  if (!type_matches(t->dtype, a)) {
+    if (!same_size_and_kind(t->dtype, a))
+      pack_error(label() + " is " + std::string(to_string(t->dtype)) + " but the array is " + a.dtype_string());
+    DG_LOG(DEBUG) << "variant pack: " << label() << " is " << to_string(t->dtype) << " but the array is "
+                  << a.dtype_string() << ": its bytes are read as " << to_string(t->dtype) << " (the frontend's rule)";
+  }
   if (extent < t->span_bytes)
     pack_error(label() + " spans " + std::to_string(t->span_bytes) + " bytes but the array holds only " +
                std::to_string(extent));
@@ -159,6 +191,13 @@ void* value_pointer(const PyGraph& g, const TensorView* t, const Label& label, n
   return a.data();
 }
 
+// A tensor this graph declared that no node uses (the frontend's instancenorm test packs the
+// forward's epsilon into the backward): no plan reads it, so, as in the frontend, it is passed
+// over, not checked (a host scalar there is no device-memory mistake).
+void pass_over_unused(const Label& label) {
+  DG_LOG(DEBUG) << "variant pack: " << label() << " is used by no node of the plans: passed over";
+}
+
 int64_t uid_key(nb::handle key) {
   int64_t uid = 0;
   if (!nb::try_cast(key, uid, false))
@@ -193,19 +232,24 @@ ResolvedPack resolve_pack(PyGraph& g, nb::handle pack, const Handle& h) {
       const Label label = [&] {
         return "tensor '" + t->get_name() + "'" + (t->has_uid() ? " (uid " + std::to_string(t->get_uid()) + ")" : "");
       };
-      // Without a uid the graph is not validated: execute refuses it.
+      // validate gives a uid to every tensor a node uses; one without (or unknown to the plans) is
+      // used by none. (A graph not yet built is refused by execute itself.)
       const TensorView* view = t->has_uid() ? targets.find(t->get_uid()) : nullptr;
-      void* p = value_pointer(g, view, label, value, h.device(), out.keep);
-      if (!out.use_uid) {
-        out.by_tensor[t] = p;
-      } else {
-        if (!t->has_uid()) pack_error(label() + " has no uid yet (call validate first)");
-        out.by_uid[t->get_uid()] = p;
+      if (!view) {
+        pass_over_unused(label);
+        continue;
       }
+      void* p = value_pointer(g, view, label, value, h.device(), out.keep);
+      if (!out.use_uid) out.by_tensor[t] = p;
+      else out.by_uid[t->get_uid()] = p;
     } else {
       const int64_t uid = uid_key(key);
       const TensorView* view = targets.find(uid);
       const Label label = [&] { return view ? describe(*view) : "uid " + std::to_string(uid); };
+      if (!view && g.tensors_by_uid().count(uid)) {
+        pass_over_unused(label);
+        continue;
+      }
       out.by_uid[uid] = value_pointer(g, view, label, value, h.device(), out.keep);
     }
   }

@@ -141,6 +141,27 @@ void bind_matmul_reduction(nb::class_<PyGraph>& c) {
         "Raises:\n"
         "    TypeError: an argument has the wrong type. Shape and type errors are raised by validate()\n"
         "        as ValueError naming the node.");
+  c.def("genstats",
+        [](PyGraph& g, TensorPtr x, nb::handle ct, std::string name) {
+          auto t = g.graph.genstats(std::move(x), named(GenstatsAttr(), ct, std::move(name)));
+          return std::make_tuple(g.produced(t[0]), g.produced(t[1]));
+        },
+        nb::arg("input"), nb::arg("compute_data_type").none() = nb::none(), nb::arg("name") = "",
+        "Per-channel statistics of X [N, C, ...], as the frontend's genstats: the sum and the sum of\n"
+        "squares over every dim but dim 1. After a conv_fprop they are fused into the convolution's\n"
+        "epilogue where the engine can.\n"
+        "\n"
+        "Args:\n"
+        "    input: X, floating point, rank 2 or more.\n"
+        "    compute_data_type: the op's compute type (None: the graph's).\n"
+        "    name: the node's name (\"\": \"<op>.<n>\").\n"
+        "\n"
+        "Returns:\n"
+        "    (SUM, SQ_SUM), each [1, C, 1, ...] in X's layout, FLOAT unless set.\n"
+        "\n"
+        "Raises:\n"
+        "    TypeError: an argument has the wrong type. validate() raises ValueError naming the node\n"
+        "        for an X without a channel dim or not floating point, or outputs not floating point.");
 }
 
 // Norm axes by the scale's shape, as the frontend decides them: it normalizes over the axes where

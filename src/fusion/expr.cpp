@@ -119,6 +119,37 @@ struct Lowering {
     return true;
   }
 
+  // Genstats as two sums of the value it reads: SUM += x, SQ_SUM += x * x.
+  bool genstats(const ir::Node& node) {
+    auto it = reg_of.find(node.inputs[0]);
+    if (it == reg_of.end()) {
+      why = "node '" + node.name + "': a fused genstats must read a value computed in the partition";
+      return false;
+    }
+    for (int t : node.outputs)
+      if (!broadcasts_to(g().tensor(t).dims, prog.domain)) {
+        why = "node '" + node.name + "', tensor '" + g().tensor(t).name + "': reduced dims must be the domain's with 1s";
+        return false;
+      }
+    Instr square{};
+    square.kind = InstrKind::APPLY;
+    square.op = PointwiseAttr().set_mode(PointwiseMode::MUL);
+    square.src[0] = square.src[1] = it->second;
+    square.dst = new_reg();
+    prog.code.push_back(square);
+    const int value[2] = {it->second, square.dst};
+    for (int k = 0; k < 2; ++k) {
+      Instr in{};
+      in.kind = InstrKind::REDUCE;
+      in.src[0] = value[k];
+      in.tensor = node.outputs[static_cast<size_t>(k)];
+      in.reduce = ReductionMode::ADD;
+      prog.code.push_back(in);
+      prog.reductions.push_back(in.tensor);
+    }
+    return true;
+  }
+
   bool stores() {
     for (int t : p.outputs) {
       auto it = reg_of.find(t);
@@ -165,6 +196,7 @@ bool lower(const Partition& p, int anchor_node, Program& out, std::string& why_n
     bool ok;
     if (ir::is<PointwiseAttr>(node)) ok = l.pointwise(node);
     else if (ir::is<ReductionAttr>(node)) ok = l.reduction(node);
+    else if (ir::is<GenstatsAttr>(node)) ok = l.genstats(node);
     else {
       why_not = "node '" + node.name + "' (" + std::string(op_name(node.attr)) + ") cannot be part of a fused epilogue";
       ok = false;

@@ -74,7 +74,8 @@ namespace {
 bool may_join(const ir::Graph& g, int node, const FusionPattern& pat, const std::vector<int>& owner, int part) {
   if (owner[static_cast<size_t>(node)] >= 0) return false;
   const ir::Node& n = g.nodes[static_cast<size_t>(node)];
-  const bool takes = (ir::is<PointwiseAttr>(n) && pat.epilogue) || (ir::is<ReductionAttr>(n) && pat.terminal_reduction);
+  const bool reduces = ir::is<ReductionAttr>(n) || ir::is<GenstatsAttr>(n);  // genstats: two sums
+  const bool takes = (ir::is<PointwiseAttr>(n) && pat.epilogue) || (reduces && pat.terminal_reduction);
   if (!takes) return false;
   bool reads_partition = false;
   for (int t : n.inputs) {
@@ -82,7 +83,8 @@ bool may_join(const ir::Graph& g, int node, const FusionPattern& pat, const std:
     if (prod < 0) continue;
     if (owner[static_cast<size_t>(prod)] < 0) return false;
     if (owner[static_cast<size_t>(prod)] != part) continue;
-    if (ir::is<ReductionAttr>(g.nodes[static_cast<size_t>(prod)])) return false;
+    const ir::Node& from = g.nodes[static_cast<size_t>(prod)];
+    if (ir::is<ReductionAttr>(from) || ir::is<GenstatsAttr>(from)) return false;
     reads_partition = true;
   }
   return reads_partition;
@@ -126,6 +128,7 @@ Status partition_graph(const ir::Graph& g, std::vector<Partition>& out) {
     finish_partition(p);
     out.push_back(std::move(p));
   }
+  merge_pointwise_siblings(g, out);
   return {};
 }
 

@@ -25,6 +25,10 @@ struct Partition {
 
 // Splits the graph into partitions by the fusion patterns (src/fusion/patterns.cpp).
 Status partition_graph(const ir::Graph& graph, std::vector<Partition>& out);
+// Merges pure pointwise partitions of one domain that read the same tensors (or one the other's
+// results) into one, where that makes no cycle, and reorders the list topologically
+// (src/fusion/pointwise_merge.cpp; partition_graph calls it).
+void merge_pointwise_siblings(const ir::Graph& graph, std::vector<Partition>& parts);
 // When no engine but ref accepts a fused partition, the planner splits it: first into its anchor
 // and the rest of it (so a pointwise engine still fuses the epilogue), then into single nodes.
 // split_anchor_from_epilogue is empty for a partition without an anchor or with fewer than 3 nodes.

@@ -91,6 +91,10 @@ TensorPtr Graph::pointwise(TensorPtr a, TensorPtr b, TensorPtr c, PointwiseAttr 
 TensorPtr Graph::reduction(TensorPtr x, ReductionAttr attr) {
   return add_node(*impl_, std::move(attr), {std::move(x)})[0];
 }
+std::array<TensorPtr, 2> Graph::genstats(TensorPtr x, GenstatsAttr attr) {
+  auto outs = add_node(*impl_, std::move(attr), {std::move(x)});
+  return {outs[0], outs[1]};
+}
 TensorPtr Graph::batchnorm_inference(TensorPtr x, TensorPtr mean, TensorPtr inv_variance, TensorPtr scale,
                                      TensorPtr bias, BatchnormInferenceAttr attr) {
   return add_node(*impl_, std::move(attr),

@@ -99,18 +99,22 @@ Status check_operands(const NodeSpec& node, const char* a_name, const char* b_na
 
 bool is_8bit_integer(DataType t) { return t == DataType::INT8 || t == DataType::UINT8; }
 
-// The two inputs share a type, neither BOOLEAN nor INT64; 8-bit integer inputs accumulate into
-// INT32 or FLOAT outputs. Run after fill_output so the output's type is known.
+// The two inputs share a type, or are both floating point: each is read into the compute type, so
+// a FLOAT prologue (scale, bias, ReLU at the intermediate type) may feed a HALF wgrad, as in the
+// frontend; integer inputs must match (their math is the integer product). Neither is BOOLEAN nor
+// INT64; 8-bit integer inputs accumulate into INT32 or FLOAT outputs. Run after fill_output so the
+// output's type is known. Engines that need equal types say so in their reasons.
 Status check_types(const NodeSpec& node) {
   const TensorAttr* a = node.inputs[0].get();
   const TensorAttr* b = node.inputs[1].get();
   const TensorAttr* out = node.outputs[0].get();
   const DataType t = a->get_data_type();
-  if (b->get_data_type() != t)
+  const DataType bt = b->get_data_type();
+  if (bt != t && !(is_floating(bt) && is_floating(t)))
     return node_error(ErrorCode::INVALID_DATA_TYPE, node, b,
-                      "data type " + std::string(to_string(b->get_data_type())) + " differs from the " +
-                          std::string(to_string(t)) + " of '" + a->get_name() +
-                          "' (convolution inputs must share a data type)");
+                      "data type " + std::string(to_string(bt)) + " differs from the " + std::string(to_string(t)) +
+                          " of '" + a->get_name() +
+                          "' (convolution inputs must share a data type unless both are floating point)");
   for (const TensorAttr* x : {a, out}) {
     const DataType xt = x->get_data_type();
     if (xt == DataType::BOOLEAN || xt == DataType::INT64)

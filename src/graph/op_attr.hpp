@@ -12,7 +12,7 @@ using OpAttr = std::variant<ConvFpropAttr, ConvDgradAttr, ConvWgradAttr, MatmulA
                             ReductionAttr, BatchnormInferenceAttr, LayernormAttr, RmsnormAttr,
                             ResampleAttr, SdpaAttr, ReshapeAttr, TransposeAttr, SliceAttr,
                             ConcatenateAttr, LayernormBackwardAttr, RmsnormBackwardAttr, BatchnormAttr,
-                            BatchnormBackwardAttr, InstancenormAttr, InstancenormBackwardAttr>;
+                            BatchnormBackwardAttr, InstancenormAttr, InstancenormBackwardAttr, GenstatsAttr>;
 
 // Input slots, in the order the builder stores them. Optional inputs are null when absent.
 namespace slot {

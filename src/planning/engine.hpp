@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/bytes.hpp"
+#include "dnngraph/graph.hpp"
 #include "dnngraph/status.hpp"
 #include "fusion/partition.hpp"
 #include "planning/knobs.hpp"
@@ -67,6 +68,10 @@ class Engine {
   // Predicted run time, for heuristic mode A.
   virtual double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const = 0;
   virtual Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const = 0;
+  // Behaviour notes of the plan that knobs `k` would build, beyond what the engine's name says
+  // (engine_query.cpp: cuda_* engines compile with NVRTC, cublaslt needs cuBLASLt): a vendor
+  // engine passes on what its library reports for that config (cuDNN's RUNTIME_COMPILATION).
+  virtual std::vector<BehaviorNote> behavior_notes(const Partition&, const Target&, const Knobs&) const { return {}; }
   // Whether build() may run on several threads at once (for different partitions or knobs).
   // build_plans compiles such candidates concurrently; the others (vendor libraries with handles
   // of their own, CPU engines) are built one after another on the caller's thread.

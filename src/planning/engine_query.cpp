@@ -4,6 +4,7 @@
 // check_support, build_plans, execute and serialize treat them alike.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "core/no_throw.hpp"
@@ -220,12 +221,20 @@ std::vector<BehaviorNote> notes_of(const GraphImpl& g, Pick pick) {
   // Stream capture records any plan that enqueues its work on the handle's stream; ref stages
   // through host memory, so a plan with a ref partition is not offered as capturable.
   bool capturable = g.handle && g.handle->device().is_cuda();
+  std::optional<Target> target;
+  if (g.handle) target.emplace(make_target(g, *g.handle));
   for (const auto& pp : g.plans->parts) {
-    const int id = pp.candidates[pick(pp)].engine_id;
-    capturable = capturable && id != 0;
-    const Engine* e = engine_by_id(id);
-    if (e && cuda_engine(e->name())) found.insert(BehaviorNote::RUNTIME_COMPILATION);
-    if (e && e->name() == "cublaslt") found.insert(BehaviorNote::CUBLASLT_DEPENDENCY);
+    const Candidate& c = pp.candidates[pick(pp)];
+    capturable = capturable && c.engine_id != 0;
+    const Engine* e = engine_by_id(c.engine_id);
+    if (!e) continue;
+    // Own CUDA engines generate their kernels' source per graph and compile it with NVRTC (a
+    // kernel cache or the library's ahead-of-time kernels may serve the binary: still runtime
+    // compilation, as cuDNN's note means it); cuBLASLt's kernels are its library's.
+    if (cuda_engine(e->name())) found.insert(BehaviorNote::RUNTIME_COMPILATION);
+    if (e->name() == "cublaslt") found.insert(BehaviorNote::CUBLASLT_DEPENDENCY);
+    if (target)
+      for (BehaviorNote n : e->behavior_notes(pp.partition, *target, c.knobs)) found.insert(n);
   }
   if (capturable) found.insert(BehaviorNote::SUPPORTS_CUDA_GRAPH_NATIVE_API);
   return {found.begin(), found.end()};

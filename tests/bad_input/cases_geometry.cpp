@@ -205,8 +205,12 @@ void add_conv_rank_type_cases(std::vector<Case>& cases) {
        rejected(ErrorCode::INVALID_DATA_TYPE, x, "BOOLEAN is not allowed for convolutions")},
       {"int64", x4, w4, DataType::INT64, DataType::INT64, DataType::NOT_SET,
        rejected(ErrorCode::INVALID_DATA_TYPE, x, "INT64 is not allowed for convolutions")},
-      {"float_half", x4, w4, DataType::FLOAT, DataType::HALF, DataType::NOT_SET,
-       rejected(ErrorCode::INVALID_DATA_TYPE, w, "differs from the FLOAT of 'X'")},
+      // Two floating types: each input is read in the compute type (the frontend's FLOAT prologue
+      // into a HALF conv); integer inputs must match.
+      {"float_half", x4, w4, DataType::FLOAT, DataType::HALF, DataType::NOT_SET, runs()},
+      {"int8_float", x4, w4, DataType::INT8, DataType::FLOAT, DataType::NOT_SET,
+       rejected(ErrorCode::INVALID_DATA_TYPE, w, "differs from the INT8 of 'X' (convolution inputs must share a data "
+                                                 "type unless both are floating point)")},
       {"half", x4, w4, DataType::HALF, DataType::HALF, DataType::NOT_SET, runs()},
       {"bfloat16", x4, w4, DataType::BFLOAT16, DataType::BFLOAT16, DataType::NOT_SET, runs()},
       {"double", x4, w4, DataType::DOUBLE, DataType::DOUBLE, DataType::NOT_SET, runs()},

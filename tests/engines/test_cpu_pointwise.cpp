@@ -321,7 +321,7 @@ TEST(CpuPointwiseFused, RejectsOtherOps) {
                                                         .set_window({2, 2})
                                                         .set_stride({2, 2}));
   y->set_output(true);
-  expect_rejected(p.explain(), "node 'pool' (resample) is not a pointwise op or a reduction");
+  expect_rejected(p.explain(), "node 'pool' (resample) is not a pointwise op, a reduction or genstats");
 }
 
 TEST(CpuPointwiseFused, RejectsAStoredResultSmallerThanTheDomain) {

@@ -411,8 +411,8 @@ def test_in(input_type, cudnn_handle):
     scale_bwd = bwd_graph.tensor_like(scale_gpu)
     mean_bwd = bwd_graph.tensor_like(mean_actual)
     inv_var_bwd = bwd_graph.tensor_like(inv_var_actual)
-    # The original also declares epsilon_bwd and packs it though no node reads it; dnngraph's execute
-    # refuses a pack entry that is not part of the graph, so the port leaves it out.
+    # As in the original, epsilon_bwd is declared and packed though no node reads it: passed over.
+    epsilon_bwd = bwd_graph.tensor_like(epsilon_cpu).set_is_pass_by_value(True)
     DX, Dscale, Dbias = bwd_graph.instancenorm_backward(name="DIN", grad=DY, input=X_bwd, scale=scale_bwd,
                                                         mean=mean_bwd, inv_variance=inv_var_bwd)
     DX.set_output(True).set_data_type(x_gpu.dtype)
@@ -421,7 +421,7 @@ def test_in(input_type, cudnn_handle):
     workspace = build(bwd_graph)
     DX_actual, DScale_actual, Dbias_actual = empty_like(x_gpu), empty_like(scale_gpu), empty_like(bias_gpu)
     bwd_graph.execute({X_bwd: x_gpu, scale_bwd: scale_gpu, DY: DY_gpu, mean_bwd: mean_actual,
-                       inv_var_bwd: inv_var_actual, DX: DX_actual, Dscale: DScale_actual,
+                       inv_var_bwd: inv_var_actual, epsilon_bwd: epsilon_cpu, DX: DX_actual, Dscale: DScale_actual,
                        Dbias: Dbias_actual}, workspace, handle=cudnn_handle)
     tol = 1e-2 if input_type == bfloat16 else 2e-3
     assert_close(DX_actual, dx_ref, atol=2e-3, rtol=tol)

@@ -171,10 +171,20 @@ TEST(InferConvFprop, OutputSpatialSizeBelowOne) {
                "spatial dim 1: input 5 padded by 0+0 is smaller than the dilated kernel 7");
 }
 
-TEST(InferConvFprop, InputsMustShareDataType) {
-  Fprop c({1, 4, 5, 5}, {4, 4, 3, 3}, DataType::FLOAT, DataType::HALF);
+TEST(InferConvFprop, InputsShareADataTypeUnlessBothAreFloatingPoint) {
+  Fprop c({1, 4, 5, 5}, {4, 4, 3, 3}, DataType::INT8, DataType::FLOAT);
   expect_error(c.run(), ErrorCode::INVALID_DATA_TYPE, kFprop, "W",
-               "data type HALF differs from the FLOAT of 'X' (convolution inputs must share a data type)");
+               "data type FLOAT differs from the INT8 of 'X' (convolution inputs must share a data type unless "
+               "both are floating point)");
+  Fprop ints({1, 4, 5, 5}, {4, 4, 3, 3}, DataType::INT8, DataType::INT32);
+  expect_error(ints.run(), ErrorCode::INVALID_DATA_TYPE, kFprop, "W",
+               "data type INT32 differs from the INT8 of 'X' (convolution inputs must share a data type unless "
+               "both are floating point)");
+  // A FLOAT prologue into HALF weights (the frontend's scale-bias-ReLU wgrad): both read in the compute type.
+  for (auto [x, w] : {std::pair{DataType::FLOAT, DataType::HALF}, std::pair{DataType::BFLOAT16, DataType::FLOAT}}) {
+    Fprop mixed({1, 4, 5, 5}, {4, 4, 3, 3}, x, w);
+    EXPECT_TRUE(mixed.run().ok()) << dg::to_string(x) << " x " << dg::to_string(w);
+  }
 }
 
 TEST(InferConvFprop, BooleanAndInt64AreRejected) {
@@ -317,11 +327,14 @@ TEST(InferConvDgrad, ShapeAndParameterRules) {
   });
 }
 
-TEST(InferConvDgrad, WMustTakeDysType) {
+TEST(InferConvDgrad, WTakesDysTypeUnlessBothAreFloatingPoint) {
   Dgrad t({1, 4, 4, 4}, {4, 3, 3, 3});
-  t.second->set_data_type(DataType::BFLOAT16);
+  t.second->set_data_type(DataType::INT8);
   expect_error(t.run(dg::ConvDgradAttr()), ErrorCode::INVALID_DATA_TYPE, kDgrad, "W",
-               "data type BFLOAT16 differs from the FLOAT of 'DY'");
+               "data type INT8 differs from the FLOAT of 'DY'");
+  Dgrad mixed({1, 4, 4, 4}, {4, 3, 3, 3});
+  mixed.second->set_data_type(DataType::BFLOAT16);
+  EXPECT_TRUE(mixed.run(dg::ConvDgradAttr()).ok());
 }
 
 TEST(InferConvWgrad, ShapeAndParameterRules) {
@@ -340,11 +353,14 @@ TEST(InferConvWgrad, ShapeAndParameterRules) {
   });
 }
 
-TEST(InferConvWgrad, XMustTakeDysTypeAndBeThere) {
+TEST(InferConvWgrad, XTakesDysTypeUnlessBothAreFloatingPointAndIsThere) {
   Wgrad t({1, 4, 3, 3}, {1, 3, 5, 5});
-  t.second->set_data_type(DataType::HALF);
+  t.second->set_data_type(DataType::INT32);
   expect_error(t.run(dg::ConvWgradAttr()), ErrorCode::INVALID_DATA_TYPE, kWgrad, "X",
-               "data type HALF differs from the FLOAT of 'DY'");
+               "data type INT32 differs from the FLOAT of 'DY'");
+  Wgrad mixed({1, 4, 3, 3}, {1, 3, 5, 5});
+  mixed.second->set_data_type(DataType::HALF);
+  EXPECT_TRUE(mixed.run(dg::ConvWgradAttr()).ok());
   Wgrad m({1, 4, 3, 3}, {1, 3, 5, 5});
   m.second = nullptr;
   expect_error(m.run(dg::ConvWgradAttr()), ErrorCode::ATTRIBUTE_NOT_SET, kWgrad, "", "input X is missing");

@@ -356,6 +356,18 @@ class CudnnEngine final : public Engine {
     return out;
   }
 
+  // What cuDNN's heuristics reported for the config the knobs name: RUNTIME_COMPILATION for its
+  // runtime-fusion engines (the note the frontend's test_matmul_bias_relu looks for).
+  std::vector<dnngraph::BehaviorNote> behavior_notes(const Partition& p, const Target& t, const Knobs& k) const override {
+    EngineConfig c;
+    std::string why;
+    if (!api() || !t.handle->cuda || !from_knobs(k, c, why)) return {};
+    for (const EngineConfig& o : survey(p, t)->configs)
+      if (o.engine == c.engine && o.knobs == c.knobs && o.runtime_compiled)
+        return {dnngraph::BehaviorNote::RUNTIME_COMPILATION};
+    return {};
+  }
+
   double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {
     // cuDNN's configs keep cuDNN's own order (equal estimates; mode A sorts stably). The efficiency
     // is what cuDNN reaches on the H200 anchors (~0.6 of the bf16 peak), slightly discounted so

@@ -270,6 +270,17 @@ class OpLowering {
                                                      {Attr::OPERATION_REDUCTION_DESC, red.get()}});
   }
 
+  // CUDNN_GENSTATS_SUM_SQSUM (0), the one mode: per-channel sum and sum of squares.
+  Status lower(const ir::Node& n, const GenstatsAttr&) {
+    Descriptor& op = make(Desc::OPERATION_GEN_STATS);
+    op.set_enum(Attr::OPERATION_GENSTATS_MODE, AttrType::GENSTATS_MODE, 0)
+        .set_dtype(Attr::OPERATION_GENSTATS_MATH_PREC, comp_)
+        .set_desc(Attr::OPERATION_GENSTATS_XDESC, tensor(n.inputs[0]))
+        .set_desc(Attr::OPERATION_GENSTATS_SUMDESC, tensor(n.outputs[0]))
+        .set_desc(Attr::OPERATION_GENSTATS_SQSUMDESC, tensor(n.outputs[1]));
+    return add_op(op);
+  }
+
   template <class A>
   Status lower(const ir::Node& n, const A&) {
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "cudnn: " + ir::describe(n) + " has no cuDNN lowering"};
@@ -292,10 +303,11 @@ std::string lowering_gap(const Partition& p) {
     const ir::Node& n = p.node(i);
     const bool lowered = is_conv(n.attr) || std::holds_alternative<MatmulAttr>(n.attr) ||
                          std::holds_alternative<PointwiseAttr>(n.attr) ||
-                         std::holds_alternative<ReductionAttr>(n.attr) || std::holds_alternative<SdpaAttr>(n.attr);
+                         std::holds_alternative<ReductionAttr>(n.attr) || std::holds_alternative<SdpaAttr>(n.attr) ||
+                         std::holds_alternative<GenstatsAttr>(n.attr);
     if (!lowered)
       return ir::describe(n) + ": dnngraph's cudnn engine lowers conv_fprop/dgrad/wgrad, matmul, pointwise, "
-                            "reduction and sdpa nodes only";
+                            "reduction, genstats and sdpa nodes only";
     PwMode mode;
     if (const auto* pw = std::get_if<PointwiseAttr>(&n.attr); pw && !to_pw_mode(pw->get_mode(), mode))
       return ir::describe(n) + ": " + no_cudnn_mode(*pw);
@@ -323,7 +335,7 @@ std::string unsupported_reason(const Partition& p) {
   //  - partitions without an anchor: in a split FLOAT matmul chain, cuDNN's plans for the lone
   //    matmul (engine 0) and the pointwise-only pieces (engine 1) gave wrong results;
   //  - FLOAT matmuls: their one full-precision config was that engine 0;
-  //  - conv_dgrad/conv_wgrad with other nodes, and reductions (AMAX): not yet checked against ref on a GPU;
+  //  - conv_dgrad/conv_wgrad with other nodes, reductions (AMAX) and genstats: not yet checked against ref on a GPU;
   //  - types other than HALF, BFLOAT16, FLOAT (cuDNN took an INT64 matmul with engine 0).
   const ir::Node* anchor = nullptr;
   for (size_t i = 0; i < p.nodes.size(); ++i) {
@@ -331,7 +343,8 @@ std::string unsupported_reason(const Partition& p) {
     const bool lone_grad = is_conv(n.attr) && p.nodes.size() == 1;
     if (std::holds_alternative<ConvFpropAttr>(n.attr) || std::holds_alternative<MatmulAttr>(n.attr) || lone_grad)
       anchor = &n;
-    else if (is_conv(n.attr) || std::holds_alternative<ReductionAttr>(n.attr))
+    else if (is_conv(n.attr) || std::holds_alternative<ReductionAttr>(n.attr) ||
+             std::holds_alternative<GenstatsAttr>(n.attr))
       return ir::describe(n) + ": lowered, but not yet checked against ref on a GPU, so not offered";
   }
   if (!anchor)

@@ -67,4 +67,27 @@ Status run(const ReductionAttr& attr, const NodeArgs& a) {
   return {};
 }
 
+// SUM and SQ_SUM per channel c of X [N, C, ...]: the sums of x and x*x over every other dim.
+Status run(const GenstatsAttr&, const NodeArgs& a) {
+  const View& x = a.in[0];
+  std::vector<int64_t> box = x.dims;
+  box[1] = 1;
+  parallel_for_each_index(a.pool, std::vector<int64_t>{x.dims[1]}, [&](const std::vector<int64_t>& c) {
+    double sum = 0.0, sq_sum = 0.0;
+    std::vector<int64_t> in_idx(box.size());
+    for_each_index(box, [&](const std::vector<int64_t>& r) {
+      in_idx = r;
+      in_idx[1] = c[0];
+      const double v = x.at(in_idx);
+      sum += v;
+      sq_sum += v * v;
+    });
+    std::vector<int64_t> out_idx(box.size(), 0);
+    out_idx[1] = c[0];
+    a.out[0].set(out_idx, sum);
+    a.out[1].set(out_idx, sq_sum);
+  });
+  return {};
+}
+
 }  // namespace dnngraph::ref

@@ -11,7 +11,17 @@
 namespace dnngraph::cpu {
 namespace {
 
-// A partition of one reduction whose input comes from outside: load it and reduce.
+expr::Instr reduce_into(int tensor, int src, ReductionMode mode) {
+  expr::Instr in{};
+  in.kind = expr::InstrKind::REDUCE;
+  in.src[0] = src;
+  in.tensor = tensor;
+  in.reduce = mode;
+  return in;
+}
+
+// A partition of one reduction (or genstats: a sum and a sum of squares) whose input comes from
+// outside: load it and reduce.
 void lower_lone_reduction(const Partition& p, expr::Program& prog) {
   const ir::Node& n = p.node(0);
   prog = expr::Program{};
@@ -20,16 +30,25 @@ void lower_lone_reduction(const Partition& p, expr::Program& prog) {
   load.kind = expr::InstrKind::LOAD;
   load.dst = 0;
   load.tensor = n.inputs[0];
-  expr::Instr reduce{};
-  reduce.kind = expr::InstrKind::REDUCE;
-  reduce.src[0] = 0;
-  reduce.tensor = n.outputs[0];
-  reduce.reduce = std::get<ReductionAttr>(n.attr).get_mode();
-  prog.code = {load, reduce};
-  prog.num_regs = 1;
   prog.loads = {n.inputs[0]};
-  prog.reductions = {n.outputs[0]};
+  if (const auto* r = std::get_if<ReductionAttr>(&n.attr)) {
+    prog.code = {load, reduce_into(n.outputs[0], 0, r->get_mode())};
+    prog.num_regs = 1;
+    prog.reductions = {n.outputs[0]};
+    return;
+  }
+  expr::Instr square{};
+  square.kind = expr::InstrKind::APPLY;
+  square.op = PointwiseAttr().set_mode(PointwiseMode::MUL);
+  square.src[0] = square.src[1] = 0;
+  square.dst = 1;
+  prog.code = {load, square, reduce_into(n.outputs[0], 0, ReductionMode::ADD),
+               reduce_into(n.outputs[1], 1, ReductionMode::ADD)};
+  prog.num_regs = 2;
+  prog.reductions = {n.outputs[0], n.outputs[1]};
 }
+
+bool is_reduction(const ir::Node& n) { return ir::is<ReductionAttr>(n) || ir::is<GenstatsAttr>(n); }
 
 bool prepare_fused(const Partition& p, const Target& t, FusedProgram& out, std::string& why) {
   if (!on_cpu(t, why)) return false;
@@ -40,13 +59,13 @@ bool prepare_fused(const Partition& p, const Target& t, FusedProgram& out, std::
     return false;
   }
   for (size_t k = 0; k < p.nodes.size(); ++k)
-    if (!ir::is<PointwiseAttr>(p.node(k)) && !ir::is<ReductionAttr>(p.node(k))) {
+    if (!ir::is<PointwiseAttr>(p.node(k)) && !is_reduction(p.node(k))) {
       why = "node '" + p.node(k).name + "' (" + std::string(op_name(p.node(k).attr)) +
-            ") is not a pointwise op or a reduction";
+            ") is not a pointwise op, a reduction or genstats";
       return false;
     }
   expr::Program prog;
-  const bool lone_reduction = p.nodes.size() == 1 && ir::is<ReductionAttr>(p.node(0));
+  const bool lone_reduction = p.nodes.size() == 1 && is_reduction(p.node(0));
   if (lone_reduction) {
     lower_lone_reduction(p, prog);
   } else if (std::string w; !expr::lower(p, -1, prog, w)) {
