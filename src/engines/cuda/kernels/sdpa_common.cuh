@@ -34,20 +34,17 @@ struct SdpaParams {
   int left, right;                // band bounds, when has_left / has_right
   int has_left, has_right, bottom_right;
   int m_blocks;                   // query blocks per head
-  int head_group;                 // heads walked together, query-block-major (sdpa_block)
 };
 
-// The block's batch, head and first query row. The grid is m_blocks x h x b blocks along x, in
-// groups of head_group heads (the last one smaller); inside a group blocks are numbered
-// query-block-major, the longest rows (causal) first, so each head's longest block starts early
-// and the short ones fill the tail, while the group's K and V stay in L2.
+// The block's batch, head and first query row. Blocks are numbered query-block-major (the grid is
+// m_blocks x h x b blocks along x), the longest rows (causal) first, so every head's longest block
+// is in the first wave and the short ones fill the tail.
 struct BlockCoords {
   int bi, hi, m0;
 };
 __device__ __forceinline__ BlockCoords sdpa_block(const SdpaParams& p, int bm) {
-  const int heads = p.h * p.b, x = (int)blockIdx.x, span = p.head_group * p.m_blocks;
-  const int gi = x / span, r = x - gi * span, gs = min(p.head_group, heads - gi * p.head_group);
-  const int hb = gi * p.head_group + r % gs, mb = r / gs;
+  const int heads = p.h * p.b, x = (int)blockIdx.x;
+  const int hb = x % heads, mb = x / heads;
   return {hb / p.h, hb % p.h, (p.m_blocks - 1 - mb) * bm};
 }
 

@@ -87,7 +87,6 @@ class SdpaPlan final : public KernelPlan {
         return {ErrorCode::INVALID_VARIANT_PACK, name + ": the pointer is not 16-byte aligned (rows move in 16-byte chunks)"};
     }
     sdpa::SdpaParams prm = params(ptr);
-    prm.head_group = head_group(h.info, prm.m_blocks);
     if ((pr_.seq_q.id >= 0) != (prm.seq_q != nullptr) || (pr_.seq_kv.id >= 0) != (prm.seq_kv != nullptr))
       return {ErrorCode::INVALID_VARIANT_PACK, "cuda_sdpa_flash: a sequence-length tensor of the padding mask has no pointer"};
     // Query-block-major along x (sdpa_block): sdpa_problem bounds m_blocks x h x b below 2^31.
@@ -140,17 +139,6 @@ class SdpaPlan final : public KernelPlan {
     prm.bottom_right = pr_.bottom_right;
     prm.m_blocks = static_cast<int32_t>((pr_.sq + c_.bm - 1) / c_.bm);
     return prm;
-  }
-
-  // Heads walked together (sdpa_block): as many as one wave of blocks holds, or more while their
-  // K and V fit in half of L2, so that long sequences read them from L2 (the groups of one head
-  // per block row, before, kept them there; all heads at once lost 2% at s4096 d128, H200 2026-12-02).
-  int32_t head_group(const DeviceInfo& info, int32_t m_blocks) const {
-    const int64_t heads = pr_.b * pr_.h, es = static_cast<int64_t>(size_of(pr_.k.dtype));
-    const int64_t kv_per_head = std::max<int64_t>(1, pr_.skv * 2 * pr_.d * es * pr_.hk / pr_.h);  // K and V rows
-    const int64_t wave = int64_t{info.multiprocessors} * c_.blocks_per_sm / std::max(1, m_blocks);
-    const int64_t in_l2 = info.l2_bytes > 0 ? info.l2_bytes / 2 / kv_per_head : heads;
-    return static_cast<int32_t>(std::clamp<int64_t>(std::max(wave, in_l2), 1, heads));
   }
 
   Problem pr_;
