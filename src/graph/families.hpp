@@ -29,5 +29,6 @@ const OpTraits& traits(OpTag<BatchnormAttr>);             // norm_training.cpp
 const OpTraits& traits(OpTag<BatchnormBackwardAttr>);     // norm_training.cpp
 const OpTraits& traits(OpTag<InstancenormAttr>);          // norm_training.cpp
 const OpTraits& traits(OpTag<InstancenormBackwardAttr>);  // norm_training.cpp
+const OpTraits& traits(OpTag<SdpaBackwardAttr>);          // sdpa.cpp
 
 }  // namespace dnngraph
