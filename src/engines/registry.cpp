@@ -9,6 +9,7 @@
 #include "engines/cpu/norm/norm_rowwise.hpp"
 #include "engines/cpu/pointwise/pointwise_fused.hpp"
 #include "engines/cpu/pool/pool_direct.hpp"
+#include "engines/cpu/sdpa/sdpa_backward_flash.hpp"
 #include "engines/cpu/sdpa/sdpa_flash.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cuda/conv/conv_depthwise_direct.hpp"
@@ -44,6 +45,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {16, &cuda::gemm_mma_sync_engine()},
       {17, &cpu::conv_grouped_direct_engine()},
       {18, &cpu::norm_grouped_engine()},
+      {19, &cpu::sdpa_backward_flash_engine()},
   };
   return kEngines;
 }
