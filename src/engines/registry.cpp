@@ -17,6 +17,7 @@
 #include "engines/cuda/gemm/gemm_mma_sync.hpp"
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
 #include "engines/cuda/pointwise/pointwise_jit.hpp"
+#include "engines/cuda/sdpa/sdpa_backward_flash.hpp"
 #include "engines/cuda/sdpa/sdpa_flash.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/ref/ref_engine.hpp"
@@ -46,6 +47,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {17, &cpu::conv_grouped_direct_engine()},
       {18, &cpu::norm_grouped_engine()},
       {19, &cpu::sdpa_backward_flash_engine()},
+      {20, &cuda::sdpa_backward_flash_engine()},
   };
   return kEngines;
 }

@@ -1,0 +1,150 @@
+// cuda_sdpa_backward_flash against the reference engine on the GPU (skipped without one): seeded
+// random shapes (lengths that fit no 64-tile, GQA/MQA, BHSD and BSHD, every mask, padding masks),
+// bf16 and fp16 inputs, bf16/fp16/fp32 gradients, head dims 8..128, fully masked and padded rows,
+// the same bits on a second run; gradients poisoned with NaN before each run. Without a GPU: the
+// engine's rejections.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "dnngraph/dnngraph.hpp"
+#include "engines/test_cuda_util.hpp"
+#include "graph/graph_impl.hpp"
+#include "runtime/memory.hpp"
+#include "sdpa_backward_test_util.hpp"
+
+namespace {
+
+namespace dg = dnngraph;
+using T = dg::DataType;
+using sdpa_test::BwdInputs;
+using sdpa_test::Grads;
+using sdpa_test::Mask;
+
+struct Case : sdpa_test::Case {
+  Case() {
+    d = dv = 64;
+    type = T::BFLOAT16;
+  }
+};
+
+// The backward on the GPU with only cuda_sdpa_backward_flash; tensors copied to device memory.
+Grads run_on_gpu(const Case& c, const BwdInputs& in, dg::Handle& gpu, T grad_type = T::NOT_SET) {
+  dg::Graph g;
+  g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT).select_engines({"cuda_sdpa_backward_flash"});
+  const sdpa_test::BwdTensors t = sdpa_test::add_sdpa_backward(g, c, in);
+  Case out_case = c;
+  if (grad_type != T::NOT_SET) {
+    for (auto& x : {t.DQ, t.DK, t.DV}) x->set_data_type(grad_type);
+    out_case.type = grad_type;
+  }
+  Grads out = sdpa_test::poisoned_grads(out_case);
+  if (!sdpa_test::plan_mode_a(g, gpu)) return out;
+  dg::Status s = g.build_plans(gpu);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_TRUE(g.get_plan_name_at_index(0, out.plan_name).ok());
+  std::vector<int32_t> sq = in.fwd.seq_q, skv = in.fwd.seq_kv;
+  std::vector<std::pair<dg::TensorPtr, std::pair<void*, size_t>>> host{
+      {t.Q, {const_cast<unsigned char*>(in.fwd.q.bytes.data()), in.fwd.q.bytes.size()}},
+      {t.K, {const_cast<unsigned char*>(in.fwd.k.bytes.data()), in.fwd.k.bytes.size()}},
+      {t.V, {const_cast<unsigned char*>(in.fwd.v.bytes.data()), in.fwd.v.bytes.size()}},
+      {t.O, {const_cast<unsigned char*>(in.o.bytes.data()), in.o.bytes.size()}},
+      {t.DO, {const_cast<unsigned char*>(in.d_o.bytes.data()), in.d_o.bytes.size()}},
+      {t.STATS, {const_cast<unsigned char*>(in.stats.bytes.data()), in.stats.bytes.size()}},
+      {t.DQ, {out.dq.bytes.data(), out.dq.bytes.size()}},
+      {t.DK, {out.dk.bytes.data(), out.dk.bytes.size()}},
+      {t.DV, {out.dv.bytes.data(), out.dv.bytes.size()}}};
+  if (c.padding) host.push_back({t.SQ, {sq.data(), sq.size() * 4}}), host.push_back({t.SKV, {skv.data(), skv.size() * 4}});
+  dg::HandleImpl& hi = impl_of(gpu);
+  std::vector<dg::memory::Buffer> device;
+  dg::VariantPack pack;
+  for (auto& [tensor, buf] : host) {
+    device.emplace_back(hi, buf.second);
+    EXPECT_TRUE(dg::memory::copy_to_device(hi, device.back().get(), buf.first, buf.second).ok());
+    pack[tensor] = device.back().get();
+  }
+  int64_t ws = 0;
+  EXPECT_TRUE(g.get_workspace_size(ws).ok());
+  dg::memory::Buffer workspace(hi, static_cast<size_t>(std::max<int64_t>(ws, 16)));
+  s = g.execute(gpu, pack, workspace.get());
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_TRUE(dg::memory::synchronize(hi).ok());
+  for (auto* x : {&out.dq, &out.dk, &out.dv}) {
+    const dg::TensorPtr& tensor = x == &out.dq ? t.DQ : x == &out.dk ? t.DK : t.DV;
+    EXPECT_TRUE(dg::memory::copy_to_host(hi, x->bytes.data(), pack[tensor], x->bytes.size()).ok());
+  }
+  return out;
+}
+
+double tolerance(T t) { return t == T::HALF ? 1e-2 : 3e-2; }
+
+class CudaSdpaBackward : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gpu_ = dg::cuda::testing::cuda_handle(why_);
+    DG_SKIP_WITHOUT_GPU(gpu_, why_);
+  }
+  void check(const Case& c, uint32_t seed, T grad_type = T::NOT_SET) {
+    SCOPED_TRACE(c.describe());
+    const BwdInputs in = sdpa_test::make_backward_inputs(c, seed);
+    const Grads want = sdpa_test::run_backward_on_cpu(c, in, "ref");
+    const Grads got = run_on_gpu(c, in, *gpu_, grad_type);
+    EXPECT_EQ(got.plan_name.rfind("cuda_sdpa_backward_flash", 0), 0u) << got.plan_name;
+    sdpa_test::expect_grads_close(c, got, want, tolerance(c.type));
+  }
+  std::string why_;
+  std::unique_ptr<dg::Handle> gpu_;
+};
+
+}  // namespace
+
+TEST_F(CudaSdpaBackward, MatchesRefOnRandomShapes) {
+  auto vary = [](test_random::IntPicker& pick, int trial, Case& c) {
+    c.d = c.dv = trial % 4 == 3 ? 128 : 64;
+    c.type = trial % 2 ? T::HALF : T::BFLOAT16;
+    c.bshd = trial % 3 == 1;
+    sdpa_test::pick_mask_and_bounds(pick, c, trial, 100, 40);
+    c.padding = trial % 4 == 2;
+  };
+  sdpa_test::for_each_random_case<Case>(4242, 16, 200, 230, vary,
+                                        [&](const Case& c, int trial) { check(c, static_cast<uint32_t>(trial + 1)); });
+}
+
+TEST_F(CudaSdpaBackward, HeadDimsAndGradientTypes) {
+  uint32_t seed = 50;
+  for (int64_t d : {8, 40, 96, 128}) {
+    Case c;
+    c.h = 2, c.hk = 1, c.sq = 70, c.skv = 90, c.d = c.dv = d, c.mask = Mask::CAUSAL_BOTTOM_RIGHT;
+    check(c, ++seed);
+  }
+  Case c;
+  c.sq = 65, c.skv = 129, c.mask = Mask::SLIDING_WINDOW, c.left = 30;
+  check(c, ++seed, T::FLOAT);
+  c.type = T::HALF;
+  check(c, ++seed, T::HALF);
+}
+
+TEST_F(CudaSdpaBackward, FullyMaskedAndPaddedRowsMatchRef) {
+  Case c;
+  c.h = 2;
+  BwdInputs in;
+  in.fwd = sdpa_test::fully_masked_inputs(c, 170);  // the first 140 rows see no key
+  sdpa_test::forward_on_ref(c, in.fwd, in.o, in.stats);
+  in.d_o = sdpa_test::Tensor4({c.b, c.h, c.sq, c.dv}, c.type, c.bshd);
+  std::mt19937 rng(9);
+  in.d_o.fill_random(rng);
+  const Grads want = sdpa_test::run_backward_on_cpu(c, in, "ref");
+  const Grads got = run_on_gpu(c, in, *gpu_);
+  sdpa_test::expect_grads_close(c, got, want, tolerance(c.type));
+}
+
+TEST_F(CudaSdpaBackward, SameBitsOnEveryRun) {
+  Case c;
+  c.b = 2, c.h = 4, c.hk = 1, c.sq = 300, c.skv = 300, c.mask = Mask::CAUSAL;
+  const BwdInputs in = sdpa_test::make_backward_inputs(c, 77);
+  const Grads a = run_on_gpu(c, in, *gpu_), b = run_on_gpu(c, in, *gpu_);
+  EXPECT_EQ(a.dq.bytes, b.dq.bytes);
+  EXPECT_EQ(a.dk.bytes, b.dk.bytes);
+  EXPECT_EQ(a.dv.bytes, b.dv.bytes);
+}
