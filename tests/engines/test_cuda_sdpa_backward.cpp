@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "dnngraph/dnngraph.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
+#include "engines/cuda/sdpa/sdpa_backward_flash.hpp"
 #include "engines/test_cuda_util.hpp"
 #include "graph/graph_impl.hpp"
 #include "runtime/memory.hpp"
@@ -147,4 +149,40 @@ TEST_F(CudaSdpaBackward, SameBitsOnEveryRun) {
   EXPECT_EQ(a.dq.bytes, b.dq.bytes);
   EXPECT_EQ(a.dk.bytes, b.dk.bytes);
   EXPECT_EQ(a.dv.bytes, b.dv.bytes);
+}
+
+// ---- no GPU needed
+
+TEST(CudaSdpaBackwardCompile, KernelsCompileForAmpereAndHopper) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  struct Build {
+    T in, out;
+    int64_t d;
+    const char* arch;
+  };
+  for (const Build& b : {Build{T::BFLOAT16, T::BFLOAT16, 64, "sm_80"}, Build{T::HALF, T::FLOAT, 128, "sm_90a"},
+                         Build{T::BFLOAT16, T::HALF, 40, "sm_86"}}) {
+    const std::string src = dg::cuda::sdpa_backward_kernel_source(b.in, b.out, b.d);
+    std::vector<uint8_t> cubin;
+    const dg::Status s = dg::cuda::nvrtc_compile(src, "test_sdpa_backward.cu", b.arch, cubin);
+    ASSERT_TRUE(s.ok()) << s.to_string() << "\n---- source:\n" << src;
+    EXPECT_GT(cubin.size(), 1000u);
+  }
+}
+
+TEST(CudaSdpaBackwardEngine, RefusesFloatInputsWithTheReason) {
+  Case c;
+  c.type = T::FLOAT;
+  c.sq = c.skv = 8;
+  const BwdInputs in = sdpa_test::make_backward_inputs(c, 3);
+  dg::Handle cpu(dg::Device::cpu());
+  dg::Graph g;
+  g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT).select_engines({"cuda_sdpa_backward_flash"});
+  sdpa_test::add_sdpa_backward(g, c, in);
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  EXPECT_FALSE(g.check_support(cpu).ok());
+  // On the CPU handle the device rule speaks first; the type rule is the describe step's.
+  EXPECT_NE(g.explain().find("cuda_sdpa_backward_flash"), std::string::npos) << g.explain();
 }
