@@ -31,7 +31,7 @@ struct BwdProblem {
   std::optional<int64_t> left, right;
   bool bottom_right = false;
   int d_pad() const { return static_cast<int>((std::max<int64_t>(d, 1) + 63) / 64 * 64); }
-  int smem_bytes() const { return 4 * kTile * d_pad() * 2 + 2 * kTile * 4; }
+  int smem_bytes() const { return 6 * kTile * d_pad() * 2 + 4 * kTile * 4; }  // BwdShape::SMEM
 };
 
 Operand operand_of(const ir::Graph& g, int id) {
