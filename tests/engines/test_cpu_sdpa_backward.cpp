@@ -99,3 +99,37 @@ TEST(CpuSdpaBackwardFlash, RefusesOtherOpsAndTypes) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(g.explain().find("is sdpa, not sdpa_backward"), std::string::npos) << g.explain();
 }
+
+TEST(CpuSdpaBackwardFlash, SerializedPlanGivesTheSameGradients) {
+  Case c;
+  c.b = 2, c.h = 4, c.hk = 2, c.sq = 50, c.skv = 70, c.d = c.dv = 16, c.mask = Mask::CAUSAL_BOTTOM_RIGHT;
+  c.padding = true;
+  const sdpa_test::BwdInputs in = sdpa_test::make_backward_inputs(c, 21);
+  const Grads direct = sdpa_test::run_backward_on_cpu(c, in, "cpu_sdpa_backward_flash");
+  dg::Handle handle(dg::Device::cpu());
+  dg::Graph g;
+  g.set_io_data_type(c.type).set_compute_data_type(dg::DataType::FLOAT).select_engines({"cpu_sdpa_backward_flash"});
+  sdpa_test::BwdTensors t = sdpa_test::add_sdpa_backward(g, c, in);
+  ASSERT_TRUE(sdpa_test::plan_mode_a(g, handle));
+  ASSERT_TRUE(g.build_plans(handle).ok());
+  std::vector<uint8_t> blob;
+  ASSERT_TRUE(g.serialize(blob).ok());
+  dg::Graph back;
+  const dg::Status s = back.deserialize(handle, blob);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  Grads got = sdpa_test::poisoned_grads(c);
+  std::vector<int32_t> sq = in.fwd.seq_q, skv = in.fwd.seq_kv;
+  auto ptr = [](const sdpa_test::Tensor4& x) { return const_cast<unsigned char*>(x.bytes.data()); };
+  // A deserialized graph is addressed by uid: the tensors' uids as the first graph gave them.
+  dg::UidVariantPack pack{{t.Q->get_uid(), ptr(in.fwd.q)}, {t.K->get_uid(), ptr(in.fwd.k)},
+                          {t.V->get_uid(), ptr(in.fwd.v)}, {t.O->get_uid(), ptr(in.o)},
+                          {t.DO->get_uid(), ptr(in.d_o)},  {t.STATS->get_uid(), ptr(in.stats)},
+                          {t.DQ->get_uid(), got.dq.bytes.data()}, {t.DK->get_uid(), got.dk.bytes.data()},
+                          {t.DV->get_uid(), got.dv.bytes.data()}, {t.SQ->get_uid(), sq.data()},
+                          {t.SKV->get_uid(), skv.data()}};
+  const dg::Status e = back.execute(handle, pack, nullptr);
+  ASSERT_TRUE(e.ok()) << e.to_string();
+  EXPECT_EQ(got.dq.bytes, direct.dq.bytes);
+  EXPECT_EQ(got.dk.bytes, direct.dk.bytes);
+  EXPECT_EQ(got.dv.bytes, direct.dv.bytes);
+}
