@@ -73,8 +73,8 @@ struct Scratch {
   explicit Scratch(const Problem& p)
       : q(kTile * p.d_pad), d_o(kTile * p.dv_pad), kt(p.d * kTile), vt(p.dv * kTile), k_rows(kTile * p.d_pad),
         s(kTile * kTile), dp(kTile * kTile), pt(kTile * kTile), dst(kTile * kTile), acc_a(kTile * p.d_pad),
-        acc_b(kTile * p.dv_pad) {}
-  std::vector<float> q, d_o, kt, vt, k_rows, s, dp, pt, dst, acc_a, acc_b;
+        acc_b(kTile * p.dv_pad), o_row(p.dv) {}
+  std::vector<float> q, d_o, kt, vt, k_rows, s, dp, pt, dst, acc_a, acc_b, o_row;
   std::array<float, kTile> lse_log2{}, delta{};
   std::array<int64_t, kTile> lo{}, hi{};
 };
@@ -115,25 +115,28 @@ class BackwardPlan final : public Plan {
     return Band{lq, lkv, pr_.bottom_right ? lkv - lq : 0, pr_.left, pr_.right};
   }
 
-  // Q, dO rows [i0, i0 + rows) of head h (the rest zero), their STATS in log2 units, rowsum(dO * O),
-  // and each row's visible keys relative to j0, clamped to [0, cols).
-  void load_rows(const Pointers& p, const Band& band, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0,
-                 int64_t cols, Scratch& sc) const {
+  // Q, dO rows [i0, i0 + rows) of head h (the rest zero), their STATS in log2 units and rowsum(dO * O).
+  void load_rows(const Pointers& p, int64_t b, int64_t h, int64_t i0, int64_t rows, Scratch& sc) const {
     std::fill(sc.q.begin(), sc.q.end(), 0.0f);
     std::fill(sc.d_o.begin(), sc.d_o.end(), 0.0f);
-    std::vector<float> o_row(static_cast<size_t>(pr_.dv));
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
       sdpa::load_strided(p.q, pr_.q.dtype, pr_.q.offset(b, h, i, 0), pr_.q.st[3], pr_.d, &sc.q[r * pr_.d_pad], 1, 1.0f);
       float* dor = &sc.d_o[r * pr_.dv_pad];
       sdpa::load_strided(p.d_o, pr_.d_o.dtype, pr_.d_o.offset(b, h, i, 0), pr_.d_o.st[3], pr_.dv, dor, 1, 1.0f);
-      sdpa::load_strided(p.o, pr_.o.dtype, pr_.o.offset(b, h, i, 0), pr_.o.st[3], pr_.dv, o_row.data(), 1, 1.0f);
+      sdpa::load_strided(p.o, pr_.o.dtype, pr_.o.offset(b, h, i, 0), pr_.o.st[3], pr_.dv, sc.o_row.data(), 1, 1.0f);
       float delta = 0;
-      for (int64_t c = 0; c < pr_.dv; ++c) delta += dor[c] * o_row[static_cast<size_t>(c)];
+      for (int64_t c = 0; c < pr_.dv; ++c) delta += dor[c] * sc.o_row[static_cast<size_t>(c)];
       sc.delta[r] = delta;
       sc.lse_log2[r] = p.stats[pr_.stats.offset(b, h, i, 0)] * kLog2e;
-      sc.lo[r] = std::clamp(band.lo(i) - j0, int64_t{0}, cols);
-      sc.hi[r] = std::clamp(band.hi(i) - j0, int64_t{0}, cols);
+    }
+  }
+
+  // Each loaded row's visible keys relative to j0, clamped to [0, cols); rows past `rows` see none.
+  void row_ranges(const Band& band, int64_t i0, int64_t rows, int64_t j0, int64_t cols, Scratch& sc) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      sc.lo[r] = std::clamp(band.lo(i0 + r) - j0, int64_t{0}, cols);
+      sc.hi[r] = std::clamp(band.hi(i0 + r) - j0, int64_t{0}, cols);
     }
     for (int64_t r = rows; r < kTile; ++r) sc.lo[r] = sc.hi[r] = 0;
   }
@@ -177,7 +180,9 @@ class BackwardPlan final : public Plan {
     const int64_t group = pr_.h / pr_.hk;
     for (int64_t h = kh * group; h < (kh + 1) * group && first < last; ++h)
       for (int64_t i0 = first; i0 < last; i0 += kTile) {
-        load_rows(p, band, b, h, i0, std::min(kTile, last - i0), j0, cols, sc);
+        const int64_t rows = std::min(kTile, last - i0);
+        load_rows(p, b, h, i0, rows, sc);
+        row_ranges(band, i0, rows, j0, cols, sc);
         scores(sc);
         for (int64_t r = 0; r < kTile; ++r)
           for (int64_t j = 0; j < kTile; ++j) {
@@ -206,10 +211,11 @@ class BackwardPlan final : public Plan {
     std::fill(sc.acc_a.begin(), sc.acc_a.end(), 0.0f);                     // dQ
     const int64_t key_begin = rows ? band.lo(i0) : 0, key_end = rows ? band.hi(i0 + rows - 1) : 0;
     const int64_t kh = h / (pr_.h / pr_.hk);
+    if (key_begin < key_end) load_rows(p, b, h, i0, rows, sc);  // once: only the ranges move with the keys
     for (int64_t j0 = key_begin; j0 < key_end; j0 += kTile) {
       const int64_t cols = std::min(kTile, key_end - j0);
       load_keys(p, b, kh, j0, cols, sc);
-      load_rows(p, band, b, h, i0, rows, j0, cols, sc);
+      row_ranges(band, i0, rows, j0, cols, sc);
       scores(sc);
       kern_.gemm(kTile, pr_.d_pad, kTile, sc.dp.data(), kTile, sc.k_rows.data(), pr_.d_pad, sc.acc_a.data(),
                  pr_.d_pad, true, nullptr);
