@@ -170,19 +170,41 @@ TEST(CudaSdpaBackwardCompile, KernelsCompileForAmpereAndHopper) {
   }
 }
 
-TEST(CudaSdpaBackwardEngine, RefusesFloatInputsWithTheReason) {
-  Case c;
-  c.type = T::FLOAT;
-  c.sq = c.skv = 8;
+// The engine's verdict on a case, as explain() prints it (planned for the CPU handle: the
+// partition rules come before the device rule).
+std::string verdict(const Case& c, T grad_type = T::NOT_SET) {
   const BwdInputs in = sdpa_test::make_backward_inputs(c, 3);
   dg::Handle cpu(dg::Device::cpu());
   dg::Graph g;
   g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT).select_engines({"cuda_sdpa_backward_flash"});
-  sdpa_test::add_sdpa_backward(g, c, in);
-  ASSERT_TRUE(g.validate().ok());
-  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
-  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  const sdpa_test::BwdTensors t = sdpa_test::add_sdpa_backward(g, c, in);
+  if (grad_type != T::NOT_SET) t.DK->set_data_type(grad_type);
+  EXPECT_TRUE(g.validate().ok());
+  EXPECT_TRUE(g.build_operation_graph(cpu).ok());
+  EXPECT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
   EXPECT_FALSE(g.check_support(cpu).ok());
-  // On the CPU handle the device rule speaks first; the type rule is the describe step's.
-  EXPECT_NE(g.explain().find("cuda_sdpa_backward_flash"), std::string::npos) << g.explain();
+  return g.explain();
+}
+
+TEST(CudaSdpaBackwardEngine, RefusesWithReasons) {
+  auto expect_reason = [](const std::string& explain, const std::string& reason) {
+    EXPECT_NE(explain.find(reason), std::string::npos) << explain;
+  };
+  Case c;
+  c.sq = c.skv = 8;
+  c.type = T::FLOAT;
+  expect_reason(verdict(c), "node 'attn_bwd', tensor 'Q': data type FLOAT is not supported (HALF or BFLOAT16");
+  c = Case{};
+  c.sq = c.skv = 8;
+  c.dv = 32;
+  expect_reason(verdict(c), "node 'attn_bwd', tensor 'V': head dim 32 differs from Q's 64");
+  c.d = c.dv = 136;
+  expect_reason(verdict(c), "tensor 'Q': head dim 136 is not a multiple of 8 up to 128");
+  c.d = c.dv = 64;
+  expect_reason(verdict(c, T::FLOAT), "tensor 'attn_bwd::DK': data type FLOAT differs from dQ's BFLOAT16");
+  c.d = c.dv = 12;
+  expect_reason(verdict(c), "head dim 12 is not a multiple of 8 up to 128");
+  c = Case{};
+  c.sq = c.skv = 8;
+  expect_reason(verdict(c), "runs on CUDA handles");  // a good partition on the CPU handle
 }
