@@ -114,6 +114,7 @@ def test_sdpa_backward_matches_numpy(cpu: Any, rng: np.random.Generator, b: int,
         t.set_output(True).set_dim(list(x.shape)).set_stride([s // 4 for s in x.strides])
     pack.update(dict(zip((dQ, dK, dV), outs)))
     run(g, pack)
+    assert g.get_plan_name_at_index(0).startswith("cpu_sdpa_backward_flash[")  # mode A's first: not ref
     visible = np.stack([visible_mask(sq, skv, lq, lkv, masks.get("right"), masks.get("left"),
                                      masks.get("bottom_right", False)) for lq, lkv in lengths])
     want = sdpa_backward_ref(q, k, v, d_o, scale, visible)
