@@ -133,3 +133,34 @@ TEST(CpuSdpaBackwardFlash, SerializedPlanGivesTheSameGradients) {
   EXPECT_EQ(got.dk.bytes, direct.dk.bytes);
   EXPECT_EQ(got.dv.bytes, direct.dv.bytes);
 }
+
+TEST(CpuSdpaBackwardFlash, OnlyTheGradientsTheGraphReadsAreComputed) {
+  Case c;
+  c.h = 2, c.sq = 60, c.skv = 50, c.d = c.dv = 8, c.mask = Mask::CAUSAL;
+  const sdpa_test::BwdInputs in = sdpa_test::make_backward_inputs(c, 41);
+  const Grads want = sdpa_test::run_backward_on_cpu(c, in, "ref");
+  for (int keep = 0; keep < 2; ++keep) {  // 0: dQ alone; 1: dK and dV alone
+    dg::Handle handle(dg::Device::cpu());
+    dg::Graph g;
+    g.set_io_data_type(c.type).set_compute_data_type(dg::DataType::FLOAT).select_engines({"cpu_sdpa_backward_flash"});
+    const sdpa_test::BwdTensors t = sdpa_test::add_sdpa_backward(g, c, in);
+    (keep == 0 ? t.DK : t.DQ)->set_output(false);
+    if (keep == 0) t.DV->set_output(false);
+    ASSERT_TRUE(sdpa_test::plan_mode_a(g, handle));
+    ASSERT_TRUE(g.build_plans(handle).ok());
+    Grads got = sdpa_test::poisoned_grads(c);
+    auto ptr = [](const sdpa_test::Tensor4& x) { return const_cast<unsigned char*>(x.bytes.data()); };
+    dg::VariantPack pack{{t.Q, ptr(in.fwd.q)}, {t.K, ptr(in.fwd.k)}, {t.V, ptr(in.fwd.v)},
+                         {t.O, ptr(in.o)},     {t.DO, ptr(in.d_o)},  {t.STATS, ptr(in.stats)}};
+    if (keep == 0) pack[t.DQ] = got.dq.bytes.data();
+    else pack[t.DK] = got.dk.bytes.data(), pack[t.DV] = got.dv.bytes.data();
+    const dg::Status s = g.execute(handle, pack, nullptr);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    if (keep == 0) {
+      sdpa_test::expect_close(c, got.dq, want.dq, 1e-4, "dQ alone");
+    } else {
+      sdpa_test::expect_close(c, got.dk, want.dk, 1e-4, "dK without dQ");
+      sdpa_test::expect_close(c, got.dv, want.dv, 1e-4, "dV without dQ");
+    }
+  }
+}

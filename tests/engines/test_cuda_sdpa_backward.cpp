@@ -141,6 +141,45 @@ TEST_F(CudaSdpaBackward, FullyMaskedAndPaddedRowsMatchRef) {
   sdpa_test::expect_grads_close(c, got, want, tolerance(c.type));
 }
 
+TEST_F(CudaSdpaBackward, GradientsTheGraphDoesNotReadAreSkipped) {
+  // Only dQ is an output: dK and dV are virtual, have no pointer, and phase 1 is not launched.
+  Case c;
+  c.sq = 100, c.skv = 80, c.mask = Mask::CAUSAL_BOTTOM_RIGHT;
+  const BwdInputs in = sdpa_test::make_backward_inputs(c, 31);
+  const Grads want = sdpa_test::run_backward_on_cpu(c, in, "ref");
+  dg::Graph g;
+  g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT).select_engines({"cuda_sdpa_backward_flash"});
+  const sdpa_test::BwdTensors t = sdpa_test::add_sdpa_backward(g, c, in);
+  t.DK->set_output(false);
+  t.DV->set_output(false);
+  ASSERT_TRUE(sdpa_test::plan_mode_a(g, *gpu_));
+  ASSERT_TRUE(g.build_plans(*gpu_).ok());
+  dg::HandleImpl& hi = impl_of(*gpu_);
+  Grads got = sdpa_test::poisoned_grads(c);
+  std::vector<dg::memory::Buffer> device;
+  dg::VariantPack pack;
+  auto upload = [&](const dg::TensorPtr& x, const void* host, size_t bytes) {
+    device.emplace_back(hi, bytes);
+    ASSERT_TRUE(dg::memory::copy_to_device(hi, device.back().get(), host, bytes).ok());
+    pack[x] = device.back().get();
+  };
+  upload(t.Q, in.fwd.q.bytes.data(), in.fwd.q.bytes.size());
+  upload(t.K, in.fwd.k.bytes.data(), in.fwd.k.bytes.size());
+  upload(t.V, in.fwd.v.bytes.data(), in.fwd.v.bytes.size());
+  upload(t.O, in.o.bytes.data(), in.o.bytes.size());
+  upload(t.DO, in.d_o.bytes.data(), in.d_o.bytes.size());
+  upload(t.STATS, in.stats.bytes.data(), in.stats.bytes.size());
+  upload(t.DQ, got.dq.bytes.data(), got.dq.bytes.size());
+  int64_t ws = 0;
+  ASSERT_TRUE(g.get_workspace_size(ws).ok());
+  dg::memory::Buffer workspace(hi, static_cast<size_t>(std::max<int64_t>(ws, 16)));
+  const dg::Status s = g.execute(*gpu_, pack, workspace.get());
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_TRUE(dg::memory::synchronize(hi).ok());
+  ASSERT_TRUE(dg::memory::copy_to_host(hi, got.dq.bytes.data(), pack[t.DQ], got.dq.bytes.size()).ok());
+  sdpa_test::expect_close(c, got.dq, want.dq, tolerance(c.type) * 4, "dQ alone");
+}
+
 TEST_F(CudaSdpaBackward, SameBitsOnEveryRun) {
   Case c;
   c.b = 2, c.h = 4, c.hk = 1, c.sq = 300, c.skv = 300, c.mask = Mask::CAUSAL;

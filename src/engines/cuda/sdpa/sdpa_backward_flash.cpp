@@ -124,6 +124,8 @@ class BackwardPlan final : public KernelPlan {
     const auto ptr = [&](const Operand& x) -> void* { return x.id < 0 ? nullptr : args.ptrs[static_cast<size_t>(x.id)]; };
     for (const Operand* x : {&pr_.q, &pr_.k, &pr_.v, &pr_.o, &pr_.d_o, &pr_.stats, &pr_.dq, &pr_.dk, &pr_.dv}) {
       const std::string name = "cuda_sdpa_backward_flash: tensor '" + part_.tensor(x->id).name + "'";
+      const bool gradient = x == &pr_.dq || x == &pr_.dk || x == &pr_.dv;  // null: not read by the graph
+      if (!ptr(*x) && gradient) continue;
       if (!ptr(*x)) return {ErrorCode::INVALID_VARIANT_PACK, name + ": the pointer is null"};
       if (reinterpret_cast<uintptr_t>(ptr(*x)) % 16 != 0)
         return {ErrorCode::INVALID_VARIANT_PACK, name + ": the pointer is not 16-byte aligned (rows move in 16-byte chunks)"};
@@ -140,7 +142,9 @@ class BackwardPlan final : public KernelPlan {
         {blocks(pr_.sq, kThreads), static_cast<unsigned>(pr_.h), static_cast<unsigned>(pr_.b)},
         {blocks(pr_.skv, kTile), static_cast<unsigned>(pr_.hk), static_cast<unsigned>(pr_.b)},
         {blocks(pr_.sq, kTile), static_cast<unsigned>(pr_.h), static_cast<unsigned>(pr_.b)}};
+    const bool wanted[3] = {true, prm.dk || prm.dv, prm.dq != nullptr};
     for (int phase = 0; phase < 3; ++phase) {
+      if (!wanted[phase]) continue;
       prm.phase = phase;
       if (auto s = cuda::launch_3d(h, k_.main, grids[phase], kThreads, smem, kargs, kKernel); !s.ok()) return s;
     }
