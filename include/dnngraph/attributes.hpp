@@ -219,24 +219,22 @@ class ResampleAttr : public OpAttrBase<ResampleAttr> {
   std::vector<double> scale_;
 };
 
-// Scaled dot-product attention forward: Q[b,h,sq,d], K[b,hk,skv,d], V[b,hk,skv,dv] -> O[b,h,sq,dv]
-// (and Stats[b,h,sq,1] = logsumexp when not inference). h must be a multiple of hk (GQA/MQA).
-class SdpaAttr : public OpAttrBase<SdpaAttr> {
+// The masks and scale shared by sdpa and sdpa_backward (rules: src/graph/sdpa.cpp).
+template <class Derived>
+class SdpaMaskAttrBase : public OpAttrBase<Derived> {
  public:
-  SdpaAttr& set_is_inference(bool v) { is_inference_ = v; return *this; }
-  SdpaAttr& set_attn_scale(double s) { attn_scale_ = s; return *this; }
-  SdpaAttr& set_causal_mask(bool v) { causal_ = v; alignment_ = DiagonalAlignment::TOP_LEFT; return *this; }
-  SdpaAttr& set_causal_mask_bottom_right(bool v) { causal_ = v; alignment_ = DiagonalAlignment::BOTTOM_RIGHT; return *this; }
-  SdpaAttr& set_diagonal_alignment(DiagonalAlignment a) { alignment_ = a; return *this; }
+  Derived& set_attn_scale(double s) { attn_scale_ = s; return self(); }
+  Derived& set_causal_mask(bool v) { causal_ = v; alignment_ = DiagonalAlignment::TOP_LEFT; return self(); }
+  Derived& set_causal_mask_bottom_right(bool v) { causal_ = v; alignment_ = DiagonalAlignment::BOTTOM_RIGHT; return self(); }
+  Derived& set_diagonal_alignment(DiagonalAlignment a) { alignment_ = a; return self(); }
   // Keys more than `left` positions left of the diagonal are masked (sliding window).
-  SdpaAttr& set_diagonal_band_left_bound(int64_t left) { left_bound_ = left; return *this; }
+  Derived& set_diagonal_band_left_bound(int64_t left) { left_bound_ = left; return self(); }
   // Keys more than `right` positions right of the diagonal are masked; 0 is causal.
-  SdpaAttr& set_diagonal_band_right_bound(int64_t right) { right_bound_ = right; return *this; }
-  SdpaAttr& set_padding_mask(bool v) { padding_mask_ = v; return *this; }
-  SdpaAttr& set_seq_len_q(TensorPtr t) { seq_len_q_ = std::move(t); return *this; }
-  SdpaAttr& set_seq_len_kv(TensorPtr t) { seq_len_kv_ = std::move(t); return *this; }
+  Derived& set_diagonal_band_right_bound(int64_t right) { right_bound_ = right; return self(); }
+  Derived& set_padding_mask(bool v) { padding_mask_ = v; return self(); }
+  Derived& set_seq_len_q(TensorPtr t) { seq_len_q_ = std::move(t); return self(); }
+  Derived& set_seq_len_kv(TensorPtr t) { seq_len_kv_ = std::move(t); return self(); }
 
-  bool get_is_inference() const { return is_inference_; }
   std::optional<double> get_attn_scale() const { return attn_scale_; }
   DiagonalAlignment get_diagonal_alignment() const { return alignment_; }
   // Effective band: causal masks set right = 0 unless a right bound was given.
@@ -252,7 +250,7 @@ class SdpaAttr : public OpAttrBase<SdpaAttr> {
   const TensorPtr& get_seq_len_kv() const { return seq_len_kv_; }
 
  private:
-  bool is_inference_ = true;
+  Derived& self() { return static_cast<Derived&>(*this); }
   std::optional<double> attn_scale_;
   bool causal_ = false;
   DiagonalAlignment alignment_ = DiagonalAlignment::TOP_LEFT;
@@ -260,6 +258,21 @@ class SdpaAttr : public OpAttrBase<SdpaAttr> {
   bool padding_mask_ = false;
   TensorPtr seq_len_q_, seq_len_kv_;
 };
+
+// Scaled dot-product attention forward: Q[b,h,sq,d], K[b,hk,skv,d], V[b,hk,skv,dv] -> O[b,h,sq,dv]
+// (and Stats[b,h,sq,1] = logsumexp when not inference). h must be a multiple of hk (GQA/MQA).
+class SdpaAttr : public SdpaMaskAttrBase<SdpaAttr> {
+ public:
+  SdpaAttr& set_is_inference(bool v) { is_inference_ = v; return *this; }
+  bool get_is_inference() const { return is_inference_; }
+
+ private:
+  bool is_inference_ = true;
+};
+
+// Its backward: (Q, K, V, O, dO[b,h,sq,dv], Stats[b,h,sq,1] FLOAT) -> (dQ, dK, dV), in the layouts of
+// Q, K and V unless set; the forward's masks and scale must be given again.
+class SdpaBackwardAttr : public SdpaMaskAttrBase<SdpaBackwardAttr> {};
 
 // Same elements in row-major order, new dims (one may be -1 and is inferred).
 class ReshapeAttr : public OpAttrBase<ReshapeAttr> {

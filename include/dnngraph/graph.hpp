@@ -101,6 +101,9 @@ class Graph {
   std::array<TensorPtr, 3> instancenorm_backward(TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr mean,
                                                  TensorPtr inv_variance, InstancenormBackwardAttr attr);
   std::array<TensorPtr, 2> sdpa(TensorPtr q, TensorPtr k, TensorPtr v, SdpaAttr attr);
+  // (dQ, dK, dV) from the forward's inputs, its O and Stats, and dO.
+  std::array<TensorPtr, 3> sdpa_backward(TensorPtr q, TensorPtr k, TensorPtr v, TensorPtr o, TensorPtr d_o,
+                                         TensorPtr stats, SdpaBackwardAttr attr);
   TensorPtr reshape(TensorPtr x, ReshapeAttr attr);
   TensorPtr transpose(TensorPtr x, TransposeAttr attr);
   TensorPtr slice(TensorPtr x, SliceAttr attr);

@@ -103,7 +103,8 @@ enum class AttentionImplementation : int { AUTO, COMPOSITE, UNIFIED };
 // Binding of pygraph's methods, by area.
 void bind_pygraph_build(nb::class_<PyGraph>& c);      // pygraph.cpp: settings, tensors, build steps, persistence
 void bind_pygraph_execute(nb::class_<PyGraph>& c);    // pack.cpp: execute, autotune, CUDA graphs
-void bind_pygraph_ops(nb::class_<PyGraph>& c);        // pygraph_ops.cpp: conv, matmul, norms, sdpa, layout
+void bind_pygraph_ops(nb::class_<PyGraph>& c);        // pygraph_ops.cpp: conv, matmul, norms, layout
+void bind_pygraph_sdpa(nb::class_<PyGraph>& c);       // pygraph_sdpa.cpp: sdpa, sdpa_backward
 void bind_pygraph_pointwise(nb::class_<PyGraph>& c);  // pygraph_pointwise.cpp
 void bind_pygraph_engines(nb::class_<PyGraph>& c);    // engines.cpp: engines by id, behaviour notes
 

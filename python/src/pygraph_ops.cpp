@@ -1,5 +1,5 @@
 // pygraph's operations other than pointwise, with the cuDNN frontend's keyword names:
-// convolutions, matmul, reduction, normalizations, resample, sdpa and the layout ops.
+// convolutions, matmul, reduction, normalizations, resample and the layout ops (sdpa: pygraph_sdpa.cpp).
 
 #include "core/checked.hpp"
 #include "pygraph.hpp"
@@ -360,72 +360,6 @@ void bind_resample(nb::class_<PyGraph>& c) {
         "    ValueError: generate_index is True, or padding_mode is one dnngraph does not pad with.");
 }
 
-void bind_sdpa(nb::class_<PyGraph>& c) {
-  c.def("sdpa",
-        [](PyGraph& g, TensorPtr q, TensorPtr k, TensorPtr v, std::optional<bool> is_inference,
-           std::optional<bool> generate_stats, nb::handle attn_scale, bool causal, bool causal_br,
-           std::optional<DiagonalAlignment> alignment, std::optional<int64_t> left, std::optional<int64_t> right,
-           std::optional<int64_t> window, bool use_padding_mask, TensorPtr seq_len_q, TensorPtr seq_len_kv,
-           nb::handle ct, std::string name, std::optional<AttentionImplementation> implementation) {
-          if (implementation && *implementation != AttentionImplementation::AUTO)
-            fail(ErrorCode::INVALID_VALUE, "sdpa '" + name + "': implementation " +
-                                               nb::cast<std::string>(nb::str(nb::cast(*implementation))) +
-                                               " names a cuDNN kernel family; dnngraph takes AUTO and picks "
-                                               "among its engines (select_engines chooses them by name)");
-          auto a = named(SdpaAttr(), ct, std::move(name));
-          bool inference = true;
-          if (generate_stats) inference = !*generate_stats;
-          if (is_inference) inference = *is_inference;
-          a.set_is_inference(inference);
-          if (!attn_scale.is_none()) {
-            if (!PyFloat_Check(attn_scale.ptr()) && !PyLong_Check(attn_scale.ptr()))
-              fail(ErrorCode::INVALID_VALUE, "sdpa: attn_scale must be a number (a tensor scale is not supported)");
-            a.set_attn_scale(nb::cast<double>(attn_scale));
-          }
-          if (causal) a.set_causal_mask(true);
-          if (causal_br) a.set_causal_mask_bottom_right(true);
-          if (alignment) a.set_diagonal_alignment(*alignment);
-          if (window) a.set_diagonal_band_left_bound(*window);
-          if (left) a.set_diagonal_band_left_bound(*left);
-          if (right) a.set_diagonal_band_right_bound(*right);
-          if (use_padding_mask) a.set_padding_mask(true);
-          if (seq_len_q) a.set_seq_len_q(std::move(seq_len_q));
-          if (seq_len_kv) a.set_seq_len_kv(std::move(seq_len_kv));
-          auto [o, stats] = g.graph.sdpa(std::move(q), std::move(k), std::move(v), a);
-          return Pair{g.produced(o), inference ? nullptr : g.produced(stats)};
-        },
-        nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("is_inference").none() = nb::none(),
-        nb::arg("generate_stats").none() = nb::none(), nb::arg("attn_scale").none() = nb::none(),
-        nb::arg("use_causal_mask") = false, nb::arg("use_causal_mask_bottom_right") = false,
-        nb::arg("diagonal_alignment").none() = nb::none(), nb::arg("diagonal_band_left_bound").none() = nb::none(),
-        nb::arg("diagonal_band_right_bound").none() = nb::none(), nb::arg("sliding_window_length").none() = nb::none(),
-        nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
-        nb::arg("seq_len_kv").none() = nb::none(), nb::arg("compute_data_type").none() = nb::none(),
-        nb::arg("name") = "", nb::arg("implementation").none() = nb::none(),
-        "(O, Stats): scaled dot-product attention of Q[b,h,sq,d], K[b,hk,skv,d], V[b,hk,skv,dv].\n"
-        "Stats (logsumexp) is None for inference. Key j is visible to query i when\n"
-        "i - left_bound < j - offset <= i + right_bound (offset 0 top-left, skv - sq bottom-right).\n"
-        "\n"
-        "Args:\n"
-        "    q, k, v: the query, key and value tensors.\n"
-        "    is_inference: no Stats output (default True; generate_stats=True means False).\n"
-        "    generate_stats: the frontend's other spelling of not is_inference.\n"
-        "    attn_scale: a number multiplying Q @ K^T (default 1 / sqrt(d)).\n"
-        "    use_causal_mask, use_causal_mask_bottom_right: a causal mask, top-left or bottom-right "
-        "aligned.\n"
-        "    diagonal_alignment: a dnngraph.diagonal_alignment for the band bounds.\n"
-        "    diagonal_band_left_bound, diagonal_band_right_bound: band bounds (None: unbounded).\n"
-        "    sliding_window_length: the left bound of a sliding window.\n"
-        "    use_padding_mask: mask keys and queries beyond seq_len_kv / seq_len_q.\n"
-        "    seq_len_q, seq_len_kv: [b, 1, 1, 1] INT32 tensors of per-batch lengths.\n"
-        "    compute_data_type: the op's compute type (None: the graph's).\n"
-        "    name: the node's name (\"\": \"<op>.<n>\").\n"
-        "    implementation: attention_implementation.AUTO (or None).\n"
-        "\n"
-        "Raises:\n"
-        "    ValueError: implementation is COMPOSITE or UNIFIED, or attn_scale is not a number.");
-}
-
 std::pair<int64_t, int64_t> slice_bounds(nb::handle s, const TensorPtr& x, size_t axis) {
   if (PySlice_Check(s.ptr())) {
     Py_ssize_t start = 0, stop = 0, step = 1;
@@ -532,7 +466,7 @@ void bind_pygraph_ops(nb::class_<PyGraph>& c) {
   bind_matmul_reduction(c);
   bind_norms(c);
   bind_resample(c);
-  bind_sdpa(c);
+  bind_pygraph_sdpa(c);
   bind_layout(c);
 }
 

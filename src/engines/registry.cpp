@@ -9,6 +9,7 @@
 #include "engines/cpu/norm/norm_rowwise.hpp"
 #include "engines/cpu/pointwise/pointwise_fused.hpp"
 #include "engines/cpu/pool/pool_direct.hpp"
+#include "engines/cpu/sdpa/sdpa_backward_flash.hpp"
 #include "engines/cpu/sdpa/sdpa_flash.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cuda/conv/conv_depthwise_direct.hpp"
@@ -16,6 +17,7 @@
 #include "engines/cuda/gemm/gemm_mma_sync.hpp"
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
 #include "engines/cuda/pointwise/pointwise_jit.hpp"
+#include "engines/cuda/sdpa/sdpa_backward_flash.hpp"
 #include "engines/cuda/sdpa/sdpa_flash.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/ref/ref_engine.hpp"
@@ -44,6 +46,8 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {16, &cuda::gemm_mma_sync_engine()},
       {17, &cpu::conv_grouped_direct_engine()},
       {18, &cpu::norm_grouped_engine()},
+      {19, &cpu::sdpa_backward_flash_engine()},
+      {20, &cuda::sdpa_backward_flash_engine()},
   };
   return kEngines;
 }

@@ -153,6 +153,13 @@ std::array<TensorPtr, 2> Graph::sdpa(TensorPtr q, TensorPtr k, TensorPtr v, Sdpa
   auto outs = add_node(*impl_, std::move(attr), {std::move(q), std::move(k), std::move(v), sq, skv});
   return {outs[0], outs[1]};
 }
+std::array<TensorPtr, 3> Graph::sdpa_backward(TensorPtr q, TensorPtr k, TensorPtr v, TensorPtr o, TensorPtr d_o,
+                                              TensorPtr stats, SdpaBackwardAttr attr) {
+  TensorPtr sq = attr.get_seq_len_q(), skv = attr.get_seq_len_kv();
+  auto outs = add_node(*impl_, std::move(attr),
+                       {std::move(q), std::move(k), std::move(v), std::move(o), std::move(d_o), std::move(stats), sq, skv});
+  return {outs[0], outs[1], outs[2]};
+}
 TensorPtr Graph::reshape(TensorPtr x, ReshapeAttr attr) {
   return add_node(*impl_, std::move(attr), {std::move(x)})[0];
 }

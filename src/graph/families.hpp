@@ -30,5 +30,6 @@ const OpTraits& traits(OpTag<BatchnormBackwardAttr>);     // norm_training.cpp
 const OpTraits& traits(OpTag<InstancenormAttr>);          // norm_training.cpp
 const OpTraits& traits(OpTag<InstancenormBackwardAttr>);  // norm_training.cpp
 const OpTraits& traits(OpTag<GenstatsAttr>);              // reduction.cpp
+const OpTraits& traits(OpTag<SdpaBackwardAttr>);          // sdpa.cpp
 
 }  // namespace dnngraph

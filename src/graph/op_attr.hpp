@@ -12,7 +12,8 @@ using OpAttr = std::variant<ConvFpropAttr, ConvDgradAttr, ConvWgradAttr, MatmulA
                             ReductionAttr, BatchnormInferenceAttr, LayernormAttr, RmsnormAttr,
                             ResampleAttr, SdpaAttr, ReshapeAttr, TransposeAttr, SliceAttr,
                             ConcatenateAttr, LayernormBackwardAttr, RmsnormBackwardAttr, BatchnormAttr,
-                            BatchnormBackwardAttr, InstancenormAttr, InstancenormBackwardAttr, GenstatsAttr>;
+                            BatchnormBackwardAttr, InstancenormAttr, InstancenormBackwardAttr, GenstatsAttr,
+                            SdpaBackwardAttr>;
 
 // Input slots, in the order the builder stores them. Optional inputs are null when absent.
 namespace slot {
@@ -26,6 +27,7 @@ enum NormBwd { NB_DY = 0, NB_X, NB_SCALE, NB_MEAN, NB_INV_VAR };
 enum RmsBwd { RB_DY = 0, RB_X, RB_SCALE, RB_INV_RMS };
 enum BnTrain { BT_X = 0, BT_SCALE, BT_BIAS, BT_EPS, BT_PREV_MEAN, BT_PREV_VAR, BT_MOMENTUM };
 enum Sdpa { SDPA_Q = 0, SDPA_K, SDPA_V, SDPA_SEQ_Q, SDPA_SEQ_KV };
+enum SdpaBwd { SB_Q = 0, SB_K, SB_V, SB_O, SB_DO, SB_STATS, SB_SEQ_Q, SB_SEQ_KV };  // outputs: dQ, dK, dV
 }  // namespace slot
 
 }  // namespace dnngraph

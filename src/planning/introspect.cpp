@@ -1,5 +1,6 @@
 #include "planning/introspect.hpp"
 
+#include <array>
 #include <unordered_map>
 
 #include "planning/plan_set.hpp"
@@ -23,10 +24,14 @@ uint64_t ir_serial(const Graph& g) { return impl_of(g).ir ? impl_of(g).ir->seria
 Status tensors(const Graph& g, std::vector<TensorView>& out) {
   const auto& ir = impl_of(g).ir;
   if (!ir) return {ErrorCode::INVALID_CALL_ORDER, "introspect::tensors: call build_operation_graph first"};
-  std::unordered_map<int, int64_t> seq_len_bound;  // SEQ_LEN inputs of sdpa: Q's or K's sequence length
+  std::unordered_map<int, int64_t> seq_len_bound;  // SEQ_LEN inputs of sdpa(_backward): Q's or K's sequence length
   for (const auto& n : ir->nodes) {
-    if (!ir::is<SdpaAttr>(n)) continue;
-    for (auto [slot_index, like] : {std::pair{slot::SDPA_SEQ_Q, slot::SDPA_Q}, {slot::SDPA_SEQ_KV, slot::SDPA_K}})
+    using Slots = std::array<std::pair<int, int>, 2>;
+    Slots slots{};
+    if (ir::is<SdpaAttr>(n)) slots = Slots{{{slot::SDPA_SEQ_Q, slot::SDPA_Q}, {slot::SDPA_SEQ_KV, slot::SDPA_K}}};
+    else if (ir::is<SdpaBackwardAttr>(n)) slots = Slots{{{slot::SB_SEQ_Q, slot::SB_Q}, {slot::SB_SEQ_KV, slot::SB_K}}};
+    else continue;
+    for (auto [slot_index, like] : slots)
       if (static_cast<size_t>(slot_index) < n.inputs.size() && n.inputs[slot_index] >= 0 && n.inputs[like] >= 0) {
         const auto& dims = ir->tensor(n.inputs[like]).dims;
         if (dims.size() > 2) seq_len_bound[n.inputs[slot_index]] = dims[2];
@@ -53,7 +58,7 @@ std::vector<DataType> compute_types(const Graph& g) {
 bool has_attention(const Graph& g) {
   if (const auto& ir = impl_of(g).ir)
     for (const auto& n : ir->nodes)
-      if (ir::is<SdpaAttr>(n)) return true;
+      if (ir::is<SdpaAttr>(n) || ir::is<SdpaBackwardAttr>(n)) return true;
   return false;
 }
 

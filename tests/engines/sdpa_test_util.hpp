@@ -139,9 +139,9 @@ inline Inputs make_inputs(const Case& c, uint32_t seed) {
   return in;
 }
 
-inline dg::SdpaAttr attr_of(const Case& c) {
-  dg::SdpaAttr a;
-  a.set_name("attn").set_is_inference(!c.stats);
+// The case's scale and mask on an SdpaAttr or an SdpaBackwardAttr.
+template <class Attr>
+void set_masks(const Case& c, Attr& a) {
   if (c.scale) a.set_attn_scale(*c.scale);
   switch (c.mask) {
     case Mask::NONE: break;
@@ -154,6 +154,12 @@ inline dg::SdpaAttr attr_of(const Case& c) {
           .set_diagonal_band_right_bound(c.right);
       break;
   }
+}
+
+inline dg::SdpaAttr attr_of(const Case& c) {
+  dg::SdpaAttr a;
+  a.set_name("attn").set_is_inference(!c.stats);
+  set_masks(c, a);
   return a;
 }
 

@@ -27,6 +27,7 @@ Status run(const BatchnormBackwardAttr&, const NodeArgs&);     // ref_norm_train
 Status run(const InstancenormAttr&, const NodeArgs&);          // ref_norm_training.cpp
 Status run(const InstancenormBackwardAttr&, const NodeArgs&);  // ref_norm_training.cpp
 Status run(const GenstatsAttr&, const NodeArgs&);              // ref_reduction.cpp
+Status run(const SdpaBackwardAttr&, const NodeArgs&);          // ref_sdpa_backward.cpp
 
 // The scalar function of a pointwise mode, in double (tests use it as the oracle of one element).
 double pointwise_apply(const PointwiseAttr& attr, double a, double b, double c);

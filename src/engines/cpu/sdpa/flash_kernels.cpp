@@ -65,7 +65,19 @@ void softmax_generic(float* s, int64_t lds, int64_t rows, int64_t n_pad, const i
   }
 }
 
-const Kernels kGeneric{"generic", gemm_generic, softmax_generic};
+void probs_and_grads_generic(float* s, float* dp, int64_t ld, int64_t rows, int64_t n_pad, const int64_t* lo,
+                             const int64_t* hi, const float* lse_log2, const float* delta, float scale_log2) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *srow = s + r * ld, *dprow = dp + r * ld;
+    for (int64_t j = 0; j < n_pad; ++j) {
+      const float p = (j >= lo[r] && j < hi[r]) ? std::exp2(srow[j] * scale_log2 - lse_log2[r]) : 0.0f;
+      srow[j] = p;
+      dprow[j] = p * (dprow[j] - delta[r]);
+    }
+  }
+}
+
+const Kernels kGeneric{"generic", gemm_generic, softmax_generic, probs_and_grads_generic};
 
 // ---- AVX2 + FMA
 
@@ -193,7 +205,27 @@ DG_AVX2 void softmax_avx2(float* s, int64_t lds, int64_t rows, int64_t n_pad, co
   }
 }
 
-const Kernels kAvx2{"avx2", gemm_avx2, softmax_avx2};
+DG_AVX2 void probs_and_grads_avx2(float* s, float* dp, int64_t ld, int64_t rows, int64_t n_pad, const int64_t* lo,
+                                  const int64_t* hi, const float* lse_log2, const float* delta, float scale_log2) {
+  const __m256 zero = _mm256_setzero_ps(), vscale = _mm256_set1_ps(scale_log2);
+  for (int64_t r = 0; r < rows; ++r) {
+    float *srow = s + r * ld, *dprow = dp + r * ld;
+    const __m256 vlse = _mm256_set1_ps(lse_log2[r]), vdelta = _mm256_set1_ps(delta[r]);
+    for (int64_t j = 0; j < n_pad; j += 8) {
+      if (j + 8 <= lo[r] || j >= hi[r]) {  // a vector wholly masked
+        _mm256_storeu_ps(srow + j, zero);
+        _mm256_storeu_ps(dprow + j, zero);
+        continue;
+      }
+      __m256 p = exp2_avx2(_mm256_fmsub_ps(_mm256_loadu_ps(srow + j), vscale, vlse));
+      if (j < lo[r] || j + 8 > hi[r]) p = _mm256_and_ps(p, lane_mask(j, lo[r], hi[r]));
+      _mm256_storeu_ps(srow + j, p);
+      _mm256_storeu_ps(dprow + j, _mm256_mul_ps(p, _mm256_sub_ps(_mm256_loadu_ps(dprow + j), vdelta)));
+    }
+  }
+}
+
+const Kernels kAvx2{"avx2", gemm_avx2, softmax_avx2, probs_and_grads_avx2};
 #endif
 
 }  // namespace

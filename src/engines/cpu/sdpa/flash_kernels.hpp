@@ -28,6 +28,11 @@ struct Kernels {
   // row's accumulator acc[r][0 .. dv_pad) when the max grows, and leaves P = exp2(s - m) in s.
   void (*softmax)(float* s, int64_t lds, int64_t rows, int64_t n_pad, const int64_t* lo, const int64_t* hi,
                   float* m, float* l, float* acc, int64_t ldacc, int64_t dv_pad);
+  // The backward's element step over score tiles s and dp [rows x n_pad] (n_pad % 16 == 0): row r
+  // sees columns [lo[r], hi[r]); P = exp2(s * scale_log2 - lse_log2[r]) there and 0 elsewhere
+  // replaces s, and dS = P * (dp - delta[r]) replaces dp.
+  void (*probs_and_grads)(float* s, float* dp, int64_t ld, int64_t rows, int64_t n_pad, const int64_t* lo,
+                          const int64_t* hi, const float* lse_log2, const float* delta, float scale_log2);
 };
 
 bool cpu_has_avx2_fma();

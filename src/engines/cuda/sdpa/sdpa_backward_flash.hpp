@@ -1,0 +1,15 @@
+// cuda_sdpa_backward_flash: sdpa_backward on NVIDIA GPUs (sm_80+), FlashAttention-2's backward on
+// mma.sync tensor cores in three deterministic phases (kernels/sdpa_backward_mma_sync.cuh).
+#pragma once
+#include <string>
+
+#include "planning/engine.hpp"
+
+namespace dnngraph::cuda {
+const Engine& sdpa_backward_flash_engine();
+
+// The kernel's CUDA source for 16-bit inputs `in`, gradients of type `out` and head dim `d`
+// (padded to 64 inside); tests compile it without a GPU.
+std::string sdpa_backward_kernel_source(DataType in, DataType out, int64_t d);
+inline constexpr const char* kSdpaBackwardKernel = "dg_sdpa_backward";
+}
