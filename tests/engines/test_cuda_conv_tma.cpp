@@ -458,3 +458,28 @@ TEST(CudaConvIm2col, FirstPlanOfALayerMatchesRef) {
 }
 
 }  // namespace
+
+namespace {
+
+// conv + genstats lowers into the epilogue's sums, but its CUDA kernels have not run against ref on
+// a GPU yet: the own CUDA engines refuse it with that reason (the CPU engines and ref run it).
+TEST(CudaConvEpilogue, GenstatsIsRefusedUntilCheckedOnAGpu) {
+  dg::Graph g;
+  set_types(g, BF);
+  auto y = g.conv_fprop(declare(g, "X", {2, 32, 8, 8}, BF), declare(g, "W", {16, 32, 3, 3}, BF),
+                        dg::ConvFpropAttr().set_padding({1, 1}).set_name("conv"));
+  y->set_output(true).set_stride(channels_last({2, 16, 8, 8}));
+  auto stats = g.genstats(y, dg::GenstatsAttr().set_name("gs"));
+  for (auto& s : stats) s->set_output(true);
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  ASSERT_EQ(parts.size(), 1u);
+  std::string src, why;
+  for (int core : {0, 3}) {
+    EXPECT_FALSE(cv::fprop_source_for_test(parts[0], core, 128, 64, 4, src, why)) << core;
+    EXPECT_NE(why.find("node 'gs' (genstats): lowered, but not yet checked against ref on a GPU"), std::string::npos)
+        << why;
+  }
+}
+
+}  // namespace

@@ -94,6 +94,16 @@ bool pointwise_expr(const PointwiseAttr& p, const std::string& a, const std::str
   return true;
 }
 
+bool checked_on_gpu(const Partition& p, std::string& why_not) {
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const ir::Node& n = p.node(i);
+    if (!ir::is<GenstatsAttr>(n)) continue;
+    why_not = ir::describe(n) + ": lowered, but not yet checked against ref on a GPU, so not offered";
+    return false;
+  }
+  return true;
+}
+
 bool has_expressions(const expr::Program& prog, std::string& why_not) {
   std::string e;
   for (const auto& in : prog.code) {

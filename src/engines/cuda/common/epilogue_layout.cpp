@@ -185,6 +185,7 @@ int anchor_node(const Partition& p) {
 
 bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, EpiloguePlan& out, std::string& why) {
   out = EpiloguePlan{};
+  if (!codegen::checked_on_gpu(p, why)) return false;
   if (!expr::lower(p, anchor_node(p), out.prog, why)) return false;
   if (!codegen::has_expressions(out.prog, why)) return false;
   out.L.dynamic = dynamic;

@@ -8,6 +8,7 @@
 #include "core/log.hpp"
 #include "engines/cuda/codegen/emitter.hpp"
 #include "engines/cuda/codegen/params.hpp"
+#include "engines/cuda/codegen/pointwise_ops.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
@@ -64,6 +65,7 @@ const KnobSchema<PointwiseKnobs> kSchema{
 // Lowering and layout: what both build and deserialize start from.
 Status prepare(const Partition& p, const Target& t, const PointwiseKnobs& k, expr::Program& prog, Layout& L) {
   std::string why;
+  if (!codegen::checked_on_gpu(p, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cuda_pointwise_jit: " + why};
   if (!expr::lower(p, -1, prog, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "cuda_pointwise_jit: " + why};
   codegen::LayoutOptions o;
   o.dynamic = t.dynamic_shapes;
