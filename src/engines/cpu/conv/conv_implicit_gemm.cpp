@@ -2,13 +2,14 @@
 // M = output pixels, N = output channels, K = taps x input channels (channel fastest). A's rows
 // are read in place through one pointer per (pixel, tap) when the input is fp32 with unit channel
 // stride (NHWC: the indirect form), else gathered and converted into the packed-A block; the
-// weights are packed once per execute into NR-wide B panels; the epilogue runs on each C block.
+// weights are packed into NR-wide B panels once per execute, or once per plan and pointer when
+// they are constant (TensorAttr::set_is_constant); the epilogue runs on each C block.
 // conv_dgrad (the transposed convolution) runs as one such GEMM per stride phase: the outputs
 // i = rho + s*j all read the same taps (those with (rho + pad - r*dil) divisible by s), from
 // input j + (rho + pad - r*dil)/s, so no multiply by an inserted zero is ever done.
 // Where few pixels share each weight (7x7 and 14x14 layers) and the weights are fp32 KRSC, a
 // conv_fprop reads them in place instead, as dot-product tiles (conv_implicit_dot.hpp), when the
-// tiles' cost model expects that to beat packing them on every execute.
+// tiles' cost model expects that to beat the packed form.
 #include "engines/cpu/conv/conv_implicit_gemm.hpp"
 
 #include <algorithm>
@@ -46,8 +47,8 @@ bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
 class ConvProblem final : public gemm::GemmProblem {
  public:
   ConvProblem(const ConvGeometry& g, const ConvPhase& ph, const Epilogue& epi, const std::vector<void*>* ptrs,
-              EpilogueRun* run)
-      : g_(g), ph_(ph), run_(run) {
+              EpilogueRun* run, int nr)
+      : g_(g), ph_(ph), run_(run), nr_(nr) {
     batch = g.groups;
     M = g.n * ph.pixels();
     N = g.dst_cg;
@@ -75,8 +76,12 @@ class ConvProblem final : public gemm::GemmProblem {
     ldc_ = ldc;
   }
 
-  std::vector<gemm::KBlock> k_blocks(int64_t kc) const override {
+  // With A read in place (indirect) kc is a floor: each K block costs a pass over the task's C
+  // and a kernel call per tile, and nothing is packed per block, so blocks grow until one B panel
+  // fills an eighth of L2 (3x3 C256 14x14, 2 MiB L2: 1.16 ms at kc 192, 0.87-0.93 ms at 768-2304).
+  std::vector<gemm::KBlock> k_blocks(int64_t kc_knob) const override {
     std::vector<gemm::KBlock> out;
+    const int64_t kc = indirect_ ? std::max(kc_knob, cpu_features().l2_bytes / 8 / (nr_ * 4)) : kc_knob;
     const int64_t icg = g_.src_cg, taps = ph_.taps();
     if (icg <= kc) {  // whole taps per block, one segment each
       const int64_t per = std::max<int64_t>(1, kc / icg);
@@ -229,6 +234,7 @@ class ConvProblem final : public gemm::GemmProblem {
   void* dst_ = nullptr;
   bool indirect_ = false, c_direct_ = false, chain_ = false;
   int64_t ldc_ = 0;
+  int nr_;
 };
 
 class ConvImplicitPlan final : public gemm::GemmPlan {
@@ -238,12 +244,13 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       : GemmPlan(p, epi, 1, s, threads) {
     geo_.init(p);
     phases_ = conv_phases(geo_, kMaxOffsets);
+    if (phases_.size() == 1) keep_b_if_constant(geo_.wei);  // a dgrad's phases each pack other taps
     const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(kernels().isa);
-    if (conv_dot_unfit(geo_, phases_, dks).empty() && conv_dot_preferred(geo_, dks)) {
+    if (conv_dot_unfit(geo_, phases_, dks).empty() && conv_dot_preferred(geo_, dks, kernels().mr, b_kept())) {
       dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], dks, threads);
       return;  // no workspace: nothing is packed
     }
-    for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr));
+    for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr, kernels().nr));
   }
 
   Status execute(const ExecArgs& args) const override {
@@ -254,7 +261,8 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       return run.finish();
     }
     for (const auto& ph : phases_)  // every dst position lies in exactly one phase
-      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run), pool, args.workspace); !s.ok())
+      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run, kernels().nr), pool, args.workspace, args.ptrs);
+          !s.ok())
         return s;
     return run.finish();
   }

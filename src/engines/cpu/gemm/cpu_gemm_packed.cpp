@@ -156,13 +156,15 @@ class MatmulPlan final : public gemm::GemmPlan {
   MatmulPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
       : GemmPlan(p, epi, epi.rank() - 1, s, threads) {
     geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    keep_b_if_constant(geo_.b);
     reserve_workspace(MatmulProblem(geo_, epilogue(), nullptr, nullptr, kernels().nr));
   }
 
   Status execute(const ExecArgs& args) const override {
     ThreadPool& pool = args.handle.thread_pool();
     EpilogueRun run(epilogue(), args.ptrs, pool.size());
-    if (auto s = run_problem(MatmulProblem(geo_, epilogue(), &args.ptrs, &run, kernels().nr), pool, args.workspace);
+    if (auto s = run_problem(MatmulProblem(geo_, epilogue(), &args.ptrs, &run, kernels().nr), pool, args.workspace,
+                                args.ptrs);
         !s.ok())
       return s;
     return run.finish();

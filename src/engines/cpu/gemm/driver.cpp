@@ -196,7 +196,7 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
 // thread without an item (a conv's 256 output channels are 8 AVX-512 panels: as one item the
 // second thread sat idle through the whole pack, 0.09 ms of a 0.6 ms 3x3 C256 14x14 layer); a
 // small B is packed by the caller alone, which is cheaper than waking the pool for it.
-void pack_shared_b(const GemmProblem& p, const KernelSet& ks, const TaskShape& t, ThreadPool& pool, float* dst) {
+void pack_shared_b(const GemmProblem& p, const KernelSet& ks, int64_t total_floats, ThreadPool& pool, float* dst) {
   constexpr int64_t kPanelsPerItem = 8;
   const int64_t panels = ceil_div(p.N, ks.nr) * p.b_count(), want = 2 * static_cast<int64_t>(pool.size());
   const int64_t per_item = std::clamp<int64_t>(panels / want, 1, kPanelsPerItem);
@@ -208,7 +208,7 @@ void pack_shared_b(const GemmProblem& p, const KernelSet& ks, const TaskShape& t
       p.pack_b(d, n0, std::min(cols, p.N - n0), ks.nr, dst + d * stride + (n0 / nr) * p.K * nr);
     }
   };
-  if (t.shared_b < (int64_t{1} << 15)) pack(0, p.b_count() * groups);
+  if (total_floats < (int64_t{1} << 15)) pack(0, p.b_count() * groups);
   else pool.parallel_for(p.b_count() * groups, pack);
 }
 
@@ -247,31 +247,44 @@ Blocking default_blocking(const KernelSet& ks) {
   return b;
 }
 
-bool workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads, int64_t& out) {
+bool workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads, int64_t& out,
+                     bool b_aside) {
   // Packed B first: plan_tasks lists K blocks, which grow with K too.
   if (int64_t b = 0; !shared_b_floats(p, ks.nr, b) || b > checked::kMaxSpanBytes / 4) return false;
   const TaskShape t = plan_tasks(p, ks, blk, threads);
   int64_t floats = 0;
-  return checked::add(t.shared_b, kAlignFloats, floats) &&
+  return checked::add(b_aside ? 0 : t.shared_b, kAlignFloats, floats) &&
          checked::mul_add(t.per_thread(), std::max(threads, 1), floats, floats) && checked::mul(floats, 4, out);
 }
 
-Status run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace) {
+bool packed_b_size(const GemmProblem& p, const KernelSet& ks, int64_t& floats) {
+  return shared_b_floats(p, ks.nr, floats);
+}
+
+void pack_b_whole(const GemmProblem& p, const KernelSet& ks, ThreadPool& pool, float* dst) {
+  int64_t floats = 0;
+  if (packed_b_size(p, ks, floats)) pack_shared_b(p, ks, floats, pool, dst);
+}
+
+Status run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace,
+           const float* packed_b) {
   const int threads = pool.size();
   const TaskShape t = plan_tasks(p, ks, blk, threads);
+  const bool b_aside = packed_b && p.b_shared();
   std::vector<float> own;
   float* ws = static_cast<float*>(workspace);
   if (!ws) {
     int64_t bytes = 0;
-    if (!workspace_bytes(p, ks, blk, threads, bytes) || bytes > checked::kMaxSpanBytes)
+    if (!workspace_bytes(p, ks, blk, threads, bytes, b_aside) || bytes > checked::kMaxSpanBytes)
       return {ErrorCode::GRAPH_NOT_SUPPORTED, "the GEMM's workspace for " + std::to_string(threads) +
                                                   " threads exceeds 2^48 bytes"};
     own.resize(static_cast<size_t>(bytes / 4));
     ws = own.data();
   }
-  float* shared_b = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t{63});
-  float* per_thread = shared_b + round_up(t.shared_b, kAlignFloats);
-  if (p.b_shared()) pack_shared_b(p, ks, t, pool, shared_b);
+  float* const base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t{63});
+  float* per_thread = base + (b_aside ? 0 : round_up(t.shared_b, kAlignFloats));
+  const float* shared_b = b_aside ? packed_b : base;
+  if (p.b_shared() && !b_aside) pack_shared_b(p, ks, t.shared_b, pool, base);
   // Tasks are handed out one at a time (the pool's chunks would group several).
   std::atomic<int64_t> next{0};
   ThreadSlots slots(threads);

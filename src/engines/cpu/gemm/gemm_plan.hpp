@@ -13,6 +13,7 @@
 #include "engines/cpu/cpu_features.hpp"
 #include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
+#include "engines/cpu/gemm/constant_b.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "planning/engine.hpp"
 
@@ -30,15 +31,31 @@ class GemmPlan : public Plan {
 
   const Epilogue& epilogue() const { return epi_; }
   const KernelSet& kernels() const { return ks_; }
+  const Blocking& blocking() const { return blk_; }
+  // For a plan that runs one problem whose shared B is read from tensor `b_tensor`: when that
+  // tensor is constant, B is packed once per pointer into plan memory (ConstantB) rather than into
+  // the workspace on every execute. Call before reserve_workspace.
+  void keep_b_if_constant(int b_tensor) {
+    if (b_tensor >= 0 && part_.tensor(b_tensor).is_constant) kept_b_tensor_ = b_tensor;
+  }
+  bool b_kept() const { return kept_b_tensor_ >= 0; }
+  int64_t b_packs() const { return kept_b_.packs(); }
   // Grows the workspace to what `sizing` (the problem built without pointers) needs; INT64_MAX
   // when that overflows (CpuEngine::build refuses workspaces above 2^48 bytes).
   void reserve_workspace(const GemmProblem& sizing) {
     int64_t bytes = 0;
-    const bool ok = workspace_bytes(sizing, ks_, blk_, threads_, bytes) && checked::add(bytes, 64, bytes);
+    const bool ok = workspace_bytes(sizing, ks_, blk_, threads_, bytes, b_kept() && sizing.b_shared()) &&
+                    checked::add(bytes, 64, bytes);
     ws_ = ok ? std::max(ws_, bytes) : INT64_MAX;
   }
-  Status run_problem(const GemmProblem& prob, ThreadPool& pool, void* workspace) const {
-    return run(prob, ks_, blk_, pool, usable_workspace(workspace, threads_, pool.size()));
+  Status run_problem(const GemmProblem& prob, ThreadPool& pool, void* workspace, const std::vector<void*>& ptrs) const {
+    void* ws = usable_workspace(workspace, threads_, pool.size());
+    if (!b_kept() || !prob.b_shared()) return run(prob, ks_, blk_, pool, ws);
+    int64_t floats = 0;
+    if (!packed_b_size(prob, ks_, floats)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "the packed B overflows"};
+    const ConstantB::Packed b = kept_b_.get(ptrs[static_cast<size_t>(kept_b_tensor_)], floats,
+                                            [&](float* dst) { pack_b_whole(prob, ks_, pool, dst); });
+    return run(prob, ks_, blk_, pool, ws, b.data);
   }
 
  private:
@@ -48,6 +65,8 @@ class GemmPlan : public Plan {
   Blocking blk_;
   int threads_;
   int64_t ws_ = 0;
+  int kept_b_tensor_ = -1;  // the constant tensor B is packed from, or -1
+  ConstantB kept_b_;
 };
 
 // The B operand a GEMM engine packs whole: `count` matrices of K x N.
