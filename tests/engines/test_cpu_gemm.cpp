@@ -49,7 +49,9 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
   std::uniform_real_distribution<float> u(-1, 1);
   dg::ThreadPool pool(2);
   cpu_test::for_each_isa([&](dg::cpu::Isa isa) {
-    const cg::KernelSet& ks = cg::kernel_set(isa);
+   for (const cg::KernelSet* shape : cg::kernel_shapes(isa)) {
+    const cg::KernelSet& ks = *shape;
+    SCOPED_TRACE(std::to_string(ks.mr) + "x" + std::to_string(ks.nr));
     for (int trial = 0; trial < 6; ++trial) {
       const int64_t m = 1 + rng() % 70, n = 1 + rng() % 70 + (trial < 3 ? 0 : 2 * ks.nr), k = 1 + rng() % 90;
       const bool bf16 = trial % 2;
@@ -77,7 +79,23 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
               << dg::cpu::isa_name(isa) << " m=" << m << " n=" << n << " k=" << k << " at " << i << "," << j;
         }
     }
+   }
   });
+}
+
+TEST(CpuGemmKernels, ShapeFollowsThePadding) {
+  for (dg::cpu::Isa isa : cpu_test::supported_isas()) {
+    const auto shapes = cg::kernel_shapes(isa);
+    ASSERT_FALSE(shapes.empty());
+    EXPECT_EQ(shapes[0], &cg::kernel_set(isa));
+    // Problems the first shape fills (ResNet-50's 14x14 x 256 and 56x56 x 64) keep it.
+    EXPECT_EQ(&cg::kernel_for_shape(isa, 196, 256), shapes[0]);
+    EXPECT_EQ(&cg::kernel_for_shape(isa, 3136, 64), shapes[0]);
+  }
+  if (!dg::cpu::cpu_features().supports(dg::cpu::Isa::AVX512) || !cg::avx512_kernels_7x48()) return;
+  // 7x7 x 512: 12 x 32 tiles pad 49 pixels to 60 (82% filled), 7 x 48 ones 512 channels to 528 (97%).
+  EXPECT_EQ(&cg::kernel_for_shape(dg::cpu::Isa::AVX512, 49, 512), cg::avx512_kernels_7x48());
+  EXPECT_EQ(cg::kernel_for_shape(dg::cpu::Isa::AVX512, 49, 512).mr, 7);
 }
 
 TEST(CpuGemmKernels, PackPanelsZeroPadsAndConverts) {

@@ -239,14 +239,23 @@ class ConvProblem final : public gemm::GemmProblem {
 
 class ConvImplicitPlan final : public gemm::GemmPlan {
  public:
+  // The register tile that pads the conv_fprop's pixels x output channels the least (7 x 48
+  // at 7x7 x 512, where 12 x 32 tiles pad 49 pixels to 60); a dgrad's phases keep the first.
+  static const gemm::KernelSet& tile_shape(const Partition& p, Isa isa) {
+    ConvGeometry g;
+    g.init(p);
+    if (g.dgrad) return gemm::kernel_set(isa);
+    return gemm::kernel_for_shape(isa, g.n * g.dst_pixels(), g.dst_cg);
+  }
+
   // The epilogue runs in place along the channel dim of the output.
   ConvImplicitPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
-      : GemmPlan(p, epi, 1, s, threads) {
+      : GemmPlan(p, epi, 1, s, threads, &tile_shape(p, s.isa)) {
     geo_.init(p);
     phases_ = conv_phases(geo_, kMaxOffsets);
     if (phases_.size() == 1) keep_b_if_constant(geo_.wei);  // a dgrad's phases each pack other taps
     const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(kernels().isa);
-    if (conv_dot_unfit(geo_, phases_, dks).empty() && conv_dot_preferred(geo_, dks, kernels().mr, b_kept())) {
+    if (conv_dot_unfit(geo_, phases_, dks).empty() && conv_dot_preferred(geo_, dks, kernels().mr, kernels().nr, b_kept())) {
       dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], dks, threads);
       return;  // no workspace: nothing is packed
     }

@@ -24,8 +24,10 @@ class GemmPlan : public Plan {
   int64_t workspace_size() const override { return ws_; }
 
  protected:
-  GemmPlan(const Partition& p, const Epilogue& epi, int in_place_dim, const GemmSetting& s, int threads)
-      : part_(p), epi_(epi), ks_(kernel_set(s.isa)), blk_(s.blocking), threads_(threads) {
+  // `shape`: one of kernel_shapes(s.isa) (null: kernel_set(s.isa)).
+  GemmPlan(const Partition& p, const Epilogue& epi, int in_place_dim, const GemmSetting& s, int threads,
+           const KernelSet* shape = nullptr)
+      : part_(p), epi_(epi), ks_(shape ? *shape : kernel_set(s.isa)), blk_(s.blocking), threads_(threads) {
     epi_.prepare_in_place(in_place_dim);
   }
 
@@ -91,7 +93,8 @@ class GemmEngine : public CpuEngine<Epilogue, GemmKnobs> {
   bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const final {
     if (!accepts(p, t, epi, why)) return false;
     const PackedB b = packed_b(p);
-    const int64_t nr = kernel_set(cpu_features().best()).nr;  // the widest tile pads N the most
+    int64_t nr = 1;  // the widest tile pads N the most
+    for (const KernelSet* ks : kernel_shapes(cpu_features().best())) nr = std::max<int64_t>(nr, ks->nr);
     if (int64_t floats = 0; packed_b_floats(b.count, b.n, b.k, nr, floats) && floats <= checked::kMaxSpanBytes / 4)
       return true;
     const ir::Node& n = p.graph->nodes[static_cast<size_t>(p.anchor)];

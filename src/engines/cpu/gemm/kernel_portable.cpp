@@ -1,6 +1,8 @@
 // The portable microkernel, 4 x 8, over simd::VecPortable; the ISA dispatch and the kernels' cost
 // model figure.
 #include "engines/cpu/gemm/microkernel.hpp"
+
+#include <algorithm>
 #include "engines/cpu/simd/target.hpp"
 #include "engines/cpu/simd/vec_portable.hpp"
 
@@ -12,6 +14,27 @@ const KernelSet& portable_kernels() { return kKernelSet<simd::VecPortable, 4>; }
 
 const KernelSet& kernel_set(Isa isa) {
   return simd::table_for(isa, portable_kernels(), avx2_kernels(), avx512_kernels());
+}
+
+std::vector<const KernelSet*> kernel_shapes(Isa isa) {
+  std::vector<const KernelSet*> out{&kernel_set(isa)};
+  if (out[0]->isa == Isa::AVX512 && avx512_kernels_7x48()) out.push_back(avx512_kernels_7x48());
+  return out;
+}
+
+const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n) {
+  const KernelSet* best = nullptr;
+  double best_fill = 0;
+  for (const KernelSet* ks : kernel_shapes(isa)) {
+    const auto pad = [](int64_t x, int64_t t) { return static_cast<double>((std::max<int64_t>(x, 1) + t - 1) / t * t); };
+    const double fill = static_cast<double>(std::max<int64_t>(m, 1)) * static_cast<double>(std::max<int64_t>(n, 1)) /
+                        (pad(m, ks->mr) * pad(n, ks->nr));
+    if (!best || fill > best_fill * 1.02) {  // another shape must fill 2% more to be taken
+      best = ks;
+      best_fill = fill;
+    }
+  }
+  return *best;
 }
 
 double kernel_efficiency(Isa isa) {

@@ -4,6 +4,7 @@
 // in NR-wide panels: k rows of NR contiguous floats.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "engines/cpu/cpu_features.hpp"
 
@@ -24,6 +25,12 @@ struct KernelSet {
 
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
 const KernelSet& kernel_set(Isa isa);
+// Every tile shape of that level, kernel_set(isa) first: a problem whose M or N the first pads
+// badly may take another (kernel_for_shape).
+std::vector<const KernelSet*> kernel_shapes(Isa isa);
+// The shape of kernel_shapes(isa) that pads an M x N problem the least (ties: the first), by
+// the share of its tiles' FMAs that land inside M x N.
+const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n);
 // Share of the device's fp32 peak the kernels of this ISA reach on a large GEMM (the cost
 // models' figure).
 double kernel_efficiency(Isa isa);
@@ -33,5 +40,6 @@ double kernel_efficiency(Isa isa);
 const KernelSet& portable_kernels();
 const KernelSet* avx2_kernels();    // null when not compiled in
 const KernelSet* avx512_kernels();  // null when not compiled in
+const KernelSet* avx512_kernels_7x48();  // null when not compiled in
 
 }  // namespace dnngraph::cpu::gemm
