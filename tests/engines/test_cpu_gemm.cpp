@@ -232,3 +232,28 @@ TEST(CpuGemmPacked, RejectsInt8WithAReason) {
 }
 
 }  // namespace
+
+// bf16 A and B: on AVX-512 with AVX512_BF16 the plan runs the bf16-pair kernels (K counted in
+// pairs, an odd K's last pair half zero), elsewhere the fp32 ones; both against ref, with
+// transposed and broadcast operands and a fused bias + ReLU.
+TEST(CpuGemmPacked, Bf16PairKernelsMatchRef) {
+  if (dg::cpu::cpu_features().avx512bf16) {
+    ASSERT_NE(cg::avx512_bf16_kernels(), nullptr);
+  }
+  std::mt19937 rng(23);
+  for (int trial = 0; trial < 8; ++trial) {
+    const int64_t batch = 1 + rng() % 2, m = 1 + rng() % 40, n = 1 + rng() % 70, k = 1 + rng() % 75;
+    const bool b_transposed = trial % 2 == 1;
+    auto a = ref_test::random_tensor({batch, m, k}, dg::DataType::BFLOAT16, rng, -1, 1);
+    HostTensor b = b_transposed ? ref_test::make_tensor({1, k, n}, {k * n, 1, k}, dg::DataType::BFLOAT16)
+                                : ref_test::make_tensor({1, k, n}, {k * n, n, 1}, dg::DataType::BFLOAT16);
+    for (int64_t i = 0; i < k * n; ++i) dg::dtype::store(b.bytes.data(), dg::DataType::BFLOAT16, i, std::uniform_real_distribution<double>(-1, 1)(rng));
+    auto bias = ref_test::random_tensor({1, 1, n}, dg::DataType::FLOAT, rng, -1, 1);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                 " k=" + std::to_string(k));
+    check_engine_vs_ref("cpu_gemm_packed", {a, b, bias}, {output_like({batch, m, n}, dg::DataType::FLOAT)},
+                        [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                          return std::vector<dg::TensorPtr>{g.relu(g.bias(g.matmul(in[0], in[1], dg::MatmulAttr()), in[2]))};
+                        }, 1e-5, std::sqrt(double(k)));
+  }
+}

@@ -7,6 +7,7 @@
 #include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/gemm/gemm_plan.hpp"
 #include "engines/cpu/gemm/pack.hpp"
+#include "engines/cpu/gemm/pack_bf16.hpp"
 
 namespace dnngraph::cpu {
 namespace {
@@ -57,13 +58,14 @@ struct MatmulGeometry {
 
 class MatmulProblem final : public gemm::GemmProblem {
  public:
+  // `pairs`: for the bf16-pair kernels, K counts pairs of k and A and B are packed as pairs.
   MatmulProblem(const MatmulGeometry& g, const Epilogue& epi, const std::vector<void*>* ptrs, EpilogueRun* run,
-                int nr)
-      : g_(g), run_(run) {
+                int nr, bool pairs)
+      : g_(g), run_(run), pairs_(pairs) {
     batch = g.batch;
     M = g.M;
     N = g.N;
-    K = g.K;
+    K = pairs ? (g.K + 1) / 2 : g.K;
     a_ = g.a_mat;
     b_ = g.b_mat;
     if (ptrs) {
@@ -74,7 +76,7 @@ class MatmulProblem final : public gemm::GemmProblem {
     // Reading A in place skips packing; worth it when B is so narrow that packing A would cost
     // as much as the multiply. Otherwise packed blocks also dodge cache-set conflicts of
     // power-of-two row strides.
-    a_direct_ = a_.dtype == DataType::FLOAT && a_.cs == 1 && N <= 2 * nr;
+    a_direct_ = !pairs && a_.dtype == DataType::FLOAT && a_.cs == 1 && N <= 2 * nr;
     c_direct_ = epi.plain_fp32_store() == g.c && g.c_cs == 1;
     out_rs_ = g.c_rs;
     out_bs_ = g.c_bs;
@@ -102,7 +104,8 @@ class MatmulProblem final : public gemm::GemmProblem {
     }
     gemm::StridedMatrix a = a_;
     a.data = static_cast<const char*>(a_.data) + g_.offset(g_.a_bs, b) * size_of(a_.dtype);
-    gemm::pack_a_panels(a, m0, mc, kb.k0, kc, mr, scratch);
+    if (pairs_) gemm::pack_a_bf16_pairs(a, m0, mc, kb.k0, kc, g_.K, mr, scratch);
+    else gemm::pack_a_panels(a, m0, mc, kb.k0, kc, mr, scratch);
     for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = scratch + (i / mr) * kc * mr;
   }
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return a_direct_ ? 0 : (mc + 32) * kc; }
@@ -113,7 +116,8 @@ class MatmulProblem final : public gemm::GemmProblem {
   void pack_b(int64_t d, int64_t n0, int64_t nc, int nr, float* dst) const override {
     gemm::StridedMatrix bm = b_;
     bm.data = static_cast<const char*>(b_.data) + g_.offset(g_.b_bs, d) * size_of(b_.dtype);
-    gemm::pack_panels(bm, K, n0, nc, nr, dst);
+    if (pairs_) gemm::pack_b_bf16_pairs(bm, g_.K, n0, nc, nr, dst);
+    else gemm::pack_panels(bm, K, n0, nc, nr, dst);
   }
 
   float* c_direct(int64_t b, int64_t m0, int64_t n0, int64_t& ldc) const override {
@@ -145,6 +149,7 @@ class MatmulProblem final : public gemm::GemmProblem {
   EpilogueRun* run_;
   gemm::StridedMatrix a_, b_;
   float* c_data_ = nullptr;
+  bool pairs_;
   bool a_direct_ = false, c_direct_ = false, chain_ = false;
   int64_t out_rs_ = 0;
   std::vector<int64_t> out_bs_;  // the output's batch strides
@@ -154,16 +159,24 @@ class MatmulPlan final : public gemm::GemmPlan {
  public:
   // The epilogue runs in place along N, the last dim of the output.
   MatmulPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
-      : GemmPlan(p, epi, epi.rank() - 1, s, threads) {
+      : GemmPlan(p, epi, epi.rank() - 1, s, threads, bf16_pair_kernels(p, s.isa)) {
     geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    pairs_ = &kernels() == gemm::avx512_bf16_kernels();
     keep_b_if_constant(geo_.b);
-    reserve_workspace(MatmulProblem(geo_, epilogue(), nullptr, nullptr, kernels().nr));
+    reserve_workspace(MatmulProblem(geo_, epilogue(), nullptr, nullptr, kernels().nr, pairs_));
+  }
+  // The bf16-pair kernels where A and B are bf16 and the CPU has vdpbf16ps at the knobs' ISA
+  // (AVX-512), else null (the fp32 kernels, with bf16 converted while packing).
+  static const gemm::KernelSet* bf16_pair_kernels(const Partition& p, Isa isa) {
+    const ir::Node& n = p.graph->nodes[static_cast<size_t>(p.anchor)];
+    const bool bf16 = p.tensor(n.inputs[0]).dtype == DataType::BFLOAT16 && p.tensor(n.inputs[1]).dtype == DataType::BFLOAT16;
+    return bf16 && isa == Isa::AVX512 && cpu_features().avx512bf16 ? gemm::avx512_bf16_kernels() : nullptr;
   }
 
   Status execute(const ExecArgs& args) const override {
     ThreadPool& pool = args.handle.thread_pool();
     EpilogueRun run(epilogue(), args.ptrs, pool.size());
-    if (auto s = run_problem(MatmulProblem(geo_, epilogue(), &args.ptrs, &run, kernels().nr), pool, args.workspace,
+    if (auto s = run_problem(MatmulProblem(geo_, epilogue(), &args.ptrs, &run, kernels().nr, pairs_), pool, args.workspace,
                                 args.ptrs);
         !s.ok())
       return s;
@@ -172,6 +185,7 @@ class MatmulPlan final : public gemm::GemmPlan {
 
  private:
   MatmulGeometry geo_;
+  bool pairs_ = false;  // on the bf16-pair kernels
 };
 
 class GemmPackedEngine final : public gemm::GemmEngine<MatmulPlan> {
