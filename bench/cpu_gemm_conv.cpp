@@ -23,6 +23,7 @@
 
 #include "cpu_bench_timing.hpp"
 #include "dnngraph/dnngraph.hpp"
+#include "core/dtype.hpp"
 #include "engines/cpu/cpu_features.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 #include "runtime/handle_impl.hpp"
@@ -293,6 +294,41 @@ void bench_sgemm(int64_t n, int iters) {
   print_row(what.c_str(), m.plan.c_str(), r, "OpenBLAS", 2.0 * n * n * n);
 }
 
+// bf16 A and B (row-major), fp32 C, against oneDNN's matmul with the same row-major operands (no
+// reorder: both sides pack per call, as a BLAS call would).
+void bench_bf16_gemm(int64_t n, int iters) {
+  const auto af = random_vec(static_cast<size_t>(n * n), 8), bf = random_vec(static_cast<size_t>(n * n), 9);
+  std::vector<uint16_t> a(af.size()), b(bf.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = dg::dtype::float_to_bf16(af[i]);
+    b[i] = dg::dtype::float_to_bf16(bf[i]);
+  }
+  std::vector<float> c(static_cast<size_t>(n * n)), c_ref(c.size());
+  Built m;
+  auto A = m.g.tensor(dg::TensorAttr().set_name("A").set_dim({n, n}).set_stride({n, 1}).set_data_type(dg::DataType::BFLOAT16));
+  auto B = m.g.tensor(dg::TensorAttr().set_name("B").set_dim({n, n}).set_stride({n, 1}).set_data_type(dg::DataType::BFLOAT16));
+  auto C = m.g.matmul(A, B, dg::MatmulAttr());
+  C->set_output(true).set_data_type(dg::DataType::FLOAT);
+  m.pack = {{A, a.data()}, {B, b.data()}, {C, c.data()}};
+  m.finish();
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const dnnl::memory::dims d{n, n};
+  dnnl::memory::desc a_md(d, dt::bf16, tag::ab), b_md(d, dt::bf16, tag::ab), c_md(d, dt::f32, tag::ab);
+  dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), eng));
+  dnnl::memory am(a_md, eng, a.data()), bm(b_md, eng, b.data()), cm(c_md, eng, c_ref.data());
+  const Compared r = compare(iters, [&] { m.run(); }, [&] {
+    prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    strm.wait();
+  });
+  double err = 0;
+  for (size_t i = 0; i < c.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(c[i] - c_ref[i])));
+  const std::string what = "bf16 gemm " + std::to_string(n) + " (max diff " + std::to_string(err).substr(0, 8) + ")";
+  print_row(what.c_str(), m.plan.c_str(), r, "oneDNN", 2.0 * n * n * n);
+}
+
 void bench_conv(const ConvShape& s, int iters) {
   auto x = random_vec(static_cast<size_t>(s.in_size()), 3), w = random_vec(static_cast<size_t>(s.k * s.cg() * s.r * s.r), 4);
   std::vector<float> y(static_cast<size_t>(s.out_size())), y_ref(y.size());
@@ -384,6 +420,8 @@ int main(int argc, char** argv) {
   std::printf("%% of peak: of %.1f GFLOP/s (FLOPs as the layer's, padded taps included)\n\n", g_peak * 1e-9);
   if (want("sgemm 1024")) bench_sgemm(1024, iters);
   if (want("sgemm 2048")) bench_sgemm(2048, std::max(3, iters / 3));
+  if (want("bf16 gemm 1024")) bench_bf16_gemm(1024, iters);
+  if (want("bf16 gemm 2048")) bench_bf16_gemm(2048, std::max(3, iters / 3));
   const ConvShape shapes[] = {{"tutorial 3x3 C128 56x56 -> 256", 128, 56, 56, 256, 3, 1},
                               {"rn50 3x3 C64 56x56 -> 64", 64, 56, 56, 64, 3, 1},
                               {"rn50 1x1 C256 56x56 -> 64", 256, 56, 56, 64, 1, 0},

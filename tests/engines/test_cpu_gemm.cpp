@@ -7,6 +7,7 @@
 
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
+#include "engines/cpu/gemm/pack_bf16.hpp"
 #include "cpu_test_util.hpp"
 #include "ref_test_util.hpp"
 
@@ -233,8 +234,66 @@ TEST(CpuGemmPacked, RejectsInt8WithAReason) {
 
 }  // namespace
 
-// bf16 A and B: on AVX-512 with AVX512_BF16 the plan runs the bf16-pair kernels (K counted in
-// pairs, an odd K's last pair half zero), elsewhere the fp32 ones; both against ref, with
+// C = A x B over bf16 pairs: A and B row-major bf16, packed by the pair packers, K in pairs.
+class PairProblem final : public cg::GemmProblem {
+ public:
+  cg::StridedMatrix a, bm;
+  int64_t k_total = 0;
+  std::vector<float>* c = nullptr;
+  PairProblem(int64_t m, int64_t n, int64_t k) : k_total(k) {
+    M = m;
+    N = n;
+    K = (k + 1) / 2;
+  }
+  void a_rows(int64_t, int64_t m0, int64_t mc, const cg::KBlock& kb, int mr, const float** rows,
+              float* scratch) const override {
+    cg::pack_a_bf16_pairs(a, m0, mc, kb.k0, kb.kc(), k_total, mr, scratch);
+    for (int64_t i = 0; i < (mc + mr - 1) / mr * mr; ++i) rows[i] = scratch + (i / mr) * kb.kc() * mr;
+  }
+  int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return (mc + 32) * kc; }
+  bool a_kmajor() const override { return true; }
+  void pack_b(int64_t, int64_t n0, int64_t nc, int nr, float* dst) const override {
+    cg::pack_b_bf16_pairs(bm, k_total, n0, nc, nr, dst);
+  }
+  void c_block(int, int64_t, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* cb,
+               int64_t ldc) const override {
+    for (int64_t i = 0; i < mc; ++i)
+      for (int64_t j = 0; j < nc; ++j) (*c)[static_cast<size_t>((m0 + i) * N + n0 + j)] = cb[i * ldc + j];
+  }
+};
+
+TEST(CpuGemmKernels, Bf16PairKernelsMatchNaive) {
+  if (!dg::cpu::cpu_features().avx512bf16 || !cg::avx512_bf16_kernels()) GTEST_SKIP() << "no AVX512_BF16 here";
+  const cg::KernelSet& ks = *cg::avx512_bf16_kernels();
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> u(-1, 1);
+  dg::ThreadPool pool(2);
+  for (int trial = 0; trial < 6; ++trial) {
+    const int64_t m = 1 + rng() % 50, n = 1 + rng() % 80, k = 1 + rng() % 90;  // odd k included
+    std::vector<uint16_t> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+    for (auto& v : a) v = dg::dtype::float_to_bf16(u(rng));
+    for (auto& v : b) v = dg::dtype::float_to_bf16(u(rng));
+    std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
+    PairProblem p(m, n, k);
+    p.a = {a.data(), dg::DataType::BFLOAT16, k, 1};
+    p.bm = {b.data(), dg::DataType::BFLOAT16, n, 1};
+    p.c = &c;
+    cg::Blocking blk{2 * ks.mr, 8, 2 * ks.nr};  // several K blocks (of 8 pairs), M blocks, N tasks
+    ASSERT_TRUE(cg::run(p, ks, blk, pool, nullptr).ok());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t q = 0; q < k; ++q)
+          want += double(dg::dtype::bf16_to_float(a[static_cast<size_t>(i * k + q)])) *
+                  dg::dtype::bf16_to_float(b[static_cast<size_t>(q * n + j)]);
+        ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-5 * (1 + std::fabs(want)) * std::sqrt(double(k)))
+            << "m=" << m << " n=" << n << " k=" << k << " at " << i << "," << j;
+      }
+  }
+}
+
+// bf16 A and B: the plan runs the bf16-pair kernels where bf16_pairs_faster() (K counted in
+// pairs, an odd K's last pair half zero), elsewhere the fp32 ones; either against ref, with
 // transposed and broadcast operands and a fused bias + ReLU.
 TEST(CpuGemmPacked, Bf16PairKernelsMatchRef) {
   if (dg::cpu::cpu_features().avx512bf16) {

@@ -165,12 +165,12 @@ class MatmulPlan final : public gemm::GemmPlan {
     keep_b_if_constant(geo_.b);
     reserve_workspace(MatmulProblem(geo_, epilogue(), nullptr, nullptr, kernels().nr, pairs_));
   }
-  // The bf16-pair kernels where A and B are bf16 and the CPU has vdpbf16ps at the knobs' ISA
-  // (AVX-512), else null (the fp32 kernels, with bf16 converted while packing).
+  // The bf16-pair kernels where A and B are bf16, the knobs' ISA is AVX-512 and this CPU runs
+  // them faster than the fp32 ones, else null (the fp32 kernels, bf16 converted while packing).
   static const gemm::KernelSet* bf16_pair_kernels(const Partition& p, Isa isa) {
     const ir::Node& n = p.graph->nodes[static_cast<size_t>(p.anchor)];
     const bool bf16 = p.tensor(n.inputs[0]).dtype == DataType::BFLOAT16 && p.tensor(n.inputs[1]).dtype == DataType::BFLOAT16;
-    return bf16 && isa == Isa::AVX512 && cpu_features().avx512bf16 ? gemm::avx512_bf16_kernels() : nullptr;
+    return bf16 && isa == Isa::AVX512 && gemm::bf16_pairs_faster() ? gemm::avx512_bf16_kernels() : nullptr;
   }
 
   Status execute(const ExecArgs& args) const override {

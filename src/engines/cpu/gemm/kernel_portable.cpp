@@ -3,6 +3,8 @@
 #include "engines/cpu/gemm/microkernel.hpp"
 
 #include <algorithm>
+#include <ctime>
+#include <vector>
 #include "engines/cpu/simd/target.hpp"
 #include "engines/cpu/simd/vec_portable.hpp"
 
@@ -35,6 +37,41 @@ const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n) {
     }
   }
   return *best;
+}
+
+namespace {
+
+// FLOP/s of `ks`'s packed kernel on one L1-resident 12-row tile, per thread CPU second; `pairs`:
+// each K step is two products.
+double hot_rate(const KernelSet& ks, bool pairs) {
+  constexpr int64_t kc = 128, reps = 400;
+  std::vector<float> a(static_cast<size_t>(ks.mr * kc), 0.0f), b(static_cast<size_t>(kc * ks.nr), 0.0f);
+  std::vector<float> c(static_cast<size_t>(ks.mr * ks.nr), 0.0f);
+  const std::vector<const float*> rows(static_cast<size_t>(ks.mr), a.data());
+  auto now = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  };
+  double best = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const double t0 = now();
+    for (int64_t r = 0; r < reps; ++r) ks.kernel_packed(1, kc, rows.data(), b.data(), c.data(), ks.nr, r > 0);
+    const double s = now() - t0;
+    if (s > 0) best = std::max(best, (pairs ? 4.0 : 2.0) * ks.mr * ks.nr * kc * reps / s);
+  }
+  return best;
+}
+
+}  // namespace
+
+bool bf16_pairs_faster() {
+  static const bool kFaster = [] {
+    const KernelSet* pairs = avx512_bf16_kernels();
+    if (!pairs || !cpu_features().avx512bf16 || !cpu_features().supports(Isa::AVX512)) return false;
+    return hot_rate(*pairs, true) > 1.1 * hot_rate(kernel_set(Isa::AVX512), false);
+  }();
+  return kFaster;
 }
 
 double kernel_efficiency(Isa isa) {

@@ -44,5 +44,10 @@ const KernelSet* avx512_kernels_7x48();  // null when not compiled in
 // The bf16-pair kernels (kernel_bf16_avx512.cpp): A and B as pairs of bf16 per 32-bit slot, K
 // counted in pairs; run them only where cpu_features().avx512bf16. Null when not compiled in.
 const KernelSet* avx512_bf16_kernels();
+// Whether this CPU has those kernels and they beat the fp32 ones: vdpbf16ps does two products per
+// lane, but where it issues at a fraction of the FMA rate (Intel cores with AMX: 0.56x of the fp32
+// kernel's FLOP rate, hot in L1) bf16 inputs are better converted while packing. Timed once per
+// process on data in L1 (thread CPU time, ~1 ms).
+bool bf16_pairs_faster();
 
 }  // namespace dnngraph::cpu::gemm
