@@ -291,13 +291,16 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
     // channels: with few channels the transforms dominate.
     const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
     const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.75;
-    // The transformed weights (36 x C x K floats) are written once and read once per tile block:
-    // with few tiles (small images) that traffic outweighs the saved multiplies.
+    // The transformed weights (36 x C x K floats) are written once (unless constant: then once per
+    // plan) and read once per tile block: with few tiles (small images) that traffic outweighs
+    // the saved multiplies.
+    const bool kept = p.tensor(g.wei).is_constant;
     const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
-    const double blocks = std::max(1.0, std::ceil(tiles / 48.0)) + 1.0;
+    const double blocks = std::max(1.0, std::ceil(tiles / 48.0)) + (kept ? 0.0 : 1.0);
     const double u_bytes = 36.0 * static_cast<double>(g.src_c * g.dst_c) * 4.0 * blocks;
     // Transforming the weights: about 200 operations per (c, k), at an eighth of the FMA rate.
-    const double wt_seconds = 1600.0 * static_cast<double>(g.src_c * g.dst_c) / std::max(t.info().peak_flops, 1.0);
+    const double wt_seconds =
+        kept ? 0.0 : 1600.0 * static_cast<double>(g.src_c * g.dst_c) / std::max(t.info().peak_flops, 1.0);
     return roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6) +
            u_bytes / std::max(t.info().peak_bytes_per_s, 1.0) + wt_seconds;
   }
