@@ -234,26 +234,35 @@ TEST(CpuGemmPacked, RejectsInt8WithAReason) {
 
 }  // namespace
 
-// C = A x B over bf16 pairs: A and B row-major bf16, packed by the pair packers, K in pairs.
+// C = A x B over bf16 pairs: A and B row-major bf16, packed by the pair packers, K in pairs;
+// `amx`: A in row-major tiles, K padded to 16-pair steps, blocks of whole steps.
 class PairProblem final : public cg::GemmProblem {
  public:
   cg::StridedMatrix a, bm;
   int64_t k_total = 0;
+  bool amx = false;
   std::vector<float>* c = nullptr;
-  PairProblem(int64_t m, int64_t n, int64_t k) : k_total(k) {
+  PairProblem(int64_t m, int64_t n, int64_t k, bool amx_tiles) : k_total(k), amx(amx_tiles) {
     M = m;
     N = n;
-    K = (k + 1) / 2;
+    K = amx ? (k + 31) / 32 * 16 : (k + 1) / 2;
+  }
+  std::vector<cg::KBlock> k_blocks(int64_t kc) const override {
+    if (!amx) return GemmProblem::k_blocks(kc);
+    std::vector<cg::KBlock> out;
+    for (int64_t k0 = 0; k0 < K; k0 += 16) out.push_back(cg::KBlock{k0, 1, std::min<int64_t>(16, K - k0)});
+    return out;
   }
   void a_rows(int64_t, int64_t m0, int64_t mc, const cg::KBlock& kb, int mr, const float** rows,
               float* scratch) const override {
-    cg::pack_a_bf16_pairs(a, m0, mc, kb.k0, kb.kc(), k_total, mr, scratch);
+    if (amx) cg::pack_a_bf16_rows(a, m0, mc, kb.k0, kb.kc(), k_total, mr, scratch);
+    else cg::pack_a_bf16_pairs(a, m0, mc, kb.k0, kb.kc(), k_total, mr, scratch);
     for (int64_t i = 0; i < (mc + mr - 1) / mr * mr; ++i) rows[i] = scratch + (i / mr) * kb.kc() * mr;
   }
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return (mc + 32) * kc; }
   bool a_kmajor() const override { return true; }
   void pack_b(int64_t, int64_t n0, int64_t nc, int nr, float* dst) const override {
-    cg::pack_b_bf16_pairs(bm, k_total, n0, nc, nr, dst);
+    cg::pack_b_bf16_pairs(bm, k_total, n0, nc, nr, K, dst);
   }
   void c_block(int, int64_t, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* cb,
                int64_t ldc) const override {
@@ -262,9 +271,7 @@ class PairProblem final : public cg::GemmProblem {
   }
 };
 
-TEST(CpuGemmKernels, Bf16PairKernelsMatchNaive) {
-  if (!dg::cpu::cpu_features().avx512bf16 || !cg::avx512_bf16_kernels()) GTEST_SKIP() << "no AVX512_BF16 here";
-  const cg::KernelSet& ks = *cg::avx512_bf16_kernels();
+void check_bf16_kernels(const cg::KernelSet& ks, bool amx) {
   std::mt19937 rng(29);
   std::uniform_real_distribution<float> u(-1, 1);
   dg::ThreadPool pool(2);
@@ -274,7 +281,7 @@ TEST(CpuGemmKernels, Bf16PairKernelsMatchNaive) {
     for (auto& v : a) v = dg::dtype::float_to_bf16(u(rng));
     for (auto& v : b) v = dg::dtype::float_to_bf16(u(rng));
     std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
-    PairProblem p(m, n, k);
+    PairProblem p(m, n, k, amx);
     p.a = {a.data(), dg::DataType::BFLOAT16, k, 1};
     p.bm = {b.data(), dg::DataType::BFLOAT16, n, 1};
     p.c = &c;
@@ -292,8 +299,19 @@ TEST(CpuGemmKernels, Bf16PairKernelsMatchNaive) {
   }
 }
 
-// bf16 A and B: the plan runs the bf16-pair kernels where bf16_pairs_faster() (K counted in
-// pairs, an odd K's last pair half zero), elsewhere the fp32 ones; either against ref, with
+TEST(CpuGemmKernels, Bf16PairKernelsMatchNaive) {
+  if (!dg::cpu::cpu_features().avx512bf16 || !cg::avx512_bf16_kernels()) GTEST_SKIP() << "no AVX512_BF16 here";
+  check_bf16_kernels(*cg::avx512_bf16_kernels(), false);
+}
+
+TEST(CpuGemmKernels, AmxBf16KernelMatchesNaive) {
+  if (!cg::amx_bf16_kernels()) GTEST_SKIP() << "no AMX-BF16 here (or the OS did not grant the tile state)";
+  check_bf16_kernels(*cg::amx_bf16_kernels(), true);
+}
+
+// bf16 A and B: the plan runs the AMX kernel where the CPU has it, else the bf16-pair kernels
+// where bf16_pairs_faster() (K counted in pairs, an odd K's last pair half zero), else the fp32
+// ones; each against ref, with
 // transposed and broadcast operands and a fused bias + ReLU.
 TEST(CpuGemmPacked, Bf16PairKernelsMatchRef) {
   if (dg::cpu::cpu_features().avx512bf16) {

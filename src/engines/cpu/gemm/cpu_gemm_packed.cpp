@@ -58,14 +58,15 @@ struct MatmulGeometry {
 
 class MatmulProblem final : public gemm::GemmProblem {
  public:
-  // `pairs`: for the bf16-pair kernels, K counts pairs of k and A and B are packed as pairs.
+  // `pairs`: for the bf16-pair kernels, K counts pairs of k and A and B are packed as pairs;
+  // `amx` too, with A in row-major tiles and K padded to whole 16-pair tile steps.
   MatmulProblem(const MatmulGeometry& g, const Epilogue& epi, const std::vector<void*>* ptrs, EpilogueRun* run,
-                int nr, bool pairs)
-      : g_(g), run_(run), pairs_(pairs) {
+                int nr, bool pairs, bool amx)
+      : g_(g), run_(run), pairs_(pairs || amx), amx_(amx) {
     batch = g.batch;
     M = g.M;
     N = g.N;
-    K = pairs ? (g.K + 1) / 2 : g.K;
+    K = amx ? (g.K + 31) / 32 * 16 : pairs ? (g.K + 1) / 2 : g.K;
     a_ = g.a_mat;
     b_ = g.b_mat;
     if (ptrs) {
@@ -104,11 +105,20 @@ class MatmulProblem final : public gemm::GemmProblem {
     }
     gemm::StridedMatrix a = a_;
     a.data = static_cast<const char*>(a_.data) + g_.offset(g_.a_bs, b) * size_of(a_.dtype);
-    if (pairs_) gemm::pack_a_bf16_pairs(a, m0, mc, kb.k0, kc, g_.K, mr, scratch);
+    if (amx_) gemm::pack_a_bf16_rows(a, m0, mc, kb.k0, kc, g_.K, mr, scratch);
+    else if (pairs_) gemm::pack_a_bf16_pairs(a, m0, mc, kb.k0, kc, g_.K, mr, scratch);
     else gemm::pack_a_panels(a, m0, mc, kb.k0, kc, mr, scratch);
     for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = scratch + (i / mr) * kc * mr;
   }
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return a_direct_ ? 0 : (mc + 32) * kc; }
+  // AMX steps 16 pairs at a time: blocks of whole steps (K is padded to them).
+  std::vector<gemm::KBlock> k_blocks(int64_t kc) const override {
+    if (!amx_) return GemmProblem::k_blocks(kc);
+    std::vector<gemm::KBlock> out;
+    const int64_t n = (K + kc - 1) / kc, step = ((K + n - 1) / n + 15) / 16 * 16;
+    for (int64_t k0 = 0; k0 < K; k0 += step) out.push_back(gemm::KBlock{k0, 1, std::min(step, K - k0)});
+    return out;
+  }
   bool a_kmajor() const override { return !a_direct_; }
 
   int64_t b_count() const override { return g_.b_broadcast ? 1 : batch; }
@@ -116,7 +126,7 @@ class MatmulProblem final : public gemm::GemmProblem {
   void pack_b(int64_t d, int64_t n0, int64_t nc, int nr, float* dst) const override {
     gemm::StridedMatrix bm = b_;
     bm.data = static_cast<const char*>(b_.data) + g_.offset(g_.b_bs, d) * size_of(b_.dtype);
-    if (pairs_) gemm::pack_b_bf16_pairs(bm, g_.K, n0, nc, nr, dst);
+    if (pairs_) gemm::pack_b_bf16_pairs(bm, g_.K, n0, nc, nr, K, dst);
     else gemm::pack_panels(bm, K, n0, nc, nr, dst);
   }
 
@@ -149,7 +159,7 @@ class MatmulProblem final : public gemm::GemmProblem {
   EpilogueRun* run_;
   gemm::StridedMatrix a_, b_;
   float* c_data_ = nullptr;
-  bool pairs_;
+  bool pairs_, amx_;
   bool a_direct_ = false, c_direct_ = false, chain_ = false;
   int64_t out_rs_ = 0;
   std::vector<int64_t> out_bs_;  // the output's batch strides
@@ -161,22 +171,29 @@ class MatmulPlan final : public gemm::GemmPlan {
   MatmulPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
       : GemmPlan(p, epi, epi.rank() - 1, s, threads, bf16_pair_kernels(p, s.isa)) {
     geo_.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    amx_ = &kernels() == gemm::amx_bf16_kernels();
     pairs_ = &kernels() == gemm::avx512_bf16_kernels();
     keep_b_if_constant(geo_.b);
-    reserve_workspace(MatmulProblem(geo_, epilogue(), nullptr, nullptr, kernels().nr, pairs_));
+    reserve_workspace(problem(nullptr, nullptr));
   }
-  // The bf16-pair kernels where A and B are bf16, the knobs' ISA is AVX-512 and this CPU runs
-  // them faster than the fp32 ones, else null (the fp32 kernels, bf16 converted while packing).
+  // Where A and B are bf16 and the knobs' ISA is AVX-512: the AMX kernel where the CPU has it,
+  // else the bf16-pair kernels where this CPU runs them faster than the fp32 ones; else null
+  // (the fp32 kernels, bf16 converted while packing).
   static const gemm::KernelSet* bf16_pair_kernels(const Partition& p, Isa isa) {
     const ir::Node& n = p.graph->nodes[static_cast<size_t>(p.anchor)];
     const bool bf16 = p.tensor(n.inputs[0]).dtype == DataType::BFLOAT16 && p.tensor(n.inputs[1]).dtype == DataType::BFLOAT16;
-    return bf16 && isa == Isa::AVX512 && gemm::bf16_pairs_faster() ? gemm::avx512_bf16_kernels() : nullptr;
+    if (!bf16 || isa != Isa::AVX512) return nullptr;
+    if (const gemm::KernelSet* amx = gemm::amx_bf16_kernels()) return amx;
+    return gemm::bf16_pairs_faster() ? gemm::avx512_bf16_kernels() : nullptr;
+  }
+  MatmulProblem problem(const std::vector<void*>* ptrs, EpilogueRun* run) const {
+    return MatmulProblem(geo_, epilogue(), ptrs, run, kernels().nr, pairs_, amx_);
   }
 
   Status execute(const ExecArgs& args) const override {
     ThreadPool& pool = args.handle.thread_pool();
     EpilogueRun run(epilogue(), args.ptrs, pool.size());
-    if (auto s = run_problem(MatmulProblem(geo_, epilogue(), &args.ptrs, &run, kernels().nr, pairs_), pool, args.workspace,
+    if (auto s = run_problem(problem(&args.ptrs, &run), pool, args.workspace,
                                 args.ptrs);
         !s.ok())
       return s;
@@ -185,7 +202,7 @@ class MatmulPlan final : public gemm::GemmPlan {
 
  private:
   MatmulGeometry geo_;
-  bool pairs_ = false;  // on the bf16-pair kernels
+  bool pairs_ = false, amx_ = false;  // on the bf16-pair or the AMX kernels
 };
 
 class GemmPackedEngine final : public gemm::GemmEngine<MatmulPlan> {

@@ -13,8 +13,15 @@ namespace dnngraph::cpu::gemm {
 void pack_a_bf16_pairs(const StridedMatrix& src, int64_t r0, int64_t rows, int64_t kp0, int64_t kpairs,
                        int64_t k_total, int mr, float* dst);
 
-// B panels of nr columns from [c0, c0 + cols) over all krows rows: slot (p, kp, j) at
-// dst[p * ceil(krows / 2) * nr + kp * nr + j], zero past `cols`.
-void pack_b_bf16_pairs(const StridedMatrix& src, int64_t krows, int64_t c0, int64_t cols, int nr, float* dst);
+// B panels of nr columns from [c0, c0 + cols) over all krows rows, `kpairs` pairs each (at least
+// ceil(krows / 2); zero past the rows): slot (p, kp, j) at dst[p * kpairs * nr + kp * nr + j],
+// zero past `cols`.
+void pack_b_bf16_pairs(const StridedMatrix& src, int64_t krows, int64_t c0, int64_t cols, int nr, int64_t kpairs,
+                       float* dst);
+
+// Row-major A tiles of mr rows over pairs [kp0, kp0 + kpairs) (AMX's A layout): slot (t, i, kp)
+// at dst[t * kpairs * mr + i * kpairs + kp], zero past `rows` and past k_total.
+void pack_a_bf16_rows(const StridedMatrix& src, int64_t r0, int64_t rows, int64_t kp0, int64_t kpairs,
+                      int64_t k_total, int mr, float* dst);
 
 }  // namespace dnngraph::cpu::gemm
