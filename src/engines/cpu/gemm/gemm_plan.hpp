@@ -34,6 +34,8 @@ class GemmPlan : public Plan {
   const Epilogue& epilogue() const { return epi_; }
   const KernelSet& kernels() const { return ks_; }
   const Blocking& blocking() const { return blk_; }
+  // For a plan whose tile kernel bounds the knobs' blocking (AMX): call before reserve_workspace.
+  void set_blocking(const Blocking& b) { blk_ = b; }
   // For a plan that runs one problem whose shared B is read from tensor `b_tensor`: when that
   // tensor is constant, B is packed once per pointer into plan memory (ConstantB) rather than into
   // the workspace on every execute. Call before reserve_workspace.
