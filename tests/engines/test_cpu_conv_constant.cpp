@@ -2,7 +2,7 @@
 // plan and pointer instead of into the workspace on every execute. Checked against a naive sum on
 // every ISA: the first execute, a second one on the kept form, and a new pointer (packed again);
 // the workspace no longer holds the packed weights; a produced tensor marked constant is refused;
-// the flag survives the JSON round trip.
+// the flag survives the JSON round trip. And bf16 convs (AMX where the CPU has it) against a sum.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "cpu_test_util.hpp"
 #include "planning/engine.hpp"
 
@@ -58,16 +59,18 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
     ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::fabs(want[i]))) << what << " at " << i;
 }
 
-// The conv graph on `engine`, its weights constant or not, planned with one plan per ISA.
+// The conv graph on `engine`, its weights constant or not, planned with one plan per ISA; `in`:
+// the type of X and W (Y is FLOAT).
 struct ConvGraph {
   dg::Handle handle{dg::Device::cpu()};
   dg::Graph g;
   dg::TensorPtr X, W, Y;
-  ConvGraph(const Conv& s, bool constant, const std::string& engine, dg::cpu::Isa isa) {
+  ConvGraph(const Conv& s, bool constant, const std::string& engine, dg::cpu::Isa isa,
+            dg::DataType in = dg::DataType::FLOAT) {
     X = g.tensor(dg::TensorAttr().set_name("X").set_dim({1, s.c, s.h, s.w}).set_stride({s.h * s.w * s.c, 1, s.w * s.c, s.c})
-                     .set_data_type(dg::DataType::FLOAT));
+                     .set_data_type(in));
     W = g.tensor(dg::TensorAttr().set_name("W").set_dim({s.k, s.c, s.r, s.r}).set_stride({s.c * s.r * s.r, 1, s.r * s.c, s.c})
-                     .set_data_type(dg::DataType::FLOAT).set_is_constant(constant));
+                     .set_data_type(in).set_is_constant(constant));
     Y = g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({s.pad, s.pad}).set_stride({1, 1}).set_dilation({1, 1}));
     Y->set_output(true).set_data_type(dg::DataType::FLOAT).set_stride({s.oh() * s.ow() * s.k, 1, s.ow() * s.k, s.k});
     EXPECT_TRUE(g.validate().ok());
@@ -82,10 +85,10 @@ struct ConvGraph {
     EXPECT_TRUE(g.get_workspace_size(ws).ok());
     return ws;
   }
-  std::vector<float> run(const float* x, const float* w, size_t out_size) {
+  std::vector<float> run(const void* x, const void* w, size_t out_size) {
     std::vector<float> y(out_size, std::nanf(""));
     std::vector<unsigned char> ws(static_cast<size_t>(workspace()) + 1);
-    const auto st = g.execute(handle, {{X, const_cast<float*>(x)}, {W, const_cast<float*>(w)}, {Y, y.data()}}, ws.data());
+    const auto st = g.execute(handle, {{X, const_cast<void*>(x)}, {W, const_cast<void*>(w)}, {Y, y.data()}}, ws.data());
     EXPECT_TRUE(st.ok()) << st.to_string();
     return y;
   }
@@ -114,6 +117,26 @@ TEST(CpuConstantWeights, ImplicitGemmPacksOncePerPointer) {
 
 TEST(CpuConstantWeights, WinogradTransformsOncePerPointer) {
   check_constant_conv("cpu_conv_winograd_f4x3", {16, 9, 10, 24, 3, 1});
+}
+
+// bf16 source and weights (on AMX-BF16 the implicit GEMM runs on the tile kernel where the
+// channels fill whole 16-pair steps), constant weights or not, against a sum of the bf16 values.
+TEST(CpuConstantWeights, Bf16ConvMatchesNaive) {
+  for (const Conv& s : {Conv{64, 6, 7, 40, 3, 1}, Conv{32, 5, 5, 70, 1, 0}, Conv{96, 4, 3, 33, 3, 1}, Conv{36, 3, 4, 20, 3, 1}}) {
+    SCOPED_TRACE("C" + std::to_string(s.c) + " K" + std::to_string(s.k) + " r" + std::to_string(s.r));
+    auto xf = random_floats(static_cast<size_t>(s.h * s.w * s.c), 7), wf = random_floats(static_cast<size_t>(s.k * s.r * s.r * s.c), 8);
+    std::vector<uint16_t> x(xf.size()), w(wf.size());
+    for (size_t i = 0; i < x.size(); ++i) xf[i] = dg::dtype::bf16_to_float(x[i] = dg::dtype::float_to_bf16(xf[i]));
+    for (size_t i = 0; i < w.size(); ++i) wf[i] = dg::dtype::bf16_to_float(w[i] = dg::dtype::float_to_bf16(wf[i]));
+    const auto want = naive_conv(s, xf, wf);
+    cpu_test::for_each_isa([&](dg::cpu::Isa isa) {
+      for (bool constant : {true, false}) {
+        ConvGraph cg(s, constant, "cpu_conv_implicit_gemm", isa, dg::DataType::BFLOAT16);
+        expect_close(cg.run(x.data(), w.data(), want.size()), want, constant ? "constant" : "not constant");
+        expect_close(cg.run(x.data(), w.data(), want.size()), want, "again");
+      }
+    });
+  }
 }
 
 TEST(CpuConstantWeights, WorkspaceLeavesOutThePackedWeights) {
