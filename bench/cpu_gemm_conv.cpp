@@ -202,10 +202,11 @@ struct ConvShape {
 
 // X NHWC, W KRSC, Y NHWC; optional bias + ReLU fused after the conv. `constant`: W is marked
 // constant (packed once per plan, as oneDNN's weights are reordered once outside its timed loop).
-void build_conv(Built& b, const ConvShape& s, float* x, float* w, float* bias, float* y, bool fused,
-                std::vector<std::string> engines = {}, bool constant = true) {
-  auto X = b.g.tensor(dg::TensorAttr().set_name("X").set_dim({s.n, s.c, s.h, s.w}).set_stride({s.h * s.w * s.c, 1, s.w * s.c, s.c}).set_data_type(dg::DataType::FLOAT));
-  auto W = b.g.tensor(dg::TensorAttr().set_name("W").set_dim({s.k, s.cg(), s.r, s.r}).set_stride({s.cg() * s.r * s.r, 1, s.r * s.cg(), s.cg()}).set_data_type(dg::DataType::FLOAT).set_is_constant(constant));
+// `in`: the type of X and W (Y is FLOAT).
+void build_conv(Built& b, const ConvShape& s, void* x, void* w, float* bias, float* y, bool fused,
+                std::vector<std::string> engines = {}, bool constant = true, dg::DataType in = dg::DataType::FLOAT) {
+  auto X = b.g.tensor(dg::TensorAttr().set_name("X").set_dim({s.n, s.c, s.h, s.w}).set_stride({s.h * s.w * s.c, 1, s.w * s.c, s.c}).set_data_type(in));
+  auto W = b.g.tensor(dg::TensorAttr().set_name("W").set_dim({s.k, s.cg(), s.r, s.r}).set_stride({s.cg() * s.r * s.r, 1, s.r * s.cg(), s.cg()}).set_data_type(in).set_is_constant(constant));
   auto Y = b.g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({s.pad, s.pad}).set_stride({1, 1}).set_dilation({1, 1}));
   b.pack = {{X, x}, {W, w}};
   if (fused) {
@@ -225,22 +226,24 @@ struct OneDnnConv {
   dnnl::stream strm{eng};
   dnnl::convolution_forward prim;
   dnnl::memory src, wei, dst;
-  OneDnnConv(const ConvShape& s, float* x, float* w_krsc, float* y) {
+  // `bf16`: x and w_krsc hold bf16 (src and weights bf16, dst f32).
+  OneDnnConv(const ConvShape& s, void* x, void* w_krsc, float* y, bool bf16 = false) {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
+    const dt in = bf16 ? dt::bf16 : dt::f32;
     const dnnl::memory::dims sd{s.n, s.c, s.h, s.w}, dd{s.n, s.k, s.oh(), s.ow()};
     // Grouped weights are [g, k/g, c/g, r, s]; our KRSC is then goihw-ordered per group ("gohwi").
     const bool grouped = s.groups > 1;
     const dnnl::memory::dims wd = grouped ? dnnl::memory::dims{s.groups, s.k / s.groups, s.cg(), s.r, s.r}
                                           : dnnl::memory::dims{s.k, s.c, s.r, s.r};
-    dnnl::memory::desc src_md(sd, dt::f32, tag::nhwc), dst_md(dd, dt::f32, tag::nhwc), wei_any(wd, dt::f32, tag::any);
+    dnnl::memory::desc src_md(sd, in, tag::nhwc), dst_md(dd, dt::f32, tag::nhwc), wei_any(wd, in, tag::any);
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src_md,
                                          wei_any, dst_md, {1, 1}, {s.pad, s.pad}, {s.pad, s.pad});
     dnnl::convolution_forward::primitive_desc pd(desc, eng);
     prim = dnnl::convolution_forward(pd);
     src = dnnl::memory(src_md, eng, x);
     dst = dnnl::memory(dst_md, eng, y);
-    dnnl::memory user_w({wd, dt::f32, grouped ? tag::gohwi : tag::ohwi}, eng, w_krsc);
+    dnnl::memory user_w({wd, in, grouped ? tag::gohwi : tag::ohwi}, eng, w_krsc);
     wei = dnnl::memory(pd.weights_desc(), eng);
     dnnl::reorder(user_w, wei).execute(strm, user_w, wei);
     strm.wait();
@@ -361,6 +364,27 @@ void bench_conv(const ConvShape& s, int iters) {
   }
 }
 
+// bf16 source and weights, fp32 output, weights constant, against oneDNN's bf16 convolution.
+void bench_bf16_conv(const ConvShape& s, int iters) {
+  auto xf = random_vec(static_cast<size_t>(s.in_size()), 3), wf = random_vec(static_cast<size_t>(s.k * s.cg() * s.r * s.r), 4);
+  std::vector<uint16_t> x(xf.size()), w(wf.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = dg::dtype::float_to_bf16(xf[i]);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = dg::dtype::float_to_bf16(wf[i]);
+  std::vector<float> y(static_cast<size_t>(s.out_size())), y_ref(y.size());
+  OneDnnConv peer(s, x.data(), w.data(), y_ref.data(), true);
+  Built def;
+  build_conv(def, s, x.data(), w.data(), nullptr, y.data(), false, {}, true, dg::DataType::BFLOAT16);
+  const Compared r = compare(iters, [&] { def.run(); }, [&] { peer.run(); });
+  double err = 0, mag = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    err = std::max(err, static_cast<double>(std::fabs(y[i] - y_ref[i])));
+    mag = std::max(mag, static_cast<double>(std::fabs(y_ref[i])));
+  }
+  std::printf("  (max |diff| %.2e of max |y| %.2e)\n", err, mag);
+  const std::string what = std::string("bf16 ") + s.name;
+  print_row(what.c_str(), def.plan.c_str(), r, "oneDNN", s.flops());
+}
+
 // Fused conv + bias + ReLU against the conv then a bias pass and a ReLU pass over memory. The plain
 // conv is timed against the separate chain too: fused can at best match the plain conv, so
 // separate / plain bounds the ratio any fusion could reach on that layer.
@@ -433,6 +457,8 @@ int main(int argc, char** argv) {
                               {"rnx50 3x3 C128 g32 56x56 -> 128", 128, 56, 56, 128, 3, 1, 1, 32}};
   for (const auto& s : shapes)
     if (want(s.name)) bench_conv(s, iters);
+  for (const auto& s : shapes)
+    if (s.groups == 1 && want(std::string("bf16 ") + s.name)) bench_bf16_conv(s, iters);
   std::printf("\n");
   // Fusion also on the layers whose epilogue traffic is a large share of their time: ResNet-50's
   // 1x1 expansions (64 -> 256 channels) and a MobileNetV2 depthwise layer.
