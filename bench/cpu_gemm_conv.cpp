@@ -23,6 +23,7 @@
 
 #include "cpu_bench_timing.hpp"
 #include "dnngraph/dnngraph.hpp"
+#include "core/dtype.hpp"
 #include "engines/cpu/cpu_features.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 #include "runtime/handle_impl.hpp"
@@ -199,11 +200,13 @@ struct ConvShape {
   int64_t out_size() const { return n * oh() * ow() * k; }
 };
 
-// X NHWC, W KRSC, Y NHWC; optional bias + ReLU fused after the conv.
-void build_conv(Built& b, const ConvShape& s, float* x, float* w, float* bias, float* y, bool fused,
-                std::vector<std::string> engines = {}) {
-  auto X = b.g.tensor(dg::TensorAttr().set_name("X").set_dim({s.n, s.c, s.h, s.w}).set_stride({s.h * s.w * s.c, 1, s.w * s.c, s.c}).set_data_type(dg::DataType::FLOAT));
-  auto W = b.g.tensor(dg::TensorAttr().set_name("W").set_dim({s.k, s.cg(), s.r, s.r}).set_stride({s.cg() * s.r * s.r, 1, s.r * s.cg(), s.cg()}).set_data_type(dg::DataType::FLOAT));
+// X NHWC, W KRSC, Y NHWC; optional bias + ReLU fused after the conv. `constant`: W is marked
+// constant (packed once per plan, as oneDNN's weights are reordered once outside its timed loop).
+// `in`: the type of X and W (Y is FLOAT).
+void build_conv(Built& b, const ConvShape& s, void* x, void* w, float* bias, float* y, bool fused,
+                std::vector<std::string> engines = {}, bool constant = true, dg::DataType in = dg::DataType::FLOAT) {
+  auto X = b.g.tensor(dg::TensorAttr().set_name("X").set_dim({s.n, s.c, s.h, s.w}).set_stride({s.h * s.w * s.c, 1, s.w * s.c, s.c}).set_data_type(in));
+  auto W = b.g.tensor(dg::TensorAttr().set_name("W").set_dim({s.k, s.cg(), s.r, s.r}).set_stride({s.cg() * s.r * s.r, 1, s.r * s.cg(), s.cg()}).set_data_type(in).set_is_constant(constant));
   auto Y = b.g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({s.pad, s.pad}).set_stride({1, 1}).set_dilation({1, 1}));
   b.pack = {{X, x}, {W, w}};
   if (fused) {
@@ -223,22 +226,24 @@ struct OneDnnConv {
   dnnl::stream strm{eng};
   dnnl::convolution_forward prim;
   dnnl::memory src, wei, dst;
-  OneDnnConv(const ConvShape& s, float* x, float* w_krsc, float* y) {
+  // `bf16`: x and w_krsc hold bf16 (src and weights bf16, dst f32).
+  OneDnnConv(const ConvShape& s, void* x, void* w_krsc, float* y, bool bf16 = false) {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
+    const dt in = bf16 ? dt::bf16 : dt::f32;
     const dnnl::memory::dims sd{s.n, s.c, s.h, s.w}, dd{s.n, s.k, s.oh(), s.ow()};
     // Grouped weights are [g, k/g, c/g, r, s]; our KRSC is then goihw-ordered per group ("gohwi").
     const bool grouped = s.groups > 1;
     const dnnl::memory::dims wd = grouped ? dnnl::memory::dims{s.groups, s.k / s.groups, s.cg(), s.r, s.r}
                                           : dnnl::memory::dims{s.k, s.c, s.r, s.r};
-    dnnl::memory::desc src_md(sd, dt::f32, tag::nhwc), dst_md(dd, dt::f32, tag::nhwc), wei_any(wd, dt::f32, tag::any);
+    dnnl::memory::desc src_md(sd, in, tag::nhwc), dst_md(dd, dt::f32, tag::nhwc), wei_any(wd, in, tag::any);
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src_md,
                                          wei_any, dst_md, {1, 1}, {s.pad, s.pad}, {s.pad, s.pad});
     dnnl::convolution_forward::primitive_desc pd(desc, eng);
     prim = dnnl::convolution_forward(pd);
     src = dnnl::memory(src_md, eng, x);
     dst = dnnl::memory(dst_md, eng, y);
-    dnnl::memory user_w({wd, dt::f32, grouped ? tag::gohwi : tag::ohwi}, eng, w_krsc);
+    dnnl::memory user_w({wd, in, grouped ? tag::gohwi : tag::ohwi}, eng, w_krsc);
     wei = dnnl::memory(pd.weights_desc(), eng);
     dnnl::reorder(user_w, wei).execute(strm, user_w, wei);
     strm.wait();
@@ -252,12 +257,23 @@ struct OneDnnConv {
 // The measured fp32 FMA peak of the widest ISA, all cores (FLOP/s): each row's fraction of it.
 double g_peak = 0;
 
+// The 1-minute load average (other processes share this machine: a row taken above the core
+// count is to be run again), or -1 where /proc/loadavg is not there.
+double load_average() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
+}
+
 void print_row(const char* what, const char* ours_name, const Compared& r, const char* peer, double flops) {
   const double ours = flops / r.ours.wall, theirs = flops / r.peer.wall;
-  std::printf("%-38s %8.3f ms (cpu %8.3f) %6.1f GF/s %3.0f%% | %-8s %8.3f ms (cpu %8.3f) %6.1f GF/s %3.0f%% | ratio %.2f (cpu %.2f)  [%s]\n",
+  std::printf("%-38s %8.3f ms (cpu %8.3f) %6.1f GF/s %3.0f%% | %-8s %8.3f ms (cpu %8.3f) %6.1f GF/s %3.0f%% | ratio %.2f (cpu %.2f) load %.1f [%s]\n",
               what, r.ours.wall * 1e3, r.ours.cpu * 1e3, ours * 1e-9, g_peak > 0 ? 100 * ours / g_peak : 0.0, peer,
               r.peer.wall * 1e3, r.peer.cpu * 1e3, theirs * 1e-9, g_peak > 0 ? 100 * theirs / g_peak : 0.0, r.ratio_wall,
-              r.ratio_cpu, ours_name);
+              r.ratio_cpu, load_average(), ours_name);
   std::fflush(stdout);
 }
 
@@ -279,6 +295,41 @@ void bench_sgemm(int64_t n, int iters) {
   for (size_t i = 0; i < c.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(c[i] - c_ref[i])));
   const std::string what = "sgemm " + std::to_string(n) + " (max diff " + std::to_string(err).substr(0, 8) + ")";
   print_row(what.c_str(), m.plan.c_str(), r, "OpenBLAS", 2.0 * n * n * n);
+}
+
+// bf16 A and B (row-major), fp32 C, against oneDNN's matmul with the same row-major operands (no
+// reorder: both sides pack per call, as a BLAS call would).
+void bench_bf16_gemm(int64_t n, int iters) {
+  const auto af = random_vec(static_cast<size_t>(n * n), 8), bf = random_vec(static_cast<size_t>(n * n), 9);
+  std::vector<uint16_t> a(af.size()), b(bf.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = dg::dtype::float_to_bf16(af[i]);
+    b[i] = dg::dtype::float_to_bf16(bf[i]);
+  }
+  std::vector<float> c(static_cast<size_t>(n * n)), c_ref(c.size());
+  Built m;
+  auto A = m.g.tensor(dg::TensorAttr().set_name("A").set_dim({n, n}).set_stride({n, 1}).set_data_type(dg::DataType::BFLOAT16));
+  auto B = m.g.tensor(dg::TensorAttr().set_name("B").set_dim({n, n}).set_stride({n, 1}).set_data_type(dg::DataType::BFLOAT16));
+  auto C = m.g.matmul(A, B, dg::MatmulAttr());
+  C->set_output(true).set_data_type(dg::DataType::FLOAT);
+  m.pack = {{A, a.data()}, {B, b.data()}, {C, c.data()}};
+  m.finish();
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const dnnl::memory::dims d{n, n};
+  dnnl::memory::desc a_md(d, dt::bf16, tag::ab), b_md(d, dt::bf16, tag::ab), c_md(d, dt::f32, tag::ab);
+  dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), eng));
+  dnnl::memory am(a_md, eng, a.data()), bm(b_md, eng, b.data()), cm(c_md, eng, c_ref.data());
+  const Compared r = compare(iters, [&] { m.run(); }, [&] {
+    prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    strm.wait();
+  });
+  double err = 0;
+  for (size_t i = 0; i < c.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(c[i] - c_ref[i])));
+  const std::string what = "bf16 gemm " + std::to_string(n) + " (max diff " + std::to_string(err).substr(0, 8) + ")";
+  print_row(what.c_str(), m.plan.c_str(), r, "oneDNN", 2.0 * n * n * n);
 }
 
 void bench_conv(const ConvShape& s, int iters) {
@@ -303,6 +354,35 @@ void bench_conv(const ConvShape& s, int iters) {
                {chose_implicit ? "cpu_conv_winograd_f4x3" : "cpu_conv_implicit_gemm"});
     print_row(s.name, other.plan.c_str(), compare(iters, [&] { other.run(); }, [&] { peer.run(); }), "oneDNN", s.flops());
   }
+  // The weights not marked constant: packed (or transformed) again on every execute.
+  if (s.groups == 1) {
+    Built repack;
+    build_conv(repack, s, x.data(), w.data(), nullptr, y.data(), false, {}, false);
+    const std::string what = std::string(s.name) + " (W not constant)";
+    print_row(what.c_str(), repack.plan.c_str(), compare(iters, [&] { repack.run(); }, [&] { peer.run(); }), "oneDNN",
+              s.flops());
+  }
+}
+
+// bf16 source and weights, fp32 output, weights constant, against oneDNN's bf16 convolution.
+void bench_bf16_conv(const ConvShape& s, int iters) {
+  auto xf = random_vec(static_cast<size_t>(s.in_size()), 3), wf = random_vec(static_cast<size_t>(s.k * s.cg() * s.r * s.r), 4);
+  std::vector<uint16_t> x(xf.size()), w(wf.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = dg::dtype::float_to_bf16(xf[i]);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = dg::dtype::float_to_bf16(wf[i]);
+  std::vector<float> y(static_cast<size_t>(s.out_size())), y_ref(y.size());
+  OneDnnConv peer(s, x.data(), w.data(), y_ref.data(), true);
+  Built def;
+  build_conv(def, s, x.data(), w.data(), nullptr, y.data(), false, {}, true, dg::DataType::BFLOAT16);
+  const Compared r = compare(iters, [&] { def.run(); }, [&] { peer.run(); });
+  double err = 0, mag = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    err = std::max(err, static_cast<double>(std::fabs(y[i] - y_ref[i])));
+    mag = std::max(mag, static_cast<double>(std::fabs(y_ref[i])));
+  }
+  std::printf("  (max |diff| %.2e of max |y| %.2e)\n", err, mag);
+  const std::string what = std::string("bf16 ") + s.name;
+  print_row(what.c_str(), def.plan.c_str(), r, "oneDNN", s.flops());
 }
 
 // Fused conv + bias + ReLU against the conv then a bias pass and a ReLU pass over memory. The plain
@@ -364,15 +444,21 @@ int main(int argc, char** argv) {
   std::printf("%% of peak: of %.1f GFLOP/s (FLOPs as the layer's, padded taps included)\n\n", g_peak * 1e-9);
   if (want("sgemm 1024")) bench_sgemm(1024, iters);
   if (want("sgemm 2048")) bench_sgemm(2048, std::max(3, iters / 3));
+  if (want("bf16 gemm 1024")) bench_bf16_gemm(1024, iters);
+  if (want("bf16 gemm 2048")) bench_bf16_gemm(2048, std::max(3, iters / 3));
   const ConvShape shapes[] = {{"tutorial 3x3 C128 56x56 -> 256", 128, 56, 56, 256, 3, 1},
                               {"rn50 3x3 C64 56x56 -> 64", 64, 56, 56, 64, 3, 1},
                               {"rn50 1x1 C256 56x56 -> 64", 256, 56, 56, 64, 1, 0},
                               {"rn50 3x3 C256 14x14 -> 256", 256, 14, 14, 256, 3, 1},
                               {"rn50 3x3 C512 7x7 -> 512", 512, 7, 7, 512, 3, 1},
+                              // ResNet-50's last stage at a 128x128 input (docs/onnx.md's slow layer).
+                              {"3x3 C512 4x4 -> 512", 512, 4, 4, 512, 3, 1},
                               {"mbv2 dw 3x3 C144 56x56", 144, 56, 56, 144, 3, 1, 1, 144},
                               {"rnx50 3x3 C128 g32 56x56 -> 128", 128, 56, 56, 128, 3, 1, 1, 32}};
   for (const auto& s : shapes)
     if (want(s.name)) bench_conv(s, iters);
+  for (const auto& s : shapes)
+    if (s.groups == 1 && want(std::string("bf16 ") + s.name)) bench_bf16_conv(s, iters);
   std::printf("\n");
   // Fusion also on the layers whose epilogue traffic is a large share of their time: ResNet-50's
   // 1x1 expansions (64 -> 256 channels) and a MobileNetV2 depthwise layer.

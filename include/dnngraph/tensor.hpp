@@ -26,6 +26,10 @@ class TensorAttr {
   TensorAttr& set_is_virtual(bool v) { is_virtual_ = v; return changed(); }
   // A pass-by-value tensor is a host scalar baked into the plan (alpha, epsilon): no pointer needed.
   TensorAttr& set_is_pass_by_value(bool v) { is_pass_by_value_ = v; return changed(); }
+  // A constant tensor's data, at the pointer each execute is given, does not change while a plan
+  // built from the graph lives: engines may derive forms of it (packed weights) on the first execute
+  // and reuse them while the pointer stays the same. New data needs a new pointer or a new plan.
+  TensorAttr& set_is_constant(bool c) { is_constant_ = c; return changed(); }
   TensorAttr& set_value(double v) {
     changed();
     value_ = v;
@@ -44,6 +48,7 @@ class TensorAttr {
   bool get_is_virtual() const { return is_virtual_; }
   bool get_is_output() const { return !is_virtual_; }
   bool get_is_pass_by_value() const { return is_pass_by_value_; }
+  bool get_is_constant() const { return is_constant_; }
   std::optional<double> get_value() const { return value_; }
   int64_t get_volume() const;  // product of dims; INT64_MAX when it overflows
   // Counts the changes to everything but the name: plans built before a change refuse to run.
@@ -57,6 +62,7 @@ class TensorAttr {
   std::optional<int64_t> uid_;
   bool is_virtual_ = false;
   bool is_pass_by_value_ = false;
+  bool is_constant_ = false;
   std::optional<double> value_;
   uint64_t revision_ = 0;
 

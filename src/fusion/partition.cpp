@@ -49,7 +49,7 @@ uint64_t structural_fingerprint(const Partition& p) {
     if (added) {
       const ir::Tensor& t = p.tensor(id);
       tensors.push_back({static_cast<int>(t.dtype), t.dims, t.strides, t.is_virtual, p.is_internal(id),
-                         t.is_pass_by_value, t.has_value ? t.value : 0.0});
+                         t.is_pass_by_value, t.has_value ? t.value : 0.0, t.is_constant});
     }
     return it->second;
   };

@@ -23,6 +23,7 @@ struct Tensor {
   bool is_virtual = false;        // produced and consumed inside the graph
   bool is_pass_by_value = false;  // a host scalar; `value` holds it
   bool has_value = false;         // pass-by-value with a value baked in (else given at execute)
+  bool is_constant = false;       // data fixed per pointer while a plan lives (TensorAttr::set_is_constant)
   double value = 0.0;
   int producer = -1;              // node index, -1 for graph inputs
 

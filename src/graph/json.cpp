@@ -111,6 +111,7 @@ ojson tensor_to_json(const TensorAttr& t, const std::string& name, bool produced
   if (t.get_data_type() != DataType::NOT_SET) j["data_type"] = std::string(to_string(t.get_data_type()));
   if (t.get_is_virtual()) j["virtual"] = true;
   if (produced && !t.get_is_virtual()) j["output"] = true;
+  if (t.get_is_constant()) j["constant"] = true;
   if (t.get_value()) {
     j["value"] = json_number(*t.get_value());
     if (!t.get_is_pass_by_value()) j["pass_by_value"] = false;
@@ -287,6 +288,7 @@ struct Reader {
     d.is_output = f.boolean("output");
     if (auto v = f.number("value")) t.set_value(*v);
     if (auto p = f.boolean("pass_by_value")) t.set_is_pass_by_value(*p);
+    if (auto c = f.boolean("constant")) t.set_is_constant(*c);
     if (d.is_virtual && d.is_output && *d.is_virtual == *d.is_output)
       f.fail(ErrorCode::INVALID_VALUE, "output", "disagrees with \"virtual\" (an output is never virtual)");
     if (auto s = f.finish("a tensor"); !s.ok()) return s;

@@ -48,6 +48,7 @@ Status lower_to_ir(GraphImpl& g) {
       x.is_virtual = t->get_is_virtual();
       x.is_pass_by_value = t->get_is_pass_by_value();
       x.has_value = t->get_value().has_value();
+      x.is_constant = t->get_is_constant();
       x.value = t->get_value().value_or(0.0);
       ir->tensors.push_back(std::move(x));
     }
@@ -146,7 +147,7 @@ uint64_t Graph::compute_fingerprint(bool ignore_batch) const {
     auto strides = t.strides;
     if (ignore_batch && !dims.empty()) dims[0] = strides[0] = -1;  // batch size and batch stride vary
     j.push_back({t.uid, static_cast<int>(t.dtype), dims, strides,
-                 t.is_virtual, t.is_pass_by_value, t.is_pass_by_value ? t.value : 0.0});
+                 t.is_virtual, t.is_pass_by_value, t.is_pass_by_value ? t.value : 0.0, t.is_constant});
   }
   for (const auto& n : nodes) j.push_back({attr_to_json(n.attr), static_cast<int>(n.compute_type), n.inputs, n.outputs});
   if (allow_tf32) j.push_back("allow_tf32");  // changes the numbers, so plans and tuning records differ

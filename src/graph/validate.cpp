@@ -90,6 +90,16 @@ Status check_pass_by_value(const GraphImpl& g) {
   return {};
 }
 
+// Only data the user hands in can be constant: a produced tensor is rewritten by every execute.
+Status check_constants(const GraphImpl& g) {
+  for (const auto& node : g.nodes)
+    for (const auto& t : node.outputs)
+      if (t && t->get_is_constant())
+        return node_error(ErrorCode::INVALID_VALUE, node, t.get(),
+                          "is marked constant but this node produces it (only graph inputs can be constant)");
+  return {};
+}
+
 // Every non-virtual tensor gets a uid; duplicates are an error.
 Status assign_uids(GraphImpl& g) {
   std::vector<TensorAttr*> all;
@@ -137,6 +147,7 @@ Status validate_graph(GraphImpl& g) {
     if (auto s = infer_node(g.nodes[static_cast<size_t>(i)], g.defaults); !s.ok()) return s;
   }
   if (auto s = check_pass_by_value(g); !s.ok()) return s;
+  if (auto s = check_constants(g); !s.ok()) return s;
   bool any_output = false;
   for (const auto& node : g.nodes)
     for (const auto& out : node.outputs) any_output |= !out->get_is_virtual();

@@ -104,15 +104,21 @@ TEST(CpuConvDotTiles, FormFollowsTheCostModel) {
   const cd::DotKernelSet* avx2 = cd::avx2_dot_kernels();
   if (!avx512 || !avx2) GTEST_SKIP() << "no x86 kernels in this build";
   // Few pixels per weight, a long reduction: packing would cost more than the tiles lose.
-  EXPECT_TRUE(dg::cpu::conv_dot_preferred(geometry(512, 512, 7, 3), *avx512));
-  EXPECT_TRUE(dg::cpu::conv_dot_preferred(geometry(512, 512, 7, 3), *avx2));
+  EXPECT_TRUE(dg::cpu::conv_dot_preferred(geometry(512, 512, 7, 3), *avx512, 12, 32, false));
+  EXPECT_TRUE(dg::cpu::conv_dot_preferred(geometry(512, 512, 7, 3), *avx2, 6, 16, false));
   // 14x14 C256: on AVX-512 the load-bound tile loses to packing; with 256-bit loads it wins.
-  EXPECT_FALSE(dg::cpu::conv_dot_preferred(geometry(256, 256, 14, 3), *avx512));
-  EXPECT_TRUE(dg::cpu::conv_dot_preferred(geometry(256, 256, 14, 3), *avx2));
+  EXPECT_FALSE(dg::cpu::conv_dot_preferred(geometry(256, 256, 14, 3), *avx512, 12, 32, false));
+  EXPECT_TRUE(dg::cpu::conv_dot_preferred(geometry(256, 256, 14, 3), *avx2, 6, 16, false));
   // Many pixels, or a short reduction: packing is cheap, the lane sums are not.
-  EXPECT_FALSE(dg::cpu::conv_dot_preferred(geometry(64, 64, 56, 3), *avx512));
-  EXPECT_FALSE(dg::cpu::conv_dot_preferred(geometry(64, 64, 56, 3), *avx2));
-  EXPECT_FALSE(dg::cpu::conv_dot_preferred(geometry(256, 64, 56, 1), *avx2));
+  EXPECT_FALSE(dg::cpu::conv_dot_preferred(geometry(64, 64, 56, 3), *avx512, 12, 32, false));
+  EXPECT_FALSE(dg::cpu::conv_dot_preferred(geometry(64, 64, 56, 3), *avx2, 6, 16, false));
+  EXPECT_FALSE(dg::cpu::conv_dot_preferred(geometry(256, 64, 56, 1), *avx2, 6, 16, false));
+  // Weights the plan keeps packed cost nothing per execute: 14x14 C256 goes packed on AVX2 too,
+  // at 7x7 the 12-row tiles pad 49 pixels to 60 and the in-place tiles still win, while 7 x 48
+  // tiles pad nothing but 512 channels to 528 and take it.
+  EXPECT_FALSE(dg::cpu::conv_dot_preferred(geometry(256, 256, 14, 3), *avx2, 6, 16, true));
+  EXPECT_TRUE(dg::cpu::conv_dot_preferred(geometry(512, 512, 7, 3), *avx512, 12, 32, true));
+  EXPECT_FALSE(dg::cpu::conv_dot_preferred(geometry(512, 512, 7, 3), *avx512, 7, 48, true));
 }
 
 TEST(CpuConvDotTiles, UnfitConvsNameTheirRule) {

@@ -7,6 +7,7 @@
 
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
+#include "engines/cpu/gemm/pack_bf16.hpp"
 #include "cpu_test_util.hpp"
 #include "ref_test_util.hpp"
 
@@ -49,7 +50,9 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
   std::uniform_real_distribution<float> u(-1, 1);
   dg::ThreadPool pool(2);
   cpu_test::for_each_isa([&](dg::cpu::Isa isa) {
-    const cg::KernelSet& ks = cg::kernel_set(isa);
+   for (const cg::KernelSet* shape : cg::kernel_shapes(isa)) {
+    const cg::KernelSet& ks = *shape;
+    SCOPED_TRACE(std::to_string(ks.mr) + "x" + std::to_string(ks.nr));
     for (int trial = 0; trial < 6; ++trial) {
       const int64_t m = 1 + rng() % 70, n = 1 + rng() % 70 + (trial < 3 ? 0 : 2 * ks.nr), k = 1 + rng() % 90;
       const bool bf16 = trial % 2;
@@ -77,7 +80,23 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
               << dg::cpu::isa_name(isa) << " m=" << m << " n=" << n << " k=" << k << " at " << i << "," << j;
         }
     }
+   }
   });
+}
+
+TEST(CpuGemmKernels, ShapeFollowsThePadding) {
+  for (dg::cpu::Isa isa : cpu_test::supported_isas()) {
+    const auto shapes = cg::kernel_shapes(isa);
+    ASSERT_FALSE(shapes.empty());
+    EXPECT_EQ(shapes[0], &cg::kernel_set(isa));
+    // Problems the first shape fills (ResNet-50's 14x14 x 256 and 56x56 x 64) keep it.
+    EXPECT_EQ(&cg::kernel_for_shape(isa, 196, 256), shapes[0]);
+    EXPECT_EQ(&cg::kernel_for_shape(isa, 3136, 64), shapes[0]);
+  }
+  if (!dg::cpu::cpu_features().supports(dg::cpu::Isa::AVX512) || !cg::avx512_kernels_7x48()) return;
+  // 7x7 x 512: 12 x 32 tiles pad 49 pixels to 60 (82% filled), 7 x 48 ones 512 channels to 528 (97%).
+  EXPECT_EQ(&cg::kernel_for_shape(dg::cpu::Isa::AVX512, 49, 512), cg::avx512_kernels_7x48());
+  EXPECT_EQ(cg::kernel_for_shape(dg::cpu::Isa::AVX512, 49, 512).mr, 7);
 }
 
 TEST(CpuGemmKernels, PackPanelsZeroPadsAndConverts) {
@@ -214,3 +233,104 @@ TEST(CpuGemmPacked, RejectsInt8WithAReason) {
 }
 
 }  // namespace
+
+// C = A x B over bf16 pairs: A and B row-major bf16, packed by the pair packers, K in pairs;
+// `amx`: A in row-major tiles, K padded to 16-pair steps, blocks of whole steps.
+class PairProblem final : public cg::GemmProblem {
+ public:
+  cg::StridedMatrix a, bm;
+  int64_t k_total = 0;
+  bool amx = false;
+  std::vector<float>* c = nullptr;
+  PairProblem(int64_t m, int64_t n, int64_t k, bool amx_tiles) : k_total(k), amx(amx_tiles) {
+    M = m;
+    N = n;
+    K = amx ? (k + 31) / 32 * 16 : (k + 1) / 2;
+  }
+  std::vector<cg::KBlock> k_blocks(int64_t kc) const override {
+    if (!amx) return GemmProblem::k_blocks(kc);
+    std::vector<cg::KBlock> out;
+    for (int64_t k0 = 0; k0 < K; k0 += 16) out.push_back(cg::KBlock{k0, 1, std::min<int64_t>(16, K - k0)});
+    return out;
+  }
+  void a_rows(int64_t, int64_t m0, int64_t mc, const cg::KBlock& kb, int mr, const float** rows,
+              float* scratch) const override {
+    if (amx) cg::pack_a_bf16_rows(a, m0, mc, kb.k0, kb.kc(), k_total, mr, scratch);
+    else cg::pack_a_bf16_pairs(a, m0, mc, kb.k0, kb.kc(), k_total, mr, scratch);
+    for (int64_t i = 0; i < (mc + mr - 1) / mr * mr; ++i) rows[i] = scratch + (i / mr) * kb.kc() * mr;
+  }
+  int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return (mc + 32) * kc; }
+  bool a_kmajor() const override { return true; }
+  void pack_b(int64_t, int64_t n0, int64_t nc, int nr, float* dst) const override {
+    cg::pack_b_bf16_pairs(bm, k_total, n0, nc, nr, K, dst);
+  }
+  void c_block(int, int64_t, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* cb,
+               int64_t ldc) const override {
+    for (int64_t i = 0; i < mc; ++i)
+      for (int64_t j = 0; j < nc; ++j) (*c)[static_cast<size_t>((m0 + i) * N + n0 + j)] = cb[i * ldc + j];
+  }
+};
+
+void check_bf16_kernels(const cg::KernelSet& ks, bool amx) {
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> u(-1, 1);
+  dg::ThreadPool pool(2);
+  for (int trial = 0; trial < 6; ++trial) {
+    const int64_t m = 1 + rng() % 50, n = 1 + rng() % 80, k = 1 + rng() % 90;  // odd k included
+    std::vector<uint16_t> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+    for (auto& v : a) v = dg::dtype::float_to_bf16(u(rng));
+    for (auto& v : b) v = dg::dtype::float_to_bf16(u(rng));
+    std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
+    PairProblem p(m, n, k, amx);
+    p.a = {a.data(), dg::DataType::BFLOAT16, k, 1};
+    p.bm = {b.data(), dg::DataType::BFLOAT16, n, 1};
+    p.c = &c;
+    cg::Blocking blk{2 * ks.mr, 8, 2 * ks.nr};  // several K blocks (of 8 pairs), M blocks, N tasks
+    ASSERT_TRUE(cg::run(p, ks, blk, pool, nullptr).ok());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t q = 0; q < k; ++q)
+          want += double(dg::dtype::bf16_to_float(a[static_cast<size_t>(i * k + q)])) *
+                  dg::dtype::bf16_to_float(b[static_cast<size_t>(q * n + j)]);
+        ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-5 * (1 + std::fabs(want)) * std::sqrt(double(k)))
+            << "m=" << m << " n=" << n << " k=" << k << " at " << i << "," << j;
+      }
+  }
+}
+
+TEST(CpuGemmKernels, Bf16PairKernelsMatchNaive) {
+  if (!dg::cpu::cpu_features().avx512bf16 || !cg::avx512_bf16_kernels()) GTEST_SKIP() << "no AVX512_BF16 here";
+  check_bf16_kernels(*cg::avx512_bf16_kernels(), false);
+}
+
+TEST(CpuGemmKernels, AmxBf16KernelMatchesNaive) {
+  if (!cg::amx_bf16_kernels()) GTEST_SKIP() << "no AMX-BF16 here (or the OS did not grant the tile state)";
+  check_bf16_kernels(*cg::amx_bf16_kernels(), true);
+}
+
+// bf16 A and B: the plan runs the AMX kernel where the CPU has it, else the bf16-pair kernels
+// where bf16_pairs_faster() (K counted in pairs, an odd K's last pair half zero), else the fp32
+// ones; each against ref, with
+// transposed and broadcast operands and a fused bias + ReLU.
+TEST(CpuGemmPacked, Bf16PairKernelsMatchRef) {
+  if (dg::cpu::cpu_features().avx512bf16) {
+    ASSERT_NE(cg::avx512_bf16_kernels(), nullptr);
+  }
+  std::mt19937 rng(23);
+  for (int trial = 0; trial < 8; ++trial) {
+    const int64_t batch = 1 + rng() % 2, m = 1 + rng() % 40, n = 1 + rng() % 70, k = 1 + rng() % 75;
+    const bool b_transposed = trial % 2 == 1;
+    auto a = ref_test::random_tensor({batch, m, k}, dg::DataType::BFLOAT16, rng, -1, 1);
+    HostTensor b = b_transposed ? ref_test::make_tensor({1, k, n}, {k * n, 1, k}, dg::DataType::BFLOAT16)
+                                : ref_test::make_tensor({1, k, n}, {k * n, n, 1}, dg::DataType::BFLOAT16);
+    for (int64_t i = 0; i < k * n; ++i) dg::dtype::store(b.bytes.data(), dg::DataType::BFLOAT16, i, std::uniform_real_distribution<double>(-1, 1)(rng));
+    auto bias = ref_test::random_tensor({1, 1, n}, dg::DataType::FLOAT, rng, -1, 1);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                 " k=" + std::to_string(k));
+    check_engine_vs_ref("cpu_gemm_packed", {a, b, bias}, {output_like({batch, m, n}, dg::DataType::FLOAT)},
+                        [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                          return std::vector<dg::TensorPtr>{g.relu(g.bias(g.matmul(in[0], in[1], dg::MatmulAttr()), in[2]))};
+                        }, 1e-5, std::sqrt(double(k)));
+  }
+}

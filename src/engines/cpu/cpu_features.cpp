@@ -32,6 +32,8 @@ void detect_isa(CpuFeatures& f) {
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
   f.avx2 = ymm_saved && ((b >> 5) & 1u);
   f.avx512f = zmm_saved && ((b >> 16) & 1u);
+  f.amx_bf16 = f.avx512f && ((d >> 22) & 1u) && ((d >> 24) & 1u) && (xcr0 & 0x60000u) == 0x60000u;
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512bf16 = f.avx512f && ((a >> 5) & 1u);
 }
 #else
 void detect_isa(CpuFeatures&) {}
@@ -68,7 +70,8 @@ Isa CpuFeatures::best() const {
 
 std::string CpuFeatures::to_string() const {
   std::string s;
-  for (auto [on, name] : {std::pair{avx2, "avx2"}, {fma, "fma"}, {f16c, "f16c"}, {avx512f, "avx512f"}})
+  for (auto [on, name] : {std::pair{avx2, "avx2"}, {fma, "fma"}, {f16c, "f16c"}, {avx512f, "avx512f"},
+                            {avx512bf16, "avx512_bf16"}, {amx_bf16, "amx_bf16"}})
     if (on) s += std::string(s.empty() ? "" : " ") + name;
   if (s.empty()) s = "no simd extensions";
   return s + ", L1d " + kib(l1d_bytes) + ", L2 " + kib(l2_bytes) + ", L3 " + kib(l3_bytes);

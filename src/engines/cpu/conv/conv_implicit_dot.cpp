@@ -47,10 +47,15 @@ std::string conv_dot_unfit(const ConvGeometry& g, const std::vector<ConvPhase>& 
   return {};
 }
 
-bool conv_dot_preferred(const ConvGeometry& g, const conv_dot::DotKernelSet& ks) {
+bool conv_dot_preferred(const ConvGeometry& g, const conv_dot::DotKernelSet& ks, int packed_mr, int packed_nr,
+                        bool weights_kept) {
+  const int64_t pixels = std::max<int64_t>(1, g.n * g.dst_pixels()), chans = std::max<int64_t>(1, g.dst_cg);
   const double k = static_cast<double>(std::max<int64_t>(1, g.taps() * g.src_cg));
-  const double m = static_cast<double>(std::max<int64_t>(1, g.n * g.dst_pixels()));
-  return ks.cost.speed_ratio + ks.cost.tile_cost_k / k < 1.0 + ks.cost.pack_cost_px / m;
+  const double m = static_cast<double>(pixels);
+  const double padded = static_cast<double>(round_up(pixels, std::max(packed_mr, 1))) / m *
+                        static_cast<double>(round_up(chans, std::max(packed_nr, 1))) / static_cast<double>(chans);
+  const double packed = padded * (1.0 + (weights_kept ? 0.0 : ks.cost.pack_cost_px / m));
+  return ks.cost.speed_ratio + ks.cost.tile_cost_k / k < packed;
 }
 
 ConvDotGemm::ConvDotGemm(const ConvGeometry& g, const ConvPhase& ph, const conv_dot::DotKernelSet& ks, int threads)

@@ -22,10 +22,13 @@ namespace dnngraph::cpu {
 std::string conv_dot_unfit(const ConvGeometry& g, const std::vector<ConvPhase>& phases,
                            const conv_dot::DotKernelSet& ks);
 
-// Whether this form is expected to beat packing the weights (the tiles' DotCost): packing costs a
-// fixed amount per weight, shared by the pixels that use it; this form's tiles a fixed amount
+// Whether this form is expected to beat the packed one (the tiles' DotCost): packing costs a
+// fixed amount per weight, shared by the pixels that use it, and nothing per execute when the
+// plan keeps the packed weights (`weights_kept`); the packed kernel's packed_mr x packed_nr tiles
+// pad pixels and output channels up to multiples of them; this form's tiles cost a fixed amount
 // each (lane sums, tap pointers), shared by the K steps, and its FMAs run at its own rate.
-bool conv_dot_preferred(const ConvGeometry& g, const conv_dot::DotKernelSet& ks);
+bool conv_dot_preferred(const ConvGeometry& g, const conv_dot::DotKernelSet& ks, int packed_mr, int packed_nr,
+                        bool weights_kept);
 
 // One plan's run of that form: tasks of (group, output-channel range, pixel range), each pixel
 // range's (pixel, tap) pointers resolved once per task and its input kept in L2.

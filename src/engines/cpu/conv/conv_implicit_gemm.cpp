@@ -2,13 +2,14 @@
 // M = output pixels, N = output channels, K = taps x input channels (channel fastest). A's rows
 // are read in place through one pointer per (pixel, tap) when the input is fp32 with unit channel
 // stride (NHWC: the indirect form), else gathered and converted into the packed-A block; the
-// weights are packed once per execute into NR-wide B panels; the epilogue runs on each C block.
+// weights are packed into NR-wide B panels once per execute, or once per plan and pointer when
+// they are constant (TensorAttr::set_is_constant); the epilogue runs on each C block.
 // conv_dgrad (the transposed convolution) runs as one such GEMM per stride phase: the outputs
 // i = rho + s*j all read the same taps (those with (rho + pad - r*dil) divisible by s), from
 // input j + (rho + pad - r*dil)/s, so no multiply by an inserted zero is ever done.
 // Where few pixels share each weight (7x7 and 14x14 layers) and the weights are fp32 KRSC, a
 // conv_fprop reads them in place instead, as dot-product tiles (conv_implicit_dot.hpp), when the
-// tiles' cost model expects that to beat packing them on every execute.
+// tiles' cost model expects that to beat the packed form.
 #include "engines/cpu/conv/conv_implicit_gemm.hpp"
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/gemm/gemm_plan.hpp"
 #include "engines/cpu/gemm/pack.hpp"
+#include "engines/cpu/gemm/pack_bf16.hpp"
 
 namespace dnngraph::cpu {
 namespace {
@@ -46,12 +48,12 @@ bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
 class ConvProblem final : public gemm::GemmProblem {
  public:
   ConvProblem(const ConvGeometry& g, const ConvPhase& ph, const Epilogue& epi, const std::vector<void*>* ptrs,
-              EpilogueRun* run)
-      : g_(g), ph_(ph), run_(run) {
+              EpilogueRun* run, int nr, bool amx)
+      : g_(g), ph_(ph), run_(run), nr_(nr), amx_(amx) {
     batch = g.groups;
     M = g.n * ph.pixels();
     N = g.dst_cg;
-    K = ph.taps() * g.src_cg;
+    K = ph.taps() * g.src_cg / (amx ? 2 : 1);  // AMX: bf16 pairs along the channels
     if (ptrs) {
       src_ = (*ptrs)[static_cast<size_t>(g.src)];
       wei_ = (*ptrs)[static_cast<size_t>(g.wei)];
@@ -75,29 +77,72 @@ class ConvProblem final : public gemm::GemmProblem {
     ldc_ = ldc;
   }
 
-  std::vector<gemm::KBlock> k_blocks(int64_t kc) const override {
+  // With A read in place (indirect) kc is a floor: each K block costs a pass over the task's C
+  // and a kernel call per tile, and nothing is packed per block, so blocks grow until one B panel
+  // fills an eighth of L2 (3x3 C256 14x14, 2 MiB L2: 1.16 ms at kc 192, 0.87-0.93 ms at 768-2304).
+  std::vector<gemm::KBlock> k_blocks(int64_t kc_knob) const override {
     std::vector<gemm::KBlock> out;
-    const int64_t icg = g_.src_cg, taps = ph_.taps();
+    const int64_t kc = indirect_ ? std::max(kc_knob, cpu_features().l2_bytes / 8 / (nr_ * 4)) : kc_knob;
+    const int64_t icg = g_.src_cg / (amx_ ? 2 : 1), taps = ph_.taps();  // AMX: in pairs, a multiple of 16
     if (icg <= kc) {  // whole taps per block, one segment each
       const int64_t per = std::max<int64_t>(1, kc / icg);
       for (int64_t t = 0; t < taps; t += per)
         out.push_back({t * icg, static_cast<int>(std::min(per, taps - t)), icg});
-    } else {  // a tap's channels in equal chunks
-      const int64_t chunk = ceil_div(icg, ceil_div(icg, kc));
+    } else {  // a tap's channels in equal chunks (AMX: of whole 16-pair steps)
+      const int64_t chunk = amx_ ? (ceil_div(icg, ceil_div(icg, kc)) + 15) / 16 * 16 : ceil_div(icg, ceil_div(icg, kc));
       for (int64_t t = 0; t < taps; ++t)
         for (int64_t c0 = 0; c0 < icg; c0 += chunk) out.push_back({t * icg + c0, 1, std::min(chunk, icg - c0)});
     }
     return out;
   }
 
-  int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return indirect_ ? kc : mc * kc; }
+  int64_t a_scratch_floats(int64_t mc, int64_t kc) const override {
+    return indirect_ ? kc : amx_ ? (mc + 32) * kc : mc * kc;
+  }
   bool zero_rows_at_scratch() const override { return indirect_; }  // taps outside read `scratch` (zeros)
+  bool a_kmajor() const override { return amx_; }  // AMX reads each segment's rows as one tile block
+
+  // AMX: each segment's rows as a row-major block of seg_len bf16 pairs (the input's channels
+  // copied as they are), segment-major, rows past mc zero.
+  void a_rows_pairs(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
+                    float* scratch) const {
+    const int64_t icg = g_.src_cg, padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
+    const size_t n1 = ph_.off[1].size(), n2 = ph_.off[2].size();
+    const auto* src = static_cast<const uint16_t*>(src_);
+    for (int s = 0; s < kb.nseg; ++s) {
+      const int64_t kk = 2 * (kb.k0 + s * kb.seg_len), t = kk / icg, c0 = kk % icg;
+      const size_t ut = static_cast<size_t>(t);
+      const int64_t toff[3] = {ph_.off[0][ut / (n1 * n2)], ph_.off[1][(ut / n2) % n1], ph_.off[2][ut % n2]};
+      const int64_t chan = grp * icg + c0;
+      float* block = scratch + s * padded * kb.seg_len;
+      int64_t nn = m0 / pix, p = m0 % pix;
+      int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
+      for (int64_t i = 0; i < padded; ++i) {
+        float* dst = block + i * kb.seg_len;
+        if (i % mr == 0) rows[((i / mr) * kb.nseg + s) * mr] = dst;
+        if (i > 0 && i < mc) advance_pixel(nn, j);
+        int64_t off = nn * g_.src_st[0] + chan;
+        bool inside = i < mc;
+        for (size_t d = 0; d < 3; ++d) {
+          const int64_t pos = j[d] * ph_.jstride[d] + toff[d];
+          inside &= pos >= 0 && pos < g_.src_sp[d];
+          off += pos * g_.src_st[2 + d];
+        }
+        if (inside) std::memcpy(dst, src + off, static_cast<size_t>(kb.seg_len) * 4);
+        else std::fill_n(dst, kb.seg_len, 0.0f);
+      }
+    }
+  }
 
   // Segment-major: a segment's tap offsets are resolved once, and the pixel coordinates of
   // consecutive rows advance by one instead of being divided out per row and segment (those
   // divisions were ~4% of the 1x1 layer's samples).
   void a_rows(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
               float* scratch) const override {
+    if (amx_) {
+      a_rows_pairs(grp, m0, mc, kb, mr, rows, scratch);
+      return;
+    }
     const int64_t icg = g_.src_cg, kc = kb.kc(), es = size_of(g_.src_t);
     const int64_t padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
     const size_t n1 = ph_.off[1].size(), n2 = ph_.off[2].size();
@@ -191,7 +236,8 @@ class ConvProblem final : public gemm::GemmProblem {
                            ph_.rtap[2][ut % n2];
         const gemm::StridedMatrix slice{static_cast<const char*>(wei_) + g_.wei_offset(grp, 0, oc0, rt) * es, g_.wei_t,
                                         ic_stride, oc_stride};
-        gemm::pack_panels(slice, icg, 0, w, nr, dst + p * K * nr + t * icg * nr);
+        if (amx_) gemm::pack_b_bf16_pairs(slice, icg, 0, w, nr, icg / 2, dst + p * K * nr + t * (icg / 2) * nr);
+        else gemm::pack_panels(slice, icg, 0, w, nr, dst + p * K * nr + t * icg * nr);
       }
     }
   }
@@ -229,21 +275,47 @@ class ConvProblem final : public gemm::GemmProblem {
   void* dst_ = nullptr;
   bool indirect_ = false, c_direct_ = false, chain_ = false;
   int64_t ldc_ = 0;
+  int nr_;
+  bool amx_;
 };
 
 class ConvImplicitPlan final : public gemm::GemmPlan {
  public:
+  // bf16 source and weights on AMX-BF16: a conv_fprop whose source channels are unit-stride and
+  // whose channels per group fill whole 16-pair tile steps.
+  static bool amx_fit(const ConvGeometry& g, Isa isa) {
+    return !g.dgrad && isa == Isa::AVX512 && gemm::amx_bf16_kernels() && g.src_t == DataType::BFLOAT16 &&
+           g.wei_t == DataType::BFLOAT16 && g.src_st[1] == 1 && g.src_cg % 32 == 0;
+  }
+  // The register tile that pads the conv_fprop's pixels x output channels the least (7 x 48
+  // at 7x7 x 512, where 12 x 32 tiles pad 49 pixels to 60); a dgrad's phases keep the first.
+  static const gemm::KernelSet& tile_shape(const Partition& p, Isa isa) {
+    ConvGeometry g;
+    g.init(p);
+    if (amx_fit(g, isa)) return *gemm::amx_bf16_kernels();
+    if (g.dgrad) return gemm::kernel_set(isa);
+    return gemm::kernel_for_shape(isa, g.n * g.dst_pixels(), g.dst_cg);
+  }
+
   // The epilogue runs in place along the channel dim of the output.
   ConvImplicitPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
-      : GemmPlan(p, epi, 1, s, threads) {
+      : GemmPlan(p, epi, 1, s, threads, &tile_shape(p, s.isa)) {
     geo_.init(p);
     phases_ = conv_phases(geo_, kMaxOffsets);
+    amx_ = &kernels() == gemm::amx_bf16_kernels();
+    if (amx_) {  // as the matmul's AMX plans: at most 192 rows, K blocks filling half of L2
+      gemm::Blocking b = blocking();
+      b.mc = std::min<int64_t>(b.mc, 192);
+      b.kc = std::max<int64_t>(b.kc, cpu_features().l2_bytes / 2 / (b.mc * 4) / 16 * 16);
+      set_blocking(b);
+    }
+    if (phases_.size() == 1) keep_b_if_constant(geo_.wei);  // a dgrad's phases each pack other taps
     const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(kernels().isa);
-    if (conv_dot_unfit(geo_, phases_, dks).empty() && conv_dot_preferred(geo_, dks)) {
+    if (conv_dot_unfit(geo_, phases_, dks).empty() && conv_dot_preferred(geo_, dks, kernels().mr, kernels().nr, b_kept())) {
       dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], dks, threads);
       return;  // no workspace: nothing is packed
     }
-    for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr));
+    for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr, kernels().nr, amx_));
   }
 
   Status execute(const ExecArgs& args) const override {
@@ -254,7 +326,8 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       return run.finish();
     }
     for (const auto& ph : phases_)  // every dst position lies in exactly one phase
-      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run), pool, args.workspace); !s.ok())
+      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run, kernels().nr, amx_), pool, args.workspace, args.ptrs);
+          !s.ok())
         return s;
     return run.finish();
   }
@@ -263,6 +336,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
   ConvGeometry geo_;
   std::vector<ConvPhase> phases_;
   std::unique_ptr<ConvDotGemm> dot_;  // the weights read in place, where that form is chosen
+  bool amx_ = false;                  // on the AMX-BF16 kernel
 };
 
 class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
@@ -277,7 +351,9 @@ class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
     const double fill_k = std::min(1.0, static_cast<double>(g.src_cg * g.taps()) / 64.0);
     const double fill_n = std::min(1.0, static_cast<double>(g.dst_cg) / 16.0);
     const double segment = std::min(1.0, static_cast<double>(g.src_cg) / 16.0);
-    const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment;
+    // AMX-BF16 tiles: ~3x the fp32 kernel's rate in place (4x hot in L1).
+    const double amx = ConvImplicitPlan::amx_fit(g, isa_of(k)) ? 3.0 : 1.0;
+    const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment * amx;
     return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
   }
 

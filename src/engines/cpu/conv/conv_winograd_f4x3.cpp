@@ -2,8 +2,8 @@
 // padding and layout, by Winograd F(4x4, 3x3) (Lavin's matrices, points 0, +-1, +-2, inf): each
 // 4x4 output tile costs 36 multiplies per (c, k) instead of 144. Per block of tiles: the input
 // transform V = B^T d B, then 36 GEMMs M[xi] = V[xi] x U[xi] on the GEMM microkernel (U = G g G^T,
-// the transformed weights, packed once per execute), then Y = A^T M A and the fused epilogue per
-// output pixel. Accuracy: the transforms' constants (up to 8 and 1/24) cost about one decimal
+// the transformed weights, packed once per execute, or once per plan and pointer when the weights
+// are constant), then Y = A^T M A and the fused epilogue per output pixel. Accuracy: the transforms' constants (up to 8 and 1/24) cost about one decimal
 // digit against direct fp32 summation: expect ~1e-4 relative error on typical data.
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 
@@ -15,6 +15,7 @@
 #include "engines/cpu/conv/conv_geometry.hpp"
 #include "engines/cpu/conv/direct_conv.hpp"
 #include "engines/cpu/cpu_engine.hpp"
+#include "engines/cpu/gemm/constant_b.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
@@ -89,9 +90,10 @@ class WinogradPlan final : public ConvPlanBase {
     tb_ = std::clamp(round_up((tiles_ + 4 * threads - 1) / (4 * threads), ks_.mr), static_cast<int64_t>(ks_.mr),
                      static_cast<int64_t>(8 * ks_.mr));
     ldm_ = round_up(K_, ks_.nr) + 16;
+    u_kept_ = p.tensor(g_.wei).is_constant;
     // Each term fits int64 for tensors within checked's limits; the count of threads may not.
     int64_t floats = 0;
-    const bool ok = checked::mul_add(threads_, per_thread_floats(), u_floats(), floats) &&
+    const bool ok = checked::mul_add(threads_, per_thread_floats(), u_kept_ ? 0 : u_floats(), floats) &&
                     checked::mul_add(floats, 4, 128, ws_);
     if (!ok) ws_ = INT64_MAX;
   }
@@ -112,7 +114,7 @@ class WinogradPlan final : public ConvPlanBase {
     float* ws = static_cast<float*>(gemm::usable_workspace(args.workspace, threads_, pool.size()));
     if (!ws) {  // the pool has grown since the plan was sized
       int64_t floats = 0;
-      if (!checked::mul_add(pool.size(), per_thread_floats(), u_floats() + 32, floats) ||
+      if (!checked::mul_add(pool.size(), per_thread_floats(), (u_kept_ ? 0 : u_floats()) + 32, floats) ||
           floats > checked::kMaxSpanBytes / 4)
         return unsupported("cpu_conv_winograd_f4x3", "the workspace for " + std::to_string(pool.size()) +
                                                          " threads needs more than 2^48 bytes");
@@ -120,15 +122,20 @@ class WinogradPlan final : public ConvPlanBase {
       ws = own.data();
     }
     ws = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t{63});
-    float* u = ws;
-    transform_weights(static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.wei)]), u, pool);
+    const char* wei = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.wei)]);
+    // Constant weights: transformed once per pointer into plan memory, not into the workspace.
+    gemm::ConstantB::Packed kept;
+    if (u_kept_) kept = u_cache_.get(wei, u_floats(), [&](float* dst) { transform_weights(wei, dst, pool); });
+    else transform_weights(wei, ws, pool);
+    const float* u = u_kept_ ? kept.data : ws;
+    float* per_thread = u_kept_ ? ws : ws + u_floats();
     const char* src = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.src)]);
     const DirectOutput out = direct_output(g_, epi_, run, args.ptrs);
     gemm::ThreadSlots slots(pool.size());
     const int64_t blocks = (tiles_ + tb_ - 1) / tb_;
     pool.parallel_for(blocks, [&](int64_t b, int64_t e) {
       gemm::SlotGuard guard(slots);
-      float* scratch = u + u_floats() + guard.slot() * per_thread_floats();
+      float* scratch = per_thread + guard.slot() * per_thread_floats();
       for (int64_t blk = b; blk < e; ++blk)
         run_block(blk * tb_, std::min(tb_, tiles_ - blk * tb_), src, u, scratch, out, run, guard.slot());
     });
@@ -269,6 +276,8 @@ class WinogradPlan final : public ConvPlanBase {
   const gemm::KernelSet& ks_;
   int threads_;
   int64_t C_ = 0, K_ = 0, th_ = 0, tw_ = 0, tiles_ = 0, tb_ = 0, ldm_ = 0, ws_ = 0;
+  bool u_kept_ = false;  // the weights are constant: U lives in u_cache_
+  gemm::ConstantB u_cache_;
 };
 
 class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
@@ -282,13 +291,16 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
     // channels: with few channels the transforms dominate.
     const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
     const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.75;
-    // The transformed weights (36 x C x K floats) are written once and read once per tile block:
-    // with few tiles (small images) that traffic outweighs the saved multiplies.
+    // The transformed weights (36 x C x K floats) are written once (unless constant: then once per
+    // plan) and read once per tile block: with few tiles (small images) that traffic outweighs
+    // the saved multiplies.
+    const bool kept = p.tensor(g.wei).is_constant;
     const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
-    const double blocks = std::max(1.0, std::ceil(tiles / 48.0)) + 1.0;
+    const double blocks = std::max(1.0, std::ceil(tiles / 48.0)) + (kept ? 0.0 : 1.0);
     const double u_bytes = 36.0 * static_cast<double>(g.src_c * g.dst_c) * 4.0 * blocks;
     // Transforming the weights: about 200 operations per (c, k), at an eighth of the FMA rate.
-    const double wt_seconds = 1600.0 * static_cast<double>(g.src_c * g.dst_c) / std::max(t.info().peak_flops, 1.0);
+    const double wt_seconds =
+        kept ? 0.0 : 1600.0 * static_cast<double>(g.src_c * g.dst_c) / std::max(t.info().peak_flops, 1.0);
     return roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6) +
            u_bytes / std::max(t.info().peak_bytes_per_s, 1.0) + wt_seconds;
   }

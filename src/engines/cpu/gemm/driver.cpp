@@ -58,8 +58,11 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
     t.m_tasks = 1;
     while (p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > 2 * nr) t.nt = round_up(t.nt / 2, nr);
   }
-  // Enough tasks for every thread: split N finer before M (rows below mc only thin the A block).
-  while (p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > 4 * nr) t.nt = round_up(t.nt / 2, nr);
+  // Enough tasks for every thread: split N finer before M (rows below mc only thin the A block),
+  // down to single panels where M has fewer tiles than eight per thread: each M task streams all of
+  // B once more, which at 7x7 x 512 (9.4 MB of weights, 7 tiles) bound the layer by L3.
+  const int64_t min_nt = t.tiles < 8 * th ? nr : 4 * nr;
+  while (p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > min_nt) t.nt = round_up(t.nt / 2, nr);
   t.n_tasks = ceil_div(std::max<int64_t>(p.N, 1), t.nt);
   while (p.batch * t.m_tasks * t.n_tasks < want && t.m_tasks < t.tiles) ++t.m_tasks;
   // A task count that is a multiple of the threads, while tasks keep a few tiles each.
@@ -154,20 +157,38 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         }
         const int64_t mr_here = std::min<int64_t>(mr, mc - ir);
         float* ct = c + ir * ldc + jr;
-        if (skip_zero_rows && std::all_of(tile_rows, tile_rows + kb.nseg * mr, [&](const float* r) { return r == s.a; })) {
-          // The whole tile reads padding in this block (a 3x3 conv's first kernel row for the
-          // image's first output row): 4% of the FMAs of a 14x14 layer with 12-row tiles.
-          if (!acc)
-            for (int64_t i = 0; i < mr_here; ++i) std::fill_n(ct + i * ldc, nr_here, 0.0f);
-          return;
-        }
-        if (direct && (mr_here < mr || nr_here < nr)) {
-          // An edge tile of the user's C: compute in full aside, add the valid part.
-          kernel(kb.nseg, kb.seg_len, tile_rows, panel, s.edge, nr, false);
-          for (int64_t i = 0; i < mr_here; ++i)
-            for (int64_t j = 0; j < nr_here; ++j) ct[i * ldc + j] = (acc ? ct[i * ldc + j] : 0.0f) + s.edge[i * nr + j];
+        const bool edge = direct && (mr_here < mr || nr_here < nr);  // computed in full aside, added
+        float* dst = edge ? s.edge : ct;
+        const int64_t ld = edge ? nr : ldc;
+        bool summed = edge ? false : acc;  // whether dst holds sums to add to
+        if (!skip_zero_rows) {
+          kernel(kb.nseg, kb.seg_len, tile_rows, panel, dst, ld, summed);
+          summed = true;
         } else {
-          kernel(kb.nseg, kb.seg_len, tile_rows, panel, ct, ldc, acc);
+          // Segments whose MR rows all read padding add nothing (a 3x3 conv's first kernel row
+          // for the image's first output row: 9% of a 14x14 layer's FMAs): the kernel runs on
+          // the runs of segments between them.
+          auto padding = [&](int sg) {
+            return std::all_of(tile_rows + sg * mr, tile_rows + (sg + 1) * mr, [&](const float* r) { return r == s.a; });
+          };
+          for (int s0 = 0; s0 < kb.nseg;) {
+            if (padding(s0)) {
+              ++s0;
+              continue;
+            }
+            int s1 = s0 + 1;
+            while (s1 < kb.nseg && !padding(s1)) ++s1;
+            kernel(s1 - s0, kb.seg_len, tile_rows + s0 * mr, panel + s0 * kb.seg_len * nr, dst, ld, summed);
+            summed = true;
+            s0 = s1;
+          }
+        }
+        if (edge) {
+          for (int64_t i = 0; i < mr_here; ++i)
+            for (int64_t j = 0; j < nr_here; ++j)
+              ct[i * ldc + j] = (acc ? ct[i * ldc + j] : 0.0f) + (summed ? s.edge[i * nr + j] : 0.0f);
+        } else if (!summed) {  // the whole tile read padding in this first block
+          for (int64_t i = 0; i < mr_here; ++i) std::fill_n(ct + i * ldc, nr_here, 0.0f);
         }
       };
       if (!p.a_kmajor() && kb.kc() * round_up(nc, nr) <= kSmallBFloats) {
@@ -196,7 +217,7 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
 // thread without an item (a conv's 256 output channels are 8 AVX-512 panels: as one item the
 // second thread sat idle through the whole pack, 0.09 ms of a 0.6 ms 3x3 C256 14x14 layer); a
 // small B is packed by the caller alone, which is cheaper than waking the pool for it.
-void pack_shared_b(const GemmProblem& p, const KernelSet& ks, const TaskShape& t, ThreadPool& pool, float* dst) {
+void pack_shared_b(const GemmProblem& p, const KernelSet& ks, int64_t total_floats, ThreadPool& pool, float* dst) {
   constexpr int64_t kPanelsPerItem = 8;
   const int64_t panels = ceil_div(p.N, ks.nr) * p.b_count(), want = 2 * static_cast<int64_t>(pool.size());
   const int64_t per_item = std::clamp<int64_t>(panels / want, 1, kPanelsPerItem);
@@ -208,7 +229,7 @@ void pack_shared_b(const GemmProblem& p, const KernelSet& ks, const TaskShape& t
       p.pack_b(d, n0, std::min(cols, p.N - n0), ks.nr, dst + d * stride + (n0 / nr) * p.K * nr);
     }
   };
-  if (t.shared_b < (int64_t{1} << 15)) pack(0, p.b_count() * groups);
+  if (total_floats < (int64_t{1} << 15)) pack(0, p.b_count() * groups);
   else pool.parallel_for(p.b_count() * groups, pack);
 }
 
@@ -247,31 +268,44 @@ Blocking default_blocking(const KernelSet& ks) {
   return b;
 }
 
-bool workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads, int64_t& out) {
+bool workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads, int64_t& out,
+                     bool b_aside) {
   // Packed B first: plan_tasks lists K blocks, which grow with K too.
   if (int64_t b = 0; !shared_b_floats(p, ks.nr, b) || b > checked::kMaxSpanBytes / 4) return false;
   const TaskShape t = plan_tasks(p, ks, blk, threads);
   int64_t floats = 0;
-  return checked::add(t.shared_b, kAlignFloats, floats) &&
+  return checked::add(b_aside ? 0 : t.shared_b, kAlignFloats, floats) &&
          checked::mul_add(t.per_thread(), std::max(threads, 1), floats, floats) && checked::mul(floats, 4, out);
 }
 
-Status run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace) {
+bool packed_b_size(const GemmProblem& p, const KernelSet& ks, int64_t& floats) {
+  return shared_b_floats(p, ks.nr, floats);
+}
+
+void pack_b_whole(const GemmProblem& p, const KernelSet& ks, ThreadPool& pool, float* dst) {
+  int64_t floats = 0;
+  if (packed_b_size(p, ks, floats)) pack_shared_b(p, ks, floats, pool, dst);
+}
+
+Status run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace,
+           const float* packed_b) {
   const int threads = pool.size();
   const TaskShape t = plan_tasks(p, ks, blk, threads);
+  const bool b_aside = packed_b && p.b_shared();
   std::vector<float> own;
   float* ws = static_cast<float*>(workspace);
   if (!ws) {
     int64_t bytes = 0;
-    if (!workspace_bytes(p, ks, blk, threads, bytes) || bytes > checked::kMaxSpanBytes)
+    if (!workspace_bytes(p, ks, blk, threads, bytes, b_aside) || bytes > checked::kMaxSpanBytes)
       return {ErrorCode::GRAPH_NOT_SUPPORTED, "the GEMM's workspace for " + std::to_string(threads) +
                                                   " threads exceeds 2^48 bytes"};
     own.resize(static_cast<size_t>(bytes / 4));
     ws = own.data();
   }
-  float* shared_b = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t{63});
-  float* per_thread = shared_b + round_up(t.shared_b, kAlignFloats);
-  if (p.b_shared()) pack_shared_b(p, ks, t, pool, shared_b);
+  float* const base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t{63});
+  float* per_thread = base + (b_aside ? 0 : round_up(t.shared_b, kAlignFloats));
+  const float* shared_b = b_aside ? packed_b : base;
+  if (p.b_shared() && !b_aside) pack_shared_b(p, ks, t.shared_b, pool, base);
   // Tasks are handed out one at a time (the pool's chunks would group several).
   std::atomic<int64_t> next{0};
   ThreadSlots slots(threads);

@@ -97,8 +97,15 @@ class SlotGuard {
 bool packed_b_floats(int64_t count, int64_t n, int64_t k, int64_t nr, int64_t& out);
 
 // Bytes of workspace run() needs with `threads` workers; false when they overflow int64 or B
-// packed whole alone exceeds 2^48 bytes.
-bool workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads, int64_t& out);
+// packed whole alone exceeds 2^48 bytes. `b_aside`: B is packed elsewhere (pack_b_whole), so
+// only the per-thread buffers count.
+bool workspace_bytes(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, int threads, int64_t& out,
+                     bool b_aside = false);
+
+// Floats of p's B packed whole for the kernels `ks` (what pack_b_whole writes); false on overflow.
+bool packed_b_size(const GemmProblem& p, const KernelSet& ks, int64_t& floats);
+// Packs every B matrix of p whole into `dst` (packed_b_size floats), in the layout run() reads.
+void pack_b_whole(const GemmProblem& p, const KernelSet& ks, ThreadPool& pool, float* dst);
 
 // The workspace a plan sized for `planned_threads` may hand to run() on a pool of `pool_threads`:
 // null (run() allocates its own) when the pool has grown since.
@@ -108,7 +115,9 @@ inline void* usable_workspace(void* ws, int planned_threads, int pool_threads) {
 
 // Runs the GEMM on the pool; `workspace` holds workspace_bytes(p, ks, blk, pool.size()) bytes
 // (null: allocated here, an error if that would exceed 2^48 bytes). c_block calls get slot numbers
-// below pool.size().
-Status run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace);
+// below pool.size(). `packed_b`: B as pack_b_whole left it (then the workspace is the one sized
+// with b_aside), else null: B is packed into the workspace first.
+Status run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, ThreadPool& pool, void* workspace,
+           const float* packed_b = nullptr);
 
 }  // namespace dnngraph::cpu::gemm

@@ -13,6 +13,7 @@
 #include "engines/cpu/cpu_features.hpp"
 #include "engines/cpu/cpu_knobs.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
+#include "engines/cpu/gemm/constant_b.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "planning/engine.hpp"
 
@@ -23,22 +24,42 @@ class GemmPlan : public Plan {
   int64_t workspace_size() const override { return ws_; }
 
  protected:
-  GemmPlan(const Partition& p, const Epilogue& epi, int in_place_dim, const GemmSetting& s, int threads)
-      : part_(p), epi_(epi), ks_(kernel_set(s.isa)), blk_(s.blocking), threads_(threads) {
+  // `shape`: one of kernel_shapes(s.isa) (null: kernel_set(s.isa)).
+  GemmPlan(const Partition& p, const Epilogue& epi, int in_place_dim, const GemmSetting& s, int threads,
+           const KernelSet* shape = nullptr)
+      : part_(p), epi_(epi), ks_(shape ? *shape : kernel_set(s.isa)), blk_(s.blocking), threads_(threads) {
     epi_.prepare_in_place(in_place_dim);
   }
 
   const Epilogue& epilogue() const { return epi_; }
   const KernelSet& kernels() const { return ks_; }
+  const Blocking& blocking() const { return blk_; }
+  // For a plan whose tile kernel bounds the knobs' blocking (AMX): call before reserve_workspace.
+  void set_blocking(const Blocking& b) { blk_ = b; }
+  // For a plan that runs one problem whose shared B is read from tensor `b_tensor`: when that
+  // tensor is constant, B is packed once per pointer into plan memory (ConstantB) rather than into
+  // the workspace on every execute. Call before reserve_workspace.
+  void keep_b_if_constant(int b_tensor) {
+    if (b_tensor >= 0 && part_.tensor(b_tensor).is_constant) kept_b_tensor_ = b_tensor;
+  }
+  bool b_kept() const { return kept_b_tensor_ >= 0; }
+  int64_t b_packs() const { return kept_b_.packs(); }
   // Grows the workspace to what `sizing` (the problem built without pointers) needs; INT64_MAX
   // when that overflows (CpuEngine::build refuses workspaces above 2^48 bytes).
   void reserve_workspace(const GemmProblem& sizing) {
     int64_t bytes = 0;
-    const bool ok = workspace_bytes(sizing, ks_, blk_, threads_, bytes) && checked::add(bytes, 64, bytes);
+    const bool ok = workspace_bytes(sizing, ks_, blk_, threads_, bytes, b_kept() && sizing.b_shared()) &&
+                    checked::add(bytes, 64, bytes);
     ws_ = ok ? std::max(ws_, bytes) : INT64_MAX;
   }
-  Status run_problem(const GemmProblem& prob, ThreadPool& pool, void* workspace) const {
-    return run(prob, ks_, blk_, pool, usable_workspace(workspace, threads_, pool.size()));
+  Status run_problem(const GemmProblem& prob, ThreadPool& pool, void* workspace, const std::vector<void*>& ptrs) const {
+    void* ws = usable_workspace(workspace, threads_, pool.size());
+    if (!b_kept() || !prob.b_shared()) return run(prob, ks_, blk_, pool, ws);
+    int64_t floats = 0;
+    if (!packed_b_size(prob, ks_, floats)) return {ErrorCode::GRAPH_NOT_SUPPORTED, "the packed B overflows"};
+    const ConstantB::Packed b = kept_b_.get(ptrs[static_cast<size_t>(kept_b_tensor_)], floats,
+                                            [&](float* dst) { pack_b_whole(prob, ks_, pool, dst); });
+    return run(prob, ks_, blk_, pool, ws, b.data);
   }
 
  private:
@@ -48,6 +69,8 @@ class GemmPlan : public Plan {
   Blocking blk_;
   int threads_;
   int64_t ws_ = 0;
+  int kept_b_tensor_ = -1;  // the constant tensor B is packed from, or -1
+  ConstantB kept_b_;
 };
 
 // The B operand a GEMM engine packs whole: `count` matrices of K x N.
@@ -72,7 +95,8 @@ class GemmEngine : public CpuEngine<Epilogue, GemmKnobs> {
   bool prepare(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const final {
     if (!accepts(p, t, epi, why)) return false;
     const PackedB b = packed_b(p);
-    const int64_t nr = kernel_set(cpu_features().best()).nr;  // the widest tile pads N the most
+    int64_t nr = 1;  // the widest tile pads N the most
+    for (const KernelSet* ks : kernel_shapes(cpu_features().best())) nr = std::max<int64_t>(nr, ks->nr);
     if (int64_t floats = 0; packed_b_floats(b.count, b.n, b.k, nr, floats) && floats <= checked::kMaxSpanBytes / 4)
       return true;
     const ir::Node& n = p.graph->nodes[static_cast<size_t>(p.anchor)];

@@ -54,8 +54,8 @@ void microkernel(int nseg, int64_t seg_len, const float* const* rows, const floa
 // The kernels of V with MR rows and two vectors of columns (NR = 2 * kWidth): with the MR x 2
 // accumulators, 2 B vectors and one broadcast, MR = 6 fills AVX2's 16 registers and MR = 12
 // AVX-512's 32.
-template <class V, int MR>
-constexpr KernelSet kKernelSet{V::kIsa, MR, 2 * V::kWidth, microkernel<V, MR, 2, false>, microkernel<V, MR, 2, true>};
+template <class V, int MR, int NV = 2>
+constexpr KernelSet kKernelSet{V::kIsa, MR, NV * V::kWidth, microkernel<V, MR, NV, false>, microkernel<V, MR, NV, true>};
 
 }  // namespace
 }  // namespace dnngraph::cpu::gemm

@@ -1,6 +1,10 @@
 // The portable microkernel, 4 x 8, over simd::VecPortable; the ISA dispatch and the kernels' cost
 // model figure.
 #include "engines/cpu/gemm/microkernel.hpp"
+
+#include <algorithm>
+#include <ctime>
+#include <vector>
 #include "engines/cpu/simd/target.hpp"
 #include "engines/cpu/simd/vec_portable.hpp"
 
@@ -12,6 +16,62 @@ const KernelSet& portable_kernels() { return kKernelSet<simd::VecPortable, 4>; }
 
 const KernelSet& kernel_set(Isa isa) {
   return simd::table_for(isa, portable_kernels(), avx2_kernels(), avx512_kernels());
+}
+
+std::vector<const KernelSet*> kernel_shapes(Isa isa) {
+  std::vector<const KernelSet*> out{&kernel_set(isa)};
+  if (out[0]->isa == Isa::AVX512 && avx512_kernels_7x48()) out.push_back(avx512_kernels_7x48());
+  return out;
+}
+
+const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n) {
+  const KernelSet* best = nullptr;
+  double best_fill = 0;
+  for (const KernelSet* ks : kernel_shapes(isa)) {
+    const auto pad = [](int64_t x, int64_t t) { return static_cast<double>((std::max<int64_t>(x, 1) + t - 1) / t * t); };
+    const double fill = static_cast<double>(std::max<int64_t>(m, 1)) * static_cast<double>(std::max<int64_t>(n, 1)) /
+                        (pad(m, ks->mr) * pad(n, ks->nr));
+    if (!best || fill > best_fill * 1.02) {  // another shape must fill 2% more to be taken
+      best = ks;
+      best_fill = fill;
+    }
+  }
+  return *best;
+}
+
+namespace {
+
+// FLOP/s of `ks`'s packed kernel on one L1-resident 12-row tile, per thread CPU second; `pairs`:
+// each K step is two products.
+double hot_rate(const KernelSet& ks, bool pairs) {
+  constexpr int64_t kc = 128, reps = 400;
+  std::vector<float> a(static_cast<size_t>(ks.mr * kc), 0.0f), b(static_cast<size_t>(kc * ks.nr), 0.0f);
+  std::vector<float> c(static_cast<size_t>(ks.mr * ks.nr), 0.0f);
+  const std::vector<const float*> rows(static_cast<size_t>(ks.mr), a.data());
+  auto now = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  };
+  double best = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const double t0 = now();
+    for (int64_t r = 0; r < reps; ++r) ks.kernel_packed(1, kc, rows.data(), b.data(), c.data(), ks.nr, r > 0);
+    const double s = now() - t0;
+    if (s > 0) best = std::max(best, (pairs ? 4.0 : 2.0) * ks.mr * ks.nr * kc * reps / s);
+  }
+  return best;
+}
+
+}  // namespace
+
+bool bf16_pairs_faster() {
+  static const bool kFaster = [] {
+    const KernelSet* pairs = avx512_bf16_kernels();
+    if (!pairs || !cpu_features().avx512bf16 || !cpu_features().supports(Isa::AVX512)) return false;
+    return hot_rate(*pairs, true) > 1.1 * hot_rate(kernel_set(Isa::AVX512), false);
+  }();
+  return kFaster;
 }
 
 double kernel_efficiency(Isa isa) {

@@ -4,6 +4,7 @@
 // in NR-wide panels: k rows of NR contiguous floats.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "engines/cpu/cpu_features.hpp"
 
@@ -24,6 +25,12 @@ struct KernelSet {
 
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
 const KernelSet& kernel_set(Isa isa);
+// Every tile shape of that level, kernel_set(isa) first: a problem whose M or N the first pads
+// badly may take another (kernel_for_shape).
+std::vector<const KernelSet*> kernel_shapes(Isa isa);
+// The shape of kernel_shapes(isa) that pads an M x N problem the least (ties: the first), by
+// the share of its tiles' FMAs that land inside M x N.
+const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n);
 // Share of the device's fp32 peak the kernels of this ISA reach on a large GEMM (the cost
 // models' figure).
 double kernel_efficiency(Isa isa);
@@ -33,5 +40,18 @@ double kernel_efficiency(Isa isa);
 const KernelSet& portable_kernels();
 const KernelSet* avx2_kernels();    // null when not compiled in
 const KernelSet* avx512_kernels();  // null when not compiled in
+const KernelSet* avx512_kernels_7x48();  // null when not compiled in
+// The bf16-pair kernels (kernel_bf16_avx512.cpp): A and B as pairs of bf16 per 32-bit slot, K
+// counted in pairs; run them only where cpu_features().avx512bf16. Null when not compiled in.
+const KernelSet* avx512_bf16_kernels();
+// Whether this CPU has those kernels and they beat the fp32 ones: vdpbf16ps does two products per
+// lane, but where it issues at a fraction of the FMA rate (Intel cores with AMX: 0.56x of the fp32
+// kernel's FLOP rate, hot in L1) bf16 inputs are better converted while packing. Timed once per
+// process on data in L1 (thread CPU time, ~1 ms).
+bool bf16_pairs_faster();
+// The AMX-BF16 kernel (kernel_amx.cpp), 32 x 32, A as row-major bf16-pair tiles
+// (pack_a_bf16_rows), B as bf16-pair panels, every segment a multiple of 16 pairs; null unless
+// this CPU has AMX-BF16 and the OS granted the tile state.
+const KernelSet* amx_bf16_kernels();
 
 }  // namespace dnngraph::cpu::gemm

@@ -1,0 +1,95 @@
+// The AMX-BF16 microkernel: a 32 x 32 fp32 C block as four 16 x 16 tiles, A as two row-major
+// 16-row tiles (pack_a_bf16_rows), B as two 16-column halves of a bf16-pair panel (the pair
+// layout is AMX's B layout); each 16-pair step is four TDPBF16PS (16 x 16 x 32 products each).
+// K per segment must be a multiple of 16 pairs (the problem pads it with zeros). Linux grants a
+// process the tile data state on request (arch_prctl ARCH_REQ_XCOMP_PERM), asked once.
+#include "engines/cpu/gemm/microkernel.hpp"
+#include "engines/cpu/simd/target.hpp"
+
+#if DNNGRAPH_SIMD_X86 && defined(__linux__)
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#define DNNGRAPH_HAVE_AMX 1
+#else
+#define DNNGRAPH_HAVE_AMX 0
+#endif
+
+namespace dnngraph::cpu::gemm {
+namespace {
+
+#if DNNGRAPH_HAVE_AMX
+constexpr int kRows = 32, kCols = 32, kStep = 16;  // C block, pairs per tile step
+
+// The LDTILECFG layout (palette 1): every tile used is 16 rows of 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) void amx_kernel(int nseg, int64_t seg_len, const float* const* rows,
+                                                                     const float* b, float* c, int64_t ldc,
+                                                                     bool accumulate) {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  _tile_loadconfig(&cfg);
+  const int64_t cs = ldc * 4;
+  if (accumulate) {
+    _tile_loadd(0, c, cs);
+    _tile_loadd(1, c + 16, cs);
+    _tile_loadd(2, c + 16 * ldc, cs);
+    _tile_loadd(3, c + 16 * ldc + 16, cs);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int s = 0; s < nseg; ++s) {
+    const float* a = rows[s * kRows];  // 32 rows of seg_len pairs
+    const int64_t as = seg_len * 4;
+    for (int64_t k = 0; k < seg_len; k += kStep) {
+      _tile_loadd(4, a + k, as);
+      _tile_loadd(5, a + 16 * seg_len + k, as);
+      _tile_loadd(6, b + k * kCols, kCols * 4);
+      _tile_loadd(7, b + k * kCols + 16, kCols * 4);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+    b += seg_len * kCols;
+  }
+  _tile_stored(0, c, cs);
+  _tile_stored(1, c + 16, cs);
+  _tile_stored(2, c + 16 * ldc, cs);
+  _tile_stored(3, c + 16 * ldc + 16, cs);
+}
+
+constexpr KernelSet kAmx{Isa::AVX512, kRows, kCols, amx_kernel, amx_kernel};
+
+bool tile_data_granted() {
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureTileData = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureTileData) == 0;
+}
+#endif
+
+}  // namespace
+
+const KernelSet* amx_bf16_kernels() {
+#if DNNGRAPH_HAVE_AMX
+  static const bool kUsable = cpu_features().amx_bf16 && tile_data_granted();
+  return kUsable ? &kAmx : nullptr;
+#else
+  return nullptr;
+#endif
+}
+
+}  // namespace dnngraph::cpu::gemm

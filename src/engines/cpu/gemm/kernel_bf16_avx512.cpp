@@ -1,0 +1,44 @@
+// The AVX-512 BF16 microkernels, 12 x 32 as the fp32 ones, over bf16 pairs: A and B hold two
+// consecutive k of bf16 in each 32-bit slot (pack_*_bf16_pairs), and vdpbf16ps adds both products
+// to an fp32 accumulator, so each instruction does twice the fp32 kernel's FMAs. The driver sees
+// a fp32 GEMM of K/2 "floats" (a pair is 4 bytes): the same loop nest, tiles and epilogue.
+#include "engines/cpu/gemm/microkernel.hpp"
+#include "engines/cpu/simd/target.hpp"
+
+#define DNNGRAPH_TARGET_AVX512_BF16 "avx512f,avx512bf16,avx2,fma,f16c"
+
+#if DNNGRAPH_SIMD_X86
+#include <immintrin.h>
+
+DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX512_BF16)
+
+namespace dnngraph::cpu::simd {
+
+// The vector type kernel_body.inl is written over, with fma() the bf16-pair dot product: bcast()
+// repeats one A pair (its 32 bits) and load() reads 16 B pairs; only bits move until vdpbf16ps.
+struct VecAvx512Bf16Pairs {
+  using Reg = __m512;
+  static constexpr Isa kIsa = Isa::AVX512;
+  static constexpr int kWidth = 16;
+  static Reg zero() { return _mm512_setzero_ps(); }
+  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Reg r) { _mm512_storeu_ps(p, r); }
+  static Reg bcast(const float* p) {
+    return _mm512_castsi512_ps(_mm512_set1_epi32(*reinterpret_cast<const int32_t*>(p)));
+  }
+  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+  static Reg fma(Reg a, Reg b, Reg acc) { return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b); }
+};
+
+}  // namespace dnngraph::cpu::simd
+
+#include "engines/cpu/gemm/kernel_body.inl"
+
+DNNGRAPH_TARGET_END
+#endif
+
+namespace dnngraph::cpu::gemm {
+const KernelSet* avx512_bf16_kernels() {
+  return DNNGRAPH_X86_TABLE(kKernelSet<simd::VecAvx512Bf16Pairs, 12>);
+}
+}  // namespace dnngraph::cpu::gemm
