@@ -16,6 +16,7 @@ std::string repr(const TensorAttr& t) {
                   " stride=" + list(t.get_stride()) + " data_type=" + std::string(to_string(t.get_data_type()));
   if (t.has_uid()) s += " uid=" + std::to_string(t.get_uid());
   if (t.get_is_pass_by_value()) s += " pass_by_value";
+  if (t.get_is_constant()) s += " constant";
   if (t.get_is_virtual()) s += " virtual";
   return s + ">";
 }
@@ -62,6 +63,12 @@ void init_tensor(nb::module_& m) {
            "True for a host scalar baked into the plan (no pointer in the variant pack).")
       .def("set_is_pass_by_value", [](T t, bool v) { t->set_is_pass_by_value(v); return t; }, nb::arg("value"),
            "Mark the tensor a pass-by-value host scalar; returns the tensor.\n\nArgs:\n    value: a bool.")
+      .def("get_is_constant", &TensorAttr::get_is_constant,
+           "True when the user promised that the data at this tensor's pointer does not change while a "
+           "plan lives (engines may pack it once per plan and pointer).")
+      .def("set_is_constant", [](T t, bool v) { t->set_is_constant(v); return t; }, nb::arg("value"),
+           "Promise (True) that the data at this input's pointer does not change while a plan lives, so that "
+           "engines pack it once per plan and pointer (weights); returns the tensor.\n\nArgs:\n    value: a bool.")
       .def("get_value", &TensorAttr::get_value, "The baked-in scalar value, or None when none was set.")
       .def("set_value", [](T t, double v) { t->set_value(v); return t; }, nb::arg("value"),
            "Make this a pass-by-value scalar with the value baked into the plan (dims and strides [1] "

@@ -193,3 +193,31 @@ def test_layout_ops(cpu, rng):
         g.execute({X: x, T: t, S: s}, workspace(g))
     assert_close(t, x.transpose(0, 2, 1))
     assert_close(s, x[0:1, 1:3])
+
+
+def test_a_constant_weight_is_packed_once_and_results_stay_right():
+    # set_is_constant: the weights' data does not change while the plan lives; the CPU conv packs
+    # them once per plan and pointer, and the second execute (same pointer) gives the same result.
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 8, 3, 3)).astype(np.float32)
+    g = dnngraph.pygraph(io_data_type=dnngraph.data_type.FLOAT, compute_data_type=dnngraph.data_type.FLOAT,
+                         intermediate_data_type=dnngraph.data_type.FLOAT)
+    X, W = g.tensor_like(x, name="X"), g.tensor_like(w, name="W")
+    assert W.set_is_constant(True) is W and W.get_is_constant() and not X.get_is_constant()
+    Y = g.conv_fprop(X, W, padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    Y.set_output(True)
+    g.build([dnngraph.heur_mode.A])
+    outs = []
+    ws = np.empty(max(g.get_workspace_size(), 1), np.uint8)
+    for _ in range(2):
+        y = np.full((1, 4, 6, 6), np.nan, np.float32)
+        g.execute({X: x, W: w, Y: y}, ws)
+        outs.append(y)
+    want = np.zeros((1, 4, 6, 6))
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    for r in range(3):
+        for s in range(3):
+            want += np.einsum("nchw,kc->nkhw", xp[:, :, r:r + 6, s:s + 6], w[:, :, r, s].astype(np.float64))
+    np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(outs[0], outs[1])

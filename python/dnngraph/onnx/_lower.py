@@ -157,6 +157,9 @@ class Lowering:
         nhwc = self._constant_nhwc(name) if nhwc is None else nhwc
         shape = [int(d) for d in array.shape]
         t = self.graph.tensor(dim=shape, stride=layout_strides(shape, nhwc), data_type=kind, name=name)
+        # The session uploads it once and binds that array at every run: engines may pack it once
+        # (CPU convolutions and GEMMs keep their packed weights per plan and pointer).
+        t.set_is_constant(True)
         if self.arrays is not None:
             a = self.arrays
             self.bound.append((t, a.in_layout(a.convert(a.from_host(array), store), nhwc)))
