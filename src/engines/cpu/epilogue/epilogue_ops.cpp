@@ -62,6 +62,12 @@ __attribute__((always_inline)) inline void binary(int64_t n, const float* a, con
   for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
 }
 
+// std::fmin / std::fmax (a NaN operand yields the other one) as compares and selects, which GCC
+// vectorizes: for std::fmin it calls libm's fminf per element (no -ffinite-math-only), 14% of a
+// MobileNetV2 run on the CPU through ReLU6's upper clip.
+__attribute__((always_inline)) inline float fmin_select(float x, float y) { return ((x < y) | (y != y)) ? x : y; }
+__attribute__((always_inline)) inline float fmax_select(float x, float y) { return ((x > y) | (y != y)) ? x : y; }
+
 __attribute__((always_inline)) inline void relu(const PointwiseAttr& p, int64_t n, const float* a, float* o) {
   const float lo = static_cast<float>(p.get_relu_lower_clip());
   const float slope = static_cast<float>(p.get_relu_lower_clip_slope());
@@ -72,7 +78,7 @@ __attribute__((always_inline)) inline void relu(const PointwiseAttr& p, int64_t 
   }
   if (auto hi = p.get_relu_upper_clip()) {
     const float h = static_cast<float>(*hi);
-    for (int64_t i = 0; i < n; ++i) o[i] = std::fmin(o[i], h);
+    for (int64_t i = 0; i < n; ++i) o[i] = fmin_select(o[i], h);
   }
 }
 
@@ -171,8 +177,8 @@ DNNGRAPH_EPILOGUE_CLONES bool apply_fp32(const PointwiseAttr& p, int64_t n, cons
     case M::MUL: binary(n, a, b, o, [](float x, float y) { return x * y; }); return true;
     case M::DIV: binary(n, a, b, o, [](float x, float y) { return x / y; }); return true;
     case M::ADD_SQUARE: binary(n, a, b, o, [](float x, float y) { return x + y * y; }); return true;
-    case M::MAX: binary(n, a, b, o, [](float x, float y) { return std::fmax(x, y); }); return true;
-    case M::MIN: binary(n, a, b, o, [](float x, float y) { return std::fmin(x, y); }); return true;
+    case M::MAX: binary(n, a, b, o, fmax_select); return true;
+    case M::MIN: binary(n, a, b, o, fmin_select); return true;
     case M::IDENTITY: std::memmove(o, a, static_cast<size_t>(n) * sizeof(float)); return true;
     case M::NEG: unary(n, a, o, [](float x) { return -x; }); return true;
     case M::ABS: unary(n, a, o, [](float x) { return std::fabs(x); }); return true;
