@@ -23,6 +23,20 @@ using test_dims::Dims;
 using test_dims::packed;
 using test_dims::volume;
 
+// Seeded values in [-1.5, 1.5) as bf16 bits, hashed per index: cheap enough for hundreds of
+// millions of elements (the attention benches' operands).
+inline std::vector<uint16_t> random_bf16(int64_t n, uint64_t seed) {
+  std::vector<uint16_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t x = (static_cast<uint64_t>(i) + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    v[static_cast<size_t>(i)] = dg::dtype::float_to_bf16(static_cast<float>((x >> 40) * 0x1p-24 * 3.0 - 1.5));
+  }
+  return v;
+}
+
 // A device buffer of random values of type t in [-1, 1).
 struct DeviceTensor {
   dg::memory::Buffer buf;

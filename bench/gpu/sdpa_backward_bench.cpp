@@ -24,6 +24,8 @@ using dg::DataType;
 
 namespace {
 
+using gpu_bench::random_bf16;
+
 int g_repeats = 10;
 
 void ok(const dg::Status& s, const std::string& what) { gpu_bench::ok_or_exit("sdpa_backward_bench", s, what); }
@@ -45,17 +47,6 @@ double flops(const Case& c) {
   return c.causal ? f / 2 : f;
 }
 
-std::vector<uint16_t> random_bf16(int64_t n, uint64_t seed) {
-  std::vector<uint16_t> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t x = (static_cast<uint64_t>(i) + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 29;
-    v[static_cast<size_t>(i)] = dg::dtype::float_to_bf16(static_cast<float>((x >> 40) * 0x1p-24 * 3.0 - 1.5));
-  }
-  return v;
-}
 
 struct Bufs {
   std::vector<dg::memory::Buffer> all;

@@ -36,6 +36,8 @@ using dg::DataType;
 
 namespace {
 
+using gpu_bench::random_bf16;
+
 int g_repeats = 20;
 
 void ok(const dg::Status& s, const std::string& what) { gpu_bench::ok_or_exit("dnngraph_sdpa_bench", s, what); }
@@ -58,18 +60,6 @@ double flops(const Case& c) {
   return c.causal ? f / 2 : f;
 }
 
-// Seeded values in [-1.5, 1.5), bf16, cheap enough for hundreds of millions of elements.
-std::vector<uint16_t> random_bf16(int64_t n, uint64_t seed) {
-  std::vector<uint16_t> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t x = (static_cast<uint64_t>(i) + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 29;
-    v[static_cast<size_t>(i)] = dg::dtype::float_to_bf16(static_cast<float>((x >> 40) * 0x1p-24 * 3.0 - 1.5));
-  }
-  return v;
-}
 
 // Row i of head (b, h): the float64 attention output, for max_err.
 std::vector<double> reference_row(const Case& c, const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,

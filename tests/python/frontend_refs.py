@@ -19,6 +19,11 @@ def channels_last(a):
     return np.ascontiguousarray(a.transpose(order)).transpose(back)
 
 
+def strides_of(a):
+    """a's strides in elements (torch's .stride()), for graph.tensor(stride=...)."""
+    return [s // a.itemsize for s in a.strides]
+
+
 def empty_like(a, dtype=None):
     """An array with a's dims and strides (torch.empty_like keeps the layout), NaN-poisoned when floating."""
     dtype = np.dtype(dtype or a.dtype)

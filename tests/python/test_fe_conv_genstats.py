@@ -13,7 +13,7 @@ import cudnn
 import numpy as np
 import pytest
 
-from frontend_refs import assert_close, channels_last, conv, randn
+from frontend_refs import assert_close, channels_last, conv, randn, strides_of
 
 n, c, k = 4, 32, 64
 padding, stride, dilation = [1, 1], [1, 1], [1, 1]
@@ -24,8 +24,19 @@ def cudnn_handle():
     return cudnn.create_handle("cpu")
 
 
-def strides_of(a):
-    return [s // a.itemsize for s in a.strides]
+def conv_genstats_graph(handle, x, w):
+    """Y = conv(X, W) with (SUM, SQ_SUM) = genstats(Y), HALF io, every plan built (heuristics A + FALLBACK)."""
+    graph = cudnn.pygraph(io_data_type=cudnn.data_type.HALF, intermediate_data_type=cudnn.data_type.FLOAT,
+                          compute_data_type=cudnn.data_type.FLOAT, handle=handle)
+    X, W = graph.tensor_like(x), graph.tensor_like(w)
+    Y = graph.conv_fprop(image=X, weight=W, padding=padding, stride=stride, dilation=dilation)
+    Y.set_output(True)
+    SUM, SQ_SUM = graph.genstats(input=Y)
+    SUM.set_output(True)
+    SQ_SUM.set_output(True)
+    graph.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    graph.build_plans(cudnn.build_plan_policy.ALL)
+    return graph, X, W, Y, SUM, SQ_SUM
 
 
 def reference(scale, bias, x, w):
@@ -83,16 +94,7 @@ def test_conv_genstats_on_every_plan(cudnn_handle):
     rng = np.random.default_rng(2)
     x = channels_last(randn(rng, (2, 8, 6, 6), np.float16))
     w = channels_last(randn(rng, (16, 8, 3, 3), np.float16))
-    graph = cudnn.pygraph(io_data_type=cudnn.data_type.HALF, intermediate_data_type=cudnn.data_type.FLOAT,
-                          compute_data_type=cudnn.data_type.FLOAT, handle=cudnn_handle)
-    X, W = graph.tensor_like(x), graph.tensor_like(w)
-    Y = graph.conv_fprop(image=X, weight=W, padding=padding, stride=stride, dilation=dilation)
-    Y.set_output(True)
-    SUM, SQ_SUM = graph.genstats(input=Y)
-    SUM.set_output(True)
-    SQ_SUM.set_output(True)
-    graph.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    graph.build_plans(cudnn.build_plan_policy.ALL)
+    graph, X, W, Y, SUM, SQ_SUM = conv_genstats_graph(cudnn_handle, x, w)
     assert SUM.get_data_type() == cudnn.data_type.FLOAT  # FLOAT unless set
     y64 = np.asarray(conv(x, w, padding, stride, dilation), np.float64)
     names = [graph.get_plan_name_at_index(i) for i in range(graph.get_execution_plan_count())]
@@ -173,16 +175,7 @@ def test_conv_genstats_on_every_cuda_plan():
     rng = np.random.default_rng(4)
     x = channels_last(randn(rng, (4, 32, 16, 16), np.float16))
     w = channels_last(randn(rng, (64, 32, 3, 3), np.float16))
-    graph = cudnn.pygraph(io_data_type=cudnn.data_type.HALF, intermediate_data_type=cudnn.data_type.FLOAT,
-                          compute_data_type=cudnn.data_type.FLOAT, handle=handle)
-    X, W = graph.tensor_like(x), graph.tensor_like(w)
-    Y = graph.conv_fprop(image=X, weight=W, padding=padding, stride=stride, dilation=dilation)
-    Y.set_output(True)
-    SUM, SQ_SUM = graph.genstats(input=Y)
-    SUM.set_output(True)
-    SQ_SUM.set_output(True)
-    graph.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    graph.build_plans(cudnn.build_plan_policy.ALL)
+    graph, X, W, Y, SUM, SQ_SUM = conv_genstats_graph(handle, x, w)
     y64 = np.asarray(conv(x, w, padding, stride, dilation), np.float64)
     xd = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 2, 3, 1))).cuda().permute(0, 3, 1, 2)
     wd = torch.from_numpy(np.ascontiguousarray(w.transpose(0, 2, 3, 1))).cuda().permute(0, 3, 1, 2)

@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 import pytest
 
-from frontend_refs import assert_close, channels_last, empty_like, randn
+from frontend_refs import assert_close, channels_last, empty_like, randn, strides_of
 
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="bfloat16 NumPy arrays come from ml_dtypes")
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
@@ -32,10 +32,6 @@ def cudnn_handle():
 @pytest.fixture(params=all_options, ids=lambda p: f"{p[0]}-{p[1]}")
 def param_extract(request):
     return request.param
-
-
-def strides_of(a):
-    return [s // a.itemsize for s in a.strides]
 
 
 @pytest.mark.L0

@@ -17,7 +17,7 @@ import itertools
 import numpy as np
 import pytest
 
-from frontend_refs import assert_close, channels_last, empty_like, randn
+from frontend_refs import assert_close, channels_last, empty_like, randn, strides_of
 
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="bfloat16 NumPy arrays come from ml_dtypes")
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
@@ -27,10 +27,6 @@ float16 = np.dtype(np.float16)
 @pytest.fixture(scope="module")
 def cudnn_handle():
     return cudnn.create_handle("cpu")
-
-
-def strides_of(a):
-    return [s // a.itemsize for s in a.strides]
 
 
 def f64(a):

@@ -12,7 +12,7 @@ import cudnn
 import numpy as np
 import pytest
 
-from frontend_refs import assert_close, channels_last, conv, randn
+from frontend_refs import assert_close, channels_last, conv, randn, strides_of
 
 n, c, k = 4, 32, 64
 padding, stride, dilation = [1, 1], [1, 1], [1, 1]
@@ -21,10 +21,6 @@ padding, stride, dilation = [1, 1], [1, 1], [1, 1]
 @pytest.fixture(scope="module")
 def cudnn_handle():
     return cudnn.create_handle("cpu")
-
-
-def strides_of(a):
-    return [s // a.itemsize for s in a.strides]
 
 
 def wgrad_reference(x, dy, r, s):
