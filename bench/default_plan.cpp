@@ -8,6 +8,7 @@
 //   dnngraph_bench_default_plan [--device cpu|cuda] [--only SUBSTRING[,...]] [--own N] [--vendor N]
 //                               [--build-only] [--budget SECONDS]
 //
+// --only: workloads whose names contain one of the substrings, or (a part ending in '$') the one named.
 // --own N: the first N candidates of each own engine are timed (default 3 on CUDA, where each
 // compiles with NVRTC; every one on the CPU); --vendor N: the first N of each vendor engine
 // (default 24). --build-only: build those plans and stop (fills DNNGRAPH_BENCH_CACHE, the kernel
@@ -16,7 +17,7 @@
 //
 // Lines: CAND <workload> <index> <engine> <estimate ms> <calibration> <measured ms or -> <label>
 //        ROW <workload> mode_a <ms> <x of best> best <ms> own <ms> cudnn <ms> cublaslt <ms> | labels
-//        CALIB <device> <engine> <family> <size class> <measured / estimate> <workload>
+//        CALIB <device> <engine> <family> <size class> <precision> <measured / estimate> <workload>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,13 +62,16 @@ struct Options {
 const Clock::time_point g_start = Clock::now();
 double elapsed() { return std::chrono::duration<double>(Clock::now() - g_start).count(); }
 
+// A part ending in '$' names one workload exactly (bench/gpu/default_plan.sh's one process per
+// workload: "rn50_1x1_c256_56_k64" is also a substring of its fp32 twin's name).
 bool selected(const std::string& name) {
   if (g_opt.only.empty()) return true;
   size_t start = 0;
   while (start <= g_opt.only.size()) {
     const size_t end = std::min(g_opt.only.find(',', start), g_opt.only.size());
     const std::string part = g_opt.only.substr(start, end - start);
-    if (!part.empty() && name.find(part) != std::string::npos) return true;
+    if (!part.empty() && part.back() == '$' && name == part.substr(0, part.size() - 1)) return true;
+    if (!part.empty() && part.back() != '$' && name.find(part) != std::string::npos) return true;
     start = end + 1;
   }
   return false;
@@ -248,8 +252,9 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
                 ms > 0 ? std::to_string(ms).c_str() : "-", label.c_str());
     if (ms <= 0) continue;
     if (first_of_engine)
-      std::printf("CALIB %s %s %s %s %.4f %s\n", device.c_str(), engine.c_str(), std::string(dg::to_string(cls.family)).c_str(),
-                  std::string(dg::to_string(cls.size)).c_str(), ms * 1e-3 / c.estimate_s, name.c_str());
+      std::printf("CALIB %s %s %s %s %s %.4f %s\n", device.c_str(), engine.c_str(), std::string(dg::to_string(cls.family)).c_str(),
+                  std::string(dg::to_string(cls.size)).c_str(), std::string(dg::to_string(cls.precision)).c_str(),
+                  ms * 1e-3 / c.estimate_s, name.c_str());
     if (i == 0) mode_a = {ms, label};
     if (ms < overall.ms) overall = {ms, label};
     Timed& b = best[is_vendor(engine) ? engine : "own"];
@@ -413,6 +418,16 @@ void gpu_workloads(dg::Handle& h) {
   sdpa(h, "sdpa_b4h16s1024d64_causal", bf16, 4, 16, 1024, 64);
   sdpa(h, "sdpa_b4h16s4096d128_causal", bf16, 4, 16, 4096, 128);
   pointwise(h, "pointwise_bias_scale_relu_n32c256_56", bf16, 32, 256, 56);
+  // fp32 graphs (an ONNX model as exported): engines' fp32 efficiency is calibrated on its own.
+  const auto f32 = dg::DataType::FLOAT;
+  conv(h, "fp32_conv_tutorial_n32c128_56_k256", f32, 32, 128, 56, 256, 3);
+  conv(h, "fp32_rn50_3x3_c64_56_k64", f32, 32, 64, 56, 64, 3);
+  conv(h, "fp32_rn50_3x3_c256_14_k256", f32, 32, 256, 14, 256, 3);
+  conv(h, "fp32_rn50_1x1_c256_56_k64", f32, 32, 256, 56, 64, 1);
+  conv(h, "fp32_rn50_3x3_c512_7_k512", f32, 32, 512, 7, 512, 3);
+  conv(h, "fp32_rn50_3x3_n1_c64_32_k64", f32, 1, 64, 32, 64, 3);
+  conv(h, "fp32_mbv2_depthwise_3x3_c144_56", f32, 32, 144, 56, 144, 3, 144);
+  matmul(h, "fp32_gemm_4096_bias_relu", f32, 1, 4096, 4096, 4096, "bias_relu");
 }
 
 void cpu_workloads(dg::Handle& h) {

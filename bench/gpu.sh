@@ -14,6 +14,7 @@
 #                        nlohmann-json, CLI11, googletest, xxHash or pkg-config
 #   DNNGRAPH_CMAKE_ARGS  more arguments for the configure step
 #   DNNGRAPH_BENCHES     which benchmark groups run (default: all of pointwise gemm_conv sdpa build_time)
+#   DNNGRAPH_BUILD_TARGETS  build only these targets (default: all; the tests need all)
 #   DNNGRAPH_SKIP_TESTS=1, DNNGRAPH_SKIP_BENCH=1
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -78,7 +79,9 @@ step "build"
 # and the failure is reported (ctest lists the tests of an unbuilt binary as failed).
 keep_going=(-k 0); [[ ${#gen[@]} -eq 0 ]] && keep_going=(-k)
 build_rc=0
-if ! cmake --build "$build" -j "$jobs" -- "${keep_going[@]}" >"$build/build.log" 2>&1; then
+# shellcheck disable=SC2086
+if ! cmake --build "$build" -j "$jobs" ${DNNGRAPH_BUILD_TARGETS:+--target $DNNGRAPH_BUILD_TARGETS} -- "${keep_going[@]}" \
+    >"$build/build.log" 2>&1; then
   build_rc=1
   grep -E -B2 -A12 'error|FAILED' "$build/build.log" | head -60; echo "BUILD FAILED for some targets (full log: $build/build.log)"
   [[ -f $build/libdnngraph.a ]] || exit 1

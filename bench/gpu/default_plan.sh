@@ -5,7 +5,7 @@
 # pass 1's measured / estimated ratios, rebuilds, times again (pass 2, the table in use) and puts
 # PyTorch beside pass 2's rows.
 #
-#   bash bench/gpu/default_plan.sh BUILD_DIR OUT_DIR [--no-calibrate]
+#   bash bench/gpu/default_plan.sh BUILD_DIR OUT_DIR [--no-calibrate]     (DEFAULT_PLAN_ONLY=S,...: a subset)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "$1" && pwd)
@@ -15,20 +15,24 @@ bench=$build/bench/dnngraph_bench_default_plan
 export DNNGRAPH_BENCH_CACHE=${DNNGRAPH_BENCH_CACHE:-/tmp/dnngraph_default_plan_cache}
 mkdir -p "$DNNGRAPH_BENCH_CACHE"
 workloads=$(sed -n "/^void gpu_workloads/,/^}/p" "$root/bench/default_plan.cpp" | grep -oE "h, \"[a-z0-9_]+\"" | cut -d\" -f2)
+# DEFAULT_PLAN_ONLY=S[,S...]: only the workloads whose names contain one of these substrings.
+only=${DEFAULT_PLAN_ONLY:-}
+[[ -n $only ]] && workloads=$(echo "$workloads" | grep -E "${only//,/|}")
+only_args=(); [[ -n $only ]] && only_args=(--only "$only")
 echo "==== compile own candidates in parallel ($SECONDS s)"
-for w in $workloads; do "$bench" --device cuda --only "$w" --build-only >"$out/build_$w.log" 2>&1 & done
+for w in $workloads; do "$bench" --device cuda --only "$w\$" --build-only >"$out/build_$w.log" 2>&1 & done
 wait
 cat "$out"/build_*.log >"$out/build.log"; rm -f "$out"/build_*.log
 grep ERROR "$out/build.log" | head -20
 echo "==== pass 1 ($SECONDS s)"
-"$bench" --device cuda >"$out/pass1.txt" 2>&1
+"$bench" --device cuda "${only_args[@]}" >"$out/pass1.txt" 2>&1
 grep -E "^(ROW|ERROR|NOTE)" "$out/pass1.txt" | cut -c1-200
 if [[ "${3:-}" != "--no-calibrate" ]]; then
   python3 "$root/bench/calibrate.py" "$out/pass1.txt" --table "$root/src/planning/calibration_table.inc" --write | tail -40
   cp "$root/src/planning/calibration_table.inc" "$out/"
   cmake --build "$build" --target dnngraph_bench_default_plan >"$out/rebuild.log" 2>&1 || tail -20 "$out/rebuild.log"
   echo "==== pass 2, calibrated ($SECONDS s)"
-  "$bench" --device cuda >"$out/pass2.txt" 2>&1
+  "$bench" --device cuda "${only_args[@]}" >"$out/pass2.txt" 2>&1
   last=$out/pass2.txt
 else
   last=$out/pass1.txt

@@ -17,18 +17,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gemm_conv_torch import timed, torch_conv, torch_matmul  # noqa: E402
 
 
-def conv(n, c, hw, k, r, groups=1):
-    return lambda: torch_conv(n, c, hw, k, r, True, groups)[0]
+def conv(n, c, hw, k, r, groups=1, dt=torch.bfloat16):
+    # fp32 rows: PyTorch's defaults for fp32 convolutions (cuDNN may use TF32), as a user gets them.
+    return lambda: torch_conv(n, c, hw, k, r, True, groups, dt)[0]
 
 
-def matmul(batch, m, n, k, epilogue):
+def matmul(batch, m, n, k, epilogue, dt=torch.bfloat16):
     if epilogue != "bias_relu":
         return lambda: torch_matmul(batch, m, n, k, epilogue == "chain")[0]
 
     def run():
-        a = torch.rand(m, k, device="cuda").to(torch.bfloat16)
-        b = torch.rand(k, n, device="cuda").to(torch.bfloat16)
-        bias = torch.rand(n, device="cuda").to(torch.bfloat16)
+        torch.backends.cuda.matmul.allow_tf32 = dt == torch.float32
+        a = torch.rand(m, k, device="cuda").to(dt)
+        b = torch.rand(k, n, device="cuda").to(dt)
+        bias = torch.rand(n, device="cuda").to(dt)
         return timed(lambda: torch.relu(torch.matmul(a, b) + bias))
     return run
 
@@ -87,6 +89,14 @@ TORCH = {
     "sdpa_b4h16s1024d64_causal": sdpa(4, 16, 1024, 64),
     "sdpa_b4h16s4096d128_causal": sdpa(4, 16, 4096, 128),
     "pointwise_bias_scale_relu_n32c256_56": pointwise(32, 256, 56),
+    "fp32_conv_tutorial_n32c128_56_k256": conv(32, 128, 56, 256, 3, dt=torch.float32),
+    "fp32_rn50_3x3_c64_56_k64": conv(32, 64, 56, 64, 3, dt=torch.float32),
+    "fp32_rn50_3x3_c256_14_k256": conv(32, 256, 14, 256, 3, dt=torch.float32),
+    "fp32_rn50_1x1_c256_56_k64": conv(32, 256, 56, 64, 1, dt=torch.float32),
+    "fp32_rn50_3x3_c512_7_k512": conv(32, 512, 7, 512, 3, dt=torch.float32),
+    "fp32_rn50_3x3_n1_c64_32_k64": conv(1, 64, 32, 64, 3, dt=torch.float32),
+    "fp32_mbv2_depthwise_3x3_c144_56": conv(32, 144, 56, 144, 3, 144, dt=torch.float32),
+    "fp32_gemm_4096_bias_relu": matmul(1, 4096, 4096, 4096, "bias_relu", dt=torch.float32),
 }
 
 

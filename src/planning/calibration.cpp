@@ -29,6 +29,12 @@ constexpr std::array<std::pair<SizeClass, std::string_view>, 4> kSizes{{
     {SizeClass::LARGER, "larger"},
 }};
 
+constexpr std::array<std::pair<Precision, std::string_view>, 3> kPrecisions{{
+    {Precision::HALF, "half"},
+    {Precision::SINGLE, "single"},
+    {Precision::BYTE, "byte"},
+}};
+
 template <class E, size_t N>
 std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& names, E e) {
   for (const auto& [v, n] : names)
@@ -69,10 +75,25 @@ int size_rank(SizeClass s) { return static_cast<int>(s); }
 
 }  // namespace
 
+Precision operand_precision(const Partition& p) {
+  int tensor = -1;
+  if (p.anchor >= 0) {
+    const ir::Node& n = p.graph->nodes[static_cast<size_t>(p.anchor)];
+    if (!n.inputs.empty()) tensor = n.inputs[0];
+  } else if (!p.inputs.empty()) {
+    tensor = p.inputs[0];
+  }
+  if (tensor < 0) return Precision::SINGLE;
+  const int64_t bytes = size_of(p.tensor(tensor).dtype);
+  return bytes <= 1 ? Precision::BYTE : bytes == 2 ? Precision::HALF : Precision::SINGLE;
+}
+
 std::string_view to_string(WorkloadFamily f) { return name_of(kFamilies, f); }
 std::string_view to_string(SizeClass s) { return name_of(kSizes, s); }
+std::string_view to_string(Precision p) { return name_of(kPrecisions, p); }
 bool parse_family(std::string_view text, WorkloadFamily& f) { return value_of(kFamilies, text, f); }
 bool parse_size_class(std::string_view text, SizeClass& s) { return value_of(kSizes, text, s); }
+bool parse_precision(std::string_view text, Precision& p) { return value_of(kPrecisions, text, p); }
 
 SizeClass size_class_of(double ideal_seconds) {
   if (ideal_seconds < 2e-6) return SizeClass::UNDER_2US;
@@ -83,7 +104,7 @@ SizeClass size_class_of(double ideal_seconds) {
 
 WorkloadClass classify(const Partition& p, const DeviceInfo& info) {
   const double ideal = roofline_seconds(partition_flops(p), partition_bytes(p), info, 1.0, 0.0);
-  return {family_of(p), size_class_of(ideal)};
+  return {family_of(p), size_class_of(ideal), operand_precision(p)};
 }
 
 std::string calibration_device(const DeviceInfo& info) {
@@ -102,7 +123,7 @@ Calibration calibration_for(const std::vector<CalibrationEntry>& table, std::str
   Calibration best;
   int best_distance = 1 << 30;
   for (const CalibrationEntry& e : table) {
-    if (e.family != c.family || device != e.device || engine != e.engine) continue;
+    if (e.family != c.family || e.precision != c.precision || device != e.device || engine != e.engine) continue;
     const int distance = std::abs(size_rank(e.size) - size_rank(c.size));
     // On a tie between a smaller and a larger class, the larger one: it was measured further from
     // the launch-bound regime, where ratios swing most.

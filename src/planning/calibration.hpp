@@ -18,19 +18,27 @@ enum class WorkloadFamily { CONV, CONV_1X1, CONV_GROUPED, CONV_DGRAD, CONV_WGRAD
 // The partition's ideal time on the device (its roofline at peak): launch-bound work and large
 // work reach very different fractions of a roofline.
 enum class SizeClass { UNDER_2US, UNDER_20US, UNDER_200US, LARGER };
+// The anchor's operand width: engines' efficiency at fp32 (CUDA cores, TF32, a runtime-fused fp32
+// kernel) says nothing about theirs at bf16, so ratios are measured and looked up per width.
+enum class Precision { HALF, SINGLE, BYTE };  // fp16/bf16; fp32/tf32/fp64; int8/fp8
 
 struct WorkloadClass {
   WorkloadFamily family = WorkloadFamily::POINTWISE;
   SizeClass size = SizeClass::LARGER;
+  Precision precision = Precision::HALF;
   bool operator==(const WorkloadClass&) const = default;
 };
 
 std::string_view to_string(WorkloadFamily f);
 std::string_view to_string(SizeClass s);
+std::string_view to_string(Precision p);
 bool parse_family(std::string_view text, WorkloadFamily& f);
 bool parse_size_class(std::string_view text, SizeClass& s);
+bool parse_precision(std::string_view text, Precision& p);
 
 WorkloadClass classify(const Partition& p, const DeviceInfo& info);
+// The width of the anchor's first operand (a pointwise partition's first input).
+Precision operand_precision(const Partition& p);
 SizeClass size_class_of(double ideal_seconds);
 // "sm_90" on a CUDA device, "cpu" on the CPU: the table's device key.
 std::string calibration_device(const DeviceInfo& info);
@@ -42,6 +50,7 @@ struct CalibrationEntry {
   const char* engine;
   WorkloadFamily family;
   SizeClass size;
+  Precision precision;
   double factor;
   int samples;
 };
@@ -55,8 +64,8 @@ struct Calibration {
   bool exact = false;                       // the entry is of this very class (else the nearest size)
 };
 
-// The ratio for `engine` on this class: the entry of the same family and size, else the same
-// family's nearest size class, else none (factor 1).
+// The ratio for `engine` on this class: the entry of the same family, precision and size, else the
+// same family and precision's nearest size class, else none (factor 1).
 Calibration calibration_for(const std::vector<CalibrationEntry>& table, std::string_view device,
                             std::string_view engine, WorkloadClass c);
 

@@ -15,6 +15,7 @@ namespace dg = dnngraph;
 
 namespace {
 
+using dg::Precision;
 using dg::SizeClass;
 using dg::WorkloadFamily;
 
@@ -34,8 +35,9 @@ struct Planned {
 };
 
 // conv (n, c, hw, k, r x r), groups = c / filter channels, then bias + ReLU.
-void conv(Planned& p, int64_t c, int64_t k, int64_t r, int64_t filter_c, int64_t stride = 1) {
-  p.g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+void conv(Planned& p, int64_t c, int64_t k, int64_t r, int64_t filter_c, int64_t stride = 1,
+          dg::DataType io = dg::DataType::FLOAT) {
+  p.g.set_io_data_type(io).set_compute_data_type(dg::DataType::FLOAT);
   auto X = p.g.tensor(nhwc("X", {2, c, 12, 12}));
   auto W = p.g.tensor(nhwc("W", {k, filter_c, r, r}));
   auto B = p.g.tensor(nhwc("B", {1, k, 1, 1}));
@@ -72,6 +74,21 @@ TEST(Calibration, FamiliesFollowThePartitionsAnchor) {
   EXPECT_EQ(class_of(relu).size, SizeClass::UNDER_2US);
 }
 
+TEST(Calibration, PrecisionIsTheAnchorsOperandWidth) {
+  Planned f32, bf16, f16, i8;
+  conv(f32, 16, 32, 3, 16);
+  conv(bf16, 16, 32, 3, 16, 1, dg::DataType::BFLOAT16);
+  conv(f16, 16, 32, 3, 16, 1, dg::DataType::HALF);
+  EXPECT_EQ(class_of(f32).precision, Precision::SINGLE);
+  EXPECT_EQ(class_of(bf16).precision, Precision::HALF);
+  EXPECT_EQ(class_of(f16).precision, Precision::HALF);
+  i8.g.set_io_data_type(dg::DataType::INT8).set_compute_data_type(dg::DataType::INT32);
+  i8.g.relu(i8.g.tensor(dg::TensorAttr().set_name("X").set_dim({4, 4}).set_stride({4, 1})))->set_output(true);
+  i8.plan();
+  EXPECT_EQ(class_of(i8).family, WorkloadFamily::POINTWISE);
+  EXPECT_EQ(class_of(i8).precision, Precision::BYTE);
+}
+
 TEST(Calibration, SizeClassesByIdealTime) {
   EXPECT_EQ(dg::size_class_of(0), SizeClass::UNDER_2US);
   EXPECT_EQ(dg::size_class_of(1.99e-6), SizeClass::UNDER_2US);
@@ -93,19 +110,30 @@ TEST(Calibration, NamesRoundTrip) {
     ASSERT_TRUE(dg::parse_size_class(dg::to_string(s), back));
     EXPECT_EQ(back, s);
   }
+  for (auto p : {Precision::HALF, Precision::SINGLE, Precision::BYTE}) {
+    Precision back = Precision::HALF;
+    ASSERT_TRUE(dg::parse_precision(dg::to_string(p), back)) << dg::to_string(p);
+    EXPECT_EQ(back, p);
+  }
   WorkloadFamily f;
   EXPECT_FALSE(dg::parse_family("convolution", f));
+  Precision p;
+  EXPECT_FALSE(dg::parse_precision("fp32", p));
 }
 
 TEST(Calibration, LookupTakesTheSameClassElseTheNearestSize) {
+  const auto H = Precision::HALF;
   const std::vector<dg::CalibrationEntry> table = {
-      {"sm_90", "cudnn", WorkloadFamily::CONV, SizeClass::UNDER_2US, 3.0, 2},
-      {"sm_90", "cudnn", WorkloadFamily::CONV, SizeClass::UNDER_200US, 1.2, 4},
-      {"sm_90", "cudnn", WorkloadFamily::MATMUL, SizeClass::LARGER, 0.9, 1},
-      {"sm_80", "cudnn", WorkloadFamily::CONV, SizeClass::UNDER_20US, 7.0, 1},
-      {"sm_90", "cublaslt", WorkloadFamily::CONV, SizeClass::UNDER_20US, 5.0, 1},
+      {"sm_90", "cudnn", WorkloadFamily::CONV, SizeClass::UNDER_2US, H, 3.0, 2},
+      {"sm_90", "cudnn", WorkloadFamily::CONV, SizeClass::UNDER_200US, H, 1.2, 4},
+      {"sm_90", "cudnn", WorkloadFamily::MATMUL, SizeClass::LARGER, H, 0.9, 1},
+      {"sm_80", "cudnn", WorkloadFamily::CONV, SizeClass::UNDER_20US, H, 7.0, 1},
+      {"sm_90", "cublaslt", WorkloadFamily::CONV, SizeClass::UNDER_20US, H, 5.0, 1},
+      {"sm_90", "cudnn", WorkloadFamily::CONV, SizeClass::LARGER, Precision::SINGLE, 40.0, 1},
   };
-  auto at = [&](std::string_view engine, WorkloadFamily f, SizeClass s) { return dg::calibration_for(table, "sm_90", engine, {f, s}); };
+  auto at = [&](std::string_view engine, WorkloadFamily f, SizeClass s) {
+    return dg::calibration_for(table, "sm_90", engine, {f, s, H});
+  };
   EXPECT_DOUBLE_EQ(at("cudnn", WorkloadFamily::CONV, SizeClass::UNDER_2US).factor, 3.0);
   EXPECT_TRUE(at("cudnn", WorkloadFamily::CONV, SizeClass::UNDER_2US).exact);
   // UNDER_20US is one step from both measured classes: the larger one wins the tie.
@@ -117,7 +145,16 @@ TEST(Calibration, LookupTakesTheSameClassElseTheNearestSize) {
   EXPECT_EQ(at("cudnn", WorkloadFamily::SDPA, SizeClass::LARGER).entry, nullptr);
   EXPECT_DOUBLE_EQ(at("cudnn", WorkloadFamily::SDPA, SizeClass::LARGER).factor, 1.0);
   EXPECT_DOUBLE_EQ(at("cuda_conv_implicit_gemm", WorkloadFamily::CONV, SizeClass::UNDER_20US).factor, 1.0);
-  EXPECT_DOUBLE_EQ(dg::calibration_for(table, "cpu", "cudnn", {WorkloadFamily::CONV, SizeClass::UNDER_2US}).factor, 1.0);
+  EXPECT_DOUBLE_EQ(dg::calibration_for(table, "cpu", "cudnn", {WorkloadFamily::CONV, SizeClass::UNDER_2US, H}).factor, 1.0);
+  // Precisions never stand in for each other: an fp32 ratio is not a bf16 one, nor the reverse.
+  EXPECT_DOUBLE_EQ(at("cudnn", WorkloadFamily::CONV, SizeClass::LARGER).factor, 1.2);
+  const auto single = [&](SizeClass s) {
+    return dg::calibration_for(table, "sm_90", "cudnn", {WorkloadFamily::CONV, s, Precision::SINGLE});
+  };
+  EXPECT_DOUBLE_EQ(single(SizeClass::LARGER).factor, 40.0);
+  EXPECT_DOUBLE_EQ(single(SizeClass::UNDER_2US).factor, 40.0);  // the nearest size of its own precision
+  EXPECT_EQ(dg::calibration_for(table, "sm_90", "cudnn", {WorkloadFamily::CONV, SizeClass::LARGER, Precision::BYTE}).entry,
+            nullptr);
 }
 
 // A measured ratio moves an engine down mode A's list; its own candidates keep their order.
@@ -135,7 +172,7 @@ TEST(Calibration, MeasuredRatiosReorderModeA) {
     if (c.engine_id == first) own.push_back(c);
   const std::string name(dg::engine_by_id(first)->name());
   const dg::WorkloadClass cls = class_of(p);
-  const std::vector<dg::CalibrationEntry> table = {{"cpu", name.c_str(), cls.family, cls.size, 1e6, 1}};
+  const std::vector<dg::CalibrationEntry> table = {{"cpu", name.c_str(), cls.family, cls.size, cls.precision, 1e6, 1}};
 
   dg::PartitionPlans again = pp;
   const dg::Target target{&impl_of(p.handle)};
@@ -157,13 +194,15 @@ TEST(Calibration, MeasuredRatiosReorderModeA) {
 
 // The shipped table: engines this library has, classes it names once, ratios that are numbers.
 TEST(Calibration, ShippedTableIsConsistent) {
-  std::set<std::tuple<std::string, std::string, int, int>> seen;
+  std::set<std::tuple<std::string, std::string, int, int, int>> seen;
   for (const auto& e : dg::calibration_table()) {
     EXPECT_GE(dg::engine_id_by_name(e.engine), 0) << e.engine;
     EXPECT_TRUE(std::isfinite(e.factor) && e.factor > 0) << e.engine << " " << e.factor;
     EXPECT_GE(e.samples, 1);
-    EXPECT_TRUE(seen.emplace(e.device, e.engine, static_cast<int>(e.family), static_cast<int>(e.size)).second)
-        << "twice: " << e.device << " " << e.engine << " " << dg::to_string(e.family) << " " << dg::to_string(e.size);
+    EXPECT_TRUE(seen.emplace(e.device, e.engine, static_cast<int>(e.family), static_cast<int>(e.size),
+                             static_cast<int>(e.precision)).second)
+        << "twice: " << e.device << " " << e.engine << " " << dg::to_string(e.family) << " " << dg::to_string(e.size)
+        << " " << dg::to_string(e.precision);
   }
 }
 

@@ -11,6 +11,7 @@
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/graph_cache.hpp"
 #include "engines/cudnn/native_graph.hpp"
+#include "planning/calibration.hpp"
 #include "runtime/cuda/context.hpp"
 
 namespace dnngraph::cudnn {
@@ -372,7 +373,9 @@ class CudnnEngine final : public Engine {
     // cuDNN's configs keep cuDNN's own order (equal estimates; mode A sorts stably). The efficiency
     // is what cuDNN reaches on the H200 anchors (~0.6 of the bf16 peak), slightly discounted so
     // that on a tie dnngraph's own engines are the default and autotune settles it.
-    return roofline_seconds(partition_flops(p), partition_bytes(p), t.info(), 0.55, 6e-6);
+    // fp32 operands run at TF32's rate at best, half of bf16's (the own engines count it the same way).
+    const double rate = operand_precision(p) == Precision::SINGLE ? 0.5 : 1.0;
+    return roofline_seconds(partition_flops(p), partition_bytes(p), t.info(), 0.55 * rate, 6e-6);
   }
 
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const override {
