@@ -207,23 +207,30 @@ TEST(CpuPointwiseFused, HardswishMatchesItsDefinition) {
 }
 
 // MIN and MAX keep std::fmin / std::fmax's NaN rule (a NaN operand yields the other one) on the
-// vectorized compare-and-select path, as on ref; ReLU's upper clip (ReLU6) clips as ref does.
-TEST(CpuPointwiseFused, MinMaxAndUpperClipFollowFminAndFmax) {
+// vectorized compare-and-select path, as on ref. ReLU keeps NaN through its lower and upper clips
+// (PyTorch's relu / relu6 rule), on both engines.
+TEST(CpuPointwiseFused, MinMaxFollowFminAndFmaxReluKeepsNan) {
   const float nan = std::nanf("");
-  const std::vector<float> a{-1.0f, 2.0f, nan, 3.0f, nan, 7.5f, -8.0f, 0.5f};
-  const std::vector<float> b{1.0f, -2.0f, 4.0f, nan, nan, 6.0f, 9.0f, 0.5f};
+  const std::vector<float> a{-1.0f, 2.0f, nan, 3.0f, nan, 7.5f, -8.0f, 0.5f, -0.0f, 6.0f, 100.0f, 0.0f};
+  const std::vector<float> b{1.0f, -2.0f, 4.0f, nan, nan, 6.0f, 9.0f, 0.5f, 1.0f, -1.0f, 2.0f, nan};
+  const int64_t n = static_cast<int64_t>(a.size());
   using M = dg::PointwiseMode;
   struct Case {
     M mode;
     std::optional<double> upper;
   };
-  for (const Case c : {Case{M::MIN, {}}, Case{M::MAX, {}}, Case{M::RELU_FWD, 6.0}})
+  auto relu_of = [](float x, std::optional<double> upper) {
+    if (std::isnan(x)) return x;
+    const float y = x > 0.0f ? x : 0.0f;
+    return upper && y > *upper ? static_cast<float>(*upper) : y;
+  };
+  for (const Case c : {Case{M::MIN, {}}, Case{M::MAX, {}}, Case{M::RELU_FWD, {}}, Case{M::RELU_FWD, 6.0}})
     for (const char* engine : {kEngine, "ref"}) {
-      SCOPED_TRACE(std::string(engine) + " " + std::string(dg::to_string(c.mode)));
+      SCOPED_TRACE(std::string(engine) + " " + std::string(dg::to_string(c.mode)) + (c.upper ? " upper 6" : ""));
       dg::Handle cpu(dg::Device::cpu());
       dg::Graph g;
-      auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim({8}).set_stride({1}).set_data_type(dg::DataType::FLOAT));
-      auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim({8}).set_stride({1}).set_data_type(dg::DataType::FLOAT));
+      auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim({n}).set_stride({1}).set_data_type(dg::DataType::FLOAT));
+      auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim({n}).set_stride({1}).set_data_type(dg::DataType::FLOAT));
       dg::PointwiseAttr attr = mode(c.mode).set_name("op");
       if (c.upper) attr.set_relu_upper_clip(*c.upper);
       auto Y = c.mode == M::RELU_FWD ? g.pointwise(A, attr) : g.pointwise(A, B, attr);
@@ -231,18 +238,14 @@ TEST(CpuPointwiseFused, MinMaxAndUpperClipFollowFminAndFmax) {
       g.select_engines({engine});
       const auto built = test_build::run_build_steps(g, cpu);
       ASSERT_TRUE(built.ok()) << built.to_string() << "\n" << g.explain();
-      // ReLU of NaN differs between ref (NaN, then fmin's rule) and this engine (the lower clip):
-      // the clip case reads finite values only.
-      std::vector<float> relu_in{-1.0f, 2.0f, 6.5f, 3.0f, 100.0f, 7.5f, -8.0f, 6.0f};
-      const std::vector<float>& in = c.mode == M::RELU_FWD ? relu_in : a;
-      std::vector<float> y(8, -123.0f);
-      dg::VariantPack pack{{A, const_cast<float*>(in.data())}, {Y, y.data()}};
+      std::vector<float> y(a.size(), -123.0f);
+      dg::VariantPack pack{{A, const_cast<float*>(a.data())}, {Y, y.data()}};
       if (c.mode != M::RELU_FWD) pack[B] = const_cast<float*>(b.data());
       ASSERT_TRUE(g.execute(cpu, pack, nullptr).ok());
       for (size_t i = 0; i < a.size(); ++i) {
         const float want = c.mode == M::MIN   ? std::fmin(a[i], b[i])
                            : c.mode == M::MAX ? std::fmax(a[i], b[i])
-                                              : std::fmin(std::fmax(in[i], 0.0f), 6.0f);
+                                              : relu_of(a[i], c.upper);
         if (std::isnan(want)) EXPECT_TRUE(std::isnan(y[i])) << i;
         else EXPECT_EQ(y[i], want) << i;
       }

@@ -37,10 +37,10 @@ double pointwise_apply(const PointwiseAttr& p, double a, double b, double c) {
     case M::IDENTITY: return a;
     case M::RECIPROCAL: return 1.0 / a;
     case M::ATAN2: return std::atan2(a, b);
-    case M::RELU_FWD: {
+    case M::RELU_FWD: {  // NaN stays NaN through both clips (PyTorch's relu / relu6 rule)
       const double lo = p.get_relu_lower_clip();
       double y = a > lo ? a : lo + p.get_relu_lower_clip_slope() * (a - lo);
-      if (p.get_relu_upper_clip()) y = std::fmin(y, *p.get_relu_upper_clip());
+      if (p.get_relu_upper_clip() && y > *p.get_relu_upper_clip()) y = *p.get_relu_upper_clip();
       return y;
     }
     case M::TANH_FWD: return std::tanh(a);

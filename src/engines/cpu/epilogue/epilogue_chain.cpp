@@ -21,7 +21,7 @@ float step_scalar(ChainStep::Kind k, float v, float x) {
     case ChainStep::MUL: return v * x;
     case ChainStep::SUB: return v - x;
     case ChainStep::SUB_FROM: return x - v;
-    case ChainStep::RELU: return v > 0.0f ? v : 0.0f;
+    case ChainStep::RELU: return v <= 0.0f ? 0.0f : v;  // NaN stays NaN, -0 becomes +0
   }
   return v;
 }
@@ -39,8 +39,8 @@ void run_portable(const Chain& c, int64_t n, const float* anchor, const float* c
 }
 
 #ifdef DNNGRAPH_CHAIN_AVX2
-// One step over kV vectors held in registers. max(v, 0) with v first: NaN gives 0 and -0 gives
-// +0, as `v > 0 ? v : 0` does.
+// One step over kV vectors held in registers. ReLU as step_scalar's `v <= 0 ? 0 : v` (an ordered
+// compare, false for NaN, and a blend): NaN stays NaN and -0 gives +0.
 template <int kV>
 __attribute__((target("avx2,fma"), always_inline)) inline void step_avx2(const ChainStep& s, __m256* v,
                                                                          const float* p, float scalar) {
@@ -52,7 +52,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline void step_avx2(const C
     case ChainStep::SUB: for (int j = 0; j < kV; ++j) v[j] = _mm256_sub_ps(v[j], x[j]); break;
     case ChainStep::SUB_FROM: for (int j = 0; j < kV; ++j) v[j] = _mm256_sub_ps(x[j], v[j]); break;
     case ChainStep::RELU:
-      for (int j = 0; j < kV; ++j) v[j] = _mm256_max_ps(v[j], _mm256_setzero_ps());
+      for (int j = 0; j < kV; ++j)
+        v[j] = _mm256_blendv_ps(v[j], _mm256_setzero_ps(), _mm256_cmp_ps(v[j], _mm256_setzero_ps(), _CMP_LE_OQ));
       break;
   }
 }

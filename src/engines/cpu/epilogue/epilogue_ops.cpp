@@ -68,17 +68,19 @@ __attribute__((always_inline)) inline void binary(int64_t n, const float* a, con
 __attribute__((always_inline)) inline float fmin_select(float x, float y) { return ((x < y) | (y != y)) ? x : y; }
 __attribute__((always_inline)) inline float fmax_select(float x, float y) { return ((x > y) | (y != y)) ? x : y; }
 
+// NaN stays NaN through both clips, as on ref and the GPU (PyTorch's relu / relu6 rule): the
+// ordered compares are false for NaN, so it takes the branch that keeps the value.
 __attribute__((always_inline)) inline void relu(const PointwiseAttr& p, int64_t n, const float* a, float* o) {
   const float lo = static_cast<float>(p.get_relu_lower_clip());
   const float slope = static_cast<float>(p.get_relu_lower_clip_slope());
   if (slope == 0.0f) {
-    for (int64_t i = 0; i < n; ++i) o[i] = a[i] > lo ? a[i] : lo;
+    for (int64_t i = 0; i < n; ++i) o[i] = a[i] <= lo ? lo : a[i];
   } else {
     for (int64_t i = 0; i < n; ++i) o[i] = a[i] > lo ? a[i] : lo + slope * (a[i] - lo);
   }
   if (auto hi = p.get_relu_upper_clip()) {
     const float h = static_cast<float>(*hi);
-    for (int64_t i = 0; i < n; ++i) o[i] = fmin_select(o[i], h);
+    for (int64_t i = 0; i < n; ++i) o[i] = o[i] > h ? h : o[i];
   }
 }
 

@@ -58,7 +58,7 @@ bool pointwise_expr(const PointwiseAttr& p, const std::string& a, const std::str
     case M::ATAN2: out = call("atan2f", {a, b}); break;
     case M::RELU_FWD:
       out = call("dg::relu", {a, lo, slope});
-      if (p.get_relu_upper_clip()) out = call("fminf", {out, float_literal(*p.get_relu_upper_clip())});
+      if (p.get_relu_upper_clip()) out = call("dg::clip_above", {out, float_literal(*p.get_relu_upper_clip())});
       break;
     case M::TANH_FWD: out = call("tanhf", {a}); break;
     case M::SIGMOID_FWD: out = call("dg::sigmoid", {a}); break;

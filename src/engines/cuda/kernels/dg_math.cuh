@@ -7,6 +7,8 @@ namespace dg {
 
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ float relu(float x, float lo, float slope) { return x > lo ? x : lo + slope * (x - lo); }
+// ReLU's upper clip keeps NaN (fminf would return the bound), as ref and the CPU engines do.
+__device__ __forceinline__ float clip_above(float x, float hi) { return x > hi ? hi : x; }
 __device__ __forceinline__ float relu_bwd(float dy, float x, float lo, float slope) { return x > lo ? dy : dy * slope; }
 __device__ __forceinline__ float elu(float x, float alpha) { return x > 0.0f ? x : alpha * expm1f(x); }
 __device__ __forceinline__ float elu_bwd(float dy, float x, float alpha) { return x > 0.0f ? dy : dy * alpha * expf(x); }
