@@ -2,17 +2,25 @@
 dnngraph through tests/python/cudnn_shim), from the two JUnit XML files, and how many of the tests
 the real frontend passes dnngraph passes too (issue #18's measure).
 
-    python3 bench/gpu/fe_suite_compare.py FRONTEND.xml DNNGRAPH.xml
+    python3 bench/gpu/fe_suite_compare.py FRONTEND.xml[,...] DNNGRAPH.xml[,...]
+
+A missing file (a pytest process killed at its time limit) is reported and counts as no result.
 """
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 
-def outcomes(path):
-    """{(file, test name): 'pass' | 'fail' | 'skip'} of one JUnit XML file."""
+def outcomes(paths):
+    """{(file, test name): 'pass' | 'fail' | 'skip'} of comma-separated JUnit XML files."""
     result = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
+    cases = []
+    for path in paths.split(","):
+        try:
+            cases += list(ET.parse(path).getroot().iter("testcase"))
+        except (OSError, ET.ParseError) as e:
+            print(f"no results from {path}: {e}")
+    for case in cases:
         file = case.get("classname", "").split(".")[0] + ".py"
         if case.find("skipped") is not None:
             state = "skip"
