@@ -266,9 +266,12 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
   std::fflush(stdout);
 }
 
-dg::Graph new_graph(dg::DataType io) {
+// Workloads named "tf32_..." let FLOAT convolutions and matmuls round to TF32 (PyTorch's default
+// for cuDNN convolutions); "fp32_..." ones compute in fp32, dnngraph's default.
+dg::Graph new_graph(dg::DataType io, const std::string& name = "") {
   dg::Graph g;
   g.set_io_data_type(io).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+  if (name.rfind("tf32_", 0) == 0) g.set_allow_tf32(true);
   return g;
 }
 
@@ -278,7 +281,7 @@ void conv(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t n
   if (!selected(name)) return;
   Buffers buf(impl_of(handle));
   const Dims xd{n, c, hw, hw}, wd{k, c / groups, r, r}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
-  dg::Graph g = new_graph(t);
+  dg::Graph g = new_graph(t, name);
   auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
   auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
   auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(channels_last(bd)));
@@ -300,7 +303,7 @@ void conv3d(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t
   if (!selected(name)) return;
   Buffers buf(impl_of(handle));
   const Dims xd{n, c, depth, hw, hw}, wd{k, c, 3, 3, 3}, yd{n, k, depth, hw, hw}, bd{1, k, 1, 1, 1};
-  dg::Graph g = new_graph(t);
+  dg::Graph g = new_graph(t, name);
   auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
   auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
   auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(channels_last(bd)));
@@ -323,7 +326,7 @@ void conv_transposed(dg::Handle& handle, const std::string& name, dg::DataType t
   Buffers buf(impl_of(handle));
   const int64_t pad = (r - 2) / 2, out_hw = 2 * hw;
   const Dims dyd{n, k, hw, hw}, wd{k, c, r, r}, dxd{n, c, out_hw, out_hw};
-  dg::Graph g = new_graph(t);
+  dg::Graph g = new_graph(t, name);
   auto DY = g.tensor(dg::TensorAttr().set_name("DY").set_dim(dyd).set_stride(channels_last(dyd)));
   auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
   auto DX = g.conv_dgrad(DY, W, dg::ConvDgradAttr().set_padding({pad, pad}).set_stride({2, 2}).set_dilation({1, 1}));
@@ -342,7 +345,7 @@ void matmul(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t
   if (!selected(name)) return;
   Buffers buf(impl_of(handle));
   const Dims ad{batch, m, k}, bd{batch, k, n}, cd{batch, m, n}, biasd{1, 1, n};
-  dg::Graph g = new_graph(t);
+  dg::Graph g = new_graph(t, name);
   auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim(ad).set_stride(packed(ad)));
   auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(packed(bd)));
   auto C = g.matmul(A, B, dg::MatmulAttr());
@@ -373,7 +376,7 @@ void sdpa(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t b
   if (!selected(name)) return;
   Buffers buf(impl_of(handle));
   const Dims qd{b, heads, s, d};
-  dg::Graph g = new_graph(t);
+  dg::Graph g = new_graph(t, name);
   auto T = [&](const char* n) { return g.tensor(dg::TensorAttr().set_name(n).set_dim(qd).set_stride(packed(qd))); };
   auto Q = T("Q"), K = T("K"), V = T("V");
   auto [O, S] = g.sdpa(Q, K, V, dg::SdpaAttr().set_is_inference(true).set_causal_mask(true));
@@ -388,7 +391,7 @@ void pointwise(dg::Handle& handle, const std::string& name, dg::DataType t, int6
   if (!selected(name)) return;
   Buffers buf(impl_of(handle));
   const Dims xd{n, c, hw, hw}, bd{1, c, 1, 1};
-  dg::Graph g = new_graph(t);
+  dg::Graph g = new_graph(t, name);
   auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
   auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(channels_last(bd)));
   auto Y = g.relu(g.scale(g.bias(X, B), g.tensor(0.5)));
@@ -428,6 +431,10 @@ void gpu_workloads(dg::Handle& h) {
   conv(h, "fp32_rn50_3x3_n1_c64_32_k64", f32, 1, 64, 32, 64, 3);
   conv(h, "fp32_mbv2_depthwise_3x3_c144_56", f32, 32, 144, 56, 144, 3, 144);
   matmul(h, "fp32_gemm_4096_bias_relu", f32, 1, 4096, 4096, 4096, "bias_relu");
+  conv(h, "tf32_conv_tutorial_n32c128_56_k256", f32, 32, 128, 56, 256, 3);
+  conv(h, "tf32_rn50_3x3_c64_56_k64", f32, 32, 64, 56, 64, 3);
+  conv(h, "tf32_rn50_1x1_c256_56_k64", f32, 32, 256, 56, 64, 1);
+  conv(h, "tf32_rn50_3x3_c512_7_k512", f32, 32, 512, 7, 512, 3);
 }
 
 void cpu_workloads(dg::Handle& h) {

@@ -18,7 +18,7 @@ from gemm_conv_torch import timed, torch_conv, torch_matmul  # noqa: E402
 
 
 def conv(n, c, hw, k, r, groups=1, dt=torch.bfloat16):
-    # fp32 rows: PyTorch's defaults for fp32 convolutions (cuDNN may use TF32), as a user gets them.
+    # fp32 and tf32 rows alike: PyTorch's default for fp32 convolutions, cudnn.allow_tf32 on.
     return lambda: torch_conv(n, c, hw, k, r, True, groups, dt)[0]
 
 
@@ -27,7 +27,7 @@ def matmul(batch, m, n, k, epilogue, dt=torch.bfloat16):
         return lambda: torch_matmul(batch, m, n, k, epilogue == "chain")[0]
 
     def run():
-        torch.backends.cuda.matmul.allow_tf32 = dt == torch.float32
+        torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default: fp32 matmuls in fp32
         a = torch.rand(m, k, device="cuda").to(dt)
         b = torch.rand(k, n, device="cuda").to(dt)
         bias = torch.rand(n, device="cuda").to(dt)
@@ -97,6 +97,10 @@ TORCH = {
     "fp32_rn50_3x3_n1_c64_32_k64": conv(1, 64, 32, 64, 3, dt=torch.float32),
     "fp32_mbv2_depthwise_3x3_c144_56": conv(32, 144, 56, 144, 3, 144, dt=torch.float32),
     "fp32_gemm_4096_bias_relu": matmul(1, 4096, 4096, 4096, "bias_relu", dt=torch.float32),
+    "tf32_conv_tutorial_n32c128_56_k256": conv(32, 128, 56, 256, 3, dt=torch.float32),
+    "tf32_rn50_3x3_c64_56_k64": conv(32, 64, 56, 64, 3, dt=torch.float32),
+    "tf32_rn50_1x1_c256_56_k64": conv(32, 256, 56, 64, 1, dt=torch.float32),
+    "tf32_rn50_3x3_c512_7_k512": conv(32, 512, 7, 512, 3, dt=torch.float32),
 }
 
 
