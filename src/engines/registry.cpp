@@ -5,6 +5,7 @@
 #include "engines/cpu/conv/conv_implicit_gemm.hpp"
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
+#include "engines/cpu/layout/layout_copy.hpp"
 #include "engines/cpu/norm/norm_grouped.hpp"
 #include "engines/cpu/norm/norm_rowwise.hpp"
 #include "engines/cpu/pointwise/pointwise_fused.hpp"
@@ -16,6 +17,7 @@
 #include "engines/cuda/conv/conv_implicit_gemm.hpp"
 #include "engines/cuda/gemm/gemm_mma_sync.hpp"
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
+#include "engines/cuda/layout/layout_copy.hpp"
 #include "engines/cuda/pointwise/pointwise_jit.hpp"
 #include "engines/cuda/sdpa/sdpa_backward_flash.hpp"
 #include "engines/cuda/sdpa/sdpa_flash.hpp"
@@ -48,6 +50,8 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {18, &cpu::norm_grouped_engine()},
       {19, &cpu::sdpa_backward_flash_engine()},
       {20, &cuda::sdpa_backward_flash_engine()},
+      {21, &cpu::layout_copy_engine()},
+      {22, &cuda::layout_copy_engine()},
   };
   return kEngines;
 }

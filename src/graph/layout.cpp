@@ -1,6 +1,9 @@
 // Layout ops: reshape (row-major element order), transpose, slice, concatenate. They move elements
 // and never change their values.
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
@@ -8,6 +11,7 @@
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
 #include "graph/json_fields.hpp"
+#include "graph/layout_copies.hpp"
 
 namespace dnngraph {
 namespace {
@@ -196,6 +200,127 @@ const OpTraits& traits(OpTag<ConcatenateAttr>) {
       {.name = "concatenate", .inputs = {}, .required_inputs = 1, .outputs = {"Y"}, .variadic = true,
        .flops = elementwise_flops});
   return t;
+}
+
+}  // namespace dnngraph
+
+// ---- the layout ops as strided copies (graph/layout_copies.hpp)
+
+namespace dnngraph {
+namespace {
+
+// Drops size-1 dims and merges dim i into i+1 where element order and memory agree
+// (stride[i] == stride[i+1] * dims[i+1]), so a packed tensor becomes one dim.
+void merge_dims(std::vector<int64_t>& dims, std::vector<int64_t>& strides) {
+  std::vector<int64_t> d, s;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1) continue;
+    if (!d.empty() && s.back() == strides[i] * dims[i]) {
+      d.back() *= dims[i];
+      s.back() = strides[i];
+    } else {
+      d.push_back(dims[i]);
+      s.push_back(strides[i]);
+    }
+  }
+  if (d.empty()) d = {1}, s = {1};
+  dims = std::move(d);
+  strides = std::move(s);
+}
+
+// Copies whose two sides walk the same dims may merge a dim only where both sides allow it.
+void merge_common_dims(StridedCopy& c) {
+  std::vector<int64_t> d, ss, ds;
+  for (size_t i = 0; i < c.src_dims.size(); ++i) {
+    if (c.src_dims[i] == 1) continue;
+    const bool merges = !d.empty() && ss.back() == c.src_strides[i] * c.src_dims[i] &&
+                        ds.back() == c.dst_strides[i] * c.src_dims[i];
+    if (merges) {
+      d.back() *= c.src_dims[i];
+      ss.back() = c.src_strides[i];
+      ds.back() = c.dst_strides[i];
+    } else {
+      d.push_back(c.src_dims[i]);
+      ss.push_back(c.src_strides[i]);
+      ds.push_back(c.dst_strides[i]);
+    }
+  }
+  if (d.empty()) d = {1}, ss = {1}, ds = {1};
+  c.src_dims = c.dst_dims = d;
+  c.src_strides = std::move(ss);
+  c.dst_strides = std::move(ds);
+}
+
+// A copy whose element i of one side goes to element i of the other may walk its dims in any
+// order: the destination's memory order (then the source's), so that NHWC tensors copy runs of
+// channels. Then the dims both sides allow are merged.
+StridedCopy same_walk(int input, int64_t src_offset, int64_t dst_offset, const std::vector<int64_t>& dims,
+                      const std::vector<int64_t>& src_strides, const std::vector<int64_t>& dst_strides) {
+  std::vector<size_t> order(dims.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return dst_strides[a] != dst_strides[b] ? dst_strides[a] > dst_strides[b] : src_strides[a] > src_strides[b];
+  });
+  StridedCopy c{input, 1, src_offset, dst_offset, {}, {}, {}, {}};
+  for (size_t i : order) {
+    c.src_dims.push_back(dims[i]);
+    c.src_strides.push_back(src_strides[i]);
+    c.dst_strides.push_back(dst_strides[i]);
+    c.count *= dims[i];  // a validated tensor's volume: below 2^48
+  }
+  c.dst_dims = c.src_dims;
+  merge_common_dims(c);
+  return c;
+}
+
+int64_t inner_run(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  return strides.back() == 1 ? dims.back() : 1;
+}
+
+int64_t gcd(int64_t a, int64_t b) {
+  while (b != 0) a = std::exchange(b, a % b);
+  return a;
+}
+
+}  // namespace
+
+bool layout_as_copies(const ir::Graph& g, const ir::Node& n, std::vector<StridedCopy>& out, std::string& why) {
+  out.clear();
+  const ir::Tensor& y = g.tensor(n.outputs[0]);
+  if (ir::is<ReshapeAttr>(n)) {
+    const ir::Tensor& x = g.tensor(n.inputs[0]);
+    StridedCopy c{0, x.volume(), 0, 0, x.dims, x.strides, y.dims, y.strides};
+    merge_dims(c.src_dims, c.src_strides);
+    merge_dims(c.dst_dims, c.dst_strides);
+    if (c.src_dims == c.dst_dims) merge_common_dims(c);
+    out.push_back(std::move(c));
+  } else if (const auto* t = std::get_if<TransposeAttr>(&n.attr)) {
+    const ir::Tensor& x = g.tensor(n.inputs[0]);
+    std::vector<int64_t> src_strides;  // X's stride of each output dim
+    for (int64_t p : t->get_permutation()) src_strides.push_back(x.strides[static_cast<size_t>(p)]);
+    out.push_back(same_walk(0, 0, 0, y.dims, std::move(src_strides), y.strides));
+  } else if (const auto* s = std::get_if<SliceAttr>(&n.attr)) {
+    const ir::Tensor& x = g.tensor(n.inputs[0]);
+    int64_t start = 0;  // inside X's span: no overflow
+    for (size_t i = 0; i < s->get_slices().size(); ++i) start += s->get_slices()[i].first * x.strides[i];
+    out.push_back(same_walk(0, start, 0, y.dims, x.strides, y.strides));
+  } else if (const auto* c = std::get_if<ConcatenateAttr>(&n.attr)) {
+    const size_t axis = static_cast<size_t>(c->get_axis());
+    int64_t along = 0;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const ir::Tensor& x = g.tensor(n.inputs[i]);
+      out.push_back(same_walk(static_cast<int>(i), 0, along * y.strides[axis], x.dims, x.strides, y.strides));
+      along += x.dims[axis];
+    }
+  } else {
+    why = ir::describe(n) + " is not a layout op (reshape, transpose, slice, concatenate)";
+    return false;
+  }
+  return true;
+}
+
+int64_t contiguous_run(const StridedCopy& c) {
+  return gcd(inner_run(c.src_dims, c.src_strides), inner_run(c.dst_dims, c.dst_strides));
 }
 
 }  // namespace dnngraph
