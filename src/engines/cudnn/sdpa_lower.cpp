@@ -5,6 +5,8 @@
 #include <limits>
 #include <variant>
 
+#include "graph/sdpa_features.hpp"
+
 namespace dnngraph::cudnn {
 namespace {
 
@@ -189,6 +191,11 @@ std::string sdpa_unsupported_reason(const Partition& p, const ir::Node& n) {
   if (p.nodes.size() != 1)
     return ir::describe(n) + ": the cudnn engine lowers an sdpa node alone in its partition (this one holds " +
            std::to_string(p.nodes.size()) + " nodes)";
+  // Not lowered yet: each is an op or tensor attribute of cuDNN's SDPA graph (bias and ALiBi
+  // pointwise ops, dropout's RNG op, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, page tables).
+  const SdpaFeatures lowered{.kv_heads_differ = true};
+  if (const std::string missing = sdpa_features_missing(sdpa_features(*p.graph, n), lowered); !missing.empty())
+    return ir::describe(n) + ": " + missing + " (not lowered to cuDNN by this engine yet)";
   const DataType t = p.tensor(n.inputs[slot::SDPA_Q]).dtype;
   if (t != DataType::HALF && t != DataType::BFLOAT16)
     return ir::describe(n) + ": data type " + std::string(to_string(t)) +
@@ -216,6 +223,8 @@ std::string sdpa_unsupported_reason(const Partition& p, const ir::Node& n) {
 
 void sdpa_tensor_plans(const Partition& p, const ir::Node& n, std::vector<TensorPlan>& tensors) {
   const auto& a = std::get<SdpaAttr>(n.attr);
+  // RNG_DUMP's slot holds a one-element placeholder without dropout (which is not lowered): no op reads it.
+  std::erase_if(tensors, [&](const TensorPlan& t) { return n.outputs.size() > 2 && t.id == n.outputs[2]; });
   for (TensorPlan& t : tensors)
     if (t.id == n.inputs[slot::SDPA_K]) {  // K^T: the same bytes read with swapped strides
       std::swap(t.dims[2], t.dims[3]);
