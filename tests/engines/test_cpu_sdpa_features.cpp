@@ -264,3 +264,35 @@ TEST(CpuSdpaFeatures, BadRaggedOffsetsAndPageEntriesFailAtExecution) {
         << pout.status.message();
   }
 }
+
+// The own CUDA engines name each feature they lack (ref and the CPU engines serve those graphs);
+// their descriptions run before the device check, so a CPU handle shows them.
+TEST(CpuSdpaFeatures, CudaEnginesRefuseWhatTheyLackWithAReason) {
+  FCase c;
+  c.padding = c.ragged = c.alibi = c.dropout = true;
+  c.bias_b = 1, c.bias_h = 1;
+  const Data d = sdpa_features_test::make_data(c, 41);
+  for (const char* engine : {"cuda_sdpa_flash", "cuda_sdpa_backward_flash"}) {
+    dg::Handle handle(dg::Device::cpu());
+    dg::Graph g;
+    g.set_io_data_type(c.type).set_compute_data_type(dg::DataType::FLOAT).select_engines({engine});
+    const bool forward = std::string(engine) == "cuda_sdpa_flash";
+    dg::SdpaAttr fa;
+    dg::SdpaBackwardAttr ba;
+    const sdpa_features_test::Common t =
+        forward ? sdpa_features_test::declare_common(g, c, d, fa) : sdpa_features_test::declare_common(g, c, d, ba);
+    if (forward) {
+      g.sdpa(t.Q, t.K, t.V, fa)[0]->set_output(true).set_ragged_offset(t.OR);
+    } else {
+      auto ST = sdpa_features_test::tensor(g, "ST", {c.b, c.h, c.sq, 1}, {c.h * c.sq, c.sq, 1, 1}, dg::DataType::FLOAT);
+      for (auto& out : g.sdpa_backward(t.Q, t.K, t.V, t.Q, t.Q, ST, ba)) out->set_output(true);
+    }
+    ASSERT_TRUE(g.validate().ok());
+    ASSERT_TRUE(g.build_operation_graph(handle).ok());
+    ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+    EXPECT_FALSE(g.check_support(handle).ok());
+    EXPECT_NE(g.explain().find("node 'attn': a bias, ALiBi, dropout, ragged offsets (not implemented in this engine"),
+              std::string::npos)
+        << g.explain();
+  }
+}

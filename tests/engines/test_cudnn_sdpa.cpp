@@ -151,6 +151,27 @@ TEST(CudnnSdpa, WhatIsNotOfferedHasAReason) {
   EXPECT_NE(sdpa_reason(c).find("the stats output with the padding mask"), std::string::npos) << sdpa_reason(c);
 }
 
+// Bias, ALiBi, dropout, ragged offsets and paged K/V are not lowered: each is named.
+TEST(CudnnSdpa, TheOptionalInputsAreNotLoweredYet) {
+  dg::Graph g;
+  g.set_io_data_type(T::BFLOAT16).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+  auto q = ct::input(g, "Q", {1, 2, 64, 64}, T::BFLOAT16);
+  auto k = ct::input(g, "K", {1, 2, 64, 64}, T::BFLOAT16);
+  auto v = ct::input(g, "V", {1, 1, 64, 64}, T::BFLOAT16);
+  dg::SdpaAttr a;
+  a.set_name("attn").set_alibi_mask(true).set_bias(ct::input(g, "B", {1, 1, 64, 64}, T::BFLOAT16));
+  g.sdpa(q, k, v, a)[0]->set_output(true);
+  dg::Handle cpu(dg::Device::cpu());
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
+  std::vector<Partition> parts;
+  ASSERT_TRUE(partition_graph(*impl_of(g).ir, parts).ok());
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(unsupported_reason(parts[0]),
+            "node 'attn' (sdpa): a bias, ALiBi, K and V of different head counts (not lowered to cuDNN by this engine "
+            "yet)");
+}
+
 // The band masks' constants: the dims as lengths for bottom-right, the left bound folded with them
 // without padding, INT32 with padding (whose lengths are tensors).
 TEST(CudnnSdpa, BandConstantsFollowTheAlignmentAndPadding) {

@@ -191,10 +191,10 @@ std::string sdpa_unsupported_reason(const Partition& p, const ir::Node& n) {
   if (p.nodes.size() != 1)
     return ir::describe(n) + ": the cudnn engine lowers an sdpa node alone in its partition (this one holds " +
            std::to_string(p.nodes.size()) + " nodes)";
-  // Not lowered yet: each is an op or tensor attribute of cuDNN's SDPA graph (bias and ALiBi
-  // pointwise ops, dropout's RNG op, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, page tables).
-  const SdpaFeatures lowered{.kv_heads_differ = true};
-  if (const std::string missing = sdpa_features_missing(sdpa_features(*p.graph, n), lowered); !missing.empty())
+  // Not lowered yet: each would be an op or a tensor attribute of the graph below (bias and ALiBi
+  // pointwise ops, dropout's RNG op, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, page tables); K and V of
+  // different head counts would need the two matmuls' head broadcasts checked on a GPU.
+  if (const std::string missing = sdpa_features_missing(sdpa_features(*p.graph, n), {}); !missing.empty())
     return ir::describe(n) + ": " + missing + " (not lowered to cuDNN by this engine yet)";
   const DataType t = p.tensor(n.inputs[slot::SDPA_Q]).dtype;
   if (t != DataType::HALF && t != DataType::BFLOAT16)

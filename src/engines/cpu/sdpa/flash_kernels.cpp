@@ -124,8 +124,11 @@ DG_AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float* a, int64_t 
 }
 
 // 2^x for x <= 0 (inputs below -126 give 2^-126, negligible next to the row max's 1): the Cephes
-// exp2f polynomial on [-0.5, 0.5], about 2 ulp.
+// exp2f polynomial on [-0.5, 0.5], about 2 ulp. Below -126 it gives 0, not the smallest normal:
+// a row of such P (ALiBi's far keys, a large negative bias) would otherwise feed the GEMMs values
+// whose products are subnormal, which x86 computes many times slower.
 DG_AVX2 inline __m256 exp2_avx2(__m256 x) {
+  const __m256 normal = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_GE_OQ);
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-126.0f)), _mm256_set1_ps(126.0f));
   const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 f = _mm256_sub_ps(x, n);
@@ -137,7 +140,7 @@ DG_AVX2 inline __m256 exp2_avx2(__m256 x) {
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931472028550421e-1f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
   const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), normal);
 }
 
 DG_AVX2 inline float hmax(__m256 v) {
