@@ -10,6 +10,7 @@
 
 #include "common/random_data.hpp"
 #include "core/philox.hpp"
+#include "engines/cpu/sdpa/flash_kernels.hpp"
 #include "sdpa_features_test_util.hpp"
 
 namespace dg = dnngraph;
@@ -109,6 +110,21 @@ TEST(Philox, DropoutMaskKeepsOneMinusP) {
     }
   }
   EXPECT_NEAR(kept / static_cast<double>(row.size()), 0.9, 0.005);
+}
+
+TEST(Philox, Avx2RowsMatchTheScalarOnes) {
+  if (!dg::cpu::sdpa::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2";
+  const auto& avx2 = dg::cpu::sdpa::kernels(true);
+  ASSERT_STREQ(avx2.isa, "avx2");
+  for (double p : {0.0, 0.1, 0.5, 0.999}) {
+    const dg::philox::DropoutMask mask(0x123456789abcdefull, 0xfedcba9876543210ull, p);
+    for (uint64_t first : {uint64_t{0}, uint64_t{3}, uint64_t{1} << 34, (uint64_t{1} << 34) - 5}) {
+      std::vector<float> want(203), got(203, -1.0f);
+      mask.row(first, 203, want.data(), 2.5f);
+      avx2.dropout_row(mask, first, 203, got.data(), 2.5f);
+      EXPECT_EQ(got, want) << "p " << p << " first " << first;
+    }
+  }
 }
 
 TEST(CpuSdpaFeatures, ForwardMatchesRef) {

@@ -153,7 +153,7 @@ class BackwardPlan final : public Plan {
           !s.ok())
         return s;
     }
-    ex.terms = sdpa::score_terms(pr_.terms, ptr);
+    ex.terms = sdpa::score_terms(pr_.terms, ptr, kern_);
     return {};
   }
 

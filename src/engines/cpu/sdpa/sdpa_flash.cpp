@@ -196,7 +196,7 @@ class FlashPlan final : public Plan {
       if (auto s = sdpa::map_rows(g, pr_.node, pr_.v, pr_.v_ragged, ptr(pr_.v_ragged), lkv, ex.v_rows); !s.ok())
         return s;
     }
-    ex.terms = sdpa::score_terms(pr_.terms, ptr);
+    ex.terms = sdpa::score_terms(pr_.terms, ptr, kern_);
     return {};
   }
 
@@ -205,7 +205,7 @@ class FlashPlan final : public Plan {
     pool.parallel_for(pr_.b * pr_.h * pr_.sq, [&](int64_t begin, int64_t end) {
       std::vector<float> row(static_cast<size_t>(pr_.skv));
       for (int64_t t = begin; t < end; ++t) {
-        ex.terms.dropout->row(static_cast<uint64_t>(t * pr_.skv), pr_.skv, row.data(), 1.0f);
+        ex.terms.dropout_row(*ex.terms.dropout, static_cast<uint64_t>(t * pr_.skv), pr_.skv, row.data(), 1.0f);
         const int64_t b = t / (pr_.h * pr_.sq), h = t / pr_.sq % pr_.h, i = t % pr_.sq;
         store_strided(ex.dump, DataType::FLOAT, pr_.dump.offset(b, h, i, 0), pr_.dump.st[3], pr_.skv, row.data(), 1.0f);
       }

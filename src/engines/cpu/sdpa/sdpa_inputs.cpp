@@ -105,7 +105,7 @@ void ScoreTerms::keep_tile(int64_t b, int64_t hi, int64_t i0, int64_t rows, int6
                            int64_t ld) const {
   for (int64_t r = 0; r < rows; ++r) {
     const uint64_t first = static_cast<uint64_t>(((b * h + hi) * sq + i0 + r) * skv + j0);
-    dropout->row(first, cols, z + r * ld, keep_scale);
+    dropout_row(*dropout, first, cols, z + r * ld, keep_scale);
   }
 }
 

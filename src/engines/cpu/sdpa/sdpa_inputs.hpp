@@ -9,6 +9,7 @@
 
 #include "core/philox.hpp"
 #include "dnngraph/status.hpp"
+#include "engines/cpu/sdpa/flash_kernels.hpp"
 #include "engines/cpu/sdpa/sdpa_tiles.hpp"
 
 namespace dnngraph::cpu::sdpa {
@@ -51,6 +52,8 @@ struct ScoreTerms {
   std::optional<philox::DropoutMask> dropout;
   float keep_scale = 1.0f;
   int64_t h = 0, sq = 0, skv = 0;  // the dropout mask's index space [b, h, sq, skv]
+  // The mask's rows: a Kernels::dropout_row (AVX2 or portable, the same bits).
+  void (*dropout_row)(const philox::DropoutMask&, uint64_t, int64_t, float*, float) = nullptr;
 
   bool adds() const { return bias_ptr != nullptr || !slopes.empty(); }
   // s[r * ld + c] += factor * (bias + slope * (j - i)) at i = i0 + r, j = j0 + c, for r < rows, c < cols.
@@ -85,8 +88,9 @@ TermsSpec terms_spec(const ir::Graph& g, const Attr& attr, int bias_id, int seed
 }
 // `ptr(operand)` gives an operand's pointer (null when absent).
 template <class Ptr>
-ScoreTerms score_terms(const TermsSpec& spec, Ptr&& ptr) {
+ScoreTerms score_terms(const TermsSpec& spec, Ptr&& ptr, const Kernels& kern) {
   ScoreTerms t;
+  t.dropout_row = kern.dropout_row;
   t.bias = spec.bias, t.bias_ptr = ptr(spec.bias), t.bias_b = spec.bias_b, t.bias_h = spec.bias_h;
   if (spec.alibi) t.slopes = alibi_slopes(spec.h);
   if (spec.dropout) {
