@@ -76,6 +76,22 @@ TEST(InferSdpaFeatures, EveryFeatureValidates) {
     EXPECT_NE(json.find(field), std::string::npos) << field;
 }
 
+// Written before validate(), the ragged offsets (held by the tensors) are written too.
+TEST(InferSdpaFeatures, JsonBeforeValidateKeepsRaggedOffsets) {
+  Fixture f;
+  f.padding();
+  f.Q->set_ragged_offset(f.index("QR", 3));
+  auto outs = f.g.sdpa(f.Q, f.K, f.V, f.a);
+  outs[0]->set_output(true).set_ragged_offset(f.index("OR", 3));
+  const std::string json = f.g.to_json();
+  EXPECT_NE(json.find("\"Q_RAGGED_OFFSET\": \"QR\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"O_RAGGED_OFFSET\": \"OR\""), std::string::npos) << json;
+  dg::Graph g2;
+  ASSERT_TRUE(dg::Graph::from_json(json, g2).ok());
+  ASSERT_TRUE(g2.validate().ok());  // validate() fills in dims and uids; the offsets stay
+  EXPECT_NE(g2.to_json().find("\"O_RAGGED_OFFSET\": \"OR\""), std::string::npos);
+}
+
 TEST(InferSdpaFeatures, FingerprintSeesTheFeatures) {
   dg::Handle handle(dg::Device::cpu());
   auto fingerprint = [&](const std::function<void(Fixture&)>& edit) {
