@@ -25,18 +25,25 @@ struct Operands {
   sdpa::ScoreTerms terms;
 };
 
+// A task's K and V rows (of heads kh, vh of batch b) in double, and one query row.
+struct HeadRows {
+  int64_t b = -1, kh = -1, vh = -1;
+  std::vector<double> k, v, q, score;
+};
+
 // One query row: scores over visible keys, softmax, weighted sum of V rows (dropped ones left out).
 void attend_row(const RowMask& mask, const Operands& x, const View& stats, const SdpaShape& s, double scale,
-                int64_t bi, int64_t hi, int64_t i, std::vector<double>& score) {
-  const int64_t kh = hi / (s.h / s.hk), vh = hi / (s.h / s.hv);
+                int64_t bi, int64_t hi, int64_t i, HeadRows& hr) {
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  for (int64_t c = 0; c < s.d; ++c) hr.q[static_cast<size_t>(c)] = x.q.load(bi, hi, i, c);
   double row_max = kNegInf;
   for (int64_t j = 0; j < mask.seq_kv; ++j) {
-    double& sc = score[static_cast<size_t>(j)];
+    double& sc = hr.score[static_cast<size_t>(j)];
     sc = kNegInf;
     if (!mask.visible(i, j)) continue;
+    const double* kj = &hr.k[static_cast<size_t>(j * s.d)];
     double dot = 0;
-    for (int64_t c = 0; c < s.d; ++c) dot += x.q.load(bi, hi, i, c) * x.k.load(bi, kh, j, c);
+    for (int64_t c = 0; c < s.d; ++c) dot += hr.q[static_cast<size_t>(c)] * kj[c];
     sc = dot * scale + x.terms.add(bi, hi, i, j);
     row_max = std::max(row_max, sc);
   }
@@ -47,17 +54,19 @@ void attend_row(const RowMask& mask, const Operands& x, const View& stats, const
   }
   double sum = 0;
   for (int64_t j = 0; j < mask.seq_kv; ++j) {
-    double& sc = score[static_cast<size_t>(j)];
+    double& sc = hr.score[static_cast<size_t>(j)];
     sc = std::exp(sc - row_max);  // masked keys: exp(-inf) = 0
     sum += sc;
   }
-  for (int64_t j = 0; j < mask.seq_kv; ++j) score[static_cast<size_t>(j)] *= x.terms.drop(bi, hi, i, j);
-  for (int64_t c = 0; c < s.dv; ++c) {
-    double acc = 0;
-    for (int64_t j = 0; j < mask.seq_kv; ++j)
-      if (score[static_cast<size_t>(j)] != 0.0) acc += score[static_cast<size_t>(j)] * x.v.load(bi, vh, j, c);
-    x.o.store(bi, hi, i, c, acc / sum);
+  for (int64_t j = 0; j < mask.seq_kv; ++j) hr.score[static_cast<size_t>(j)] *= x.terms.drop(bi, hi, i, j);
+  std::vector<double> acc(static_cast<size_t>(s.dv), 0.0);
+  for (int64_t j = 0; j < mask.seq_kv; ++j) {
+    const double p = hr.score[static_cast<size_t>(j)];
+    if (p == 0.0) continue;
+    const double* vj = &hr.v[static_cast<size_t>(j * s.dv)];
+    for (int64_t c = 0; c < s.dv; ++c) acc[static_cast<size_t>(c)] += p * vj[c];
   }
+  for (int64_t c = 0; c < s.dv; ++c) x.o.store(bi, hi, i, c, acc[static_cast<size_t>(c)] / sum);
   if (stats.present()) sdpa::store4(stats, bi, hi, i, 0, row_max + std::log(sum));
 }
 
@@ -105,13 +114,21 @@ Status run(const SdpaAttr& attr, const NodeArgs& a) {
   const View& stats = a.out[1];
   if (x.terms.dropout && !a.graph.tensor(a.node.outputs[2]).is_virtual) dump_mask(a, s, x.terms);
   a.pool.parallel_for(s.b * s.h, [&](int64_t begin, int64_t end) {
-    std::vector<double> score(static_cast<size_t>(s.skv));
+    HeadRows hr;
+    hr.q.resize(static_cast<size_t>(s.d));
+    hr.score.resize(static_cast<size_t>(s.skv));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t bi = bh / s.h, hi = bh % s.h;
       const RowMask mask = sdpa::row_mask(attr, a.in[slot::SDPA_SEQ_Q], a.in[slot::SDPA_SEQ_KV], s.sq, s.skv, bi);
+      const int64_t kh = hi / (s.h / s.hk), vh = hi / (s.h / s.hv);
+      if (hr.b != bi || hr.kh != kh || hr.vh != vh) {  // the keys a batch holds, once per task and head
+        sdpa::load_rows(x.k, bi, kh, mask.seq_kv, s.d, hr.k);
+        sdpa::load_rows(x.v, bi, vh, mask.seq_kv, s.dv, hr.v);
+        hr.b = bi, hr.kh = kh, hr.vh = vh;
+      }
       for (int64_t i = 0; i < s.sq; ++i) {
         if (i < mask.seq_q) {
-          attend_row(mask, x, stats, s, scale, bi, hi, i, score);
+          attend_row(mask, x, stats, s, scale, bi, hi, i, hr);
           continue;
         }
         // Padded rows: zeros, except in a ragged O, where they belong to the next batch.

@@ -1,8 +1,9 @@
 // Reference sdpa_backward: plain loops in double. P is rebuilt from the forward's STATS, as the
-// flash backward does. One helper gives a query row's P (after dropout) and dS = d loss / d score;
-// four passes, each owning what it writes (no races), sum them into dQ (per query row), dK (per
-// batch and K head), dV (per batch and V head) and dBias (per row of the bias). The rules are
-// those of src/graph/sdpa.cpp.
+// flash backward does. One helper gives a query row's P (after dropout) and dS = d loss / d score
+// over a range of keys; three kinds of tasks, each owning what it writes (no races), sum them into
+// dQ (per batch and head), dK and dV (per batch, K or V head and block of keys) and dBias (per
+// bias row block). K and V rows are read into doubles once per task. Rules: src/graph/sdpa.cpp.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -15,6 +16,8 @@ namespace {
 using sdpa::RowMask;
 using sdpa::Rows;
 
+constexpr int64_t kBlock = 64;  // keys per dK/dV task, query rows per dBias task
+
 struct BwdShape {
   int64_t b, h, hk, hv, sq, skv, d, dv;
 };
@@ -25,96 +28,152 @@ struct Operands {
   sdpa::ScoreTerms terms;
   double scale = 1;
   std::vector<RowMask> masks;  // per batch
+  View stats;
 };
 
-// Row i of head hi: pd[j] = P after dropout (what multiplied V), ds[j] = dS; 0 for keys it does not see.
-void row_grads(const Operands& x, const View& stats, const BwdShape& s, int64_t bi, int64_t hi, int64_t i,
+// Keys [j0, j1) of K head kh and V head vh of batch b, in double.
+struct Keys {
+  int64_t b = -1, kh = -1, vh = -1, j0 = 0, j1 = 0;
+  std::vector<double> k, v;
+  void ensure(const Operands& x, const BwdShape& s, int64_t bi, int64_t hi, int64_t from, int64_t to) {
+    const int64_t new_kh = hi / (s.h / s.hk), new_vh = hi / (s.h / s.hv);
+    if (b == bi && kh == new_kh && vh == new_vh && j0 == from && j1 == to) return;
+    b = bi, kh = new_kh, vh = new_vh, j0 = from, j1 = to;
+    k.resize(static_cast<size_t>((to - from) * s.d));
+    v.resize(static_cast<size_t>((to - from) * s.dv));
+    for (int64_t j = from; j < to; ++j) {
+      for (int64_t c = 0; c < s.d; ++c) k[static_cast<size_t>((j - from) * s.d + c)] = x.k.load(bi, kh, j, c);
+      for (int64_t c = 0; c < s.dv; ++c) v[static_cast<size_t>((j - from) * s.dv + c)] = x.v.load(bi, vh, j, c);
+    }
+  }
+};
+
+// Query row i of head hi: Q and dO in double, delta = rowsum(dO * O), the forward's logsumexp.
+struct Query {
+  std::vector<double> q, d_o;
+  double delta = 0, lse = 0;
+  void load(const Operands& x, const BwdShape& s, int64_t bi, int64_t hi, int64_t i) {
+    q.resize(static_cast<size_t>(s.d));
+    d_o.resize(static_cast<size_t>(s.dv));
+    for (int64_t c = 0; c < s.d; ++c) q[static_cast<size_t>(c)] = x.q.load(bi, hi, i, c);
+    delta = 0;
+    for (int64_t c = 0; c < s.dv; ++c) {
+      d_o[static_cast<size_t>(c)] = x.d_o.load(bi, hi, i, c);
+      delta += d_o[static_cast<size_t>(c)] * x.o.load(bi, hi, i, c);
+    }
+    lse = sdpa::load4(x.stats, bi, hi, i, 0);
+  }
+};
+
+// pd[j - j0] = P after dropout (what multiplied V), ds[j - j0] = dS, over the keys the Keys hold;
+// 0 for keys the row does not see.
+void row_grads(const Operands& x, const BwdShape& s, const Keys& keys, const Query& row, int64_t hi, int64_t i,
                std::vector<double>& pd, std::vector<double>& ds) {
-  const RowMask& mask = x.masks[static_cast<size_t>(bi)];
-  const int64_t kh = hi / (s.h / s.hk), vh = hi / (s.h / s.hv);
-  pd.assign(static_cast<size_t>(s.skv), 0.0);
-  ds.assign(static_cast<size_t>(s.skv), 0.0);
-  double delta = 0;  // rowsum(dO * O)
-  for (int64_t c = 0; c < s.dv; ++c) delta += x.d_o.load(bi, hi, i, c) * x.o.load(bi, hi, i, c);
-  const double lse = sdpa::load4(stats, bi, hi, i, 0);
-  for (int64_t j = 0; j < mask.seq_kv; ++j) {
-    if (!mask.visible(i, j)) continue;
+  const RowMask& mask = x.masks[static_cast<size_t>(keys.b)];
+  const int64_t n = keys.j1 - keys.j0;
+  pd.assign(static_cast<size_t>(n), 0.0);
+  ds.assign(static_cast<size_t>(n), 0.0);
+  for (int64_t j = keys.j0; j < keys.j1; ++j) {
+    if (j >= mask.seq_kv || !mask.visible(i, j)) continue;
+    const double* kj = &keys.k[static_cast<size_t>((j - keys.j0) * s.d)];
+    const double* vj = &keys.v[static_cast<size_t>((j - keys.j0) * s.dv)];
     double dot = 0, dp = 0;
-    for (int64_t c = 0; c < s.d; ++c) dot += x.q.load(bi, hi, i, c) * x.k.load(bi, kh, j, c);
-    for (int64_t c = 0; c < s.dv; ++c) dp += x.d_o.load(bi, hi, i, c) * x.v.load(bi, vh, j, c);
-    const double p = std::exp(dot * x.scale + x.terms.add(bi, hi, i, j) - lse);
-    const double z = x.terms.drop(bi, hi, i, j);
-    pd[static_cast<size_t>(j)] = p * z;
-    ds[static_cast<size_t>(j)] = p * (dp * z - delta);
+    for (int64_t c = 0; c < s.d; ++c) dot += row.q[static_cast<size_t>(c)] * kj[c];
+    for (int64_t c = 0; c < s.dv; ++c) dp += row.d_o[static_cast<size_t>(c)] * vj[c];
+    const double p = std::exp(dot * x.scale + x.terms.add(keys.b, hi, i, j) - row.lse);
+    const double z = x.terms.drop(keys.b, hi, i, j);
+    pd[static_cast<size_t>(j - keys.j0)] = p * z;
+    ds[static_cast<size_t>(j - keys.j0)] = p * (dp * z - row.delta);
   }
 }
 
 void dq_pass(const NodeArgs& a, const Operands& x, const BwdShape& s) {
-  a.pool.parallel_for(s.b * s.h * s.sq, [&](int64_t begin, int64_t end) {
+  a.pool.parallel_for(s.b * s.h, [&](int64_t begin, int64_t end) {
+    Keys keys;
+    Query row;
     std::vector<double> pd, ds;
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t bi = t / (s.h * s.sq), hi = t / s.sq % s.h, i = t % s.sq;
-      if (i >= x.masks[static_cast<size_t>(bi)].seq_q) {  // padded row: zeros, unless ragged
-        if (!x.dq_ragged)
-          for (int64_t c = 0; c < s.d; ++c) x.dq.store(bi, hi, i, c, 0.0);
-        continue;
-      }
-      row_grads(x, a.in[slot::SB_STATS], s, bi, hi, i, pd, ds);
-      const int64_t kh = hi / (s.h / s.hk);
-      for (int64_t c = 0; c < s.d; ++c) {
-        double acc = 0;
-        for (int64_t j = 0; j < s.skv; ++j)
-          if (ds[static_cast<size_t>(j)] != 0.0) acc += ds[static_cast<size_t>(j)] * x.k.load(bi, kh, j, c);
-        x.dq.store(bi, hi, i, c, acc * x.scale);
+      const int64_t bi = t / s.h, hi = t % s.h;
+      const RowMask& mask = x.masks[static_cast<size_t>(bi)];
+      keys.ensure(x, s, bi, hi, 0, mask.seq_kv);
+      for (int64_t i = 0; i < s.sq; ++i) {
+        if (i >= mask.seq_q) {  // padded row: zeros, unless ragged (then the next batch's)
+          if (!x.dq_ragged)
+            for (int64_t c = 0; c < s.d; ++c) x.dq.store(bi, hi, i, c, 0.0);
+          continue;
+        }
+        row.load(x, s, bi, hi, i);
+        row_grads(x, s, keys, row, hi, i, pd, ds);
+        std::vector<double> acc(static_cast<size_t>(s.d), 0.0);
+        for (int64_t j = 0; j < mask.seq_kv; ++j) {
+          if (ds[static_cast<size_t>(j)] == 0.0) continue;
+          for (int64_t c = 0; c < s.d; ++c) acc[static_cast<size_t>(c)] += ds[static_cast<size_t>(j)] * keys.k[static_cast<size_t>(j * s.d + c)];
+        }
+        for (int64_t c = 0; c < s.d; ++c) x.dq.store(bi, hi, i, c, acc[static_cast<size_t>(c)] * x.scale);
       }
     }
   });
 }
 
-// dK (for_k) or dV of one (batch, K or V head): sums over the Q heads of its group.
+// dK (for_k) or dV of one (batch, K or V head, block of keys): sums over the Q heads of its group.
 void dkv_pass(const NodeArgs& a, const Operands& x, const BwdShape& s, bool for_k) {
   const int64_t heads = for_k ? s.hk : s.hv, group = s.h / heads, width = for_k ? s.d : s.dv;
+  const int64_t blocks = (s.skv + kBlock - 1) / kBlock;
   const Rows& dst = for_k ? x.dk : x.dv;
   const bool ragged = for_k ? x.dk_ragged : x.dv_ragged;
-  a.pool.parallel_for(s.b * heads, [&](int64_t begin, int64_t end) {
+  a.pool.parallel_for(s.b * heads * blocks, [&](int64_t begin, int64_t end) {
+    Keys keys;
+    Query row;
     std::vector<double> pd, ds, acc;
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t bi = t / heads, kh = t % heads;
+      const int64_t bi = t / (heads * blocks), head = t / blocks % heads, j0 = t % blocks * kBlock;
+      const int64_t j1 = std::min(j0 + kBlock, s.skv);
       const RowMask& mask = x.masks[static_cast<size_t>(bi)];
-      acc.assign(static_cast<size_t>(s.skv * width), 0.0);
-      for (int64_t hi = kh * group; hi < (kh + 1) * group; ++hi)
+      acc.assign(static_cast<size_t>((j1 - j0) * width), 0.0);
+      for (int64_t hi = head * group; hi < (head + 1) * group && j0 < mask.seq_kv; ++hi) {
+        keys.ensure(x, s, bi, hi, j0, std::min(j1, mask.seq_kv));
         for (int64_t i = 0; i < mask.seq_q; ++i) {
-          row_grads(x, a.in[slot::SB_STATS], s, bi, hi, i, pd, ds);
-          for (int64_t j = 0; j < mask.seq_kv; ++j) {
-            const double w = for_k ? ds[static_cast<size_t>(j)] * x.scale : pd[static_cast<size_t>(j)];
+          row.load(x, s, bi, hi, i);
+          row_grads(x, s, keys, row, hi, i, pd, ds);
+          for (int64_t j = keys.j0; j < keys.j1; ++j) {
+            const double w = for_k ? ds[static_cast<size_t>(j - j0)] * x.scale : pd[static_cast<size_t>(j - j0)];
             if (w == 0.0) continue;
-            for (int64_t c = 0; c < width; ++c)
-              acc[static_cast<size_t>(j * width + c)] += w * (for_k ? x.q.load(bi, hi, i, c) : x.d_o.load(bi, hi, i, c));
+            const std::vector<double>& src = for_k ? row.q : row.d_o;
+            for (int64_t c = 0; c < width; ++c) acc[static_cast<size_t>((j - j0) * width + c)] += w * src[static_cast<size_t>(c)];
           }
         }
-      const int64_t rows = ragged ? mask.seq_kv : s.skv;  // a ragged gradient's padded rows are the next batch's
-      for (int64_t j = 0; j < rows; ++j)
-        for (int64_t c = 0; c < width; ++c) dst.store(bi, kh, j, c, acc[static_cast<size_t>(j * width + c)]);
+      }
+      const int64_t stop = ragged ? std::min(j1, mask.seq_kv) : j1;  // a ragged gradient's padded rows are the next batch's
+      for (int64_t j = j0; j < stop; ++j)
+        for (int64_t c = 0; c < width; ++c) dst.store(bi, head, j, c, acc[static_cast<size_t>((j - j0) * width + c)]);
     }
   });
 }
 
-// dBias row (bb, hb, i): dS summed over the batches and heads the bias broadcasts over.
+// dBias rows [i0, i0 + kBlock) of (bb, hb): dS summed over the batches and heads the bias broadcasts over.
 void dbias_pass(const NodeArgs& a, const Operands& x, const BwdShape& s) {
   const View& db = a.out[3];
-  const int64_t nb = db.dims[0], nh = db.dims[1];
-  a.pool.parallel_for(nb * nh * s.sq, [&](int64_t begin, int64_t end) {
+  const int64_t nb = db.dims[0], nh = db.dims[1], blocks = (s.sq + kBlock - 1) / kBlock;
+  a.pool.parallel_for(nb * nh * blocks, [&](int64_t begin, int64_t end) {
+    Keys keys;
+    Query row;
     std::vector<double> pd, ds, acc;
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t bb = t / (nh * s.sq), hb = t / s.sq % nh, i = t % s.sq;
-      acc.assign(static_cast<size_t>(s.skv), 0.0);
+      const int64_t bb = t / (nh * blocks), hb = t / blocks % nh, i0 = t % blocks * kBlock;
+      const int64_t i1 = std::min(i0 + kBlock, s.sq);
+      acc.assign(static_cast<size_t>((i1 - i0) * s.skv), 0.0);
       for (int64_t bi = (nb == 1 ? 0 : bb); bi < (nb == 1 ? s.b : bb + 1); ++bi)
         for (int64_t hi = (nh == 1 ? 0 : hb); hi < (nh == 1 ? s.h : hb + 1); ++hi) {
-          if (i >= x.masks[static_cast<size_t>(bi)].seq_q) continue;
-          row_grads(x, a.in[slot::SB_STATS], s, bi, hi, i, pd, ds);
-          for (int64_t j = 0; j < s.skv; ++j) acc[static_cast<size_t>(j)] += ds[static_cast<size_t>(j)];
+          const RowMask& mask = x.masks[static_cast<size_t>(bi)];
+          keys.ensure(x, s, bi, hi, 0, mask.seq_kv);
+          for (int64_t i = i0; i < std::min(i1, mask.seq_q); ++i) {
+            row.load(x, s, bi, hi, i);
+            row_grads(x, s, keys, row, hi, i, pd, ds);
+            for (int64_t j = 0; j < mask.seq_kv; ++j) acc[static_cast<size_t>((i - i0) * s.skv + j)] += ds[static_cast<size_t>(j)];
+          }
         }
-      for (int64_t j = 0; j < s.skv; ++j) sdpa::store4(db, bb, hb, i, j, acc[static_cast<size_t>(j)]);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = 0; j < s.skv; ++j) sdpa::store4(db, bb, hb, i, j, acc[static_cast<size_t>((i - i0) * s.skv + j)]);
     }
   });
 }
@@ -141,6 +200,7 @@ Status resolve(const SdpaBackwardAttr& attr, const NodeArgs& a, const BwdShape& 
   x.dq_ragged = a.in[slot::SB_DQ_RAGGED].present();
   x.dk_ragged = a.in[slot::SB_DK_RAGGED].present();
   x.dv_ragged = a.in[slot::SB_DV_RAGGED].present();
+  x.stats = a.in[slot::SB_STATS];
   return {};
 }
 

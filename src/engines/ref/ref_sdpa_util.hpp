@@ -83,6 +83,14 @@ struct Rows {
   }
 };
 
+// Rows [0, rows) of head h of batch b of `x`, as doubles [rows x width], loaded once per task so
+// that the loops over keys read contiguous memory (ref's cost was the per-element load).
+inline void load_rows(const Rows& x, int64_t b, int64_t h, int64_t rows, int64_t width, std::vector<double>& out) {
+  out.resize(static_cast<size_t>(rows * width));
+  for (int64_t j = 0; j < rows; ++j)
+    for (int64_t c = 0; c < width; ++c) out[static_cast<size_t>(j * width + c)] = x.load(b, h, j, c);
+}
+
 // The rows of input or output `slot` (is_output: of the node's outputs); `ragged` is its ragged
 // offset's view (absent: none). `rows[b]` is how many rows batch b holds: a ragged offset must place
 // them inside the tensor's span, else an execution error names the tensor and the batch.
