@@ -445,8 +445,11 @@ double attention_flops(const ir::Graph& g, const ir::Node& n, int64_t d_gemms, i
   const auto& q = g.tensor(n.inputs[0]).dims;
   const auto& k = g.tensor(n.inputs[1]).dims;
   const auto& v = g.tensor(n.inputs[2]).dims;
+  int64_t keys = k[2];  // paged K holds blocks: the keys per batch are max_seq_len_kv
+  if (const auto* a = std::get_if<SdpaAttr>(&n.attr); a && a->get_paged_attention_max_seq_len_kv())
+    keys = *a->get_paged_attention_max_seq_len_kv();
   const double scores = static_cast<double>(q[0]) * static_cast<double>(q[1]) * static_cast<double>(q[2]) *
-                        static_cast<double>(k[2]);
+                        static_cast<double>(keys);
   return 2.0 * scores * static_cast<double>(d_gemms * q[3] + dv_gemms * v[3]);
 }
 double sdpa_backward_flops(const ir::Graph& g, const ir::Node& n) { return attention_flops(g, n, 3, 2); }
