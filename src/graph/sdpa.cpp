@@ -17,7 +17,7 @@
 //  - Scores are s = attn_scale * q.k + bias[b, h, i, j] (broadcast) + slope(h) * (j - i) with ALiBi,
 //    slope(h) as in Press et al. (2^(-8 (h + 1) / n) for the n = 2^floor(log2 H) first heads, then
 //    2^(-4 (2 (h - n) + 1) / n)); STATS is the logsumexp of s.
-//  - Dropout: P's element (b, h, i, j) is kept when core/philox.hpp's dropout_keep says so, and
+//  - Dropout: P's element (b, h, i, j) is kept when core/philox.hpp's DropoutMask::keep says so, and
 //    scaled by 1 / (1 - p); STATS and the softmax's sum are those before dropout. RNG_DUMP gets
 //    the mask (1 or 0) of every element of [b, h, sq, skv].
 //  - Ragged tensors: batch b's rows start at element ragged_offset[b]; rows past the batch's
@@ -141,7 +141,7 @@ Status fill_stats(const SdpaAttr& a, const NodeSpec& n, TensorAttr& stats, const
 
 const TensorAttr* input_at(const NodeSpec& n, size_t k) { return k < n.inputs.size() ? n.inputs[k].get() : nullptr; }
 
-// Bias, ALiBi's absence of rules, dropout: what sdpa and sdpa_backward share beyond the masks.
+// The bias's and dropout's rules (ALiBi has none), which sdpa and sdpa_backward share.
 template <class Attr>
 Status check_score_inputs(const Attr& a, const NodeSpec& n, const sdpa_checks::Sizes& s, size_t bias_slot,
                           size_t seed_slot) {
