@@ -216,7 +216,9 @@ Status run(const SdpaBackwardAttr& attr, const NodeArgs& a) {
   dq_pass(a, x, s);
   dkv_pass(a, x, s, true);
   dkv_pass(a, x, s, false);
-  if (a.in[slot::SB_BIAS].present()) dbias_pass(a, x, s);
+  const ir::Tensor& dbias = a.graph.tensor(a.node.outputs[3]);
+  if (a.in[slot::SB_BIAS].present() && (!dbias.is_virtual || !a.graph.consumers(dbias.id).empty()))
+    dbias_pass(a, x, s);  // nobody reads a virtual dBias that no node consumes
   return {};
 }
 
