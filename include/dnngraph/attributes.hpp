@@ -234,6 +234,20 @@ class SdpaMaskAttrBase : public OpAttrBase<Derived> {
   Derived& set_padding_mask(bool v) { padding_mask_ = v; return self(); }
   Derived& set_seq_len_q(TensorPtr t) { seq_len_q_ = std::move(t); return self(); }
   Derived& set_seq_len_kv(TensorPtr t) { seq_len_kv_ = std::move(t); return self(); }
+  // An additive bias on the scores, [b or 1, h or 1, sq, skv], broadcast over dims of size 1.
+  Derived& set_bias(TensorPtr t) { bias_ = std::move(t); return self(); }
+  // ALiBi: adds slope(head) * (key - query) to the scores, with the slopes of Press et al.
+  Derived& set_alibi_mask(bool v) { alibi_ = v; return self(); }
+  // Dropout of the softmax's probabilities: each is dropped with `probability` and the kept ones
+  // scaled by 1 / (1 - probability). The mask comes from Philox4x32-10 keyed by the seed tensor,
+  // counted from the offset tensor (both one INT64 or INT32 element), so the backward, given the
+  // same tuple, drops the same elements (src/core/philox.hpp).
+  Derived& set_dropout(double probability, TensorPtr seed, TensorPtr offset) {
+    dropout_probability_ = probability;
+    dropout_seed_ = std::move(seed);
+    dropout_offset_ = std::move(offset);
+    return self();
+  }
 
   std::optional<double> get_attn_scale() const { return attn_scale_; }
   DiagonalAlignment get_diagonal_alignment() const { return alignment_; }
@@ -248,6 +262,12 @@ class SdpaMaskAttrBase : public OpAttrBase<Derived> {
   bool get_padding_mask() const { return padding_mask_; }
   const TensorPtr& get_seq_len_q() const { return seq_len_q_; }
   const TensorPtr& get_seq_len_kv() const { return seq_len_kv_; }
+  const TensorPtr& get_bias() const { return bias_; }
+  bool get_alibi_mask() const { return alibi_; }
+  // Dropout is on when the probability is set (seed and offset are then required).
+  std::optional<double> get_dropout_probability() const { return dropout_probability_; }
+  const TensorPtr& get_dropout_seed() const { return dropout_seed_; }
+  const TensorPtr& get_dropout_offset() const { return dropout_offset_; }
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }
@@ -256,7 +276,10 @@ class SdpaMaskAttrBase : public OpAttrBase<Derived> {
   DiagonalAlignment alignment_ = DiagonalAlignment::TOP_LEFT;
   std::optional<int64_t> left_bound_, right_bound_;
   bool padding_mask_ = false;
-  TensorPtr seq_len_q_, seq_len_kv_;
+  TensorPtr seq_len_q_, seq_len_kv_, bias_;
+  bool alibi_ = false;
+  std::optional<double> dropout_probability_;
+  TensorPtr dropout_seed_, dropout_offset_;
 };
 
 // Scaled dot-product attention forward: Q[b,h,sq,d], K[b,hk,skv,d], V[b,hk,skv,dv] -> O[b,h,sq,dv]
@@ -264,15 +287,37 @@ class SdpaMaskAttrBase : public OpAttrBase<Derived> {
 class SdpaAttr : public SdpaMaskAttrBase<SdpaAttr> {
  public:
   SdpaAttr& set_is_inference(bool v) { is_inference_ = v; return *this; }
+  // A [b, h, sq, skv] FLOAT output that receives the dropout mask (1 kept, 0 dropped).
+  SdpaAttr& set_rng_dump(TensorPtr t) { rng_dump_ = std::move(t); return *this; }
+  // Paged K and V: K and V are containers [blocks, hk, block_size, d] and the tables [b, 1, pages, 1]
+  // INT32 name the container block of each page of keys; max_seq_len_kv is the keys per batch.
+  SdpaAttr& set_paged_attention_k_table(TensorPtr t) { k_table_ = std::move(t); return *this; }
+  SdpaAttr& set_paged_attention_v_table(TensorPtr t) { v_table_ = std::move(t); return *this; }
+  SdpaAttr& set_paged_attention_max_seq_len_kv(int64_t s) { max_seq_len_kv_ = s; return *this; }
   bool get_is_inference() const { return is_inference_; }
+  const TensorPtr& get_rng_dump() const { return rng_dump_; }
+  const TensorPtr& get_paged_attention_k_table() const { return k_table_; }
+  const TensorPtr& get_paged_attention_v_table() const { return v_table_; }
+  std::optional<int64_t> get_paged_attention_max_seq_len_kv() const { return max_seq_len_kv_; }
 
  private:
   bool is_inference_ = true;
+  TensorPtr rng_dump_, k_table_, v_table_;
+  std::optional<int64_t> max_seq_len_kv_;
 };
 
 // Its backward: (Q, K, V, O, dO[b,h,sq,dv], Stats[b,h,sq,1] FLOAT) -> (dQ, dK, dV), in the layouts of
 // Q, K and V unless set; the forward's masks and scale must be given again.
-class SdpaBackwardAttr : public SdpaMaskAttrBase<SdpaBackwardAttr> {};
+// With a bias, set_dbias names the tensor that receives its gradient (of the bias's dims: summed
+// over the dims the bias broadcasts).
+class SdpaBackwardAttr : public SdpaMaskAttrBase<SdpaBackwardAttr> {
+ public:
+  SdpaBackwardAttr& set_dbias(TensorPtr t) { dbias_ = std::move(t); return *this; }
+  const TensorPtr& get_dbias() const { return dbias_; }
+
+ private:
+  TensorPtr dbias_;
+};
 
 // Same elements in row-major order, new dims (one may be -1 and is inferred).
 class ReshapeAttr : public OpAttrBase<ReshapeAttr> {

@@ -30,6 +30,11 @@ class TensorAttr {
   // built from the graph lives: engines may derive forms of it (packed weights) on the first execute
   // and reuse them while the pointer stays the same. New data needs a new pointer or a new plan.
   TensorAttr& set_is_constant(bool c) { is_constant_ = c; return changed(); }
+  // Packed variable-length rows (THD layouts): batch b's rows start at element offset[b] of the
+  // data, read at run time from `offset`, a [b + 1, 1, 1, 1] INT32 or INT64 tensor; the strides of
+  // the other dims hold within a batch and the batch stride is unused. sdpa and sdpa_backward
+  // read it on their Q, K, V, O, dO, dQ, dK, dV and page tables.
+  TensorAttr& set_ragged_offset(std::shared_ptr<TensorAttr> offset) { ragged_offset_ = std::move(offset); return changed(); }
   TensorAttr& set_value(double v) {
     changed();
     value_ = v;
@@ -50,6 +55,7 @@ class TensorAttr {
   bool get_is_pass_by_value() const { return is_pass_by_value_; }
   bool get_is_constant() const { return is_constant_; }
   std::optional<double> get_value() const { return value_; }
+  const std::shared_ptr<TensorAttr>& get_ragged_offset() const { return ragged_offset_; }
   int64_t get_volume() const;  // product of dims; INT64_MAX when it overflows
   // Counts the changes to everything but the name: plans built before a change refuse to run.
   uint64_t get_revision() const { return revision_; }
@@ -64,6 +70,7 @@ class TensorAttr {
   bool is_pass_by_value_ = false;
   bool is_constant_ = false;
   std::optional<double> value_;
+  std::shared_ptr<TensorAttr> ragged_offset_;
   uint64_t revision_ = 0;
 
   TensorAttr& changed() {

@@ -73,6 +73,13 @@ void init_tensor(nb::module_& m) {
       .def("set_value", [](T t, double v) { t->set_value(v); return t; }, nb::arg("value"),
            "Make this a pass-by-value scalar with the value baked into the plan (dims and strides [1] "
            "unless set); returns the tensor.\n\nArgs:\n    value: a float.")
+      .def("set_ragged_offset",
+           [](T t, T offset) { t->set_ragged_offset(std::move(offset)); return t; }, nb::arg("ragged_offset"),
+           "Packed variable-length rows (THD layouts): batch b's rows start at element offset[b] of the data,\n"
+           "read at run time from `ragged_offset`, a [b + 1, 1, 1, 1] INT32 or INT64 tensor (sdpa and\n"
+           "sdpa_backward read it on Q, K, V, O, dO, dQ, dK, dV and page tables); returns the tensor.\n\n"
+           "Args:\n    ragged_offset: the offsets' tensor.")
+      .def("get_ragged_offset", &TensorAttr::get_ragged_offset, "The ragged offset's tensor, or None.")
       .def("get_volume", &TensorAttr::get_volume,
            "The number of elements (the product of the dims; 2**63 - 1 when it overflows int64).")
       .def_prop_ro("name", &TensorAttr::get_name, "The tensor's name (as get_name()).")

@@ -148,16 +148,33 @@ std::array<TensorPtr, 3> Graph::instancenorm_backward(TensorPtr dy, TensorPtr x,
 TensorPtr Graph::resample(TensorPtr x, ResampleAttr attr) {
   return add_node(*impl_, std::move(attr), {std::move(x)})[0];
 }
+// The attribute's tensors go into their input slots; the ragged offsets join at validation
+// (they may be set on O, dQ, dK, dV after this call). A user's rng_dump or dBias tensor replaces
+// the fresh output of its slot.
 std::array<TensorPtr, 2> Graph::sdpa(TensorPtr q, TensorPtr k, TensorPtr v, SdpaAttr attr) {
-  TensorPtr sq = attr.get_seq_len_q(), skv = attr.get_seq_len_kv();
-  auto outs = add_node(*impl_, std::move(attr), {std::move(q), std::move(k), std::move(v), sq, skv});
+  std::vector<TensorPtr> in(slot::SDPA_INPUT_COUNT);
+  in[slot::SDPA_Q] = std::move(q), in[slot::SDPA_K] = std::move(k), in[slot::SDPA_V] = std::move(v);
+  in[slot::SDPA_SEQ_Q] = attr.get_seq_len_q(), in[slot::SDPA_SEQ_KV] = attr.get_seq_len_kv();
+  in[slot::SDPA_BIAS] = attr.get_bias();
+  in[slot::SDPA_SEED] = attr.get_dropout_seed(), in[slot::SDPA_OFFSET] = attr.get_dropout_offset();
+  in[slot::SDPA_K_TABLE] = attr.get_paged_attention_k_table();
+  in[slot::SDPA_V_TABLE] = attr.get_paged_attention_v_table();
+  TensorPtr dump = attr.get_rng_dump();
+  auto outs = add_node(*impl_, std::move(attr), std::move(in));
+  if (dump) impl_->nodes.back().outputs[2] = dump;
   return {outs[0], outs[1]};
 }
 std::array<TensorPtr, 3> Graph::sdpa_backward(TensorPtr q, TensorPtr k, TensorPtr v, TensorPtr o, TensorPtr d_o,
                                               TensorPtr stats, SdpaBackwardAttr attr) {
-  TensorPtr sq = attr.get_seq_len_q(), skv = attr.get_seq_len_kv();
-  auto outs = add_node(*impl_, std::move(attr),
-                       {std::move(q), std::move(k), std::move(v), std::move(o), std::move(d_o), std::move(stats), sq, skv});
+  std::vector<TensorPtr> in(slot::SB_INPUT_COUNT);
+  in[slot::SB_Q] = std::move(q), in[slot::SB_K] = std::move(k), in[slot::SB_V] = std::move(v);
+  in[slot::SB_O] = std::move(o), in[slot::SB_DO] = std::move(d_o), in[slot::SB_STATS] = std::move(stats);
+  in[slot::SB_SEQ_Q] = attr.get_seq_len_q(), in[slot::SB_SEQ_KV] = attr.get_seq_len_kv();
+  in[slot::SB_BIAS] = attr.get_bias();
+  in[slot::SB_SEED] = attr.get_dropout_seed(), in[slot::SB_OFFSET] = attr.get_dropout_offset();
+  TensorPtr dbias = attr.get_dbias();
+  auto outs = add_node(*impl_, std::move(attr), std::move(in));
+  if (dbias) impl_->nodes.back().outputs[3] = dbias;
   return {outs[0], outs[1], outs[2]};
 }
 TensorPtr Graph::reshape(TensorPtr x, ReshapeAttr attr) {

@@ -125,8 +125,13 @@ ojson tensor_to_json(const TensorAttr& t, const std::string& name, bool produced
 
 std::string Graph::to_json() const {
   const GraphImpl& g = *impl_;
+  // Inputs that other tensors hold (sdpa's ragged offsets) join their slots as validation does,
+  // so a graph written before validate() keeps them.
+  std::vector<NodeSpec> nodes = g.nodes;
+  for (auto& n : nodes)
+    if (const auto collect = op_traits(n.attr).collect_inputs) collect(n);
   std::unordered_set<const TensorAttr*> produced;
-  for (const auto& n : g.nodes)
+  for (const auto& n : nodes)
     for (const auto& t : n.outputs)
       if (t) produced.insert(t.get());
   // Graph inputs first (declared ones in order, then undeclared ones such as epsilon tensors in
@@ -138,11 +143,11 @@ std::string Graph::to_json() const {
   };
   for (const auto& t : g.tensors)
     if (!produced.count(t.get())) add(t);
-  for (const auto& n : g.nodes)
+  for (const auto& n : nodes)
     for (const auto& t : n.inputs)
       if (t && !produced.count(t.get())) add(t);
   for (const bool virtual_pass : {false, true})
-    for (const auto& n : g.nodes)
+    for (const auto& n : nodes)
       for (const auto& t : n.outputs)
         if (t && t->get_is_virtual() == virtual_pass) add(t);
 
@@ -174,8 +179,8 @@ std::string Graph::to_json() const {
   }
   out += order.empty() ? "],\n" : "\n  ],\n";
   out += "  \"nodes\": [";
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const NodeSpec& n = g.nodes[i];
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeSpec& n = nodes[i];
     const OpTraits& slots = op_traits(n.attr);
     ojson j;
     j["name"] = node_names.take(n.name);
@@ -197,7 +202,7 @@ std::string Graph::to_json() const {
     write_slots(outputs, out);
     out += '}';
   }
-  out += g.nodes.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  out += nodes.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;
 }
 

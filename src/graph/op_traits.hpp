@@ -34,6 +34,9 @@ struct OpTraits {
   void (*read_json)(JsonFields&, OpAttr&) = nullptr;
   // Hands the attribute the tensor inputs it also holds (epsilon, seq_len_q) after a JSON read.
   void (*attach_inputs)(NodeSpec&) = nullptr;
+  // The reverse, before validation: copies inputs that other tensors hold (sdpa's ragged offsets,
+  // set on Q, K, V and on its outputs) into their slots.
+  void (*collect_inputs)(NodeSpec&) = nullptr;
   // Arithmetic operations of one node, for the cost model.
   double (*flops)(const ir::Graph&, const ir::Node&) = nullptr;
 };

@@ -7,6 +7,7 @@
 #include "core/no_throw.hpp"
 #include "graph/graph_impl.hpp"
 #include "graph/infer_util.hpp"
+#include "graph/op_traits.hpp"
 
 namespace dnngraph {
 namespace {
@@ -139,6 +140,8 @@ Status assign_uids(GraphImpl& g) {
 Status validate_graph(GraphImpl& g) {
   g.invalidate();
   if (g.nodes.empty()) return graph_error("the graph has no operations");
+  for (auto& node : g.nodes)
+    if (const auto collect = op_traits(node.attr).collect_inputs) collect(node);
   std::unordered_map<const TensorAttr*, int> producer;
   if (auto s = check_producers(g, producer); !s.ok()) return s;
   if (auto s = topological_order(g, producer); !s.ok()) return s;

@@ -28,7 +28,7 @@ using T = DataType;
 struct SdpaCase {
   int64_t b = 1, h = 2, hk = 2, sq = 64, skv = 64, d = 64, dv = 64;
   T type = T::BFLOAT16;
-  bool causal = false, bottom_right = false, stats = false;
+  bool causal = false, bottom_right = false, stats = false, bias = false;  // bias: [1, h, sq, skv]
   std::optional<double> scale;
   std::optional<int64_t> left, right;  // the diagonal band's bounds, when given
   std::vector<int32_t> seq_q, seq_kv;  // the padding mask, when given
@@ -53,6 +53,7 @@ ct::Builder sdpa_graph(const SdpaCase& c) {
           .set_seq_len_q(ct::input(g, "SEQ_Q", {c.b, 1, 1, 1}, T::INT32))
           .set_seq_len_kv(ct::input(g, "SEQ_KV", {c.b, 1, 1, 1}, T::INT32));
     }
+    if (c.bias) a.set_bias(ct::input(g, "BIAS", {1, c.h, c.sq, c.skv}, c.type));
     auto [o, stats] = g.sdpa(q, k, v, a);
     o->set_output(true).set_data_type(c.type);
     if (c.stats) stats->set_output(true);
@@ -151,6 +152,26 @@ TEST(CudnnSdpa, WhatIsNotOfferedHasAReason) {
   EXPECT_NE(sdpa_reason(c).find("the stats output with the padding mask"), std::string::npos) << sdpa_reason(c);
 }
 
+// ALiBi, dropout, ragged offsets, paged K/V and K/V head counts apart are not lowered: each is named.
+TEST(CudnnSdpa, TheOptionalInputsAreNotLoweredYet) {
+  dg::Graph g;
+  g.set_io_data_type(T::BFLOAT16).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+  auto q = ct::input(g, "Q", {1, 2, 64, 64}, T::BFLOAT16);
+  auto k = ct::input(g, "K", {1, 2, 64, 64}, T::BFLOAT16);
+  auto v = ct::input(g, "V", {1, 1, 64, 64}, T::BFLOAT16);
+  dg::SdpaAttr a;
+  a.set_name("attn").set_alibi_mask(true).set_bias(ct::input(g, "B", {1, 1, 64, 64}, T::BFLOAT16));
+  g.sdpa(q, k, v, a)[0]->set_output(true);
+  dg::Handle cpu(dg::Device::cpu());
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
+  std::vector<Partition> parts;
+  ASSERT_TRUE(partition_graph(*impl_of(g).ir, parts).ok());
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(unsupported_reason(parts[0]),
+            "node 'attn' (sdpa): ALiBi, K and V of different head counts (not lowered to cuDNN by this engine yet)");
+}
+
 // The band masks' constants: the dims as lengths for bottom-right, the left bound folded with them
 // without padding, INT32 with padding (whose lengths are tensors).
 TEST(CudnnSdpa, BandConstantsFollowTheAlignmentAndPadding) {
@@ -209,6 +230,12 @@ TEST(CudnnSdpa, TheRealLibraryFinalizesTheAttentionGraphsOperations) {
       // matmul, scale, [padding: 2 GEN_INDEX, 2 CMP_LT, AND, SELECT], causal: 2 GEN_INDEX, CMP_GE,
       // SELECT; max, sub, exp, sum, log, add (the stats, virtual in inference), div, matmul.
       EXPECT_EQ(low.ops.size(), 2u + (padded ? 6u : 0u) + 4u + 4u + 2u + 2u);
+      c.bias = true;  // one pointwise add more
+      dg::Graph bias_graph;
+      Lowered with_bias;
+      ASSERT_TRUE(lower_partition(*api(), partitions_of(sdpa_graph(c), bias_graph).at(0), with_bias).ok());
+      EXPECT_EQ(with_bias.ops.size(), low.ops.size() + 1);
+      c.bias = false;
       // Bottom-right with a sliding window: the right bound adds s_kv, subtracts s_q; the left
       // bound: 2 GEN_INDEX, ADD, [SUB, ADD with padding], CMP_GT, SELECT.
       c.bottom_right = true, c.left = 16;
@@ -311,6 +338,13 @@ TEST_F(CudnnSdpaGpu, PaddingOnlyMatchesRef) {
 }
 
 // Bottom-right causal: the last query sees the last key (more keys than queries, the KV-cache case).
+// The bias lowering, unrun when written (no GPU): every plan cuDNN offers must match ref.
+TEST_F(CudnnSdpaGpu, BiasMatchesRef) {
+  SdpaCase c;
+  c.b = 2, c.h = 4, c.hk = 4, c.sq = 64, c.skv = 96, c.causal = true, c.bias = true, c.stats = true;
+  expect_sdpa_plans_match_ref(c, *h_, "bf16 causal + bias 2x4x64x96");
+}
+
 TEST_F(CudnnSdpaGpu, BottomRightCausalMatchesRef) {
   SdpaCase c;
   c.b = 2, c.h = 4, c.hk = 4, c.sq = 64, c.skv = 160, c.causal = true, c.bottom_right = true;

@@ -142,8 +142,8 @@ def test_sdpa_backward_gradients_match_forward_reference(cpu: Any, rng: np.rando
             assert abs((lu - ld) / (2 * step) - grad[idx]) < 1e-5
 
 
-@pytest.mark.parametrize("argument,value", [("bias", "T"), ("dBias", "T"), ("use_alibi_mask", True),
-                                            ("dropout", (0.1, "T", "T")), ("sink_token", "T")])
+@pytest.mark.parametrize("argument,value", [("rng_dump", "T"), ("score_mod", "T"), ("sink_token", "T"),
+                                            ("dSink_token", "T")])
 def test_sdpa_backward_refuses_features_it_lacks(cpu: Any, argument: str, value: Any) -> None:
     g = graph(cpu)
     Q = g.tensor(dim=[1, 1, 2, 4], stride=[8, 8, 4, 1])
@@ -154,6 +154,24 @@ def test_sdpa_backward_refuses_features_it_lacks(cpu: Any, argument: str, value:
         value = tuple(Q if x == "T" else x for x in value)
     with pytest.raises(ValueError, match=f"sdpa_backward 'bwd': {argument} asks for"):
         g.sdpa_backward(Q, Q, Q, Q, Q, ST, name="bwd", **{argument: value})
+
+
+@pytest.mark.parametrize("argument,value", [("block_mask", "T"), ("score_mod", "T"), ("score_max", "T"),
+                                            ("sink_token", "T"), ("unfuse_fma", True)])
+def test_sdpa_refuses_features_it_lacks(cpu: Any, argument: str, value: Any) -> None:
+    g = graph(cpu)
+    Q = g.tensor(dim=[1, 1, 2, 4], stride=[8, 8, 4, 1])
+    with pytest.raises(ValueError, match=f"sdpa 'fwd': {argument.split('_')[0]}"):
+        g.sdpa(Q, Q, Q, name="fwd", **{argument: Q if value == "T" else value})
+
+
+def test_sdpa_dropout_takes_probability_seed_offset(cpu: Any) -> None:
+    g = graph(cpu)
+    Q = g.tensor(dim=[1, 1, 2, 4], stride=[8, 8, 4, 1])
+    with pytest.raises(ValueError, match="the frontend's \\(mask, scale\\) form"):
+        g.sdpa(Q, Q, Q, name="fwd", dropout=(Q, Q))
+    with pytest.raises(ValueError, match="seed and offset must be tensors"):
+        g.sdpa(Q, Q, Q, name="fwd", dropout=(0.1, 3, 4))
 
 
 def test_sdpa_backward_validation_names_node_and_tensor(cpu: Any) -> None:

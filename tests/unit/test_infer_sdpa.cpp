@@ -107,7 +107,7 @@ TEST(InferSdpa, ShapeRulesNameTheTensor) {
       {k, {2, 10, 8}, "V", "rank 3 is not 4"},
       {{2, 2, 10, 32}, v, "K", "head dim 32 differs from Q's head dim 16"},
       {k, {3, 2, 10, 8}, "V", "batch 3 differs from Q's batch 2"},
-      {k, {2, 4, 10, 8}, "V", "heads 4 differ from K's heads 2"},
+      {k, {2, 3, 10, 8}, "V", "heads 3 do not divide Q's heads 4"},
       {{2, 3, 10, 16}, {2, 3, 10, 8}, "K", "heads 3 do not divide Q's heads 4"},
       {k, {2, 2, 11, 8}, "V", "sequence length 11 differs from K's 10"},
   };

@@ -5,6 +5,8 @@
 #include <limits>
 #include <variant>
 
+#include "graph/sdpa_features.hpp"
+
 namespace dnngraph::cudnn {
 namespace {
 
@@ -189,6 +191,12 @@ std::string sdpa_unsupported_reason(const Partition& p, const ir::Node& n) {
   if (p.nodes.size() != 1)
     return ir::describe(n) + ": the cudnn engine lowers an sdpa node alone in its partition (this one holds " +
            std::to_string(p.nodes.size()) + " nodes)";
+  // The bias is one pointwise add (lower_sdpa). Not lowered yet: each would be an op or a tensor
+  // attribute of the graph below (ALiBi's slopes tensor, dropout's RNG op,
+  // CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, page tables); K and V of different head counts would need
+  // the two matmuls' head broadcasts checked on a GPU.
+  if (const std::string missing = sdpa_features_missing(sdpa_features(*p.graph, n), {.bias = true}); !missing.empty())
+    return ir::describe(n) + ": " + missing + " (not lowered to cuDNN by this engine yet)";
   const DataType t = p.tensor(n.inputs[slot::SDPA_Q]).dtype;
   if (t != DataType::HALF && t != DataType::BFLOAT16)
     return ir::describe(n) + ": data type " + std::string(to_string(t)) +
@@ -216,6 +224,8 @@ std::string sdpa_unsupported_reason(const Partition& p, const ir::Node& n) {
 
 void sdpa_tensor_plans(const Partition& p, const ir::Node& n, std::vector<TensorPlan>& tensors) {
   const auto& a = std::get<SdpaAttr>(n.attr);
+  // RNG_DUMP's slot holds a one-element placeholder without dropout (which is not lowered): no op reads it.
+  std::erase_if(tensors, [&](const TensorPlan& t) { return n.outputs.size() > 2 && t.id == n.outputs[2]; });
   for (TensorPlan& t : tensors)
     if (t.id == n.inputs[slot::SDPA_K]) {  // K^T: the same bytes read with swapped strides
       std::swap(t.dims[2], t.dims[3]);
@@ -271,6 +281,11 @@ Status lower_sdpa(const CudnnApi& api, const Partition& p, const ir::Node& n,
   g.matmul(desc(n.inputs[slot::SDPA_Q]), desc(n.inputs[slot::SDPA_K]), s, seq_q, seq_kv, nullptr);
   g.pointwise(PwMode::MUL, Dtype::FLOAT, s, by_uid.at(kSdpaScaleUid), nullptr, scaled);
   s = scaled;
+  if (const int bias = tensor_id(n, slot::SDPA_BIAS); bias >= 0) {  // after the scale, as the frontend's composite
+    BackendDescriptor biased = g.tensor(Dtype::FLOAT, scores);
+    g.pointwise(PwMode::ADD, Dtype::FLOAT, s, desc(bias), nullptr, biased);
+    s = biased;
+  }
   if (seq_q && seq_kv) s = padding_mask(g, s, scores, seq_q, seq_kv, neg_inf);
   BandInputs band;
   band.neg_inf = neg_inf;

@@ -70,9 +70,12 @@ class RefPlan final : public Plan {
       return host[i] = storage[i].data();
     };
     if (staged) {
-      for (int id : part_.inputs) {
+      // Outputs too: what a node leaves alone (a ragged output's padded rows) goes back unchanged.
+      std::vector<int> staged_in(part_.inputs);
+      staged_in.insert(staged_in.end(), part_.outputs.begin(), part_.outputs.end());
+      for (int id : staged_in) {
         const ir::Tensor& t = g.tensor(id);
-        if (t.is_pass_by_value) continue;
+        if (t.is_pass_by_value || !args.ptrs[static_cast<size_t>(id)]) continue;
         if (auto s = memory::copy_to_host(h, host_ptr(id), args.ptrs[static_cast<size_t>(id)],
                                           static_cast<size_t>(t.span_bytes()));
             !s.ok())
@@ -88,19 +91,23 @@ class RefPlan final : public Plan {
       if (!s.ok()) return {s.code(), "ref: node '" + n.name + "': " + s.message()};
     }
     for (int id : copied_out) copy_elements(g.tensor(id), host_ptr(id), args.ptrs[static_cast<size_t>(id)]);
-    if (staged) {
-      for (int id : part_.outputs) {
-        const ir::Tensor& t = g.tensor(id);
-        if (auto s = memory::copy_to_device(h, args.ptrs[static_cast<size_t>(id)], host_ptr(id),
-                                            static_cast<size_t>(t.span_bytes()));
-            !s.ok())
-          return s;
-      }
-    }
+    if (staged)
+      for (int id : part_.outputs)
+        if (auto s = copy_back(h, g.tensor(id), host_ptr(id), args.ptrs[static_cast<size_t>(id)]); !s.ok()) return s;
     return {};
   }
 
  private:
+  // Only the output's own elements go back: its span's gaps may hold other outputs of the node
+  // (dQ, dK and dV interleaved in one buffer), already copied back, so the span is read afresh.
+  static Status copy_back(HandleImpl& h, const ir::Tensor& t, const void* host_data, void* device) {
+    const size_t bytes = static_cast<size_t>(t.span_bytes());
+    std::vector<unsigned char> merged(bytes);
+    if (auto s = memory::copy_to_host(h, merged.data(), device, bytes); !s.ok()) return s;
+    copy_elements(t, host_data, merged.data());
+    return memory::copy_to_device(h, device, merged.data(), bytes);
+  }
+
   Partition part_;
 };
 

@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <optional>
 
+#include <vector>
+
+#include "core/philox.hpp"
+#include "engines/ref/ops.hpp"
 #include "engines/ref/view.hpp"
 
 namespace dnngraph::ref::sdpa {
@@ -53,5 +57,84 @@ inline double load4(const View& t, int64_t b, int64_t h, int64_t s, int64_t c) {
 inline void store4(const View& t, int64_t b, int64_t h, int64_t s, int64_t c, double v) {
   dtype::store(t.data, t.dtype, offset4(t, b, h, s, c), v);
 }
+
+// How one operand's rows are found: batch b's (h, s, c) element is at base[b] + h, s, c strides
+// (base: b times the batch stride, or the ragged offset), or, for paged K and V, row s % block_size
+// of the container block that the page table names for page s / block_size.
+struct Rows {
+  View view;
+  std::vector<int64_t> base;
+  int64_t block_size = 0, pages = 0;  // paged when block_size > 0
+  std::vector<int64_t> blocks;        // [b * pages + page]
+
+  int64_t offset(int64_t b, int64_t h, int64_t s, int64_t c) const {
+    const auto& st = view.strides;
+    if (block_size > 0) {
+      const int64_t blk = blocks[static_cast<size_t>(b * pages + s / block_size)];
+      return blk * st[0] + h * st[1] + (s % block_size) * st[2] + c * st[3];
+    }
+    return base[static_cast<size_t>(b)] + h * st[1] + s * st[2] + c * st[3];
+  }
+  double load(int64_t b, int64_t h, int64_t s, int64_t c) const {
+    return dtype::load(view.data, view.dtype, offset(b, h, s, c));
+  }
+  void store(int64_t b, int64_t h, int64_t s, int64_t c, double v) const {
+    dtype::store(view.data, view.dtype, offset(b, h, s, c), v);
+  }
+};
+
+// Rows [0, rows) of head h of batch b of `x`, as doubles [rows x width], loaded once per task so
+// that the loops over keys read contiguous memory (ref's cost was the per-element load).
+inline void load_rows(const Rows& x, int64_t b, int64_t h, int64_t rows, int64_t width, std::vector<double>& out) {
+  out.resize(static_cast<size_t>(rows * width));
+  for (int64_t j = 0; j < rows; ++j)
+    for (int64_t c = 0; c < width; ++c) out[static_cast<size_t>(j * width + c)] = x.load(b, h, j, c);
+}
+
+// The rows of input or output `slot` (is_output: of the node's outputs); `ragged` is its ragged
+// offset's view (absent: none). `rows[b]` is how many rows batch b holds: a ragged offset must place
+// them inside the tensor's span, else an execution error names the tensor and the batch.
+Status rows_of(const NodeArgs& a, bool is_output, size_t slot, const View& ragged, const std::vector<int64_t>& rows,
+               Rows& out);
+// Paged K or V (input `slot`) through page table `table_slot` (and its ragged offset, if any):
+// every block that batch b's first keys[b] keys use must exist in the container.
+Status paged_rows_of(const NodeArgs& a, size_t slot, size_t table_slot, const View& table_ragged,
+                     const std::vector<int64_t>& keys, Rows& out);
+
+// What bias, ALiBi and dropout add to the scores of one (b, h, i, j).
+struct ScoreTerms {
+  View bias;                         // absent: none
+  std::vector<double> slopes;        // ALiBi's, per head; empty: none
+  std::optional<philox::DropoutMask> dropout;
+  double keep_scale = 1.0;           // 1 / (1 - p)
+  int64_t h = 0, sq = 0, skv = 0;    // the dims of the dropout mask's index space
+
+  double add(int64_t b, int64_t hi, int64_t i, int64_t j) const {
+    double s = 0;
+    if (bias.present()) {
+      const auto& d = bias.dims;
+      const auto& st = bias.strides;
+      s += dtype::load(bias.data, bias.dtype,
+                       (d[0] == 1 ? 0 : b) * st[0] + (d[1] == 1 ? 0 : hi) * st[1] + i * st[2] + j * st[3]);
+    }
+    if (!slopes.empty()) s += slopes[static_cast<size_t>(hi)] * static_cast<double>(j - i);
+    return s;
+  }
+  // The factor P's element is multiplied by: 0 dropped, 1 / (1 - p) kept, 1 without dropout.
+  double drop(int64_t b, int64_t hi, int64_t i, int64_t j) const {
+    if (!dropout) return 1.0;
+    const uint64_t index = static_cast<uint64_t>(((b * h + hi) * sq + i) * skv + j);
+    return dropout->keep(index) ? keep_scale : 0.0;
+  }
+};
+
+// ALiBi's slope of each of `heads` heads (Press et al.; the frontend test's compute_ref).
+std::vector<double> alibi_slopes(int64_t heads);
+// Bias from input `bias_slot`, dropout from `seed_slot` and the next (seed, offset).
+template <class Attr>
+ScoreTerms score_terms(const Attr& attr, const NodeArgs& a, size_t bias_slot, size_t seed_slot, int64_t h, int64_t sq,
+                       int64_t skv);
+// One element of an INT32 or INT64 [n, 1, 1, 1] view.
+int64_t read_index(const View& v, int64_t i);
 
 }  // namespace dnngraph::ref::sdpa

@@ -77,7 +77,11 @@ void probs_and_grads_generic(float* s, float* dp, int64_t ld, int64_t rows, int6
   }
 }
 
-const Kernels kGeneric{"generic", gemm_generic, softmax_generic, probs_and_grads_generic};
+void dropout_row_generic(const philox::DropoutMask& m, uint64_t first, int64_t count, float* dst, float kept) {
+  m.row(first, count, dst, kept);
+}
+
+const Kernels kGeneric{"generic", gemm_generic, softmax_generic, probs_and_grads_generic, dropout_row_generic};
 
 // ---- AVX2 + FMA
 
@@ -124,8 +128,11 @@ DG_AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float* a, int64_t 
 }
 
 // 2^x for x <= 0 (inputs below -126 give 2^-126, negligible next to the row max's 1): the Cephes
-// exp2f polynomial on [-0.5, 0.5], about 2 ulp.
+// exp2f polynomial on [-0.5, 0.5], about 2 ulp. Below -126 it gives 0, not the smallest normal:
+// a row of such P (ALiBi's far keys, a large negative bias) would otherwise feed the GEMMs values
+// whose products are subnormal, which x86 computes many times slower.
 DG_AVX2 inline __m256 exp2_avx2(__m256 x) {
+  const __m256 normal = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_GE_OQ);
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-126.0f)), _mm256_set1_ps(126.0f));
   const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 f = _mm256_sub_ps(x, n);
@@ -137,7 +144,7 @@ DG_AVX2 inline __m256 exp2_avx2(__m256 x) {
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931472028550421e-1f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
   const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), normal);
 }
 
 DG_AVX2 inline float hmax(__m256 v) {
@@ -225,7 +232,66 @@ DG_AVX2 void probs_and_grads_avx2(float* s, float* dp, int64_t ld, int64_t rows,
   }
 }
 
-const Kernels kAvx2{"avx2", gemm_avx2, softmax_avx2, probs_and_grads_avx2};
+// The high and low 32 bits of a * mul per 32-bit lane.
+DG_AVX2 inline void mulhilo(__m256i a, __m256i mul, __m256i& h, __m256i& l) {
+  const __m256i even = _mm256_mul_epu32(a, mul), odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), mul);
+  h = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+  l = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+}
+
+// Eight Philox4x32-10 blocks (groups g .. g + 7) in the lanes of c0..c3; 32-bit lanes multiply as
+// 64-bit products of the even lanes, then of the odd ones shifted down.
+DG_AVX2 inline void philox8(const philox::DropoutMask& m, uint64_t g, __m256i c[4]) {
+  alignas(32) uint32_t lo[8], hi[8];
+  for (int i = 0; i < 8; ++i) lo[i] = static_cast<uint32_t>(g + i), hi[i] = static_cast<uint32_t>((g + i) >> 32);
+  c[0] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
+  c[1] = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
+  c[2] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(m.offset)));
+  c[3] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(m.offset >> 32)));
+  uint32_t k0 = static_cast<uint32_t>(m.seed), k1 = static_cast<uint32_t>(m.seed >> 32);
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u)), m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  for (int round = 0; round < 10; ++round) {
+    __m256i h0, l0, h1, l1;
+    mulhilo(c[0], m0, h0, l0);
+    mulhilo(c[2], m1, h1, l1);
+    const __m256i key0 = _mm256_set1_epi32(static_cast<int>(k0)), key1 = _mm256_set1_epi32(static_cast<int>(k1));
+    c[0] = _mm256_xor_si256(_mm256_xor_si256(h1, c[1]), key0);
+    c[1] = l1;
+    c[2] = _mm256_xor_si256(_mm256_xor_si256(h0, c[3]), key1);
+    c[3] = l0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+DG_AVX2 void dropout_row_avx2(const philox::DropoutMask& m, uint64_t first, int64_t count, float* dst, float kept) {
+  uint64_t index = first;
+  const uint64_t end = first + static_cast<uint64_t>(count);
+  const uint64_t head = std::min(end, (index + 3) / 4 * 4);  // to a block boundary
+  m.row(index, static_cast<int64_t>(head - index), dst, kept);
+  index = head;
+  const __m256i threshold = _mm256_set1_epi32(static_cast<int>(m.threshold) - 1);
+  const __m256 vkept = _mm256_set1_ps(kept);
+  for (; end - index >= 32; index += 32) {
+    __m256i c[4];
+    philox8(m, index / 4, c);
+    __m256 v[4];  // v[w] lane i: element 4 i + w
+    for (int w = 0; w < 4; ++w)
+      v[w] = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_srli_epi32(c[w], 8), threshold)), vkept);
+    const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);  // blocks 0|4, 1|5
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);  // blocks 2|6, 3|7
+    float* out = dst + (index - first);
+    _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u1, 0x20));
+    _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(u2, u3, 0x20));
+    _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(u0, u1, 0x31));
+    _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(u2, u3, 0x31));
+  }
+  m.row(index, static_cast<int64_t>(end - index), dst + (index - first), kept);
+}
+
+const Kernels kAvx2{"avx2", gemm_avx2, softmax_avx2, probs_and_grads_avx2, dropout_row_avx2};
 #endif
 
 }  // namespace

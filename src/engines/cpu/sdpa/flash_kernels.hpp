@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/philox.hpp"
+
 namespace dnngraph::cpu::sdpa {
 
 // GEMM tiles are blocks of kMr rows by kNr columns: callers pad m and n to these multiples.
@@ -33,6 +35,9 @@ struct Kernels {
   // replaces s, and dS = P * (dp - delta[r]) replaces dp.
   void (*probs_and_grads)(float* s, float* dp, int64_t ld, int64_t rows, int64_t n_pad, const int64_t* lo,
                           const int64_t* hi, const float* lse_log2, const float* delta, float scale_log2);
+  // dst[n] = kept if the dropout mask keeps element first + n, else 0, for n < count: the bits of
+  // philox::DropoutMask::row (the AVX2 build computes eight Philox blocks at once).
+  void (*dropout_row)(const philox::DropoutMask& mask, uint64_t first, int64_t count, float* dst, float kept);
 };
 
 bool cpu_has_avx2_fma();

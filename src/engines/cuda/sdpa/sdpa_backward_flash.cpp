@@ -12,6 +12,7 @@
 #include "engines/cuda/common/kernel_config.hpp"
 #include "engines/cuda/sdpa/sdpa_backward_params.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
+#include "graph/sdpa_features.hpp"
 #include "planning/engine_instance.hpp"
 #include "runtime/cuda/driver_ext.hpp"
 
@@ -89,6 +90,9 @@ bool describe(const Partition& p, BwdProblem& out, std::string& why) {
   if (!std::holds_alternative<SdpaBackwardAttr>(n.attr))
     return fail(why, "node '" + n.name + "' is " + std::string(op_name(n.attr)) + ", not sdpa_backward");
   const ir::Graph& g = *p.graph;
+  if (const std::string missing = sdpa_features_missing(sdpa_features(g, n), {}); !missing.empty())
+    return fail(why, "node '" + n.name + "': " + missing + " (not implemented in this engine; the CPU engines and "
+                     "ref take them)");
   const auto& attr = std::get<SdpaBackwardAttr>(n.attr);
   auto in = [&](size_t slot) { return operand_of(g, slot < n.inputs.size() ? n.inputs[slot] : -1); };
   out = BwdProblem{};

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engines/cuda/common/kernel_config.hpp"
+#include "graph/sdpa_features.hpp"
 #include "runtime/cuda/driver_api.hpp"
 
 namespace dnngraph::cuda::sdpa {
@@ -113,8 +114,13 @@ bool describe(const Partition& p, Problem& out, std::string& why) {
     why = "node '" + n.name + "' is " + std::string(op_name(n.attr)) + ", not sdpa";
     return false;
   }
-  if (!check_types(p, n, why)) return false;
   const ir::Graph& g = *p.graph;
+  if (const std::string missing = sdpa_features_missing(sdpa_features(g, n), {}); !missing.empty()) {
+    why = "node '" + n.name + "': " + missing + " (not implemented in this engine; the CPU engines and ref take "
+          "them)";
+    return false;
+  }
+  if (!check_types(p, n, why)) return false;
   const auto& attr = std::get<SdpaAttr>(n.attr);
   out.node = n.name;
   out.q = operand(g, n, true, slot::SDPA_Q);
