@@ -147,6 +147,18 @@ class Graph {
   // holds `knobs` (or, when none does, its first setting overridden by `knobs`, checked by the
   // engine's schema). Plans made by create_execution_plans stay; a repeated plan is not added.
   Status create_execution_plan(int64_t engine_id, const std::map<std::string, int64_t>& knobs);
+  // ---- the cuDNN frontend's plan filters, after create_execution_plans (src/planning/plan_filters.cpp).
+  // Candidates are dropped from every partition's list (explain() says which and why); a partition
+  // left with none makes check_support fail with that reason.
+  Status select_behavior_notes(const std::vector<BehaviorNote>& notes);    // keep those with every note
+  Status deselect_behavior_notes(const std::vector<BehaviorNote>& notes);  // drop those with any of them
+  // build_plans and build_plan_at_index refuse a plan whose workspace is larger (HEURISTICS_CHOICE
+  // moves on to the partition's next candidate).
+  Status deselect_workspace_greater_than(int64_t bytes);
+  // The graph's key after build_operation_graph: equal for graphs of equal structure, dims,
+  // strides, types and attributes (the plan fingerprint), for caching built graphs by it.
+  Status key(int64_t& out) const;
+
   // The notes of the chosen plans (after build_plans), or of plan `index`, in BehaviorNote order.
   Status get_behavior_notes(std::vector<BehaviorNote>& notes) const;
   Status get_behavior_notes_for_plan_at_index(int64_t index, std::vector<BehaviorNote>& notes) const;

@@ -36,7 +36,7 @@ _BLOCKED = {
 _PASS_THROUGH = {
     "get_workspace_size", "get_workspace_size_plan_at_index", "serialize", "deserialize", "get_execution_plan_count",
     "get_plan_name_at_index", "get_behavior_notes", "get_behavior_notes_for_plan_at_index", "explain", "to_json",
-    "get_engine_count", "get_knobs_for_engine", "handle", "kernel_cache", "set_allow_tf32",
+    "get_engine_count", "get_knobs_for_engine", "handle", "kernel_cache", "set_allow_tf32", "key",
 }
 
 

@@ -204,6 +204,41 @@ void bind_pygraph_engines(nb::class_<PyGraph>& c) {
         "Raises:\n"
         "    ValueError: `index` is out of range.\n"
         "    RuntimeError: called before create_execution_plans.");
+  c.def("select_behavior_notes", [](PyGraph& g, const std::vector<BehaviorNote>& notes) {
+    check(g.graph.select_behavior_notes(notes));
+  }, nb::arg("notes"),
+        "Keeps only the candidate plans that have every one of `notes` (dnngraph.behavior_note),\n"
+        "as the cuDNN frontend's filter; explain() lists what was dropped.\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: called before create_execution_plans.");
+  c.def("deselect_behavior_notes", [](PyGraph& g, const std::vector<BehaviorNote>& notes) {
+    check(g.graph.deselect_behavior_notes(notes));
+  }, nb::arg("notes"),
+        "Drops the candidate plans that have any of `notes` (dnngraph.behavior_note), such as\n"
+        "RUNTIME_COMPILATION; check_support fails if a partition is left with none.\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: called before create_execution_plans.");
+  c.def("deselect_workspace_greater_than", [](PyGraph& g, int64_t workspace) {
+    check(g.graph.deselect_workspace_greater_than(workspace));
+  }, nb::arg("workspace"),
+        "build_plans skips plans that need more than `workspace` bytes of workspace (moving on to\n"
+        "the next candidate of the partition).\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: `workspace` is negative.\n"
+        "    RuntimeError: called before create_execution_plans.");
+  c.def("key", [](const PyGraph& g) {
+    int64_t k = 0;
+    check(g.graph.key(k));
+    return k;
+  },
+        "The graph's key (an int) after build_operation_graph: equal for graphs of the same ops,\n"
+        "dims, strides, types and attributes, for caching built graphs.\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: called before build_operation_graph.");
 }
 
 }  // namespace dnngraph::python

@@ -136,8 +136,6 @@ Status plan_set_for(GraphImpl& g, EngineSurvey& s, const std::string& who, std::
   return {};
 }
 
-bool cuda_engine(std::string_view name) { return name.rfind("cuda_", 0) == 0; }
-
 }  // namespace
 
 Status Graph::get_engine_count(int64_t& count) const {
@@ -212,6 +210,18 @@ Status Graph::create_execution_plan(int64_t engine_id, const std::map<std::strin
   });
 }
 
+void add_behavior_notes(const PartitionPlans& pp, const Candidate& c, const Target* target, std::set<BehaviorNote>& found) {
+  const Engine* e = engine_by_id(c.engine_id);
+  if (!e) return;
+  // Own CUDA engines generate their kernels' source per graph and compile it with NVRTC (a kernel
+  // cache or the library's ahead-of-time kernels may serve the binary: still runtime compilation,
+  // as cuDNN's note means it); cuBLASLt's kernels are its library's.
+  if (e->name().rfind("cuda_", 0) == 0) found.insert(BehaviorNote::RUNTIME_COMPILATION);
+  if (e->name() == "cublaslt") found.insert(BehaviorNote::CUBLASLT_DEPENDENCY);
+  if (target)
+    for (BehaviorNote n : e->behavior_notes(pp.partition, *target, c.knobs)) found.insert(n);
+}
+
 namespace {
 
 // The notes of running candidate pick(pp) of every partition.
@@ -226,15 +236,7 @@ std::vector<BehaviorNote> notes_of(const GraphImpl& g, Pick pick) {
   for (const auto& pp : g.plans->parts) {
     const Candidate& c = pp.candidates[pick(pp)];
     capturable = capturable && c.engine_id != 0;
-    const Engine* e = engine_by_id(c.engine_id);
-    if (!e) continue;
-    // Own CUDA engines generate their kernels' source per graph and compile it with NVRTC (a
-    // kernel cache or the library's ahead-of-time kernels may serve the binary: still runtime
-    // compilation, as cuDNN's note means it); cuBLASLt's kernels are its library's.
-    if (cuda_engine(e->name())) found.insert(BehaviorNote::RUNTIME_COMPILATION);
-    if (e->name() == "cublaslt") found.insert(BehaviorNote::CUBLASLT_DEPENDENCY);
-    if (target)
-      for (BehaviorNote n : e->behavior_notes(pp.partition, *target, c.knobs)) found.insert(n);
+    add_behavior_notes(pp, c, target ? &*target : nullptr, found);
   }
   if (capturable) found.insert(BehaviorNote::SUPPORTS_CUDA_GRAPH_NATIVE_API);
   return {found.begin(), found.end()};

@@ -7,6 +7,7 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,13 +54,18 @@ struct PlanSet {
   std::vector<HeurMode> modes;
   std::vector<int64_t> workspace_offset;  // by tensor id: intermediates between partitions; -1 elsewhere
   int64_t intermediates_bytes = 0;
+  int64_t max_plan_workspace = -1;  // deselect_workspace_greater_than's limit; -1: none
   mutable CheckedPointers checked;
 
-  int64_t plan_count() const;
+  int64_t plan_count() const;  // 0 while a partition has no candidate (index_for needs one)
   int64_t workspace_bytes() const;  // intermediates + the largest built plan's workspace
 };
 
 Target make_target(const GraphImpl& g, const Handle& handle);
+
+// The behaviour notes of running candidate `c` of partition `pp` (engine_query.cpp): the engine's
+// own (with a target) and what its name implies (cuda_*: RUNTIME_COMPILATION; cublaslt).
+void add_behavior_notes(const PartitionPlans& pp, const Candidate& c, const Target* target, std::set<BehaviorNote>& found);
 
 // Resolves a variant pack into pointers by IR tensor id, checking every rule (src/planning/execute.cpp).
 // `scalars` receives storage for pass-by-value values baked into the graph.

@@ -26,7 +26,10 @@ std::string Candidate::label() const {
 
 int64_t PlanSet::plan_count() const {
   size_t n = 0;
-  for (const auto& p : parts) n = std::max(n, p.candidates.size());
+  for (const auto& p : parts) {
+    if (p.candidates.empty()) return 0;  // a partition no engine runs: no plan runs the graph
+    n = std::max(n, p.candidates.size());
+  }
   return static_cast<int64_t>(n);
 }
 
@@ -218,7 +221,8 @@ Status Graph::check_support(const Handle& handle) {
 }
 
 namespace {
-Status build_candidate(PartitionPlans& pp, size_t i, const Target& target) {
+// `max_workspace` >= 0: deselect_workspace_greater_than's limit on the plan's workspace.
+Status build_candidate(PartitionPlans& pp, size_t i, const Target& target, int64_t max_workspace) {
   if (pp.built[i]) return {};
   const Candidate& c = pp.candidates[i];
   std::unique_ptr<Plan> plan;
@@ -229,6 +233,10 @@ Status build_candidate(PartitionPlans& pp, size_t i, const Target& target) {
     DG_LOG(INFO) << "building " << c.label() << " failed: " << s.to_string();
     return s;
   }
+  if (max_workspace >= 0 && plan->workspace_size() > max_workspace)
+    return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
+            c.label() + " needs " + std::to_string(plan->workspace_size()) + " bytes of workspace, more than the " +
+                std::to_string(max_workspace) + " of deselect_workspace_greater_than"};
   pp.built[i] = std::move(plan);
   return {};
 }
@@ -242,7 +250,7 @@ void build_candidates(PlanSet& ps, const Target& target, const std::vector<Candi
     const Candidate& c = ps.parts[which[k].first].candidates[which[k].second];
     (engine_by_id(c.engine_id)->builds_concurrently() ? together : alone).push_back(k);
   }
-  auto build = [&](size_t k) { status[k] = build_candidate(ps.parts[which[k].first], which[k].second, target); };
+  auto build = [&](size_t k) { status[k] = build_candidate(ps.parts[which[k].first], which[k].second, target, ps.max_plan_workspace); };
   // build_candidate throws nothing (no_throw); each task writes only its own slots.
   run_concurrently(together.size(), [&](size_t j) { build(together[j]); });
   for (size_t k : alone) build(k);
