@@ -16,6 +16,7 @@
 #include "engines/cuda/conv/conv_implicit_gemm.hpp"
 #include "engines/cuda/gemm/gemm_mma_sync.hpp"
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
+#include "engines/cuda/norm/norm_rowwise.hpp"
 #include "engines/cuda/pointwise/pointwise_jit.hpp"
 #include "engines/cuda/sdpa/sdpa_backward_flash.hpp"
 #include "engines/cuda/sdpa/sdpa_flash.hpp"
@@ -48,6 +49,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {18, &cpu::norm_grouped_engine()},
       {19, &cpu::sdpa_backward_flash_engine()},
       {20, &cuda::sdpa_backward_flash_engine()},
+      {21, &cuda::norm_rowwise_engine()},
   };
   return kEngines;
 }
