@@ -269,7 +269,13 @@ TEST(CudaNormConfig, BackwardWorkspaceIsOneSliceOfColumnSumsPerBlock) {
   const nm::NormProblem pr = problem(true, 4096, T::BFLOAT16, 2048);
   const nm::NormConfig c = nm::choose_config(pr, 0, 0, true);
   const int64_t blocks = nm::grid_blocks(pr, c, 132);
-  EXPECT_EQ(blocks, 132 * 4);  // 256-thread blocks, about 1024 threads per SM
+  EXPECT_EQ(blocks, 132 * 2);  // two 4096-wide rows of X and DY per SM in flight: 32 KB
+  EXPECT_EQ(nm::grid_blocks(pr, c, 132, 3), 132 * 3);    // the knob
+  EXPECT_EQ(nm::grid_blocks(pr, c, 132, 8), 132 * 4);    // at most 1024 threads per SM
+  EXPECT_EQ(nm::grid_blocks(problem(true, 8192, T::BFLOAT16, 8192), nm::choose_config(problem(true, 8192), 0, 0, true), 132),
+            132);
+  EXPECT_EQ(nm::grid_blocks(problem(true, 256, T::BFLOAT16, 8192), nm::choose_config(problem(true, 256), 0, 0, true), 132),
+            132 * 4);  // warp groups of 8 rows: 8 KB per block, at most 1024 threads per SM
   int64_t ws = 0;
   ASSERT_TRUE(nm::workspace_bytes(pr, blocks, ws));
   EXPECT_EQ(ws, 2 * blocks * 4096 * 4);
@@ -282,13 +288,15 @@ TEST(CudaNormConfig, BackwardWorkspaceIsOneSliceOfColumnSumsPerBlock) {
 TEST(CudaNormKnobs, RoundTripAndRules) {
   const auto& schema = nm::knob_schema();
   for (const nm::NormKnobs k : {nm::NormKnobs{}, nm::NormKnobs{.threads_per_row = 256},
-                                nm::NormKnobs{.threads_per_row = 32, .rows_per_block = 4, .vec = 0}}) {
+                                nm::NormKnobs{.threads_per_row = 32, .rows_per_block = 4, .vec = 0},
+                                nm::NormKnobs{.blocks_per_sm = 3}}) {
     const dg::Knobs printed = schema.print(k);
     nm::NormKnobs back;
     ASSERT_TRUE(schema.parse(printed, back).ok()) << dg::knobs_to_string(printed);
     EXPECT_EQ(back.threads_per_row, k.threads_per_row);
     EXPECT_EQ(back.rows_per_block, k.rows_per_block);
     EXPECT_EQ(back.vec, k.vec);
+    EXPECT_EQ(back.blocks_per_sm, k.blocks_per_sm);
   }
   EXPECT_TRUE(schema.print(nm::NormKnobs{}).empty());
   const dg::Engine& e = dg::cuda::norm_rowwise_engine();
@@ -301,6 +309,7 @@ TEST(CudaNormKnobs, RoundTripAndRules) {
   rejected({{"rows_per_block", 16}}, "knob rows_per_block=16 is not one of 0, 1, 2, 4, 8");
   rejected({{"threads_per_row", 64}, {"rows_per_block", 2}}, "knobs rows_per_block=2,threads_per_row=64: "
                                                              "rows_per_block above 1 needs threads_per_row=32");
+  rejected({{"blocks_per_sm", 9}}, "knob blocks_per_sm=9 is not in 0..8");
   rejected({{"tile", 1}}, "no knob 'tile'");
 }
 
@@ -481,7 +490,7 @@ TEST_F(CudaNormGpu, ForwardMatchesRef) {
           o.assign(r.begin(), stats ? r.end() : r.begin() + 1);
         }
         return o;
-      }, expect, 3);  // each knob setting
+      }, expect, 8);  // every knob setting
     }
 }
 
@@ -514,7 +523,7 @@ TEST_F(CudaNormGpu, BackwardMatchesRef) {
         std::vector<dg::TensorPtr> o{r[0], r[1]};
         if (dbias) o.push_back(r[2]);
         return o;
-      }, expect, 3);
+      }, expect, 8);
     }
 }
 

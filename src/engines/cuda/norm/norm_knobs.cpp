@@ -19,7 +19,8 @@ const KnobSchema<NormKnobs>& knob_schema() {
       "cuda_norm_rowwise",
       {{"threads_per_row", &NormKnobs::threads_per_row, 0, 1024, {0, 32, 64, 128, 256, 512, 1024}, false},
        {"rows_per_block", &NormKnobs::rows_per_block, 0, 8, {0, 1, 2, 4, 8}, false},
-       {"vec", &NormKnobs::vec, 0, 1, {}, false}},
+       {"vec", &NormKnobs::vec, 0, 1, {}, false},
+       {"blocks_per_sm", &NormKnobs::blocks_per_sm, 0, 8, {}, false}},
       rows_need_warp_groups};
   return kSchema;
 }

@@ -176,12 +176,16 @@ NormConfig scalar_config(const NormProblem& pr, const NormConfig& c) {
   return s;
 }
 
-int64_t grid_blocks(const NormProblem& pr, const NormConfig& c, int multiprocessors) {
+int64_t grid_blocks(const NormProblem& pr, const NormConfig& c, int multiprocessors, int64_t blocks_per_sm) {
   const int64_t need = (pr.rows + c.rows - 1) / c.rows;
   const int64_t sms = std::max(1, multiprocessors);
-  // Forward: up to 4 waves of resident blocks (a grid-stride loop takes the rest). Backward: each
-  // block is a workspace slice of column sums, so about 1024 threads per SM, no more.
-  const int64_t per_sm = pr.backward ? std::max(1, 1024 / c.block()) : 4 * std::max(1, 2048 / c.block());
+  if (!pr.backward) return std::max<int64_t>(1, std::min(need, sms * 4 * std::max(1, 2048 / c.block())));
+  // Backward: each block is a workspace slice of column sums (written, then read back), so as few
+  // blocks as keep enough loads in flight: 32 KB of X and DY rows per SM (about what an H100/H200
+  // SM needs to stream at its share of the bandwidth), at most 1024 threads per SM.
+  const int64_t row_bytes = pr.cols * (size_of(pr.x_t) + size_of(pr.dy_t)) * c.rows;
+  const int64_t want = blocks_per_sm > 0 ? blocks_per_sm : (32768 + row_bytes - 1) / row_bytes;
+  const int64_t per_sm = std::clamp<int64_t>(want, 1, std::max(1, 1024 / c.block()));
   return std::max<int64_t>(1, std::min(need, sms * per_sm));
 }
 

@@ -59,8 +59,9 @@ NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t
 // elements per lane, streamed (one row per block) when scalar items would not fit.
 NormConfig scalar_config(const NormProblem& pr, const NormConfig& c);
 
-// Blocks per launch of the main kernel; for the backward, also the workspace slices of column sums.
-int64_t grid_blocks(const NormProblem& pr, const NormConfig& c, int multiprocessors);
+// Blocks per launch of the main kernel; for the backward, also the workspace slices of column sums:
+// blocks_per_sm per SM (0: enough for 32 KB of X and DY rows in flight), at most 1024 threads per SM.
+int64_t grid_blocks(const NormProblem& pr, const NormConfig& c, int multiprocessors, int64_t blocks_per_sm = 0);
 // Workspace bytes: the backward's [2][slices][cols] fp32 column sums; 0 otherwise. False on overflow.
 bool workspace_bytes(const NormProblem& pr, int64_t slices, int64_t& out);
 

@@ -121,13 +121,18 @@ class NormRowwiseEngine final : public PreparedEngine<NormKnobs, NormProblem, pr
   NormRowwiseEngine() : PreparedEngine(kName, norm::knob_schema()) {}
 
   // The fewest threads that keep the row in registers first, then twice and half as many (or, for
-  // warp groups, 4 and 2 rows per block).
+  // warp groups, 4 and 2 rows per block); the backward also with twice its blocks per SM.
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     NormProblem pr;
     std::string why;
     if (!norm::describe(p, pr, why)) return {schema_.print(NormKnobs{})};
     const NormConfig c = config_of(pr, NormKnobs{});
     std::vector<NormKnobs> settings{NormKnobs{}};
+    if (pr.backward && pr.column_sums()) {
+      const int sms = std::max(1, t.info().multiprocessors);
+      const int64_t per_sm = (norm::grid_blocks(pr, c, sms) + sms - 1) / sms;
+      if (2 * per_sm <= std::min<int64_t>(8, 1024 / c.block())) settings.push_back({.blocks_per_sm = 2 * per_sm});
+    }
     if (c.threads == 32) {
       settings.push_back({.threads_per_row = 32, .rows_per_block = 4});
       settings.push_back({.threads_per_row = 32, .rows_per_block = 2});
@@ -148,7 +153,8 @@ class NormRowwiseEngine final : public PreparedEngine<NormKnobs, NormProblem, pr
     // slices written and read back. 85% of peak bandwidth with the row in registers; streaming
     // re-reads each row (from L2, mostly): 60%; scalar accesses: 0.7 of that.
     int64_t ws = 0;
-    if (!norm::workspace_bytes(pr, norm::grid_blocks(pr, c, t.info().multiprocessors), ws)) return 1e9;
+    if (!norm::workspace_bytes(pr, norm::grid_blocks(pr, c, t.info().multiprocessors, knobs.blocks_per_sm), ws))
+      return 1e9;
     double eff = c.resident() ? 0.85 : 0.6;
     if (c.vec == 1) eff *= 0.7;
     const double launches = pr.backward && pr.column_sums() ? 2 : 1;
@@ -164,7 +170,7 @@ class NormRowwiseEngine final : public PreparedEngine<NormKnobs, NormProblem, pr
     NormKnobs knobs;
     if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
     l.cfg = config_of(l.pr, knobs);
-    l.grid = norm::grid_blocks(l.pr, l.cfg, t.handle->cuda->multiprocessors);
+    l.grid = norm::grid_blocks(l.pr, l.cfg, t.handle->cuda->multiprocessors, knobs.blocks_per_sm);
     if (!norm::workspace_bytes(l.pr, l.grid, l.workspace))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, std::string(kName) + ": the workspace size overflows"};
     KernelBuild kb;
