@@ -60,6 +60,8 @@ class NormPlan final : public KernelPlan {
         return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(id).name + "': the pointer is null"};
     if (l_.workspace > 0 && !args.workspace)
       return {ErrorCode::WORKSPACE_TOO_SMALL, std::string(kName) + ": the plan needs workspace but it is null"};
+    if (reinterpret_cast<uintptr_t>(args.workspace) % alignof(float) != 0)
+      return {ErrorCode::INVALID_VARIANT_PACK, std::string(kName) + ": the workspace is not 4-byte aligned (fp32 sums)"};
     norm::NormParams P = params(args);
     const bool vec = l_.cfg.vec > 1 && aligned(args);
     if (l_.cfg.vec > 1 && !vec) {
