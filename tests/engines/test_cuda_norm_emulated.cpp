@@ -257,4 +257,19 @@ TEST(CudaNormEmulated, RmsnormBackwardStreamed) {
   check_backward<Cfg<true, false, F32, F32, 4, 32, 1, 0, false, false>>(5, 300, 2);
 }
 
+// Odd rows too long for registers: scalar access, streamed.
+TEST(CudaNormEmulated, ScalarStreamed) {
+  check_forward<Cfg<false, true, BF16, F32, 1, 64, 1, 0, true, true>>(4, 1001, 3, 3, 5);
+  check_backward<Cfg<true, true, BF16, BF16, 1, 64, 1, 0, true, false>>(7, 1001, 3);
+}
+
+// The bench's configurations (8192-wide bf16 rows: 256 threads x 4 vectors forward, 512 x 2
+// backward) and the widest blocks (1024 threads, 3 vectors forward, 1 backward).
+TEST(CudaNormEmulated, WideBlocks) {
+  check_forward<Cfg<false, true, BF16, BF16, 8, 256, 1, 4, true, true>>(3, 8192, 2, -2, 2);
+  check_forward<Cfg<false, false, BF16, BF16, 8, 1024, 1, 3, false, true>>(2, 24576, 1, -2, 2);
+  check_backward<Cfg<true, true, BF16, BF16, 8, 512, 1, 2, true, false>>(5, 8192, 2);
+  check_backward<Cfg<true, true, F16, F32, 8, 1024, 1, 1, true, false>>(3, 8000, 2);
+}
+
 }  // namespace
