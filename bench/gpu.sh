@@ -13,7 +13,7 @@
 #   DNNGRAPH_DEPS        a folder made by bench/gpu/carry_deps.sh, for machines that lack
 #                        nlohmann-json, CLI11, googletest, xxHash or pkg-config
 #   DNNGRAPH_CMAKE_ARGS  more arguments for the configure step
-#   DNNGRAPH_BENCHES     which benchmark groups run (default: all of pointwise gemm_conv sdpa build_time)
+#   DNNGRAPH_BENCHES     which benchmark groups run (default: all of pointwise gemm_conv sdpa norm build_time)
 #   DNNGRAPH_BUILD_TARGETS  build only these targets (default: all; the tests need all)
 #   DNNGRAPH_SKIP_TESTS=1, DNNGRAPH_SKIP_BENCH=1
 set -uo pipefail
@@ -24,7 +24,7 @@ logdir=$(dirname "$results")
 jobs=$(nproc)
 mkdir -p "$build" "$logdir"
 step() { printf '\n==== %s (%ds)\n' "$*" "$SECONDS"; }
-want_bench() { [[ -z "${DNNGRAPH_SKIP_BENCH:-}" && " ${DNNGRAPH_BENCHES:-pointwise gemm_conv sdpa build_time} " == *" $1 "* ]]; }
+want_bench() { [[ -z "${DNNGRAPH_SKIP_BENCH:-}" && " ${DNNGRAPH_BENCHES:-pointwise gemm_conv sdpa norm build_time} " == *" $1 "* ]]; }
 
 step "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>&1 | head -8
@@ -132,6 +132,15 @@ if want_bench pointwise; then
 fi
 want_bench gemm_conv && { step "GEMM / conv engines vs PyTorch"; c++ -std=c++20 -O2 -I"$root/include" -I"$root/src" "$root/bench/gpu/gemm_conv.cpp" "$build/libdnngraph.a" $xxhash_libs -ldl -pthread -o "$build/dnngraph_gemm_conv_bench" && SKIP_TESTS=1 bash "$root/bench/gpu/gemm_conv.sh" "$build" "$logdir/gemm_conv" || bench_rc=1; }
 want_bench sdpa && { step "attention: cuda_sdpa_flash vs PyTorch SDPA (flash, cuDNN)"; DNNGRAPH_SKIP_TESTS=1 bash "$root/bench/gpu/sdpa.sh" "$build" "$xxhash_libs" 2>&1 | tee "$logdir/sdpa.log" || bench_rc=1; }
+if want_bench norm; then
+  # cuda_norm_rowwise (issue #18) and PyTorch's layer_norm / rms_norm, each beside a device copy of
+  # the same bytes timed in the same process.
+  step "norms: cuda_norm_rowwise vs PyTorch (bench/gpu/norm_bench.cpp, norm_torch.py)"
+  { "$build/bench/dnngraph_bench_gpu_norm_bench"; dg_rc=$?
+    (cd "$root/bench/gpu" && python3 norm_torch.py); torch_rc=$?; [[ $dg_rc -eq 0 && $torch_rc -eq 0 ]]
+  } 2>&1 | tee "$logdir/norm.log"
+  [[ ${PIPESTATUS[0]} -ne 0 ]] && bench_rc=1
+fi
 if want_bench build_time; then
   # Fresh processes: cold (every kernel by NVRTC), with the library's AOT kernels, then
   # build_plans(ALL) of issue #16's matmul epilogue on one build thread and on every core.

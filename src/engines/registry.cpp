@@ -18,6 +18,7 @@
 #include "engines/cuda/gemm/gemm_mma_sync.hpp"
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
 #include "engines/cuda/layout/layout_copy.hpp"
+#include "engines/cuda/norm/norm_rowwise.hpp"
 #include "engines/cuda/pointwise/pointwise_jit.hpp"
 #include "engines/cuda/sdpa/sdpa_backward_flash.hpp"
 #include "engines/cuda/sdpa/sdpa_flash.hpp"
@@ -52,6 +53,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {20, &cuda::sdpa_backward_flash_engine()},
       {21, &cpu::layout_copy_engine()},
       {22, &cuda::layout_copy_engine()},
+      {23, &cuda::norm_rowwise_engine()},
   };
   return kEngines;
 }

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "engines/cuda/common/nvrtc_compile.hpp"
-#include "engines/cuda/common/unchecked_engines.hpp"
+#include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/layout/layout_copy.hpp"
 #include "engines/ref_test_util.hpp"
 #include "engines/test_cuda_util.hpp"
@@ -31,15 +31,13 @@ TEST(CudaLayoutCopyBuild, ModuleCompilesForEveryArchitecture) {
   }
 }
 
-TEST(CudaLayoutCopyBuild, GateNamesTheEngineUntilItIsListed) {
+TEST(CudaLayoutCopyBuild, HeldBackUntilListed) {
   ::unsetenv("DNNGRAPH_UNCHECKED_ENGINES");
   std::string why;
-  EXPECT_FALSE(unchecked_engine_allowed(kEngine, why));
-  EXPECT_NE(why.find("cuda_layout_copy's kernels have not yet run against ref on a GPU"), std::string::npos) << why;
-  ::setenv("DNNGRAPH_UNCHECKED_ENGINES", "cuda_norm_rowwise,cuda_layout_copy", 1);
-  EXPECT_TRUE(unchecked_engine_allowed(kEngine, why));
-  ::setenv("DNNGRAPH_UNCHECKED_ENGINES", "cuda_layout_copy_x", 1);
-  EXPECT_FALSE(unchecked_engine_allowed(kEngine, why));
+  EXPECT_FALSE(checked_on_gpu(kEngine, "", why));
+  EXPECT_NE(why.find("not yet checked against ref on a GPU"), std::string::npos) << why;
+  ::setenv("DNNGRAPH_UNCHECKED_ENGINES", "cuda_norm_rowwise, cuda_layout_copy", 1);
+  EXPECT_TRUE(checked_on_gpu(kEngine, "", why));
   ::unsetenv("DNNGRAPH_UNCHECKED_ENGINES");
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engines/cuda/codegen/emitter.hpp"
+#include "engines/cuda/common/gpu_checked.hpp"
 
 namespace dnngraph::cuda::codegen {
 
@@ -97,9 +98,8 @@ bool pointwise_expr(const PointwiseAttr& p, const std::string& a, const std::str
 bool checked_on_gpu(const Partition& p, std::string& why_not) {
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const ir::Node& n = p.node(i);
-    if (!ir::is<GenstatsAttr>(n)) continue;
-    why_not = ir::describe(n) + ": lowered, but not yet checked against ref on a GPU, so not offered";
-    return false;
+    if (ir::is<GenstatsAttr>(n) && !cuda::checked_on_gpu("genstats", ir::describe(n) + ": lowered, but", why_not))
+      return false;
   }
   return true;
 }

@@ -18,7 +18,8 @@ bool pointwise_expr(const PointwiseAttr& p, const std::string& a, const std::str
 bool has_expressions(const expr::Program& prog, std::string& why_not);
 
 // Ops the generator lowers whose CUDA kernels have not yet run against ref on a GPU (genstats's
-// two sums): refused, with this reason, until a GPU run has checked them.
+// two sums): refused, with this reason, until a GPU run has checked them (common/gpu_checked.hpp:
+// DNNGRAPH_UNCHECKED_ENGINES=genstats offers them for that run).
 bool checked_on_gpu(const Partition& p, std::string& why_not);
 
 }  // namespace dnngraph::cuda::codegen

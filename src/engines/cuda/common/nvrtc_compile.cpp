@@ -22,6 +22,11 @@ const std::vector<std::string>& nvrtc_base_options() {
 
 Status nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
                      std::vector<uint8_t>& cubin) {
+  return nvrtc_compile(source, name, arch, {}, cubin, nullptr);
+}
+
+Status nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
+                     const std::vector<std::string>& extra_options, std::vector<uint8_t>& cubin, std::string* log_out) {
   const NvrtcApi* nv = nvrtc();
   if (!nv) return {ErrorCode::DEVICE_NOT_AVAILABLE, "cannot compile '" + name + "': " + nvrtc_error()};
   std::vector<const char*> header_names, header_texts;
@@ -39,6 +44,7 @@ Status nvrtc_compile(const std::string& source, const std::string& name, const s
     return {ErrorCode::COMPILATION_FAILED, "nvrtcCreateProgram(" + name + "): " + nv->nvrtcGetErrorString(r)};
   std::vector<std::string> opts = nvrtc_base_options();
   opts.push_back("--gpu-architecture=" + arch);
+  opts.insert(opts.end(), extra_options.begin(), extra_options.end());
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
   const auto t0 = std::chrono::steady_clock::now();
@@ -65,6 +71,7 @@ Status nvrtc_compile(const std::string& source, const std::string& name, const s
       status = {ErrorCode::COMPILATION_FAILED, "nvrtcGetCUBIN(" + name + "): " + nv->nvrtcGetErrorString(r)};
   }
   nv->nvrtcDestroyProgram(&prog);
+  if (log_out) *log_out = log;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   DG_LOG(INFO) << "nvrtc: compiled '" << name << "' for " << arch << " in " << ms << " ms"
                << (log.empty() ? "" : "; log:\n" + log);

@@ -19,6 +19,10 @@ const std::vector<std::string>& nvrtc_base_options();
 // `name` names the program in messages ("pointwise.cu"). DEVICE_NOT_AVAILABLE when NVRTC is missing.
 Status nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
                      std::vector<uint8_t>& cubin);
+// The same with options beyond the base ones (e.g. "--ptxas-options=-v", whose report the compile
+// tests read for spills); `log` (when not null) gets NVRTC's log.
+Status nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
+                     const std::vector<std::string>& extra_options, std::vector<uint8_t>& cubin, std::string* log);
 
 // nvrtc_compile through the target's kernel cache (memory + disk), when it has one: a source
 // compiled before for this arch and NVRTC version is not compiled again.

@@ -6,7 +6,7 @@
 
 #include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
-#include "engines/cuda/common/unchecked_engines.hpp"
+#include "engines/cuda/common/gpu_checked.hpp"
 #include "graph/layout_copies.hpp"
 #include "planning/engine_instance.hpp"
 #include "runtime/cuda/driver_ext.hpp"
@@ -110,7 +110,7 @@ Status prepare(const Partition& p, const Target& t, Pieces& out) {
   auto no = [](std::string why) { return Status{ErrorCode::GRAPH_NOT_SUPPORTED, std::string(kName) + ": " + why}; };
   if (!t.device().is_cuda() || !t.handle->cuda) return no("runs on CUDA handles; this one is " + t.device().to_string());
   std::string why;
-  if (!unchecked_engine_allowed(kName, why)) return no(why);
+  if (!checked_on_gpu(kName, "", why)) return no(why);
   if (p.nodes.size() != 1)
     return no("node '" + p.node(0).name + "': the partition has " + std::to_string(p.nodes.size()) +
               " nodes; layout copies run one reshape, transpose, slice or concatenate");

@@ -1,0 +1,19 @@
+// Kernels that compile here but have not yet run against ref on a GPU are not offered: an engine
+// (or an op the code generator lowers) on the held-back list is refused by check() with the reason
+// below, unless DNNGRAPH_UNCHECKED_ENGINES (comma-separated names) lists it. The GPU test run sets
+// it, so a new kernel is checked there before any plan list takes it; once its tests have passed
+// on a GPU, its name leaves kHeldBack (gpu_checked.cpp).
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace dnngraph::cuda {
+
+// Whether `name` (an engine, or an op such as "genstats") is held back on this run.
+bool held_back(std::string_view name);
+
+// False, with why_not = "<what> not yet checked against ref on a GPU, so not offered (...)" (what
+// may be empty), when `name` is held back; true otherwise.
+bool checked_on_gpu(std::string_view name, const std::string& what, std::string& why_not);
+
+}  // namespace dnngraph::cuda

@@ -1,0 +1,434 @@
+// Row-wise normalizations for cuda_norm_rowwise: layernorm and rmsnorm forward (Y and the
+// per-row statistics) and backward (DX, and DSCALE/DBIAS as column sums over the rows).
+//
+// A row (X's elements at one index of dim 0, packed) is handled by a row group of kThreads
+// threads: one warp (kRows rows per block) for short rows, the whole block (kRows 1) for long ones.
+// Lane l of a group owns the vectors of kVec elements at columns (k * kThreads + l) * kVec:
+//  - kItems > 0: k < kItems, and the row stays in registers between the statistics and the output,
+//    so X (and DY) are read from memory once;
+//  - kItems 0 (rows too long for registers): the lane walks the row in steps of kThreads * kVec,
+//    twice; the second read of a row mostly hits L2.
+// Arithmetic is fp32. Layernorm's variance: two passes over the registers, or (streaming) Chan's
+// merge of per-vector moments, so a mean far from zero does not cancel the variance away.
+// Backward column sums: each lane keeps its columns' partial sums of dy * xhat and dy over the rows
+// its group handles, the groups of a block are folded in shared memory, and each block writes one
+// slice [2][slices][cols] of the workspace; norm_partials then adds the slices in a fixed order.
+// No atomics: the same inputs give the same bits on every run.
+#pragma once
+#include "dg_types.cuh"
+
+namespace dg {
+
+// Mirrored by cuda/norm/norm_params.hpp.
+struct NormParams {
+  const void* x;
+  const void* dy;       // backward
+  const void* scale;
+  const void* bias;     // forward; null without bias
+  const float* mean;    // backward input (layernorm)
+  const float* inv;     // backward input: INV_VARIANCE or INV_RMS
+  void* out;            // Y or DX
+  float* mean_out;      // forward statistics, when produced
+  float* inv_out;
+  float* partials;      // backward: [2][gridDim.x][cols] (dscale sums, then dbias sums)
+  i64 rows, cols;
+  i64 x_pitch, dy_pitch, out_pitch, mean_pitch, inv_pitch;  // dim-0 strides, in elements
+  float eps, inv_cols;
+};
+
+struct NormFinalizeParams {
+  const float* partials;
+  void* dscale;  // null when not produced
+  void* dbias;
+  i64 cols;
+  i64 slices;
+};
+
+// ---- reductions over a row group
+
+// Sums each v[i] over the group; every thread gets the sums (adds are commutative, so the xor
+// butterfly leaves the same bits in every lane; the warps' sums are added in warp order).
+template <int T, int N>
+__device__ __forceinline__ void group_sum(float (&v)[N], float* scratch) {
+DG_UNROLL
+  for (int i = 0; i < N; ++i)
+DG_UNROLL
+    for (int o = 16; o > 0; o >>= 1) v[i] += __shfl_xor_sync(0xffffffffu, v[i], o);
+  if (T > 32) {
+    constexpr int W = T > 32 ? T / 32 : 1;
+    const int warp = threadIdx.x >> 5;
+    __syncthreads();  // the previous call's reads of scratch are done
+    if ((threadIdx.x & 31) == 0)
+DG_UNROLL
+      for (int i = 0; i < N; ++i) scratch[i * W + warp] = v[i];
+    __syncthreads();
+DG_UNROLL
+    for (int i = 0; i < N; ++i) {
+      float s = 0.0f;
+      for (int w = 0; w < W; ++w) s += scratch[i * W + w];
+      v[i] = s;
+    }
+  }
+}
+
+// Count, mean and sum of squared deviations of some elements (Chan et al.'s parallel form).
+struct Moments {
+  float n, mean, m2;
+};
+
+__device__ __forceinline__ void merge(Moments& a, const Moments& b) {
+  if (b.n == 0.0f) return;
+  const float n = a.n + b.n, d = b.mean - a.mean, w = b.n / n;
+  a.mean += d * w;
+  a.m2 += b.m2 + d * d * a.n * w;
+  a.n = n;
+}
+
+// Merges the group's moments; every thread gets the result of the same merge order (lane 0's
+// tree, then the warps in order).
+template <int T>
+__device__ __forceinline__ void group_moments(Moments& m, float* scratch) {
+DG_UNROLL
+  for (int o = 16; o > 0; o >>= 1) {
+    Moments b;
+    b.n = __shfl_down_sync(0xffffffffu, m.n, o);
+    b.mean = __shfl_down_sync(0xffffffffu, m.mean, o);
+    b.m2 = __shfl_down_sync(0xffffffffu, m.m2, o);
+    if ((threadIdx.x & 31) + o < 32) merge(m, b);
+  }
+  m.n = __shfl_sync(0xffffffffu, m.n, 0);
+  m.mean = __shfl_sync(0xffffffffu, m.mean, 0);
+  m.m2 = __shfl_sync(0xffffffffu, m.m2, 0);
+  if (T > 32) {
+    constexpr int W = T > 32 ? T / 32 : 1;
+    const int warp = threadIdx.x >> 5;
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) {
+      scratch[warp] = m.n;
+      scratch[W + warp] = m.mean;
+      scratch[2 * W + warp] = m.m2;
+    }
+    __syncthreads();
+    m = Moments{0.0f, 0.0f, 0.0f};
+    for (int w = 0; w < W; ++w) merge(m, Moments{scratch[w], scratch[W + w], scratch[2 * W + w]});
+  }
+}
+
+// ---- element access
+
+template <int DT, int V>
+__device__ __forceinline__ void load_or_zero(const void* base, i64 off, bool ok, float (&v)[V]) {
+  if (ok) {
+    load_vec<DT, V>(base, off, v);
+  } else {
+DG_UNROLL
+    for (int j = 0; j < V; ++j) v[j] = 0.0f;
+  }
+}
+
+template <class C>
+__device__ __forceinline__ void load_affine(const NormParams& P, i64 col, float (&sc)[C::kVec], float (&b)[C::kVec]) {
+  load_vec<C::kScaleType, C::kVec>(P.scale, col, sc);
+  if (C::kHasBias) {
+    load_vec<C::kBiasType, C::kVec>(P.bias, col, b);
+  } else {
+DG_UNROLL
+    for (int j = 0; j < C::kVec; ++j) b[j] = 0.0f;
+  }
+}
+
+// Y for one vector of X, given the row's mean (0 for rmsnorm) and inverse deviation.
+template <class C>
+__device__ __forceinline__ void store_normalized(const NormParams& P, i64 row, i64 col, const float (&x)[C::kVec],
+                                                 float mean, float inv) {
+  float sc[C::kVec], b[C::kVec], y[C::kVec];
+  load_affine<C>(P, col, sc, b);
+DG_UNROLL
+  for (int j = 0; j < C::kVec; ++j) y[j] = (x[j] - mean) * inv * sc[j] + b[j];
+  store_vec<C::kOutType, C::kVec>(P.out, row * P.out_pitch + col, y);
+}
+
+template <class C>
+__device__ __forceinline__ void store_stats(const NormParams& P, i64 row, float mean, float inv) {
+  if (C::kMeanOut) P.mean_out[row * P.mean_pitch] = mean;
+  if (C::kInvOut) P.inv_out[row * P.inv_pitch] = inv;
+}
+
+// ---- forward
+
+template <class C>
+__device__ __forceinline__ void forward_row_resident(const NormParams& P, i64 row, int lane, float* scratch) {
+  constexpr int V = C::kVec, T = C::kThreads, K = C::kItems > 0 ? C::kItems : 1;
+  float x[K][V];
+DG_UNROLL
+  for (int k = 0; k < K; ++k) {
+    const i64 col = (i64)(k * T + lane) * V;
+    load_or_zero<C::kXType, V>(P.x, row * P.x_pitch + col, col < P.cols, x[k]);
+  }
+  float mean = 0.0f;
+  if (C::kLayernorm) {
+    float s[1] = {0.0f};
+DG_UNROLL
+    for (int k = 0; k < K; ++k)
+DG_UNROLL
+      for (int j = 0; j < V; ++j) s[0] += x[k][j];
+    group_sum<T>(s, scratch);
+    mean = s[0] * P.inv_cols;
+  }
+  float q[1] = {0.0f};
+DG_UNROLL
+  for (int k = 0; k < K; ++k) {
+    if ((i64)(k * T + lane) * V >= P.cols) continue;  // padding lanes hold zeros, not x - mean
+DG_UNROLL
+    for (int j = 0; j < V; ++j) q[0] += (x[k][j] - mean) * (x[k][j] - mean);
+  }
+  group_sum<T>(q, scratch);
+  const float inv = 1.0f / sqrtf(q[0] * P.inv_cols + P.eps);
+DG_UNROLL
+  for (int k = 0; k < K; ++k) {
+    const i64 col = (i64)(k * T + lane) * V;
+    if (col < P.cols) store_normalized<C>(P, row, col, x[k], mean, inv);
+  }
+  if (lane == 0) store_stats<C>(P, row, mean, inv);
+}
+
+template <class C>
+__device__ __forceinline__ void forward_row_streamed(const NormParams& P, i64 row, int lane, float* scratch) {
+  constexpr int V = C::kVec, T = C::kThreads;
+  Moments m{0.0f, 0.0f, 0.0f};
+  for (i64 col = (i64)lane * V; col < P.cols; col += (i64)T * V) {
+    float x[V];
+    load_vec<C::kXType, V>(P.x, row * P.x_pitch + col, x);
+    Moments c{(float)V, 0.0f, 0.0f};
+    if (C::kLayernorm) {
+DG_UNROLL
+      for (int j = 0; j < V; ++j) c.mean += x[j];
+      c.mean *= 1.0f / V;
+    }
+DG_UNROLL
+    for (int j = 0; j < V; ++j) c.m2 += (x[j] - c.mean) * (x[j] - c.mean);
+    if (C::kLayernorm) merge(m, c);
+    else m.m2 += c.m2;
+  }
+  if (C::kLayernorm) {
+    group_moments<T>(m, scratch);
+  } else {
+    float q[1] = {m.m2};
+    group_sum<T>(q, scratch);
+    m.m2 = q[0];
+  }
+  const float inv = 1.0f / sqrtf(m.m2 * P.inv_cols + P.eps);
+  for (i64 col = (i64)lane * V; col < P.cols; col += (i64)T * V) {
+    float x[V];
+    load_vec<C::kXType, V>(P.x, row * P.x_pitch + col, x);
+    store_normalized<C>(P, row, col, x, m.mean, inv);
+  }
+  if (lane == 0) store_stats<C>(P, row, m.mean, inv);
+}
+
+// Rows by groups: group r of block b takes rows b * kRows + r, then a grid's worth further on.
+// With kRows > 1 (warp groups) the groups run apart; with one group the loop is the block's.
+template <class C>
+__device__ __forceinline__ void norm_forward(const NormParams& P) {
+  __shared__ float scratch[3 * (C::kThreads > 32 ? C::kThreads / 32 : 1)];
+  const int lane = threadIdx.x % C::kThreads;
+  const i64 step = (i64)gridDim.x * C::kRows;
+  for (i64 row = (i64)blockIdx.x * C::kRows + threadIdx.x / C::kThreads; row < P.rows; row += step) {
+    if (C::kItems > 0) forward_row_resident<C>(P, row, lane, scratch);
+    else forward_row_streamed<C>(P, row, lane, scratch);
+  }
+}
+
+// ---- backward
+// With g = dy * scale and xhat = (x - mean) * inv over a row of n elements (ref_norm_training.cpp):
+//   dx = inv * (g - sum(g) / n - xhat * sum(g * xhat) / n)   (rmsnorm: mean 0, no sum(g) term)
+
+template <class C>
+__device__ __forceinline__ void row_stats(const NormParams& P, i64 row, float& mean, float& inv) {
+  mean = C::kLayernorm ? P.mean[row * P.mean_pitch] : 0.0f;
+  inv = P.inv[row * P.inv_pitch];
+}
+
+template <class C>
+__device__ __forceinline__ void store_dx(const NormParams& P, i64 row, i64 col, const float (&x)[C::kVec],
+                                         const float (&dy)[C::kVec], float mean, float inv, float a, float b) {
+  float sc[C::kVec], dx[C::kVec];
+  load_vec<C::kScaleType, C::kVec>(P.scale, col, sc);
+DG_UNROLL
+  for (int j = 0; j < C::kVec; ++j) {
+    const float xhat = (x[j] - mean) * inv, g = dy[j] * sc[j];
+    dx[j] = inv * (g - a - xhat * b);
+  }
+  store_vec<C::kOutType, C::kVec>(P.out, row * P.out_pitch + col, dx);
+}
+
+// Adds this vector's sum(g), sum(g * xhat) to s and its dy * xhat, dy to the column sums.
+template <class C>
+__device__ __forceinline__ void backward_sums(const NormParams& P, i64 col, const float (&x)[C::kVec],
+                                              const float (&dy)[C::kVec], float mean, float inv, float (&s)[2],
+                                              float (&ds)[C::kVec], float (&db)[C::kVec]) {
+  float sc[C::kVec];
+  load_vec<C::kScaleType, C::kVec>(P.scale, col, sc);
+DG_UNROLL
+  for (int j = 0; j < C::kVec; ++j) {
+    const float xhat = (x[j] - mean) * inv, g = dy[j] * sc[j];
+    s[0] += g;
+    s[1] += g * xhat;
+    ds[j] += dy[j] * xhat;
+    db[j] += dy[j];
+  }
+}
+
+template <class C>
+__device__ __forceinline__ void backward_row_resident(const NormParams& P, i64 row, int lane, float* scratch,
+                                                      float (&ds)[C::kItems > 0 ? C::kItems : 1][C::kVec],
+                                                      float (&db)[C::kItems > 0 ? C::kItems : 1][C::kVec]) {
+  constexpr int V = C::kVec, T = C::kThreads, K = C::kItems > 0 ? C::kItems : 1;
+  float x[K][V], dy[K][V];
+DG_UNROLL
+  for (int k = 0; k < K; ++k) {
+    const i64 col = (i64)(k * T + lane) * V;
+    load_or_zero<C::kXType, V>(P.x, row * P.x_pitch + col, col < P.cols, x[k]);
+    load_or_zero<C::kDyType, V>(P.dy, row * P.dy_pitch + col, col < P.cols, dy[k]);
+  }
+  float mean, inv;
+  row_stats<C>(P, row, mean, inv);
+  float s[2] = {0.0f, 0.0f};
+DG_UNROLL
+  for (int k = 0; k < K; ++k) {
+    const i64 col = (i64)(k * T + lane) * V;
+    if (col < P.cols) backward_sums<C>(P, col, x[k], dy[k], mean, inv, s, ds[k], db[k]);
+  }
+  group_sum<T>(s, scratch);
+  const float a = C::kLayernorm ? s[0] * P.inv_cols : 0.0f, b = s[1] * P.inv_cols;
+  if (!C::kDx) return;
+DG_UNROLL
+  for (int k = 0; k < K; ++k) {
+    const i64 col = (i64)(k * T + lane) * V;
+    if (col < P.cols) store_dx<C>(P, row, col, x[k], dy[k], mean, inv, a, b);
+  }
+}
+
+// Streaming: the column sums go straight to the block's workspace slice (one group per block, so
+// each column has one owner thread; its first row writes, the later ones add).
+template <class C>
+__device__ __forceinline__ void backward_row_streamed(const NormParams& P, i64 row, int lane, float* scratch) {
+  constexpr int V = C::kVec, T = C::kThreads;
+  float mean, inv;
+  row_stats<C>(P, row, mean, inv);
+  const bool first = row == (i64)blockIdx.x;
+  float* ps = P.partials + (i64)blockIdx.x * P.cols;
+  float* pb = P.partials + ((i64)gridDim.x + blockIdx.x) * P.cols;
+  float s[2] = {0.0f, 0.0f};
+  for (i64 col = (i64)lane * V; col < P.cols; col += (i64)T * V) {
+    float x[V], dy[V], ds[V], db[V];
+    load_vec<C::kXType, V>(P.x, row * P.x_pitch + col, x);
+    load_vec<C::kDyType, V>(P.dy, row * P.dy_pitch + col, dy);
+DG_UNROLL
+    for (int j = 0; j < V; ++j) ds[j] = db[j] = 0.0f;
+    backward_sums<C>(P, col, x, dy, mean, inv, s, ds, db);
+    if (C::kPartials)
+DG_UNROLL
+      for (int j = 0; j < V; ++j) {
+        ps[col + j] = first ? ds[j] : ps[col + j] + ds[j];
+        pb[col + j] = first ? db[j] : pb[col + j] + db[j];
+      }
+  }
+  group_sum<T>(s, scratch);
+  const float a = C::kLayernorm ? s[0] * P.inv_cols : 0.0f, b = s[1] * P.inv_cols;
+  if (!C::kDx) return;
+  for (i64 col = (i64)lane * V; col < P.cols; col += (i64)T * V) {
+    float x[V], dy[V];
+    load_vec<C::kXType, V>(P.x, row * P.x_pitch + col, x);
+    load_vec<C::kDyType, V>(P.dy, row * P.dy_pitch + col, dy);
+    store_dx<C>(P, row, col, x, dy, mean, inv, a, b);
+  }
+}
+
+// The resident form's column sums: the block's groups folded in shared memory (group order), then
+// one slice per block. part holds 2 * kRows * kItems * kThreads * kVec floats when kRows > 1.
+template <class C>
+__device__ __forceinline__ void store_partials(const NormParams& P, int lane, float* part,
+                                               const float (&ds)[C::kItems > 0 ? C::kItems : 1][C::kVec],
+                                               const float (&db)[C::kItems > 0 ? C::kItems : 1][C::kVec]) {
+  constexpr int V = C::kVec, T = C::kThreads, K = C::kItems > 0 ? C::kItems : 1, span = K * T * V;
+  float* ps = P.partials + (i64)blockIdx.x * P.cols;
+  float* pb = P.partials + ((i64)gridDim.x + blockIdx.x) * P.cols;
+  if (C::kRows == 1) {
+DG_UNROLL
+    for (int k = 0; k < K; ++k) {
+      const i64 col = (i64)(k * T + lane) * V;
+      if (col >= P.cols) continue;
+DG_UNROLL
+      for (int j = 0; j < V; ++j) ps[col + j] = ds[k][j], pb[col + j] = db[k][j];
+    }
+    return;
+  }
+  const int r = threadIdx.x / T;
+DG_UNROLL
+  for (int k = 0; k < K; ++k)
+DG_UNROLL
+    for (int j = 0; j < V; ++j) {
+      part[r * span + (k * T + lane) * V + j] = ds[k][j];
+      part[(C::kRows + r) * span + (k * T + lane) * V + j] = db[k][j];
+    }
+  __syncthreads();
+  for (int c = threadIdx.x; c < span && c < P.cols; c += blockDim.x) {
+    float a = 0.0f, b = 0.0f;
+    for (int g = 0; g < C::kRows; ++g) a += part[g * span + c], b += part[(C::kRows + g) * span + c];
+    ps[c] = a;
+    pb[c] = b;
+  }
+}
+
+template <class C>
+__device__ __forceinline__ void norm_backward(const NormParams& P) {
+  constexpr int K = C::kItems > 0 ? C::kItems : 1;
+  constexpr int part_floats = C::kPartials && C::kItems > 0 && C::kRows > 1 ? 2 * C::kRows * K * C::kThreads * C::kVec : 1;
+  __shared__ float scratch[2 * (C::kThreads > 32 ? C::kThreads / 32 : 1)];
+  __shared__ float part[part_floats];
+  const int lane = threadIdx.x % C::kThreads;
+  const i64 step = (i64)gridDim.x * C::kRows;
+  float ds[K][C::kVec], db[K][C::kVec];
+DG_UNROLL
+  for (int k = 0; k < K; ++k)
+DG_UNROLL
+    for (int j = 0; j < C::kVec; ++j) ds[k][j] = db[k][j] = 0.0f;
+  for (i64 row = (i64)blockIdx.x * C::kRows + threadIdx.x / C::kThreads; row < P.rows; row += step) {
+    if (C::kItems > 0) backward_row_resident<C>(P, row, lane, scratch, ds, db);
+    else backward_row_streamed<C>(P, row, lane, scratch);
+  }
+  if (C::kPartials && C::kItems > 0) store_partials<C>(P, lane, part, ds, db);
+}
+
+template <class C>
+__device__ __forceinline__ void norm_rowwise(const NormParams& P) {
+  if (C::kBackward) norm_backward<C>(P);
+  else norm_forward<C>(P);
+}
+
+// ---- the column sums' second pass: blocks of 256 threads, 32 columns x 8 slice lanes; lane s
+// adds slices s, s + 8, ..., then the 8 lane sums are added in lane order.
+template <class C>
+__device__ __forceinline__ void norm_partials(const NormFinalizeParams& F) {
+  __shared__ float sums[2][8][33];
+  const int c = threadIdx.x & 31, s = threadIdx.x >> 5;
+  const i64 col = (i64)blockIdx.x * 32 + c;
+  float a = 0.0f, b = 0.0f;
+  if (col < F.cols)
+    for (i64 i = s; i < F.slices; i += 8) {
+      a += F.partials[i * F.cols + col];
+      b += F.partials[(F.slices + i) * F.cols + col];
+    }
+  sums[0][s][c] = a;
+  sums[1][s][c] = b;
+  __syncthreads();
+  if (s != 0 || col >= F.cols) return;
+  a = b = 0.0f;
+DG_UNROLL
+  for (int i = 0; i < 8; ++i) a += sums[0][i][c], b += sums[1][i][c];
+  if (C::kDscale) store_one<C::kDscaleType>(F.dscale, col, a);
+  if (C::kDbias) store_one<C::kDbiasType>(F.dbias, col, b);
+}
+
+}  // namespace dg

@@ -1,0 +1,591 @@
+// cuda_norm_rowwise. Without a GPU: every kernel configuration compiles with NVRTC for sm_80 and
+// sm_90a with no register spills (ptxas's report), the configuration choice, the knob schema's
+// round trips and rules, and check()'s rejections with their reasons (the held-back gate
+// included). On a GPU (skipped without one, failed under DNNGRAPH_REQUIRE_GPU=1): layernorm and
+// rmsnorm forward and backward against ref on seeded random shapes in FLOAT, HALF and BFLOAT16,
+// outputs NaN-poisoned before every plan, and the backward's column sums bit-identical run to run.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <regex>
+
+#include "engines/cuda/common/gpu_checked.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
+#include "engines/cuda/norm/norm_knobs.hpp"
+#include "engines/cuda/norm/norm_problem.hpp"
+#include "engines/cuda/norm/norm_rowwise.hpp"
+#include "gemm_test_util.hpp"
+
+namespace {
+
+namespace dg = dnngraph;
+namespace nm = dnngraph::cuda::norm;
+using gemm_test::Dims;
+using gemm_test::HostTensor;
+using T = dg::DataType;
+
+constexpr const char* kEngine = "cuda_norm_rowwise";
+
+// Sets an environment variable for one scope, restoring the old value after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+Dims packed_strides(const Dims& d) { return test_dims::packed(d); }
+Dims row_param(const Dims& x) {
+  Dims d = x;
+  d[0] = 1;
+  return d;
+}
+Dims stat_dims(const Dims& x) {
+  Dims d(x.size(), 1);
+  d[0] = x[0];
+  return d;
+}
+
+dg::TensorPtr declare(dg::Graph& g, const std::string& name, const Dims& d, T t, Dims strides = {}) {
+  if (strides.empty()) strides = packed_strides(d);
+  return g.tensor(dg::TensorAttr().set_name(name).set_dim(d).set_stride(strides).set_data_type(t));
+}
+
+// The types of one test graph: X (and DY), Y or DX, scale and bias (and DSCALE/DBIAS).
+struct Types {
+  T io, out, param;
+};
+
+// Forward graphs: layernorm (bias, statistics as outputs when `stats`) or rmsnorm (bias optional).
+// Returns the outputs (Y, then the statistics when `stats`).
+std::vector<dg::TensorPtr> add_forward(dg::Graph& g, bool layernorm, const Dims& x, Types t, bool bias, bool stats,
+                                       Dims x_strides = {}) {
+  g.set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+  auto X = declare(g, "X", x, t.io, x_strides);
+  auto S = declare(g, "SCALE", row_param(x), t.param);
+  const auto phase = stats ? dg::NormFwdPhase::TRAINING : dg::NormFwdPhase::INFERENCE;
+  std::vector<dg::TensorPtr> outs;
+  if (layernorm) {
+    auto o = g.layernorm(X, S, declare(g, "BIAS", row_param(x), t.param),
+                         dg::LayernormAttr().set_name("ln").set_epsilon(1e-5).set_forward_phase(phase));
+    outs.assign(o.begin(), stats ? o.end() : o.begin() + 1);
+  } else {
+    auto a = dg::RmsnormAttr().set_name("rms").set_epsilon(1e-5).set_forward_phase(phase);
+    if (bias) a.set_bias(declare(g, "BIAS", row_param(x), t.param));
+    auto o = g.rmsnorm(X, S, a);
+    outs.assign(o.begin(), stats ? o.end() : o.begin() + 1);
+  }
+  outs[0]->set_output(true).set_data_type(t.out);
+  for (size_t i = 1; i < outs.size(); ++i) outs[i]->set_output(true).set_data_type(T::FLOAT);
+  return outs;
+}
+
+void add_backward(dg::Graph& g, bool layernorm, const Dims& x, Types t, bool dbias) {
+  g.set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+  auto DY = declare(g, "DY", x, t.io), X = declare(g, "X", x, t.io), S = declare(g, "SCALE", row_param(x), t.param);
+  std::array<dg::TensorPtr, 3> o;
+  if (layernorm)
+    o = g.layernorm_backward(DY, X, S, declare(g, "MEAN", stat_dims(x), T::FLOAT),
+                             declare(g, "INV", stat_dims(x), T::FLOAT), dg::LayernormBackwardAttr().set_name("dln"));
+  else
+    o = g.rmsnorm_backward(DY, X, S, declare(g, "INV", stat_dims(x), T::FLOAT),
+                           dg::RmsnormBackwardAttr().set_name("drms").set_has_dbias(dbias));
+  o[0]->set_output(true).set_data_type(t.out);
+  o[1]->set_output(true).set_data_type(t.param);
+  if (dbias) o[2]->set_output(true).set_data_type(t.param);
+}
+
+// The graph's one partition, described; false (with the reason) when describe() refuses it.
+::testing::AssertionResult describe(dg::Graph& g, nm::NormProblem& pr, std::string& why, dg::Partition* part = nullptr) {
+  gemm_test::Lowered low;
+  dg::Handle cpu(dg::Device::cpu());
+  if (auto s = g.validate(); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
+  if (auto s = g.build_operation_graph(cpu); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
+  std::vector<dg::Partition> parts;
+  if (auto s = dg::partition_graph(*impl_of(g).ir, parts); !s.ok()) return ::testing::AssertionFailure() << s.to_string();
+  if (parts.size() != 1) return ::testing::AssertionFailure() << parts.size() << " partitions";
+  if (part) *part = parts[0];
+  if (!nm::describe(parts[0], pr, why)) return ::testing::AssertionFailure() << why;
+  return ::testing::AssertionSuccess();
+}
+
+// ---- NVRTC: every configuration compiles, without spills
+
+// The configurations a problem can get: warp groups of 1..8 rows and block groups of 64..1024
+// threads, each with the most registers it takes and streamed, vectorized and scalar.
+std::vector<nm::NormConfig> every_config(const nm::NormProblem& pr) {
+  std::vector<nm::NormConfig> out;
+  for (int threads = 32; threads <= 1024; threads *= 2)
+    for (int rows : threads == 32 ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{1})
+      for (int vec : {pr.vec_width, 1}) {
+        nm::NormConfig c{threads, rows, nm::max_resident_floats(pr.backward, threads * rows, vec) / vec, vec};
+        out.push_back(c);
+        if (rows == 1) out.push_back({threads, 1, 0, vec});
+        if (vec == 1) break;
+      }
+  return out;
+}
+
+// One program holding every configuration of pr as its own kernel, compiled for `arch` with
+// ptxas's report: every kernel is listed, none spills.
+void expect_compiles_without_spills(const nm::NormProblem& pr, const char* arch, const std::string& what) {
+  std::string src = "#include \"norm_rowwise.cuh\"\n";
+  const auto configs = every_config(pr);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const std::string ns = "cfg" + std::to_string(i);
+    src += nm::config_source(pr, configs[i], ns) + nm::entry_source("k" + std::to_string(i), ns, configs[i].block());
+  }
+  if (pr.column_sums())
+    src += "extern \"C\" __global__ void kfin(const dg::NormFinalizeParams F) { dg::norm_partials<cfg0::KernelConfig>(F); }\n";
+  std::vector<uint8_t> cubin;
+  std::string log;
+  const dg::Status s = dg::cuda::nvrtc_compile(src, "test_norm.cu", arch, {"--ptxas-options=-v"}, cubin, &log);
+  ASSERT_TRUE(s.ok()) << what << s.to_string() << "\n---- source:\n" << src;
+  const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  int reports = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), spills); it != std::sregex_iterator(); ++it, ++reports)
+    EXPECT_TRUE((*it)[1] == "0" && (*it)[2] == "0") << what << arch << ": " << it->str() << "\n" << log;
+  EXPECT_GE(reports, static_cast<int>(configs.size())) << what << arch << ": ptxas reported\n" << log;
+}
+
+class NormNvrtc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  }
+  void compile(dg::Graph& g, const std::string& what) {
+    nm::NormProblem pr;
+    std::string why;
+    ASSERT_TRUE(describe(g, pr, why));
+    for (const char* arch : {"sm_80", "sm_90a"}) ASSERT_NO_FATAL_FAILURE(expect_compiles_without_spills(pr, arch, what));
+  }
+};
+
+TEST_F(NormNvrtc, LayernormForwardEveryConfigCompilesWithoutSpills) {
+  for (Types t : {Types{T::BFLOAT16, T::BFLOAT16, T::BFLOAT16}, Types{T::FLOAT, T::HALF, T::FLOAT}}) {
+    dg::Graph g;
+    add_forward(g, true, {16, 1024}, t, true, true);
+    compile(g, "layernorm " + std::string(dg::to_string(t.io)) + ": ");
+  }
+}
+
+TEST_F(NormNvrtc, RmsnormForwardEveryConfigCompilesWithoutSpills) {
+  for (bool bias : {false, true}) {
+    dg::Graph g;
+    add_forward(g, false, {16, 1024}, {T::HALF, T::HALF, T::FLOAT}, bias, !bias);
+    compile(g, bias ? "rmsnorm with bias: " : "rmsnorm with INV_RMS: ");
+  }
+}
+
+TEST_F(NormNvrtc, LayernormBackwardEveryConfigCompilesWithoutSpills) {
+  for (Types t : {Types{T::BFLOAT16, T::BFLOAT16, T::BFLOAT16}, Types{T::FLOAT, T::FLOAT, T::FLOAT}}) {
+    dg::Graph g;
+    add_backward(g, true, {16, 1024}, t, true);
+    compile(g, "layernorm_backward " + std::string(dg::to_string(t.io)) + ": ");
+  }
+}
+
+TEST_F(NormNvrtc, RmsnormBackwardEveryConfigCompilesWithoutSpills) {
+  for (bool dbias : {false, true}) {
+    dg::Graph g;
+    add_backward(g, false, {16, 1024}, {T::HALF, T::BFLOAT16, T::FLOAT}, dbias);
+    compile(g, dbias ? "rmsnorm_backward with dbias: " : "rmsnorm_backward: ");
+  }
+}
+
+// The plan's own module (main, scalar and finalize kernels), as make() generates it.
+TEST_F(NormNvrtc, PlanModuleCompiles) {
+  dg::Graph g;
+  add_backward(g, true, {8, 4096}, {T::BFLOAT16, T::BFLOAT16, T::BFLOAT16}, true);
+  nm::NormProblem pr;
+  std::string why;
+  ASSERT_TRUE(describe(g, pr, why));
+  const std::string src = nm::kernel_source(pr, nm::choose_config(pr, 0, 0, true));
+  for (const char* k : {nm::kMainKernel, nm::kScalarKernel, nm::kFinalizeKernel})
+    EXPECT_NE(src.find(std::string(k) + "("), std::string::npos) << k;
+  std::vector<uint8_t> cubin;
+  const dg::Status s = dg::cuda::nvrtc_compile(src, "test_norm_plan.cu", "sm_90a", cubin);
+  ASSERT_TRUE(s.ok()) << s.to_string() << "\n" << src;
+}
+
+// ---- configurations, knobs, rejections (no GPU)
+
+nm::NormProblem problem(bool backward, int64_t cols, T io = T::BFLOAT16, int64_t rows = 64) {
+  dg::Graph g;
+  if (backward) add_backward(g, true, {rows, cols}, {io, io, io}, true);
+  else add_forward(g, true, {rows, cols}, {io, io, io}, true, false);
+  nm::NormProblem pr;
+  std::string why;
+  EXPECT_TRUE(describe(g, pr, why));
+  return pr;
+}
+
+TEST(CudaNormConfig, WarpRowsForShortRowsBlockRowsForLongOnesStreamingPastRegisters) {
+  struct Want {
+    bool backward;
+    int64_t cols;
+    int threads, rows, items, vec;
+  };
+  for (const Want w : {Want{false, 256, 32, 8, 1, 8},      // a warp per row, one vector per lane
+                       Want{false, 4096, 128, 1, 4, 8},    // 32 bf16 per lane
+                       Want{false, 8192, 256, 1, 4, 8},
+                       Want{false, 24576, 1024, 1, 3, 8},  // blocks of 1024 keep 24 per lane
+                       Want{false, 32768, 1024, 1, 0, 8},  // streamed
+                       Want{false, 1001, 64, 1, 16, 1},    // odd: scalar, 16 per lane
+                       Want{true, 4096, 256, 1, 2, 8},     // backward: 16 per lane
+                       Want{true, 8192, 512, 1, 2, 8},
+                       Want{true, 16384, 1024, 1, 0, 8}}) {
+    const nm::NormConfig c = nm::choose_config(problem(w.backward, w.cols), 0, 0, true);
+    SCOPED_TRACE((w.backward ? "backward, cols " : "forward, cols ") + std::to_string(w.cols));
+    EXPECT_EQ(c.threads, w.threads);
+    EXPECT_EQ(c.rows, w.rows);
+    EXPECT_EQ(c.items, w.items);
+    EXPECT_EQ(c.vec, w.vec);
+  }
+  // FLOAT rows take 4 per vector; vec=0 and unaligned pointers take the scalar kernel with as many
+  // elements per lane, streamed (one row per block) when scalar items would not fit.
+  EXPECT_EQ(problem(false, 4096, T::FLOAT).vec_width, 4);
+  const nm::NormProblem pr = problem(false, 4096);
+  const nm::NormConfig scalar = nm::scalar_config(pr, nm::choose_config(pr, 0, 0, true));
+  EXPECT_EQ(scalar.vec, 1);
+  EXPECT_EQ(scalar.items, 0);
+  EXPECT_EQ(nm::choose_config(pr, 0, 0, false).vec, 1);
+  EXPECT_EQ(nm::scalar_config(problem(false, 256), nm::choose_config(problem(false, 256), 0, 0, true)).items, 8);
+}
+
+TEST(CudaNormConfig, BackwardWorkspaceIsOneSliceOfColumnSumsPerBlock) {
+  const nm::NormProblem pr = problem(true, 4096, T::BFLOAT16, 2048);
+  const nm::NormConfig c = nm::choose_config(pr, 0, 0, true);
+  const int64_t blocks = nm::grid_blocks(pr, c, 132);
+  EXPECT_EQ(blocks, 132 * 2);  // two 4096-wide rows of X and DY per SM in flight: 32 KB
+  EXPECT_EQ(nm::grid_blocks(pr, c, 132, 3), 132 * 3);    // the knob
+  EXPECT_EQ(nm::grid_blocks(pr, c, 132, 8), 132 * 4);    // at most 1024 threads per SM
+  EXPECT_EQ(nm::grid_blocks(problem(true, 8192, T::BFLOAT16, 8192), nm::choose_config(problem(true, 8192), 0, 0, true), 132),
+            132);
+  EXPECT_EQ(nm::grid_blocks(problem(true, 256, T::BFLOAT16, 8192), nm::choose_config(problem(true, 256), 0, 0, true), 132),
+            132 * 4);  // warp groups of 8 rows: 8 KB per block, at most 1024 threads per SM
+  int64_t ws = 0;
+  ASSERT_TRUE(nm::workspace_bytes(pr, blocks, ws));
+  EXPECT_EQ(ws, 2 * blocks * 4096 * 4);
+  EXPECT_FALSE(nm::workspace_bytes(pr, int64_t{1} << 62, ws));  // overflow is refused
+  const nm::NormProblem fwd = problem(false, 4096);
+  ASSERT_TRUE(nm::workspace_bytes(fwd, 100, ws));
+  EXPECT_EQ(ws, 0);
+}
+
+TEST(CudaNormKnobs, RoundTripAndRules) {
+  const auto& schema = nm::knob_schema();
+  for (const nm::NormKnobs k : {nm::NormKnobs{}, nm::NormKnobs{.threads_per_row = 256},
+                                nm::NormKnobs{.threads_per_row = 32, .rows_per_block = 4, .vec = 0},
+                                nm::NormKnobs{.blocks_per_sm = 3}}) {
+    const dg::Knobs printed = schema.print(k);
+    nm::NormKnobs back;
+    ASSERT_TRUE(schema.parse(printed, back).ok()) << dg::knobs_to_string(printed);
+    EXPECT_EQ(back.threads_per_row, k.threads_per_row);
+    EXPECT_EQ(back.rows_per_block, k.rows_per_block);
+    EXPECT_EQ(back.vec, k.vec);
+    EXPECT_EQ(back.blocks_per_sm, k.blocks_per_sm);
+  }
+  EXPECT_TRUE(schema.print(nm::NormKnobs{}).empty());
+  const dg::Engine& e = dg::cuda::norm_rowwise_engine();
+  auto rejected = [&](const dg::Knobs& k, const std::string& what) {
+    const dg::Status s = e.check_knobs(k);
+    EXPECT_EQ(s.code(), dg::ErrorCode::INVALID_VALUE) << dg::knobs_to_string(k);
+    EXPECT_NE(s.message().find(std::string(kEngine) + ": " + what), std::string::npos) << s.message();
+  };
+  rejected({{"threads_per_row", 48}}, "knob threads_per_row=48 is not one of 0, 32, 64, 128, 256, 512, 1024");
+  rejected({{"rows_per_block", 16}}, "knob rows_per_block=16 is not one of 0, 1, 2, 4, 8");
+  rejected({{"threads_per_row", 64}, {"rows_per_block", 2}}, "knobs rows_per_block=2,threads_per_row=64: "
+                                                             "rows_per_block above 1 needs threads_per_row=32");
+  rejected({{"blocks_per_sm", 9}}, "knob blocks_per_sm=9 is not in 0..8");
+  rejected({{"tile", 1}}, "no knob 'tile'");
+}
+
+TEST(CudaNormKnobs, KnobSpaceIsAccepted) {
+  gemm_test::FakeHopper hopper;
+  for (bool backward : {false, true})
+    for (int64_t cols : {64, 4096, 65536}) {
+      dg::Graph g;
+      if (backward) add_backward(g, false, {8, cols}, {T::HALF, T::HALF, T::FLOAT}, true);
+      else add_forward(g, false, {8, cols}, {T::HALF, T::HALF, T::FLOAT}, false, true);
+      nm::NormProblem pr;
+      std::string why;
+      dg::Partition p;
+      ASSERT_TRUE(describe(g, pr, why, &p));
+      const dg::Engine& e = dg::cuda::norm_rowwise_engine();
+      const auto space = e.knob_space(p, hopper.target);
+      EXPECT_GE(space.size(), 2u);
+      for (const auto& k : space) {
+        EXPECT_TRUE(e.check_knobs(k).ok()) << dg::knobs_to_string(k);
+        EXPECT_LT(e.estimate_seconds(p, hopper.target, k), 1.0);
+      }
+    }
+}
+
+// Each rejection names the node or tensor and the rule.
+void expect_refused(dg::Graph& g, const std::string& reason) {
+  nm::NormProblem pr;
+  std::string why;
+  const auto described = describe(g, pr, why);
+  EXPECT_FALSE(described);
+  EXPECT_NE(why.find(reason), std::string::npos) << "got: " << why << " / " << described.message();
+}
+
+TEST(CudaNormRejects, RowsThatAreNotPacked) {
+  dg::Graph a;  // X with its last two dims transposed
+  add_forward(a, true, {4, 6, 8}, {T::HALF, T::HALF, T::HALF}, true, false, {48, 1, 6});
+  expect_refused(a, "node 'ln' (layernorm), tensor 'X': stride 6 of dim 2 breaks the packed-row rule (every dim but "
+                    "the first packed row-major, innermost stride 1; this dim needs stride 1)");
+  dg::Graph b;  // a padded row is still a packed row; overlapping output rows are not
+  add_forward(b, false, {4, 8}, {T::HALF, T::HALF, T::HALF}, false, false, {16, 1});
+  nm::NormProblem pr;
+  std::string why;
+  ASSERT_TRUE(describe(b, pr, why));
+  EXPECT_EQ(pr.x_pitch, 16);
+  EXPECT_EQ(pr.vec_width, 8);
+}
+
+TEST(CudaNormRejects, TypesFusedEpiloguesAndOtherOps) {
+  dg::Graph a;
+  add_forward(a, true, {4, 8}, {T::DOUBLE, T::FLOAT, T::FLOAT}, true, false);
+  expect_refused(a, "node 'ln' (layernorm), tensor 'X': data type DOUBLE is not supported (FLOAT, HALF and BFLOAT16 are)");
+  dg::Graph b;  // statistics other than FLOAT
+  add_forward(b, false, {4, 8}, {T::FLOAT, T::FLOAT, T::FLOAT}, false, true)[1]->set_data_type(T::HALF);
+  expect_refused(b, "node 'rms' (rmsnorm), tensor 'rms::INV_RMS': data type HALF is not supported (statistics are FLOAT)");
+  dg::Graph c;
+  auto y = add_forward(c, true, {4, 8}, {T::FLOAT, T::FLOAT, T::FLOAT}, true, false)[0];
+  c.relu(y)->set_output(true);
+  y->set_output(false);
+  expect_refused(c, "the partition has 2 nodes; this engine runs a lone layernorm, rmsnorm or backward node");
+  dg::Graph d;
+  add_backward(d, true, {4, 8}, {T::FLOAT, T::FLOAT, T::FLOAT}, true);
+  d.set_compute_data_type(T::DOUBLE);  // the node takes the graph's compute type when it builds
+  expect_refused(d, "node 'dln' (layernorm_backward): compute type DOUBLE is not supported (fp32 arithmetic)");
+  dg::Graph f;  // rows past what the column sums' second pass can launch
+  add_forward(f, false, {1, int64_t{1} << 37}, {T::HALF, T::HALF, T::HALF}, false, false);
+  expect_refused(f, "tensor 'X': the row length 137438953472 is above 68719476735");
+  dg::Graph e;
+  e.relu(declare(e, "X", {4, 8}, T::FLOAT))->set_output(true);
+  expect_refused(e, "is not a layernorm, rmsnorm or their backward");
+}
+
+// Held back until its GPU tests pass: check() says so, unless DNNGRAPH_UNCHECKED_ENGINES lists it.
+TEST(CudaNormRejects, HeldBackUntilCheckedOnAGpu) {
+  {
+    ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
+    EXPECT_TRUE(dg::cuda::held_back(kEngine));
+    std::string why;
+    EXPECT_FALSE(dg::cuda::checked_on_gpu(kEngine, "", why));
+    EXPECT_EQ(why, "not yet checked against ref on a GPU, so not offered (DNNGRAPH_UNCHECKED_ENGINES="
+                   "cuda_norm_rowwise offers it, for the GPU tests)");
+    EXPECT_FALSE(dg::cuda::held_back("cuda_gemm_mma_sync"));  // engines not on the list pass
+  }
+  {
+    ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", "genstats, cuda_norm_rowwise");
+    EXPECT_FALSE(dg::cuda::held_back(kEngine));
+    EXPECT_FALSE(dg::cuda::held_back("genstats"));
+  }
+  {
+    ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", "cuda_norm_rowwise_v2,genstats");
+    EXPECT_TRUE(dg::cuda::held_back(kEngine));  // whole names only
+  }
+  // On a CPU handle the engine says it needs a CUDA one.
+  dg::Graph g;
+  add_forward(g, true, {4, 8}, {T::FLOAT, T::FLOAT, T::FLOAT}, true, false);
+  dg::Handle cpu(dg::Device::cpu());
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
+  (void)g.create_execution_plans({dg::HeurMode::FALLBACK});
+  EXPECT_NE(g.explain().find(std::string(kEngine) + ": rejected: runs on CUDA handles"), std::string::npos)
+      << g.explain();
+}
+
+// ---- on a GPU, against ref
+
+// Row lengths around the vector width, the warp/block boundaries, the register limits and 65536.
+constexpr int64_t kRowLengths[] = {1, 3, 8, 33, 100, 256, 257, 1000, 1024, 2048, 4096, 4100,
+                                   8192, 12345, 16384, 24576, 32768, 65536, 65544, 65537};
+
+// X's dims for `rows` rows of length `len`: rank 2, or the row split into two or three dims.
+Dims row_dims(int64_t rows, int64_t len, std::mt19937& rng) {
+  switch (rng() % 3) {
+    case 0: return {rows, len};
+    case 1: return len % 8 == 0 ? Dims{rows, len / 8, 8} : Dims{rows, 1, len};
+    default: return len % 4 == 0 ? Dims{rows, 2, len / 4, 2} : Dims{rows, len, 1, 1};
+  }
+}
+
+T random_type(std::mt19937& rng) {
+  const T types[] = {T::FLOAT, T::HALF, T::BFLOAT16};
+  return types[rng() % 3];
+}
+
+HostTensor random_input(const Dims& d, T t, std::mt19937& rng, double lo = -2, double hi = 2) {
+  HostTensor h = gemm_test::packed(d, t);
+  gemm_test::fill_random(h, rng, lo, hi);
+  return h;
+}
+
+// Column sums over `rows` rows in fp32: their rounding grows with the rows, so values below a
+// floor that grows with them are compared absolutely.
+gemm_test::Expect column_sum_expect(T t, int64_t rows) {
+  return {std::max(ref_test::tolerance(t), 5e-5), std::max(1.0, static_cast<double>(rows) / 8)};
+}
+
+class CudaNormGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    h_ = dg::cuda::testing::cuda_handle(why_);
+    DG_SKIP_WITHOUT_GPU(h_, why_);
+  }
+  std::string why_;
+  std::unique_ptr<dg::Handle> h_;
+  ScopedEnv gate_{"DNNGRAPH_UNCHECKED_ENGINES", kEngine};  // the tests are the check
+};
+
+TEST_F(CudaNormGpu, ForwardMatchesRef) {
+  std::mt19937 rng(1801);
+  int trial = 0;
+  for (const int64_t len : kRowLengths)
+    for (const bool layernorm : {true, false}) {
+      const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(1 + rng() % 70, (int64_t{1} << 20) / len));
+      const Dims x = row_dims(rows, len, rng);
+      const Types t{random_type(rng), random_type(rng), random_type(rng)};
+      const bool bias = layernorm || rng() % 2, stats = rng() % 2;
+      SCOPED_TRACE("trial " + std::to_string(trial++) + (layernorm ? " layernorm" : " rmsnorm") + " X " +
+                   ::testing::PrintToString(x) + " " + std::string(dg::to_string(t.io)) + (bias ? " bias" : "") +
+                   (stats ? " stats" : ""));
+      std::vector<HostTensor> in{random_input(x, t.io, rng, layernorm ? 3 : -2, layernorm ? 5 : 2),
+                                 random_input(row_param(x), t.param, rng)};
+      if (bias) in.push_back(random_input(row_param(x), t.param, rng));
+      std::vector<HostTensor> outs{gemm_test::packed(x, t.out)};
+      std::vector<gemm_test::Expect> expect{{-1, 1}};
+      for (int i = 0; stats && i < (layernorm ? 2 : 1); ++i) {
+        outs.push_back(gemm_test::packed(stat_dims(x), T::FLOAT));
+        expect.push_back({1e-5, 1});
+      }
+      gemm_test::run_vs_ref(kEngine, std::move(in), outs, [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
+        g.set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+        const auto phase = stats ? dg::NormFwdPhase::TRAINING : dg::NormFwdPhase::INFERENCE;
+        std::vector<dg::TensorPtr> o;
+        if (layernorm) {
+          auto r = g.layernorm(ts[0], ts[1], ts[2], dg::LayernormAttr().set_epsilon(1e-5).set_forward_phase(phase));
+          o.assign(r.begin(), stats ? r.end() : r.begin() + 1);
+        } else {
+          auto a = dg::RmsnormAttr().set_epsilon(1e-5).set_forward_phase(phase);
+          if (bias) a.set_bias(ts[2]);
+          auto r = g.rmsnorm(ts[0], ts[1], a);
+          o.assign(r.begin(), stats ? r.end() : r.begin() + 1);
+        }
+        return o;
+      }, expect, 8);  // every knob setting
+    }
+}
+
+TEST_F(CudaNormGpu, BackwardMatchesRef) {
+  std::mt19937 rng(1802);
+  int trial = 0;
+  for (const int64_t len : kRowLengths)
+    for (const bool layernorm : {true, false}) {
+      const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(1 + rng() % 70, (int64_t{1} << 20) / len));
+      const Dims x = row_dims(rows, len, rng);
+      const Types t{random_type(rng), random_type(rng), random_type(rng)};
+      const bool dbias = layernorm || rng() % 2;
+      SCOPED_TRACE("trial " + std::to_string(trial++) + (layernorm ? " layernorm" : " rmsnorm") + "_backward X " +
+                   ::testing::PrintToString(x) + " " + std::string(dg::to_string(t.io)) + (dbias ? " dbias" : ""));
+      std::vector<HostTensor> in{random_input(x, t.io, rng), random_input(x, t.io, rng),
+                                 random_input(row_param(x), t.param, rng)};
+      if (layernorm) in.push_back(random_input(stat_dims(x), T::FLOAT, rng, -1, 1));
+      in.push_back(random_input(stat_dims(x), T::FLOAT, rng, 0.25, 2));
+      std::vector<HostTensor> outs{gemm_test::packed(x, t.out), gemm_test::packed(row_param(x), t.param)};
+      std::vector<gemm_test::Expect> expect{{-1, 1}, column_sum_expect(t.param, rows)};
+      if (dbias) {
+        outs.push_back(gemm_test::packed(row_param(x), t.param));
+        expect.push_back(column_sum_expect(t.param, rows));
+      }
+      gemm_test::run_vs_ref(kEngine, std::move(in), outs, [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
+        g.set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+        std::array<dg::TensorPtr, 3> r;
+        if (layernorm) r = g.layernorm_backward(ts[0], ts[1], ts[2], ts[3], ts[4], {});
+        else r = g.rmsnorm_backward(ts[0], ts[1], ts[2], ts[3], dg::RmsnormBackwardAttr().set_has_dbias(dbias));
+        std::vector<dg::TensorPtr> o{r[0], r[1]};
+        if (dbias) o.push_back(r[2]);
+        return o;
+      }, expect, 8);
+    }
+}
+
+// The column sums are folded in a fixed order: two runs give the same bits.
+TEST_F(CudaNormGpu, BackwardColumnSumsAreBitIdenticalRunToRun) {
+  std::mt19937 rng(1803);
+  dg::HandleImpl& h = impl_of(*h_);
+  const Dims x{777, 1000};
+  std::vector<HostTensor> host{random_input(x, T::BFLOAT16, rng), random_input(x, T::BFLOAT16, rng),
+                               random_input(row_param(x), T::FLOAT, rng), random_input(stat_dims(x), T::FLOAT, rng),
+                               random_input(stat_dims(x), T::FLOAT, rng, 0.25, 2), gemm_test::packed(x, T::BFLOAT16),
+                               gemm_test::packed(row_param(x), T::FLOAT), gemm_test::packed(row_param(x), T::FLOAT)};
+  dg::Graph g;
+  g.set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
+  std::vector<dg::TensorPtr> ts;
+  for (size_t i = 0; i < 5; ++i) ts.push_back(host[i].declare(g, "in" + std::to_string(i)));
+  auto o = g.layernorm_backward(ts[0], ts[1], ts[2], ts[3], ts[4], {});
+  for (size_t i = 0; i < 3; ++i) {
+    host[5 + i].describe(o[i]);
+    ts.push_back(o[i]);
+  }
+  g.select_engines({kEngine});
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(*h_).ok());
+  ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+  ASSERT_TRUE(g.check_support(*h_).ok()) << g.explain();
+  ASSERT_TRUE(g.build_plans(*h_, dg::BuildPlanPolicy::HEURISTICS_CHOICE).ok());
+  std::vector<dg::memory::Buffer> bufs;
+  dg::VariantPack pack;
+  for (size_t i = 0; i < host.size(); ++i) {
+    bufs.emplace_back(h, host[i].bytes.size());
+    ASSERT_TRUE(bufs.back().status().ok());
+    ASSERT_TRUE(dg::memory::copy_to_device(h, bufs.back().get(), host[i].bytes.data(), host[i].bytes.size()).ok());
+    pack[ts[i]] = bufs.back().get();
+  }
+  int64_t ws = 0;
+  ASSERT_TRUE(g.get_workspace_size(ws).ok());
+  dg::memory::Buffer workspace(h, static_cast<size_t>(ws) + 256);
+  std::vector<std::vector<uint8_t>> first(3);
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_TRUE(g.execute(*h_, pack, workspace.get(), ws).ok());
+    ASSERT_TRUE(dg::memory::synchronize(h).ok());
+    for (size_t i = 0; i < 3; ++i) {
+      std::vector<uint8_t> got(host[5 + i].bytes.size());
+      ASSERT_TRUE(dg::memory::copy_to_host(h, got.data(), bufs[5 + i].get(), got.size()).ok());
+      if (run == 0) first[i] = std::move(got);
+      else EXPECT_EQ(got, first[i]) << "output " << i << " differs between runs";
+    }
+  }
+}
+
+// Without DNNGRAPH_UNCHECKED_ENGINES naming it, the engine is not offered, and says why.
+TEST_F(CudaNormGpu, HeldBackWithoutTheEnvironmentVariable) {
+  ScopedEnv off("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
+  dg::Graph g;
+  add_forward(g, true, {4, 64}, {T::BFLOAT16, T::BFLOAT16, T::BFLOAT16}, true, false);
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(*h_).ok());
+  (void)g.create_execution_plans({dg::HeurMode::FALLBACK});
+  EXPECT_NE(g.explain().find(std::string(kEngine) + ": rejected: not yet checked against ref on a GPU"),
+            std::string::npos)
+      << g.explain();
+}
+
+}  // namespace
