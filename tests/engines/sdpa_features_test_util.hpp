@@ -215,10 +215,10 @@ inline void pack_common(const Common& t, const Data& d, dg::VariantPack& pack) {
   }
 }
 
-// Validates, plans (mode A) and builds plan 0 of g on the CPU handle; false (and a test failure) if a step fails.
-inline bool build(dg::Graph& g, dg::Handle& handle) {
+// Validates, plans (mode A) and builds plan `plan` of g on the CPU handle; false (and a test failure) if a step fails.
+inline bool build(dg::Graph& g, dg::Handle& handle, int64_t plan) {
   if (!sdpa_test::plan_mode_a(g, handle)) return false;
-  const dg::Status s = g.build_plan_at_index(handle, 0);
+  const dg::Status s = g.build_plan_at_index(handle, plan);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return s.ok();
 }
@@ -229,7 +229,9 @@ struct FwdOut {
 };
 
 // The forward on `engine`, outputs poisoned with NaN before the run.
-inline FwdOut run_forward(const FCase& c, const Data& d, const std::string& engine, bool expect_ok = true) {
+// `plan`: the index among the engine's plans (the CPU engines': AVX2 kernels first, then portable).
+inline FwdOut run_forward(const FCase& c, const Data& d, const std::string& engine, bool expect_ok = true,
+                          int64_t plan = 0) {
   dg::Handle handle(dg::Device::cpu());
   dg::Graph g;
   g.set_io_data_type(c.type).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
@@ -259,14 +261,14 @@ inline FwdOut run_forward(const FCase& c, const Data& d, const std::string& engi
   FwdOut out{Buf(c.type, c.b * c.sq * c.h * c.dv), Buf(dg::DataType::FLOAT, c.b * c.h * c.sq),
              Buf(dg::DataType::FLOAT, c.dropout ? c.b * c.h * c.sq * c.skv : 0), {}};
   out.o.poison(), out.stats.poison(), out.dump.poison();
-  if (!build(g, handle)) return out;
+  if (!build(g, handle, plan)) return out;
   dg::VariantPack pack{{O, out.o.ptr()}, {STATS, out.stats.ptr()}};
   pack_common(t, d, pack);
   auto cp = [](const void* p) { return const_cast<void*>(p); };
   if (DUMP) pack[DUMP] = out.dump.ptr();
   if (KT) pack[KT] = cp(d.k_table.data()), pack[VT] = cp(d.v_table.data());
   if (KTR) pack[KTR] = cp(d.table_off.data()), pack[VTR] = cp(d.table_off.data());
-  out.status = g.execute_plan_at_index(handle, pack, nullptr, 0);
+  out.status = g.execute_plan_at_index(handle, pack, nullptr, plan);
   if (expect_ok) {
     EXPECT_TRUE(out.status.ok()) << out.status.to_string();
   }
@@ -309,7 +311,8 @@ struct BwdOut {
 };
 
 // The backward on `engine` from the forward's O and STATS (`fwd`) and dO, gradients poisoned.
-inline BwdOut run_backward(const FCase& c, const Data& d, const FwdOut& fwd, const Buf& d_o, const std::string& engine) {
+inline BwdOut run_backward(const FCase& c, const Data& d, const FwdOut& fwd, const Buf& d_o, const std::string& engine,
+                           int64_t plan = 0) {
   dg::Handle handle(dg::Device::cpu());
   dg::Graph g;
   g.set_io_data_type(c.type).set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
@@ -330,12 +333,12 @@ inline BwdOut run_backward(const FCase& c, const Data& d, const FwdOut& fwd, con
   BwdOut out{Buf(c.type, d.q.count()), Buf(c.type, d.k.count()), Buf(c.type, d.v.count()),
              Buf(c.type, c.bias() ? d.bias.count() : 0), {}};
   out.dq.poison(), out.dk.poison(), out.dv.poison(), out.dbias.poison();
-  if (!build(g, handle)) return out;
+  if (!build(g, handle, plan)) return out;
   dg::VariantPack pack{{O, fwd.o.ptr()}, {DO, d_o.ptr()}, {STATS, fwd.stats.ptr()},
                        {DQ, out.dq.ptr()}, {DK, out.dk.ptr()}, {DV, out.dv.ptr()}};
   pack_common(t, d, pack);
   if (DBIAS) pack[DBIAS] = out.dbias.ptr();
-  out.status = g.execute_plan_at_index(handle, pack, nullptr, 0);
+  out.status = g.execute_plan_at_index(handle, pack, nullptr, plan);
   EXPECT_TRUE(out.status.ok()) << out.status.to_string();
   return out;
 }

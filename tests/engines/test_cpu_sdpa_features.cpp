@@ -25,20 +25,26 @@ using sdpa_test::Mask;
 
 double tolerance(dg::DataType t) { return t == dg::DataType::FLOAT ? 5e-5 : 2e-2; }
 
+// The CPU engines' plans: the AVX2 kernels and the portable ones where the CPU has AVX2, else one.
+int64_t kernel_builds() { return dg::cpu::sdpa::cpu_has_avx2_fma() ? 2 : 1; }
+
 void check_forward(const FCase& c, uint32_t seed) {
   SCOPED_TRACE(c.describe());
   const Data d = sdpa_features_test::make_data(c, seed);
   const FwdOut want = sdpa_features_test::run_forward(c, d, "ref");
-  const FwdOut got = sdpa_features_test::run_forward(c, d, "cpu_sdpa_flash");
-  sdpa_features_test::expect_tensor_close(c, got.o, want.o, d.lo, d.seq_q, tolerance(c.type), "O");
-  sdpa_features_test::expect_tensor_close(c, got.stats, want.stats, {c.h, c.sq, 1, {}}, {}, tolerance(c.type) * 2,
-                                          "STATS");
-  if (c.dropout)
-    for (int64_t e = 0; e < want.dump.count(); ++e)
-      if (got.dump.at(e) != want.dump.at(e)) {
-        ADD_FAILURE() << "rng_dump element " << e << ": " << got.dump.at(e) << ", ref " << want.dump.at(e);
-        break;
-      }
+  for (int64_t plan = 0; plan < kernel_builds(); ++plan) {
+    SCOPED_TRACE("plan " + std::to_string(plan));
+    const FwdOut got = sdpa_features_test::run_forward(c, d, "cpu_sdpa_flash", true, plan);
+    sdpa_features_test::expect_tensor_close(c, got.o, want.o, d.lo, d.seq_q, tolerance(c.type), "O");
+    sdpa_features_test::expect_tensor_close(c, got.stats, want.stats, {c.h, c.sq, 1, {}}, {}, tolerance(c.type) * 2,
+                                            "STATS");
+    if (c.dropout)
+      for (int64_t e = 0; e < want.dump.count(); ++e)
+        if (got.dump.at(e) != want.dump.at(e)) {
+          ADD_FAILURE() << "rng_dump element " << e << ": " << got.dump.at(e) << ", ref " << want.dump.at(e);
+          break;
+        }
+  }
 }
 
 void check_backward(const FCase& c, uint32_t seed) {
@@ -49,8 +55,11 @@ void check_backward(const FCase& c, uint32_t seed) {
   std::mt19937 rng(seed + 1000);
   d_o.random(rng);
   const BwdOut want = sdpa_features_test::run_backward(c, d, fwd, d_o, "ref");
-  const BwdOut got = sdpa_features_test::run_backward(c, d, fwd, d_o, "cpu_sdpa_backward_flash");
-  sdpa_features_test::expect_grads_close(c, d, got, want, tolerance(c.type));
+  for (int64_t plan = 0; plan < kernel_builds(); ++plan) {
+    SCOPED_TRACE("plan " + std::to_string(plan));
+    const BwdOut got = sdpa_features_test::run_backward(c, d, fwd, d_o, "cpu_sdpa_backward_flash", plan);
+    sdpa_features_test::expect_grads_close(c, d, got, want, tolerance(c.type));
+  }
 }
 
 // A random case: MHA/GQA/MQA with K and V heads drawn apart, lengths, head dims, a mask, then the
