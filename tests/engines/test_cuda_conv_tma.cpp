@@ -109,10 +109,11 @@ TEST(CudaConvGemmView, GemmKnobsLeadForOneByOneOnHopper) {
   };
   auto rn50 = e.knob_space(partition_of(one_by_one({32, 256, 56, 56}, 64))->p(), hopper.target);
   ASSERT_GE(rn50.size(), 2u);
+  // The register epilogue's tiles (epilogue=1) first, then the staged ones.
   EXPECT_EQ(knob_list(rn50, 4),
-            "core=2,stages=6,tile_m=128,tile_n=64; core=2,stages=4,tile_m=128,tile_n=64; "
-            "core=2,stages=8,tile_m=128,tile_n=64; core=2,pingpong=1,stages=8,tile_m=128,tile_n=64; ");
-  EXPECT_EQ(count(rn50, 2), 4);
+            "core=2,epilogue=1,stages=6,tile_m=128,tile_n=64; core=2,epilogue=1,stages=4,tile_m=128,tile_n=64; "
+            "core=2,epilogue=1,stages=8,tile_m=128,tile_n=64; core=2,stages=6,tile_m=128,tile_n=64; ");
+  EXPECT_EQ(count(rn50, 2), 7);
   auto wide = e.knob_space(partition_of(one_by_one({32, 64, 56, 56}, 256))->p(), hopper.target);
   EXPECT_EQ(count(wide, 2), 2);
   EXPECT_EQ(wide[0].at("core"), 2) << knob_list(wide, 3);
@@ -148,6 +149,11 @@ TEST(CudaConvGemmView, KernelsCompileWithNvrtc) {
                                               "tile_n " + std::to_string(s.bn) + ": "));
     }
   }
+  std::string regs, why_regs;  // the register epilogue
+  ASSERT_TRUE(cv::fprop_source_for_test(partition_of(one_by_one({2, 48, 9, 9}, 40))->p(), 2, 128, 128, 5, regs, why_regs, 1,
+                                        false, false, 1, 1))
+      << why_regs;
+  ASSERT_NO_FATAL_FAILURE(expect_compiles(regs, "test_conv_gemm_view.cu", "sm_90a", "epilogue=1: "));
   // A 3x3 convolution has no GEMM view: no source.
   Case three = one_by_one({2, 48, 9, 9}, 40);
   three.filt = {3, 3};
@@ -337,6 +343,15 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
         ASSERT_NO_FATAL_FAILURE(
             expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "tile_n " + std::to_string(s.bn) + ": "));
       }
+      // The register epilogue (bf16 output) at each tile width.
+      for (int bn : {64, 128, 256}) {
+        if (t != BF || c.x.size() == 5) continue;  // (3D's 12 output channels: rows of 24 bytes, no TMA store)
+        std::string src, why;
+        ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, bn, 3, src, why, 1, false, false, 1, 1)) << why;
+        EXPECT_NE(src.find("apply_regs"), std::string::npos);
+        ASSERT_NO_FATAL_FAILURE(
+            expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "epilogue=1 tile_n " + std::to_string(bn) + ": "));
+      }
     }
 }
 
@@ -448,6 +463,62 @@ TEST(CudaConvIm2col, ConvolutionsMatchRef) {
                    {im2col_knobs(64, 8, 1, 0, 1), im2col_knobs(64, 8, 1, 1, 1), im2col_knobs(128, 6, 1, 1, 1),
                     im2col_knobs(128, 5, 2, 0, 1), im2col_knobs(64, 3, 1, 0, 1, 1)},
                    rng);
+}
+
+dg::Knobs registers(dg::Knobs k) {
+  k["epilogue"] = 1;
+  return k;
+}
+
+// The register epilogue with its TMA store (epilogue=1) on cores 2 and 3: tiles off the pixel and
+// channel counts (the store clips them), every tile width, 16-bit outputs, outputs NaN-poisoned.
+TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "epilogue=1 needs sm_90a";
+  std::mt19937 rng(151);
+  const std::vector<dg::Knobs> im2col{registers(im2col_knobs(64, 6)), registers(im2col_knobs(64, 8)),
+                                      registers(im2col_knobs(128, 5)), registers(im2col_knobs(256, 3))};
+  Case c{{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng);
+  c = {{2, 136, 17, 19}, 200, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng);
+  c = {{3, 64, 30, 30}, 320, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};  // 21 pixel tiles, several per CTA
+  run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::HALF, false, channels_last(c.x), im2col, rng);
+  c = {{1, 8, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[3]}, rng);
+  const std::vector<dg::Knobs> gemm{registers(gemm_knobs(64, 6)), registers(gemm_knobs(128, 5)),
+                                    registers(gemm_knobs(256, 3))};
+  c = one_by_one({2, 40, 15, 13}, 24);
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), gemm, rng);
+  c = one_by_one({3, 136, 25, 14}, 200);
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), gemm, rng);
+}
+
+// Offered where the epilogue allows it, first for the tutorial layer; refused with the rule for a
+// residual input, a 32-bit output, and beside ping-pong.
+TEST(CudaConvRegisterEpilogue, OfferedWhereTheEpilogueAllows) {
+  gemm_test::FakeHopper hopper;
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  const Case tutorial{{32, 128, 56, 56}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  const auto space = e.knob_space(partition_of(tutorial)->p(), hopper.target);
+  ASSERT_FALSE(space.empty());
+  EXPECT_EQ(space[0].count("epilogue"), 1u) << knob_list(space, 4);
+  for (const auto& k : space)
+    EXPECT_TRUE(!k.count("epilogue") || (k.count("pingpong") == 0 && k.count("cluster") == 0)) << dg::knobs_to_string(k);
+  dg::Graph g;
+  std::vector<dg::Partition> parts;
+  add_conv(g, tutorial, channels_last(tutorial.x), dg::DataType::FLOAT);  // FLOAT output
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  for (const auto& k : e.knob_space(parts[0], hopper.target)) EXPECT_EQ(k.count("epilogue"), 0u) << dg::knobs_to_string(k);
+  std::string src, why;
+  EXPECT_FALSE(cv::fprop_source_for_test(parts[0], 3, 128, 128, 4, src, why, 1, false, false, 1, 1));
+  EXPECT_EQ(why, "the output is FLOAT; the register epilogue stores 16-bit outputs");
+  std::unique_ptr<dg::Plan> plan;
+  dg::Knobs bad = registers(im2col_knobs(128, 6, 1, 1));
+  const dg::Status s = e.build(partition_of(tutorial)->p(), hopper.target, bad, plan);
+  EXPECT_NE(s.message().find("epilogue=1 (registers + TMA store) goes only with core=2 or 3 and cooperative whole tiles"),
+            std::string::npos)
+      << s.message();
 }
 
 // The heuristics' first plan for a ResNet-50 3x3 layer's shape (scaled down) is core 3.
