@@ -165,8 +165,10 @@ TEST(CudaConvGemmView, KernelsCompileWithNvrtc) {
 // The case (conv -> + bias [-> + R] -> ReLU, X with strides `xs`, output type `out`) on ref, then
 // on the engine with each of `settings` (plans built straight from the knobs, whatever their rank),
 // outputs poisoned with NaN before each run.
+// `bias_offset`: the bias (input 2) starts that many bytes into its buffer, so that 4 = off the
+// 16-byte vectors (the epilogues' element-by-element paths).
 void run_knobs_vs_ref(dg::Handle& gpu, const Case& c, dg::DataType t, dg::DataType out, bool residual, const Dims& xs,
-                      const std::vector<dg::Knobs>& settings, std::mt19937& rng) {
+                      const std::vector<dg::Knobs>& settings, std::mt19937& rng, size_t bias_offset = 0) {
   Dims bd(c.x.size(), 1);
   bd[1] = c.k;
   std::vector<HostTensor> in{ref_test::make_tensor(c.x, xs, t), nhwc(filter_dims(c), t), nhwc(bd, dg::DataType::FLOAT)};
@@ -196,10 +198,12 @@ void run_knobs_vs_ref(dg::Handle& gpu, const Case& c, dg::DataType t, dg::DataTy
   std::vector<dg::memory::Buffer> bufs;
   bufs.reserve(p.inputs.size() + 1);
   for (int id : p.inputs) {
-    const HostTensor& src = in.at(std::stoul(p.tensor(id).name.substr(2)));
-    bufs.emplace_back(h, src.bytes.size());
-    ASSERT_TRUE(dg::memory::copy_to_device(h, bufs.back().get(), src.bytes.data(), src.bytes.size()).ok());
-    ptrs[static_cast<size_t>(id)] = bufs.back().get();
+    const size_t index = std::stoul(p.tensor(id).name.substr(2)), offset = index == 2 ? bias_offset : 0;
+    const HostTensor& src = in.at(index);
+    bufs.emplace_back(h, src.bytes.size() + offset);
+    char* dst = static_cast<char*>(bufs.back().get()) + offset;
+    ASSERT_TRUE(dg::memory::copy_to_device(h, dst, src.bytes.data(), src.bytes.size()).ok());
+    ptrs[static_cast<size_t>(id)] = dst;
   }
   ASSERT_EQ(p.outputs.size(), 1u);
   bufs.emplace_back(h, got[0].bytes.size());
@@ -484,8 +488,11 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng);
   c = {{3, 64, 30, 30}, 320, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};  // 21 pixel tiles, several per CTA
   run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::HALF, false, channels_last(c.x), im2col, rng);
-  c = {{1, 8, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
+  c = {{1, 8, 5, 6, 7}, 16, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[3]}, rng);
+  // The bias 4 bytes off a 16-byte boundary: the element-by-element path (V = 1).
+  c = {{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[2]}, rng, 4);
   const std::vector<dg::Knobs> gemm{registers(gemm_knobs(64, 6)), registers(gemm_knobs(128, 5)),
                                     registers(gemm_knobs(256, 3))};
   c = one_by_one({2, 40, 15, 13}, 24);
