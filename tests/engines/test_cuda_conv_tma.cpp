@@ -7,8 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <memory>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -148,6 +149,11 @@ TEST(CudaConvGemmView, KernelsCompileWithNvrtc) {
                                               "tile_n " + std::to_string(s.bn) + ": "));
     }
   }
+  std::string regs, why_regs;  // the register epilogue
+  ASSERT_TRUE(cv::fprop_source_for_test(partition_of(one_by_one({2, 48, 9, 9}, 40))->p(), 2, 128, 128, 5, regs, why_regs, 1,
+                                        false, false, 1, 1))
+      << why_regs;
+  ASSERT_NO_FATAL_FAILURE(expect_compiles(regs, "test_conv_gemm_view.cu", "sm_90a", "epilogue=1: "));
   // A 3x3 convolution has no GEMM view: no source.
   Case three = one_by_one({2, 48, 9, 9}, 40);
   three.filt = {3, 3};
@@ -159,8 +165,10 @@ TEST(CudaConvGemmView, KernelsCompileWithNvrtc) {
 // The case (conv -> + bias [-> + R] -> ReLU, X with strides `xs`, output type `out`) on ref, then
 // on the engine with each of `settings` (plans built straight from the knobs, whatever their rank),
 // outputs poisoned with NaN before each run.
+// `bias_offset`: the bias (input 2) starts that many bytes into its buffer, so that 4 = off the
+// 16-byte vectors (the epilogues' element-by-element paths).
 void run_knobs_vs_ref(dg::Handle& gpu, const Case& c, dg::DataType t, dg::DataType out, bool residual, const Dims& xs,
-                      const std::vector<dg::Knobs>& settings, std::mt19937& rng) {
+                      const std::vector<dg::Knobs>& settings, std::mt19937& rng, size_t bias_offset = 0) {
   Dims bd(c.x.size(), 1);
   bd[1] = c.k;
   std::vector<HostTensor> in{ref_test::make_tensor(c.x, xs, t), nhwc(filter_dims(c), t), nhwc(bd, dg::DataType::FLOAT)};
@@ -190,10 +198,12 @@ void run_knobs_vs_ref(dg::Handle& gpu, const Case& c, dg::DataType t, dg::DataTy
   std::vector<dg::memory::Buffer> bufs;
   bufs.reserve(p.inputs.size() + 1);
   for (int id : p.inputs) {
-    const HostTensor& src = in.at(std::stoul(p.tensor(id).name.substr(2)));
-    bufs.emplace_back(h, src.bytes.size());
-    ASSERT_TRUE(dg::memory::copy_to_device(h, bufs.back().get(), src.bytes.data(), src.bytes.size()).ok());
-    ptrs[static_cast<size_t>(id)] = bufs.back().get();
+    const size_t index = std::stoul(p.tensor(id).name.substr(2)), offset = index == 2 ? bias_offset : 0;
+    const HostTensor& src = in.at(index);
+    bufs.emplace_back(h, src.bytes.size() + offset);
+    char* dst = static_cast<char*>(bufs.back().get()) + offset;
+    ASSERT_TRUE(dg::memory::copy_to_device(h, dst, src.bytes.data(), src.bytes.size()).ok());
+    ptrs[static_cast<size_t>(id)] = dst;
   }
   ASSERT_EQ(p.outputs.size(), 1u);
   bufs.emplace_back(h, got[0].bytes.size());
@@ -337,6 +347,15 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
         ASSERT_NO_FATAL_FAILURE(
             expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "tile_n " + std::to_string(s.bn) + ": "));
       }
+      // The register epilogue (bf16 output) at each tile width.
+      for (int bn : {64, 128, 256}) {
+        if (t != BF || c.x.size() == 5) continue;  // (3D's 12 output channels: rows of 24 bytes, no TMA store)
+        std::string src, why;
+        ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, bn, 3, src, why, 1, false, false, 1, 1)) << why;
+        EXPECT_NE(src.find("apply_regs"), std::string::npos);
+        ASSERT_NO_FATAL_FAILURE(
+            expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "epilogue=1 tile_n " + std::to_string(bn) + ": "));
+      }
     }
 }
 
@@ -448,6 +467,70 @@ TEST(CudaConvIm2col, ConvolutionsMatchRef) {
                    {im2col_knobs(64, 8, 1, 0, 1), im2col_knobs(64, 8, 1, 1, 1), im2col_knobs(128, 6, 1, 1, 1),
                     im2col_knobs(128, 5, 2, 0, 1), im2col_knobs(64, 3, 1, 0, 1, 1)},
                    rng);
+}
+
+dg::Knobs registers(dg::Knobs k) {
+  k["epilogue"] = 1;
+  return k;
+}
+
+// The register epilogue with its TMA store (epilogue=1) on cores 2 and 3: tiles off the pixel and
+// channel counts (the store clips them), every tile width, 16-bit outputs, outputs NaN-poisoned.
+TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "epilogue=1 needs sm_90a";
+  std::mt19937 rng(151);
+  const std::vector<dg::Knobs> im2col{registers(im2col_knobs(64, 6)), registers(im2col_knobs(64, 8)),
+                                      registers(im2col_knobs(128, 5)), registers(im2col_knobs(256, 3))};
+  Case c{{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng);
+  c = {{2, 136, 17, 19}, 200, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng);
+  c = {{3, 64, 30, 30}, 320, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};  // 21 pixel tiles, several per CTA
+  run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::HALF, false, channels_last(c.x), im2col, rng);
+  c = {{1, 8, 5, 6, 7}, 16, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[3]}, rng);
+  // The bias 4 bytes off a 16-byte boundary: the element-by-element path (V = 1).
+  c = {{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[2]}, rng, 4);
+  const std::vector<dg::Knobs> gemm{registers(gemm_knobs(64, 6)), registers(gemm_knobs(128, 5)),
+                                    registers(gemm_knobs(256, 3))};
+  c = one_by_one({2, 40, 15, 13}, 24);
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), gemm, rng);
+  c = one_by_one({3, 136, 25, 14}, 200);
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), gemm, rng);
+}
+
+// Not offered until checked against ref on a GPU (held back as conv_register_epilogue); under
+// DNNGRAPH_CONV_EPILOGUE_PROBE=1 offered first for the tutorial layer, with cooperative whole tiles
+// only. Refused with the rule for a 32-bit output and beside ping-pong.
+TEST(CudaConvRegisterEpilogue, OfferedWhereTheEpilogueAllows) {
+  gemm_test::FakeHopper hopper;
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  const Case tutorial{{32, 128, 56, 56}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  for (const auto& k : e.knob_space(partition_of(tutorial)->p(), hopper.target))
+    EXPECT_EQ(k.count("epilogue"), 0u) << dg::knobs_to_string(k);
+  ::setenv("DNNGRAPH_CONV_EPILOGUE_PROBE", "1", 1);
+  const auto space = e.knob_space(partition_of(tutorial)->p(), hopper.target);
+  ::unsetenv("DNNGRAPH_CONV_EPILOGUE_PROBE");
+  ASSERT_FALSE(space.empty());
+  EXPECT_EQ(space[0].count("epilogue"), 1u) << knob_list(space, 4);
+  for (const auto& k : space)
+    EXPECT_TRUE(!k.count("epilogue") || (k.count("pingpong") == 0 && k.count("cluster") == 0)) << dg::knobs_to_string(k);
+  dg::Graph g;
+  std::vector<dg::Partition> parts;
+  add_conv(g, tutorial, channels_last(tutorial.x), dg::DataType::FLOAT);  // FLOAT output
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  for (const auto& k : e.knob_space(parts[0], hopper.target)) EXPECT_EQ(k.count("epilogue"), 0u) << dg::knobs_to_string(k);
+  std::string src, why;
+  EXPECT_FALSE(cv::fprop_source_for_test(parts[0], 3, 128, 128, 4, src, why, 1, false, false, 1, 1));
+  EXPECT_EQ(why, "the output is FLOAT; the register epilogue stores 16-bit outputs");
+  std::unique_ptr<dg::Plan> plan;
+  dg::Knobs bad = registers(im2col_knobs(128, 6, 1, 1));
+  const dg::Status s = e.build(partition_of(tutorial)->p(), hopper.target, bad, plan);
+  EXPECT_NE(s.message().find("epilogue=1 (registers + TMA store) goes only with core=2 or 3 and cooperative whole tiles"),
+            std::string::npos)
+      << s.message();
 }
 
 // The heuristics' first plan for a ResNet-50 3x3 layer's shape (scaled down) is core 3.

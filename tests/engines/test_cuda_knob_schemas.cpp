@@ -145,6 +145,7 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
         ->set_output(true)
         .set_stride(channels_last({2, 64, 7, 7}));
     // + core=3: 64-wide tiles with 6, 4 and 8 stages and ping-pong, 128-wide split-K 2, 3, 4, 6, 8
+    // (epilogue=1 is not offered until checked on a GPU: CudaConvRegisterEpilogue)
     EXPECT_EQ(expect_space_accepted(e, g), (2u + 4u + 6u + 8u) + 8u + 9u);
   }
   {  // FLOAT as TF32
@@ -165,7 +166,9 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
     dx->set_dim({2, 16, 9, 9}).set_stride(channels_last({2, 16, 9, 9})).set_output(true);
     EXPECT_EQ(expect_space_accepted(e, g), 16u);
   }
-  expect_rejected(e, {{"tile_k", 32}}, "no knob 'tile_k' (its knobs: core, tile_m, tile_n, stages, split_k, tf32, pingpong, resident_b, cluster)");
+  expect_rejected(e, {{"tile_k", 32}},
+                  "no knob 'tile_k' (its knobs: core, tile_m, tile_n, stages, split_k, tf32, pingpong, resident_b, "
+                  "cluster, epilogue)");
   expect_rejected(e, {{"core", 4}}, "knob core=4 is not in 0..3");
   expect_rejected(e, {{"tile_n", 96}}, "knob tile_n=96 is not one of 64, 128, 256");
   expect_rejected(e, {{"split_k", 2}}, "split_k above 1 runs on the wgmma cores (core=1..3) only");
@@ -176,6 +179,9 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
                   "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1");
   expect_rejected(e, {{"core", 3}, {"tile_n", 256}, {"split_k", 2}}, "split_k above 1 on core=2 or 3 takes tile_n 128");
   expect_rejected(e, {{"core", 2}, {"resident_b", 1}}, "resident_b=1 goes only with core=3 and pingpong 0");
+  expect_rejected(e, {{"core", 1}, {"epilogue", 1}}, "epilogue=1 (registers + TMA store) goes only with core=2 or 3");
+  expect_rejected(e, {{"core", 3}, {"tile_n", 128}, {"split_k", 2}, {"epilogue", 1}},
+                  "epilogue=1 (registers + TMA store) goes only with core=2 or 3 and cooperative whole tiles");
   dg::Graph g;
   cuda_conv_test::add_conv_bias_relu(g, 64, 32);
   std::vector<dg::Partition> parts;

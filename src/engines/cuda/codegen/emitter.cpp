@@ -22,7 +22,8 @@ struct Reg {
 
 class Emitter {
  public:
-  Emitter(const expr::Program& prog, const ir::Graph& g, const Layout& L) : prog_(prog), g_(g), L_(L) {}
+  Emitter(const expr::Program& prog, const ir::Graph& g, const Layout& L, bool register_store)
+      : prog_(prog), g_(g), L_(L), register_store_(register_store) {}
 
   bool run(std::string& out, std::string& why) {
     classify();
@@ -34,7 +35,15 @@ class Emitter {
     emit_loaded();
     emit_coords();
     emit_load();
-    if (!emit_apply(why)) return false;
+    if (!emit_apply(false, why)) return false;
+    if (register_store_) {
+      if (prog_.stores.size() != 1 || !prog_.reductions.empty()) {
+        why = "the register epilogue takes one stored tensor and no reductions";
+        return false;
+      }
+      os_ << "  enum : int { kStoreType = " << dt(g_.tensor(prog_.stores[0]).dtype) << " };\n";
+      if (!emit_apply(true, why)) return false;
+    }
     emit_full();
     os_ << "};\n";
     out = os_.str();
@@ -45,6 +54,7 @@ class Emitter {
   const expr::Program& prog_;
   const ir::Graph& g_;
   const Layout& L_;
+  const bool register_store_;
   std::map<int, Reg> regs_;
   std::ostringstream os_;
   std::ostringstream decls_, lanes_;  // the pending run of wide APPLYs (flush_lanes)
@@ -197,9 +207,12 @@ class Emitter {
     os_ << "    (void)p; (void)c; (void)l;\n  }\n";
   }
 
-  bool emit_apply(std::string& why) {
-    os_ << "  template <int V>\n  __device__ __forceinline__ static void apply(const dg::PointwiseParams& p, "
-           "const Index (&c)[kRank], const Loaded<V>& l, const float* anchor, float* red) {\n";
+  // apply: the chain with its stores and reductions; to_regs: apply_regs, whose STORE writes the
+  // value to out[0..V) (the caller stores it).
+  bool emit_apply(bool to_regs, std::string& why) {
+    os_ << "  template <int V>\n  __device__ __forceinline__ static void " << (to_regs ? "apply_regs" : "apply")
+        << "(const dg::PointwiseParams& p, const Index (&c)[kRank], const Loaded<V>& l, const float* anchor, float* red"
+        << (to_regs ? ", float* out" : "") << ") {\n";
     int full_index = 0;
     for (const auto& in : prog_.code) {
       switch (in.kind) {
@@ -223,7 +236,13 @@ class Emitter {
           }
           break;
         }
-        case expr::InstrKind::STORE: flush_lanes(); emit_store(in); break;
+        case expr::InstrKind::STORE:
+          flush_lanes();
+          if (to_regs)
+            os_ << "#pragma unroll\n    for (int j = 0; j < V; ++j) out[j] = " << ref(in.src[0], "j") << ";\n";
+          else
+            emit_store(in);
+          break;
         case expr::InstrKind::REDUCE: flush_lanes(); emit_reduce(in, full_index); break;
         default: break;
       }
@@ -318,9 +337,9 @@ std::string emit_finalize_calls(const Layout& L, const std::string& blocks, bool
   return os.str();
 }
 
-std::string emit_epilogue(const expr::Program& prog, const ir::Graph& g, const Layout& L) {
+std::string emit_epilogue(const expr::Program& prog, const ir::Graph& g, const Layout& L, bool register_store) {
   std::string out, why;
-  Emitter e(prog, g, L);
+  Emitter e(prog, g, L, register_store);
   if (!e.run(out, why)) return "#error \"" + why + "\"\n";
   return out;
 }

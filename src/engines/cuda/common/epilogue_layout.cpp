@@ -193,8 +193,8 @@ bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, E
   return b.run();
 }
 
-std::string epilogue_source(const EpiloguePlan& e, const ir::Graph& g) {
-  return "namespace dg_gen {\n" + codegen::emit_epilogue(e.prog, g, e.L) + "}  // namespace dg_gen\n";
+std::string epilogue_source(const EpiloguePlan& e, const ir::Graph& g, bool register_store) {
+  return "namespace dg_gen {\n" + codegen::emit_epilogue(e.prog, g, e.L, register_store) + "}  // namespace dg_gen\n";
 }
 
 std::string finalize_source(const codegen::Layout& L) {

@@ -46,8 +46,9 @@ const ir::Node* anchor_of(const Partition& p, const char* op, std::string& why) 
 // Lowers the partition around its anchor and lays the epilogue out over the axes; false with `why`.
 bool plan_epilogue(const Partition& p, const EpilogueAxes& axes, bool dynamic, EpiloguePlan& out, std::string& why);
 
-// `namespace dg_gen { struct Epilogue ... }` for the kernel source.
-std::string epilogue_source(const EpiloguePlan& e, const ir::Graph& g);
+// `namespace dg_gen { struct Epilogue ... }` for the kernel source (`register_store`: see
+// codegen::emit_epilogue).
+std::string epilogue_source(const EpiloguePlan& e, const ir::Graph& g, bool register_store = false);
 // The kernel that finishes reductions not accumulated in their output ("" when none is needed).
 inline constexpr const char* kEpilogueFinalizeKernel = "dg_gemm_finalize";
 std::string finalize_source(const codegen::Layout& L);

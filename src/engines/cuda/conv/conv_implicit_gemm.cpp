@@ -7,11 +7,13 @@
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
 #include "engines/cuda/conv/conv_gemm_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
+#include "engines/cuda/conv/conv_tma_store.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/driver_ext.hpp"
 #include "planning/engine_instance.hpp"
@@ -22,6 +24,14 @@ namespace {
 using conv::ConvProblem;
 constexpr const char* kEngineName = "cuda_conv_implicit_gemm";
 constexpr const char* kFpropKernel = "dg_conv_fprop";
+// The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1): a
+// prediction (docs/perf.md, 2026-12-05), not yet measured.
+constexpr double kRegisterEpilogueGain = 1.06;
+// The knob space offers epilogue=1 plans only once CudaConvRegisterEpilogue.* has passed against
+// ref on a GPU: "conv_register_epilogue" is held back (common/gpu_checked) until then; they are
+// built on explicit knobs (the tests), or offered under DNNGRAPH_UNCHECKED_ENGINES=
+// conv_register_epilogue or DNNGRAPH_CONV_EPILOGUE_PROBE=1 (bench/gpu/conv_epilogue.sh).
+constexpr const char* kRegisterEpilogueGate = "conv_register_epilogue";
 
 // core 0: mma.sync (any sm_80+), tiles bm x bn x 32 (tf32: x 16, the same bytes); core 1: wgmma +
 // TMA (sm_90a), 128 x bn x 64 (tf32: x 32, one 128-byte row either way), optionally split-K:
@@ -39,13 +49,16 @@ struct Config {
   bool resident_b = false;  // core 3: every k step's filter tile stays in shared memory
   int resident_kt = 0;      // their count (the problem's k steps), set with resident_b
   int cluster = 1;          // core 3: 2 = pairs of CTAs sharing each filter tile by TMA multicast
+  // Cores 2 and 3: 1 = the epilogue in registers, the tile stored by TMA (conv_tma_store.hpp): two
+  // 64 x bn 16-bit tiles of shared memory in place of the staged epilogue's fp32 chunks.
+  int epilogue = 0;
   int bk() const { return core ? (tf32 ? 32 : 64) : tf32 ? 16 : 32; }
   int threads() const { return core ? 384 : 128; }
   int smem_bytes() const {
     // Resident filters: A stages, staging, barriers, then (1024-aligned) one filter tile per k step.
     if (resident_b)
       return 1024 + (stages * bm * 128 + 2 * 64 * 36 * 4 + 16 * stages + 8 + 1023) / 1024 * 1024 + resident_kt * bn * 128;
-    if (core) return 1024 + stages * (bm + bn) * 128 + 2 * 64 * 36 * 4 + 16 * stages;
+    if (core) return 1024 + stages * (bm + bn) * 128 + (epilogue ? 2 * 64 * bn * 2 : 2 * 64 * 36 * 4) + 16 * stages;
     return std::max(stages * (bm + bn) * 64, bm * (bn + 4) * 4);  // 64 bytes of k per tile row
   }
 };
@@ -54,13 +67,14 @@ struct Config {
 struct ConvKnobs {
   int64_t core = 0;
   int64_t tile_m = 128, tile_n = 128, stages = 4;
-  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0, cluster = 1;
+  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0, cluster = 1, epilogue = 0;
 };
 
 Config config_of(const ConvKnobs& k) {
   Config c{static_cast<int>(k.core), static_cast<int>(k.tile_m), static_cast<int>(k.tile_n),
            static_cast<int>(k.stages), static_cast<int>(k.split_k), k.tf32 == 1, k.pingpong == 1, k.resident_b == 1};
   c.cluster = static_cast<int>(k.cluster);
+  c.epilogue = static_cast<int>(k.epilogue);
   return c;
 }
 
@@ -75,6 +89,9 @@ std::string conv_rules(const ConvKnobs& k) {
   if (k.cluster == 2 && (k.core != 3 || k.pingpong || k.split_k > 1 || k.tf32 || k.resident_b))
     return "cluster=2 goes only with core=3 and cooperative whole tiles of 16-bit inputs (pingpong 0, split_k 1, tf32 0, "
            "resident_b 0)";
+  if (k.epilogue && (k.core < 2 || k.pingpong || k.split_k > 1 || k.resident_b || k.cluster > 1))
+    return "epilogue=1 (registers + TMA store) goes only with core=2 or 3 and cooperative whole tiles (pingpong 0, "
+           "split_k 1, resident_b 0, cluster 1)";
   if (k.core > 0 && !k.resident_b && config_of(k).smem_bytes() > 227 * 1024)
     return "the wgmma core's " + std::to_string(config_of(k).smem_bytes()) +
            " bytes of shared memory for these stages exceed 227 KB";
@@ -90,7 +107,8 @@ const KnobSchema<ConvKnobs> kSchema{kEngineName,
                                      {"tf32", &ConvKnobs::tf32, 0, 1, {}, false},
                                      {"pingpong", &ConvKnobs::pingpong, 0, 1, {}, false},
                                      {"resident_b", &ConvKnobs::resident_b, 0, 1, {}, false},
-                                     {"cluster", &ConvKnobs::cluster, 1, 2, {}, false}},
+                                     {"cluster", &ConvKnobs::cluster, 1, 2, {}, false},
+                                     {"epilogue", &ConvKnobs::epilogue, 0, 1, {}, false}},
                                     conv_rules};
 
 struct Pieces {
@@ -118,40 +136,66 @@ std::string config_source(const Tile& t) {
   return KernelConfigSource().tile(t).type("Epilogue", "dg_gen::Epilogue").str();
 }
 
+// DNNGRAPH_CONV_EPILOGUE_PROBE, for measurements only (bench/gpu/conv_epilogue.sh): 1 offers the
+// epilogue=1 plans before they are checked on a GPU; 2 and 3 turn staged epilogues of cores 2 and
+// 3 into diagnostic ones (2: the staging and its barriers only, 3: none; outputs are not written),
+// to time a tile's main loop and epilogue apart. The mode is in the source, so the kernel cache
+// keeps the variants apart.
+int epilogue_probe() {
+  const char* v = std::getenv("DNNGRAPH_CONV_EPILOGUE_PROBE");
+  return v ? std::atoi(v) : 0;
+}
+
+// Cores 2 and 3: kernels/epilogue_tma_store.cuh's mode.
+int epilogue_mode(const Config& c) {
+  if (c.epilogue) return 1;
+  const int m = epilogue_probe();
+  return !c.resident_b && (m == 2 || m == 3) ? m : 0;
+}
+
+// The kernel's configuration members after the tile's, and (register epilogue) the output map argument.
+void add_epilogue_mode(KernelConfigSource& s, const Config& c) {
+  if (const int m = epilogue_mode(c)) s.value("kEpilogue", m);
+}
+const char* output_map_param(const Config& c) { return c.epilogue ? ", const __grid_constant__ dg::TmaDesc my" : ""; }
+const char* output_map_arg(const Config& c) { return c.epilogue ? ", &my" : ""; }
+
 std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
   std::ostringstream os;
   os << "// Generated by dnngraph's cuda_conv_implicit_gemm engine.\n#include \"dg_math.cuh\"\n";
   if (c.core == 2) {  // the matmul's kernel: A = X as [pixels, C], B = W as [K, C], both K-major
-    os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(pc.epi, g) << "\n"
-       << KernelConfigSource()
-              .tile(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
-              .flag("kAKMajor", true)
-              .flag("kBKMajor", true)
-              .flag("kPingpong", c.pingpong)
-              .value("kCluster", 1)
-              .type("Epilogue", "dg_gen::Epilogue")
-              .str()
-       << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
+    KernelConfigSource ks;
+    ks.tile(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
+        .flag("kAKMajor", true)
+        .flag("kBKMajor", true)
+        .flag("kPingpong", c.pingpong)
+        .value("kCluster", 1);
+    add_epilogue_mode(ks, c);
+    os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(pc.epi, g, c.epilogue == 1) << "\n"
+       << ks.type("Epilogue", "dg_gen::Epilogue").str() << "extern \"C\" __global__ void __launch_bounds__(384, 1) "
+       << kFpropKernel
        << "(const dg::GemmParams g, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mx, "
-          "const __grid_constant__ dg::TmaDesc mw) {\n  dg::gemm_wgmma<"
-       << kKernelConfig << ">(g, p, &mx, &mw);\n}\n";
+          "const __grid_constant__ dg::TmaDesc mw"
+       << output_map_param(c) << ") {\n  dg::gemm_wgmma<" << kKernelConfig << ">(g, p, &mx, &mw" << output_map_arg(c)
+       << ");\n}\n";
   } else if (c.core == 3) {  // im2col TMA loads of X, a (C, taps, K) map of W
-    os << "#include \"conv_im2col_tma.cuh\"\n\n" << epilogue_source(pc.epi, g) << "\n"
-       << KernelConfigSource()
-              .tile(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
-              .flag("kPingpong", c.pingpong)
-              .value("kRank", conv::im2col_rank(pc.cp.params))
-              .flag("kResidentB", c.resident_b)
-              .value("kCluster", c.cluster)
-              .type("Epilogue", "dg_gen::Epilogue")
-              .str()
+    KernelConfigSource ks;
+    ks.tile(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
+        .flag("kPingpong", c.pingpong)
+        .value("kRank", conv::im2col_rank(pc.cp.params))
+        .flag("kResidentB", c.resident_b)
+        .value("kCluster", c.cluster);
+    add_epilogue_mode(ks, c);
+    os << "#include \"conv_im2col_tma.cuh\"\n\n" << epilogue_source(pc.epi, g, c.epilogue == 1) << "\n"
+       << ks.type("Epilogue", "dg_gen::Epilogue").str()
        // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.
        << "extern \"C\" __global__ void "
        << (c.cluster > 1 ? "__cluster_dims__(" + std::to_string(c.cluster) + ", 1, 1) " : "")
        << "__launch_bounds__(384, 1) " << kFpropKernel
        << "(const dg::ConvParams cp, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mx, "
-          "const __grid_constant__ dg::TmaDesc mw) {\n  dg::conv_fprop_im2col<"
-       << kKernelConfig << ">(cp, p, &mx, &mw);\n}\n";
+          "const __grid_constant__ dg::TmaDesc mw"
+       << output_map_param(c) << ") {\n  dg::conv_fprop_im2col<" << kKernelConfig << ">(cp, p, &mx, &mw"
+       << output_map_arg(c) << ");\n}\n";
   } else if (c.core == 1) {
     os << "#include \"conv_wgmma.cuh\"\n\n" << epilogue_source(pc.epi, g) << "\n"
        << config_source(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
@@ -252,8 +296,11 @@ class ConvPlan final : public KernelPlan {
       char* counters = static_cast<char*>(cp.ws) + tiles * c_.splits * c_.bm * c_.bn * 4;
       if (auto s = fill32(h, counters, 0, static_cast<size_t>(tiles)); !s.ok()) return s;
     }
-    if (c_.core == 2) return launch_gemm_view(h, cp, pp);
-    if (c_.core == 3) return launch_im2col(h, cp, pp);
+    cuda::TensorMap my;  // the register epilogue's output map
+    if (c_.epilogue)
+      if (auto s = output_map(args, my); !s.ok()) return s;
+    if (c_.core == 2) return launch_gemm_view(h, cp, pp, my);
+    if (c_.core == 3) return launch_im2col(h, cp, pp, my);
     if (c_.core == 1) {
       cuda::TensorMap mw;
       if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
@@ -279,26 +326,38 @@ class ConvPlan final : public KernelPlan {
     return cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
   }
 
+  // epilogue=1: the output as the TMA store's map (conv_tma_store.hpp).
+  Status output_map(const ExecArgs& args, cuda::TensorMap& my) const {
+    const int y = conv::stored_tensor(pc_.epi);
+    const void* ptr = args.ptrs[static_cast<size_t>(y)];
+    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
+      return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(y).name +
+                                                   "': the pointer is not 16-byte aligned, which the TMA store of "
+                                                   "epilogue=1 needs (plans with epilogue=0 take any alignment)"};
+    return cuda::encode_tensor_map(conv::output_map(pc_.epi, pc_.cp), ptr, my);
+  }
+
   // Core 2: the matmul kernel over X as a [pixels, C] matrix (conv_gemm_view.hpp), then the finalize.
-  Status launch_gemm_view(HandleImpl& h, const conv::ConvParams& cp, codegen::PointwiseParams& pp) const {
+  Status launch_gemm_view(HandleImpl& h, const conv::ConvParams& cp, codegen::PointwiseParams& pp,
+                          cuda::TensorMap& my) const {
     gemm::GemmParams g = conv::gemm_view_params(cp, pc_.pixel_stride, c_.splits, cp.ws);
     cuda::TensorMap mx, mw;
     if (auto s = cuda::encode_tensor_map(conv::gemm_view_activation_map(pc_.cp, pc_.pixel_stride), cp.x, mx); !s.ok())
       return s;
     if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
-    void* kargs[] = {&g, &pp, &mx, &mw};
+    void* kargs[] = {&g, &pp, &mx, &mw, &my};  // (my: read only by epilogue=1's kernel)
     if (auto s = launch_persistent(h, kargs, int64_t{cp.tiles_m} * cp.tiles_n * c_.splits); !s.ok()) return s;
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
   // Core 3: the im2col TMA kernel (split-K units walk its (tap, channel block) k steps), then the finalize.
-  Status launch_im2col(HandleImpl& h, conv::ConvParams& cp, codegen::PointwiseParams& pp) const {
+  Status launch_im2col(HandleImpl& h, conv::ConvParams& cp, codegen::PointwiseParams& pp, cuda::TensorMap& my) const {
     cuda::TensorMap mx, mw;
     if (auto s = cuda::encode_im2col_map(conv::im2col_activation_map(pc_.cp, c_.bk()), cp.x, mx); !s.ok()) return s;
     // With clusters each CTA loads half of the filter tile (its rank's output channels).
     if (auto s = cuda::encode_tensor_map(conv::im2col_filter_map(pc_.cp, c_.bk(), c_.bn / c_.cluster), cp.w, mw); !s.ok())
       return s;
-    void* kargs[] = {&cp, &pp, &mx, &mw};
+    void* kargs[] = {&cp, &pp, &mx, &mw, &my};  // (my: read only by epilogue=1's kernel)
     const int64_t tiles_m = c_.cluster > 1 ? (cp.tiles_m + 1) / 2 * 2 : cp.tiles_m;  // the pairs' tiles
     if (auto s = launch_persistent(h, kargs, tiles_m * cp.tiles_n * c_.splits); !s.ok()) return s;
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
@@ -324,6 +383,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       add_gemm_view(cp, t, tf32 ? 32 : 64, settings);
     else if (t.info().sm_version == 90 && described && conv::im2col_view(cp, why))
       add_im2col(cp, t, tf32 ? 32 : 64, settings);
+    add_register_epilogue(p, t, settings);
     if (t.info().sm_version == 90 && !dgrad) {
       if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
         for (int st : {6, 4}) settings.push_back({.core = 1, .tile_m = 128, .tile_n = 64, .stages = st});
@@ -355,6 +415,31 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     if (tiles < t.info().multiprocessors)
       for (int sk : {2, 4, 8})
         if (kt >= 8 * sk) out.push_back({.core = 2, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk});
+  }
+
+  // Cores 2 and 3: each cooperative whole-tile setting again with the register epilogue (epilogue=1)
+  // where the fused epilogue allows it and its output tiles fit beside the stages (once no longer
+  // held back: kRegisterEpilogueGate); where not, the reason is logged (DNNGRAPH_LOG_LEVEL).
+  static void add_register_epilogue(const Partition& p, const Target& t, std::vector<ConvKnobs>& out) {
+    Pieces pc;
+    std::string why;
+    if (!std::any_of(out.begin(), out.end(), [](const ConvKnobs& k) { return k.core >= 2; })) return;
+    if (!conv::describe_conv(p, pc.cp, why) || !plan_epilogue(p, pc.cp.axes, t.dynamic_shapes, pc.epi, why)) return;
+    if (!conv::register_epilogue(pc.epi, pc.cp, why)) {
+      DG_LOG(DEBUG) << kEngineName << ": no epilogue=1 plans (registers + TMA store): " << why;
+      return;
+    }
+    if (held_back(kRegisterEpilogueGate) && epilogue_probe() != 1) {
+      DG_LOG(DEBUG) << kEngineName << ": epilogue=1 (registers + TMA store) fits, but is not yet checked against ref "
+                    << "on a GPU, so not offered";
+      return;
+    }
+    const size_t n = out.size();
+    for (size_t i = 0; i < n; ++i) {
+      ConvKnobs k = out[i];
+      k.epilogue = 1;
+      if (k.core >= 2 && conv_rules(k).empty()) out.push_back(k);
+    }
   }
 
   // Core 3 (im2col TMA): the same tile shapes as core 2; split-K where the 128 x 128 tiles
@@ -422,7 +507,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     // The wgmma core is bound by its activation gathers more than by the MMAs (measured: about the
     // same time per 64-deep k step whatever the tile width), so 64-wide tiles lose nothing.
     // Cores 2 and 3 have no gathering threads: the matmul's TMA core (cuda_gemm_wgmma_tma's 0.68-0.75).
-    const double eff = c.core >= 2 ? tma_core_efficiency(c)
+    const double eff = c.core >= 2 ? tma_core_efficiency(c) * (c.epilogue ? kRegisterEpilogueGain : 1.0)
                        : c.core == 1 ? (c.bn == 128 ? 0.60 : 0.62) * (c.stages >= 4 ? 1.0 : 0.97)
                                      : (c.bm * c.bn >= 128 * 128 ? 0.30 : c.bm * c.bn >= 128 * 64 ? 0.27 : 0.22) *
                                            (c.stages >= 4 ? 1.0 : 0.95);
@@ -450,6 +535,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=2 runs a convolution as a plain GEMM, but " + why};
     if (std::string why; c.core == 3 && !conv::im2col_view(pc.cp, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=3 loads the activation by im2col TMA, but " + why};
+    if (std::string why; c.epilogue && !conv::register_epilogue(pc.epi, pc.cp, why))
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "epilogue=1 runs the epilogue in registers, but " + why};
     if (std::string why; c.resident_b && !resident_fits(pc.cp, c, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "resident_b=1: " + why};
     if (c.tf32 != (pc.cp.dtype == DataType::FLOAT)) {
@@ -471,7 +558,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     const bool fin = pc.epi.L.needs_finalize();
     if (auto s = compile_or_reload(t, r, kEngineName, kFpropKernel, c.smem_bytes(), fin, kb); !s.ok()) return s;
     DG_LOG(DEBUG) << kEngineName << ": " << (c.tf32 ? "tf32 " : "") << c.bm << "x" << c.bn << " stages=" << c.stages
-                  << " " << pc.epi.L.describe();
+                  << (c.epilogue ? " epilogue in registers, TMA store " : " ") << pc.epi.L.describe();
     plan = std::make_unique<ConvPlan>(p, std::move(pc), c, std::move(kb));
     return {};
   }
@@ -484,7 +571,7 @@ const Engine& conv_implicit_gemm_engine() { return engine_instance<ConvImplicitG
 // For the NVRTC compile test (no GPU): the kernel source of a conv_fprop partition.
 namespace conv {
 bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
-                           std::string& why, int splits, bool pingpong, bool resident, int cluster) {
+                           std::string& why, int splits, bool pingpong, bool resident, int cluster, int epilogue) {
   Pieces pc;
   if (!describe_conv(p, pc.cp, why)) return false;
   if (!plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
@@ -492,7 +579,9 @@ bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int sta
   if (core == 3 && !im2col_view(pc.cp, why)) return false;
   Config c{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT, pingpong, resident};
   c.cluster = cluster;
+  c.epilogue = epilogue;
   if (resident && !resident_fits(pc.cp, c, why)) return false;
+  if (epilogue && !register_epilogue(pc.epi, pc.cp, why)) return false;
   src = source(pc, c, *p.graph);
   return true;
 }

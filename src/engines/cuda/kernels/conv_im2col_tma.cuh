@@ -70,9 +70,9 @@ __device__ __forceinline__ int im2col_ktiles(const ConvParams& P) {
 // half of the filter tile, multicast into both (wgmma_produce's protocol: the filters are read from
 // L2 once per pair, a third less L2 traffic per k step at 128 x 256); a rank-1 CTA past the last
 // pixel tile loads only its filter half.
-template <int BN, int STAGES, int ES, int RANK, bool RESIDENT, int CLUSTER>
+template <int BN, int STAGES, int ES, int RANK, bool RESIDENT, int CLUSTER, int EPI_BYTES>
 __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDesc* mx, const TmaDesc* mw, u32 base) {
-  typedef typename Im2colSelect<RESIDENT, Im2colResidentSmem<BN, STAGES, ES>, WgmmaSmem<BN, STAGES, ES>>::type S;
+  typedef typename Im2colSelect<RESIDENT, Im2colResidentSmem<BN, STAGES, ES>, WgmmaSmem<BN, STAGES, ES, EPI_BYTES>>::type S;
   static_assert(CLUSTER == 1 || !RESIDENT, "clusters share streamed filter tiles, not resident ones");
   const int cb = (P.C + S::BK - 1) / S::BK, ktiles = im2col_ktiles<S::BK>(P);
   const i64 units = walk_units<CLUSTER>((i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n) * P.splits;
@@ -208,16 +208,19 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
 
 // The generated kernel calls this with its configuration: kDataType, kTileN (tiles of 128 x
 // kTileN), kStages, kSplitK, kPingpong, kRank (4: 1D/2D, 5: 3D), kResidentB, kCluster (2: launched
-// in clusters of 2 CTAs along x, __cluster_dims__ on the kernel) and the Epilogue.
+// in clusters of 2 CTAs along x, __cluster_dims__ on the kernel), kEpilogue (epilogue_tma_store.cuh's
+// modes; EPI_TMA_STORE stores through `my`, the output's map) and the Epilogue.
 template <class Config>
 __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const PointwiseParams& p, const TmaDesc* mx,
-                                                  const TmaDesc* mw) {
+                                                  const TmaDesc* mw, const TmaDesc* my = 0) {
   constexpr int DT = Config::kDataType, BN = Config::kTileN, STAGES = Config::kStages, RANK = Config::kRank;
   constexpr bool SPLIT = Config::kSplitK, PINGPONG = Config::kPingpong, RESIDENT = Config::kResidentB;
   constexpr int CLUSTER = Config::kCluster;
   static_assert(!(RESIDENT && PINGPONG), "resident filter tiles go with cooperative consumers");
   typedef typename Config::Epilogue Ep;
-  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
+  constexpr int EPI = EpilogueModeOf<Config>::value, EPI_BYTES = EpilogueBytes<EPI, Ep, BN>::value;
+  static_assert(EPI == EPI_STAGED || !RESIDENT, "resident filter tiles keep the staged epilogue");
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EPI_BYTES> S;
   const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
@@ -240,16 +243,17 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
   else __syncthreads();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
-    if (threadIdx.x == 0) im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT, CLUSTER>(P, mx, mw, base);
+    if (threadIdx.x == 0)
+      im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT, CLUSTER, EPI_BYTES>(P, mx, mw, base);
   } else if constexpr (RESIDENT) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     im2col_consume_resident<DT, BN, STAGES, SPLIT, Ep>(P, p, base, wg - 1, red);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     const ConsumerShape sh{(i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n, im2col_ktiles<S::BK>(P), P.M, P.N,
-                           P.epi_vec, (const GemmParams*)0, P.splits, static_cast<float*>(P.ws)};
-    wgmma_consume<DT, BN, STAGES, true, true, false, PINGPONG, Ep, SPLIT, CLUSTER>(sh, p, base, smem_pointer(base),
-                                                                                  wg - 1, red);
+                           P.epi_vec, (const GemmParams*)0, P.splits, static_cast<float*>(P.ws), my};
+    wgmma_consume<DT, BN, STAGES, true, true, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI>(
+        sh, p, base, smem_pointer(base), wg - 1, red);
   }
   Ep::finish_full(p, red);
   // No CTA exits while its peer may still multicast into it or arrive on its "empty" barriers.

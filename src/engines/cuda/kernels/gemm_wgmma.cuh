@@ -11,6 +11,7 @@
 //   MN-major operand: boxes of 64 (m or n) x 64 k, one per 64 columns, 8 KB apart (LBO); 8-row k
 //                     groups 1024 bytes apart (SBO); k16 steps advance by 2048 bytes.
 #pragma once
+#include "epilogue_tma_store.cuh"
 #include "gemm_wgmma_ops.cuh"
 #include "splitk_fixup.cuh"
 
@@ -138,18 +139,32 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], u64 da, u64 db, i
   WgmmaSs<DT, BN>::template mma<TA, TB>(d, da, db, scale_d);
 }
 
+// The staged epilogue's shared memory: per consumer warpgroup 64 rows x 32 columns of fp32 (+4
+// floats of row pad). The register epilogue's: two TmaStoreTiles (epilogue_tma_store.cuh).
+constexpr int kStagedEpilogueBytes = 2 * 64 * (32 + 4) * 4;
+
 // ES: operand element bytes (2, or 4 for tf32). A k tile is one 128-byte row either way, read in
-// K_STEPS instructions of 32 bytes of k.
-template <int BN, int STAGES, int ES = 2>
+// K_STEPS instructions of 32 bytes of k. EPI_BYTES: the epilogue's region after the stages (1024-
+// aligned, as every stage is).
+template <int BN, int STAGES, int ES = 2, int EPI_BYTES = kStagedEpilogueBytes>
 struct WgmmaSmem {
   static constexpr int BM = 128, BK = 128 / ES, K_STEPS = 4;
   static constexpr int A_BYTES = BM * BK * ES, B_BYTES = BN * BK * ES;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-  // Epilogue staging: per consumer warpgroup 64 rows x 32 columns of fp32 (+4 floats of row pad).
   static constexpr int EPI_COLS = 32, EPI_LD = EPI_COLS + 4;
   static constexpr int EPI = STAGES * STAGE_BYTES;
-  static constexpr int BARRIERS = EPI + 2 * 64 * EPI_LD * 4;  // full[STAGES], then empty[STAGES]
+  static constexpr int BARRIERS = EPI + EPI_BYTES;  // full[STAGES], then empty[STAGES]
   static constexpr int BYTES = BARRIERS + 16 * STAGES;
+};
+
+// The epilogue region's bytes for epilogue mode EPI (EpilogueModeOf) and tile width BN.
+template <int EPI, class Ep, int BN>
+struct EpilogueBytes {
+  static constexpr int value = kStagedEpilogueBytes;
+};
+template <class Ep, int BN>
+struct EpilogueBytes<EPI_TMA_STORE, Ep, BN> {
+  static constexpr int value = 2 * TmaStoreTile<Ep, BN>::BYTES;
 };
 
 // The stage ring's barriers (thread 0, before any use): full[s] completes after `full_count`
@@ -170,9 +185,9 @@ __device__ __forceinline__ void init_stage_barriers(u32 base, u32 full_count, u3
 // the consumers of both CTAs released it (their arrivals reach both "empty" barriers). A rank-1
 // CTA without a tile (odd tiles_m) runs the same protocol: its B half and barriers as usual, no A
 // load (nothing is expected of it) and no epilogue.
-template <int BN, int STAGES, bool A_KM, bool B_KM, int ES, int CLUSTER = 1>
+template <int BN, int STAGES, bool A_KM, bool B_KM, int ES, int CLUSTER = 1, int EPI_BYTES = kStagedEpilogueBytes>
 __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc* ma, const TmaDesc* mb, u32 base) {
-  typedef WgmmaSmem<BN, STAGES, ES> S;
+  typedef WgmmaSmem<BN, STAGES, ES, EPI_BYTES> S;
   const i64 units = walk_units<CLUSTER>(g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n) * g.splits;
   const int ktiles = (int)((g.K + S::BK - 1) / S::BK);
   const int rank = CLUSTER > 1 ? (int)cluster_ctarank() : 0;
@@ -255,6 +270,7 @@ struct ConsumerShape {
   const GemmParams* g;  // null: no batch dims
   int splits = 1;
   float* ws = 0;
+  const TmaDesc* out_map = 0;  // EPI_TMA_STORE: the output as a 2D (n, m) map of 64 x 64-row boxes
 };
 
 // A consumer warpgroup, cw = 0 or 1. Cooperative: rows cw*64 .. cw*64+63 of every tile. PINGPONG
@@ -264,11 +280,13 @@ struct ConsumerShape {
 // PROXY_FENCE: the stage was written by cp.async (the generic proxy), so order those writes before
 // wgmma reads it through the async proxy. SPLIT (cooperative only): units are (tile, k range)
 // pairs, and a tile's last split sums the partial sums (splitk_fixup.cuh) before the epilogue.
+// EPI: the epilogue (epilogue_tma_store.cuh's modes); EPI_TMA_STORE goes with cooperative whole tiles.
 template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep,
-          bool SPLIT = false, int CLUSTER = 1>
+          bool SPLIT = false, int CLUSTER = 1, int EPI = EPI_STAGED>
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
-  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EpilogueBytes<EPI, Ep, BN>::value> S;
+  static_assert(EPI != EPI_TMA_STORE || !(PINGPONG || SPLIT), "the register epilogue serves cooperative whole tiles");
   // (The convolution engine's cores 2 and 3 also run 128 x 64 ping-pong tiles: two m64n64 accumulators.)
   static_assert(!PINGPONG || BN == 128 || BN == 64, "ping-pong tiles are 128 x 128 or 128 x 64 (two m64 accumulators)");
   static_assert(!(PINGPONG && SPLIT), "split-K units have uneven k ranges; the ping-pong stage count assumes even ones");
@@ -335,6 +353,16 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     }
     if constexpr (SPLIT)
       if (!splitk_fixup<REGS>(acc, sh.ws, sh.tiles, t, split, sh.splits, (int)threadIdx.x - 128)) continue;
+    if constexpr (EPI == EPI_PROBE_NONE) continue;
+    if constexpr (EPI == EPI_TMA_STORE) {
+      typename Ep::Index c[Ep::kRank];
+#pragma unroll
+      for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+      constexpr int TILE = TmaStoreTile<Ep, BN>::BYTES;
+      epilogue_tma_store<Ep, BN>(p, c, acc, smem_generic + S::EPI + cw * TILE, base + S::EPI + cw * TILE, sh.out_map,
+                                 (i64)tm * S::BM + cw * 64, (i64)tn * BN, sh.N, sh.epi_vec, red, 1 + cw);
+      continue;
+    }
     // Epilogue, 64 rows x 32 columns at a time through shared memory: fragment j of an m64 block
     // holds rows r and r + 8, columns 8j + 2 * (lane % 4) + {0, 1}. The chunk loop is not
     // unrolled; the register copy is, with every fragment's store predicated on its chunk.
@@ -364,10 +392,13 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
         }
       named_barrier_sync(1 + cw, 128);
       const i64 m0 = (i64)tm * S::BM + (PINGPONG ? hsel * 64 : cw * 64);
-      epilogue_staged<Ep>(p, c, stage, S::EPI_LD, 64, S::EPI_COLS, m0, (i64)tn * BN + q * S::EPI_COLS, sh.M, sh.N,
-                          sh.epi_vec, red, (int)threadIdx.x % 128, 128);
+      // (EPI_PROBE_STAGE_ONLY: no row is in range, so only the staging above and its barriers run.)
+      epilogue_staged<Ep>(p, c, stage, S::EPI_LD, 64, S::EPI_COLS, m0, (i64)tn * BN + q * S::EPI_COLS,
+                          EPI == EPI_PROBE_STAGE_ONLY ? 0 : sh.M, sh.N, sh.epi_vec, red, (int)threadIdx.x % 128, 128);
     }
   }
+  if constexpr (EPI == EPI_TMA_STORE)
+    if (threadIdx.x % 128 == 0) bulk_wait_all();  // the last tile's store, before the CTA exits
 }
 
 // The generated kernel calls this with its configuration: kDataType, kTileN (the tile is 128 x
@@ -376,11 +407,12 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
 // wgmma_produce.
 template <class Config>
 __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseParams& p, const TmaDesc* ma,
-                                           const TmaDesc* mb) {
+                                           const TmaDesc* mb, const TmaDesc* my = 0) {
   constexpr int DT = Config::kDataType, BN = Config::kTileN, STAGES = Config::kStages, CLUSTER = Config::kCluster;
   constexpr bool A_KM = Config::kAKMajor, B_KM = Config::kBKMajor, PINGPONG = Config::kPingpong, SPLIT = Config::kSplitK;
   typedef typename Config::Epilogue Ep;
-  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES> S;
+  constexpr int EPI = EpilogueModeOf<Config>::value, EPI_BYTES = EpilogueBytes<EPI, Ep, BN>::value;
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EPI_BYTES> S;
   const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
@@ -396,12 +428,12 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   else __syncthreads();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-    if (threadIdx.x == 0) wgmma_produce<BN, STAGES, A_KM, B_KM, MmaOperand<DT>::ES, CLUSTER>(g, ma, mb, base);
+    if (threadIdx.x == 0) wgmma_produce<BN, STAGES, A_KM, B_KM, MmaOperand<DT>::ES, CLUSTER, EPI_BYTES>(g, ma, mb, base);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const ConsumerShape sh{g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n, (int)((g.K + S::BK - 1) / S::BK),
-                           g.M, g.N, g.epi_vec, &g, g.splits, static_cast<float*>(g.ws)};
-    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep, SPLIT, CLUSTER>(
+                           g.M, g.N, g.epi_vec, &g, g.splits, static_cast<float*>(g.ws), my};
+    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI>(
         sh, p, base, smem_pointer(base), wg - 1, red);
   }
   Ep::finish_full(p, red);
