@@ -137,14 +137,7 @@ class BackwardPlan final : public Plan {
     const auto* seq_q = static_cast<const int32_t*>(ptr(pr_.seq_q));
     const auto* seq_kv = static_cast<const int32_t*>(ptr(pr_.seq_kv));
     std::vector<int64_t> lq, lkv;
-    for (int64_t b = 0; b < pr_.b; ++b) {
-      int64_t q_len = pr_.sq, kv_len = pr_.skv;
-      if (seq_q) q_len = std::clamp<int64_t>(seq_q[b * pr_.seq_q.st[0]], 0, pr_.sq);
-      if (seq_kv) kv_len = std::clamp<int64_t>(seq_kv[b * pr_.seq_kv.st[0]], 0, pr_.skv);
-      ex.bands.push_back(Band{q_len, kv_len, pr_.bottom_right ? kv_len - q_len : 0, pr_.left, pr_.right});
-      lq.push_back(q_len);
-      lkv.push_back(kv_len);
-    }
+    sdpa::batch_bands(pr_, seq_q, seq_kv, ex.bands, lq, lkv);
     for (size_t r = 0; r < R_COUNT; ++r) {
       if (!ex.ptr[r]) continue;
       const bool keys = r == R_K || r == R_V || r == R_DK || r == R_DV;

@@ -170,14 +170,7 @@ class FlashPlan final : public Plan {
     const auto* seq_q = static_cast<const int32_t*>(ptr(pr_.seq_q));
     const auto* seq_kv = static_cast<const int32_t*>(ptr(pr_.seq_kv));
     std::vector<int64_t> lq, lkv;
-    for (int64_t b = 0; b < pr_.b; ++b) {
-      int64_t q_len = pr_.sq, kv_len = pr_.skv;
-      if (seq_q) q_len = std::clamp<int64_t>(seq_q[b * pr_.seq_q.st[0]], 0, pr_.sq);
-      if (seq_kv) kv_len = std::clamp<int64_t>(seq_kv[b * pr_.seq_kv.st[0]], 0, pr_.skv);
-      ex.bands.push_back(Band{q_len, kv_len, pr_.bottom_right ? kv_len - q_len : 0, pr_.left, pr_.right});
-      lq.push_back(q_len);
-      lkv.push_back(kv_len);
-    }
+    sdpa::batch_bands(pr_, seq_q, seq_kv, ex.bands, lq, lkv);
     const ir::Graph& g = *graph_;
     if (auto s = sdpa::map_rows(g, pr_.node, pr_.q, pr_.q_ragged, ptr(pr_.q_ragged), lq, ex.q_rows); !s.ok()) return s;
     if (auto s = sdpa::map_rows(g, pr_.node, pr_.o, pr_.o_ragged, ptr(pr_.o_ragged), lq, ex.o_rows); !s.ok()) return s;

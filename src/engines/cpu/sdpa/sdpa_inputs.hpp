@@ -2,6 +2,7 @@
 // batch (ragged offsets, page tables; checked against the tensors' spans at execute, before any
 // row is read), and the terms that bias, ALiBi and dropout put on a tile of scores.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +31,22 @@ struct RowMap {
     return base[static_cast<size_t>(b)] + h * op.st[1] + s * op.st[2];
   }
 };
+
+// Each batch's band of the padding mask (SEQ_LEN_Q / SEQ_LEN_KV values clamped to the tensors'
+// lengths; the diagonal's offset for bottom-right alignment; the window bounds) into `bands`, and
+// the lengths alone into `q_len` / `kv_len` for map_rows. Problem: either CPU engine's (b, sq, skv,
+// seq_q, seq_kv, bottom_right, left, right).
+template <class Problem>
+void batch_bands(const Problem& pr, const int32_t* seq_q, const int32_t* seq_kv, std::vector<Band>& bands,
+                 std::vector<int64_t>& q_len, std::vector<int64_t>& kv_len) {
+  for (int64_t b = 0; b < pr.b; ++b) {
+    const int64_t q = seq_q ? std::clamp<int64_t>(seq_q[b * pr.seq_q.st[0]], 0, pr.sq) : pr.sq;
+    const int64_t kv = seq_kv ? std::clamp<int64_t>(seq_kv[b * pr.seq_kv.st[0]], 0, pr.skv) : pr.skv;
+    bands.push_back(Band{q, kv, pr.bottom_right ? kv - q : 0, pr.left, pr.right});
+    q_len.push_back(q);
+    kv_len.push_back(kv);
+  }
+}
 
 // One element of an INT32 or INT64 operand.
 int64_t read_index(const Operand& op, const void* data, int64_t i);
