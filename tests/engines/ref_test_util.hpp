@@ -121,6 +121,17 @@ inline dg::DataType random_float_type(std::mt19937& rng) {
   return kTypes[rng() % 3];
 }
 
+// Splits `total` into `rank` random factors (a reshape's target dims).
+inline Dims random_factorization(int64_t total, size_t rank, std::mt19937& rng) {
+  Dims d(rank, 1);
+  for (int64_t p = 2; total > 1; ++p)
+    while (total % p == 0) {
+      d[rng() % rank] *= p;
+      total /= p;
+    }
+  return d;
+}
+
 inline Dims random_dims(std::mt19937& rng, size_t rank, int64_t max_dim) {
   Dims d(rank);
   for (auto& v : d) v = 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(max_dim));

@@ -32,16 +32,6 @@ HostTensor output(const Dims& dims, dg::DataType t, std::mt19937& rng, bool pack
   return ref_test::make_tensor(dims, packed ? test_dims::packed(dims) : ref_test::random_strides(dims, rng), t);
 }
 
-Dims random_factorization(int64_t total, size_t rank, std::mt19937& rng) {
-  Dims d(rank, 1);
-  for (int64_t p = 2; total > 1; ++p)
-    while (total % p == 0) {
-      d[rng() % rank] *= p;
-      total /= p;
-    }
-  return d;
-}
-
 void check(const std::vector<HostTensor>& in, const HostTensor& out,
            const std::function<dg::TensorPtr(dg::Graph&, const std::vector<dg::TensorPtr>&)>& op) {
   cpu_test::check_engine_vs_ref(kEngine, in, {out}, [&](dg::Graph& g, const std::vector<dg::TensorPtr>& xs) {
@@ -55,7 +45,7 @@ TEST(CpuLayoutCopy, RandomReshapesMatchRef) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     const dg::DataType t = random_type(rng);
     HostTensor x = input(ref_test::random_dims(rng, 1 + rng() % 4, 7), t, rng);
-    const Dims yd = random_factorization(test_dims::volume(x.dims), 1 + rng() % 4, rng);
+    const Dims yd = ref_test::random_factorization(test_dims::volume(x.dims), 1 + rng() % 4, rng);
     check({x}, output(yd, t, rng, trial % 3 == 0),
           [&](dg::Graph& g, const auto& xs) { return g.reshape(xs[0], dg::ReshapeAttr().set_dim(yd)); });
   }

@@ -15,17 +15,6 @@ void expect_moved(const HostTensor& y, const std::function<double(const Dims&)>&
   expect_near(y, [&](const Dims& o) { return dnngraph::dtype::round_to(y.dtype, src(o)); }, 0.0);
 }
 
-// Splits `total` into `rank` random factors.
-Dims random_factorization(int64_t total, size_t rank, std::mt19937& rng) {
-  Dims d(rank, 1);
-  for (int64_t p = 2; total > 1; ++p)
-    while (total % p == 0) {
-      d[rng() % rank] *= p;
-      total /= p;
-    }
-  return d;
-}
-
 TEST(RefLayout, RandomReshapes) {
   std::mt19937 rng(51);
   for (int trial = 0; trial < 40; ++trial) {
