@@ -177,7 +177,7 @@ TEST(CpuConvImplicitGemm, ChainWrittenInPlaceMatchesRef) {
 // into a channels-last fp32 output: the chain finishes each GEMM tile in place, and each
 // depthwise output row.
 TEST(CpuConvImplicitGemm, ClippedReluChainInPlaceMatchesRef) {
-  std::mt19937 rng(37);
+  std::mt19937 rng(39);
   for (int trial = 0; trial < 6; ++trial) {
     ConvCase cc = random_case(rng, trial < 4 ? Kind::GENERAL : Kind::DEPTHWISE);
     cc.type = dg::DataType::FLOAT;
@@ -200,15 +200,15 @@ TEST(CpuConvImplicitGemm, LargerChannelsThanOneBlock) {
 
 // Many output channels: N tasks of several B panels over A rows read in place (fp32 with unit
 // channel stride) or gathered (other types and layouts).
-// An image whose tap-offset table would pass the engine's cap (200 x 200 x 9 offsets): the rows
+// An image whose tap-offset table would pass the engine's cap (350 x 350 x 9 offsets): the rows
 // are then resolved tap by tap, channels-last and strided.
 TEST(CpuConvImplicitGemm, LargeImageResolvesTapsPerRow) {
   std::mt19937 rng(37);
   for (int trial = 0; trial < 2; ++trial) {
     ConvCase cc;
     cc.nsp = 2; cc.n = 1; cc.c = 2 + trial; cc.k = 3; cc.groups = 1;
-    cc.in = {200, 200}; cc.ker = {3, 3}; cc.stride = {1, 1}; cc.dil = {1, 1}; cc.pre = {1, 1}; cc.post = {1, 1};
-    cc.out = {200, 200};
+    cc.in = {350, 350}; cc.ker = {3, 3}; cc.stride = {1, 1}; cc.dil = {1, 1}; cc.pre = {1, 1}; cc.post = {1, 1};
+    cc.out = {350, 350};
     cc.nhwc_in = trial == 0;
     run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, true, true, false, false, dg::DataType::FLOAT);
   }
