@@ -11,6 +11,10 @@ after its runs, and a spinning thread takes half of a 2-core machine); the figur
 over all runs of a side, with the load average (`/proc/loadavg`) before and after. `--loop S`
 builds the sessions, warms them up, prints `READY <pid>` and runs dnngraph alone for S seconds, so
 that `perf record -p` sees only steady-state runs (not the model's construction or the build).
+`--partitions N` times every partition of N runs (the library's DNNGRAPH_LOG_LEVEL=3 log, host
+time around each plan's execute) and prints the medians, largest first, summed by engine, beside
+the session's own time: what the graphs spend outside the partitions (Python, the input's layout
+copy, the pack) is the difference.
 `--cpu-time` also gives each side's CPU time per run (`perf stat -e task-clock` attached to this
 process around one more block of runs per side and round: every thread, spinning included; this
 KVM guest exposes no cycle counters)."""
@@ -22,6 +26,11 @@ import sys
 import time
 
 import numpy as np
+
+PARTITION_LOG = f"/tmp/onnx_cpu_partitions_{os.getpid()}.log"
+if "--partitions" in sys.argv:  # read once by the library, when it is loaded
+    os.environ["DNNGRAPH_LOG_LEVEL"] = "3"
+    os.environ["DNNGRAPH_LOG_FILE"] = PARTITION_LOG
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
@@ -95,6 +104,34 @@ def compare(name, model, x, args):
         print(f"{name}: CPU time per run dnngraph {dc:.2f} ms, onnxruntime {oc:.2f} ms", flush=True)
 
 
+def partition_times(name, model, x, runs):
+    """Median host ms per partition over `runs` runs, from the library's DNNGRAPH_LOG_LEVEL=3 log."""
+    import re
+    session = dgx.load(model)
+    timed_runs(lambda: session.run(None, x), 3)
+    start = os.path.getsize(PARTITION_LOG)
+    wall = timed_runs(lambda: session.run(None, x), runs)
+    with open(PARTITION_LOG) as f:
+        f.seek(start)
+        lines = f.read().splitlines()
+    times = {}
+    for line in lines:
+        m = re.search(r"execute: partition (\d+) (\S+) host ms ([0-9.eE+-]+)", line)
+        if m:
+            times.setdefault((int(m.group(1)), m.group(2)), []).append(float(m.group(3)))
+    nodes = dict(re.findall(r"^partition (\d+) \([^)]*\): (.*)$", "\n".join(g.explain() for g in session.graphs), re.M))
+    med = sorted(((float(np.median(v)), i, label) for (i, label), v in times.items()), reverse=True)
+    total = sum(t for t, _, _ in med)
+    print(f"{name}: session {np.median(wall):.2f} ms, partitions {total:.2f} ms ({len(med)}), load {load_average()}")
+    by_engine = {}
+    for t, _, label in med:
+        by_engine[label.split("[")[0]] = by_engine.get(label.split("[")[0], 0.0) + t
+    for engine, t in sorted(by_engine.items(), key=lambda kv: -kv[1]):
+        print(f"  {engine}: {t:.2f} ms")
+    for t, i, label in med[:15]:
+        print(f"  {t:.3f} ms  partition {i} {label}: {nodes.get(str(i), '')[:90]}")
+
+
 def loop(models, seconds, layout_in_numpy):
     sessions = []
     for model, x in models:
@@ -117,6 +154,7 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--loop", type=float, default=0.0, help="run dnngraph alone for this many seconds")
     ap.add_argument("--layout-in-numpy", action="store_true")
+    ap.add_argument("--partitions", type=int, default=0, help="time each partition over this many runs")
     ap.add_argument("--cpu-time", action="store_true", help="also CPU time per run (perf stat task-clock)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -124,6 +162,10 @@ def main():
     for name in args.models.split(","):
         model, shape = MODELS[name](rng)
         models.append((name, model, {"x": rng.uniform(-1, 1, shape).astype(np.float32)}))
+    if args.partitions > 0:
+        for name, model, x in models:
+            partition_times(name, model, x, args.partitions)
+        return
     if args.loop > 0:
         loop([(m, x) for _, m, x in models], args.loop, args.layout_in_numpy or None)
         return
