@@ -34,13 +34,13 @@ void run_chain(const Chain& c, int64_t n, const float* anchor, const float* cons
                float* out);
 
 // The same chain in place over a rows x cols block (row stride ld), one step at a time over the
-// whole block: for a GEMM tile hot in L1 and for blocks narrower than a vector (a grouped conv's
-// few channels per group), where a run_chain call per row costs more than its work. Operand j is column[j][k] when set (one
+// whole block: for a GEMM task's block of few columns and for blocks narrower than a vector (a
+// grouped conv's few channels per group), where a run_chain call per row costs more than its work. Operand j is column[j][k] when set (one
 // vector for every row), else same[j][i * ld + k] when set, else scalars[j].
 void run_chain_block(const Chain& c, int64_t rows, int64_t cols, float* data, int64_t ld, const float* const* column,
                      const float* const* same, const float* scalars);
 // Whether run_chain_block beats a run_chain call per row on rows of `cols` floats: below a vector,
-// and with AVX-512 up to a GEMM tile's width (64), whose rows are a few vectors each.
+// and with AVX-512 up to 64 (a GEMM task of one or two B panels), whose rows are a few vectors.
 bool chain_block_preferred(int64_t cols);
 
 }  // namespace dnngraph::cpu

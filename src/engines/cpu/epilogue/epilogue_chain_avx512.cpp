@@ -1,7 +1,7 @@
-// The chain's loops in AVX-512: 16 floats per vector and masked tails, so a GEMM or conv tile's
-// row (32 or 48 channels) runs as two or three whole vectors instead of AVX2 vectors that decode
-// every step per 8 floats (that decoding made the chain 18% of a MobileNetV2 run). The tile form
-// goes step by step over a tile that is hot in L1: each step decoded once per tile.
+// The chain's loops in AVX-512: 16 floats per vector and masked tails, so a GEMM task's rows of
+// 32 or 48 channels run as two or three whole vectors instead of AVX2 vectors that decode every
+// step per 8 floats (that decoding made the chain 18% of a MobileNetV2 run). The block form goes
+// step by step over a finished block of C (in L2): each step decoded once per block.
 #include "engines/cpu/epilogue/epilogue_chain_avx512.hpp"
 
 #include "engines/cpu/simd/target.hpp"
@@ -34,9 +34,8 @@ __attribute__((always_inline)) inline __mmask16 lanes(int64_t left) {
 }
 
 // One step over rows x cols in place: the operand per column (`column`), shaped as the block
-// (`same`, row stride ld), or a scalar. Whole vectors use plain loads: the tile was just stored by
-// the GEMM kernel, and a masked load of it waits for those stores to reach L1 instead of taking
-// their data forwarded (the masked form was 13% of a MobileNetV2 run, most of it on that load).
+// (`same`, row stride ld), or a scalar. Whole vectors use plain loads and only the tail a masked
+// one (a masked load does not take data forwarded from the stores just before it).
 template <ChainStep::Kind K>
 void tile_step(const ChainStep& s, int64_t rows, int64_t cols, float* data, int64_t ld, const float* column,
                const float* same, float scalar) {

@@ -10,7 +10,7 @@ namespace dnngraph::cpu {
 // As run_chain.
 void run_chain_avx512(const Chain& c, int64_t n, const float* anchor, const float* const* ptrs, const float* scalars,
                       float* out);
-// As run_chain_block, a step at a time over the whole block (a tile hot in L1).
+// As run_chain_block, a step at a time over the whole block.
 void run_chain_tile_avx512(const Chain& c, int64_t rows, int64_t cols, float* data, int64_t ld,
                            const float* const* column, const float* const* same, const float* scalars);
 

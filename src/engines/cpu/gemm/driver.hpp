@@ -63,9 +63,8 @@ class GemmProblem {
   virtual float* c_direct(int64_t /*b*/, int64_t /*m0*/, int64_t /*n0*/, int64_t& /*ldc*/) const { return nullptr; }
   virtual void c_block(int /*slot*/, int64_t /*b*/, int64_t /*m0*/, int64_t /*mc*/, int64_t /*n0*/, int64_t /*nc*/,
                        const float* /*c*/, int64_t /*ldc*/) const {}
-  // Called once a part of C given by c_direct is final (all K blocks summed), while it is still in
-  // cache: each micro-tile (mc x nc at most MR x NR) after its last K block, or the whole block when
-  // K = 0. Where c_direct handed out the epilogue's output, the problem finishes it here in place.
+  // Called once a block of C given by c_direct is final (all K blocks summed), while it is still in
+  // cache: where c_direct handed out the epilogue's output, the problem finishes it here in place.
   virtual void c_direct_done(int64_t /*b*/, int64_t /*m0*/, int64_t /*mc*/, int64_t /*n0*/, int64_t /*nc*/,
                              float* /*c*/, int64_t /*ldc*/) const {}
 };
