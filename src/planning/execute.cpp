@@ -1,8 +1,10 @@
 // execute(): variant pack -> pointers by tensor id -> each partition's plan, in order.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/dtype.hpp"
+#include "core/log.hpp"
 #include "core/no_throw.hpp"
 #include "planning/plan_set.hpp"
 #include "runtime/memory.hpp"
@@ -117,13 +119,21 @@ Status run_partitions(const GraphImpl& g, const Handle& handle, const std::vecto
                       const std::vector<size_t>& choice) {
   const PlanSet& ps = *g.plans;
   void* engine_ws = workspace ? static_cast<char*>(workspace) + ps.intermediates_bytes : nullptr;
+  // DNNGRAPH_LOG_LEVEL=3 times each partition on the host (where a session's time goes, by
+  // partition and engine; on CUDA it is the launch's host time only).
+  const bool timed = log::level() >= log::DEBUG;
   for (size_t i = 0; i < ps.parts.size(); ++i) {
     const auto& plan = ps.parts[i].built[choice[i]];
     if (!plan)
       return {ErrorCode::INVALID_CALL_ORDER,
               "execute: plan " + std::to_string(choice[i]) + " of partition " + std::to_string(i) + " is not built"};
     ExecArgs args{impl_of(handle), ptrs, engine_ws};
+    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (auto s = plan->execute(args); !s.ok()) return s;
+    if (timed) {
+      DG_LOG(DEBUG) << "execute: partition " << i << " " << ps.parts[i].candidates[choice[i]].label() << " host ms "
+                    << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
   }
   return {};
 }

@@ -29,6 +29,7 @@ struct ConvCase {
   dg::DataType type = dg::DataType::FLOAT;
   bool nhwc_in = false;  // channels-last source (else random strides)
   bool krsc_w = false;   // channels-last (KRSC) weights (else random strides)
+  double relu_upper = 0;  // > 0: the ReLU also clips above at this value (ONNX's Clip, ReLU6)
 };
 
 int64_t fwd_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pre, int64_t post) {
@@ -119,7 +120,11 @@ void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, st
                         }
                         size_t next = 2;
                         if (bias) y = g.bias(y, t[next++]);
-                        if (relu) y = g.relu(y);
+                        if (relu && cc.relu_upper > 0)
+                          y = g.pointwise(y, dg::PointwiseAttr().set_mode(dg::PointwiseMode::RELU_FWD)
+                                                 .set_relu_upper_clip(cc.relu_upper));
+                        else if (relu)
+                          y = g.relu(y);
                         if (residual) y = g.add(y, t[next++]);
                         std::vector<dg::TensorPtr> r{y};
                         if (amax) r.push_back(g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX)));
@@ -168,6 +173,22 @@ TEST(CpuConvImplicitGemm, ChainWrittenInPlaceMatchesRef) {
   }
 }
 
+// Bias and a ReLU clipped above (at 0.5, so both clips are taken), with and without a residual,
+// into a channels-last fp32 output: the chain finishes each GEMM tile in place, and each
+// depthwise output row.
+TEST(CpuConvImplicitGemm, ClippedReluChainInPlaceMatchesRef) {
+  std::mt19937 rng(39);
+  for (int trial = 0; trial < 6; ++trial) {
+    ConvCase cc = random_case(rng, trial < 4 ? Kind::GENERAL : Kind::DEPTHWISE);
+    cc.type = dg::DataType::FLOAT;
+    cc.relu_upper = 0.5;
+    if (trial < 4) cc.k = cc.groups * (20 + rng() % 60);  // several B panels, partial tiles
+    const char* engine = trial < 4 ? "cpu_conv_implicit_gemm" : "cpu_conv_depthwise_direct";
+    if (trial >= 4) cc.nhwc_in = true;
+    run_conv_case(engine, cc, false, rng, true, true, trial % 2 == 1, false, dg::DataType::FLOAT, 1e-5, true);
+  }
+}
+
 TEST(CpuConvImplicitGemm, LargerChannelsThanOneBlock) {
   std::mt19937 rng(34);
   ConvCase cc;
@@ -179,15 +200,15 @@ TEST(CpuConvImplicitGemm, LargerChannelsThanOneBlock) {
 
 // Many output channels: N tasks of several B panels over A rows read in place (fp32 with unit
 // channel stride) or gathered (other types and layouts).
-// An image whose tap-offset table would pass the engine's cap (200 x 200 x 9 offsets): the rows
+// An image whose tap-offset table would pass the engine's cap (350 x 350 x 9 offsets): the rows
 // are then resolved tap by tap, channels-last and strided.
 TEST(CpuConvImplicitGemm, LargeImageResolvesTapsPerRow) {
   std::mt19937 rng(37);
   for (int trial = 0; trial < 2; ++trial) {
     ConvCase cc;
     cc.nsp = 2; cc.n = 1; cc.c = 2 + trial; cc.k = 3; cc.groups = 1;
-    cc.in = {200, 200}; cc.ker = {3, 3}; cc.stride = {1, 1}; cc.dil = {1, 1}; cc.pre = {1, 1}; cc.post = {1, 1};
-    cc.out = {200, 200};
+    cc.in = {350, 350}; cc.ker = {3, 3}; cc.stride = {1, 1}; cc.dil = {1, 1}; cc.pre = {1, 1}; cc.post = {1, 1};
+    cc.out = {350, 350};
     cc.nhwc_in = trial == 0;
     run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, true, true, false, false, dg::DataType::FLOAT);
   }

@@ -169,6 +169,64 @@ TEST(CpuEpilogue, ChainRunsAsOneLoopAndMatchesTheGeneralPath) {
     }
 }
 
+// out = clip(anchor + bias[c]) for ReLU's bounds as ONNX's Clip gives them (ReLU6: [0, 6]; and
+// [-1, 0.5]): the chain takes them, and gives ref's values in its vector body and scalar tail,
+// the bounds themselves, -0 as +0 at a lower bound of 0, and NaN kept through both clips.
+TEST(CpuEpilogue, ChainClipsAsReluBoundsDo) {
+  constexpr int kRows = 3, kCols = 77;
+  for (const auto& [lo, hi] : {std::pair{0.0, 6.0}, std::pair{-1.0, 0.5}}) {
+    dg::ir::Graph g;
+    const int anchor = add_tensor(g, {kRows, kCols}, {kCols, 1}, dg::DataType::FLOAT, true);
+    const int bias = add_tensor(g, {1, kCols}, {kCols, 1}, dg::DataType::FLOAT);
+    const int out = add_tensor(g, {kRows, kCols}, {kCols, 1}, dg::DataType::FLOAT);
+    ex::Program p = anchored_program({kRows, kCols}, anchor);
+    p.code.push_back(instr(ex::InstrKind::LOAD, 1, bias));
+    p.code.push_back(apply(2, dg::PointwiseMode::ADD, 0, 1));
+    auto clip = apply(3, dg::PointwiseMode::RELU_FWD, 2);
+    clip.op.set_relu_lower_clip(lo).set_relu_upper_clip(hi);
+    p.code.push_back(clip);
+    p.code.push_back(instr(ex::InstrKind::STORE, -1, out, 3));
+    p.num_regs = 4;
+    p.loads = {bias};
+    p.stores = {out};
+    dg::cpu::Epilogue e;
+    std::string why;
+    ASSERT_TRUE(e.init(p, g, why)) << why;
+    ASSERT_NE(e.chain(), nullptr);
+    std::mt19937 rng(47);
+    std::uniform_real_distribution<float> u(-8, 8);
+    std::vector<float> a(kRows * kCols), bi(kCols), dst(a.size(), std::nanf(""));
+    for (auto& v : a) v = u(rng);
+    for (auto& v : bi) v = u(rng);
+    bi[3] = bi[70] = 0.0f;
+    a[3] = -0.0f;                                  // -0 + 0: +0
+    a[kCols + 3] = static_cast<float>(hi);         // exactly the upper bound
+    a[2 * kCols + 70] = static_cast<float>(lo);    // exactly the lower bound, in the scalar tail
+    a[10] = a[kCols + 75] = a[2 * kCols + 40] = std::nanf("");
+    std::vector<void*> ptrs(g.tensors.size(), nullptr);
+    ptrs[static_cast<size_t>(bias)] = bi.data();
+    ptrs[static_cast<size_t>(out)] = dst.data();
+    dg::cpu::EpilogueRun run(e, ptrs, 1);
+    for (int r = 0; r < kRows; ++r) {
+      const int64_t at[2] = {r, 0};
+      run.strip(0, at, 1, kCols, 1, a.data() + r * kCols);
+    }
+    ASSERT_TRUE(run.finish().ok());
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kCols; ++c) {
+        const float x = a[static_cast<size_t>(r * kCols + c)] + bi[static_cast<size_t>(c)];
+        const float want = static_cast<float>(dg::ref::pointwise_apply(clip.op, x, 0, 0));
+        const float got = dst[static_cast<size_t>(r * kCols + c)];
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got)) << lo << " " << r << "," << c;
+          continue;
+        }
+        EXPECT_EQ(got, want) << lo << " " << r << "," << c;
+        EXPECT_EQ(std::signbit(got), std::signbit(want)) << lo << " " << r << "," << c;
+      }
+  }
+}
+
 // The block form for narrow rows (a grouped conv's few channels per group) gives what the row
 // loop gives: every step kind, with a per-column vector, a block-shaped operand and a scalar,
 // 1 to 9 columns inside a wider row stride.
@@ -176,7 +234,8 @@ TEST(CpuEpilogue, ChainBlockMatchesTheRowLoop) {
   using K = dg::cpu::ChainStep;
   dg::cpu::Chain ch;
   ch.operand_instr = {1, 2, 3};  // only counted here: operand j is column, same-shaped, scalar
-  ch.steps = {{K::MUL, 2}, {K::ADD, 0}, {K::SUB_FROM, 1}, {K::RELU, -1}, {K::SUB, 2}, {K::MUL, 0}};
+  ch.steps = {{K::MUL, 2}, {K::ADD, 0}, {K::SUB_FROM, 1}, {K::RELU, -1}, {K::SUB, 2}, {K::MUL, 0},
+              {K::RELU, -1, -0.5f, 1.5f}};
   std::mt19937 rng(43);
   std::uniform_real_distribution<float> u(-2, 2);
   constexpr int64_t kRows = 5, kLd = 12;

@@ -24,6 +24,8 @@ class ThreadPool {
 
  private:
   void worker_loop(int index);
+  // Claims and runs chunks of the current job until none is left (the caller and the workers).
+  void run_chunks();
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // one parallel_for at a time
   std::mutex mutex_;
@@ -31,7 +33,7 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t n_ = 0, chunk_ = 0;
   int64_t next_ = 0;
-  std::atomic<int> pending_{0};          // written under mutex_; read while spinning
+  std::atomic<int64_t> unfinished_{0};   // chunks not yet run to their end; written under mutex_, read while spinning
   std::atomic<uint64_t> generation_{0};  // written under mutex_; read while spinning
   bool stop_ = false;
 };

@@ -1,6 +1,7 @@
 // cpu_conv_depthwise_direct: conv_fprop with groups == C == K (channel multiplier 1), 1D/2D/3D,
 // any stride, dilation and padding. Channels-last inputs are walked pixel by pixel: each output
-// pixel sums its taps over blocks of channels held in registers (AVX2 when present); other layouts
+// pixel sums its taps over blocks of channels held in registers (AVX2 when present, and AVX-512
+// for the 3-tap rows); other layouts
 // go plane by plane with the inner loop over an output row. Each finished output row goes through
 // the fused epilogue while in cache.
 #include "engines/cpu/conv/conv_depthwise_direct.hpp"
@@ -158,10 +159,47 @@ __attribute__((target("avx2,fma"), always_inline)) inline void block_three_taps_
   for (int j = 0; j < kThreeTapPixels; ++j) _mm256_storeu_ps(out + j * ldo + c, acc[j]);
 }
 
+// The 3-tap kernel on 16 channels (AVX-512 F): half the instructions per channel of the 8-wide
+// one, which was 13% of a MobileNetV2 run on an AVX-512 core.
+template <int kStride>
+__attribute__((target("avx512f,avx2,fma"))) void block_three_taps_avx512(const TapRow* rows, int nrows, int64_t iw0,
+                                                                         const float* wt, int64_t C, int64_t c,
+                                                                         float* out, int64_t ldo) {
+  constexpr int kCols = kStride * (kThreeTapPixels - 1) + 3;
+  __m512 acc[kThreeTapPixels];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  for (int r = 0; r < nrows; ++r) {
+    const float* wr = wt + rows[r].w_index * C + c;
+    const __m512 w[3] = {_mm512_loadu_ps(wr), _mm512_loadu_ps(wr + C), _mm512_loadu_ps(wr + 2 * C)};
+    const float* x = rows[r].x + iw0 * rows[r].px + c;
+#pragma GCC unroll 32
+    for (int q = 0; q < kCols; ++q) {
+      const __m512 xv = _mm512_loadu_ps(x + q * rows[r].px);
+#pragma GCC unroll 3
+      for (int s = 0; s < 3; ++s) {
+        const int j = (q - s) / kStride;
+        if (q >= s && (q - s) % kStride == 0 && j < kThreeTapPixels) acc[j] = _mm512_fmadd_ps(xv, w[s], acc[j]);
+      }
+    }
+  }
+  for (int j = 0; j < kThreeTapPixels; ++j) _mm512_storeu_ps(out + j * ldo + c, acc[j]);
+}
+
+bool avx512_usable() {
+  static const bool kAvx512 = cpu_features().supports(Isa::AVX512);
+  return kAvx512;
+}
+
 __attribute__((target("avx2,fma"))) void block_avx2(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0,
                                                      int pixels, const float* wt, int64_t C, float* out, int64_t ldo) {
   int64_t c = 0;
   if (pixels == kThreeTapPixels) {
+    if (avx512_usable()) {
+      for (; c + 16 <= C; c += 16) {
+        if (rw.stride == 1) block_three_taps_avx512<1>(rows, nrows, iw0, wt, C, c, out, ldo);
+        else block_three_taps_avx512<2>(rows, nrows, iw0, wt, C, c, out, ldo);
+      }
+    }
     for (; c + 8 <= C; c += 8) {
       if (rw.stride == 1) block_three_taps_avx2<1>(rows, nrows, iw0, wt, C, c, out, ldo);
       else block_three_taps_avx2<2>(rows, nrows, iw0, wt, C, c, out, ldo);

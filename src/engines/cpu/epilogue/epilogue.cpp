@@ -252,7 +252,7 @@ void EpilogueRun::chain_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, 
       case Epilogue::TileOperand::SAME_AS_OUTPUT: same[j] = data + out_off; break;
     }
   }
-  if (cols < 8) {
+  if (chain_block_preferred(cols)) {
     run_chain_block(ch, rows, cols, c, ldc, ptrs, same, vals);
     return;
   }

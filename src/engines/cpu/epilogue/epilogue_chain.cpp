@@ -1,5 +1,8 @@
 #include "engines/cpu/epilogue/epilogue_chain.hpp"
 
+#include <type_traits>
+
+#include "engines/cpu/epilogue/epilogue_chain_avx512.hpp"
 #include "engines/cpu/simd/target.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -14,14 +17,23 @@ using expr::InstrKind;
 
 bool is_fp32(DataType t) { return t == DataType::FLOAT || t == DataType::NOT_SET; }
 
+// Whether this build has the AVX-512 loops and this CPU runs them (asked once).
+bool avx512_usable() {
+  static const bool kAvx512 = DNNGRAPH_SIMD_X86 && cpu_features().supports(Isa::AVX512);
+  return kAvx512;
+}
+
 // The kernel over one element, the reference for both loops.
-float step_scalar(ChainStep::Kind k, float v, float x) {
-  switch (k) {
+float step_scalar(const ChainStep& s, float v, float x) {
+  switch (s.kind) {
     case ChainStep::ADD: return v + x;
     case ChainStep::MUL: return v * x;
     case ChainStep::SUB: return v - x;
     case ChainStep::SUB_FROM: return x - v;
-    case ChainStep::RELU: return v <= 0.0f ? 0.0f : v;  // NaN stays NaN, -0 becomes +0
+    case ChainStep::RELU: {  // NaN stays NaN, -0 becomes +0 (lo = 0)
+      const float l = v <= s.lo ? s.lo : v;
+      return l > s.hi ? s.hi : l;
+    }
   }
   return v;
 }
@@ -32,15 +44,15 @@ void run_portable(const Chain& c, int64_t n, const float* anchor, const float* c
     float v = anchor[i];
     for (const ChainStep& s : c.steps) {
       const float x = s.operand < 0 ? 0.0f : (ptrs[s.operand] ? ptrs[s.operand][i] : scalars[s.operand]);
-      v = step_scalar(s.kind, v, x);
+      v = step_scalar(s, v, x);
     }
     out[i] = v;
   }
 }
 
 #ifdef DNNGRAPH_CHAIN_AVX2
-// One step over kV vectors held in registers. ReLU as step_scalar's `v <= 0 ? 0 : v` (an ordered
-// compare, false for NaN, and a blend): NaN stays NaN and -0 gives +0.
+// One step over kV vectors held in registers. ReLU as step_scalar's clips (ordered compares,
+// false for NaN, and blends): NaN stays NaN and -0 gives +0.
 template <int kV>
 __attribute__((target("avx2,fma"), always_inline)) inline void step_avx2(const ChainStep& s, __m256* v,
                                                                          const float* p, float scalar) {
@@ -51,10 +63,14 @@ __attribute__((target("avx2,fma"), always_inline)) inline void step_avx2(const C
     case ChainStep::MUL: for (int j = 0; j < kV; ++j) v[j] = _mm256_mul_ps(v[j], x[j]); break;
     case ChainStep::SUB: for (int j = 0; j < kV; ++j) v[j] = _mm256_sub_ps(v[j], x[j]); break;
     case ChainStep::SUB_FROM: for (int j = 0; j < kV; ++j) v[j] = _mm256_sub_ps(x[j], v[j]); break;
-    case ChainStep::RELU:
-      for (int j = 0; j < kV; ++j)
-        v[j] = _mm256_blendv_ps(v[j], _mm256_setzero_ps(), _mm256_cmp_ps(v[j], _mm256_setzero_ps(), _CMP_LE_OQ));
+    case ChainStep::RELU: {
+      const __m256 lo = _mm256_set1_ps(s.lo), hi = _mm256_set1_ps(s.hi);
+      for (int j = 0; j < kV; ++j) {
+        v[j] = _mm256_blendv_ps(v[j], lo, _mm256_cmp_ps(v[j], lo, _CMP_LE_OQ));
+        v[j] = _mm256_blendv_ps(v[j], hi, _mm256_cmp_ps(v[j], hi, _CMP_GT_OQ));
+      }
       break;
+    }
   }
 }
 
@@ -105,18 +121,27 @@ void block_step(int64_t rows, int64_t cols, float* data, int64_t ld, const float
 
 void run_chain_block(const Chain& c, int64_t rows, int64_t cols, float* data, int64_t ld, const float* const* column,
                      const float* const* same, const float* scalars) {
+#if DNNGRAPH_SIMD_X86
+  if (avx512_usable()) {
+    run_chain_tile_avx512(c, rows, cols, data, ld, column, same, scalars);
+    return;
+  }
+#endif
   for (const ChainStep& s : c.steps) {
     const bool has = s.operand >= 0;
     const float* col = has ? column[s.operand] : nullptr;
     const float* sm = has ? same[s.operand] : nullptr;
     const float sc = has ? scalars[s.operand] : 0.0f;
-    auto with = [&](auto op) { block_step(rows, cols, data, ld, col, sm, sc, op); };
-    switch (s.kind) {
-      case ChainStep::ADD: with([](float v, float x) { return step_scalar(ChainStep::ADD, v, x); }); break;
-      case ChainStep::MUL: with([](float v, float x) { return step_scalar(ChainStep::MUL, v, x); }); break;
-      case ChainStep::SUB: with([](float v, float x) { return step_scalar(ChainStep::SUB, v, x); }); break;
-      case ChainStep::SUB_FROM: with([](float v, float x) { return step_scalar(ChainStep::SUB_FROM, v, x); }); break;
-      case ChainStep::RELU: with([](float v, float x) { return step_scalar(ChainStep::RELU, v, x); }); break;
+    auto with = [&](auto kind) {
+      const ChainStep one{decltype(kind)::value, s.operand, s.lo, s.hi};
+      block_step(rows, cols, data, ld, col, sm, sc, [one](float v, float x) { return step_scalar(one, v, x); });
+    };
+    switch (s.kind) {  // the kind as a constant, so each loop is specialized
+      case ChainStep::ADD: with(std::integral_constant<ChainStep::Kind, ChainStep::ADD>{}); break;
+      case ChainStep::MUL: with(std::integral_constant<ChainStep::Kind, ChainStep::MUL>{}); break;
+      case ChainStep::SUB: with(std::integral_constant<ChainStep::Kind, ChainStep::SUB>{}); break;
+      case ChainStep::SUB_FROM: with(std::integral_constant<ChainStep::Kind, ChainStep::SUB_FROM>{}); break;
+      case ChainStep::RELU: with(std::integral_constant<ChainStep::Kind, ChainStep::RELU>{}); break;
     }
   }
 }
@@ -144,10 +169,11 @@ bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round,
         if (value < 0 || !is_fp32(round[i])) return false;
         const PointwiseMode m = in.op.get_mode();
         if (m == PointwiseMode::RELU_FWD) {
-          if (in.src[0] != value || in.op.get_relu_lower_clip() != 0.0 || in.op.get_relu_lower_clip_slope() != 0.0 ||
-              in.op.get_relu_upper_clip())
-            return false;
-          steps.push_back({ChainStep::RELU, -1});
+          if (in.src[0] != value || in.op.get_relu_lower_clip_slope() != 0.0) return false;
+          ChainStep relu{ChainStep::RELU, -1};
+          relu.lo = static_cast<float>(in.op.get_relu_lower_clip());  // as the general executor rounds them
+          if (auto hi = in.op.get_relu_upper_clip()) relu.hi = static_cast<float>(*hi);
+          steps.push_back(relu);
         } else if (m == PointwiseMode::ADD || m == PointwiseMode::MUL || m == PointwiseMode::SUB) {
           const bool first = in.src[0] == value;
           const int other = first ? in.src[1] : in.src[0];
@@ -174,8 +200,16 @@ bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round,
   return store_instr >= 0 && !steps.empty();
 }
 
+bool chain_block_preferred(int64_t cols) { return cols < 8 || (avx512_usable() && cols <= 64); }
+
 void run_chain(const Chain& c, int64_t n, const float* anchor, const float* const* ptrs, const float* scalars,
                float* out) {
+#if DNNGRAPH_SIMD_X86
+  if (avx512_usable()) {
+    run_chain_avx512(c, n, anchor, ptrs, scalars, out);
+    return;
+  }
+#endif
 #ifdef DNNGRAPH_CHAIN_AVX2
   if (simd::x86_avx2_usable()) {
     run_avx2(c, n, anchor, ptrs, scalars, out);

@@ -1,6 +1,6 @@
 // The common epilogue, as one fused loop: the anchor value flows through a chain of fp32 ops
-// (add / subtract / multiply by a per-element or broadcast operand, ReLU) into one fp32 store,
-// e.g. conv + bias + ReLU. The general executor runs every op over a chunk buffer and pays its
+// (add / subtract / multiply by a per-element or broadcast operand, ReLU with its lower and upper
+// clips) into one fp32 store, e.g. conv + bias + ReLU, or + ReLU6 (ONNX's Clip(0, 6)). The general executor runs every op over a chunk buffer and pays its
 // bookkeeping per op and per chunk, which costs more than the op on the short strips of a conv
 // (one pixel's channels); this loop keeps the value in a register from load to store.
 #pragma once
@@ -14,6 +14,9 @@ namespace dnngraph::cpu {
 struct ChainStep {
   enum Kind : uint8_t { ADD, MUL, SUB, SUB_FROM, RELU } kind;  // SUB: v - x; SUB_FROM: x - v
   int operand = -1;  // index into the chain's operands (a LOAD or LOAD_SCALAR instruction), -1 for RELU
+  // RELU: v <= lo ? lo : v, then v > hi ? hi : v (ordered compares: NaN stays NaN, as in the
+  // general executor's relu and on ref); hi is +inf without an upper clip.
+  float lo = 0.0f, hi = __builtin_huge_valf();
 };
 
 struct Chain {
@@ -31,10 +34,13 @@ void run_chain(const Chain& c, int64_t n, const float* anchor, const float* cons
                float* out);
 
 // The same chain in place over a rows x cols block (row stride ld), one step at a time over the
-// whole block: for blocks narrower than a vector (a grouped conv's few channels per group), where
-// a run_chain call per row costs more than its work. Operand j is column[j][k] when set (one
+// whole block: for a GEMM task's block of few columns and for blocks narrower than a vector (a
+// grouped conv's few channels per group), where a run_chain call per row costs more than its work. Operand j is column[j][k] when set (one
 // vector for every row), else same[j][i * ld + k] when set, else scalars[j].
 void run_chain_block(const Chain& c, int64_t rows, int64_t cols, float* data, int64_t ld, const float* const* column,
                      const float* const* same, const float* scalars);
+// Whether run_chain_block beats a run_chain call per row on rows of `cols` floats: below a vector,
+// and with AVX-512 up to 64 (a GEMM task of one or two B panels), whose rows are a few vectors.
+bool chain_block_preferred(int64_t cols);
 
 }  // namespace dnngraph::cpu
