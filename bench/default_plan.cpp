@@ -294,7 +294,11 @@ void conv(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t n
   ref.in[1] = ref.in[2] = ref.out[1] = ref.out[2] = hw;
   ref.filt[1] = ref.filt[2] = r;
   ref.pad[1] = ref.pad[2] = r / 2;
-  run(name, g, handle, {{X, x}, {W, w}, {B, b}, {Y, y}}, {y, volume(yd), t, ref});
+  bench_check::OutputCheck check{y, volume(yd), t, ref};
+  // TF32 rounds the inputs to a 10-bit mantissa: over a deep reduction (3x3 x 512 = 4608 terms)
+  // cuDNN's TF32 configs land near 1.2e-2 of the output's scale, past the fp32 rows' 1e-2.
+  if (name.rfind("tf32_", 0) == 0) check.tolerance = 3e-2;
+  run(name, g, handle, {{X, x}, {W, w}, {B, b}, {Y, y}}, check);
 }
 
 // 3D conv T x R x S (pad 1, stride 1) + bias + ReLU, NDHWC / KTRSC (a video network's layer).

@@ -29,10 +29,11 @@ constexpr std::array<std::pair<SizeClass, std::string_view>, 4> kSizes{{
     {SizeClass::LARGER, "larger"},
 }};
 
-constexpr std::array<std::pair<Precision, std::string_view>, 3> kPrecisions{{
+constexpr std::array<std::pair<Precision, std::string_view>, 4> kPrecisions{{
     {Precision::HALF, "half"},
     {Precision::SINGLE, "single"},
     {Precision::BYTE, "byte"},
+    {Precision::TF32, "tf32"},
 }};
 
 template <class E, size_t N>
@@ -84,7 +85,9 @@ Precision operand_precision(const Partition& p) {
     tensor = p.inputs[0];
   }
   if (tensor < 0) return Precision::SINGLE;
-  const int64_t bytes = size_of(p.tensor(tensor).dtype);
+  const DataType t = p.tensor(tensor).dtype;
+  const int64_t bytes = size_of(t);
+  if (t == DataType::FLOAT && p.graph->allow_tf32) return Precision::TF32;
   return bytes <= 1 ? Precision::BYTE : bytes == 2 ? Precision::HALF : Precision::SINGLE;
 }
 

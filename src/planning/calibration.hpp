@@ -20,7 +20,9 @@ enum class WorkloadFamily { CONV, CONV_1X1, CONV_GROUPED, CONV_DGRAD, CONV_WGRAD
 enum class SizeClass { UNDER_2US, UNDER_20US, UNDER_200US, LARGER };
 // The anchor's operand width: engines' efficiency at fp32 (CUDA cores, TF32, a runtime-fused fp32
 // kernel) says nothing about theirs at bf16, so ratios are measured and looked up per width.
-enum class Precision { HALF, SINGLE, BYTE };  // fp16/bf16; fp32/tf32/fp64; int8/fp8
+// FLOAT operands that the graph lets round to TF32 (set_allow_tf32) are their own class: tensor
+// cores at TF32's rate, against CUDA cores for exact fp32.
+enum class Precision { HALF, SINGLE, BYTE, TF32 };  // fp16/bf16; fp32/fp64; int8/fp8; FLOAT as TF32
 
 struct WorkloadClass {
   WorkloadFamily family = WorkloadFamily::POINTWISE;

@@ -82,6 +82,10 @@ TEST(Calibration, PrecisionIsTheAnchorsOperandWidth) {
   EXPECT_EQ(class_of(f32).precision, Precision::SINGLE);
   EXPECT_EQ(class_of(bf16).precision, Precision::HALF);
   EXPECT_EQ(class_of(f16).precision, Precision::HALF);
+  Planned tf32;
+  tf32.g.set_allow_tf32(true);
+  conv(tf32, 16, 32, 3, 16);
+  EXPECT_EQ(class_of(tf32).precision, Precision::TF32);
   i8.g.set_io_data_type(dg::DataType::INT8).set_compute_data_type(dg::DataType::INT32);
   i8.g.relu(i8.g.tensor(dg::TensorAttr().set_name("X").set_dim({4, 4}).set_stride({4, 1})))->set_output(true);
   i8.plan();
@@ -110,7 +114,7 @@ TEST(Calibration, NamesRoundTrip) {
     ASSERT_TRUE(dg::parse_size_class(dg::to_string(s), back));
     EXPECT_EQ(back, s);
   }
-  for (auto p : {Precision::HALF, Precision::SINGLE, Precision::BYTE}) {
+  for (auto p : {Precision::HALF, Precision::SINGLE, Precision::BYTE, Precision::TF32}) {
     Precision back = Precision::HALF;
     ASSERT_TRUE(dg::parse_precision(dg::to_string(p), back)) << dg::to_string(p);
     EXPECT_EQ(back, p);

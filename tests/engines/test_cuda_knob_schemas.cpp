@@ -144,9 +144,9 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
                  dg::ConvFpropAttr().set_padding({1, 1}))
         ->set_output(true)
         .set_stride(channels_last({2, 64, 7, 7}));
-    // + core=3: 64-wide tiles with 6, 4 and 8 stages and ping-pong, 128-wide split-K 2, 3, 4, 6, 8
-    // (epilogue=1 is not offered until checked on a GPU: CudaConvRegisterEpilogue)
-    EXPECT_EQ(expect_space_accepted(e, g), (2u + 4u + 6u + 8u) + 8u + 9u);
+    // + core=3: 64-wide tiles with 6, 4 and 8 stages and ping-pong, 128-wide split-K 2, 3, 4, 6, 8,
+    // and the 64-wide cooperative tiles again with the register epilogue (epilogue=1)
+    EXPECT_EQ(expect_space_accepted(e, g), (2u + 4u + 6u + 8u) + 8u + 9u + 3u);
   }
   {  // FLOAT as TF32
     dg::Graph g;

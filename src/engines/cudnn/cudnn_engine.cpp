@@ -373,8 +373,10 @@ class CudnnEngine final : public Engine {
     // cuDNN's configs keep cuDNN's own order (equal estimates; mode A sorts stably). The efficiency
     // is what cuDNN reaches on the H200 anchors (~0.6 of the bf16 peak), slightly discounted so
     // that on a tie dnngraph's own engines are the default and autotune settles it.
-    // fp32 operands run at TF32's rate at best, half of bf16's (the own engines count it the same way).
-    const double rate = operand_precision(p) == Precision::SINGLE ? 0.5 : 1.0;
+    // fp32 operands run at TF32's rate at best, half of bf16's (the own engines count it the same
+    // way); exact fp32 is slower still, which calibration measures.
+    const Precision prec = operand_precision(p);
+    const double rate = prec == Precision::SINGLE || prec == Precision::TF32 ? 0.5 : 1.0;
     return roofline_seconds(partition_flops(p), partition_bytes(p), t.info(), 0.55 * rate, 6e-6);
   }
 

@@ -24,13 +24,11 @@ namespace {
 using conv::ConvProblem;
 constexpr const char* kEngineName = "cuda_conv_implicit_gemm";
 constexpr const char* kFpropKernel = "dg_conv_fprop";
-// The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1): a
-// prediction (docs/perf.md, 2026-12-05), not yet measured.
-constexpr double kRegisterEpilogueGain = 1.06;
-// The knob space offers epilogue=1 plans only once CudaConvRegisterEpilogue.* has passed against
-// ref on a GPU: "conv_register_epilogue" is held back (common/gpu_checked) until then; they are
-// built on explicit knobs (the tests), or offered under DNNGRAPH_UNCHECKED_ENGINES=
-// conv_register_epilogue or DNNGRAPH_CONV_EPILOGUE_PROBE=1 (bench/gpu/conv_epilogue.sh).
+// The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
+// least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.
+constexpr double kRegisterEpilogueGain = 1.07;
+// The knob space offers epilogue=1 plans where the fused epilogue allows them (CudaConvRegisterEpilogue.*
+// passed against ref on an H200, 2026-12-05; a name on common/gpu_checked's list would hold them back).
 constexpr const char* kRegisterEpilogueGate = "conv_register_epilogue";
 
 // core 0: mma.sync (any sm_80+), tiles bm x bn x 32 (tf32: x 16, the same bytes); core 1: wgmma +

@@ -134,8 +134,13 @@ Status prepare(const Partition& p, const Target& t, Pieces& out) {
       return no(ir::describe(n) + ": a side of the copy has more than " + std::to_string(kMaxRank) +
                 " dims after merging, or " + std::to_string(out.element_bytes) + "-byte elements");
     l.wide = l.element;
-    for (int u : kUnits)
-      if (u > out.element_bytes && in_units(c, out.element_bytes, u, l.wide)) break;
+    for (int u : kUnits) {  // in_units fills its output even where it fails: try on a copy
+      UnitLaunch trial;
+      if (u > out.element_bytes && in_units(c, out.element_bytes, u, trial)) {
+        l.wide = trial;
+        break;
+      }
+    }
     if (contiguous_run(c) == 1) out.strided_walk = true;
     out.copies.push_back(l);
   }
