@@ -74,17 +74,20 @@ struct UnitLaunch {
   CUfunction kernel = nullptr;
 };
 
+// `out` is written only when every side converts (a failed wider unit leaves the caller's copy as it was).
 bool in_units(const StridedCopy& c, int64_t element_bytes, int unit, UnitLaunch& out) {
   if (unit < element_bytes || unit % element_bytes != 0) return false;
   const int64_t k = unit / element_bytes;
   if (contiguous_run(c) % k != 0) return false;
-  LayoutCopyParams& P = out.params;
-  P.count = c.count / k;
-  out.unit = unit;
-  return side_in_units(c.src_dims, c.src_strides, c.src_offset, k, P.src_dims, P.src_strides, P.src_rank,
-                       out.src_offset) &&
-         side_in_units(c.dst_dims, c.dst_strides, c.dst_offset, k, P.dst_dims, P.dst_strides, P.dst_rank,
-                       out.dst_offset);
+  UnitLaunch u;
+  u.unit = unit;
+  u.params.count = c.count / k;
+  LayoutCopyParams& P = u.params;
+  if (!side_in_units(c.src_dims, c.src_strides, c.src_offset, k, P.src_dims, P.src_strides, P.src_rank, u.src_offset) ||
+      !side_in_units(c.dst_dims, c.dst_strides, c.dst_offset, k, P.dst_dims, P.dst_strides, P.dst_rank, u.dst_offset))
+    return false;
+  out = u;
+  return true;
 }
 
 bool needs_index64(const UnitLaunch& u) {
@@ -134,13 +137,8 @@ Status prepare(const Partition& p, const Target& t, Pieces& out) {
       return no(ir::describe(n) + ": a side of the copy has more than " + std::to_string(kMaxRank) +
                 " dims after merging, or " + std::to_string(out.element_bytes) + "-byte elements");
     l.wide = l.element;
-    for (int u : kUnits) {  // in_units fills its output even where it fails: try on a copy
-      UnitLaunch trial;
-      if (u > out.element_bytes && in_units(c, out.element_bytes, u, trial)) {
-        l.wide = trial;
-        break;
-      }
-    }
+    for (int u : kUnits)
+      if (u > out.element_bytes && in_units(c, out.element_bytes, u, l.wide)) break;
     if (contiguous_run(c) == 1) out.strided_walk = true;
     out.copies.push_back(l);
   }
