@@ -16,18 +16,24 @@ mkdir -p "$out"
 files="test_conv_bias.py test_conv_fprop.py test_matmul_bias_relu.py test_kernel_cache.py test_layernorm.py
  test_rmsnorm.py test_batchnorm.py test_instancenorm.py test_slice.py test_wgrads.py test_conv_reduction.py
  test_conv_genstats.py test_apply_rope.py test_silu_and_mul.py"
-# Two pytest processes per side, each under its own time limit (FE_TIMEOUT seconds, default 240):
-# a side whose attention cases run slowly loses those, not the other files' results.
+# Per side, the files other than test_mhas in one pytest process and test_mhas in FE_SHARDS
+# (default 8) at once, each under its own time limit (FE_TIMEOUT seconds, default 240): a side
+# whose attention cases run slowly loses those, not the other files' results.
 run() {  # name, PYTHONPATH head, test files
   local name=$1 head=$2; shift 2
   (cd "$fe" && PYTHONPATH="$head:$root/bench/gpu:$site" timeout "${FE_TIMEOUT:-240}" python3 -m pytest -p fe_sample \
     -p no:cacheprovider -q -m L0 "$@" --junitxml="$out/$name.xml" >"$out/$name.log" 2>&1)
   echo "$name: rc $? $(tail -1 "$out/$name.log")"
 }
-run frontend_rest "$site" $files
-run frontend_mhas "$site" test_mhas.py
+shards=${FE_SHARDS:-8}
+side() {  # name, PYTHONPATH head: the rest, then test_mhas's shards, all at once
+  local name=$1 head=$2 i
+  run "${name}_rest" "$head" $files &
+  for ((i = 0; i < shards; i++)); do FE_SAMPLE_SHARD=$i/$shards run "${name}_mhas$i" "$head" test_mhas.py & done
+  wait
+}
+xmls() { local i list="$out/$1_rest.xml"; for ((i = 0; i < shards; i++)); do list+=",$out/$1_mhas$i.xml"; done; echo "$list"; }
+side frontend "$site"
 export DNNGRAPH_CACHE_DIR; DNNGRAPH_CACHE_DIR=$(mktemp -d)
-run dnngraph_rest "$root/tests/python/cudnn_shim:$py" $files
-run dnngraph_mhas "$root/tests/python/cudnn_shim:$py" test_mhas.py
-python3 "$root/bench/gpu/fe_suite_compare.py" "$out/frontend_rest.xml,$out/frontend_mhas.xml" \
-  "$out/dnngraph_rest.xml,$out/dnngraph_mhas.xml" | tee "$out/compare.md"
+side dnngraph "$root/tests/python/cudnn_shim:$py"
+python3 "$root/bench/gpu/fe_suite_compare.py" "$(xmls frontend)" "$(xmls dnngraph)" | tee "$out/compare.md"

@@ -9,9 +9,6 @@
 // before the warm-ups and checked for NaN after.
 // bench/gpu/norm_torch.py times torch.nn.functional.layer_norm / rms_norm on the same cases.
 //
-// cuda_norm_rowwise is held back until its GPU tests pass: this program sets
-// DNNGRAPH_UNCHECKED_ENGINES=cuda_norm_rowwise for itself (unless it is set already).
-//
 // usage: dnngraph_bench_gpu_norm_bench [--repeats N] [--case NAME]
 #include <algorithm>
 #include <array>
@@ -196,7 +193,6 @@ int main(int argc, char** argv) {
     if (a == "--repeats" && i + 1 < argc) g_repeats = std::max(1, std::atoi(argv[++i]));
     else if (a == "--case" && i + 1 < argc) only = argv[++i];
   }
-  setenv("DNNGRAPH_UNCHECKED_ENGINES", "cuda_norm_rowwise", 0);
   dg::Handle handle(dg::Device::cuda(0));
   if (!handle.status().ok()) {
     std::printf("norm_bench: no CUDA device: %s\n", handle.status().to_string().c_str());
