@@ -132,6 +132,7 @@ std::vector<nm::NormConfig> every_config(const nm::NormProblem& pr) {
       for (int vec : {pr.vec_width, 1}) {
         nm::NormConfig c{threads, rows, nm::max_resident_floats(pr.backward, threads * rows, vec) / vec, vec};
         out.push_back(c);
+        if (pr.backward && c.resident() && vec > 1 && c.block() < 1024) out.push_back({threads, rows, c.items, vec, /*prefetch=*/true});
         if (rows == 1) out.push_back({threads, 1, 0, vec});
         if (vec == 1) break;
       }
@@ -254,6 +255,14 @@ TEST(CudaNormConfig, WarpRowsForShortRowsBlockRowsForLongOnesStreamingPastRegist
     EXPECT_EQ(c.items, w.items);
     EXPECT_EQ(c.vec, w.vec);
   }
+  // The backward loads the next row during this one where the rows are vectors in registers of
+  // blocks below 1024 threads (prefetch=0 turns it off); never forward, streamed or scalar.
+  EXPECT_TRUE(nm::choose_config(problem(true, 8192), 0, 0, true).prefetch);
+  EXPECT_FALSE(nm::choose_config(problem(true, 8192), 0, 0, true, false).prefetch);
+  EXPECT_FALSE(nm::choose_config(problem(true, 8192), 1024, 0, true).prefetch);  // 64 registers a lane
+  EXPECT_FALSE(nm::choose_config(problem(true, 16384), 0, 0, true).prefetch);
+  EXPECT_FALSE(nm::choose_config(problem(false, 8192), 0, 0, true).prefetch);
+  EXPECT_FALSE(nm::scalar_config(problem(true, 8192), nm::choose_config(problem(true, 8192), 0, 0, true)).prefetch);
   // FLOAT rows take 4 per vector; vec=0 and unaligned pointers take the scalar kernel with as many
   // elements per lane, streamed (one row per block) when scalar items would not fit.
   EXPECT_EQ(problem(false, 4096, T::FLOAT).vec_width, 4);

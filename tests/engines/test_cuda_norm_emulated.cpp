@@ -107,10 +107,12 @@ namespace k = host_cuda::dg;
 using dg::DataType;
 
 // A kernel configuration as the engine writes it (cuda/norm/norm_problem.cpp's config_source).
-template <bool kBwd, bool kLn, int kIo, int kParam, int kV, int kT, int kR, int kK, bool kBias, bool kStats>
+template <bool kBwd, bool kLn, int kIo, int kParam, int kV, int kT, int kR, int kK, bool kBias, bool kStats,
+          bool kPre = true>
 struct Cfg {
   enum : bool { kBackward = kBwd, kLayernorm = kLn, kHasBias = !kBwd && kBias, kMeanOut = !kBwd && kStats && kLn };
   enum : bool { kInvOut = !kBwd && kStats, kDx = true, kPartials = kBwd, kDscale = kBwd, kDbias = kBwd && kBias };
+  enum : bool { kPrefetch = kBwd && kK > 0 && kPre };
   enum : int { kXType = kIo, kDyType = kIo, kOutType = kIo, kScaleType = kParam, kBiasType = kParam };
   enum : int { kDscaleType = kParam, kDbiasType = kParam, kVec = kV, kThreads = kT, kRows = kR, kItems = kK };
 };
@@ -250,6 +252,11 @@ TEST(CudaNormEmulated, LayernormBackwardWarpGroups) {
 }
 TEST(CudaNormEmulated, LayernormBackwardBlockRowScalar) {
   check_backward<Cfg<true, true, F32, F32, 1, 64, 1, 2, true, false>>(20, 101, 3);
+}
+// Rows in registers that wait for their own loads (prefetch=0): the same sums and DX.
+TEST(CudaNormEmulated, BackwardWithoutPrefetch) {
+  check_backward<Cfg<true, true, BF16, BF16, 8, 32, 4, 2, true, false, false>>(37, 400, 3);
+  check_backward<Cfg<true, false, BF16, BF16, 8, 512, 1, 2, true, false, false>>(5, 8192, 2);
 }
 // Streamed: each block's first row writes its slice, the later ones add.
 TEST(CudaNormEmulated, RmsnormBackwardStreamed) {

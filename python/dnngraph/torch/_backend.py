@@ -119,7 +119,9 @@ def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..
     """An inference compiler that lowers the graph, then records it with torch's CUDA graph trees
     (as the "cudagraphs" backend does): one replay per forward instead of a launch per kernel and
     a Python call per partition. Graphs torch's checks skip (CPU tensors, input mutations) run
-    without CUDA graphs, logged."""
+    without CUDA graphs, logged. The first call runs eagerly, outside the graph trees: what the
+    partitions keep (workspaces, weights with a batch norm folded in) is allocated there, since
+    torch refuses live tensors in its graph pool that are not outputs."""
     def compile_forward(gm: torch.fx.GraphModule, example_inputs: List[Any]) -> Callable[..., Any]:
         lowered = make_boxed_func(lower_graph_module(gm, autotune=autotune, rewrite=True).forward)
 
@@ -147,8 +149,17 @@ def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..
             log.warning("dnngraph.torch: no CUDA graph: this torch's CUDA graph trees differ (%s: %s)",
                         type(e).__name__, e)
             return lowered
-        out._boxed_call = True
-        return out
+        first_call_done = False
+
+        def run(args: List[Any]) -> Any:
+            nonlocal first_call_done
+            if first_call_done:
+                return out(args)
+            first_call_done = True
+            return run_releasing_inputs(args)
+
+        run._boxed_call = True  # type: ignore[attr-defined]
+        return run
 
     return compile_forward
 

@@ -13,7 +13,9 @@
 // Backward column sums: each lane keeps its columns' partial sums of dy * xhat and dy over the rows
 // its group handles, the groups of a block are folded in shared memory, and each block writes one
 // slice [2][slices][cols] of the workspace; norm_partials then adds the slices in a fixed order.
-// No atomics: the same inputs give the same bits on every run.
+// No atomics: the same inputs give the same bits on every run. A backward block walks its rows one
+// after another, so with kPrefetch the next row's X and DY (raw vectors) load during this row's
+// sums and stores: one block per SM (the column-sum slices) otherwise waits a row's latency each.
 #pragma once
 #include "dg_types.cuh"
 
@@ -279,20 +281,39 @@ DG_UNROLL
   }
 }
 
+// One row's X, DY and statistics as loaded: raw vectors, half the registers of floats for 16-bit
+// types, so the next row can be in flight while this one is summed and stored.
+template <class C>
+struct RowBits {
+  static constexpr int K = C::kItems > 0 ? C::kItems : 1;
+  Packed<typename Storage<C::kXType>::type, C::kVec> x[K];
+  Packed<typename Storage<C::kDyType>::type, C::kVec> dy[K];
+  float mean, inv;
+};
+
+template <class C>
+__device__ __forceinline__ void load_row_bits(const NormParams& P, i64 row, int lane, RowBits<C>& r) {
+  typedef typename Storage<C::kXType>::type XT;
+  typedef typename Storage<C::kDyType>::type DT;
+  typedef decltype(r.x[0].raw) XRaw;
+  typedef decltype(r.dy[0].raw) DRaw;
+DG_UNROLL
+  for (int k = 0; k < RowBits<C>::K; ++k) {
+    const i64 col = (i64)(k * C::kThreads + lane) * C::kVec;
+    const bool ok = col < P.cols;  // padding lanes hold zeros
+    r.x[k].raw = ok ? *reinterpret_cast<const XRaw*>(static_cast<const XT*>(P.x) + row * P.x_pitch + col) : XRaw{};
+    r.dy[k].raw = ok ? *reinterpret_cast<const DRaw*>(static_cast<const DT*>(P.dy) + row * P.dy_pitch + col) : DRaw{};
+  }
+  row_stats<C>(P, row, r.mean, r.inv);
+}
+
 template <class C>
 __device__ __forceinline__ void backward_row_resident(const NormParams& P, i64 row, int lane, float* scratch,
-                                                      float (&ds)[C::kItems > 0 ? C::kItems : 1][C::kVec],
-                                                      float (&db)[C::kItems > 0 ? C::kItems : 1][C::kVec]) {
-  constexpr int V = C::kVec, T = C::kThreads, K = C::kItems > 0 ? C::kItems : 1;
-  float x[K][V], dy[K][V];
-DG_UNROLL
-  for (int k = 0; k < K; ++k) {
-    const i64 col = (i64)(k * T + lane) * V;
-    load_or_zero<C::kXType, V>(P.x, row * P.x_pitch + col, col < P.cols, x[k]);
-    load_or_zero<C::kDyType, V>(P.dy, row * P.dy_pitch + col, col < P.cols, dy[k]);
-  }
-  float mean, inv;
-  row_stats<C>(P, row, mean, inv);
+                                                      const float (&x)[RowBits<C>::K][C::kVec],
+                                                      const float (&dy)[RowBits<C>::K][C::kVec], float mean,
+                                                      float inv, float (&ds)[RowBits<C>::K][C::kVec],
+                                                      float (&db)[RowBits<C>::K][C::kVec]) {
+  constexpr int V = C::kVec, T = C::kThreads, K = RowBits<C>::K;
   float s[2] = {0.0f, 0.0f};
 DG_UNROLL
   for (int k = 0; k < K; ++k) {
@@ -306,6 +327,41 @@ DG_UNROLL
   for (int k = 0; k < K; ++k) {
     const i64 col = (i64)(k * T + lane) * V;
     if (col < P.cols) store_dx<C>(P, row, col, x[k], dy[k], mean, inv, a, b);
+  }
+}
+
+// The group's rows with the row in registers: load a row, then its sums and DX; with kPrefetch the
+// loaded row is unpacked and the next one's loads start before this row's sums.
+template <class C>
+__device__ __forceinline__ void backward_rows_resident(const NormParams& P, i64 row, i64 step, int lane,
+                                                       float* scratch, float (&ds)[RowBits<C>::K][C::kVec],
+                                                       float (&db)[RowBits<C>::K][C::kVec]) {
+  constexpr int V = C::kVec, T = C::kThreads, K = RowBits<C>::K;
+  if (!C::kPrefetch) {
+    for (; row < P.rows; row += step) {
+      float x[K][V], dy[K][V], mean, inv;
+DG_UNROLL
+      for (int k = 0; k < K; ++k) {
+        const i64 col = (i64)(k * T + lane) * V;
+        load_or_zero<C::kXType, V>(P.x, row * P.x_pitch + col, col < P.cols, x[k]);
+        load_or_zero<C::kDyType, V>(P.dy, row * P.dy_pitch + col, col < P.cols, dy[k]);
+      }
+      row_stats<C>(P, row, mean, inv);
+      backward_row_resident<C>(P, row, lane, scratch, x, dy, mean, inv, ds, db);
+    }
+    return;
+  }
+  RowBits<C> bits;
+  if (row < P.rows) load_row_bits<C>(P, row, lane, bits);
+  for (; row < P.rows; row += step) {
+    float x[K][V], dy[K][V];
+DG_UNROLL
+    for (int k = 0; k < K; ++k)
+DG_UNROLL
+      for (int j = 0; j < V; ++j) x[k][j] = to_float<C::kXType>(bits.x[k].v[j]), dy[k][j] = to_float<C::kDyType>(bits.dy[k].v[j]);
+    const float mean = bits.mean, inv = bits.inv;
+    if (row + step < P.rows) load_row_bits<C>(P, row + step, lane, bits);
+    backward_row_resident<C>(P, row, lane, scratch, x, dy, mean, inv, ds, db);
   }
 }
 
@@ -394,11 +450,13 @@ DG_UNROLL
   for (int k = 0; k < K; ++k)
 DG_UNROLL
     for (int j = 0; j < C::kVec; ++j) ds[k][j] = db[k][j] = 0.0f;
-  for (i64 row = (i64)blockIdx.x * C::kRows + threadIdx.x / C::kThreads; row < P.rows; row += step) {
-    if (C::kItems > 0) backward_row_resident<C>(P, row, lane, scratch, ds, db);
-    else backward_row_streamed<C>(P, row, lane, scratch);
+  const i64 first = (i64)blockIdx.x * C::kRows + threadIdx.x / C::kThreads;
+  if (C::kItems > 0) {
+    backward_rows_resident<C>(P, first, step, lane, scratch, ds, db);
+    if (C::kPartials) store_partials<C>(P, lane, part, ds, db);
+  } else {
+    for (i64 row = first; row < P.rows; row += step) backward_row_streamed<C>(P, row, lane, scratch);
   }
-  if (C::kPartials && C::kItems > 0) store_partials<C>(P, lane, part, ds, db);
 }
 
 template <class C>

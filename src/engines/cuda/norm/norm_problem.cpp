@@ -145,7 +145,8 @@ int max_resident_floats(bool backward, int block_threads, int vec) {
   return block_threads >= 1024 ? 24 : 32;
 }
 
-NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t rows_per_block, bool vec) {
+NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t rows_per_block, bool vec,
+                         bool prefetch) {
   NormConfig c;
   c.vec = vec ? pr.vec_width : 1;
   const int64_t chunks = (pr.cols + c.vec - 1) / c.vec;
@@ -165,6 +166,9 @@ NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t
     c.items = 0;
     c.rows = 1;  // streamed backward rows write their block's column sums in place: one group each
   }
+  // A second row in registers fits beside vector items in blocks of up to 512 threads (128
+  // registers a lane); scalar items take a register each and blocks of 1024 get 64.
+  c.prefetch = prefetch && pr.backward && c.resident() && c.vec > 1 && c.block() < 1024;
   return c;
 }
 
@@ -173,6 +177,7 @@ NormConfig scalar_config(const NormProblem& pr, const NormConfig& c) {
   s.items = c.items * c.vec;
   s.vec = 1;
   if (s.items > max_resident_floats(pr.backward, s.block(), 1)) s.items = 0, s.rows = 1;
+  s.prefetch = false;
   return s;
 }
 
@@ -203,7 +208,7 @@ std::string config_source(const NormProblem& pr, const NormConfig& c, const std:
   cs.dtype("kBiasType", pr.bias_t).dtype("kDscaleType", pr.dscale_t).dtype("kDbiasType", pr.dbias_t);
   cs.flag("kHasBias", pr.bias >= 0).flag("kMeanOut", pr.mean_out >= 0).flag("kInvOut", pr.inv_out >= 0);
   cs.flag("kDx", pr.out >= 0).flag("kPartials", pr.column_sums());
-  cs.flag("kDscale", pr.dscale >= 0).flag("kDbias", pr.dbias >= 0);
+  cs.flag("kDscale", pr.dscale >= 0).flag("kDbias", pr.dbias >= 0).flag("kPrefetch", c.prefetch);
   cs.value("kVec", c.vec).value("kThreads", c.threads).value("kRows", c.rows).value("kItems", c.items);
   return "namespace " + ns + " {\n" + cs.str() + "}  // namespace " + ns + "\n";
 }

@@ -41,6 +41,7 @@ struct NormConfig {
   int rows = 1;
   int items = 1;
   int vec = 1;
+  bool prefetch = false;  // backward with the row in registers: the next row loads during this one
   int block() const { return threads * rows; }
   bool resident() const { return items > 0; }
 };
@@ -53,8 +54,10 @@ int max_resident_floats(bool backward, int block_threads, int vec);
 
 // The configuration for threads_per_row (0: the fewest threads of 32..1024 that keep the row in
 // registers, streaming when 1024 cannot), rows_per_block (0: 8 for warp groups; only warp groups
-// take more than 1) and vec (16-byte accesses when the problem allows them).
-NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t rows_per_block, bool vec);
+// take more than 1), vec (16-byte accesses when the problem allows them) and prefetch (kept for a
+// backward whose rows stay in registers).
+NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t rows_per_block, bool vec,
+                         bool prefetch = true);
 // The same rows with scalar access (for pointers that are not 16-byte aligned): vec 1, as many
 // elements per lane, streamed (one row per block) when scalar items would not fit.
 NormConfig scalar_config(const NormProblem& pr, const NormConfig& c);
