@@ -17,8 +17,9 @@ files="test_conv_bias.py test_conv_fprop.py test_matmul_bias_relu.py test_kernel
  test_rmsnorm.py test_batchnorm.py test_instancenorm.py test_slice.py test_wgrads.py test_conv_reduction.py
  test_conv_genstats.py test_apply_rope.py test_silu_and_mul.py"
 # Per side, the files other than test_mhas in one pytest process and test_mhas in FE_SHARDS
-# (default 8) at once, each under its own time limit (FE_TIMEOUT seconds, default 240): a side
-# whose attention cases run slowly loses those, not the other files' results.
+# (default 8) at once (-rP: the draws of passing cases are printed too), each under its own time
+# limit (FE_TIMEOUT seconds, default 240): a side whose attention cases run slowly loses those,
+# not the other files' results.
 run() {  # name, PYTHONPATH head, test files
   local name=$1 head=$2; shift 2
   (cd "$fe" && PYTHONPATH="$head:$root/bench/gpu:$site" timeout "${FE_TIMEOUT:-240}" python3 -m pytest -p fe_sample \
@@ -29,7 +30,7 @@ shards=${FE_SHARDS:-8}
 side() {  # name, PYTHONPATH head: the rest, then test_mhas's shards, all at once
   local name=$1 head=$2 i
   run "${name}_rest" "$head" $files &
-  for ((i = 0; i < shards; i++)); do FE_SAMPLE_SHARD=$i/$shards run "${name}_mhas$i" "$head" test_mhas.py & done
+  for ((i = 0; i < shards; i++)); do FE_SAMPLE_SHARD=$i/$shards run "${name}_mhas$i" "$head" -rP test_mhas.py & done
   wait
 }
 xmls() { local i list="$out/$1_rest.xml"; for ((i = 0; i < shards; i++)); do list+=",$out/$1_mhas$i.xml"; done; echo "$list"; }
