@@ -374,3 +374,28 @@ def test_sink_views_moves_a_view_below_gelu_and_drops_the_round_trip():
     gelu = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.gelu.default)
     assert gelu.args[0].target is torch.ops.aten.mm.default, targets  # gelu reads the matmul directly
     torch.testing.assert_close(gm(a, b), fn(a, b))
+
+
+def test_derived_leaves_are_not_kept_inside_cuda_graph_calls():
+    # Under torch's CUDA graph trees a derived leaf (a folded weight) lives in the graph's pool,
+    # which may hold nothing past the call but outputs: computed, used, not cached; a value cached
+    # outside (the eager first call) is still reused.
+    from dnngraph.torch._leaves import Leaves, derived_leaves_not_kept
+
+    calls = []
+
+    def double(t):
+        calls.append(1)
+        return t * 2
+
+    w = torch.ones(3)
+    leaves = Leaves([w])
+    src = leaves.input(0)
+    folded = leaves.derived([src], double)
+    assert len(calls) == 1 and leaves.items[folded].cached_value is not None
+    fresh = torch.full((3,), 3.0)
+    with derived_leaves_not_kept():
+        out = leaves.run([fresh])
+        assert torch.equal(out[folded], torch.full((3,), 6.0)) and len(calls) == 2
+        assert torch.equal(leaves.items[folded].cached_value, torch.full((3,), 2.0))  # not replaced
+        assert leaves.run([w])[folded] is leaves.items[folded].cached_value and len(calls) == 2

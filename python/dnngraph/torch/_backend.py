@@ -15,6 +15,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupport
 
+from ._leaves import derived_leaves_not_kept
 from ._ops import COMPUTE_OPS, VIEW_OPS, bound_args, check_tensors, meta_tensors
 from ._partition import LoweredPartition
 from ._rewrite import sink_views
@@ -130,7 +131,8 @@ def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..
             # can be freed), as inductor's compiled functions do.
             taken = list(args)
             args.clear()
-            return lowered(taken)
+            with derived_leaves_not_kept():  # what they compute lives in the graph's pool
+                return lowered(taken)
 
         try:  # torch's helpers, as its "cudagraphs" backend calls them (private: they move between releases)
             from torch._dynamo.backends import cudagraphs as tcg
@@ -156,7 +158,7 @@ def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..
             if first_call_done:
                 return out(args)
             first_call_done = True
-            return run_releasing_inputs(args)
+            return lowered(args)
 
         run._boxed_call = True  # type: ignore[attr-defined]
         return run

@@ -5,10 +5,27 @@ inverse standard deviation of a batch norm, a convolution's weight with the batc
 which are computed once and kept while their sources are unchanged."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 import torch
+
+# Set while a call runs under torch's CUDA graph trees: a derived leaf computed there lives in the
+# graph's memory pool, which must hold no tensor past the call but the outputs, so it is not kept.
+_KEEP_DERIVED = contextvars.ContextVar("dnngraph_keep_derived", default=True)
+
+
+@contextlib.contextmanager
+def derived_leaves_not_kept() -> Iterator[None]:
+    """Derived leaves computed inside are used for the call and not cached (those already cached
+    are still reused)."""
+    token = _KEEP_DERIVED.set(False)
+    try:
+        yield
+    finally:
+        _KEEP_DERIVED.reset(token)
 
 
 class Unsupported(Exception):
@@ -45,8 +62,10 @@ class Leaf:
         key = _source_key(sources)
         if self.cached_value is None or key != self.cached_key:
             with torch.no_grad():
-                self.cached_value = self.fn(inputs, done)
-            self.cached_key, self.cached_sources = key, sources
+                value = self.fn(inputs, done)
+            if not _KEEP_DERIVED.get():
+                return value
+            self.cached_value, self.cached_key, self.cached_sources = value, key, sources
         return self.cached_value
 
 
