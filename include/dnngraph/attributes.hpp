@@ -125,6 +125,11 @@ class NormAttrBase : public OpAttrBase<Derived> {
 
 // (X, scale, bias) -> (Y, mean, inv_variance); normalizes over every dim but the first.
 class LayernormAttr : public NormAttrBase<LayernormAttr> {};
+// (X, scale, bias) -> (Y, mean, inv_variance): adaptive layernorm (the frontend's adalayernorm):
+// X [B, rows..., D...] normalized over the trailing dims where the scale is not 1, with a scale
+// and a bias per batch ([B, 1, ..., D...]; dim 0 may be 1). A composite: Graph::adalayernorm
+// builds reductions and pointwise nodes named "<name>::...", which every engine serves.
+class AdaLayernormAttr : public NormAttrBase<AdaLayernormAttr> {};
 // (X, scale[, bias]) -> (Y, inv_rms); normalizes over every dim but the first.
 class RmsnormAttr : public NormAttrBase<RmsnormAttr> {
  public:
@@ -142,6 +147,10 @@ class RmsnormAttr : public NormAttrBase<RmsnormAttr> {
 // (DY, X, scale, mean, inv_variance) -> (DX, dscale, dbias): the gradient of layernorm, from the
 // forward's saved statistics; normalizes over every dim but the first.
 class LayernormBackwardAttr : public OpAttrBase<LayernormBackwardAttr> {};
+
+// (DY, X, scale, mean, inv_variance) -> (DX, dscale, dbias): the gradient of adalayernorm; dscale
+// and dbias have the scale's dims (summed over the rows, and over dim 0 when the scale's is 1).
+class AdaLayernormBackwardAttr : public OpAttrBase<AdaLayernormBackwardAttr> {};
 
 // (DY, X, scale, inv_rms) -> (DX, dscale[, dbias]); dbias only with set_has_dbias(true) (the
 // forward had a bias).

@@ -85,6 +85,11 @@ class Graph {
                                 TensorPtr bias, BatchnormInferenceAttr attr);
   std::array<TensorPtr, 3> layernorm(TensorPtr x, TensorPtr scale, TensorPtr bias, LayernormAttr attr);
   std::array<TensorPtr, 2> rmsnorm(TensorPtr x, TensorPtr scale, RmsnormAttr attr);
+  // Composites (src/graph/adalayernorm.cpp): X's and the scale's dims must be set when called;
+  // what they get wrong is validate()'s error, naming the node.
+  std::array<TensorPtr, 3> adalayernorm(TensorPtr x, TensorPtr scale, TensorPtr bias, AdaLayernormAttr attr);
+  std::array<TensorPtr, 3> adalayernorm_backward(TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr mean,
+                                                 TensorPtr inv_variance, AdaLayernormBackwardAttr attr);
   TensorPtr resample(TensorPtr x, ResampleAttr attr);
   // Training normalizations: outputs in the order of each attribute's comment. Outputs an op
   // does not produce (rmsnorm's dbias without has_dbias, batchnorm's running statistics without

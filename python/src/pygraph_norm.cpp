@@ -83,6 +83,13 @@ void bind_backward(nb::class_<PyGraph>& c) {
       "(DX, dscale, dbias): the gradient of instancenorm; scale is (1, C, 1, ...), mean and inv_variance "
       "(N, C, 1, ...) (required, though the frontend's signature defaults them to None). Raises ValueError "
       "at validate when they are missing or their dims disagree." "\n\nArgs:\n    grad: DY.\n    input: X as the forward saw it.\n    scale: the forward's scale.\n    mean, inv_variance: the forward's saved statistics." "\n\nArgs (also):\n    compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
+  def_backward<AdaLayernormBackwardAttr>(
+      c, "adalayernorm_backward", &Graph::adalayernorm_backward, false,
+      "(DX, dscale, dbias): the gradient of adalayernorm from grad (DY), input (X), the per-batch scale and "
+      "the forward's saved mean and inv_variance; dscale and dbias have the scale's dims. Raises ValueError at "
+      "validate when dims disagree." "\n\nArgs:\n    grad: DY.\n    input: X as the forward saw it.\n    scale: "
+      "the forward's scale.\n    mean, inv_variance: the forward's saved statistics." "\n\nArgs (also):\n    "
+      "compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
   c.def("rmsnorm_backward",
         [](PyGraph& g, TensorPtr dy, TensorPtr x, TensorPtr scale, TensorPtr inv_var, bool has_dbias, nb::handle ct,
            std::string node) {
@@ -138,6 +145,24 @@ void bind_forward(nb::class_<PyGraph>& c) {
         "INFERENCE phase. Raises ValueError at validate when dims disagree.\n\nArgs:\n    norm_forward_phase: "
         "TRAINING or INFERENCE.\n    input: X.\n    scale, bias: per channel.\n    epsilon: a pass-by-value tensor or "
         "a number." "\n\nArgs (also):\n    compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
+  c.def("adalayernorm",
+        [](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps, nb::handle ct,
+           std::string node) {
+          auto a = named(AdaLayernormAttr(), ct, node).set_forward_phase(phase);
+          if (TensorPtr e = scalar_tensor(eps, "epsilon", node)) a.set_epsilon(e);
+          auto t = g.graph.adalayernorm(std::move(x), std::move(scale), std::move(bias), a);
+          if (phase == NormFwdPhase::INFERENCE) return Triple{g.produced(t[0]), nullptr, nullptr};
+          return produced(g, t);
+        },
+        nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), nb::arg("bias"),
+        nb::arg("epsilon").none() = nb::none(), DG_NORM_TAIL,
+        "(Y, mean, inv_variance): adaptive layernorm: X (B, rows..., D...) normalized over the trailing dims "
+        "where the scale is not 1, scale and bias per batch (B or 1, 1, ..., D...); statistics (B, rows..., 1, "
+        "...), FLOAT. mean and inv_variance are None in the INFERENCE phase. Built from reductions and pointwise "
+        "nodes named \"<name>::...\"; X's and the scale's dims must be set. Raises ValueError at validate when "
+        "they disagree.\n\nArgs:\n    norm_forward_phase: TRAINING or INFERENCE.\n    input: X.\n    scale, bias: "
+        "per batch.\n    epsilon: a pass-by-value tensor or a number." "\n\nArgs (also):\n    compute_data_type: the "
+        "op's compute type (None: the graph's).\n    name: the node's name.");
 }
 #undef DG_NORM_TAIL
 

@@ -29,6 +29,7 @@ struct GraphImpl {
   int64_t node_counter = 0;
   int64_t tensor_counter = 0;
   Stage stage = Stage::BUILDING;
+  Status build_error;              // the first composite that could not be built (validate returns it)
   std::vector<int> topo_order;     // node indices, after validate
 
   std::unique_ptr<ir::Graph> ir;                         // after build_operation_graph

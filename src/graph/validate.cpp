@@ -139,6 +139,7 @@ Status assign_uids(GraphImpl& g) {
 
 Status validate_graph(GraphImpl& g) {
   g.invalidate();
+  if (!g.build_error.ok()) return g.build_error;
   if (g.nodes.empty()) return graph_error("the graph has no operations");
   for (auto& node : g.nodes)
     if (const auto collect = op_traits(node.attr).collect_inputs) collect(node);
