@@ -123,6 +123,10 @@ class Graph {
   TensorPtr sigmoid(TensorPtr x);
   TensorPtr tanh(TensorPtr x);
 
+  // The attributes of the tensor with this uid (a copy), as the frontend's call; uids are set by
+  // set_uid or assigned by validate(). INVALID_VALUE when no tensor of the graph has it.
+  Status query_tensor_attributes_of_uid(int64_t uid, TensorAttr& out) const;
+
   // ---- the five build steps
   Status validate();
   Status build_operation_graph(const Handle& handle);

@@ -362,6 +362,21 @@ void bind_pygraph_build(nb::class_<PyGraph>& c) {
         "Raises:\n"
         "    ValueError, GraphNotSupportedError, RuntimeError: as the five steps do.");
 
+  c.def("query_tensor_attributes_of_uid", [](const PyGraph& g, int64_t uid) {
+    TensorAttr copy;
+    check(g.graph.query_tensor_attributes_of_uid(uid, copy));
+    for (const auto& t : introspect::user_tensors(g.graph))
+      if (t && t->has_uid() && t->get_uid() == uid) return t;
+    return std::make_shared<TensorAttr>(std::move(copy));
+  }, nb::arg("uid"),
+        "The graph's tensor with this uid (the object itself, so it may key a variant pack; the frontend\n"
+        "returns a copy of its attributes).\n"
+        "\n"
+        "Args:\n"
+        "    uid: set by set_uid or assigned by validate.\n"
+        "\n"
+        "Raises:\n"
+        "    ValueError: no tensor of this graph has the uid.");
   c.def("get_workspace_size", [](const PyGraph& g) {
     int64_t bytes = 0;
     check(g.graph.get_workspace_size(bytes));

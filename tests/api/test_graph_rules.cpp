@@ -311,3 +311,34 @@ TEST(GraphRules, PassByValueScalarBroadcastsAtAnyRank) {
   ASSERT_TRUE(g.execute(handle, dg::VariantPack{{x, xs.data()}, {y, ys.data()}}, nullptr).ok());
   for (size_t i = 0; i < xs.size(); ++i) EXPECT_FLOAT_EQ(ys[i], 0.5f * xs[i]);
 }
+
+namespace {
+
+// query_tensor_attributes_of_uid: a copy of the tensor with the uid (set by the user or assigned by
+// validate), else INVALID_VALUE naming the uid.
+TEST(GraphRules, QueryTensorAttributesOfUid) {
+  dg::Graph g = float_graph();
+  auto x = g.tensor(attr("image", {8, 32, 16, 16}).set_uid(1));
+  auto y = g.relu(x);
+  y->set_output(true);
+  dg::TensorAttr t;
+  ASSERT_TRUE(g.query_tensor_attributes_of_uid(1, t).ok());
+  EXPECT_EQ(t.get_name(), "image");
+  expect_error(g.query_tensor_attributes_of_uid(7, t), dg::ErrorCode::INVALID_VALUE, "no tensor of this graph has uid 7");
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.query_tensor_attributes_of_uid(y->get_uid(), t).ok());
+  EXPECT_EQ(t.get_name(), y->get_name());
+}
+
+// A composite that cannot be built (adalayernorm with a scale that normalizes nothing) is
+// validate()'s first error, naming the node.
+TEST(GraphRules, CompositeErrorsComeBackFromValidate) {
+  dg::Graph g = float_graph();
+  auto x = g.tensor(attr("X", {2, 3, 8}));
+  auto s = g.tensor(attr("scale", {2, 1, 1}));
+  auto out = g.adalayernorm(x, s, s, dg::AdaLayernormAttr().set_epsilon(1e-5).set_name("ada"));
+  out[0]->set_output(true);
+  expect_error(g.validate(), dg::ErrorCode::INVALID_VALUE, "node 'ada' (adalayernorm): the scale [2,1,1] normalizes no axis");
+}
+
+}  // namespace

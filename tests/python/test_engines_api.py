@@ -145,3 +145,19 @@ def test_tensor_like_and_packs_take_ml_dtypes_arrays(cpu, rng, name, dtype):
     np.testing.assert_array_equal(y, x.astype(np.float32))
     with pytest.raises(ValueError, match=f"tensor '{X.get_name()}' .* is {dtype.name} but the array is float32"):
         g.execute({X: x.astype(np.float32), Y: y}, None)
+
+
+def test_query_tensor_attributes_of_uid_returns_the_graphs_tensor(cpu):
+    # As the frontend's tensor query test (test/cpp/tensor.cpp): a uid set by the user finds the
+    # tensor by name; uids validate assigns find theirs; the object itself comes back, so it keys packs.
+    g = dnngraph.pygraph(handle=cpu, io_data_type=dnngraph.data_type.HALF,
+                         intermediate_data_type=dnngraph.data_type.FLOAT,
+                         compute_data_type=dnngraph.data_type.FLOAT)
+    x = g.tensor(name="image", dim=[8, 32, 16, 16], stride=[32 * 16 * 16, 1, 32 * 16, 32], uid=1)
+    y = g.relu(x)
+    y.set_output(True)
+    assert g.query_tensor_attributes_of_uid(1) is x and g.query_tensor_attributes_of_uid(1).get_name() == "image"
+    with pytest.raises(ValueError, match="no tensor of this graph has uid 7"):
+        g.query_tensor_attributes_of_uid(7)
+    g.validate()
+    assert g.query_tensor_attributes_of_uid(y.get_uid()) is y
