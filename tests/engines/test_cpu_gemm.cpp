@@ -235,7 +235,7 @@ TEST(CpuGemmPacked, RejectsInt8WithAReason) {
 }  // namespace
 
 // C = A x B over bf16 pairs: A and B row-major bf16, packed by the pair packers, K in pairs;
-// `amx`: A in row-major tiles, K padded to 16-pair steps, blocks of whole steps.
+// `amx`: A in row-major tiles (a pointer per row), K padded to 16-pair steps, blocks of whole steps.
 class PairProblem final : public cg::GemmProblem {
  public:
   cg::StridedMatrix a, bm;
@@ -257,7 +257,9 @@ class PairProblem final : public cg::GemmProblem {
               float* scratch) const override {
     if (amx) cg::pack_a_bf16_rows(a, m0, mc, kb.k0, kb.kc(), k_total, mr, scratch);
     else cg::pack_a_bf16_pairs(a, m0, mc, kb.k0, kb.kc(), k_total, mr, scratch);
-    for (int64_t i = 0; i < (mc + mr - 1) / mr * mr; ++i) rows[i] = scratch + (i / mr) * kb.kc() * mr;
+    // The pair kernels take each tile's panel; the AMX kernel each row (it reads their spacing).
+    for (int64_t i = 0; i < (mc + mr - 1) / mr * mr; ++i)
+      rows[i] = scratch + (i / mr) * kb.kc() * mr + (amx ? (i % mr) * kb.kc() : 0);
   }
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return (mc + 32) * kc; }
   bool a_kmajor() const override { return true; }

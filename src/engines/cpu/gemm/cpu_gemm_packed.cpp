@@ -105,8 +105,12 @@ class MatmulProblem final : public gemm::GemmProblem {
     }
     gemm::StridedMatrix a = a_;
     a.data = static_cast<const char*>(a_.data) + g_.offset(g_.a_bs, b) * size_of(a_.dtype);
-    if (amx_) gemm::pack_a_bf16_rows(a, m0, mc, kb.k0, kc, g_.K, mr, scratch);
-    else if (pairs_) gemm::pack_a_bf16_pairs(a, m0, mc, kb.k0, kc, g_.K, mr, scratch);
+    if (amx_) {  // each packed row by its own pointer (the AMX kernel takes the rows' spacing from them)
+      gemm::pack_a_bf16_rows(a, m0, mc, kb.k0, kc, g_.K, mr, scratch);
+      for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = scratch + (i / mr) * kc * mr + (i % mr) * kc;
+      return;
+    }
+    if (pairs_) gemm::pack_a_bf16_pairs(a, m0, mc, kb.k0, kc, g_.K, mr, scratch);
     else gemm::pack_a_panels(a, m0, mc, kb.k0, kc, mr, scratch);
     for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = scratch + (i / mr) * kc * mr;
   }

@@ -1,5 +1,6 @@
-// The AMX-BF16 microkernel: a 32 x 32 fp32 C block as four 16 x 16 tiles, A as two row-major
-// 16-row tiles (pack_a_bf16_rows), B as two 16-column halves of a bf16-pair panel (the pair
+// The AMX-BF16 microkernel: a 32 x 32 fp32 C block as four 16 x 16 tiles, A as two 16-row tiles
+// of equally spaced rows (packed by pack_a_bf16_rows, or a convolution's input pixels read in
+// place), B as two 16-column halves of a bf16-pair panel (the pair
 // layout is AMX's B layout); each 16-pair step is four TDPBF16PS (16 x 16 x 32 products each).
 // K per segment must be a multiple of 16 pairs (the problem pads it with zeros). Linux grants a
 // process the tile data state on request (arch_prctl ARCH_REQ_XCOMP_PERM), asked once.
@@ -53,11 +54,14 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void amx_kernel(int nseg, i
     _tile_zero(3);
   }
   for (int s = 0; s < nseg; ++s) {
-    const float* a = rows[s * kRows];  // 32 rows of seg_len pairs
-    const int64_t as = seg_len * 4;
+    // Each 16-row half is equally spaced rows: its first row and its stride (rows 1 - 0, 17 - 16).
+    const float* const* r = rows + s * kRows;
+    const float *lo = r[0], *hi = r[16];
+    const int64_t ls = reinterpret_cast<intptr_t>(r[1]) - reinterpret_cast<intptr_t>(lo);
+    const int64_t hs = reinterpret_cast<intptr_t>(r[17]) - reinterpret_cast<intptr_t>(hi);
     for (int64_t k = 0; k < seg_len; k += kStep) {
-      _tile_loadd(4, a + k, as);
-      _tile_loadd(5, a + 16 * seg_len + k, as);
+      _tile_loadd(4, lo + k, ls);
+      _tile_loadd(5, hi + k, hs);
       _tile_loadd(6, b + k * kCols, kCols * 4);
       _tile_loadd(7, b + k * kCols + 16, kCols * 4);
       _tile_dpbf16ps(0, 4, 6);

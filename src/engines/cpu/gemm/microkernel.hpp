@@ -49,8 +49,9 @@ const KernelSet* avx512_bf16_kernels();
 // kernel's FLOP rate, hot in L1) bf16 inputs are better converted while packing. Timed once per
 // process on data in L1 (thread CPU time, ~1 ms).
 bool bf16_pairs_faster();
-// The AMX-BF16 kernel (kernel_amx.cpp), 32 x 32, A as row-major bf16-pair tiles
-// (pack_a_bf16_rows), B as bf16-pair panels, every segment a multiple of 16 pairs; null unless
+// The AMX-BF16 kernel (kernel_amx.cpp), 32 x 32, A through row pointers whose two 16-row halves
+// are each equally spaced (a tile load per half: rows[0] and rows[16] with the strides rows[1] -
+// rows[0] and rows[17] - rows[16]), B as bf16-pair panels, every segment a multiple of 16 pairs; null unless
 // this CPU has AMX-BF16 and the OS granted the tile state.
 const KernelSet* amx_bf16_kernels();
 
