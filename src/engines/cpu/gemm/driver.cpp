@@ -322,6 +322,7 @@ Status run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, Threa
   const int64_t tasks = t.task_count(p.batch);
   pool.parallel_for(std::min<int64_t>(tasks, threads), [&](int64_t, int64_t) {
     SlotGuard g(slots);
+    if (ks.begin_tiles) ks.begin_tiles();
     const Scratch s = carve(t, per_thread + g.slot() * t.per_thread());
     for (int64_t i = next.fetch_add(1); i < tasks; i = next.fetch_add(1)) {
       const int64_t b = i / (t.m_tasks * t.n_tasks), rem = i % (t.m_tasks * t.n_tasks);

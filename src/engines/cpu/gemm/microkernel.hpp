@@ -21,6 +21,9 @@ struct KernelSet {
   int mr, nr;
   MicroKernel kernel;         // A through MR row pointers per segment
   MicroKernel kernel_packed;  // A as one k-major panel per segment: rows[s * MR], (i, k) at [k * MR + i]
+  // Called on each thread before its first tile of a run (gemm::run), where the kernels keep
+  // per-thread state between tiles (AMX: the tile configuration, loaded once per run, not per tile).
+  void (*begin_tiles)() = nullptr;
 };
 
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
