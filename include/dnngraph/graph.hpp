@@ -45,6 +45,17 @@ enum class BehaviorNote : int {
   CUBLASLT_DEPENDENCY,             // the cublaslt engine
 };
 
+// The cuDNN frontend's numerical notes (its order), as dnngraph's plans carry them: TENSOR_CORE on
+// the CUDA engines whose products run on tensor cores (own mma.sync/wgmma kernels, cuBLASLt's
+// 16-bit and TF32 GEMMs, cuDNN's configs that say so), DOWN_CONVERT_INPUTS where FLOAT inputs run
+// as TF32 (Graph::set_allow_tf32), NONDETERMINISTIC where the library says its config may differ
+// run to run, WINOGRAD (+ WINOGRAD_TILE_6x6: F(4x4, 3x3) transforms 6x6 tiles) on the Winograd
+// engines. The others are cuDNN's alone.
+enum class NumericalNote : int {
+  TENSOR_CORE = 0, DOWN_CONVERT_INPUTS, REDUCED_PRECISION_REDUCTION, FFT, NONDETERMINISTIC, WINOGRAD,
+  WINOGRAD_TILE_4x4, WINOGRAD_TILE_6x6, WINOGRAD_TILE_13x13, STRICT_NAN_PROP,
+};
+
 class Graph {
  public:
   Graph();
@@ -161,6 +172,8 @@ class Graph {
   // left with none makes check_support fail with that reason.
   Status select_behavior_notes(const std::vector<BehaviorNote>& notes);    // keep those with every note
   Status deselect_behavior_notes(const std::vector<BehaviorNote>& notes);  // drop those with any of them
+  Status select_numeric_notes(const std::vector<NumericalNote>& notes);    // keep those with every note
+  Status deselect_numeric_notes(const std::vector<NumericalNote>& notes);  // drop those with any of them
   // build_plans and build_plan_at_index refuse a plan whose workspace is larger (HEURISTICS_CHOICE
   // moves on to the partition's next candidate).
   Status deselect_workspace_greater_than(int64_t bytes);

@@ -1,5 +1,5 @@
 // Engines by id and the cuDNN frontend's names around them: knob_type, knob, behavior_note,
-// numerical_note, attention_implementation, backend_version(_string), destroy_handle, and
+// numerical_note (and the filters by it), attention_implementation, backend_version(_string), destroy_handle, and
 // pygraph's get_engine_count, get_knobs_for_engine, create_execution_plan, get_behavior_notes*.
 #include <cctype>
 
@@ -87,16 +87,12 @@ void bind_enums(nb::module_& m) {
 
 }  // namespace
 
-// The frontend's numerical notes, by name for code that names them: they are cuDNN's engine
-// properties, and dnngraph selects engines by name instead (select_engines / deselect_engines).
-enum class NumericalNote : int {
-  TENSOR_CORE, DOWN_CONVERT_INPUTS, REDUCED_PRECISION_REDUCTION, FFT, NONDETERMINISTIC, WINOGRAD,
-  WINOGRAD_TILE_4x4, WINOGRAD_TILE_6x6, WINOGRAD_TILE_13x13, STRICT_NAN_PROP,
-};
-
 void init_engines(nb::module_& m) {
   bind_enums(m);
-  nb::enum_<NumericalNote>(m, "numerical_note", "The cuDNN frontend's numerical notes (names only: see docs/python.md).")
+  nb::enum_<NumericalNote>(m, "numerical_note",
+                           "The cuDNN frontend's numerical notes, as dnngraph's plans carry them (dnngraph/graph.hpp: "
+                           "TENSOR_CORE, DOWN_CONVERT_INPUTS, NONDETERMINISTIC, WINOGRAD, WINOGRAD_TILE_6x6; the rest "
+                           "are cuDNN's configs' alone).")
       .value("TENSOR_CORE", NumericalNote::TENSOR_CORE)
       .value("DOWN_CONVERT_INPUTS", NumericalNote::DOWN_CONVERT_INPUTS)
       .value("REDUCED_PRECISION_REDUCTION", NumericalNote::REDUCED_PRECISION_REDUCTION)
@@ -217,6 +213,22 @@ void bind_pygraph_engines(nb::class_<PyGraph>& c) {
   }, nb::arg("notes"),
         "Drops the candidate plans that have any of `notes` (dnngraph.behavior_note), such as\n"
         "RUNTIME_COMPILATION; check_support fails if a partition is left with none.\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: called before create_execution_plans.");
+  c.def("select_numeric_notes", [](PyGraph& g, const std::vector<NumericalNote>& notes) {
+    check(g.graph.select_numeric_notes(notes));
+  }, nb::arg("notes"),
+        "Keeps only the candidate plans that have every one of `notes` (dnngraph.numerical_note),\n"
+        "as the cuDNN frontend's filter; explain() lists what was dropped.\n"
+        "\n"
+        "Raises:\n"
+        "    RuntimeError: called before create_execution_plans.");
+  c.def("deselect_numeric_notes", [](PyGraph& g, const std::vector<NumericalNote>& notes) {
+    check(g.graph.deselect_numeric_notes(notes));
+  }, nb::arg("notes"),
+        "Drops the candidate plans that have any of `notes` (dnngraph.numerical_note), such as\n"
+        "DOWN_CONVERT_INPUTS or WINOGRAD; check_support fails if a partition is left with none.\n"
         "\n"
         "Raises:\n"
         "    RuntimeError: called before create_execution_plans.");

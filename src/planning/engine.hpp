@@ -72,6 +72,8 @@ class Engine {
   // (engine_query.cpp: cuda_* engines compile with NVRTC, cublaslt needs cuBLASLt): a vendor
   // engine passes on what its library reports for that config (cuDNN's RUNTIME_COMPILATION).
   virtual std::vector<BehaviorNote> behavior_notes(const Partition&, const Target&, const Knobs&) const { return {}; }
+  // Numerical notes of the plan that knobs `k` would build (graph.hpp says which apply where).
+  virtual std::vector<NumericalNote> numerical_notes(const Partition&, const Target&, const Knobs&) const { return {}; }
   // Whether build() may run on several threads at once (for different partitions or knobs).
   // build_plans compiles such candidates concurrently; the others (vendor libraries with handles
   // of their own, CPU engines) are built one after another on the caller's thread.

@@ -1,5 +1,5 @@
-// The cuDNN frontend's plan filters on dnngraph's plan lists: behaviour-note selection and
-// deselection (what is dropped, and check_support's reason when nothing is left), the workspace
+// The cuDNN frontend's plan filters on dnngraph's plan lists: behaviour- and numerical-note
+// selection and deselection (what is dropped, and check_support's reason when nothing is left), the workspace
 // limit (a plan over it is refused at build, HEURISTICS_CHOICE moves on), the call-order errors,
 // the graph key, and plan indices of a graph with a partition no engine runs.
 #include <gtest/gtest.h>
@@ -52,6 +52,55 @@ TEST(PlanFilters, NotesSelectAndDeselect) {
   EXPECT_EQ(s.code(), dg::ErrorCode::GRAPH_NOT_SUPPORTED);
   EXPECT_NE(s.message().find("dropped by select_behavior_notes(RUNTIME_COMPILATION)"), std::string::npos) << s.message();
   EXPECT_NE(none.explain().find("dropped by select_behavior_notes"), std::string::npos);
+}
+
+std::vector<std::string> plan_names(const dg::Graph& g) {
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+    std::string n;
+    EXPECT_TRUE(g.get_plan_name_at_index(i, n).ok());
+    names.push_back(n);
+  }
+  return names;
+}
+
+bool any_winograd(const std::vector<std::string>& names) {
+  for (const auto& n : names)
+    if (n.find("cpu_conv_winograd_f4x3") != std::string::npos) return true;
+  return false;
+}
+
+// Numerical notes: the Winograd engine carries WINOGRAD and WINOGRAD_TILE_6x6, the other CPU
+// engines none; deselecting drops exactly its plans, selecting keeps exactly them.
+TEST(PlanFilters, NumericNotesSelectAndDeselect) {
+  dg::Handle h(dg::Device::cpu());
+  dg::Graph without;
+  conv_graph(without);
+  plan(without, h);
+  const int64_t before = without.get_execution_plan_count();
+  ASSERT_TRUE(any_winograd(plan_names(without)));
+  ASSERT_TRUE(without.deselect_numeric_notes({dg::NumericalNote::WINOGRAD}).ok());
+  EXPECT_FALSE(any_winograd(plan_names(without)));
+  EXPECT_LT(without.get_execution_plan_count(), before);
+  EXPECT_GT(without.get_execution_plan_count(), 0);
+  EXPECT_NE(without.explain().find("dropped by deselect_numeric_notes(WINOGRAD)"), std::string::npos);
+  EXPECT_TRUE(without.check_support(h).ok());
+
+  dg::Graph only;
+  conv_graph(only);
+  plan(only, h);
+  ASSERT_TRUE(only.select_numeric_notes({dg::NumericalNote::WINOGRAD, dg::NumericalNote::WINOGRAD_TILE_6x6}).ok());
+  const auto names = plan_names(only);
+  ASSERT_FALSE(names.empty());
+  for (const auto& n : names) EXPECT_NE(n.find("cpu_conv_winograd_f4x3"), std::string::npos) << n;
+
+  // No CPU plan multiplies on tensor cores: selecting the note leaves nothing, with the reason.
+  dg::Graph tc;
+  conv_graph(tc);
+  plan(tc, h);
+  ASSERT_TRUE(tc.select_numeric_notes({dg::NumericalNote::TENSOR_CORE}).ok());
+  EXPECT_EQ(tc.get_execution_plan_count(), 0);
+  EXPECT_NE(tc.check_support(h).message().find("dropped by select_numeric_notes(TENSOR_CORE)"), std::string::npos);
 }
 
 TEST(PlanFilters, WorkspaceLimitRefusesLargerPlans) {

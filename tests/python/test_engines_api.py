@@ -161,3 +161,23 @@ def test_query_tensor_attributes_of_uid_returns_the_graphs_tensor(cpu):
         g.query_tensor_attributes_of_uid(7)
     g.validate()
     assert g.query_tensor_attributes_of_uid(y.get_uid()) is y
+
+
+def test_numeric_note_filters_on_the_cpu(cpu, rng):
+    # cpu_conv_winograd_f4x3 carries WINOGRAD (and WINOGRAD_TILE_6x6); no CPU plan uses tensor cores.
+    g, *_ = conv_relu(cpu, rng)
+    g.create_execution_plans([dnngraph.heur_mode.A, dnngraph.heur_mode.FALLBACK])
+    names = [g.get_plan_name_at_index(i) for i in range(g.get_execution_plan_count())]
+    assert any("cpu_conv_winograd_f4x3" in n for n in names), names
+    g.deselect_numeric_notes([dnngraph.numerical_note.WINOGRAD])
+    kept = [g.get_plan_name_at_index(i) for i in range(g.get_execution_plan_count())]
+    assert kept and not any("winograd" in n for n in kept), kept
+    assert "dropped by deselect_numeric_notes(WINOGRAD)" in g.explain()
+    g.check_support()
+
+    g, *_ = conv_relu(cpu, rng)
+    g.create_execution_plans([dnngraph.heur_mode.A])
+    g.select_numeric_notes([dnngraph.numerical_note.TENSOR_CORE])
+    assert g.get_execution_plan_count() == 0
+    with pytest.raises(dnngraph.cudnnGraphNotSupportedError, match=r"select_numeric_notes\(TENSOR_CORE\)"):
+        g.check_support()

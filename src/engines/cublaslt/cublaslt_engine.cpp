@@ -6,6 +6,7 @@
 #include "core/dtype.hpp"
 #include "core/log.hpp"
 #include "engines/cublaslt/lt_descriptors.hpp"
+#include "planning/calibration.hpp"
 #include "runtime/cuda/context.hpp"
 #include "planning/engine_instance.hpp"
 
@@ -182,6 +183,17 @@ class CublasLtEngine final : public Engine {
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     if (!api() || !t.handle->cuda) return {};
     return survey(p, t)->knobs;
+  }
+
+  // cuBLASLt's 16-bit, 8-bit and TF32 GEMMs run on tensor cores (exact FLOAT does not); its
+  // in-place split-K reduction (reduction=1) adds the splits into the output in no fixed order.
+  std::vector<NumericalNote> numerical_notes(const Partition& p, const Target&, const Knobs& k) const override {
+    std::vector<NumericalNote> out;
+    const Precision prec = operand_precision(p);
+    if (prec != Precision::SINGLE) out.push_back(NumericalNote::TENSOR_CORE);
+    if (prec == Precision::TF32) out.push_back(NumericalNote::DOWN_CONVERT_INPUTS);
+    if (auto it = k.find("reduction"); it != k.end() && it->second == 1) out.push_back(NumericalNote::NONDETERMINISTIC);
+    return out;
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {

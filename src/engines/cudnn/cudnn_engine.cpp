@@ -369,6 +369,18 @@ class CudnnEngine final : public Engine {
     return {};
   }
 
+  // cuDNN's numerical notes of that config, as it reported them (its enum is the frontend's order).
+  std::vector<dnngraph::NumericalNote> numerical_notes(const Partition& p, const Target& t, const Knobs& k) const override {
+    EngineConfig c;
+    std::string why;
+    std::vector<dnngraph::NumericalNote> out;
+    if (!api() || !t.handle->cuda || !from_knobs(k, c, why)) return out;
+    for (const EngineConfig& o : survey(p, t)->configs)
+      if (o.engine == c.engine && o.knobs == c.knobs)
+        for (int n : o.numerical_notes) out.push_back(static_cast<dnngraph::NumericalNote>(n));
+    return out;
+  }
+
   double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {
     // cuDNN's configs keep cuDNN's own order (equal estimates; mode A sorts stably). The efficiency
     // is what cuDNN reaches on the H200 anchors (~0.6 of the bf16 peak), slightly discounted so

@@ -72,6 +72,7 @@ Status read_config(const CudnnApi& api, const Descriptor& cfg, EngineConfig& c) 
     c.nondeterministic |= note == static_cast<int>(NumericalNote::NONDETERMINISTIC);
     c.tensor_core |= note == static_cast<int>(NumericalNote::TENSOR_CORE);
     c.down_convert |= note == static_cast<int>(NumericalNote::DOWN_CONVERT_INPUTS);
+    if (note >= 0 && note < static_cast<int>(NumericalNote::TYPE_COUNT)) c.numerical_notes.push_back(note);
   }
   return {};
 }

@@ -28,6 +28,7 @@ struct EngineConfig {
   bool nondeterministic = false;                // CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC
   bool tensor_core = false;                     // CUDNN_NUMERICAL_NOTE_TENSOR_CORE (TF32 for FLOAT inputs)
   bool down_convert = false;                    // CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
+  std::vector<int> numerical_notes;             // every cudnnBackendNumericalNote_t it reports (below TYPE_COUNT)
   bool needs_reorder = false;                   // INT8x32 filter/bias reordering, which dnngraph does not do
   bool cuda_graph_native = false;               // CUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API (cuDNN 9.5+)
 };

@@ -284,6 +284,11 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
  public:
   WinogradEngine() : CpuEngine("cpu_conv_winograd_f4x3") {}
 
+  // cuDNN names Winograd by its transformed tile: F(4x4, 3x3) transforms 6x6 tiles.
+  std::vector<NumericalNote> numerical_notes(const Partition&, const Target&, const Knobs&) const override {
+    return {NumericalNote::WINOGRAD, NumericalNote::WINOGRAD_TILE_6x6};
+  }
+
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     ConvGeometry g;
     g.init(p);

@@ -8,6 +8,7 @@
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/common/gpu_checked.hpp"
+#include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
 #include "engines/cuda/conv/conv_gemm_view.hpp"
@@ -479,6 +480,11 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     // Core 3, 128 x 256 on the tutorial layer (H200, 2026-12-02): 3 stages 0.1132 ms, 4 stages 0.1213,
     // clusters of 2 0.1213 (3) and 0.1270 (4): the shared filter tile did not pay there.
     return (c.stages == 3 ? 0.75 : 0.70) * (c.cluster > 1 ? 0.93 : 1.0);
+  }
+
+  // Every core multiplies on tensor cores (mma.sync, wgmma).
+  std::vector<NumericalNote> numerical_notes(const Partition& p, const Target&, const Knobs&) const override {
+    return tensor_core_notes(p);
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/gemm/matmul_plan.hpp"
 
 namespace dnngraph::cuda::gemm {
@@ -26,6 +27,10 @@ class MatmulEngine : public CompiledEngine<K> {
  public:
   MatmulEngine(std::string_view name, const KnobSchema<K>& schema) : CompiledEngine<K>(schema), name_(name) {}
   std::string_view name() const final { return name_; }
+  // Both GEMM cores multiply on tensor cores (mma.sync, wgmma).
+  std::vector<NumericalNote> numerical_notes(const Partition& p, const Target&, const Knobs&) const override {
+    return tensor_core_notes(p);
+  }
 
  protected:
   // For estimate_seconds: false where k is a setting the schema rejects.

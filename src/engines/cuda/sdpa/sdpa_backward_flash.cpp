@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
 #include "engines/cuda/sdpa/sdpa_backward_params.hpp"
@@ -209,6 +210,11 @@ class BackwardEngine final : public CompiledEngine<BwdKnobs> {
 
   std::vector<Knobs> knob_space(const Partition&, const Target&) const override {
     return print_knobs(schema_, std::vector<BwdKnobs>{BwdKnobs{}});
+  }
+
+  // Every product on mma.sync.
+  std::vector<NumericalNote> numerical_notes(const Partition& p, const Target&, const Knobs&) const override {
+    return tensor_core_notes(p);
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {

@@ -11,6 +11,7 @@
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/sdpa/sdpa_params.hpp"
 #include "engines/cuda/sdpa/sdpa_problem.hpp"
@@ -175,6 +176,11 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
     }
     if (fit.empty()) return print_knobs(schema_, all);
     return ranked(p, t, fit);  // best guess first
+  }
+
+  // Q K^T and P V on tensor cores (wgmma on sm_90a, mma.sync elsewhere).
+  std::vector<NumericalNote> numerical_notes(const Partition& p, const Target&, const Knobs&) const override {
+    return tensor_core_notes(p);
   }
 
   double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
