@@ -48,8 +48,8 @@ enum class BehaviorNote : int {
 // The cuDNN frontend's numerical notes (its order), as dnngraph's plans carry them: TENSOR_CORE on
 // the CUDA engines whose products run on tensor cores (own mma.sync/wgmma kernels, cuBLASLt's
 // 16-bit and TF32 GEMMs, cuDNN's configs that say so), DOWN_CONVERT_INPUTS where FLOAT inputs run
-// as TF32 (Graph::set_allow_tf32), NONDETERMINISTIC where the library says its config may differ
-// run to run, WINOGRAD (+ WINOGRAD_TILE_6x6: F(4x4, 3x3) transforms 6x6 tiles) on the Winograd
+// as TF32 (Graph::set_allow_tf32), NONDETERMINISTIC where cuDNN says its config may differ run to
+// run, WINOGRAD (+ WINOGRAD_TILE_6x6: F(4x4, 3x3) transforms 6x6 tiles) on the Winograd
 // engines. The others are cuDNN's alone.
 enum class NumericalNote : int {
   TENSOR_CORE = 0, DOWN_CONVERT_INPUTS, REDUCED_PRECISION_REDUCTION, FFT, NONDETERMINISTIC, WINOGRAD,

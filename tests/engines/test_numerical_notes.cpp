@@ -1,7 +1,7 @@
 // Numerical notes by engine (no GPU needed: they follow from the partition and the knobs): the own
 // CUDA engines that multiply on tensor cores say TENSOR_CORE, and DOWN_CONVERT_INPUTS for FLOAT
-// inputs run as TF32; cuBLASLt says TENSOR_CORE except for exact FLOAT, NONDETERMINISTIC for its
-// in-place split-K reduction; the CPU Winograd engine says WINOGRAD and WINOGRAD_TILE_6x6.
+// inputs run as TF32; cuBLASLt says TENSOR_CORE except for exact FLOAT; the CPU Winograd engine
+// says WINOGRAD and WINOGRAD_TILE_6x6.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,13 +50,12 @@ TEST(NumericalNotes, OwnTensorCoreEnginesAndTf32) {
   }
 }
 
-TEST(NumericalNotes, CublasLtByPrecisionAndReduction) {
+TEST(NumericalNotes, CublasLtByPrecision) {
   EXPECT_TRUE(has(matmul_notes("cublaslt", dg::DataType::HALF, false), N::TENSOR_CORE));
   EXPECT_TRUE(matmul_notes("cublaslt", dg::DataType::FLOAT, false).empty());  // exact fp32
   const auto tf32 = matmul_notes("cublaslt", dg::DataType::FLOAT, true);
   EXPECT_TRUE(has(tf32, N::TENSOR_CORE) && has(tf32, N::DOWN_CONVERT_INPUTS));
-  EXPECT_TRUE(has(matmul_notes("cublaslt", dg::DataType::HALF, false, {{"splitk", 4}, {"reduction", 1}}), N::NONDETERMINISTIC));
-  EXPECT_FALSE(has(matmul_notes("cublaslt", dg::DataType::HALF, false, {{"splitk", 4}, {"reduction", 2}}), N::NONDETERMINISTIC));
+  EXPECT_FALSE(has(matmul_notes("cublaslt", dg::DataType::HALF, false, {{"splitk", 4}, {"reduction", 1}}), N::NONDETERMINISTIC));
 }
 
 TEST(NumericalNotes, CpuEnginesButWinogradHaveNone) {

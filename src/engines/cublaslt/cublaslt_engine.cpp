@@ -185,14 +185,13 @@ class CublasLtEngine final : public Engine {
     return survey(p, t)->knobs;
   }
 
-  // cuBLASLt's 16-bit, 8-bit and TF32 GEMMs run on tensor cores (exact FLOAT does not); its
-  // in-place split-K reduction (reduction=1) adds the splits into the output in no fixed order.
-  std::vector<NumericalNote> numerical_notes(const Partition& p, const Target&, const Knobs& k) const override {
+  // cuBLASLt's 16-bit, 8-bit and TF32 GEMMs run on tensor cores (exact FLOAT does not). Its
+  // split-K reduction schemes add the splits in a fixed order (in place: counters sequence them).
+  std::vector<NumericalNote> numerical_notes(const Partition& p, const Target&, const Knobs&) const override {
     std::vector<NumericalNote> out;
     const Precision prec = operand_precision(p);
     if (prec != Precision::SINGLE) out.push_back(NumericalNote::TENSOR_CORE);
     if (prec == Precision::TF32) out.push_back(NumericalNote::DOWN_CONVERT_INPUTS);
-    if (auto it = k.find("reduction"); it != k.end() && it->second == 1) out.push_back(NumericalNote::NONDETERMINISTIC);
     return out;
   }
 
