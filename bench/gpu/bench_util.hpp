@@ -1,6 +1,7 @@
 // What the GPU benchmarks share: dims and stride layouts, seeded device tensors, and error checks
 // that print (a benchmark reports a failed workload and goes on) or stop the program.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +50,16 @@ struct DeviceTensor {
     if (!dg::memory::copy_to_device(h, buf.get(), host.data(), host.size()).ok()) std::printf("ERROR copy\n");
   }
 };
+
+// The benches' common options: --repeats N (at least 1) and --case NAME (only the cases whose
+// names contain NAME). True when argv[i] was one of them (i then points at its value).
+inline bool repeats_or_case(int argc, char** argv, int& i, int& repeats, std::string& only) {
+  const std::string a = argv[i];
+  if (a == "--repeats" && i + 1 < argc) repeats = std::max(1, std::atoi(argv[++i]));
+  else if (a == "--case" && i + 1 < argc) only = argv[++i];
+  else return false;
+  return true;
+}
 
 // Prints "ERROR <what>: <status>" when `s` failed; true when it did not.
 inline bool check(const dg::Status& s, const std::string& what) {

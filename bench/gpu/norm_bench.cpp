@@ -188,11 +188,7 @@ void backward(Bench& b, const gpu_bench::Dims& x, bool layernorm) {
 
 int main(int argc, char** argv) {
   std::string only;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--repeats" && i + 1 < argc) g_repeats = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--case" && i + 1 < argc) only = argv[++i];
-  }
+  for (int i = 1; i < argc; ++i) gpu_bench::repeats_or_case(argc, argv, i, g_repeats, only);
   dg::Handle handle(dg::Device::cuda(0));
   if (!handle.status().ok()) {
     std::printf("norm_bench: no CUDA device: %s\n", handle.status().to_string().c_str());

@@ -136,11 +136,7 @@ void run_case(dg::Handle& handle, const Case& c) {
 
 int main(int argc, char** argv) {
   std::string only;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--repeats" && i + 1 < argc) g_repeats = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--case" && i + 1 < argc) only = argv[++i];
-  }
+  for (int i = 1; i < argc; ++i) gpu_bench::repeats_or_case(argc, argv, i, g_repeats, only);
   dg::Handle handle(dg::Device::cuda(0));
   ok(handle.status(), "CUDA device");
   for (const Case& c : kCases)

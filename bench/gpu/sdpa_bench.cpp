@@ -282,9 +282,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--prebuild" && i + 1 < argc) return prebuild(argv[++i]);
-    if (a == "--repeats" && i + 1 < argc) g_repeats = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--case" && i + 1 < argc) only = argv[++i];
-    else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
+    if (gpu_bench::repeats_or_case(argc, argv, i, g_repeats, only)) continue;
+    if (a == "--dump" && i + 1 < argc) dump = argv[++i];
   }
   dg::Handle handle(dg::Device::cuda(0));
   ok(handle.status(), "CUDA device");

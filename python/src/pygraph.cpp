@@ -2,6 +2,7 @@
 
 #include "pygraph.hpp"
 
+#include "graph/graph_impl.hpp"
 #include "planning/introspect.hpp"
 #include "runtime/handle_impl.hpp"
 
@@ -364,10 +365,8 @@ void bind_pygraph_build(nb::class_<PyGraph>& c) {
 
   c.def("query_tensor_attributes_of_uid", [](const PyGraph& g, int64_t uid) {
     TensorAttr copy;
-    check(g.graph.query_tensor_attributes_of_uid(uid, copy));
-    for (const auto& t : introspect::user_tensors(g.graph))
-      if (t && t->has_uid() && t->get_uid() == uid) return t;
-    return std::make_shared<TensorAttr>(std::move(copy));
+    check(g.graph.query_tensor_attributes_of_uid(uid, copy));  // the error names the uid
+    return tensor_with_uid(impl_of(g.graph), uid);
   }, nb::arg("uid"),
         "The graph's tensor with this uid (the object itself, so it may key a variant pack; the frontend\n"
         "returns a copy of its attributes).\n"

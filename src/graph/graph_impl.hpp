@@ -50,6 +50,9 @@ struct GraphImpl {
 
 inline GraphImpl& impl_of(const Graph& g) { return *g.impl_; }
 
+// The graph's tensor (declared, or a node's input or output) that has `uid`; null when none has.
+TensorPtr tensor_with_uid(const GraphImpl& g, int64_t uid);
+
 // Topologically orders nodes, infers and validates every node, assigns uids. (src/graph/validate.cpp)
 Status validate_graph(GraphImpl& g);
 // Builds the IR from validated nodes. (src/graph/lower.cpp)

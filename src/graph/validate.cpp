@@ -161,17 +161,22 @@ Status validate_graph(GraphImpl& g) {
   return {};
 }
 
-Status Graph::query_tensor_attributes_of_uid(int64_t uid, TensorAttr& out) const {
+TensorPtr tensor_with_uid(const GraphImpl& g, int64_t uid) {
   auto find = [&](const std::vector<TensorPtr>& ts) {
     for (const auto& t : ts)
       if (t && t->has_uid() && t->get_uid() == uid) return t;
     return TensorPtr();
   };
-  TensorPtr hit = find(impl_->tensors);
-  for (size_t i = 0; !hit && i < impl_->nodes.size(); ++i) {
-    hit = find(impl_->nodes[i].inputs);
-    if (!hit) hit = find(impl_->nodes[i].outputs);
+  TensorPtr hit = find(g.tensors);
+  for (size_t i = 0; !hit && i < g.nodes.size(); ++i) {
+    hit = find(g.nodes[i].inputs);
+    if (!hit) hit = find(g.nodes[i].outputs);
   }
+  return hit;
+}
+
+Status Graph::query_tensor_attributes_of_uid(int64_t uid, TensorAttr& out) const {
+  const TensorPtr hit = tensor_with_uid(*impl_, uid);
   if (!hit)
     return {ErrorCode::INVALID_VALUE, "query_tensor_attributes_of_uid: no tensor of this graph has uid " +
                                           std::to_string(uid) + " (uids are set by set_uid or assigned by validate)"};

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/plan_names.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "graph/graph_impl.hpp"
 #include "planning/build_limits.hpp"
@@ -45,15 +46,7 @@ void chain(dg::Graph& g, int64_t n) {
   x->set_output(true);
 }
 
-std::vector<std::string> plan_names(const dg::Graph& g) {
-  std::vector<std::string> names;
-  for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
-    std::string n;
-    EXPECT_TRUE(g.get_plan_name_at_index(i, n).ok());
-    names.push_back(n);
-  }
-  return names;
-}
+using test_build::plan_names;
 
 // A target for the described H200 whose kernel cache only records the keys it is asked for.
 struct DescribedH200 {

@@ -4,6 +4,7 @@
 // the graph key, and plan indices of a graph with a partition no engine runs.
 #include <gtest/gtest.h>
 
+#include "common/plan_names.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "graph/graph_impl.hpp"
 #include "planning/plan_set.hpp"
@@ -54,15 +55,7 @@ TEST(PlanFilters, NotesSelectAndDeselect) {
   EXPECT_NE(none.explain().find("dropped by select_behavior_notes"), std::string::npos);
 }
 
-std::vector<std::string> plan_names(const dg::Graph& g) {
-  std::vector<std::string> names;
-  for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
-    std::string n;
-    EXPECT_TRUE(g.get_plan_name_at_index(i, n).ok());
-    names.push_back(n);
-  }
-  return names;
-}
+using test_build::plan_names;
 
 bool any_winograd(const std::vector<std::string>& names) {
   for (const auto& n : names)

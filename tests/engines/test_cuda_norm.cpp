@@ -463,7 +463,6 @@ class CudaNormGpu : public ::testing::Test {
   }
   std::string why_;
   std::unique_ptr<dg::Handle> h_;
-  ScopedEnv gate_{"DNNGRAPH_UNCHECKED_ENGINES", kEngine};  // the tests are the check
 };
 
 TEST_F(CudaNormGpu, ForwardMatchesRef) {

@@ -337,7 +337,7 @@ __device__ __forceinline__ void backward_rows_resident(const NormParams& P, i64 
                                                        float* scratch, float (&ds)[RowBits<C>::K][C::kVec],
                                                        float (&db)[RowBits<C>::K][C::kVec]) {
   constexpr int V = C::kVec, T = C::kThreads, K = RowBits<C>::K;
-  if (!C::kPrefetch) {
+  if (!C::kPrefetch) {  // straight into floats: scalar rows staged as raw bits too spill (ptxas)
     for (; row < P.rows; row += step) {
       float x[K][V], dy[K][V], mean, inv;
 DG_UNROLL
