@@ -110,18 +110,19 @@ TEST(CudaConvGemmView, GemmKnobsLeadForOneByOneOnHopper) {
   };
   auto rn50 = e.knob_space(partition_of(one_by_one({32, 256, 56, 56}, 64))->p(), hopper.target);
   ASSERT_GE(rn50.size(), 2u);
-  // The register epilogue's settings first (measured 1.09x the staged one on this layer), then the
-  // staged ones and ping-pong.
-  EXPECT_EQ(knob_list(rn50, 4),
+  // The register epilogue's settings first (measured 1.09x the staged one on this layer; 8 stages
+  // and ping-pong ahead of 6 and 4 since the epilogue loads its inputs first), then the staged ones.
+  EXPECT_EQ(knob_list(rn50, 5),
+            "core=2,epilogue=1,stages=8,tile_m=128,tile_n=64; core=2,epilogue=1,pingpong=1,stages=8,tile_m=128,tile_n=64; "
             "core=2,epilogue=1,stages=6,tile_m=128,tile_n=64; core=2,epilogue=1,stages=4,tile_m=128,tile_n=64; "
-            "core=2,epilogue=1,stages=8,tile_m=128,tile_n=64; core=2,stages=6,tile_m=128,tile_n=64; ");
-  EXPECT_EQ(count(rn50, 2), 7);
+            "core=2,stages=6,tile_m=128,tile_n=64; ");
+  EXPECT_EQ(count(rn50, 2), 8);
   auto wide = e.knob_space(partition_of(one_by_one({32, 64, 56, 56}, 256))->p(), hopper.target);
-  EXPECT_EQ(count(wide, 2), 2);
+  EXPECT_EQ(count(wide, 2), 3);  // 256 wide; 128-wide ping-pong, staged and in registers
   EXPECT_EQ(wide[0].at("core"), 2) << knob_list(wide, 3);
   // 7x7 x 2048 -> 512: 52 tiles of 128 x 128, 32 k steps: split-K 2 and 4 as well.
   auto deep = e.knob_space(partition_of(one_by_one({32, 2048, 7, 7}, 512))->p(), hopper.target);
-  EXPECT_EQ(count(deep, 2), 4) << knob_list(deep, 20);
+  EXPECT_EQ(count(deep, 2), 5) << knob_list(deep, 20);
   EXPECT_EQ(deep[0].at("core"), 2) << knob_list(deep, 3);
   Case three = one_by_one({32, 64, 56, 56}, 64);
   three.filt = {3, 3};
@@ -332,7 +333,7 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
       const auto built = partition_of(c, t);
       for (Setting s : {Setting{64, 1, false}, {64, 1, true}, {128, 1, true}, {256, 1, false}, {128, 2, false},
                         {64, 1, false, true}, {64, 2, false, true}, {256, 1, false, false, 2},
-                        {64, 1, false, false, 2}}) {
+                        {64, 1, false, false, 2}, {128, 1, true, false, 2}}) {
         // Resident filters for the bf16 2D case only: 3D's 27 and TF32's 18 filter tiles leave no room.
         if (s.resident && (c.x.size() == 5 || t != BF)) continue;
         if (s.cluster > 1 && t != BF) continue;  // clusters: 16-bit inputs only
@@ -349,15 +350,18 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
         ASSERT_NO_FATAL_FAILURE(
             expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "tile_n " + std::to_string(s.bn) + ": "));
       }
-      // The register epilogue (bf16 output) at each tile width.
-      for (int bn : {64, 128, 256}) {
-        if (t != BF || c.x.size() == 5) continue;  // (3D's 12 output channels: rows of 24 bytes, no TMA store)
-        std::string src, why;
-        ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, bn, 3, src, why, 1, false, false, 1, 1)) << why;
-        EXPECT_NE(src.find("apply_regs"), std::string::npos);
-        ASSERT_NO_FATAL_FAILURE(
-            expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "epilogue=1 tile_n " + std::to_string(bn) + ": "));
-      }
+      // The register epilogue (bf16 output) at each tile width, cooperative and (64, 128) ping-pong.
+      for (int bn : {64, 128, 256})
+        for (bool pingpong : {false, true}) {
+          if (t != BF || c.x.size() == 5) continue;  // (3D's 12 output channels: rows of 24 bytes, no TMA store)
+          if (pingpong && bn == 256) continue;
+          std::string src, why;
+          ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, bn, 3, src, why, 1, pingpong, false, 1, 1)) << why;
+          EXPECT_NE(src.find("apply_regs"), std::string::npos);
+          ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_im2col.cu", "sm_90a",
+                                                  "epilogue=1 tile_n " + std::to_string(bn) +
+                                                      (pingpong ? " pingpong: " : ": ")));
+        }
     }
 }
 
@@ -375,9 +379,14 @@ dg::Knobs cluster_knobs(int64_t bn, int64_t stages) {
   return k;
 }
 
+dg::Knobs pingpong(dg::Knobs k) {
+  k["pingpong"] = 1;
+  return k;
+}
+
 // Clusters of 2 sharing the filter tile: offered for wide layers whose pairs fill the GPU (the
 // tutorial's), after the cluster-less 256-wide tiles (measured faster there), not for small ones;
-// refused with the rule beside ping-pong, split-K or TF32.
+// refused with the rule beside split-K or TF32.
 TEST(CudaConvIm2col, ClustersForWideLayersOnly) {
   gemm_test::FakeHopper hopper;
   const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
@@ -394,12 +403,12 @@ TEST(CudaConvIm2col, ClustersForWideLayersOnly) {
   const Case small{{1, 128, 14, 14}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   for (const auto& k : e.knob_space(partition_of(small)->p(), hopper.target))
     EXPECT_EQ(k.count("cluster"), 0u) << dg::knobs_to_string(k);
-  dg::Knobs bad = cluster_knobs(128, 6);
-  bad["pingpong"] = 1;
+  dg::Knobs bad = cluster_knobs(128, 5);
+  bad["split_k"] = 2;
   std::unique_ptr<dg::Plan> plan;
   const dg::Status s = e.build(partition_of(tutorial)->p(), hopper.target, bad, plan);
   EXPECT_EQ(s.code(), dg::ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED);
-  EXPECT_NE(s.message().find("cluster=2 goes only with core=3 and cooperative whole tiles of 16-bit inputs"),
+  EXPECT_NE(s.message().find("cluster=2 goes only with core=3 and whole tiles of 16-bit inputs"),
             std::string::npos)
       << s.message();
 }
@@ -442,7 +451,7 @@ TEST(CudaConvIm2col, ConvolutionsMatchRef) {
   std::mt19937 rng(141);
   const std::vector<dg::Knobs> all{im2col_knobs(64, 8),       im2col_knobs(64, 8, 1, 1), im2col_knobs(256, 4),
                                    im2col_knobs(128, 6, 1, 1), im2col_knobs(128, 5),    im2col_knobs(128, 5, 3),
-                                   cluster_knobs(256, 4),      cluster_knobs(64, 6)};
+                                   cluster_knobs(256, 4),      cluster_knobs(64, 6),    pingpong(cluster_knobs(128, 6))};
   // Resident filters (64 output channels at most, few taps x channel blocks).
   const std::vector<dg::Knobs> resident{im2col_knobs(64, 6, 1, 0, 0, 1), im2col_knobs(64, 4, 1, 0, 0, 1),
                                         im2col_knobs(128, 3, 2, 0, 0, 1)};
@@ -482,8 +491,10 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
   DG_REQUIRE_CUDA(gpu);
   if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "epilogue=1 needs sm_90a";
   std::mt19937 rng(151);
-  const std::vector<dg::Knobs> im2col{registers(im2col_knobs(64, 6)), registers(im2col_knobs(64, 8)),
-                                      registers(im2col_knobs(128, 5)), registers(im2col_knobs(256, 3))};
+  const std::vector<dg::Knobs> im2col{registers(im2col_knobs(64, 6)),        registers(im2col_knobs(64, 8)),
+                                      registers(im2col_knobs(128, 5)),       registers(im2col_knobs(256, 3)),
+                                      registers(im2col_knobs(128, 6, 1, 1)), registers(im2col_knobs(64, 8, 1, 1)),
+                                      registers(pingpong(cluster_knobs(128, 6))), registers(cluster_knobs(256, 3))};
   Case c{{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng);
   c = {{2, 136, 17, 19}, 200, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};
@@ -491,12 +502,13 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
   c = {{3, 64, 30, 30}, 320, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};  // 21 pixel tiles, several per CTA
   run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::HALF, false, channels_last(c.x), im2col, rng);
   c = {{1, 8, 5, 6, 7}, 16, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
-  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[3]}, rng);
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[3], im2col[4], im2col[6]}, rng);
   // The bias 4 bytes off a 16-byte boundary: the element-by-element path (V = 1).
   c = {{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
-  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[2]}, rng, 4);
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[2], im2col[4]}, rng, 4);
   const std::vector<dg::Knobs> gemm{registers(gemm_knobs(64, 6)), registers(gemm_knobs(128, 5)),
-                                    registers(gemm_knobs(256, 3))};
+                                    registers(gemm_knobs(256, 3)), registers(gemm_knobs(128, 6, 1, 1)),
+                                    registers(gemm_knobs(64, 8, 1, 1))};
   c = one_by_one({2, 40, 15, 13}, 24);
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), gemm, rng);
   c = one_by_one({3, 136, 25, 14}, 200);
@@ -504,8 +516,9 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
 }
 
 // Offered first for the tutorial layer (measured 1.07-1.13x the staged epilogue on an H200), with
-// cooperative whole tiles only; held back while "conv_register_epilogue" is on common/gpu_checked's
-// list (tested by listing nothing else). Refused with the rule for a 32-bit output and beside ping-pong.
+// whole tiles only (cooperative or ping-pong, clusters too); held back while "conv_register_epilogue"
+// is on common/gpu_checked's list (tested by listing nothing else). Refused with the rule for a
+// 32-bit output and beside split-K.
 TEST(CudaConvRegisterEpilogue, OfferedWhereTheEpilogueAllows) {
   gemm_test::FakeHopper hopper;
   const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
@@ -514,7 +527,10 @@ TEST(CudaConvRegisterEpilogue, OfferedWhereTheEpilogueAllows) {
   ASSERT_FALSE(space.empty());
   EXPECT_EQ(space[0].count("epilogue"), 1u) << knob_list(space, 4);
   for (const auto& k : space)
-    EXPECT_TRUE(!k.count("epilogue") || (k.count("pingpong") == 0 && k.count("cluster") == 0)) << dg::knobs_to_string(k);
+    EXPECT_TRUE(!k.count("epilogue") || k.count("split_k") == 0) << dg::knobs_to_string(k);
+  EXPECT_TRUE(std::any_of(space.begin(), space.end(),
+                          [](const dg::Knobs& k) { return k.count("epilogue") && k.count("pingpong"); }))
+      << knob_list(space, 20);
   dg::Graph g;
   std::vector<dg::Partition> parts;
   add_conv(g, tutorial, channels_last(tutorial.x), dg::DataType::FLOAT);  // FLOAT output
@@ -524,9 +540,9 @@ TEST(CudaConvRegisterEpilogue, OfferedWhereTheEpilogueAllows) {
   EXPECT_FALSE(cv::fprop_source_for_test(parts[0], 3, 128, 128, 4, src, why, 1, false, false, 1, 1));
   EXPECT_EQ(why, "the output is FLOAT; the register epilogue stores 16-bit outputs");
   std::unique_ptr<dg::Plan> plan;
-  dg::Knobs bad = registers(im2col_knobs(128, 6, 1, 1));
+  dg::Knobs bad = registers(im2col_knobs(128, 5, 2));
   const dg::Status s = e.build(partition_of(tutorial)->p(), hopper.target, bad, plan);
-  EXPECT_NE(s.message().find("epilogue=1 (registers + TMA store) goes only with core=2 or 3 and cooperative whole tiles"),
+  EXPECT_NE(s.message().find("epilogue=1 (registers + TMA store) goes only with core=2 or 3 and whole tiles"),
             std::string::npos)
       << s.message();
 }

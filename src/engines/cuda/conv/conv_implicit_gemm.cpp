@@ -48,6 +48,7 @@ struct Config {
   bool resident_b = false;  // core 3: every k step's filter tile stays in shared memory
   int resident_kt = 0;      // their count (the problem's k steps), set with resident_b
   int cluster = 1;          // core 3: 2 = pairs of CTAs sharing each filter tile by TMA multicast
+                            // (cooperative or ping-pong consumers)
   // Cores 2 and 3: 1 = the epilogue in registers, the tile stored by TMA (conv_tma_store.hpp): two
   // 64 x bn 16-bit tiles of shared memory in place of the staged epilogue's fp32 chunks.
   int epilogue = 0;
@@ -85,12 +86,10 @@ std::string conv_rules(const ConvKnobs& k) {
     return "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1";
   if (k.core >= 2 && k.split_k > 1 && k.tile_n != 128) return "split_k above 1 on core=2 or 3 takes tile_n 128";
   if (k.resident_b && (k.core != 3 || k.pingpong)) return "resident_b=1 goes only with core=3 and pingpong 0";
-  if (k.cluster == 2 && (k.core != 3 || k.pingpong || k.split_k > 1 || k.tf32 || k.resident_b))
-    return "cluster=2 goes only with core=3 and cooperative whole tiles of 16-bit inputs (pingpong 0, split_k 1, tf32 0, "
-           "resident_b 0)";
-  if (k.epilogue && (k.core < 2 || k.pingpong || k.split_k > 1 || k.resident_b || k.cluster > 1))
-    return "epilogue=1 (registers + TMA store) goes only with core=2 or 3 and cooperative whole tiles (pingpong 0, "
-           "split_k 1, resident_b 0, cluster 1)";
+  if (k.cluster == 2 && (k.core != 3 || k.split_k > 1 || k.tf32 || k.resident_b))
+    return "cluster=2 goes only with core=3 and whole tiles of 16-bit inputs (split_k 1, tf32 0, resident_b 0)";
+  if (k.epilogue && (k.core < 2 || k.split_k > 1 || k.resident_b))
+    return "epilogue=1 (registers + TMA store) goes only with core=2 or 3 and whole tiles (split_k 1, resident_b 0)";
   if (k.core > 0 && !k.resident_b && config_of(k).smem_bytes() > 227 * 1024)
     return "the wgmma core's " + std::to_string(config_of(k).smem_bytes()) +
            " bytes of shared memory for these stages exceed 227 KB";
@@ -153,8 +152,13 @@ int epilogue_mode(const Config& c) {
 }
 
 // The kernel's configuration members after the tile's, and (register epilogue) the output map argument.
+// DNNGRAPH_CONV_PROBE_TILED_A=1 (measurements only, wrong results): core 3's 128-wide cooperative or
+// ping-pong tiles load their activations by a tiled TMA of the filter map (conv_im2col_tma.cuh's
+// ProbeTiledAOf), to time the im2col mode apart.
 void add_epilogue_mode(KernelConfigSource& s, const Config& c) {
   if (const int m = epilogue_mode(c)) s.value("kEpilogue", m);
+  const char* probe = std::getenv("DNNGRAPH_CONV_PROBE_TILED_A");
+  if (probe && *probe == '1' && c.core == 3 && c.bn == 128 && c.cluster == 1 && !c.resident_b) s.value("kProbeTiledA", 1);
 }
 const char* output_map_param(const Config& c) { return c.epilogue ? ", const __grid_constant__ dg::TmaDesc my" : ""; }
 const char* output_map_arg(const Config& c) { return c.epilogue ? ", &my" : ""; }
@@ -416,7 +420,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
         if (kt >= 8 * sk) out.push_back({.core = 2, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk});
   }
 
-  // Cores 2 and 3: each cooperative whole-tile setting again with the register epilogue (epilogue=1)
+  // Cores 2 and 3: each whole-tile setting of one CTA again with the register epilogue (epilogue=1)
   // where the fused epilogue allows it and its output tiles fit beside the stages (once no longer
   // held back: kRegisterEpilogueGate); where not, the reason is logged (DNNGRAPH_LOG_LEVEL).
   static void add_register_epilogue(const Partition& p, const Target& t, std::vector<ConvKnobs>& out) {
@@ -453,13 +457,19 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       if (std::string why; resident_fits(cp, r, why)) out.push_back(resident);
     } else {
       for (int st : {3, 4}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st});
-      // Clusters of 2 sharing the 256-wide filter tile where the pairs still fill the multiprocessors
-      // (for the autotuner: slower than without on the tutorial layer, see tma_core_efficiency).
+      // Clusters of 2 sharing the filter tile where the pairs still fill the multiprocessors: 256-wide
+      // cooperative tiles (for the autotuner: slower than without on the tutorial layer, see
+      // tma_core_efficiency) and 128-wide ping-pong ones.
       const int64_t pairs = ((cp.params.M + 255) / 256) * ((cp.params.N + 255) / 256);
-      if (bk == 64 && pairs >= t.info().multiprocessors)
+      const bool clusters = bk == 64 && pairs >= t.info().multiprocessors;
+      if (clusters)
         for (int st : {3, 4}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st, .cluster = 2});
       out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5});
-      out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 6, .pingpong = 1});
+      for (int st : {6, 5}) {
+        out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = st, .pingpong = 1});
+        if (clusters && ((cp.params.M + 127) / 128) * ((cp.params.N + 127) / 128) >= 2 * t.info().multiprocessors)
+          out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = st, .pingpong = 1, .cluster = 2});
+      }
     }
     const int64_t tiles = ((cp.params.M + 127) / 128) * ((cp.params.N + 127) / 128);
     const int64_t kt = conv::im2col_ktiles(cp.params, bk);
@@ -472,10 +482,17 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
   // ordered as measured on an H200 (docs/perf.md, 2026-12-02): 64-wide tiles ran fastest with 6
   // stages (8 stages, 128 x 64 ping-pong and resident filters 2-9% slower); on core 3 the
   // cooperative 128-wide tiles led ping-pong ones (0.0182 against 0.0226 ms at C256 14x14).
+  // With the register epilogue (H100, 2026-12-05): 64-wide tiles ran fastest with 8 stages, ping-pong
+  // 8 within 0-4% (ahead on RN50 C64 56², behind at N8), then 6 and 4 stages; 128-wide cooperative
+  // tiles led ping-pong ones at C256 14² and C512 7², tied at C128 28², and clusters of 2 slowed
+  // ping-pong 4% on the tutorial layer.
   static double tma_core_efficiency(const Config& c) {
+    if (c.bn == 64 && c.epilogue && !c.resident_b)
+      return c.pingpong ? 0.744 : c.stages == 8 ? 0.745 : c.stages == 6 ? 0.74 : 0.735;
     if (c.bn == 64)
       return c.resident_b ? 0.71 : c.pingpong ? 0.72 : c.stages == 6 ? 0.74 : c.stages == 4 ? 0.735 : 0.73;
-    if (c.bn == 128) return c.core == 3 ? (c.pingpong ? 0.69 : 0.70) : (c.pingpong ? 0.75 : 0.68);
+    if (c.bn == 128)
+      return (c.core == 3 ? (c.pingpong ? 0.69 : 0.70) : (c.pingpong ? 0.75 : 0.68)) * (c.cluster > 1 ? 0.96 : 1.0);
     if (c.core != 3) return c.stages >= 4 ? 0.75 : 0.745;
     // Core 3, 128 x 256 on the tutorial layer (H200, 2026-12-02): 3 stages 0.1132 ms, 4 stages 0.1213,
     // clusters of 2 0.1213 (3) and 0.1270 (4): the shared filter tile did not pay there.

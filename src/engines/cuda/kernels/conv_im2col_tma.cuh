@@ -58,6 +58,18 @@ struct Im2colResidentSmem {
   static constexpr int B_BASE = (FILTER_BAR + 8 + 1023) / 1024 * 1024;
 };
 
+// Diagnostics, for timing only (the results are wrong): Config::kProbeTiledA 1 loads each k step's
+// activation tile by a tiled TMA of the filter map (the same 16 KB as 128 pixels when BN is 128)
+// in place of the im2col load, to time the im2col mode apart (DNNGRAPH_CONV_PROBE_TILED_A).
+template <class C, class = int>
+struct ProbeTiledAOf {
+  enum : int { value = 0 };
+};
+template <class C>
+struct ProbeTiledAOf<C, decltype((int)C::kProbeTiledA)> {
+  enum : int { value = C::kProbeTiledA };
+};
+
 // k steps of the (tap, channel block) walk.
 template <int BK>
 __device__ __forceinline__ int im2col_ktiles(const ConvParams& P) {
@@ -70,10 +82,11 @@ __device__ __forceinline__ int im2col_ktiles(const ConvParams& P) {
 // half of the filter tile, multicast into both (wgmma_produce's protocol: the filters are read from
 // L2 once per pair, a third less L2 traffic per k step at 128 x 256); a rank-1 CTA past the last
 // pixel tile loads only its filter half.
-template <int BN, int STAGES, int ES, int RANK, bool RESIDENT, int CLUSTER, int EPI_BYTES>
+template <int BN, int STAGES, int ES, int RANK, bool RESIDENT, int CLUSTER, int EPI_BYTES, int PROBE_A = 0>
 __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDesc* mx, const TmaDesc* mw, u32 base) {
   typedef typename Im2colSelect<RESIDENT, Im2colResidentSmem<BN, STAGES, ES>, WgmmaSmem<BN, STAGES, ES, EPI_BYTES>>::type S;
   static_assert(CLUSTER == 1 || !RESIDENT, "clusters share streamed filter tiles, not resident ones");
+  static_assert(!PROBE_A || (BN == 128 && CLUSTER == 1 && !RESIDENT), "the tiled-A probe reads a 128-row filter box");
   const int cb = (P.C + S::BK - 1) / S::BK, ktiles = im2col_ktiles<S::BK>(P);
   const i64 units = walk_units<CLUSTER>((i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n) * P.splits;
   const int rank = CLUSTER > 1 ? (int)cluster_ctarank() : 0;
@@ -110,6 +123,8 @@ __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDes
       const int tap = (ft * P.filt[1] + fr) * P.filt[2] + fs;
       if (!has_a) {
         // no pixel tile (odd tiles_m): only the filter half, counted alone above
+      } else if (PROBE_A) {
+        tma_load_3d(a_dst, mw, full, c * S::BK, tap, tn * BN);
       } else if (RANK == 4) {
         tma_load_im2col_4d(a_dst, mx, full, c * S::BK, w0, h0, n, fs * P.dil[2], fr * P.dil[1]);
       } else {
@@ -232,8 +247,8 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
       mbar_init(base + Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES>::FILTER_BAR, 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     } else {
-      // empty: every consuming thread, or (ping-pong) one warpgroup's, or one per consumer warp of both CTAs
-      init_stage_barriers<S, STAGES>(base, 1, CLUSTER > 1 ? 16 : PINGPONG ? 128 : 256);
+      // empty: every consuming thread, or one per consumer warp of both CTAs; ping-pong: one warpgroup's
+      init_stage_barriers<S, STAGES>(base, 1, (CLUSTER > 1 ? 16 : 256) / (PINGPONG ? 2 : 1));
     }
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mx) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mw) : "memory");
@@ -244,7 +259,8 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
     if (threadIdx.x == 0)
-      im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT, CLUSTER, EPI_BYTES>(P, mx, mw, base);
+      im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT, CLUSTER, EPI_BYTES, ProbeTiledAOf<Config>::value>(
+          P, mx, mw, base);
   } else if constexpr (RESIDENT) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     im2col_consume_resident<DT, BN, STAGES, SPLIT, Ep>(P, p, base, wg - 1, red);

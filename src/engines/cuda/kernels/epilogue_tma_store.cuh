@@ -2,8 +2,10 @@
 // consumer warpgroup's accumulators where they are (the wgmma fragment layout), the results are
 // converted to the output type and written to shared memory in the layout of a 128-byte-swizzled
 // TMA box, and one thread stores the warpgroup's 64 x BN tile with cp.async.bulk.tensor. The
-// consumers then start the next tile's main loop while the copy engine drains the store; the
-// buffer is reused only after cp.async.bulk.wait_group.read (at the next tile's epilogue).
+// accumulators are free once the tile is in shared memory (epilogue_tma_write), so the consumers
+// issue the next tile's first k step before the barrier and the store (epilogue_tma_issue); the
+// copy engine drains the store during the next main loop, and the buffer is reused only after
+// cp.async.bulk.wait_group.read.
 //
 // Against the staged epilogue (gemm_common.cuh's epilogue_staged: fp32 through shared memory in
 // 64 x 32 chunks, two named barriers each, then per-thread global stores) this needs two barriers
@@ -59,66 +61,82 @@ __device__ __forceinline__ u32 tma_store_offset(int r, int col) {
   return (u32)((byte / 128) * 8192 + r * 128 + ((((byte % 128) / 16) ^ (r & 7)) * 16) + byte % 16);
 }
 
-// The epilogue of one m64 x BN accumulator block (fragment j: rows r and r + 8, columns 8j + 2 (lane
-// % 4) + {0, 1}) whose first element is (m0, n0). V 2: the pair of columns as one vector (the
-// plan's operands allow vectors), 1: element by element. The loads are those of a column: read
-// once and used for both rows. `buf` is the warpgroup's TmaStoreTile (generic and shared
-// addresses), `bar` its named barrier; thread 0 of the warpgroup issues the stores.
+// A 32-bit store to shared memory at a shared-window address. No "memory" clobber: the compiler
+// may issue the epilogue's global loads of later columns ahead of it (a store through a generic
+// pointer could alias them, which kept one dependent round trip per column); volatile keeps it
+// in order with the barriers and fences around it.
+__device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v));
+}
+
+// The register epilogue of one m64 x BN accumulator block whose first element is (m0, n0), first
+// half: the generated chain applied to the accumulators where the wgmma left them (fragment j of
+// a thread: rows r and r + 8, columns 8j + 2 (lane % 4) + {0, 1}), converted to the output type
+// and written to the warpgroup's TmaStoreTile at shared address `buf` in the layout of the
+// 128-byte-swizzled boxes. V 2: the pair of columns as one vector (the plan's operands allow
+// vectors), 1: element by element. The loads are those of a column: read once and used for both
+// rows. `bar`: the warpgroup's named barrier. Afterwards the accumulators are free.
 template <class Ep, int BN, int V>
-__device__ __forceinline__ void epilogue_regs(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
-                                              const float* acc, char* buf, u32 buf_s, const void* map, i64 m0, i64 n0,
-                                              i64 N, float* red, int bar) {
+__device__ __forceinline__ void epilogue_regs_write(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
+                                                    const float* acc, u32 buf, i64 m0, i64 n0, i64 N, float* red,
+                                                    int bar) {
   typedef TmaStoreTile<Ep, BN> T;
   typedef typename Storage<Ep::kStoreType>::type Out;
   typedef typename Ep::Index Index;
+  static_assert(T::ES == 2, "the register epilogue stores 16-bit outputs");
   const int t = (int)threadIdx.x % 128, lane = t % 32, r = (t / 32) * 16 + lane / 4;
   if (t == 0) bulk_wait_read();  // the previous tile's store has left the buffer
   asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int col = 8 * j + 2 * (lane & 3);
-    const i64 n = n0 + col;
+    // Columns past N (N is even: register_epilogue) are clipped by the store; they compute with
+    // the last pair's inputs, so no column needs a branch and the loads can all go first.
+    const i64 n = min(n0 + col, N - 2);
     Packed<Out, 2> lo, hi;
-    lo.v[0] = lo.v[1] = hi.v[0] = hi.v[1] = Out();
-    if (n < N) {  // N is even (register_epilogue), so n + 1 < N too; columns past N are clipped by the store
 #pragma unroll
-      for (int e = 0; e < 2; e += V) {
-        float a[V], b[V];
-        c[Ep::kRank - 1] = (Index)(n + e);
-        typename Ep::template Loaded<V> l;
-        Ep::template load<V>(p, c, l);
-        c[Ep::kRank - 2] = (Index)(m0 + r);
-        Ep::template apply_regs<V>(p, c, l, acc + 4 * j + e, red, a);
-        c[Ep::kRank - 2] = (Index)(m0 + r + 8);
-        Ep::template apply_regs<V>(p, c, l, acc + 4 * j + 2 + e, red, b);
+    for (int e = 0; e < 2; e += V) {
+      float a[V], b[V];
+      c[Ep::kRank - 1] = (Index)(n + e);
+      typename Ep::template Loaded<V> l;
+      Ep::template load<V>(p, c, l);
+      c[Ep::kRank - 2] = (Index)(m0 + r);
+      Ep::template apply_regs<V>(p, c, l, acc + 4 * j + e, red, a);
+      c[Ep::kRank - 2] = (Index)(m0 + r + 8);
+      Ep::template apply_regs<V>(p, c, l, acc + 4 * j + 2 + e, red, b);
 #pragma unroll
-        for (int v = 0; v < V; ++v) {
-          lo.v[e + v] = from_float<Ep::kStoreType>(a[v]);
-          hi.v[e + v] = from_float<Ep::kStoreType>(b[v]);
-        }
+      for (int v = 0; v < V; ++v) {
+        lo.v[e + v] = from_float<Ep::kStoreType>(a[v]);
+        hi.v[e + v] = from_float<Ep::kStoreType>(b[v]);
       }
     }
-    typedef typename RawVec<2 * T::ES>::type Raw;
-    *reinterpret_cast<Raw*>(buf + tma_store_offset<T::ES>(r, col)) = lo.raw;
-    *reinterpret_cast<Raw*>(buf + tma_store_offset<T::ES>(r + 8, col)) = hi.raw;
+    st_shared_u32(buf + tma_store_offset<T::ES>(r, col), lo.raw);
+    st_shared_u32(buf + tma_store_offset<T::ES>(r + 8, col), hi.raw);
   }
   // The copy engine reads the tile through the async proxy.
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
-  if (t == 0) {
-#pragma unroll
-    for (int b = 0; b < T::BOXES; ++b) tma_store_2d(map, buf_s + b * 8192, (int)n0 + b * T::BOX_COLS, (int)m0);
-    bulk_commit();
-  }
 }
 
 // V by the plan's vector width at run time (gemm_common.cuh's epilogue_staged's rule).
 template <class Ep, int BN>
-__device__ __forceinline__ void epilogue_tma_store(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
-                                                   const float* acc, char* buf, u32 buf_s, const void* map, i64 m0,
-                                                   i64 n0, i64 N, int vec, float* red, int bar) {
-  if (vec == 4) epilogue_regs<Ep, BN, 2>(p, c, acc, buf, buf_s, map, m0, n0, N, red, bar);
-  else epilogue_regs<Ep, BN, 1>(p, c, acc, buf, buf_s, map, m0, n0, N, red, bar);
+__device__ __forceinline__ void epilogue_tma_write(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
+                                                   const float* acc, u32 buf, i64 m0, i64 n0, i64 N, int vec, float* red,
+                                                   int bar) {
+  if (vec == 4) epilogue_regs_write<Ep, BN, 2>(p, c, acc, buf, m0, n0, N, red, bar);
+  else epilogue_regs_write<Ep, BN, 1>(p, c, acc, buf, m0, n0, N, red, bar);
+}
+
+// Second half: once every thread of the warpgroup has written its part, thread 0 issues the
+// tile's TMA stores from `buf`.
+template <class Ep, int BN>
+__device__ __forceinline__ void epilogue_tma_issue(u32 buf, const void* map, i64 m0, i64 n0, int bar) {
+  typedef TmaStoreTile<Ep, BN> T;
+  asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
+  if (threadIdx.x % 128 == 0) {
+#pragma unroll
+    for (int b = 0; b < T::BOXES; ++b) tma_store_2d(map, buf + b * 8192, (int)n0 + b * T::BOX_COLS, (int)m0);
+    bulk_commit();
+  }
 }
 
 }  // namespace dg

@@ -246,8 +246,9 @@ __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc
 }
 
 // A consumer thread is done reading a stage (its warpgroup's wgmma_wait): every thread arrives on
-// the CTA's "empty" barrier, or (CLUSTER 2) one lane per warp on both CTAs' barriers (16 arrivals:
-// the stage's B half of each CTA is in both CTAs' shared memory).
+// the CTA's "empty" barrier, or (CLUSTER 2) one lane per warp on both CTAs' barriers (16 arrivals,
+// 8 with ping-pong, where one warpgroup reads a stage: the stage's B half of each CTA is in both
+// CTAs' shared memory).
 template <int CLUSTER>
 __device__ __forceinline__ void wgmma_release(u32 empty, int lane) {
   if (CLUSTER == 1) {
@@ -280,17 +281,17 @@ struct ConsumerShape {
 // PROXY_FENCE: the stage was written by cp.async (the generic proxy), so order those writes before
 // wgmma reads it through the async proxy. SPLIT (cooperative only): units are (tile, k range)
 // pairs, and a tile's last split sums the partial sums (splitk_fixup.cuh) before the epilogue.
-// EPI: the epilogue (epilogue_tma_store.cuh's modes); EPI_TMA_STORE goes with cooperative whole tiles.
+// EPI: the epilogue (epilogue_tma_store.cuh's modes); EPI_TMA_STORE goes with whole tiles of one CTA.
 template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep,
           bool SPLIT = false, int CLUSTER = 1, int EPI = EPI_STAGED>
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EpilogueBytes<EPI, Ep, BN>::value> S;
-  static_assert(EPI != EPI_TMA_STORE || !(PINGPONG || SPLIT), "the register epilogue serves cooperative whole tiles");
+  static_assert(EPI != EPI_TMA_STORE || !SPLIT, "the register epilogue serves whole tiles");
   // (The convolution engine's cores 2 and 3 also run 128 x 64 ping-pong tiles: two m64n64 accumulators.)
   static_assert(!PINGPONG || BN == 128 || BN == 64, "ping-pong tiles are 128 x 128 or 128 x 64 (two m64 accumulators)");
   static_assert(!(PINGPONG && SPLIT), "split-K units have uneven k ranges; the ping-pong stage count assumes even ones");
-  static_assert(CLUSTER == 1 || !(PINGPONG || SPLIT || PROXY_FENCE), "clusters of 2: cooperative whole tiles of TMA loads");
+  static_assert(CLUSTER == 1 || !(SPLIT || PROXY_FENCE), "clusters of 2: whole tiles of TMA loads");
   constexpr int HALVES = PINGPONG ? 2 : 1;  // m64 row blocks per warpgroup and tile
   constexpr int REGS = BN / 2;              // accumulators per m64 block
   const int ktiles = sh.ktiles;
@@ -299,6 +300,30 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   u32 phase = 0;
   float acc[HALVES * REGS];
   i64 local = 0;  // this CTA's tile counter
+  // EPI_TMA_STORE: the unit's first k step was issued by the previous tile's epilogue, from `head`.
+  bool headed = false;
+  int head = 0;
+  // One k step from stage s: wait for its loads, issue its products (the tile's first: over
+  // whatever the accumulators held), commit. The caller waits and releases.
+  auto mma_step = [&](int st, u32 ph, bool first) {
+    mbar_wait(base + S::BARRIERS + 8 * st, ph);
+    if (PROXY_FENCE) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    const u32 a_tile = base + st * S::STAGE_BYTES + (PINGPONG ? 0 : cw * 8192);
+    const u32 b_tile = base + st * S::STAGE_BYTES + S::A_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < S::K_STEPS; ++kk) {
+      const u64 db = B_KM ? smem_desc(b_tile + 32 * kk, 16, 1024) : smem_desc(b_tile + 2048 * kk, 8192, 1024);
+#pragma unroll
+      for (int h = 0; h < HALVES; ++h) {
+        const u32 a_half = a_tile + h * 8192;  // rows 64h.. : 64 rows of 128 bytes, or the next MN box
+        const u64 da = A_KM ? smem_desc(a_half + 32 * kk, 16, 1024) : smem_desc(a_half + 2048 * kk, 8192, 1024);
+        wgmma_tile<DT, BN, !A_KM, !B_KM>(*reinterpret_cast<float(*)[REGS]>(acc + h * REGS), da, db,
+                                         (first && kk == 0) ? 0 : 1);
+      }
+    }
+    wgmma_commit();
+  };
   const i64 units = SPLIT ? sh.tiles * sh.splits : walk_units<CLUSTER>(sh.tiles, sh.tiles_m, sh.tiles_n);
   for (i64 u = blockIdx.x / CLUSTER; u < units; u += gridDim.x / CLUSTER, ++local) {
     if (PINGPONG && (int)(local & 1) != cw) continue;
@@ -306,35 +331,18 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     int split = 0, kb = 0, ke = ktiles, tm, tn;
     if constexpr (SPLIT) split_unit(u, sh.splits, ktiles, t, split, kb, ke);
     walk_tile<CLUSTER>(t, sh.tiles_m, sh.tiles_n, b, tm, tn);
-    int prev = -1;
+    int prev = headed ? head : -1;
     // Ping-pong: the main loops take turns. Waiting on the stage ring by parity is only sound
     // within one phase of its producer, so a warpgroup starts a tile's main loop once the other
     // has waited for every stage of the tile before (named barriers 3 and 4, 256 threads).
     if (PINGPONG && local > 0) named_barrier_sync(3 + cw, 256);
-    for (int kt = kb; kt < ke; ++kt) {
+    for (int kt = kb + (headed ? 1 : 0); kt < ke; ++kt) {
       if (PINGPONG) {
         const i64 step = local * ktiles + kt;
         s = (int)(step % STAGES);
         phase = (u32)((step / STAGES) & 1);
       }
-      const u32 full = base + S::BARRIERS + 8 * s;
-      mbar_wait(full, phase);
-      if (PROXY_FENCE) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      const u32 a_tile = base + s * S::STAGE_BYTES + (PINGPONG ? 0 : cw * 8192);
-      const u32 b_tile = base + s * S::STAGE_BYTES + S::A_BYTES;
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < S::K_STEPS; ++kk) {
-        const u64 db = B_KM ? smem_desc(b_tile + 32 * kk, 16, 1024) : smem_desc(b_tile + 2048 * kk, 8192, 1024);
-#pragma unroll
-        for (int h = 0; h < HALVES; ++h) {
-          const u32 a_half = a_tile + h * 8192;  // rows 64h.. : 64 rows of 128 bytes, or the next MN box
-          const u64 da = A_KM ? smem_desc(a_half + 32 * kk, 16, 1024) : smem_desc(a_half + 2048 * kk, 8192, 1024);
-          wgmma_tile<DT, BN, !A_KM, !B_KM>(*reinterpret_cast<float(*)[REGS]>(acc + h * REGS), da, db,
-                                           (kt > kb || kk > 0) ? 1 : 0);
-        }
-      }
-      wgmma_commit();
+      mma_step(s, phase, kt == kb);
       wgmma_wait<1>();  // the previous k tile's products are done: its stage can be refilled
       if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
       prev = s;
@@ -343,7 +351,8 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
         phase ^= 1;
       }
     }
-    if (PINGPONG && u + gridDim.x < units) named_barrier_arrive(3 + (cw ^ 1), 256);  // the next tile's turn
+    headed = false;
+    if (PINGPONG && u + gridDim.x / CLUSTER < units) named_barrier_arrive(3 + (cw ^ 1), 256);  // the next tile's turn
     wgmma_wait<0>();
     if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
     if (CLUSTER > 1 && tm >= sh.tiles_m) continue;  // the pair's missing tile: protocol only
@@ -359,8 +368,26 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
 #pragma unroll
       for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
       constexpr int TILE = TmaStoreTile<Ep, BN>::BYTES;
-      epilogue_tma_store<Ep, BN>(p, c, acc, smem_generic + S::EPI + cw * TILE, base + S::EPI + cw * TILE, sh.out_map,
-                                 (i64)tm * S::BM + cw * 64, (i64)tn * BN, sh.N, sh.epi_vec, red, 1 + cw);
+      const u32 buf = base + S::EPI + cw * TILE;
+      // Ping-pong: the warpgroup's two m64 blocks one after the other through its one buffer (the
+      // other warpgroup's main loop runs meanwhile). Cooperative: one block, and the accumulators
+      // are free once it is in shared memory, so the next tile's first k step (its loads were
+      // issued during this tile's main loop) goes to the tensor cores before the barrier and store.
+#pragma unroll
+      for (int h = 0; h < HALVES; ++h) {  // (unrolled: the accumulators are indexed by constants only)
+        const i64 m0 = (i64)tm * S::BM + (PINGPONG ? h * 64 : cw * 64), n0 = (i64)tn * BN;
+        epilogue_tma_write<Ep, BN>(p, c, acc + h * REGS, buf, m0, n0, sh.N, sh.epi_vec, red, 1 + cw);
+        if (!PINGPONG && u + gridDim.x / CLUSTER < units && ktiles > 0) {
+          mma_step(s, phase, true);
+          headed = true;
+          head = s;
+          if (++s == STAGES) {
+            s = 0;
+            phase ^= 1;
+          }
+        }
+        epilogue_tma_issue<Ep, BN>(buf, sh.out_map, m0, n0, 1 + cw);
+      }
       continue;
     }
     // Epilogue, 64 rows x 32 columns at a time through shared memory: fragment j of an m64 block
@@ -419,7 +446,7 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   Ep::init_full(red);
   if (threadIdx.x == 0) {
     // full: the producer's expect_tx; empty: every consuming thread, or one per consumer warp of both CTAs
-    init_stage_barriers<S, STAGES>(base, 1, CLUSTER > 1 ? 16 : PINGPONG ? 128 : 256);
+    init_stage_barriers<S, STAGES>(base, 1, (CLUSTER > 1 ? 16 : 256) / (PINGPONG ? 2 : 1));
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(ma) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mb) : "memory");
   }
