@@ -336,17 +336,17 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     // within one phase of its producer, so a warpgroup starts a tile's main loop once the other
     // has waited for every stage of the tile before (named barriers 3 and 4, 256 threads).
     if (PINGPONG && local > 0) named_barrier_sync(3 + cw, 256);
+    if (PINGPONG) {  // the ring position of this tile's first k step (the other warpgroup took the ones between)
+      const i64 step = local * ktiles;
+      s = (int)(step % STAGES);
+      phase = (u32)((step / STAGES) & 1);
+    }
     for (int kt = kb + (headed ? 1 : 0); kt < ke; ++kt) {
-      if (PINGPONG) {
-        const i64 step = local * ktiles + kt;
-        s = (int)(step % STAGES);
-        phase = (u32)((step / STAGES) & 1);
-      }
       mma_step(s, phase, kt == kb);
       wgmma_wait<1>();  // the previous k tile's products are done: its stage can be refilled
       if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
       prev = s;
-      if (!PINGPONG && ++s == STAGES) {
+      if (++s == STAGES) {
         s = 0;
         phase ^= 1;
       }
@@ -364,19 +364,22 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       if (!splitk_fixup<REGS>(acc, sh.ws, sh.tiles, t, split, sh.splits, (int)threadIdx.x - 128)) continue;
     if constexpr (EPI == EPI_PROBE_NONE) continue;
     if constexpr (EPI == EPI_TMA_STORE) {
+      typedef TmaStoreTile<Ep, BN> T;
       typename Ep::Index c[Ep::kRank];
 #pragma unroll
       for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
-      constexpr int TILE = TmaStoreTile<Ep, BN>::BYTES;
-      const u32 buf = base + S::EPI + cw * TILE;
-      // Ping-pong: the warpgroup's two m64 blocks one after the other through its one buffer (the
-      // other warpgroup's main loop runs meanwhile). Cooperative: one block, and the accumulators
-      // are free once it is in shared memory, so the next tile's first k step (its loads were
-      // issued during this tile's main loop) goes to the tensor cores before the barrier and store.
+      const u32 buf = base + S::EPI + cw * T::BYTES;
+      // Ping-pong: the warpgroup's two m64 blocks one after the other (the other warpgroup's main
+      // loop runs meanwhile). Cooperative: one block, and the accumulators are free once its last
+      // box is in shared memory, so the next tile's first k step (its loads were issued during this
+      // tile's main loop) goes to the tensor cores before that box's barrier and store.
 #pragma unroll
-      for (int h = 0; h < HALVES; ++h) {  // (unrolled: the accumulators are indexed by constants only)
+      for (int h = 0; h < HALVES; ++h) {  // (unrolled: the accumulators' indices are constants)
         const i64 m0 = (i64)tm * S::BM + (PINGPONG ? h * 64 : cw * 64), n0 = (i64)tn * BN;
-        epilogue_tma_write<Ep, BN>(p, c, acc + h * REGS, buf, m0, n0, sh.N, sh.epi_vec, red, 1 + cw);
+        float* block = acc + h * REGS;
+        epilogue_tma_apply<Ep, BN>(p, c, block, m0, n0, sh.N, sh.epi_vec, red);
+        TmaStoreBoxes<Ep, BN, 0, T::BOXES - 1>::run(block, buf, sh.out_map, m0, n0, 1 + cw);
+        epilogue_tma_write_box<Ep, BN, T::BOXES - 1>(block, buf, 1 + cw);
         if (!PINGPONG && u + gridDim.x / CLUSTER < units && ktiles > 0) {
           mma_step(s, phase, true);
           headed = true;
@@ -386,7 +389,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
             phase ^= 1;
           }
         }
-        epilogue_tma_issue<Ep, BN>(buf, sh.out_map, m0, n0, 1 + cw);
+        epilogue_tma_store_box<Ep, BN>(buf, sh.out_map, m0, n0, T::BOXES - 1, 1 + cw);
       }
       continue;
     }
