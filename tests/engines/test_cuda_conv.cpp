@@ -157,7 +157,7 @@ TEST(CudaConvImplicitGemm, Tf32WgmmaKnobsOnHopperOnlyForFloat) {
       split8 += k.count("split_k") && k.at("split_k") == 8;
     }
     EXPECT_EQ(wgmma, 10);  // tile_n 128 x 2, 256 x 2, split_k 2, 3, 4, 5, 6, 8
-    EXPECT_EQ(im2col, 10);  // tile_n 256 x 2, 128, 128 ping-pong x 2, split_k 2, 3, 4, 6, 8
+    EXPECT_EQ(im2col, 12);  // tile_n 256 x 2, 128, 128 ping-pong x 2, split_k 2, 3, 4, 6, 8, 64 and 64 ping-pong
     EXPECT_EQ(split8, 2);
     for (const auto& k : e.knob_space(parts[0], ta)) {
       EXPECT_EQ(k.at("core"), 0) << dg::knobs_to_string(k);

@@ -474,9 +474,16 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     }
     const int64_t tiles = ((cp.params.M + 127) / 128) * ((cp.params.N + 127) / 128);
     const int64_t kt = conv::im2col_ktiles(cp.params, bk);
-    if (tiles < t.info().multiprocessors)
+    if (tiles < t.info().multiprocessors) {
       for (int sk : {2, 3, 4, 6, 8})
         if (kt >= 4 * sk) out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk});
+      // Few pixels, many channels (RN50's 7x7 layers: 52 tiles of 128 x 128 on 132 SMs): twice as
+      // many 64-wide tiles, whole, with no partial sums to add up.
+      if (cp.params.N > 64) {
+        out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 8});
+        out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 8, .pingpong = 1});
+      }
+    }
   }
 
   // Cores 2 and 3 have no gathering threads: the matmul's TMA core (cuda_gemm_wgmma_tma's 0.68-0.75),
