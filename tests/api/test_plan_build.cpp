@@ -17,6 +17,7 @@
 #include "planning/kernel_cache.hpp"
 #include "planning/plan_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "common/scoped_env.hpp"
 
 namespace dg = dnngraph;
 
@@ -63,19 +64,7 @@ struct DescribedH200 {
   }
 };
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* v = std::getenv(name)) saved_ = v, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? (void)setenv(name_, saved_.c_str(), 1) : (void)unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string saved_;
-  bool had_ = false;
-};
+using test_env::ScopedEnv;
 
 }  // namespace
 

@@ -427,3 +427,34 @@ TEST(CudaConvImplicitGemm, Tf32WgmmaConvolutionsMatchRef) {
 }
 
 }  // namespace
+
+namespace {
+
+// genstats (SUM and SQ_SUM of Y per channel) from the conv's epilogue against ref on the engine's
+// first plans (cores 3, 1 and 0 with the staged epilogue, which serves reductions), bf16 and fp16,
+// outputs NaN-poisoned. (A genstats of a plain tensor runs on ref and the CPU engines:
+// cuda_pointwise_jit takes pointwise chains and reductions, not genstats.)
+TEST(CudaGenstats, ConvEpilogueMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(161);
+  for (dg::DataType t : {dg::DataType::BFLOAT16, dg::DataType::HALF}) {
+    // 390 pixels (off every tile), 40 -> 24 channels; Y ~ 6 in magnitude: sums of a few hundred.
+    const Case c{{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+    const Dims yd = out_dims(c), sd{1, c.k, 1, 1};
+    HostTensor x = nhwc(c.x, t), w = nhwc(filter_dims(c), t);
+    gemm_test::fill_random(x, rng);
+    gemm_test::fill_random(w, rng);
+    SCOPED_TRACE("conv, " + std::string(dg::to_string(t)));
+    // Y is rounded to 16 bits where it is stored; the sums may be of the values before that.
+    gemm_test::run_vs_ref(kConvEngine, {x, w}, {nhwc(yd, t), nhwc(sd, F), nhwc(sd, F)},
+                          [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
+                            set_fp32_compute(g);
+                            auto y = g.conv_fprop(ts[0], ts[1], geometry<dg::ConvFpropAttr>(c));
+                            auto stats = g.genstats(y, dg::GenstatsAttr().set_name("gs"));
+                            return std::vector<dg::TensorPtr>{y, stats[0], stats[1]};
+                          },
+                          {Expect{1.2e-2, 2.0}, Expect{1e-2, 100.0}, Expect{1e-2, 1000.0}}, 6);
+  }
+}
+
+}  // namespace

@@ -562,9 +562,10 @@ TEST(CudaConvIm2col, FirstPlanOfALayerMatchesRef) {
 
 namespace {
 
-// conv + genstats lowers into the epilogue's sums, but its CUDA kernels have not run against ref on
-// a GPU yet: the own CUDA engines refuse it with that reason (the CPU engines and ref run it).
-TEST(CudaConvEpilogue, GenstatsIsRefusedUntilCheckedOnAGpu) {
+// conv + genstats lowers into the staged epilogue's sums (SUM += y, SQ_SUM += y * y), offered since
+// its GPU test passed (test_cuda_conv.cpp's CudaGenstats); the register epilogue refuses it, with the
+// reason, as it refuses every reduction.
+TEST(CudaConvEpilogue, GenstatsGoesToTheStagedEpilogue) {
   dg::Graph g;
   set_types(g, BF);
   auto y = g.conv_fprop(declare(g, "X", {2, 32, 8, 8}, BF), declare(g, "W", {16, 32, 3, 3}, BF),
@@ -577,10 +578,11 @@ TEST(CudaConvEpilogue, GenstatsIsRefusedUntilCheckedOnAGpu) {
   ASSERT_EQ(parts.size(), 1u);
   std::string src, why;
   for (int core : {0, 3}) {
-    EXPECT_FALSE(cv::fprop_source_for_test(parts[0], core, 128, 64, 4, src, why)) << core;
-    EXPECT_NE(why.find("node 'gs' (genstats): lowered, but not yet checked against ref on a GPU"), std::string::npos)
-        << why;
+    EXPECT_TRUE(cv::fprop_source_for_test(parts[0], core, 128, 64, 4, src, why)) << core << ": " << why;
+    EXPECT_NE(src.find("kFull"), std::string::npos) << core;
   }
+  EXPECT_FALSE(cv::fprop_source_for_test(parts[0], 3, 128, 64, 4, src, why, 1, false, false, 1, 1));
+  EXPECT_NE(why.find("the epilogue reduces (AMAX, sums) across tiles"), std::string::npos) << why;
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 // outputs NaN-poisoned before every plan, and the backward's column sums bit-identical run to run.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <cstdlib>
 #include <random>
 #include <regex>
@@ -16,6 +18,7 @@
 #include "engines/cuda/norm/norm_problem.hpp"
 #include "engines/cuda/norm/norm_rowwise.hpp"
 #include "gemm_test_util.hpp"
+#include "common/scoped_env.hpp"
 
 namespace {
 
@@ -28,23 +31,7 @@ using T = dg::DataType;
 constexpr const char* kEngine = "cuda_norm_rowwise";
 
 // Sets an environment variable for one scope, restoring the old value after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using test_env::ScopedEnv;
 
 Dims packed_strides(const Dims& d) { return test_dims::packed(d); }
 Dims row_param(const Dims& x) {
@@ -391,26 +378,29 @@ TEST(CudaNormRejects, TypesFusedEpiloguesAndOtherOps) {
 }
 
 // The gate (common/gpu_checked) holds back the names on its list until DNNGRAPH_UNCHECKED_ENGINES
-// lists them (whole names only); cuda_norm_rowwise left the list once its GPU tests had passed on
-// an H200 (2026-12-05).
+// lists them (whole names only); cuda_norm_rowwise left the library's list once its GPU tests had
+// passed on an H200 (2026-12-05), and the fused genstats on an H100 the same day: the list is empty.
 TEST(CudaNormRejects, GateHoldsBackListedNamesOnly) {
+  constexpr std::array<std::string_view, 1> list{"cuda_new_kernel"};
+  EXPECT_TRUE(dg::cuda::held_back_list().empty());
   {
     ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
     EXPECT_FALSE(dg::cuda::held_back(kEngine));
-    EXPECT_TRUE(dg::cuda::held_back("genstats"));
-    std::string why;
-    EXPECT_FALSE(dg::cuda::checked_on_gpu("genstats", "", why));
-    EXPECT_EQ(why, "not yet checked against ref on a GPU, so not offered (DNNGRAPH_UNCHECKED_ENGINES="
-                   "genstats offers it, for the GPU tests)");
-    EXPECT_FALSE(dg::cuda::held_back("cuda_gemm_mma_sync"));  // engines not on the list pass
-  }
-  {
-    ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", "cuda_norm_rowwise, genstats");
     EXPECT_FALSE(dg::cuda::held_back("genstats"));
+    EXPECT_TRUE(dg::cuda::held_back("cuda_new_kernel", list));
+    std::string why;
+    EXPECT_FALSE(dg::cuda::checked_on_gpu("cuda_new_kernel", "", why, list));
+    EXPECT_EQ(why, "not yet checked against ref on a GPU, so not offered (DNNGRAPH_UNCHECKED_ENGINES="
+                   "cuda_new_kernel offers it, for the GPU tests)");
+    EXPECT_FALSE(dg::cuda::held_back("cuda_gemm_mma_sync", list));  // names not on the list pass
   }
   {
-    ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", "genstats_v2,cuda_norm_rowwise");
-    EXPECT_TRUE(dg::cuda::held_back("genstats"));  // whole names only
+    ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", "cuda_norm_rowwise, cuda_new_kernel");
+    EXPECT_FALSE(dg::cuda::held_back("cuda_new_kernel", list));
+  }
+  {
+    ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", "cuda_new_kernel_v2,cuda_norm_rowwise");
+    EXPECT_TRUE(dg::cuda::held_back("cuda_new_kernel", list));  // whole names only
   }
   // On a CPU handle the engine says it needs a CUDA one.
   dg::Graph g;

@@ -19,6 +19,7 @@
 #include "engines/vendor_libraries.hpp"
 #include "planning/plan_set.hpp"
 #include "runtime/vendor_library.hpp"
+#include "common/scoped_env.hpp"
 
 namespace dnngraph::cudnn {
 namespace {
@@ -178,14 +179,7 @@ const TensorPlan& plan_named(const Partition& p, const std::vector<TensorPlan>& 
 
 // ---------------------------------------------------------------- the library search
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using test_env::ScopedEnv;
 
 vendor::LibrarySpec missing_spec() {
   return {"cuDNN-test", "DNNGRAPH_TEST_VENDOR_PATH", {"libdnngraph_no_such_library.so.9"}, "libdgvendortest.so",
