@@ -7,7 +7,6 @@
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
-#include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
@@ -28,9 +27,6 @@ constexpr const char* kFpropKernel = "dg_conv_fprop";
 // The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
 // least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.
 constexpr double kRegisterEpilogueGain = 1.07;
-// The knob space offers epilogue=1 plans where the fused epilogue allows them (CudaConvRegisterEpilogue.*
-// passed against ref on an H200, 2026-12-05; a name on common/gpu_checked's list would hold them back).
-constexpr const char* kRegisterEpilogueGate = "conv_register_epilogue";
 
 // core 0: mma.sync (any sm_80+), tiles bm x bn x 32 (tf32: x 16, the same bytes); core 1: wgmma +
 // TMA (sm_90a), 128 x bn x 64 (tf32: x 32, one 128-byte row either way), optionally split-K:
@@ -135,11 +131,10 @@ std::string config_source(const Tile& t) {
   return KernelConfigSource().tile(t).type("Epilogue", "dg_gen::Epilogue").str();
 }
 
-// DNNGRAPH_CONV_EPILOGUE_PROBE, for measurements only (bench/gpu/conv_epilogue.sh): 1 offers the
-// epilogue=1 plans before they are checked on a GPU; 2 and 3 turn staged epilogues of cores 2 and
-// 3 into diagnostic ones (2: the staging and its barriers only, 3: none; outputs are not written),
-// to time a tile's main loop and epilogue apart. The mode is in the source, so the kernel cache
-// keeps the variants apart.
+// DNNGRAPH_CONV_EPILOGUE_PROBE, for measurements only (bench/gpu/conv_epilogue.sh): 2 and 3 turn
+// staged epilogues of cores 2 and 3 into diagnostic ones (2: the staging and its barriers only, 3:
+// none; outputs are not written), to time a tile's main loop and epilogue apart. The mode is in the
+// source, so the kernel cache keeps the variants apart.
 int epilogue_probe() {
   const char* v = std::getenv("DNNGRAPH_CONV_EPILOGUE_PROBE");
   return v ? std::atoi(v) : 0;
@@ -422,8 +417,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
   }
 
   // Cores 2 and 3: each whole-tile setting of one CTA again with the register epilogue (epilogue=1)
-  // where the fused epilogue allows it and its output tiles fit beside the stages (once no longer
-  // held back: kRegisterEpilogueGate); where not, the reason is logged (DNNGRAPH_LOG_LEVEL).
+  // where the fused epilogue allows it and its output tiles fit beside the stages
+  // (CudaConvRegisterEpilogue.* against ref on a GPU); where not, the reason is logged (DNNGRAPH_LOG_LEVEL).
   static void add_register_epilogue(const Partition& p, const Target& t, std::vector<ConvKnobs>& out) {
     Pieces pc;
     std::string why;
@@ -431,11 +426,6 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     if (!conv::describe_conv(p, pc.cp, why) || !plan_epilogue(p, pc.cp.axes, t.dynamic_shapes, pc.epi, why)) return;
     if (!conv::register_epilogue(pc.epi, pc.cp, why)) {
       DG_LOG(DEBUG) << kEngineName << ": no epilogue=1 plans (registers + TMA store): " << why;
-      return;
-    }
-    if (held_back(kRegisterEpilogueGate) && epilogue_probe() != 1) {
-      DG_LOG(DEBUG) << kEngineName << ": epilogue=1 (registers + TMA store) fits, but is not yet checked against ref "
-                    << "on a GPU, so not offered";
       return;
     }
     const size_t n = out.size();
