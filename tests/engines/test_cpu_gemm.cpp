@@ -320,10 +320,16 @@ TEST(CpuGemmPacked, Bf16PairKernelsMatchRef) {
     ASSERT_NE(cg::avx512_bf16_kernels(), nullptr);
   }
   std::mt19937 rng(23);
-  for (int trial = 0; trial < 8; ++trial) {
-    const int64_t batch = 1 + rng() % 2, m = 1 + rng() % 40, n = 1 + rng() % 70, k = 1 + rng() % 75;
+  for (int trial = 0; trial < 12; ++trial) {
+    // Trials 8..11: k a multiple of 32 and m past one 16-row half, so AMX reads whole halves of A in
+    // place (row strides of 32-128 or, in trials 10 and 11, 40-136 elements: none a multiple of
+    // 512, which packs) beside packed partial ones.
+    const bool whole = trial >= 8;
+    const int64_t batch = 1 + rng() % 2, m = whole ? 17 + rng() % 60 : 1 + rng() % 40, n = 1 + rng() % 70,
+                  k = whole ? 32 * (1 + rng() % 4) : 1 + rng() % 75, lda = trial >= 10 ? k + 8 : k;
     const bool b_transposed = trial % 2 == 1;
-    auto a = ref_test::random_tensor({batch, m, k}, dg::DataType::BFLOAT16, rng, -1, 1);
+    HostTensor a = ref_test::make_tensor({batch, m, k}, {m * lda, lda, 1}, dg::DataType::BFLOAT16);
+    a.randomize(rng, -1, 1);
     HostTensor b = b_transposed ? ref_test::make_tensor({1, k, n}, {k * n, 1, k}, dg::DataType::BFLOAT16)
                                 : ref_test::make_tensor({1, k, n}, {k * n, n, 1}, dg::DataType::BFLOAT16);
     for (int64_t i = 0; i < k * n; ++i) dg::dtype::store(b.bytes.data(), dg::DataType::BFLOAT16, i, std::uniform_real_distribution<double>(-1, 1)(rng));
