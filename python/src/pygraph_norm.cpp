@@ -1,5 +1,5 @@
 // pygraph's training normalizations, with the cuDNN frontend's names, keywords and return
-// shapes: batchnorm (training), instancenorm, and the backward of layernorm, rmsnorm, batchnorm
+// shapes: batchnorm (training), instancenorm, adalayernorm, and the backward of layernorm, rmsnorm, batchnorm
 // and instancenorm. Outputs an op does not produce in the call's configuration come back as None.
 
 #include "pygraph.hpp"
@@ -66,6 +66,24 @@ void def_backward(nb::class_<PyGraph>& c, const char* name,
         nb::arg("peer_stats") = std::vector<TensorPtr>(), DG_NORM_TAIL, doc);
 }
 
+// instancenorm and adalayernorm: (Y, mean, inv_variance) from X, scale, bias and epsilon; the
+// statistics are None in the INFERENCE phase.
+template <class A>
+void def_phase_forward(nb::class_<PyGraph>& c, const char* name,
+                       std::array<TensorPtr, 3> (Graph::*op)(TensorPtr, TensorPtr, TensorPtr, A), const char* doc) {
+  c.def(name,
+        [op](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps,
+             nb::handle ct, std::string node) {
+          auto a = named(A(), ct, node).set_forward_phase(phase);
+          if (TensorPtr e = scalar_tensor(eps, "epsilon", node)) a.set_epsilon(e);
+          auto t = (g.graph.*op)(std::move(x), std::move(scale), std::move(bias), a);
+          if (phase == NormFwdPhase::INFERENCE) return Triple{g.produced(t[0]), nullptr, nullptr};
+          return produced(g, t);
+        },
+        nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), nb::arg("bias"),
+        nb::arg("epsilon").none() = nb::none(), DG_NORM_TAIL, doc);
+}
+
 void bind_backward(nb::class_<PyGraph>& c) {
   def_backward<LayernormBackwardAttr>(
       c, "layernorm_backward", &Graph::layernorm_backward, false,
@@ -129,33 +147,13 @@ void bind_forward(nb::class_<PyGraph>& c) {
         "Raises ValueError at validate when something is missing or dims disagree.\n\nArgs:\n    input: X.\n    "
         "scale, bias: per channel.\n    in_running_mean, in_running_var: the previous running statistics, or None."
         "\n\nArgs (also):\n    compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
-  c.def("instancenorm",
-        [](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps, nb::handle ct,
-           std::string node) {
-          auto a = named(InstancenormAttr(), ct, node).set_forward_phase(phase);
-          if (TensorPtr e = scalar_tensor(eps, "epsilon", node)) a.set_epsilon(e);
-          auto t = g.graph.instancenorm(std::move(x), std::move(scale), std::move(bias), a);
-          if (phase == NormFwdPhase::INFERENCE) return Triple{g.produced(t[0]), nullptr, nullptr};
-          return produced(g, t);
-        },
-        nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), nb::arg("bias"),
-        nb::arg("epsilon").none() = nb::none(), DG_NORM_TAIL,
+  def_phase_forward<InstancenormAttr>(c, "instancenorm", &Graph::instancenorm,
         "(Y, mean, inv_variance): instancenorm of X (N, C, spatial...), statistics per sample and channel "
         "(N, C, 1, ...), scale and bias per channel (1, C, 1, ...). mean and inv_variance are None in the "
         "INFERENCE phase. Raises ValueError at validate when dims disagree.\n\nArgs:\n    norm_forward_phase: "
         "TRAINING or INFERENCE.\n    input: X.\n    scale, bias: per channel.\n    epsilon: a pass-by-value tensor or "
         "a number." "\n\nArgs (also):\n    compute_data_type: the op's compute type (None: the graph's).\n    name: the node's name.");
-  c.def("adalayernorm",
-        [](PyGraph& g, NormFwdPhase phase, TensorPtr x, TensorPtr scale, TensorPtr bias, nb::handle eps, nb::handle ct,
-           std::string node) {
-          auto a = named(AdaLayernormAttr(), ct, node).set_forward_phase(phase);
-          if (TensorPtr e = scalar_tensor(eps, "epsilon", node)) a.set_epsilon(e);
-          auto t = g.graph.adalayernorm(std::move(x), std::move(scale), std::move(bias), a);
-          if (phase == NormFwdPhase::INFERENCE) return Triple{g.produced(t[0]), nullptr, nullptr};
-          return produced(g, t);
-        },
-        nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), nb::arg("bias"),
-        nb::arg("epsilon").none() = nb::none(), DG_NORM_TAIL,
+  def_phase_forward<AdaLayernormAttr>(c, "adalayernorm", &Graph::adalayernorm,
         "(Y, mean, inv_variance): adaptive layernorm: X (B, rows..., D...) normalized over the trailing dims "
         "where the scale is not 1, scale and bias per batch (B or 1, 1, ..., D...); statistics (B, rows..., 1, "
         "...), FLOAT. mean and inv_variance are None in the INFERENCE phase. Built from reductions and pointwise "

@@ -37,8 +37,6 @@ __device__ __forceinline__ void tma_store_2d(const void* map, u32 src, int c0, i
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// The committed stores have read their shared memory (the buffer may be rewritten).
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 // The committed stores are complete (before the CTA exits).
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
