@@ -4,7 +4,10 @@
 // bench/gpu/gemm_conv_torch.py runs this program and PyTorch eager on the same machine, in the
 // same run, and prints them side by side.
 //
-//   dnngraph_gemm_conv_bench [--plans N] [--only SUBSTRING[,SUBSTRING...]] [--build-only]
+//   dnngraph_gemm_conv_bench [--plans N] [--plan I] [--only SUBSTRING[,SUBSTRING...]] [--build-only]
+//
+// --plan I: only plan I of each workload (for a profiler's --launch-skip: one build launch, then
+// the timed ones).
 //
 // With GEMM_BENCH_CACHE set, compiled kernels are kept in that folder (the kernel cache's disk
 // layer): build-only runs of single workloads can fill it in parallel before the timed run.
@@ -32,6 +35,7 @@ using namespace gpu_bench;
 namespace {
 
 int g_plans = 2;
+int g_plan = -1;  // --plan: only this index
 std::string g_only;  // comma-separated name substrings; empty: every workload
 
 bool selected(const std::string& name) {
@@ -70,8 +74,9 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
   }
   double best = 1e30;
   std::string best_name;
-  const int64_t plans = std::min<int64_t>(g_plans, g.get_execution_plan_count());
+  const int64_t plans = std::min<int64_t>(std::max(g_plans, g_plan + 1), g.get_execution_plan_count());
   for (int64_t idx = 0; idx < plans; ++idx) {
+    if (g_plan >= 0 && idx != g_plan) continue;
     std::string pname;
     if (!check(g.build_plan_at_index(handle, idx), name + " build") || !g.get_plan_name_at_index(idx, pname).ok()) continue;
     if (g_build_only) {
@@ -122,10 +127,11 @@ void conv(dg::Handle& handle, const std::string& name, int64_t n, int64_t c, int
   run(name, g, handle, pack, 2.0 * volume(yd) * (depthwise ? 1 : c) * r * r);
 }
 
-// (batch x m x k) x (batch x k x n) [x alpha + bias -> GELU, AMAX], bf16 (or `t`: FLOAT runs as
-// TF32) in and out; `b_k_major`: B stored [batch, n, k].
+// (batch x m x k) x (batch x k x n) [x alpha + bias -> GELU (or `act`), AMAX], bf16 (or `t`: FLOAT
+// runs as TF32) in and out; `b_k_major`: B stored [batch, n, k].
 void matmul(dg::Handle& handle, const std::string& name, int64_t batch, int64_t m, int64_t n, int64_t k, bool chain,
-            dg::DataType t = dg::DataType::BFLOAT16, bool b_k_major = false) {
+            dg::DataType t = dg::DataType::BFLOAT16, bool b_k_major = false,
+            dg::PointwiseMode act = dg::PointwiseMode::GELU_FWD) {
   if (!selected(name)) return;
   dg::HandleImpl& h = impl_of(handle);
   const Dims ad{batch, m, k}, bd{batch, k, n}, cd{batch, m, n}, biasd{1, 1, n};
@@ -143,7 +149,7 @@ void matmul(dg::Handle& handle, const std::string& name, int64_t batch, int64_t 
                               .set_data_type(dg::DataType::FLOAT));
     alpha->set_is_pass_by_value(true).set_value(0.125);
     auto Bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim(biasd).set_stride(packed(biasd)));
-    C = g.pointwise(g.bias(g.scale(C, alpha), Bias), dg::PointwiseAttr().set_mode(dg::PointwiseMode::GELU_FWD));
+    C = g.pointwise(g.bias(g.scale(C, alpha), Bias), dg::PointwiseAttr().set_mode(act));
     auto Amax = g.reduction(C, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
     Amax->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
     pack[Bias] = bias.buf.get();
@@ -160,6 +166,7 @@ void matmul(dg::Handle& handle, const std::string& name, int64_t batch, int64_t 
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--plans") && i + 1 < argc) g_plans = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--plan") && i + 1 < argc) g_plan = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
     if (!std::strcmp(argv[i], "--build-only")) g_build_only = true;
   }
@@ -170,6 +177,10 @@ int main(int argc, char** argv) {
   }
   matmul(handle, "gemm_8192_plain", 1, 8192, 8192, 8192, false);
   matmul(handle, "gemm_8x2048_chain", 8, 2048, 2048, 2048, true);
+  // The same without the chain, and with ReLU for GELU: what the epilogue's chain costs.
+  matmul(handle, "gemm_8x2048_plain", 8, 2048, 2048, 2048, false);
+  matmul(handle, "gemm_8x2048_relu_chain", 8, 2048, 2048, 2048, true, dg::DataType::BFLOAT16, false,
+         dg::PointwiseMode::RELU_FWD);
   matmul(handle, "gemm_16x1024x4096x1024_chain", 16, 1024, 4096, 1024, true);
   conv(handle, "conv_tutorial_n32c128_56_k256", 32, 128, 56, 256, 3, true);
   conv(handle, "conv_tutorial_alone", 32, 128, 56, 256, 3, false);

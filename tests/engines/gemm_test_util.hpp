@@ -45,9 +45,10 @@ struct Expect {
 };
 
 // Runs `build` on ref and on `engine` (plan indices 0 .. max_plans-1, each checked to be that
-// engine in one partition) and compares every output.
+// engine in one partition) and compares every output; the plans' names go to `names` if given.
 inline void run_vs_ref(const std::string& engine, std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs,
-                       const Build& build, const std::vector<Expect>& expect, int max_plans = 1) {
+                       const Build& build, const std::vector<Expect>& expect, int max_plans = 1,
+                       std::vector<std::string>* names = nullptr) {
   std::vector<HostTensor> want;
   auto s = ref_test::run_build_on_ref(inputs, outs, build, want);
   ASSERT_TRUE(s.ok()) << s.to_string();
@@ -91,6 +92,7 @@ inline void run_vs_ref(const std::string& engine, std::vector<HostTensor> inputs
     ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
     EXPECT_EQ(name.rfind(engine, 0), 0u) << name;
     EXPECT_EQ(name.find(" + "), std::string::npos) << "more than one partition: " << name;
+    if (names) names->push_back(name);
     for (size_t i = 0; i < outputs.size(); ++i) {
       HostTensor poison = outs[i];  // NaN in every slot
       ASSERT_TRUE(dg::memory::copy_to_device(h, out_dev[i].get(), poison.bytes.data(), poison.bytes.size()).ok());

@@ -3,10 +3,12 @@
 // fit no tile, and mix operand majors, batch broadcast and fused epilogues.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "engines/cuda/gemm/matmul_plan.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
+#include "engines/cuda/common/register_epilogue.hpp"
 #include "gemm_test_util.hpp"
 #include "runtime/handle_impl.hpp"
 
@@ -25,14 +27,15 @@ constexpr const char* kMmaSync = "cuda_gemm_mma_sync";
 
 // ---- NVRTC compile tests (no GPU)
 
-// matmul -> * alpha -> + bias -> GELU -> + residual, stored as `out`, with AMAX of the result.
-dg::TensorPtr fused_chain(dg::Graph& g, dg::TensorPtr y, dg::TensorPtr bias, dg::TensorPtr residual, double alpha_value) {
+// matmul -> * alpha -> + bias -> GELU (or `activation`) -> + residual, stored as `out`, with AMAX of the result.
+dg::TensorPtr fused_chain(dg::Graph& g, dg::TensorPtr y, dg::TensorPtr bias, dg::TensorPtr residual, double alpha_value,
+                          M activation = M::GELU_FWD) {
   auto alpha = g.tensor(dg::TensorAttr().set_name("alpha").set_dim({1, 1, 1}).set_stride({1, 1, 1})
                             .set_data_type(dg::DataType::FLOAT));
   alpha->set_is_pass_by_value(true).set_value(alpha_value);
   y = g.scale(y, alpha);
   y = g.bias(y, bias);
-  y = g.pointwise(y, dg::PointwiseAttr().set_mode(M::GELU_FWD));
+  y = g.pointwise(y, dg::PointwiseAttr().set_mode(activation));
   if (residual) y = g.add(y, residual);
   return y;
 }
@@ -192,6 +195,46 @@ TEST_F(CudaGemmCompile, WgmmaClusterKernelsCompile) {
                                        {"kAKMajor", "true"}, {"kBKMajor", "false"}, {"kPingpong", "false"},
                                        {"kSplitK", "false"}, {"kCluster", "2"}}));
   EXPECT_EQ(sources[1].find("__cluster_dims__"), std::string::npos);
+}
+
+// The register epilogue (epilogue=1): x alpha + bias + ReLU with AMAX applied to the accumulators, a 3D TMA
+// store per 64-column box (batch as the third coordinate), on cooperative 256- and 128-wide tiles,
+// ping-pong and clusters; the generated functor has apply_regs and the kernel an output map.
+TEST_F(CudaGemmCompile, WgmmaRegisterEpilogueKernelsCompile) {
+  auto reg = [](gm::MatmulConfig c) {
+    c.register_epilogue = true;
+    return c;
+  };
+  const std::vector<gm::MatmulConfig> configs{reg(wgmma(256, 4)), reg(wgmma(128, 6, true)),
+                                              reg(wgmma(256, 4, false, false, 1, false, 2))};
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  const int64_t m = 96, n = 40, k = 72;
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({2, m, k}).set_stride({m * k, k, 1}));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({1, k, n}).set_stride({k * n, n, 1}));
+  auto bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim({1, 1, n}).set_stride({n, n, 1}));
+  auto y = fused_chain(g, g.matmul(a, b, dg::MatmulAttr()), bias, nullptr, 0.5, M::RELU_FWD);
+  y->set_output(true).set_data_type(dg::DataType::HALF);
+  auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+  amax->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
+  int compiled = 0;
+  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
+    std::string why;
+    ASSERT_TRUE(dg::cuda::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
+    ASSERT_TRUE(dg::cuda::register_epilogue(pieces.epi, why)) << why;
+    for (const auto& c : configs) {
+      const std::string src = gm::matmul_source(pieces.mp, c, pieces.epi, *low.ir);
+      EXPECT_NE(src.find("apply_regs"), std::string::npos);
+      EXPECT_NE(src.find("dg::TmaDesc my"), std::string::npos);
+      EXPECT_TRUE(gemm_test::instantiates(src, "gemm_wgmma", {{"kEpilogue", "1"}}));
+      std::vector<uint8_t> cubin;
+      auto s = dg::cuda::nvrtc_compile(src, "test_gemm.cu", "sm_90a", cubin);
+      ASSERT_TRUE(s.ok()) << c.describe() << ": " << s.to_string() << "\n---- source:\n" << src;
+      ++compiled;
+    }
+  });
+  EXPECT_EQ(compiled, 3);
 }
 
 // TF32 with MN-major operands: the transpose pass (gemm_transpose.cuh) in the same module, the
@@ -456,6 +499,50 @@ TEST(CudaGemm, WgmmaClusterMatchesRef) {
   }
   fused_case(kWgmma, 96, dg::DataType::BFLOAT16, true, dg::DataType::BFLOAT16, 0, 1000, 2048);
   fused_case(kWgmma, 97, dg::DataType::FP8_E4M3, false, dg::DataType::BFLOAT16, 0, 1000, 2048);
+}
+
+// The register epilogue (epilogue=1) on every plan of the engine: x alpha + bias -> ReLU with
+// AMAX, 16-bit outputs; m that fits no tile (rows past M must stay out of AMAX and out of memory),
+// n a multiple of 8 that fits no 64-column box, batches stored through the map's third coordinate,
+// and (>= 2048) clusters of 2. NaN-poisoned outputs, every epilogue=1 plan checked to have run.
+TEST(CudaGemm, RegisterEpilogueMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  std::mt19937 rng(98);
+  struct Case {
+    Dims batch;
+    int64_t m, n, k;
+    dg::DataType out;
+    bool b_k_major;
+  };
+  const int64_t m = 1 + rng() % 300, n = 8 * (1 + rng() % 40), k = 1 + rng() % 300;
+  for (const Case& c : {Case{{2}, m, n, k, dg::DataType::BFLOAT16, false},
+                       Case{{3, 2}, 77, 136, 520, dg::DataType::HALF, true},
+                       Case{{}, 2100, 2200, 136, dg::DataType::BFLOAT16, false}}) {
+    const Dims ones(c.batch.size(), 1);  // B and the bias broadcast over the batch
+    Dims bias_dims(c.batch.size() + 1, 1), amax_dims(c.batch.size() + 2, 1), cd = c.batch;
+    bias_dims.push_back(c.n);
+    cd.push_back(c.m);
+    cd.push_back(c.n);
+    std::vector<HostTensor> in{operand(c.batch, c.m, c.k, false, dg::DataType::BFLOAT16, rng),
+                               operand(ones, c.k, c.n, c.b_k_major, dg::DataType::BFLOAT16, rng),
+                               gemm_test::packed(bias_dims, dg::DataType::FLOAT)};
+    gemm_test::fill_random(in[2], rng);
+    SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+    std::vector<std::string> names;
+    gemm_test::run_vs_ref(kWgmma, in, {gemm_test::packed(cd, c.out), gemm_test::packed(amax_dims, dg::DataType::FLOAT)},
+                          [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
+                            g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+                            auto y = fused_chain(g, g.matmul(t[0], t[1], dg::MatmulAttr()), t[2], nullptr, 0.75,
+                                                 M::RELU_FWD);
+                            auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+                            return std::vector<dg::TensorPtr>{y, amax};
+                          },
+                          {Expect{1.2e-2, std::sqrt(double(c.k)) * 0.1}, Expect{1e-5, 1.0}}, 1000, &names);
+    const auto registers = std::count_if(names.begin(), names.end(), [](const std::string& nm) {
+      return nm.find("epilogue=1") != std::string::npos;
+    });
+    EXPECT_GE(registers, 3) << "the epilogue=1 plans did not run";
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // them, and that rejected combinations name their rule.
 #include <gtest/gtest.h>
 
+#include "engines/cuda/common/register_epilogue.hpp"
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
 #include "gemm_test_util.hpp"
 
@@ -14,8 +15,9 @@ using gemm_test::Dims;
 using gemm_test::for_each_matmul;
 
 // On a (fake) sm_90 target: cluster=2 is offered for 16-bit GEMMs with M and N >= 2048, with
-// cooperative tiles only (tile_n 256 or 128, never with ping-pong or split-K); not for smaller
-// ones or FLOAT inputs; rejected knob sets name the rule (estimate 1e9).
+// cooperative tiles only (tile_n 256 or 128, never with ping-pong or split-K: ping-pong pairs ran
+// slower than without on an H100, 2026-12-05); not for smaller ones or FLOAT inputs; rejected knob
+// sets name the rule (estimate 1e9).
 TEST(CudaGemmCluster, KnobsForBigCooperativeGemms) {
   gemm_test::FakeHopper hopper;
   const dg::Target& t = hopper.target;
@@ -38,7 +40,7 @@ TEST(CudaGemmCluster, KnobsForBigCooperativeGemms) {
     for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces&, const gemm_test::Lowered&) {
       int clusters = 0;
       for (const auto& kn : e.knob_space(p, t)) {
-        if (!kn.count("cluster")) continue;
+        if (!kn.count("cluster") || kn.count("epilogue")) continue;  // (each again with epilogue=1)
         ++clusters;
         EXPECT_EQ(kn.at("cluster"), 2) << dg::knobs_to_string(kn);
         EXPECT_EQ(kn.count("pingpong") + kn.count("split_k"), 0u) << dg::knobs_to_string(kn);
@@ -91,6 +93,73 @@ TEST(CudaGemmSplitK, KnobsWhereTilesUnderFillAndKIsDeep) {
       EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 256}, {"split_k", 2}}), 1e8);
       EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"pingpong", 1}, {"split_k", 2}}), 1e8);
       EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"split_k", 17}}), 1e8);
+    });
+  }
+}
+
+// The register epilogue (epilogue=1) on a (fake) sm_90: offered first for a batched matmul +
+// alpha + bias + ReLU + AMAX with a 16-bit output, beside every cooperative whole-tile setting
+// (not ping-pong ones, as the epilogue reduces; split-K refused with its rule); not offered for GELU in place of ReLU (the tutorial's chain: too many
+// instructions to unroll, with the reason), a residual (it varies along the rows), an fp8 or fp32
+// output, or a column count that is not a multiple of 8 (row stride).
+TEST(CudaGemmRegisterEpilogue, OfferedWhereTheEpilogueAllows) {
+  gemm_test::FakeHopper hopper;
+  const dg::Target& t = hopper.target;
+  const dg::Engine& e = dg::cuda::gemm_wgmma_tma_engine();
+  using PM = dg::PointwiseMode;
+  struct Shape {
+    int64_t n;
+    bool residual;
+    dg::DataType out;
+    PM activation;
+    bool offered;
+  };
+  const auto BF = dg::DataType::BFLOAT16;
+  for (const Shape sh : {Shape{2048, false, BF, PM::RELU_FWD, true}, Shape{2048, false, dg::DataType::HALF, PM::RELU_FWD, true},
+                         Shape{2048, false, BF, PM::GELU_FWD, false}, Shape{2048, true, BF, PM::RELU_FWD, false},
+                         Shape{2048, false, dg::DataType::FP8_E4M3, PM::RELU_FWD, false},
+                         Shape{2048, false, dg::DataType::FLOAT, PM::RELU_FWD, false},
+                         Shape{2044, false, BF, PM::RELU_FWD, false}}) {
+    dg::Graph g;
+    g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+        .set_compute_data_type(dg::DataType::FLOAT);
+    const int64_t bt = 8, m = 2048, k = 2048, n = sh.n;
+    auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({bt, m, k}).set_stride({m * k, k, 1}));
+    auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({bt, k, n}).set_stride({k * n, n, 1}));
+    auto bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim({1, 1, n}).set_stride({n, n, 1}));
+    auto alpha = g.tensor(dg::TensorAttr().set_name("alpha").set_dim({1, 1, 1}).set_stride({1, 1, 1})
+                              .set_data_type(dg::DataType::FLOAT));
+    alpha->set_is_pass_by_value(true).set_value(0.5);
+    auto y = g.pointwise(g.bias(g.scale(g.matmul(a, b, dg::MatmulAttr()), alpha), bias),
+                         dg::PointwiseAttr().set_mode(sh.activation));
+    if (sh.residual)
+      y = g.add(y, g.tensor(dg::TensorAttr().set_name("R").set_dim({bt, m, n}).set_stride({m * n, n, 1})));
+    y->set_output(true).set_data_type(sh.out);
+    g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX))
+        ->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
+    SCOPED_TRACE(std::string(dg::to_string(sh.out)) + " n=" + std::to_string(n) + (sh.residual ? " residual" : "") +
+                 " " + std::string(dg::to_string(sh.activation)));
+    for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered&) {
+      if (sh.activation == PM::GELU_FWD) {  // the rule, named
+        std::string why;
+        ASSERT_TRUE(dg::cuda::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
+        EXPECT_FALSE(dg::cuda::register_epilogue(pieces.epi, why));
+        EXPECT_NE(why.find("the pointwise chain costs ~26 instructions per element"), std::string::npos) << why;
+      }
+      const auto ks = e.knob_space(p, t);
+      ASSERT_FALSE(ks.empty());
+      int registers = 0, whole = 0;
+      for (const auto& kn : ks) {
+        EXPECT_FALSE(kn.count("epilogue") && kn.count("pingpong")) << dg::knobs_to_string(kn) << ": AMAX";
+        if (kn.count("epilogue")) ++registers;
+        else if (!kn.count("split_k") && !kn.count("pingpong")) ++whole;
+        EXPECT_LT(e.estimate_seconds(p, t, kn), 1e8) << dg::knobs_to_string(kn);
+      }
+      EXPECT_EQ(registers, sh.offered ? whole : 0);
+      if (sh.offered) {
+        EXPECT_EQ(ks[0].count("epilogue"), 1u) << dg::knobs_to_string(ks[0]);
+      }
+      EXPECT_GE(e.estimate_seconds(p, t, {{"tile_n", 128}, {"split_k", 2}, {"epilogue", 1}}), 1e8);
     });
   }
 }

@@ -103,9 +103,9 @@ TEST(CudaKnobSchemas, GemmWgmmaTma) {
     size_t settings;  // on both targets
   };
   // Clusters (big 16-bit), split-K on Hopper (deep k, few tiles; the fake A100 has fewer SMs), TF32
-  // with and without transpose.
-  for (const Shape sh : {Shape{4096, 4096, 1024, dg::DataType::BFLOAT16, false, 16},
-                         Shape{1024, 1024, 16384, dg::DataType::BFLOAT16, false, 22},
+  // with and without transpose; every whole-tile setting of a 16-bit output again with epilogue=1.
+  for (const Shape sh : {Shape{4096, 4096, 1024, dg::DataType::BFLOAT16, false, 32},
+                         Shape{1024, 1024, 16384, dg::DataType::BFLOAT16, false, 34},
                          Shape{512, 256, 384, dg::DataType::FLOAT, false, 12},
                          Shape{512, 256, 384, dg::DataType::FLOAT, true, 12}}) {
     dg::Graph g;

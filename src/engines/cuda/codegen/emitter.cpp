@@ -37,8 +37,9 @@ class Emitter {
     emit_load();
     if (!emit_apply(false, why)) return false;
     if (register_store_) {
-      if (prog_.stores.size() != 1 || !prog_.reductions.empty()) {
-        why = "the register epilogue takes one stored tensor and no reductions";
+      const bool partial = std::any_of(L_.reductions.begin(), L_.reductions.end(), [](const Reduction& r) { return !r.full; });
+      if (prog_.stores.size() != 1 || partial) {
+        why = "the register epilogue takes one stored tensor and full reductions only";
         return false;
       }
       os_ << "  enum : int { kStoreType = " << dt(g_.tensor(prog_.stores[0]).dtype) << " };\n";
@@ -208,11 +209,12 @@ class Emitter {
   }
 
   // apply: the chain with its stores and reductions; to_regs: apply_regs, whose STORE writes the
-  // value to out[0..V) (the caller stores it).
+  // value to out[0..V) (the caller stores it) and whose full reductions take the value only where
+  // `live` (a select, not a branch: the caller's elements past the output's edges are not live).
   bool emit_apply(bool to_regs, std::string& why) {
     os_ << "  template <int V>\n  __device__ __forceinline__ static void " << (to_regs ? "apply_regs" : "apply")
         << "(const dg::PointwiseParams& p, const Index (&c)[kRank], const Loaded<V>& l, const float* anchor, float* red"
-        << (to_regs ? ", float* out" : "") << ") {\n";
+        << (to_regs ? ", float* out, bool live" : "") << ") {\n";
     int full_index = 0;
     for (const auto& in : prog_.code) {
       switch (in.kind) {
@@ -243,7 +245,7 @@ class Emitter {
           else
             emit_store(in);
           break;
-        case expr::InstrKind::REDUCE: flush_lanes(); emit_reduce(in, full_index); break;
+        case expr::InstrKind::REDUCE: flush_lanes(); emit_reduce(in, full_index, to_regs); break;
         default: break;
       }
     }
@@ -266,15 +268,16 @@ class Emitter {
     }
   }
 
-  void emit_reduce(const expr::Instr& in, int& full_index) {
+  void emit_reduce(const expr::Instr& in, int& full_index, bool gated = false) {
     const int r = L_.reduction_of(in.tensor);
     const Reduction& red = L_.reductions[static_cast<size_t>(r)];
     const std::string M = rm(red.mode);
     const std::string input = "dg::reduce_input<" + M + ">(" + ref(in.src[0], "j") + ")";
     if (red.full) {
       const std::string f = std::to_string(full_index++);
-      os_ << "#pragma unroll\n    for (int j = 0; j < V; ++j) red[" << f << "] = dg::reduce_combine<" << M << ">(red[" << f
-          << "], " << input << ");\n";
+      const std::string combined = "dg::reduce_combine<" + M + ">(red[" + f + "], " + input + ")";
+      os_ << "#pragma unroll\n    for (int j = 0; j < V; ++j) red[" << f << "] = "
+          << (gated ? "live ? " + combined + " : red[" + f + "]" : combined) << ";\n";
       return;
     }
     const int k = red.operand;

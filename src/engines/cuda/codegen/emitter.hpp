@@ -18,7 +18,7 @@ inline constexpr const char* kFinalizeKernel = "dg_finalize";
 
 // `register_store`: also apply_regs and kStoreType, the chain handing its one stored value back to
 // the caller (the wgmma cores' register epilogue, kernels/epilogue_tma_store.cuh); the program
-// stores one tensor and reduces none.
+// stores one tensor and its reductions, if any, are full ones (AMAX).
 std::string emit_epilogue(const expr::Program& prog, const ir::Graph& g, const Layout& L, bool register_store = false);
 // The whole translation unit: includes, the epilogue, and extern "C" kernels named above (the
 // scalar one only when vec > 1, the finalizer only when L.needs_finalize()).

@@ -17,6 +17,21 @@ std::string float_literal(double v) {
   return buf;
 }
 
+int expression_cost(PointwiseMode m) {
+  using M = PointwiseMode;
+  switch (m) {
+    case M::DIV: case M::RSQRT: case M::SQRT: case M::RECIPROCAL: case M::EXP: case M::LOG: case M::TANH_FWD:
+    case M::SIGMOID_FWD: case M::ELU_FWD: case M::SOFTPLUS_FWD: case M::SWISH_FWD: case M::TANH_BWD:
+    case M::SIGMOID_BWD: case M::ELU_BWD: case M::SOFTPLUS_BWD: case M::SWISH_BWD:
+      return 8;
+    case M::MOD: case M::POW: case M::COS: case M::SIN: case M::TAN: case M::ERF: case M::ATAN2: case M::GELU_FWD:
+    case M::GELU_APPROX_TANH_FWD: case M::GELU_BWD: case M::GELU_APPROX_TANH_BWD:
+      return 24;
+    default:
+      return 1;
+  }
+}
+
 bool pointwise_expr(const PointwiseAttr& p, const std::string& a, const std::string& b, const std::string& c,
                     std::string& out) {
   using M = PointwiseMode;

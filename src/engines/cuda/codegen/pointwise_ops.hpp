@@ -13,6 +13,12 @@ namespace dnngraph::cuda::codegen {
 bool pointwise_expr(const PointwiseAttr& p, const std::string& a, const std::string& b, const std::string& c,
                     std::string& out);
 
+// Rough SASS instructions per element of mode's expression: 1 for arithmetic, comparisons, clamps
+// and selects; 8 for one special-function call or IEEE division (exp, log, tanh, sigmoid, rsqrt);
+// 24 for erf-based, power and trigonometric ones. What the register epilogue's size budget counts
+// (common/register_epilogue.cpp): it is unrolled over every accumulator of a thread.
+int expression_cost(PointwiseMode m);
+
 // Checked when a plan is laid out, so that an engine rejects such a program with this reason
 // instead of emitting a kernel that cannot compile.
 bool has_expressions(const expr::Program& prog, std::string& why_not);

@@ -13,7 +13,7 @@
 #include "engines/cuda/conv/conv_gemm_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
-#include "engines/cuda/conv/conv_tma_store.hpp"
+#include "engines/cuda/common/register_epilogue.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/driver_ext.hpp"
 #include "planning/engine_instance.hpp"
@@ -45,7 +45,7 @@ struct Config {
   int resident_kt = 0;      // their count (the problem's k steps), set with resident_b
   int cluster = 1;          // core 3: 2 = pairs of CTAs sharing each filter tile by TMA multicast
                             // (cooperative or ping-pong consumers)
-  // Cores 2 and 3: 1 = the epilogue in registers, the tile stored by TMA (conv_tma_store.hpp): per
+  // Cores 2 and 3: 1 = the epilogue in registers, the tile stored by TMA (common/register_epilogue.hpp): per
   // consumer warpgroup a ring of two 8 KB boxes (64 rows x 64 16-bit columns; one for 64-wide
   // tiles) in place of the staged epilogue's fp32 chunks.
   int epilogue = 0;
@@ -326,15 +326,15 @@ class ConvPlan final : public KernelPlan {
     return cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
   }
 
-  // epilogue=1: the output as the TMA store's map (conv_tma_store.hpp).
+  // epilogue=1: the output as the TMA store's map (common/register_epilogue.hpp).
   Status output_map(const ExecArgs& args, cuda::TensorMap& my) const {
-    const int y = conv::stored_tensor(pc_.epi);
+    const int y = cuda::stored_tensor(pc_.epi);
     const void* ptr = args.ptrs[static_cast<size_t>(y)];
     if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
       return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(y).name +
                                                    "': the pointer is not 16-byte aligned, which the TMA store of "
                                                    "epilogue=1 needs (plans with epilogue=0 take any alignment)"};
-    return cuda::encode_tensor_map(conv::output_map(pc_.epi, pc_.cp), ptr, my);
+    return cuda::encode_tensor_map(cuda::register_epilogue_output_map(pc_.epi), ptr, my);
   }
 
   // Core 2: the matmul kernel over X as a [pixels, C] matrix (conv_gemm_view.hpp), then the finalize.
@@ -425,7 +425,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     std::string why;
     if (!std::any_of(out.begin(), out.end(), [](const ConvKnobs& k) { return k.core >= 2; })) return;
     if (!conv::describe_conv(p, pc.cp, why) || !plan_epilogue(p, pc.cp.axes, t.dynamic_shapes, pc.epi, why)) return;
-    if (!conv::register_epilogue(pc.epi, pc.cp, why)) {
+    if (!cuda::register_epilogue(pc.epi, why)) {
       DG_LOG(DEBUG) << kEngineName << ": no epilogue=1 plans (registers + TMA store): " << why;
       return;
     }
@@ -557,7 +557,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=2 runs a convolution as a plain GEMM, but " + why};
     if (std::string why; c.core == 3 && !conv::im2col_view(pc.cp, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=3 loads the activation by im2col TMA, but " + why};
-    if (std::string why; c.epilogue && !conv::register_epilogue(pc.epi, pc.cp, why))
+    if (std::string why; c.epilogue && !cuda::register_epilogue(pc.epi, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "epilogue=1 runs the epilogue in registers, but " + why};
     if (std::string why; c.resident_b && !resident_fits(pc.cp, c, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "resident_b=1: " + why};
@@ -603,7 +603,7 @@ bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int sta
   c.cluster = cluster;
   c.epilogue = epilogue;
   if (resident && !resident_fits(pc.cp, c, why)) return false;
-  if (epilogue && !register_epilogue(pc.epi, pc.cp, why)) return false;
+  if (epilogue && !cuda::register_epilogue(pc.epi, why)) return false;
   src = source(pc, c, *p.graph);
   return true;
 }

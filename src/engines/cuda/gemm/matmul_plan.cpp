@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engines/cuda/common/kernel_config.hpp"
+#include "engines/cuda/common/register_epilogue.hpp"
 #include "runtime/cuda/driver_ext.hpp"
 
 namespace dnngraph::cuda::gemm {
@@ -33,16 +34,19 @@ std::string config_source(const MmaSyncKernel& k) {
 }
 
 // kernels/gemm_wgmma.cuh's configuration: the core's tile, the operands' majors, ping-pong
-// consumers, and clusters of kCluster CTAs.
+// consumers, clusters of kCluster CTAs, and the epilogue's mode (epilogue_tma_store.cuh's).
 struct WgmmaKernel {
   WgmmaTile tile;
   bool a_k_major, b_k_major, pingpong;
   int cluster;
+  bool register_epilogue;
 };
 
 std::string config_source(const WgmmaKernel& k) {
-  return matmul_config_source(k.tile, k.a_k_major, k.b_k_major,
-                              [&](KernelConfigSource& s) { s.flag("kPingpong", k.pingpong).value("kCluster", k.cluster); });
+  return matmul_config_source(k.tile, k.a_k_major, k.b_k_major, [&](KernelConfigSource& s) {
+    s.flag("kPingpong", k.pingpong).value("kCluster", k.cluster);
+    if (k.register_epilogue) s.value("kEpilogue", 1);
+  });
 }
 
 bool misaligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; }
@@ -194,7 +198,10 @@ class MatmulPlan final : public KernelPlan {
         char* counters = static_cast<char*>(g.ws) + tiles * c_.splits * c_.bm * c_.bn * 4;
         if (auto s = fill32(h, counters, 0, static_cast<size_t>(tiles)); !s.ok()) return s;
       }
-      void* kargs[] = {&g, &pp, &ma, &mb};
+      TensorMap my;  // the register epilogue's output map
+      if (c_.register_epilogue)
+        if (auto s = output_map(args, my); !s.ok()) return s;
+      void* kargs[] = {&g, &pp, &ma, &mb, &my};  // (my: read only by the register epilogue's kernel)
       // Clusters of 2: one pair of CTAs per pair of m tiles, at most one CTA per multiprocessor.
       const int64_t units = c_.cluster > 1 ? g.batch_count * ceil_div(g.tiles_m, 2) * g.tiles_n : tiles * c_.splits;
       const int64_t grid = std::min<int64_t>(units, sms_ / c_.cluster) * c_.cluster;
@@ -204,6 +211,17 @@ class MatmulPlan final : public KernelPlan {
         return s;
     }
     return run_finalize(h, epi_.L, k_.finalize, pp);
+  }
+
+  // The register epilogue: the output as the TMA store's map (common/register_epilogue.hpp).
+  Status output_map(const ExecArgs& args, TensorMap& my) const {
+    const int y = stored_tensor(epi_);
+    const void* ptr = args.ptrs[static_cast<size_t>(y)];
+    if (misaligned(ptr, 16))
+      return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(y).name +
+                                                   "': the pointer is not 16-byte aligned, which the TMA store of "
+                                                   "epilogue=1 needs (plans with epilogue=0 take any alignment)"};
+    return encode_tensor_map(register_epilogue_output_map(epi_), ptr, my);
   }
 
   // The transpose pass of one operand into `dst` (where o.on), which the TMA map then reads.
@@ -237,7 +255,8 @@ std::string MatmulConfig::describe() const {
   std::ostringstream os;
   os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << (tf32 ? " tf32" : "") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages
      << (pingpong ? " ping-pong" : "") << (splits > 1 ? " split_k=" + std::to_string(splits) : "")
-     << (transpose ? " transpose" : "") << (cluster > 1 ? " cluster=" + std::to_string(cluster) : "");
+     << (transpose ? " transpose" : "") << (cluster > 1 ? " cluster=" + std::to_string(cluster) : "")
+     << (register_epilogue ? " epilogue=1" : "");
   return os.str();
 }
 
@@ -252,16 +271,17 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
        << "(const dg::GemmParams g, const dg::PointwiseParams p) {\n  dg::gemm_mma_sync<" << kKernelConfig
        << ">(g, p);\n}\n";
   } else {
-    os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(e, g) << "\n"
+    os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(e, g, c.register_epilogue) << "\n"
        << config_source(WgmmaKernel{{mp.dtype, c.bn, c.stages, c.splits > 1}, mp.a_k_major || c.transpose,
-                                    mp.b_k_major || c.transpose, c.pingpong, c.cluster});
+                                    mp.b_k_major || c.transpose, c.pingpong, c.cluster, c.register_epilogue});
     // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.
     os << "extern \"C\" __global__ void "
        << (c.cluster > 1 ? "__cluster_dims__(" + std::to_string(c.cluster) + ", 1, 1) " : "") << "__launch_bounds__("
        << c.threads << ", 1) " << kWgmmaKernel
        << "(const dg::GemmParams g, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc ma, "
-          "const __grid_constant__ dg::TmaDesc mb) {\n  dg::gemm_wgmma<"
-       << kKernelConfig << ">(g, p, &ma, &mb);\n}\n";
+          "const __grid_constant__ dg::TmaDesc mb"
+       << (c.register_epilogue ? ", const __grid_constant__ dg::TmaDesc my" : "") << ") {\n  dg::gemm_wgmma<"
+       << kKernelConfig << ">(g, p, &ma, &mb" << (c.register_epilogue ? ", &my" : "") << ");\n}\n";
   }
   if (c.core == Core::WGMMA && c.transpose)
     os << "#include \"gemm_transpose.cuh\"\n\nextern \"C\" __global__ void __launch_bounds__(256) " << kTransposeKernel

@@ -19,6 +19,7 @@ struct MatmulConfig {
   int splits = 1;         // wgmma split-K: CTAs share a tile's k steps, its last split sums (tile_n 128)
   bool transpose = false; // tf32 wgmma: MN-major FLOAT operands first copied K-major into the workspace
   int cluster = 1;        // wgmma: 2 = CTA pairs along M share each B tile through TMA multicast
+  bool register_epilogue = false;  // wgmma: the chain on the accumulators, the tile stored by TMA
   int threads = 128;
   int smem_bytes = 0;
   std::string describe() const;

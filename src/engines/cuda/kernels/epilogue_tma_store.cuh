@@ -9,8 +9,9 @@
 // Against the staged epilogue (gemm_common.cuh's epilogue_staged: fp32 through shared memory in
 // 64 x 32 chunks, two named barriers each, then per-thread global stores) this needs two barriers
 // per 64-column box and no global stores by the consumers. It serves epilogues with one stored output of 16
-// bits, row-contiguous, and loads that do not vary along the GEMM rows (per-channel vectors such as
-// bias and scale, scalars): the host checks that (conv_implicit_gemm.cpp's register_epilogue).
+// bits, row-contiguous, loads that do not vary along the GEMM rows (per-channel vectors such as
+// bias and scale, scalars) and full reductions (AMAX): the host checks that
+// (common/register_epilogue.cpp).
 #pragma once
 #include "gemm_common.cuh"
 
@@ -31,9 +32,9 @@ struct EpilogueModeOf<C, decltype((int)C::kEpilogue)> {
   enum : int { value = C::kEpilogue };
 };
 
-__device__ __forceinline__ void tma_store_2d(const void* map, u32 src, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map), "r"(src),
-               "r"(c0), "r"(c1)
+__device__ __forceinline__ void tma_store_3d(const void* map, u32 src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(map),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
@@ -80,15 +81,19 @@ __device__ __forceinline__ void bulk_wait_read_below() {
 // columns as one vector (the plan's operands allow vectors), 1: element by element. The loads are
 // those of a column: read once and used for both rows. Columns past N (N is even:
 // register_epilogue) compute with the last pair's inputs and are clipped by the store, so no
-// column branches and the loads can all go first.
+// column branches and the loads can all go first. Full reductions (Ep::kFull, AMAX) must not see
+// those, nor rows past M: apply_regs folds an element into them only where it is `live` (a
+// select, so that no branch splits the unrolled chain).
 template <class Ep, int BN, int V>
 __device__ __forceinline__ void epilogue_regs_apply(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
-                                                    float* acc, i64 m0, i64 n0, i64 N, float* red) {
+                                                    float* acc, i64 m0, i64 n0, i64 M, i64 N, float* red) {
   typedef typename Ep::Index Index;
   const int t = (int)threadIdx.x % 128, lane = t % 32, r = (t / 32) * 16 + lane / 4;
+  const bool row_a = m0 + r < M, row_b = m0 + r + 8 < M;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
-    const i64 n = min(n0 + 8 * j + 2 * (lane & 3), N - 2);
+    const i64 col = n0 + 8 * j + 2 * (lane & 3), n = min(col, N - 2);
+    const bool col_in = col < N;  // (N even: a pair is in or out whole)
 #pragma unroll
     for (int e = 0; e < 2; e += V) {
       float a[V], b[V];
@@ -96,9 +101,9 @@ __device__ __forceinline__ void epilogue_regs_apply(const PointwiseParams& p, ty
       typename Ep::template Loaded<V> l;
       Ep::template load<V>(p, c, l);
       c[Ep::kRank - 2] = (Index)(m0 + r);
-      Ep::template apply_regs<V>(p, c, l, acc + 4 * j + e, red, a);
+      Ep::template apply_regs<V>(p, c, l, acc + 4 * j + e, red, a, row_a && col_in);
       c[Ep::kRank - 2] = (Index)(m0 + r + 8);
-      Ep::template apply_regs<V>(p, c, l, acc + 4 * j + 2 + e, red, b);
+      Ep::template apply_regs<V>(p, c, l, acc + 4 * j + 2 + e, red, b, row_b && col_in);
 #pragma unroll
       for (int v = 0; v < V; ++v) acc[4 * j + e + v] = a[v], acc[4 * j + 2 + e + v] = b[v];
     }
@@ -108,9 +113,9 @@ __device__ __forceinline__ void epilogue_regs_apply(const PointwiseParams& p, ty
 // V by the plan's vector width at run time (gemm_common.cuh's epilogue_staged's rule).
 template <class Ep, int BN>
 __device__ __forceinline__ void epilogue_tma_apply(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
-                                                   float* acc, i64 m0, i64 n0, i64 N, int vec, float* red) {
-  if (vec == 4) epilogue_regs_apply<Ep, BN, 2>(p, c, acc, m0, n0, N, red);
-  else epilogue_regs_apply<Ep, BN, 1>(p, c, acc, m0, n0, N, red);
+                                                   float* acc, i64 m0, i64 n0, i64 M, i64 N, int vec, float* red) {
+  if (vec == 4) epilogue_regs_apply<Ep, BN, 2>(p, c, acc, m0, n0, M, N, red);
+  else epilogue_regs_apply<Ep, BN, 1>(p, c, acc, m0, n0, M, N, red);
 }
 
 // Second half, box by box: box B's columns converted to the output type and written to its ring
@@ -144,13 +149,15 @@ __device__ __forceinline__ void epilogue_tma_write_box(const float* acc, u32 buf
 }
 
 // Then, once every thread of the warpgroup has written its part, thread 0 stores box b, (m0, n0)
-// being the block's first element, as one bulk group.
+// of matrix z (the linear batch index; 0 for a convolution) being the block's first element, as
+// one bulk group.
 template <class Ep, int BN>
-__device__ __forceinline__ void epilogue_tma_store_box(u32 buf, const void* map, i64 m0, i64 n0, int b, int bar) {
+__device__ __forceinline__ void epilogue_tma_store_box(u32 buf, const void* map, i64 m0, i64 n0, int z, int b,
+                                                       int bar) {
   typedef TmaStoreTile<Ep, BN> T;
   epilogue_bar(bar);
   if (threadIdx.x % 128 == 0) {
-    tma_store_2d(map, buf + (b % T::SLOTS) * 8192, (int)n0 + b * T::BOX_COLS, (int)m0);
+    tma_store_3d(map, buf + (b % T::SLOTS) * 8192, (int)n0 + b * T::BOX_COLS, (int)m0, z);
     bulk_commit();
   }
 }
@@ -158,11 +165,12 @@ __device__ __forceinline__ void epilogue_tma_store_box(u32 buf, const void* map,
 // Boxes B .. LAST - 1 of a block, each written and stored (the caller handles box LAST itself).
 template <class Ep, int BN, int B, int LAST>
 struct TmaStoreBoxes {
-  __device__ __forceinline__ static void run(const float* acc, u32 buf, const void* map, i64 m0, i64 n0, int bar) {
+  __device__ __forceinline__ static void run(const float* acc, u32 buf, const void* map, i64 m0, i64 n0, int z,
+                                             int bar) {
     if constexpr (B < LAST) {
       epilogue_tma_write_box<Ep, BN, B>(acc, buf, bar);
-      epilogue_tma_store_box<Ep, BN>(buf, map, m0, n0, B, bar);
-      TmaStoreBoxes<Ep, BN, B + 1, LAST>::run(acc, buf, map, m0, n0, bar);
+      epilogue_tma_store_box<Ep, BN>(buf, map, m0, n0, z, B, bar);
+      TmaStoreBoxes<Ep, BN, B + 1, LAST>::run(acc, buf, map, m0, n0, z, bar);
     }
   }
 };

@@ -368,6 +368,11 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       typename Ep::Index c[Ep::kRank];
 #pragma unroll
       for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
+      if (sh.g) {  // a matmul's batch: the chain's coordinates, and the output map's third one
+        i64 a_off, b_off;
+        batch_coords<Ep>(*sh.g, b, a_off, b_off, c);
+      }
+      const int z = sh.g ? (int)b : 0;
       const u32 buf = base + S::EPI + cw * T::BYTES;
       // Ping-pong: the warpgroup's two m64 blocks one after the other (the other warpgroup's main
       // loop runs meanwhile). Cooperative: one block, and the accumulators are free once its last
@@ -377,8 +382,8 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       for (int h = 0; h < HALVES; ++h) {  // (unrolled: the accumulators' indices are constants)
         const i64 m0 = (i64)tm * S::BM + (PINGPONG ? h * 64 : cw * 64), n0 = (i64)tn * BN;
         float* block = acc + h * REGS;
-        epilogue_tma_apply<Ep, BN>(p, c, block, m0, n0, sh.N, sh.epi_vec, red);
-        TmaStoreBoxes<Ep, BN, 0, T::BOXES - 1>::run(block, buf, sh.out_map, m0, n0, 1 + cw);
+        epilogue_tma_apply<Ep, BN>(p, c, block, m0, n0, sh.M, sh.N, sh.epi_vec, red);
+        TmaStoreBoxes<Ep, BN, 0, T::BOXES - 1>::run(block, buf, sh.out_map, m0, n0, z, 1 + cw);
         epilogue_tma_write_box<Ep, BN, T::BOXES - 1>(block, buf, 1 + cw);
         if (!PINGPONG && u + gridDim.x / CLUSTER < units && ktiles > 0) {
           mma_step(s, phase, true);
@@ -389,7 +394,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
             phase ^= 1;
           }
         }
-        epilogue_tma_store_box<Ep, BN>(buf, sh.out_map, m0, n0, T::BOXES - 1, 1 + cw);
+        epilogue_tma_store_box<Ep, BN>(buf, sh.out_map, m0, n0, z, T::BOXES - 1, 1 + cw);
       }
       continue;
     }

@@ -1,0 +1,25 @@
+// The register epilogue of the wgmma cores (knob epilogue=1 of the convolution and matmul engines;
+// kernels/epilogue_tma_store.cuh): which fused epilogues it serves, and the TMA map of the output
+// it stores through. Others (inputs that vary along the GEMM rows such as a residual, several
+// outputs, outputs that are not 16-bit or not row-contiguous, batch dims that are not one packed
+// run of matrices) keep the staged epilogue.
+#pragma once
+#include <string>
+
+#include "engines/cuda/common/epilogue_layout.hpp"
+#include "runtime/cuda/driver_ext.hpp"
+
+namespace dnngraph::cuda {
+
+// Whether `epi` (over [batch..., rows, columns]) runs in registers with a TMA store; the rule it
+// breaks in `why`. Full reductions (AMAX) are allowed: the kernel leaves rows and columns past the
+// output's edges out of them; per-row or per-column ones (genstats' sums) keep the staged epilogue.
+bool register_epilogue(const EpiloguePlan& epi, std::string& why);
+// The stored output's IR tensor id (register_epilogue holds).
+int stored_tensor(const EpiloguePlan& epi);
+// The output as a 3D (columns, rows, batch) map of 64-row boxes of one 128-byte row, 128-byte
+// swizzled; the batch coordinate is the GEMM's linear batch index (register_epilogue checked that
+// the batch dims are packed in that order).
+TensorMapSpec register_epilogue_output_map(const EpiloguePlan& epi);
+
+}  // namespace dnngraph::cuda
