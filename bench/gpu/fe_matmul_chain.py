@@ -5,12 +5,14 @@ PyTorch's eager chain beside it, in the same process:
 
     python3 bench/gpu/fe_matmul_chain.py [--only SUBSTRING]   # needs cudnn (nvidia-cudnn-frontend), torch
 
-Prints per workload `FE <name> plans <n> first <ms> best <ms> (index <i>)` and `TORCH <name> <ms>`,
+Prints per workload `FE <name> build_plans(ALL) <s>` (issue #16's build time; the first workload's
+is the process's first), `FE <name> plans <n> first <ms> best <ms> (index <i>)` and `TORCH <name> <ms>`,
 each the median of 7 repeats of ~20 ms; the outputs of the frontend's first plan are checked
 against PyTorch's (bf16 tolerance).
 """
 import argparse
 import statistics
+import time
 
 import cudnn
 import torch
@@ -64,7 +66,9 @@ def run(handle, name, batch, m, n, k):
     graph.build_operation_graph()
     graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
     graph.check_support()
+    t0 = time.perf_counter()
     graph.build_plans(cudnn.build_plan_policy.ALL)
+    print(f"FE {name} build_plans(ALL) {time.perf_counter() - t0:.2f} s", flush=True)
     y = torch.empty(batch, m, n, device="cuda", dtype=torch.bfloat16)
     amax_out = torch.empty(1, 1, 1, device="cuda", dtype=torch.float32)
     pack = {A: a, B: b, BIAS: bias, ALPHA: alpha, c: y, amax: amax_out}
