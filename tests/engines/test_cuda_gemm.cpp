@@ -545,6 +545,50 @@ TEST(CudaGemm, RegisterEpilogueMatchesRef) {
   }
 }
 
+// An output pointer that is not 16-byte aligned: the epilogue=1 plan refuses it, naming the tensor
+// and TMA's rule, where the staged plan of the same list runs (element by element).
+TEST(CudaGemm, RegisterEpilogueRefusesAMisalignedOutput) {
+  DG_REQUIRE_CUDA(gpu);
+  std::string why;
+  auto handle = dnngraph::cuda::testing::cuda_handle(why);
+  ASSERT_TRUE(handle) << why;
+  dg::HandleImpl& h = impl_of(*handle);
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
+  const int64_t m = 128, n = 64, k = 64;
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({m, k}).set_stride({k, 1}));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({k, n}).set_stride({n, 1}));
+  auto y = g.matmul(a, b, dg::MatmulAttr());
+  y->set_name("Y").set_output(true);
+  g.select_engines({kWgmma});
+  for (const dg::Status& st : {g.validate(), g.build_operation_graph(*handle),
+                               g.create_execution_plans({dg::HeurMode::A}), g.check_support(*handle),
+                               g.build_plans(*handle, dg::BuildPlanPolicy::ALL)})
+    ASSERT_TRUE(st.ok()) << st.to_string();
+  dg::memory::Buffer da(h, m * k * 2), db(h, k * n * 2), dy(h, m * n * 2 + 64), ws(h, 1 << 20);
+  for (auto* buf : {&da, &db, &dy}) ASSERT_TRUE(buf->status().ok());
+  const dg::VariantPack pack{{a, da.get()}, {b, db.get()}, {y, static_cast<char*>(dy.get()) + 2}};
+  int registers = 0, staged = 0;
+  for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+    std::string name;
+    ASSERT_TRUE(g.get_plan_name_at_index(i, name).ok());
+    const dg::Status st = g.execute_plan_at_index(*handle, pack, ws.get(), i, 1 << 20);
+    if (name.find("epilogue=1") != std::string::npos) {
+      ++registers;
+      EXPECT_EQ(st.code(), dg::ErrorCode::INVALID_VARIANT_PACK) << name;
+      EXPECT_NE(st.message().find("tensor 'Y': the pointer is not 16-byte aligned, which the TMA store of epilogue=1"),
+                std::string::npos)
+          << st.to_string();
+    } else {
+      ++staged;
+      EXPECT_TRUE(st.ok()) << name << ": " << st.to_string();
+    }
+  }
+  EXPECT_GT(registers, 0);
+  EXPECT_GT(staged, 0);
+  EXPECT_TRUE(dg::memory::synchronize(h).ok());
+}
+
 }  // namespace
 
 namespace {

@@ -116,4 +116,14 @@ TensorMapSpec register_epilogue_output_map(const EpiloguePlan& epi) {
   return s;
 }
 
+Status encode_register_epilogue_map(const Partition& p, const EpiloguePlan& epi, const ExecArgs& args, TensorMap& out) {
+  const int y = stored_tensor(epi);
+  const void* ptr = args.ptrs[static_cast<size_t>(y)];
+  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
+    return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + p.tensor(y).name +
+                                                 "': the pointer is not 16-byte aligned, which the TMA store of "
+                                                 "epilogue=1 needs (plans with epilogue=0 take any alignment)"};
+  return encode_tensor_map(register_epilogue_output_map(epi), ptr, out);
+}
+
 }  // namespace dnngraph::cuda

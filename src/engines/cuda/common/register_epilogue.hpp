@@ -21,5 +21,8 @@ int stored_tensor(const EpiloguePlan& epi);
 // swizzled; the batch coordinate is the GEMM's linear batch index (register_epilogue checked that
 // the batch dims are packed in that order).
 TensorMapSpec register_epilogue_output_map(const EpiloguePlan& epi);
+// That map over the variant pack's output pointer; INVALID_VARIANT_PACK, naming the tensor, where
+// the pointer is not 16-byte aligned (TMA's rule).
+Status encode_register_epilogue_map(const Partition& p, const EpiloguePlan& epi, const ExecArgs& args, TensorMap& out);
 
 }  // namespace dnngraph::cuda

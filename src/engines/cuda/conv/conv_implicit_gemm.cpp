@@ -298,7 +298,7 @@ class ConvPlan final : public KernelPlan {
     }
     cuda::TensorMap my;  // the register epilogue's output map
     if (c_.epilogue)
-      if (auto s = output_map(args, my); !s.ok()) return s;
+      if (auto s = cuda::encode_register_epilogue_map(part_, pc_.epi, args, my); !s.ok()) return s;
     if (c_.core == 2) return launch_gemm_view(h, cp, pp, my);
     if (c_.core == 3) return launch_im2col(h, cp, pp, my);
     if (c_.core == 1) {
@@ -324,17 +324,6 @@ class ConvPlan final : public KernelPlan {
     const auto grid =
         static_cast<unsigned>(std::min<int64_t>((units + cl - 1) / cl, h.cuda->multiprocessors / cl) * cl);
     return cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
-  }
-
-  // epilogue=1: the output as the TMA store's map (common/register_epilogue.hpp).
-  Status output_map(const ExecArgs& args, cuda::TensorMap& my) const {
-    const int y = cuda::stored_tensor(pc_.epi);
-    const void* ptr = args.ptrs[static_cast<size_t>(y)];
-    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
-      return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(y).name +
-                                                   "': the pointer is not 16-byte aligned, which the TMA store of "
-                                                   "epilogue=1 needs (plans with epilogue=0 take any alignment)"};
-    return cuda::encode_tensor_map(cuda::register_epilogue_output_map(pc_.epi), ptr, my);
   }
 
   // Core 2: the matmul kernel over X as a [pixels, C] matrix (conv_gemm_view.hpp), then the finalize.

@@ -200,7 +200,7 @@ class MatmulPlan final : public KernelPlan {
       }
       TensorMap my;  // the register epilogue's output map
       if (c_.register_epilogue)
-        if (auto s = output_map(args, my); !s.ok()) return s;
+        if (auto s = encode_register_epilogue_map(part_, epi_, args, my); !s.ok()) return s;
       void* kargs[] = {&g, &pp, &ma, &mb, &my};  // (my: read only by the register epilogue's kernel)
       // Clusters of 2: one pair of CTAs per pair of m tiles, at most one CTA per multiprocessor.
       const int64_t units = c_.cluster > 1 ? g.batch_count * ceil_div(g.tiles_m, 2) * g.tiles_n : tiles * c_.splits;
@@ -211,17 +211,6 @@ class MatmulPlan final : public KernelPlan {
         return s;
     }
     return run_finalize(h, epi_.L, k_.finalize, pp);
-  }
-
-  // The register epilogue: the output as the TMA store's map (common/register_epilogue.hpp).
-  Status output_map(const ExecArgs& args, TensorMap& my) const {
-    const int y = stored_tensor(epi_);
-    const void* ptr = args.ptrs[static_cast<size_t>(y)];
-    if (misaligned(ptr, 16))
-      return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(y).name +
-                                                   "': the pointer is not 16-byte aligned, which the TMA store of "
-                                                   "epilogue=1 needs (plans with epilogue=0 take any alignment)"};
-    return encode_tensor_map(register_epilogue_output_map(epi_), ptr, my);
   }
 
   // The transpose pass of one operand into `dst` (where o.on), which the TMA map then reads.
