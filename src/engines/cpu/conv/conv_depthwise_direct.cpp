@@ -185,6 +185,36 @@ __attribute__((target("avx512f,avx2,fma"))) void block_three_taps_avx512(const T
   (_mm512_storeu_ps(out + J * ldo + c, acc[J]), ...);
 }
 
+// A block of P pixels (1 .. kThreeTapPixels) of the 3-tap kernels, one channel block from c: an
+// entry of the tables below, so that a row's last pixels inside it run one block of whatever
+// count is left instead of the general kernel and per-pixel sums.
+using ThreeTapBlock = void (*)(const TapRow*, int, int64_t, const float*, int64_t, int64_t, float*, int64_t);
+
+template <int kStride, size_t P>
+__attribute__((target("avx2,fma"))) void three_taps_avx2_of(const TapRow* rows, int nrows, int64_t iw0,
+                                                             const float* wt, int64_t C, int64_t c, float* out,
+                                                             int64_t ldo) {
+  block_three_taps_avx2<kStride>(rows, nrows, iw0, wt, C, c, out, ldo, std::make_index_sequence<P>());
+}
+
+template <int kStride, size_t P>
+__attribute__((target("avx512f,avx2,fma"))) void three_taps_avx512_of(const TapRow* rows, int nrows, int64_t iw0,
+                                                                      const float* wt, int64_t C, int64_t c,
+                                                                      float* out, int64_t ldo) {
+  block_three_taps_avx512<kStride>(rows, nrows, iw0, wt, C, c, out, ldo, std::make_index_sequence<P>());
+}
+
+// [stride - 1][pixels - 1]
+template <bool kAvx512, size_t... P>
+constexpr std::array<std::array<ThreeTapBlock, sizeof...(P)>, 2> three_tap_table(std::index_sequence<P...>) {
+  if constexpr (kAvx512)
+    return {{{&three_taps_avx512_of<1, P + 1>...}, {&three_taps_avx512_of<2, P + 1>...}}};
+  else
+    return {{{&three_taps_avx2_of<1, P + 1>...}, {&three_taps_avx2_of<2, P + 1>...}}};
+}
+constexpr auto kThreeTapAvx2 = three_tap_table<false>(std::make_index_sequence<kThreeTapPixels>());
+constexpr auto kThreeTapAvx512 = three_tap_table<true>(std::make_index_sequence<kThreeTapPixels>());
+
 bool avx512_usable() {
   static const bool kAvx512 = cpu_features().supports(Isa::AVX512);
   return kAvx512;
@@ -193,19 +223,12 @@ bool avx512_usable() {
 __attribute__((target("avx2,fma"))) void block_avx2(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0,
                                                      int pixels, const float* wt, int64_t C, float* out, int64_t ldo) {
   int64_t c = 0;
-  if (pixels == kThreeTapPixels) {
-    constexpr auto kPixels = std::make_index_sequence<kThreeTapPixels>();
-    if (avx512_usable()) {
-      for (; c + 16 <= C; c += 16) {
-        if (rw.stride == 1) block_three_taps_avx512<1>(rows, nrows, iw0, wt, C, c, out, ldo, kPixels);
-        else block_three_taps_avx512<2>(rows, nrows, iw0, wt, C, c, out, ldo, kPixels);
-      }
-    }
-    for (; c + 8 <= C; c += 8) {
-      if (rw.stride == 1) block_three_taps_avx2<1>(rows, nrows, iw0, wt, C, c, out, ldo, kPixels);
-      else block_three_taps_avx2<2>(rows, nrows, iw0, wt, C, c, out, ldo, kPixels);
-    }
-    if (c < C) block_portable(rows, nrows, rw, iw0, kThreeTapPixels, wt, C, c, out, ldo);  // the last C % 8
+  if (three_tap_row(rw)) {  // any 1 .. kThreeTapPixels pixels
+    const size_t si = static_cast<size_t>(rw.stride - 1), pi = static_cast<size_t>(pixels - 1);
+    if (avx512_usable())
+      for (; c + 16 <= C; c += 16) kThreeTapAvx512[si][pi](rows, nrows, iw0, wt, C, c, out, ldo);
+    for (; c + 8 <= C; c += 8) kThreeTapAvx2[si][pi](rows, nrows, iw0, wt, C, c, out, ldo);
+    if (c < C) block_portable(rows, nrows, rw, iw0, pixels, wt, C, c, out, ldo);  // the last C % 8
     return;
   }
   for (; c + 16 <= C; c += 16) block_channels_avx2<2>(rows, nrows, rw, iw0, wt, C, c, out, ldo);
@@ -214,13 +237,18 @@ __attribute__((target("avx2,fma"))) void block_avx2(const TapRow* rows, int nrow
 }
 #endif
 
-// The block sizes for this row walk, largest first (0 ends the list).
-std::array<int, 3> block_sizes(const RowWalk& rw) {
-  if (simd::x86_avx2_usable() && three_tap_row(rw)) return {kThreeTapPixels, kBlockPixels, 0};
-  return {kBlockPixels, 0, 0};
+// The pixels of the block at output column ow (first input column iw0): the largest run whose taps
+// all lie inside a row of W columns, up to kThreeTapPixels of any count on 3-tap rows (vector
+// code), else kBlockPixels or none; 0 sends the pixel to sum_taps.
+int block_at(const RowWalk& rw, int64_t ow, int64_t OW, int64_t iw0, int64_t W) {
+  const int64_t last_first = W - 1 - (rw.kw - 1) * rw.dil;  // the last first-tap column inside the row
+  if (iw0 < 0 || iw0 > last_first) return 0;
+  const int64_t fit = std::min((last_first - iw0) / rw.stride + 1, OW - ow);
+  if (simd::x86_avx2_usable() && three_tap_row(rw)) return static_cast<int>(std::min<int64_t>(fit, kThreeTapPixels));
+  return fit >= kBlockPixels ? kBlockPixels : 0;
 }
 
-// One block of `pixels` (one of block_sizes(rw)).
+// One block of `pixels` (block_at's).
 void sum_block(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0, int pixels, const float* wt, int64_t C,
                float* out, int64_t ldo) {
 #ifdef DNNGRAPH_DEPTHWISE_AVX2
@@ -282,15 +310,9 @@ class DepthwisePlan final : public ConvPlanBase {
     const int nrows = static_cast<int>(s.rows.size());
     s.tap_x.resize(s.rows.size() * static_cast<size_t>(g_.ker[2]));
     s.tap_w.resize(s.tap_x.size());
-    const std::array<int, 3> sizes = block_sizes(rw);
     for (int64_t ow = 0; ow < OW;) {
       const int64_t iw0 = ow * rw.stride - g_.pad[2];
-      int bp = 0;  // the largest block whose taps all lie inside the row
-      for (int size : sizes)
-        if (size > 0 && ow + size <= OW && iw0 >= 0 && iw0 + (size - 1) * rw.stride + (rw.kw - 1) * rw.dil < W) {
-          bp = size;
-          break;
-        }
+      const int bp = block_at(rw, ow, OW, iw0, W);
       if (bp > 0) {
         sum_block(s.rows.data(), nrows, rw, iw0, bp, wt, C, acc + ow * ldo, ldo);
         ow += bp;
