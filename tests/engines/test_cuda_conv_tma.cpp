@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scoped_env.hpp"
 #include "engines/cuda/conv/conv_gemm_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_implicit_gemm.hpp"
@@ -171,7 +172,8 @@ TEST(CudaConvGemmView, KernelsCompileWithNvrtc) {
 // `bias_offset`: the bias (input 2) starts that many bytes into its buffer, so that 4 = off the
 // 16-byte vectors (the epilogues' element-by-element paths).
 void run_knobs_vs_ref(dg::Handle& gpu, const Case& c, dg::DataType t, dg::DataType out, bool residual, const Dims& xs,
-                      const std::vector<dg::Knobs>& settings, std::mt19937& rng, size_t bias_offset = 0) {
+                      const std::vector<dg::Knobs>& settings, std::mt19937& rng, size_t bias_offset = 0,
+                      M activation = M::RELU_FWD) {
   Dims bd(c.x.size(), 1);
   bd[1] = c.k;
   std::vector<HostTensor> in{ref_test::make_tensor(c.x, xs, t), nhwc(filter_dims(c), t), nhwc(bd, dg::DataType::FLOAT)};
@@ -184,7 +186,7 @@ void run_knobs_vs_ref(dg::Handle& gpu, const Case& c, dg::DataType t, dg::DataTy
     g.set_allow_tf32(tf32);
     auto y = g.bias(g.conv_fprop(ts[0], ts[1], geometry<dg::ConvFpropAttr>(c)), ts[2]);
     if (residual) y = g.add(y, ts[3]);
-    return std::vector<dg::TensorPtr>{g.pointwise(y, dg::PointwiseAttr().set_mode(M::RELU_FWD))};
+    return std::vector<dg::TensorPtr>{g.pointwise(y, dg::PointwiseAttr().set_mode(activation))};
   };
   std::vector<HostTensor> want, got;
   ASSERT_TRUE(ref_test::run_build_on_ref(in, outs, build, want).ok());
@@ -519,6 +521,26 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), gemm, rng);
 }
 
+// The boxed register epilogue (chains too long to unroll: bias + GELU, bias + SiLU), released for
+// the test (held back until it passes on a GPU): cooperative, ping-pong and cluster tiles, every
+// tile width, cores 2 and 3, 16-bit outputs NaN-poisoned.
+TEST(CudaConvRegisterEpilogue, BoxedChainsMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "epilogue=1 needs sm_90a";
+  test_env::ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
+  std::mt19937 rng(152);
+  const std::vector<dg::Knobs> im2col{registers(im2col_knobs(64, 6)), registers(im2col_knobs(128, 5)),
+                                      registers(im2col_knobs(256, 3)), registers(pingpong(cluster_knobs(128, 6))),
+                                      registers(cluster_knobs(256, 3))};
+  for (M act : {M::GELU_FWD, M::SWISH_FWD}) {
+    Case c{{2, 136, 17, 19}, 200, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};
+    run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng, 0, act);
+    c = one_by_one({3, 136, 25, 14}, 200);
+    run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::HALF, false, channels_last(c.x),
+                     {registers(gemm_knobs(128, 5)), registers(gemm_knobs(256, 3))}, rng, 0, act);
+  }
+}
+
 // Offered first for the tutorial layer (measured 1.07-1.13x the staged epilogue on an H200), with
 // whole tiles only (cooperative or ping-pong, clusters too); held back while "conv_register_epilogue"
 // is on common/gpu_checked's list (tested by listing nothing else). Refused with the rule for a
@@ -561,6 +583,34 @@ TEST(CudaConvIm2col, FirstPlanOfALayerMatchesRef) {
 }  // namespace
 
 namespace {
+
+// conv + bias + GELU: too long a chain to unroll in registers, so epilogue=1 takes the boxed form
+// (kEpilogue 4), refused with the rule while it is held back; its kernels compile at every tile
+// width, cooperative and ping-pong.
+TEST(CudaConvEpilogue, GeluChainTakesTheBoxedRegisterEpilogue) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  dg::Graph g;
+  set_types(g, BF);
+  auto y = g.conv_fprop(declare(g, "X", {2, 48, 9, 9}, BF), declare(g, "W", {40, 48, 3, 3}, BF),
+                        dg::ConvFpropAttr().set_padding({1, 1}).set_name("conv"));
+  y = g.pointwise(g.bias(y, declare(g, "B", {1, 40, 1, 1}, BF)), dg::PointwiseAttr().set_mode(M::GELU_FWD));
+  y->set_output(true).set_stride(channels_last({2, 40, 9, 9}));
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  ASSERT_EQ(parts.size(), 1u);
+  std::string src, why;
+  EXPECT_FALSE(cv::fprop_source_for_test(parts[0], 3, 128, 128, 3, src, why, 1, false, false, 1, 1));
+  EXPECT_NE(why.find("boxed register epilogue is not yet checked against ref on a GPU"), std::string::npos) << why;
+  test_env::ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
+  for (int bn : {64, 128, 256})
+    for (bool pingpong : {false, true}) {
+      if (pingpong && bn == 256) continue;
+      ASSERT_TRUE(cv::fprop_source_for_test(parts[0], 3, 128, bn, 3, src, why, 1, pingpong, false, 1, 1)) << why;
+      EXPECT_TRUE(gemm_test::instantiates(src, "conv_fprop_im2col", {{"kEpilogue", "4"}}));
+      ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_boxed.cu", "sm_90a",
+                                              "boxed tile_n " + std::to_string(bn) + (pingpong ? " pingpong: " : ": ")));
+    }
+}
 
 // conv + genstats lowers into the staged epilogue's sums (SUM += y, SQ_SUM += y * y), offered since
 // its GPU test passed (test_cuda_conv.cpp's CudaGenstats); the register epilogue refuses it, with the

@@ -8,6 +8,7 @@
 
 #include "engines/cuda/gemm/matmul_plan.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
+#include "common/scoped_env.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
 #include "gemm_test_util.hpp"
 #include "runtime/handle_impl.hpp"
@@ -21,6 +22,7 @@ using gemm_test::Expect;
 using gemm_test::HostTensor;
 using gemm_test::for_each_matmul;
 using M = dg::PointwiseMode;
+using test_env::ScopedEnv;
 
 constexpr const char* kWgmma = "cuda_gemm_wgmma_tma";
 constexpr const char* kMmaSync = "cuda_gemm_mma_sync";
@@ -228,6 +230,48 @@ TEST_F(CudaGemmCompile, WgmmaRegisterEpilogueKernelsCompile) {
       EXPECT_NE(src.find("apply_regs"), std::string::npos);
       EXPECT_NE(src.find("dg::TmaDesc my"), std::string::npos);
       EXPECT_TRUE(gemm_test::instantiates(src, "gemm_wgmma", {{"kEpilogue", "1"}}));
+      std::vector<uint8_t> cubin;
+      auto s = dg::cuda::nvrtc_compile(src, "test_gemm.cu", "sm_90a", cubin);
+      ASSERT_TRUE(s.ok()) << c.describe() << ": " << s.to_string() << "\n---- source:\n" << src;
+      ++compiled;
+    }
+  });
+  EXPECT_EQ(compiled, 3);
+}
+
+// The boxed register epilogue (a chain too long to unroll: x alpha + bias + GELU with AMAX): the
+// kernel takes kEpilogue 4 on cooperative, ping-pong and cluster tiles and compiles; the rule
+// offers it only where register_epilogue_boxed is released (held back until its GPU tests pass).
+TEST_F(CudaGemmCompile, WgmmaBoxedRegisterEpilogueKernelsCompile) {
+  auto reg = [](gm::MatmulConfig c) {
+    c.register_epilogue = true;
+    return c;
+  };
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
+      .set_compute_data_type(dg::DataType::FLOAT);
+  const int64_t m = 96, n = 40, k = 72;
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({2, m, k}).set_stride({m * k, k, 1}));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({1, k, n}).set_stride({k * n, n, 1}));
+  auto bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim({1, 1, n}).set_stride({n, n, 1}));
+  auto y = fused_chain(g, g.matmul(a, b, dg::MatmulAttr()), bias, nullptr, 0.5);
+  y->set_output(true);
+  auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+  amax->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
+  int compiled = 0;
+  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
+    std::string why;
+    ASSERT_TRUE(dg::cuda::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
+    EXPECT_FALSE(dg::cuda::register_epilogue(pieces.epi, why));
+    EXPECT_NE(why.find("boxed register epilogue is not yet checked against ref on a GPU"), std::string::npos) << why;
+    {
+      ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
+      EXPECT_TRUE(dg::cuda::register_epilogue(pieces.epi, why)) << why;
+    }
+    EXPECT_EQ(dg::cuda::register_epilogue_mode(pieces.epi), dg::cuda::kEpiTmaStoreBoxed);
+    for (const auto& c : {reg(wgmma(256, 4)), reg(wgmma(128, 6, true)), reg(wgmma(256, 4, false, false, 1, false, 2))}) {
+      const std::string src = gm::matmul_source(pieces.mp, c, pieces.epi, *low.ir);
+      EXPECT_TRUE(gemm_test::instantiates(src, "gemm_wgmma", {{"kEpilogue", "4"}})) << c.describe();
       std::vector<uint8_t> cubin;
       auto s = dg::cuda::nvrtc_compile(src, "test_gemm.cu", "sm_90a", cubin);
       ASSERT_TRUE(s.ok()) << c.describe() << ": " << s.to_string() << "\n---- source:\n" << src;
@@ -542,6 +586,44 @@ TEST(CudaGemm, RegisterEpilogueMatchesRef) {
       return nm.find("epilogue=1") != std::string::npos;
     });
     EXPECT_GE(registers, 3) << "the epilogue=1 plans did not run";
+  }
+}
+
+// The boxed register epilogue on every epilogue=1 plan (released for the test: it is held back
+// until this passes on a GPU): x alpha + bias + GELU with AMAX, 16-bit outputs, an m that fits no
+// tile, batches, and (2100 x 2200) clusters; NaN-poisoned outputs against ref.
+TEST(CudaGemm, BoxedRegisterEpilogueMatchesRef) {
+  DG_REQUIRE_CUDA(gpu);
+  ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
+  std::mt19937 rng(99);
+  struct Case {
+    Dims batch;
+    int64_t m, n, k;
+    dg::DataType out;
+  };
+  for (const Case& c : {Case{{2}, 77, 136, 520, dg::DataType::BFLOAT16}, Case{{}, 2100, 2200, 136, dg::DataType::HALF}}) {
+    const Dims ones(c.batch.size(), 1);
+    Dims bias_dims(c.batch.size() + 1, 1), amax_dims(c.batch.size() + 2, 1), cd = c.batch;
+    bias_dims.push_back(c.n);
+    cd.push_back(c.m);
+    cd.push_back(c.n);
+    std::vector<HostTensor> in{operand(c.batch, c.m, c.k, false, dg::DataType::BFLOAT16, rng),
+                               operand(ones, c.k, c.n, false, dg::DataType::BFLOAT16, rng),
+                               gemm_test::packed(bias_dims, dg::DataType::FLOAT)};
+    gemm_test::fill_random(in[2], rng);
+    SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+    std::vector<std::string> names;
+    gemm_test::run_vs_ref(kWgmma, in, {gemm_test::packed(cd, c.out), gemm_test::packed(amax_dims, dg::DataType::FLOAT)},
+                          [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
+                            g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+                            auto y = fused_chain(g, g.matmul(t[0], t[1], dg::MatmulAttr()), t[2], nullptr, 0.75);
+                            auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+                            return std::vector<dg::TensorPtr>{y, amax};
+                          },
+                          {Expect{1.2e-2, std::sqrt(double(c.k)) * 0.1}, Expect{1e-5, 1.0}}, 1000, &names);
+    EXPECT_GE(std::count_if(names.begin(), names.end(),
+                            [](const std::string& nm) { return nm.find("epilogue=1") != std::string::npos; }),
+              3);
   }
 }
 

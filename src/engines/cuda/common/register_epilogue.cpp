@@ -1,6 +1,7 @@
 #include "engines/cuda/common/register_epilogue.hpp"
 
 #include "engines/cuda/codegen/pointwise_ops.hpp"
+#include "engines/cuda/common/gpu_checked.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -34,7 +35,7 @@ int64_t packed_batch_stride(const codegen::Layout& L, const Operand& out) {
 // beside the main loop: measured on an H100 (2026-12-05), bias + ReLU (cost 2, 2.2-3.5k SASS
 // instructions) ran 1.07-1.13x the staged epilogue's speed on convolutions, the matmul's x alpha +
 // bias + GELU (cost 26, 13.4k instructions) 0.53-0.93x on 6 of its 8 tile settings (1.01-1.06x on
-// the other two). The staged epilogue's chain runs in a rolled loop.
+// the other two). Above it the chain runs one 64-column box at a time (EPI_TMA_STORE_BOXED).
 constexpr int kMaxRegisterChainCost = 8;
 
 int chain_cost(const expr::Program& prog) {
@@ -53,10 +54,10 @@ bool register_epilogue(const EpiloguePlan& epi, std::string& why) {
     return false;
   }
   if (const int cost = chain_cost(epi.prog); cost > kMaxRegisterChainCost) {
-    why = "the pointwise chain costs ~" + std::to_string(cost) + " instructions per element (more than " +
-          std::to_string(kMaxRegisterChainCost) + "); unrolled over every accumulator it would outgrow the "
-          "instruction cache, so the staged epilogue runs it in a loop";
-    return false;
+    const std::string what = "the pointwise chain costs ~" + std::to_string(cost) + " instructions per element (more than " +
+                             std::to_string(kMaxRegisterChainCost) + ", too many to unroll over every accumulator); its "
+                             "boxed register epilogue is";
+    if (!checked_on_gpu("register_epilogue_boxed", what, why)) return false;
   }
   for (const auto& red : L.reductions)
     if (!red.full) {
@@ -89,6 +90,10 @@ bool register_epilogue(const EpiloguePlan& epi, std::string& why) {
       return false;
     }
   return true;
+}
+
+int register_epilogue_mode(const EpiloguePlan& epi) {
+  return chain_cost(epi.prog) > kMaxRegisterChainCost ? kEpiTmaStoreBoxed : kEpiTmaStore;
 }
 
 int stored_tensor(const EpiloguePlan& epi) { return store_operand(epi)->tensor; }

@@ -14,7 +14,15 @@ namespace dnngraph::cuda {
 // Whether `epi` (over [batch..., rows, columns]) runs in registers with a TMA store; the rule it
 // breaks in `why`. Full reductions (AMAX) are allowed: the kernel leaves rows and columns past the
 // output's edges out of them; per-row or per-column ones (genstats' sums) keep the staged epilogue.
+// A chain too long to unroll over every accumulator takes the boxed form (register_epilogue_mode),
+// while that is held back (common/gpu_checked) the staged epilogue.
 bool register_epilogue(const EpiloguePlan& epi, std::string& why);
+
+// The kernel's epilogue mode for a register epilogue of `epi` (kernels/epilogue_tma_store.cuh's
+// EPI_TMA_STORE, or EPI_TMA_STORE_BOXED: one 64-column box at a time in a rolled loop, for chains
+// whose unrolled code would outgrow the instruction cache).
+inline constexpr int kEpiTmaStore = 1, kEpiTmaStoreBoxed = 4;
+int register_epilogue_mode(const EpiloguePlan& epi);
 // The stored output's IR tensor id (register_epilogue holds).
 int stored_tensor(const EpiloguePlan& epi);
 // The output as a 3D (columns, rows, batch) map of 64-row boxes of one 128-byte row, 128-byte

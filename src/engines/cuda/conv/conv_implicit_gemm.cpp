@@ -141,8 +141,8 @@ int epilogue_probe() {
 }
 
 // Cores 2 and 3: kernels/epilogue_tma_store.cuh's mode.
-int epilogue_mode(const Config& c) {
-  if (c.epilogue) return 1;
+int epilogue_mode(const Config& c, const EpiloguePlan& epi) {
+  if (c.epilogue) return cuda::register_epilogue_mode(epi);
   const int m = epilogue_probe();
   return !c.resident_b && (m == 2 || m == 3) ? m : 0;
 }
@@ -152,8 +152,8 @@ int epilogue_mode(const Config& c) {
 // DNNGRAPH_CONV_PROBE_TILED_A=1 (measurements only, wrong results): core 3's 128-wide cooperative or
 // ping-pong tiles load their activations by a tiled TMA of the filter map (conv_im2col_tma.cuh's
 // ProbeTiledAOf), to time the im2col mode apart.
-void add_kernel_modes(KernelConfigSource& s, const Config& c) {
-  if (const int m = epilogue_mode(c)) s.value("kEpilogue", m);
+void add_kernel_modes(KernelConfigSource& s, const Config& c, const EpiloguePlan& epi) {
+  if (const int m = epilogue_mode(c, epi)) s.value("kEpilogue", m);
   const char* probe = std::getenv("DNNGRAPH_CONV_PROBE_TILED_A");
   if (probe && *probe == '1' && c.core == 3 && c.bn == 128 && c.cluster == 1 && !c.resident_b) s.value("kProbeTiledA", 1);
 }
@@ -170,7 +170,7 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
         .flag("kBKMajor", true)
         .flag("kPingpong", c.pingpong)
         .value("kCluster", 1);
-    add_kernel_modes(ks, c);
+    add_kernel_modes(ks, c, pc.epi);
     os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(pc.epi, g, c.epilogue == 1) << "\n"
        << ks.type("Epilogue", "dg_gen::Epilogue").str() << "extern \"C\" __global__ void __launch_bounds__(384, 1) "
        << kFpropKernel
@@ -185,7 +185,7 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
         .value("kRank", conv::im2col_rank(pc.cp.params))
         .flag("kResidentB", c.resident_b)
         .value("kCluster", c.cluster);
-    add_kernel_modes(ks, c);
+    add_kernel_modes(ks, c, pc.epi);
     os << "#include \"conv_im2col_tma.cuh\"\n\n" << epilogue_source(pc.epi, g, c.epilogue == 1) << "\n"
        << ks.type("Epilogue", "dg_gen::Epilogue").str()
        // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.

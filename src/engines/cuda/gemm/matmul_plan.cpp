@@ -39,13 +39,13 @@ struct WgmmaKernel {
   WgmmaTile tile;
   bool a_k_major, b_k_major, pingpong;
   int cluster;
-  bool register_epilogue;
+  int epilogue_mode;  // 0: staged; else register_epilogue_mode's
 };
 
 std::string config_source(const WgmmaKernel& k) {
   return matmul_config_source(k.tile, k.a_k_major, k.b_k_major, [&](KernelConfigSource& s) {
     s.flag("kPingpong", k.pingpong).value("kCluster", k.cluster);
-    if (k.register_epilogue) s.value("kEpilogue", 1);
+    if (k.epilogue_mode) s.value("kEpilogue", k.epilogue_mode);
   });
 }
 
@@ -262,7 +262,8 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
   } else {
     os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(e, g, c.register_epilogue) << "\n"
        << config_source(WgmmaKernel{{mp.dtype, c.bn, c.stages, c.splits > 1}, mp.a_k_major || c.transpose,
-                                    mp.b_k_major || c.transpose, c.pingpong, c.cluster, c.register_epilogue});
+                                    mp.b_k_major || c.transpose, c.pingpong, c.cluster,
+                                    c.register_epilogue ? register_epilogue_mode(e) : 0});
     // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.
     os << "extern \"C\" __global__ void "
        << (c.cluster > 1 ? "__cluster_dims__(" + std::to_string(c.cluster) + ", 1, 1) " : "") << "__launch_bounds__("

@@ -18,9 +18,14 @@
 namespace dg {
 
 // The consumers' epilogue, chosen by the kernel's configuration (Config::kEpilogue): the staged
-// one, the register one with TMA stores, or (diagnostics, timing only: outputs are not written)
-// the staged one without its reads and global stores, or no epilogue at all.
-enum : int { EPI_STAGED = 0, EPI_TMA_STORE = 1, EPI_PROBE_STAGE_ONLY = 2, EPI_PROBE_NONE = 3 };
+// one, the register one with TMA stores (its chain unrolled over every accumulator, or BOXED: one
+// 64-column box at a time in a rolled loop, for chains too long to unroll), or (diagnostics, timing
+// only: outputs are not written) the staged one without its reads and global stores, or none.
+enum : int { EPI_STAGED = 0, EPI_TMA_STORE = 1, EPI_PROBE_STAGE_ONLY = 2, EPI_PROBE_NONE = 3, EPI_TMA_STORE_BOXED = 4 };
+
+// Whether mode EPI is a register epilogue (TMA stores from the accumulators).
+template <int EPI>
+constexpr bool kRegisterEpilogue = EPI == EPI_TMA_STORE || EPI == EPI_TMA_STORE_BOXED;
 
 // Config::kEpilogue where the configuration names it (the convolution engine), else EPI_STAGED.
 template <class C, class = int>
@@ -118,6 +123,32 @@ __device__ __forceinline__ void epilogue_tma_apply(const PointwiseParams& p, typ
   else epilogue_regs_apply<Ep, BN, 1>(p, c, acc, m0, n0, M, N, red);
 }
 
+// One box's 32 accumulators of a thread (fragments 0..7 of the box: rows r and r + 8, columns
+// 8j + 2 (lane % 4) + {0, 1}) converted and written to `slot`, once the store that used the slot
+// before has read it (SLOTS: the ring's size).
+template <class Ep, int SLOTS>
+__device__ __forceinline__ void epilogue_tma_write_values(const float* v, u32 slot, int bar) {
+  typedef typename Storage<Ep::kStoreType>::type Out;
+  static_assert(sizeof(Out) == 2, "the register epilogue stores 16-bit outputs");
+  const int t = (int)threadIdx.x % 128, lane = t % 32, r = (t / 32) * 16 + lane / 4;
+  if (t == 0) bulk_wait_read_below<SLOTS - 1>();
+  epilogue_bar(bar);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int col = 8 * j + 2 * (lane & 3);
+    Packed<Out, 2> lo, hi;
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      lo.v[e] = from_float<Ep::kStoreType>(v[4 * j + e]);
+      hi.v[e] = from_float<Ep::kStoreType>(v[4 * j + 2 + e]);
+    }
+    st_shared_u32(slot + tma_box_offset<2>(r, col), lo.raw);
+    st_shared_u32(slot + tma_box_offset<2>(r + 8, col), hi.raw);
+  }
+  // The copy engine reads the box through the async proxy.
+  asm volatile("fence.proxy.async.shared::cta;\n");
+}
+
 // Second half, box by box: box B's columns converted to the output type and written to its ring
 // slot in the warpgroup's buffer (shared address `buf`) once the store that used the slot before
 // has read it (`bar`: the warpgroup's named barrier). Afterwards the box's accumulators are free.
@@ -126,26 +157,7 @@ __device__ __forceinline__ void epilogue_tma_apply(const PointwiseParams& p, typ
 template <class Ep, int BN, int B>
 __device__ __forceinline__ void epilogue_tma_write_box(const float* acc, u32 buf, int bar) {
   typedef TmaStoreTile<Ep, BN> T;
-  typedef typename Storage<Ep::kStoreType>::type Out;
-  static_assert(T::ES == 2, "the register epilogue stores 16-bit outputs");
-  const int t = (int)threadIdx.x % 128, lane = t % 32, r = (t / 32) * 16 + lane / 4;
-  const u32 slot = buf + (B % T::SLOTS) * 8192;
-  if (t == 0) bulk_wait_read_below<T::SLOTS - 1>();
-  epilogue_bar(bar);
-#pragma unroll
-  for (int j = B * T::BOX_COLS / 8; j < (B + 1) * T::BOX_COLS / 8; ++j) {
-    const int col = 8 * j % T::BOX_COLS + 2 * (lane & 3);
-    Packed<Out, 2> lo, hi;
-#pragma unroll
-    for (int v = 0; v < 2; ++v) {
-      lo.v[v] = from_float<Ep::kStoreType>(acc[4 * j + v]);
-      hi.v[v] = from_float<Ep::kStoreType>(acc[4 * j + 2 + v]);
-    }
-    st_shared_u32(slot + tma_box_offset<T::ES>(r, col), lo.raw);
-    st_shared_u32(slot + tma_box_offset<T::ES>(r + 8, col), hi.raw);
-  }
-  // The copy engine reads the box through the async proxy.
-  asm volatile("fence.proxy.async.shared::cta;\n");
+  epilogue_tma_write_values<Ep, T::SLOTS>(acc + B * (T::BOX_COLS / 2), buf + (B % T::SLOTS) * 8192, bar);
 }
 
 // Then, once every thread of the warpgroup has written its part, thread 0 stores box b, (m0, n0)
@@ -174,5 +186,42 @@ struct TmaStoreBoxes {
     }
   }
 };
+
+// Box b's 32 accumulators copied into v: a run-time b picks a case whose indices are constants,
+// so that the accumulators stay in registers in a loop over the boxes that is not unrolled.
+template <int BOXES, int B = 0>
+__device__ __forceinline__ void copy_box(const float* acc, int b, float (&v)[32]) {
+  if constexpr (B < BOXES) {
+    if (b == B) {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) v[i] = acc[32 * B + i];
+    } else {
+      copy_box<BOXES, B + 1>(acc, b, v);
+    }
+  }
+}
+
+// EPI_TMA_STORE_BOXED: one m64 x BN block, a 64-column box at a time in a rolled loop: the box's
+// accumulators copied out (copy_box), the chain applied to them (one instance of its code, where
+// the unrolled epilogue has one per accumulator: GELU's erf over 128 of them made 13.4k SASS
+// instructions), written and stored; `next` (the next tile's first k step) runs once every box is
+// out of the accumulators, before the last box's store.
+template <class Ep, int BN, class Next>
+__device__ __forceinline__ void epilogue_tma_boxed(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
+                                                   const float* acc, u32 buf, const void* map, i64 m0, i64 n0, int z,
+                                                   i64 M, i64 N, int vec, float* red, int bar, Next next) {
+  typedef TmaStoreTile<Ep, BN> T;
+  static_assert(T::BOX_COLS == 64, "a box is 64 columns of a 16-bit output");
+#pragma unroll 1
+  for (int b = 0; b < T::BOXES; ++b) {
+    float v[32];
+    copy_box<T::BOXES>(acc, b, v);
+    epilogue_tma_apply<Ep, 64>(p, c, v, m0, n0 + 64 * b, M, N, vec, red);
+    epilogue_tma_write_values<Ep, T::SLOTS>(v, buf + (b % T::SLOTS) * 8192, bar);
+    if (b + 1 < T::BOXES) epilogue_tma_store_box<Ep, BN>(buf, map, m0, n0, z, b, bar);
+  }
+  next();
+  epilogue_tma_store_box<Ep, BN>(buf, map, m0, n0, z, T::BOXES - 1, bar);
+}
 
 }  // namespace dg

@@ -166,6 +166,8 @@ template <class Ep, int BN>
 struct EpilogueBytes<EPI_TMA_STORE, Ep, BN> {
   static constexpr int value = 2 * TmaStoreTile<Ep, BN>::BYTES;
 };
+template <class Ep, int BN>
+struct EpilogueBytes<EPI_TMA_STORE_BOXED, Ep, BN> : EpilogueBytes<EPI_TMA_STORE, Ep, BN> {};
 
 // The stage ring's barriers (thread 0, before any use): full[s] completes after `full_count`
 // arrivals, empty[s] after `empty_count`.
@@ -271,7 +273,7 @@ struct ConsumerShape {
   const GemmParams* g;  // null: no batch dims
   int splits = 1;
   float* ws = 0;
-  const TmaDesc* out_map = 0;  // EPI_TMA_STORE: the output as a 2D (n, m) map of 64 x 64-row boxes
+  const TmaDesc* out_map = 0;  // register epilogues: the output as a 3D (n, m, batch) map of 64 x 64-row boxes
 };
 
 // A consumer warpgroup, cw = 0 or 1. Cooperative: rows cw*64 .. cw*64+63 of every tile. PINGPONG
@@ -287,7 +289,7 @@ template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bo
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EpilogueBytes<EPI, Ep, BN>::value> S;
-  static_assert(EPI != EPI_TMA_STORE || !SPLIT, "the register epilogue serves whole tiles");
+  static_assert(!kRegisterEpilogue<EPI> || !SPLIT, "the register epilogue serves whole tiles");
   // (The convolution engine's cores 2 and 3 also run 128 x 64 ping-pong tiles: two m64n64 accumulators.)
   static_assert(!PINGPONG || BN == 128 || BN == 64, "ping-pong tiles are 128 x 128 or 128 x 64 (two m64 accumulators)");
   static_assert(!(PINGPONG && SPLIT), "split-K units have uneven k ranges; the ping-pong stage count assumes even ones");
@@ -363,7 +365,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     if constexpr (SPLIT)
       if (!splitk_fixup<REGS>(acc, sh.ws, sh.tiles, t, split, sh.splits, (int)threadIdx.x - 128)) continue;
     if constexpr (EPI == EPI_PROBE_NONE) continue;
-    if constexpr (EPI == EPI_TMA_STORE) {
+    if constexpr (kRegisterEpilogue<EPI>) {
       typedef TmaStoreTile<Ep, BN> T;
       typename Ep::Index c[Ep::kRank];
 #pragma unroll
@@ -378,13 +380,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       // loop runs meanwhile). Cooperative: one block, and the accumulators are free once its last
       // box is in shared memory, so the next tile's first k step (its loads were issued during this
       // tile's main loop) goes to the tensor cores before that box's barrier and store.
-#pragma unroll
-      for (int h = 0; h < HALVES; ++h) {  // (unrolled: the accumulators' indices are constants)
-        const i64 m0 = (i64)tm * S::BM + (PINGPONG ? h * 64 : cw * 64), n0 = (i64)tn * BN;
-        float* block = acc + h * REGS;
-        epilogue_tma_apply<Ep, BN>(p, c, block, m0, n0, sh.M, sh.N, sh.epi_vec, red);
-        TmaStoreBoxes<Ep, BN, 0, T::BOXES - 1>::run(block, buf, sh.out_map, m0, n0, z, 1 + cw);
-        epilogue_tma_write_box<Ep, BN, T::BOXES - 1>(block, buf, 1 + cw);
+      auto next_first_step = [&] {
         if (!PINGPONG && u + gridDim.x / CLUSTER < units && ktiles > 0) {
           mma_step(s, phase, true);
           headed = true;
@@ -394,6 +390,20 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
             phase ^= 1;
           }
         }
+      };
+#pragma unroll
+      for (int h = 0; h < HALVES; ++h) {  // (unrolled: the accumulators' indices are constants)
+        const i64 m0 = (i64)tm * S::BM + (PINGPONG ? h * 64 : cw * 64), n0 = (i64)tn * BN;
+        float* block = acc + h * REGS;
+        if constexpr (EPI == EPI_TMA_STORE_BOXED) {
+          epilogue_tma_boxed<Ep, BN>(p, c, block, buf, sh.out_map, m0, n0, z, sh.M, sh.N, sh.epi_vec, red, 1 + cw,
+                                     next_first_step);
+          continue;
+        }
+        epilogue_tma_apply<Ep, BN>(p, c, block, m0, n0, sh.M, sh.N, sh.epi_vec, red);
+        TmaStoreBoxes<Ep, BN, 0, T::BOXES - 1>::run(block, buf, sh.out_map, m0, n0, z, 1 + cw);
+        epilogue_tma_write_box<Ep, BN, T::BOXES - 1>(block, buf, 1 + cw);
+        next_first_step();
         epilogue_tma_store_box<Ep, BN>(buf, sh.out_map, m0, n0, z, T::BOXES - 1, 1 + cw);
       }
       continue;
@@ -432,7 +442,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
                           EPI == EPI_PROBE_STAGE_ONLY ? 0 : sh.M, sh.N, sh.epi_vec, red, (int)threadIdx.x % 128, 128);
     }
   }
-  if constexpr (EPI == EPI_TMA_STORE)
+  if constexpr (kRegisterEpilogue<EPI>)
     if (threadIdx.x % 128 == 0) bulk_wait_all();  // the last tile's store, before the CTA exits
 }
 
