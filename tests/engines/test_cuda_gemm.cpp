@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <random>
 
+#include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
 #include "engines/cuda/gemm/matmul_plan.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
 #include "common/scoped_env.hpp"
@@ -625,6 +626,31 @@ TEST(CudaGemm, BoxedRegisterEpilogueMatchesRef) {
                             [](const std::string& nm) { return nm.find("epilogue=1") != std::string::npos; }),
               3);
   }
+}
+
+// epilogue=1 asked for by name where the epilogue does not allow it (an fp32 output): the build is
+// refused with the node and the rule, before any kernel is compiled.
+TEST(CudaGemm, RegisterEpilogueByNameIsRefusedWithTheRule) {
+  DG_REQUIRE_CUDA(gpu);
+  std::string why;
+  auto handle = dnngraph::cuda::testing::cuda_handle(why);
+  ASSERT_TRUE(handle) << why;
+  if (impl_of(*handle).info.sm_version != 90) GTEST_SKIP() << "the wgmma engine needs sm_90a";
+  dg::Graph g;
+  g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
+  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({128, 64}).set_stride({64, 1}));
+  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({64, 64}).set_stride({64, 1}));
+  g.matmul(a, b, dg::MatmulAttr().set_name("mm"))->set_output(true).set_data_type(dg::DataType::FLOAT);
+  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces&, const gemm_test::Lowered&) {
+    const dg::Engine& e = dg::cuda::gemm_wgmma_tma_engine();
+    std::unique_ptr<dg::Plan> plan;
+    const dg::Target t{&impl_of(*handle)};
+    const dg::Status st = e.build(p, t, {{"tile_n", 256}, {"epilogue", 1}}, plan);
+    EXPECT_EQ(st.code(), dg::ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED) << st.to_string();
+    EXPECT_NE(st.message().find("node 'mm': epilogue=1 runs the epilogue in registers, but the output is FLOAT"),
+              std::string::npos)
+        << st.to_string();
+  });
 }
 
 // An output pointer that is not 16-byte aligned: the epilogue=1 plan refuses it, naming the tensor

@@ -16,13 +16,15 @@ const Operand* store_operand(const EpiloguePlan& epi) {
 }
 
 // The stride of one step of the linear batch index: the innermost batch dim's (of those longer
-// than 1), 0 when there is no batch. -1 when the batch dims are not packed outer to inner.
+// than 1), 0 when there is no batch. -1 when the batch dims are not packed outer to inner (or
+// broadcast: a stride of 0).
 int64_t packed_batch_stride(const codegen::Layout& L, const Operand& out) {
   const int batch_dims = L.rank() - 2;
   int64_t unit = 0, expected = 0;
   for (int d = batch_dims - 1; d >= 0; --d) {
     const int64_t size = L.dims[static_cast<size_t>(d)], stride = out.strides[static_cast<size_t>(d)];
     if (size == 1) continue;
+    if (stride <= 0) return -1;
     if (unit == 0) unit = expected = stride;
     if (stride != expected) return -1;
     expected = stride * size;

@@ -10,10 +10,10 @@
 #include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
+#include "engines/cuda/common/register_epilogue.hpp"
 #include "engines/cuda/conv/conv_gemm_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
-#include "engines/cuda/common/register_epilogue.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/driver_ext.hpp"
 #include "planning/engine_instance.hpp"
@@ -45,9 +45,9 @@ struct Config {
   int resident_kt = 0;      // their count (the problem's k steps), set with resident_b
   int cluster = 1;          // core 3: 2 = pairs of CTAs sharing each filter tile by TMA multicast
                             // (cooperative or ping-pong consumers)
-  // Cores 2 and 3: 1 = the epilogue in registers, the tile stored by TMA (common/register_epilogue.hpp): per
-  // consumer warpgroup a ring of two 8 KB boxes (64 rows x 64 16-bit columns; one for 64-wide
-  // tiles) in place of the staged epilogue's fp32 chunks.
+  // Cores 2 and 3: 1 = the epilogue in registers, the tile stored by TMA
+  // (common/register_epilogue.hpp): per consumer warpgroup a ring of two 8 KB boxes (64 rows x 64
+  // 16-bit columns; one for 64-wide tiles) in place of the staged epilogue's fp32 chunks.
   int epilogue = 0;
   int bk() const { return core ? (tf32 ? 32 : 64) : tf32 ? 16 : 32; }
   int threads() const { return core ? 384 : 128; }

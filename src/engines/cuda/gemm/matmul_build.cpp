@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/log.hpp"
+#include "engines/cuda/common/register_epilogue.hpp"
 
 namespace dnngraph::cuda::gemm {
 
@@ -70,6 +71,10 @@ Status build_matmul_plan(const Partition& p, const Target& t, const MatmulConfig
   MatmulPieces pieces;
   if (auto s = prepare_matmul(p, t, pieces); !s.ok()) return s;
   if (auto s = check_tf32(p, pieces.mp, c, engine); !s.ok()) return s;
+  if (std::string why; c.register_epilogue && !register_epilogue(pieces.epi, why))
+    return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
+            std::string(engine) + ": node '" + p.graph->nodes[static_cast<size_t>(anchor_node(p))].name +
+                "': epilogue=1 runs the epilogue in registers, but " + why};
   KernelBuild k;
   k.source = matmul_source(pieces.mp, c, pieces.epi, *p.graph);
   const char* kernel = c.core == Core::WGMMA ? kWgmmaKernel : kMmaSyncKernel;
