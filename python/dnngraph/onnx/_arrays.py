@@ -12,6 +12,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+BUFFER_ALIGNMENT = 256  # bytes: the arenas' placement unit (_arena.ALIGNMENT), a multiple of a cache line
+
 STORAGES = ("float32", "float16", "float64", "bfloat16", "int32")
 _ITEMSIZE = {"float32": 4, "float16": 2, "float64": 8, "bfloat16": 2, "int32": 4}
 _XP_DTYPE = {"float32": np.float32, "float16": np.float16, "float64": np.float64, "bfloat16": np.uint16,
@@ -122,8 +124,13 @@ class NumpyLike:
         return int(a.ctypes.data)
 
     def empty_bytes(self, nbytes: int) -> Any:
-        """An uninitialised byte buffer (an arena or a workspace)."""
-        return self.xp.empty(max(int(nbytes), 1), self.xp.uint8)
+        """An uninitialised byte buffer (an arena or a workspace) whose first byte is 256-byte
+        aligned: NumPy's large buffers start 16 bytes into a page (the C allocator's header), which
+        put every 64-byte vector of every tensor in an arena across two cache lines."""
+        size = max(int(nbytes), 1)
+        raw = self.xp.empty(size + BUFFER_ALIGNMENT, self.xp.uint8)
+        skip = -self.pointer(raw) % BUFFER_ALIGNMENT
+        return raw[skip:skip + size]
 
     def view(self, buf: Any, offset: int, shape: Sequence[int], storage: str, strides: Sequence[int]) -> Any:
         """A typed, strided view of `buf` from byte `offset`."""
