@@ -78,6 +78,13 @@ def test_arena_and_workspace_buffers_start_on_a_256_byte_boundary():
         buf = lib.empty_bytes(nbytes)
         assert lib.pointer(buf) % _arrays.BUFFER_ALIGNMENT == 0
         assert buf.nbytes == nbytes and buf.dtype == np.uint8
+    # An input copied into the session's layout (NCHW -> NHWC memory) lands aligned too, any size.
+    for shape in ((2, 3, 17, 19), (1, 0, 4, 4)):
+        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        y = lib.in_layout(x, True)
+        assert y.shape == x.shape and np.array_equal(y, x)
+        if x.size:
+            assert lib.pointer(y) % _arrays.BUFFER_ALIGNMENT == 0 and y.strides[1] == 4
 
 
 def _chain(n):

@@ -107,13 +107,18 @@ class NumpyLike:
         return [s // a.itemsize for s in a.strides]
 
     def in_layout(self, a: Any, nhwc: bool) -> Any:
-        """`a` with the strides the session declares (copied only when it has others)."""
+        """`a` with the strides the session declares (copied only when it has others, into a
+        256-byte aligned buffer as the arena's tensors are)."""
         want = layout_strides(a.shape, nhwc)
         if _same_strides(a.shape, self.strides(a), want):
             return a
-        if nhwc and a.ndim == 4:
-            return self.xp.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-        return self.xp.ascontiguousarray(a)
+        src = a.transpose(0, 2, 3, 1) if nhwc and a.ndim == 4 else a
+        if src.size == 0:
+            out = self.xp.ascontiguousarray(src)
+            return out.transpose(0, 3, 1, 2) if nhwc and a.ndim == 4 else out
+        out = self.empty_bytes(src.size * src.itemsize).view(src.dtype).reshape(src.shape)
+        out[...] = src
+        return out.transpose(0, 3, 1, 2) if nhwc and a.ndim == 4 else out
 
     def contiguous_copy(self, a: Any) -> Any:
         """A C-contiguous copy on the same device."""
