@@ -11,11 +11,11 @@ each the median of 7 repeats of ~20 ms; the outputs of the frontend's first plan
 against PyTorch's (bf16 tolerance).
 """
 import argparse
-import statistics
 import time
 
 import cudnn
 import torch
+from torch_timing import repeated_ms
 
 WORKLOADS = [  # name, batch, m, n, k (default_plan.cpp's matmul rows with the "chain" epilogue)
     ("matmul_8x2048_chain", 8, 2048, 2048, 2048),
@@ -24,24 +24,9 @@ WORKLOADS = [  # name, batch, m, n, k (default_plan.cpp's matmul rows with the "
 ]
 
 
-def median_ms(fn, target_ms=20.0, repeats=7):
-    fn()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    calls = max(1, int(target_ms / max(start.elapsed_time(stop), 1e-3)))
-    times = []
-    for _ in range(repeats):
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) / calls)
-    return statistics.median(times)
+def median_ms(fn):
+    """Median milliseconds of one call (torch_timing.repeated_ms: repeats of ~20 ms)."""
+    return repeated_ms(torch, fn)
 
 
 def run(handle, name, batch, m, n, k):

@@ -13,29 +13,12 @@ import sys
 
 import torch
 import torch.nn.functional as F
+from torch_timing import repeated_ms
 
 
 def timed(fn, reps=7):
-    """Median milliseconds of one call, in repeats of ~20 ms, after a warm-up."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    iters = max(3, min(200, int(20.0 / max(start.elapsed_time(stop), 1e-3))))
-    times = []
-    for _ in range(reps):
-        start.record()
-        for _ in range(iters):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) / iters)
-    times.sort()
-    return times[len(times) // 2]
+    """Median milliseconds of one call (torch_timing.repeated_ms)."""
+    return repeated_ms(torch, fn, reps)
 
 
 def torch_conv(n, c, hw, k, r, fused, groups=1, dt=torch.bfloat16):

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
@@ -200,10 +201,13 @@ TEST_F(CudaGemmCompile, WgmmaClusterKernelsCompile) {
   EXPECT_EQ(sources[1].find("__cluster_dims__"), std::string::npos);
 }
 
-// The register epilogue (epilogue=1): x alpha + bias + ReLU with AMAX applied to the accumulators, a 3D TMA
-// store per 64-column box (batch as the third coordinate), on cooperative 256- and 128-wide tiles,
-// ping-pong and clusters; the generated functor has apply_regs and the kernel an output map.
-TEST_F(CudaGemmCompile, WgmmaRegisterEpilogueKernelsCompile) {
+// A batched matmul x 0.5 + bias -> `activation` with AMAX, stored as `out`, and its register
+// epilogue's kernels on cooperative 128x256, ping-pong 128x128 and clustered 128x256 tiles:
+// `check_epilogue` sees the laid-out epilogue first; each source instantiates kEpilogue = `mode`,
+// passes `check_source` and compiles for sm_90a.
+void register_epilogue_kernels_compile(M activation, dg::DataType out, const std::string& mode,
+                                       const std::function<void(const dg::cuda::EpiloguePlan&)>& check_epilogue,
+                                       const std::function<void(const std::string&)>& check_source) {
   auto reg = [](gm::MatmulConfig c) {
     c.register_epilogue = true;
     return c;
@@ -217,20 +221,19 @@ TEST_F(CudaGemmCompile, WgmmaRegisterEpilogueKernelsCompile) {
   auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({2, m, k}).set_stride({m * k, k, 1}));
   auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({1, k, n}).set_stride({k * n, n, 1}));
   auto bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim({1, 1, n}).set_stride({n, n, 1}));
-  auto y = fused_chain(g, g.matmul(a, b, dg::MatmulAttr()), bias, nullptr, 0.5, M::RELU_FWD);
-  y->set_output(true).set_data_type(dg::DataType::HALF);
+  auto y = fused_chain(g, g.matmul(a, b, dg::MatmulAttr()), bias, nullptr, 0.5, activation);
+  y->set_output(true).set_data_type(out);
   auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
   amax->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
   int compiled = 0;
   for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
     std::string why;
     ASSERT_TRUE(dg::cuda::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
-    ASSERT_TRUE(dg::cuda::register_epilogue(pieces.epi, why)) << why;
+    ASSERT_NO_FATAL_FAILURE(check_epilogue(pieces.epi));
     for (const auto& c : configs) {
       const std::string src = gm::matmul_source(pieces.mp, c, pieces.epi, *low.ir);
-      EXPECT_NE(src.find("apply_regs"), std::string::npos);
-      EXPECT_NE(src.find("dg::TmaDesc my"), std::string::npos);
-      EXPECT_TRUE(gemm_test::instantiates(src, "gemm_wgmma", {{"kEpilogue", "1"}}));
+      check_source(src);
+      EXPECT_TRUE(gemm_test::instantiates(src, "gemm_wgmma", {{"kEpilogue", mode}})) << c.describe();
       std::vector<uint8_t> cubin;
       auto s = dg::cuda::nvrtc_compile(src, "test_gemm.cu", "sm_90a", cubin);
       ASSERT_TRUE(s.ok()) << c.describe() << ": " << s.to_string() << "\n---- source:\n" << src;
@@ -240,46 +243,40 @@ TEST_F(CudaGemmCompile, WgmmaRegisterEpilogueKernelsCompile) {
   EXPECT_EQ(compiled, 3);
 }
 
+// The register epilogue (epilogue=1): x alpha + bias + ReLU with AMAX applied to the accumulators, a 3D TMA
+// store per 64-column box (batch as the third coordinate), on cooperative 256- and 128-wide tiles,
+// ping-pong and clusters; the generated functor has apply_regs and the kernel an output map.
+TEST_F(CudaGemmCompile, WgmmaRegisterEpilogueKernelsCompile) {
+  register_epilogue_kernels_compile(
+      M::RELU_FWD, dg::DataType::HALF, "1",
+      [](const dg::cuda::EpiloguePlan& epi) {
+        std::string why;
+        ASSERT_TRUE(dg::cuda::register_epilogue(epi, why)) << why;
+      },
+      [](const std::string& src) {
+        EXPECT_NE(src.find("apply_regs"), std::string::npos);
+        EXPECT_NE(src.find("dg::TmaDesc my"), std::string::npos);
+      });
+}
+
 // The boxed register epilogue (a chain too long to unroll: x alpha + bias + GELU with AMAX): the
 // kernel takes kEpilogue 4 on cooperative, ping-pong and cluster tiles and compiles; the rule
 // offers it only where register_epilogue_boxed is released (held back until its GPU tests pass).
 TEST_F(CudaGemmCompile, WgmmaBoxedRegisterEpilogueKernelsCompile) {
-  auto reg = [](gm::MatmulConfig c) {
-    c.register_epilogue = true;
-    return c;
-  };
-  dg::Graph g;
-  g.set_io_data_type(dg::DataType::BFLOAT16).set_intermediate_data_type(dg::DataType::FLOAT)
-      .set_compute_data_type(dg::DataType::FLOAT);
-  const int64_t m = 96, n = 40, k = 72;
-  auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({2, m, k}).set_stride({m * k, k, 1}));
-  auto b = g.tensor(dg::TensorAttr().set_name("B").set_dim({1, k, n}).set_stride({k * n, n, 1}));
-  auto bias = g.tensor(dg::TensorAttr().set_name("bias").set_dim({1, 1, n}).set_stride({n, n, 1}));
-  auto y = fused_chain(g, g.matmul(a, b, dg::MatmulAttr()), bias, nullptr, 0.5);
-  y->set_output(true);
-  auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
-  amax->set_dim({1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
-  int compiled = 0;
-  for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces& pieces, const gemm_test::Lowered& low) {
-    std::string why;
-    ASSERT_TRUE(dg::cuda::plan_epilogue(p, pieces.mp.axes, true, pieces.epi, why)) << why;
-    EXPECT_FALSE(dg::cuda::register_epilogue(pieces.epi, why));
-    EXPECT_NE(why.find("boxed register epilogue is not yet checked against ref on a GPU"), std::string::npos) << why;
-    {
-      ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
-      EXPECT_TRUE(dg::cuda::register_epilogue(pieces.epi, why)) << why;
-    }
-    EXPECT_EQ(dg::cuda::register_epilogue_mode(pieces.epi), dg::cuda::kEpiTmaStoreBoxed);
-    for (const auto& c : {reg(wgmma(256, 4)), reg(wgmma(128, 6, true)), reg(wgmma(256, 4, false, false, 1, false, 2))}) {
-      const std::string src = gm::matmul_source(pieces.mp, c, pieces.epi, *low.ir);
-      EXPECT_TRUE(gemm_test::instantiates(src, "gemm_wgmma", {{"kEpilogue", "4"}})) << c.describe();
-      std::vector<uint8_t> cubin;
-      auto s = dg::cuda::nvrtc_compile(src, "test_gemm.cu", "sm_90a", cubin);
-      ASSERT_TRUE(s.ok()) << c.describe() << ": " << s.to_string() << "\n---- source:\n" << src;
-      ++compiled;
-    }
-  });
-  EXPECT_EQ(compiled, 3);
+  register_epilogue_kernels_compile(
+      M::GELU_FWD, dg::DataType::BFLOAT16, "4",
+      [](const dg::cuda::EpiloguePlan& epi) {
+        std::string why;
+        EXPECT_FALSE(dg::cuda::register_epilogue(epi, why));
+        EXPECT_NE(why.find("boxed register epilogue is not yet checked against ref on a GPU"), std::string::npos)
+            << why;
+        {
+          ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
+          EXPECT_TRUE(dg::cuda::register_epilogue(epi, why)) << why;
+        }
+        EXPECT_EQ(dg::cuda::register_epilogue_mode(epi), dg::cuda::kEpiTmaStoreBoxed);
+      },
+      [](const std::string&) {});
 }
 
 // TF32 with MN-major operands: the transpose pass (gemm_transpose.cuh) in the same module, the
@@ -546,6 +543,37 @@ TEST(CudaGemm, WgmmaClusterMatchesRef) {
   fused_case(kWgmma, 97, dg::DataType::FP8_E4M3, false, dg::DataType::BFLOAT16, 0, 1000, 2048);
 }
 
+// Every plan of the wgmma engine on (batch..., m, k) x (k, n) x 0.75 + bias -> `activation` with
+// AMAX (B and the bias broadcast over the batch), 16-bit `out`, against ref with NaN-poisoned
+// outputs; at least three of the plans run the register epilogue.
+void register_epilogue_vs_ref(std::mt19937& rng, const Dims& batch, int64_t m, int64_t n, int64_t k, dg::DataType out,
+                              bool b_k_major, M activation) {
+  const Dims ones(batch.size(), 1);
+  Dims bias_dims(batch.size() + 1, 1), amax_dims(batch.size() + 2, 1), cd = batch;
+  bias_dims.push_back(n);
+  cd.push_back(m);
+  cd.push_back(n);
+  std::vector<HostTensor> in{operand(batch, m, k, false, dg::DataType::BFLOAT16, rng),
+                             operand(ones, k, n, b_k_major, dg::DataType::BFLOAT16, rng),
+                             gemm_test::packed(bias_dims, dg::DataType::FLOAT)};
+  gemm_test::fill_random(in[2], rng);
+  SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+  std::vector<std::string> names;
+  gemm_test::run_vs_ref(kWgmma, in, {gemm_test::packed(cd, out), gemm_test::packed(amax_dims, dg::DataType::FLOAT)},
+                        [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
+                          g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
+                          auto y = fused_chain(g, g.matmul(t[0], t[1], dg::MatmulAttr()), t[2], nullptr, 0.75,
+                                               activation);
+                          auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+                          return std::vector<dg::TensorPtr>{y, amax};
+                        },
+                        {Expect{1.2e-2, std::sqrt(double(k)) * 0.1}, Expect{1e-5, 1.0}}, 1000, &names);
+  const auto registers = std::count_if(names.begin(), names.end(), [](const std::string& nm) {
+    return nm.find("epilogue=1") != std::string::npos;
+  });
+  EXPECT_GE(registers, 3) << "the epilogue=1 plans did not run";
+}
+
 // The register epilogue (epilogue=1) on every plan of the engine: x alpha + bias -> ReLU with
 // AMAX, 16-bit outputs; m that fits no tile (rows past M must stay out of AMAX and out of memory),
 // n a multiple of 8 that fits no 64-column box, batches stored through the map's third coordinate,
@@ -553,41 +581,10 @@ TEST(CudaGemm, WgmmaClusterMatchesRef) {
 TEST(CudaGemm, RegisterEpilogueMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
   std::mt19937 rng(98);
-  struct Case {
-    Dims batch;
-    int64_t m, n, k;
-    dg::DataType out;
-    bool b_k_major;
-  };
   const int64_t m = 1 + rng() % 300, n = 8 * (1 + rng() % 40), k = 1 + rng() % 300;
-  for (const Case& c : {Case{{2}, m, n, k, dg::DataType::BFLOAT16, false},
-                       Case{{3, 2}, 77, 136, 520, dg::DataType::HALF, true},
-                       Case{{}, 2100, 2200, 136, dg::DataType::BFLOAT16, false}}) {
-    const Dims ones(c.batch.size(), 1);  // B and the bias broadcast over the batch
-    Dims bias_dims(c.batch.size() + 1, 1), amax_dims(c.batch.size() + 2, 1), cd = c.batch;
-    bias_dims.push_back(c.n);
-    cd.push_back(c.m);
-    cd.push_back(c.n);
-    std::vector<HostTensor> in{operand(c.batch, c.m, c.k, false, dg::DataType::BFLOAT16, rng),
-                               operand(ones, c.k, c.n, c.b_k_major, dg::DataType::BFLOAT16, rng),
-                               gemm_test::packed(bias_dims, dg::DataType::FLOAT)};
-    gemm_test::fill_random(in[2], rng);
-    SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
-    std::vector<std::string> names;
-    gemm_test::run_vs_ref(kWgmma, in, {gemm_test::packed(cd, c.out), gemm_test::packed(amax_dims, dg::DataType::FLOAT)},
-                          [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
-                            g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
-                            auto y = fused_chain(g, g.matmul(t[0], t[1], dg::MatmulAttr()), t[2], nullptr, 0.75,
-                                                 M::RELU_FWD);
-                            auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
-                            return std::vector<dg::TensorPtr>{y, amax};
-                          },
-                          {Expect{1.2e-2, std::sqrt(double(c.k)) * 0.1}, Expect{1e-5, 1.0}}, 1000, &names);
-    const auto registers = std::count_if(names.begin(), names.end(), [](const std::string& nm) {
-      return nm.find("epilogue=1") != std::string::npos;
-    });
-    EXPECT_GE(registers, 3) << "the epilogue=1 plans did not run";
-  }
+  register_epilogue_vs_ref(rng, {2}, m, n, k, dg::DataType::BFLOAT16, false, M::RELU_FWD);
+  register_epilogue_vs_ref(rng, {3, 2}, 77, 136, 520, dg::DataType::HALF, true, M::RELU_FWD);
+  register_epilogue_vs_ref(rng, {}, 2100, 2200, 136, dg::DataType::BFLOAT16, false, M::RELU_FWD);
 }
 
 // The boxed register epilogue on every epilogue=1 plan (released for the test: it is held back
@@ -597,35 +594,8 @@ TEST(CudaGemm, BoxedRegisterEpilogueMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
   ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
   std::mt19937 rng(99);
-  struct Case {
-    Dims batch;
-    int64_t m, n, k;
-    dg::DataType out;
-  };
-  for (const Case& c : {Case{{2}, 77, 136, 520, dg::DataType::BFLOAT16}, Case{{}, 2100, 2200, 136, dg::DataType::HALF}}) {
-    const Dims ones(c.batch.size(), 1);
-    Dims bias_dims(c.batch.size() + 1, 1), amax_dims(c.batch.size() + 2, 1), cd = c.batch;
-    bias_dims.push_back(c.n);
-    cd.push_back(c.m);
-    cd.push_back(c.n);
-    std::vector<HostTensor> in{operand(c.batch, c.m, c.k, false, dg::DataType::BFLOAT16, rng),
-                               operand(ones, c.k, c.n, false, dg::DataType::BFLOAT16, rng),
-                               gemm_test::packed(bias_dims, dg::DataType::FLOAT)};
-    gemm_test::fill_random(in[2], rng);
-    SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
-    std::vector<std::string> names;
-    gemm_test::run_vs_ref(kWgmma, in, {gemm_test::packed(cd, c.out), gemm_test::packed(amax_dims, dg::DataType::FLOAT)},
-                          [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
-                            g.set_intermediate_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
-                            auto y = fused_chain(g, g.matmul(t[0], t[1], dg::MatmulAttr()), t[2], nullptr, 0.75);
-                            auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
-                            return std::vector<dg::TensorPtr>{y, amax};
-                          },
-                          {Expect{1.2e-2, std::sqrt(double(c.k)) * 0.1}, Expect{1e-5, 1.0}}, 1000, &names);
-    EXPECT_GE(std::count_if(names.begin(), names.end(),
-                            [](const std::string& nm) { return nm.find("epilogue=1") != std::string::npos; }),
-              3);
-  }
+  register_epilogue_vs_ref(rng, {2}, 77, 136, 520, dg::DataType::BFLOAT16, false, M::GELU_FWD);
+  register_epilogue_vs_ref(rng, {}, 2100, 2200, 136, dg::DataType::HALF, false, M::GELU_FWD);
 }
 
 // epilogue=1 asked for by name where the epilogue does not allow it (an fp32 output): the build is

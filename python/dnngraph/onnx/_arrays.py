@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-BUFFER_ALIGNMENT = 256  # bytes: the arenas' placement unit (_arena.ALIGNMENT), a multiple of a cache line
+from ._arena import ALIGNMENT as BUFFER_ALIGNMENT  # the arena's placement unit, a multiple of a cache line
 
 STORAGES = ("float32", "float16", "float64", "bfloat16", "int32")
 _ITEMSIZE = {"float32": 4, "float16": 2, "float64": 8, "bfloat16": 2, "int32": 4}
