@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "common/scoped_env.hpp"
 #include "engines/cuda/conv/conv_gemm_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_implicit_gemm.hpp"
@@ -521,13 +520,11 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), gemm, rng);
 }
 
-// The boxed register epilogue (chains too long to unroll: bias + GELU, bias + SiLU), released for
-// the test (held back until it passes on a GPU): cooperative, ping-pong and cluster tiles, every
+// The boxed register epilogue (chains too long to unroll: bias + GELU, bias + SiLU): cooperative, ping-pong and cluster tiles, every
 // tile width, cores 2 and 3, 16-bit outputs NaN-poisoned.
 TEST(CudaConvRegisterEpilogue, BoxedChainsMatchRef) {
   DG_REQUIRE_CUDA(gpu);
   if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "epilogue=1 needs sm_90a";
-  test_env::ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
   std::mt19937 rng(152);
   const std::vector<dg::Knobs> im2col{registers(im2col_knobs(64, 6)), registers(im2col_knobs(128, 5)),
                                       registers(im2col_knobs(256, 3)), registers(pingpong(cluster_knobs(128, 6))),
@@ -585,8 +582,7 @@ TEST(CudaConvIm2col, FirstPlanOfALayerMatchesRef) {
 namespace {
 
 // conv + bias + GELU: too long a chain to unroll in registers, so epilogue=1 takes the boxed form
-// (kEpilogue 4), refused with the rule while it is held back; its kernels compile at every tile
-// width, cooperative and ping-pong.
+// (kEpilogue 4); its kernels compile at every tile width, cooperative and ping-pong.
 TEST(CudaConvEpilogue, GeluChainTakesTheBoxedRegisterEpilogue) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
   dg::Graph g;
@@ -599,9 +595,6 @@ TEST(CudaConvEpilogue, GeluChainTakesTheBoxedRegisterEpilogue) {
   ASSERT_TRUE(anchored_partitions(g, parts));
   ASSERT_EQ(parts.size(), 1u);
   std::string src, why;
-  EXPECT_FALSE(cv::fprop_source_for_test(parts[0], 3, 128, 128, 3, src, why, 1, false, false, 1, 1));
-  EXPECT_NE(why.find("boxed register epilogue is not yet checked against ref on a GPU"), std::string::npos) << why;
-  test_env::ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
   for (int bn : {64, 128, 256})
     for (bool pingpong : {false, true}) {
       if (pingpong && bn == 256) continue;

@@ -10,7 +10,6 @@
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
 #include "engines/cuda/gemm/matmul_plan.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
-#include "common/scoped_env.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
 #include "gemm_test_util.hpp"
 #include "runtime/handle_impl.hpp"
@@ -24,7 +23,6 @@ using gemm_test::Expect;
 using gemm_test::HostTensor;
 using gemm_test::for_each_matmul;
 using M = dg::PointwiseMode;
-using test_env::ScopedEnv;
 
 constexpr const char* kWgmma = "cuda_gemm_wgmma_tma";
 constexpr const char* kMmaSync = "cuda_gemm_mma_sync";
@@ -260,20 +258,13 @@ TEST_F(CudaGemmCompile, WgmmaRegisterEpilogueKernelsCompile) {
 }
 
 // The boxed register epilogue (a chain too long to unroll: x alpha + bias + GELU with AMAX): the
-// kernel takes kEpilogue 4 on cooperative, ping-pong and cluster tiles and compiles; the rule
-// offers it only where register_epilogue_boxed is released (held back until its GPU tests pass).
+// kernel takes kEpilogue 4 on cooperative, ping-pong and cluster tiles and compiles.
 TEST_F(CudaGemmCompile, WgmmaBoxedRegisterEpilogueKernelsCompile) {
   register_epilogue_kernels_compile(
       M::GELU_FWD, dg::DataType::BFLOAT16, "4",
       [](const dg::cuda::EpiloguePlan& epi) {
         std::string why;
-        EXPECT_FALSE(dg::cuda::register_epilogue(epi, why));
-        EXPECT_NE(why.find("boxed register epilogue is not yet checked against ref on a GPU"), std::string::npos)
-            << why;
-        {
-          ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
-          EXPECT_TRUE(dg::cuda::register_epilogue(epi, why)) << why;
-        }
+        EXPECT_TRUE(dg::cuda::register_epilogue(epi, why)) << why;
         EXPECT_EQ(dg::cuda::register_epilogue_mode(epi), dg::cuda::kEpiTmaStoreBoxed);
       },
       [](const std::string&) {});
@@ -587,12 +578,10 @@ TEST(CudaGemm, RegisterEpilogueMatchesRef) {
   register_epilogue_vs_ref(rng, {}, 2100, 2200, 136, dg::DataType::BFLOAT16, false, M::RELU_FWD);
 }
 
-// The boxed register epilogue on every epilogue=1 plan (released for the test: it is held back
-// until this passes on a GPU): x alpha + bias + GELU with AMAX, 16-bit outputs, an m that fits no
+// The boxed register epilogue on every epilogue=1 plan: x alpha + bias + GELU with AMAX, 16-bit outputs, an m that fits no
 // tile, batches, and (2100 x 2200) clusters; NaN-poisoned outputs against ref.
 TEST(CudaGemm, BoxedRegisterEpilogueMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
-  ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "register_epilogue_boxed");
   std::mt19937 rng(99);
   register_epilogue_vs_ref(rng, {2}, 77, 136, 520, dg::DataType::BFLOAT16, false, M::GELU_FWD);
   register_epilogue_vs_ref(rng, {}, 2100, 2200, 136, dg::DataType::HALF, false, M::GELU_FWD);

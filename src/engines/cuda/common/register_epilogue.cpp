@@ -1,7 +1,6 @@
 #include "engines/cuda/common/register_epilogue.hpp"
 
 #include "engines/cuda/codegen/pointwise_ops.hpp"
-#include "engines/cuda/common/gpu_checked.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -54,12 +53,6 @@ bool register_epilogue(const EpiloguePlan& epi, std::string& why) {
   if (epi.prog.stores.size() != 1) {
     why = "the epilogue stores " + std::to_string(epi.prog.stores.size()) + " tensors; the TMA store takes one";
     return false;
-  }
-  if (const int cost = chain_cost(epi.prog); cost > kMaxRegisterChainCost) {
-    const std::string what = "the pointwise chain costs ~" + std::to_string(cost) + " instructions per element (more than " +
-                             std::to_string(kMaxRegisterChainCost) + ", too many to unroll over every accumulator); its "
-                             "boxed register epilogue is";
-    if (!checked_on_gpu("register_epilogue_boxed", what, why)) return false;
   }
   for (const auto& red : L.reductions)
     if (!red.full) {

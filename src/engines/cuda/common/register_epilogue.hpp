@@ -14,8 +14,7 @@ namespace dnngraph::cuda {
 // Whether `epi` (over [batch..., rows, columns]) runs in registers with a TMA store; the rule it
 // breaks in `why`. Full reductions (AMAX) are allowed: the kernel leaves rows and columns past the
 // output's edges out of them; per-row or per-column ones (genstats' sums) keep the staged epilogue.
-// A chain too long to unroll over every accumulator takes the boxed form (register_epilogue_mode),
-// while that is held back (common/gpu_checked) the staged epilogue.
+// A chain too long to unroll over every accumulator takes the boxed form (register_epilogue_mode).
 bool register_epilogue(const EpiloguePlan& epi, std::string& why);
 
 // The kernel's epilogue mode for a register epilogue of `epi` (kernels/epilogue_tma_store.cuh's
