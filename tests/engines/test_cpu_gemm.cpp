@@ -84,6 +84,93 @@ TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
   });
 }
 
+// C written in place, and (chained) an epilogue chain the driver applies to each tile in the
+// kernel's registers (TileChain): + bias[n], residual - v, * scalar, ReLU, clip to [-0.5, 1.5].
+class ChainedProblem final : public cg::GemmProblem {
+ public:
+  const float* a = nullptr;  // row-major M x K
+  cg::StridedMatrix bm;
+  float* c = nullptr;  // row-major M x N
+  const float *bias = nullptr, *residual = nullptr;
+  bool chained = false;
+  ChainedProblem(int64_t m, int64_t n, int64_t k) {
+    M = m;
+    N = n;
+    K = k;
+  }
+  void a_rows(int64_t, int64_t m0, int64_t mc, const cg::KBlock& kb, int mr, const float** rows, float*) const override {
+    const int64_t tiles = (mc + mr - 1) / mr;
+    for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = a + (m0 + std::min(i, mc - 1)) * K + kb.k0;
+  }
+  void pack_b(int64_t, int64_t n0, int64_t nc, int nr, float* dst) const override {
+    cg::pack_panels(bm, K, n0, nc, nr, dst);
+  }
+  float* c_direct(int64_t, int64_t m0, int64_t n0, int64_t& ldc) const override {
+    ldc = N;
+    return c + m0 * N + n0;
+  }
+  bool chains_tiles() const override { return chained; }
+  void tile_chain(int64_t, int64_t m0, int64_t n0, dg::cpu::TileChain& tc) const override { tc = chain_at(m0, n0); }
+  dg::cpu::TileChain chain_at(int64_t m0, int64_t n0) const {
+    dg::cpu::TileChain tc;
+    tc.chain = &chain;
+    tc.ld = N;
+    tc.column[0] = bias + n0;
+    tc.same[1] = residual + m0 * N + n0;
+    tc.scalar[2] = 1.25f;
+    return tc;
+  }
+  dg::cpu::Chain chain = [] {
+    using K = dg::cpu::ChainStep;
+    dg::cpu::Chain c;
+    c.operand_instr = {0, 1, 2};  // only counted here: a column, a same-as-output and a scalar operand
+    c.steps = {{K::ADD, 0}, {K::SUB_FROM, 1}, {K::MUL, 2}, {K::RELU, -1}, {K::RELU, -1, -0.5f, 1.5f}};
+    return c;
+  }();
+};
+
+// The chain in the kernels' registers (full tiles) and after the copy (edge tiles) gives the same
+// bits as the GEMM followed by the chain over all of C (run_chain_block, itself checked against
+// the row loop in test_cpu_epilogue), on every ISA and tile shape, with several K blocks (the last
+// one chains) and NaN rows.
+TEST(CpuGemmKernels, TileChainsMatchTheChainAfterTheGemm) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-1, 1);
+  dg::ThreadPool pool(2);
+  cpu_test::for_each_isa([&](dg::cpu::Isa isa) {
+    for (const cg::KernelSet* shape : cg::kernel_shapes(isa)) {
+      const cg::KernelSet& ks = *shape;
+      if (!ks.kernel_chain) continue;
+      SCOPED_TRACE(std::string(dg::cpu::isa_name(isa)) + " " + std::to_string(ks.mr) + "x" + std::to_string(ks.nr));
+      for (int trial = 0; trial < 4; ++trial) {
+        const int64_t m = 1 + rng() % 60, n = 1 + rng() % 60 + (trial % 2) * 2 * ks.nr, k = 1 + rng() % 70;
+        std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), bias(static_cast<size_t>(n)),
+            residual(static_cast<size_t>(m * n));
+        for (auto* v : {&a, &b, &bias, &residual})
+          for (auto& x : *v) x = u(rng);
+        a[static_cast<size_t>((m / 2) * k)] = std::nanf("");  // row m / 2 is NaN: ReLU keeps it
+        std::vector<float> want(static_cast<size_t>(m * n)), got(want.size(), 7.0f);
+        ChainedProblem p(m, n, k);
+        p.a = a.data();
+        p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
+        p.bias = bias.data();
+        p.residual = residual.data();
+        const cg::Blocking blk{2 * ks.mr, 16, 2 * ks.nr};  // several K blocks, M blocks and N tasks
+        p.c = want.data();
+        ASSERT_TRUE(cg::run(p, ks, blk, pool, nullptr).ok());
+        p.chain_at(0, 0).apply(m, n, want.data(), 0, 0);
+        p.c = got.data();
+        p.chained = true;
+        ASSERT_TRUE(cg::run(p, ks, blk, pool, nullptr).ok());
+        for (size_t i = 0; i < want.size(); ++i) {
+          if (std::isnan(want[i]) && std::isnan(got[i])) continue;
+          ASSERT_EQ(got[i], want[i]) << "m=" << m << " n=" << n << " k=" << k << " at " << i;
+        }
+      }
+    }
+  });
+}
+
 TEST(CpuGemmKernels, ShapeFollowsThePadding) {
   for (dg::cpu::Isa isa : cpu_test::supported_isas()) {
     const auto shapes = cg::kernel_shapes(isa);

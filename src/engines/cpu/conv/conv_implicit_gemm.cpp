@@ -77,6 +77,8 @@ class ConvProblem final : public gemm::GemmProblem {
       }
     }
     ldc_ = ldc;
+    TileChain probe;
+    tile_chains_ = chain_ && run_->tile_chain(0, 0, ldc_, probe);
   }
 
   // With A read in place (indirect) kc is a floor: each K block costs a pass over the task's C
@@ -283,6 +285,10 @@ class ConvProblem final : public gemm::GemmProblem {
   void c_direct_done(int64_t grp, int64_t m0, int64_t mc, int64_t n0, int64_t nc, float* c, int64_t ldc) const override {
     if (chain_) run_->chain_rows(c, ldc, mc, nc, m0 * ldc_ + grp * g_.dst_cg + n0, grp * g_.dst_cg + n0);
   }
+  bool chains_tiles() const override { return tile_chains_; }
+  void tile_chain(int64_t grp, int64_t m0, int64_t n0, TileChain& tc) const override {
+    run_->tile_chain(m0 * ldc_ + grp * g_.dst_cg + n0, grp * g_.dst_cg + n0, ldc_, tc);
+  }
 
   void c_block(int slot, int64_t grp, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* c,
                int64_t ldc) const override {
@@ -305,7 +311,7 @@ class ConvProblem final : public gemm::GemmProblem {
   const void* src_ = nullptr;
   const void* wei_ = nullptr;
   void* dst_ = nullptr;
-  bool indirect_ = false, c_direct_ = false, chain_ = false;
+  bool indirect_ = false, c_direct_ = false, chain_ = false, tile_chains_ = false;
   int64_t ldc_ = 0;
   int nr_;
   bool amx_;

@@ -263,6 +263,27 @@ void EpilogueRun::chain_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, 
   }
 }
 
+bool EpilogueRun::tile_chain(int64_t out_off, int64_t n_index, int64_t ld, TileChain& tc) const {
+  const Chain& ch = *e_.chain();
+  if (ch.operand_instr.size() > static_cast<size_t>(TileChain::kMaxOperands)) return false;
+  tc.chain = &ch;
+  tc.ld = ld;
+  for (size_t j = 0; j < ch.operand_instr.size(); ++j) {
+    const int instr = ch.operand_instr[j];
+    const float* data = static_cast<const float*>(data_[static_cast<size_t>(e_.operand_of(instr))]);
+    tc.column[j] = tc.same[j] = nullptr;
+    switch (e_.tile_operand(j)) {
+      case Epilogue::TileOperand::BROADCAST:
+        tc.scalar[j] = e_.program().code[static_cast<size_t>(instr)].kind == expr::InstrKind::LOAD_SCALAR
+                           ? scalars_[static_cast<size_t>(instr)] : *data;
+        break;
+      case Epilogue::TileOperand::COLUMN: tc.column[j] = data + n_index; break;
+      case Epilogue::TileOperand::SAME_AS_OUTPUT: tc.same[j] = data + out_off; break;
+    }
+  }
+  return true;
+}
+
 void EpilogueRun::strip(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor) {
   if (e_.chain() && run_chain_strip(coord, axis, len, step, anchor)) return;
   const auto& dims = e_.domain();

@@ -219,4 +219,14 @@ void run_chain(const Chain& c, int64_t n, const float* anchor, const float* cons
   run_portable(c, n, anchor, ptrs, scalars, out);
 }
 
+void TileChain::apply(int64_t rows, int64_t cols, float* c, int64_t row0, int64_t col0) const {
+  const float* col_at[kMaxOperands];
+  const float* same_at[kMaxOperands];
+  for (size_t j = 0; j < chain->operand_instr.size(); ++j) {
+    col_at[j] = column[j] ? column[j] + col0 : nullptr;
+    same_at[j] = same[j] ? same[j] + row0 * ld + col0 : nullptr;
+  }
+  run_chain_block(*chain, rows, cols, c, ld, col_at, same_at, scalar);
+}
+
 }  // namespace dnngraph::cpu

@@ -39,6 +39,25 @@ void run_chain(const Chain& c, int64_t n, const float* anchor, const float* cons
 // vector for every row), else same[j][i * ld + k] when set, else scalars[j].
 void run_chain_block(const Chain& c, int64_t rows, int64_t cols, float* data, int64_t ld, const float* const* column,
                      const float* const* same, const float* scalars);
+// A chain with its operands resolved at one block's first element, for the GEMM microkernel to
+// apply to each finished tile of the block in registers before its store (KernelSet::kernel_chain):
+// a bias, a residual, ReLU or clip, with no second pass over the output. The tile at (row0, col0)
+// of the block reads column + col0 and same + row0 * ld + col0.
+struct TileChain {
+  static constexpr int kMaxOperands = 16;
+  const Chain* chain = nullptr;
+  // Per chain operand: one value per column (a bias) from the block's first column; or laid out as
+  // the output (a residual) from the block's first element, row stride ld; else the scalar.
+  const float* column[kMaxOperands] = {};
+  const float* same[kMaxOperands] = {};
+  float scalar[kMaxOperands] = {};
+  int64_t ld = 0;  // the output's row stride
+
+  // The chain on the rows x cols tile at (row0, col0) of the block, at c (row stride ld),
+  // vectorized as run_chain_block: for the edge tiles a kernel computes aside.
+  void apply(int64_t rows, int64_t cols, float* c, int64_t row0, int64_t col0) const;
+};
+
 // Whether run_chain_block beats a run_chain call per row on rows of `cols` floats: below a vector,
 // and with AVX-512 up to 64 (a GEMM task of one or two B panels), whose rows are a few vectors.
 bool chain_block_preferred(int64_t cols);

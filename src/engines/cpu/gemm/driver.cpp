@@ -139,10 +139,14 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
     if (!direct) ldc = buffer_ld(nc, nr);
     if (t.kblocks.empty())  // K = 0: C is all zeros
       for (int64_t i = 0; i < mc; ++i) std::fill_n(c + i * ldc, nc, 0.0f);
+    // The epilogue chain in the kernels' registers, tile by tile on the last K block.
+    const bool tile_chains = direct && ks.kernel_chain && !p.a_kmajor() && p.chains_tiles();
+    TileChain tc;  // for the block at (m0, n0); each tile reads its operands at its offset
+    if (tile_chains) p.tile_chain(b, m0, n0, tc);
     for (size_t kbi = 0; kbi < t.kblocks.size(); ++kbi) {
       const KBlock& kb = t.kblocks[kbi];
       p.a_rows(b, m0, mc, kb, mr, s.rows, s.a);
-      const bool acc = kbi > 0;
+      const bool acc = kbi > 0, chain_now = tile_chains && kbi + 1 == t.kblocks.size();
       auto tile = [&](int64_t jr, int64_t ir) {
         const int64_t nr_here = std::min<int64_t>(nr, nc - jr);
         const float* panel = bp + (jr / nr) * panel_stride + kb.k0 * nr;
@@ -161,9 +165,13 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         float* dst = edge ? s.edge : ct;
         const int64_t ld = edge ? nr : ldc;
         bool summed = edge ? false : acc;  // whether dst holds sums to add to
+        const bool in_kernel = chain_now && !edge;  // else applied below, once the tile is in C
+        bool chained = false;
         if (!skip_zero_rows) {
-          kernel(kb.nseg, kb.seg_len, tile_rows, panel, dst, ld, summed);
+          if (in_kernel) ks.kernel_chain(kb.nseg, kb.seg_len, tile_rows, panel, dst, ld, summed, tc, ir, jr);
+          else kernel(kb.nseg, kb.seg_len, tile_rows, panel, dst, ld, summed);
           summed = true;
+          chained = in_kernel;
         } else {
           // Segments whose MR rows all read padding add nothing (a 3x3 conv's first kernel row
           // for the image's first output row: 9% of a 14x14 layer's FMAs): the kernel runs on
@@ -171,14 +179,23 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
           auto padding = [&](int sg) {
             return std::all_of(tile_rows + sg * mr, tile_rows + (sg + 1) * mr, [&](const float* r) { return r == s.a; });
           };
-          for (int s0 = 0; s0 < kb.nseg;) {
+          int live_end = kb.nseg;  // one past the last segment that reads more than padding
+          while (live_end > 0 && padding(live_end - 1)) --live_end;
+          for (int s0 = 0; s0 < live_end;) {
             if (padding(s0)) {
               ++s0;
               continue;
             }
             int s1 = s0 + 1;
             while (s1 < kb.nseg && !padding(s1)) ++s1;
-            kernel(s1 - s0, kb.seg_len, tile_rows + s0 * mr, panel + s0 * kb.seg_len * nr, dst, ld, summed);
+            const float* const* run_rows = tile_rows + s0 * mr;
+            const float* run_panel = panel + s0 * kb.seg_len * nr;
+            if (in_kernel && s1 >= live_end) {
+              ks.kernel_chain(s1 - s0, kb.seg_len, run_rows, run_panel, dst, ld, summed, tc, ir, jr);
+              chained = true;
+            } else {
+              kernel(s1 - s0, kb.seg_len, run_rows, run_panel, dst, ld, summed);
+            }
             summed = true;
             s0 = s1;
           }
@@ -198,6 +215,7 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         } else if (!summed) {  // the whole tile read padding in this first block
           for (int64_t i = 0; i < mr_here; ++i) std::fill_n(ct + i * ldc, nr_here, 0.0f);
         }
+        if (chain_now && !(in_kernel && chained)) tc.apply(mr_here, nr_here, ct, ir, jr);
       };
       if (!p.a_kmajor() && kb.kc() * round_up(nc, nr) <= kSmallBFloats) {
         // A in place and a B block that fits L2: each A tile stays in L1 across the panels.
@@ -215,9 +233,9 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
           }
       }
     }
-    // The whole block at once (from L2), not tile by tile after each tile's last K block (in L1):
-    // a call per tile cost ResNet-50 ~10% and MobileNetV2 ~9% more than this.
-    if (direct) p.c_direct_done(b, m0, mc, n0, nc, c, ldc);
+    // Without a register chain, the whole block at once (from L2), not tile by tile after each
+    // tile's last K block (in L1): a call per tile cost ResNet-50 ~10% and MobileNetV2 ~9% more.
+    if (direct && !tile_chains) p.c_direct_done(b, m0, mc, n0, nc, c, ldc);
     else if (!direct) p.c_block(slot, b, m0, mc, n0, nc, c, ldc);
   }
 }

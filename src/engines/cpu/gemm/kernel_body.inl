@@ -9,9 +9,64 @@ namespace {
 
 // kPacked: A of each segment is one k-major panel at rows[s * MR] (element (i, k) at [k * MR + i]),
 // a single stream; otherwise row i of segment s is rows[s * MR + i], unit stride.
-template <class V, int MR, int NV, bool kPacked>
-void microkernel(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
-                 bool accumulate) {
+template <class V, ChainStep::Kind K>
+inline __attribute__((always_inline)) typename V::Reg chain_op(typename V::Reg v, typename V::Reg x) {
+  if constexpr (K == ChainStep::ADD) return V::add(v, x);
+  else if constexpr (K == ChainStep::MUL) return V::mul(v, x);
+  else if constexpr (K == ChainStep::SUB) return V::sub(v, x);
+  else return V::sub(x, v);  // SUB_FROM
+}
+
+// One arithmetic step on the MR x NV accumulators, the operand's form decided once per step: per
+// register (same as the output, a residual) or per vector column (a bias, or a scalar broadcast).
+template <class V, int MR, int NV, ChainStep::Kind K>
+inline __attribute__((always_inline)) void arithmetic_step(const TileChain& tc, int operand, int64_t row0, int64_t col0,
+                                                           typename V::Reg (&acc)[MR][NV]) {
+  constexpr int W = V::kWidth;
+  const float* column = tc.column[operand] ? tc.column[operand] + col0 : nullptr;
+  const float* same = tc.same[operand] ? tc.same[operand] + row0 * tc.ld + col0 : nullptr;
+  if (same) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j] = chain_op<V, K>(acc[i][j], V::load(same + i * tc.ld + j * W));
+    return;
+  }
+  typename V::Reg col[NV];
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; ++j) col[j] = column ? V::load(column + j * W) : V::set1(tc.scalar[operand]);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = chain_op<V, K>(acc[i][j], col[j]);
+}
+
+// One chain step on the accumulators; ReLU with step_scalar's clips.
+template <class V, int MR, int NV>
+inline __attribute__((always_inline)) void apply_step(const ChainStep& st, const TileChain& tc, int64_t row0,
+                                                     int64_t col0, typename V::Reg (&acc)[MR][NV]) {
+  const int o = st.operand;
+  switch (st.kind) {
+    case ChainStep::ADD: arithmetic_step<V, MR, NV, ChainStep::ADD>(tc, o, row0, col0, acc); break;
+    case ChainStep::MUL: arithmetic_step<V, MR, NV, ChainStep::MUL>(tc, o, row0, col0, acc); break;
+    case ChainStep::SUB: arithmetic_step<V, MR, NV, ChainStep::SUB>(tc, o, row0, col0, acc); break;
+    case ChainStep::SUB_FROM: arithmetic_step<V, MR, NV, ChainStep::SUB_FROM>(tc, o, row0, col0, acc); break;
+    case ChainStep::RELU: {
+      const typename V::Reg lo = V::set1(st.lo), hi = V::set1(st.hi);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) acc[i][j] = V::relu_clip(acc[i][j], lo, hi);
+      break;
+    }
+  }
+}
+
+// kChain: `chain` runs on the finished tile before its store (V's sub, mul, set1 and relu_clip).
+template <class V, int MR, int NV, bool kPacked, bool kChain>
+inline __attribute__((always_inline)) void microkernel_body(int nseg, int64_t seg_len, const float* const* rows,
+                                                            const float* b, float* c, int64_t ldc, bool accumulate,
+                                                            const TileChain* chain, int64_t row0, int64_t col0) {
   constexpr int W = V::kWidth;
   typename V::Reg acc[MR][NV];
 #pragma GCC unroll 16
@@ -42,6 +97,15 @@ void microkernel(int nseg, int64_t seg_len, const float* const* rows, const floa
       b += NV * W;
     }
   }
+  if constexpr (kChain) {
+    if (accumulate)
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) acc[i][j] = V::add(V::load(c + i * ldc + j * W), acc[i][j]);
+    for (const ChainStep& st : chain->chain->steps) apply_step<V, MR, NV>(st, *chain, row0, col0, acc);
+    accumulate = false;
+  }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
@@ -51,11 +115,33 @@ void microkernel(int nseg, int64_t seg_len, const float* const* rows, const floa
     }
 }
 
+template <class V, int MR, int NV, bool kPacked>
+void microkernel(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
+                 bool accumulate) {
+  microkernel_body<V, MR, NV, kPacked, false>(nseg, seg_len, rows, b, c, ldc, accumulate, nullptr, 0, 0);
+}
+
+template <class V, int MR, int NV>
+void microkernel_chain(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c, int64_t ldc,
+                       bool accumulate, const TileChain& chain, int64_t row0, int64_t col0) {
+  microkernel_body<V, MR, NV, false, true>(nseg, seg_len, rows, b, c, ldc, accumulate, &chain, row0, col0);
+}
+
+// The fp32 kernels take a TileChain; the bf16-pair ones (whose V has no relu_clip) do not.
+template <class V, int MR, int NV>
+constexpr ChainKernel chain_kernel_of() {
+  if constexpr (requires(typename V::Reg r) { V::relu_clip(r, r, r); })
+    return microkernel_chain<V, MR, NV>;
+  else
+    return nullptr;
+}
+
 // The kernels of V with MR rows and two vectors of columns (NR = 2 * kWidth): with the MR x 2
 // accumulators, 2 B vectors and one broadcast, MR = 6 fills AVX2's 16 registers and MR = 12
 // AVX-512's 32.
 template <class V, int MR, int NV = 2>
-constexpr KernelSet kKernelSet{V::kIsa, MR, NV * V::kWidth, microkernel<V, MR, NV, false>, microkernel<V, MR, NV, true>};
+constexpr KernelSet kKernelSet{V::kIsa, MR, NV * V::kWidth, microkernel<V, MR, NV, false>, microkernel<V, MR, NV, true>,
+                                nullptr, chain_kernel_of<V, MR, NV>()};
 
 }  // namespace
 }  // namespace dnngraph::cpu::gemm

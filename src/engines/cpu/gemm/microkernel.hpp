@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engines/cpu/cpu_features.hpp"
+#include "engines/cpu/epilogue/epilogue_chain.hpp"
 
 namespace dnngraph::cpu::gemm {
 
@@ -15,6 +16,10 @@ namespace dnngraph::cpu::gemm {
 // (row stride ldc), adding to what is there when `accumulate`.
 using MicroKernel = void (*)(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c,
                              int64_t ldc, bool accumulate);
+// The same, then `chain` on the finished tile, at (row0, col0) of the chain's block, in registers
+// before the store (a K block's last call): the fused epilogue without a second pass over C.
+using ChainKernel = void (*)(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c,
+                             int64_t ldc, bool accumulate, const TileChain& chain, int64_t row0, int64_t col0);
 
 struct KernelSet {
   Isa isa;
@@ -24,6 +29,7 @@ struct KernelSet {
   // Called on each thread before its first tile of a run (gemm::run), where the kernels keep
   // per-thread state between tiles (AMX: the tile configuration, loaded once per run, not per tile).
   void (*begin_tiles)() = nullptr;
+  ChainKernel kernel_chain = nullptr;  // `kernel` with a TileChain (fp32 kernels; null for bf16 pairs and AMX)
 };
 
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.

@@ -28,6 +28,11 @@ struct VecAvx2 {
   static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
   static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }  // a * b + c
+  // v <= lo ? lo : v, then v > hi ? hi : v (ordered compares: NaN stays NaN, -0 becomes lo = +0).
+  static Reg relu_clip(Reg v, Reg lo, Reg hi) {
+    v = _mm256_blendv_ps(v, lo, _mm256_cmp_ps(v, lo, _CMP_LE_OQ));
+    return _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
+  }
   // x where x > acc or x is NaN, else acc: a max that propagates NaN.
   static Reg max_nan(Reg acc, Reg x) {
     const Reg take = _mm256_or_ps(_mm256_cmp_ps(x, acc, _CMP_GT_OQ), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));

@@ -37,6 +37,11 @@ struct VecAvx512 {
   static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
   static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }  // a * b + c
+  // v <= lo ? lo : v, then v > hi ? hi : v (ordered compares: NaN stays NaN, -0 becomes lo = +0).
+  static Reg relu_clip(Reg v, Reg lo, Reg hi) {
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LE_OQ), lo);
+    return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+  }
   // x where x > acc or x is NaN, else acc: a max that propagates NaN.
   static Reg max_nan(Reg acc, Reg x) {
     const __mmask16 take = _mm512_cmp_ps_mask(x, acc, _CMP_GT_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);

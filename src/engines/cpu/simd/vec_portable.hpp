@@ -21,6 +21,17 @@ struct VecPortable {
   static Reg bcast(const float* p) { return Reg{*p, *p, *p, *p}; }
   static Reg add(Reg a, Reg b) { return a + b; }
   static Reg fma(Reg a, Reg b, Reg c) { return a * b + c; }
+  static Reg set1(float v) { return Reg{v, v, v, v}; }
+  static Reg sub(Reg a, Reg b) { return a - b; }
+  static Reg mul(Reg a, Reg b) { return a * b; }
+  // v <= lo ? lo : v, then v > hi ? hi : v, lane by lane (NaN stays NaN, -0 becomes lo = +0).
+  static Reg relu_clip(Reg v, Reg lo, Reg hi) {
+    for (int i = 0; i < kWidth; ++i) {
+      const float l = v[i] <= lo[i] ? lo[i] : v[i];
+      v[i] = l > hi[i] ? hi[i] : l;
+    }
+    return v;
+  }
 };
 
 }  // namespace dnngraph::cpu::simd
