@@ -15,6 +15,10 @@ that `perf record -p` sees only steady-state runs (not the model's construction 
 time around each plan's execute) and prints the medians, largest first, summed by engine, beside
 the session's own time: what the graphs spend outside the partitions (Python, the input's layout
 copy, the pack) is the difference.
+`--layers N` compares the convolutions class by class with onnxruntime's own profiler: N
+alternated runs of both (0.5 s apart, as above), onnxruntime's per-node kernel times (it fuses Conv + BatchNorm + ReLU
+under other node names, so classes are keyed by input, weight and output shapes) beside the
+partition log's times, summed per class, largest difference first.
 `--cpu-time` also gives each side's CPU time per run (`perf stat -e task-clock` attached to this
 process around one more block of runs per side and round: every thread, spinning included; this
 KVM guest exposes no cycle counters)."""
@@ -28,7 +32,7 @@ import time
 import numpy as np
 
 PARTITION_LOG = f"/tmp/onnx_cpu_partitions_{os.getpid()}.log"
-if "--partitions" in sys.argv:  # read once by the library, when it is loaded
+if "--partitions" in sys.argv or "--layers" in sys.argv:  # read once by the library, when it is loaded
     os.environ["DNNGRAPH_LOG_LEVEL"] = "3"
     os.environ["DNNGRAPH_LOG_FILE"] = PARTITION_LOG
 
@@ -132,6 +136,73 @@ def partition_times(name, model, x, runs):
         print(f"  {t:.3f} ms  partition {i} {label}: {nodes.get(str(i), '')[:90]}")
 
 
+def median_partition_ms(start, runs):
+    """{partition index: median host ms over the last `runs` executes} from the log after `start`."""
+    import re
+    with open(PARTITION_LOG) as f:
+        f.seek(start)
+        found = re.findall(r"execute: partition (\d+) \S+ host ms ([0-9.eE+-]+)", f.read())
+    times = {}
+    for i, ms in found:
+        times.setdefault(int(i), []).append(float(ms))
+    return {i: float(np.median(v[-runs:])) for i, v in times.items()}
+
+
+def conv_classes(model):
+    """{Conv node name: (input dims, weight dims, output dims)} by ONNX shape inference."""
+    import onnx
+    inferred = onnx.shape_inference.infer_shapes(model).graph
+    dims = {v.name: tuple(d.dim_value for d in v.type.tensor_type.shape.dim)
+            for v in list(inferred.value_info) + list(inferred.input) + list(inferred.output)}
+    dims.update({t.name: tuple(t.dims) for t in inferred.initializer})
+    return {n.name: (dims.get(n.input[0]), dims.get(n.input[1]), dims.get(n.output[0]))
+            for n in inferred.node if n.op_type == "Conv"}
+
+
+def layer_classes(name, model, x, runs):
+    """Per conv class: dnngraph's partitions (keyed by their first node) against onnxruntime's nodes."""
+    import json
+    import re
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.enable_profiling = True
+    opts.profile_file_prefix = f"/tmp/onnx_cpu_ort_{os.getpid()}"
+    ort_session = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    session = dgx.load(model)
+    for _ in range(3):
+        ort_session.run(None, x)
+        session.run(None, x)
+    start = os.path.getsize(PARTITION_LOG)
+    for _ in range(runs):
+        ort_session.run(None, x)
+        time.sleep(0.5)  # onnxruntime's threads spin on after its run, taking a core from ours
+        session.run(None, x)
+    ours = median_partition_ms(start, runs)
+    with open(ort_session.end_profiling()) as f:
+        events = [e for e in json.load(f) if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+    theirs = {}
+    for e in events:
+        if e["args"].get("op_name") != "Conv":
+            continue
+        shapes = [tuple(next(iter(d.values()))) for d in e["args"]["input_type_shape"][:2] + e["args"]["output_type_shape"][:1]]
+        theirs.setdefault(tuple(shapes), {}).setdefault(e["name"], []).append(e["dur"] / 1e3)
+    classes = conv_classes(model)
+    first_nodes = re.findall(r"^partition (\d+) \([^)]*\): ([^,\n]+)", "\n".join(g.explain() for g in session.graphs), re.M)
+    rows = {}
+    for index, node in first_nodes:
+        key = classes.get(node.strip())
+        if key and int(index) in ours:
+            ms, count = rows.get(key, (0.0, 0))
+            rows[key] = (ms + ours[int(index)], count + 1)
+    print(f"{name}: conv classes over {runs} alternated runs (ms per forward), load {load_average()}")
+    table = []
+    for key, (ms, count) in rows.items():
+        ort_ms = sum(float(np.median(v[-runs:])) for v in theirs.get(key, {}).values())
+        table.append((ms - ort_ms, ms, ort_ms, count, key))
+    for diff, ms, ort_ms, count, (xin, w, y) in sorted(table, reverse=True):
+        print(f"  {diff:+.3f}  dnngraph {ms:.3f}  onnxruntime {ort_ms:.3f}  x{count}  in {xin} weight {w} out {y}")
+
+
 def loop(models, seconds, layout_in_numpy):
     sessions = []
     for model, x in models:
@@ -156,6 +227,7 @@ def main():
     ap.add_argument("--layout-in-numpy", action="store_true")
     ap.add_argument("--partitions", type=int, default=0, help="time each partition over this many runs")
     ap.add_argument("--cpu-time", action="store_true", help="also CPU time per run (perf stat task-clock)")
+    ap.add_argument("--layers", type=int, default=0, help="conv classes against onnxruntime's profiler, this many runs")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     models = []
@@ -165,6 +237,10 @@ def main():
     if args.partitions > 0:
         for name, model, x in models:
             partition_times(name, model, x, args.partitions)
+        return
+    if args.layers > 0:
+        for name, model, x in models:
+            layer_classes(name, model, x, args.layers)
         return
     if args.loop > 0:
         loop([(m, x) for _, m, x in models], args.loop, args.layout_in_numpy or None)
