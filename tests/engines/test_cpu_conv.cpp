@@ -214,6 +214,35 @@ TEST(CpuConvImplicitGemm, LargeImageResolvesTapsPerRow) {
   }
 }
 
+// Narrow channels (a stem's 3) in a channels-last input: a kernel row's taps are one run of the
+// input row, read in place inside it and gathered with zeros where it cuts the padding. Kernel
+// widths 1 to 7, strides 1 and 2, uneven padding up to 3, vertical dilation, a batch, with the
+// fused bias + ReLU (+ residual, written in place) and without.
+TEST(CpuConvImplicitGemm, NarrowChannelKernelRowsMatchRef) {
+  std::mt19937 rng(39);
+  for (int trial = 0; trial < 10; ++trial) {
+    ConvCase cc;
+    cc.nsp = 2;
+    cc.n = 1 + trial % 2;
+    cc.c = 1 + static_cast<int64_t>(rng() % 6);
+    cc.k = 1 + static_cast<int64_t>(rng() % 40);
+    const int64_t kw = 1 + static_cast<int64_t>(rng() % 7), kh = 1 + static_cast<int64_t>(rng() % 7);
+    cc.ker = {kh, kw};
+    cc.stride = {1 + static_cast<int64_t>(rng() % 2), 1 + static_cast<int64_t>(rng() % 2)};
+    cc.dil = {1 + static_cast<int64_t>(rng() % 2), 1};
+    cc.pre = {static_cast<int64_t>(rng() % 4), static_cast<int64_t>(rng() % 4)};
+    cc.post = {static_cast<int64_t>(rng() % 4), static_cast<int64_t>(rng() % 4)};
+    cc.in = {kh * cc.dil[0] + static_cast<int64_t>(rng() % 20), kw + static_cast<int64_t>(rng() % 30)};
+    for (int d = 0; d < 2; ++d)
+      cc.out.push_back(fwd_size(cc.in[static_cast<size_t>(d)], cc.ker[static_cast<size_t>(d)], cc.stride[static_cast<size_t>(d)],
+                                cc.dil[static_cast<size_t>(d)], cc.pre[static_cast<size_t>(d)], cc.post[static_cast<size_t>(d)]));
+    cc.nhwc_in = cc.krsc_w = true;
+    const bool fused = trial % 3 != 0;
+    run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, fused, fused, fused && trial % 2 == 0, false,
+                  dg::DataType::FLOAT, 1e-5, fused);
+  }
+}
+
 // Deep channels on small images (ResNet-50's last stages), NHWC with KRSC weights: the shapes
 // where the plan reads the weights in place as dot-product tiles (on AVX-512 the 7x7 ones with
 // C 512; on AVX2 and the portable kernels the 14x14 ones too), with and without groups, batch,

@@ -62,6 +62,10 @@ class ConvProblem final : public gemm::GemmProblem {
       dst_ = (*ptrs)[static_cast<size_t>(g.dst)];
     }
     indirect_ = g.src_t == DataType::FLOAT && g.src_st[1] == 1;
+    // Narrow taps (a stem's 3 channels) along a packed input row: a kernel row's taps are one run
+    // of kw x C floats, read as one segment instead of kw short ones.
+    row_taps_ = indirect_ && !amx && !g.dgrad && g.groups == 1 && g.src_cg < 16 && g.dil[2] == 1 &&
+                g.src_st[4] == g.src_cg && ph.off[2].size() > 1;
     int64_t ldc = 0;
     c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g, ldc);
     if (!c_direct_ && !g.dgrad && epi.in_place() && ptrs && run->in_place_safe()) {
@@ -88,6 +92,12 @@ class ConvProblem final : public gemm::GemmProblem {
     std::vector<gemm::KBlock> out;
     const int64_t kc = indirect_ ? std::max(kc_knob, cpu_features().l2_bytes / 8 / (nr_ * 4)) : kc_knob;
     const int64_t icg = g_.src_cg / (amx_ ? 2 : 1), taps = ph_.taps();  // AMX: in pairs, a multiple of 16
+    if (row_taps_) {  // whole kernel rows per block, one segment each
+      const int64_t kw = static_cast<int64_t>(ph_.off[2].size()), per = std::max<int64_t>(1, kc / (kw * icg));
+      for (int64_t r = 0; r < taps / kw; r += per)
+        out.push_back({r * kw * icg, static_cast<int>(std::min(per, taps / kw - r)), kw * icg});
+      return out;
+    }
     if (icg <= kc) {  // whole taps per block, one segment each
       const int64_t per = std::max<int64_t>(1, kc / icg);
       for (int64_t t = 0; t < taps; t += per)
@@ -101,6 +111,7 @@ class ConvProblem final : public gemm::GemmProblem {
   }
 
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override {
+    if (row_taps_) return kc + (mc + 32) * kc;  // zeros, then the rows that cut the padding, gathered
     return indirect_ ? kc : amx_ ? (mc + 32) * kc : mc * kc;
   }
   bool zero_rows_at_scratch() const override { return indirect_; }  // taps outside read `scratch` (zeros)
@@ -181,6 +192,10 @@ class ConvProblem final : public gemm::GemmProblem {
     const int64_t padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
     const size_t n1 = ph_.off[1].size(), n2 = ph_.off[2].size();
     if (indirect_) std::fill_n(scratch, kb.seg_len, 0.0f);
+    if (row_taps_) {
+      row_tap_rows(m0, mc, kb, mr, rows, scratch);
+      return;
+    }
     if (indirect_ && !ph_.src_offset.empty()) {
       indirect_rows_from_table(grp, m0, mc, kb, mr, rows, scratch);
       return;
@@ -240,6 +255,45 @@ class ConvProblem final : public gemm::GemmProblem {
           lane = 0;
           tile += kb.nseg * mr;
         }
+      }
+    }
+  }
+
+  // Kernel rows as segments (row_taps_): a pixel's run of kw taps is read in place where it lies
+  // inside the input row, gathered into scratch (after its seg_len zeros) with zeros for the taps
+  // in the padding where it cuts it, and is the zeros where its input row is outside.
+  void row_tap_rows(int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows, float* scratch) const {
+    const int64_t icg = g_.src_cg, seg = kb.seg_len, kw = static_cast<int64_t>(ph_.off[2].size());
+    const int64_t padded = ceil_div(mc, mr) * mr, pix = ph_.pixels(), width = g_.src_sp[2];
+    const size_t n1 = ph_.off[1].size();
+    const float* src = static_cast<const float*>(src_);
+    float* gathered = scratch + seg;
+    for (int s = 0; s < kb.nseg; ++s) {
+      const size_t row = static_cast<size_t>((kb.k0 + s * seg) / (kw * icg));  // (r0, r1) of the kernel
+      const int64_t toff[3] = {ph_.off[0][row / n1], ph_.off[1][row % n1], ph_.off[2][0]};
+      int64_t nn = m0 / pix, p = m0 % pix;
+      int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
+      for (int64_t i = 0; i < padded; ++i) {
+        if (i > 0 && i < mc) advance_pixel(nn, j);  // rows past mc repeat the last real row
+        const int64_t y0 = j[0] * ph_.jstride[0] + toff[0], y1 = j[1] * ph_.jstride[1] + toff[1];
+        const int64_t x0 = j[2] * ph_.jstride[2] + toff[2];
+        const float*& slot = rows[((i / mr) * kb.nseg + s) * mr + (i % mr)];
+        if (y0 < 0 || y0 >= g_.src_sp[0] || y1 < 0 || y1 >= g_.src_sp[1]) {
+          slot = scratch;
+          continue;
+        }
+        const float* line = src + nn * g_.src_st[0] + y0 * g_.src_st[2] + y1 * g_.src_st[3];
+        if (x0 >= 0 && x0 + kw <= width) {
+          slot = line + x0 * icg;
+          continue;
+        }
+        for (int64_t q = 0; q < kw; ++q) {
+          const int64_t x = x0 + q;
+          if (x >= 0 && x < width) std::copy_n(line + x * icg, icg, gathered + q * icg);
+          else std::fill_n(gathered + q * icg, icg, 0.0f);
+        }
+        slot = gathered;
+        gathered += seg;
       }
     }
   }
@@ -311,7 +365,7 @@ class ConvProblem final : public gemm::GemmProblem {
   const void* src_ = nullptr;
   const void* wei_ = nullptr;
   void* dst_ = nullptr;
-  bool indirect_ = false, c_direct_ = false, chain_ = false, tile_chains_ = false;
+  bool indirect_ = false, c_direct_ = false, chain_ = false, tile_chains_ = false, row_taps_ = false;
   int64_t ldc_ = 0;
   int nr_;
   bool amx_;
