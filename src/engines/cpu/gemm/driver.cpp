@@ -114,6 +114,40 @@ Scratch carve(const TaskShape& t, float* base) {
   return s;
 }
 
+// A tile's products over block kb into dst (row stride ld), added to what dst holds when
+// `summed`. With `zeros`, segments whose MR rows all point there (a 3x3 conv's first kernel row for
+// the image's first output row: 9% of a 14x14 layer's FMAs) add nothing: the kernel runs on the
+// runs of segments between them. With `chain`, the last call applies it in registers (tile at
+// row0, col0 of the chain's block) and sets `chained`. Returns whether dst now holds sums.
+bool run_segments(const KernelSet& ks, MicroKernel kernel, const KBlock& kb, int mr, int nr, const float* const* rows,
+                  const float* panel, float* dst, int64_t ld, bool summed, const float* zeros, const TileChain* chain,
+                  int64_t row0, int64_t col0, bool& chained) {
+  auto padding = [&](int sg) {
+    return zeros && std::all_of(rows + sg * mr, rows + (sg + 1) * mr, [&](const float* r) { return r == zeros; });
+  };
+  int live_end = kb.nseg;  // one past the last segment that reads more than padding
+  while (live_end > 0 && padding(live_end - 1)) --live_end;
+  for (int s0 = 0; s0 < live_end;) {
+    if (padding(s0)) {
+      ++s0;
+      continue;
+    }
+    int s1 = s0 + 1;
+    while (s1 < kb.nseg && !padding(s1)) ++s1;
+    const float* const* run_rows = rows + s0 * mr;
+    const float* run_panel = panel + s0 * kb.seg_len * nr;
+    if (chain && s1 >= live_end) {
+      ks.kernel_chain(s1 - s0, kb.seg_len, run_rows, run_panel, dst, ld, summed, *chain, row0, col0);
+      chained = true;
+    } else {
+      kernel(s1 - s0, kb.seg_len, run_rows, run_panel, dst, ld, summed);
+    }
+    summed = true;
+    s0 = s1;
+  }
+  return summed;
+}
+
 // One task: rows [ma, me) and columns [n0, n0 + nc) of batch b.
 void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, const TaskShape& t, const float* shared_b,
               int slot, const Scratch& s, int64_t b, int64_t ma, int64_t me, int64_t n0, int64_t nc) {
@@ -164,42 +198,11 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         const bool edge = direct && (mr_here < mr || nr_here < nr);  // computed in full aside, added
         float* dst = edge ? s.edge : ct;
         const int64_t ld = edge ? nr : ldc;
-        bool summed = edge ? false : acc;  // whether dst holds sums to add to
         const bool in_kernel = chain_now && !edge;  // else applied below, once the tile is in C
         bool chained = false;
-        if (!skip_zero_rows) {
-          if (in_kernel) ks.kernel_chain(kb.nseg, kb.seg_len, tile_rows, panel, dst, ld, summed, tc, ir, jr);
-          else kernel(kb.nseg, kb.seg_len, tile_rows, panel, dst, ld, summed);
-          summed = true;
-          chained = in_kernel;
-        } else {
-          // Segments whose MR rows all read padding add nothing (a 3x3 conv's first kernel row
-          // for the image's first output row: 9% of a 14x14 layer's FMAs): the kernel runs on
-          // the runs of segments between them.
-          auto padding = [&](int sg) {
-            return std::all_of(tile_rows + sg * mr, tile_rows + (sg + 1) * mr, [&](const float* r) { return r == s.a; });
-          };
-          int live_end = kb.nseg;  // one past the last segment that reads more than padding
-          while (live_end > 0 && padding(live_end - 1)) --live_end;
-          for (int s0 = 0; s0 < live_end;) {
-            if (padding(s0)) {
-              ++s0;
-              continue;
-            }
-            int s1 = s0 + 1;
-            while (s1 < kb.nseg && !padding(s1)) ++s1;
-            const float* const* run_rows = tile_rows + s0 * mr;
-            const float* run_panel = panel + s0 * kb.seg_len * nr;
-            if (in_kernel && s1 >= live_end) {
-              ks.kernel_chain(s1 - s0, kb.seg_len, run_rows, run_panel, dst, ld, summed, tc, ir, jr);
-              chained = true;
-            } else {
-              kernel(s1 - s0, kb.seg_len, run_rows, run_panel, dst, ld, summed);
-            }
-            summed = true;
-            s0 = s1;
-          }
-        }
+        // Whether dst holds sums (edge tiles start afresh aside; the others add to earlier K blocks).
+        const bool summed = run_segments(ks, kernel, kb, mr, nr, tile_rows, panel, dst, ld, edge ? false : acc,
+                                         skip_zero_rows ? s.a : nullptr, in_kernel ? &tc : nullptr, ir, jr, chained);
         if (edge) {  // one plain loop per case, which the compiler vectorizes (16- and 24-channel convs)
           for (int64_t i = 0; i < mr_here; ++i) {
             float* crow = ct + i * ldc;

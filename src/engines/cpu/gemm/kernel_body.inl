@@ -1,14 +1,13 @@
 // The microkernel body, written once over a vector type V of simd/ and instantiated per ISA:
 // kernel_<isa>.cpp includes this file inside its ISA's target region (so every instantiation is
 // compiled for exactly that ISA). V gives Reg, kIsa, kWidth, zero(), load(p), store(p, r),
-// bcast(p), add(a, b) and fma(a, b, acc) = a * b + acc.
+// bcast(p), add(a, b) and fma(a, b, acc) = a * b + acc; the fp32 ones also sub, mul, set1 and
+// relu_clip, for the epilogue chain in registers (microkernel_chain).
 // No include guard: it is meant to be included once per ISA file.
 
 namespace dnngraph::cpu::gemm {
 namespace {
 
-// kPacked: A of each segment is one k-major panel at rows[s * MR] (element (i, k) at [k * MR + i]),
-// a single stream; otherwise row i of segment s is rows[s * MR + i], unit stride.
 template <class V, ChainStep::Kind K>
 inline __attribute__((always_inline)) typename V::Reg chain_op(typename V::Reg v, typename V::Reg x) {
   if constexpr (K == ChainStep::ADD) return V::add(v, x);
@@ -62,6 +61,8 @@ inline __attribute__((always_inline)) void apply_step(const ChainStep& st, const
   }
 }
 
+// kPacked: A of each segment is one k-major panel at rows[s * MR] (element (i, k) at [k * MR + i]),
+// a single stream; otherwise row i of segment s is rows[s * MR + i], unit stride.
 // kChain: `chain` runs on the finished tile before its store (V's sub, mul, set1 and relu_clip).
 template <class V, int MR, int NV, bool kPacked, bool kChain>
 inline __attribute__((always_inline)) void microkernel_body(int nseg, int64_t seg_len, const float* const* rows,
