@@ -177,10 +177,16 @@ __attribute__((target("avx512f,avx2,fma"))) void block_three_taps_avx512(const T
                                                                          std::index_sequence<J...> pixels) {
   __m512 acc[sizeof...(J)];
   ((acc[J] = _mm512_setzero_ps()), ...);
+  constexpr int kSpan = kStride * (static_cast<int>(sizeof...(J)) - 1) + 3;  // input columns a row reads
   for (int r = 0; r < nrows; ++r) {
     const float* wr = wt + rows[r].w_index * C + c;
     const __m512 w[3] = {_mm512_loadu_ps(wr), _mm512_loadu_ps(wr + C), _mm512_loadu_ps(wr + 2 * C)};
-    three_taps_row_avx512<kStride>(acc, rows[r].x + iw0 * rows[r].px + c, rows[r].px, w, pixels);
+    const float* x = rows[r].x + iw0 * rows[r].px + c;
+    // Each call reads a new 64-byte line of every input pixel it spans, which no hardware
+    // prefetcher foresees: fetch those of the channel block two calls ahead (MobileNetV2's C144
+    // 56² layer 8-12% faster in alternated runs; one block ahead gained less, four mixed).
+    for (int q = 0; q < kSpan; ++q) _mm_prefetch(reinterpret_cast<const char*>(x + q * rows[r].px + 32), _MM_HINT_T0);
+    three_taps_row_avx512<kStride>(acc, x, rows[r].px, w, pixels);
   }
   (_mm512_storeu_ps(out + J * ldo + c, acc[J]), ...);
 }
