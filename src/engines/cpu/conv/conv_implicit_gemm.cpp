@@ -81,8 +81,7 @@ class ConvProblem final : public gemm::GemmProblem {
       }
     }
     ldc_ = ldc;
-    TileChain probe;
-    tile_chains_ = chain_ && run_->tile_chain(0, 0, ldc_, probe);
+    tile_chains_ = chain_ && run_->tile_chain_fits();
   }
 
   // With A read in place (indirect) kc is a floor: each K block costs a pass over the task's C

@@ -265,7 +265,7 @@ void EpilogueRun::chain_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, 
 
 bool EpilogueRun::tile_chain(int64_t out_off, int64_t n_index, int64_t ld, TileChain& tc) const {
   const Chain& ch = *e_.chain();
-  if (ch.operand_instr.size() > static_cast<size_t>(TileChain::kMaxOperands)) return false;
+  if (!tile_chain_fits()) return false;
   tc.chain = &ch;
   tc.ld = ld;
   for (size_t j = 0; j < ch.operand_instr.size(); ++j) {

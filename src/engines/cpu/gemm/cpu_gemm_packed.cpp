@@ -92,8 +92,7 @@ class MatmulProblem final : public gemm::GemmProblem {
         c_data_ = static_cast<float*>((*ptrs)[static_cast<size_t>(epi.chain_store())]);
         out_rs_ = st[r - 2];
         out_bs_.assign(st.begin(), st.end() - 2);
-        TileChain probe;
-        tile_chains_ = run->tile_chain(0, 0, out_rs_, probe);
+        tile_chains_ = run->tile_chain_fits();
       }
     }
   }

@@ -67,9 +67,9 @@ class GemmProblem {
   // cache: where c_direct handed out the epilogue's output, the problem finishes it here in place.
   virtual void c_direct_done(int64_t /*b*/, int64_t /*m0*/, int64_t /*mc*/, int64_t /*n0*/, int64_t /*nc*/,
                              float* /*c*/, int64_t /*ldc*/) const {}
-  // True when c_direct_done's work is an in-place chain that tile_chain gives per tile: the driver
-  // then applies it to each tile in the kernel's registers (KernelSet::kernel_chain) on the last K
-  // block, and calls no c_direct_done for such blocks.
+  // True when c_direct_done's work is an in-place chain that tile_chain gives per block: the
+  // driver then applies it to each tile in the kernel's registers (KernelSet::kernel_chain) on the
+  // last K block, and calls no c_direct_done for such blocks.
   virtual bool chains_tiles() const { return false; }
   // The chain of the block whose first element is (m0, n0) of batch b.
   virtual void tile_chain(int64_t /*b*/, int64_t /*m0*/, int64_t /*n0*/, TileChain& /*tc*/) const {}
