@@ -115,16 +115,9 @@ def partition_times(name, model, x, runs):
     timed_runs(lambda: session.run(None, x), 3)
     start = os.path.getsize(PARTITION_LOG)
     wall = timed_runs(lambda: session.run(None, x), runs)
-    with open(PARTITION_LOG) as f:
-        f.seek(start)
-        lines = f.read().splitlines()
-    times = {}
-    for line in lines:
-        m = re.search(r"execute: partition (\d+) (\S+) host ms ([0-9.eE+-]+)", line)
-        if m:
-            times.setdefault((int(m.group(1)), m.group(2)), []).append(float(m.group(3)))
+    times = median_partition_ms(start, runs)
     nodes = dict(re.findall(r"^partition (\d+) \([^)]*\): (.*)$", "\n".join(g.explain() for g in session.graphs), re.M))
-    med = sorted(((float(np.median(v)), i, label) for (i, label), v in times.items()), reverse=True)
+    med = sorted(((ms, i, label) for (i, label), ms in times.items()), reverse=True)
     total = sum(t for t, _, _ in med)
     print(f"{name}: session {np.median(wall):.2f} ms, partitions {total:.2f} ms ({len(med)}), load {load_average()}")
     by_engine = {}
@@ -137,15 +130,16 @@ def partition_times(name, model, x, runs):
 
 
 def median_partition_ms(start, runs):
-    """{partition index: median host ms over the last `runs` executes} from the log after `start`."""
+    """{(partition index, plan name): median host ms over the last `runs` executes} from the
+    library's DNNGRAPH_LOG_LEVEL=3 log after byte `start`."""
     import re
     with open(PARTITION_LOG) as f:
         f.seek(start)
-        found = re.findall(r"execute: partition (\d+) \S+ host ms ([0-9.eE+-]+)", f.read())
+        found = re.findall(r"execute: partition (\d+) (\S+) host ms ([0-9.eE+-]+)", f.read())
     times = {}
-    for i, ms in found:
-        times.setdefault(int(i), []).append(float(ms))
-    return {i: float(np.median(v[-runs:])) for i, v in times.items()}
+    for i, label, ms in found:
+        times.setdefault((int(i), label), []).append(float(ms))
+    return {key: float(np.median(v[-runs:])) for key, v in times.items()}
 
 
 def conv_classes(model):
@@ -177,7 +171,7 @@ def layer_classes(name, model, x, runs):
         ort_session.run(None, x)
         time.sleep(0.5)  # onnxruntime's threads spin on after its run, taking a core from ours
         session.run(None, x)
-    ours = median_partition_ms(start, runs)
+    ours = {i: ms for (i, _), ms in median_partition_ms(start, runs).items()}
     with open(ort_session.end_profiling()) as f:
         events = [e for e in json.load(f) if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
     theirs = {}

@@ -30,8 +30,8 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The largest per-plan table of tap offsets kept (8 MiB); larger convs resolve taps per row.
-// ResNet-50's 7x7 stem (49 taps x 112x112 pixels, 4.9 MB) needs it: resolving its 3-channel taps
-// per row took a third of the stem's time (4.4 -> 2.9 ms under load 2).
+// Resolving a few-channel conv's taps per row took a third of ResNet-50's 7x7 stem (4.4 -> 2.9 ms
+// under load 2), which now reads whole kernel rows instead (kernel_row_segments) and drops it.
 constexpr int64_t kMaxOffsets = 1 << 20;
 // The most stride phases of a conv_dgrad planned, one GEMM each.
 constexpr int64_t kMaxPhases = 1 << 12;
@@ -62,10 +62,7 @@ class ConvProblem final : public gemm::GemmProblem {
       dst_ = (*ptrs)[static_cast<size_t>(g.dst)];
     }
     indirect_ = g.src_t == DataType::FLOAT && g.src_st[1] == 1;
-    // Narrow taps (a stem's 3 channels) along a packed input row: a kernel row's taps are one run
-    // of kw x C floats, read as one segment instead of kw short ones.
-    row_taps_ = indirect_ && !amx && !g.dgrad && g.groups == 1 && g.src_cg < 16 && g.dil[2] == 1 &&
-                g.src_st[4] == g.src_cg && ph.off[2].size() > 1;
+    row_taps_ = kernel_row_segments(g, ph, amx);
     int64_t ldc = 0;
     c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g, ldc);
     if (!c_direct_ && !g.dgrad && epi.in_place() && ptrs && run->in_place_safe()) {
@@ -81,7 +78,13 @@ class ConvProblem final : public gemm::GemmProblem {
       }
     }
     ldc_ = ldc;
-    tile_chains_ = chain_ && run_->tile_chain_fits();
+  }
+
+  // Narrow taps (a stem's 3 channels) along a packed fp32 input row: a kernel row's taps are one
+  // run of kw x C floats, read as one segment (row_tap_rows) instead of kw short ones.
+  static bool kernel_row_segments(const ConvGeometry& g, const ConvPhase& ph, bool amx) {
+    return g.src_t == DataType::FLOAT && g.src_st[1] == 1 && !amx && !g.dgrad && g.groups == 1 && g.src_cg < 16 &&
+           g.dil[2] == 1 && g.src_st[4] == g.src_cg && ph.off[2].size() > 1;
   }
 
   // With A read in place (indirect) kc is a floor: each K block costs a pass over the task's C
@@ -338,7 +341,7 @@ class ConvProblem final : public gemm::GemmProblem {
   void c_direct_done(int64_t grp, int64_t m0, int64_t mc, int64_t n0, int64_t nc, float* c, int64_t ldc) const override {
     if (chain_) run_->chain_rows(c, ldc, mc, nc, m0 * ldc_ + grp * g_.dst_cg + n0, grp * g_.dst_cg + n0);
   }
-  bool chains_tiles() const override { return tile_chains_; }
+  bool chains_tiles() const override { return chain_; }
   void tile_chain(int64_t grp, int64_t m0, int64_t n0, TileChain& tc) const override {
     run_->tile_chain(m0 * ldc_ + grp * g_.dst_cg + n0, grp * g_.dst_cg + n0, ldc_, tc);
   }
@@ -364,7 +367,7 @@ class ConvProblem final : public gemm::GemmProblem {
   const void* src_ = nullptr;
   const void* wei_ = nullptr;
   void* dst_ = nullptr;
-  bool indirect_ = false, c_direct_ = false, chain_ = false, tile_chains_ = false, row_taps_ = false;
+  bool indirect_ = false, c_direct_ = false, chain_ = false, row_taps_ = false;
   int64_t ldc_ = 0;
   int nr_;
   bool amx_;
@@ -406,6 +409,8 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], dks, threads);
       return;  // no workspace: nothing is packed
     }
+    for (auto& ph : phases_)  // kernel-row segments resolve their rows directly: the tap table goes unread
+      if (ConvProblem::kernel_row_segments(geo_, ph, amx_)) std::vector<int64_t>().swap(ph.src_offset);
     for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr, kernels().nr, amx_));
   }
 

@@ -234,38 +234,21 @@ bool EpilogueRun::in_place_safe() const {
 }
 
 void EpilogueRun::chain_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t out_off, int64_t n_index) const {
-  const Chain& ch = *e_.chain();
-  const float* ptrs[16];
-  const float* same[16];
-  float vals[16];
-  const size_t nops = ch.operand_instr.size();
-  for (size_t j = 0; j < nops; ++j) {
-    const int instr = ch.operand_instr[j];
-    const float* data = static_cast<const float*>(data_[static_cast<size_t>(e_.operand_of(instr))]);
-    ptrs[j] = same[j] = nullptr;
-    switch (e_.tile_operand(j)) {
-      case Epilogue::TileOperand::BROADCAST:
-        vals[j] = e_.program().code[static_cast<size_t>(instr)].kind == expr::InstrKind::LOAD_SCALAR
-                      ? scalars_[static_cast<size_t>(instr)] : *data;
-        break;
-      case Epilogue::TileOperand::COLUMN: ptrs[j] = data + n_index; break;
-      case Epilogue::TileOperand::SAME_AS_OUTPUT: same[j] = data + out_off; break;
-    }
-  }
+  TileChain tc;
+  tile_chain(out_off, n_index, ldc, tc);
   if (chain_block_preferred(cols)) {
-    run_chain_block(ch, rows, cols, c, ldc, ptrs, same, vals);
+    tc.apply(rows, cols, c, 0, 0);
     return;
   }
+  const float* ptrs[Chain::kMaxOperands];
   for (int64_t i = 0; i < rows; ++i) {
-    for (size_t j = 0; j < nops; ++j)
-      if (same[j]) ptrs[j] = same[j] + i * ldc;
-    run_chain(ch, cols, c + i * ldc, ptrs, vals, c + i * ldc);
+    for (size_t j = 0; j < tc.chain->operand_instr.size(); ++j) ptrs[j] = tc.same[j] ? tc.same[j] + i * ldc : tc.column[j];
+    run_chain(*tc.chain, cols, c + i * ldc, ptrs, tc.scalar, c + i * ldc);
   }
 }
 
-bool EpilogueRun::tile_chain(int64_t out_off, int64_t n_index, int64_t ld, TileChain& tc) const {
+void EpilogueRun::tile_chain(int64_t out_off, int64_t n_index, int64_t ld, TileChain& tc) const {
   const Chain& ch = *e_.chain();
-  if (!tile_chain_fits()) return false;
   tc.chain = &ch;
   tc.ld = ld;
   for (size_t j = 0; j < ch.operand_instr.size(); ++j) {
@@ -281,7 +264,6 @@ bool EpilogueRun::tile_chain(int64_t out_off, int64_t n_index, int64_t ld, TileC
       case Epilogue::TileOperand::SAME_AS_OUTPUT: tc.same[j] = data + out_off; break;
     }
   }
-  return true;
 }
 
 void EpilogueRun::strip(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor) {

@@ -89,12 +89,8 @@ class EpilogueRun {
   // at the same offsets) and at index n_index along the vectors' dim: applied in place.
   void chain_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t out_off, int64_t n_index) const;
   // The same chain for a block at out_off / n_index (as chain_rows' first element), for a GEMM
-  // kernel to apply to its tiles in registers; false when it has more operands than a TileChain holds.
-  bool tile_chain(int64_t out_off, int64_t n_index, int64_t ld, TileChain& tc) const;
-  // Whether tile_chain can give this epilogue's chain (its operands fit a TileChain).
-  bool tile_chain_fits() const {
-    return e_.chain()->operand_instr.size() <= static_cast<size_t>(TileChain::kMaxOperands);
-  }
+  // kernel to apply to its tiles in registers.
+  void tile_chain(int64_t out_off, int64_t n_index, int64_t ld, TileChain& tc) const;
   // False when an operand that is read per element is the output itself (in-place would
   // overwrite it before it is read): the producer then takes the buffered path.
   bool in_place_safe() const;

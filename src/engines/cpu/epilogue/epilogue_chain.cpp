@@ -98,7 +98,7 @@ __attribute__((target("avx2,fma"))) void run_avx2(const Chain& c, int64_t n, con
   const int64_t full = chain_blocks<1>(c, chain_blocks<8>(c, 0, n, anchor, ptrs, scalars, out), n, anchor, ptrs,
                                        scalars, out);
   if (full < n) {
-    const float* tail_ptrs[16];
+    const float* tail_ptrs[Chain::kMaxOperands];
     for (size_t j = 0; j < c.operand_instr.size(); ++j) tail_ptrs[j] = ptrs[j] ? ptrs[j] + full : nullptr;
     run_portable(c, n - full, anchor + full, tail_ptrs, scalars, out + full);
   }
@@ -161,7 +161,7 @@ bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round,
         break;
       case InstrKind::LOAD:
       case InstrKind::LOAD_SCALAR:
-        if (!is_float[static_cast<size_t>(in.tensor)] || operand_instr.size() >= 16) return false;
+        if (!is_float[static_cast<size_t>(in.tensor)] || operand_instr.size() >= kMaxOperands) return false;
         operand_of_reg[static_cast<size_t>(in.dst)] = static_cast<int>(operand_instr.size());
         operand_instr.push_back(static_cast<int>(i));
         break;

@@ -20,6 +20,7 @@ struct ChainStep {
 };
 
 struct Chain {
+  static constexpr size_t kMaxOperands = 16;  // build() refuses a program that loads more
   std::vector<ChainStep> steps;
   std::vector<int> operand_instr;  // per chain operand: the instruction that loads it
   int store_instr = -1;            // the one STORE
@@ -44,7 +45,7 @@ void run_chain_block(const Chain& c, int64_t rows, int64_t cols, float* data, in
 // a bias, a residual, ReLU or clip, with no second pass over the output. The tile at (row0, col0)
 // of the block reads column + col0 and same + row0 * ld + col0.
 struct TileChain {
-  static constexpr int kMaxOperands = 16;
+  static constexpr size_t kMaxOperands = Chain::kMaxOperands;
   const Chain* chain = nullptr;
   // Per chain operand: one value per column (a bias) from the block's first column; or laid out as
   // the output (a residual) from the block's first element, row stride ld; else the scalar.

@@ -92,7 +92,6 @@ class MatmulProblem final : public gemm::GemmProblem {
         c_data_ = static_cast<float*>((*ptrs)[static_cast<size_t>(epi.chain_store())]);
         out_rs_ = st[r - 2];
         out_bs_.assign(st.begin(), st.end() - 2);
-        tile_chains_ = run->tile_chain_fits();
       }
     }
   }
@@ -171,7 +170,7 @@ class MatmulProblem final : public gemm::GemmProblem {
   void c_direct_done(int64_t b, int64_t m0, int64_t mc, int64_t n0, int64_t nc, float* c, int64_t ldc) const override {
     if (chain_) run_->chain_rows(c, ldc, mc, nc, g_.offset(out_bs_, b) + m0 * out_rs_ + n0, n0);
   }
-  bool chains_tiles() const override { return tile_chains_; }
+  bool chains_tiles() const override { return chain_; }
   void tile_chain(int64_t b, int64_t m0, int64_t n0, TileChain& tc) const override {
     run_->tile_chain(g_.offset(out_bs_, b) + m0 * out_rs_ + n0, n0, out_rs_, tc);
   }
@@ -197,7 +196,7 @@ class MatmulProblem final : public gemm::GemmProblem {
   gemm::StridedMatrix a_, b_;
   float* c_data_ = nullptr;
   bool pairs_, amx_;
-  bool a_direct_ = false, c_direct_ = false, chain_ = false, tile_chains_ = false;
+  bool a_direct_ = false, c_direct_ = false, chain_ = false;
   int64_t out_rs_ = 0;
   std::vector<int64_t> out_bs_;  // the output's batch strides
 };
