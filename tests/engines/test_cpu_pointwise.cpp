@@ -208,11 +208,12 @@ TEST(CpuPointwiseFused, HardswishMatchesItsDefinition) {
 
 // MIN and MAX keep std::fmin / std::fmax's NaN rule (a NaN operand yields the other one) on the
 // vectorized compare-and-select path, as on ref. ReLU keeps NaN through its lower and upper clips
-// (PyTorch's relu / relu6 rule), on both engines.
+// (PyTorch's relu / relu6 rule) and takes -inf to 0, on both engines.
 TEST(CpuPointwiseFused, MinMaxFollowFminAndFmaxReluKeepsNan) {
   const float nan = std::nanf("");
-  const std::vector<float> a{-1.0f, 2.0f, nan, 3.0f, nan, 7.5f, -8.0f, 0.5f, -0.0f, 6.0f, 100.0f, 0.0f};
-  const std::vector<float> b{1.0f, -2.0f, 4.0f, nan, nan, 6.0f, 9.0f, 0.5f, 1.0f, -1.0f, 2.0f, nan};
+  const float inf = INFINITY;
+  const std::vector<float> a{-1.0f, 2.0f, nan, 3.0f, nan, 7.5f, -8.0f, 0.5f, -0.0f, 6.0f, 100.0f, 0.0f, -inf, inf};
+  const std::vector<float> b{1.0f, -2.0f, 4.0f, nan, nan, 6.0f, 9.0f, 0.5f, 1.0f, -1.0f, 2.0f, nan, 1.0f, -inf};
   const int64_t n = static_cast<int64_t>(a.size());
   using M = dg::PointwiseMode;
   struct Case {

@@ -39,7 +39,9 @@ double pointwise_apply(const PointwiseAttr& p, double a, double b, double c) {
     case M::ATAN2: return std::atan2(a, b);
     case M::RELU_FWD: {  // NaN stays NaN through both clips (PyTorch's relu / relu6 rule)
       const double lo = p.get_relu_lower_clip();
-      double y = a > lo ? a : lo + p.get_relu_lower_clip_slope() * (a - lo);
+      // Without a slope, a <= lo ? lo : a: lo + 0 * (a - lo) would make relu(-inf) NaN.
+      const double slope = p.get_relu_lower_clip_slope();
+      double y = slope == 0.0 ? (a <= lo ? lo : a) : a > lo ? a : lo + slope * (a - lo);
       if (p.get_relu_upper_clip() && y > *p.get_relu_upper_clip()) y = *p.get_relu_upper_clip();
       return y;
     }
