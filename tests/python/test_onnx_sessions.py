@@ -78,9 +78,12 @@ def test_arena_and_workspace_buffers_start_on_a_256_byte_boundary():
         buf = lib.empty_bytes(nbytes)
         assert lib.pointer(buf) % _arrays.BUFFER_ALIGNMENT == 0
         assert buf.nbytes == nbytes and buf.dtype == np.uint8
-    # An input copied into the session's layout (NCHW -> NHWC memory) lands aligned too, any size.
-    for shape in ((2, 3, 17, 19), (1, 0, 4, 4)):
-        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    # An input copied into the session's layout (NCHW -> NHWC memory) lands aligned too, any size,
+    # with up to 4 channels copied one channel at a time and more by one transpose copy, from
+    # contiguous and strided arrays alike.
+    strided = np.arange(2 * 4 * 6 * 5, dtype=np.float32).reshape(2, 4, 6, 5)[:, ::2, ::2]
+    for x in [np.arange(np.prod(s), dtype=np.float32).reshape(s)
+              for s in ((2, 3, 17, 19), (1, 0, 4, 4), (3, 4, 5, 6), (2, 2, 3, 1), (2, 5, 3, 3))] + [strided]:
         y = lib.in_layout(x, True)
         assert y.shape == x.shape and np.array_equal(y, x)
         if x.size:
