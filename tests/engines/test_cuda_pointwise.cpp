@@ -4,9 +4,13 @@
 // plan serialization. Shapes are small and random; outputs are poisoned with NaN before each run.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 
 #include "engines/cuda/pointwise/pointwise_jit.hpp"
+#include "common/build_steps.hpp"
 #include "engines/test_cuda_util.hpp"
 #include "planning/plan_set.hpp"
 
@@ -99,6 +103,43 @@ TEST_F(CudaPointwise, SelectIndexScalarsAndActivationParameters) {
         g.pointwise(x, dg::PointwiseAttr().set_mode(M::SWISH_FWD).set_swish_beta(1.7))->set_output(true);
       },
       *h_, opts());
+}
+
+// ReLU (and ReLU6) keep NaN, take -inf to 0 and -0 to +0, as ref and the CPU engines do: the
+// slope-free form is a compare and a select, where lo + 0 * (x - lo) made relu(-inf) NaN.
+TEST_F(CudaPointwise, ReluKeepsNanAndTakesMinusInfinityToZero) {
+  const float nan = std::nanf(""), inf = INFINITY;
+  const std::vector<float> x{-inf, inf, nan, -0.0f, -1.0f, 2.0f, 7.0f, 0.0f};
+  std::vector<int32_t> bits(x.size());
+  std::memcpy(bits.data(), x.data(), x.size() * 4);
+  for (const std::optional<double> upper : {std::optional<double>{}, std::optional<double>{6.0}}) {
+    SCOPED_TRACE(upper ? "relu6" : "relu");
+    dg::Graph g;
+    auto attr = dg::PointwiseAttr().set_mode(M::RELU_FWD).set_name("relu");
+    if (upper) attr.set_relu_upper_clip(*upper);
+    g.pointwise(input(g, "X", {8}, T::FLOAT), attr)->set_output(true).set_data_type(T::FLOAT);
+    g.select_engines({kEngine});
+    const Status built = test_build::run_build_steps(g, *h_);
+    ASSERT_TRUE(built.ok()) << built.to_string() << "\n" << g.explain();
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size(ws).ok());
+    DeviceRig rig(*h_, g, 1, {{"X", bits}});
+    auto workspace = workspace_buffer(*h_, ws);
+    ASSERT_TRUE(g.execute(*h_, rig.pack, workspace.get(), ws).ok());
+    const Outputs out = rig.read();
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<float> y(x.size());
+    std::memcpy(y.data(), out.begin()->second.data(), y.size() * 4);
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i])) << i;
+        continue;
+      }
+      const float want = std::min(x[i] <= 0.0f ? 0.0f : x[i], upper ? static_cast<float>(*upper) : inf);
+      EXPECT_EQ(y[i], want) << "relu(" << x[i] << ")";
+      EXPECT_FALSE(std::signbit(y[i])) << "relu(" << x[i] << ")";
+    }
+  }
 }
 
 TEST_F(CudaPointwise, EveryLoadAndStoreType) {

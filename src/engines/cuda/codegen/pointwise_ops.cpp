@@ -73,7 +73,7 @@ bool pointwise_expr(const PointwiseAttr& p, const std::string& a, const std::str
     case M::RECIPROCAL: out = "1.0f / " + A; break;
     case M::ATAN2: out = call("atan2f", {a, b}); break;
     case M::RELU_FWD:
-      out = call("dg::relu", {a, lo, slope});
+      out = p.get_relu_lower_clip_slope() == 0.0 ? call("dg::relu_plain", {a, lo}) : call("dg::relu", {a, lo, slope});
       if (p.get_relu_upper_clip()) out = call("dg::clip_above", {out, float_literal(*p.get_relu_upper_clip())});
       break;
     case M::TANH_FWD: out = call("tanhf", {a}); break;

@@ -88,17 +88,20 @@ __device__ __forceinline__ void bulk_wait_read_below() {
 // register_epilogue) compute with the last pair's inputs and are clipped by the store, so no
 // column branches and the loads can all go first. Full reductions (Ep::kFull, AMAX) must not see
 // those, nor rows past M: apply_regs folds an element into them only where it is `live` (a
-// select, so that no branch splits the unrolled chain).
-template <class Ep, int BN, int V>
+// select, so that no branch splits the unrolled chain). INTERIOR: the block lies inside the output,
+// so columns need no clamp and every element is live: the loads' addresses are one base plus
+// constants (the clamped form cost ~10 integer instructions per column pair, a quarter of the
+// tutorial conv's epilogue).
+template <class Ep, int BN, int V, bool INTERIOR>
 __device__ __forceinline__ void epilogue_regs_apply(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
                                                     float* acc, i64 m0, i64 n0, i64 M, i64 N, float* red) {
   typedef typename Ep::Index Index;
   const int t = (int)threadIdx.x % 128, lane = t % 32, r = (t / 32) * 16 + lane / 4;
-  const bool row_a = m0 + r < M, row_b = m0 + r + 8 < M;
+  const bool row_a = INTERIOR || m0 + r < M, row_b = INTERIOR || m0 + r + 8 < M;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
-    const i64 col = n0 + 8 * j + 2 * (lane & 3), n = min(col, N - 2);
-    const bool col_in = col < N;  // (N even: a pair is in or out whole)
+    const i64 col = n0 + 8 * j + 2 * (lane & 3), n = INTERIOR ? col : min(col, N - 2);
+    const bool col_in = INTERIOR || col < N;  // (N even: a pair is in or out whole)
 #pragma unroll
     for (int e = 0; e < 2; e += V) {
       float a[V], b[V];
@@ -115,12 +118,19 @@ __device__ __forceinline__ void epilogue_regs_apply(const PointwiseParams& p, ty
   }
 }
 
-// V by the plan's vector width at run time (gemm_common.cuh's epilogue_staged's rule).
+// V by the plan's vector width at run time (gemm_common.cuh's epilogue_staged's rule), and the
+// interior form for blocks inside the output (all but the last row or column of tiles).
 template <class Ep, int BN>
 __device__ __forceinline__ void epilogue_tma_apply(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
                                                    float* acc, i64 m0, i64 n0, i64 M, i64 N, int vec, float* red) {
-  if (vec == 4) epilogue_regs_apply<Ep, BN, 2>(p, c, acc, m0, n0, M, N, red);
-  else epilogue_regs_apply<Ep, BN, 1>(p, c, acc, m0, n0, M, N, red);
+  const bool interior = m0 + 64 <= M && n0 + BN <= N;
+  if (vec == 4) {
+    if (interior) epilogue_regs_apply<Ep, BN, 2, true>(p, c, acc, m0, n0, M, N, red);
+    else epilogue_regs_apply<Ep, BN, 2, false>(p, c, acc, m0, n0, M, N, red);
+  } else {
+    if (interior) epilogue_regs_apply<Ep, BN, 1, true>(p, c, acc, m0, n0, M, N, red);
+    else epilogue_regs_apply<Ep, BN, 1, false>(p, c, acc, m0, n0, M, N, red);
+  }
 }
 
 // One box's 32 accumulators of a thread (fragments 0..7 of the box: rows r and r + 8, columns

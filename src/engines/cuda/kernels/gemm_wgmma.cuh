@@ -301,6 +301,12 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   int s = 0;
   u32 phase = 0;
   float acc[HALVES * REGS];
+  // Without splits a unit has no k steps only where K is 0: then no wgmma ever writes the
+  // accumulators, zeroed once here (zeroed per tile, their selects cost 128 instructions a tile).
+  if (!SPLIT && ktiles == 0) {
+#pragma unroll
+    for (int i = 0; i < HALVES * REGS; ++i) acc[i] = 0.0f;
+  }
   i64 local = 0;  // this CTA's tile counter
   // EPI_TMA_STORE: the unit's first k step was issued by the previous tile's epilogue, from `head`.
   bool headed = false;
@@ -358,7 +364,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     wgmma_wait<0>();
     if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
     if (CLUSTER > 1 && tm >= sh.tiles_m) continue;  // the pair's missing tile: protocol only
-    if (kb == ke) {
+    if (SPLIT && kb == ke) {  // a split with no k steps (without splits, see above the loop)
 #pragma unroll
       for (int i = 0; i < HALVES * REGS; ++i) acc[i] = 0.0f;
     }
