@@ -28,15 +28,16 @@ using ref_test::Build;
 // Runs the graph `build` makes on ref and on `engine` (every plan index, each checked to be that
 // engine alone), outputs poisoned with NaN before each run, and compares every output. tol < 0:
 // each output's type tolerance; else at least that. |want| below `floor` compares absolutely.
-// With no workspace needed, the plan gets none (a null pointer).
+// With no workspace needed, the plan gets none (a null pointer). threads > 0: the handle's pool size.
 inline void check_engine_vs_ref(const std::string& engine, std::vector<HostTensor> inputs,
                                 const std::vector<HostTensor>& outs, const Build& build, double tol = -1.0,
-                                double floor = 1e-3) {
+                                double floor = 1e-3, int threads = 0) {
   std::vector<HostTensor> want;
   auto s = ref_test::run_build_on_ref(inputs, outs, build, want);
   ASSERT_TRUE(s.ok()) << s.to_string();
 
   dg::Handle handle(dg::Device::cpu());
+  if (threads > 0) handle.set_num_threads(threads);
   dg::Graph g;
   std::vector<HostTensor> got;
   dg::VariantPack pack;

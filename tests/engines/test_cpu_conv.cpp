@@ -78,7 +78,7 @@ Dims cat(Dims a, const Dims& b) {
 // write a fused chain's output straight from the GEMM tiles.
 void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, std::mt19937& rng, bool bias,
                    bool relu, bool residual, bool amax, dg::DataType out_type, double tol = 1e-5,
-                   bool nhwc_out = false) {
+                   bool nhwc_out = false, int threads = 0) {
   const Dims xd = cat({cc.n, cc.c}, cc.in), wd = cat({cc.k, cc.c / cc.groups}, cc.ker), yd = cat({cc.n, cc.k}, cc.out);
   const Dims& src_d = dgrad ? yd : xd;
   const Dims& dst_d = dgrad ? xd : yd;
@@ -129,7 +129,7 @@ void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, st
                         std::vector<dg::TensorPtr> r{y};
                         if (amax) r.push_back(g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX)));
                         return r;
-                      }, tol, std::sqrt(double(std::max<int64_t>(kdim, 1))));
+                      }, tol, std::sqrt(double(std::max<int64_t>(kdim, 1))), threads);
 }
 
 TEST(CpuConvImplicitGemm, RandomFpropMatchesRef) {
@@ -316,6 +316,33 @@ TEST(CpuConvWinogradF4x3, ChannelsLastTilesWriteTheOutputInPlace) {
     const bool fused = trial % 2 == 1;
     run_conv_case("cpu_conv_winograd_f4x3", cc, false, rng, fused, fused, trial == 3, trial == 2, dg::DataType::FLOAT,
                   2e-4, true);
+  }
+}
+
+// Few tiles (at most 4 x MR): one block whose output channels are split between the threads, in
+// ranges of whole NR panels that need not be equal (K = 72 with NR 32: 32 + 40 on 2 threads, 32 +
+// 32 + 8 on 3), through the in-place tiles, the edge tiles' strips and the fused chain; more tiles
+// (30 x 34: 72) take blocks of tiles, each with every channel, and one panel is not split.
+TEST(CpuConvWinogradF4x3, FewTilesSplitTheOutputChannelsBetweenThreads) {
+  std::mt19937 rng(43);
+  struct Shape {
+    int64_t h, w, k;
+    int threads;
+  };
+  for (const Shape sh : {Shape{14, 14, 72, 2}, Shape{14, 14, 72, 3}, Shape{7, 9, 40, 2}, Shape{14, 14, 256, 2},
+                         Shape{30, 34, 40, 2}, Shape{6, 6, 24, 4}}) {
+    ConvCase cc = random_case(rng, Kind::WINOGRAD);
+    cc.n = 1;
+    cc.in = {sh.h, sh.w};
+    cc.pre = {1, 1};
+    cc.post = {1, 1};
+    cc.c = 8 + rng() % 24;
+    cc.k = sh.k;
+    cc.out = {sh.h, sh.w};
+    cc.nhwc_in = true;
+    SCOPED_TRACE("threads " + std::to_string(sh.threads));
+    run_conv_case("cpu_conv_winograd_f4x3", cc, false, rng, true, true, sh.k != 256, false, dg::DataType::FLOAT,
+                  2e-4, sh.h != 7, sh.threads);
   }
 }
 

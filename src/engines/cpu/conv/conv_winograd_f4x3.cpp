@@ -89,6 +89,14 @@ class WinogradPlan final : public ConvPlanBase {
     // Tile blocks: big enough that each U[xi] read serves many tiles, small enough for every thread.
     tb_ = std::clamp(round_up((tiles_ + 4 * threads - 1) / (4 * threads), ks_.mr), static_cast<int64_t>(ks_.mr),
                      static_cast<int64_t>(8 * ks_.mr));
+    // Few tiles (a 14x14 image: 16): one block of them all, its output channels split between the
+    // threads, so that U (36 C K floats, 9.4 MB at C = K = 256) is read once a call, not once per
+    // block (two blocks of 12 and 4 tiles, each reading all of it, read 18.8 MB).
+    const int64_t panels = round_up(K_, ks_.nr) / ks_.nr;
+    if (threads > 1 && tiles_ <= 4 * ks_.mr && panels > 1) {
+      tb_ = round_up(tiles_, ks_.mr);
+      kparts_ = std::min<int64_t>(threads, panels);
+    }
     ldm_ = round_up(K_, ks_.nr) + 16;
     u_kept_ = p.tensor(g_.wei).is_constant;
     // Each term fits int64 for tensors within checked's limits; the count of threads may not.
@@ -132,12 +140,15 @@ class WinogradPlan final : public ConvPlanBase {
     const char* src = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.src)]);
     const DirectOutput out = direct_output(g_, epi_, run, args.ptrs);
     gemm::ThreadSlots slots(pool.size());
-    const int64_t blocks = (tiles_ + tb_ - 1) / tb_;
-    pool.parallel_for(blocks, [&](int64_t b, int64_t e) {
+    const int64_t blocks = (tiles_ + tb_ - 1) / tb_, panels = round_up(K_, ks_.nr) / ks_.nr;
+    pool.parallel_for(blocks * kparts_, [&](int64_t b, int64_t e) {
       gemm::SlotGuard guard(slots);
       float* scratch = per_thread + guard.slot() * per_thread_floats();
-      for (int64_t blk = b; blk < e; ++blk)
-        run_block(blk * tb_, std::min(tb_, tiles_ - blk * tb_), src, u, scratch, out, run, guard.slot());
+      for (int64_t unit = b; unit < e; ++unit) {
+        const int64_t blk = unit / kparts_, part = unit % kparts_;
+        const int64_t k0 = part * panels / kparts_ * ks_.nr, k1 = std::min(K_, (part + 1) * panels / kparts_ * ks_.nr);
+        run_block(blk * tb_, std::min(tb_, tiles_ - blk * tb_), k0, k1, src, u, scratch, out, run, guard.slot());
+      }
     });
     return {};
   }
@@ -195,8 +206,10 @@ class WinogradPlan final : public ConvPlanBase {
     ow = t % tw_ * kOut;
   }
 
-  void run_block(int64_t t0, int64_t nt, const char* src, const float* u, float* scratch, const DirectOutput& out,
-                 EpilogueRun& run, int slot) const {
+  // Tiles [t0, t0 + nt), output channels [k0, k1) (k0 a multiple of NR).
+  void run_block(int64_t t0, int64_t nt, int64_t k0, int64_t k1, const char* src, const float* u, float* scratch,
+                 const DirectOutput& out, EpilogueRun& run, int slot) const {
+    const int64_t kn = k1 - k0;
     float* v = scratch;
     float* m = v + round_up(kXi * tb_ * C_, 16);
     float* d = m + round_up(kXi * tb_ * ldm_, 16);       // 36 x C gathered input, then B^T d
@@ -231,7 +244,7 @@ class WinogradPlan final : public ConvPlanBase {
       for (int x = 0; x < kT; ++x) bt6(d + x * C_, kT * C_, tmp + x * C_, kT * C_, C_);
       for (int y = 0; y < kT; ++y) bt6(tmp + y * kT * C_, C_, v + (y * kT) * tb_ * C_ + i * C_, tb_ * C_, C_);
     }
-    // 36 GEMMs: M[xi] (nt x K) = V[xi] (nt x C) x U[xi] (C x K), C split in K blocks of <= 512.
+    // 36 GEMMs: M[xi] (nt x kn) = V[xi] (nt x C) x U[xi] (C x kn), C split in blocks of <= 512.
     const int mr = ks_.mr, nr = ks_.nr;
     const int64_t kp = round_up(K_, nr), tiles_pad = round_up(nt, mr);
     for (int xi = 0; xi < kXi; ++xi) {
@@ -240,7 +253,7 @@ class WinogradPlan final : public ConvPlanBase {
       for (int64_t c0 = 0; c0 < C_; c0 += 512) {
         const int64_t cl = std::min<int64_t>(512, C_ - c0);
         for (int64_t r = 0; r < tiles_pad; ++r) rows[r] = vx + std::min(r, nt - 1) * C_ + c0;
-        for (int64_t jr = 0; jr < kp; jr += nr) {
+        for (int64_t jr = k0; jr < std::min(kp, round_up(k1, nr)); jr += nr) {
           const float* panel = u + xi * C_ * kp + (jr / nr) * C_ * nr + c0 * nr;
           for (int64_t ir = 0; ir < tiles_pad; ir += mr) ks_.kernel(1, cl, rows + ir, panel, mx + ir * ldm_ + jr, ldm_, c0 > 0);
         }
@@ -250,25 +263,26 @@ class WinogradPlan final : public ConvPlanBase {
     for (int64_t i = 0; i < nt; ++i) {
       int64_t n, oh, ow;
       tile_origin(t0 + i, n, oh, ow);
-      for (int x = 0; x < kT; ++x) at6(m + x * tb_ * ldm_ + i * ldm_, kT * tb_ * ldm_, tmp + x * K_, kT * K_, K_);
+      for (int x = 0; x < kT; ++x)
+        at6(m + x * tb_ * ldm_ + i * ldm_ + k0, kT * tb_ * ldm_, tmp + x * K_ + k0, kT * K_, kn);
       if (out.base && oh + kOut <= g_.dst_sp[1] && ow + kOut <= g_.dst_sp[2]) {
         // A whole tile inside the output: the row transform writes its pixels in place.
         for (int r = 0; r < kOut; ++r) {
           const int64_t o[3] = {0, oh + r, ow};
-          const int64_t off = out.offset(n, o);
-          at6(tmp + r * kT * K_, K_, out.base + off, out.st[4], K_);
-          if (out.chain) run.chain_rows(out.base + off, out.st[4], kOut, K_, off, 0);
+          const int64_t off = out.offset(n, o) + k0;  // channels are unit stride (direct_output)
+          at6(tmp + r * kT * K_ + k0, K_, out.base + off, out.st[4], kn);
+          if (out.chain) run.chain_rows(out.base + off, out.st[4], kOut, kn, off, k0);
         }
         continue;
       }
       float* y = tmp + 24 * K_;  // 16 x K, after A^T M's 24 rows
-      for (int r = 0; r < kOut; ++r) at6(tmp + r * kT * K_, K_, y + r * kOut * K_, K_, K_);
+      for (int r = 0; r < kOut; ++r) at6(tmp + r * kT * K_ + k0, K_, y + r * kOut * K_ + k0, K_, kn);
       for (int r = 0; r < kOut && oh + r < g_.dst_sp[1]; ++r)
         for (int q = 0; q < kOut && ow + q < g_.dst_sp[2]; ++q) {
           const int64_t o[3] = {0, oh + r, ow + q};
           int64_t coord[4];
-          g_.dst_coord(n, 0, o, coord);
-          run.strip(slot, coord, 1, K_, 1, y + (r * kOut + q) * K_);
+          g_.dst_coord(n, k0, o, coord);
+          run.strip(slot, coord, 1, kn, 1, y + (r * kOut + q) * K_ + k0);
         }
     }
   }
@@ -276,6 +290,7 @@ class WinogradPlan final : public ConvPlanBase {
   const gemm::KernelSet& ks_;
   int threads_;
   int64_t C_ = 0, K_ = 0, th_ = 0, tw_ = 0, tiles_ = 0, tb_ = 0, ldm_ = 0, ws_ = 0;
+  int64_t kparts_ = 1;  // output-channel ranges per tile block (few tiles: one per thread)
   bool u_kept_ = false;  // the weights are constant: U lives in u_cache_
   gemm::ConstantB u_cache_;
 };
