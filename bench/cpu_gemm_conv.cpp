@@ -479,6 +479,8 @@ int main(int argc, char** argv) {
                               // ResNet-50's last stage at a 128x128 input (docs/onnx.md's slow layer).
                               {"3x3 C512 4x4 -> 512", 512, 4, 4, 512, 3, 1},
                               {"mbv2 dw 3x3 C144 56x56", 144, 56, 56, 144, 3, 1, 1, 144},
+                              // MobileNetV2's last depthwise layer: 2 of every 7 pixels are a row's edges.
+                              {"mbv2 dw 3x3 C960 7x7", 960, 7, 7, 960, 3, 1, 1, 960},
                               // MobileNetV2's first expansion (k = 16): its slowest partition, bound by the output.
                               {"mbv2 1x1 C16 112x112 -> 96", 16, 112, 112, 96, 1, 0},
                               {"rnx50 3x3 C128 g32 56x56 -> 128", 128, 56, 56, 128, 3, 1, 1, 32}};

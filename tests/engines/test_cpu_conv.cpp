@@ -429,6 +429,29 @@ TEST(CpuConvDepthwiseDirect, ThreeTapBlocksOfEveryWidthMatchRef) {
     }
 }
 
+// A row's edge pixels (whose taps cut the padding) sum per pixel, on AVX-512 in 64- and 16-channel
+// blocks and a masked tail: 7x7 images with 85 (64 + 16 + 5), 64 and 13 channels, strides 1 and 2.
+TEST(CpuConvDepthwiseDirect, EdgePixelsOfEveryChannelBlockMatchRef) {
+  std::mt19937 rng(55);
+  for (const int64_t channels : {85, 64, 13})
+    for (int64_t stride = 1; stride <= 2; ++stride) {
+      ConvCase cc;
+      cc.nsp = 2;
+      cc.groups = cc.c = cc.k = channels;
+      cc.in = {7, 7};
+      cc.ker = {3, 3};
+      cc.stride = {stride, stride};
+      cc.dil = {1, 1};
+      cc.pre = cc.post = {1, 1};
+      cc.out = {fwd_size(7, 3, stride, 1, 1, 1), fwd_size(7, 3, stride, 1, 1, 1)};
+      cc.nhwc_in = true;
+      const bool fused = stride == 2;
+      SCOPED_TRACE("channels " + std::to_string(channels) + " stride " + std::to_string(stride));
+      run_conv_case("cpu_conv_depthwise_direct", cc, false, rng, fused, fused, false, false, dg::DataType::FLOAT, 1e-5,
+                    true);
+    }
+}
+
 // Groups of 2, 4 and 8 channels, 1D to 3D, rows wide enough for the 8-pixel blocks beside edge
 // pixels, group counts that leave a partial vector of output channels, bf16 sources, fused
 // epilogues, and outputs written in place or through the strips.

@@ -142,6 +142,60 @@ TEST(CpuConstantWeights, Bf16ConvMatchesNaive) {
   }
 }
 
+// Depthwise (groups == C == K): constant weights converted to [tap][channel] once per pointer and
+// kept by the plan (no workspace), others into the workspace on every execute.
+TEST(CpuConstantWeights, DepthwiseConvertsOncePerPointer) {
+  const int64_t c = 37, h = 6, w = 9;
+  const auto x = random_floats(static_cast<size_t>(h * w * c), 11);
+  const auto w1 = random_floats(static_cast<size_t>(c * 9), 12), w2 = random_floats(w1.size(), 13);
+  auto want = [&](const std::vector<float>& wt) {  // 3x3, padding 1, weights [c][ry][rx]
+    std::vector<double> y(static_cast<size_t>(h * w * c), 0.0);
+    for (int64_t oy = 0; oy < h; ++oy)
+      for (int64_t ox = 0; ox < w; ++ox)
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t ry = 0; ry < 3; ++ry)
+            for (int64_t rx = 0; rx < 3; ++rx) {
+              const int64_t iy = oy + ry - 1, ix = ox + rx - 1;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+              y[static_cast<size_t>((oy * w + ox) * c + ch)] += static_cast<double>(x[static_cast<size_t>((iy * w + ix) * c + ch)]) *
+                                                                wt[static_cast<size_t>((ch * 3 + ry) * 3 + rx)];
+            }
+    return y;
+  };
+  for (const bool constant : {true, false}) {
+    SCOPED_TRACE(constant ? "constant" : "not constant");
+    dg::Handle handle(dg::Device::cpu());
+    dg::Graph g;
+    auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim({1, c, h, w}).set_stride({h * w * c, 1, w * c, c})
+                          .set_data_type(dg::DataType::FLOAT));
+    auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim({c, 1, 3, 3}).set_stride({9, 9, 3, 1})
+                          .set_data_type(dg::DataType::FLOAT).set_is_constant(constant));
+    auto Y = g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1}));
+    Y->set_output(true).set_data_type(dg::DataType::FLOAT).set_stride({h * w * c, 1, w * c, c});
+    g.select_engines({"cpu_conv_depthwise_direct"});
+    const auto valid = g.validate();
+    ASSERT_TRUE(valid.ok()) << valid.to_string();
+    ASSERT_TRUE(g.build_operation_graph(handle).ok());
+    ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
+    ASSERT_TRUE(g.check_support(handle).ok());
+    ASSERT_TRUE(g.build_plans(handle).ok());
+    int64_t ws = 0;
+    ASSERT_TRUE(g.get_workspace_size(ws).ok());
+    EXPECT_EQ(ws == 0, constant) << ws;
+    auto run = [&](const std::vector<float>& wt) {
+      std::vector<float> y(static_cast<size_t>(h * w * c), std::nanf(""));
+      std::vector<unsigned char> buf(static_cast<size_t>(ws) + 1);
+      const auto st = g.execute(handle, {{X, const_cast<float*>(x.data())}, {W, const_cast<float*>(wt.data())}, {Y, y.data()}},
+                                ws ? buf.data() : nullptr);
+      EXPECT_TRUE(st.ok()) << st.to_string();
+      return y;
+    };
+    expect_close(run(w1), want(w1), "first execute");
+    expect_close(run(w1), want(w1), "second execute, same pointer");
+    expect_close(run(w2), want(w2), "a new weight pointer");
+  }
+}
+
 TEST(CpuConstantWeights, WorkspaceLeavesOutThePackedWeights) {
   const Conv s{64, 8, 8, 96, 3, 1};
   for (const char* engine : {"cpu_conv_implicit_gemm", "cpu_conv_winograd_f4x3"}) {

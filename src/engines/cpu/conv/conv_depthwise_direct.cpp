@@ -15,6 +15,7 @@
 #include "engines/cpu/conv/direct_conv.hpp"
 #include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/simd/target.hpp"
+#include "engines/cpu/gemm/constant_b.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 
@@ -67,10 +68,50 @@ __attribute__((target("avx2,fma"))) void sum_taps_avx2(const float* const* x, co
     out[c] = a;
   }
 }
+
+// The same with 16-channel vectors, where the CPU has AVX-512 (as the 3-tap block kernels use):
+// the pixels near a row's edges, 2 of every 7 in a 7x7 layer, take this path.
+__attribute__((target("avx512f,avx2,fma"))) void sum_taps_avx512(const float* const* x, const float* const* w,
+                                                                 int taps, int64_t C, float* out) {
+  int64_t c = 0;
+  for (; c + 64 <= C; c += 64) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int t = 0; t < taps; ++t) {
+      const float* xt = x[t] + c;
+      const float* wt = w[t] + c;
+      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(xt), _mm512_loadu_ps(wt), a0);
+      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(xt + 16), _mm512_loadu_ps(wt + 16), a1);
+      a2 = _mm512_fmadd_ps(_mm512_loadu_ps(xt + 32), _mm512_loadu_ps(wt + 32), a2);
+      a3 = _mm512_fmadd_ps(_mm512_loadu_ps(xt + 48), _mm512_loadu_ps(wt + 48), a3);
+    }
+    _mm512_storeu_ps(out + c, a0);
+    _mm512_storeu_ps(out + c + 16, a1);
+    _mm512_storeu_ps(out + c + 32, a2);
+    _mm512_storeu_ps(out + c + 48, a3);
+  }
+  for (; c + 16 <= C; c += 16) {
+    __m512 a = _mm512_setzero_ps();
+    for (int t = 0; t < taps; ++t) a = _mm512_fmadd_ps(_mm512_loadu_ps(x[t] + c), _mm512_loadu_ps(w[t] + c), a);
+    _mm512_storeu_ps(out + c, a);
+  }
+  if (c < C) {  // the last C % 16 channels, masked
+    const __mmask16 m = static_cast<__mmask16>((1u << (C - c)) - 1);
+    __m512 a = _mm512_setzero_ps();
+    for (int t = 0; t < taps; ++t)
+      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[t] + c), _mm512_maskz_loadu_ps(m, w[t] + c), a);
+    _mm512_mask_storeu_ps(out + c, m, a);
+  }
+}
 #endif
+
+bool avx512_usable();
 
 void sum_taps(const float* const* x, const float* const* w, int taps, int64_t C, float* out) {
 #ifdef DNNGRAPH_DEPTHWISE_AVX2
+  if (avx512_usable()) {
+    sum_taps_avx512(x, w, taps, C, out);
+    return;
+  }
   if (simd::x86_avx2_usable()) {
     sum_taps_avx2(x, w, taps, C, out);
     return;
@@ -268,18 +309,40 @@ void sum_block(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0, in
 
 class DepthwisePlan final : public ConvPlanBase {
  public:
-  DepthwisePlan(const Partition& p, const Epilogue& epi) : ConvPlanBase(p, epi) {}
+  DepthwisePlan(const Partition& p, const Epilogue& epi)
+      : ConvPlanBase(p, epi), w_kept_(p.tensor(g_.wei).is_constant) {
+    // The weights as [tap][channel] fp32: kept by the plan when constant, else in the workspace.
+    // (taps x C floats are within checked's limits: they are the weight tensor's own elements.)
+    ws_ = w_kept_ ? 0 : g_.taps() * g_.src_c * 4 + 64;
+  }
+  int64_t workspace_size() const override { return ws_; }
 
  private:
   Status run_conv(const ExecArgs& args, ThreadPool& pool, EpilogueRun& run) const override {
     const char* src = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.src)]);
     const char* wei = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.wei)]);
-    // Weights as [tap][channel] fp32.
+    // Weights as [tap][channel] fp32: a 7x7 C960 layer spent ~15% of its time converting them
+    // (and allocating and zeroing their buffer) on every call.
     const int64_t taps = g_.taps(), C = g_.src_c;
-    std::vector<float> wt(static_cast<size_t>(taps * C));
-    for (int64_t t = 0; t < taps; ++t)
-      gemm::convert_run(wei + g_.wei_offset(0, 0, 0, t) * size_of(g_.wei_t), g_.wei_t, g_.wei_st[0], C,
-                        wt.data() + t * C);
+    auto convert = [&](float* dst) {
+      for (int64_t t = 0; t < taps; ++t)
+        gemm::convert_run(wei + g_.wei_offset(0, 0, 0, t) * size_of(g_.wei_t), g_.wei_t, g_.wei_st[0], C, dst + t * C);
+    };
+    gemm::ConstantB::Packed kept;
+    std::vector<float> own;  // only where no workspace came (a plan run outside a graph's execute)
+    const float* wt = nullptr;
+    if (w_kept_) {
+      kept = w_cache_.get(wei, taps * C, convert);
+      wt = kept.data;
+    } else if (args.workspace) {
+      float* w = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(args.workspace) + 63) & ~uintptr_t{63});
+      convert(w);
+      wt = w;
+    } else {
+      own.resize(static_cast<size_t>(taps * C));
+      convert(own.data());
+      wt = own.data();
+    }
     const bool channels_last = g_.src_st[1] == 1;
     const DirectOutput out = channels_last ? direct_output(g_, epi_, run, args.ptrs) : DirectOutput{};
     const int64_t rows = g_.n * g_.dst_sp[0] * g_.dst_sp[1];  // output rows (n, o0, o1)
@@ -288,8 +351,8 @@ class DepthwisePlan final : public ConvPlanBase {
       gemm::SlotGuard guard(slots);
       RowScratch scratch;
       for (int64_t i = b; i < e; ++i) {
-        if (channels_last) pixel_row(i, src, wt.data(), out, run, guard.slot(), scratch);
-        else plane_row(i / C, i % C, src, wt.data(), run, guard.slot(), scratch.acc, scratch.in);
+        if (channels_last) pixel_row(i, src, wt, out, run, guard.slot(), scratch);
+        else plane_row(i / C, i % C, src, wt, run, guard.slot(), scratch.acc, scratch.in);
       }
     });
     return {};
@@ -373,6 +436,10 @@ class DepthwisePlan final : public ConvPlanBase {
     g_.dst_coord(n, c, o, coord);
     run.strip(slot, coord, 1 + g_.nsp, OW, 1, acc.data());
   }
+
+  bool w_kept_;  // the weights are constant: converted once per pointer into w_cache_
+  int64_t ws_ = 0;
+  gemm::ConstantB w_cache_;
 };
 
 class DepthwiseEngine final : public DirectConvEngine<DepthwisePlan> {
