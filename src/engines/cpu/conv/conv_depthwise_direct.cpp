@@ -11,13 +11,14 @@
 #include <cmath>
 #include <utility>
 
+#include "core/checked.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
 #include "engines/cpu/conv/direct_conv.hpp"
 #include "engines/cpu/cpu_engine.hpp"
-#include "engines/cpu/simd/target.hpp"
 #include "engines/cpu/gemm/constant_b.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
+#include "engines/cpu/simd/target.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -104,7 +105,10 @@ __attribute__((target("avx512f,avx2,fma"))) void sum_taps_avx512(const float* co
 }
 #endif
 
-bool avx512_usable();
+bool avx512_usable() {
+  static const bool kAvx512 = cpu_features().supports(Isa::AVX512);
+  return kAvx512;
+}
 
 void sum_taps(const float* const* x, const float* const* w, int taps, int64_t C, float* out) {
 #ifdef DNNGRAPH_DEPTHWISE_AVX2
@@ -262,11 +266,6 @@ constexpr std::array<std::array<ThreeTapBlock, sizeof...(P)>, 2> three_tap_table
 constexpr auto kThreeTapAvx2 = three_tap_table<false>(std::make_index_sequence<kThreeTapPixels>());
 constexpr auto kThreeTapAvx512 = three_tap_table<true>(std::make_index_sequence<kThreeTapPixels>());
 
-bool avx512_usable() {
-  static const bool kAvx512 = cpu_features().supports(Isa::AVX512);
-  return kAvx512;
-}
-
 __attribute__((target("avx2,fma"))) void block_avx2(const TapRow* rows, int nrows, const RowWalk& rw, int64_t iw0,
                                                      int pixels, const float* wt, int64_t C, float* out, int64_t ldo) {
   int64_t c = 0;
@@ -312,37 +311,19 @@ class DepthwisePlan final : public ConvPlanBase {
   DepthwisePlan(const Partition& p, const Epilogue& epi)
       : ConvPlanBase(p, epi), w_kept_(p.tensor(g_.wei).is_constant) {
     // The weights as [tap][channel] fp32: kept by the plan when constant, else in the workspace.
-    // (taps x C floats are within checked's limits: they are the weight tensor's own elements.)
-    ws_ = w_kept_ ? 0 : g_.taps() * g_.src_c * 4 + 64;
+    int64_t floats = 0;
+    if (!w_kept_ && !(checked::mul(g_.taps(), g_.src_c, floats) && checked::mul_add(floats, 4, 64, ws_)))
+      ws_ = INT64_MAX;  // build() refuses it
   }
   int64_t workspace_size() const override { return ws_; }
 
  private:
   Status run_conv(const ExecArgs& args, ThreadPool& pool, EpilogueRun& run) const override {
     const char* src = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.src)]);
-    const char* wei = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.wei)]);
-    // Weights as [tap][channel] fp32: a 7x7 C960 layer spent ~15% of its time converting them
-    // (and allocating and zeroing their buffer) on every call.
-    const int64_t taps = g_.taps(), C = g_.src_c;
-    auto convert = [&](float* dst) {
-      for (int64_t t = 0; t < taps; ++t)
-        gemm::convert_run(wei + g_.wei_offset(0, 0, 0, t) * size_of(g_.wei_t), g_.wei_t, g_.wei_st[0], C, dst + t * C);
-    };
     gemm::ConstantB::Packed kept;
-    std::vector<float> own;  // only where no workspace came (a plan run outside a graph's execute)
-    const float* wt = nullptr;
-    if (w_kept_) {
-      kept = w_cache_.get(wei, taps * C, convert);
-      wt = kept.data;
-    } else if (args.workspace) {
-      float* w = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(args.workspace) + 63) & ~uintptr_t{63});
-      convert(w);
-      wt = w;
-    } else {
-      own.resize(static_cast<size_t>(taps * C));
-      convert(own.data());
-      wt = own.data();
-    }
+    std::vector<float> own;
+    const float* wt = tap_major_weights(args.ptrs[static_cast<size_t>(g_.wei)], args.workspace, kept, own);
+    const int64_t C = g_.src_c;
     const bool channels_last = g_.src_st[1] == 1;
     const DirectOutput out = channels_last ? direct_output(g_, epi_, run, args.ptrs) : DirectOutput{};
     const int64_t rows = g_.n * g_.dst_sp[0] * g_.dst_sp[1];  // output rows (n, o0, o1)
@@ -356,6 +337,30 @@ class DepthwisePlan final : public ConvPlanBase {
       }
     });
     return {};
+  }
+
+  // The weights as [tap][channel] fp32: constant ones converted once per pointer (held by `kept`),
+  // others into the workspace (or `own`, where none came). Converted on every call, with their
+  // buffer allocated and zeroed, they took ~15% of a 7x7 C960 layer's time.
+  const float* tap_major_weights(const void* wei, void* workspace, gemm::ConstantB::Packed& kept,
+                                 std::vector<float>& own) const {
+    const int64_t taps = g_.taps(), C = g_.src_c;
+    const char* w = static_cast<const char*>(wei);
+    auto convert = [&](float* dst) {
+      for (int64_t t = 0; t < taps; ++t)
+        gemm::convert_run(w + g_.wei_offset(0, 0, 0, t) * size_of(g_.wei_t), g_.wei_t, g_.wei_st[0], C, dst + t * C);
+    };
+    if (w_kept_) {
+      kept = w_cache_.get(wei, taps * C, convert);
+      return kept.data;
+    }
+    float* dst = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(workspace) + 63) & ~uintptr_t{63});
+    if (!workspace) {
+      own.resize(static_cast<size_t>(taps * C));
+      dst = own.data();
+    }
+    convert(dst);
+    return dst;
   }
 
   // A thread's scratch for its rows: accumulators, converted input, and a row's taps.
