@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,9 +20,11 @@ namespace {
 
 namespace dg = dnngraph;
 
-// A stride-1 conv with padding `pad`, NHWC source and output, KRSC weights, N = 1.
+// A stride-1 conv with padding `pad`, NHWC source and output, KRSC weights, N = 1, in `groups`
+// groups (C == K == groups: depthwise).
 struct Conv {
-  int64_t c, h, w, k, r, pad;
+  int64_t c, h, w, k, r, pad, groups = 1;
+  int64_t cg() const { return c / groups; }
   int64_t oh() const { return h + 2 * pad - r + 1; }
   int64_t ow() const { return w + 2 * pad - r + 1; }
 };
@@ -39,14 +42,15 @@ std::vector<double> naive_conv(const Conv& s, const std::vector<float>& x, const
   for (int64_t oy = 0; oy < s.oh(); ++oy)
     for (int64_t ox = 0; ox < s.ow(); ++ox)
       for (int64_t o = 0; o < s.k; ++o) {
+        const int64_t c0 = o / (s.k / s.groups) * s.cg();  // the group's first input channel
         double acc = 0;
         for (int64_t ry = 0; ry < s.r; ++ry)
           for (int64_t rx = 0; rx < s.r; ++rx) {
             const int64_t iy = oy + ry - s.pad, ix = ox + rx - s.pad;
             if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-            for (int64_t c = 0; c < s.c; ++c)
-              acc += static_cast<double>(x[static_cast<size_t>((iy * s.w + ix) * s.c + c)]) *
-                     w[static_cast<size_t>(((o * s.r + ry) * s.r + rx) * s.c + c)];
+            for (int64_t c = 0; c < s.cg(); ++c)
+              acc += static_cast<double>(x[static_cast<size_t>((iy * s.w + ix) * s.c + c0 + c)]) *
+                     w[static_cast<size_t>(((o * s.r + ry) * s.r + rx) * s.cg() + c)];
           }
         y[static_cast<size_t>((oy * s.ow() + ox) * s.k + o)] = acc;
       }
@@ -59,23 +63,31 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
     ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::fabs(want[i]))) << what << " at " << i;
 }
 
-// The conv graph on `engine`, its weights constant or not, planned with one plan per ISA; `in`:
-// the type of X and W (Y is FLOAT).
+// The conv graph on `engine`, its weights constant or not, planned with one plan per ISA (no
+// ISA: the engine's mode A plans, for engines without an "isa" knob); `in`: the type of X and W
+// (Y is FLOAT).
 struct ConvGraph {
   dg::Handle handle{dg::Device::cpu()};
   dg::Graph g;
   dg::TensorPtr X, W, Y;
-  ConvGraph(const Conv& s, bool constant, const std::string& engine, dg::cpu::Isa isa,
+  ConvGraph(const Conv& s, bool constant, const std::string& engine, std::optional<dg::cpu::Isa> isa,
             dg::DataType in = dg::DataType::FLOAT) {
+    const int64_t cg = s.cg();
     X = g.tensor(dg::TensorAttr().set_name("X").set_dim({1, s.c, s.h, s.w}).set_stride({s.h * s.w * s.c, 1, s.w * s.c, s.c})
                      .set_data_type(in));
-    W = g.tensor(dg::TensorAttr().set_name("W").set_dim({s.k, s.c, s.r, s.r}).set_stride({s.c * s.r * s.r, 1, s.r * s.c, s.c})
+    W = g.tensor(dg::TensorAttr().set_name("W").set_dim({s.k, cg, s.r, s.r}).set_stride({cg * s.r * s.r, 1, s.r * cg, cg})
                      .set_data_type(in).set_is_constant(constant));
     Y = g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({s.pad, s.pad}).set_stride({1, 1}).set_dilation({1, 1}));
     Y->set_output(true).set_data_type(dg::DataType::FLOAT).set_stride({s.oh() * s.ow() * s.k, 1, s.ow() * s.k, s.k});
     EXPECT_TRUE(g.validate().ok());
     EXPECT_TRUE(g.build_operation_graph(handle).ok());
-    const auto st = g.create_execution_plan(dg::engine_id_by_name(engine), {{"isa", static_cast<int64_t>(isa)}});
+    dg::Status st;
+    if (isa) {
+      st = g.create_execution_plan(dg::engine_id_by_name(engine), {{"isa", static_cast<int64_t>(*isa)}});
+    } else {
+      g.select_engines({engine});
+      st = g.create_execution_plans({dg::HeurMode::A});
+    }
     EXPECT_TRUE(st.ok()) << st.to_string();
     EXPECT_TRUE(g.check_support(handle).ok());
     EXPECT_TRUE(g.build_plans(handle).ok());
@@ -145,54 +157,17 @@ TEST(CpuConstantWeights, Bf16ConvMatchesNaive) {
 // Depthwise (groups == C == K): constant weights converted to [tap][channel] once per pointer and
 // kept by the plan (no workspace), others into the workspace on every execute.
 TEST(CpuConstantWeights, DepthwiseConvertsOncePerPointer) {
-  const int64_t c = 37, h = 6, w = 9;
-  const auto x = random_floats(static_cast<size_t>(h * w * c), 11);
-  const auto w1 = random_floats(static_cast<size_t>(c * 9), 12), w2 = random_floats(w1.size(), 13);
-  auto want = [&](const std::vector<float>& wt) {  // 3x3, padding 1, weights [c][ry][rx]
-    std::vector<double> y(static_cast<size_t>(h * w * c), 0.0);
-    for (int64_t oy = 0; oy < h; ++oy)
-      for (int64_t ox = 0; ox < w; ++ox)
-        for (int64_t ch = 0; ch < c; ++ch)
-          for (int64_t ry = 0; ry < 3; ++ry)
-            for (int64_t rx = 0; rx < 3; ++rx) {
-              const int64_t iy = oy + ry - 1, ix = ox + rx - 1;
-              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-              y[static_cast<size_t>((oy * w + ox) * c + ch)] += static_cast<double>(x[static_cast<size_t>((iy * w + ix) * c + ch)]) *
-                                                                wt[static_cast<size_t>((ch * 3 + ry) * 3 + rx)];
-            }
-    return y;
-  };
+  const Conv s{37, 6, 9, 37, 3, 1, 37};
+  const auto x = random_floats(static_cast<size_t>(s.h * s.w * s.c), 11);
+  const auto w1 = random_floats(static_cast<size_t>(s.k * s.r * s.r), 12), w2 = random_floats(w1.size(), 13);
+  const auto want1 = naive_conv(s, x, w1), want2 = naive_conv(s, x, w2);
   for (const bool constant : {true, false}) {
     SCOPED_TRACE(constant ? "constant" : "not constant");
-    dg::Handle handle(dg::Device::cpu());
-    dg::Graph g;
-    auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim({1, c, h, w}).set_stride({h * w * c, 1, w * c, c})
-                          .set_data_type(dg::DataType::FLOAT));
-    auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim({c, 1, 3, 3}).set_stride({9, 9, 3, 1})
-                          .set_data_type(dg::DataType::FLOAT).set_is_constant(constant));
-    auto Y = g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1}));
-    Y->set_output(true).set_data_type(dg::DataType::FLOAT).set_stride({h * w * c, 1, w * c, c});
-    g.select_engines({"cpu_conv_depthwise_direct"});
-    const auto valid = g.validate();
-    ASSERT_TRUE(valid.ok()) << valid.to_string();
-    ASSERT_TRUE(g.build_operation_graph(handle).ok());
-    ASSERT_TRUE(g.create_execution_plans({dg::HeurMode::A}).ok());
-    ASSERT_TRUE(g.check_support(handle).ok());
-    ASSERT_TRUE(g.build_plans(handle).ok());
-    int64_t ws = 0;
-    ASSERT_TRUE(g.get_workspace_size(ws).ok());
-    EXPECT_EQ(ws == 0, constant) << ws;
-    auto run = [&](const std::vector<float>& wt) {
-      std::vector<float> y(static_cast<size_t>(h * w * c), std::nanf(""));
-      std::vector<unsigned char> buf(static_cast<size_t>(ws) + 1);
-      const auto st = g.execute(handle, {{X, const_cast<float*>(x.data())}, {W, const_cast<float*>(wt.data())}, {Y, y.data()}},
-                                ws ? buf.data() : nullptr);
-      EXPECT_TRUE(st.ok()) << st.to_string();
-      return y;
-    };
-    expect_close(run(w1), want(w1), "first execute");
-    expect_close(run(w1), want(w1), "second execute, same pointer");
-    expect_close(run(w2), want(w2), "a new weight pointer");
+    ConvGraph cg(s, constant, "cpu_conv_depthwise_direct", std::nullopt);
+    EXPECT_EQ(cg.workspace() == 0, constant) << cg.workspace();
+    expect_close(cg.run(x.data(), w1.data(), want1.size()), want1, "first execute");
+    expect_close(cg.run(x.data(), w1.data(), want1.size()), want1, "second execute, same pointer");
+    expect_close(cg.run(x.data(), w2.data(), want2.size()), want2, "a new weight pointer");
   }
 }
 

@@ -92,10 +92,10 @@ class WinogradPlan final : public ConvPlanBase {
     // Few tiles (a 14x14 image: 16): one block of them all, its output channels split between the
     // threads, so that U (36 C K floats, 9.4 MB at C = K = 256) is read once a call, not once per
     // block (two blocks of 12 and 4 tiles, each reading all of it, read 18.8 MB).
-    const int64_t panels = round_up(K_, ks_.nr) / ks_.nr;
-    if (threads > 1 && tiles_ <= 4 * ks_.mr && panels > 1) {
+    panels_ = round_up(K_, ks_.nr) / ks_.nr;
+    if (threads > 1 && tiles_ <= 4 * ks_.mr && panels_ > 1) {
       tb_ = round_up(tiles_, ks_.mr);
-      kparts_ = std::min<int64_t>(threads, panels);
+      kparts_ = std::min<int64_t>(threads, panels_);
     }
     ldm_ = round_up(K_, ks_.nr) + 16;
     u_kept_ = p.tensor(g_.wei).is_constant;
@@ -140,13 +140,13 @@ class WinogradPlan final : public ConvPlanBase {
     const char* src = static_cast<const char*>(args.ptrs[static_cast<size_t>(g_.src)]);
     const DirectOutput out = direct_output(g_, epi_, run, args.ptrs);
     gemm::ThreadSlots slots(pool.size());
-    const int64_t blocks = (tiles_ + tb_ - 1) / tb_, panels = round_up(K_, ks_.nr) / ks_.nr;
+    const int64_t blocks = (tiles_ + tb_ - 1) / tb_;
     pool.parallel_for(blocks * kparts_, [&](int64_t b, int64_t e) {
       gemm::SlotGuard guard(slots);
       float* scratch = per_thread + guard.slot() * per_thread_floats();
       for (int64_t unit = b; unit < e; ++unit) {
         const int64_t blk = unit / kparts_, part = unit % kparts_;
-        const int64_t k0 = part * panels / kparts_ * ks_.nr, k1 = std::min(K_, (part + 1) * panels / kparts_ * ks_.nr);
+        const int64_t k0 = part * panels_ / kparts_ * ks_.nr, k1 = std::min(K_, (part + 1) * panels_ / kparts_ * ks_.nr);
         run_block(blk * tb_, std::min(tb_, tiles_ - blk * tb_), k0, k1, src, u, scratch, out, run, guard.slot());
       }
     });
@@ -290,7 +290,8 @@ class WinogradPlan final : public ConvPlanBase {
   const gemm::KernelSet& ks_;
   int threads_;
   int64_t C_ = 0, K_ = 0, th_ = 0, tw_ = 0, tiles_ = 0, tb_ = 0, ldm_ = 0, ws_ = 0;
-  int64_t kparts_ = 1;  // output-channel ranges per tile block (few tiles: one per thread)
+  int64_t panels_ = 0;  // NR-wide panels of the output channels
+  int64_t kparts_ = 1;  // output-channel ranges per tile block, of whole panels (few tiles: one per thread)
   bool u_kept_ = false;  // the weights are constant: U lives in u_cache_
   gemm::ConstantB u_cache_;
 };
