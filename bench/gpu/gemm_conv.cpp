@@ -4,10 +4,12 @@
 // bench/gpu/gemm_conv_torch.py runs this program and PyTorch eager on the same machine, in the
 // same run, and prints them side by side.
 //
-//   dnngraph_gemm_conv_bench [--plans N] [--plan I] [--only SUBSTRING[,SUBSTRING...]] [--build-only]
+//   dnngraph_gemm_conv_bench [--plans N] [--plan I] [--only SUBSTRING[,SUBSTRING...]]
+//                            [--plan-filter SUBSTRING[,SUBSTRING...]] [--build-only]
 //
 // --plan I: only plan I of each workload (for a profiler's --launch-skip: one build launch, then
-// the timed ones).
+// the timed ones). --plan-filter: of the first N plans, only those whose names contain one of the
+// substrings (say "epilogue=": every register-epilogue plan, wherever the list ranks it).
 //
 // With GEMM_BENCH_CACHE set, compiled kernels are kept in that folder (the kernel cache's disk
 // layer): build-only runs of single workloads can fill it in parallel before the timed run.
@@ -36,19 +38,22 @@ namespace {
 
 int g_plans = 2;
 int g_plan = -1;  // --plan: only this index
-std::string g_only;  // comma-separated name substrings; empty: every workload
+std::string g_only;         // comma-separated name substrings; empty: every workload
+std::string g_plan_filter;  // comma-separated plan name substrings; empty: every plan
 
-bool selected(const std::string& name) {
-  if (g_only.empty()) return true;
+// Whether `name` contains one of the comma-separated substrings of `list` (an empty list: yes).
+bool contains_any(const std::string& name, const std::string& list) {
+  if (list.empty()) return true;
   size_t start = 0;
-  while (start <= g_only.size()) {
-    const size_t end = std::min(g_only.find(',', start), g_only.size());
-    const std::string part = g_only.substr(start, end - start);
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string part = list.substr(start, end - start);
     if (!part.empty() && name.find(part) != std::string::npos) return true;
     start = end + 1;
   }
   return false;
 }
+bool selected(const std::string& name) { return contains_any(name, g_only); }
 bool g_build_only = false;
 
 std::shared_ptr<dg::KernelCache> kernel_cache() {
@@ -78,7 +83,8 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
   for (int64_t idx = 0; idx < plans; ++idx) {
     if (g_plan >= 0 && idx != g_plan) continue;
     std::string pname;
-    if (!check(g.build_plan_at_index(handle, idx), name + " build") || !g.get_plan_name_at_index(idx, pname).ok()) continue;
+    if (!g.get_plan_name_at_index(idx, pname).ok() || !contains_any(pname, g_plan_filter)) continue;
+    if (!check(g.build_plan_at_index(handle, idx), name + " build")) continue;
     if (g_build_only) {
       std::printf("BUILT %s %d %s\n", name.c_str(), static_cast<int>(idx), pname.c_str());
       continue;
@@ -168,6 +174,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--plans") && i + 1 < argc) g_plans = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--plan") && i + 1 < argc) g_plan = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
+    if (!std::strcmp(argv[i], "--plan-filter") && i + 1 < argc) g_plan_filter = argv[++i];
     if (!std::strcmp(argv[i], "--build-only")) g_build_only = true;
   }
   dg::Handle handle(dg::Device::cuda(0));

@@ -59,9 +59,10 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
     while (p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > 2 * nr) t.nt = round_up(t.nt / 2, nr);
   }
   // Enough tasks for every thread: split N finer before M (rows below mc only thin the A block),
-  // down to single panels where M has fewer tiles than eight per thread: each M task streams all of
-  // B once more, which at 7x7 x 512 (9.4 MB of weights, 7 tiles) bound the layer by L3.
-  const int64_t min_nt = t.tiles < 8 * th ? nr : 4 * nr;
+  // down to single panels where M has fewer tiles than eight per thread or no more rows than B has
+  // columns: each M task streams all of B once more, which at 7x7 x 512 (9.4 MB of weights, 7
+  // tiles) bound the layer by L3, and at 14x14 x 256 (2.4 MB of weights, 196 rows) by L2.
+  const int64_t min_nt = t.tiles < 8 * th || p.M <= p.N ? nr : 4 * nr;
   while (p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > min_nt) t.nt = round_up(t.nt / 2, nr);
   t.n_tasks = ceil_div(std::max<int64_t>(p.N, 1), t.nt);
   while (p.batch * t.m_tasks * t.n_tasks < want && t.m_tasks < t.tiles) ++t.m_tasks;
