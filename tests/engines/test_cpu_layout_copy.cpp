@@ -124,6 +124,29 @@ TEST(CpuLayoutCopy, LargeTensorsSplitAcrossThreads) {
   });
 }
 
+// Transposes whose innermost dim changes (NHWC -> NCHW, a matrix transposed) move in 32 x 32
+// tiles: planes off the tile size, several planes (batch dims, and a dim between the two),
+// every element size, packed and gapped outputs.
+TEST(CpuLayoutCopy, PlaneTransposesInTilesMatchRef) {
+  std::mt19937 rng(76);
+  struct Case {
+    Dims x, perm;
+  };
+  const Case cases[] = {{{3, 45, 70}, {0, 2, 1}},  {{2, 37, 5, 66}, {0, 3, 1, 2}}, {{1, 100, 33}, {0, 2, 1}},
+                        {{65, 31}, {1, 0}},         {{2, 33, 4, 40}, {0, 3, 2, 1}}, {{4, 1, 64, 9}, {3, 1, 2, 0}}};
+  for (dg::DataType t : {dg::DataType::FLOAT, dg::DataType::HALF, dg::DataType::DOUBLE, dg::DataType::INT8})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(to_string(t)) + " x " + test_dims::to_str(c.x));
+      HostTensor x = ref_test::make_tensor(c.x, test_dims::packed(c.x), t);
+      x.randomize(rng, -4, 4);
+      Dims yd(c.perm.size());
+      for (size_t i = 0; i < c.perm.size(); ++i) yd[i] = c.x[static_cast<size_t>(c.perm[i])];
+      for (bool packed : {true, false})
+        check({x}, output(yd, t, rng, packed),
+              [&](dg::Graph& g, const auto& xs) { return g.transpose(xs[0], dg::TransposeAttr().set_permutation(c.perm)); });
+    }
+}
+
 // The copies' form: a reshape between packed tensors is one run; NHWC -> NCHW walks element by
 // element; a channel slice of NHWC copies runs of its channels.
 TEST(CpuLayoutCopy, CopiesMergeDimsAndFindRuns) {
