@@ -8,6 +8,7 @@ and CuPy have no bfloat16: there it is stored as uint16 bit patterns (which dnng
 packs accept for BFLOAT16 tensors), converted with round-to-nearest-even."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -18,6 +19,16 @@ STORAGES = ("float32", "float16", "float64", "bfloat16", "int32")
 _ITEMSIZE = {"float32": 4, "float16": 2, "float64": 8, "bfloat16": 2, "int32": 4}
 _XP_DTYPE = {"float32": np.float32, "float16": np.float16, "float64": np.float64, "bfloat16": np.uint16,
              "int32": np.int32}
+
+
+@functools.cache
+def _dnngraph_types() -> dict:
+    """The dnngraph data type of each NumPy storage dtype (uint16: bfloat16's bits)."""
+    import dnngraph  # the package imports this module: not at module level
+
+    t = dnngraph.data_type
+    return {np.dtype(np.float32): t.FLOAT, np.dtype(np.float16): t.HALF, np.dtype(np.float64): t.DOUBLE,
+            np.dtype(np.uint16): t.BFLOAT16, np.dtype(np.int32): t.INT32}
 
 
 def itemsize(storage: str) -> int:
@@ -61,12 +72,15 @@ def _bf16_value(xp: Any, bits: Any) -> Any:
 
 
 class NumpyLike:
-    """NumPy on the CPU; CuPy (the same API, on the GPU) derives from it."""
+    """NumPy on the CPU; CuPy (the same API, on the GPU) derives from it. `handle`: the CPU handle
+    that copies large channels-last results to the caller's row-major layout (to_host)."""
     name = "numpy"
     on_gpu = False
 
-    def __init__(self) -> None:
+    def __init__(self, handle: Any = None) -> None:
         self.xp: Any = np
+        self._handle = handle
+        self._to_rows: dict[tuple, Callable[[Any], np.ndarray]] = {}
 
     # -- dtypes ---------------------------------------------------------------------------
     def storage_of(self, a: Any) -> str:
@@ -92,7 +106,42 @@ class NumpyLike:
 
     def to_host(self, a: Any) -> np.ndarray:
         """A C-contiguous host copy."""
-        return np.array(a, order="C", copy=True)
+        copy = self._channels_last_copy(a)
+        return copy(a) if copy is not None else np.array(a, order="C", copy=True)
+
+    def _channels_last_copy(self, a: Any) -> Callable[[Any], np.ndarray] | None:
+        """For a 4-D NCHW view of NHWC storage with 8 or more channels (a conv's output), a function
+        copying it row-major through a dnngraph transpose on the session's CPU handle, which moves
+        the plane in cache-sized tiles: NumPy's strided copy of a 1x64x112x112 float32 result took
+        4.6 ms (0.7 GB/s). None where NumPy's copy serves (or there is no handle)."""
+        if (self._handle is None or type(a) is not np.ndarray or a.ndim != 4 or a.shape[1] < 8
+                or a.size < (1 << 16) or a.dtype not in _dnngraph_types()
+                or not a.transpose(0, 2, 3, 1).flags.c_contiguous):
+            return None
+        key = (a.shape, a.strides, a.dtype.str)
+        if key not in self._to_rows:
+            import dnngraph
+
+            t = _dnngraph_types()[a.dtype]
+            g = dnngraph.pygraph(io_data_type=t, intermediate_data_type=t, compute_data_type=dnngraph.data_type.FLOAT,
+                                 handle=self._handle)
+            x = g.tensor(dim=list(a.shape), stride=self.strides(a), data_type=t, name="nhwc")
+            y = g.transpose(x, permutation=[0, 1, 2, 3])
+            y.set_output(True)
+            g.validate()
+            g.build_operation_graph()
+            g.create_execution_plans([dnngraph.heur_mode.A])
+            g.check_support()
+            g.build_plans()
+            workspace = np.empty(max(g.get_workspace_size(), 1), np.uint8)
+
+            def copy(v: Any) -> np.ndarray:
+                out = np.empty(v.shape, v.dtype)
+                g.execute({x: v, y: out}, workspace)
+                return out
+
+            self._to_rows[key] = copy
+        return self._to_rows[key]
 
     def accept(self, a: Any) -> Any:
         """A feed (NumPy, or any DLPack array) as an array of this library on its device."""
@@ -299,7 +348,7 @@ def backend_for(handle: Any, prefer: str | None = None) -> Any:
     """The array library for a session on `handle`: NumPy on the CPU; on CUDA `prefer` ("torch",
     "cupy") or the first of them that imports. RuntimeError when neither does."""
     if not handle.is_cuda:
-        return NumpyLike()
+        return NumpyLike(handle)
     errors = []
     for name in ([prefer] if prefer else ["torch", "cupy"]):
         try:
