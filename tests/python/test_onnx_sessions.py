@@ -213,17 +213,18 @@ def test_channels_last_is_for_images_not_attention_operands(request):
     assert all(len(set(s.input_nhwc.values())) <= 1 for s in sdpa)
 
 
-def test_a_large_channels_last_result_leaves_through_the_tiled_transpose(request):
-    # A conv's output (NHWC inside the session, 16 channels x 64 x 64) returned as the model's NCHW
-    # array: copied by a dnngraph transpose (one per shape, kept), row-major, equal to onnxruntime's.
+def test_large_feature_maps_enter_and_leave_through_the_tiled_transpose(request):
+    # A conv on a 16-channel NCHW feature map (NHWC inside the session) whose 16-channel output is
+    # returned as the model's NCHW array: both conversions by a dnngraph transpose (one graph per
+    # pair of layouts, kept), the result row-major and equal to onnxruntime's.
     from test_onnx import one
     rng = seeded(request.node.name)
-    w = rand(rng, 16, 3, 3, 3)
-    m = one("Conv", [[2, 3, 64, 64]], {"pads": [1, 1, 1, 1]}, initializers=[("w", w)], extra_inputs=["w"])
+    w = rand(rng, 16, 16, 3, 3)
+    m = one("Conv", [[2, 16, 64, 64]], {"pads": [1, 1, 1, 1]}, initializers=[("w", w)], extra_inputs=["w"])
     s = dgx.load(m)
-    x = rand(rng, 2, 3, 64, 64)
+    x = rand(rng, 2, 16, 64, 64)
     for _ in range(2):
         (y,) = s.run(None, {"x0": x})
         assert y.flags.c_contiguous and y.shape == (2, 16, 64, 64)
         assert near(y, reference(m, {"x0": x})[0], 1e-5)
-    assert len(s.arrays._to_rows) == 1
+    assert len(s.arrays._copies) == 2

@@ -73,14 +73,14 @@ def _bf16_value(xp: Any, bits: Any) -> Any:
 
 class NumpyLike:
     """NumPy on the CPU; CuPy (the same API, on the GPU) derives from it. `handle`: the CPU handle
-    that copies large channels-last results to the caller's row-major layout (to_host)."""
+    that moves large feature maps between NCHW and NHWC (in_layout, to_host)."""
     name = "numpy"
     on_gpu = False
 
     def __init__(self, handle: Any = None) -> None:
         self.xp: Any = np
         self._handle = handle
-        self._to_rows: dict[tuple, Callable[[Any], np.ndarray]] = {}
+        self._copies: dict[tuple, Callable[[Any, Any], None]] = {}
 
     # -- dtypes ---------------------------------------------------------------------------
     def storage_of(self, a: Any) -> str:
@@ -106,42 +106,40 @@ class NumpyLike:
 
     def to_host(self, a: Any) -> np.ndarray:
         """A C-contiguous host copy."""
-        copy = self._channels_last_copy(a)
-        return copy(a) if copy is not None else np.array(a, order="C", copy=True)
+        if not a.flags.c_contiguous:
+            out = np.empty(a.shape, a.dtype)
+            if self._copy_by_dnngraph(a, out):
+                return out
+        return np.array(a, order="C", copy=True)
 
-    def _channels_last_copy(self, a: Any) -> Callable[[Any], np.ndarray] | None:
-        """For a 4-D NCHW view of NHWC storage with 8 or more channels (a conv's output), a function
-        copying it row-major through a dnngraph transpose on the session's CPU handle, which moves
-        the plane in cache-sized tiles: NumPy's strided copy of a 1x64x112x112 float32 result took
-        4.6 ms (0.7 GB/s). None where NumPy's copy serves (or there is no handle)."""
+    def _copy_by_dnngraph(self, a: Any, out: np.ndarray) -> bool:
+        """Copies `a` into `out` (the same shape and dtype, other strides) with a dnngraph transpose on
+        the session's CPU handle, which moves the plane in cache-sized tiles, where that pays: 4-D,
+        8 or more channels, 64K or more elements (a conv's NHWC result in NCHW: NumPy's strided
+        copy of a 1x64x112x112 float32 took 4.6 ms, 0.7 GB/s). False (nothing copied) elsewhere,
+        or without a handle. One small graph per pair of layouts, kept."""
         if (self._handle is None or type(a) is not np.ndarray or a.ndim != 4 or a.shape[1] < 8
-                or a.size < (1 << 16) or a.dtype not in _dnngraph_types()
-                or not a.transpose(0, 2, 3, 1).flags.c_contiguous):
-            return None
-        key = (a.shape, a.strides, a.dtype.str)
-        if key not in self._to_rows:
+                or a.size < (1 << 16) or a.dtype not in _dnngraph_types() or out.dtype != a.dtype):
+            return False
+        key = (a.shape, a.strides, out.strides, a.dtype.str)
+        if key not in self._copies:
             import dnngraph
 
             t = _dnngraph_types()[a.dtype]
             g = dnngraph.pygraph(io_data_type=t, intermediate_data_type=t, compute_data_type=dnngraph.data_type.FLOAT,
                                  handle=self._handle)
-            x = g.tensor(dim=list(a.shape), stride=self.strides(a), data_type=t, name="nhwc")
+            x = g.tensor(dim=list(a.shape), stride=self.strides(a), data_type=t, name="source")
             y = g.transpose(x, permutation=[0, 1, 2, 3])
-            y.set_output(True)
+            y.set_output(True).set_stride(self.strides(out))
             g.validate()
             g.build_operation_graph()
             g.create_execution_plans([dnngraph.heur_mode.A])
             g.check_support()
             g.build_plans()
             workspace = np.empty(max(g.get_workspace_size(), 1), np.uint8)
-
-            def copy(v: Any) -> np.ndarray:
-                out = np.empty(v.shape, v.dtype)
-                g.execute({x: v, y: out}, workspace)
-                return out
-
-            self._to_rows[key] = copy
-        return self._to_rows[key]
+            self._copies[key] = lambda v, w: g.execute({x: v, y: w}, workspace)
+        self._copies[key](a, out)
+        return True
 
     def accept(self, a: Any) -> Any:
         """A feed (NumPy, or any DLPack array) as an array of this library on its device."""
@@ -166,6 +164,8 @@ class NumpyLike:
             out = self.xp.ascontiguousarray(src)
             return out.transpose(0, 3, 1, 2) if nhwc and a.ndim == 4 else out
         out = self.empty_bytes(src.size * src.itemsize).view(src.dtype).reshape(src.shape)
+        if nhwc and a.ndim == 4 and self._copy_by_dnngraph(a, out.transpose(0, 3, 1, 2)):
+            return out.transpose(0, 3, 1, 2)
         if nhwc and a.ndim == 4 and a.shape[1] <= 4 and self.xp is np:
             # An image's few channels: one strided copy per channel ran 2.9x faster than NumPy's
             # 4-D transpose copy (1x3x224x224: 0.072 against 0.209 ms); at 16 channels it is slower.
@@ -222,6 +222,7 @@ class CupyArrays(NumpyLike):
 
     def __init__(self) -> None:
         import cupy
+        super().__init__()
         self.xp = cupy
 
     def from_host(self, a: np.ndarray) -> Any:
