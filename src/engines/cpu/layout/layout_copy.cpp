@@ -12,7 +12,6 @@
 namespace dnngraph::cpu {
 namespace {
 
-
 constexpr int64_t kBytesPerChunk = 1 << 16;  // a parallel_for chunk moves about this much
 
 // The offset of one side of a copy at block b and onwards: the block's coordinates over `dims`
