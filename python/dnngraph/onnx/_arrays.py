@@ -106,21 +106,23 @@ class NumpyLike:
 
     def to_host(self, a: Any) -> np.ndarray:
         """A C-contiguous host copy."""
-        if not a.flags.c_contiguous:
+        if not a.flags.c_contiguous and self._tiled_copy_pays(a):
             out = np.empty(a.shape, a.dtype)
-            if self._copy_by_dnngraph(a, out):
-                return out
+            self._copy_by_dnngraph(a, out)
+            return out
         return np.array(a, order="C", copy=True)
 
-    def _copy_by_dnngraph(self, a: Any, out: np.ndarray) -> bool:
-        """Copies `a` into `out` (the same shape and dtype, other strides) with a dnngraph transpose on
-        the session's CPU handle, which moves the plane in cache-sized tiles, where that pays: 4-D,
-        8 or more channels, 64K or more elements (a conv's NHWC result in NCHW: NumPy's strided
-        copy of a 1x64x112x112 float32 took 4.6 ms, 0.7 GB/s). False (nothing copied) elsewhere,
-        or without a handle. One small graph per pair of layouts, kept."""
-        if (self._handle is None or type(a) is not np.ndarray or a.ndim != 4 or a.shape[1] < 8
-                or a.size < (1 << 16) or a.dtype not in _dnngraph_types() or out.dtype != a.dtype):
-            return False
+    def _tiled_copy_pays(self, a: Any) -> bool:
+        """Whether a layout copy of `a` goes through _copy_by_dnngraph: 4-D NumPy arrays of 8 or more
+        channels and 64K or more elements (a conv's NHWC result in NCHW: NumPy's strided copy of a
+        1x64x112x112 float32 took 4.6 ms, 0.7 GB/s), on a session with a CPU handle."""
+        return (self._handle is not None and type(a) is np.ndarray and a.ndim == 4 and a.shape[1] >= 8
+                and a.size >= (1 << 16) and a.dtype in _dnngraph_types())
+
+    def _copy_by_dnngraph(self, a: Any, out: np.ndarray) -> None:
+        """Copies `a` into `out` (the same shape and dtype, other strides; _tiled_copy_pays(a)) with a
+        dnngraph transpose on the session's CPU handle, which moves the plane in cache-sized tiles.
+        One small graph per pair of layouts, kept."""
         key = (a.shape, a.strides, out.strides, a.dtype.str)
         if key not in self._copies:
             import dnngraph
@@ -139,7 +141,6 @@ class NumpyLike:
             workspace = np.empty(max(g.get_workspace_size(), 1), np.uint8)
             self._copies[key] = lambda v, w: g.execute({x: v, y: w}, workspace)
         self._copies[key](a, out)
-        return True
 
     def accept(self, a: Any) -> Any:
         """A feed (NumPy, or any DLPack array) as an array of this library on its device."""
@@ -164,7 +165,8 @@ class NumpyLike:
             out = self.xp.ascontiguousarray(src)
             return out.transpose(0, 3, 1, 2) if nhwc and a.ndim == 4 else out
         out = self.empty_bytes(src.size * src.itemsize).view(src.dtype).reshape(src.shape)
-        if nhwc and a.ndim == 4 and self._copy_by_dnngraph(a, out.transpose(0, 3, 1, 2)):
+        if nhwc and self._tiled_copy_pays(a):
+            self._copy_by_dnngraph(a, out.transpose(0, 3, 1, 2))
             return out.transpose(0, 3, 1, 2)
         if nhwc and a.ndim == 4 and a.shape[1] <= 4 and self.xp is np:
             # An image's few channels: one strided copy per channel ran 2.9x faster than NumPy's

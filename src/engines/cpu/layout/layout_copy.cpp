@@ -55,12 +55,14 @@ void copy_blocks(const StridedCopy& c, int64_t run, int64_t b, int64_t e, const 
   }
 }
 
-void copy_range(const StridedCopy& c, int64_t bytes, int64_t run, int64_t b, int64_t e, const char* src, char* dst) {
+// f(std::integral_constant<int64_t, bytes>): the copies' element sizes as template arguments.
+template <class F>
+void by_element_size(int64_t bytes, F&& f) {
   switch (bytes) {
-    case 1: return copy_blocks<1>(c, run, b, e, src, dst);
-    case 2: return copy_blocks<2>(c, run, b, e, src, dst);
-    case 4: return copy_blocks<4>(c, run, b, e, src, dst);
-    default: return copy_blocks<8>(c, run, b, e, src, dst);
+    case 1: return f(std::integral_constant<int64_t, 1>{});
+    case 2: return f(std::integral_constant<int64_t, 2>{});
+    case 4: return f(std::integral_constant<int64_t, 4>{});
+    default: return f(std::integral_constant<int64_t, 8>{});
   }
 }
 
@@ -121,15 +123,6 @@ void transpose_items(const PlaneTranspose& t, int64_t b, int64_t e, const char* 
   }
 }
 
-void transpose_range(const PlaneTranspose& t, int64_t bytes, int64_t b, int64_t e, const char* src, char* dst) {
-  switch (bytes) {
-    case 1: return transpose_items<1>(t, b, e, src, dst);
-    case 2: return transpose_items<2>(t, b, e, src, dst);
-    case 4: return transpose_items<4>(t, b, e, src, dst);
-    default: return transpose_items<8>(t, b, e, src, dst);
-  }
-}
-
 struct CopyProgram {
   std::vector<StridedCopy> copies;
   std::vector<std::optional<PlaneTranspose>> tiled;  // by copy: its plane transpose, where it is one
@@ -144,20 +137,24 @@ class LayoutCopyPlan final : public Plan {
 
   Status execute(const ExecArgs& args) const override {
     char* dst = static_cast<char*>(args.ptrs[static_cast<size_t>(prog_.output)]);
-    for (const StridedCopy& c : prog_.copies) {
+    const int64_t bytes = prog_.element_bytes;
+    for (size_t i = 0; i < prog_.copies.size(); ++i) {
+      const StridedCopy& c = prog_.copies[i];
       const char* src = static_cast<const char*>(args.ptrs[static_cast<size_t>(prog_.inputs[static_cast<size_t>(c.input)])]);
-      const char* s = src + c.src_offset * prog_.element_bytes;
-      char* d = dst + c.dst_offset * prog_.element_bytes;
-      if (const auto& t = prog_.tiled[static_cast<size_t>(&c - prog_.copies.data())]) {
-        const int64_t grain = std::max<int64_t>(1, kBytesPerChunk / (kTile * t->cols * prog_.element_bytes));
-        args.handle.thread_pool().parallel_for(
-            t->items(), [&](int64_t b, int64_t e) { transpose_range(*t, prog_.element_bytes, b, e, s, d); }, grain);
+      const char* s = src + c.src_offset * bytes;
+      char* d = dst + c.dst_offset * bytes;
+      if (const auto& t = prog_.tiled[i]) {
+        const int64_t grain = std::max<int64_t>(1, kBytesPerChunk / (kTile * t->cols * bytes));
+        args.handle.thread_pool().parallel_for(t->items(), [&](int64_t b, int64_t e) {
+          by_element_size(bytes, [&](auto w) { transpose_items<decltype(w)::value>(*t, b, e, s, d); });
+        }, grain);
         continue;
       }
       const int64_t run = contiguous_run(c), blocks = c.count / run;
-      const int64_t grain = std::max<int64_t>(1, kBytesPerChunk / (run * prog_.element_bytes));
-      args.handle.thread_pool().parallel_for(
-          blocks, [&](int64_t b, int64_t e) { copy_range(c, prog_.element_bytes, run, b, e, s, d); }, grain);
+      const int64_t grain = std::max<int64_t>(1, kBytesPerChunk / (run * bytes));
+      args.handle.thread_pool().parallel_for(blocks, [&](int64_t b, int64_t e) {
+        by_element_size(bytes, [&](auto w) { copy_blocks<decltype(w)::value>(c, run, b, e, s, d); });
+      }, grain);
     }
     return {};
   }

@@ -166,12 +166,7 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
   int s = 0;
   u32 phase = 0;
   float acc[REGS];
-  // Without splits a unit has no k steps only where K is 0: then no wgmma ever writes the
-  // accumulators, zeroed once here (zeroed per tile, their selects cost 128 instructions a tile).
-  if (!SPLIT && ktiles == 0) {
-#pragma unroll
-    for (int i = 0; i < REGS; ++i) acc[i] = 0.0f;
-  }
+  if (!SPLIT && ktiles == 0) zero_accumulators(acc);  // K = 0: no wgmma ever writes them
   mbar_wait(base + S::FILTER_BAR, 0);
   for (i64 unit = blockIdx.x; unit < units; unit += gridDim.x) {
     i64 tile, b;
@@ -198,10 +193,7 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
     }
     wgmma_wait<0>();
     if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
-    if (SPLIT && kb == ke) {  // a split with no k steps (without splits, see above the loop)
-#pragma unroll
-      for (int i = 0; i < REGS; ++i) acc[i] = 0.0f;
-    }
+    if (SPLIT && kb == ke) zero_accumulators(acc);  // a split with no k steps
     if constexpr (SPLIT)
       if (!splitk_fixup<REGS>(acc, static_cast<float*>(P.ws), tiles, tile, split, P.splits, (int)threadIdx.x - 128))
         continue;

@@ -110,12 +110,7 @@ __device__ __forceinline__ void conv_consume(const ConvParams& P, const Pointwis
   int s = 0;
   u32 phase = 0;
   float acc[REGS];
-  // Without splits a unit has no k steps only where K is 0: then no wgmma ever writes the
-  // accumulators, zeroed once here (zeroed per tile, their selects cost 128 instructions a tile).
-  if (!SPLIT && ktiles == 0) {
-#pragma unroll
-    for (int i = 0; i < REGS; ++i) acc[i] = 0.0f;
-  }
+  if (!SPLIT && ktiles == 0) zero_accumulators(acc);  // K = 0: no wgmma ever writes them
   for (i64 unit = blockIdx.x; unit < units; unit += gridDim.x) {
     i64 tile, b;
     int split, kb, ke, tm, tn;
@@ -143,10 +138,7 @@ __device__ __forceinline__ void conv_consume(const ConvParams& P, const Pointwis
     }
     wgmma_wait<0>();
     if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
-    if (SPLIT && kb == ke) {  // a split with no k steps (without splits, see above the loop)
-#pragma unroll
-      for (int i = 0; i < REGS; ++i) acc[i] = 0.0f;
-    }
+    if (SPLIT && kb == ke) zero_accumulators(acc);  // a split with no k steps
     if constexpr (SPLIT)
       if (!splitk_fixup<REGS>(acc, static_cast<float*>(P.ws), (i64)P.tiles_m * P.tiles_n, tile, split, P.splits, ct))
         continue;

@@ -261,6 +261,15 @@ __device__ __forceinline__ void wgmma_release(u32 empty, int lane) {
   }
 }
 
+// Accumulators no wgmma will write, zeroed: where K is 0 (the only case in which a unit without
+// splits has no k steps) once before the tiles, since zeroing per tile costs 128 selects a tile;
+// and a split unit's with no k steps.
+template <int N>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) acc[i] = 0.0f;
+}
+
 // What a consumer needs to know of the problem: the tile grid, sizes and epilogue vector width,
 // (matmul only) the batch for the epilogue's batch coordinates, and (split-K) the splits and the
 // workspace of their partial sums.
@@ -301,12 +310,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   int s = 0;
   u32 phase = 0;
   float acc[HALVES * REGS];
-  // Without splits a unit has no k steps only where K is 0: then no wgmma ever writes the
-  // accumulators, zeroed once here (zeroed per tile, their selects cost 128 instructions a tile).
-  if (!SPLIT && ktiles == 0) {
-#pragma unroll
-    for (int i = 0; i < HALVES * REGS; ++i) acc[i] = 0.0f;
-  }
+  if (!SPLIT && ktiles == 0) zero_accumulators(acc);  // K = 0: no wgmma ever writes them
   i64 local = 0;  // this CTA's tile counter
   // EPI_TMA_STORE: the unit's first k step was issued by the previous tile's epilogue, from `head`.
   bool headed = false;
@@ -364,10 +368,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     wgmma_wait<0>();
     if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
     if (CLUSTER > 1 && tm >= sh.tiles_m) continue;  // the pair's missing tile: protocol only
-    if (SPLIT && kb == ke) {  // a split with no k steps (without splits, see above the loop)
-#pragma unroll
-      for (int i = 0; i < HALVES * REGS; ++i) acc[i] = 0.0f;
-    }
+    if (SPLIT && kb == ke) zero_accumulators(acc);  // a split with no k steps
     if constexpr (SPLIT)
       if (!splitk_fixup<REGS>(acc, sh.ws, sh.tiles, t, split, sh.splits, (int)threadIdx.x - 128)) continue;
     if constexpr (EPI == EPI_PROBE_NONE) continue;
