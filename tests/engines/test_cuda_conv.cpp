@@ -157,7 +157,9 @@ TEST(CudaConvImplicitGemm, Tf32WgmmaKnobsOnHopperOnlyForFloat) {
       split8 += k.count("split_k") && k.at("split_k") == 8;
     }
     EXPECT_EQ(wgmma, 10);  // tile_n 128 x 2, 256 x 2, split_k 2, 3, 4, 5, 6, 8
-    EXPECT_EQ(im2col, 12);  // tile_n 256 x 2, 128, 128 ping-pong x 2, split_k 2, 3, 4, 6, 8, 64 and 64 ping-pong
+    // tile_n 256 x 2, 128, 128 ping-pong x 2, split_k 2, 3, 4, 6, 8, 64 and 64 ping-pong; bf16 also
+    // clusters along N: 64 and 64 ping-pong x cluster_n 2, 4, and 128 x cluster_n 2.
+    EXPECT_EQ(im2col, tf32 ? 12 : 17);
     EXPECT_EQ(split8, 2);
     for (const auto& k : e.knob_space(parts[0], ta)) {
       EXPECT_EQ(k.at("core"), 0) << dg::knobs_to_string(k);

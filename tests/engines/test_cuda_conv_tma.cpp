@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -325,7 +326,7 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
   struct Setting {
     int bn, splits;
     bool pingpong, resident = false;
-    int cluster = 1;
+    int cluster = 1, cluster_n = 1;
   };
   const Case two{{2, 48, 9, 9}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   const Case three{{1, 8, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
@@ -334,20 +335,22 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
       const auto built = partition_of(c, t);
       for (Setting s : {Setting{64, 1, false}, {64, 1, true}, {128, 1, true}, {256, 1, false}, {128, 2, false},
                         {64, 1, false, true}, {64, 2, false, true}, {256, 1, false, false, 2},
-                        {64, 1, false, false, 2}, {128, 1, true, false, 2}}) {
+                        {64, 1, false, false, 2}, {128, 1, true, false, 2}, {64, 1, false, false, 1, 2},
+                        {64, 1, true, false, 1, 4}, {128, 1, false, false, 1, 2}}) {
         // Resident filters for the bf16 2D case only: 3D's 27 and TF32's 18 filter tiles leave no room.
         if (s.resident && (c.x.size() == 5 || t != BF)) continue;
-        if (s.cluster > 1 && t != BF) continue;  // clusters: 16-bit inputs only
+        if (s.cluster * s.cluster_n > 1 && t != BF) continue;  // clusters: 16-bit inputs only
         std::string src, why;
         ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, s.bn, 4, src, why, s.splits, s.pingpong, s.resident,
-                                              s.cluster))
+                                              s.cluster, 0, s.cluster_n))
             << why;
         EXPECT_TRUE(gemm_test::instantiates(
             src, "conv_fprop_im2col",
             {{"kDataType", t == BF ? "dg::DT_BFLOAT16" : "dg::DT_FLOAT"}, {"kTileN", std::to_string(s.bn)},
              {"kRank", c.x.size() == 5 ? "5" : "4"}, {"kPingpong", s.pingpong ? "true" : "false"},
              {"kResidentB", s.resident ? "true" : "false"},
-             {"kSplitK", s.splits > 1 ? "true" : "false"}, {"kCluster", std::to_string(s.cluster)}}));
+             {"kSplitK", s.splits > 1 ? "true" : "false"}, {"kCluster", std::to_string(s.cluster * s.cluster_n)},
+             {"kClusterAlongN", s.cluster_n > 1 ? "true" : "false"}}));
         ASSERT_NO_FATAL_FAILURE(
             expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "tile_n " + std::to_string(s.bn) + ": "));
       }
@@ -377,6 +380,13 @@ dg::Knobs im2col_knobs(int64_t bn, int64_t stages, int64_t split_k = 1, int64_t 
 dg::Knobs cluster_knobs(int64_t bn, int64_t stages) {
   dg::Knobs k = im2col_knobs(bn, stages);
   k["cluster"] = 2;
+  return k;
+}
+
+// Clusters of `cn` CTAs along N sharing the activation tile, each loading 128 / cn of its pixels.
+dg::Knobs cluster_n_knobs(int64_t bn, int64_t stages, int64_t cn) {
+  dg::Knobs k = im2col_knobs(bn, stages);
+  k["cluster_n"] = cn;
   return k;
 }
 
@@ -418,6 +428,27 @@ TEST(CudaConvIm2col, ClustersForWideLayersOnly) {
       << s.message();
 }
 
+// Clusters along N sharing the activation tile: offered where the tiles under-fill the GPU and
+// there are filter tiles to share it (RN50's C512 7² layer), not on the tutorial layer.
+TEST(CudaConvIm2col, ClustersAlongNForFewPixelsManyChannels) {
+  gemm_test::FakeHopper hopper;
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  const auto along_n = [&](const Case& c) {
+    std::set<std::string> s;
+    for (const auto& k : e.knob_space(partition_of(c)->p(), hopper.target))
+      if (k.count("cluster_n"))
+        s.insert(std::to_string(k.at("tile_n")) + "/" + std::to_string(k.at("cluster_n")) +
+                 (k.count("pingpong") ? "p" : ""));
+    return s;
+  };
+  const Case c512{{32, 512, 7, 7}, 512, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  EXPECT_EQ(along_n(c512), (std::set<std::string>{"128/2", "128/4", "64/2", "64/2p", "64/4", "64/4p"}));
+  const Case tutorial{{32, 128, 56, 56}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  EXPECT_TRUE(along_n(tutorial).empty());
+  const Case c128{{32, 512, 7, 7}, 128, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};  // 2 filter tiles of 64
+  EXPECT_EQ(along_n(c128), (std::set<std::string>{"64/2", "64/2p"}));
+}
+
 // Resident filters: in the knobs where every output channel fits one 64-wide tile column and the
 // filter tiles fit beside the stages; refused otherwise, with the rule.
 TEST(CudaConvIm2col, ResidentFiltersWhereTheyFit) {
@@ -456,7 +487,9 @@ TEST(CudaConvIm2col, ConvolutionsMatchRef) {
   std::mt19937 rng(141);
   const std::vector<dg::Knobs> all{im2col_knobs(64, 8),       im2col_knobs(64, 8, 1, 1), im2col_knobs(256, 4),
                                    im2col_knobs(128, 6, 1, 1), im2col_knobs(128, 5),    im2col_knobs(128, 5, 3),
-                                   cluster_knobs(256, 4),      cluster_knobs(64, 6),    pingpong(cluster_knobs(128, 6))};
+                                   cluster_knobs(256, 4),      cluster_knobs(64, 6),    pingpong(cluster_knobs(128, 6)),
+                                   cluster_n_knobs(64, 8, 2),  pingpong(cluster_n_knobs(64, 8, 4)),
+                                   cluster_n_knobs(128, 5, 2)};
   // Resident filters (64 output channels at most, few taps x channel blocks).
   const std::vector<dg::Knobs> resident{im2col_knobs(64, 6, 1, 0, 0, 1), im2col_knobs(64, 4, 1, 0, 0, 1),
                                         im2col_knobs(128, 3, 2, 0, 0, 1)};
@@ -476,7 +509,7 @@ TEST(CudaConvIm2col, ConvolutionsMatchRef) {
   c = {{2, 16, 37}, 20, {5}, {2}, {1}, {2}, {1}};
   run_knobs_vs_ref(*gpu, c, BF, dg::DataType::FLOAT, false, channels_last(c.x), {all[0], all[3], resident[0]}, rng);
   c = {{1, 8, 5, 6, 7}, 12, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
-  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), {all[0], all[4], all[6]}, rng);
+  run_knobs_vs_ref(*gpu, c, BF, BF, true, channels_last(c.x), {all[0], all[4], all[6], all[9], all[10]}, rng);
   // TF32: 32-channel blocks.
   c = {{2, 36, 11, 9}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, dg::DataType::FLOAT, dg::DataType::FLOAT, true, channels_last(c.x),
@@ -499,7 +532,9 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
   const std::vector<dg::Knobs> im2col{registers(im2col_knobs(64, 6)),        registers(im2col_knobs(64, 8)),
                                       registers(im2col_knobs(128, 5)),       registers(im2col_knobs(256, 3)),
                                       registers(im2col_knobs(128, 6, 1, 1)), registers(im2col_knobs(64, 8, 1, 1)),
-                                      registers(pingpong(cluster_knobs(128, 6))), registers(cluster_knobs(256, 3))};
+                                      registers(pingpong(cluster_knobs(128, 6))), registers(cluster_knobs(256, 3)),
+                                      registers(cluster_n_knobs(64, 8, 2)),  registers(pingpong(cluster_n_knobs(64, 8, 4))),
+                                      registers(cluster_n_knobs(128, 5, 2))};
   Case c{{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng);
   c = {{2, 136, 17, 19}, 200, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};
@@ -507,7 +542,7 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
   c = {{3, 64, 30, 30}, 320, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};  // 21 pixel tiles, several per CTA
   run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::HALF, false, channels_last(c.x), im2col, rng);
   c = {{1, 8, 5, 6, 7}, 16, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
-  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[3], im2col[4], im2col[6]}, rng);
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[3], im2col[4], im2col[6], im2col[8]}, rng);
   // The bias 4 bytes off a 16-byte boundary: the element-by-element path (V = 1).
   c = {{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[2], im2col[4]}, rng, 4);

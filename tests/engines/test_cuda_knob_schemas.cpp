@@ -168,8 +168,11 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
   }
   expect_rejected(e, {{"tile_k", 32}},
                   "no knob 'tile_k' (its knobs: core, tile_m, tile_n, stages, split_k, tf32, pingpong, resident_b, "
-                  "cluster, epilogue)");
+                  "cluster, cluster_n, epilogue)");
   expect_rejected(e, {{"core", 4}}, "knob core=4 is not in 0..3");
+  expect_rejected(e, {{"cluster_n", 3}}, "knob cluster_n=3 is not one of 1, 2, 4");
+  expect_rejected(e, {{"core", 3}, {"cluster_n", 2}, {"split_k", 2}},
+                  "cluster_n above 1 goes only with core=3, cluster 1 and whole tiles of 16-bit inputs");
   expect_rejected(e, {{"tile_n", 96}}, "knob tile_n=96 is not one of 64, 128, 256");
   expect_rejected(e, {{"split_k", 2}}, "split_k above 1 runs on the wgmma cores (core=1..3) only");
   expect_rejected(e, {{"core", 0}, {"tile_n", 256}}, "the mma.sync core (core=0) takes tile_n 64 or 128");

@@ -54,7 +54,7 @@ bool im2col_view(const ConvProblem& cp, std::string& why) {
   return true;
 }
 
-Im2colMapSpec im2col_activation_map(const ConvProblem& cp, int bk) {
+Im2colMapSpec im2col_activation_map(const ConvProblem& cp, int bk, int pixels) {
   const ConvParams& p = cp.params;
   const int64_t es = size_of(cp.dtype);
   Im2colMapSpec s;
@@ -82,7 +82,7 @@ Im2colMapSpec im2col_activation_map(const ConvProblem& cp, int bk) {
     s.traversal[i] = static_cast<uint32_t>(p.stride[pdim(i)]);
   }
   s.channels = static_cast<uint32_t>(bk);
-  s.pixels = 128;
+  s.pixels = static_cast<uint32_t>(pixels);
   return s;
 }
 

@@ -18,8 +18,9 @@ int im2col_rank(const ConvParams& p);
 // k steps of BK channels: taps x ceil(C / BK).
 int64_t im2col_ktiles(const ConvParams& p, int bk);
 
-// The activation's map: `bk` channels x 128 pixels per load.
-Im2colMapSpec im2col_activation_map(const ConvProblem& cp, int bk);
+// The activation's map: `bk` channels x `pixels` pixels per load (128: a tile's; fewer: a
+// cluster CTA's piece of it).
+Im2colMapSpec im2col_activation_map(const ConvProblem& cp, int bk, int pixels = 128);
 // The filters as (C, taps, K), boxes of `bk` channels x 1 tap x `bn` output channels.
 TensorMapSpec im2col_filter_map(const ConvProblem& cp, int bk, int bn);
 

@@ -13,6 +13,7 @@
 #include "engines/cuda/common/register_epilogue.hpp"
 #include "engines/cuda/conv/conv_gemm_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
+#include "engines/cuda/conv/conv_knobs.hpp"
 #include "engines/cuda/conv/conv_problem.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/driver_ext.hpp"
@@ -21,90 +22,14 @@
 namespace dnngraph::cuda {
 namespace {
 
+using conv::ConvKnobs;
 using conv::ConvProblem;
-constexpr const char* kEngineName = "cuda_conv_implicit_gemm";
+using Config = conv::ConvConfig;
+constexpr const char* kEngineName = conv::kImplicitGemmEngineName;
 constexpr const char* kFpropKernel = "dg_conv_fprop";
 // The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
 // least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.
 constexpr double kRegisterEpilogueGain = 1.07;
-
-// core 0: mma.sync (any sm_80+), tiles bm x bn x 32 (tf32: x 16, the same bytes); core 1: wgmma +
-// TMA (sm_90a), 128 x bn x 64 (tf32: x 32, one 128-byte row either way), optionally split-K:
-// `splits` CTAs share a tile's k steps, the last one sums and runs the epilogue. Core 2: 1x1
-// convolutions as plain GEMMs (conv_gemm_view.hpp) on the matmul's wgmma kernel, both operands by
-// TMA, the same tiles and split-K, or ping-pong consumers with 128-wide tiles. Core 3: any other
-// fprop whose windows fit the im2col maps (conv_im2col_view.hpp): TMA im2col loads issued by one
-// producer thread (kernels/conv_im2col_tma.cuh), the same consumers as core 2.
-struct Config {
-  int core = 0;
-  int bm = 128, bn = 128, stages = 4;
-  int splits = 1;
-  bool tf32 = false;  // FLOAT inputs as TF32 (core 0 rounds them, core 1's wgmma truncates them)
-  bool pingpong = false;  // cores 2 and 3
-  bool resident_b = false;  // core 3: every k step's filter tile stays in shared memory
-  int resident_kt = 0;      // their count (the problem's k steps), set with resident_b
-  int cluster = 1;          // core 3: 2 = pairs of CTAs sharing each filter tile by TMA multicast
-                            // (cooperative or ping-pong consumers)
-  // Cores 2 and 3: 1 = the epilogue in registers, the tile stored by TMA
-  // (common/register_epilogue.hpp): per consumer warpgroup a ring of two 8 KB boxes (64 rows x 64
-  // 16-bit columns; one for 64-wide tiles) in place of the staged epilogue's fp32 chunks.
-  int epilogue = 0;
-  int bk() const { return core ? (tf32 ? 32 : 64) : tf32 ? 16 : 32; }
-  int threads() const { return core ? 384 : 128; }
-  int smem_bytes() const {
-    // Resident filters: A stages, staging, barriers, then (1024-aligned) one filter tile per k step.
-    if (resident_b)
-      return 1024 + (stages * bm * 128 + 2 * 64 * 36 * 4 + 16 * stages + 8 + 1023) / 1024 * 1024 + resident_kt * bn * 128;
-    if (core) return 1024 + stages * (bm + bn) * 128 + (epilogue ? 2 * std::min(bn / 64, 2) * 8192 : 2 * 64 * 36 * 4) + 16 * stages;
-    return std::max(stages * (bm + bn) * 64, bm * (bn + 4) * 4);  // 64 bytes of k per tile row
-  }
-};
-
-// The engine's knobs, as knob_space prints them: split_k and tf32 only where they are set.
-struct ConvKnobs {
-  int64_t core = 0;
-  int64_t tile_m = 128, tile_n = 128, stages = 4;
-  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0, cluster = 1, epilogue = 0;
-};
-
-Config config_of(const ConvKnobs& k) {
-  Config c{static_cast<int>(k.core), static_cast<int>(k.tile_m), static_cast<int>(k.tile_n),
-           static_cast<int>(k.stages), static_cast<int>(k.split_k), k.tf32 == 1, k.pingpong == 1, k.resident_b == 1};
-  c.cluster = static_cast<int>(k.cluster);
-  c.epilogue = static_cast<int>(k.epilogue);
-  return c;
-}
-
-std::string conv_rules(const ConvKnobs& k) {
-  if (k.split_k > 1 && k.core == 0) return "split_k above 1 runs on the wgmma cores (core=1..3) only";
-  if (k.core == 0 && k.tile_n == 256) return "the mma.sync core (core=0) takes tile_n 64 or 128";
-  if (k.core > 0 && k.tile_m != 128) return "the wgmma cores (core=1..3) take tile_m 128";
-  if (k.pingpong && (k.core < 2 || k.tile_n == 256 || k.split_k > 1))
-    return "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1";
-  if (k.core >= 2 && k.split_k > 1 && k.tile_n != 128) return "split_k above 1 on core=2 or 3 takes tile_n 128";
-  if (k.resident_b && (k.core != 3 || k.pingpong)) return "resident_b=1 goes only with core=3 and pingpong 0";
-  if (k.cluster == 2 && (k.core != 3 || k.split_k > 1 || k.tf32 || k.resident_b))
-    return "cluster=2 goes only with core=3 and whole tiles of 16-bit inputs (split_k 1, tf32 0, resident_b 0)";
-  if (k.epilogue && (k.core < 2 || k.split_k > 1 || k.resident_b))
-    return "epilogue=1 (registers + TMA store) goes only with core=2 or 3 and whole tiles (split_k 1, resident_b 0)";
-  if (k.core > 0 && !k.resident_b && config_of(k).smem_bytes() > 227 * 1024)
-    return "the wgmma core's " + std::to_string(config_of(k).smem_bytes()) +
-           " bytes of shared memory for these stages exceed 227 KB";
-  return "";
-}
-
-const KnobSchema<ConvKnobs> kSchema{kEngineName,
-                                    {{"core", &ConvKnobs::core, 0, 3},
-                                     {"tile_m", &ConvKnobs::tile_m, 64, 128, {64, 128}},
-                                     {"tile_n", &ConvKnobs::tile_n, 64, 256, {64, 128, 256}},
-                                     {"stages", &ConvKnobs::stages, 2, 8},
-                                     {"split_k", &ConvKnobs::split_k, 1, 16, {}, false},
-                                     {"tf32", &ConvKnobs::tf32, 0, 1, {}, false},
-                                     {"pingpong", &ConvKnobs::pingpong, 0, 1, {}, false},
-                                     {"resident_b", &ConvKnobs::resident_b, 0, 1, {}, false},
-                                     {"cluster", &ConvKnobs::cluster, 1, 2, {}, false},
-                                     {"epilogue", &ConvKnobs::epilogue, 0, 1, {}, false}},
-                                    conv_rules};
 
 struct Pieces {
   ConvProblem cp;
@@ -155,7 +80,7 @@ int epilogue_mode(const Config& c, const EpiloguePlan& epi) {
 void add_kernel_modes(KernelConfigSource& s, const Config& c, const EpiloguePlan& epi) {
   if (const int m = epilogue_mode(c, epi)) s.value("kEpilogue", m);
   const char* probe = std::getenv("DNNGRAPH_CONV_PROBE_TILED_A");
-  if (probe && *probe == '1' && c.core == 3 && c.bn == 128 && c.cluster == 1 && !c.resident_b) s.value("kProbeTiledA", 1);
+  if (probe && *probe == '1' && c.core == 3 && c.bn == 128 && c.cluster_ctas() == 1 && !c.resident_b) s.value("kProbeTiledA", 1);
 }
 const char* output_map_param(const Config& c) { return c.epilogue ? ", const __grid_constant__ dg::TmaDesc my" : ""; }
 const char* output_map_arg(const Config& c) { return c.epilogue ? ", &my" : ""; }
@@ -184,13 +109,14 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
         .flag("kPingpong", c.pingpong)
         .value("kRank", conv::im2col_rank(pc.cp.params))
         .flag("kResidentB", c.resident_b)
-        .value("kCluster", c.cluster);
+        .value("kCluster", c.cluster_ctas())
+        .flag("kClusterAlongN", c.cluster_n > 1);
     add_kernel_modes(ks, c, pc.epi);
     os << "#include \"conv_im2col_tma.cuh\"\n\n" << epilogue_source(pc.epi, g, c.epilogue == 1) << "\n"
        << ks.type("Epilogue", "dg_gen::Epilogue").str()
        // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.
        << "extern \"C\" __global__ void "
-       << (c.cluster > 1 ? "__cluster_dims__(" + std::to_string(c.cluster) + ", 1, 1) " : "")
+       << (c.cluster_ctas() > 1 ? "__cluster_dims__(" + std::to_string(c.cluster_ctas()) + ", 1, 1) " : "")
        << "__launch_bounds__(384, 1) " << kFpropKernel
        << "(const dg::ConvParams cp, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mx, "
           "const __grid_constant__ dg::TmaDesc mw"
@@ -212,23 +138,6 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
   }
   os << finalize_source(pc.epi.L);
   return os.str();
-}
-
-// Resident filters (core 3): every output channel in one tile column and every k step's filter
-// tile beside the stages in 227 KB; sets c.resident_kt.
-bool resident_fits(const ConvProblem& cp, Config& c, std::string& why) {
-  // Capped where the count alone already overflows 227 KB, so that smem_bytes() stays in int.
-  c.resident_kt = static_cast<int>(std::min<int64_t>(conv::im2col_ktiles(cp.params, c.bk()), 4096));
-  if (cp.params.N > c.bn) {
-    why = std::to_string(cp.params.N) + " output channels do not fit one tile column of " + std::to_string(c.bn);
-    return false;
-  }
-  if (c.smem_bytes() > 227 * 1024) {
-    why = "the " + std::to_string(c.resident_kt) + " filter tiles and " + std::to_string(c.stages) + " stages need " +
-          std::to_string(c.smem_bytes()) + " bytes of shared memory, above 227 KB";
-    return false;
-  }
-  return true;
 }
 
 // The filters as a K-major [Kout][taps * C] matrix for TMA: boxes of one 128-byte k step (64
@@ -318,9 +227,9 @@ class ConvPlan final : public KernelPlan {
 
  private:
   // The wgmma cores' launch: persistent CTAs (at most one per SM) walking `units` (tile, k range)
-  // units, 3 warpgroups each; with clusters, pairs of CTAs walking pairs of pixel tiles.
+  // units, 3 warpgroups each; with clusters, groups of CTAs walking groups of tiles.
   Status launch_persistent(HandleImpl& h, void** kargs, int64_t units) const {
-    const int64_t cl = c_.cluster;
+    const int64_t cl = c_.cluster_ctas();
     const auto grid =
         static_cast<unsigned>(std::min<int64_t>((units + cl - 1) / cl, h.cuda->multiprocessors / cl) * cl);
     return cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
@@ -342,13 +251,17 @@ class ConvPlan final : public KernelPlan {
   // Core 3: the im2col TMA kernel (split-K units walk its (tap, channel block) k steps), then the finalize.
   Status launch_im2col(HandleImpl& h, conv::ConvParams& cp, codegen::PointwiseParams& pp, cuda::TensorMap& my) const {
     cuda::TensorMap mx, mw;
-    if (auto s = cuda::encode_im2col_map(conv::im2col_activation_map(pc_.cp, c_.bk()), cp.x, mx); !s.ok()) return s;
-    // With clusters each CTA loads half of the filter tile (its rank's output channels).
+    // Clusters along M: each CTA loads half of the filter tile (its rank's output channels); along
+    // N: its piece of the pixels.
+    const int pixels = 128 / c_.cluster_n;
+    if (auto s = cuda::encode_im2col_map(conv::im2col_activation_map(pc_.cp, c_.bk(), pixels), cp.x, mx); !s.ok())
+      return s;
     if (auto s = cuda::encode_tensor_map(conv::im2col_filter_map(pc_.cp, c_.bk(), c_.bn / c_.cluster), cp.w, mw); !s.ok())
       return s;
     void* kargs[] = {&cp, &pp, &mx, &mw, &my};  // (my: read only by epilogue=1's kernel)
-    const int64_t tiles_m = c_.cluster > 1 ? (cp.tiles_m + 1) / 2 * 2 : cp.tiles_m;  // the pairs' tiles
-    if (auto s = launch_persistent(h, kargs, tiles_m * cp.tiles_n * c_.splits); !s.ok()) return s;
+    const auto whole_groups = [](int64_t tiles, int64_t cl) { return (tiles + cl - 1) / cl * cl; };
+    const int64_t units = whole_groups(cp.tiles_m, c_.cluster) * whole_groups(cp.tiles_n, c_.cluster_n) * c_.splits;
+    if (auto s = launch_persistent(h, kargs, units); !s.ok()) return s;
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
@@ -358,7 +271,7 @@ class ConvPlan final : public KernelPlan {
 
 class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, prepare> {
  public:
-  ConvImplicitGemmEngine() : PreparedEngine(kEngineName, kSchema) {}
+  ConvImplicitGemmEngine() : PreparedEngine(kEngineName, conv::knob_schema()) {}
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     std::vector<ConvKnobs> settings;
@@ -369,9 +282,9 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     // FLOAT inputs get here only where the graph allows TF32 (describe_conv): every knob set takes tf32=1.
     const int64_t tf32 = described && cp.dtype == DataType::FLOAT ? 1 : 0;
     if (int64_t stride = 0; t.info().sm_version == 90 && described && conv::gemm_view(cp, stride, why))
-      add_gemm_view(cp, t, tf32 ? 32 : 64, settings);
+      conv::add_gemm_view_candidates(cp, t.info().multiprocessors, tf32 ? 32 : 64, settings);
     else if (t.info().sm_version == 90 && described && conv::im2col_view(cp, why))
-      add_im2col(cp, t, tf32 ? 32 : 64, settings);
+      conv::add_im2col_candidates(cp, t.info().multiprocessors, tf32 ? 32 : 64, settings);
     add_register_epilogue(p, t, settings);
     if (t.info().sm_version == 90 && !dgrad) {
       if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
@@ -387,23 +300,6 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       for (int st : {4, 3}) settings.push_back({.core = 0, .tile_m = bm, .tile_n = bn, .stages = st});
     for (auto& k : settings) k.tf32 = tf32;
     return ranked(p, t, settings);
-  }
-
-  // Core 2 (1x1 convolutions as GEMMs): 64-wide tiles for 64 output channels or fewer, else
-  // 256-wide ones and 128-wide ping-pong; split-K where the 128 x 128 tiles under-fill the
-  // multiprocessors and each split keeps at least 8 k steps (as cuda_gemm_wgmma_tma's).
-  static void add_gemm_view(const ConvProblem& cp, const Target& t, int64_t bk, std::vector<ConvKnobs>& out) {
-    if (cp.params.N <= 64) {
-      for (int st : {6, 4, 8}) out.push_back({.core = 2, .tile_m = 128, .tile_n = 64, .stages = st});
-      out.push_back({.core = 2, .tile_m = 128, .tile_n = 64, .stages = 8, .pingpong = 1});
-    } else {
-      out.push_back({.core = 2, .tile_m = 128, .tile_n = 256, .stages = 4});
-      out.push_back({.core = 2, .tile_m = 128, .tile_n = 128, .stages = 6, .pingpong = 1});
-    }
-    const int64_t tiles = ((cp.params.M + 127) / 128) * ((cp.params.N + 127) / 128), kt = (cp.params.K + bk - 1) / bk;
-    if (tiles < t.info().multiprocessors)
-      for (int sk : {2, 4, 8})
-        if (kt >= 8 * sk) out.push_back({.core = 2, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk});
   }
 
   // Cores 2 and 3: each whole-tile setting of one CTA again with the register epilogue (epilogue=1)
@@ -422,71 +318,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     for (size_t i = 0; i < n; ++i) {
       ConvKnobs k = out[i];
       k.epilogue = 1;
-      if (k.core >= 2 && conv_rules(k).empty()) out.push_back(k);
+      if (k.core >= 2 && conv::conv_rules(k).empty()) out.push_back(k);
     }
-  }
-
-  // Core 3 (im2col TMA): the same tile shapes as core 2; split-K where the 128 x 128 tiles
-  // under-fill the multiprocessors and each split keeps at least 4 k steps (as core 1's).
-  static void add_im2col(const ConvProblem& cp, const Target& t, int bk, std::vector<ConvKnobs>& out) {
-    if (cp.params.N <= 64) {
-      for (int st : {6, 4, 8}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = st});
-      out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 8, .pingpong = 1});
-      // Filters resident where they fit beside 4 stages (3x3 x 64 channels: 9 tiles of 8 KB).
-      const ConvKnobs resident{.core = 3, .tile_m = 128, .tile_n = 64, .stages = 4, .tf32 = bk == 32, .resident_b = 1};
-      Config r = config_of(resident);
-      if (std::string why; resident_fits(cp, r, why)) out.push_back(resident);
-    } else {
-      for (int st : {3, 4}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st});
-      // Clusters of 2 sharing the filter tile where the pairs still fill the multiprocessors: 256-wide
-      // cooperative tiles (for the autotuner: slower than without on the tutorial layer, see
-      // tma_core_efficiency) and 128-wide ping-pong ones.
-      const int64_t pairs = ((cp.params.M + 255) / 256) * ((cp.params.N + 255) / 256);
-      const bool clusters = bk == 64 && pairs >= t.info().multiprocessors;
-      if (clusters)
-        for (int st : {3, 4}) out.push_back({.core = 3, .tile_m = 128, .tile_n = 256, .stages = st, .cluster = 2});
-      out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5});
-      for (int st : {6, 5}) {
-        out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = st, .pingpong = 1});
-        if (clusters && ((cp.params.M + 127) / 128) * ((cp.params.N + 127) / 128) >= 2 * t.info().multiprocessors)
-          out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = st, .pingpong = 1, .cluster = 2});
-      }
-    }
-    const int64_t tiles = ((cp.params.M + 127) / 128) * ((cp.params.N + 127) / 128);
-    const int64_t kt = conv::im2col_ktiles(cp.params, bk);
-    if (tiles < t.info().multiprocessors) {
-      for (int sk : {2, 3, 4, 6, 8})
-        if (kt >= 4 * sk) out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk});
-      // Few pixels, many channels (RN50's 7x7 layers: 52 tiles of 128 x 128 on 132 SMs): twice as
-      // many 64-wide tiles, whole, with no partial sums to add up.
-      if (cp.params.N > 64) {
-        out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 8});
-        out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 8, .pingpong = 1});
-      }
-    }
-  }
-
-  // Cores 2 and 3 have no gathering threads: the matmul's TMA core (cuda_gemm_wgmma_tma's 0.68-0.75),
-  // ordered as measured on an H200 (docs/perf.md, 2026-12-02): 64-wide tiles ran fastest with 6
-  // stages (8 stages, 128 x 64 ping-pong and resident filters 2-9% slower); on core 3 the
-  // cooperative 128-wide tiles led ping-pong ones (0.0182 against 0.0226 ms at C256 14x14).
-  // With the register epilogue (H100, 2026-12-05): 64-wide tiles ran fastest with 8 stages, ping-pong
-  // 8 within 0-4% (ahead on RN50 C64 56², behind at N8), then 6 and 4 stages; 128-wide cooperative
-  // tiles led ping-pong ones at C256 14² and C512 7², tied at C128 28², and clusters of 2 slowed
-  // ping-pong 4% on the tutorial layer.
-  static double tma_core_efficiency(const Config& c) {
-    if (c.bn == 64 && c.epilogue && !c.resident_b)
-      return c.pingpong ? 0.744 : c.stages == 8 ? 0.745 : c.stages == 6 ? 0.74 : 0.735;
-    if (c.bn == 64)
-      return c.resident_b ? 0.71 : c.pingpong ? 0.72 : c.stages == 6 ? 0.74 : c.stages == 4 ? 0.735 : 0.73;
-    if (c.bn == 128)
-      return (c.core == 3 ? (c.pingpong ? 0.69 : 0.70) : (c.pingpong ? 0.75 : 0.68)) * (c.cluster > 1 ? 0.96 : 1.0);
-    if (c.core != 3) return c.stages >= 4 ? 0.75 : 0.745;
-    // Core 3, 128 x 256 on the tutorial layer (H200, 2026-12-02, staged epilogue): 3 stages 0.1132 ms,
-    // 4 stages 0.1213, clusters of 2 0.1213 (3) and 0.1270 (4): the shared filter tile did not pay
-    // there. With the register epilogue's 16 KB ring, 4 stages fit beside it.
-    if (c.epilogue) return (c.stages == 4 ? 0.76 : 0.75) * (c.cluster > 1 ? 0.99 : 1.0);
-    return (c.stages == 3 ? 0.75 : 0.70) * (c.cluster > 1 ? 0.93 : 1.0);
   }
 
   // Every core multiplies on tensor cores (mma.sync, wgmma).
@@ -518,7 +351,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     // The wgmma core is bound by its activation gathers more than by the MMAs (measured: about the
     // same time per 64-deep k step whatever the tile width), so 64-wide tiles lose nothing.
     // Cores 2 and 3 have no gathering threads: the matmul's TMA core (cuda_gemm_wgmma_tma's 0.68-0.75).
-    const double eff = c.core >= 2 ? tma_core_efficiency(c) * (c.epilogue ? kRegisterEpilogueGain : 1.0)
+    const double eff = c.core >= 2 ? conv::tma_core_efficiency(c) * (c.epilogue ? kRegisterEpilogueGain : 1.0)
                        : c.core == 1 ? (c.bn == 128 ? 0.60 : 0.62) * (c.stages >= 4 ? 1.0 : 0.97)
                                      : (c.bm * c.bn >= 128 * 128 ? 0.30 : c.bm * c.bn >= 128 * 64 ? 0.27 : 0.22) *
                                            (c.stages >= 4 ? 1.0 : 0.95);
@@ -582,7 +415,8 @@ const Engine& conv_implicit_gemm_engine() { return engine_instance<ConvImplicitG
 // For the NVRTC compile test (no GPU): the kernel source of a conv_fprop partition.
 namespace conv {
 bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
-                           std::string& why, int splits, bool pingpong, bool resident, int cluster, int epilogue) {
+                           std::string& why, int splits, bool pingpong, bool resident, int cluster, int epilogue,
+                           int cluster_n) {
   Pieces pc;
   if (!describe_conv(p, pc.cp, why)) return false;
   if (!plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
@@ -590,6 +424,7 @@ bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int sta
   if (core == 3 && !im2col_view(pc.cp, why)) return false;
   Config c{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT, pingpong, resident};
   c.cluster = cluster;
+  c.cluster_n = cluster_n;
   c.epilogue = epilogue;
   if (resident && !resident_fits(pc.cp, c, why)) return false;
   if (epilogue && !cuda::register_epilogue(pc.epi, why)) return false;

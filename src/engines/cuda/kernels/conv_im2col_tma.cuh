@@ -34,6 +34,26 @@ __device__ __forceinline__ void tma_load_im2col_5d(u32 dst, const TmaDesc* map, 
       : "memory");
 }
 
+// The same loads written to every CTA of `mask` in the cluster (clusters along n share the
+// activation tile: each CTA loads its piece of the pixels for all).
+__device__ __forceinline__ void tma_load_im2col_4d_multicast(u32 dst, const TmaDesc* map, u32 bar, int c, int w, int h,
+                                                             int n, int ow, int oh, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, "
+      "{%3, %4, %5, %6}], [%2], {%7, %8}, %9;\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(n), "h"((unsigned short)ow), "h"((unsigned short)oh), "h"(mask)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_im2col_5d_multicast(u32 dst, const TmaDesc* map, u32 bar, int c, int w, int h,
+                                                             int d, int n, int ow, int oh, int od, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, "
+      "{%3, %4, %5, %6, %7}], [%2], {%8, %9, %10}, %11;\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(d), "r"(n), "h"((unsigned short)ow), "h"((unsigned short)oh),
+      "h"((unsigned short)od), "h"(mask)
+      : "memory");
+}
+
 template <bool C, class A, class B>
 struct Im2colSelect {
   typedef A type;
@@ -77,18 +97,25 @@ __device__ __forceinline__ int im2col_ktiles(const ConvParams& P) {
 }
 
 // The producer's one thread: every load of every unit (tile, or with split-K one k range of a
-// tile) this CTA owns, in the consumers' order (split_unit, then walk_tile). CLUSTER 2: the
-// pair's CTAs (adjacent pixel tiles, the same filter tile) each load their own activation tile and
-// half of the filter tile, multicast into both (wgmma_produce's protocol: the filters are read from
-// L2 once per pair, a third less L2 traffic per k step at 128 x 256); a rank-1 CTA past the last
-// pixel tile loads only its filter half.
-template <int BN, int STAGES, int ES, int RANK, bool RESIDENT, int CLUSTER, int EPI_BYTES, int PROBE_A = 0>
+// tile) this CTA owns, in the consumers' order (split_unit, then walk_tile). Clusters (CLUSTER
+// CTAs, walk_tile's groups): along m (2 CTAs: adjacent pixel tiles, the same filter tile) each CTA
+// loads its own activation tile and half of the filter tile, multicast into both (wgmma_produce's
+// protocol: the filters are read from L2 once per pair), and a rank past the last pixel tile loads
+// only its filter half; ALONG_N (the same pixel tile, adjacent filter tiles) each CTA loads its own
+// filter tile and rows r * BM / CLUSTER.. of the activation tile (its own im2col map of that many
+// pixels), multicast into all, so the 9 taps' re-reads of each pixel cross L2 once per cluster;
+// a rank past the last filter tile loads only its piece.
+template <int BN, int STAGES, int ES, int RANK, bool RESIDENT, int CLUSTER, int EPI_BYTES, int PROBE_A = 0,
+          bool ALONG_N = false>
 __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDesc* mx, const TmaDesc* mw, u32 base) {
   typedef typename Im2colSelect<RESIDENT, Im2colResidentSmem<BN, STAGES, ES>, WgmmaSmem<BN, STAGES, ES, EPI_BYTES>>::type S;
-  static_assert(CLUSTER == 1 || !RESIDENT, "clusters share streamed filter tiles, not resident ones");
+  static_assert(CLUSTER == 1 || !RESIDENT, "clusters share streamed tiles, not resident ones");
   static_assert(!PROBE_A || (BN == 128 && CLUSTER == 1 && !RESIDENT), "the tiled-A probe reads a 128-row filter box");
+  static_assert(ALONG_N || CLUSTER <= 2, "clusters along m are pairs");
+  constexpr unsigned short MASK = (unsigned short)((1u << CLUSTER) - 1);
+  constexpr int PIECE_ROWS = ALONG_N ? S::BM / CLUSTER : S::BM;  // the activation rows this CTA loads
   const int cb = (P.C + S::BK - 1) / S::BK, ktiles = im2col_ktiles<S::BK>(P);
-  const i64 units = walk_units<CLUSTER>((i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n) * P.splits;
+  const i64 units = walk_units<CLUSTER, ALONG_N>((i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n) * P.splits;
   const int rank = CLUSTER > 1 ? (int)cluster_ctarank() : 0;
   if constexpr (RESIDENT) {  // every k step's filter tile, once
     const u32 bar = base + Im2colResidentSmem<BN, STAGES, ES>::FILTER_BAR;
@@ -103,10 +130,10 @@ __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDes
     i64 tile, b;
     int split, kb, ke, tm, tn;
     split_unit(unit, P.splits, ktiles, tile, split, kb, ke);
-    walk_tile<CLUSTER>(tile, P.tiles_m, P.tiles_n, b, tm, tn);
-    const bool has_a = tm < P.tiles_m;
-    // The tile's first pixel: its window's origin in the input and its image.
-    const int m = tm * S::BM;
+    walk_tile<CLUSTER, ALONG_N>(tile, P.tiles_m, P.tiles_n, b, tm, tn);
+    const bool has_a = ALONG_N || tm < P.tiles_m, has_b = !ALONG_N || tn < P.tiles_n;
+    // This CTA's first activation row: its window's origin in the input and its image.
+    const int m = tm * S::BM + (ALONG_N ? rank * PIECE_ROWS : 0);
     const int q = m % P.out[2], r1 = m / P.out[2];
     const int pp = r1 % P.out[1], r2 = r1 / P.out[1];
     const int o = r2 % P.out[0], n = r2 / P.out[0];
@@ -118,21 +145,30 @@ __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDes
     for (int kt = kb; kt < ke; ++kt) {
       const u32 full = base + S::BARRIERS + 8 * s, empty = full + 8 * STAGES;
       mbar_wait(empty, phase ^ 1);
-      mbar_expect_tx(full, (has_a ? S::A_BYTES : 0) + (RESIDENT ? 0 : S::B_BYTES));
+      // Along n every CTA receives the whole activation tile (its peers' pieces too) and its own
+      // filter tile; along m its activation tile (if any) and both filter halves.
+      mbar_expect_tx(full, (has_a ? S::A_BYTES : 0) + (RESIDENT || !has_b ? 0 : S::B_BYTES));
       const u32 a_dst = base + s * S::STAGE_BYTES, b_dst = a_dst + S::A_BYTES;
       const int tap = (ft * P.filt[1] + fr) * P.filt[2] + fs;
       if (!has_a) {
         // no pixel tile (odd tiles_m): only the filter half, counted alone above
       } else if (PROBE_A) {
         tma_load_3d(a_dst, mw, full, c * S::BK, tap, tn * BN);
+      } else if (ALONG_N) {
+        const u32 piece = a_dst + rank * (S::A_BYTES / CLUSTER);
+        if (RANK == 4)
+          tma_load_im2col_4d_multicast(piece, mx, full, c * S::BK, w0, h0, n, fs * P.dil[2], fr * P.dil[1], MASK);
+        else
+          tma_load_im2col_5d_multicast(piece, mx, full, c * S::BK, w0, h0, d0, n, fs * P.dil[2], fr * P.dil[1],
+                                       ft * P.dil[0], MASK);
       } else if (RANK == 4) {
         tma_load_im2col_4d(a_dst, mx, full, c * S::BK, w0, h0, n, fs * P.dil[2], fr * P.dil[1]);
       } else {
         tma_load_im2col_5d(a_dst, mx, full, c * S::BK, w0, h0, d0, n, fs * P.dil[2], fr * P.dil[1], ft * P.dil[0]);
       }
-      if (CLUSTER > 1)  // the filter map's box is BN / 2 output channels
-        tma_load_3d_multicast(b_dst + rank * (S::B_BYTES / 2), mw, full, c * S::BK, tap, tn * BN + rank * (BN / 2), 3);
-      else if (!RESIDENT)
+      if (CLUSTER > 1 && !ALONG_N)  // the filter map's box is BN / 2 output channels
+        tma_load_3d_multicast(b_dst + rank * (S::B_BYTES / 2), mw, full, c * S::BK, tap, tn * BN + rank * (BN / 2), MASK);
+      else if (!RESIDENT && has_b)
         tma_load_3d(b_dst, mw, full, c * S::BK, tap, tn * BN);
       if (++s == STAGES) {
         s = 0;
@@ -220,15 +256,17 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
 }
 
 // The generated kernel calls this with its configuration: kDataType, kTileN (tiles of 128 x
-// kTileN), kStages, kSplitK, kPingpong, kRank (4: 1D/2D, 5: 3D), kResidentB, kCluster (2: launched
-// in clusters of 2 CTAs along x, __cluster_dims__ on the kernel), kEpilogue (epilogue_tma_store.cuh's
-// modes; EPI_TMA_STORE stores through `my`, the output's map) and the Epilogue.
+// kTileN), kStages, kSplitK, kPingpong, kRank (4: 1D/2D, 5: 3D), kResidentB, kCluster (CTAs per
+// cluster, launched along x by __cluster_dims__ on the kernel) and kClusterAlongN (im2col_produce's
+// two kinds), kEpilogue (epilogue_tma_store.cuh's modes; EPI_TMA_STORE stores through `my`, the
+// output's map) and the Epilogue.
 template <class Config>
 __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const PointwiseParams& p, const TmaDesc* mx,
                                                   const TmaDesc* mw, const TmaDesc* my = 0) {
   constexpr int DT = Config::kDataType, BN = Config::kTileN, STAGES = Config::kStages, RANK = Config::kRank;
   constexpr bool SPLIT = Config::kSplitK, PINGPONG = Config::kPingpong, RESIDENT = Config::kResidentB;
   constexpr int CLUSTER = Config::kCluster;
+  constexpr bool ALONG_N = Config::kClusterAlongN;
   static_assert(!(RESIDENT && PINGPONG), "resident filter tiles go with cooperative consumers");
   typedef typename Config::Epilogue Ep;
   constexpr int EPI = EpilogueModeOf<Config>::value, EPI_BYTES = EpilogueBytes<EPI, Ep, BN>::value;
@@ -245,8 +283,8 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
       mbar_init(base + Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES>::FILTER_BAR, 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     } else {
-      // empty: every consuming thread, or one per consumer warp of both CTAs; ping-pong: one warpgroup's
-      init_stage_barriers<S, STAGES>(base, 1, (CLUSTER > 1 ? 16 : 256) / (PINGPONG ? 2 : 1));
+      // empty: every consuming thread, or one per consumer warp of every CTA; ping-pong: one warpgroup's
+      init_stage_barriers<S, STAGES>(base, 1, (CLUSTER > 1 ? 8 * CLUSTER : 256) / (PINGPONG ? 2 : 1));
     }
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mx) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mw) : "memory");
@@ -257,8 +295,8 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
     if (threadIdx.x == 0)
-      im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT, CLUSTER, EPI_BYTES, ProbeTiledAOf<Config>::value>(
-          P, mx, mw, base);
+      im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT, CLUSTER, EPI_BYTES, ProbeTiledAOf<Config>::value,
+                     ALONG_N>(P, mx, mw, base);
   } else if constexpr (RESIDENT) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     im2col_consume_resident<DT, BN, STAGES, SPLIT, Ep>(P, p, base, wg - 1, red);
@@ -266,7 +304,7 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     const ConsumerShape sh{(i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n, im2col_ktiles<S::BK>(P), P.M, P.N,
                            P.epi_vec, (const GemmParams*)0, P.splits, static_cast<float*>(P.ws), my};
-    wgmma_consume<DT, BN, STAGES, true, true, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI>(
+    wgmma_consume<DT, BN, STAGES, true, true, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI, ALONG_N>(
         sh, p, base, smem_pointer(base), wg - 1, red);
   }
   Ep::finish_full(p, red);

@@ -84,23 +84,33 @@ __device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const TmaDesc* ma
       : "memory");
 }
 
-// The persistent walk's unit u as a tile. CLUSTER 2: u numbers pairs of m tiles (2p, 2p + 1) with
-// the same n tile and batch (L2-grouped as tile_coords groups single tiles); rank r takes 2p + r.
-// With an odd tiles_m the last pair's rank 1 gets tm == tiles_m: no tile (see wgmma_produce).
-template <int CLUSTER>
+// The persistent walk's unit u as a tile. CLUSTER > 1: u numbers groups of CLUSTER tiles, by
+// default along m (tiles CLUSTER p + r with the same n tile and batch, L2-grouped as tile_coords
+// groups single tiles) or, ALONG_N, along n (the same m tile); rank r takes the group's r-th. A
+// group past the last tile gives its rank tm == tiles_m (tn == tiles_n): no tile (see the producers).
+template <int CLUSTER, bool ALONG_N = false>
 __device__ __forceinline__ void walk_tile(i64 u, int tiles_m, int tiles_n, i64& b, int& tm, int& tn) {
   if (CLUSTER == 1) {
     tile_coords(u, tiles_m, tiles_n, b, tm, tn);
     return;
   }
-  int pm;
-  tile_coords(u, (tiles_m + 1) / 2, tiles_n, b, pm, tn);
-  tm = 2 * pm + (int)cluster_ctarank();
+  const int r = (int)cluster_ctarank();
+  int p;
+  if (ALONG_N) {
+    tile_coords(u, tiles_m, (tiles_n + CLUSTER - 1) / CLUSTER, b, tm, p);
+    tn = CLUSTER * p + r;
+  } else {
+    tile_coords(u, (tiles_m + CLUSTER - 1) / CLUSTER, tiles_n, b, p, tn);
+    tm = CLUSTER * p + r;
+  }
 }
-// Units of the walk: tiles, or (CLUSTER 2) pairs of m tiles.
-template <int CLUSTER>
+// Units of the walk: tiles, or groups of CLUSTER tiles along m (ALONG_N: along n).
+template <int CLUSTER, bool ALONG_N = false>
 __device__ __forceinline__ i64 walk_units(i64 tiles, int tiles_m, int tiles_n) {
-  return CLUSTER == 1 ? tiles : tiles / ((i64)tiles_m * tiles_n) * ((tiles_m + 1) / 2) * tiles_n;
+  if (CLUSTER == 1) return tiles;
+  const i64 batches = tiles / ((i64)tiles_m * tiles_n);
+  return ALONG_N ? batches * tiles_m * ((tiles_n + CLUSTER - 1) / CLUSTER)
+                 : batches * ((tiles_m + CLUSTER - 1) / CLUSTER) * tiles_n;
 }
 
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
@@ -248,16 +258,16 @@ __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc
 }
 
 // A consumer thread is done reading a stage (its warpgroup's wgmma_wait): every thread arrives on
-// the CTA's "empty" barrier, or (CLUSTER 2) one lane per warp on both CTAs' barriers (16 arrivals,
-// 8 with ping-pong, where one warpgroup reads a stage: the stage's B half of each CTA is in both
-// CTAs' shared memory).
+// the CTA's "empty" barrier, or (CLUSTER > 1) one lane per warp on every CTA's barrier of the
+// cluster (8 arrivals per CTA, 4 with ping-pong, where one warpgroup reads a stage: every CTA's
+// stage holds pieces its peers loaded and multicast).
 template <int CLUSTER>
 __device__ __forceinline__ void wgmma_release(u32 empty, int lane) {
   if (CLUSTER == 1) {
     mbar_arrive(empty);
   } else if (lane == 0) {
-    mbar_arrive_cluster(empty, 0);
-    mbar_arrive_cluster(empty, 1);
+#pragma unroll
+    for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty, (u32)r);
   }
 }
 
@@ -293,8 +303,9 @@ struct ConsumerShape {
 // wgmma reads it through the async proxy. SPLIT (cooperative only): units are (tile, k range)
 // pairs, and a tile's last split sums the partial sums (splitk_fixup.cuh) before the epilogue.
 // EPI: the epilogue (epilogue_tma_store.cuh's modes); EPI_TMA_STORE goes with whole tiles of one CTA.
+// CLUSTER, ALONG_N: the producers' clusters (walk_tile); the consumers release every CTA's stage.
 template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep,
-          bool SPLIT = false, int CLUSTER = 1, int EPI = EPI_STAGED>
+          bool SPLIT = false, int CLUSTER = 1, int EPI = EPI_STAGED, bool ALONG_N = false>
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EpilogueBytes<EPI, Ep, BN>::value> S;
@@ -302,7 +313,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   // (The convolution engine's cores 2 and 3 also run 128 x 64 ping-pong tiles: two m64n64 accumulators.)
   static_assert(!PINGPONG || BN == 128 || BN == 64, "ping-pong tiles are 128 x 128 or 128 x 64 (two m64 accumulators)");
   static_assert(!(PINGPONG && SPLIT), "split-K units have uneven k ranges; the ping-pong stage count assumes even ones");
-  static_assert(CLUSTER == 1 || !(SPLIT || PROXY_FENCE), "clusters of 2: whole tiles of TMA loads");
+  static_assert(CLUSTER == 1 || !(SPLIT || PROXY_FENCE), "clusters: whole tiles of TMA loads");
   constexpr int HALVES = PINGPONG ? 2 : 1;  // m64 row blocks per warpgroup and tile
   constexpr int REGS = BN / 2;              // accumulators per m64 block
   const int ktiles = sh.ktiles;
@@ -336,13 +347,13 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     }
     wgmma_commit();
   };
-  const i64 units = SPLIT ? sh.tiles * sh.splits : walk_units<CLUSTER>(sh.tiles, sh.tiles_m, sh.tiles_n);
+  const i64 units = SPLIT ? sh.tiles * sh.splits : walk_units<CLUSTER, ALONG_N>(sh.tiles, sh.tiles_m, sh.tiles_n);
   for (i64 u = blockIdx.x / CLUSTER; u < units; u += gridDim.x / CLUSTER, ++local) {
     if (PINGPONG && (int)(local & 1) != cw) continue;
     i64 t = u, b;
     int split = 0, kb = 0, ke = ktiles, tm, tn;
     if constexpr (SPLIT) split_unit(u, sh.splits, ktiles, t, split, kb, ke);
-    walk_tile<CLUSTER>(t, sh.tiles_m, sh.tiles_n, b, tm, tn);
+    walk_tile<CLUSTER, ALONG_N>(t, sh.tiles_m, sh.tiles_n, b, tm, tn);
     int prev = headed ? head : -1;
     // Ping-pong: the main loops take turns. Waiting on the stage ring by parity is only sound
     // within one phase of its producer, so a warpgroup starts a tile's main loop once the other
@@ -367,7 +378,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     if (PINGPONG && u + gridDim.x / CLUSTER < units) named_barrier_arrive(3 + (cw ^ 1), 256);  // the next tile's turn
     wgmma_wait<0>();
     if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
-    if (CLUSTER > 1 && tm >= sh.tiles_m) continue;  // the pair's missing tile: protocol only
+    if (CLUSTER > 1 && (ALONG_N ? tn >= sh.tiles_n : tm >= sh.tiles_m)) continue;  // the group's missing tile: protocol only
     if (SPLIT && kb == ke) zero_accumulators(acc);  // a split with no k steps
     if constexpr (SPLIT)
       if (!splitk_fixup<REGS>(acc, sh.ws, sh.tiles, t, split, sh.splits, (int)threadIdx.x - 128)) continue;
@@ -471,7 +482,7 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   Ep::init_full(red);
   if (threadIdx.x == 0) {
     // full: the producer's expect_tx; empty: every consuming thread, or one per consumer warp of both CTAs
-    init_stage_barriers<S, STAGES>(base, 1, (CLUSTER > 1 ? 16 : 256) / (PINGPONG ? 2 : 1));
+    init_stage_barriers<S, STAGES>(base, 1, (CLUSTER > 1 ? 8 * CLUSTER : 256) / (PINGPONG ? 2 : 1));
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(ma) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mb) : "memory");
   }

@@ -1,0 +1,76 @@
+// cuda_conv_implicit_gemm's knobs and kernel configurations: the typed knobs one schema parses
+// and prints, the configuration a kernel is generated for, the rules between knobs, and the
+// candidate settings the engine offers per problem, in the order measured fastest.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engines/cuda/conv/conv_problem.hpp"
+#include "planning/knobs.hpp"
+
+namespace dnngraph::cuda::conv {
+
+inline constexpr const char* kImplicitGemmEngineName = "cuda_conv_implicit_gemm";
+
+// core 0: mma.sync (any sm_80+), tiles bm x bn x 32 (tf32: x 16, the same bytes); core 1: wgmma +
+// TMA (sm_90a), 128 x bn x 64 (tf32: x 32, one 128-byte row either way), optionally split-K:
+// `splits` CTAs share a tile's k steps, the last one sums and runs the epilogue. Core 2: 1x1
+// convolutions as plain GEMMs (conv_gemm_view.hpp) on the matmul's wgmma kernel, both operands by
+// TMA, the same tiles and split-K, or ping-pong consumers with 128-wide tiles. Core 3: any other
+// fprop whose windows fit the im2col maps (conv_im2col_view.hpp): TMA im2col loads issued by one
+// producer thread (kernels/conv_im2col_tma.cuh), the same consumers as core 2.
+struct ConvConfig {
+  int core = 0;
+  int bm = 128, bn = 128, stages = 4;
+  int splits = 1;
+  bool tf32 = false;  // FLOAT inputs as TF32 (core 0 rounds them, core 1's wgmma truncates them)
+  bool pingpong = false;  // cores 2 and 3
+  bool resident_b = false;  // core 3: every k step's filter tile stays in shared memory
+  int resident_kt = 0;      // their count (the problem's k steps), set with resident_b
+  int cluster = 1;          // core 3: 2 = pairs of CTAs along M sharing each filter tile by TMA multicast
+                            // (cooperative or ping-pong consumers)
+  int cluster_n = 1;        // core 3: 2 or 4 CTAs along N sharing each activation tile, each loading a piece
+  int cluster_ctas() const { return cluster * cluster_n; }
+  // Cores 2 and 3: 1 = the epilogue in registers, the tile stored by TMA
+  // (common/register_epilogue.hpp): per consumer warpgroup a ring of two 8 KB boxes (64 rows x 64
+  // 16-bit columns; one for 64-wide tiles) in place of the staged epilogue's fp32 chunks.
+  int epilogue = 0;
+  int bk() const { return core ? (tf32 ? 32 : 64) : tf32 ? 16 : 32; }
+  int threads() const { return core ? 384 : 128; }
+  int smem_bytes() const {
+    // Resident filters: A stages, staging, barriers, then (1024-aligned) one filter tile per k step.
+    if (resident_b)
+      return 1024 + (stages * bm * 128 + 2 * 64 * 36 * 4 + 16 * stages + 8 + 1023) / 1024 * 1024 + resident_kt * bn * 128;
+    if (core) return 1024 + stages * (bm + bn) * 128 + (epilogue ? 2 * std::min(bn / 64, 2) * 8192 : 2 * 64 * 36 * 4) + 16 * stages;
+    return std::max(stages * (bm + bn) * 64, bm * (bn + 4) * 4);  // 64 bytes of k per tile row
+  }
+};
+
+// The engine's knobs, as knob_space prints them: split_k and tf32 only where they are set.
+struct ConvKnobs {
+  int64_t core = 0;
+  int64_t tile_m = 128, tile_n = 128, stages = 4;
+  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0, cluster = 1, cluster_n = 1, epilogue = 0;
+};
+
+// The configuration the knobs describe.
+ConvConfig config_of(const ConvKnobs& k);
+// The rule a setting breaks between its knobs ("" for none); the schema's rule.
+std::string conv_rules(const ConvKnobs& k);
+const KnobSchema<ConvKnobs>& knob_schema();
+
+// Resident filters (core 3): every output channel in one tile column and every k step's filter
+// tile beside the stages in 227 KB; sets c.resident_kt.
+bool resident_fits(const ConvProblem& cp, ConvConfig& c, std::string& why);
+
+// Candidate settings on an sm_90 with `multiprocessors` SMs, `bk` the k step's channels (64, TF32 32):
+// core 2 (1x1 convolutions as GEMMs) and core 3 (im2col TMA).
+void add_gemm_view_candidates(const ConvProblem& cp, int multiprocessors, int64_t bk, std::vector<ConvKnobs>& out);
+void add_im2col_candidates(const ConvProblem& cp, int multiprocessors, int bk, std::vector<ConvKnobs>& out);
+
+// Cores 2 and 3: the share of the tensor cores' peak a setting reaches, as measured (the order
+// of the heuristic's list).
+double tma_core_efficiency(const ConvConfig& c);
+
+}  // namespace dnngraph::cuda::conv
