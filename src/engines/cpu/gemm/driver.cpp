@@ -186,14 +186,9 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         const int64_t nr_here = std::min<int64_t>(nr, nc - jr);
         const float* panel = bp + (jr / nr) * panel_stride + kb.k0 * nr;
         const float* const* tile_rows = s.rows + (ir / mr) * kb.nseg * mr;
-        if (jr == 0 && !p.a_kmajor() && ir + mr < mc && kb.seg_len >= 16) {
-          // A read in place through row pointers is first touched here, MR streams at once:
-          // fetch the next tile's rows while this one computes (~10% on a 1x1 conv; short
-          // segments, a few channels per group, cost more to prefetch than they gain).
-          const float* const* nx = tile_rows + kb.nseg * mr;
-          for (int q = 0; q < kb.nseg * mr; ++q)
-            for (int64_t k = 0; k < kb.seg_len; k += 16) __builtin_prefetch(nx[q] + k);
-        }
+        // (No software prefetch of the next tile's A rows: in a network they are in L2 or L3
+        // already, and the bursts of prefetches stalled on full fill buffers: ResNet-50 1.5-2.7%
+        // slower with them, 1x1 and 3x3 layers at 14x14 6%; docs/perf.md, 2026-12-06.)
         const int64_t mr_here = std::min<int64_t>(mr, mc - ir);
         float* ct = c + ir * ldc + jr;
         const bool edge = direct && (mr_here < mr || nr_here < nr);  // computed in full aside, added
