@@ -428,8 +428,9 @@ TEST(CudaConvIm2col, ClustersForWideLayersOnly) {
       << s.message();
 }
 
-// Clusters along N sharing the activation tile: offered where the tiles under-fill the GPU and
-// there are filter tiles to share it (RN50's C512 7² layer), not on the tutorial layer.
+// Clusters of 2 along N sharing the activation tile: offered where the tiles under-fill the GPU and
+// there are filter tiles to share it (RN50's C512 7² layer), not on the tutorial layer; clusters of
+// 4 and 64-wide cooperative pairs only as explicit knobs (measured slower).
 TEST(CudaConvIm2col, ClustersAlongNForFewPixelsManyChannels) {
   gemm_test::FakeHopper hopper;
   const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
@@ -442,11 +443,11 @@ TEST(CudaConvIm2col, ClustersAlongNForFewPixelsManyChannels) {
     return s;
   };
   const Case c512{{32, 512, 7, 7}, 512, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
-  EXPECT_EQ(along_n(c512), (std::set<std::string>{"128/2", "128/4", "64/2", "64/2p", "64/4", "64/4p"}));
+  EXPECT_EQ(along_n(c512), (std::set<std::string>{"128/2", "64/2p"}));
   const Case tutorial{{32, 128, 56, 56}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   EXPECT_TRUE(along_n(tutorial).empty());
   const Case c128{{32, 512, 7, 7}, 128, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};  // 2 filter tiles of 64
-  EXPECT_EQ(along_n(c128), (std::set<std::string>{"64/2", "64/2p"}));
+  EXPECT_EQ(along_n(c128), (std::set<std::string>{"64/2p"}));
 }
 
 // Resident filters: in the knobs where every output channel fits one 64-wide tile column and the
