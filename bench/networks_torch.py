@@ -148,9 +148,6 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
         if args.inductor:
             inductor = torch.compile(model)
             variants.append(("compile inductor", lambda: inductor(x)))
-        if args.max_autotune:
-            autotuned = torch.compile(model, mode="max-autotune")
-            variants.append(("compile max-autotune", lambda: autotuned(x)))
         before = set(dt.partitions())
         tune = {"autotune": True} if args.dnngraph_autotune else {}
         lowered = torch.compile(model, backend="dnngraph", options=tune or None)
@@ -158,6 +155,9 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
         if device.type == "cuda" and not args.no_cuda_graphs:
             graphed = torch.compile(model, backend="dnngraph", options={"cuda_graphs": True, **tune})
             variants.append(("dnngraph + CUDA graphs", lambda: graphed(x)))
+        if args.max_autotune:  # last: its compile takes minutes
+            autotuned = torch.compile(model, mode="max-autotune")
+            variants.append(("compile max-autotune", lambda: autotuned(x)))
         eager_ms = None
         for label, call in variants:
             try:
