@@ -1,5 +1,6 @@
 // The AVX-512 microkernels: 12 x 32, 24 accumulators, 2 B vectors and one broadcast of the 32
-// zmm registers, which kernel_set() picks on a CPU that has AVX-512 F; and 7 x 48 (kernel_shapes).
+// zmm registers, which kernel_set() picks on a CPU that has AVX-512 F; and 7 x 48 and 14 x 32
+// (kernel_shapes).
 #include "engines/cpu/gemm/microkernel.hpp"
 #include "engines/cpu/simd/vec_avx512.hpp"
 
@@ -12,4 +13,8 @@ const KernelSet* avx512_kernels() { return DNNGRAPH_X86_TABLE(kKernelSet<simd::V
 // 7 x 48 (21 accumulators, 3 B vectors): one row of a 7x7 image per tile, where 12-row tiles pad
 // 49 pixels to 60; hot in L1 it runs at 1.05x the 12 x 32 one with rows in place (Intel, AVX-512).
 const KernelSet* avx512_kernels_7x48() { return DNNGRAPH_X86_TABLE(kKernelSet<simd::VecAvx512, 7, 3>); }
+// 14 x 32 (28 accumulators, 2 B vectors, one broadcast: 31 of the 32 registers): 14x14 images
+// (196 pixels, which 12-row tiles pad to 204, the last tile computed whole for 4 rows); in-network
+// ResNet-50 1.7-1.9% faster, its 14x14 layers 4-9% (Intel, AVX-512; docs/perf.md 2026-12-06).
+const KernelSet* avx512_kernels_14x32() { return DNNGRAPH_X86_TABLE(kKernelSet<simd::VecAvx512, 14>); }
 }  // namespace dnngraph::cpu::gemm

@@ -21,6 +21,7 @@ const KernelSet& kernel_set(Isa isa) {
 std::vector<const KernelSet*> kernel_shapes(Isa isa) {
   std::vector<const KernelSet*> out{&kernel_set(isa)};
   if (out[0]->isa == Isa::AVX512 && avx512_kernels_7x48()) out.push_back(avx512_kernels_7x48());
+  if (out[0]->isa == Isa::AVX512 && avx512_kernels_14x32()) out.push_back(avx512_kernels_14x32());
   return out;
 }
 
