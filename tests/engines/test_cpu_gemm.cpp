@@ -188,6 +188,10 @@ TEST(CpuGemmKernels, ShapeFollowsThePadding) {
   ASSERT_NE(cg::avx512_kernels_14x32(), nullptr);
   EXPECT_EQ(&cg::kernel_for_shape(dg::cpu::Isa::AVX512, 196, 256), cg::avx512_kernels_14x32());
   EXPECT_EQ(cg::kernel_for_shape(dg::cpu::Isa::AVX512, 196, 256).mr, 14);
+  // 16 output channels: 32-wide panels are half padding, 16-wide ones full.
+  ASSERT_NE(cg::avx512_kernels_16x16(), nullptr);
+  EXPECT_EQ(&cg::kernel_for_shape(dg::cpu::Isa::AVX512, 12544, 16), cg::avx512_kernels_16x16());
+  EXPECT_EQ(cg::kernel_for_shape(dg::cpu::Isa::AVX512, 12544, 16).nr, 16);
 }
 
 TEST(CpuGemmKernels, PackPanelsZeroPadsAndConverts) {

@@ -22,6 +22,7 @@ std::vector<const KernelSet*> kernel_shapes(Isa isa) {
   std::vector<const KernelSet*> out{&kernel_set(isa)};
   if (out[0]->isa == Isa::AVX512 && avx512_kernels_7x48()) out.push_back(avx512_kernels_7x48());
   if (out[0]->isa == Isa::AVX512 && avx512_kernels_14x32()) out.push_back(avx512_kernels_14x32());
+  if (out[0]->isa == Isa::AVX512 && avx512_kernels_16x16()) out.push_back(avx512_kernels_16x16());
   return out;
 }
 

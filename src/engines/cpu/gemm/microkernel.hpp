@@ -51,6 +51,7 @@ const KernelSet* avx2_kernels();    // null when not compiled in
 const KernelSet* avx512_kernels();  // null when not compiled in
 const KernelSet* avx512_kernels_7x48();  // null when not compiled in
 const KernelSet* avx512_kernels_14x32();  // null when not compiled in
+const KernelSet* avx512_kernels_16x16();  // null when not compiled in
 // The bf16-pair kernels (kernel_bf16_avx512.cpp): A and B as pairs of bf16 per 32-bit slot, K
 // counted in pairs; run them only where cpu_features().avx512bf16. Null when not compiled in.
 const KernelSet* avx512_bf16_kernels();
