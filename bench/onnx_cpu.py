@@ -153,6 +153,15 @@ def conv_classes(model):
             for n in inferred.node if n.op_type == "Conv"}
 
 
+def blocked_key(shapes):
+    """A conv class's (input, weight, output) shapes with channel counts rounded up to 16: onnxruntime's
+    NCHWc convolutions report their blocked tensors (24 channels as 32), ours the model's."""
+    up = lambda c: -(-c // 16) * 16  # noqa: E731
+    xin, w, y = (list(s) for s in shapes)
+    xin[1], y[1], w[0], w[1] = up(xin[1]), up(y[1]), up(w[0]), up(w[1])
+    return tuple(xin), tuple(w), tuple(y)
+
+
 def layer_classes(name, model, x, runs):
     """Per conv class: dnngraph's partitions (keyed by their first node) against onnxruntime's nodes."""
     import json
@@ -179,7 +188,7 @@ def layer_classes(name, model, x, runs):
         if e["args"].get("op_name") != "Conv":
             continue
         shapes = [tuple(next(iter(d.values()))) for d in e["args"]["input_type_shape"][:2] + e["args"]["output_type_shape"][:1]]
-        theirs.setdefault(tuple(shapes), {}).setdefault(e["name"], []).append(e["dur"] / 1e3)
+        theirs.setdefault(blocked_key(shapes), {}).setdefault(e["name"], []).append(e["dur"] / 1e3)
     classes = conv_classes(model)
     first_nodes = re.findall(r"^partition (\d+) \([^)]*\): ([^,\n]+)", "\n".join(g.explain() for g in session.graphs), re.M)
     rows = {}
@@ -191,7 +200,7 @@ def layer_classes(name, model, x, runs):
     print(f"{name}: conv classes over {runs} alternated runs (ms per forward), load {load_average()}")
     table = []
     for key, (ms, count) in rows.items():
-        ort_ms = sum(float(np.median(v[-runs:])) for v in theirs.get(key, {}).values())
+        ort_ms = sum(float(np.median(v[-runs:])) for v in theirs.get(blocked_key(key), {}).values())
         table.append((ms - ort_ms, ms, ort_ms, count, key))
     for diff, ms, ort_ms, count, (xin, w, y) in sorted(table, reverse=True):
         print(f"  {diff:+.3f}  dnngraph {ms:.3f}  onnxruntime {ort_ms:.3f}  x{count}  in {xin} weight {w} out {y}")
