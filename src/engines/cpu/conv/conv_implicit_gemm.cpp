@@ -119,6 +119,23 @@ class ConvProblem final : public gemm::GemmProblem {
   bool zero_rows_at_scratch() const override { return indirect_; }  // taps outside read `scratch` (zeros)
   bool a_kmajor() const override { return amx_; }  // AMX reads each segment's rows as one tile block
 
+  // Row i of segment s of a block lives at rows[((i / mr) * nseg + s) * mr + i % mr]: walked row by
+  // row with a lane counter, not a division per row and segment (the divisions were a quarter of
+  // a_rows, itself 12% of a 7x7 stem's samples).
+  struct RowSlots {
+    const float** tile;
+    int64_t stride, lane = 0;
+    int mr;
+    RowSlots(const float** rows, int s, int nseg, int mr_) : tile(rows + s * mr_), stride(int64_t{nseg} * mr_), mr(mr_) {}
+    void set(const float* p) const { tile[lane] = p; }
+    void next() {
+      if (++lane == mr) {
+        lane = 0;
+        tile += stride;
+      }
+    }
+  };
+
   // AMX, per segment and 16-row half (one tile load): when its 16 pixels lie inside the input at
   // one stride (a run along an output row), the tile reads the input in place; otherwise its rows
   // are copied as they are into a row-major block of seg_len bf16 pairs (zero where they read
@@ -209,7 +226,8 @@ class ConvProblem final : public gemm::GemmProblem {
       const int64_t chan = (grp * icg + c0) * g_.src_st[1];
       int64_t nn = m0 / pix, p = m0 % pix;
       int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
-      for (int64_t i = 0; i < padded; ++i) {
+      RowSlots slots(rows, s, kb.nseg, mr);
+      for (int64_t i = 0; i < padded; ++i, slots.next()) {
         if (i > 0 && i < mc) advance_pixel(nn, j);  // rows past mc repeat the last real row
         int64_t off = nn * g_.src_st[0] + chan;
         bool inside = true;
@@ -218,9 +236,8 @@ class ConvProblem final : public gemm::GemmProblem {
           inside &= pos >= 0 && pos < g_.src_sp[d];
           off += pos * g_.src_st[2 + d];
         }
-        const float** slot = rows + ((i / mr) * kb.nseg + s) * mr + (i % mr);
         if (indirect_) {
-          *slot = inside ? static_cast<const float*>(src_) + off : scratch;
+          slots.set(inside ? static_cast<const float*>(src_) + off : scratch);
           continue;
         }
         float* dst = scratch + std::min(i, mc - 1) * kc + s * kb.seg_len;
@@ -228,7 +245,7 @@ class ConvProblem final : public gemm::GemmProblem {
           if (inside) gemm::convert_run(static_cast<const char*>(src_) + off * es, g_.src_t, g_.src_st[1], kb.seg_len, dst);
           else std::fill_n(dst, kb.seg_len, 0.0f);
         }
-        *slot = dst;
+        slots.set(dst);
       }
     }
   }
@@ -275,18 +292,18 @@ class ConvProblem final : public gemm::GemmProblem {
       const int64_t toff[3] = {ph_.off[0][row / n1], ph_.off[1][row % n1], ph_.off[2][0]};
       int64_t nn = m0 / pix, p = m0 % pix;
       int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
-      for (int64_t i = 0; i < padded; ++i) {
+      RowSlots slots(rows, s, kb.nseg, mr);
+      for (int64_t i = 0; i < padded; ++i, slots.next()) {
         if (i > 0 && i < mc) advance_pixel(nn, j);  // rows past mc repeat the last real row
         const int64_t y0 = j[0] * ph_.jstride[0] + toff[0], y1 = j[1] * ph_.jstride[1] + toff[1];
         const int64_t x0 = j[2] * ph_.jstride[2] + toff[2];
-        const float*& slot = rows[((i / mr) * kb.nseg + s) * mr + (i % mr)];
         if (y0 < 0 || y0 >= g_.src_sp[0] || y1 < 0 || y1 >= g_.src_sp[1]) {
-          slot = scratch;
+          slots.set(scratch);
           continue;
         }
         const float* line = src + nn * g_.src_st[0] + y0 * g_.src_st[2] + y1 * g_.src_st[3];
         if (x0 >= 0 && x0 + kw <= width) {
-          slot = line + x0 * icg;
+          slots.set(line + x0 * icg);
           continue;
         }
         for (int64_t q = 0; q < kw; ++q) {
@@ -294,7 +311,7 @@ class ConvProblem final : public gemm::GemmProblem {
           if (x >= 0 && x < width) std::copy_n(line + x * icg, icg, gathered + q * icg);
           else std::fill_n(gathered + q * icg, icg, 0.0f);
         }
-        slot = gathered;
+        slots.set(gathered);
         gathered += seg;
       }
     }
