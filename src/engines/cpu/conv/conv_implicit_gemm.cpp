@@ -262,18 +262,14 @@ class ConvProblem final : public gemm::GemmProblem {
       const float* chan = src + (grp * icg + kk % icg) * g_.src_st[1];
       const int64_t* tap_offsets = ph_.src_offset.data() + t * pix;
       int64_t nn = m0 / pix, p = m0 % pix;
-      const float** tile = rows + s * mr;  // row i of the block: tile[(i / mr) * nseg * mr + i % mr]
-      for (int64_t i = 0, lane = 0; i < padded; ++i) {
+      RowSlots slots(rows, s, kb.nseg, mr);
+      for (int64_t i = 0; i < padded; ++i, slots.next()) {
         if (i > 0 && i < mc && ++p == pix) {  // rows past mc repeat the last real row
           p = 0;
           ++nn;
         }
         const int64_t off = tap_offsets[p];
-        tile[lane] = off == ConvPhase::kOutside ? zeros : chan + nn * g_.src_st[0] + off;
-        if (++lane == mr) {
-          lane = 0;
-          tile += kb.nseg * mr;
-        }
+        slots.set(off == ConvPhase::kOutside ? zeros : chan + nn * g_.src_st[0] + off);
       }
     }
   }

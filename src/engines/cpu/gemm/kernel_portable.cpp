@@ -20,9 +20,9 @@ const KernelSet& kernel_set(Isa isa) {
 
 std::vector<const KernelSet*> kernel_shapes(Isa isa) {
   std::vector<const KernelSet*> out{&kernel_set(isa)};
-  if (out[0]->isa == Isa::AVX512 && avx512_kernels_7x48()) out.push_back(avx512_kernels_7x48());
-  if (out[0]->isa == Isa::AVX512 && avx512_kernels_14x32()) out.push_back(avx512_kernels_14x32());
-  if (out[0]->isa == Isa::AVX512 && avx512_kernels_16x16()) out.push_back(avx512_kernels_16x16());
+  if (out[0]->isa == Isa::AVX512)
+    for (const KernelSet* ks : {avx512_kernels_7x48(), avx512_kernels_14x32(), avx512_kernels_16x16()})
+      if (ks) out.push_back(ks);
   return out;
 }
 
