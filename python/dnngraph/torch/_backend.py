@@ -116,6 +116,27 @@ def _backward_in_torch(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) 
     return make_boxed_func(gm.forward)
 
 
+def _static_input_indices(fixed: int, example_inputs: Sequence[Any]) -> List[int]:
+    """The inputs that keep their storage from call to call, which CUDA graph trees read in place
+    instead of copying them into the graph's buffers at every replay: the parameters aot_autograd
+    lifted (the first `fixed`), and, where dynamo passes a module's parameters and buffers as graph
+    inputs (inlined nn modules), those it recorded as static (the tracing context's
+    static_input_indices, which inductor reads). Copied inputs would also miss the folded batch
+    norms kept from the first call (their key is the sources' storage), so every replay would
+    recompute them: ResNet-50 ran 1016 kernels per forward with CUDA graphs against 60 without
+    (H200, 2026-12-06)."""
+    static = set(range(fixed))
+    try:
+        from torch._guards import TracingContext
+
+        context = TracingContext.try_get()
+        meta = getattr(context, "fw_metadata", None) if context is not None else None
+        static |= set(getattr(meta, "static_input_indices", None) or ())
+    except ImportError:
+        pass
+    return sorted(i for i in static if 0 <= i < len(example_inputs))
+
+
 def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..., Any]:
     """An inference compiler that lowers the graph, then records it with torch's CUDA graph trees
     (as the "cudagraphs" backend does): one replay per forward instead of a launch per kernel and
@@ -143,7 +164,9 @@ def _cuda_graph_compiler(dynamo_input_count: int, autotune: bool) -> Callable[..
             if skip:
                 log.info("dnngraph.torch: no CUDA graph: %s", skip)
                 return lowered
-            out = cudagraphify_impl(run_releasing_inputs, example_inputs, range(fixed), device_index=tcg.get_device_index(gm),
+            static = _static_input_indices(fixed, example_inputs)
+            log.info("dnngraph.torch: CUDA graph with %d of %d inputs static", len(static), len(example_inputs))
+            out = cudagraphify_impl(run_releasing_inputs, example_inputs, static, device_index=tcg.get_device_index(gm),
                                     is_backward=False, is_inference=True, stack_traces=tcg.get_stack_traces(gm),
                                     placeholders=tcg.get_placeholder_info(gm.graph),
                                     mutated_input_idxs=tcg.find_input_mutations(gm.graph))
