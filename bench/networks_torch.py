@@ -162,8 +162,10 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
         for label, call in variants:
             try:
                 t0 = time.perf_counter()
-                out = call()
+                # A copy: outputs of CUDA graph trees (max-autotune's, ours) are overwritten by the next replay.
+                out = call().clone()
                 first_s = time.perf_counter() - t0
+                accuracy = compare(out, ref, x.dtype)
                 ms = time_ms(call, device, args.warmup, args.iters)
                 kernels, share = profile(call, device)
             except Exception as e:  # noqa: BLE001 - one variant's failure is reported, the others still run
@@ -171,7 +173,7 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
                 continue
             eager_ms = eager_ms or ms
             print(f"{label:22s} {ms:9.3f} ms  ({eager_ms / ms:5.2f}x eager)  kernels/forward {kernels:5d}  "
-                  f"first call {first_s:7.1f} s  vs eager {compare(out, ref, x.dtype)}")
+                  f"first call {first_s:7.1f} s  vs eager {accuracy}")
             if label == "compile dnngraph":
                 total = sum(share.values()) or 1.0
                 for where, us in sorted(share.items(), key=lambda kv: -kv[1]):
