@@ -121,9 +121,10 @@ TEST(CudaConvGemmView, GemmKnobsLeadForOneByOneOnHopper) {
   auto wide = e.knob_space(partition_of(one_by_one({32, 64, 56, 56}, 256))->p(), hopper.target);
   EXPECT_EQ(count(wide, 2), 4);  // 256 wide and 128-wide ping-pong, each staged and in registers
   EXPECT_EQ(wide[0].at("core"), 2) << knob_list(wide, 3);
-  // 7x7 x 2048 -> 512: 52 tiles of 128 x 128, 32 k steps: split-K 2 and 4 as well.
+  // 7x7 x 2048 -> 512: 52 tiles of 128 x 128, 32 k steps: split-K 2 and 4 as well (each staged
+  // and in registers).
   auto deep = e.knob_space(partition_of(one_by_one({32, 2048, 7, 7}, 512))->p(), hopper.target);
-  EXPECT_EQ(count(deep, 2), 6) << knob_list(deep, 20);
+  EXPECT_EQ(count(deep, 2), 8) << knob_list(deep, 20);
   EXPECT_EQ(deep[0].at("core"), 2) << knob_list(deep, 3);
   Case three = one_by_one({32, 64, 56, 56}, 64);
   three.filt = {3, 3};
@@ -354,17 +355,20 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
         ASSERT_NO_FATAL_FAILURE(
             expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "tile_n " + std::to_string(s.bn) + ": "));
       }
-      // The register epilogue (bf16 output) at each tile width, cooperative and (64, 128) ping-pong.
+      // The register epilogue (bf16 output) at each tile width, cooperative and (64, 128) ping-pong,
+      // and on split-K's 128-wide tiles.
       for (int bn : {64, 128, 256})
-        for (bool pingpong : {false, true}) {
+        for (int mode : {0, 1, 2}) {  // cooperative, ping-pong, split-K 2
           if (t != BF || c.x.size() == 5) continue;  // (3D's 12 output channels: rows of 24 bytes, no TMA store)
-          if (pingpong && bn == 256) continue;
+          if ((mode == 1 && bn == 256) || (mode == 2 && bn != 128)) continue;
           std::string src, why;
-          ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, bn, 3, src, why, 1, pingpong, false, 1, 1)) << why;
+          ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, bn, 3, src, why, mode == 2 ? 2 : 1, mode == 1,
+                                                false, 1, 1))
+              << why;
           EXPECT_NE(src.find("apply_regs"), std::string::npos);
           ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_im2col.cu", "sm_90a",
                                                   "epilogue=1 tile_n " + std::to_string(bn) +
-                                                      (pingpong ? " pingpong: " : ": ")));
+                                                      (mode == 1 ? " pingpong: " : mode == 2 ? " split_k 2: " : ": ")));
         }
     }
 }
@@ -535,7 +539,8 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
                                       registers(im2col_knobs(128, 6, 1, 1)), registers(im2col_knobs(64, 8, 1, 1)),
                                       registers(pingpong(cluster_knobs(128, 6))), registers(cluster_knobs(256, 3)),
                                       registers(cluster_n_knobs(64, 8, 2)),  registers(pingpong(cluster_n_knobs(64, 8, 4))),
-                                      registers(cluster_n_knobs(128, 5, 2))};
+                                      registers(cluster_n_knobs(128, 5, 2)), registers(im2col_knobs(128, 5, 2)),
+                                      registers(im2col_knobs(128, 5, 3))};
   Case c{{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng);
   c = {{2, 136, 17, 19}, 200, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};
@@ -546,10 +551,14 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[3], im2col[4], im2col[6], im2col[8]}, rng);
   // The bias 4 bytes off a 16-byte boundary: the element-by-element path (V = 1).
   c = {{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
-  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[2], im2col[4]}, rng, 4);
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[0], im2col[2], im2col[4], im2col[11]}, rng, 4);
+  // Split-K with the register epilogue on the tile's last split, where the splits outnumber the
+  // CTAs' first units (RN50's 7x7 layer, scaled: 2 pixel tiles x 3 channel tiles x 2 or 3 splits).
+  c = {{4, 96, 7, 7}, 320, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {im2col[11], im2col[12]}, rng);
   const std::vector<dg::Knobs> gemm{registers(gemm_knobs(64, 6)), registers(gemm_knobs(128, 5)),
                                     registers(gemm_knobs(256, 3)), registers(gemm_knobs(128, 6, 1, 1)),
-                                    registers(gemm_knobs(64, 8, 1, 1))};
+                                    registers(gemm_knobs(64, 8, 1, 1)), registers(gemm_knobs(128, 5, 2))};
   c = one_by_one({2, 40, 15, 13}, 24);
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), gemm, rng);
   c = one_by_one({3, 136, 25, 14}, 200);
@@ -575,9 +584,9 @@ TEST(CudaConvRegisterEpilogue, BoxedChainsMatchRef) {
 }
 
 // Offered first for the tutorial layer (measured 1.07-1.13x the staged epilogue on an H200), with
-// whole tiles only (cooperative or ping-pong, clusters too); held back while "conv_register_epilogue"
-// is on common/gpu_checked's list (tested by listing nothing else). Refused with the rule for a
-// 32-bit output and beside split-K.
+// streamed filter tiles (cooperative or ping-pong, clusters, split-K); held back while
+// "conv_register_epilogue" is on common/gpu_checked's list (tested by listing nothing else). Refused
+// with the rule for a 32-bit output and beside resident filter tiles.
 TEST(CudaConvRegisterEpilogue, OfferedWhereTheEpilogueAllows) {
   gemm_test::FakeHopper hopper;
   const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
@@ -585,8 +594,7 @@ TEST(CudaConvRegisterEpilogue, OfferedWhereTheEpilogueAllows) {
   const auto space = e.knob_space(partition_of(tutorial)->p(), hopper.target);
   ASSERT_FALSE(space.empty());
   EXPECT_EQ(space[0].count("epilogue"), 1u) << knob_list(space, 4);
-  for (const auto& k : space)
-    EXPECT_TRUE(!k.count("epilogue") || k.count("split_k") == 0) << dg::knobs_to_string(k);
+  for (const auto& k : space) EXPECT_TRUE(!k.count("epilogue") || !k.count("resident_b")) << dg::knobs_to_string(k);
   EXPECT_TRUE(std::any_of(space.begin(), space.end(),
                           [](const dg::Knobs& k) { return k.count("epilogue") && k.count("pingpong"); }))
       << knob_list(space, 20);
@@ -599,9 +607,10 @@ TEST(CudaConvRegisterEpilogue, OfferedWhereTheEpilogueAllows) {
   EXPECT_FALSE(cv::fprop_source_for_test(parts[0], 3, 128, 128, 4, src, why, 1, false, false, 1, 1));
   EXPECT_EQ(why, "the output is FLOAT; the register epilogue stores 16-bit outputs");
   std::unique_ptr<dg::Plan> plan;
-  dg::Knobs bad = registers(im2col_knobs(128, 5, 2));
+  dg::Knobs bad = registers(im2col_knobs(64, 4));
+  bad["resident_b"] = 1;
   const dg::Status s = e.build(partition_of(tutorial)->p(), hopper.target, bad, plan);
-  EXPECT_NE(s.message().find("epilogue=1 (registers + TMA store) goes only with core=2 or 3 and whole tiles"),
+  EXPECT_NE(s.message().find("epilogue=1 (registers + TMA store) goes only with core=2 or 3 and streamed filter tiles"),
             std::string::npos)
       << s.message();
 }

@@ -28,8 +28,8 @@ std::string conv_rules(const ConvKnobs& k) {
   if (k.cluster_n > 1 && (k.core != 3 || k.split_k > 1 || k.tf32 || k.resident_b || k.cluster > 1))
     return "cluster_n above 1 goes only with core=3, cluster 1 and whole tiles of 16-bit inputs (split_k 1, tf32 0, "
            "resident_b 0)";
-  if (k.epilogue && (k.core < 2 || k.split_k > 1 || k.resident_b))
-    return "epilogue=1 (registers + TMA store) goes only with core=2 or 3 and whole tiles (split_k 1, resident_b 0)";
+  if (k.epilogue && (k.core < 2 || k.resident_b))
+    return "epilogue=1 (registers + TMA store) goes only with core=2 or 3 and streamed filter tiles (resident_b 0)";
   if (k.core > 0 && !k.resident_b && config_of(k).smem_bytes() > 227 * 1024)
     return "the wgmma core's " + std::to_string(config_of(k).smem_bytes()) +
            " bytes of shared memory for these stages exceed 227 KB";

@@ -302,14 +302,14 @@ struct ConsumerShape {
 // PROXY_FENCE: the stage was written by cp.async (the generic proxy), so order those writes before
 // wgmma reads it through the async proxy. SPLIT (cooperative only): units are (tile, k range)
 // pairs, and a tile's last split sums the partial sums (splitk_fixup.cuh) before the epilogue.
-// EPI: the epilogue (epilogue_tma_store.cuh's modes); EPI_TMA_STORE goes with whole tiles of one CTA.
+// EPI: the epilogue (epilogue_tma_store.cuh's modes); with SPLIT, the register epilogue runs on the
+// CTA whose unit is its tile's last, once the fix-up has put the full sums in its accumulators.
 // CLUSTER, ALONG_N: the producers' clusters (walk_tile); the consumers release every CTA's stage.
 template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep,
           bool SPLIT = false, int CLUSTER = 1, int EPI = EPI_STAGED, bool ALONG_N = false>
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EpilogueBytes<EPI, Ep, BN>::value> S;
-  static_assert(!kRegisterEpilogue<EPI> || !SPLIT, "the register epilogue serves whole tiles");
   // (The convolution engine's cores 2 and 3 also run 128 x 64 ping-pong tiles: two m64n64 accumulators.)
   static_assert(!PINGPONG || BN == 128 || BN == 64, "ping-pong tiles are 128 x 128 or 128 x 64 (two m64 accumulators)");
   static_assert(!(PINGPONG && SPLIT), "split-K units have uneven k ranges; the ping-pong stage count assumes even ones");
@@ -397,9 +397,10 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       // Ping-pong: the warpgroup's two m64 blocks one after the other (the other warpgroup's main
       // loop runs meanwhile). Cooperative: one block, and the accumulators are free once its last
       // box is in shared memory, so the next tile's first k step (its loads were issued during this
-      // tile's main loop) goes to the tensor cores before that box's barrier and store.
+      // tile's main loop) goes to the tensor cores before that box's barrier and store. Split-K
+      // (the register epilogue of a tile's last split) does not: a unit's k range may be empty.
       auto next_first_step = [&] {
-        if (!PINGPONG && u + gridDim.x / CLUSTER < units && ktiles > 0) {
+        if (!PINGPONG && !SPLIT && u + gridDim.x / CLUSTER < units && ktiles > 0) {
           mma_step(s, phase, true);
           headed = true;
           head = s;
