@@ -158,7 +158,7 @@ TEST(CudaConvImplicitGemm, Tf32WgmmaKnobsOnHopperOnlyForFloat) {
     }
     EXPECT_EQ(wgmma, 10);  // tile_n 128 x 2, 256 x 2, split_k 2, 3, 4, 5, 6, 8
     // tile_n 256 x 2, 128, 128 ping-pong x 2, split_k 2, 3, 4, 6, 8, 64 and 64 ping-pong; bf16 also
-    // clusters of 2 along N: 128 and 64 ping-pong.
+    // clusters of 2 along N: 128 and 64 ping-pong. (Split clusters are held back.)
     EXPECT_EQ(im2col, tf32 ? 12 : 14);
     EXPECT_EQ(split8, 2);
     for (const auto& k : e.knob_space(parts[0], ta)) {

@@ -19,6 +19,7 @@
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_implicit_gemm.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
+#include "common/scoped_env.hpp"
 #include "cuda_conv_test_util.hpp"
 #include "planning/knobs.hpp"
 #include "runtime/handle_impl.hpp"
@@ -355,6 +356,21 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
         ASSERT_NO_FATAL_FAILURE(
             expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "tile_n " + std::to_string(s.bn) + ": "));
       }
+      // Split-K as clusters adding their sums in distributed shared memory (split_cluster=1), 2 and
+      // 4 splits, staged and (bf16 2D) register epilogues.
+      for (int splits : {2, 4})
+        for (int epilogue : {0, 1}) {
+          if (epilogue && (t != BF || c.x.size() == 5)) continue;
+          std::string src, why;
+          ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, 128, 5, src, why, splits, false, false, 1, epilogue,
+                                                1, true))
+              << why;
+          EXPECT_NE(src.find("__cluster_dims__(" + std::to_string(splits) + ", 1, 1)"), std::string::npos);
+          EXPECT_NE(src.find("kSplitCluster"), std::string::npos);
+          ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_im2col.cu", "sm_90a",
+                                                  "split_cluster split_k " + std::to_string(splits) +
+                                                      (epilogue ? " epilogue=1: " : ": ")));
+        }
       // The register epilogue (bf16 output) at each tile width, cooperative and (64, 128) ping-pong,
       // and on split-K's 128-wide tiles.
       for (int bn : {64, 128, 256})
@@ -452,6 +468,57 @@ TEST(CudaConvIm2col, ClustersAlongNForFewPixelsManyChannels) {
   EXPECT_TRUE(along_n(tutorial).empty());
   const Case c128{{32, 512, 7, 7}, 128, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};  // 2 filter tiles of 64
   EXPECT_EQ(along_n(c128), (std::set<std::string>{"64/2p"}));
+}
+
+dg::Knobs split_cluster_knobs(int64_t splits, int64_t epilogue = 0) {
+  dg::Knobs k = im2col_knobs(128, 5, splits);
+  k["split_cluster"] = 1;
+  if (epilogue) k["epilogue"] = 1;
+  return k;
+}
+
+// Split-K as clusters (split_cluster=1, partial sums through distributed shared memory): offered
+// with 2..4 splits where a tile's CTAs fit one wave (RN50's C512 7²: 52 tiles of 128 x 128 on
+// 132 SMs take 2; the tutorial's 1568 tiles none), once released from common/gpu_checked's list;
+// until then not at all.
+TEST(CudaConvIm2col, SplitClustersWhereOneWaveHoldsThem) {
+  gemm_test::FakeHopper hopper;
+  const Case c512{{32, 512, 7, 7}, 512, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  {
+    test_env::ScopedEnv none("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
+    for (const auto& k : dg::cuda::conv_implicit_gemm_engine().knob_space(partition_of(c512)->p(), hopper.target))
+      EXPECT_EQ(k.count("split_cluster"), 0u) << dg::knobs_to_string(k);
+  }
+  test_env::ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "conv_split_cluster");
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  const auto splits = [&](const Case& c) {
+    std::set<int64_t> s;
+    for (const auto& k : e.knob_space(partition_of(c)->p(), hopper.target))
+      if (k.count("split_cluster")) s.insert(k.at("split_k"));
+    return s;
+  };
+  EXPECT_EQ(splits(c512), (std::set<int64_t>{2}));
+  EXPECT_EQ(splits({{8, 256, 7, 7}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}), (std::set<int64_t>{2, 3, 4}));
+  EXPECT_TRUE(splits({{32, 128, 56, 56}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}).empty());
+}
+
+// Split clusters against ref: 2, 3 and 4 splits of a few tiles (one CTA per unit), even and uneven
+// k ranges (27 k steps in 3: 9 each; 18 in 4: 4, 5, 4, 5), staged and register epilogues, fp16, 3D, and
+// a bias 4 bytes off a 16-byte boundary; outputs NaN-poisoned. (Written 2026-12-06 without a GPU run.)
+TEST(CudaConvIm2col, SplitClustersMatchRef) {
+  DG_REQUIRE_CUDA(gpu);
+  if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "split_cluster needs sm_90a";
+  std::mt19937 rng(153);
+  const std::vector<dg::Knobs> knobs{split_cluster_knobs(2), split_cluster_knobs(3), split_cluster_knobs(4),
+                                     split_cluster_knobs(2, 1), split_cluster_knobs(4, 1)};
+  Case c{{4, 192, 7, 7}, 320, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};  // 2 x 3 tiles, 27 k steps
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), knobs, rng);
+  c = {{2, 100, 9, 11}, 136, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};  // 18 k steps, channels past C
+  run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::HALF, false, channels_last(c.x), knobs, rng);
+  c = {{1, 64, 5, 6, 7}, 130, {3, 3, 3}, {1, 1, 1}, {1, 0, 1}, {1, 2, 1}, {1, 1, 2}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {knobs[0], knobs[2]}, rng);
+  c = {{4, 192, 7, 7}, 320, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {knobs[0], knobs[3]}, rng, 4);
 }
 
 // Resident filters: in the knobs where every output channel fits one 64-wide tile column and the

@@ -145,7 +145,7 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
         ->set_output(true)
         .set_stride(channels_last({2, 64, 7, 7}));
     // + core=3: 64-wide tiles with 6, 4 and 8 stages and ping-pong, 128-wide split-K 2, 3, 4, 6, 8,
-    // and those again with the register epilogue (epilogue=1)
+    // and those again with the register epilogue (epilogue=1); split clusters are held back
     EXPECT_EQ(expect_space_accepted(e, g), (2u + 4u + 6u + 8u) + 8u + 9u + 4u + 5u);
   }
   {  // FLOAT as TF32
@@ -168,8 +168,10 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
   }
   expect_rejected(e, {{"tile_k", 32}},
                   "no knob 'tile_k' (its knobs: core, tile_m, tile_n, stages, split_k, tf32, pingpong, resident_b, "
-                  "cluster, cluster_n, epilogue)");
+                  "cluster, cluster_n, epilogue, split_cluster)");
   expect_rejected(e, {{"core", 4}}, "knob core=4 is not in 0..3");
+  expect_rejected(e, {{"core", 3}, {"split_cluster", 1}}, "split_cluster=1 goes only with core=3, split_k 2 to 4");
+  expect_rejected(e, {{"core", 3}, {"split_k", 6}, {"split_cluster", 1}}, "split_cluster=1 goes only with core=3, split_k 2 to 4");
   expect_rejected(e, {{"cluster_n", 3}}, "knob cluster_n=3 is not one of 1, 2, 4");
   expect_rejected(e, {{"core", 3}, {"cluster_n", 2}, {"split_k", 2}},
                   "cluster_n above 1 goes only with core=3, cluster 1 and whole tiles of 16-bit inputs");

@@ -7,6 +7,7 @@
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
@@ -30,6 +31,9 @@ constexpr const char* kFpropKernel = "dg_conv_fprop";
 // The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
 // least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.
 constexpr double kRegisterEpilogueGain = 1.07;
+// The knob space offers split_cluster=1 plans only once CudaConvIm2col.SplitClustersMatchRef has
+// passed on a GPU (common/gpu_checked's list); explicit knobs build them (the tests).
+constexpr const char* kSplitClusterGate = "conv_split_cluster";
 
 struct Pieces {
   ConvProblem cp;
@@ -111,12 +115,13 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
         .flag("kResidentB", c.resident_b)
         .value("kCluster", c.cluster_ctas())
         .flag("kClusterAlongN", c.cluster_n > 1);
+    if (c.split_cluster) ks.flag("kSplitCluster", true);
     add_kernel_modes(ks, c, pc.epi);
     os << "#include \"conv_im2col_tma.cuh\"\n\n" << epilogue_source(pc.epi, g, c.epilogue == 1) << "\n"
        << ks.type("Epilogue", "dg_gen::Epilogue").str()
        // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.
        << "extern \"C\" __global__ void "
-       << (c.cluster_ctas() > 1 ? "__cluster_dims__(" + std::to_string(c.cluster_ctas()) + ", 1, 1) " : "")
+       << (c.launch_cluster() > 1 ? "__cluster_dims__(" + std::to_string(c.launch_cluster()) + ", 1, 1) " : "")
        << "__launch_bounds__(384, 1) " << kFpropKernel
        << "(const dg::ConvParams cp, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mx, "
           "const __grid_constant__ dg::TmaDesc mw"
@@ -163,20 +168,22 @@ class ConvPlan final : public KernelPlan {
   ConvPlan(const Partition& p, Pieces pc, Config c, KernelBuild k)
       : KernelPlan(p, std::move(k)), pc_(std::move(pc)), c_(c) {}
 
-  // The epilogue's workspace, then (split-K) the partial sums and one counter per tile.
+  // The epilogue's workspace, then (split-K through global memory) the partial sums and one
+  // counter per tile.
   int64_t epilogue_bytes() const { return (pc_.epi.L.workspace_bytes + 255) / 256 * 256; }
+  bool global_splits() const { return c_.splits > 1 && !c_.split_cluster; }
   int64_t tiles() const {
     return ((pc_.cp.params.M + c_.bm - 1) / c_.bm) * ((pc_.cp.params.N + c_.bn - 1) / c_.bn);
   }
   int64_t workspace_size() const override {
-    if (c_.splits == 1) return pc_.epi.L.workspace_bytes;
+    if (!global_splits()) return pc_.epi.L.workspace_bytes;
     return epilogue_bytes() + tiles() * c_.splits * c_.bm * c_.bn * 4 + tiles() * 4;
   }
 
   Status execute(const ExecArgs& args) const override {
     HandleImpl& h = args.handle;
     if (!h.device.is_cuda() || !h.cuda) return {ErrorCode::GRAPH_EXECUTION_FAILED, "conv plan: not a CUDA handle"};
-    if (c_.splits > 1 && !args.workspace)
+    if (global_splits() && !args.workspace)
       return {ErrorCode::WORKSPACE_TOO_SMALL, std::string(kEngineName) + ": split_k=" + std::to_string(c_.splits) +
                                                   " needs " + std::to_string(workspace_size()) +
                                                   " bytes of workspace but it is null"};
@@ -200,7 +207,7 @@ class ConvPlan final : public KernelPlan {
     cp.ws = nullptr;
     if (auto s = reset_reductions(h, pc_.epi.L, pp); !s.ok()) return s;
     const int64_t tiles = int64_t{cp.tiles_m} * cp.tiles_n;
-    if (c_.splits > 1) {
+    if (global_splits()) {
       cp.ws = static_cast<char*>(args.workspace) + epilogue_bytes();
       char* counters = static_cast<char*>(cp.ws) + tiles * c_.splits * c_.bm * c_.bn * 4;
       if (auto s = fill32(h, counters, 0, static_cast<size_t>(tiles)); !s.ok()) return s;
@@ -261,7 +268,17 @@ class ConvPlan final : public KernelPlan {
     void* kargs[] = {&cp, &pp, &mx, &mw, &my};  // (my: read only by epilogue=1's kernel)
     const auto whole_groups = [](int64_t tiles, int64_t cl) { return (tiles + cl - 1) / cl * cl; };
     const int64_t units = whole_groups(cp.tiles_m, c_.cluster) * whole_groups(cp.tiles_n, c_.cluster_n) * c_.splits;
-    if (auto s = launch_persistent(h, kargs, units); !s.ok()) return s;
+    if (c_.split_cluster) {  // one unit per CTA, a tile's splits in one cluster (the kernel's __cluster_dims__)
+      if (units > INT32_MAX)
+        return {ErrorCode::GRAPH_EXECUTION_FAILED, std::string(kEngineName) + ": split_cluster=1 launches one CTA per unit; " +
+                                                       std::to_string(units) + " exceed a grid"};
+      if (auto s = cuda::launch_3d(h, k_.main, {static_cast<unsigned>(units), 1, 1}, 384,
+                                   static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
+          !s.ok())
+        return s;
+    } else if (auto s = launch_persistent(h, kargs, units); !s.ok()) {
+      return s;
+    }
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
@@ -286,6 +303,13 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     else if (t.info().sm_version == 90 && described && conv::im2col_view(cp, why))
       conv::add_im2col_candidates(cp, t.info().multiprocessors, tf32 ? 32 : 64, settings);
     add_register_epilogue(p, t, settings);
+    if (std::string held; !cuda::checked_on_gpu(kSplitClusterGate, "split_cluster=1:", held)) {
+      const auto n = settings.size();
+      std::erase_if(settings, [](const ConvKnobs& k) { return k.split_cluster == 1; });
+      if (settings.size() != n) {
+        DG_LOG(DEBUG) << kEngineName << ": " << held;
+      }
+    }
     if (t.info().sm_version == 90 && !dgrad) {
       if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
         for (int st : {6, 4}) settings.push_back({.core = 1, .tile_m = 128, .tile_n = 64, .stages = st});
@@ -344,9 +368,12 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       const int64_t kt = c.core == 3 ? conv::im2col_ktiles(cp.params, c.bk()) : (cp.params.K + c.bk() - 1) / c.bk();
       const int64_t units = tm * tn * c.splits;
       padded = static_cast<double>(tm * c.bm * tn * c.bn) / static_cast<double>(cp.params.M * cp.params.N);
-      const int64_t per_unit = (kt + c.splits - 1) / c.splits + 1 + (c.splits > 1 ? 6 : 0);
+      // Split clusters add their sums in distributed shared memory: ~2 k steps (an estimate, not
+      // yet measured), no memset.
+      const int64_t publish = c.splits == 1 ? 0 : c.split_cluster ? 2 : 6;
+      const int64_t per_unit = (kt + c.splits - 1) / c.splits + 1 + publish;
       padded *= static_cast<double>((units + sms - 1) / sms * sms * per_unit) / static_cast<double>(tm * tn * (kt + 1));
-      if (c.splits > 1) fixup = 1e-6;  // the counters' memset
+      if (c.splits > 1 && !c.split_cluster) fixup = 1e-6;  // the counters' memset
     }
     // The wgmma core is bound by its activation gathers more than by the MMAs (measured: about the
     // same time per 64-deep k step whatever the tile width), so 64-wide tiles lose nothing.
@@ -416,7 +443,7 @@ const Engine& conv_implicit_gemm_engine() { return engine_instance<ConvImplicitG
 namespace conv {
 bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
                            std::string& why, int splits, bool pingpong, bool resident, int cluster, int epilogue,
-                           int cluster_n) {
+                           int cluster_n, bool split_cluster) {
   Pieces pc;
   if (!describe_conv(p, pc.cp, why)) return false;
   if (!plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
@@ -426,6 +453,7 @@ bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int sta
   c.cluster = cluster;
   c.cluster_n = cluster_n;
   c.epilogue = epilogue;
+  c.split_cluster = split_cluster;
   if (resident && !resident_fits(pc.cp, c, why)) return false;
   if (epilogue && !cuda::register_epilogue(pc.epi, why)) return false;
   src = source(pc, c, *p.graph);

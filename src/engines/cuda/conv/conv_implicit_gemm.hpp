@@ -19,7 +19,7 @@ namespace conv {
 // configuration, without a device (for the NVRTC compile tests).
 bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int stages, std::string& src,
                            std::string& why, int splits = 1, bool pingpong = false, bool resident = false,
-                           int cluster = 1, int epilogue = 0, int cluster_n = 1);
+                           int cluster = 1, int epilogue = 0, int cluster_n = 1, bool split_cluster = false);
 }  // namespace conv
 
 }  // namespace dnngraph::cuda

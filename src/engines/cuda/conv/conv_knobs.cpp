@@ -12,6 +12,7 @@ ConvConfig config_of(const ConvKnobs& k) {
   c.cluster = static_cast<int>(k.cluster);
   c.cluster_n = static_cast<int>(k.cluster_n);
   c.epilogue = static_cast<int>(k.epilogue);
+  c.split_cluster = k.split_cluster == 1;
   return c;
 }
 
@@ -28,6 +29,9 @@ std::string conv_rules(const ConvKnobs& k) {
   if (k.cluster_n > 1 && (k.core != 3 || k.split_k > 1 || k.tf32 || k.resident_b || k.cluster > 1))
     return "cluster_n above 1 goes only with core=3, cluster 1 and whole tiles of 16-bit inputs (split_k 1, tf32 0, "
            "resident_b 0)";
+  if (k.split_cluster && (k.core != 3 || k.split_k < 2 || k.split_k > 4 || k.resident_b || k.cluster > 1 || k.cluster_n > 1))
+    return "split_cluster=1 goes only with core=3, split_k 2 to 4 and streamed tiles of one CTA (resident_b 0, cluster 1, "
+           "cluster_n 1)";
   if (k.epilogue && (k.core < 2 || k.resident_b))
     return "epilogue=1 (registers + TMA store) goes only with core=2 or 3 and streamed filter tiles (resident_b 0)";
   if (k.core > 0 && !k.resident_b && config_of(k).smem_bytes() > 227 * 1024)
@@ -49,7 +53,8 @@ const KnobSchema<ConvKnobs> kSchema{kImplicitGemmEngineName,
                                      {"resident_b", &ConvKnobs::resident_b, 0, 1, {}, false},
                                      {"cluster", &ConvKnobs::cluster, 1, 2, {}, false},
                                      {"cluster_n", &ConvKnobs::cluster_n, 1, 4, {1, 2, 4}, false},
-                                     {"epilogue", &ConvKnobs::epilogue, 0, 1, {}, false}},
+                                     {"epilogue", &ConvKnobs::epilogue, 0, 1, {}, false},
+                                     {"split_cluster", &ConvKnobs::split_cluster, 0, 1, {}, false}},
                                     conv_rules};
 
 }  // namespace
@@ -119,6 +124,11 @@ void add_im2col_candidates(const ConvProblem& cp, int multiprocessors, int bk, s
   if (tiles < multiprocessors) {
     for (int sk : {2, 3, 4, 6, 8})
       if (kt >= 4 * sk) out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk});
+    // The same splits as clusters adding their sums in distributed shared memory, where a tile's
+    // CTAs fit one wave (each CTA takes one unit).
+    for (int sk : {2, 3, 4})
+      if (kt >= 4 * sk && tiles * sk <= multiprocessors)
+        out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk, .split_cluster = 1});
     // Few pixels, many channels (RN50's 7x7 layers: 52 tiles of 128 x 128 on 132 SMs): twice as
     // many 64-wide tiles, whole, with no partial sums to add up.
     if (cp.params.N > 64) {

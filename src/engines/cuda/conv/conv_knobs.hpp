@@ -31,7 +31,12 @@ struct ConvConfig {
   int cluster = 1;          // core 3: 2 = pairs of CTAs along M sharing each filter tile by TMA multicast
                             // (cooperative or ping-pong consumers)
   int cluster_n = 1;        // core 3: 2 or 4 CTAs along N sharing each activation tile, each loading a piece
+  // Core 3 with split-K: a tile's `splits` CTAs form a cluster and add their partial sums through
+  // distributed shared memory (no workspace), one unit per CTA.
+  bool split_cluster = false;
   int cluster_ctas() const { return cluster * cluster_n; }
+  // The kernel's cluster size at launch: the multicast clusters', or a tile's splits.
+  int launch_cluster() const { return split_cluster ? splits : cluster_ctas(); }
   // Cores 2 and 3: 1 = the epilogue in registers, the tile stored by TMA
   // (common/register_epilogue.hpp): per consumer warpgroup a ring of two 8 KB boxes (64 rows x 64
   // 16-bit columns; one for 64-wide tiles) in place of the staged epilogue's fp32 chunks.
@@ -51,7 +56,7 @@ struct ConvConfig {
 struct ConvKnobs {
   int64_t core = 0;
   int64_t tile_m = 128, tile_n = 128, stages = 4;
-  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0, cluster = 1, cluster_n = 1, epilogue = 0;
+  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0, cluster = 1, cluster_n = 1, epilogue = 0, split_cluster = 0;
 };
 
 // The configuration the knobs describe.

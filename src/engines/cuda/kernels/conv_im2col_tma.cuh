@@ -90,6 +90,17 @@ struct ProbeTiledAOf<C, decltype((int)C::kProbeTiledA)> {
   enum : int { value = C::kProbeTiledA };
 };
 
+// Config::kSplitCluster 1: split-K's CTAs of a tile form a cluster (wgmma_consume's SPLIT_CLUSTER),
+// launched one unit per CTA with __cluster_dims__(splits) on the kernel.
+template <class C, class = int>
+struct SplitClusterOf {
+  enum : bool { value = false };
+};
+template <class C>
+struct SplitClusterOf<C, decltype((int)C::kSplitCluster)> {
+  enum : bool { value = (bool)C::kSplitCluster };
+};
+
 // k steps of the (tap, channel block) walk.
 template <int BK>
 __device__ __forceinline__ int im2col_ktiles(const ConvParams& P) {
@@ -267,7 +278,9 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
   constexpr bool SPLIT = Config::kSplitK, PINGPONG = Config::kPingpong, RESIDENT = Config::kResidentB;
   constexpr int CLUSTER = Config::kCluster;
   constexpr bool ALONG_N = Config::kClusterAlongN;
+  constexpr bool SPLIT_CLUSTER = SplitClusterOf<Config>::value;
   static_assert(!(RESIDENT && PINGPONG), "resident filter tiles go with cooperative consumers");
+  static_assert(!SPLIT_CLUSTER || (SPLIT && !RESIDENT && CLUSTER == 1), "a cluster's splits stream their own tiles");
   typedef typename Config::Epilogue Ep;
   constexpr int EPI = EpilogueModeOf<Config>::value, EPI_BYTES = EpilogueBytes<EPI, Ep, BN>::value;
   static_assert(EPI == EPI_STAGED || !RESIDENT, "resident filter tiles keep the staged epilogue");
@@ -304,7 +317,7 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     const ConsumerShape sh{(i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n, im2col_ktiles<S::BK>(P), P.M, P.N,
                            P.epi_vec, (const GemmParams*)0, P.splits, static_cast<float*>(P.ws), my};
-    wgmma_consume<DT, BN, STAGES, true, true, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI, ALONG_N>(
+    wgmma_consume<DT, BN, STAGES, true, true, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI, ALONG_N, SPLIT_CLUSTER>(
         sh, p, base, smem_pointer(base), wg - 1, red);
   }
   Ep::finish_full(p, red);

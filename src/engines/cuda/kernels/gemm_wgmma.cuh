@@ -305,8 +305,10 @@ struct ConsumerShape {
 // EPI: the epilogue (epilogue_tma_store.cuh's modes); with SPLIT, the register epilogue runs on the
 // CTA whose unit is its tile's last, once the fix-up has put the full sums in its accumulators.
 // CLUSTER, ALONG_N: the producers' clusters (walk_tile); the consumers release every CTA's stage.
+// SPLIT_CLUSTER (with SPLIT, one unit per CTA): a tile's splits are the CTAs of one cluster, whose
+// partial sums rank 0 adds through distributed shared memory (splitk_fixup_cluster).
 template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep,
-          bool SPLIT = false, int CLUSTER = 1, int EPI = EPI_STAGED, bool ALONG_N = false>
+          bool SPLIT = false, int CLUSTER = 1, int EPI = EPI_STAGED, bool ALONG_N = false, bool SPLIT_CLUSTER = false>
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EpilogueBytes<EPI, Ep, BN>::value> S;
@@ -314,6 +316,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   static_assert(!PINGPONG || BN == 128 || BN == 64, "ping-pong tiles are 128 x 128 or 128 x 64 (two m64 accumulators)");
   static_assert(!(PINGPONG && SPLIT), "split-K units have uneven k ranges; the ping-pong stage count assumes even ones");
   static_assert(CLUSTER == 1 || !(SPLIT || PROXY_FENCE), "clusters: whole tiles of TMA loads");
+  static_assert(!SPLIT_CLUSTER || (SPLIT && CLUSTER == 1), "a cluster's splits share one tile, with no multicast");
   constexpr int HALVES = PINGPONG ? 2 : 1;  // m64 row blocks per warpgroup and tile
   constexpr int REGS = BN / 2;              // accumulators per m64 block
   const int ktiles = sh.ktiles;
@@ -380,8 +383,11 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
     if (CLUSTER > 1 && (ALONG_N ? tn >= sh.tiles_n : tm >= sh.tiles_m)) continue;  // the group's missing tile: protocol only
     if (SPLIT && kb == ke) zero_accumulators(acc);  // a split with no k steps
-    if constexpr (SPLIT)
+    if constexpr (SPLIT_CLUSTER) {
+      if (!splitk_fixup_cluster<REGS>(acc, base, split, sh.splits, (int)threadIdx.x - 128)) continue;
+    } else if constexpr (SPLIT) {
       if (!splitk_fixup<REGS>(acc, sh.ws, sh.tiles, t, split, sh.splits, (int)threadIdx.x - 128)) continue;
+    }
     if constexpr (EPI == EPI_PROBE_NONE) continue;
     if constexpr (kRegisterEpilogue<EPI>) {
       typedef TmaStoreTile<Ep, BN> T;

@@ -66,4 +66,48 @@ __device__ __forceinline__ bool splitk_fixup(float (&acc)[REGS], float* ws, i64 
   return true;
 }
 
+// Split-K inside a cluster (the conv engine's knob split_cluster): the `splits` CTAs of a cluster
+// take the k ranges of one tile (cluster rank = split), so the partial sums meet in distributed
+// shared memory instead of a global workspace: no counters, no memset launch, no L2 round trips.
+// Each rank above 0 leaves its sums in its own stage ring (`ring`, idle once both consumer
+// warpgroups are past their last k step: named barrier 5), float4 i of consumer thread ct at
+// (i * 256 + ct) * 16; rank 0 adds them in rank order (the same bits on every run) and runs the
+// epilogue. The cluster barriers count every thread that has not exited: the producer warpgroup
+// has, by then. The second one keeps each rank's shared memory alive until rank 0 has read it.
+// Returns true on rank 0, whose acc then holds the tile's full sums.
+template <int REGS>
+__device__ __forceinline__ bool splitk_fixup_cluster(float (&acc)[REGS], u32 ring, int split, int splits, int ct) {
+  asm volatile("bar.sync 5, 256;\n" ::: "memory");
+  if (split > 0) {
+#pragma unroll
+    for (int i = 0; i < REGS / 4; ++i)
+      asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(ring + (u32)(i * 256 + ct) * 16), "f"(acc[4 * i]),
+                   "f"(acc[4 * i + 1]), "f"(acc[4 * i + 2]), "f"(acc[4 * i + 3])
+                   : "memory");
+  }
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+  if (split == 0) {
+#pragma unroll 1
+    for (int r = 1; r < splits; ++r) {
+      float4 v[REGS / 4];
+#pragma unroll
+      for (int i = 0; i < REGS / 4; ++i)
+        asm volatile(
+            "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %4, %5;\nld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [ra];\n}\n"
+            : "=f"(v[i].x), "=f"(v[i].y), "=f"(v[i].z), "=f"(v[i].w)
+            : "r"(ring + (u32)(i * 256 + ct) * 16), "r"(r)
+            : "memory");
+#pragma unroll
+      for (int i = 0; i < REGS / 4; ++i) {
+        acc[4 * i] += v[i].x;
+        acc[4 * i + 1] += v[i].y;
+        acc[4 * i + 2] += v[i].z;
+        acc[4 * i + 3] += v[i].w;
+      }
+    }
+  }
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+  return split == 0;
+}
+
 }  // namespace dg
