@@ -72,8 +72,9 @@ __device__ __forceinline__ bool splitk_fixup(float (&acc)[REGS], float* ws, i64 
 // Each rank above 0 leaves its sums in its own stage ring (`ring`, idle once both consumer
 // warpgroups are past their last k step: named barrier 5), float4 i of consumer thread ct at
 // (i * 256 + ct) * 16; rank 0 adds them in rank order (the same bits on every run) and runs the
-// epilogue. The cluster barriers count every thread that has not exited: the producer warpgroup
-// has, by then. The second one keeps each rank's shared memory alive until rank 0 has read it.
+// epilogue. A cluster barrier waits for every thread of the cluster that has not exited: the
+// producer warpgroups call none and exit once their loads are issued, so only the consumers meet
+// there. The second one keeps each rank's shared memory alive until rank 0 has read it.
 // Returns true on rank 0, whose acc then holds the tile's full sums.
 template <int REGS>
 __device__ __forceinline__ bool splitk_fixup_cluster(float (&acc)[REGS], u32 ring, int split, int splits, int ct) {
