@@ -45,6 +45,33 @@ class PlainProblem final : public cg::GemmProblem {
   }
 };
 
+// Every task runs whatever the pool: threads claim their home share of the rows first (by the CPU
+// they run on), then the rest; pools of more threads than CPUs have homes no thread is on.
+TEST(CpuGemmKernels, DriverRunsEveryTaskWhateverThePool) {
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const cg::KernelSet& ks = cg::kernel_set(dg::cpu::cpu_features().best());
+  const int64_t m = 203, n = 5 * ks.nr + 3, k = 37;
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+  for (auto& v : a) v = u(rng);
+  for (auto& v : b) v = u(rng);
+  for (int threads : {1, 3, 5, 8}) {
+    dg::ThreadPool pool(threads);
+    std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
+    PlainProblem p(m, n, k);
+    p.a = {a.data(), dg::DataType::FLOAT, k, 1};
+    p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
+    p.c = &c;
+    ASSERT_TRUE(cg::run(p, ks, cg::Blocking{2 * ks.mr, 16, ks.nr}, pool, nullptr).ok());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t q = 0; q < k; ++q) want += double(a[static_cast<size_t>(i * k + q)]) * b[static_cast<size_t>(q * n + j)];
+        ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-4) << threads << " threads, at " << i << "," << j;
+      }
+  }
+}
+
 TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);

@@ -4,6 +4,10 @@
 #include <chrono>
 #include <thread>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace dnngraph {
 namespace {
 thread_local bool t_inside_pool = false;
@@ -108,6 +112,14 @@ void ThreadPool::worker_loop(int) {
     }
     run_chunks();
   }
+}
+
+int current_cpu() {
+#if defined(__linux__)
+  return sched_getcpu();
+#else
+  return -1;
+#endif
 }
 
 }  // namespace dnngraph

@@ -38,4 +38,8 @@ class ThreadPool {
   bool stop_ = false;
 };
 
+// The CPU the calling thread runs on now (Linux), or -1 where the OS does not say: a hint for
+// cache locality only (the thread may move at any time).
+int current_cpu();
+
 }  // namespace dnngraph

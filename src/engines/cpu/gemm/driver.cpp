@@ -84,6 +84,35 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
   return t;
 }
 
+// Who runs which task: each thread first takes the tasks of its home share of the rows (home =
+// the CPU it runs on, modulo the threads), then any left, from just past its share. A layer's rows
+// then tend to be computed on the core whose L2 holds the same rows of the layer before (its input
+// and residual): ResNet-50 1-4% faster than first-come order in all 6 alternated in-process rounds
+// (Intel AVX-512, 2 cores, 2026-12-06). Claims are per task, so a thread that moved or shares a
+// home only changes the order, never the work done.
+class TaskClaims {
+ public:
+  explicit TaskClaims(int64_t n) : claimed_(new std::atomic<bool>[static_cast<size_t>(std::max<int64_t>(n, 1))]()), n_(n) {}
+  template <class F>
+  void run(const TaskShape& t, int home, int threads, F&& task) {
+    const int64_t per_batch = t.m_tasks * t.n_tasks;
+    const auto home_of = [&](int64_t i) { return (i % per_batch) / t.n_tasks * threads / t.m_tasks; };
+    int64_t after = 0;  // one past this thread's last home task
+    for (int64_t i = 0; i < n_; ++i)
+      if (home_of(i) == home) {
+        after = i + 1;
+        if (claim(i)) task(i);
+      }
+    for (int64_t k = 0; k < n_; ++k)
+      if (const int64_t i = (after + k) % n_; claim(i)) task(i);
+  }
+
+ private:
+  bool claim(int64_t i) { return !claimed_[static_cast<size_t>(i)].exchange(true, std::memory_order_relaxed); }
+  std::unique_ptr<std::atomic<bool>[]> claimed_;
+  int64_t n_;
+};
+
 // Prefetches part `part` of `parts` equal slices of [p, p + bytes).
 void prefetch_slice(const float* p, int64_t bytes, int64_t part, int64_t parts) {
   const int64_t slice = ceil_div(ceil_div(bytes, parts), 64) * 64;
@@ -333,20 +362,22 @@ Status run(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, Threa
   float* per_thread = base + (b_aside ? 0 : round_up(t.shared_b, kAlignFloats));
   const float* shared_b = b_aside ? packed_b : base;
   if (p.b_shared() && !b_aside) pack_shared_b(p, ks, t.shared_b, pool, base);
-  // Tasks are handed out one at a time (the pool's chunks would group several).
-  std::atomic<int64_t> next{0};
+  // Tasks are claimed one at a time (the pool's chunks would group several), each thread first
+  // those of its home share of the rows, then any left (TaskClaims).
   ThreadSlots slots(threads);
   const int64_t tasks = t.task_count(p.batch);
+  TaskClaims claims(tasks);
   pool.parallel_for(std::min<int64_t>(tasks, threads), [&](int64_t, int64_t) {
     SlotGuard g(slots);
     if (ks.begin_tiles) ks.begin_tiles();
     const Scratch s = carve(t, per_thread + g.slot() * t.per_thread());
-    for (int64_t i = next.fetch_add(1); i < tasks; i = next.fetch_add(1)) {
+    const int cpu = current_cpu();
+    claims.run(t, cpu >= 0 ? cpu % threads : g.slot(), threads, [&](int64_t i) {
       const int64_t b = i / (t.m_tasks * t.n_tasks), rem = i % (t.m_tasks * t.n_tasks);
       const int64_t mi = rem / t.n_tasks, ni = rem % t.n_tasks;
       const int64_t ma = t.m_begin(mi, ks.mr), me = std::min(p.M, t.m_begin(mi + 1, ks.mr)), n0 = ni * t.nt;
       run_task(p, ks, blk, t, shared_b, g.slot(), s, b, ma, me, n0, std::min(t.nt, p.N - n0));
-    }
+    });
   });
   return {};
 }
