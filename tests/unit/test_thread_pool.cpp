@@ -1,6 +1,6 @@
 // ThreadPool::parallel_for: every index runs exactly once per call, over many back-to-back calls
 // (where a worker may still be waking for an earlier call when the next one starts), with grains,
-// nested calls run inline, and a pool of one thread.
+// with more threads (home shares) than CPUs, nested calls run inline, and a pool of one thread.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,13 +11,16 @@
 namespace {
 
 TEST(ThreadPool, EveryIndexOnceOverManyCalls) {
-  dnngraph::ThreadPool pool(3);
-  for (int64_t n = 1; n <= 200; ++n) {
-    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-    pool.parallel_for(n, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
-    }, n % 7 + 1);
-    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "n " << n << " index " << i;
+  for (int threads : {3, 9}) {  // home shares that no thread runs on are taken by the others
+    dnngraph::ThreadPool pool(threads);
+    for (int64_t n = 1; n <= 200; ++n) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      pool.parallel_for(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+      }, n % 7 + 1);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << threads << " threads, n " << n << " index " << i;
+    }
   }
 }
 

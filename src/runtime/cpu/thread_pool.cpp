@@ -37,6 +37,8 @@ void spin_briefly(Ready ready) {
 
 ThreadPool::ThreadPool(int threads) {
   int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  home_next_.assign(static_cast<size_t>(n), 0);
+  home_end_.assign(static_cast<size_t>(n), 0);
   for (int i = 0; i + 1 < n; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -63,8 +65,12 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     job_ = &fn;
     n_ = n;
     chunk_ = chunk;
-    next_ = 0;
-    unfinished_ = (n + chunk - 1) / chunk;
+    const int64_t chunks = (n + chunk - 1) / chunk, homes = size();
+    for (int64_t h = 0; h < homes; ++h) {
+      home_next_[static_cast<size_t>(h)] = h * chunks / homes;
+      home_end_[static_cast<size_t>(h)] = (h + 1) * chunks / homes;
+    }
+    unfinished_ = chunks;
     ++generation_;
   }
   wake_.notify_all();
@@ -81,16 +87,30 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   job_ = nullptr;  // under the lock: no worker can claim a chunk of it any more
 }
 
+int64_t ThreadPool::claim_chunk(int home) {
+  const int homes = size();
+  if (home_next_[static_cast<size_t>(home)] < home_end_[static_cast<size_t>(home)])
+    return home_next_[static_cast<size_t>(home)]++;
+  for (int k = 1; k < homes; ++k) {  // another share's last chunk: its owner keeps its first ones
+    const size_t h = static_cast<size_t>((home + k) % homes);
+    if (home_next_[h] < home_end_[h]) return --home_end_[h];
+  }
+  return -1;
+}
+
 void ThreadPool::run_chunks() {
+  const int cpu = current_cpu();
+  const int home = cpu >= 0 ? cpu % size() : 0;
   for (;;) {
     const std::function<void(int64_t, int64_t)>* job;
     int64_t begin, end;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!job_ || next_ >= n_) return;
+      if (!job_) return;
+      const int64_t c = claim_chunk(home);
+      if (c < 0) return;
       job = job_;
-      begin = next_;
-      next_ += chunk_;
+      begin = c * chunk_;
       end = std::min(n_, begin + chunk_);
     }
     (*job)(begin, end);
