@@ -407,26 +407,29 @@ TEST(CpuConvDepthwiseDirect, WideRowsRunTheBlockedKernel) {
 
 // The 3-tap kernels take any 1..8 pixels a row has left inside it: every row width from 9 to 26 at
 // stride 1 and 2, padding 1 on both sides, 27 channels (one AVX-512 block, one AVX2 block, a
-// portable tail of 3 where the machine has them), plain and fused outputs.
+// portable tail of 3 where the machine has them) and 56 (three AVX-512 blocks in one call, one AVX2
+// block), plain and fused outputs.
 TEST(CpuConvDepthwiseDirect, ThreeTapBlocksOfEveryWidthMatchRef) {
   std::mt19937 rng(54);
-  for (int64_t width = 9; width <= 26; ++width)
-    for (int64_t stride = 1; stride <= 2; ++stride) {
-      ConvCase cc;
-      cc.nsp = 2;
-      cc.groups = cc.c = cc.k = 27;
-      cc.in = {3, width};
-      cc.ker = {3, 3};
-      cc.stride = {1, stride};
-      cc.dil = {1, 1};
-      cc.pre = cc.post = {1, 1};
-      cc.out = {3, fwd_size(width, 3, stride, 1, 1, 1)};
-      cc.nhwc_in = true;
-      const bool fused = width % 2 == 0;
-      SCOPED_TRACE("width " + std::to_string(width) + " stride " + std::to_string(stride));
-      run_conv_case("cpu_conv_depthwise_direct", cc, false, rng, fused, fused, false, false, dg::DataType::FLOAT, 1e-5,
-                    true);
-    }
+  for (const int64_t channels : {27, 56})
+    for (int64_t width = 9; width <= 26; ++width)
+      for (int64_t stride = 1; stride <= 2; ++stride) {
+        ConvCase cc;
+        cc.nsp = 2;
+        cc.groups = cc.c = cc.k = channels;
+        cc.in = {3, width};
+        cc.ker = {3, 3};
+        cc.stride = {1, stride};
+        cc.dil = {1, 1};
+        cc.pre = cc.post = {1, 1};
+        cc.out = {3, fwd_size(width, 3, stride, 1, 1, 1)};
+        cc.nhwc_in = true;
+        const bool fused = width % 2 == 0;
+        SCOPED_TRACE("channels " + std::to_string(channels) + " width " + std::to_string(width) + " stride " +
+                     std::to_string(stride));
+        run_conv_case("cpu_conv_depthwise_direct", cc, false, rng, fused, fused, false, false, dg::DataType::FLOAT,
+                      1e-5, true);
+      }
 }
 
 // A row's edge pixels (whose taps cut the padding) sum per pixel, on AVX-512 in 64- and 16-channel

@@ -238,21 +238,25 @@ __attribute__((target("avx512f,avx2,fma"))) void block_three_taps_avx512(const T
 
 // A block of P pixels (1 .. kThreeTapPixels) of the 3-tap kernels, one channel block from c: an
 // entry of the tables below, so that a row's last pixels inside it run one block of whatever
-// count is left instead of the general kernel and per-pixel sums.
-using ThreeTapBlock = void (*)(const TapRow*, int, int64_t, const float*, int64_t, int64_t, float*, int64_t);
+// count is left instead of the general kernel and per-pixel sums. One call walks the channel
+// blocks [c, c_end) (8 or 16 channels each): with a call per block, 56% of the kernel's samples
+// were on instructions besides its FMAs, loads and prefetches (the call, its setup, addresses).
+using ThreeTapBlock = void (*)(const TapRow*, int, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t);
 
 template <int kStride, size_t P>
 __attribute__((target("avx2,fma"))) void three_taps_avx2_of(const TapRow* rows, int nrows, int64_t iw0,
-                                                             const float* wt, int64_t C, int64_t c, float* out,
-                                                             int64_t ldo) {
-  block_three_taps_avx2<kStride>(rows, nrows, iw0, wt, C, c, out, ldo, std::make_index_sequence<P>());
+                                                             const float* wt, int64_t C, int64_t c, int64_t c_end,
+                                                             float* out, int64_t ldo) {
+  for (; c < c_end; c += 8)
+    block_three_taps_avx2<kStride>(rows, nrows, iw0, wt, C, c, out, ldo, std::make_index_sequence<P>());
 }
 
 template <int kStride, size_t P>
 __attribute__((target("avx512f,avx2,fma"))) void three_taps_avx512_of(const TapRow* rows, int nrows, int64_t iw0,
                                                                       const float* wt, int64_t C, int64_t c,
-                                                                      float* out, int64_t ldo) {
-  block_three_taps_avx512<kStride>(rows, nrows, iw0, wt, C, c, out, ldo, std::make_index_sequence<P>());
+                                                                      int64_t c_end, float* out, int64_t ldo) {
+  for (; c < c_end; c += 16)
+    block_three_taps_avx512<kStride>(rows, nrows, iw0, wt, C, c, out, ldo, std::make_index_sequence<P>());
 }
 
 // [stride - 1][pixels - 1]
@@ -271,9 +275,14 @@ __attribute__((target("avx2,fma"))) void block_avx2(const TapRow* rows, int nrow
   int64_t c = 0;
   if (three_tap_row(rw)) {  // any 1 .. kThreeTapPixels pixels
     const size_t si = static_cast<size_t>(rw.stride - 1), pi = static_cast<size_t>(pixels - 1);
-    if (avx512_usable())
-      for (; c + 16 <= C; c += 16) kThreeTapAvx512[si][pi](rows, nrows, iw0, wt, C, c, out, ldo);
-    for (; c + 8 <= C; c += 8) kThreeTapAvx2[si][pi](rows, nrows, iw0, wt, C, c, out, ldo);
+    if (const int64_t end = C / 16 * 16; avx512_usable() && end > 0) {
+      kThreeTapAvx512[si][pi](rows, nrows, iw0, wt, C, 0, end, out, ldo);
+      c = end;
+    }
+    if (const int64_t end = c + (C - c) / 8 * 8; end > c) {
+      kThreeTapAvx2[si][pi](rows, nrows, iw0, wt, C, c, end, out, ldo);
+      c = end;
+    }
     if (c < C) block_portable(rows, nrows, rw, iw0, pixels, wt, C, c, out, ldo);  // the last C % 8
     return;
   }
