@@ -28,6 +28,18 @@ __device__ __forceinline__ bool named_barrier_or(int id, int threads, bool v) {
   return out != 0;
 }
 
+// acc += one split's partial sums, as loaded: float4 i holds accumulators 4i .. 4i + 3.
+template <int REGS>
+__device__ __forceinline__ void add_slice(float (&acc)[REGS], const float4 (&v)[REGS / 4]) {
+#pragma unroll
+  for (int i = 0; i < REGS / 4; ++i) {
+    acc[4 * i] += v[i].x;
+    acc[4 * i + 1] += v[i].y;
+    acc[4 * i + 2] += v[i].z;
+    acc[4 * i + 3] += v[i].w;
+  }
+}
+
 // One unit's fix-up, run by the 256 consumer threads (ct = 0..255; named barrier 5). ws: the
 // slices, tiles x splits x 128 x BN floats, then one int counter per tile. Returns true (on every
 // consumer thread) where this unit was its tile's last: acc then holds the tile's full sums.
@@ -55,13 +67,7 @@ __device__ __forceinline__ bool splitk_fixup(float (&acc)[REGS], float* ws, i64 
     float4 v[REGS / 4];
 #pragma unroll
     for (int i = 0; i < REGS / 4; ++i) v[i] = __ldcg(slices + (i64)sp * (32 * BN) + i * 256 + ct);
-#pragma unroll
-    for (int i = 0; i < REGS / 4; ++i) {
-      acc[4 * i] += v[i].x;
-      acc[4 * i + 1] += v[i].y;
-      acc[4 * i + 2] += v[i].z;
-      acc[4 * i + 3] += v[i].w;
-    }
+    add_slice<REGS>(acc, v);
   }
   return true;
 }
@@ -82,8 +88,8 @@ __device__ __forceinline__ bool splitk_fixup_cluster(float (&acc)[REGS], u32 rin
   if (split > 0) {
 #pragma unroll
     for (int i = 0; i < REGS / 4; ++i)
-      asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(ring + (u32)(i * 256 + ct) * 16), "f"(acc[4 * i]),
-                   "f"(acc[4 * i + 1]), "f"(acc[4 * i + 2]), "f"(acc[4 * i + 3])
+      asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(ring + (u32)(i * 256 + ct) * 16),
+                   "f"(acc[4 * i]), "f"(acc[4 * i + 1]), "f"(acc[4 * i + 2]), "f"(acc[4 * i + 3])
                    : "memory");
   }
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
@@ -98,13 +104,7 @@ __device__ __forceinline__ bool splitk_fixup_cluster(float (&acc)[REGS], u32 rin
             : "=f"(v[i].x), "=f"(v[i].y), "=f"(v[i].z), "=f"(v[i].w)
             : "r"(ring + (u32)(i * 256 + ct) * 16), "r"(r)
             : "memory");
-#pragma unroll
-      for (int i = 0; i < REGS / 4; ++i) {
-        acc[4 * i] += v[i].x;
-        acc[4 * i + 1] += v[i].y;
-        acc[4 * i + 2] += v[i].z;
-        acc[4 * i + 3] += v[i].w;
-      }
+      add_slice<REGS>(acc, v);
     }
   }
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
