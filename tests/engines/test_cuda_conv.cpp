@@ -158,8 +158,8 @@ TEST(CudaConvImplicitGemm, Tf32WgmmaKnobsOnHopperOnlyForFloat) {
     }
     EXPECT_EQ(wgmma, 10);  // tile_n 128 x 2, 256 x 2, split_k 2, 3, 4, 5, 6, 8
     // tile_n 256 x 2, 128, 128 ping-pong x 2, split_k 2, 3, 4, 6, 8, 64 and 64 ping-pong; bf16 also
-    // clusters of 2 along N: 128 and 64 ping-pong. (Split clusters are held back.)
-    EXPECT_EQ(im2col, tf32 ? 12 : 14);
+    // clusters of 2 along N (128 and 64 ping-pong) and split clusters of 2, 3 and 4.
+    EXPECT_EQ(im2col, tf32 ? 12 : 17);
     EXPECT_EQ(split8, 2);
     for (const auto& k : e.knob_space(parts[0], ta)) {
       EXPECT_EQ(k.at("core"), 0) << dg::knobs_to_string(k);

@@ -108,7 +108,7 @@ namespace {
 Status encode_tiled_uncached(const TensorMapSpec& spec, const void* base, TensorMap& out) {
   if (!ext().encode)
     return {ErrorCode::CUDA_API_FAILED, "cuTensorMapEncodeTiled is not in the loaded CUDA driver (TMA needs CUDA 12+)"};
-  const uint32_t elem_strides[3] = {1, 1, 1};
+  const uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
   const int type = spec.dtype == DataType::FLOAT  ? kTensorMapF32
                    : spec.dtype == DataType::HALF ? kTensorMapF16
                                                   : kTensorMapBf16;

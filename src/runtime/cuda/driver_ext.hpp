@@ -17,14 +17,14 @@ struct alignas(64) TensorMap {
   uint64_t words[16];
 };
 
-// A 2D or 3D tile map over 16-bit or fp32 elements (dims and strides innermost first; strides in
-// bytes, for dims 1.. only), 128-byte swizzle, out-of-bounds elements read as zero.
+// A tile map of rank 2 to 5 over 16-bit or fp32 elements (dims and strides innermost first;
+// strides in bytes, for dims 1.. only), 128-byte swizzle, out-of-bounds elements read as zero.
 struct TensorMapSpec {
   DataType dtype = DataType::BFLOAT16;  // or HALF, FLOAT
   int rank = 3;
-  uint64_t dims[3] = {1, 1, 1};
-  uint64_t strides_bytes[2] = {0, 0};
-  uint32_t box[3] = {1, 1, 1};
+  uint64_t dims[5] = {1, 1, 1, 1, 1};
+  uint64_t strides_bytes[4] = {0, 0, 0, 0};
+  uint32_t box[5] = {1, 1, 1, 1, 1};
 };
 Status encode_tensor_map(const TensorMapSpec& spec, const void* base, TensorMap& out);
 

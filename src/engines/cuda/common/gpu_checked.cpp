@@ -7,11 +7,10 @@ namespace dnngraph::cuda {
 namespace {
 
 // The names whose kernels still wait for a GPU run against ref (tests/engines/test_cuda_*.cpp):
-// the conv engine's split clusters (split_cluster=1, CudaConvIm2col.SplitClustersMatchRef; written
-// 2026-12-06 without a GPU). The register epilogue's boxed form left on 2026-12-05
-// (CudaGemm.BoxedRegisterEpilogueMatchesRef and CudaConvRegisterEpilogue.BoxedChainsMatchRef passed
-// on an H100), as the fused genstats, cuda_norm_rowwise and cuda_layout_copy had before it.
-constexpr std::array<std::string_view, 1> kHeldBack{"conv_split_cluster"};
+// none now. The conv engine's split clusters left on 2026-12-06 (CudaConvIm2col.SplitClustersMatchRef
+// passed on an H100), the register epilogue's boxed form on 2026-12-05, as the fused genstats,
+// cuda_norm_rowwise and cuda_layout_copy had before them.
+constexpr std::array<std::string_view, 0> kHeldBack{};
 
 // Whether the comma-separated list `env` names `name` (spaces around names are ignored).
 bool listed(std::string_view env, std::string_view name) {

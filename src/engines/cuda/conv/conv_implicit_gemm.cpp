@@ -7,11 +7,11 @@
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
-#include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
+#include "engines/cuda/conv/conv_dgrad_phases.hpp"
 #include "engines/cuda/conv/conv_gemm_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_knobs.hpp"
@@ -31,14 +31,12 @@ constexpr const char* kFpropKernel = "dg_conv_fprop";
 // The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
 // least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.
 constexpr double kRegisterEpilogueGain = 1.07;
-// The knob space offers split_cluster=1 plans only once CudaConvIm2col.SplitClustersMatchRef has
-// passed on a GPU (common/gpu_checked's list); explicit knobs build them (the tests).
-constexpr const char* kSplitClusterGate = "conv_split_cluster";
 
 struct Pieces {
   ConvProblem cp;
   EpiloguePlan epi;
   int64_t pixel_stride = 0;  // core 2: the activation's row stride (conv_gemm_view.hpp)
+  std::vector<conv::DgradPhase> phases;  // core 3 running a conv_dgrad: its phases (conv_dgrad_phases.hpp)
 };
 
 Status prepare(const Partition& p, const Target& t, Pieces& out) {
@@ -108,25 +106,32 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
        << output_map_param(c) << ") {\n  dg::gemm_wgmma<" << kKernelConfig << ">(g, p, &mx, &mw" << output_map_arg(c)
        << ");\n}\n";
   } else if (c.core == 3) {  // im2col TMA loads of X, a (C, taps, K) map of W
+    // (A conv_dgrad's phases: of DY, a (C, S, R, T, K) map of W; they share the rank.)
+    const conv::ConvParams& geometry = pc.phases.empty() ? pc.cp.params : pc.phases[0].fprop.params;
     KernelConfigSource ks;
     ks.tile(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
         .flag("kPingpong", c.pingpong)
-        .value("kRank", conv::im2col_rank(pc.cp.params))
+        .value("kRank", conv::im2col_rank(geometry))
         .flag("kResidentB", c.resident_b)
         .value("kCluster", c.cluster_ctas())
         .flag("kClusterAlongN", c.cluster_n > 1);
     if (c.split_cluster) ks.flag("kSplitCluster", true);
+    if (!pc.phases.empty()) ks.flag("kDgradPhases", true);
     add_kernel_modes(ks, c, pc.epi);
     os << "#include \"conv_im2col_tma.cuh\"\n\n" << epilogue_source(pc.epi, g, c.epilogue == 1) << "\n"
-       << ks.type("Epilogue", "dg_gen::Epilogue").str()
-       // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.
-       << "extern \"C\" __global__ void "
-       << (c.launch_cluster() > 1 ? "__cluster_dims__(" + std::to_string(c.launch_cluster()) + ", 1, 1) " : "")
-       << "__launch_bounds__(384, 1) " << kFpropKernel
-       << "(const dg::ConvParams cp, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mx, "
-          "const __grid_constant__ dg::TmaDesc mw"
-       << output_map_param(c) << ") {\n  dg::conv_fprop_im2col<" << kKernelConfig << ">(cp, p, &mx, &mw"
-       << output_map_arg(c) << ");\n}\n";
+       << ks.type("Epilogue", "dg_gen::Epilogue").str();
+    if (!pc.phases.empty())  // a conv_dgrad's phases, blockIdx.y picking one
+      os << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
+         << "(const __grid_constant__ dg::DgradPhaseArgs a, const dg::PointwiseParams p) {\n  dg::conv_fprop_im2col<"
+         << kKernelConfig << ">(a.cp[blockIdx.y], p, &a.mx[blockIdx.y], &a.mw[blockIdx.y]);\n}\n";
+    else  // clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters
+      os << "extern \"C\" __global__ void "
+         << (c.launch_cluster() > 1 ? "__cluster_dims__(" + std::to_string(c.launch_cluster()) + ", 1, 1) " : "")
+         << "__launch_bounds__(384, 1) " << kFpropKernel
+         << "(const dg::ConvParams cp, const dg::PointwiseParams p, const __grid_constant__ dg::TmaDesc mx, "
+            "const __grid_constant__ dg::TmaDesc mw"
+         << output_map_param(c) << ") {\n  dg::conv_fprop_im2col<" << kKernelConfig << ">(cp, p, &mx, &mw"
+         << output_map_arg(c) << ");\n}\n";
   } else if (c.core == 1) {
     os << "#include \"conv_wgmma.cuh\"\n\n" << epilogue_source(pc.epi, g) << "\n"
        << config_source(WgmmaTile{pc.cp.dtype, c.bn, c.stages, c.splits > 1})
@@ -216,7 +221,7 @@ class ConvPlan final : public KernelPlan {
     if (c_.epilogue)
       if (auto s = cuda::encode_register_epilogue_map(part_, pc_.epi, args, my); !s.ok()) return s;
     if (c_.core == 2) return launch_gemm_view(h, cp, pp, my);
-    if (c_.core == 3) return launch_im2col(h, cp, pp, my);
+    if (c_.core == 3) return pc_.phases.empty() ? launch_im2col(h, cp, pp, my) : launch_dgrad_phases(h, cp, pp);
     if (c_.core == 1) {
       cuda::TensorMap mw;
       if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
@@ -282,6 +287,45 @@ class ConvPlan final : public KernelPlan {
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
+  // Core 3 running a conv_dgrad: its phases, each a forward convolution over DY whose epilogue
+  // writes its strided sub-grid of DX, up to 4 per launch (blockIdx.y picks one); the finalize
+  // once, after the last. The launch's phases share the SMs, each phase's persistent CTAs walking
+  // its tiles: one CTA per SM for the whole launch, not a CTA's start and drain per phase and SM
+  // (H100, 4x4 stride 2: 132 CTAs per phase ran 0.040 ms with 2 tiles each).
+  Status launch_dgrad_phases(HandleImpl& h, const conv::ConvParams& all, codegen::PointwiseParams& pp) const {
+    const int64_t es = size_of(pc_.cp.dtype), n = static_cast<int64_t>(pc_.phases.size());
+    for (int64_t first = 0; first < n; first += conv::kDgradPhasesPerLaunch) {
+      conv::DgradPhaseArgs a{};
+      const int64_t count = std::min<int64_t>(conv::kDgradPhasesPerLaunch, n - first);
+      int64_t units = 0;
+      for (int64_t i = 0; i < count; ++i) {
+        const conv::DgradPhase& ph = pc_.phases[static_cast<size_t>(first + i)];
+        conv::ConvParams& cp = a.cp[i];
+        cp = conv::dgrad_phase_params(pc_.cp, ph);
+        cp.x = all.x;
+        cp.w = static_cast<const char*>(all.w) + conv::dgrad_filter_offset(pc_.cp, ph) * es;
+        cp.epi_vec = all.epi_vec;
+        cp.tiles_m = static_cast<int32_t>((cp.M + c_.bm - 1) / c_.bm);
+        cp.tiles_n = all.tiles_n;
+        cp.splits = 1;
+        cp.ws = nullptr;
+        units = std::max(units, int64_t{cp.tiles_m} * cp.tiles_n);
+        if (auto s = cuda::encode_im2col_map(conv::im2col_activation_map(ph.fprop, c_.bk()), cp.x, a.mx[i]); !s.ok())
+          return s;
+        if (auto s = cuda::encode_tensor_map(conv::dgrad_filter_map(pc_.cp, ph, c_.bk()), cp.w, a.mw[i]); !s.ok())
+          return s;
+      }
+      void* kargs[] = {&a, &pp};
+      const int64_t per_phase = std::max<int64_t>(1, h.cuda->multiprocessors / count);
+      const auto grid = static_cast<unsigned>(std::min(units, per_phase));
+      if (auto s = cuda::launch_3d(h, k_.main, {grid, static_cast<unsigned>(count), 1}, 384,
+                                   static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
+          !s.ok())
+        return s;
+    }
+    return run_finalize(h, pc_.epi.L, k_.finalize, pp);
+  }
+
   Pieces pc_;
   Config c_;
 };
@@ -302,14 +346,10 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       conv::add_gemm_view_candidates(cp, t.info().multiprocessors, tf32 ? 32 : 64, settings);
     else if (t.info().sm_version == 90 && described && conv::im2col_view(cp, why))
       conv::add_im2col_candidates(cp, t.info().multiprocessors, tf32 ? 32 : 64, settings);
+    else if (std::vector<conv::DgradPhase> phases;
+             t.info().sm_version == 90 && described && cp.dgrad && !tf32 && conv::dgrad_phases(cp, phases, why))
+      conv::add_dgrad_phase_candidates(conv::deepest_phase(phases).fprop, t.info().multiprocessors, settings);
     add_register_epilogue(p, t, settings);
-    if (std::string held; !cuda::checked_on_gpu(kSplitClusterGate, "split_cluster=1:", held)) {
-      const auto n = settings.size();
-      std::erase_if(settings, [](const ConvKnobs& k) { return k.split_cluster == 1; });
-      if (settings.size() != n) {
-        DG_LOG(DEBUG) << kEngineName << ": " << held;
-      }
-    }
     if (t.info().sm_version == 90 && !dgrad) {
       if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
         for (int st : {6, 4}) settings.push_back({.core = 1, .tile_m = 128, .tile_n = 64, .stages = st});
@@ -334,6 +374,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     std::string why;
     if (!std::any_of(out.begin(), out.end(), [](const ConvKnobs& k) { return k.core >= 2; })) return;
     if (!conv::describe_conv(p, pc.cp, why) || !plan_epilogue(p, pc.cp.axes, t.dynamic_shapes, pc.epi, why)) return;
+    if (pc.cp.dgrad) return;  // a dgrad's phases write strided sub-grids: the staged epilogue maps them
     if (!cuda::register_epilogue(pc.epi, why)) {
       DG_LOG(DEBUG) << kEngineName << ": no epilogue=1 plans (registers + TMA store): " << why;
       return;
@@ -368,12 +409,23 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       const int64_t kt = c.core == 3 ? conv::im2col_ktiles(cp.params, c.bk()) : (cp.params.K + c.bk() - 1) / c.bk();
       const int64_t units = tm * tn * c.splits;
       padded = static_cast<double>(tm * c.bm * tn * c.bn) / static_cast<double>(cp.params.M * cp.params.N);
-      // Split clusters add their sums in distributed shared memory: ~2 k steps (an estimate, not
-      // yet measured), no memset.
+      // Split clusters add their sums in distributed shared memory: ~2 k steps, no memset (RN50
+      // C512 7², H100: split_k 2 0.0217 ms against 0.0245 through global memory).
       const int64_t publish = c.splits == 1 ? 0 : c.split_cluster ? 2 : 6;
       const int64_t per_unit = (kt + c.splits - 1) / c.splits + 1 + publish;
       padded *= static_cast<double>((units + sms - 1) / sms * sms * per_unit) / static_cast<double>(tm * tn * (kt + 1));
       if (c.splits > 1 && !c.split_cluster) fixup = 1e-6;  // the counters' memset
+      // A conv_dgrad on core 3: its phases' waves of tiles, each with only its own taps' k steps,
+      // against the partition's FLOPs (every tap of the filter), and a launch per further phase.
+      if (std::vector<conv::DgradPhase> phases; c.core == 3 && cp.dgrad && conv::dgrad_phases(cp, phases, why)) {
+        double slots = 0.0;
+        for (const conv::DgradPhase& ph : phases) {
+          const int64_t units_ph = (ph.fprop.params.M + c.bm - 1) / c.bm * tn;
+          slots += static_cast<double>((units_ph + sms - 1) / sms * sms * (conv::im2col_ktiles(ph.fprop.params, c.bk()) + 1));
+        }
+        padded = slots * c.bm * c.bn / (static_cast<double>(cp.params.M) * static_cast<double>(cp.params.N) * (kt + 1));
+        fixup = 2e-6 * static_cast<double>(phases.size() - 1);
+      }
     }
     // The wgmma core is bound by its activation gathers more than by the MMAs (measured: about the
     // same time per 64-deep k step whatever the tile width), so 64-wide tiles lose nothing.
@@ -404,11 +456,19 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
                               p.tensor(pc.cp.x).name + "': ";
     if (std::string why; c.core == 2 && !conv::gemm_view(pc.cp, pc.pixel_stride, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=2 runs a convolution as a plain GEMM, but " + why};
-    if (std::string why; c.core == 3 && !conv::im2col_view(pc.cp, why))
+    if (std::string why; c.core == 3 && pc.cp.dgrad) {
+      if (!conv::dgrad_phases(pc.cp, pc.phases, why))
+        return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=3 runs a conv_dgrad by phases, but " + why};
+      if (const std::string rule = conv::dgrad_phase_rule(c, pc.cp.dtype); !rule.empty())
+        return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + rule};
+    } else if (c.core == 3 && !conv::im2col_view(pc.cp, why)) {
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=3 loads the activation by im2col TMA, but " + why};
+    }
     if (std::string why; c.epilogue && !cuda::register_epilogue(pc.epi, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "epilogue=1 runs the epilogue in registers, but " + why};
-    if (std::string why; c.resident_b && !resident_fits(pc.cp, c, why))
+    // (A conv_dgrad's phases share one kernel: the deepest one sizes the resident filters.)
+    const ConvProblem& sized = pc.phases.empty() ? pc.cp : conv::deepest_phase(pc.phases).fprop;
+    if (std::string why; c.resident_b && !resident_fits(sized, c, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "resident_b=1: " + why};
     if (c.tf32 != (pc.cp.dtype == DataType::FLOAT)) {
       const ir::Tensor& x = p.tensor(pc.cp.x);
@@ -421,9 +481,9 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
               std::string(kEngineName) + ": core=" + std::to_string(c.core) + " indexes output pixels in 32 bits; this convolution has " +
                   std::to_string(pc.cp.params.M) + " (use core=0)"};
-    if (c.core == 1 && (pc.cp.dgrad || pc.cp.wgrad))
+    if ((c.core == 1 && pc.cp.dgrad) || (c.core > 0 && pc.cp.wgrad))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-              std::string(kEngineName) + ": conv_dgrad and conv_wgrad run on the mma.sync core (core=0) only"};
+              std::string(kEngineName) + ": conv_dgrad runs on core=0 and core=3, conv_wgrad on core=0 only"};
     KernelBuild kb;
     kb.source = source(pc, c, *p.graph);
     const bool fin = pc.epi.L.needs_finalize();
@@ -448,13 +508,13 @@ bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int sta
   if (!describe_conv(p, pc.cp, why)) return false;
   if (!plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
   if (core == 2 && !gemm_view(pc.cp, pc.pixel_stride, why)) return false;
-  if (core == 3 && !im2col_view(pc.cp, why)) return false;
+  if (core == 3 && (pc.cp.dgrad ? !dgrad_phases(pc.cp, pc.phases, why) : !im2col_view(pc.cp, why))) return false;
   Config c{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT, pingpong, resident};
   c.cluster = cluster;
   c.cluster_n = cluster_n;
   c.epilogue = epilogue;
   c.split_cluster = split_cluster;
-  if (resident && !resident_fits(pc.cp, c, why)) return false;
+  if (resident && !resident_fits(pc.phases.empty() ? pc.cp : deepest_phase(pc.phases).fprop, c, why)) return false;
   if (epilogue && !cuda::register_epilogue(pc.epi, why)) return false;
   src = source(pc, c, *p.graph);
   return true;

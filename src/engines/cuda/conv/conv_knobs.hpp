@@ -73,6 +73,12 @@ bool resident_fits(const ConvProblem& cp, ConvConfig& c, std::string& why);
 // core 2 (1x1 convolutions as GEMMs) and core 3 (im2col TMA).
 void add_gemm_view_candidates(const ConvProblem& cp, int multiprocessors, int64_t bk, std::vector<ConvKnobs>& out);
 void add_im2col_candidates(const ConvProblem& cp, int multiprocessors, int bk, std::vector<ConvKnobs>& out);
+// A conv_dgrad's phases on core 3 (conv_dgrad_phases.hpp), `phase` the deepest of them: core 3's
+// whole tiles of one CTA (no split-K or clusters; 16-bit inputs), resident filters where the
+// phase's fit.
+void add_dgrad_phase_candidates(const ConvProblem& phase, int multiprocessors, std::vector<ConvKnobs>& out);
+// The rule a core 3 setting breaks for a conv_dgrad's phases of `dtype` inputs ("" for none).
+std::string dgrad_phase_rule(const ConvConfig& c, DataType dtype);
 
 // Cores 2 and 3: the share of the tensor cores' peak a setting reaches, as measured (the order
 // of the heuristic's list).

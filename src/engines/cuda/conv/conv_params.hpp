@@ -14,7 +14,11 @@ struct ConvParams {
   int32_t C, epi_vec, tiles_m, tiles_n;
   int32_t splits, pad_;  // split-K factor of the wgmma core (1: none)
   void* ws;              // split-K partial sums and per-tile counters
+  // dg::SubgridRows: a transposed convolution's phase (core 3) writes output pixel (n, o, p, q) of
+  // its `sub_out` grid at (n, o * step + first, ...) of DX's `sub_full` one.
+  int32_t sub_out[3], sub_full[3], sub_step[3], sub_first[3];
+  uint64_t sub_div_out[3];  // codegen::fast_div_magic of sub_out[d]
 };
-static_assert(sizeof(ConvParams) == 8 * 11 + 4 * 24, "must match dg::ConvParams");
+static_assert(sizeof(ConvParams) == 8 * 11 + 4 * 24 + 4 * 12 + 8 * 3, "must match dg::ConvParams");
 
 }  // namespace dnngraph::cuda::conv

@@ -8,7 +8,8 @@
 // The GEMM's k runs over (tap, channel block) pairs, taps outermost: k step kt is tap kt / CB,
 // channels (kt % CB) * BK .. + BK, CB = ceil(C / BK). The im2col map's coordinates are the tile's
 // first pixel's window origin (output coordinate x stride - padding, per spatial dim, and the
-// image), its offsets the tap's (filter coordinate x dilation); the filters are a (C, taps, K) map.
+// image), its offsets the tap's (filter coordinate x dilation); the filters are a (C, taps, K) map
+// (a transposed convolution's phases: a (C, S, R, T, K) map, see DgradPhasesOf).
 #pragma once
 #include "conv_implicit_gemm.cuh"
 #include "gemm_wgmma.cuh"
@@ -101,6 +102,39 @@ struct SplitClusterOf<C, decltype((int)C::kSplitCluster)> {
   enum : bool { value = (bool)C::kSplitCluster };
 };
 
+// Config::kDgradPhases 1: one phase of a strided conv_dgrad (transposed convolution) as a forward
+// convolution over DY (src/engines/cuda/conv/conv_dgrad_phases.hpp): the filters come from a 5D
+// (C, S, R, T, K) map of the phase's taps, loaded MN-major (C is contiguous, K is the GEMM's k) at
+// filter coordinates that run backwards (T - 1 - tap per dim), and the epilogue writes the
+// phase's rows into DX's strided sub-grid (P.rows).
+template <class C, class = int>
+struct DgradPhasesOf {
+  enum : bool { value = false };
+};
+template <class C>
+struct DgradPhasesOf<C, decltype((int)C::kDgradPhases)> {
+  enum : bool { value = (bool)C::kDgradPhases };
+};
+
+// A conv_dgrad's phases launched together (up to 4, the kernel parameters' room): blockIdx.y
+// picks the phase, so a phase's CTAs start as the previous one's retire, with no launch between.
+// Mirrored by src/engines/cuda/conv/conv_dgrad_phases.hpp.
+struct DgradPhaseArgs {
+  TmaDesc mx[4];  // the phases' im2col maps of DY
+  TmaDesc mw[4];  // their (C, S, R, T, K) filter maps
+  ConvParams cp[4];
+};
+
+// A dgrad phase's filter tile of k step (tap (ft, fr, fs), DY channels k0..): BN / 64 MN-major
+// boxes of 64 DX channels (from n0) x BK DY channels, at the tap's backward filter coordinates.
+template <int BN>
+__device__ __forceinline__ void dgrad_filter_load(u32 dst, const TmaDesc* mw, u32 bar, const ConvParams& P, int n0,
+                                                  int ft, int fr, int fs, int k0) {
+#pragma unroll
+  for (int j = 0; j < BN / 64; ++j)
+    tma_load_5d(dst + 8192 * j, mw, bar, n0 + 64 * j, P.filt[2] - 1 - fs, P.filt[1] - 1 - fr, P.filt[0] - 1 - ft, k0);
+}
+
 // k steps of the (tap, channel block) walk.
 template <int BK>
 __device__ __forceinline__ int im2col_ktiles(const ConvParams& P) {
@@ -117,12 +151,13 @@ __device__ __forceinline__ int im2col_ktiles(const ConvParams& P) {
 // pixels), multicast into all, so the 9 taps' re-reads of each pixel cross L2 once per cluster;
 // a rank past the last filter tile loads only its piece.
 template <int BN, int STAGES, int ES, int RANK, bool RESIDENT, int CLUSTER, int EPI_BYTES, int PROBE_A = 0,
-          bool ALONG_N = false>
+          bool ALONG_N = false, bool DGRAD = false>
 __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDesc* mx, const TmaDesc* mw, u32 base) {
   typedef typename Im2colSelect<RESIDENT, Im2colResidentSmem<BN, STAGES, ES>, WgmmaSmem<BN, STAGES, ES, EPI_BYTES>>::type S;
   static_assert(CLUSTER == 1 || !RESIDENT, "clusters share streamed tiles, not resident ones");
   static_assert(!PROBE_A || (BN == 128 && CLUSTER == 1 && !RESIDENT), "the tiled-A probe reads a 128-row filter box");
   static_assert(ALONG_N || CLUSTER <= 2, "clusters along m are pairs");
+  static_assert(!DGRAD || (CLUSTER == 1 && !PROBE_A), "dgrad phases load their own filter tiles");
   constexpr unsigned short MASK = (unsigned short)((1u << CLUSTER) - 1);
   constexpr int PIECE_ROWS = ALONG_N ? S::BM / CLUSTER : S::BM;  // the activation rows this CTA loads
   const int cb = (P.C + S::BK - 1) / S::BK, ktiles = im2col_ktiles<S::BK>(P);
@@ -131,9 +166,15 @@ __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDes
   if constexpr (RESIDENT) {  // every k step's filter tile, once
     const u32 bar = base + Im2colResidentSmem<BN, STAGES, ES>::FILTER_BAR;
     mbar_expect_tx(bar, (u32)ktiles * S::B_BYTES);
-    for (int kt = 0; kt < ktiles; ++kt)
-      tma_load_3d(base + Im2colResidentSmem<BN, STAGES, ES>::B_BASE + kt * S::B_BYTES, mw, bar, (kt % cb) * S::BK,
-                  kt / cb, 0);
+    for (int kt = 0; kt < ktiles; ++kt) {
+      const u32 dst = base + Im2colResidentSmem<BN, STAGES, ES>::B_BASE + kt * S::B_BYTES;
+      const int tap = kt / cb;
+      if (DGRAD)
+        dgrad_filter_load<BN>(dst, mw, bar, P, 0, tap / (P.filt[2] * P.filt[1]), (tap / P.filt[2]) % P.filt[1],
+                              tap % P.filt[2], (kt % cb) * S::BK);
+      else
+        tma_load_3d(dst, mw, bar, (kt % cb) * S::BK, tap, 0);
+    }
   }
   int s = 0;
   u32 phase = 0;
@@ -177,7 +218,9 @@ __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDes
       } else {
         tma_load_im2col_5d(a_dst, mx, full, c * S::BK, w0, h0, d0, n, fs * P.dil[2], fr * P.dil[1], ft * P.dil[0]);
       }
-      if (CLUSTER > 1 && !ALONG_N)  // the filter map's box is BN / 2 output channels
+      if (DGRAD && !RESIDENT)
+        dgrad_filter_load<BN>(b_dst, mw, full, P, tn * BN, ft, fr, fs, c * S::BK);
+      else if (CLUSTER > 1 && !ALONG_N)  // the filter map's box is BN / 2 output channels
         tma_load_3d_multicast(b_dst + rank * (S::B_BYTES / 2), mw, full, c * S::BK, tap, tn * BN + rank * (BN / 2), MASK);
       else if (!RESIDENT && has_b)
         tma_load_3d(b_dst, mw, full, c * S::BK, tap, tn * BN);
@@ -201,8 +244,8 @@ __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDes
 
 // The consumers of RESIDENT tiles (cooperative: warpgroup cw takes rows cw * 64.. of every tile;
 // SPLIT as wgmma_consume's): wgmma_consume's main loop and epilogue with the filter tile of k step
-// kt at B_BASE + kt * B_BYTES, awaited once.
-template <int DT, int BN, int STAGES, bool SPLIT, class Ep>
+// kt at B_BASE + kt * B_BYTES, awaited once. DGRAD: MN-major filter tiles, rows into P.rows.
+template <int DT, int BN, int STAGES, bool SPLIT, class Ep, bool DGRAD = false>
 __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, const PointwiseParams& p, u32 base, int cw,
                                                         float* red) {
   typedef Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES> S;
@@ -227,7 +270,8 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < S::K_STEPS; ++kk)
-        wgmma_tile<DT, BN, false, false>(acc, smem_desc(a_tile + 32 * kk, 16, 1024), smem_desc(b_tile + 32 * kk, 16, 1024),
+        wgmma_tile<DT, BN, false, DGRAD>(acc, smem_desc(a_tile + 32 * kk, 16, 1024),
+                                         DGRAD ? smem_desc(b_tile + 2048 * kk, 8192, 1024) : smem_desc(b_tile + 32 * kk, 16, 1024),
                                          (kt > kb || kk > 0) ? 1 : 0);
       wgmma_commit();
       wgmma_wait<1>();  // the previous k step's products are done: its stage can be refilled
@@ -261,7 +305,8 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
       }
       named_barrier_sync(1 + cw, 128);
       epilogue_staged<Ep>(p, c, stage, S::EPI_LD, 64, S::EPI_COLS, (i64)tm * S::BM + cw * 64,
-                          (i64)tn * BN + q * S::EPI_COLS, P.M, P.N, P.epi_vec, red, (int)threadIdx.x % 128, 128);
+                          (i64)tn * BN + q * S::EPI_COLS, P.M, P.N, P.epi_vec, red, (int)threadIdx.x % 128, 128,
+                          DGRAD ? &P.rows : (const SubgridRows*)0);
     }
   }
 }
@@ -278,12 +323,14 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
   constexpr bool SPLIT = Config::kSplitK, PINGPONG = Config::kPingpong, RESIDENT = Config::kResidentB;
   constexpr int CLUSTER = Config::kCluster;
   constexpr bool ALONG_N = Config::kClusterAlongN;
-  constexpr bool SPLIT_CLUSTER = SplitClusterOf<Config>::value;
+  constexpr bool SPLIT_CLUSTER = SplitClusterOf<Config>::value, DGRAD = DgradPhasesOf<Config>::value;
   static_assert(!(RESIDENT && PINGPONG), "resident filter tiles go with cooperative consumers");
   static_assert(!SPLIT_CLUSTER || (SPLIT && !RESIDENT && CLUSTER == 1), "a cluster's splits stream their own tiles");
+  static_assert(!DGRAD || (MmaOperand<DT>::ES == 2 && !SPLIT && CLUSTER == 1), "dgrad phases: 16-bit, whole tiles");
   typedef typename Config::Epilogue Ep;
   constexpr int EPI = EpilogueModeOf<Config>::value, EPI_BYTES = EpilogueBytes<EPI, Ep, BN>::value;
   static_assert(EPI == EPI_STAGED || !RESIDENT, "resident filter tiles keep the staged epilogue");
+  static_assert(!DGRAD || !kRegisterEpilogue<EPI>, "a phase's rows are a strided sub-grid: the staged epilogue maps them");
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EPI_BYTES> S;
   const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
@@ -309,15 +356,16 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
     if (threadIdx.x == 0)
       im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT, CLUSTER, EPI_BYTES, ProbeTiledAOf<Config>::value,
-                     ALONG_N>(P, mx, mw, base);
+                     ALONG_N, DGRAD>(P, mx, mw, base);
   } else if constexpr (RESIDENT) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
-    im2col_consume_resident<DT, BN, STAGES, SPLIT, Ep>(P, p, base, wg - 1, red);
+    im2col_consume_resident<DT, BN, STAGES, SPLIT, Ep, DGRAD>(P, p, base, wg - 1, red);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     const ConsumerShape sh{(i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n, im2col_ktiles<S::BK>(P), P.M, P.N,
-                           P.epi_vec, (const GemmParams*)0, P.splits, static_cast<float*>(P.ws), my};
-    wgmma_consume<DT, BN, STAGES, true, true, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI, ALONG_N, SPLIT_CLUSTER>(
+                           P.epi_vec, (const GemmParams*)0, P.splits, static_cast<float*>(P.ws), my,
+                           DGRAD ? &P.rows : (const SubgridRows*)0};
+    wgmma_consume<DT, BN, STAGES, true, !DGRAD, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI, ALONG_N, SPLIT_CLUSTER>(
         sh, p, base, smem_pointer(base), wg - 1, red);
   }
   Ep::finish_full(p, red);

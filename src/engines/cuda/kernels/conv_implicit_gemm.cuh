@@ -30,6 +30,7 @@ struct ConvParams {
   int splits;  // split-K factor of the wgmma core (1: none)
   int pad_;
   void* ws;    // split-K: partial sums [tile][split][128 x BN] fp32, then one counter per tile
+  SubgridRows rows;  // core 3's transposed-convolution phases: where the output pixels lie in DX
 };
 
 // A filter position k of the GEMM's k (tap-major: taps T x R x S, then C channels) as its channel

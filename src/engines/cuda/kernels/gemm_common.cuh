@@ -146,6 +146,23 @@ __device__ __forceinline__ Pixel pixel_of(i64 m, const int (&out)[3]) {
   return px;
 }
 
+// The output rows of a transposed convolution's phase (conv_im2col_tma.cuh's DGRAD): GEMM row m,
+// pixel (n, o, p, q) of the phase's [N, out] grid, is pixel (n, o * step + first, ...) of the
+// output's [N, full] grid, whose row the epilogue's coordinates take. Rows are below 2^31 (the
+// engine's rule), so m splits by multiplies (fast_div's magic numbers of out[d]): the epilogue
+// maps every element's row, and 64-bit divisions there cost more than the tile's k steps.
+struct SubgridRows {
+  int out[3], full[3], step[3], first[3];
+  u64 div_out[3];
+};
+__device__ __forceinline__ i64 subgrid_row(const SubgridRows& g, i64 m) {
+  const u32 wq = fast_div((u32)m, g.div_out[2]), q = (u32)m - wq * (u32)g.out[2];
+  const u32 np = fast_div(wq, g.div_out[1]), p = wq - np * (u32)g.out[1];
+  const u32 n = fast_div(np, g.div_out[0]), o = np - n * (u32)g.out[0];
+  const i64 d = (i64)n * g.full[0] + o * g.step[0] + g.first[0];
+  return (d * g.full[1] + p * g.step[1] + g.first[1]) * g.full[2] + q * g.step[2] + g.first[2];
+}
+
 // Batch index b -> element offsets of A and B, and the epilogue's batch coordinates.
 template <class Ep>
 __device__ __forceinline__ void batch_coords(const GemmParams& g, i64 b, i64& a_off, i64& b_off,
@@ -171,7 +188,7 @@ __device__ __forceinline__ void batch_coords(const GemmParams& g, i64 b, i64& a_
 template <class Ep, int V>
 __device__ __forceinline__ void epilogue_tile(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
                                               const float* tile, int ld, int rows, int cols, i64 m0, i64 n0, i64 M,
-                                              i64 N, float* red, int tid, int nthreads) {
+                                              i64 N, float* red, int tid, int nthreads, const SubgridRows* sub) {
   typedef typename Ep::Index Index;
   const int per_row = cols / V;
 #pragma unroll 1
@@ -179,7 +196,7 @@ __device__ __forceinline__ void epilogue_tile(const PointwiseParams& p, typename
     const int r = i / per_row, cv = (i - r * per_row) * V;
     const i64 m = m0 + r, n = n0 + cv;
     if (m >= M || n >= N) continue;
-    c[Ep::kRank - 2] = (Index)m;
+    c[Ep::kRank - 2] = (Index)(sub ? subgrid_row(*sub, m) : m);
     c[Ep::kRank - 1] = (Index)n;
     const float* a = tile + r * ld + cv;
     if (V == 1 || n + V <= N) {
@@ -199,12 +216,14 @@ __device__ __forceinline__ void epilogue_tile(const PointwiseParams& p, typename
 }
 
 // Vector width 4 where the plan's operands allow it (g.epi_vec), else element by element.
+// `sub`: the rows are a strided sub-grid's (null: the output's own).
 template <class Ep>
 __device__ __forceinline__ void epilogue_staged(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
                                                 const float* tile, int ld, int rows, int cols, i64 m0, i64 n0, i64 M,
-                                                i64 N, int vec, float* red, int tid, int nthreads) {
-  if (vec == 4) epilogue_tile<Ep, 4>(p, c, tile, ld, rows, cols, m0, n0, M, N, red, tid, nthreads);
-  else epilogue_tile<Ep, 1>(p, c, tile, ld, rows, cols, m0, n0, M, N, red, tid, nthreads);
+                                                i64 N, int vec, float* red, int tid, int nthreads,
+                                                const SubgridRows* sub = 0) {
+  if (vec == 4) epilogue_tile<Ep, 4>(p, c, tile, ld, rows, cols, m0, n0, M, N, red, tid, nthreads, sub);
+  else epilogue_tile<Ep, 1>(p, c, tile, ld, rows, cols, m0, n0, M, N, red, tid, nthreads, sub);
 }
 
 }  // namespace dg

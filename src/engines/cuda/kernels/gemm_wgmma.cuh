@@ -52,6 +52,21 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TmaDesc* map, u32 bar
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
+__device__ __forceinline__ void tma_load_4d(u32 dst, const TmaDesc* map, u32 bar, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_5d(u32 dst, const TmaDesc* map, u32 bar, int c0, int c1, int c2, int c3,
+                                            int c4) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+      : "memory");
+}
 
 // Thread-block clusters (CLUSTER = 2 along M): the CTA's rank, a barrier over every thread of the
 // cluster, an arrive on the mbarrier at the same shared offset in CTA `rank` (mapa), and a TMA load
@@ -293,6 +308,7 @@ struct ConsumerShape {
   int splits = 1;
   float* ws = 0;
   const TmaDesc* out_map = 0;  // register epilogues: the output as a 3D (n, m, batch) map of 64 x 64-row boxes
+  const SubgridRows* rows = 0;  // staged epilogues: the rows of a strided sub-grid of the output (null: its own)
 };
 
 // A consumer warpgroup, cw = 0 or 1. Cooperative: rows cw*64 .. cw*64+63 of every tile. PINGPONG
@@ -464,7 +480,8 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       const i64 m0 = (i64)tm * S::BM + (PINGPONG ? hsel * 64 : cw * 64);
       // (EPI_PROBE_STAGE_ONLY: no row is in range, so only the staging above and its barriers run.)
       epilogue_staged<Ep>(p, c, stage, S::EPI_LD, 64, S::EPI_COLS, m0, (i64)tn * BN + q * S::EPI_COLS,
-                          EPI == EPI_PROBE_STAGE_ONLY ? 0 : sh.M, sh.N, sh.epi_vec, red, (int)threadIdx.x % 128, 128);
+                          EPI == EPI_PROBE_STAGE_ONLY ? 0 : sh.M, sh.N, sh.epi_vec, red, (int)threadIdx.x % 128, 128,
+                          sh.rows);
     }
   }
   if constexpr (kRegisterEpilogue<EPI>)
