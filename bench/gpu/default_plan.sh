@@ -14,7 +14,7 @@ mkdir -p "$out"
 bench=$build/bench/dnngraph_bench_default_plan
 export DNNGRAPH_BENCH_CACHE=${DNNGRAPH_BENCH_CACHE:-/tmp/dnngraph_default_plan_cache}
 mkdir -p "$DNNGRAPH_BENCH_CACHE"
-workloads=$(sed -n "/^void gpu_workloads/,/^}/p" "$root/bench/default_plan.cpp" | grep -oE "h, \"[a-z0-9_]+\"" | cut -d\" -f2)
+workloads=$(sed -n "/^void gpu_workloads/,/^}/p" "$root/bench/default_plan.cpp" | grep -oE "h, \"[A-Za-z0-9_]+\"" | cut -d\" -f2)
 # DEFAULT_PLAN_ONLY=S[,S...]: only the workloads whose names contain one of these substrings.
 only=${DEFAULT_PLAN_ONLY:-}
 [[ -n $only ]] && workloads=$(echo "$workloads" | grep -E "${only//,/|}")

@@ -173,6 +173,58 @@ TEST(CudaConvDgradPhases, PhasesComputeTheDefinition) {
   }
 }
 
+// The register epilogue's store maps: where each phase's sub-grid is (channels, width, rows) with
+// even strides, every GEMM row's map address is its DX pixel's; where not, the rule.
+TEST(CudaConvDgradPhases, StoreMapsAddressTheSubgrid) {
+  struct Shape {
+    Case c;
+    std::string why;  // "" where the maps exist
+  };
+  const std::vector<Shape> shapes{
+      {{{2, 16, 8, 128}, 24, {4, 4}, {1, 1}, {1, 1}, {2, 2}, {1, 1}}, ""},
+      {{{1, 8, 7, 256}, 16, {3, 3}, {1, 1}, {1, 1}, {2, 2}, {1, 1}}, ""},  // one image: any height
+      {{{2, 8, 64}, 16, {3}, {1}, {1}, {1}, {1}}, ""},                     // 1D, stride 1
+      {{{2, 16, 18, 18}, 24, {4, 4}, {1, 1}, {1, 1}, {2, 2}, {1, 1}}, "a phase's width (9) is not a multiple"},
+      {{{2, 8, 7, 256}, 16, {3, 3}, {1, 1}, {1, 1}, {2, 2}, {1, 1}}, "DX's height (7) is not the stride times a phase's"},
+      {{{1, 8, 4, 6, 128}, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {2, 2, 2}, {1, 1, 1}}, "a 3D conv_dgrad's phases"},
+  };
+  for (const Shape& sh : shapes) {
+    SCOPED_TRACE(sh.why);
+    cv::ConvProblem cp;
+    ASSERT_TRUE(describe(sh.c, cp));
+    std::vector<cv::DgradPhase> phases;
+    std::string why;
+    ASSERT_TRUE(cv::dgrad_phases(cp, phases, why)) << why;
+    // DX packed NHWC as the register epilogue sees it: (channels, pixels, 1), 16-bit.
+    dnngraph::cuda::TensorMapSpec rows;
+    rows.dims[0] = static_cast<uint64_t>(cp.params.N);
+    rows.dims[1] = static_cast<uint64_t>(cp.params.M);
+    rows.strides_bytes[0] = static_cast<uint64_t>(cp.params.N * 2);
+    rows.strides_bytes[1] = rows.strides_bytes[0] * rows.dims[1];
+    rows.box[0] = rows.box[1] = 64;
+    bool all = true;
+    for (const cv::DgradPhase& ph : phases) {
+      dnngraph::cuda::TensorMapSpec map;
+      int64_t offset = 0;
+      if (!cv::dgrad_store_map(cp, ph, rows, map, offset, why)) {
+        all = false;
+        break;
+      }
+      const cv::ConvParams q = cv::dgrad_phase_params(cp, ph);
+      EXPECT_EQ(map.dims[1] * map.dims[2], static_cast<uint64_t>(q.M));
+      for (int64_t m = 0; m < q.M; ++m) {
+        const int64_t w = q.out[2], qw = m % w, qh = m / w % q.out[1], n = m / w / q.out[1];
+        const int64_t row = (n * q.sub_full[1] + qh * q.sub_step[1] + q.sub_first[1]) * q.sub_full[2] + qw * q.sub_step[2] +
+                            q.sub_first[2];
+        const int64_t at = offset * 2 + (m % w) * int64_t(map.strides_bytes[0]) + (m / w) * int64_t(map.strides_bytes[1]);
+        ASSERT_EQ(at, row * cp.params.N * 2) << "row " << m;
+      }
+    }
+    if (sh.why.empty()) EXPECT_TRUE(all) << why;
+    else EXPECT_EQ(why.rfind(sh.why, 0), 0u) << why;
+  }
+}
+
 // What dgrad_phases refuses, with the rule.
 TEST(CudaConvDgradPhases, RefusesWithTheRule) {
   cv::ConvProblem cp;
@@ -236,6 +288,15 @@ TEST(CudaConvDgradPhases, OfferedOnHopperForSixteenBitInputs) {
     resident += static_cast<int>(k.count("resident_b"));
   }
   EXPECT_EQ(resident, 1);
+  // A phase width of 64 (DX 128 wide): each setting but the resident one again with the register
+  // epilogue storing the phases by TMA boxes.
+  dg::Graph wide;
+  set_types(wide, BF);
+  add_dgrad(wide, {2, 48, 4, 64}, {48, 32, 4, 4}, {2, 32, 8, 128}, BF,
+            dg::ConvDgradAttr().set_padding({1, 1}).set_stride({2, 2}));
+  const auto wide_space = core3_space(wide);
+  EXPECT_EQ(wide_space.size(), 9u);
+  EXPECT_EQ(std::count_if(wide_space.begin(), wide_space.end(), [](const dg::Knobs& k) { return k.count("epilogue"); }), 4);
   dg::Graph dilated;
   add_transposed(dilated, BF, {2, 2});
   EXPECT_TRUE(core3_space(dilated).empty());
@@ -254,9 +315,12 @@ TEST(CudaConvDgradPhases, RuleNamesTheKnobs) {
   c.resident_b = true;  // resident filters: the phase's own taps
   EXPECT_EQ(cv::dgrad_phase_rule(c, BF), "");
   c.resident_b = false;
+  c.epilogue = 1;  // the register epilogue: where the phases' store maps exist (dgrad_store_map)
+  EXPECT_EQ(cv::dgrad_phase_rule(c, BF), "");
+  c.epilogue = 0;
   EXPECT_EQ(cv::dgrad_phase_rule(c, dg::DataType::FLOAT).rfind(rule, 0), 0u);
   for (auto set : {+[](cv::ConvConfig& x) { x.splits = 2; }, +[](cv::ConvConfig& x) { x.cluster = 2; },
-                   +[](cv::ConvConfig& x) { x.cluster_n = 2; }, +[](cv::ConvConfig& x) { x.epilogue = 1; }}) {
+                   +[](cv::ConvConfig& x) { x.cluster_n = 2; }}) {
     cv::ConvConfig k = c;
     set(k);
     EXPECT_EQ(cv::dgrad_phase_rule(k, BF).rfind(rule, 0), 0u);
@@ -274,14 +338,17 @@ TEST(CudaConvDgradPhases, BuildRefusesOtherKnobs) {
   ASSERT_TRUE(anchored_partitions(g, parts));
   ASSERT_EQ(parts.size(), 1u);
   const dg::Engine& e = dnngraph::cuda::conv_implicit_gemm_engine();
-  for (const dg::Knobs& k : {dg::Knobs{{"core", 3}, {"tile_m", 128}, {"tile_n", 128}, {"stages", 5}, {"split_k", 2}},
-                             dg::Knobs{{"core", 3}, {"tile_m", 128}, {"tile_n", 64}, {"stages", 6}, {"epilogue", 1}}}) {
+  const std::vector<std::pair<dg::Knobs, std::string>> refused{
+      {{{"core", 3}, {"tile_m", 128}, {"tile_n", 128}, {"stages", 5}, {"split_k", 2}},
+       "node 'conv_dgrad_0', tensor 'DY': core=3 runs a conv_dgrad's phases on 16-bit inputs"},
+      // DX 18 wide: 9-wide phases, which the store's 64-row boxes do not tile.
+      {{{"core", 3}, {"tile_m", 128}, {"tile_n", 64}, {"stages", 6}, {"epilogue", 1}},
+       "node 'conv_dgrad_0', tensor 'DY': epilogue=1 stores the phases by TMA boxes, but a phase's width (9)"}};
+  for (const auto& [k, what] : refused) {
     std::unique_ptr<dg::Plan> plan;
     const dg::Status s = e.build(parts[0], target, k, plan);
     EXPECT_FALSE(s.ok()) << dg::knobs_to_string(k);
-    EXPECT_NE(s.message().find("node 'conv_dgrad_0', tensor 'DY': core=3 runs a conv_dgrad's phases on 16-bit inputs"),
-              std::string::npos)
-        << s.to_string();
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.to_string();
   }
   std::unique_ptr<dg::Plan> plan;
   const dg::Status s = e.build(parts[0], target, {{"core", 1}, {"tile_m", 128}, {"tile_n", 64}, {"stages", 4}}, plan);
@@ -297,20 +364,25 @@ TEST(CudaConvDgradPhases, KernelsCompileWithNvrtc) {
     Dims dy, w, dx;
     int bn;
     bool pingpong, resident;
+    int epilogue = 0;
   };
   for (const Setting& s : {Setting{{2, 48, 9, 9}, {48, 32, 4, 4}, {2, 32, 18, 18}, 64, false, false},
                            Setting{{2, 48, 9, 9}, {48, 32, 4, 4}, {2, 32, 18, 18}, 64, false, true},
                            Setting{{2, 48, 9, 9}, {48, 136, 3, 3}, {2, 136, 17, 17}, 128, true, false},
+                           Setting{{2, 48, 4, 64}, {48, 136, 4, 4}, {2, 136, 8, 128}, 128, false, false, 1},
+                           Setting{{2, 48, 4, 64}, {48, 32, 4, 4}, {2, 32, 8, 128}, 64, true, false, 1},
                            Setting{{1, 32, 4, 5, 6}, {32, 24, 3, 3, 3}, {1, 24, 6, 8, 10}, 64, false, false}}) {
     dg::Graph g;
     set_types(g, BF);
-    const bool three_d = s.dx.size() == 5;
+    const bool three_d = s.dx.size() == 5, four = s.w[2] == 4;
     add_dgrad(g, s.dy, s.w, s.dx, BF,
               three_d ? dg::ConvDgradAttr().set_padding({1, 1, 1}).set_stride({2, 2, 2}).set_post_padding({2, 2, 2})
+              : four  ? dg::ConvDgradAttr().set_padding({1, 1}).set_stride({2, 2})
                       : dg::ConvDgradAttr().set_padding({1, 1}).set_stride({2, 2}).set_post_padding({1, 1}));
     ASSERT_NO_FATAL_FAILURE(for_each_anchored_partition(g, [&](const dg::Partition& p) {
       std::string src, why;
-      ASSERT_TRUE(cv::fprop_source_for_test(p, 3, 128, s.bn, s.resident ? 4 : 6, src, why, 1, s.pingpong, s.resident))
+      ASSERT_TRUE(cv::fprop_source_for_test(p, 3, 128, s.bn, s.resident ? 4 : 6, src, why, 1, s.pingpong, s.resident, 1,
+                                            s.epilogue))
           << why;
       EXPECT_NE(src.find("kDgradPhases"), std::string::npos);
       EXPECT_NE(src.find(three_d ? "kRank = 5" : "kRank = 4"), std::string::npos) << src;
@@ -322,7 +394,8 @@ TEST(CudaConvDgradPhases, KernelsCompileWithNvrtc) {
 // On a GPU: every plan of the engine (core 3's phases first, then core 0's) against ref, DX
 // poisoned with NaN before each: transposed 4x4 and 3x3 (stride 2, DX sizes with a remainder),
 // 2x2 stride 2 without padding, a stride-1 3x3 (one phase), 1D and 3D, channel counts off the
-// 64-wide blocks, a ReLU epilogue on some.
+// 64-wide blocks, a ReLU epilogue on some; last, a bf16 DX whose phases are 64 wide, so that the
+// register epilogue's TMA stores of the sub-grids run too.
 TEST(CudaConvDgradPhases, EveryPlanMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
   if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "core=3 needs sm_90a";
@@ -334,6 +407,7 @@ TEST(CudaConvDgradPhases, EveryPlanMatchesRef) {
       {{3, 40, 11, 13}, 56, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       {{2, 64, 37}, 32, {5}, {2}, {2}, {3}, {1}},
       {{1, 16, 8, 10, 12}, 24, {3, 3, 3}, {1, 1, 1}, {2, 2, 2}, {2, 2, 2}, {1, 1, 1}},
+      {{2, 40, 8, 128}, 48, {4, 4}, {1, 1}, {1, 1}, {2, 2}, {1, 1}},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
@@ -345,7 +419,8 @@ TEST(CudaConvDgradPhases, EveryPlanMatchesRef) {
     int64_t taps = c.k;
     for (int64_t f : c.filt) taps *= f;
     std::vector<std::string> names;
-    gemm_test::run_vs_ref(kConvEngine, {dy, w}, {nhwc(c.x, dg::DataType::FLOAT)},
+    const bool sixteen = i + 1 == cases.size();  // the register epilogue's case
+    gemm_test::run_vs_ref(kConvEngine, {dy, w}, {nhwc(c.x, sixteen ? t : dg::DataType::FLOAT)},
                           [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
                             set_fp32_compute(g);
                             auto dx = g.conv_dgrad(ts[0], ts[1], geometry<dg::ConvDgradAttr>(c));
@@ -353,9 +428,14 @@ TEST(CudaConvDgradPhases, EveryPlanMatchesRef) {
                             if (i % 3 == 0) dx = g.pointwise(dx, dg::PointwiseAttr().set_mode(M::RELU_FWD));
                             return std::vector<dg::TensorPtr>{dx};
                           },
-                          {Expect{2e-5, std::sqrt(double(taps)) * 0.1}}, 64, &names);
-    EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.find("core=3") != std::string::npos; }))
-        << "no core=3 plan ran";
+                          {Expect{sixteen ? 1.2e-2 : 2e-5, std::sqrt(double(taps)) * 0.1}}, 64, &names);
+    const auto ran = [&](const char* knob) {
+      return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.find(knob) != std::string::npos; });
+    };
+    EXPECT_TRUE(ran("core=3")) << "no core=3 plan ran";
+    if (sixteen) {
+      EXPECT_TRUE(ran("epilogue=1")) << "no epilogue=1 plan ran";
+    }
   }
 }
 

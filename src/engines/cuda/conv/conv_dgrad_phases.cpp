@@ -117,6 +117,35 @@ TensorMapSpec dgrad_filter_map(const ConvProblem& cp, const DgradPhase& ph, int 
   return s;
 }
 
+bool dgrad_store_map(const ConvProblem& cp, const DgradPhase& ph, const TensorMapSpec& rows_map, TensorMapSpec& out,
+                     int64_t& offset, std::string& why) {
+  const ConvParams& p = cp.params;
+  const ConvParams& q = ph.fprop.params;
+  const int64_t images = p.M / (int64_t{p.out[0]} * p.out[1] * p.out[2]);
+  if (rows_map.dims[2] != 1 || p.out[0] != 1) {
+    why = rows_map.dims[2] != 1 ? "the output's pixels are not one evenly strided run of rows"
+                                : "a 3D conv_dgrad's phases are not stored by TMA boxes";
+    return false;
+  }
+  if (q.out[2] % 64 != 0) {
+    why = "a phase's width (" + std::to_string(q.out[2]) + ") is not a multiple of the store's 64-row boxes";
+    return false;
+  }
+  if (images > 1 && p.out[1] != p.stride[1] * q.out[1]) {
+    why = "DX's height (" + std::to_string(p.out[1]) + ") is not the stride times a phase's (" + std::to_string(q.out[1]) +
+          "): the phase's rows are not evenly strided across images";
+    return false;
+  }
+  const auto pixel = static_cast<int64_t>(rows_map.strides_bytes[0]);  // bytes between DX's pixels
+  out = rows_map;
+  out.dims[1] = static_cast<uint64_t>(q.out[2]);
+  out.dims[2] = static_cast<uint64_t>(images * q.out[1]);
+  out.strides_bytes[0] = static_cast<uint64_t>(pixel * p.stride[2]);
+  out.strides_bytes[1] = static_cast<uint64_t>(pixel * p.out[2] * p.stride[1]);
+  offset = (int64_t{ph.first[1]} * p.out[2] + ph.first[2]) * (pixel / 2);  // 16-bit elements
+  return true;
+}
+
 ConvParams dgrad_phase_params(const ConvProblem& cp, const DgradPhase& ph) {
   ConvParams q = ph.fprop.params;
   for (int d = 0; d < 3; ++d) {

@@ -49,8 +49,18 @@ inline constexpr int kDgradPhasesPerLaunch = 4;
 struct DgradPhaseArgs {
   TensorMap mx[kDgradPhasesPerLaunch];
   TensorMap mw[kDgradPhasesPerLaunch];
+  TensorMap my[kDgradPhasesPerLaunch];  // register epilogues only
   ConvParams cp[kDgradPhasesPerLaunch];
 };
-static_assert(sizeof(DgradPhaseArgs) == 8 * 128 + 4 * sizeof(ConvParams), "must match dg::DgradPhaseArgs");
+static_assert(sizeof(DgradPhaseArgs) == 12 * 128 + 4 * sizeof(ConvParams), "must match dg::DgradPhaseArgs");
+
+// The register epilogue's store map of a phase: `rows_map` is DX (or the chain's output of its
+// shape) as the epilogue sees it, (channels, pixels, 1) (common/register_epilogue.hpp); the phase's
+// sub-grid as (channels, its width, its rows), whose base lies `offset` elements past the output's.
+// A 64-row box must be a run of one sub-grid row, and the rows evenly strided: a 1D or 2D
+// convolution whose phase width is a multiple of 64 and (several images) whose height is the
+// stride times the phase's; false with the rule that does not hold.
+bool dgrad_store_map(const ConvProblem& cp, const DgradPhase& ph, const TensorMapSpec& rows_map, TensorMapSpec& out,
+                     int64_t& offset, std::string& why);
 
 }  // namespace dnngraph::cuda::conv

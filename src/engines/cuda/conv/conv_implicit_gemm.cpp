@@ -52,6 +52,16 @@ Status prepare(const Partition& p, const Target& t, Pieces& out) {
   return {};
 }
 
+// A conv_dgrad's phases stored by the register epilogue: each phase's sub-grid as a TMA map
+// (conv_dgrad_phases.hpp's dgrad_store_map); false with the rule one breaks.
+bool dgrad_register_epilogue(const Pieces& pc, std::string& why) {
+  const TensorMapSpec rows = cuda::register_epilogue_output_map(pc.epi);
+  TensorMapSpec map;
+  int64_t offset = 0;
+  return std::all_of(pc.phases.begin(), pc.phases.end(),
+                     [&](const conv::DgradPhase& ph) { return conv::dgrad_store_map(pc.cp, ph, rows, map, offset, why); });
+}
+
 // kernels/conv_implicit_gemm.cuh's and conv_wgmma.cuh's configurations: the core's tile.
 template <class Tile>
 std::string config_source(const Tile& t) {
@@ -123,7 +133,8 @@ std::string source(const Pieces& pc, const Config& c, const ir::Graph& g) {
     if (!pc.phases.empty())  // a conv_dgrad's phases, blockIdx.y picking one
       os << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kFpropKernel
          << "(const __grid_constant__ dg::DgradPhaseArgs a, const dg::PointwiseParams p) {\n  dg::conv_fprop_im2col<"
-         << kKernelConfig << ">(a.cp[blockIdx.y], p, &a.mx[blockIdx.y], &a.mw[blockIdx.y]);\n}\n";
+         << kKernelConfig << ">(a.cp[blockIdx.y], p, &a.mx[blockIdx.y], &a.mw[blockIdx.y]"
+         << (c.epilogue ? ", &a.my[blockIdx.y]" : "") << ");\n}\n";
     else  // clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters
       os << "extern \"C\" __global__ void "
          << (c.launch_cluster() > 1 ? "__cluster_dims__(" + std::to_string(c.launch_cluster()) + ", 1, 1) " : "")
@@ -221,7 +232,7 @@ class ConvPlan final : public KernelPlan {
     if (c_.epilogue)
       if (auto s = cuda::encode_register_epilogue_map(part_, pc_.epi, args, my); !s.ok()) return s;
     if (c_.core == 2) return launch_gemm_view(h, cp, pp, my);
-    if (c_.core == 3) return pc_.phases.empty() ? launch_im2col(h, cp, pp, my) : launch_dgrad_phases(h, cp, pp);
+    if (c_.core == 3) return pc_.phases.empty() ? launch_im2col(h, cp, pp, my) : launch_dgrad_phases(h, args, cp, pp);
     if (c_.core == 1) {
       cuda::TensorMap mw;
       if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
@@ -292,8 +303,10 @@ class ConvPlan final : public KernelPlan {
   // once, after the last. The launch's phases share the SMs, each phase's persistent CTAs walking
   // its tiles: one CTA per SM for the whole launch, not a CTA's start and drain per phase and SM
   // (H100, 4x4 stride 2: 132 CTAs per phase ran 0.040 ms with 2 tiles each).
-  Status launch_dgrad_phases(HandleImpl& h, const conv::ConvParams& all, codegen::PointwiseParams& pp) const {
+  Status launch_dgrad_phases(HandleImpl& h, const ExecArgs& args, const conv::ConvParams& all,
+                             codegen::PointwiseParams& pp) const {
     const int64_t es = size_of(pc_.cp.dtype), n = static_cast<int64_t>(pc_.phases.size());
+    const void* stored = c_.epilogue ? args.ptrs[static_cast<size_t>(cuda::stored_tensor(pc_.epi))] : nullptr;
     for (int64_t first = 0; first < n; first += conv::kDgradPhasesPerLaunch) {
       conv::DgradPhaseArgs a{};
       const int64_t count = std::min<int64_t>(conv::kDgradPhasesPerLaunch, n - first);
@@ -314,6 +327,8 @@ class ConvPlan final : public KernelPlan {
           return s;
         if (auto s = cuda::encode_tensor_map(conv::dgrad_filter_map(pc_.cp, ph, c_.bk()), cp.w, a.mw[i]); !s.ok())
           return s;
+        if (c_.epilogue)
+          if (auto s = encode_phase_store(ph, stored, a.my[i]); !s.ok()) return s;
       }
       void* kargs[] = {&a, &pp};
       const int64_t per_phase = std::max<int64_t>(1, h.cuda->multiprocessors / count);
@@ -324,6 +339,20 @@ class ConvPlan final : public KernelPlan {
         return s;
     }
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
+  }
+
+  // The register epilogue's map of a phase's sub-grid of the stored output (make() checked it exists).
+  Status encode_phase_store(const conv::DgradPhase& ph, const void* stored, cuda::TensorMap& out) const {
+    TensorMapSpec map;
+    int64_t offset = 0;
+    std::string why;
+    if (!conv::dgrad_store_map(pc_.cp, ph, cuda::register_epilogue_output_map(pc_.epi), map, offset, why))
+      return {ErrorCode::GRAPH_EXECUTION_FAILED, std::string(kEngineName) + ": " + why};
+    if (reinterpret_cast<uintptr_t>(stored) % 16 != 0)
+      return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(cuda::stored_tensor(pc_.epi)).name +
+                                                   "': the pointer is not 16-byte aligned, which the TMA store of "
+                                                   "epilogue=1 needs (plans with epilogue=0 take any alignment)"};
+    return cuda::encode_tensor_map(map, static_cast<const char*>(stored) + offset * 2, out);
   }
 
   Pieces pc_;
@@ -368,15 +397,19 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
 
   // Cores 2 and 3: each whole-tile setting of one CTA again with the register epilogue (epilogue=1)
   // where the fused epilogue allows it and its output tiles fit beside the stages
-  // (CudaConvRegisterEpilogue.* against ref on a GPU); where not, the reason is logged (DNNGRAPH_LOG_LEVEL).
+  // (CudaConvRegisterEpilogue.* against ref on a GPU; a conv_dgrad's phases where each phase's
+  // sub-grid is a TMA map, CudaConvDgradPhases.*); where not, the reason is logged (DNNGRAPH_LOG_LEVEL).
   static void add_register_epilogue(const Partition& p, const Target& t, std::vector<ConvKnobs>& out) {
     Pieces pc;
     std::string why;
     if (!std::any_of(out.begin(), out.end(), [](const ConvKnobs& k) { return k.core >= 2; })) return;
     if (!conv::describe_conv(p, pc.cp, why) || !plan_epilogue(p, pc.cp.axes, t.dynamic_shapes, pc.epi, why)) return;
-    if (pc.cp.dgrad) return;  // a dgrad's phases write strided sub-grids: the staged epilogue maps them
     if (!cuda::register_epilogue(pc.epi, why)) {
       DG_LOG(DEBUG) << kEngineName << ": no epilogue=1 plans (registers + TMA store): " << why;
+      return;
+    }
+    if (pc.cp.dgrad && (!conv::dgrad_phases(pc.cp, pc.phases, why) || !dgrad_register_epilogue(pc, why))) {
+      DG_LOG(DEBUG) << kEngineName << ": no epilogue=1 plans for the conv_dgrad's phases: " << why;
       return;
     }
     const size_t n = out.size();
@@ -466,6 +499,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     }
     if (std::string why; c.epilogue && !cuda::register_epilogue(pc.epi, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "epilogue=1 runs the epilogue in registers, but " + why};
+    if (std::string why; c.epilogue && !pc.phases.empty() && !dgrad_register_epilogue(pc, why))
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "epilogue=1 stores the phases by TMA boxes, but " + why};
     // (A conv_dgrad's phases share one kernel: the deepest one sizes the resident filters.)
     const ConvProblem& sized = pc.phases.empty() ? pc.cp : conv::deepest_phase(pc.phases).fprop;
     if (std::string why; c.resident_b && !resident_fits(sized, c, why))
@@ -515,7 +550,7 @@ bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int sta
   c.epilogue = epilogue;
   c.split_cluster = split_cluster;
   if (resident && !resident_fits(pc.phases.empty() ? pc.cp : deepest_phase(pc.phases).fprop, c, why)) return false;
-  if (epilogue && !cuda::register_epilogue(pc.epi, why)) return false;
+  if (epilogue && (!cuda::register_epilogue(pc.epi, why) || (pc.cp.dgrad && !dgrad_register_epilogue(pc, why)))) return false;
   src = source(pc, c, *p.graph);
   return true;
 }

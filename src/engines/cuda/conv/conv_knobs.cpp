@@ -159,9 +159,9 @@ void add_dgrad_phase_candidates(const ConvProblem& phase, int multiprocessors, s
 }
 
 std::string dgrad_phase_rule(const ConvConfig& c, DataType dtype) {
-  if (dtype == DataType::FLOAT || c.splits > 1 || c.cluster_ctas() > 1 || c.epilogue)
+  if (dtype == DataType::FLOAT || c.splits > 1 || c.cluster_ctas() > 1)
     return "core=3 runs a conv_dgrad's phases on 16-bit inputs in whole tiles of one CTA (split_k 1, cluster 1, "
-           "cluster_n 1) with the staged epilogue (epilogue 0)";
+           "cluster_n 1)";
   return "";
 }
 

@@ -122,6 +122,7 @@ struct DgradPhasesOf<C, decltype((int)C::kDgradPhases)> {
 struct DgradPhaseArgs {
   TmaDesc mx[4];  // the phases' im2col maps of DY
   TmaDesc mw[4];  // their (C, S, R, T, K) filter maps
+  TmaDesc my[4];  // register epilogues: their (channels, width, rows) maps of the output
   ConvParams cp[4];
 };
 
@@ -330,7 +331,6 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
   typedef typename Config::Epilogue Ep;
   constexpr int EPI = EpilogueModeOf<Config>::value, EPI_BYTES = EpilogueBytes<EPI, Ep, BN>::value;
   static_assert(EPI == EPI_STAGED || !RESIDENT, "resident filter tiles keep the staged epilogue");
-  static_assert(!DGRAD || !kRegisterEpilogue<EPI>, "a phase's rows are a strided sub-grid: the staged epilogue maps them");
   typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EPI_BYTES> S;
   const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
@@ -364,7 +364,7 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     const ConsumerShape sh{(i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n, im2col_ktiles<S::BK>(P), P.M, P.N,
                            P.epi_vec, (const GemmParams*)0, P.splits, static_cast<float*>(P.ws), my,
-                           DGRAD ? &P.rows : (const SubgridRows*)0};
+                           DGRAD ? &P.rows : (const SubgridRows*)0, DGRAD ? P.out[2] : 0};
     wgmma_consume<DT, BN, STAGES, true, !DGRAD, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI, ALONG_N, SPLIT_CLUSTER>(
         sh, p, base, smem_pointer(base), wg - 1, red);
   }

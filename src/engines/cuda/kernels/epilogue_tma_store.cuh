@@ -215,11 +215,12 @@ __device__ __forceinline__ void copy_box(const float* acc, int b, float (&v)[32]
 // accumulators copied out (copy_box), the chain applied to them (one instance of its code, where
 // the unrolled epilogue has one per accumulator: GELU's erf over 128 of them made 13.4k SASS
 // instructions), written and stored; `next` (the next tile's first k step) runs once every box is
-// out of the accumulators, before the last box's store.
+// out of the accumulators, before the last box's store. (sm, sz): the block's place in the map
+// (m0 and the batch, or a transposed convolution phase's column and row).
 template <class Ep, int BN, class Next>
 __device__ __forceinline__ void epilogue_tma_boxed(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
-                                                   const float* acc, u32 buf, const void* map, i64 m0, i64 n0, int z,
-                                                   i64 M, i64 N, int vec, float* red, int bar, Next next) {
+                                                   const float* acc, u32 buf, const void* map, i64 m0, i64 n0, i64 sm,
+                                                   int sz, i64 M, i64 N, int vec, float* red, int bar, Next next) {
   typedef TmaStoreTile<Ep, BN> T;
   static_assert(T::BOX_COLS == 64, "a box is 64 columns of a 16-bit output");
 #pragma unroll 1
@@ -228,10 +229,10 @@ __device__ __forceinline__ void epilogue_tma_boxed(const PointwiseParams& p, typ
     copy_box<T::BOXES>(acc, b, v);
     epilogue_tma_apply<Ep, 64>(p, c, v, m0, n0 + 64 * b, M, N, vec, red);
     epilogue_tma_write_values<Ep, T::SLOTS>(v, buf + (b % T::SLOTS) * 8192, bar);
-    if (b + 1 < T::BOXES) epilogue_tma_store_box<Ep, BN>(buf, map, m0, n0, z, b, bar);
+    if (b + 1 < T::BOXES) epilogue_tma_store_box<Ep, BN>(buf, map, sm, n0, sz, b, bar);
   }
   next();
-  epilogue_tma_store_box<Ep, BN>(buf, map, m0, n0, z, T::BOXES - 1, bar);
+  epilogue_tma_store_box<Ep, BN>(buf, map, sm, n0, sz, T::BOXES - 1, bar);
 }
 
 }  // namespace dg

@@ -309,6 +309,10 @@ struct ConsumerShape {
   float* ws = 0;
   const TmaDesc* out_map = 0;  // register epilogues: the output as a 3D (n, m, batch) map of 64 x 64-row boxes
   const SubgridRows* rows = 0;  // staged epilogues: the rows of a strided sub-grid of the output (null: its own)
+  // Register epilogues of a transposed convolution's phase: out_map is (channels, the phase's
+  // width, its rows), and a block's rows m0.. lie in map row m0 / store_width from column
+  // m0 % store_width (0: the map's rows are the GEMM's).
+  int store_width = 0;
 };
 
 // A consumer warpgroup, cw = 0 or 1. Cooperative: rows cw*64 .. cw*64+63 of every tile. PINGPONG
@@ -435,17 +439,20 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
 #pragma unroll
       for (int h = 0; h < HALVES; ++h) {  // (unrolled: the accumulators' indices are constants)
         const i64 m0 = (i64)tm * S::BM + (PINGPONG ? h * 64 : cw * 64), n0 = (i64)tn * BN;
+        // Where the block goes in the output map: (m0, z), or a phase's (column, row).
+        const i64 sm = sh.store_width ? m0 % sh.store_width : m0;
+        const int sz = sh.store_width ? (int)(m0 / sh.store_width) : z;
         float* block = acc + h * REGS;
         if constexpr (EPI == EPI_TMA_STORE_BOXED) {
-          epilogue_tma_boxed<Ep, BN>(p, c, block, buf, sh.out_map, m0, n0, z, sh.M, sh.N, sh.epi_vec, red, 1 + cw,
-                                     next_first_step);
+          epilogue_tma_boxed<Ep, BN>(p, c, block, buf, sh.out_map, m0, n0, sm, sz, sh.M, sh.N, sh.epi_vec, red,
+                                     1 + cw, next_first_step);
           continue;
         }
         epilogue_tma_apply<Ep, BN>(p, c, block, m0, n0, sh.M, sh.N, sh.epi_vec, red);
-        TmaStoreBoxes<Ep, BN, 0, T::BOXES - 1>::run(block, buf, sh.out_map, m0, n0, z, 1 + cw);
+        TmaStoreBoxes<Ep, BN, 0, T::BOXES - 1>::run(block, buf, sh.out_map, sm, n0, sz, 1 + cw);
         epilogue_tma_write_box<Ep, BN, T::BOXES - 1>(block, buf, 1 + cw);
         next_first_step();
-        epilogue_tma_store_box<Ep, BN>(buf, sh.out_map, m0, n0, z, T::BOXES - 1, 1 + cw);
+        epilogue_tma_store_box<Ep, BN>(buf, sh.out_map, sm, n0, sz, T::BOXES - 1, 1 + cw);
       }
       continue;
     }
