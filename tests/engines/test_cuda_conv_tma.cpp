@@ -599,7 +599,8 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
                                       registers(pingpong(cluster_knobs(128, 6))), registers(cluster_knobs(256, 3)),
                                       registers(cluster_n_knobs(64, 8, 2)),  registers(pingpong(cluster_n_knobs(64, 8, 4))),
                                       registers(cluster_n_knobs(128, 5, 2)), registers(im2col_knobs(128, 5, 2)),
-                                      registers(im2col_knobs(128, 5, 3))};
+                                      registers(im2col_knobs(128, 5, 3)), registers(cluster_knobs(64, 8)),
+                                      registers(pingpong(cluster_knobs(64, 8)))};
   Case c{{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng);
   c = {{2, 136, 17, 19}, 200, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};
