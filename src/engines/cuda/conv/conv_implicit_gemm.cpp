@@ -449,7 +449,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       padded *= static_cast<double>((units + sms - 1) / sms * sms * per_unit) / static_cast<double>(tm * tn * (kt + 1));
       if (c.splits > 1 && !c.split_cluster) fixup = 1e-6;  // the counters' memset
       // A conv_dgrad on core 3: its phases' waves of tiles, each with only its own taps' k steps,
-      // against the partition's FLOPs (every tap of the filter), and a launch per further phase.
+      // against the partition's FLOPs (every tap of the filter), and ~2 us per further phase (its
+      // CTAs' start and drain; the CONV_DGRAD calibration was measured with this term).
       if (std::vector<conv::DgradPhase> phases; c.core == 3 && cp.dgrad && conv::dgrad_phases(cp, phases, why)) {
         double slots = 0.0;
         for (const conv::DgradPhase& ph : phases) {
