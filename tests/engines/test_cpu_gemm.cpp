@@ -72,12 +72,19 @@ TEST(CpuGemmKernels, DriverRunsEveryTaskWhateverThePool) {
   }
 }
 
+// Every tile shape of an ISA, and its one-row kernels (row_kernel_set: a matrix-vector product).
+std::vector<const cg::KernelSet*> tile_kernels(dg::cpu::Isa isa) {
+  std::vector<const cg::KernelSet*> out = cg::kernel_shapes(isa);
+  out.push_back(&cg::row_kernel_set(isa));
+  return out;
+}
+
 TEST(CpuGemmKernels, DriverMatchesNaiveOnEveryIsa) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
   dg::ThreadPool pool(2);
   cpu_test::for_each_isa([&](dg::cpu::Isa isa) {
-   for (const cg::KernelSet* shape : cg::kernel_shapes(isa)) {
+   for (const cg::KernelSet* shape : tile_kernels(isa)) {
     const cg::KernelSet& ks = *shape;
     SCOPED_TRACE(std::to_string(ks.mr) + "x" + std::to_string(ks.nr));
     for (int trial = 0; trial < 6; ++trial) {
@@ -165,7 +172,7 @@ TEST(CpuGemmKernels, TileChainsMatchTheChainAfterTheGemm) {
   std::uniform_real_distribution<float> u(-1, 1);
   dg::ThreadPool pool(2);
   cpu_test::for_each_isa([&](dg::cpu::Isa isa) {
-    for (const cg::KernelSet* shape : cg::kernel_shapes(isa)) {
+    for (const cg::KernelSet* shape : tile_kernels(isa)) {
       const cg::KernelSet& ks = *shape;
       if (!ks.kernel_chain) continue;
       SCOPED_TRACE(std::string(dg::cpu::isa_name(isa)) + " " + std::to_string(ks.mr) + "x" + std::to_string(ks.nr));
@@ -296,6 +303,19 @@ TEST(CpuGemmPacked, RandomShapesStridesAndTypesMatchRef) {
                           return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
                         }, 1e-5, std::sqrt(double(k)));
   }
+}
+
+// One row of A (a classifier's matrix-vector product, which runs on the one-row kernels), constant
+// weights packed once, + bias, over several K blocks and N tasks.
+TEST(CpuGemmPacked, OneRowMatchesRef) {
+  std::mt19937 rng(13);
+  auto a = ref_test::random_tensor({1, 700}, dg::DataType::FLOAT, rng, -1, 1);
+  auto b = ref_test::random_tensor({700, 1000}, dg::DataType::FLOAT, rng, -1, 1);
+  auto bias = ref_test::random_tensor({1, 1000}, dg::DataType::FLOAT, rng, -1, 1);
+  check_engine_vs_ref("cpu_gemm_packed", {a, b, bias}, {output_like({1, 1000}, dg::DataType::FLOAT)},
+                      [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                        return std::vector<dg::TensorPtr>{g.bias(g.matmul(in[0], in[1], dg::MatmulAttr()), in[2])};
+                      }, 1e-5, 30.0);
 }
 
 TEST(CpuGemmPacked, LargerThanOneBlockMatchesRef) {

@@ -256,8 +256,11 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         for (int64_t jr = 0; jr < nc; jr += nr)
           for (int64_t ir = 0; ir < mc; ir += mr) {
             // B comes from L3 (all of it is packed up front): fetch the next panel a slice per
-            // tile, so the next column of tiles does not start on L3 latency (~6% in sgemm).
-            if (jr + nr < nc)
+            // tile, so the next column of tiles does not start on L3 latency (~6% in sgemm). Not
+            // for a column of one tile (a matrix-vector product): the whole panel in one burst
+            // stalled on the fill buffers (88% of run_task's samples at 1 x 2048 x 1000), and the
+            // kernel's own stream prefetch runs ahead of it anyway.
+            if (jr + nr < nc && tiles > 1)
               prefetch_slice(bp + (jr / nr + 1) * panel_stride + kb.k0 * nr, panel_bytes, ir / mr, tiles);
             tile(jr, ir);
           }

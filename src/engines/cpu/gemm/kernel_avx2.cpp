@@ -9,4 +9,6 @@ DNNGRAPH_TARGET_END
 
 namespace dnngraph::cpu::gemm {
 const KernelSet* avx2_kernels() { return DNNGRAPH_X86_TABLE(kKernelSet<simd::VecAvx2, 6>); }
+// 1 x 32 (4 accumulators): a matrix-vector product (microkernel.hpp's row_kernel_set).
+const KernelSet* avx2_kernels_1x32() { return DNNGRAPH_X86_TABLE(kKernelSet<simd::VecAvx2, 1, 4>); }
 }  // namespace dnngraph::cpu::gemm

@@ -18,6 +18,10 @@ const KernelSet& kernel_set(Isa isa) {
   return simd::table_for(isa, portable_kernels(), avx2_kernels(), avx512_kernels());
 }
 
+const KernelSet& row_kernel_set(Isa isa) {
+  return simd::table_for(isa, kKernelSet<simd::VecPortable, 1, 4>, avx2_kernels_1x32(), avx512_kernels_1x64());
+}
+
 std::vector<const KernelSet*> kernel_shapes(Isa isa) {
   std::vector<const KernelSet*> out{&kernel_set(isa)};
   if (out[0]->isa == Isa::AVX512)

@@ -52,6 +52,12 @@ const KernelSet* avx512_kernels();  // null when not compiled in
 const KernelSet* avx512_kernels_7x48();  // null when not compiled in
 const KernelSet* avx512_kernels_14x32();  // null when not compiled in
 const KernelSet* avx512_kernels_16x16();  // null when not compiled in
+// One row of A (a matrix-vector product, M = 1): 1 x 64 on AVX-512, 1 x 32 on AVX2, 1 x 8
+// portable (four accumulators, B streamed); null when not compiled in.
+const KernelSet* avx512_kernels_1x64();
+const KernelSet* avx2_kernels_1x32();
+// Those kernels for `isa` (whatever the CPU runs of it, as kernel_set).
+const KernelSet& row_kernel_set(Isa isa);
 // The bf16-pair kernels (kernel_bf16_avx512.cpp): A and B as pairs of bf16 per 32-bit slot, K
 // counted in pairs; run them only where cpu_features().avx512bf16. Null when not compiled in.
 const KernelSet* avx512_bf16_kernels();
