@@ -31,6 +31,18 @@ def _dnngraph_types() -> dict:
             np.dtype(np.uint16): t.BFLOAT16, np.dtype(np.int32): t.INT32}
 
 
+@functools.lru_cache(maxsize=None)
+def dtype_name(d: np.dtype) -> str:
+    """str(d), cached: NumPy builds a dtype's name in Python on every str() (~5 us, five times a
+    run: most of a small graph's session overhead)."""
+    return str(d)
+
+
+@functools.lru_cache(maxsize=None)
+def _storage_name(d: np.dtype) -> str:
+    return "bfloat16" if d == np.uint16 else str(d)
+
+
 def itemsize(storage: str) -> int:
     """Bytes per element of a storage dtype."""
     return _ITEMSIZE[storage]
@@ -85,8 +97,7 @@ class NumpyLike:
     # -- dtypes ---------------------------------------------------------------------------
     def storage_of(self, a: Any) -> str:
         """The storage name of an array of this library (uint16 reads as bfloat16)."""
-        d = np.dtype(a.dtype)
-        return "bfloat16" if d == np.uint16 else str(d)
+        return _storage_name(a.dtype)
 
     def convert(self, a: Any, storage: str) -> Any:
         """`a` as `storage` (the same array when it is that already)."""

@@ -7,7 +7,7 @@ import dataclasses
 
 import dnngraph
 from . import _arena, _model, _numpy_ops, _rewrite, _torch_ops
-from ._arrays import TorchArrays, backend_for
+from ._arrays import TorchArrays, backend_for, dtype_name
 from ._lower import PRECISIONS, Lowering, Unsupported, image_values
 from ._ops_elementwise import TRANSLATORS as _ELEMENTWISE
 from ._ops_nn import TRANSLATORS as _NN
@@ -223,7 +223,7 @@ class InferenceSession:
                 raise ValueError(f"onnx: run() was not given the model's input '{name}'")
             a, want = self.arrays.accept(feeds[name]), self._p.values[name]
             have = self.arrays.storage_of(a)
-            if tuple(a.shape) != want.shape or have != str(want.dtype):
+            if tuple(a.shape) != want.shape or have != dtype_name(want.dtype):
                 raise ValueError(f"onnx: input '{name}' is {have}{list(a.shape)}; the session was loaded for "
                                  f"{want.dtype}{list(want.shape)}")
             env[name] = a
@@ -254,7 +254,7 @@ class InferenceSession:
     def _result(self, env, name):
         """A model output as the model's dtype (on the session's device)."""
         value = env[name] if name in env else self._p.constants[name]
-        return self.arrays.convert(self.arrays.accept(value), str(self._p.values[name].dtype))
+        return self.arrays.convert(self.arrays.accept(value), dtype_name(self._p.values[name].dtype))
 
     def _output_names(self, output_names):
         return list(output_names) if output_names else list(self._p.outputs)
