@@ -305,6 +305,9 @@ class ConvPlan final : public KernelPlan {
   // (H100, 4x4 stride 2: 132 CTAs per phase ran 0.040 ms with 2 tiles each).
   Status launch_dgrad_phases(HandleImpl& h, const ExecArgs& args, const conv::ConvParams& all,
                              codegen::PointwiseParams& pp) const {
+    // The phases' kernel takes both by value: within the 4 KB of kernel parameters every driver takes.
+    static_assert(sizeof(conv::DgradPhaseArgs) + sizeof(codegen::PointwiseParams) <= 4096,
+                  "a launch's dgrad phases must fit the kernel parameters");
     const int64_t es = size_of(pc_.cp.dtype), n = static_cast<int64_t>(pc_.phases.size());
     const void* stored = c_.epilogue ? args.ptrs[static_cast<size_t>(cuda::stored_tensor(pc_.epi))] : nullptr;
     for (int64_t first = 0; first < n; first += conv::kDgradPhasesPerLaunch) {
