@@ -50,6 +50,26 @@ double fold(ReductionMode m, double acc, const float* x, int64_t n) {
   return acc;
 }
 
+// Folds x[k] into acc[k * inc] for k < n (one accumulator per element: reduced across strips).
+// The mode is decided once per strip: with combine and term's switches per element, the sums of
+// a global average pool fused after a 1x1 conv (MobileNetV2's last layer, 1280 channels x 49
+// pixels) took 19% of the partition's samples.
+template <class Term, class Combine>
+void fold_each(double* acc, int64_t inc, const float* x, int64_t n, Term t, Combine c) {
+  for (int64_t k = 0; k < n; ++k) acc[k * inc] = c(acc[k * inc], t(x[k]));
+}
+void fold_each(ReductionMode m, double* acc, int64_t inc, const float* x, int64_t n) {
+  const auto same = [](float v) { return static_cast<double>(v); };
+  const auto add = [](double a, double v) { return a + v; };
+  switch (m) {
+    case ReductionMode::ADD: case ReductionMode::AVG: return fold_each(acc, inc, x, n, same, add);
+    case ReductionMode::NORM1: return fold_each(acc, inc, x, n, [](float v) { return std::fabs(static_cast<double>(v)); }, add);
+    case ReductionMode::NORM2: return fold_each(acc, inc, x, n, [](float v) { return double(v) * v; }, add);
+    default:
+      for (int64_t k = 0; k < n; ++k) acc[k * inc] = combine(m, acc[k * inc], term(m, x[k]));
+  }
+}
+
 }  // namespace
 
 bool Epilogue::init(const expr::Program& prog, const ir::Graph& g, std::string& why) {
@@ -368,7 +388,7 @@ void EpilogueRun::run_chunk(int slot, const int64_t* c, int axis, int64_t n, int
         if (dinc == 0) {
           acc[idx] = fold(op.reduce, acc[idx], x, n);
         } else {
-          for (int64_t k = 0; k < n; ++k) acc[idx + k * dinc] = combine(op.reduce, acc[idx + k * dinc], term(op.reduce, x[k]));
+          fold_each(op.reduce, acc + idx, dinc, x, n);
         }
         break;
       }
