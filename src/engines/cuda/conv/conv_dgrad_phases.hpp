@@ -22,6 +22,10 @@ struct DgradPhase {
   ConvProblem fprop;
   int32_t first[3] = {0, 0, 0};  // the sub-grid's first DX coordinate per dim (D, H, W)
   int32_t tap0[3] = {0, 0, 0};   // the filter coordinate of the phase's tap t = 0 per dim
+  // Register epilogues: the phase's sub-grid of the stored output (dgrad_store_map), its base
+  // `store_offset` elements past the output's.
+  TensorMapSpec store;
+  int64_t store_offset = 0;
 };
 
 // The phases of `cp` (a conv_dgrad) that hold at least one DX pixel, each a forward convolution

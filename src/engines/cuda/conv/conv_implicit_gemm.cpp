@@ -53,13 +53,12 @@ Status prepare(const Partition& p, const Target& t, Pieces& out) {
 }
 
 // A conv_dgrad's phases stored by the register epilogue: each phase's sub-grid as a TMA map
-// (conv_dgrad_phases.hpp's dgrad_store_map); false with the rule one breaks.
-bool dgrad_register_epilogue(const Pieces& pc, std::string& why) {
+// (conv_dgrad_phases.hpp's dgrad_store_map), kept in the phase; false with the rule one breaks.
+bool dgrad_register_epilogue(Pieces& pc, std::string& why) {
   const TensorMapSpec rows = cuda::register_epilogue_output_map(pc.epi);
-  TensorMapSpec map;
-  int64_t offset = 0;
-  return std::all_of(pc.phases.begin(), pc.phases.end(),
-                     [&](const conv::DgradPhase& ph) { return conv::dgrad_store_map(pc.cp, ph, rows, map, offset, why); });
+  return std::all_of(pc.phases.begin(), pc.phases.end(), [&](conv::DgradPhase& ph) {
+    return conv::dgrad_store_map(pc.cp, ph, rows, ph.store, ph.store_offset, why);
+  });
 }
 
 // kernels/conv_implicit_gemm.cuh's and conv_wgmma.cuh's configurations: the core's tile.
@@ -344,18 +343,13 @@ class ConvPlan final : public KernelPlan {
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
-  // The register epilogue's map of a phase's sub-grid of the stored output (make() checked it exists).
+  // The register epilogue's map of a phase's sub-grid of the stored output (make() set ph.store).
   Status encode_phase_store(const conv::DgradPhase& ph, const void* stored, cuda::TensorMap& out) const {
-    TensorMapSpec map;
-    int64_t offset = 0;
-    std::string why;
-    if (!conv::dgrad_store_map(pc_.cp, ph, cuda::register_epilogue_output_map(pc_.epi), map, offset, why))
-      return {ErrorCode::GRAPH_EXECUTION_FAILED, std::string(kEngineName) + ": " + why};
     if (reinterpret_cast<uintptr_t>(stored) % 16 != 0)
       return {ErrorCode::INVALID_VARIANT_PACK, "tensor '" + part_.tensor(cuda::stored_tensor(pc_.epi)).name +
                                                    "': the pointer is not 16-byte aligned, which the TMA store of "
                                                    "epilogue=1 needs (plans with epilogue=0 take any alignment)"};
-    return cuda::encode_tensor_map(map, static_cast<const char*>(stored) + offset * 2, out);
+    return cuda::encode_tensor_map(ph.store, static_cast<const char*>(stored) + ph.store_offset * 2, out);
   }
 
   Pieces pc_;

@@ -3,11 +3,8 @@
 // every size a kernel argument, so one compiled kernel serves every shape.
 #include "engines/cuda/sdpa/sdpa_flash.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
@@ -28,40 +25,20 @@ using sdpa::Operand;
 using sdpa::Problem;
 using sdpa::SdpaKnobs;
 
-// ---- TMA maps of rank 4 ([b, h, s, d] with any batch/head/sequence strides); the GEMM engines'
-// helper stops at rank 3.
-
-using EncodeTiled = CUresult (*)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*,
-                                 const uint32_t*, int, int, int, int);
-
-EncodeTiled encode_fn() {
-  static EncodeTiled fn = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (!driver()) return;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!lib) lib = dlopen("libcuda.so", RTLD_NOW | RTLD_NOLOAD);
-    if (lib) fn = reinterpret_cast<EncodeTiled>(dlsym(lib, "cuTensorMapEncodeTiled"));
-  });
-  return fn;
-}
-
-// Boxes of 64 head-dim columns (128 bytes, the 128-byte swizzle's span) x `rows` sequence rows.
+// ---- TMA maps of rank 4 ([b, h, s, d] with any batch/head/sequence strides): boxes of 64
+// head-dim columns (128 bytes, the 128-byte swizzle's span) x `rows` sequence rows.
 Status encode_rows_map(const Operand& x, uint32_t rows, const void* base, TensorMap& out) {
-  const EncodeTiled encode = encode_fn();
-  if (!encode) return {ErrorCode::CUDA_API_FAILED, "cuTensorMapEncodeTiled is not in the loaded CUDA driver (TMA needs CUDA 12+)"};
-  const uint64_t dims[4] = {static_cast<uint64_t>(x.dims[3]), static_cast<uint64_t>(x.dims[2]),
-                            static_cast<uint64_t>(x.dims[1]), static_cast<uint64_t>(x.dims[0])};
-  uint64_t strides[3];
+  TensorMapSpec s;
+  s.dtype = x.dtype;
+  s.rank = 4;
+  for (int i = 0; i < 4; ++i) s.dims[i] = static_cast<uint64_t>(x.dims[3 - i]);
   for (int i = 0; i < 3; ++i) {
     const int dim = 2 - i;  // sequence, head, batch
-    strides[i] = x.dims[dim] > 1 ? static_cast<uint64_t>(x.strides[dim]) * 2 : 16;  // unused when the dim is 1
+    s.strides_bytes[i] = x.dims[dim] > 1 ? static_cast<uint64_t>(x.strides[dim]) * 2 : 16;  // unused when the dim is 1
   }
-  const uint32_t box[4] = {64, rows, 1, 1}, elem[4] = {1, 1, 1, 1};
-  constexpr int kBf16 = 9, kF16 = 6, kSwizzle128 = 3, kL2Promotion256 = 3;
-  return check(encode(&out, x.dtype == DataType::BFLOAT16 ? kBf16 : kF16, 4, const_cast<void*>(base), dims, strides, box,
-                      elem, 0, kSwizzle128, kL2Promotion256, 0),
-               "cuTensorMapEncodeTiled");
+  s.box[0] = 64;
+  s.box[1] = rows;
+  return encode_tensor_map(s, base, out);
 }
 
 bool misaligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; }
