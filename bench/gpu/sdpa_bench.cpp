@@ -251,6 +251,13 @@ int prebuild(const std::string& dir) {
   auto every_core = [&](DataType in, DataType out, int d, bool neg) {
     configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg));
     configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, false, neg));
+    configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 1, true));  // ping-pong turns
+    for (bool turns : {false, true})  // persistent blocks
+      configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 1, turns, true));
+    if (d == 64) {  // two blocks an SM: with and without turns, persistent
+      for (bool turns : {false, true}) configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 2, turns));
+      configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 2, false, true));
+    }
     configs.push_back(sd::config_for(sd::Core::MMA_SYNC, in, out, d, false, neg));
   };
   for (DataType in : {DataType::BFLOAT16, DataType::HALF})

@@ -237,10 +237,12 @@ TEST(CudaKnobSchemas, SdpaFlash) {
     auto v = g.tensor(dg::TensorAttr().set_name("V").set_dim(dims).set_stride(strides));
     auto [o, stats] = g.sdpa(q, k, v, dg::SdpaAttr().set_name("attn").set_is_inference(true));
     o->set_output(true);
-    // Head dim 64 also takes two blocks an SM.
-    EXPECT_EQ(expect_space_accepted(e, g), d == 64 ? 5u : 4u) << "head dim " << d;
+    // Head dim 64 also takes two blocks an SM (plain, with ping-pong turns, persistent).
+    EXPECT_EQ(expect_space_accepted(e, g), d == 64 ? 10u : 7u) << "head dim " << d;
   }
-  expect_rejected(e, {{"stages", 2}}, "no knob 'stages' (its knobs: core, overlap, blocks_per_sm)");
+  expect_rejected(e, {{"stages", 2}}, "no knob 'stages' (its knobs: core, overlap, blocks_per_sm, pingpong, persistent)");
+  expect_rejected(e, {{"core", 1}, {"persistent", 2}}, "knob persistent=2 is not in 0..1");
+  expect_rejected(e, {{"core", 1}, {"pingpong", 2}}, "knob pingpong=2 is not in 0..1");
   expect_rejected(e, {{"core", 0}, {"blocks_per_sm", 3}}, "knob blocks_per_sm=3 is not in 1..2");
   expect_rejected(e, {{"core", 2}}, "knob core=2 is not in 0..1");
   expect_rejected(e, {{"core", 1}, {"overlap", 3}}, "knob overlap=3 is not in 0..1");

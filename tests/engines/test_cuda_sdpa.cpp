@@ -141,6 +141,10 @@ TEST_F(CudaSdpaCompile, WgmmaKernelsCompileForHopper) {
   compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false), "sm_90a");
   compile(sd::config_for(sd::Core::WGMMA, T::HALF, T::FLOAT, 256, false, true), "sm_90a");
   compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 64, true, false, 2), "sm_90a");  // 2 blocks an SM
+  compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false, 1, true), "sm_90a");  // ping-pong
+  compile(sd::config_for(sd::Core::WGMMA, T::HALF, T::HALF, 64, true, true, 2, true), "sm_90a");
+  compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false, 1, true, true), "sm_90a");
+  compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::FLOAT, 64, false, false, 2, false, true), "sm_90a");
 }
 
 TEST_F(CudaSdpaCompile, MmaSyncKernelsCompileForAmpere) {
@@ -217,6 +221,14 @@ TEST(CudaSdpaEngine, RejectsWithReasons) {
   EXPECT_EQ(why, "knob core=1 (wgmma + TMA) needs sm_90a; the device is sm_80");
   EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 0, .blocks_per_sm = 2}, 90, cfg, why));
   EXPECT_EQ(why, "knob blocks_per_sm=2 goes with core=1 (wgmma) and head dims up to 64; here core=0, head dim 64");
+  EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 1, .overlap = 0, .pingpong = 1}, 90, cfg, why));
+  EXPECT_EQ(why, "knob pingpong=1 goes with core=1 (wgmma) and overlap=1 (turns are taken in the overlapped loop); "
+                 "here core=1, overlap=0");
+  EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 0, .pingpong = 1}, 90, cfg, why));
+  EXPECT_EQ(why, "knob pingpong=1 goes with core=1 (wgmma) and overlap=1 (turns are taken in the overlapped loop); "
+                 "here core=0, overlap=1");
+  EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 0, .persistent = 1}, 90, cfg, why));
+  EXPECT_EQ(why, "knob persistent=1 goes with core=1 (wgmma); here core=0");
 }
 
 TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
@@ -245,12 +257,12 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
   ta.handle = &ampere;
   // Head dim 64 also offers two blocks an SM (64-key tiles); 128 does not.
   const auto kh = dg::cuda::sdpa_flash_engine().knob_space(l.part, th);
-  ASSERT_EQ(kh.size(), 4u);
+  ASSERT_EQ(kh.size(), 9u);
   EXPECT_EQ(dg::knobs_to_string(kh[0]), "blocks_per_sm=2,core=1,overlap=1");
-  EXPECT_EQ(dg::knobs_to_string(kh[1]), "core=1,overlap=0");
-  EXPECT_EQ(dg::knobs_to_string(kh[3]), "core=0");
+  EXPECT_EQ(dg::knobs_to_string(kh[1]), "blocks_per_sm=2,core=1,overlap=1,pingpong=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[8]), "core=0");
   const auto kh128 = dg::cuda::sdpa_flash_engine().knob_space(l128.part, th);
-  ASSERT_EQ(kh128.size(), 3u);
+  ASSERT_EQ(kh128.size(), 6u);
   EXPECT_EQ(dg::knobs_to_string(kh128[0]), "core=1,overlap=1");
   const auto ka = dg::cuda::sdpa_flash_engine().knob_space(l.part, ta);
   ASSERT_EQ(ka.size(), 1u);
@@ -308,6 +320,41 @@ TEST_F(CudaSdpa, TileEdgesAndLongSequences) {
   for (const Case& c :
        sdpa_test::tile_edge_cases(base, {{128, 128}, {129, 127}, {63, 257}, {640, 700}, {1, 385}, {300, 17}}))
     check(c, ++seed);
+}
+
+// More query blocks than the grid's slots (persistent plans run several rounds, the odd ones
+// backwards), and heads numbered in groups: an L2 said to hold the K and V of one head, then of 5
+// of the 144 (a last group of 4), then of all. Every output row is NaN-poisoned first.
+TEST_F(CudaSdpa, PersistentRoundsAndHeadGroups) {
+  Case c;
+  c.b = 3, c.h = 48, c.hk = 16;  // GQA: 3 query heads a K/V head
+  c.sq = c.skv = 300;            // 3 query blocks of 128 a head: 432 blocks
+  c.mask = Mask::CAUSAL;
+  c.stats = true;
+  dg::HandleImpl& hi = impl_of(*gpu_);
+  const int64_t l2 = hi.info.l2_bytes;
+  const int64_t per_head = 2 * c.skv * 64 * 2 / 3;  // K and V rows of a query head (GQA shares them)
+  for (const int64_t fake : {per_head * 2, per_head * 10 + 1, int64_t{0}}) {
+    hi.info.l2_bytes = fake;
+    check(c, static_cast<uint32_t>(fake % 1000 + 7));
+  }
+  hi.info.l2_bytes = l2;
+}
+
+TEST(CudaSdpaEngine, HeadGroupsKeepKAndVInHalfOfL2) {
+  sd::Problem p;
+  p.b = 4, p.h = p.hk = 16, p.skv = 4096, p.d = 128;
+  p.k.dtype = T::BFLOAT16;
+  const int64_t l2 = 50 * 1024 * 1024;
+  EXPECT_EQ(sd::group_heads(p, l2), 12);  // 2 MB of K and V a head, 25 MB
+  p.skv = 1024, p.d = 64;
+  EXPECT_EQ(sd::group_heads(p, l2), 64);  // every head fits: one group
+  p.skv = 4096, p.d = 64, p.hk = 4;
+  EXPECT_EQ(sd::group_heads(p, l2), 64);  // GQA: four query heads share 1 MB
+  p.hk = 16, p.d = 100;                   // padded to 128
+  EXPECT_EQ(sd::group_heads(p, l2), 12);
+  EXPECT_EQ(sd::group_heads(p, 0), 64);   // L2 unknown: one group
+  EXPECT_EQ(sd::group_heads(p, 1024), 1);
 }
 
 TEST_F(CudaSdpa, HeadDimsUpTo256) {

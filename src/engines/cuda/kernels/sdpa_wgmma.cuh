@@ -5,6 +5,8 @@
 // operands in shared memory), the online softmax in registers, O += P V with wgmma (P from
 // registers, V N-major in shared memory). With OVERLAP, S for the next tile is issued before
 // P V of the current one, so the softmax of one tile runs while the tensor cores work on P V.
+// With PINGPONG the two consumer warpgroups also take turns issuing their GEMMs (two named
+// barriers), so one warpgroup's softmax runs while the other's GEMMs hold the tensor cores.
 //
 // Shared memory (128-byte swizzle, every tile 1024-byte aligned): a tile of R rows and D (head dim
 // rounded up to 64) columns is D / 64 TMA boxes of R rows x 64 columns (128 bytes a row), box c at
@@ -21,31 +23,43 @@ struct WgSdpaSmem {
   static constexpr int BM = 128, BOXES = D / 64;
   static constexpr int Q_BYTES = BM * D * 2, KV_BYTES = BN * D * 2;
   static constexpr int K_OFF = Q_BYTES, V_OFF = K_OFF + STAGES * KV_BYTES;
-  // Barriers: q_full, then k_full, v_full, k_empty, v_empty (STAGES each).
+  // Barriers: q_full, q_empty, then k_full, v_full, k_empty, v_empty (STAGES each).
   static constexpr int BAR_OFF = V_OFF + STAGES * KV_BYTES;
-  static constexpr int BYTES = BAR_OFF + 8 * (1 + 4 * STAGES) + 1024;  // + alignment slack
+  static constexpr int BYTES = BAR_OFF + 8 * (2 + 4 * STAGES) + 1024;  // + alignment slack
   static_assert(D % 64 == 0 && (BN == 64 || BN == 128), "D is whole 64-column boxes; S tiles 64 or 128 keys");
   static_assert(Q_BYTES % 1024 == 0 && KV_BYTES % 1024 == 0, "tiles stay 1024-byte aligned");
   __device__ static u32 q_full(u32 base) { return base + BAR_OFF; }
-  __device__ static u32 k_full(u32 base, int s) { return base + BAR_OFF + 8 * (1 + s); }
-  __device__ static u32 v_full(u32 base, int s) { return base + BAR_OFF + 8 * (1 + STAGES + s); }
-  __device__ static u32 k_empty(u32 base, int s) { return base + BAR_OFF + 8 * (1 + 2 * STAGES + s); }
-  __device__ static u32 v_empty(u32 base, int s) { return base + BAR_OFF + 8 * (1 + 3 * STAGES + s); }
+  __device__ static u32 q_empty(u32 base) { return base + BAR_OFF + 8; }
+  __device__ static u32 k_full(u32 base, int s) { return base + BAR_OFF + 8 * (2 + s); }
+  __device__ static u32 v_full(u32 base, int s) { return base + BAR_OFF + 8 * (2 + STAGES + s); }
+  __device__ static u32 k_empty(u32 base, int s) { return base + BAR_OFF + 8 * (2 + 2 * STAGES + s); }
+  __device__ static u32 v_empty(u32 base, int s) { return base + BAR_OFF + 8 * (2 + 3 * STAGES + s); }
 };
 
-// The producer thread: Q once, then K and V of every visible tile, last tile first.
+// Where a block's tiles sit in the K/V ring and which use of the Q buffer it is: a persistent block
+// runs several query blocks, and the ring and the Q barriers carry on from one to the next.
+struct RingPos {
+  int ring;  // K/V tiles loaded (consumed) before this query block's first
+  u32 q;     // query blocks with any key tile before this one (the Q barriers' phase)
+  __device__ int stage(int it, int stages) const { return (ring + it) % stages; }
+  __device__ u32 phase(int it, int stages) const { return (u32)((ring + it) / stages) & 1u; }
+};
+
+// The producer thread: Q once (after the previous query block's last Q K^T), then K and V of every
+// visible tile, last tile first.
 template <int D, int BN, int STAGES>
 __device__ __forceinline__ void wg_sdpa_produce(const TmaDesc* mq, const TmaDesc* mk, const TmaDesc* mv, u32 base,
-                                                int m0, int h, int kh, int b, const KeyTiles& kt) {
+                                                int m0, int h, int kh, int b, const KeyTiles& kt, RingPos rp) {
   typedef WgSdpaSmem<D, BN, STAGES> S;
+  mbar_wait(S::q_empty(base), (rp.q & 1u) ^ 1u);
   mbar_expect_tx(S::q_full(base), S::Q_BYTES);
 #pragma unroll
   for (int c = 0; c < S::BOXES; ++c) tma_load_4d(base + c * S::BM * 128, mq, S::q_full(base), 64 * c, m0, h, b);
   const int top = kt.first + kt.count - 1;
 #pragma unroll 1
   for (int it = 0; it < kt.count; ++it) {
-    const int s = it % STAGES;
-    const u32 phase = (u32)(it / STAGES) & 1u;
+    const int s = rp.stage(it, STAGES);
+    const u32 phase = rp.phase(it, STAGES);
     const int n0 = (top - it) * BN;
     const u32 k_dst = base + S::K_OFF + s * S::KV_BYTES, v_dst = base + S::V_OFF + s * S::KV_BYTES;
     mbar_wait(S::k_empty(base, s), phase ^ 1u);
@@ -92,22 +106,39 @@ __device__ __forceinline__ void wg_softmax(float (&s)[BN / 2], RowState& st, flo
   else softmax_tile<BN, false, NEG>(s, st, corr, bd, row0, n0, scale_log2);
 }
 
+// Ping-pong turns: warpgroup cw waits on barrier 1 + cw before issuing a tile's GEMMs and lets the
+// other one go after. Each wait (128 threads) pairs with one arrival (128 threads) of the other
+// warpgroup; warpgroup 1 arrives once up front (warpgroup 0 goes first) and skips its last
+// arrival, so both barriers end balanced whatever the tile count.
+template <bool PINGPONG>
+__device__ __forceinline__ void pingpong_start(int cw) {
+  if (PINGPONG && cw == 1) named_barrier_arrive(1, 256);
+}
+template <bool PINGPONG>
+__device__ __forceinline__ void turn_begin(int cw) {
+  if (PINGPONG) named_barrier_sync(1 + cw, 256);
+}
+template <bool PINGPONG>
+__device__ __forceinline__ void turn_end(int cw, bool last) {
+  if (PINGPONG && !(cw == 1 && last)) named_barrier_arrive(2 - cw, 256);
+}
+
 // A consumer warpgroup (cw = 0 or 1) over every tile; returns with o, st final (unnormalized).
-template <int DT, int D, int BN, int STAGES, bool NEG, bool OVERLAP>
+template <int DT, int D, int BN, int STAGES, bool NEG, bool OVERLAP, bool PINGPONG>
 __device__ __forceinline__ void wg_sdpa_consume(const SdpaParams& p, u32 base, int cw, int m0, int row0,
-                                                const SdpaBand& bd, const KeyTiles& kt, float (&o)[D / 2],
+                                                const SdpaBand& bd, const KeyTiles& kt, RingPos rp, float (&o)[D / 2],
                                                 RowState& st) {
   typedef WgSdpaSmem<D, BN, STAGES> S;
   const int top = kt.first + kt.count - 1;
-  mbar_wait(S::q_full(base), 0);
+  mbar_wait(S::q_full(base), rp.q & 1u);
   float s[BN / 2];
   u32 pa[BN / 16][4];
   float corr[2];
   if constexpr (!OVERLAP) {
 #pragma unroll 1
     for (int it = 0; it < kt.count; ++it) {
-      const int stage = it % STAGES;
-      const u32 phase = (u32)(it / STAGES) & 1u;
+      const int stage = rp.stage(it, STAGES);
+      const u32 phase = rp.phase(it, STAGES);
       const int n0 = (top - it) * BN;
       mbar_wait(S::k_full(base, stage), phase);
       wgmma_fence();
@@ -125,29 +156,36 @@ __device__ __forceinline__ void wg_sdpa_consume(const SdpaParams& p, u32 base, i
       wgmma_wait<0>();
       mbar_arrive(S::v_empty(base, stage));
     }
+    mbar_arrive(S::q_empty(base));
   } else {
     // Tile 0: S, softmax, P. Then for each further tile: issue S(it) and P(it-1) V(it-1), wait for
     // S(it) only, softmax it while P V runs, then wait for P V, rescale O and pack P(it).
-    mbar_wait(S::k_full(base, 0), 0);
+    pingpong_start<PINGPONG>(cw);
+    const int stage0 = rp.stage(0, STAGES);
+    mbar_wait(S::k_full(base, stage0), rp.phase(0, STAGES));
+    turn_begin<PINGPONG>(cw);
     wgmma_fence();
-    wg_issue_qk<DT, D, BN, STAGES>(s, base, cw, 0);
+    wg_issue_qk<DT, D, BN, STAGES>(s, base, cw, stage0);
     wgmma_commit();
+    turn_end<PINGPONG>(cw, kt.count == 1);
     wgmma_wait<0>();
-    mbar_arrive(S::k_empty(base, 0));
+    mbar_arrive(S::k_empty(base, stage0));
     wg_softmax<BN, NEG>(s, st, corr, bd, kt, m0, row0, top * BN, p.scale_log2);
     pack_p<DT, BN>(s, pa);
 #pragma unroll 1
     for (int it = 1; it < kt.count; ++it) {
-      const int stage = it % STAGES, prev = (it - 1) % STAGES;
-      const u32 phase = (u32)(it / STAGES) & 1u, prev_phase = (u32)((it - 1) / STAGES) & 1u;
+      const int stage = rp.stage(it, STAGES), prev = rp.stage(it - 1, STAGES);
+      const u32 phase = rp.phase(it, STAGES), prev_phase = rp.phase(it - 1, STAGES);
       const int n0 = (top - it) * BN;
       mbar_wait(S::k_full(base, stage), phase);
+      mbar_wait(S::v_full(base, prev), prev_phase);
+      turn_begin<PINGPONG>(cw);
       wgmma_fence();
       wg_issue_qk<DT, D, BN, STAGES>(s, base, cw, stage);
       wgmma_commit();
-      mbar_wait(S::v_full(base, prev), prev_phase);
       wg_issue_pv<DT, D, BN, STAGES>(o, pa, base, prev, it > 1);
       wgmma_commit();
+      turn_end<PINGPONG>(cw, it == kt.count - 1);
       wgmma_wait<1>();
       mbar_arrive(S::k_empty(base, stage));
       wg_softmax<BN, NEG>(s, st, corr, bd, kt, m0, row0, n0, p.scale_log2);
@@ -156,8 +194,9 @@ __device__ __forceinline__ void wg_sdpa_consume(const SdpaParams& p, u32 base, i
       rescale_rows<D>(o, corr);
       pack_p<DT, BN>(s, pa);
     }
-    const int last = (kt.count - 1) % STAGES;
-    mbar_wait(S::v_full(base, last), (u32)((kt.count - 1) / STAGES) & 1u);
+    mbar_arrive(S::q_empty(base));  // every Q K^T of this query block has completed
+    const int last = rp.stage(kt.count - 1, STAGES);
+    mbar_wait(S::v_full(base, last), rp.phase(kt.count - 1, STAGES));
     wgmma_fence();
     wg_issue_pv<DT, D, BN, STAGES>(o, pa, base, last, kt.count > 1);
     wgmma_commit();
@@ -167,13 +206,27 @@ __device__ __forceinline__ void wg_sdpa_consume(const SdpaParams& p, u32 base, i
 }
 
 // The generated kernel calls this with its configuration: kInput and kOutput (types), kHeadDim
-// (padded), kKeysPerTile, kStages (the K/V ring), kNegativeScale and kOverlap.
+// (padded), kKeysPerTile, kStages (the K/V ring), kNegativeScale, kOverlap, kPingpong and
+// kPersistent (a grid of at most one block per SM slot, each running one query block per round:
+// the next one's Q and first K/V tiles load while this one finishes and stores).
+//
+// A persistent block's query block in round r, or -1 past the last. Query blocks come longest first
+// (sdpa_block), and odd rounds walk the grid backwards, so the block that took the longest of one
+// round takes the shortest of the next (causal rows balance across the grid).
+template <bool PERSISTENT>
+__device__ __forceinline__ int round_block(int r, int blocks) {
+  if (!PERSISTENT) return r == 0 ? (int)blockIdx.x : -1;
+  const int g = (int)gridDim.x, x = r * g + ((r & 1) ? g - 1 - (int)blockIdx.x : (int)blockIdx.x);
+  return x < blocks ? x : -1;  // later rounds only go further
+}
+
 template <class Config>
 __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* mq, const TmaDesc* mk,
                                            const TmaDesc* mv) {
   constexpr int DT = Config::kInput, OT = Config::kOutput, D = Config::kHeadDim, BN = Config::kKeysPerTile;
   constexpr int STAGES = Config::kStages;
-  constexpr bool NEG = Config::kNegativeScale, OVERLAP = Config::kOverlap;
+  constexpr bool NEG = Config::kNegativeScale, OVERLAP = Config::kOverlap, PINGPONG = Config::kPingpong;
+  static_assert(OVERLAP || !PINGPONG, "ping-pong turns are taken in the overlapped loop");
   // kBlocksPerSm 2 (head dim 64, 64-key tiles): two blocks share an SM, so one block's Q load,
   // pipeline start and output stores hide under the other's main loop; the consumers then fit in
   // 104 registers (launch bound 80 x 384 threads: 24 for the producer, 104 for each consumer).
@@ -181,40 +234,57 @@ __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* m
   typedef WgSdpaSmem<D, BN, STAGES> S;
   const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
-  const BlockCoords blk = sdpa_block(p, S::BM);
-  const int bi = blk.bi, hi = blk.hi, m0 = blk.m0;
-  const SdpaBand bd = sdpa_band(p, bi);
-  const KeyTiles kt = key_tiles(bd, m0, S::BM, BN);
+  constexpr bool PERSISTENT = Config::kPersistent;
+  const int blocks = p.m_blocks * p.h * p.b;
   if (threadIdx.x == 0) {
     mbar_init(S::q_full(base), 1);
+    mbar_init(S::q_empty(base), 256);  // every consumer thread arrives
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(S::k_full(base, s), 1);
       mbar_init(S::v_full(base, s), 1);
-      mbar_init(S::k_empty(base, s), 256);  // every consumer thread arrives
+      mbar_init(S::k_empty(base, s), 256);
       mbar_init(S::v_empty(base, s), 256);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+  RingPos rp{0, 0u};
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
-    if (threadIdx.x == 0 && kt.count > 0) {
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(mq) : "memory");
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(mk) : "memory");
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(mv) : "memory");
-      wg_sdpa_produce<D, BN, STAGES>(mq, mk, mv, base, m0, hi, hi / (p.h / p.hk), bi, kt);
+    if (threadIdx.x != 0) return;
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(mq) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(mk) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(mv) : "memory");
+#pragma unroll 1
+    for (int r = 0, x; (x = round_block<PERSISTENT>(r, blocks)) >= 0; ++r) {
+      const BlockCoords blk = sdpa_block(p, S::BM, x);
+      const KeyTiles kt = key_tiles(sdpa_band(p, blk.bi), blk.m0, S::BM, BN);
+      if (kt.count == 0) continue;
+      wg_sdpa_produce<D, BN, STAGES>(mq, mk, mv, base, blk.m0, blk.hi, blk.hi / (p.h / p.hk), blk.bi, kt, rp);
+      rp.ring += kt.count;
+      ++rp.q;
     }
-  } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-    const int cw = wg - 1;
-    const int row0 = m0 + cw * 64 + (((int)threadIdx.x / 32) % 4) * 16 + ((int)threadIdx.x % 32) / 4;
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+  const int cw = wg - 1;
+#pragma unroll 1
+  for (int r = 0, x; (x = round_block<PERSISTENT>(r, blocks)) >= 0; ++r) {
+    const BlockCoords blk = sdpa_block(p, S::BM, x);
+    const SdpaBand bd = sdpa_band(p, blk.bi);
+    const KeyTiles kt = key_tiles(bd, blk.m0, S::BM, BN);
+    const int row0 = blk.m0 + cw * 64 + (((int)threadIdx.x / 32) % 4) * 16 + ((int)threadIdx.x % 32) / 4;
     RowState st;
     row_state_init(st);
     float o[D / 2];
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
-    if (kt.count > 0) wg_sdpa_consume<DT, D, BN, STAGES, NEG, OVERLAP>(p, base, cw, m0, row0, bd, kt, o, st);
-    store_rows<OT, D>(p, o, st, bd, bi, hi, row0);
+    if (kt.count > 0) {
+      wg_sdpa_consume<DT, D, BN, STAGES, NEG, OVERLAP, PINGPONG>(p, base, cw, blk.m0, row0, bd, kt, rp, o, st);
+      rp.ring += kt.count;
+      ++rp.q;
+    }
+    store_rows<OT, D>(p, o, st, bd, blk.bi, blk.hi, row0);
   }
 }
 

@@ -177,7 +177,18 @@ double visible_pairs(const Problem& p) {
   return pairs;
 }
 
-Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale, int blocks_per_sm) {
+int32_t group_heads(const Problem& p, int64_t l2_bytes) {
+  const int64_t heads = std::max<int64_t>(p.b * p.h, 1);
+  // K and V rows of one query head: its K/V head's, shared by the h / hk query heads next to it.
+  const int64_t share = std::max<int64_t>(p.h / std::max<int64_t>(p.hk, 1), 1);
+  const double bytes = 2.0 * static_cast<double>(p.skv) * static_cast<double>(round_up(std::max<int64_t>(p.d, 1), 64)) *
+                       static_cast<double>(size_of(p.k.dtype)) / static_cast<double>(share);
+  const double fit = l2_bytes > 0 ? 0.5 * static_cast<double>(l2_bytes) / std::max(bytes, 1.0) : static_cast<double>(heads);
+  return static_cast<int32_t>(std::clamp<int64_t>(static_cast<int64_t>(fit), 1, heads));
+}
+
+Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale, int blocks_per_sm,
+                  bool pingpong, bool persistent) {
   Config c;
   c.core = core;
   c.in = in;
@@ -190,8 +201,10 @@ Config config_for(Core core, DataType in, DataType out, int d, bool overlap, boo
     c.bn = c.d_pad <= 128 && blocks_per_sm == 1 ? 128 : 64;
     c.stages = 2;
     c.overlap = overlap;
+    c.pingpong = pingpong;
+    c.persistent = persistent;
     c.threads = 384;
-    c.smem_bytes = c.bm * c.d_pad * 2 + 2 * c.stages * c.bn * c.d_pad * 2 + 8 * (1 + 4 * c.stages) + 1024;
+    c.smem_bytes = c.bm * c.d_pad * 2 + 2 * c.stages * c.bn * c.d_pad * 2 + 8 * (2 + 4 * c.stages) + 1024;
   } else {
     c.bm = 64;
     c.bn = c.d_pad <= 128 ? 64 : 32;
@@ -208,7 +221,9 @@ const KnobSchema<SdpaKnobs>& knob_schema() {
       "cuda_sdpa_flash",
       {{"core", &SdpaKnobs::core, 0, 1},
        {"overlap", &SdpaKnobs::overlap, 0, 1, {}, false},
-       {"blocks_per_sm", &SdpaKnobs::blocks_per_sm, 1, 2, {}, false}}};
+       {"blocks_per_sm", &SdpaKnobs::blocks_per_sm, 1, 2, {}, false},
+       {"pingpong", &SdpaKnobs::pingpong, 0, 1, {}, false},
+       {"persistent", &SdpaKnobs::persistent, 0, 1, {}, false}}};
   return kSchema;
 }
 
@@ -224,8 +239,19 @@ bool make_config(const Problem& p, const SdpaKnobs& k, int sm_version, Config& c
           ", head dim " + std::to_string(p.d);
     return false;
   }
+  const bool pingpong = k.pingpong == 1;
+  if (pingpong && (core != 1 || overlap != 1)) {
+    why = "knob pingpong=1 goes with core=1 (wgmma) and overlap=1 (turns are taken in the overlapped loop); here core=" +
+          std::to_string(core) + ", overlap=" + std::to_string(overlap);
+    return false;
+  }
+  const bool persistent = k.persistent == 1;
+  if (persistent && core != 1) {
+    why = "knob persistent=1 goes with core=1 (wgmma); here core=" + std::to_string(core);
+    return false;
+  }
   c = config_for(core == 1 ? Core::WGMMA : Core::MMA_SYNC, p.q.dtype, p.o.dtype, static_cast<int>(p.d), overlap == 1,
-                 p.scale < 0, blocks);
+                 p.scale < 0, blocks, pingpong, persistent);
   if (c.smem_bytes > max_smem_bytes(sm_version)) {
     why = "head dim " + std::to_string(p.d) + " needs " + std::to_string(c.smem_bytes) +
           " bytes of shared memory, more than sm_" + std::to_string(sm_version) + " gives a block";
@@ -238,7 +264,9 @@ std::string Config::describe() const {
   std::ostringstream os;
   os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << " " << bm << "x" << bn << " d" << d_pad << " "
      << to_string(in) << "->" << to_string(out);
-  if (core == Core::WGMMA) os << " stages=" << stages << (overlap ? " overlap" : "");
+  if (core == Core::WGMMA)
+    os << " stages=" << stages << (overlap ? " overlap" : "") << (pingpong ? " pingpong" : "")
+       << (persistent ? " persistent" : "");
   if (blocks_per_sm > 1) os << " " << blocks_per_sm << " blocks/SM";
   if (negative_scale) os << " negative-scale";
   return os.str();
@@ -251,6 +279,7 @@ std::string kernel_source(const Config& c) {
   cs.dtype("kInput", c.in).dtype("kOutput", c.out).value("kHeadDim", c.d_pad).value("kKeysPerTile", c.bn);
   if (c.core == Core::WGMMA) {
     cs.value("kStages", c.stages).flag("kNegativeScale", c.negative_scale).flag("kOverlap", c.overlap);
+    cs.flag("kPingpong", c.pingpong).flag("kPersistent", c.persistent);
     cs.value("kBlocksPerSm", c.blocks_per_sm);
     os << "#include \"sdpa_wgmma.cuh\"\n\n"
        << cs.str() << "extern \"C\" __global__ void __launch_bounds__(" << c.threads << ", " << c.blocks_per_sm << ") "

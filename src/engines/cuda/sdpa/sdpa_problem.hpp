@@ -35,6 +35,10 @@ bool check_device(const Target& t, std::string& why);
 // Pairs (query, key) that some row sees, ignoring the padding mask (known only at execution).
 double visible_pairs(const Problem& p);
 
+// Heads (of b x h) whose blocks the kernels number together: as many as keep their K and V in half
+// of an L2 of `l2_bytes` (query heads sharing a K/V head count once), at least one, at most all.
+int32_t group_heads(const Problem& p, int64_t l2_bytes);
+
 enum class Core : int { MMA_SYNC = 0, WGMMA = 1 };
 
 // One kernel: everything its source depends on (sizes are kernel arguments).
@@ -46,6 +50,8 @@ struct Config {
   int stages = 2;        // wgmma: K/V ring depth (mma.sync: always double-buffered)
   bool overlap = true;   // wgmma: issue the next S before the current P V
   int blocks_per_sm = 1;  // wgmma, head dim 64: 2 = 64-key tiles in 104-register consumers, two blocks an SM
+  bool pingpong = false;  // wgmma with overlap: the two consumer warpgroups take turns issuing their GEMMs
+  bool persistent = false;  // wgmma: one block per SM slot runs query blocks in turn (next Q under this one's end)
   bool negative_scale = false;
   int threads = 128;
   int smem_bytes = 0;
@@ -53,12 +59,16 @@ struct Config {
 };
 
 // The engine's knobs: core 0 (mma.sync) or 1 (wgmma), overlap (wgmma: the next S issued before
-// the current P V) 0 or 1, blocks_per_sm (wgmma, head dim 64) 1 or 2. Absent (-1): wgmma on
-// sm_90, mma.sync elsewhere; overlap on; one block an SM.
+// the current P V) 0 or 1, blocks_per_sm (wgmma, head dim 64) 1 or 2, pingpong (wgmma with
+// overlap: the consumer warpgroups take turns on the tensor cores) 0 or 1, persistent (wgmma: a
+// block per SM slot running query blocks in turn) 0 or 1. Absent (-1): wgmma on sm_90, mma.sync
+// elsewhere; overlap on; one block an SM; no turns; a block per query block.
 struct SdpaKnobs {
   int64_t core = -1;
   int64_t overlap = -1;
   int64_t blocks_per_sm = -1;
+  int64_t pingpong = -1;
+  int64_t persistent = -1;
 };
 const KnobSchema<SdpaKnobs>& knob_schema();
 
@@ -67,7 +77,7 @@ const KnobSchema<SdpaKnobs>& knob_schema();
 bool make_config(const Problem& p, const SdpaKnobs& k, int sm_version, Config& c, std::string& why);
 // The same from the kernel's own parameters (tests and the kernel-cache prebuild use it).
 Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale,
-                  int blocks_per_sm = 1);
+                  int blocks_per_sm = 1, bool pingpong = false, bool persistent = false);
 
 inline constexpr const char* kKernelName = "dg_sdpa_flash";
 std::string kernel_source(const Config& c);
