@@ -248,16 +248,12 @@ int prebuild(const std::string& dir) {
   t.handle = &hopper;
   t.kernel_cache = &impl_of(*cache);
   std::vector<sd::Config> configs;
-  auto every_core = [&](DataType in, DataType out, int d, bool neg) {
+  auto every_core = [&](DataType in, DataType out, int d, bool neg) {  // the plans knob_space offers
     configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg));
     configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, false, neg));
-    configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 1, true));  // ping-pong turns
-    for (bool turns : {false, true})  // persistent blocks
+    for (bool turns : {false, true})  // persistent blocks, without and with ping-pong turns
       configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 1, turns, true));
-    if (d == 64) {  // two blocks an SM: with and without turns, persistent
-      for (bool turns : {false, true}) configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 2, turns));
-      configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 2, false, true));
-    }
+    if (d == 64) configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 2, false, true));
     configs.push_back(sd::config_for(sd::Core::MMA_SYNC, in, out, d, false, neg));
   };
   for (DataType in : {DataType::BFLOAT16, DataType::HALF})

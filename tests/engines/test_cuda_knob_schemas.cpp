@@ -237,8 +237,8 @@ TEST(CudaKnobSchemas, SdpaFlash) {
     auto v = g.tensor(dg::TensorAttr().set_name("V").set_dim(dims).set_stride(strides));
     auto [o, stats] = g.sdpa(q, k, v, dg::SdpaAttr().set_name("attn").set_is_inference(true));
     o->set_output(true);
-    // Head dim 64 also takes two blocks an SM (plain, with ping-pong turns, persistent).
-    EXPECT_EQ(expect_space_accepted(e, g), d == 64 ? 10u : 7u) << "head dim " << d;
+    // Head dim 64 also takes two blocks an SM.
+    EXPECT_EQ(expect_space_accepted(e, g), d == 64 ? 7u : 6u) << "head dim " << d;
   }
   expect_rejected(e, {{"stages", 2}}, "no knob 'stages' (its knobs: core, overlap, blocks_per_sm, pingpong, persistent)");
   expect_rejected(e, {{"core", 1}, {"persistent", 2}}, "knob persistent=2 is not in 0..1");

@@ -240,8 +240,8 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
     EXPECT_LE(w.smem_bytes, 227 * 1024) << w.describe();
     EXPECT_LE(m.smem_bytes, 99 * 1024) << m.describe();  // fits sm_86/sm_89 too
   }
-  // Knobs by device: wgmma first on Hopper (with the S/PV overlap at head dim 128; at 64 two
-  // blocks an SM, then one without the overlap, as measured), mma.sync only elsewhere.
+  // Knobs by device: wgmma first on Hopper (persistent blocks; with ping-pong turns first at head
+  // dim 64, second at 128, as measured), mma.sync only elsewhere.
   Case c128;
   c128.d = c128.dv = 128;
   Lowered l, l128;
@@ -255,15 +255,17 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
   dg::Target th, ta;
   th.handle = &hopper;
   ta.handle = &ampere;
-  // Head dim 64 also offers two blocks an SM (64-key tiles); 128 does not.
+  // Head dim 64 also offers two blocks an SM (64-key tiles, persistent); 128 does not.
   const auto kh = dg::cuda::sdpa_flash_engine().knob_space(l.part, th);
-  ASSERT_EQ(kh.size(), 9u);
-  EXPECT_EQ(dg::knobs_to_string(kh[0]), "blocks_per_sm=2,core=1,overlap=1");
-  EXPECT_EQ(dg::knobs_to_string(kh[1]), "blocks_per_sm=2,core=1,overlap=1,pingpong=1");
-  EXPECT_EQ(dg::knobs_to_string(kh[8]), "core=0");
+  ASSERT_EQ(kh.size(), 6u);
+  EXPECT_EQ(dg::knobs_to_string(kh[0]), "core=1,overlap=1,persistent=1,pingpong=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[1]), "core=1,overlap=1,persistent=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[2]), "blocks_per_sm=2,core=1,overlap=1,persistent=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[5]), "core=0");
   const auto kh128 = dg::cuda::sdpa_flash_engine().knob_space(l128.part, th);
-  ASSERT_EQ(kh128.size(), 6u);
-  EXPECT_EQ(dg::knobs_to_string(kh128[0]), "core=1,overlap=1");
+  ASSERT_EQ(kh128.size(), 5u);
+  EXPECT_EQ(dg::knobs_to_string(kh128[0]), "core=1,overlap=1,persistent=1");
+  EXPECT_EQ(dg::knobs_to_string(kh128[1]), "core=1,overlap=1,persistent=1,pingpong=1");
   const auto ka = dg::cuda::sdpa_flash_engine().knob_space(l.part, ta);
   ASSERT_EQ(ka.size(), 1u);
   EXPECT_EQ(dg::knobs_to_string(ka[0]), "core=0");
@@ -322,39 +324,18 @@ TEST_F(CudaSdpa, TileEdgesAndLongSequences) {
     check(c, ++seed);
 }
 
-// More query blocks than the grid's slots (persistent plans run several rounds, the odd ones
-// backwards), and heads numbered in groups: an L2 said to hold the K and V of one head, then of 5
-// of the 144 (a last group of 4), then of all. Every output row is NaN-poisoned first.
-TEST_F(CudaSdpa, PersistentRoundsAndHeadGroups) {
+// More query blocks than the grid's slots, so persistent plans run several rounds of pairs, with
+// an odd number of query blocks a head (a pair then spans two heads). Outputs NaN-poisoned first.
+TEST_F(CudaSdpa, PersistentRoundsOfPairs) {
   Case c;
   c.b = 3, c.h = 48, c.hk = 16;  // GQA: 3 query heads a K/V head
   c.sq = c.skv = 300;            // 3 query blocks of 128 a head: 432 blocks
   c.mask = Mask::CAUSAL;
   c.stats = true;
-  dg::HandleImpl& hi = impl_of(*gpu_);
-  const int64_t l2 = hi.info.l2_bytes;
-  const int64_t per_head = 2 * c.skv * 64 * 2 / 3;  // K and V rows of a query head (GQA shares them)
-  for (const int64_t fake : {per_head * 2, per_head * 10 + 1, int64_t{0}}) {
-    hi.info.l2_bytes = fake;
-    check(c, static_cast<uint32_t>(fake % 1000 + 7));
-  }
-  hi.info.l2_bytes = l2;
-}
-
-TEST(CudaSdpaEngine, HeadGroupsKeepKAndVInHalfOfL2) {
-  sd::Problem p;
-  p.b = 4, p.h = p.hk = 16, p.skv = 4096, p.d = 128;
-  p.k.dtype = T::BFLOAT16;
-  const int64_t l2 = 50 * 1024 * 1024;
-  EXPECT_EQ(sd::group_heads(p, l2), 12);  // 2 MB of K and V a head, 25 MB
-  p.skv = 1024, p.d = 64;
-  EXPECT_EQ(sd::group_heads(p, l2), 64);  // every head fits: one group
-  p.skv = 4096, p.d = 64, p.hk = 4;
-  EXPECT_EQ(sd::group_heads(p, l2), 64);  // GQA: four query heads share 1 MB
-  p.hk = 16, p.d = 100;                   // padded to 128
-  EXPECT_EQ(sd::group_heads(p, l2), 12);
-  EXPECT_EQ(sd::group_heads(p, 0), 64);   // L2 unknown: one group
-  EXPECT_EQ(sd::group_heads(p, 1024), 1);
+  check(c, 77);
+  c.sq = 520, c.skv = 700, c.mask = Mask::NONE;  // 5 query blocks a head, 720 blocks
+  c.b = 1;
+  check(c, 78);
 }
 
 TEST_F(CudaSdpa, HeadDimsUpTo256) {

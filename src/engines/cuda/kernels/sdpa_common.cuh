@@ -34,23 +34,21 @@ struct SdpaParams {
   int left, right;                // band bounds, when has_left / has_right
   int has_left, has_right, bottom_right;
   int m_blocks;                   // query blocks per head
-  int group_heads;                // heads (of b x h) numbered together: sdpa_block
 };
 
-// Block x's batch, head and first query row (m_blocks x h x b blocks). Heads go in groups of
-// group_heads whose K and V fit in part of L2 (the host picks it), so the blocks in flight reread
-// K and V from L2, not DRAM (b4 h16 s4096 d128, all 64 heads at once: 128 MB of K and V, DRAM at
-// 64% of its peak). Inside a group blocks go query-block-major, the longest rows (causal) first:
-// every head's longest block starts early and the 1-tile blocks fill the tail.
+// Block x's batch, head and first query row (m_blocks x h x b blocks). Blocks go head by head, so
+// the blocks in flight read the K and V of a few heads, which stay in L2 (b4 h16 s4096 d128 with
+// every head in flight: 128 MB of K and V, DRAM at 64% of its peak under ncu). Inside a head they
+// go in pairs by causal length: the longest, the shortest, the second longest, the second
+// shortest..., so every pair of consecutive blocks carries about the same work (a persistent
+// block takes one pair per round) and a head's longest block starts first.
 struct BlockCoords {
   int bi, hi, m0;
 };
 __device__ __forceinline__ BlockCoords sdpa_block(const SdpaParams& p, int bm, int x = (int)blockIdx.x) {
-  const int heads = p.h * p.b, group = x / (p.group_heads * p.m_blocks);
-  const int first = group * p.group_heads, in_group = min(p.group_heads, heads - first);
-  const int within = x - first * p.m_blocks;
-  const int hb = first + within % in_group, mb = within / in_group;
-  return {hb / p.h, hb % p.h, (p.m_blocks - 1 - mb) * bm};
+  const int hb = x / p.m_blocks, k = x - hb * p.m_blocks;
+  const int rank = (k & 1) ? p.m_blocks - 1 - k / 2 : k / 2;  // 0: the longest (the last rows)
+  return {hb / p.h, hb % p.h, (p.m_blocks - 1 - rank) * bm};
 }
 
 __device__ __forceinline__ float f_inf() { return __int_as_float(0x7f800000); }

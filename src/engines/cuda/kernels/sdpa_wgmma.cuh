@@ -207,17 +207,16 @@ __device__ __forceinline__ void wg_sdpa_consume(const SdpaParams& p, u32 base, i
 
 // The generated kernel calls this with its configuration: kInput and kOutput (types), kHeadDim
 // (padded), kKeysPerTile, kStages (the K/V ring), kNegativeScale, kOverlap, kPingpong and
-// kPersistent (a grid of at most one block per SM slot, each running one query block per round:
-// the next one's Q and first K/V tiles load while this one finishes and stores).
+// kPersistent (a grid of at most one block per SM slot; each runs a pair of consecutive query
+// blocks per round, the next one's Q and first K/V tiles loading while this one finishes).
 //
-// A persistent block's query block in round r, or -1 past the last. Query blocks come longest first
-// (sdpa_block), and odd rounds walk the grid backwards, so the block that took the longest of one
-// round takes the shortest of the next (causal rows balance across the grid).
+// The query block a block runs i-th, or -1 past the last (later ones only go further). Pairs carry
+// about the same work (sdpa_block), so taking them round-robin balances the grid.
 template <bool PERSISTENT>
-__device__ __forceinline__ int round_block(int r, int blocks) {
-  if (!PERSISTENT) return r == 0 ? (int)blockIdx.x : -1;
-  const int g = (int)gridDim.x, x = r * g + ((r & 1) ? g - 1 - (int)blockIdx.x : (int)blockIdx.x);
-  return x < blocks ? x : -1;  // later rounds only go further
+__device__ __forceinline__ int nth_block(int i, int blocks) {
+  if (!PERSISTENT) return i == 0 ? (int)blockIdx.x : -1;
+  const int x = 2 * ((int)blockIdx.x + (i >> 1) * (int)gridDim.x) + (i & 1);
+  return x < blocks ? x : -1;
 }
 
 template <class Config>
@@ -256,7 +255,7 @@ __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* m
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mk) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mv) : "memory");
 #pragma unroll 1
-    for (int r = 0, x; (x = round_block<PERSISTENT>(r, blocks)) >= 0; ++r) {
+    for (int i = 0, x; (x = nth_block<PERSISTENT>(i, blocks)) >= 0; ++i) {
       const BlockCoords blk = sdpa_block(p, S::BM, x);
       const KeyTiles kt = key_tiles(sdpa_band(p, blk.bi), blk.m0, S::BM, BN);
       if (kt.count == 0) continue;
@@ -269,7 +268,7 @@ __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* m
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
   const int cw = wg - 1;
 #pragma unroll 1
-  for (int r = 0, x; (x = round_block<PERSISTENT>(r, blocks)) >= 0; ++r) {
+  for (int i = 0, x; (x = nth_block<PERSISTENT>(i, blocks)) >= 0; ++i) {
     const BlockCoords blk = sdpa_block(p, S::BM, x);
     const SdpaBand bd = sdpa_band(p, blk.bi);
     const KeyTiles kt = key_tiles(bd, blk.m0, S::BM, BN);

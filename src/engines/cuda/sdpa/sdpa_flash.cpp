@@ -51,8 +51,8 @@ int32_t clamp_bound(int64_t v, int64_t limit) { return static_cast<int32_t>(std:
 
 class SdpaPlan final : public KernelPlan {
  public:
-  SdpaPlan(const Partition& p, Problem pr, Config c, int64_t l2_bytes, KernelBuild k)
-      : KernelPlan(p, std::move(k)), pr_(std::move(pr)), c_(c), l2_bytes_(l2_bytes) {}
+  SdpaPlan(const Partition& p, Problem pr, Config c, KernelBuild k)
+      : KernelPlan(p, std::move(k)), pr_(std::move(pr)), c_(c) {}
 
   Status execute(const ExecArgs& args) const override {
     HandleImpl& h = args.handle;
@@ -68,9 +68,10 @@ class SdpaPlan final : public KernelPlan {
     if ((pr_.seq_q.id >= 0) != (prm.seq_q != nullptr) || (pr_.seq_kv.id >= 0) != (prm.seq_kv != nullptr))
       return {ErrorCode::INVALID_VARIANT_PACK, "cuda_sdpa_flash: a sequence-length tensor of the padding mask has no pointer"};
     // Head by head along x (sdpa_block): sdpa_problem bounds m_blocks x h x b below 2^31. A
-    // persistent kernel takes at most a block per SM slot, each looping over the query blocks.
+    // persistent kernel takes at most a block per SM slot, each looping over pairs of query blocks.
     int64_t blocks = int64_t{prm.m_blocks} * pr_.h * pr_.b;
-    if (c_.persistent) blocks = std::min<int64_t>(blocks, int64_t{std::max(1, h.info.multiprocessors)} * c_.blocks_per_sm);
+    if (c_.persistent)  // a pair of query blocks a round (sdpa_wgmma.cuh's nth_block)
+      blocks = std::min<int64_t>((blocks + 1) / 2, int64_t{std::max(1, h.info.multiprocessors)} * c_.blocks_per_sm);
     const cuda::Grid3 grid{static_cast<unsigned>(blocks), 1, 1};
     if (c_.core == Core::MMA_SYNC) {
       void* kargs[] = {&prm};
@@ -119,13 +120,11 @@ class SdpaPlan final : public KernelPlan {
     prm.right = pr_.right ? clamp_bound(*pr_.right, limit) : 0;
     prm.bottom_right = pr_.bottom_right;
     prm.m_blocks = static_cast<int32_t>((pr_.sq + c_.bm - 1) / c_.bm);
-    prm.group_heads = sdpa::group_heads(pr_, l2_bytes_);
     return prm;
   }
 
   Problem pr_;
   Config c_;
-  int64_t l2_bytes_;  // the device's, for the head groups
 };
 
 class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
@@ -145,15 +144,16 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
   }
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
+    // On sm_90 the plans that led somewhere (docs/perf.md, 2026-12-06): persistent blocks, with and
+    // without ping-pong turns, and two blocks an SM at head dim 64; then one block per query block,
+    // without S / P V overlap, and mma.sync. Not offered, measured slower on every case: ping-pong
+    // and two blocks an SM without persistence (knobs still accepted).
     std::vector<SdpaKnobs> all{{.core = 0}};
     if (t.info().sm_version == 90)
-      all = {{.core = 1, .overlap = 1},
-             {.core = 1, .overlap = 1, .blocks_per_sm = 2},
-             {.core = 1, .overlap = 1, .pingpong = 1},
-             {.core = 1, .overlap = 1, .blocks_per_sm = 2, .pingpong = 1},
+      all = {{.core = 1, .overlap = 1, .persistent = 1},
              {.core = 1, .overlap = 1, .pingpong = 1, .persistent = 1},
-             {.core = 1, .overlap = 1, .persistent = 1},
              {.core = 1, .overlap = 1, .blocks_per_sm = 2, .persistent = 1},
+             {.core = 1, .overlap = 1},
              {.core = 1, .overlap = 0},
              {.core = 0}};
     Problem pr;
@@ -182,18 +182,20 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
         !sdpa::make_config(pr, knobs, t.info().sm_version, c, why))
       return 1e9;
     // Two GEMMs over the visible pairs; the exp2 of the softmax costs the tensor cores idle time,
-    // which overlapping S with P V hides in part. Measured on an H200 (docs/perf.md): the overlap
-    // gains 15% at head dim 128 and loses 2-5% at 64, where the GEMMs are too short to hide it.
+    // which overlapping S with P V hides in part. Efficiencies from the default plan's back-to-back
+    // timings on an H100 (docs/perf.md, 2026-12-06; b4 h16 causal, s1024 d64 and s4096 d128):
+    // one block per query block with the overlap 0.0437 / 0.528 ms, without it 0.0451 / 0.600;
+    // persistent 0.0350 / 0.498, with ping-pong turns 0.0341 / 0.509; two blocks an SM,
+    // persistent, 0.0356 at d64 (at s4096 d64 turns lost 4%: 0.36 against 0.334 ms).
     const double flops = 4.0 * static_cast<double>(pr.b * pr.h * pr.d) * sdpa::visible_pairs(pr);
+    const bool wide = c.d_pad >= 128;
     double eff = 0.3;
-    if (c.core == Core::WGMMA) eff = c.d_pad >= 128 ? (c.overlap ? 0.66 : 0.57) : (c.overlap ? 0.43 : 0.45);
-    // Two blocks an SM at head dim 64: b4 h16 s1024 causal 0.0372 ms against 0.0388 (one block,
-    // no overlap) and 0.0402 (overlap); H200, 2026-12-02.
-    if (c.blocks_per_sm == 2) eff = 0.47;
-    // Ping-pong turns: not measured yet, so ranked just behind the same plan without them.
-    if (c.pingpong) eff *= 0.98;
-    // Persistent blocks: not measured yet, so ranked just behind the same plan without them.
-    if (c.persistent) eff *= 0.97;
+    if (c.core == Core::WGMMA) {
+      eff = !c.overlap ? (wide ? 0.58 : 0.417) : !c.persistent ? (wide ? 0.66 : 0.43)
+            : c.blocks_per_sm == 2 ? 0.528 : c.pingpong ? (wide ? 0.685 : 0.551) : (wide ? 0.70 : 0.537);
+      if (c.blocks_per_sm == 2 && !c.persistent) eff = 0.40;  // 0.0465 ms at d64 (not offered)
+      if (c.pingpong && !c.persistent) eff *= 0.97;           // 0.0456 / 0.534 ms (not offered)
+    }
     return roofline_seconds(flops, partition_bytes(p), t.info(), eff, 5e-6);
   }
 
@@ -213,7 +215,7 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
     kb.source = sdpa::kernel_source(c);
     if (auto s = compile_or_reload(t, r, name(), sdpa::kKernelName, c.smem_bytes, false, kb); !s.ok()) return s;
     DG_LOG(DEBUG) << "cuda_sdpa_flash: " << c.describe() << ", " << c.smem_bytes << " bytes of shared memory";
-    plan = std::make_unique<SdpaPlan>(p, std::move(pr), c, t.info().l2_bytes, std::move(kb));
+    plan = std::make_unique<SdpaPlan>(p, std::move(pr), c, std::move(kb));
     return {};
   }
 };

@@ -23,8 +23,7 @@ struct SdpaParams {
   int32_t left, right;
   int32_t has_left, has_right, bottom_right;
   int32_t m_blocks;
-  int32_t group_heads;
 };
-static_assert(sizeof(SdpaParams) == 7 * 8 + 17 * 8 + 6 * 4 + 4 + 7 * 4, "must match dg::SdpaParams");
+static_assert(sizeof(SdpaParams) == 7 * 8 + 17 * 8 + 6 * 4 + 4 + 6 * 4 + 4, "must match dg::SdpaParams");
 
 }  // namespace dnngraph::cuda::sdpa

@@ -177,16 +177,6 @@ double visible_pairs(const Problem& p) {
   return pairs;
 }
 
-int32_t group_heads(const Problem& p, int64_t l2_bytes) {
-  const int64_t heads = std::max<int64_t>(p.b * p.h, 1);
-  // K and V rows of one query head: its K/V head's, shared by the h / hk query heads next to it.
-  const int64_t share = std::max<int64_t>(p.h / std::max<int64_t>(p.hk, 1), 1);
-  const double bytes = 2.0 * static_cast<double>(p.skv) * static_cast<double>(round_up(std::max<int64_t>(p.d, 1), 64)) *
-                       static_cast<double>(size_of(p.k.dtype)) / static_cast<double>(share);
-  const double fit = l2_bytes > 0 ? 0.5 * static_cast<double>(l2_bytes) / std::max(bytes, 1.0) : static_cast<double>(heads);
-  return static_cast<int32_t>(std::clamp<int64_t>(static_cast<int64_t>(fit), 1, heads));
-}
-
 Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale, int blocks_per_sm,
                   bool pingpong, bool persistent) {
   Config c;

@@ -35,10 +35,6 @@ bool check_device(const Target& t, std::string& why);
 // Pairs (query, key) that some row sees, ignoring the padding mask (known only at execution).
 double visible_pairs(const Problem& p);
 
-// Heads (of b x h) whose blocks the kernels number together: as many as keep their K and V in half
-// of an L2 of `l2_bytes` (query heads sharing a K/V head count once), at least one, at most all.
-int32_t group_heads(const Problem& p, int64_t l2_bytes);
-
 enum class Core : int { MMA_SYNC = 0, WGMMA = 1 };
 
 // One kernel: everything its source depends on (sizes are kernel arguments).
