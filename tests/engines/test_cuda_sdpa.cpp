@@ -240,8 +240,8 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
     EXPECT_LE(w.smem_bytes, 227 * 1024) << w.describe();
     EXPECT_LE(m.smem_bytes, 99 * 1024) << m.describe();  // fits sm_86/sm_89 too
   }
-  // Knobs by device: wgmma first on Hopper (persistent blocks; with ping-pong turns first at head
-  // dim 64, second at 128, as measured), mma.sync only elsewhere.
+  // Knobs by device: wgmma first on Hopper (persistent blocks, then the same with ping-pong turns,
+  // as measured), mma.sync only elsewhere.
   Case c128;
   c128.d = c128.dv = 128;
   Lowered l, l128;
@@ -258,8 +258,8 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
   // Head dim 64 also offers two blocks an SM (64-key tiles, persistent); 128 does not.
   const auto kh = dg::cuda::sdpa_flash_engine().knob_space(l.part, th);
   ASSERT_EQ(kh.size(), 6u);
-  EXPECT_EQ(dg::knobs_to_string(kh[0]), "core=1,overlap=1,persistent=1,pingpong=1");
-  EXPECT_EQ(dg::knobs_to_string(kh[1]), "core=1,overlap=1,persistent=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[0]), "core=1,overlap=1,persistent=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[1]), "core=1,overlap=1,persistent=1,pingpong=1");
   EXPECT_EQ(dg::knobs_to_string(kh[2]), "blocks_per_sm=2,core=1,overlap=1,persistent=1");
   EXPECT_EQ(dg::knobs_to_string(kh[5]), "core=0");
   const auto kh128 = dg::cuda::sdpa_flash_engine().knob_space(l128.part, th);

@@ -144,8 +144,8 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
   }
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
-    // On sm_90 the plans that led somewhere (docs/perf.md, 2026-12-06): persistent blocks, with and
-    // without ping-pong turns, and two blocks an SM at head dim 64; then one block per query block,
+    // On sm_90 the plans that led somewhere (docs/perf.md, 2026-12-06): persistent blocks, without
+    // and with ping-pong turns, and two blocks an SM at head dim 64; then one block per query block,
     // without S / P V overlap, and mma.sync. Not offered, measured slower on every case: ping-pong
     // and two blocks an SM without persistence (knobs still accepted).
     std::vector<SdpaKnobs> all{{.core = 0}};
@@ -185,14 +185,14 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
     // which overlapping S with P V hides in part. Efficiencies from the default plan's back-to-back
     // timings on an H100 (docs/perf.md, 2026-12-06; b4 h16 causal, s1024 d64 and s4096 d128):
     // one block per query block with the overlap 0.0437 / 0.528 ms, without it 0.0451 / 0.600;
-    // persistent 0.0350 / 0.498, with ping-pong turns 0.0341 / 0.509; two blocks an SM,
-    // persistent, 0.0356 at d64 (at s4096 d64 turns lost 4%: 0.36 against 0.334 ms).
+    // persistent 0.0342 / 0.504, with ping-pong turns 0.0353 / 0.520 (run S10; in S7, before the
+    // warpgroup releases, turns led at d64); two blocks an SM, persistent, 0.0352 at d64.
     const double flops = 4.0 * static_cast<double>(pr.b * pr.h * pr.d) * sdpa::visible_pairs(pr);
     const bool wide = c.d_pad >= 128;
     double eff = 0.3;
     if (c.core == Core::WGMMA) {
       eff = !c.overlap ? (wide ? 0.58 : 0.417) : !c.persistent ? (wide ? 0.66 : 0.43)
-            : c.blocks_per_sm == 2 ? 0.528 : c.pingpong ? (wide ? 0.685 : 0.551) : (wide ? 0.70 : 0.537);
+            : c.blocks_per_sm == 2 ? 0.528 : c.pingpong ? (wide ? 0.685 : 0.537) : (wide ? 0.70 : 0.551);
       if (c.blocks_per_sm == 2 && !c.persistent) eff = 0.40;  // 0.0465 ms at d64 (not offered)
       if (c.pingpong && !c.persistent) eff *= 0.97;           // 0.0456 / 0.534 ms (not offered)
     }
