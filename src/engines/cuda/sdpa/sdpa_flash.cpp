@@ -127,6 +127,20 @@ class SdpaPlan final : public KernelPlan {
   Config c_;
 };
 
+// The exp2 of the softmax costs the tensor cores idle time, which overlapping S with P V hides in
+// part. Efficiencies from the default plan's back-to-back timings on an H100 (docs/perf.md,
+// 2026-12-06; b4 h16 causal, s1024 d64 / s4096 d128): one block per query block with the overlap
+// 0.0437 / 0.528 ms, without it 0.0451 / 0.600; persistent 0.0342 / 0.504, with ping-pong turns
+// 0.0353 / 0.520 (run S10; in S7, before the warpgroup releases, turns led at d64); two blocks an
+// SM, persistent, 0.0352 at d64, not persistent 0.0465; turns without persistence 0.0456 / 0.534.
+double wgmma_efficiency(const Config& c) {
+  const bool wide = c.d_pad >= 128;
+  if (!c.overlap) return wide ? 0.58 : 0.417;
+  if (!c.persistent) return (c.blocks_per_sm == 2 ? 0.40 : wide ? 0.66 : 0.43) * (c.pingpong ? 0.97 : 1.0);
+  if (c.blocks_per_sm == 2) return 0.528;
+  return c.pingpong ? (wide ? 0.685 : 0.537) : (wide ? 0.70 : 0.551);
+}
+
 class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
  public:
   SdpaFlashEngine() : CompiledEngine(sdpa::knob_schema()) {}
@@ -181,21 +195,9 @@ class SdpaFlashEngine final : public CompiledEngine<SdpaKnobs> {
     if (!parse(k, knobs) || !sdpa::describe(p, pr, why) ||
         !sdpa::make_config(pr, knobs, t.info().sm_version, c, why))
       return 1e9;
-    // Two GEMMs over the visible pairs; the exp2 of the softmax costs the tensor cores idle time,
-    // which overlapping S with P V hides in part. Efficiencies from the default plan's back-to-back
-    // timings on an H100 (docs/perf.md, 2026-12-06; b4 h16 causal, s1024 d64 and s4096 d128):
-    // one block per query block with the overlap 0.0437 / 0.528 ms, without it 0.0451 / 0.600;
-    // persistent 0.0342 / 0.504, with ping-pong turns 0.0353 / 0.520 (run S10; in S7, before the
-    // warpgroup releases, turns led at d64); two blocks an SM, persistent, 0.0352 at d64.
+    // Two GEMMs over the visible pairs, at the wgmma core's measured efficiency.
     const double flops = 4.0 * static_cast<double>(pr.b * pr.h * pr.d) * sdpa::visible_pairs(pr);
-    const bool wide = c.d_pad >= 128;
-    double eff = 0.3;
-    if (c.core == Core::WGMMA) {
-      eff = !c.overlap ? (wide ? 0.58 : 0.417) : !c.persistent ? (wide ? 0.66 : 0.43)
-            : c.blocks_per_sm == 2 ? 0.528 : c.pingpong ? (wide ? 0.685 : 0.537) : (wide ? 0.70 : 0.551);
-      if (c.blocks_per_sm == 2 && !c.persistent) eff = 0.40;  // 0.0465 ms at d64 (not offered)
-      if (c.pingpong && !c.persistent) eff *= 0.97;           // 0.0456 / 0.534 ms (not offered)
-    }
+    const double eff = c.core == Core::WGMMA ? wgmma_efficiency(c) : 0.3;
     return roofline_seconds(flops, partition_bytes(p), t.info(), eff, 5e-6);
   }
 
