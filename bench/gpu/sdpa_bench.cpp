@@ -254,6 +254,8 @@ int prebuild(const std::string& dir) {
     for (bool turns : {false, true})  // persistent blocks, without and with ping-pong turns
       configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 1, turns, true));
     if (d == 64) configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 2, false, true));
+    if (d <= 128)  // three-stage rings (offered once sdpa_three_stage_ring leaves the GPU gate)
+      for (bool turns : {false, true}) configs.push_back(sd::config_for(sd::Core::WGMMA, in, out, d, true, neg, 1, turns, true, 3));
     configs.push_back(sd::config_for(sd::Core::MMA_SYNC, in, out, d, false, neg));
   };
   for (DataType in : {DataType::BFLOAT16, DataType::HALF})

@@ -240,7 +240,8 @@ TEST(CudaKnobSchemas, SdpaFlash) {
     // Head dim 64 also takes two blocks an SM.
     EXPECT_EQ(expect_space_accepted(e, g), d == 64 ? 7u : 6u) << "head dim " << d;
   }
-  expect_rejected(e, {{"stages", 2}}, "no knob 'stages' (its knobs: core, overlap, blocks_per_sm, pingpong, persistent)");
+  expect_rejected(e, {{"tile_m", 2}}, "no knob 'tile_m' (its knobs: core, overlap, blocks_per_sm, pingpong, persistent, stages)");
+  expect_rejected(e, {{"core", 1}, {"stages", 4}}, "knob stages=4 is not in 2..3");
   expect_rejected(e, {{"core", 1}, {"persistent", 2}}, "knob persistent=2 is not in 0..1");
   expect_rejected(e, {{"core", 1}, {"pingpong", 2}}, "knob pingpong=2 is not in 0..1");
   expect_rejected(e, {{"core", 0}, {"blocks_per_sm", 3}}, "knob blocks_per_sm=3 is not in 1..2");

@@ -20,6 +20,7 @@
 #include "graph/graph_impl.hpp"
 #include "planning/kernel_cache.hpp"
 #include "runtime/memory.hpp"
+#include "common/scoped_env.hpp"
 #include "sdpa_test_util.hpp"
 
 namespace {
@@ -145,6 +146,8 @@ TEST_F(CudaSdpaCompile, WgmmaKernelsCompileForHopper) {
   compile(sd::config_for(sd::Core::WGMMA, T::HALF, T::HALF, 64, true, true, 2, true), "sm_90a");
   compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false, 1, true, true), "sm_90a");
   compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::FLOAT, 64, false, false, 2, false, true), "sm_90a");
+  compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false, 1, false, true, 3), "sm_90a");
+  compile(sd::config_for(sd::Core::WGMMA, T::HALF, T::HALF, 64, true, false, 1, true, true, 3), "sm_90a");
 }
 
 TEST_F(CudaSdpaCompile, MmaSyncKernelsCompileForAmpere) {
@@ -229,6 +232,17 @@ TEST(CudaSdpaEngine, RejectsWithReasons) {
                  "here core=0, overlap=1");
   EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 0, .persistent = 1}, 90, cfg, why));
   EXPECT_EQ(why, "knob persistent=1 goes with core=1 (wgmma); here core=0");
+  EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 0, .stages = 3}, 90, cfg, why));
+  EXPECT_EQ(why, "knob stages=3 goes with core=1 (wgmma; mma.sync double-buffers); here core=0");
+  // Three stages fit a block at head dim 128 (32 KB of Q, three 64 KB K/V stages), not at 256
+  // (64 KB of Q, three 64 KB stages of 64-key tiles).
+  sd::Problem wide = pr;
+  wide.d = 128;
+  EXPECT_TRUE(sd::make_config(wide, sd::SdpaKnobs{.core = 1, .persistent = 1, .stages = 3}, 90, cfg, why)) << why;
+  EXPECT_EQ(cfg.stages, 3);
+  wide.d = 256;
+  EXPECT_FALSE(sd::make_config(wide, sd::SdpaKnobs{.core = 1, .stages = 3}, 90, cfg, why));
+  EXPECT_EQ(why, "head dim 256 needs 263280 bytes of shared memory, more than sm_90 gives a block");
 }
 
 TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
@@ -262,6 +276,12 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
   EXPECT_EQ(dg::knobs_to_string(kh[1]), "core=1,overlap=1,persistent=1,pingpong=1");
   EXPECT_EQ(dg::knobs_to_string(kh[2]), "blocks_per_sm=2,core=1,overlap=1,persistent=1");
   EXPECT_EQ(dg::knobs_to_string(kh[5]), "core=0");
+  {  // The three-stage rings join once the GPU gate releases them (the GPU test runs).
+    test_env::ScopedEnv gate("DNNGRAPH_UNCHECKED_ENGINES", sd::kThreeStageGate);
+    const auto released = dg::cuda::sdpa_flash_engine().knob_space(l.part, th);
+    ASSERT_EQ(released.size(), 8u);
+    EXPECT_EQ(dg::knobs_to_string(released[1]), "core=1,overlap=1,persistent=1,stages=3");
+  }
   const auto kh128 = dg::cuda::sdpa_flash_engine().knob_space(l128.part, th);
   ASSERT_EQ(kh128.size(), 5u);
   EXPECT_EQ(dg::knobs_to_string(kh128[0]), "core=1,overlap=1,persistent=1");

@@ -7,10 +7,11 @@ namespace dnngraph::cuda {
 namespace {
 
 // The names whose kernels still wait for a GPU run against ref (tests/engines/test_cuda_*.cpp):
-// none now. The conv engine's split clusters left on 2026-12-06 (CudaConvIm2col.SplitClustersMatchRef
-// passed on an H100), the register epilogue's boxed form on 2026-12-05, as the fused genstats,
-// cuda_norm_rowwise and cuda_layout_copy had before them.
-constexpr std::array<std::string_view, 0> kHeldBack{};
+// cuda_sdpa_flash's three-stage K/V ring (CudaSdpa.* with the gate released). The conv engine's
+// split clusters left on 2026-12-06 (CudaConvIm2col.SplitClustersMatchRef passed on an H100), the
+// register epilogue's boxed form on 2026-12-05, as the fused genstats, cuda_norm_rowwise and
+// cuda_layout_copy had before them.
+constexpr std::array<std::string_view, 1> kHeldBack{"sdpa_three_stage_ring"};
 
 // Whether the comma-separated list `env` names `name` (spaces around names are ignored).
 bool listed(std::string_view env, std::string_view name) {

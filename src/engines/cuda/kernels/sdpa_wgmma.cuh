@@ -28,7 +28,6 @@ struct WgSdpaSmem {
   static constexpr int BYTES = BAR_OFF + 8 * (2 + 4 * STAGES) + 1024;  // + alignment slack
   static_assert(D % 64 == 0 && (BN == 64 || BN == 128), "D is whole 64-column boxes; S tiles 64 or 128 keys");
   static_assert(Q_BYTES % 1024 == 0 && KV_BYTES % 1024 == 0, "tiles stay 1024-byte aligned");
-  static_assert((STAGES & (STAGES - 1)) == 0, "a power-of-two ring keeps RingPos right when its count wraps");
   __device__ static u32 q_full(u32 base) { return base + BAR_OFF; }
   __device__ static u32 q_empty(u32 base) { return base + BAR_OFF + 8; }
   __device__ static u32 k_full(u32 base, int s) { return base + BAR_OFF + 8 * (2 + s); }
@@ -39,13 +38,17 @@ struct WgSdpaSmem {
 
 // Where a block's tiles sit in the K/V ring and which use of the Q buffer it is: a persistent block
 // runs several query blocks, and the ring and the Q barriers carry on from one to the next.
-// Unsigned: a long-lived block's count may wrap, and with a power-of-two ring the stage and
-// phase stay right across the wrap.
+// The ring position is kept modulo two trips around the ring (all the stage and its phase depend
+// on), so it never grows with the number of query blocks a persistent block runs.
 struct RingPos {
-  u32 ring;  // K/V tiles loaded (consumed) before this query block's first
+  int ring;  // K/V tiles loaded (consumed) before this query block's first, modulo 2 x STAGES
   u32 q;     // query blocks with any key tile before this one (the Q barriers' phase)
-  __device__ int stage(int it, int stages) const { return (int)((ring + (u32)it) % (u32)stages); }
-  __device__ u32 phase(int it, int stages) const { return ((ring + (u32)it) / (u32)stages) & 1u; }
+  __device__ int stage(int it, int stages) const { return (ring + it) % stages; }
+  __device__ u32 phase(int it, int stages) const { return (u32)((ring + it) / stages) & 1u; }
+  __device__ void advance(int tiles, int stages) {
+    ring = (ring + tiles) % (2 * stages);
+    ++q;
+  }
 };
 
 // The producer thread: Q once (after the previous query block's last Q K^T), then K and V of every
@@ -270,8 +273,7 @@ __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* m
       const KeyTiles kt = key_tiles(sdpa_band(p, blk.bi), blk.m0, S::BM, BN);
       if (kt.count == 0) continue;
       wg_sdpa_produce<D, BN, STAGES>(mq, mk, mv, base, blk.m0, blk.hi, blk.hi / (p.h / p.hk), blk.bi, kt, rp);
-      rp.ring += (u32)kt.count;
-      ++rp.q;
+      rp.advance(kt.count, STAGES);
     }
     return;
   }
@@ -290,8 +292,7 @@ __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* m
     for (int j = 0; j < D / 2; ++j) o[j] = 0.0f;
     if (kt.count > 0) {
       wg_sdpa_consume<DT, D, BN, STAGES, NEG, OVERLAP, PINGPONG>(p, base, cw, blk.m0, row0, bd, kt, rp, o, st);
-      rp.ring += (u32)kt.count;
-      ++rp.q;
+      rp.advance(kt.count, STAGES);
     }
     store_rows<OT, D>(p, o, st, bd, blk.bi, blk.hi, row0);
   }

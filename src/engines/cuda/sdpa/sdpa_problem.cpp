@@ -178,7 +178,7 @@ double visible_pairs(const Problem& p) {
 }
 
 Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale, int blocks_per_sm,
-                  bool pingpong, bool persistent) {
+                  bool pingpong, bool persistent, int stages) {
   Config c;
   c.core = core;
   c.in = in;
@@ -189,7 +189,7 @@ Config config_for(Core core, DataType in, DataType out, int d, bool overlap, boo
     c.bm = 128;
     c.blocks_per_sm = blocks_per_sm;
     c.bn = c.d_pad <= 128 && blocks_per_sm == 1 ? 128 : 64;
-    c.stages = 2;
+    c.stages = stages;
     c.overlap = overlap;
     c.pingpong = pingpong;
     c.persistent = persistent;
@@ -213,7 +213,8 @@ const KnobSchema<SdpaKnobs>& knob_schema() {
        {"overlap", &SdpaKnobs::overlap, 0, 1, {}, false},
        {"blocks_per_sm", &SdpaKnobs::blocks_per_sm, 1, 2, {}, false},
        {"pingpong", &SdpaKnobs::pingpong, 0, 1, {}, false},
-       {"persistent", &SdpaKnobs::persistent, 0, 1, {}, false}}};
+       {"persistent", &SdpaKnobs::persistent, 0, 1, {}, false},
+       {"stages", &SdpaKnobs::stages, 2, 3, {}, false}}};
   return kSchema;
 }
 
@@ -240,8 +241,14 @@ bool make_config(const Problem& p, const SdpaKnobs& k, int sm_version, Config& c
     why = "knob persistent=1 goes with core=1 (wgmma); here core=" + std::to_string(core);
     return false;
   }
+  const int stages = k.stages > 0 ? static_cast<int>(k.stages) : 2;
+  if (stages != 2 && core != 1) {
+    why = "knob stages=" + std::to_string(stages) + " goes with core=1 (wgmma; mma.sync double-buffers); here core=" +
+          std::to_string(core);
+    return false;
+  }
   c = config_for(core == 1 ? Core::WGMMA : Core::MMA_SYNC, p.q.dtype, p.o.dtype, static_cast<int>(p.d), overlap == 1,
-                 p.scale < 0, blocks, pingpong, persistent);
+                 p.scale < 0, blocks, pingpong, persistent, stages);
   if (c.smem_bytes > max_smem_bytes(sm_version)) {
     why = "head dim " + std::to_string(p.d) + " needs " + std::to_string(c.smem_bytes) +
           " bytes of shared memory, more than sm_" + std::to_string(sm_version) + " gives a block";

@@ -57,15 +57,21 @@ struct Config {
 // The engine's knobs: core 0 (mma.sync) or 1 (wgmma), overlap (wgmma: the next S issued before
 // the current P V) 0 or 1, blocks_per_sm (wgmma, head dim 64) 1 or 2, pingpong (wgmma with
 // overlap: the consumer warpgroups take turns on the tensor cores) 0 or 1, persistent (wgmma: a
-// block per SM slot running query blocks in turn) 0 or 1. Absent (-1): wgmma on sm_90, mma.sync
-// elsewhere; overlap on; one block an SM; no turns; a block per query block.
+// block per SM slot running query blocks in turn) 0 or 1, stages (wgmma: the K/V ring) 2 or 3.
+// Absent (-1): wgmma on sm_90, mma.sync elsewhere; overlap on; one block an SM; no turns; a block
+// per query block; two stages.
 struct SdpaKnobs {
   int64_t core = -1;
   int64_t overlap = -1;
   int64_t blocks_per_sm = -1;
   int64_t pingpong = -1;
   int64_t persistent = -1;
+  int64_t stages = -1;
 };
+
+// The GPU gate (common/gpu_checked) of the three-stage K/V ring: held back until its GPU test has
+// passed; DNNGRAPH_UNCHECKED_ENGINES=sdpa_three_stage_ring offers it (the GPU test run).
+inline constexpr const char* kThreeStageGate = "sdpa_three_stage_ring";
 const KnobSchema<SdpaKnobs>& knob_schema();
 
 // The configuration for a problem and knobs on a device of `sm_version`; false with the reason
@@ -73,7 +79,7 @@ const KnobSchema<SdpaKnobs>& knob_schema();
 bool make_config(const Problem& p, const SdpaKnobs& k, int sm_version, Config& c, std::string& why);
 // The same from the kernel's own parameters (tests and the kernel-cache prebuild use it).
 Config config_for(Core core, DataType in, DataType out, int d, bool overlap, bool negative_scale,
-                  int blocks_per_sm = 1, bool pingpong = false, bool persistent = false);
+                  int blocks_per_sm = 1, bool pingpong = false, bool persistent = false, int stages = 2);
 
 inline constexpr const char* kKernelName = "dg_sdpa_flash";
 std::string kernel_source(const Config& c);
