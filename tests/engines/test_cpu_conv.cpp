@@ -455,6 +455,32 @@ TEST(CpuConvDepthwiseDirect, EdgePixelsOfEveryChannelBlockMatchRef) {
     }
 }
 
+// Whole 16-channel vectors (16, 48, 144 channels) on 3-tap rows: with AVX-512 the kernels apply
+// the bias / ReLU / residual chain to their accumulators before the store, the edge pixels one
+// TileChain::apply each; stride 1 and 2, a residual (one operand per pixel) or not, 1 and 2
+// threads. Elsewhere the same cases take the chain as a pass over each row.
+TEST(CpuConvDepthwiseDirect, ChainInTheKernelsRegistersMatchesRef) {
+  std::mt19937 rng(56);
+  int trial = 0;
+  for (const int64_t channels : {16, 48, 144})
+    for (int64_t stride = 1; stride <= 2; ++stride, ++trial) {
+      ConvCase cc;
+      cc.nsp = 2;
+      cc.n = 1 + trial % 2;
+      cc.groups = cc.c = cc.k = channels;
+      cc.in = {5, 19 + trial};
+      cc.ker = {3, 3};
+      cc.stride = {stride, stride};
+      cc.dil = {1, 1};
+      cc.pre = cc.post = {1, 1};
+      cc.out = {fwd_size(5, 3, stride, 1, 1, 1), fwd_size(19 + trial, 3, stride, 1, 1, 1)};
+      cc.nhwc_in = true;
+      SCOPED_TRACE("channels " + std::to_string(channels) + " stride " + std::to_string(stride));
+      run_conv_case("cpu_conv_depthwise_direct", cc, false, rng, true, true, trial % 2 == 1, false, dg::DataType::FLOAT,
+                    1e-5, true, 1 + trial % 2);
+    }
+}
+
 // Groups of 2, 4 and 8 channels, 1D to 3D, rows wide enough for the 8-pixel blocks beside edge
 // pixels, group counts that leave a partial vector of output channels, bf16 sources, fused
 // epilogues, and outputs written in place or through the strips.

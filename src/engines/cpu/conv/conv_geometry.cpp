@@ -189,9 +189,9 @@ OutputRow::OutputRow(const ConvGeometry& g, int64_t row, const DirectOutput& out
   ldo = g.dst_c;
 }
 
-void OutputRow::finish(const ConvGeometry& g, const DirectOutput& out, EpilogueRun& run, int slot) const {
+void OutputRow::finish(const ConvGeometry& g, const DirectOutput& out, EpilogueRun& run, int slot, bool chain_done) const {
   const int64_t OW = g.dst_sp[2], K = g.dst_c;
-  if (out.chain) run.chain_rows(acc, ldo, OW, K, out_off, 0);
+  if (out.chain && !chain_done) run.chain_rows(acc, ldo, OW, K, out_off, 0);
   if (out.base) return;
   int64_t p[3] = {o[0], o[1], 0}, coord[5];
   for (p[2] = 0; p[2] < OW; ++p[2]) {

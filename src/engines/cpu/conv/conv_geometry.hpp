@@ -84,8 +84,9 @@ struct OutputRow {
   float* acc = nullptr;
   int64_t ldo = 0;
   OutputRow(const ConvGeometry& g, int64_t row, const DirectOutput& out, std::vector<float>& scratch);
-  // The rest of the epilogue once the row's sums are final: the in-place chain or the strips.
-  void finish(const ConvGeometry& g, const DirectOutput& out, EpilogueRun& run, int slot) const;
+  // The rest of the epilogue once the row's sums are final: the in-place chain (unless the conv
+  // applied it already, chain_done) or the strips.
+  void finish(const ConvGeometry& g, const DirectOutput& out, EpilogueRun& run, int slot, bool chain_done = false) const;
 };
 
 // One implicit GEMM over a set of dst positions that share a tap list. Per spatial dim d: dst
