@@ -276,40 +276,56 @@ class ConvProblem final : public gemm::GemmProblem {
 
   // Kernel rows as segments (row_taps_): a pixel's run of kw taps is read in place where it lies
   // inside the input row, gathered into scratch (after its seg_len zeros) with zeros for the taps
-  // in the padding where it cuts it, and is the zeros where its input row is outside.
+  // in the padding where it cuts it, and is the zeros where its input row is outside. Walked a run
+  // of output pixels along a row at a time, whose in-row columns are known from the run's bounds
+  // (resolving each pixel's position and bounds was 18% of a 7x7 stem's samples).
   void row_tap_rows(int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows, float* scratch) const {
     const int64_t icg = g_.src_cg, seg = kb.seg_len, kw = static_cast<int64_t>(ph_.off[2].size());
-    const int64_t padded = ceil_div(mc, mr) * mr, pix = ph_.pixels(), width = g_.src_sp[2];
+    const int64_t padded = ceil_div(mc, mr) * mr, pix = ph_.pixels(), cols = ph_.count[2];
     const size_t n1 = ph_.off[1].size();
     const float* src = static_cast<const float*>(src_);
     float* gathered = scratch + seg;
+    // Output columns whose kw taps all lie inside the input row: [in_lo, in_hi).
+    const int64_t js = ph_.jstride[2], t2 = ph_.off[2][0], room = g_.src_sp[2] - kw - t2;
+    const int64_t in_hi = std::min(cols, room < 0 ? 0 : room / js + 1);
+    const int64_t in_lo = std::min(in_hi, t2 >= 0 ? 0 : ceil_div(-t2, js));
     for (int s = 0; s < kb.nseg; ++s) {
       const size_t row = static_cast<size_t>((kb.k0 + s * seg) / (kw * icg));  // (r0, r1) of the kernel
-      const int64_t toff[3] = {ph_.off[0][row / n1], ph_.off[1][row % n1], ph_.off[2][0]};
+      const int64_t t0 = ph_.off[0][row / n1], t1 = ph_.off[1][row % n1];
       int64_t nn = m0 / pix, p = m0 % pix;
-      int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
+      int64_t j[3] = {p / (ph_.count[1] * cols), (p / cols) % ph_.count[1], p % cols};
       RowSlots slots(rows, s, kb.nseg, mr);
-      for (int64_t i = 0; i < padded; ++i, slots.next()) {
-        if (i > 0 && i < mc) advance_pixel(nn, j);  // rows past mc repeat the last real row
-        const int64_t y0 = j[0] * ph_.jstride[0] + toff[0], y1 = j[1] * ph_.jstride[1] + toff[1];
-        const int64_t x0 = j[2] * ph_.jstride[2] + toff[2];
+      const float* last = scratch;
+      for (int64_t i = 0; i < mc;) {
+        const int64_t run = std::min(cols - j[2], mc - i), end = j[2] + run;  // along one output row
+        const int64_t y0 = j[0] * ph_.jstride[0] + t0, y1 = j[1] * ph_.jstride[1] + t1;
         if (y0 < 0 || y0 >= g_.src_sp[0] || y1 < 0 || y1 >= g_.src_sp[1]) {
-          slots.set(scratch);
-          continue;
+          for (int64_t q = 0; q < run; ++q, slots.next()) slots.set(scratch);
+          last = scratch;
+        } else {
+          const float* line = src + nn * g_.src_st[0] + y0 * g_.src_st[2] + y1 * g_.src_st[3];
+          auto gather = [&](int64_t jx) {
+            for (int64_t q = 0, x = jx * js + t2; q < kw; ++q, ++x) {
+              if (x >= 0 && x < g_.src_sp[2]) std::copy_n(line + x * icg, icg, gathered + q * icg);
+              else std::fill_n(gathered + q * icg, icg, 0.0f);
+            }
+            last = gathered;
+            gathered += seg;
+            return last;
+          };
+          int64_t jx = j[2];
+          for (; jx < std::min(end, in_lo); ++jx, slots.next()) slots.set(gather(jx));
+          for (; jx < std::min(end, in_hi); ++jx, slots.next()) {
+            last = line + (jx * js + t2) * icg;
+            slots.set(last);
+          }
+          for (; jx < end; ++jx, slots.next()) slots.set(gather(jx));
         }
-        const float* line = src + nn * g_.src_st[0] + y0 * g_.src_st[2] + y1 * g_.src_st[3];
-        if (x0 >= 0 && x0 + kw <= width) {
-          slots.set(line + x0 * icg);
-          continue;
-        }
-        for (int64_t q = 0; q < kw; ++q) {
-          const int64_t x = x0 + q;
-          if (x >= 0 && x < width) std::copy_n(line + x * icg, icg, gathered + q * icg);
-          else std::fill_n(gathered + q * icg, icg, 0.0f);
-        }
-        slots.set(gathered);
-        gathered += seg;
+        i += run;
+        j[2] = end - 1;  // the run's last pixel; the next run starts one past it
+        if (i < mc) advance_pixel(nn, j);
       }
+      for (int64_t i = mc; i < padded; ++i, slots.next()) slots.set(last);  // rows past mc repeat the last
     }
   }
 
