@@ -116,7 +116,9 @@ Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_
   };
   // Partitions are timed in order, each on real data: its inputs are what its producers' chosen
   // plans wrote just before (intermediates share bytes once their live ranges end, so a run of the
-  // whole graph first would leave later partitions' values in them).
+  // whole graph first would leave later partitions' values in them). An output stored over its
+  // input (Engine::output_alias) changes that input with every timed run, so the partitions after
+  // it are timed on other values of the same shapes; the last run below recomputes them all.
   size_t total = 0, done = 0;
   for (const auto& pp : ps.parts) total += static_cast<size_t>(std::count_if(pp.built.begin(), pp.built.end(), [](auto& b) { return b != nullptr; }));
   auto timer = make_timer(impl_of(handle));

@@ -49,8 +49,9 @@ bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
 
 class ConvProblem final : public gemm::GemmProblem {
  public:
+  // `over_operand`: the chain may store over an operand it reads at the same place (ConvImplicitPlan::chain_over_operand).
   ConvProblem(const ConvGeometry& g, const ConvPhase& ph, const Epilogue& epi, const std::vector<void*>* ptrs,
-              EpilogueRun* run, int nr, bool amx)
+              EpilogueRun* run, int nr, bool amx, bool over_operand = false)
       : g_(g), ph_(ph), run_(run), nr_(nr), amx_(amx) {
     batch = g.groups;
     M = g.n * ph.pixels();
@@ -65,7 +66,7 @@ class ConvProblem final : public gemm::GemmProblem {
     row_taps_ = kernel_row_segments(g, ph, amx);
     int64_t ldc = 0;
     c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g, ldc);
-    if (!c_direct_ && !g.dgrad && epi.in_place() && ptrs && run->in_place_safe()) {
+    if (!c_direct_ && !g.dgrad && epi.in_place() && ptrs && (over_operand || run->in_place_safe())) {
       // The epilogue is a chain: the tiles go straight to its output, finished block by block.
       ConvGeometry og = g;
       const auto& st = epi.chain_store_strides();
@@ -420,6 +421,26 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
     return gemm::kernel_for_shape(isa, g.n * g.dst_pixels(), g.dst_cg);
   }
 
+  // Whether the output may lie exactly over an operand of the chain at no cost: each tile's chain
+  // runs in the kernel's registers on its one K block and reads the operand before the tile's
+  // store, and no tile is computed aside (edges) or left as padding, where C is stored first.
+  // 1x1 convs without padding whose pixels and channels fill whole tiles (ResNet's expansions
+  // with their residual add).
+  static bool chain_over_operand(const ConvGeometry& g, const gemm::KernelSet& ks) {
+    if (g.dgrad || g.groups != 1 || g.src_t != DataType::FLOAT || g.src_st[1] != 1 || !ks.kernel_chain || g.taps() != 1)
+      return false;
+    for (size_t d = 0; d < 3; ++d)
+      if (g.pad[d] != 0 || (g.dst_sp[d] - 1) * g.stride[d] >= g.src_sp[d]) return false;
+    return g.n * g.dst_pixels() % ks.mr == 0 && g.dst_cg % ks.nr == 0 &&
+           g.src_cg <= cpu_features().l2_bytes / 8 / (ks.nr * 4);  // one K block (ConvProblem::k_blocks)
+  }
+  // Whether the plan reads the weights in place as dot-product tiles (ConvDotGemm).
+  static bool dot_form(const ConvGeometry& g, const std::vector<ConvPhase>& phases, const gemm::KernelSet& ks,
+                       bool b_kept) {
+    const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(ks.isa);
+    return conv_dot_unfit(g, phases, dks).empty() && conv_dot_preferred(g, dks, ks.mr, ks.nr, b_kept);
+  }
+
   // The epilogue runs in place along the channel dim of the output.
   ConvImplicitPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
       : GemmPlan(p, epi, 1, s, threads, &tile_shape(p, s.isa)) {
@@ -433,11 +454,11 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       set_blocking(b);
     }
     if (phases_.size() == 1) keep_b_if_constant(geo_.wei);  // a dgrad's phases each pack other taps
-    const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(kernels().isa);
-    if (conv_dot_unfit(geo_, phases_, dks).empty() && conv_dot_preferred(geo_, dks, kernels().mr, kernels().nr, b_kept())) {
-      dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], dks, threads);
+    if (dot_form(geo_, phases_, kernels(), b_kept())) {
+      dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], conv_dot::dot_kernels(kernels().isa), threads);
       return;  // no workspace: nothing is packed
     }
+    over_operand_ = !amx_ && phases_.size() == 1 && chain_over_operand(geo_, kernels());
     for (auto& ph : phases_)  // kernel-row segments resolve their rows directly: the tap table goes unread
       if (ConvProblem::kernel_row_segments(geo_, ph, amx_)) std::vector<int64_t>().swap(ph.src_offset);
     for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr, kernels().nr, amx_));
@@ -451,7 +472,8 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       return run.finish();
     }
     for (const auto& ph : phases_)  // every dst position lies in exactly one phase
-      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run, kernels().nr, amx_), pool, args.workspace, args.ptrs);
+      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run, kernels().nr, amx_, over_operand_), pool,
+                               args.workspace, args.ptrs);
           !s.ok())
         return s;
     return run.finish();
@@ -462,6 +484,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
   std::vector<ConvPhase> phases_;
   std::unique_ptr<ConvDotGemm> dot_;  // the weights read in place, where that form is chosen
   bool amx_ = false;                  // on the AMX-BF16 kernel
+  bool over_operand_ = false;         // chain_over_operand
 };
 
 class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
@@ -480,6 +503,25 @@ class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
     const double amx = ConvImplicitPlan::amx_fit(g, isa_of(k)) ? 3.0 : 1.0;
     const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment * amx;
     return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
+  }
+
+  // FAST where the plan's chain reads the operand in registers before each tile's store
+  // (chain_over_operand); else the plan sees the alias (EpilogueRun::in_place_safe) and its
+  // epilogue reads each strip's operands before storing it (SAFE). The conv's own source or
+  // weights are never written over: a tile reads them for every panel.
+  Alias output_alias(const Partition& p, const Knobs& k, int out, int in) const override {
+    if (p.outputs.size() != 1 || p.anchor < 0) return Alias::NO;  // a second output might be stored before `in` is read
+    const ir::Node& anchor = p.graph->nodes[static_cast<size_t>(p.anchor)];
+    if (std::find(anchor.inputs.begin(), anchor.inputs.end(), in) != anchor.inputs.end()) return Alias::NO;
+    ConvGeometry g;
+    g.init(p);
+    const Isa isa = isa_of(k);
+    if (!cpu_features().supports(isa) || ConvImplicitPlan::amx_fit(g, isa)) return Alias::NO;
+    const gemm::KernelSet& ks = ConvImplicitPlan::tile_shape(p, isa);
+    const std::vector<ConvPhase> phases = conv_phases(g, kMaxOffsets);
+    if (phases.size() != 1 || ConvImplicitPlan::dot_form(g, phases, ks, p.tensor(g.wei).is_constant)) return Alias::NO;
+    const bool channels_unit = p.tensor(out).rank() > 1 && p.tensor(out).strides[1] == 1;  // the chain's store in place
+    return channels_unit && ConvImplicitPlan::chain_over_operand(g, ks) ? Alias::FAST : Alias::SAFE;
   }
 
  private:
