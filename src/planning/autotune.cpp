@@ -114,11 +114,11 @@ Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_
     for (const auto& pp : ps.parts) choice.push_back(static_cast<size_t>(pp.chosen));
     return choice;
   };
-  // Fill the intermediates that later partitions read, so each partition is timed on real data. A
-  // chosen plan that fails here is timed (and fails) below like any other candidate.
-  if (auto s = run_partitions(g, handle, ptrs, workspace, current_choice()); !s.ok()) {
-    DG_LOG(INFO) << "autotune: the run with the current choice failed: " << s.to_string();
-  }
+  // Partitions are timed in order, each on real data: its inputs are what its producers' chosen
+  // plans wrote just before (intermediates share bytes once their live ranges end, so a run of the
+  // whole graph first would leave later partitions' values in them). An output stored over its
+  // input (Engine::output_alias) changes that input with every timed run, so the partitions after
+  // it are timed on other values of the same shapes; the last run below recomputes them all.
   size_t total = 0, done = 0;
   for (const auto& pp : ps.parts) total += static_cast<size_t>(std::count_if(pp.built.begin(), pp.built.end(), [](auto& b) { return b != nullptr; }));
   auto timer = make_timer(impl_of(handle));
@@ -143,6 +143,12 @@ Status autotune_graph(GraphImpl& g, const Handle& handle, const VariantPack* by_
               "autotune: no built candidate of partition " + std::to_string(p) + " ('" + pp.partition.pattern +
                   "') ran" + (last_error.ok() ? std::string(": none is built") : ": " + last_error.to_string())};
     reorder(pp, m, p, timings);
+    // The chosen plan's outputs for the partitions after it (a failing candidate may have left others).
+    if (const auto& plan = pp.built[static_cast<size_t>(pp.chosen)]; plan) {
+      if (auto s = plan->execute(ExecArgs{impl_of(handle), ptrs, engine_ws}); !s.ok()) {
+        DG_LOG(INFO) << "autotune: partition " << p << ": the chosen plan failed: " << s.to_string();
+      }
+    }
   }
   // Leave the outputs holding the chosen plans' results, as execute() would.
   if (auto s = run_partitions(g, handle, ptrs, workspace, current_choice()); !s.ok()) return s;

@@ -74,6 +74,15 @@ class Engine {
   virtual std::vector<BehaviorNote> behavior_notes(const Partition&, const Target&, const Knobs&) const { return {}; }
   // Numerical notes of the plan that knobs `k` would build (graph.hpp says which apply where).
   virtual std::vector<NumericalNote> numerical_notes(const Partition&, const Target&, const Knobs&) const { return {}; }
+  // Whether the plan knobs `k` build for `p` stays correct when its output tensor `out` lies at
+  // exactly the address of its input tensor `in` (same type, dims and strides; nothing after the
+  // partition reads the input): SAFE where it reads each element of `in` before writing that
+  // element of `out`, or detects the alias and copies; FAST where it does so at no cost. The
+  // planner gives such an output its input's bytes only where every candidate is at least SAFE
+  // and the first is FAST: a residual add's output over the residual, one stream of memory
+  // traffic fewer (planning/intermediate_layout.cpp).
+  enum class Alias { NO, SAFE, FAST };
+  virtual Alias output_alias(const Partition&, const Knobs&, int /*out*/, int /*in*/) const { return Alias::NO; }
   // Whether build() may run on several threads at once (for different partitions or knobs).
   // build_plans compiles such candidates concurrently; the others (vendor libraries with handles
   // of their own, CPU engines) are built one after another on the caller's thread.

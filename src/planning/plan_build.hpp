@@ -14,7 +14,8 @@ namespace dnngraph {
 Status plan_partitions(const GraphImpl& g, const Target& target, const std::vector<HeurMode>& modes,
                        std::shared_ptr<PlanSet>& out);
 
-// Cross-partition intermediates' places at the front of the workspace (256-byte aligned), into
+// Cross-partition intermediates' places at the front of the workspace (256-byte aligned), values
+// live at the same time apart and the others sharing bytes (partitions run in list order), into
 // ps.workspace_offset and ps.intermediates_bytes.
 void layout_intermediates(PlanSet& ps, const ir::Graph& g);
 

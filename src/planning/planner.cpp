@@ -130,19 +130,6 @@ std::vector<Partition> bound_pointwise_length(Partition p, const Target& target)
 
 }  // namespace
 
-// Intermediates that cross partitions live in the workspace, 256-byte aligned.
-void layout_intermediates(PlanSet& ps, const ir::Graph& g) {
-  ps.workspace_offset.assign(g.tensors.size(), -1);
-  ps.intermediates_bytes = 0;
-  for (const auto& pp : ps.parts)
-    for (int t : pp.partition.outputs) {
-      const auto& x = g.tensor(t);
-      if (!x.is_virtual || ps.workspace_offset[static_cast<size_t>(t)] >= 0) continue;
-      ps.workspace_offset[static_cast<size_t>(t)] = ps.intermediates_bytes;
-      ps.intermediates_bytes += (x.span_bytes() + 255) / 256 * 256;
-    }
-}
-
 Status plan_partitions(const GraphImpl& g, const Target& target, const std::vector<HeurMode>& modes,
                        std::shared_ptr<PlanSet>& out) {
   std::vector<Partition> found, fused;

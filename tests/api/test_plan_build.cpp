@@ -187,6 +187,30 @@ TEST(PlanBuild, LongPointwiseRunsAreSplitOnGpusOnly) {
   EXPECT_GT(ps->intermediates_bytes, 0);
 }
 
+// Partitions run in order, so intermediates whose live ranges do not meet share workspace bytes:
+// in four runs of a chain, the first cut (written by run 0, read by run 1) and the third (runs 2
+// and 3) take the same bytes, the second (runs 1 and 2) its own.
+TEST(PlanBuild, IntermediatesShareBytesOnceTheirLiveRangesEnd) {
+  dg::Handle cpu(dg::Device::cpu());
+  dg::Graph g;
+  chain(g, static_cast<int64_t>(3 * dg::kMaxPointwiseNodesOnGpu + 1));
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
+  DescribedH200 h200;
+  std::shared_ptr<dg::PlanSet> ps;
+  ASSERT_TRUE(dg::plan_partitions(dg::impl_of(g), h200.target(), {dg::HeurMode::A}, ps).ok());
+  ASSERT_EQ(ps->parts.size(), 4u);
+  std::vector<int64_t> offsets;
+  for (size_t i = 0; i + 1 < ps->parts.size(); ++i) {
+    ASSERT_EQ(ps->parts[i].partition.outputs.size(), 1u);
+    offsets.push_back(ps->workspace_offset[static_cast<size_t>(ps->parts[i].partition.outputs[0])]);
+  }
+  const int64_t bytes = 16 * 4 * 4 * 4;  // one 1x16x4x4 fp32 tensor, a multiple of 256
+  EXPECT_EQ(offsets[0], offsets[2]);
+  EXPECT_NE(offsets[0], offsets[1]);
+  EXPECT_EQ(ps->intermediates_bytes, 2 * bytes);
+}
+
 TEST(PlanBuild, ThePointwiseJitRejectsALongerPartition) {
   dg::Handle cpu(dg::Device::cpu());
   dg::Graph g;

@@ -115,6 +115,8 @@ class RefEngine final : public Engine {
  public:
   std::string_view name() const override { return "ref"; }
   Support check(const Partition&, const Target&) const override { return Support::yes(); }
+  // An output over an input is computed aside and copied out after the last node (RefPlan).
+  Alias output_alias(const Partition&, const Knobs&, int, int) const override { return Alias::SAFE; }
   double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {
     // Scalar double loops on one core: a few hundred MFLOP/s.
     return partition_flops(p) / 3e8 + partition_bytes(p) / 1e9 + (t.device().is_cuda() ? 1e-3 : 0.0);

@@ -49,8 +49,9 @@ bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
 
 class ConvProblem final : public gemm::GemmProblem {
  public:
+  // `over_operand`: the chain may store over an operand it reads at the same place (ConvImplicitPlan::chain_over_operand).
   ConvProblem(const ConvGeometry& g, const ConvPhase& ph, const Epilogue& epi, const std::vector<void*>* ptrs,
-              EpilogueRun* run, int nr, bool amx)
+              EpilogueRun* run, int nr, bool amx, bool over_operand = false)
       : g_(g), ph_(ph), run_(run), nr_(nr), amx_(amx) {
     batch = g.groups;
     M = g.n * ph.pixels();
@@ -65,7 +66,7 @@ class ConvProblem final : public gemm::GemmProblem {
     row_taps_ = kernel_row_segments(g, ph, amx);
     int64_t ldc = 0;
     c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g, ldc);
-    if (!c_direct_ && !g.dgrad && epi.in_place() && ptrs && run->in_place_safe()) {
+    if (!c_direct_ && !g.dgrad && epi.in_place() && ptrs && (over_operand || run->in_place_safe())) {
       // The epilogue is a chain: the tiles go straight to its output, finished block by block.
       ConvGeometry og = g;
       const auto& st = epi.chain_store_strides();
@@ -276,40 +277,56 @@ class ConvProblem final : public gemm::GemmProblem {
 
   // Kernel rows as segments (row_taps_): a pixel's run of kw taps is read in place where it lies
   // inside the input row, gathered into scratch (after its seg_len zeros) with zeros for the taps
-  // in the padding where it cuts it, and is the zeros where its input row is outside.
+  // in the padding where it cuts it, and is the zeros where its input row is outside. Walked a run
+  // of output pixels along a row at a time, whose in-row columns are known from the run's bounds
+  // (resolving each pixel's position and bounds was 18% of a 7x7 stem's samples).
   void row_tap_rows(int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows, float* scratch) const {
     const int64_t icg = g_.src_cg, seg = kb.seg_len, kw = static_cast<int64_t>(ph_.off[2].size());
-    const int64_t padded = ceil_div(mc, mr) * mr, pix = ph_.pixels(), width = g_.src_sp[2];
+    const int64_t padded = ceil_div(mc, mr) * mr, pix = ph_.pixels(), cols = ph_.count[2];
     const size_t n1 = ph_.off[1].size();
     const float* src = static_cast<const float*>(src_);
     float* gathered = scratch + seg;
+    // Output columns whose kw taps all lie inside the input row: [in_lo, in_hi).
+    const int64_t js = ph_.jstride[2], t2 = ph_.off[2][0], room = g_.src_sp[2] - kw - t2;
+    const int64_t in_hi = std::min(cols, room < 0 ? 0 : room / js + 1);
+    const int64_t in_lo = std::min(in_hi, t2 >= 0 ? 0 : ceil_div(-t2, js));
     for (int s = 0; s < kb.nseg; ++s) {
       const size_t row = static_cast<size_t>((kb.k0 + s * seg) / (kw * icg));  // (r0, r1) of the kernel
-      const int64_t toff[3] = {ph_.off[0][row / n1], ph_.off[1][row % n1], ph_.off[2][0]};
+      const int64_t t0 = ph_.off[0][row / n1], t1 = ph_.off[1][row % n1];
       int64_t nn = m0 / pix, p = m0 % pix;
-      int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
+      int64_t j[3] = {p / (ph_.count[1] * cols), (p / cols) % ph_.count[1], p % cols};
       RowSlots slots(rows, s, kb.nseg, mr);
-      for (int64_t i = 0; i < padded; ++i, slots.next()) {
-        if (i > 0 && i < mc) advance_pixel(nn, j);  // rows past mc repeat the last real row
-        const int64_t y0 = j[0] * ph_.jstride[0] + toff[0], y1 = j[1] * ph_.jstride[1] + toff[1];
-        const int64_t x0 = j[2] * ph_.jstride[2] + toff[2];
+      const float* last = scratch;
+      for (int64_t i = 0; i < mc;) {
+        const int64_t run = std::min(cols - j[2], mc - i), end = j[2] + run;  // along one output row
+        const int64_t y0 = j[0] * ph_.jstride[0] + t0, y1 = j[1] * ph_.jstride[1] + t1;
         if (y0 < 0 || y0 >= g_.src_sp[0] || y1 < 0 || y1 >= g_.src_sp[1]) {
-          slots.set(scratch);
-          continue;
+          for (int64_t q = 0; q < run; ++q, slots.next()) slots.set(scratch);
+          last = scratch;
+        } else {
+          const float* line = src + nn * g_.src_st[0] + y0 * g_.src_st[2] + y1 * g_.src_st[3];
+          auto gather = [&](int64_t jx) {
+            for (int64_t q = 0, x = jx * js + t2; q < kw; ++q, ++x) {
+              if (x >= 0 && x < g_.src_sp[2]) std::copy_n(line + x * icg, icg, gathered + q * icg);
+              else std::fill_n(gathered + q * icg, icg, 0.0f);
+            }
+            last = gathered;
+            gathered += seg;
+            return last;
+          };
+          int64_t jx = j[2];
+          for (; jx < std::min(end, in_lo); ++jx, slots.next()) slots.set(gather(jx));
+          for (; jx < std::min(end, in_hi); ++jx, slots.next()) {
+            last = line + (jx * js + t2) * icg;
+            slots.set(last);
+          }
+          for (; jx < end; ++jx, slots.next()) slots.set(gather(jx));
         }
-        const float* line = src + nn * g_.src_st[0] + y0 * g_.src_st[2] + y1 * g_.src_st[3];
-        if (x0 >= 0 && x0 + kw <= width) {
-          slots.set(line + x0 * icg);
-          continue;
-        }
-        for (int64_t q = 0; q < kw; ++q) {
-          const int64_t x = x0 + q;
-          if (x >= 0 && x < width) std::copy_n(line + x * icg, icg, gathered + q * icg);
-          else std::fill_n(gathered + q * icg, icg, 0.0f);
-        }
-        slots.set(gathered);
-        gathered += seg;
+        i += run;
+        j[2] = end - 1;  // the run's last pixel; the next run starts one past it
+        if (i < mc) advance_pixel(nn, j);
       }
+      for (int64_t i = mc; i < padded; ++i, slots.next()) slots.set(last);  // rows past mc repeat the last
     }
   }
 
@@ -404,6 +421,26 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
     return gemm::kernel_for_shape(isa, g.n * g.dst_pixels(), g.dst_cg);
   }
 
+  // Whether the output may lie exactly over an operand of the chain at no cost: each tile's chain
+  // runs in the kernel's registers on its one K block and reads the operand before the tile's
+  // store, and no tile is computed aside (edges) or left as padding, where C is stored first.
+  // 1x1 convs without padding whose pixels and channels fill whole tiles (ResNet's expansions
+  // with their residual add).
+  static bool chain_over_operand(const ConvGeometry& g, const gemm::KernelSet& ks) {
+    if (g.dgrad || g.groups != 1 || g.src_t != DataType::FLOAT || g.src_st[1] != 1 || !ks.kernel_chain || g.taps() != 1)
+      return false;
+    for (size_t d = 0; d < 3; ++d)
+      if (g.pad[d] != 0 || (g.dst_sp[d] - 1) * g.stride[d] >= g.src_sp[d]) return false;
+    return g.n * g.dst_pixels() % ks.mr == 0 && g.dst_cg % ks.nr == 0 &&
+           g.src_cg <= cpu_features().l2_bytes / 8 / (ks.nr * 4);  // one K block (ConvProblem::k_blocks)
+  }
+  // Whether the plan reads the weights in place as dot-product tiles (ConvDotGemm).
+  static bool dot_form(const ConvGeometry& g, const std::vector<ConvPhase>& phases, const gemm::KernelSet& ks,
+                       bool b_kept) {
+    const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(ks.isa);
+    return conv_dot_unfit(g, phases, dks).empty() && conv_dot_preferred(g, dks, ks.mr, ks.nr, b_kept);
+  }
+
   // The epilogue runs in place along the channel dim of the output.
   ConvImplicitPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
       : GemmPlan(p, epi, 1, s, threads, &tile_shape(p, s.isa)) {
@@ -417,11 +454,11 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       set_blocking(b);
     }
     if (phases_.size() == 1) keep_b_if_constant(geo_.wei);  // a dgrad's phases each pack other taps
-    const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(kernels().isa);
-    if (conv_dot_unfit(geo_, phases_, dks).empty() && conv_dot_preferred(geo_, dks, kernels().mr, kernels().nr, b_kept())) {
-      dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], dks, threads);
+    if (dot_form(geo_, phases_, kernels(), b_kept())) {
+      dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], conv_dot::dot_kernels(kernels().isa), threads);
       return;  // no workspace: nothing is packed
     }
+    over_operand_ = !amx_ && phases_.size() == 1 && chain_over_operand(geo_, kernels());
     for (auto& ph : phases_)  // kernel-row segments resolve their rows directly: the tap table goes unread
       if (ConvProblem::kernel_row_segments(geo_, ph, amx_)) std::vector<int64_t>().swap(ph.src_offset);
     for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr, kernels().nr, amx_));
@@ -435,7 +472,8 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       return run.finish();
     }
     for (const auto& ph : phases_)  // every dst position lies in exactly one phase
-      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run, kernels().nr, amx_), pool, args.workspace, args.ptrs);
+      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run, kernels().nr, amx_, over_operand_), pool,
+                               args.workspace, args.ptrs);
           !s.ok())
         return s;
     return run.finish();
@@ -446,6 +484,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
   std::vector<ConvPhase> phases_;
   std::unique_ptr<ConvDotGemm> dot_;  // the weights read in place, where that form is chosen
   bool amx_ = false;                  // on the AMX-BF16 kernel
+  bool over_operand_ = false;         // chain_over_operand
 };
 
 class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
@@ -464,6 +503,25 @@ class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
     const double amx = ConvImplicitPlan::amx_fit(g, isa_of(k)) ? 3.0 : 1.0;
     const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment * amx;
     return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
+  }
+
+  // FAST where the plan's chain reads the operand in registers before each tile's store
+  // (chain_over_operand); else the plan sees the alias (EpilogueRun::in_place_safe) and its
+  // epilogue reads each strip's operands before storing it (SAFE). The conv's own source or
+  // weights are never written over: a tile reads them for every panel.
+  Alias output_alias(const Partition& p, const Knobs& k, int out, int in) const override {
+    if (p.outputs.size() != 1 || p.anchor < 0) return Alias::NO;  // a second output might be stored before `in` is read
+    const ir::Node& anchor = p.graph->nodes[static_cast<size_t>(p.anchor)];
+    if (std::find(anchor.inputs.begin(), anchor.inputs.end(), in) != anchor.inputs.end()) return Alias::NO;
+    ConvGeometry g;
+    g.init(p);
+    const Isa isa = isa_of(k);
+    if (!cpu_features().supports(isa) || ConvImplicitPlan::amx_fit(g, isa)) return Alias::NO;
+    const gemm::KernelSet& ks = ConvImplicitPlan::tile_shape(p, isa);
+    const std::vector<ConvPhase> phases = conv_phases(g, kMaxOffsets);
+    if (phases.size() != 1 || ConvImplicitPlan::dot_form(g, phases, ks, p.tensor(g.wei).is_constant)) return Alias::NO;
+    const bool channels_unit = p.tensor(out).rank() > 1 && p.tensor(out).strides[1] == 1;  // the chain's store in place
+    return channels_unit && ConvImplicitPlan::chain_over_operand(g, ks) ? Alias::FAST : Alias::SAFE;
   }
 
  private:

@@ -37,7 +37,9 @@ const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n) {
     const auto pad = [](int64_t x, int64_t t) { return static_cast<double>((std::max<int64_t>(x, 1) + t - 1) / t * t); };
     const double fill = static_cast<double>(std::max<int64_t>(m, 1)) * static_cast<double>(std::max<int64_t>(n, 1)) /
                         (pad(m, ks->mr) * pad(n, ks->nr));
-    if (!best || fill > best_fill * 1.02) {  // another shape must fill 2% more to be taken
+    // Another shape must fill 2% more to be taken, or as wide a one fill whole tiles where it does not
+    // (no edge tile computed aside: what lets a conv's chain store over its residual operand).
+    if (!best || fill > best_fill * 1.02 || (fill == 1.0 && best_fill < 1.0 && ks->nr == best->nr)) {
       best = ks;
       best_fill = fill;
     }
