@@ -15,7 +15,6 @@
 #include "engines/cpu/conv/conv_geometry.hpp"
 #include "engines/cpu/conv/direct_conv.hpp"
 #include "engines/cpu/cpu_engine.hpp"
-#include "engines/cpu/epilogue/chain_step_avx512.hpp"
 #include "engines/cpu/gemm/constant_b.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
@@ -23,7 +22,12 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+
+#include "engines/cpu/simd/vec_avx512.hpp"
 #define DNNGRAPH_DEPTHWISE_AVX2 1
+DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX512)
+#include "engines/cpu/epilogue/chain_registers.inl"
+DNNGRAPH_TARGET_END
 #endif
 
 namespace dnngraph::cpu {
@@ -73,7 +77,7 @@ __attribute__((target("avx2,fma"))) void sum_taps_avx2(const float* const* x, co
 
 // The same with 16-channel vectors, where the CPU has AVX-512 (as the 3-tap block kernels use):
 // the pixels near a row's edges, 2 of every 7 in a 7x7 layer, take this path.
-__attribute__((target("avx512f,avx2,fma"))) void sum_taps_avx512(const float* const* x, const float* const* w,
+__attribute__((target(DNNGRAPH_TARGET_AVX512))) void sum_taps_avx512(const float* const* x, const float* const* w,
                                                                  int taps, int64_t C, float* out) {
   int64_t c = 0;
   for (; c + 64 <= C; c += 64) {
@@ -208,7 +212,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline void block_three_taps_
 }
 
 template <int kStride, size_t... J>
-__attribute__((target("avx512f,avx2,fma"), always_inline)) inline void three_taps_row_avx512(
+__attribute__((target(DNNGRAPH_TARGET_AVX512), always_inline)) inline void three_taps_row_avx512(
     __m512 (&acc)[sizeof...(J)], const float* x, int64_t px, const __m512 (&w)[3], std::index_sequence<J...>) {
   ((acc[J] = _mm512_fmadd_ps(_mm512_loadu_ps(x + (kStride * J) * px), w[0], acc[J]),
     acc[J] = _mm512_fmadd_ps(_mm512_loadu_ps(x + (kStride * J + 1) * px), w[1], acc[J]),
@@ -217,42 +221,19 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) inline void three_tap
 }
 
 // The epilogue chain on a 3-tap block's accumulators before their store (pixels ow + J, channels
-// from c): a bias is one vector for every pixel, a residual one per pixel. With the chain as a
-// pass over each finished output row instead, it took a quarter of a fused MobileNetV2 depthwise
-// layer's samples (C144 56², bias + ReLU: 0.199 ms against 0.129 plain).
-template <ChainStep::Kind K, size_t... J>
-__attribute__((target("avx512f,avx2,fma"), always_inline)) inline void chain_step_pixels(
-    const ChainStep& st, const TileChain& tc, int64_t ow, int64_t c, __m512 (&acc)[sizeof...(J)],
-    std::index_sequence<J...>) {
-  const int op = st.operand;
-  if (op < 0) {
-    ((acc[J] = chain_step_avx512<K>(st, acc[J], acc[J])), ...);
-  } else if (const float* col = tc.column[op]) {
-    const __m512 x = _mm512_loadu_ps(col + c);
-    ((acc[J] = chain_step_avx512<K>(st, acc[J], x)), ...);
-  } else if (const float* same = tc.same[op]) {
-    ((acc[J] = chain_step_avx512<K>(st, acc[J], _mm512_loadu_ps(same + (ow + static_cast<int64_t>(J)) * tc.ld + c))), ...);
-  } else {
-    const __m512 x = _mm512_set1_ps(tc.scalar[op]);
-    ((acc[J] = chain_step_avx512<K>(st, acc[J], x)), ...);
-  }
-}
-
-template <size_t... J>
-__attribute__((target("avx512f,avx2,fma"), always_inline)) inline void chain_pixels(const TileChain& tc, int64_t ow,
-                                                                                   int64_t c, __m512 (&acc)[sizeof...(J)],
-                                                                                   std::index_sequence<J...> px) {
-  for (const ChainStep& st : tc.chain->steps) switch (st.kind) {
-      case ChainStep::ADD: chain_step_pixels<ChainStep::ADD>(st, tc, ow, c, acc, px); break;
-      case ChainStep::MUL: chain_step_pixels<ChainStep::MUL>(st, tc, ow, c, acc, px); break;
-      case ChainStep::SUB: chain_step_pixels<ChainStep::SUB>(st, tc, ow, c, acc, px); break;
-      case ChainStep::SUB_FROM: chain_step_pixels<ChainStep::SUB_FROM>(st, tc, ow, c, acc, px); break;
-      case ChainStep::RELU: chain_step_pixels<ChainStep::RELU>(st, tc, ow, c, acc, px); break;
-    }
+// from c): the GEMM microkernel's steps (epilogue/chain_registers.inl) over P pixel rows of one
+// vector each. With the chain as a pass over each finished output row instead, it took a quarter
+// of a fused MobileNetV2 depthwise layer's samples (C144 56², bias + ReLU: 0.199 ms against 0.129
+// plain).
+template <size_t P>
+__attribute__((target(DNNGRAPH_TARGET_AVX512), always_inline)) inline void chain_pixels(const TileChain& tc, int64_t ow,
+                                                                                       int64_t c, __m512 (&acc)[P]) {
+  auto& rows = reinterpret_cast<__m512 (&)[P][1]>(acc);  // one vector of channels per pixel row
+  for (const ChainStep& st : tc.chain->steps) apply_step<simd::VecAvx512, static_cast<int>(P), 1>(st, tc, ow, c, rows);
 }
 
 template <int kStride, size_t... J>
-__attribute__((target("avx512f,avx2,fma"))) void block_three_taps_avx512(const TapRow* rows, int nrows, int64_t iw0,
+__attribute__((target(DNNGRAPH_TARGET_AVX512))) void block_three_taps_avx512(const TapRow* rows, int nrows, int64_t iw0,
                                                                          const float* wt, int64_t C, int64_t c,
                                                                          float* out, int64_t ldo, const TileChain* chain,
                                                                          int64_t ow, std::index_sequence<J...> pixels) {
@@ -274,7 +255,7 @@ __attribute__((target("avx512f,avx2,fma"))) void block_three_taps_avx512(const T
     for (int q = 0; q < kSpan; ++q) _mm_prefetch(reinterpret_cast<const char*>(xa + q * rows[r].px), _MM_HINT_T0);
     three_taps_row_avx512<kStride>(acc, x, rows[r].px, w, pixels);
   }
-  if (chain) chain_pixels(*chain, ow, c, acc, pixels);
+  if (chain) chain_pixels(*chain, ow, c, acc);
   (_mm512_storeu_ps(out + J * ldo + c, acc[J]), ...);
 }
 
@@ -298,7 +279,7 @@ __attribute__((target("avx2,fma"))) void three_taps_avx2_of(const TapRow* rows, 
 }
 
 template <int kStride, size_t P>
-__attribute__((target("avx512f,avx2,fma"))) void three_taps_avx512_of(const TapRow* rows, int nrows, int64_t iw0,
+__attribute__((target(DNNGRAPH_TARGET_AVX512))) void three_taps_avx512_of(const TapRow* rows, int nrows, int64_t iw0,
                                                                       const float* wt, int64_t C, int64_t c,
                                                                       int64_t c_end, float* out, int64_t ldo,
                                                                       const TileChain* chain, int64_t ow) {

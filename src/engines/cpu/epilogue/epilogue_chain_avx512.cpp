@@ -4,7 +4,6 @@
 // step by step over a finished block of C (in L2): each step decoded once per block.
 #include "engines/cpu/epilogue/epilogue_chain_avx512.hpp"
 
-#include "engines/cpu/epilogue/chain_step_avx512.hpp"
 #include "engines/cpu/simd/target.hpp"
 
 #if DNNGRAPH_SIMD_X86
@@ -14,9 +13,20 @@ DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX512)
 namespace dnngraph::cpu {
 namespace {
 
+// v op x for one step, as epilogue_chain.cpp's step_scalar: ordered compares keep NaN through
+// ReLU's clips, and -0 at a lower bound of 0 becomes +0.
 template <ChainStep::Kind K>
 __attribute__((always_inline)) inline __m512 apply(const ChainStep& s, __m512 v, __m512 x) {
-  return chain_step_avx512<K>(s, v, x);
+  if constexpr (K == ChainStep::ADD) return _mm512_add_ps(v, x);
+  if constexpr (K == ChainStep::MUL) return _mm512_mul_ps(v, x);
+  if constexpr (K == ChainStep::SUB) return _mm512_sub_ps(v, x);
+  if constexpr (K == ChainStep::SUB_FROM) return _mm512_sub_ps(x, v);
+  if constexpr (K == ChainStep::RELU) {
+    const __m512 lo = _mm512_set1_ps(s.lo), hi = _mm512_set1_ps(s.hi);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LE_OQ), lo);
+    return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+  }
+  return v;
 }
 
 __attribute__((always_inline)) inline __mmask16 lanes(int64_t left) {
