@@ -18,7 +18,7 @@ import re
 import sys
 from collections import defaultdict
 
-FAMILIES = {"conv": "CONV", "conv_1x1": "CONV_1X1", "conv_grouped": "CONV_GROUPED", "conv_dgrad": "CONV_DGRAD",
+FAMILIES = {"conv": "CONV", "conv_narrow": "CONV_NARROW", "conv_1x1": "CONV_1X1", "conv_grouped": "CONV_GROUPED", "conv_dgrad": "CONV_DGRAD",
             "conv_wgrad": "CONV_WGRAD", "matmul": "MATMUL", "sdpa": "SDPA", "norm": "NORM", "pointwise": "POINTWISE"}
 SIZES = {"under_2us": "UNDER_2US", "under_20us": "UNDER_20US", "under_200us": "UNDER_200US", "larger": "LARGER"}
 PRECISIONS = {"half": "HALF", "single": "SINGLE", "byte": "BYTE", "tf32": "TF32"}

@@ -11,8 +11,9 @@
 namespace dnngraph {
 namespace {
 
-constexpr std::array<std::pair<WorkloadFamily, std::string_view>, 9> kFamilies{{
+constexpr std::array<std::pair<WorkloadFamily, std::string_view>, 10> kFamilies{{
     {WorkloadFamily::CONV, "conv"},
+    {WorkloadFamily::CONV_NARROW, "conv_narrow"},
     {WorkloadFamily::CONV_1X1, "conv_1x1"},
     {WorkloadFamily::CONV_GROUPED, "conv_grouped"},
     {WorkloadFamily::CONV_DGRAD, "conv_dgrad"},
@@ -49,6 +50,9 @@ bool value_of(const std::array<std::pair<E, std::string_view>, N>& names, std::s
   return false;
 }
 
+// Output channels up to which a gathering conv is CONV_NARROW: one 64-wide tile covers them.
+constexpr int64_t kNarrowOutputChannels = 64;
+
 WorkloadFamily conv_family(const Partition& p, const ir::Node& n) {
   const ir::Tensor& x = p.tensor(n.inputs[slot::CONV_X]);
   const ir::Tensor& w = p.tensor(n.inputs[slot::CONV_W]);
@@ -57,7 +61,8 @@ WorkloadFamily conv_family(const Partition& p, const ir::Node& n) {
   const auto& attr = std::get<ConvFpropAttr>(n.attr);
   const bool unit_filter = std::all_of(w.dims.begin() + 2, w.dims.end(), [](int64_t d) { return d == 1; });
   const bool unit_stride = std::all_of(attr.get_stride().begin(), attr.get_stride().end(), [](int64_t s) { return s == 1; });
-  return unit_filter && unit_stride ? WorkloadFamily::CONV_1X1 : WorkloadFamily::CONV;
+  if (unit_filter && unit_stride) return WorkloadFamily::CONV_1X1;
+  return w.dims[0] <= kNarrowOutputChannels ? WorkloadFamily::CONV_NARROW : WorkloadFamily::CONV;
 }
 
 WorkloadFamily family_of(const Partition& p) {

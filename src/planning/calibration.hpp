@@ -14,7 +14,11 @@
 namespace dnngraph {
 
 // What a partition is built around, coarsely: engines' efficiency differs most between these.
-enum class WorkloadFamily { CONV, CONV_1X1, CONV_GROUPED, CONV_DGRAD, CONV_WGRAD, MATMUL, SDPA, NORM, POINTWISE };
+// CONV_NARROW: a gathering conv of at most 64 output channels, where every engine runs 64-wide
+// tiles and cuDNN's speed against its roofline differs from the wider layers' (RN50 C64 56² 1.22
+// against 0.90-0.98 for C128-C512 on an H100, 2026-12-06), so one class-wide factor misranked them.
+enum class WorkloadFamily {
+  CONV, CONV_NARROW, CONV_1X1, CONV_GROUPED, CONV_DGRAD, CONV_WGRAD, MATMUL, SDPA, NORM, POINTWISE };
 // The partition's ideal time on the device (its roofline at peak): launch-bound work and large
 // work reach very different fractions of a roofline.
 enum class SizeClass { UNDER_2US, UNDER_20US, UNDER_200US, LARGER };

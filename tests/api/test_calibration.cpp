@@ -50,14 +50,16 @@ void conv(Planned& p, int64_t c, int64_t k, int64_t r, int64_t filter_c, int64_t
 dg::WorkloadClass class_of(const Planned& p) { return dg::classify(p.part().partition, impl_of(p.handle).info); }
 
 TEST(Calibration, FamiliesFollowThePartitionsAnchor) {
-  Planned c3, c1, strided1, grouped, mm, relu;
-  conv(c3, 16, 32, 3, 16);
+  Planned c3, narrow, c1, strided1, grouped, mm, relu;
+  conv(c3, 16, 96, 3, 16);
+  conv(narrow, 16, 64, 3, 16);
   conv(c1, 16, 32, 1, 16);
   conv(strided1, 16, 32, 1, 16, 2);
   conv(grouped, 16, 16, 3, 1);
   EXPECT_EQ(class_of(c3).family, WorkloadFamily::CONV);
+  EXPECT_EQ(class_of(narrow).family, WorkloadFamily::CONV_NARROW);  // one 64-wide tile covers K
   EXPECT_EQ(class_of(c1).family, WorkloadFamily::CONV_1X1);
-  EXPECT_EQ(class_of(strided1).family, WorkloadFamily::CONV);  // a strided 1x1 gathers, unlike a GEMM
+  EXPECT_EQ(class_of(strided1).family, WorkloadFamily::CONV_NARROW);  // a strided 1x1 gathers, unlike a GEMM
   EXPECT_EQ(class_of(grouped).family, WorkloadFamily::CONV_GROUPED);
 
   mm.g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT);
@@ -102,7 +104,7 @@ TEST(Calibration, SizeClassesByIdealTime) {
 }
 
 TEST(Calibration, NamesRoundTrip) {
-  for (auto f : {WorkloadFamily::CONV, WorkloadFamily::CONV_1X1, WorkloadFamily::CONV_GROUPED, WorkloadFamily::CONV_DGRAD,
+  for (auto f : {WorkloadFamily::CONV, WorkloadFamily::CONV_NARROW, WorkloadFamily::CONV_1X1, WorkloadFamily::CONV_GROUPED, WorkloadFamily::CONV_DGRAD,
                  WorkloadFamily::CONV_WGRAD, WorkloadFamily::MATMUL, WorkloadFamily::SDPA, WorkloadFamily::NORM,
                  WorkloadFamily::POINTWISE}) {
     WorkloadFamily back = WorkloadFamily::POINTWISE;

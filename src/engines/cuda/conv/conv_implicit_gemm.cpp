@@ -430,20 +430,22 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     double padded = 1.0, fixup = 0.0;
     ConvProblem cp;
     if (conv::describe_conv(p, cp, why)) {
-      // Wave cost: SM slots x k steps per unit (+1 for the pipeline's fill and the epilogue) over
-      // the useful tiles x k steps. A split-K unit also publishes its partial sums, and the tile's
-      // last one reads them all back: measured on an H200 (2026-11-29) at ~6 k steps' time per unit.
+      // Wave cost: SM slots x each unit's time in k steps (conv::unit_steps: its fill and epilogue
+      // too) over the useful tiles x k steps. A split-K unit also publishes its partial sums, and the
+      // tile's last one reads them all back: measured on an H200 (2026-11-29) at ~6 k steps' time per unit.
       const int64_t tm = (cp.params.M + c.bm - 1) / c.bm, tn = (cp.params.N + c.bn - 1) / c.bn;
       const int64_t sms = std::max(1, t.info().multiprocessors);
       // Core 3's k steps are (tap, channel block) pairs.
       const int64_t kt = c.core == 3 ? conv::im2col_ktiles(cp.params, c.bk()) : (cp.params.K + c.bk() - 1) / c.bk();
       const int64_t units = tm * tn * c.splits;
-      padded = static_cast<double>(tm * c.bm * tn * c.bn) / static_cast<double>(cp.params.M * cp.params.N);
+      const auto waves = [&](int64_t n) { return static_cast<double>((n + sms - 1) / sms * sms); };
+      const double useful = static_cast<double>(cp.params.M) * static_cast<double>(cp.params.N) *
+                            static_cast<double>(std::max<int64_t>(kt, 1));
       // Split clusters add their sums in distributed shared memory: ~2 k steps, no memset (RN50
       // C512 7², H100: split_k 2 0.0217 ms against 0.0245 through global memory).
       const int64_t publish = c.splits == 1 ? 0 : c.split_cluster ? 2 : 6;
-      const int64_t per_unit = (kt + c.splits - 1) / c.splits + 1 + publish;
-      padded *= static_cast<double>((units + sms - 1) / sms * sms * per_unit) / static_cast<double>(tm * tn * (kt + 1));
+      const double per_unit = conv::unit_steps(c, (kt + c.splits - 1) / c.splits) + static_cast<double>(publish);
+      padded = waves(units) * per_unit * c.bm * c.bn / useful;
       if (c.splits > 1 && !c.split_cluster) fixup = 1e-6;  // the counters' memset
       // A conv_dgrad on core 3: its phases' waves of tiles, each with only its own taps' k steps,
       // against the partition's FLOPs (every tap of the filter), and ~2 us per further phase (its
@@ -452,14 +454,14 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
         double slots = 0.0;
         for (const conv::DgradPhase& ph : phases) {
           const int64_t units_ph = (ph.fprop.params.M + c.bm - 1) / c.bm * tn;
-          slots += static_cast<double>((units_ph + sms - 1) / sms * sms * (conv::im2col_ktiles(ph.fprop.params, c.bk()) + 1));
+          slots += waves(units_ph) * conv::unit_steps(c, conv::im2col_ktiles(ph.fprop.params, c.bk()));
         }
-        padded = slots * c.bm * c.bn / (static_cast<double>(cp.params.M) * static_cast<double>(cp.params.N) * (kt + 1));
+        padded = slots * c.bm * c.bn / useful;
         fixup = 2e-6 * static_cast<double>(phases.size() - 1);
       }
     }
-    // The wgmma core is bound by its activation gathers more than by the MMAs (measured: about the
-    // same time per 64-deep k step whatever the tile width), so 64-wide tiles lose nothing.
+    // Core 1 is bound by its activation gathers more than by the MMAs (about the same time per
+    // 64-deep k step whatever the tile width: unit_steps counts a 64-wide tile's step twice).
     // Cores 2 and 3 have no gathering threads: the matmul's TMA core (cuda_gemm_wgmma_tma's 0.68-0.75).
     const double eff = c.core >= 2 ? conv::tma_core_efficiency(c) * (c.epilogue ? kRegisterEpilogueGain : 1.0)
                        : c.core == 1 ? (c.bn == 128 ? 0.60 : 0.62) * (c.stages >= 4 ? 1.0 : 0.97)

@@ -197,4 +197,16 @@ double tile_efficiency(const ConvConfig& c) {
 
 double tma_core_efficiency(const ConvConfig& c) { return tile_efficiency(c) * (c.cluster_n > 1 ? 0.99 : 1.0); }
 
+// Fit to the measured times of issue #15's 2D rows on an H100 (docs/perf.md, "Why mode A takes
+// cuDNN's plan at RN50 3x3 C256 14²"): on the gathering cores a 128 x 64 tile's k step took what a
+// 128 x 128 one's did (0.234 against 0.229 us), and every tile paid some 16 k steps of its own for
+// its pipeline's fill and its epilogue (1.6-6.9 us), which is what made C128 28² (two waves of 18
+// k steps) 1.33x slower than C256 14² (one wave of 36). Core 2, a plain GEMM, fit one step.
+double unit_steps(const ConvConfig& c, int64_t ksteps) {
+  constexpr double kTileSteps = 16.0;
+  if (c.core == 2) return static_cast<double>(ksteps) + 1.0;
+  const double step = c.bn == 64 ? 2.0 : 1.0;
+  return static_cast<double>(ksteps) * step + kTileSteps;
+}
+
 }  // namespace dnngraph::cuda::conv

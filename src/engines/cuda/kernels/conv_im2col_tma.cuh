@@ -276,7 +276,7 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
                                          (kt > kb || kk > 0) ? 1 : 0);
       wgmma_commit();
       wgmma_wait<1>();  // the previous k step's products are done: its stage can be refilled
-      if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
+      if (prev >= 0) wgmma_release<1>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
       prev = s;
       if (++s == STAGES) {
         s = 0;
@@ -284,7 +284,7 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
       }
     }
     wgmma_wait<0>();
-    if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
+    if (prev >= 0) wgmma_release<1>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
     if (SPLIT && kb == ke) zero_accumulators(acc);  // a split with no k steps
     if constexpr (SPLIT)
       if (!splitk_fixup<REGS>(acc, static_cast<float*>(P.ws), tiles, tile, split, P.splits, (int)threadIdx.x - 128))
@@ -337,14 +337,13 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   Ep::init_full(red);
   if (threadIdx.x == 0) {
-    // full: the producer's expect_tx; empty: every consuming thread (ping-pong: one warpgroup's)
+    // full: the producer's expect_tx; empty: one arrival per consumer warp (wgmma_release)
     if constexpr (RESIDENT) {
-      init_stage_barriers<Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES>, STAGES>(base, 1, 256);
+      init_stage_barriers<Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES>, STAGES>(base, 1, EmptyArrivals<1, false>::value);
       mbar_init(base + Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES>::FILTER_BAR, 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     } else {
-      // empty: every consuming thread, or one per consumer warp of every CTA; ping-pong: one warpgroup's
-      init_stage_barriers<S, STAGES>(base, 1, (CLUSTER > 1 ? 8 * CLUSTER : 256) / (PINGPONG ? 2 : 1));
+      init_stage_barriers<S, STAGES>(base, 1, EmptyArrivals<CLUSTER, PINGPONG>::value);
     }
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mx) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mw) : "memory");

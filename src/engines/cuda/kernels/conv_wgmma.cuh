@@ -129,7 +129,7 @@ __device__ __forceinline__ void conv_consume(const ConvParams& P, const Pointwis
                                 (kt > kb || kk > 0) ? 1 : 0);
       wgmma_commit();
       wgmma_wait<1>();  // the previous k tile's products are done: its stage can be refilled
-      if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
+      if (prev >= 0) wgmma_release<1>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
       prev = s;
       if (++s == STAGES) {
         s = 0;
@@ -137,7 +137,7 @@ __device__ __forceinline__ void conv_consume(const ConvParams& P, const Pointwis
       }
     }
     wgmma_wait<0>();
-    if (prev >= 0) mbar_arrive(base + S::BARRIERS + 8 * STAGES + 8 * prev);
+    if (prev >= 0) wgmma_release<1>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
     if (SPLIT && kb == ke) zero_accumulators(acc);  // a split with no k steps
     if constexpr (SPLIT)
       if (!splitk_fixup<REGS>(acc, static_cast<float*>(P.ws), (i64)P.tiles_m * P.tiles_n, tile, split, P.splits, ct))
@@ -184,7 +184,7 @@ __device__ __forceinline__ void conv_fprop_wgmma(const ConvParams& P, const Poin
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   Ep::init_full(red);
   if (threadIdx.x == 0) {
-    init_stage_barriers<S, STAGES>(base, 129, 256);  // full: 128 gathers + the TMA's expect_tx; empty: every consumer
+    init_stage_barriers<S, STAGES>(base, 129, EmptyArrivals<1, false>::value);  // full: 128 gathers + the TMA's expect_tx
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mw) : "memory");
   }
   __syncthreads();

@@ -69,9 +69,6 @@ struct SdpaKnobs {
   int64_t stages = -1;
 };
 
-// The GPU gate (common/gpu_checked) of the three-stage K/V ring: held back until its GPU test has
-// passed; DNNGRAPH_UNCHECKED_ENGINES=sdpa_three_stage_ring offers it (the GPU test run).
-inline constexpr const char* kThreeStageGate = "sdpa_three_stage_ring";
 const KnobSchema<SdpaKnobs>& knob_schema();
 
 // The configuration for a problem and knobs on a device of `sm_version`; false with the reason
