@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -17,6 +18,26 @@ using EncodeIm2col = CUresult (*)(void*, int, uint32_t, void*, const uint64_t*, 
                                   uint32_t, uint32_t, const uint32_t*, int, int, int, int);
 using FuncSetAttribute = CUresult (*)(CUfunction, int, int);
 
+// cuda.h's CUlaunchAttribute and CUlaunchConfig (CUDA 12.0+), laid out as the driver reads them.
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization;
+    void* align;
+  } value;
+};
+static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes");
+struct LaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  CUstream stream;
+  LaunchAttribute* attrs;
+  unsigned num_attrs;
+};
+using LaunchKernelEx = CUresult (*)(const LaunchConfig*, CUfunction, void**, void**);
+constexpr int kAttrProgrammaticStreamSerialization = 6;  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+
 constexpr int kTensorMapBf16 = 9, kTensorMapF16 = 6, kTensorMapF32 = 7;  // CUtensorMapDataType
 constexpr int kSwizzle128 = 3, kL2Promotion256 = 3;
 constexpr int kAttrMaxDynamicSmem = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -25,6 +46,7 @@ struct Ext {
   EncodeTiled encode = nullptr;
   EncodeIm2col encode_im2col = nullptr;
   FuncSetAttribute set_attribute = nullptr;
+  LaunchKernelEx launch_ex = nullptr;
 };
 
 // libcuda is already loaded by runtime/cuda (RTLD_NOLOAD finds it without loading another copy).
@@ -39,6 +61,7 @@ const Ext& ext() {
     e.encode = reinterpret_cast<EncodeTiled>(dlsym(lib, "cuTensorMapEncodeTiled"));
     e.encode_im2col = reinterpret_cast<EncodeIm2col>(dlsym(lib, "cuTensorMapEncodeIm2col"));
     e.set_attribute = reinterpret_cast<FuncSetAttribute>(dlsym(lib, "cuFuncSetAttribute"));
+    e.launch_ex = reinterpret_cast<LaunchKernelEx>(dlsym(lib, "cuLaunchKernelEx"));
   });
   return e;
 }
@@ -140,12 +163,34 @@ Status set_dynamic_smem(CUfunction f, int bytes, std::string_view kernel_name) {
                "cuFuncSetAttribute(" + std::string(kernel_name) + ", dynamic shared memory " + std::to_string(bytes) + ")");
 }
 
+namespace {
+// DNNGRAPH_PROGRAMMATIC_LAUNCH=0 launches every kernel in stream order (read once).
+bool programmatic_launches_wanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("DNNGRAPH_PROGRAMMATIC_LAUNCH");
+    return !v || std::strcmp(v, "0") != 0;
+  }();
+  return wanted;
+}
+}  // namespace
+
 Status launch_3d(HandleImpl& h, CUfunction f, Grid3 grid, unsigned block, unsigned smem, void** args,
-                 std::string_view kernel_name) {
+                 std::string_view kernel_name, LaunchOrder order) {
   if (auto s = make_current(h); !s.ok()) return s;
-  const CUresult r = driver()->cuLaunchKernel(f, grid.x, grid.y, grid.z, block, 1, 1, smem, stream_of(h), args, nullptr);
+  if (!ext().launch_ex || !programmatic_launches_wanted()) order = LaunchOrder::STREAM;
+  CUresult r;
+  if (order == LaunchOrder::PROGRAMMATIC) {
+    LaunchAttribute attr{};
+    attr.id = kAttrProgrammaticStreamSerialization;
+    attr.value.programmatic_stream_serialization = 1;
+    const LaunchConfig config{grid.x, grid.y, grid.z, block, 1, 1, smem, stream_of(h), &attr, 1};
+    r = ext().launch_ex(&config, f, args, nullptr);
+  } else {
+    r = driver()->cuLaunchKernel(f, grid.x, grid.y, grid.z, block, 1, 1, smem, stream_of(h), args, nullptr);
+  }
   if (r == CUDA_SUCCESS) return {};
-  return check(r, "cuLaunchKernel(" + std::string(kernel_name) + ")");
+  return check(r, std::string(order == LaunchOrder::PROGRAMMATIC ? "cuLaunchKernelEx(" : "cuLaunchKernel(") +
+                      std::string(kernel_name) + ")");
 }
 
 }  // namespace dnngraph::cuda

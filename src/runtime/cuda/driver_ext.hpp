@@ -1,5 +1,5 @@
 // Driver entry points the GEMM and convolution engines need beyond runtime/cuda's set: the
-// dynamic shared-memory limit of a kernel, 3D grids, and TMA tensor maps (cuTensorMapEncodeTiled,
+// dynamic shared-memory limit of a kernel, 3D grids, programmatic dependent launches, and TMA tensor maps (cuTensorMapEncodeTiled,
 // host-only: it writes a 128-byte descriptor that the kernel takes as a __grid_constant__ parameter).
 // Resolved with dlsym from the libcuda that runtime/cuda already loaded.
 #pragma once
@@ -49,7 +49,14 @@ Status set_dynamic_smem(CUfunction f, int bytes, std::string_view kernel_name);
 struct Grid3 {
   unsigned x = 1, y = 1, z = 1;
 };
+// How a launch orders against the kernel before it in the stream. PROGRAMMATIC (programmatic
+// dependent launch, sm_90): the grid may be scheduled while the previous kernel drains, where that
+// kernel asked for it (griddepcontrol.launch_dependents), so its launch and first instructions hide
+// under the other's tail; it must then wait (griddepcontrol.wait) before it touches memory: only
+// for kernels that call pdl_start (kernels/gemm_wgmma.cuh). Without cuLaunchKernelEx in the driver,
+// or with DNNGRAPH_PROGRAMMATIC_LAUNCH=0, it launches in stream order.
+enum class LaunchOrder { STREAM, PROGRAMMATIC };
 Status launch_3d(HandleImpl& h, CUfunction f, Grid3 grid, unsigned block, unsigned smem, void** args,
-                 std::string_view kernel_name);
+                 std::string_view kernel_name, LaunchOrder order = LaunchOrder::STREAM);
 
 }  // namespace dnngraph::cuda

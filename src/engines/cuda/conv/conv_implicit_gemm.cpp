@@ -10,6 +10,7 @@
 #include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
+#include "engines/cuda/common/launch_order.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
 #include "engines/cuda/conv/conv_dgrad_phases.hpp"
 #include "engines/cuda/conv/conv_gemm_view.hpp"
@@ -236,7 +237,7 @@ class ConvPlan final : public KernelPlan {
       cuda::TensorMap mw;
       if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
       void* kargs[] = {&cp, &pp, &mw};
-      if (auto s = launch_persistent(h, kargs, tiles * c_.splits); !s.ok()) return s;
+      if (auto s = launch_persistent(h, kargs, tiles * c_.splits, unit_ksteps(cp)); !s.ok()) return s;
     } else {
       void* kargs[] = {&cp, &pp};
       if (auto s = cuda::launch_3d(h, k_.main, {static_cast<unsigned>(tiles), 1, 1}, 128,
@@ -248,13 +249,21 @@ class ConvPlan final : public KernelPlan {
   }
 
  private:
+  // The k steps of one unit (a tile, or its share of a split): core 3's (tap, channel block) pairs.
+  int64_t unit_ksteps(const conv::ConvParams& p) const {
+    const int64_t kt = c_.core == 3 ? conv::im2col_ktiles(p, c_.bk()) : (p.K + c_.bk() - 1) / c_.bk();
+    return (kt + c_.splits - 1) / c_.splits;
+  }
+
   // The wgmma cores' launch: persistent CTAs (at most one per SM) walking `units` (tile, k range)
-  // units, 3 warpgroups each; with clusters, groups of CTAs walking groups of tiles.
-  Status launch_persistent(HandleImpl& h, void** kargs, int64_t units) const {
+  // units, 3 warpgroups each; with clusters, groups of CTAs walking groups of tiles. Every wgmma
+  // core's kernel starts with pdl_start: short shares launch programmatically (launch_order.hpp).
+  Status launch_persistent(HandleImpl& h, void** kargs, int64_t units, int64_t ksteps) const {
     const int64_t cl = c_.cluster_ctas();
     const auto grid =
         static_cast<unsigned>(std::min<int64_t>((units + cl - 1) / cl, h.cuda->multiprocessors / cl) * cl);
-    return cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
+    return cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel,
+                           cuda::launch_order_for(units, grid, ksteps));
   }
 
   // Core 2: the matmul kernel over X as a [pixels, C] matrix (conv_gemm_view.hpp), then the finalize.
@@ -266,7 +275,8 @@ class ConvPlan final : public KernelPlan {
       return s;
     if (auto s = cuda::encode_tensor_map(filter_map(pc_.cp, c_), cp.w, mw); !s.ok()) return s;
     void* kargs[] = {&g, &pp, &mx, &mw, &my};  // (my: read only by epilogue=1's kernel)
-    if (auto s = launch_persistent(h, kargs, int64_t{cp.tiles_m} * cp.tiles_n * c_.splits); !s.ok()) return s;
+    if (auto s = launch_persistent(h, kargs, int64_t{cp.tiles_m} * cp.tiles_n * c_.splits, unit_ksteps(cp)); !s.ok())
+      return s;
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
   }
 
@@ -288,10 +298,11 @@ class ConvPlan final : public KernelPlan {
         return {ErrorCode::GRAPH_EXECUTION_FAILED, std::string(kEngineName) + ": split_cluster=1 launches one CTA per unit; " +
                                                        std::to_string(units) + " exceed a grid"};
       if (auto s = cuda::launch_3d(h, k_.main, {static_cast<unsigned>(units), 1, 1}, 384,
-                                   static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
+                                   static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel,
+                                   cuda::launch_order_for(units, units, unit_ksteps(cp)));
           !s.ok())
         return s;
-    } else if (auto s = launch_persistent(h, kargs, units); !s.ok()) {
+    } else if (auto s = launch_persistent(h, kargs, units, unit_ksteps(cp)); !s.ok()) {
       return s;
     }
     return run_finalize(h, pc_.epi.L, k_.finalize, pp);
@@ -312,7 +323,7 @@ class ConvPlan final : public KernelPlan {
     for (int64_t first = 0; first < n; first += conv::kDgradPhasesPerLaunch) {
       conv::DgradPhaseArgs a{};
       const int64_t count = std::min<int64_t>(conv::kDgradPhasesPerLaunch, n - first);
-      int64_t units = 0;
+      int64_t units = 0, ksteps = 0;
       for (int64_t i = 0; i < count; ++i) {
         const conv::DgradPhase& ph = pc_.phases[static_cast<size_t>(first + i)];
         conv::ConvParams& cp = a.cp[i];
@@ -325,6 +336,7 @@ class ConvPlan final : public KernelPlan {
         cp.splits = 1;
         cp.ws = nullptr;
         units = std::max(units, int64_t{cp.tiles_m} * cp.tiles_n);
+        ksteps = std::max(ksteps, conv::im2col_ktiles(ph.fprop.params, c_.bk()));
         if (auto s = cuda::encode_im2col_map(conv::im2col_activation_map(ph.fprop, c_.bk()), cp.x, a.mx[i]); !s.ok())
           return s;
         if (auto s = cuda::encode_tensor_map(conv::dgrad_filter_map(pc_.cp, ph, c_.bk()), cp.w, a.mw[i]); !s.ok())
@@ -336,7 +348,8 @@ class ConvPlan final : public KernelPlan {
       const int64_t per_phase = std::max<int64_t>(1, h.cuda->multiprocessors / count);
       const auto grid = static_cast<unsigned>(std::min(units, per_phase));
       if (auto s = cuda::launch_3d(h, k_.main, {grid, static_cast<unsigned>(count), 1}, 384,
-                                   static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel);
+                                   static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel,
+                                   cuda::launch_order_for(units, grid, ksteps));
           !s.ok())
         return s;
     }

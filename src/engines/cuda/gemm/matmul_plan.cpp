@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engines/cuda/common/kernel_config.hpp"
+#include "engines/cuda/common/launch_order.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
 #include "runtime/cuda/driver_ext.hpp"
 
@@ -205,8 +206,10 @@ class MatmulPlan final : public KernelPlan {
       // Clusters of 2: one pair of CTAs per pair of m tiles, at most one CTA per multiprocessor.
       const int64_t units = c_.cluster > 1 ? g.batch_count * ceil_div(g.tiles_m, 2) * g.tiles_n : tiles * c_.splits;
       const int64_t grid = std::min<int64_t>(units, sms_ / c_.cluster) * c_.cluster;
+      // The wgmma kernel starts with pdl_start: short shares launch programmatically (launch_order.hpp).
+      const int64_t ksteps = ceil_div(ceil_div(mp_.K, c_.bk), c_.splits);
       if (auto s = launch_3d(h, k_.main, {static_cast<unsigned>(grid), 1, 1}, static_cast<unsigned>(c_.threads),
-                             static_cast<unsigned>(c_.smem_bytes), kargs, kWgmmaKernel);
+                             static_cast<unsigned>(c_.smem_bytes), kargs, kWgmmaKernel, launch_order_for(units, grid, ksteps));
           !s.ok())
         return s;
     }

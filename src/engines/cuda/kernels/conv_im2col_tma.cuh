@@ -351,6 +351,7 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
   // Clusters: the peer's barriers are initialized before any multicast or remote arrive reaches them.
   if (CLUSTER > 1) cluster_sync();
   else __syncthreads();
+  pdl_start();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
     if (threadIdx.x == 0)

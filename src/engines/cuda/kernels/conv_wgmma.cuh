@@ -188,6 +188,7 @@ __device__ __forceinline__ void conv_fprop_wgmma(const ConvParams& P, const Poin
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mw) : "memory");
   }
   __syncthreads();
+  pdl_start();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(ConvRegs<BN>::P));
     conv_produce<BN, STAGES, MmaOperand<DT>::ES>(P, mw, base);

@@ -134,6 +134,14 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+// Programmatic dependent launch (LaunchOrder::PROGRAMMATIC on the host, sm_90): the next kernel
+// in the stream may be scheduled now (its CTAs take the SMs ours leave and wait in their own
+// pdl_start), then this grid waits until the kernel before it has finished and its writes are
+// visible. Every thread, before any global memory access; it returns at once after a plain launch.
+__device__ __forceinline__ void pdl_start() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wgmma_wait() {
@@ -529,6 +537,7 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   // Clusters: the peer's barriers are initialized before any multicast or remote arrive reaches them.
   if (CLUSTER > 1) cluster_sync();
   else __syncthreads();
+  pdl_start();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) wgmma_produce<BN, STAGES, A_KM, B_KM, MmaOperand<DT>::ES, CLUSTER, EPI_BYTES>(g, ma, mb, base);
