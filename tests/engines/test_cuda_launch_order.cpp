@@ -99,6 +99,19 @@ TEST(CudaLaunchOrder, ShortSharesLaunchProgrammatically) {
   EXPECT_EQ(launch_order_for(3, 0, 1), LaunchOrder::PROGRAMMATIC);     // no grid: taken as one CTA
 }
 
+// Persistent grids hold only as many clusters as the device keeps resident at once (an H100: 30 of 4
+// CTAs of 200+ KB, not 132 / 4), so no cluster waits for a second wave.
+TEST(CudaLaunchOrder, PersistentGridsFitTheClustersHeldAtOnce) {
+  EXPECT_EQ(persistent_grid(784, 1, 132, 0), 132);
+  EXPECT_EQ(persistent_grid(10, 1, 132, 0), 10);
+  EXPECT_EQ(persistent_grid(10, 2, 132, 66), 10);
+  EXPECT_EQ(persistent_grid(784, 2, 132, 66), 132);
+  EXPECT_EQ(persistent_grid(784, 4, 132, 30), 120);  // was 132: 3 clusters in a second wave
+  EXPECT_EQ(persistent_grid(784, 8, 132, 15), 120);
+  EXPECT_EQ(persistent_grid(104, 4, 132, 30), 104);  // fewer units than clusters held
+  EXPECT_EQ(persistent_grid(784, 4, 132, 0), 132);   // the driver could not say: SMs / cluster
+}
+
 TEST(CudaLaunchOrder, DependentWgmmaConvsBackToBackMatchRef) {
   DG_REQUIRE_CUDA(h);
   HandleImpl& hi = impl_of(*h);

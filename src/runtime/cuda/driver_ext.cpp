@@ -6,8 +6,10 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 namespace dnngraph::cuda {
 namespace {
@@ -36,6 +38,7 @@ struct LaunchConfig {
   unsigned num_attrs;
 };
 using LaunchKernelEx = CUresult (*)(const LaunchConfig*, CUfunction, void**, void**);
+using MaxActiveClusters = CUresult (*)(int*, CUfunction, const LaunchConfig*);
 constexpr int kAttrProgrammaticStreamSerialization = 6;  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 
 constexpr int kTensorMapBf16 = 9, kTensorMapF16 = 6, kTensorMapF32 = 7;  // CUtensorMapDataType
@@ -47,6 +50,7 @@ struct Ext {
   EncodeIm2col encode_im2col = nullptr;
   FuncSetAttribute set_attribute = nullptr;
   LaunchKernelEx launch_ex = nullptr;
+  MaxActiveClusters max_clusters = nullptr;
 };
 
 // libcuda is already loaded by runtime/cuda (RTLD_NOLOAD finds it without loading another copy).
@@ -62,6 +66,7 @@ const Ext& ext() {
     e.encode_im2col = reinterpret_cast<EncodeIm2col>(dlsym(lib, "cuTensorMapEncodeIm2col"));
     e.set_attribute = reinterpret_cast<FuncSetAttribute>(dlsym(lib, "cuFuncSetAttribute"));
     e.launch_ex = reinterpret_cast<LaunchKernelEx>(dlsym(lib, "cuLaunchKernelEx"));
+    e.max_clusters = reinterpret_cast<MaxActiveClusters>(dlsym(lib, "cuOccupancyMaxActiveClusters"));
   });
   return e;
 }
@@ -161,6 +166,20 @@ Status set_dynamic_smem(CUfunction f, int bytes, std::string_view kernel_name) {
   if (!ext().set_attribute) return {ErrorCode::CUDA_API_FAILED, "cuFuncSetAttribute is not in the loaded CUDA driver"};
   return check(ext().set_attribute(f, kAttrMaxDynamicSmem, bytes),
                "cuFuncSetAttribute(" + std::string(kernel_name) + ", dynamic shared memory " + std::to_string(bytes) + ")");
+}
+
+int max_active_clusters(CUfunction f, unsigned block, unsigned smem, unsigned cluster) {
+  if (!ext().max_clusters || cluster == 0) return 0;
+  static std::mutex mutex;
+  static std::map<std::tuple<CUfunction, unsigned, unsigned, unsigned>, int> known;
+  const auto key = std::make_tuple(f, block, smem, cluster);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  // One cluster's grid; the kernels carry their cluster shape (__cluster_dims__), so no attribute.
+  const LaunchConfig config{cluster, 1, 1, block, 1, 1, smem, nullptr, nullptr, 0};
+  int n = 0;
+  if (ext().max_clusters(&n, f, &config) != CUDA_SUCCESS) n = 0;
+  return known[key] = std::max(n, 0);
 }
 
 namespace {

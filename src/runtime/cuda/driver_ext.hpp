@@ -49,6 +49,13 @@ Status set_dynamic_smem(CUfunction f, int bytes, std::string_view kernel_name);
 struct Grid3 {
   unsigned x = 1, y = 1, z = 1;
 };
+// How many clusters of `cluster` CTAs (block threads, smem bytes of dynamic shared memory each) of
+// f the device holds at once (cuOccupancyMaxActiveClusters; once per function and shape): an H100
+// holds 66 pairs of 200+ KB CTAs but only 30 clusters of 4 and 15 of 8 (120 of its 132 SMs), so a
+// persistent grid of SMs / cluster clusters would run its last ones as a second wave. 0 where the
+// driver cannot say.
+int max_active_clusters(CUfunction f, unsigned block, unsigned smem, unsigned cluster);
+
 // How a launch orders against the kernel before it in the stream. PROGRAMMATIC (programmatic
 // dependent launch, sm_90): the grid may be scheduled while the previous kernel drains, where that
 // kernel asked for it (griddepcontrol.launch_dependents), so its launch and first instructions hide

@@ -21,4 +21,14 @@ inline LaunchOrder launch_order_for(int64_t units, int64_t grid, int64_t ksteps)
   return per_cta <= kProgrammaticMaxSteps ? LaunchOrder::PROGRAMMATIC : LaunchOrder::STREAM;
 }
 
+// The persistent grid for `units` units in groups of `cluster` CTAs: at most one CTA per SM and at
+// most `max_clusters` clusters (max_active_clusters; 0: unknown, SMs / cluster), so that every
+// cluster is resident from the start and none runs as a second wave.
+inline int64_t persistent_grid(int64_t units, int64_t cluster, int64_t sms, int64_t max_clusters) {
+  const int64_t cl = std::max<int64_t>(cluster, 1);
+  int64_t slots = std::max<int64_t>(sms / cl, 1);
+  if (max_clusters > 0) slots = std::min(slots, max_clusters);
+  return std::min((units + cl - 1) / cl, slots) * cl;
+}
+
 }  // namespace dnngraph::cuda

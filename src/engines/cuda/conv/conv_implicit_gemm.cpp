@@ -260,8 +260,10 @@ class ConvPlan final : public KernelPlan {
   // core's kernel starts with pdl_start: short shares launch programmatically (launch_order.hpp).
   Status launch_persistent(HandleImpl& h, void** kargs, int64_t units, int64_t ksteps) const {
     const int64_t cl = c_.cluster_ctas();
-    const auto grid =
-        static_cast<unsigned>(std::min<int64_t>((units + cl - 1) / cl, h.cuda->multiprocessors / cl) * cl);
+    const int held = cl > 1 ? cuda::max_active_clusters(k_.main, 384, static_cast<unsigned>(c_.smem_bytes()),
+                                                        static_cast<unsigned>(cl))
+                            : 0;
+    const auto grid = static_cast<unsigned>(cuda::persistent_grid(units, cl, h.cuda->multiprocessors, held));
     return cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel,
                            cuda::launch_order_for(units, grid, ksteps));
   }
