@@ -19,6 +19,7 @@
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_implicit_gemm.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
+#include "common/scoped_env.hpp"
 #include "cuda_conv_test_util.hpp"
 #include "planning/knobs.hpp"
 #include "runtime/handle_impl.hpp"
@@ -337,7 +338,7 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
       for (Setting s : {Setting{64, 1, false}, {64, 1, true}, {128, 1, true}, {256, 1, false}, {128, 2, false},
                         {64, 1, false, true}, {64, 2, false, true}, {256, 1, false, false, 2},
                         {64, 1, false, false, 2}, {128, 1, true, false, 2}, {64, 1, false, false, 1, 2},
-                        {64, 1, true, false, 1, 4}, {128, 1, false, false, 1, 2}}) {
+                        {64, 1, true, false, 1, 4}, {128, 1, false, false, 1, 2}, {64, 1, false, false, 1, 8}}) {
         // Resident filters for the bf16 2D case only: 3D's 27 and TF32's 18 filter tiles leave no room.
         if (s.resident && (c.x.size() == 5 || t != BF)) continue;
         if (s.cluster * s.cluster_n > 1 && t != BF) continue;  // clusters: 16-bit inputs only
@@ -385,6 +386,13 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
                                                   "epilogue=1 tile_n " + std::to_string(bn) +
                                                       (mode == 1 ? " pingpong: " : mode == 2 ? " split_k 2: " : ": ")));
         }
+      // Clusters of 8 along N (cuDNN's plan at RN50 C512 7²) with the register epilogue.
+      if (t == BF && c.x.size() == 4) {
+        std::string src, why;
+        ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, 64, 8, src, why, 1, false, false, 1, 1, 8)) << why;
+        EXPECT_NE(src.find("__cluster_dims__(8, 1, 1)"), std::string::npos);
+        ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "epilogue=1 cluster_n 8: "));
+      }
     }
 }
 
@@ -449,7 +457,8 @@ TEST(CudaConvIm2col, ClustersForWideLayersOnly) {
 
 // Clusters of 2 along N sharing the activation tile: offered where the tiles under-fill the GPU and
 // there are filter tiles to share it (RN50's C512 7² layer), not on the tutorial layer; clusters of
-// 4 and 64-wide cooperative pairs only as explicit knobs (measured slower).
+// 4 and 64-wide cooperative pairs only as explicit knobs (measured slower); clusters of 8 (cuDNN's
+// plan there) where 8 filter tiles of 64 share it, once their GPU test has released them.
 TEST(CudaConvIm2col, ClustersAlongNForFewPixelsManyChannels) {
   gemm_test::FakeHopper hopper;
   const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
@@ -462,7 +471,14 @@ TEST(CudaConvIm2col, ClustersAlongNForFewPixelsManyChannels) {
     return s;
   };
   const Case c512{{32, 512, 7, 7}, 512, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
-  EXPECT_EQ(along_n(c512), (std::set<std::string>{"128/2", "64/2p"}));
+  {
+    test_env::ScopedEnv gate("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
+    EXPECT_EQ(along_n(c512), (std::set<std::string>{"128/2", "64/2p"}));
+  }
+  {
+    test_env::ScopedEnv gate("DNNGRAPH_UNCHECKED_ENGINES", "conv_cluster_n8");
+    EXPECT_EQ(along_n(c512), (std::set<std::string>{"128/2", "64/2p", "64/8"}));
+  }
   const Case tutorial{{32, 128, 56, 56}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   EXPECT_TRUE(along_n(tutorial).empty());
   const Case c128{{32, 512, 7, 7}, 128, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};  // 2 filter tiles of 64
@@ -553,7 +569,7 @@ TEST(CudaConvIm2col, ConvolutionsMatchRef) {
                                    im2col_knobs(128, 6, 1, 1), im2col_knobs(128, 5),    im2col_knobs(128, 5, 3),
                                    cluster_knobs(256, 4),      cluster_knobs(64, 6),    pingpong(cluster_knobs(128, 6)),
                                    cluster_n_knobs(64, 8, 2),  pingpong(cluster_n_knobs(64, 8, 4)),
-                                   cluster_n_knobs(128, 5, 2)};
+                                   cluster_n_knobs(128, 5, 2), cluster_n_knobs(64, 8, 8)};
   // Resident filters (64 output channels at most, few taps x channel blocks).
   const std::vector<dg::Knobs> resident{im2col_knobs(64, 6, 1, 0, 0, 1), im2col_knobs(64, 4, 1, 0, 0, 1),
                                         im2col_knobs(128, 3, 2, 0, 0, 1)};
@@ -600,7 +616,7 @@ TEST(CudaConvRegisterEpilogue, ConvolutionsMatchRef) {
                                       registers(cluster_n_knobs(64, 8, 2)),  registers(pingpong(cluster_n_knobs(64, 8, 4))),
                                       registers(cluster_n_knobs(128, 5, 2)), registers(im2col_knobs(128, 5, 2)),
                                       registers(im2col_knobs(128, 5, 3)), registers(cluster_knobs(64, 8)),
-                                      registers(pingpong(cluster_knobs(64, 8)))};
+                                      registers(pingpong(cluster_knobs(64, 8))), registers(cluster_n_knobs(64, 8, 8))};
   Case c{{2, 40, 15, 13}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), im2col, rng);
   c = {{2, 136, 17, 19}, 200, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};

@@ -173,7 +173,7 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
   expect_rejected(e, {{"core", 4}}, "knob core=4 is not in 0..3");
   expect_rejected(e, {{"core", 3}, {"split_cluster", 1}}, "split_cluster=1 goes only with core=3, split_k 2 to 4");
   expect_rejected(e, {{"core", 3}, {"split_k", 6}, {"split_cluster", 1}}, "split_cluster=1 goes only with core=3, split_k 2 to 4");
-  expect_rejected(e, {{"cluster_n", 3}}, "knob cluster_n=3 is not one of 1, 2, 4");
+  expect_rejected(e, {{"cluster_n", 3}}, "knob cluster_n=3 is not one of 1, 2, 4, 8");
   expect_rejected(e, {{"core", 3}, {"cluster_n", 2}, {"split_k", 2}},
                   "cluster_n above 1 goes only with core=3, cluster 1 and whole tiles of 16-bit inputs");
   expect_rejected(e, {{"tile_n", 96}}, "knob tile_n=96 is not one of 64, 128, 256");

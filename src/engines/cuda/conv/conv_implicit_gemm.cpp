@@ -7,6 +7,7 @@
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
@@ -29,6 +30,10 @@ using conv::ConvProblem;
 using Config = conv::ConvConfig;
 constexpr const char* kEngineName = conv::kImplicitGemmEngineName;
 constexpr const char* kFpropKernel = "dg_conv_fprop";
+// The knob space offers cluster_n=8 plans only once their GPU tests (CudaConvIm2col.ConvolutionsMatchRef,
+// CudaConvRegisterEpilogue.ConvolutionsMatchRef) have passed (common/gpu_checked's list); explicit
+// knobs build them (the tests).
+constexpr const char* kClusterN8Gate = "conv_cluster_n8";
 // The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
 // least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.
 constexpr double kRegisterEpilogueGain = 1.07;
@@ -391,6 +396,11 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
              t.info().sm_version == 90 && described && cp.dgrad && !tf32 && conv::dgrad_phases(cp, phases, why))
       conv::add_dgrad_phase_candidates(conv::deepest_phase(phases).fprop, t.info().multiprocessors, settings);
     add_register_epilogue(p, t, settings);
+    if (std::string held; !cuda::checked_on_gpu(kClusterN8Gate, "cluster_n=8:", held)) {
+      if (std::erase_if(settings, [](const ConvKnobs& k) { return k.cluster_n == 8; }) > 0) {
+        DG_LOG(DEBUG) << kEngineName << ": " << held;
+      }
+    }
     if (t.info().sm_version == 90 && !dgrad) {
       if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
         for (int st : {6, 4}) settings.push_back({.core = 1, .tile_m = 128, .tile_n = 64, .stages = st});

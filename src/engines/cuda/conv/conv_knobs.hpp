@@ -30,7 +30,7 @@ struct ConvConfig {
   int resident_kt = 0;      // their count (the problem's k steps), set with resident_b
   int cluster = 1;          // core 3: 2 = pairs of CTAs along M sharing each filter tile by TMA multicast
                             // (cooperative or ping-pong consumers)
-  int cluster_n = 1;        // core 3: 2 or 4 CTAs along N sharing each activation tile, each loading a piece
+  int cluster_n = 1;        // core 3: 2, 4 or 8 CTAs along N sharing each activation tile, each loading a piece
   // Core 3 with split-K: a tile's `splits` CTAs form a cluster and add their partial sums through
   // distributed shared memory (no workspace), one unit per CTA.
   bool split_cluster = false;
