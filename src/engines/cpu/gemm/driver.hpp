@@ -18,7 +18,7 @@ namespace dnngraph::cpu::gemm {
 struct Blocking {
   int64_t mc = 0, kc = 0, nc = 0;
 };
-// From the cache sizes: a kc x NR B panel fills half of L1, an mc x kc A block a quarter of L2.
+// From the cache sizes: a kc x NR B panel fills two thirds of L1, an mc x kc A block a quarter of L2.
 Blocking default_blocking(const KernelSet& ks);
 
 // A block of the K dimension: B rows [k0, k0 + nseg * seg_len); A given as nseg segments.
