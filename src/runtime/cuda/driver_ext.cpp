@@ -6,10 +6,8 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <string>
-#include <tuple>
 
 namespace dnngraph::cuda {
 namespace {
@@ -170,16 +168,11 @@ Status set_dynamic_smem(CUfunction f, int bytes, std::string_view kernel_name) {
 
 int max_active_clusters(CUfunction f, unsigned block, unsigned smem, unsigned cluster) {
   if (!ext().max_clusters || cluster == 0) return 0;
-  static std::mutex mutex;
-  static std::map<std::tuple<CUfunction, unsigned, unsigned, unsigned>, int> known;
-  const auto key = std::make_tuple(f, block, smem, cluster);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = known.find(key); it != known.end()) return it->second;
   // One cluster's grid; the kernels carry their cluster shape (__cluster_dims__), so no attribute.
   const LaunchConfig config{cluster, 1, 1, block, 1, 1, smem, nullptr, nullptr, 0};
   int n = 0;
-  if (ext().max_clusters(&n, f, &config) != CUDA_SUCCESS) n = 0;
-  return known[key] = std::max(n, 0);
+  if (ext().max_clusters(&n, f, &config) != CUDA_SUCCESS) return 0;
+  return std::max(n, 0);
 }
 
 namespace {

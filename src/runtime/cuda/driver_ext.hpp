@@ -50,7 +50,7 @@ struct Grid3 {
   unsigned x = 1, y = 1, z = 1;
 };
 // How many clusters of `cluster` CTAs (block threads, smem bytes of dynamic shared memory each) of
-// f the device holds at once (cuOccupancyMaxActiveClusters; once per function and shape): an H100
+// f the device holds at once (cuOccupancyMaxActiveClusters: a driver query, for a plan to make once): an H100
 // holds 66 pairs of 200+ KB CTAs but only 30 clusters of 4 and 15 of 8 (120 of its 132 SMs), so a
 // persistent grid of SMs / cluster clusters would run its last ones as a second wave. 0 where the
 // driver cannot say.

@@ -14,45 +14,54 @@ namespace {
 // on ResNet-50's layers, Intel AVX-512, docs/perf.md 2026-12-06).
 constexpr int64_t kBPrefetchFloats = 4096;
 
-// Whether a segment's MR row pointers are evenly spaced (consecutive pixels of a 1x1 conv, the
-// rows of a matrix): compared as addresses, since padding rows may point elsewhere.
+// One k step of an MR x NV tile: B's NV vectors, then row i's element a_of(i) broadcast against
+// them. B's panel is read once per tile row; the first tile's pass streams it from memory (a
+// network's weights are cold): fetch 16 KB ahead into L2, a line per 64 bytes read.
+template <class V, int MR, int NV, class RowElement>
+inline __attribute__((always_inline)) void k_step(const float* b, typename V::Reg (&acc)[MR][NV], RowElement a_of) {
+  constexpr int W = V::kWidth;
+#pragma GCC unroll 4
+  for (int o = 0; o < NV * W; o += 16) __builtin_prefetch(b + kBPrefetchFloats + o, 0, 2);
+  typename V::Reg bv[NV];
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * W);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    const typename V::Reg a = V::bcast(a_of(i));
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = V::fma(a, bv[j], acc[i][j]);
+  }
+}
+
+// The byte distance between a segment's consecutive row pointers where all MR are evenly spaced
+// (consecutive pixels of a 1x1 conv, the rows of a matrix), else 0; compared as addresses, since
+// padding rows may point elsewhere.
 template <int MR>
-inline bool evenly_spaced(const float* const* rows) {
+inline int64_t even_row_stride(const float* const* rows) {
   const auto a0 = reinterpret_cast<uintptr_t>(rows[0]), d = reinterpret_cast<uintptr_t>(rows[1]) - a0;
   bool even = true;
 #pragma GCC unroll 16
   for (int i = 2; i < MR; ++i) even &= reinterpret_cast<uintptr_t>(rows[i]) - a0 == d * static_cast<uintptr_t>(i);
-  return even;
+  return even ? static_cast<int64_t>(d) : 0;
 }
 
-// One segment's k loop over evenly spaced rows: row i read at base[i / 3] + (i % 3) x stride, the
-// k step added to the MR / 3 bases. Fourteen row pointers, B, k and the loop need more than x86's
-// 15 general registers (the 14-row tile reloaded four of them from the stack every k step); the
-// bases, the stride, B and the loop need eight.
+// One segment's k loop over evenly spaced rows (`stride` bytes apart): row i read at base[i / 3] +
+// (i % 3) x stride, the k step added to the MR / 3 bases. Fourteen row pointers, B, k and the loop
+// need more than x86's 15 general registers (the 14-row tile reloaded four of them from the stack
+// every k step); the bases, the stride, B and the loop need eight.
 template <class V, int MR, int NV>
 inline __attribute__((always_inline)) void strided_rows(const float* row0, int64_t stride, int64_t seg_len,
                                                          const float*& b, typename V::Reg (&acc)[MR][NV]) {
-  constexpr int W = V::kWidth, NB = (MR + 2) / 3;
+  constexpr int NB = (MR + 2) / 3;
   const char* base[NB];
-  const int64_t sb = stride * static_cast<int64_t>(sizeof(float));
 #pragma GCC unroll 8
-  for (int q = 0; q < NB; ++q) base[q] = reinterpret_cast<const char*>(row0) + 3 * q * sb;
+  for (int q = 0; q < NB; ++q) base[q] = reinterpret_cast<const char*>(row0) + 3 * q * stride;
 #pragma GCC unroll 4
   for (int64_t k = 0; k < seg_len; ++k) {
-#pragma GCC unroll 4
-    for (int o = 0; o < NV * W; o += 16) __builtin_prefetch(b + kBPrefetchFloats + o, 0, 2);
-    typename V::Reg bv[NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * W);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const typename V::Reg a = V::bcast(reinterpret_cast<const float*>(base[i / 3] + (i % 3) * sb));
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) acc[i][j] = V::fma(a, bv[j], acc[i][j]);
-    }
+    k_step<V, MR, NV>(b, acc, [&](int i) { return reinterpret_cast<const float*>(base[i / 3] + (i % 3) * stride); });
 #pragma GCC unroll 8
     for (int q = 0; q < NB; ++q) base[q] += sizeof(float);
-    b += NV * W;
+    b += NV * V::kWidth;
   }
 }
 
@@ -76,8 +85,8 @@ inline __attribute__((always_inline)) void microkernel_body(int nseg, int64_t se
     for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
   for (int s = 0; s < nseg; ++s) {
     if constexpr (!kPacked && MR >= 12) {
-      if (evenly_spaced<MR>(rows + s * MR)) {
-        strided_rows<V, MR, NV>(rows[s * MR], rows[s * MR + 1] - rows[s * MR], seg_len, b, acc);
+      if (const int64_t stride = even_row_stride<MR>(rows + s * MR); stride != 0) {
+        strided_rows<V, MR, NV>(rows[s * MR], stride, seg_len, b, acc);
         continue;
       }
     }
@@ -87,19 +96,7 @@ inline __attribute__((always_inline)) void microkernel_body(int nseg, int64_t se
     constexpr int64_t kStep = kPacked ? MR : 1;
 #pragma GCC unroll 4
     for (int64_t k = 0; k < seg_len; ++k) {
-      // B's panel is read once per tile row; the first tile's pass streams it from memory (a
-      // network's weights are cold): fetch 16 KB ahead into L2, a line per 64 bytes read.
-#pragma GCC unroll 4
-      for (int o = 0; o < NV * W; o += 16) __builtin_prefetch(b + kBPrefetchFloats + o, 0, 2);
-      typename V::Reg bv[NV];
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * W);
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        const typename V::Reg a = V::bcast(r[i] + k * kStep);
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) acc[i][j] = V::fma(a, bv[j], acc[i][j]);
-      }
+      k_step<V, MR, NV>(b, acc, [&](int i) { return r[i] + k * kStep; });
       b += NV * W;
     }
   }

@@ -187,7 +187,11 @@ cuda::TensorMapSpec filter_map(const ConvProblem& cp, const Config& c) {
 class ConvPlan final : public KernelPlan {
  public:
   ConvPlan(const Partition& p, Pieces pc, Config c, KernelBuild k)
-      : KernelPlan(p, std::move(k)), pc_(std::move(pc)), c_(c) {}
+      : KernelPlan(p, std::move(k)), pc_(std::move(pc)), c_(c),
+        held_clusters_(c_.cluster_ctas() > 1 && k_.main
+                           ? cuda::max_active_clusters(k_.main, 384, static_cast<unsigned>(c_.smem_bytes()),
+                                                       static_cast<unsigned>(c_.cluster_ctas()))
+                           : 0) {}
 
   // The epilogue's workspace, then (split-K through global memory) the partial sums and one
   // counter per tile.
@@ -254,21 +258,17 @@ class ConvPlan final : public KernelPlan {
   }
 
  private:
-  // The k steps of one unit (a tile, or its share of a split): core 3's (tap, channel block) pairs.
+  // The k steps of one unit (a tile, or its share of a split).
   int64_t unit_ksteps(const conv::ConvParams& p) const {
-    const int64_t kt = c_.core == 3 ? conv::im2col_ktiles(p, c_.bk()) : (p.K + c_.bk() - 1) / c_.bk();
-    return (kt + c_.splits - 1) / c_.splits;
+    return (conv::tile_ksteps(c_, p) + c_.splits - 1) / c_.splits;
   }
 
   // The wgmma cores' launch: persistent CTAs (at most one per SM) walking `units` (tile, k range)
   // units, 3 warpgroups each; with clusters, groups of CTAs walking groups of tiles. Every wgmma
   // core's kernel starts with pdl_start: short shares launch programmatically (launch_order.hpp).
   Status launch_persistent(HandleImpl& h, void** kargs, int64_t units, int64_t ksteps) const {
-    const int64_t cl = c_.cluster_ctas();
-    const int held = cl > 1 ? cuda::max_active_clusters(k_.main, 384, static_cast<unsigned>(c_.smem_bytes()),
-                                                        static_cast<unsigned>(cl))
-                            : 0;
-    const auto grid = static_cast<unsigned>(cuda::persistent_grid(units, cl, h.cuda->multiprocessors, held));
+    const auto grid =
+        static_cast<unsigned>(cuda::persistent_grid(units, c_.cluster_ctas(), h.cuda->multiprocessors, held_clusters_));
     return cuda::launch_3d(h, k_.main, {grid, 1, 1}, 384, static_cast<unsigned>(c_.smem_bytes()), kargs, kFpropKernel,
                            cuda::launch_order_for(units, grid, ksteps));
   }
@@ -374,6 +374,7 @@ class ConvPlan final : public KernelPlan {
 
   Pieces pc_;
   Config c_;
+  int held_clusters_;  // clusters of this kernel the GPU holds at once (0: unknown or no clusters)
 };
 
 class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, prepare> {
@@ -460,8 +461,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       // tile's last one reads them all back: measured on an H200 (2026-11-29) at ~6 k steps' time per unit.
       const int64_t tm = (cp.params.M + c.bm - 1) / c.bm, tn = (cp.params.N + c.bn - 1) / c.bn;
       const int64_t sms = std::max(1, t.info().multiprocessors);
-      // Core 3's k steps are (tap, channel block) pairs.
-      const int64_t kt = c.core == 3 ? conv::im2col_ktiles(cp.params, c.bk()) : (cp.params.K + c.bk() - 1) / c.bk();
+      const int64_t kt = conv::tile_ksteps(c, cp.params);
       const int64_t units = tm * tn * c.splits;
       const auto waves = [&](int64_t n) { return static_cast<double>((n + sms - 1) / sms * sms); };
       const double useful = static_cast<double>(cp.params.M) * static_cast<double>(cp.params.N) *

@@ -200,6 +200,10 @@ double tile_efficiency(const ConvConfig& c) {
 
 double tma_core_efficiency(const ConvConfig& c) { return tile_efficiency(c) * (c.cluster_n > 1 ? 0.99 : 1.0); }
 
+int64_t tile_ksteps(const ConvConfig& c, const ConvParams& p) {
+  return c.core == 3 ? im2col_ktiles(p, c.bk()) : (p.K + c.bk() - 1) / c.bk();
+}
+
 // Fit to the measured times of issue #15's 2D rows on an H100 (docs/perf.md, "Why mode A takes
 // cuDNN's plan at RN50 3x3 C256 14²"): on the gathering cores a 128 x 64 tile's k step took what a
 // 128 x 128 one's did (0.234 against 0.229 us), and every tile paid some 16 k steps of its own for

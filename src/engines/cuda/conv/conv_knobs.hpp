@@ -83,6 +83,8 @@ std::string dgrad_phase_rule(const ConvConfig& c, DataType dtype);
 // Cores 2 and 3: the share of the tensor cores' peak a setting reaches, as measured (the order
 // of the heuristic's list).
 double tma_core_efficiency(const ConvConfig& c);
+// A whole tile's k steps under setting c: core 3's (tap, channel block) pairs, else K / bk.
+int64_t tile_ksteps(const ConvConfig& c, const ConvParams& p);
 // One unit's time (a tile's `ksteps` k steps, its pipeline's fill and its epilogue) in k steps of a
 // tile of its width at the tile's efficiency: the wave model's cost per SM slot.
 double unit_steps(const ConvConfig& c, int64_t ksteps);
