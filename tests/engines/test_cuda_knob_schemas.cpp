@@ -170,7 +170,7 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
   expect_rejected(e, {{"tile_k", 32}},
                   "no knob 'tile_k' (its knobs: core, tile_m, tile_n, stages, split_k, tf32, pingpong, resident_b, "
                   "cluster, cluster_n, epilogue, split_cluster)");
-  expect_rejected(e, {{"core", 4}}, "knob core=4 is not in 0..3");
+  expect_rejected(e, {{"core", 5}}, "knob core=5 is not in 0..4");
   expect_rejected(e, {{"core", 3}, {"split_cluster", 1}}, "split_cluster=1 goes only with core=3, split_k 2 to 4");
   expect_rejected(e, {{"core", 3}, {"split_k", 6}, {"split_cluster", 1}}, "split_cluster=1 goes only with core=3, split_k 2 to 4");
   expect_rejected(e, {{"cluster_n", 3}}, "knob cluster_n=3 is not one of 1, 2, 4, 8");
@@ -179,15 +179,15 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
   expect_rejected(e, {{"tile_n", 96}}, "knob tile_n=96 is not one of 64, 128, 256");
   expect_rejected(e, {{"split_k", 2}}, "split_k above 1 runs on the wgmma cores (core=1..3) only");
   expect_rejected(e, {{"core", 0}, {"tile_n", 256}}, "the mma.sync core (core=0) takes tile_n 64 or 128");
-  expect_rejected(e, {{"core", 1}, {"tile_m", 64}}, "the wgmma cores (core=1..3) take tile_m 128");
+  expect_rejected(e, {{"core", 1}, {"tile_m", 64}}, "the wgmma cores (core=1..4) take tile_m 128");
   expect_rejected(e, {{"core", 1}, {"tile_n", 256}, {"stages", 5}}, "bytes of shared memory for these stages exceed 227 KB");
   expect_rejected(e, {{"core", 2}, {"tile_n", 256}, {"pingpong", 1}},
                   "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1");
   expect_rejected(e, {{"core", 3}, {"tile_n", 256}, {"split_k", 2}}, "split_k above 1 on core=2 or 3 takes tile_n 128");
   expect_rejected(e, {{"core", 2}, {"resident_b", 1}}, "resident_b=1 goes only with core=3 and pingpong 0");
-  expect_rejected(e, {{"core", 1}, {"epilogue", 1}}, "epilogue=1 (registers + TMA store) goes only with core=2 or 3");
+  expect_rejected(e, {{"core", 1}, {"epilogue", 1}}, "epilogue=1 (registers + TMA store) goes only with core=2 to 4");
   expect_rejected(e, {{"core", 3}, {"tile_n", 64}, {"stages", 4}, {"resident_b", 1}, {"epilogue", 1}},
-                  "epilogue=1 (registers + TMA store) goes only with core=2 or 3 and streamed filter tiles");
+                  "epilogue=1 (registers + TMA store) goes only with core=2 to 4 and streamed filter tiles");
   dg::Graph g;
   cuda_conv_test::add_conv_bias_relu(g, 64, 32);
   std::vector<dg::Partition> parts;

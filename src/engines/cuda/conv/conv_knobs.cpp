@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engines/cuda/conv/conv_halo_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 
 namespace dnngraph::cuda::conv {
@@ -17,9 +18,13 @@ ConvConfig config_of(const ConvKnobs& k) {
 }
 
 std::string conv_rules(const ConvKnobs& k) {
+  if (k.core == 4 && (k.tile_m != 128 || k.tile_n == 256 || k.split_k > 1 || k.pingpong || k.resident_b ||
+                      k.cluster > 1 || k.cluster_n > 1 || k.tf32 || k.split_cluster))
+    return "core=4 (halo tiles) takes 128 x 64 or 128 x 128 tiles of one CTA (split_k 1, pingpong 0, resident_b 0, "
+           "cluster 1, cluster_n 1, tf32 0)";
   if (k.split_k > 1 && k.core == 0) return "split_k above 1 runs on the wgmma cores (core=1..3) only";
   if (k.core == 0 && k.tile_n == 256) return "the mma.sync core (core=0) takes tile_n 64 or 128";
-  if (k.core > 0 && k.tile_m != 128) return "the wgmma cores (core=1..3) take tile_m 128";
+  if (k.core > 0 && k.tile_m != 128) return "the wgmma cores (core=1..4) take tile_m 128";
   if (k.pingpong && (k.core < 2 || k.tile_n == 256 || k.split_k > 1))
     return "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1";
   if (k.core >= 2 && k.split_k > 1 && k.tile_n != 128) return "split_k above 1 on core=2 or 3 takes tile_n 128";
@@ -33,7 +38,7 @@ std::string conv_rules(const ConvKnobs& k) {
     return "split_cluster=1 goes only with core=3, split_k 2 to 4 and streamed tiles of one CTA (resident_b 0, cluster 1, "
            "cluster_n 1)";
   if (k.epilogue && (k.core < 2 || k.resident_b))
-    return "epilogue=1 (registers + TMA store) goes only with core=2 or 3 and streamed filter tiles (resident_b 0)";
+    return "epilogue=1 (registers + TMA store) goes only with core=2 to 4 and streamed filter tiles (resident_b 0)";
   if (k.core > 0 && !k.resident_b && config_of(k).smem_bytes() > 227 * 1024)
     return "the wgmma core's " + std::to_string(config_of(k).smem_bytes()) +
            " bytes of shared memory for these stages exceed 227 KB";
@@ -43,7 +48,7 @@ std::string conv_rules(const ConvKnobs& k) {
 namespace {
 
 const KnobSchema<ConvKnobs> kSchema{kImplicitGemmEngineName,
-                                    {{"core", &ConvKnobs::core, 0, 3},
+                                    {{"core", &ConvKnobs::core, 0, 4},
                                      {"tile_m", &ConvKnobs::tile_m, 64, 128, {64, 128}},
                                      {"tile_n", &ConvKnobs::tile_n, 64, 256, {64, 128, 256}},
                                      {"stages", &ConvKnobs::stages, 2, 8},
@@ -74,6 +79,28 @@ bool resident_fits(const ConvProblem& cp, ConvConfig& c, std::string& why) {
     return false;
   }
   return true;
+}
+
+bool halo_fits(const ConvProblem& cp, ConvConfig& c, HaloTiles& t, std::string& why) {
+  if (!halo_view(cp, t, why)) return false;
+  c.halo_stage_bytes = t.stage_bytes;
+  if (c.smem_bytes() > 227 * 1024) {
+    why = "two halo boxes of " + std::to_string(t.stage_bytes) + " bytes and " + std::to_string(c.stages) +
+          " filter tiles need " + std::to_string(c.smem_bytes()) + " bytes of shared memory, above 227 KB";
+    return false;
+  }
+  return true;
+}
+
+void add_halo_candidates(const ConvProblem& cp, std::vector<ConvKnobs>& out) {
+  HaloTiles t;
+  if (std::string why; !halo_view(cp, t, why)) return;
+  if (cp.params.N <= 64) {
+    for (int st : {8, 6}) out.push_back({.core = 4, .tile_m = 128, .tile_n = 64, .stages = st});
+  } else {
+    for (int st : {4, 6}) out.push_back({.core = 4, .tile_m = 128, .tile_n = 128, .stages = st});
+    out.push_back({.core = 4, .tile_m = 128, .tile_n = 64, .stages = 8});
+  }
 }
 
 // Core 2 (1x1 convolutions as GEMMs): 64-wide tiles for 64 output channels or fewer, else
@@ -201,7 +228,7 @@ double tile_efficiency(const ConvConfig& c) {
 double tma_core_efficiency(const ConvConfig& c) { return tile_efficiency(c) * (c.cluster_n > 1 ? 0.99 : 1.0); }
 
 int64_t tile_ksteps(const ConvConfig& c, const ConvParams& p) {
-  return c.core == 3 ? im2col_ktiles(p, c.bk()) : (p.K + c.bk() - 1) / c.bk();
+  return c.core >= 3 ? im2col_ktiles(p, c.bk()) : (p.K + c.bk() - 1) / c.bk();
 }
 
 // Fit to the measured times of issue #15's 2D rows on an H100 (docs/perf.md, "Why mode A takes
@@ -209,9 +236,14 @@ int64_t tile_ksteps(const ConvConfig& c, const ConvParams& p) {
 // 128 x 128 one's did (0.234 against 0.229 us), and every tile paid some 16 k steps of its own for
 // its pipeline's fill and its epilogue (1.6-6.9 us), which is what made C128 28² (two waves of 18
 // k steps) 1.33x slower than C256 14² (one wave of 36). Core 2, a plain GEMM, fit one step.
+// Core 4 (halo tiles) loads a fraction of core 3's bytes per k step: fit to RN50 C64 56², N8 32²
+// and the 3D conv (64-wide) and C128 28² / C256 14² (128-wide) on an H100 (2026-12-06): ~1.05
+// steps per k step at either width (core 3's 64-wide step costs 2), and some 25 steps of fill and
+// epilogue a tile (core 3's 16): it wins where tiles have many k steps (the 3D conv's 27).
 double unit_steps(const ConvConfig& c, int64_t ksteps) {
   constexpr double kTileSteps = 16.0;
   if (c.core == 2) return static_cast<double>(ksteps) + 1.0;
+  if (c.core == 4) return static_cast<double>(ksteps) * 1.05 + 25.0;
   const double step = c.bn == 64 ? 2.0 : 1.0;
   return static_cast<double>(ksteps) * step + kTileSteps;
 }

@@ -19,7 +19,9 @@ inline constexpr const char* kImplicitGemmEngineName = "cuda_conv_implicit_gemm"
 // convolutions as plain GEMMs (conv_gemm_view.hpp) on the matmul's wgmma kernel, both operands by
 // TMA, the same tiles and split-K, or ping-pong consumers with 128-wide tiles. Core 3: any other
 // fprop whose windows fit the im2col maps (conv_im2col_view.hpp): TMA im2col loads issued by one
-// producer thread (kernels/conv_im2col_tma.cuh), the same consumers as core 2.
+// producer thread (kernels/conv_im2col_tma.cuh), the same consumers as core 2. Core 4: unit-stride
+// 16-bit fprop over halo tiles (conv_halo_view.hpp, kernels/conv_halo_tma.cuh): one box per tile
+// and channel block, every tap's operand read from it at a shifted row; `stages` filter tiles.
 struct ConvConfig {
   int core = 0;
   int bm = 128, bn = 128, stages = 4;
@@ -41,12 +43,17 @@ struct ConvConfig {
   // (common/register_epilogue.hpp): per consumer warpgroup a ring of two 8 KB boxes (64 rows x 64
   // 16-bit columns; one for 64-wide tiles) in place of the staged epilogue's fp32 chunks.
   int epilogue = 0;
+  // Core 4: the halo ring's boxes and one box's bytes (the problem's, set by halo_fits).
+  static constexpr int kHaloStages = 2;  // (3 ran no faster at RN50 C64 56² and the 3D conv, H100)
+  int halo_stage_bytes = 0;
   int bk() const { return core ? (tf32 ? 32 : 64) : tf32 ? 16 : 32; }
   int threads() const { return core ? 384 : 128; }
   int smem_bytes() const {
     // Resident filters: A stages, staging, barriers, then (1024-aligned) one filter tile per k step.
     if (resident_b)
       return 1024 + (stages * bm * 128 + 2 * 64 * 36 * 4 + 16 * stages + 8 + 1023) / 1024 * 1024 + resident_kt * bn * 128;
+    if (core == 4)
+      return 1024 + kHaloStages * halo_stage_bytes + stages * bn * 128 + 2 * 64 * 36 * 4 + 16 * (kHaloStages + stages);
     if (core) return 1024 + stages * (bm + bn) * 128 + (epilogue ? 2 * std::min(bn / 64, 2) * 8192 : 2 * 64 * 36 * 4) + 16 * stages;
     return std::max(stages * (bm + bn) * 64, bm * (bn + 4) * 4);  // 64 bytes of k per tile row
   }
@@ -65,6 +72,11 @@ ConvConfig config_of(const ConvKnobs& k);
 std::string conv_rules(const ConvKnobs& k);
 const KnobSchema<ConvKnobs>& knob_schema();
 
+// Core 4 on `cp`: its halo tiles `t` (conv_halo_view.hpp) and, with c's filter ring, 227 KB of
+// shared memory; sets c.halo_stage_bytes.
+struct HaloTiles;
+bool halo_fits(const ConvProblem& cp, ConvConfig& c, HaloTiles& t, std::string& why);
+
 // Resident filters (core 3): every output channel in one tile column and every k step's filter
 // tile beside the stages in 227 KB; sets c.resident_kt.
 bool resident_fits(const ConvProblem& cp, ConvConfig& c, std::string& why);
@@ -73,6 +85,9 @@ bool resident_fits(const ConvProblem& cp, ConvConfig& c, std::string& why);
 // core 2 (1x1 convolutions as GEMMs) and core 3 (im2col TMA).
 void add_gemm_view_candidates(const ConvProblem& cp, int multiprocessors, int64_t bk, std::vector<ConvKnobs>& out);
 void add_im2col_candidates(const ConvProblem& cp, int multiprocessors, int bk, std::vector<ConvKnobs>& out);
+// Core 4 (halo tiles) where the problem fits them: 64-wide tiles for 64 output channels or
+// fewer, else 128-wide ones.
+void add_halo_candidates(const ConvProblem& cp, std::vector<ConvKnobs>& out);
 // A conv_dgrad's phases on core 3 (conv_dgrad_phases.hpp), `phase` the deepest of them: core 3's
 // whole tiles of one CTA (no split-K or clusters; 16-bit inputs), resident filters where the
 // phase's fit.
@@ -83,7 +98,7 @@ std::string dgrad_phase_rule(const ConvConfig& c, DataType dtype);
 // Cores 2 and 3: the share of the tensor cores' peak a setting reaches, as measured (the order
 // of the heuristic's list).
 double tma_core_efficiency(const ConvConfig& c);
-// A whole tile's k steps under setting c: core 3's (tap, channel block) pairs, else K / bk.
+// A whole tile's k steps under setting c: cores 3 and 4's (tap, channel block) pairs, else K / bk.
 int64_t tile_ksteps(const ConvConfig& c, const ConvParams& p);
 // One unit's time (a tile's `ksteps` k steps, its pipeline's fill and its epilogue) in k steps of a
 // tile of its width at the tile's efficiency: the wave model's cost per SM slot.

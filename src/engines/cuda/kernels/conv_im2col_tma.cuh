@@ -252,7 +252,7 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
   typedef Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES> S;
   constexpr int REGS = BN / 2;
   const int ktiles = im2col_ktiles<S::BK>(P);
-  const int lane = (int)threadIdx.x % 32, warp = ((int)threadIdx.x / 32) % 4;
+  const int lane = (int)threadIdx.x % 32;
   const i64 tiles = (i64)P.tiles_m * P.tiles_n, units = tiles * P.splits;
   int s = 0;
   u32 phase = 0;
@@ -293,22 +293,9 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
 #pragma unroll
     for (int d = 0; d < Ep::kRank; ++d) c[d] = 0;
     float* stage = reinterpret_cast<float*>(smem_pointer(base)) + (S::EPI / 4) + cw * 64 * S::EPI_LD;
-    const int r = warp * 16 + (lane >> 2);
-#pragma unroll 1
-    for (int q = 0; q < BN / S::EPI_COLS; ++q) {
-      named_barrier_sync(1 + cw, 128);  // the previous chunk has been read
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        if ((j * 8) / S::EPI_COLS != q) continue;
-        const int col = (j * 8) % S::EPI_COLS + (lane & 3) * 2;
-        *reinterpret_cast<float2*>(stage + r * S::EPI_LD + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
-        *reinterpret_cast<float2*>(stage + (r + 8) * S::EPI_LD + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-      }
-      named_barrier_sync(1 + cw, 128);
-      epilogue_staged<Ep>(p, c, stage, S::EPI_LD, 64, S::EPI_COLS, (i64)tm * S::BM + cw * 64,
-                          (i64)tn * BN + q * S::EPI_COLS, P.M, P.N, P.epi_vec, red, (int)threadIdx.x % 128, 128,
-                          DGRAD ? &P.rows : (const SubgridRows*)0);
-    }
+    epilogue_staged_block<Ep, BN, S::EPI_COLS, S::EPI_LD>(p, c, acc, stage, (i64)tm * S::BM + cw * 64, (i64)tn * BN,
+                                                          P.M, P.N, P.epi_vec, red, cw,
+                                                          DGRAD ? &P.rows : (const SubgridRows*)0);
   }
 }
 

@@ -162,6 +162,9 @@ __device__ __forceinline__ i64 subgrid_row(const SubgridRows& g, i64 m) {
   const i64 d = (i64)n * g.full[0] + o * g.step[0] + g.first[0];
   return (d * g.full[1] + p * g.step[1] + g.first[1]) * g.full[2] + q * g.step[2] + g.first[2];
 }
+// epilogue_tile's row maps: GEMM row m -> the output's row, or -1 for a row no output pixel is
+// (conv_halo_tma.cuh's HaloTiles has one too).
+__device__ __forceinline__ i64 output_row(const SubgridRows& g, i64 m) { return subgrid_row(g, m); }
 
 // Batch index b -> element offsets of A and B, and the epilogue's batch coordinates.
 template <class Ep>
@@ -185,10 +188,10 @@ __device__ __forceinline__ void batch_coords(const GemmParams& g, i64 b, i64& a_
 // read back V consecutive columns at a time in a loop that is not unrolled: the generated functor
 // is instantiated a few times per kernel, not once per accumulator register, and its loads and
 // stores are coalesced along n.
-template <class Ep, int V>
+template <class Ep, int V, class Rows>
 __device__ __forceinline__ void epilogue_tile(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
                                               const float* tile, int ld, int rows, int cols, i64 m0, i64 n0, i64 M,
-                                              i64 N, float* red, int tid, int nthreads, const SubgridRows* sub) {
+                                              i64 N, float* red, int tid, int nthreads, const Rows* sub) {
   typedef typename Ep::Index Index;
   const int per_row = cols / V;
 #pragma unroll 1
@@ -196,7 +199,9 @@ __device__ __forceinline__ void epilogue_tile(const PointwiseParams& p, typename
     const int r = i / per_row, cv = (i - r * per_row) * V;
     const i64 m = m0 + r, n = n0 + cv;
     if (m >= M || n >= N) continue;
-    c[Ep::kRank - 2] = (Index)(sub ? subgrid_row(*sub, m) : m);
+    const i64 row = sub ? output_row(*sub, m) : m;
+    if (row < 0) continue;
+    c[Ep::kRank - 2] = (Index)row;
     c[Ep::kRank - 1] = (Index)n;
     const float* a = tile + r * ld + cv;
     if (V == 1 || n + V <= N) {
@@ -216,12 +221,13 @@ __device__ __forceinline__ void epilogue_tile(const PointwiseParams& p, typename
 }
 
 // Vector width 4 where the plan's operands allow it (g.epi_vec), else element by element.
-// `sub`: the rows are a strided sub-grid's (null: the output's own).
-template <class Ep>
+// `sub`: the rows' map (output_row: a strided sub-grid's, a halo tile's virtual grid; null: the
+// output's own rows).
+template <class Ep, class Rows = SubgridRows>
 __device__ __forceinline__ void epilogue_staged(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
                                                 const float* tile, int ld, int rows, int cols, i64 m0, i64 n0, i64 M,
                                                 i64 N, int vec, float* red, int tid, int nthreads,
-                                                const SubgridRows* sub = 0) {
+                                                const Rows* sub = 0) {
   if (vec == 4) epilogue_tile<Ep, 4>(p, c, tile, ld, rows, cols, m0, n0, M, N, red, tid, nthreads, sub);
   else epilogue_tile<Ep, 1>(p, c, tile, ld, rows, cols, m0, n0, M, N, red, tid, nthreads, sub);
 }

@@ -312,6 +312,33 @@ __device__ __forceinline__ void zero_accumulators(float (&acc)[N]) {
   for (int i = 0; i < N; ++i) acc[i] = 0.0f;
 }
 
+// A cooperative warpgroup's staged epilogue (cw: its rows m0..m0+63 of the tile): the m64 x BN
+// accumulators through shared memory EPI_COLS columns at a time (`stage`: its 64 rows x EPI_LD
+// floats), each chunk applied by epilogue_staged with the rows' map `rows`. Fragment j holds rows
+// r and r + 8, columns 8j + 2 * (lane % 4) + {0, 1}; the chunk loop is not unrolled, the copy is,
+// every fragment's store predicated on its chunk.
+template <class Ep, int BN, int EPI_COLS, int EPI_LD, class Rows>
+__device__ __forceinline__ void epilogue_staged_block(const PointwiseParams& p, typename Ep::Index (&c)[Ep::kRank],
+                                                      const float (&acc)[BN / 2], float* stage, i64 m0, i64 n0, i64 M,
+                                                      i64 N, int vec, float* red, int cw, const Rows* rows) {
+  const int lane = (int)threadIdx.x % 32, warp = ((int)threadIdx.x / 32) % 4;
+  const int r = warp * 16 + (lane >> 2);
+#pragma unroll 1
+  for (int q = 0; q < BN / EPI_COLS; ++q) {
+    named_barrier_sync(1 + cw, 128);  // the previous chunk has been read
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      if ((j * 8) / EPI_COLS != q) continue;
+      const int col = (j * 8) % EPI_COLS + (lane & 3) * 2;
+      *reinterpret_cast<float2*>(stage + r * EPI_LD + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<float2*>(stage + (r + 8) * EPI_LD + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    named_barrier_sync(1 + cw, 128);
+    epilogue_staged<Ep>(p, c, stage, EPI_LD, 64, EPI_COLS, m0, n0 + q * EPI_COLS, M, N, vec, red,
+                        (int)threadIdx.x % 128, 128, rows);
+  }
+}
+
 // What a consumer needs to know of the problem: the tile grid, sizes and epilogue vector width,
 // (matmul only) the batch for the epilogue's batch coordinates, and (split-K) the splits and the
 // workspace of their partial sums.
