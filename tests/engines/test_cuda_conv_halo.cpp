@@ -1,6 +1,6 @@
 // cuda_conv_implicit_gemm's core 4: unit-stride convolutions over halo tiles (conv_halo_view.hpp,
 // kernels/conv_halo_tma.cuh). The geometry of the virtual grid and its boxes, which convolutions
-// qualify and why the others do not, the offer, NVRTC compiles (no GPU), and on
+// qualify and why the others do not, the offer behind the GPU gate, NVRTC compiles (no GPU), and on
 // a GPU every setting against ref with NaN-poisoned outputs: planes whose tiles end mid-row, several
 // channel blocks, channels past C, output channels off the tile, asymmetric padding, dilation, 1D
 // and 3D, padded pixel rows, the residual epilogue.
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scoped_env.hpp"
 #include "cuda_conv_tma_test_util.hpp"
 #include "engines/cuda/conv/conv_halo_view.hpp"
 #include "engines/cuda/conv/conv_knobs.hpp"
@@ -65,9 +66,10 @@ TEST(CudaConvHalo, ConvolutionsOutsideTheTilesAreRefusedWithTheRule) {
   EXPECT_EQ(halo_of(wide), "the halo box's 262144 bytes exceed the 65536 two of which fit beside the filter ring");
 }
 
-// Offered on Hopper: 64-wide tiles for 64 output channels, 128-wide (and 64) for more; none where
-// the view refuses.
-TEST(CudaConvHalo, OfferedWhereTheTilesFit) {
+// Offered on Hopper once the GPU gate lets them (DNNGRAPH_UNCHECKED_ENGINES=conv_halo until
+// ConvolutionsMatchRef has passed on a GPU): 64-wide tiles for 64 output channels, 128-wide (and
+// 64) for more; none where the view refuses.
+TEST(CudaConvHalo, OfferedBehindTheGateWhereTheTilesFit) {
   gemm_test::FakeHopper hopper;
   const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
   const auto halo = [&](const Case& c) {
@@ -77,6 +79,11 @@ TEST(CudaConvHalo, OfferedWhereTheTilesFit) {
     return s;
   };
   const Case c64 = three_by_three({32, 64, 56, 56}, 64), tutorial = three_by_three({32, 128, 56, 56}, 256);
+  {
+    test_env::ScopedEnv gate("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
+    EXPECT_TRUE(halo(c64).empty());
+  }
+  test_env::ScopedEnv gate("DNNGRAPH_UNCHECKED_ENGINES", "conv_halo");
   EXPECT_EQ(halo(c64), (std::set<std::string>{"64/8", "64/6"}));
   EXPECT_EQ(halo(tutorial), (std::set<std::string>{"128/4", "128/6", "64/8"}));
   EXPECT_TRUE(halo(three_by_three({32, 512, 7, 7}, 512)).empty());

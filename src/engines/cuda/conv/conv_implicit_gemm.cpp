@@ -7,6 +7,7 @@
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/kernel_config.hpp"
@@ -29,6 +30,9 @@ using conv::ConvKnobs;
 using conv::ConvProblem;
 using Config = conv::ConvConfig;
 constexpr const char* kEngineName = conv::kImplicitGemmEngineName;
+// The knob space offers core 4 (halo tiles) only once CudaConvHalo.ConvolutionsMatchRef has passed
+// on a GPU (common/gpu_checked's list); explicit knobs build them (the tests).
+constexpr const char* kHaloGate = "conv_halo";
 using conv::kFpropKernel;
 // The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
 // least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.
@@ -298,6 +302,11 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       conv::add_dgrad_phase_candidates(conv::deepest_phase(phases).fprop, t.info().multiprocessors, settings);
     if (t.info().sm_version == 90 && described && !dgrad) conv::add_halo_candidates(cp, settings);
     add_register_epilogue(p, t, settings);
+    if (std::string held; !cuda::checked_on_gpu(kHaloGate, "core=4:", held)) {
+      if (std::erase_if(settings, [](const ConvKnobs& k) { return k.core == 4; }) > 0) {
+        DG_LOG(DEBUG) << kEngineName << ": " << held;
+      }
+    }
     if (t.info().sm_version == 90 && !dgrad) {
       if (cp.params.N <= 64)  // 64 output channels or fewer: a 128-wide tile would be half padding
         for (int st : {6, 4}) settings.push_back({.core = 1, .tile_m = 128, .tile_n = 64, .stages = st});
