@@ -87,6 +87,8 @@ TEST(CudaConvHalo, OfferedBehindTheGateWhereTheTilesFit) {
   EXPECT_EQ(halo(c64), (std::set<std::string>{"64/8", "64/6"}));
   EXPECT_EQ(halo(tutorial), (std::set<std::string>{"128/4", "128/6", "64/8"}));
   EXPECT_TRUE(halo(three_by_three({32, 512, 7, 7}, 512)).empty());
+  // 98 columns of 3x3 windows: 63 KB boxes; two beside 6 filter tiles of 16 KB exceed 227 KB.
+  EXPECT_EQ(halo(three_by_three({1, 64, 20, 98}, 128)), (std::set<std::string>{"128/4", "64/8"}));
 }
 
 TEST(CudaConvHalo, KnobRulesNameTheCore) {

@@ -93,13 +93,17 @@ bool halo_fits(const ConvProblem& cp, ConvConfig& c, HaloTiles& t, std::string& 
 }
 
 void add_halo_candidates(const ConvProblem& cp, std::vector<ConvKnobs>& out) {
-  HaloTiles t;
-  if (std::string why; !halo_view(cp, t, why)) return;
+  std::vector<ConvKnobs> all;
   if (cp.params.N <= 64) {
-    for (int st : {8, 6}) out.push_back({.core = 4, .tile_m = 128, .tile_n = 64, .stages = st});
+    for (int st : {8, 6}) all.push_back({.core = 4, .tile_m = 128, .tile_n = 64, .stages = st});
   } else {
-    for (int st : {4, 6}) out.push_back({.core = 4, .tile_m = 128, .tile_n = 128, .stages = st});
-    out.push_back({.core = 4, .tile_m = 128, .tile_n = 64, .stages = 8});
+    for (int st : {4, 6}) all.push_back({.core = 4, .tile_m = 128, .tile_n = 128, .stages = st});
+    all.push_back({.core = 4, .tile_m = 128, .tile_n = 64, .stages = 8});
+  }
+  for (const ConvKnobs& k : all) {  // those whose boxes and filter ring fit 227 KB
+    ConvConfig c = config_of(k);
+    HaloTiles t;
+    if (std::string why; halo_fits(cp, c, t, why)) out.push_back(k);
   }
 }
 
