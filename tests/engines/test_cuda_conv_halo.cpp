@@ -123,6 +123,27 @@ TEST(CudaConvHalo, KernelsCompileWithNvrtc) {
       }
 }
 
+// The register epilogue computes the virtual grid's padding pixels too: not beside an AMAX, which
+// the staged epilogue (its row map skips them) serves.
+TEST(CudaConvHalo, RegisterEpilogueRefusesFullReductions) {
+  if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
+  const Case c = three_by_three({2, 64, 20, 20}, 64);
+  Built b;
+  set_types(b.g, BF);
+  auto y = b.g.conv_fprop(declare(b.g, "X", c.x, BF), declare(b.g, "W", filter_dims(c), BF),
+                          geometry<dg::ConvFpropAttr>(c).set_name("conv"));
+  y = b.g.relu(y);
+  y->set_output(true).set_stride(channels_last(out_dims(c)));
+  b.g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX))->set_output(true).set_data_type(dg::DataType::FLOAT);
+  ASSERT_TRUE(anchored_partitions(b.g, b.parts));
+  std::string src, why;
+  EXPECT_FALSE(cv::fprop_source_for_test(b.p(), 4, 128, 64, 8, src, why, 1, false, false, 1, 1));
+  EXPECT_EQ(why, "core=4's epilogue=1 computes the virtual grid's padding pixels beside the output's; full "
+                 "reductions (AMAX) would see them (epilogue=0 serves them)");
+  EXPECT_TRUE(cv::fprop_source_for_test(b.p(), 4, 128, 64, 8, src, why)) << why;
+  ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_halo.cu", "sm_90a", "core=4 with AMAX, staged: "));
+}
+
 dg::Knobs halo_knobs(int64_t bn, int64_t stages, int64_t epilogue = 0) {
   dg::Knobs k{{"core", 4}, {"tile_m", 128}, {"tile_n", bn}, {"stages", stages}};
   if (epilogue) k["epilogue"] = 1;

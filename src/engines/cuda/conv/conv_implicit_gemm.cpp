@@ -40,6 +40,14 @@ constexpr double kRegisterEpilogueGain = 1.07;
 
 using Pieces = conv::ConvPieces;
 
+// Core 4's register epilogue computes the virtual grid's padding pixels beside the output's and
+// stores only the real rows; full reductions (AMAX) would see the others ("" where none).
+std::string halo_register_epilogue_rule(const EpiloguePlan& epi) {
+  return epi.L.reductions.empty() ? ""
+                                  : "core=4's epilogue=1 computes the virtual grid's padding pixels beside the "
+                                    "output's; full reductions (AMAX) would see them (epilogue=0 serves them)";
+}
+
 Status prepare(const Partition& p, const Target& t, Pieces& out) {
   if (!t.device().is_cuda() || !t.handle->cuda)
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "runs on CUDA handles; this one is " + t.device().to_string()};
@@ -344,7 +352,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     for (size_t i = 0; i < n; ++i) {
       ConvKnobs k = out[i];
       k.epilogue = 1;
-      if (k.core == 4 && !pc.epi.L.reductions.empty()) continue;  // (make's rule: padding rows and AMAX)
+      if (k.core == 4 && !halo_register_epilogue_rule(pc.epi).empty()) continue;
       if (k.core >= 2 && conv::conv_rules(k).empty()) out.push_back(k);
     }
   }
@@ -433,10 +441,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     }
     if (std::string why; c.core == 4 && !halo_fits(pc.cp, c, pc.halo, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "core=4 reads the activation as halo tiles, but " + why};
-    if (c.core == 4 && c.epilogue && !pc.epi.L.reductions.empty())
-      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-              where + "core=4's epilogue=1 computes the virtual grid's padding rows beside the output's; full "
-                      "reductions (AMAX) would see them (epilogue=0 serves them)"};
+    if (const std::string rule = halo_register_epilogue_rule(pc.epi); c.core == 4 && c.epilogue && !rule.empty())
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + rule};
     if (std::string why; c.epilogue && !cuda::register_epilogue(pc.epi, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "epilogue=1 runs the epilogue in registers, but " + why};
     if (std::string why; c.epilogue && !pc.phases.empty() && !dgrad_register_epilogue(pc, why))
@@ -494,6 +500,7 @@ bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int sta
   c.halo_stage_bytes = probe.halo_stage_bytes;
   if (resident && !resident_fits(pc.phases.empty() ? pc.cp : deepest_phase(pc.phases).fprop, c, why)) return false;
   if (epilogue && (!cuda::register_epilogue(pc.epi, why) || (pc.cp.dgrad && !dgrad_register_epilogue(pc, why)))) return false;
+  if (core == 4 && epilogue && !(why = halo_register_epilogue_rule(pc.epi)).empty()) return false;
   src = kernel_source(pc, c, *p.graph);
   return true;
 }
