@@ -1,16 +1,14 @@
-// cuda_conv_implicit_gemm: the engine (knobs, cost) and its plan (kernel arguments, TMA map,
-// launch). The kernels: kernels/conv_implicit_gemm.cuh (mma.sync) and kernels/conv_wgmma.cuh.
+// cuda_conv_implicit_gemm: the engine (knobs, cost) and its plan (kernel arguments, TMA maps,
+// launch); the kernels' sources: conv_kernel_source.cpp.
 #include "engines/cuda/conv/conv_implicit_gemm.hpp"
 
 #include <algorithm>
-#include <sstream>
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
-#include "engines/cuda/common/kernel_config.hpp"
 #include "engines/cuda/common/launch_order.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
 #include "engines/cuda/conv/conv_dgrad_phases.hpp"

@@ -1,10 +1,10 @@
 // cuda_conv_implicit_gemm: conv_fprop (1D/2D/3D, stride, dilation, padding) on NHWC activations
 // and KRSC filters as an implicit GEMM, on the Hopper wgmma core (knob core=1: cp.async im2col
 // gathers + TMA filters; core=2: 1x1 convolutions as plain GEMMs, both operands by TMA; core=3:
-// TMA im2col loads of the activation, one producer thread) or the
-// mma.sync core (core=0, any sm_80+); conv_dgrad (the transposed
-// convolution) and conv_wgrad on the mma.sync core. The partition's epilogue is fused through the
-// CUDA emitter.
+// TMA im2col loads of the activation, one producer thread; core=4: unit-stride halo tiles, every
+// tap's operand read from one box per tile and channel block) or the mma.sync core (core=0, any
+// sm_80+); conv_dgrad (the transposed convolution) on core=3 by phases and on the mma.sync core,
+// conv_wgrad on the mma.sync core. The partition's epilogue is fused through the CUDA emitter.
 #pragma once
 #include <string>
 
