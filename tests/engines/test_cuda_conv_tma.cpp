@@ -142,7 +142,6 @@ TEST(CudaConvGemmView, KernelsCompileWithNvrtc) {
   EXPECT_EQ(why, "the filter is not 1x1 with unit strides and no padding (it needs the im2col gather)");
 }
 
-
 dg::Knobs gemm_knobs(int64_t bn, int64_t stages, int64_t split_k = 1, int64_t pingpong = 0, int64_t tf32 = 0) {
   dg::Knobs k{{"core", 2}, {"tile_m", 128}, {"tile_n", bn}, {"stages", stages}};
   if (split_k > 1) k["split_k"] = split_k;

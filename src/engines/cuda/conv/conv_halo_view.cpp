@@ -1,6 +1,7 @@
 #include "engines/cuda/conv/conv_halo_view.hpp"
 
 #include "engines/cuda/codegen/params.hpp"
+#include "engines/cuda/conv/conv_im2col_view.hpp"
 
 namespace dnngraph::cuda::conv {
 namespace {
@@ -71,20 +72,11 @@ bool halo_view(const ConvProblem& cp, HaloTiles& t, std::string& why) {
 int64_t halo_tiles_m(const ConvParams& p, const HaloTiles& t) { return images(p) * p.out[0] * t.tiles_per_plane; }
 
 TensorMapSpec halo_activation_map(const ConvProblem& cp, const HaloTiles& t) {
-  const ConvParams& p = cp.params;
   const int64_t es = size_of(cp.dtype);
   TensorMapSpec s;
   s.dtype = cp.dtype;
-  s.rank = 5;
-  // (C, W, H, D, N) innermost first; ConvParams' x_stride is (n, d, h, w) in elements. A dim of
-  // one element gets the packed stride (TMA wants multiples of 16 bytes; it is never stepped).
-  const int64_t sizes[5] = {p.C, p.in[2], p.in[1], p.in[0], images(p)};
-  int64_t strides[5] = {1, p.x_stride[3], p.x_stride[2], p.x_stride[1], p.x_stride[0]};
-  for (int i = 1; i < 5; ++i) {
-    if (sizes[i] == 1) strides[i] = i == 1 ? p.C : strides[i - 1] * sizes[i - 1];
-    s.strides_bytes[i - 1] = static_cast<uint64_t>(strides[i] * es);
-  }
-  for (int i = 0; i < 5; ++i) s.dims[i] = static_cast<uint64_t>(sizes[i]);
+  s.rank = 5;  // (C, W, H, D, N) whatever the convolution's rank: the kernel loads 5D boxes
+  activation_layout(cp, s.rank, s.dims, s.strides_bytes);
   s.box[0] = static_cast<uint32_t>(kRowBytes / es);
   s.box[1] = static_cast<uint32_t>(t.wv);
   s.box[2] = static_cast<uint32_t>(t.box_rows);

@@ -54,13 +54,10 @@ bool im2col_view(const ConvProblem& cp, std::string& why) {
   return true;
 }
 
-Im2colMapSpec im2col_activation_map(const ConvProblem& cp, int bk, int pixels) {
+void activation_layout(const ConvProblem& cp, int rank, uint64_t (&dims)[5], uint64_t (&strides_bytes)[4]) {
   const ConvParams& p = cp.params;
   const int64_t es = size_of(cp.dtype);
-  Im2colMapSpec s;
-  s.dtype = cp.dtype;
-  s.rank = im2col_rank(p);
-  const int spatial = s.rank - 2;
+  const int spatial = rank - 2;
   const int64_t batch = p.M / (int64_t{p.out[0]} * p.out[1] * p.out[2]);
   // Dims innermost first with their strides; a dim of one element gets the packed stride (its
   // own may be anything, and TMA wants multiples of 16 bytes).
@@ -71,11 +68,20 @@ Im2colMapSpec im2col_activation_map(const ConvProblem& cp, int bk, int pixels) {
   }
   sizes[1 + spatial] = batch;
   strides[1 + spatial] = p.x_stride[0];
-  for (int i = 0; i < s.rank; ++i) {
+  for (int i = 0; i < rank; ++i) {
     if (i > 0 && sizes[i] == 1) strides[i] = i == 1 ? p.C : strides[i - 1] * sizes[i - 1];
-    s.dims[i] = static_cast<uint64_t>(sizes[i]);
-    if (i > 0) s.strides_bytes[i - 1] = static_cast<uint64_t>(strides[i] * es);
+    dims[i] = static_cast<uint64_t>(sizes[i]);
+    if (i > 0) strides_bytes[i - 1] = static_cast<uint64_t>(strides[i] * es);
   }
+}
+
+Im2colMapSpec im2col_activation_map(const ConvProblem& cp, int bk, int pixels) {
+  const ConvParams& p = cp.params;
+  Im2colMapSpec s;
+  s.dtype = cp.dtype;
+  s.rank = im2col_rank(p);
+  const int spatial = s.rank - 2;
+  activation_layout(cp, s.rank, s.dims, s.strides_bytes);
   for (int i = 0; i < spatial; ++i) {
     s.lower[i] = -p.pad[pdim(i)];
     s.upper[i] = static_cast<int>(upper_corner(p, i));

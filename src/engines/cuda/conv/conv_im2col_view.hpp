@@ -18,6 +18,10 @@ int im2col_rank(const ConvParams& p);
 // k steps of BK channels: taps x ceil(C / BK).
 int64_t im2col_ktiles(const ConvParams& p, int bk);
 
+// The NHWC (NDHWC) activation as a TMA tensor of `rank` 4 (C, W, H, N) or 5 (C, W, H, D, N):
+// dims innermost first and the byte strides of dims 1.., a dim of one element given the packed
+// stride; the im2col map's and the halo tiles' (conv_halo_view.hpp).
+void activation_layout(const ConvProblem& cp, int rank, uint64_t (&dims)[5], uint64_t (&strides_bytes)[4]);
 // The activation's map: `bk` channels x `pixels` pixels per load (128: a tile's; fewer: a
 // cluster CTA's piece of it).
 Im2colMapSpec im2col_activation_map(const ConvProblem& cp, int bk, int pixels = 128);

@@ -488,14 +488,12 @@ bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int sta
   if (!plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
   if (core == 2 && !gemm_view(pc.cp, pc.pixel_stride, why)) return false;
   if (core == 3 && (pc.cp.dgrad ? !dgrad_phases(pc.cp, pc.phases, why) : !im2col_view(pc.cp, why))) return false;
-  Config probe{core, bm, bn, stages};
-  if (core == 4 && !halo_fits(pc.cp, probe, pc.halo, why)) return false;
   Config c{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT, pingpong, resident};
   c.cluster = cluster;
   c.cluster_n = cluster_n;
   c.epilogue = epilogue;
   c.split_cluster = split_cluster;
-  c.halo_stage_bytes = probe.halo_stage_bytes;
+  if (core == 4 && !halo_fits(pc.cp, c, pc.halo, why)) return false;
   if (resident && !resident_fits(pc.phases.empty() ? pc.cp : deepest_phase(pc.phases).fprop, c, why)) return false;
   if (epilogue && (!cuda::register_epilogue(pc.epi, why) || (pc.cp.dgrad && !dgrad_register_epilogue(pc, why)))) return false;
   if (core == 4 && epilogue && !(why = halo_register_epilogue_rule(pc.epi)).empty()) return false;
