@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scoped_env.hpp"
 #include "engines/cuda/conv/conv_gemm_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_implicit_gemm.hpp"
@@ -261,20 +262,21 @@ TEST(CudaConvIm2col, KernelsCompileWithNvrtc) {
             expect_compiles(src, "test_conv_im2col.cu", "sm_90a", "tile_n " + std::to_string(s.bn) + ": "));
       }
       // Split-K as clusters adding their sums in distributed shared memory (split_cluster=1), 2 and
-      // 4 splits, staged and (bf16 2D) register epilogues.
+      // 4 splits of 128- and 64-wide tiles, staged and (bf16 2D) register epilogues.
       for (int splits : {2, 4})
-        for (int epilogue : {0, 1}) {
-          if (epilogue && (t != BF || c.x.size() == 5)) continue;
-          std::string src, why;
-          ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, 128, 5, src, why, splits, false, false, 1, epilogue,
-                                                1, true))
-              << why;
-          EXPECT_NE(src.find("__cluster_dims__(" + std::to_string(splits) + ", 1, 1)"), std::string::npos);
-          EXPECT_NE(src.find("kSplitCluster"), std::string::npos);
-          ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_im2col.cu", "sm_90a",
-                                                  "split_cluster split_k " + std::to_string(splits) +
-                                                      (epilogue ? " epilogue=1: " : ": ")));
-        }
+        for (int epilogue : {0, 1})
+          for (int bn : {128, 64}) {
+            if (epilogue && (t != BF || c.x.size() == 5)) continue;
+            std::string src, why;
+            ASSERT_TRUE(cv::fprop_source_for_test(built->p(), 3, 128, bn, 5, src, why, splits, false, false, 1, epilogue,
+                                                  1, true))
+                << why;
+            EXPECT_NE(src.find("__cluster_dims__(" + std::to_string(splits) + ", 1, 1)"), std::string::npos);
+            EXPECT_NE(src.find("kSplitCluster"), std::string::npos);
+            ASSERT_NO_FATAL_FAILURE(expect_compiles(src, "test_conv_im2col.cu", "sm_90a",
+                                                    "split_cluster split_k " + std::to_string(splits) + " tile_n " +
+                                                        std::to_string(bn) + (epilogue ? " epilogue=1: " : ": ")));
+          }
       // The register epilogue (bf16 output) at each tile width, cooperative and (64, 128) ping-pong,
       // and on split-K's 128-wide tiles.
       for (int bn : {64, 128, 256})
@@ -382,8 +384,8 @@ TEST(CudaConvIm2col, ClustersAlongNForFewPixelsManyChannels) {
   EXPECT_EQ(along_n(c128), (std::set<std::string>{"64/2p"}));
 }
 
-dg::Knobs split_cluster_knobs(int64_t splits, int64_t epilogue = 0) {
-  dg::Knobs k = im2col_knobs(128, 5, splits);
+dg::Knobs split_cluster_knobs(int64_t splits, int64_t epilogue = 0, int64_t tile_n = 128) {
+  dg::Knobs k = im2col_knobs(tile_n, 5, splits);
   k["split_cluster"] = 1;
   if (epilogue) k["epilogue"] = 1;
   return k;
@@ -407,6 +409,30 @@ TEST(CudaConvIm2col, SplitClustersWhereOneWaveHoldsThem) {
   EXPECT_TRUE(splits({{32, 128, 56, 56}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}).empty());
 }
 
+// 64 output channels on few tiles: split clusters of 64-wide tiles too, down to 2 of the 9 k steps
+// a split (RN50's 3x3 C64 32²: 8 tiles at N1 take 2..4 splits, 64 at N8 only 2; 784 at N32 none),
+// behind the GPU gate until their test has passed.
+TEST(CudaConvIm2col, NarrowSplitClustersOnFewTiles) {
+  gemm_test::FakeHopper hopper;
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  const auto narrow_splits = [&](int64_t n) {
+    const Case c{{n, 64, n == 32 ? 56 : 32, n == 32 ? 56 : 32}, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+    std::set<int64_t> s;
+    for (const auto& k : e.knob_space(partition_of(c)->p(), hopper.target))
+      if (k.count("split_cluster") && k.at("tile_n") == 64) s.insert(k.at("split_k"));
+    return s;
+  };
+  {
+    test_env::ScopedEnv gate("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
+    EXPECT_TRUE(narrow_splits(1).empty());
+  }
+  test_env::ScopedEnv gate("DNNGRAPH_UNCHECKED_ENGINES", "conv_split_cluster_n64");
+  EXPECT_EQ(narrow_splits(1), (std::set<int64_t>{2, 3, 4}));
+  EXPECT_EQ(narrow_splits(8), (std::set<int64_t>{2}));
+  EXPECT_TRUE(narrow_splits(32).empty());
+  EXPECT_TRUE(e.check_knobs(split_cluster_knobs(3, 1, 64)).ok());
+}
+
 // Split clusters against ref: 2, 3 and 4 splits of a few tiles (one CTA per unit), even and uneven
 // k ranges (27 k steps in 3: 9 each; 18 in 4: 4, 5, 4, 5), staged and register epilogues, fp16, 3D, and
 // a bias 4 bytes off a 16-byte boundary; outputs NaN-poisoned. (Written 2026-12-06 without a GPU run.)
@@ -424,6 +450,13 @@ TEST(CudaConvIm2col, SplitClustersMatchRef) {
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {knobs[0], knobs[2]}, rng);
   c = {{4, 192, 7, 7}, 320, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), {knobs[0], knobs[3]}, rng, 4);
+  // 64-wide tiles: 64 output channels and fewer, 9 k steps in 2, 3 and 4 splits.
+  const std::vector<dg::Knobs> narrow{split_cluster_knobs(2, 0, 64), split_cluster_knobs(3, 1, 64),
+                                      split_cluster_knobs(4, 0, 64), split_cluster_knobs(4, 1, 64)};
+  c = {{2, 64, 16, 17}, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  run_knobs_vs_ref(*gpu, c, BF, BF, false, channels_last(c.x), narrow, rng);
+  c = {{1, 72, 9, 11}, 40, {3, 3}, {1, 0}, {0, 2}, {2, 1}, {1, 2}};  // 2 channel blocks, 18 k steps
+  run_knobs_vs_ref(*gpu, c, dg::DataType::HALF, dg::DataType::HALF, false, channels_last(c.x), narrow, rng);
 }
 
 // Resident filters: in the knobs where every output channel fits one 64-wide tile column and the

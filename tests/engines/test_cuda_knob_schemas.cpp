@@ -183,7 +183,7 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
   expect_rejected(e, {{"core", 1}, {"tile_n", 256}, {"stages", 5}}, "bytes of shared memory for these stages exceed 227 KB");
   expect_rejected(e, {{"core", 2}, {"tile_n", 256}, {"pingpong", 1}},
                   "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1");
-  expect_rejected(e, {{"core", 3}, {"tile_n", 256}, {"split_k", 2}}, "split_k above 1 on core=2 or 3 takes tile_n 128");
+  expect_rejected(e, {{"core", 3}, {"tile_n", 256}, {"split_k", 2}}, "split_k above 1 on core=2 or 3 takes tile_n 128 (or 64 in core=3's split clusters)");
   expect_rejected(e, {{"core", 2}, {"resident_b", 1}}, "resident_b=1 goes only with core=3 and pingpong 0");
   expect_rejected(e, {{"core", 1}, {"epilogue", 1}}, "epilogue=1 (registers + TMA store) goes only with core=2 to 4");
   expect_rejected(e, {{"core", 3}, {"tile_n", 64}, {"stages", 4}, {"resident_b", 1}, {"epilogue", 1}},

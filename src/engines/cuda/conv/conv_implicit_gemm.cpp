@@ -28,9 +28,20 @@ using conv::ConvKnobs;
 using conv::ConvProblem;
 using Config = conv::ConvConfig;
 constexpr const char* kEngineName = conv::kImplicitGemmEngineName;
-// The knob space offers core 4 (halo tiles) only once CudaConvHalo.ConvolutionsMatchRef has passed
-// on a GPU (common/gpu_checked's list); explicit knobs build them (the tests).
-constexpr const char* kHaloGate = "conv_halo";
+// Settings the knob space offers only once their GPU tests have passed (a gate name on
+// common/gpu_checked's list); explicit knobs build them (the tests).
+struct GatedSettings {
+  const char* gate;
+  const char* what;
+  bool (*matches)(const ConvKnobs&);
+};
+constexpr GatedSettings kGatedSettings[] = {
+    // CudaConvHalo.ConvolutionsMatchRef
+    {"conv_halo", "core=4:", [](const ConvKnobs& k) { return k.core == 4; }},
+    // CudaConvIm2col.SplitClustersMatchRef's 64-wide tiles
+    {"conv_split_cluster_n64", "split_cluster=1 with tile_n=64:",
+     [](const ConvKnobs& k) { return k.split_cluster == 1 && k.tile_n == 64; }},
+};
 using conv::kFpropKernel;
 // The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
 // least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.
@@ -308,8 +319,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       conv::add_dgrad_phase_candidates(conv::deepest_phase(phases).fprop, t.info().multiprocessors, settings);
     if (t.info().sm_version == 90 && described && !dgrad) conv::add_halo_candidates(cp, settings);
     add_register_epilogue(p, t, settings);
-    if (std::string held; !cuda::checked_on_gpu(kHaloGate, "core=4:", held)) {
-      if (std::erase_if(settings, [](const ConvKnobs& k) { return k.core == 4; }) > 0) {
+    for (const GatedSettings& g : kGatedSettings) {
+      if (std::string held; !cuda::checked_on_gpu(g.gate, g.what, held) && std::erase_if(settings, g.matches) > 0) {
         DG_LOG(DEBUG) << kEngineName << ": " << held;
       }
     }

@@ -27,7 +27,8 @@ std::string conv_rules(const ConvKnobs& k) {
   if (k.core > 0 && k.tile_m != 128) return "the wgmma cores (core=1..4) take tile_m 128";
   if (k.pingpong && (k.core < 2 || k.tile_n == 256 || k.split_k > 1))
     return "pingpong=1 goes only with core=2 or 3, tile_n 64 or 128 and split_k 1";
-  if (k.core >= 2 && k.split_k > 1 && k.tile_n != 128) return "split_k above 1 on core=2 or 3 takes tile_n 128";
+  if (k.core >= 2 && k.split_k > 1 && k.tile_n != 128 && !(k.core == 3 && k.split_cluster && k.tile_n == 64))
+    return "split_k above 1 on core=2 or 3 takes tile_n 128 (or 64 in core=3's split clusters)";
   if (k.resident_b && (k.core != 3 || k.pingpong)) return "resident_b=1 goes only with core=3 and pingpong 0";
   if (k.cluster == 2 && (k.core != 3 || k.split_k > 1 || k.tf32 || k.resident_b))
     return "cluster=2 goes only with core=3 and whole tiles of 16-bit inputs (split_k 1, tf32 0, resident_b 0)";
@@ -165,6 +166,12 @@ void add_im2col_candidates(const ConvProblem& cp, int multiprocessors, int bk, s
     for (int sk : {2, 3, 4})
       if (bk == 64 && kt >= 4 * sk && tiles * sk <= multiprocessors)
         out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk, .split_cluster = 1});
+    // 64 output channels or fewer on few tiles (RN50's 3x3 C64 32² at N1 and N8: 8 and 64 tiles on
+    // 132 SMs): split clusters of 64-wide tiles, down to 2 k steps a split, for latency.
+    if (cp.params.N <= 64)
+      for (int sk : {2, 3, 4})
+        if (bk == 64 && kt >= 2 * sk && tiles * sk <= multiprocessors)
+          out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 5, .split_k = sk, .split_cluster = 1});
     // Few pixels, many channels (RN50's 7x7 layers: 52 tiles of 128 x 128 on 132 SMs): twice as
     // many 64-wide tiles, whole, with no partial sums to add up.
     if (cp.params.N > 64) {
