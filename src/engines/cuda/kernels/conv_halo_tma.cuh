@@ -14,8 +14,8 @@
 //
 // Rings: halo boxes (HALO_STAGES of stage_bytes each, bytes known at launch) and filter tiles
 // (STAGES of BN x 128 bytes, one per (tap, channel block) k step), each with full/empty barriers.
-// Warpgroup 0's first thread produces; warpgroups 1 and 2 each compute 64 virtual rows of the
-// 128 x BN tile and run the staged epilogue.
+// Warpgroup 0's warps 0 and 1 produce (one thread each: boxes, filters); warpgroups 1 and 2
+// each compute 64 virtual rows of the 128 x BN tile and run the epilogue.
 #pragma once
 #include "conv_implicit_gemm.cuh"
 #include "gemm_wgmma.cuh"
@@ -140,9 +140,11 @@ __device__ __forceinline__ void halo_store_block(const PointwiseParams& p, typen
   }
 }
 
-// The producer's one thread: per tile, per (depth tap, channel block) one halo box, then one
-// filter tile per (r, s) tap of it, in the consumers' order.
-template <int BN, int HALO_STAGES, int STAGES>
+// A producer thread, walking the CTA's tiles in the consumers' order: BOXES, per tile and (depth
+// tap, channel block) one halo box; else the filter tiles, one per (r, s) tap of each. Two threads
+// (warps 0 and 1 of the producer warpgroup) run the two streams, so that the next tile's box is
+// not queued behind this tile's filter loads, which wait for the ring's slots.
+template <int BN, int HALO_STAGES, int STAGES, bool BOXES>
 __device__ __forceinline__ void halo_produce(const ConvParams& P, const HaloTiles& t, const TmaDesc* mx,
                                              const TmaDesc* mw, u32 base) {
   typedef HaloSmem<BN, HALO_STAGES, STAGES> S;
@@ -159,19 +161,22 @@ __device__ __forceinline__ void halo_produce(const ConvParams& P, const HaloTile
     const int h0 = v0 / t.wv - P.pad[1];  // the box's first input row
     for (int ft = 0; ft < P.filt[0]; ++ft)
       for (int c = 0; c < cb; ++c) {
-        const u32 full = S::halo_full(base, t, a.s);
-        mbar_wait(S::halo_empty(base, t, a.s), a.phase ^ 1);
-        mbar_expect_tx(full, (u32)t.box_bytes);
-        tma_load_5d(base + a.s * t.stage_bytes, mx, full, c * S::BK, -P.pad[2], h0, o - P.pad[0] + ft * P.dil[0], n);
-        a.next();
-        for (int fr = 0; fr < P.filt[1]; ++fr)
-          for (int fs = 0; fs < P.filt[2]; ++fs) {
-            const u32 bf = S::b_full(base, t, w.s);
-            mbar_wait(S::b_empty(base, t, w.s), w.phase ^ 1);
-            mbar_expect_tx(bf, S::B_BYTES);
-            tma_load_3d(S::b_stage(base, t, w.s), mw, bf, c * S::BK, (ft * P.filt[1] + fr) * P.filt[2] + fs, tn * BN);
-            w.next();
-          }
+        if constexpr (BOXES) {
+          const u32 full = S::halo_full(base, t, a.s);
+          mbar_wait(S::halo_empty(base, t, a.s), a.phase ^ 1);
+          mbar_expect_tx(full, (u32)t.box_bytes);
+          tma_load_5d(base + a.s * t.stage_bytes, mx, full, c * S::BK, -P.pad[2], h0, o - P.pad[0] + ft * P.dil[0], n);
+          a.next();
+        } else {
+          for (int fr = 0; fr < P.filt[1]; ++fr)
+            for (int fs = 0; fs < P.filt[2]; ++fs) {
+              const u32 bf = S::b_full(base, t, w.s);
+              mbar_wait(S::b_empty(base, t, w.s), w.phase ^ 1);
+              mbar_expect_tx(bf, S::B_BYTES);
+              tma_load_3d(S::b_stage(base, t, w.s), mw, bf, c * S::BK, (ft * P.filt[1] + fr) * P.filt[2] + fs, tn * BN);
+              w.next();
+            }
+        }
       }
   }
 }
@@ -282,7 +287,8 @@ __device__ __forceinline__ void conv_fprop_halo(const ConvParams& P, const HaloT
   pdl_start();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
-    if (threadIdx.x == 0) halo_produce<BN, HALO, STAGES>(P, t, mx, mw, base);
+    if (threadIdx.x == 0) halo_produce<BN, HALO, STAGES, true>(P, t, mx, mw, base);
+    if (threadIdx.x == 32) halo_produce<BN, HALO, STAGES, false>(P, t, mx, mw, base);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     halo_consume<DT, BN, HALO, STAGES, Ep, EPI>(P, t, o, p, base, wg - 1, red);
