@@ -3,6 +3,8 @@
 // plan (one per ISA the CPU has) checked to be cpu_gemm_packed.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <random>
 
 #include "engines/cpu/gemm/driver.hpp"
@@ -23,6 +25,8 @@ class PlainProblem final : public cg::GemmProblem {
  public:
   cg::StridedMatrix a, bm;
   std::vector<float>* c = nullptr;
+  bool gathered = false;                             // a_gathered()
+  mutable std::atomic<int64_t> rows_gathered{0};     // rows a_rows copied, over every task
   PlainProblem(int64_t m, int64_t n, int64_t k) {
     M = m;
     N = n;
@@ -31,10 +35,12 @@ class PlainProblem final : public cg::GemmProblem {
   void a_rows(int64_t, int64_t m0, int64_t mc, const cg::KBlock& kb, int mr, const float** rows,
               float* scratch) const override {
     cg::pack_rows(a, m0, mc, kb.k0, kb.kc(), scratch, kb.kc());
+    rows_gathered += mc;
     const int64_t tiles = (mc + mr - 1) / mr;
     for (int64_t i = 0; i < tiles * mr; ++i) rows[i] = scratch + std::min(i, mc - 1) * kb.kc();
   }
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return mc * kc; }
+  bool a_gathered() const override { return gathered; }
   void pack_b(int64_t, int64_t n0, int64_t nc, int nr, float* dst) const override {
     cg::pack_panels(bm, K, n0, nc, nr, dst);
   }
@@ -69,6 +75,37 @@ TEST(CpuGemmKernels, DriverRunsEveryTaskWhateverThePool) {
         for (int64_t q = 0; q < k; ++q) want += double(a[static_cast<size_t>(i * k + q)]) * b[static_cast<size_t>(q * n + j)];
         ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-4) << threads << " threads, at " << i << "," << j;
       }
+  }
+}
+
+// Few rows, many columns: where a_rows gathers A per task (an AMX conv's copied tile halves), the
+// tasks split M first, so every row is gathered once; otherwise N is split into single panels and
+// each of them gathers all of A again. The products are the same either way.
+TEST(CpuGemmKernels, GatheredRowsSplitMBeforeN) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const cg::KernelSet& ks = cg::kernel_set(dg::cpu::cpu_features().best());
+  const int64_t m = 7 * ks.mr - 3, n = 8 * ks.nr, k = 40;
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+  for (auto& v : a) v = u(rng);
+  for (auto& v : b) v = u(rng);
+  dg::ThreadPool pool(2);
+  std::vector<float> first;
+  for (bool gathered : {false, true}) {
+    std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
+    PlainProblem p(m, n, k);
+    p.a = {a.data(), dg::DataType::FLOAT, k, 1};
+    p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
+    p.c = &c;
+    p.gathered = gathered;
+    ASSERT_TRUE(cg::run(p, ks, cg::default_blocking(ks), pool, nullptr).ok());
+    if (gathered) {
+      EXPECT_EQ(p.rows_gathered.load(), m);
+      EXPECT_EQ(c, first);
+    } else {
+      EXPECT_EQ(p.rows_gathered.load(), 8 * m);  // one single-panel task per column of tiles
+      first = c;
+    }
   }
 }
 

@@ -119,6 +119,7 @@ class ConvProblem final : public gemm::GemmProblem {
   }
   bool zero_rows_at_scratch() const override { return indirect_; }  // taps outside read `scratch` (zeros)
   bool a_kmajor() const override { return amx_; }  // AMX reads each segment's rows as one tile block
+  bool a_gathered() const override { return amx_; }  // halves that cross output rows or read padding are copied
 
   // Row i of segment s of a block lives at rows[((i / mr) * nseg + s) * mr + i % mr]: walked row by
   // row with a lane counter, not a division per row and segment (the divisions were a quarter of

@@ -64,7 +64,11 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
   // down to single panels where M has fewer tiles than eight per thread or no more rows than B has
   // columns: each M task streams all of B once more, which at 7x7 x 512 (9.4 MB of weights, 7
   // tiles) bound the layer by L3, and at 14x14 x 256 (2.4 MB of weights, 196 rows) by L2.
-  const int64_t min_nt = t.tiles < 8 * th || p.M <= p.N ? nr : 4 * nr;
+  int64_t min_nt = t.tiles < 8 * th || p.M <= p.N ? nr : 4 * nr;
+  // Unless A's rows are gathered per task (an AMX conv's 16-row halves that cross output rows):
+  // then each N task would gather all of A again, so M is split first (bf16 3x3 C256 14x14 on
+  // AMX: 0.18-0.21 -> 0.13-0.15 ms; C512 7x7 0.20-0.25 -> 0.18-0.21; alternated, 2026-12-06).
+  if (p.a_gathered() && t.tiles >= th) min_nt = round_up(std::max<int64_t>(p.N, 1), nr);
   while (p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > min_nt) t.nt = round_up(t.nt / 2, nr);
   t.n_tasks = ceil_div(std::max<int64_t>(p.N, 1), t.nt);
   while (p.batch * t.m_tasks * t.n_tasks < want && t.m_tasks < t.tiles) ++t.m_tasks;

@@ -48,6 +48,9 @@ class GemmProblem {
   // True when a_rows packs each micro-tile as one k-major panel (KernelSet::kernel_packed's
   // form) and only rows[(t * nseg + s) * mr] is meaningful.
   virtual bool a_kmajor() const { return false; }
+  // True when a_rows copies most rows into `scratch` at a cost per byte well above streaming B
+  // (plan_tasks then splits M before N: every N task copies its rows of A again).
+  virtual bool a_gathered() const { return false; }
 
   // B: `b_count` distinct matrices; batch b uses b_index(b). pack_b packs columns [n0, n0 + nc)
   // of matrix d over all of K into NR-wide panels: panel p at dst + p * K * nr, zero-padded.
