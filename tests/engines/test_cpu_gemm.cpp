@@ -463,8 +463,10 @@ void check_bf16_kernels(const cg::KernelSet& ks, bool amx) {
   std::mt19937 rng(29);
   std::uniform_real_distribution<float> u(-1, 1);
   dg::ThreadPool pool(2);
-  for (int trial = 0; trial < 6; ++trial) {
-    const int64_t m = 1 + rng() % 50, n = 1 + rng() % 80, k = 1 + rng() % 90;  // odd k included
+  // First M = 16, 40 and 49: tiles of 16 and 8 rows (AMX: the 16-row half kernel) and of 17.
+  constexpr int64_t kShortTiles[] = {16, 40, 49};
+  for (int trial = 0; trial < 9; ++trial) {
+    const int64_t m = trial < 3 ? kShortTiles[trial] : 1 + rng() % 50, n = 1 + rng() % 80, k = 1 + rng() % 90;  // odd k included
     std::vector<uint16_t> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
     for (auto& v : a) v = dg::dtype::float_to_bf16(u(rng));
     for (auto& v : b) v = dg::dtype::float_to_bf16(u(rng));

@@ -234,7 +234,9 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         const bool in_kernel = chain_now && !edge;  // else applied below, once the tile is in C
         bool chained = false;
         // Whether dst holds sums (edge tiles start afresh aside; the others add to earlier K blocks).
-        const bool summed = run_segments(ks, kernel, kb, mr, nr, tile_rows, panel, dst, ld, edge ? false : acc,
+        // A tile of at most MR / 2 rows (M's last, or all of a 4x4 layer's 16) on the half kernel.
+        const MicroKernel k = ks.kernel_half && 2 * mr_here <= mr ? ks.kernel_half : kernel;
+        const bool summed = run_segments(ks, k, kb, mr, nr, tile_rows, panel, dst, ld, edge ? false : acc,
                                          skip_zero_rows ? s.a : nullptr, in_kernel ? &tc : nullptr, ir, jr, chained);
         if (edge) {  // one plain loop per case, which the compiler vectorizes (16- and 24-channel convs)
           for (int64_t i = 0; i < mr_here; ++i) {

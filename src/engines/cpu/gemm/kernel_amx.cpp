@@ -39,6 +39,8 @@ thread_local bool t_config_loaded = false;
 
 void begin_amx_tiles() { t_config_loaded = false; }
 
+// HALVES 2: the 32 x 32 block; 1: its first 16 rows (C tiles 0 and 1, A tile 4), for short tiles.
+template <int HALVES>
 __attribute__((target("amx-tile,amx-bf16,avx512f"))) void amx_kernel(int nseg, int64_t seg_len, const float* const* rows,
                                                                      const float* b, float* c, int64_t ldc,
                                                                      bool accumulate) {
@@ -55,13 +57,17 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void amx_kernel(int nseg, i
   if (accumulate) {
     _tile_loadd(0, c, cs);
     _tile_loadd(1, c + 16, cs);
-    _tile_loadd(2, c + 16 * ldc, cs);
-    _tile_loadd(3, c + 16 * ldc + 16, cs);
+    if constexpr (HALVES == 2) {
+      _tile_loadd(2, c + 16 * ldc, cs);
+      _tile_loadd(3, c + 16 * ldc + 16, cs);
+    }
   } else {
     _tile_zero(0);
     _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+    if constexpr (HALVES == 2) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
   }
   for (int s = 0; s < nseg; ++s) {
     // Each 16-row half is equally spaced rows: its first row and its stride (rows 1 - 0, 17 - 16).
@@ -71,23 +77,28 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void amx_kernel(int nseg, i
     const int64_t hs = reinterpret_cast<intptr_t>(r[17]) - reinterpret_cast<intptr_t>(hi);
     for (int64_t k = 0; k < seg_len; k += kStep) {
       _tile_loadd(4, lo + k, ls);
-      _tile_loadd(5, hi + k, hs);
       _tile_loadd(6, b + k * kCols, kCols * 4);
       _tile_loadd(7, b + k * kCols + 16, kCols * 4);
       _tile_dpbf16ps(0, 4, 6);
       _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
+      if constexpr (HALVES == 2) {
+        _tile_loadd(5, hi + k, hs);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
     }
     b += seg_len * kCols;
   }
   _tile_stored(0, c, cs);
   _tile_stored(1, c + 16, cs);
-  _tile_stored(2, c + 16 * ldc, cs);
-  _tile_stored(3, c + 16 * ldc + 16, cs);
+  if constexpr (HALVES == 2) {
+    _tile_stored(2, c + 16 * ldc, cs);
+    _tile_stored(3, c + 16 * ldc + 16, cs);
+  }
 }
 
-constexpr KernelSet kAmx{Isa::AVX512, kRows, kCols, amx_kernel, amx_kernel, begin_amx_tiles};
+constexpr KernelSet kAmx{Isa::AVX512, kRows,          kCols,   amx_kernel<2>, amx_kernel<2>, begin_amx_tiles,
+                         nullptr,      amx_kernel<1>};
 
 bool tile_data_granted() {
   constexpr long kReqXcompPerm = 0x1023, kXfeatureTileData = 18;

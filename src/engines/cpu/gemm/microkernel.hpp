@@ -30,6 +30,9 @@ struct KernelSet {
   // per-thread state between tiles (AMX: the tile configuration, loaded once per run, not per tile).
   void (*begin_tiles)() = nullptr;
   ChainKernel kernel_chain = nullptr;  // `kernel` with a TileChain (fp32 kernels; null for bf16 pairs and AMX)
+  // `kernel` over rows [0, MR / 2) only, for a tile of at most MR / 2 rows (AMX: a 16 x 32 block,
+  // half the tile products of the 32 x 32 one); null where a short tile runs the whole kernel.
+  MicroKernel kernel_half = nullptr;
 };
 
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
