@@ -7,9 +7,11 @@ namespace dnngraph::cuda {
 namespace {
 
 // The names whose kernels still wait for a GPU run against ref (tests/engines/test_cuda_*.cpp):
-// the conv engine's split clusters of 64-wide tiles (CudaConvIm2col.SplitClustersMatchRef), its halo tiles (core 4, CudaConvHalo.ConvolutionsMatchRef: it passed on an H100
-// on 2026-12-06 with an earlier form of the consumers' k loop, and the kept form passed the default
-// plan harness's sampled checks on three workloads, not yet the test). The conv engine's clusters
+// the conv engine's halo tiles (core 4, CudaConvHalo.ConvolutionsMatchRef: it passed on an H100
+// on 2026-12-06 with an earlier form of the consumers' k loop, and the one-producer form passed the
+// default plan harness's sampled checks on three workloads; the two-producer form has not run on
+// a GPU) and its split clusters of 64-wide tiles (CudaConvIm2col.SplitClustersMatchRef's 64-wide
+// cases, not yet run on a GPU). The conv engine's clusters
 // of 8 along N left on 2026-12-06 (CudaConvIm2col and CudaConvRegisterEpilogue
 // .ConvolutionsMatchRef passed on an H100), as cuda_sdpa_flash's three-stage K/V ring and the
 // conv engine's split clusters had that day, the register epilogue's boxed form on 2026-12-05,
