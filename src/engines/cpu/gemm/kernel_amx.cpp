@@ -97,7 +97,8 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void amx_kernel(int nseg, i
   }
 }
 
-constexpr KernelSet kAmx{Isa::AVX512, kRows, kCols, amx_kernel<2>, amx_kernel<2>, begin_amx_tiles, nullptr, amx_kernel<1>};
+constexpr KernelSet kAmx{Isa::AVX512, kRows, kCols, amx_kernel<2>, amx_kernel<2>, begin_amx_tiles,
+                         /*kernel_chain=*/nullptr, /*kernel_half=*/amx_kernel<1>};
 
 bool tile_data_granted() {
   constexpr long kReqXcompPerm = 0x1023, kXfeatureTileData = 18;
