@@ -191,7 +191,7 @@ void pack_panels(const StridedMatrix& s, int64_t krows, int64_t c0, int64_t cols
   }
 }
 
-void convert_run(const void* src, DataType t, int64_t stride, int64_t n, float* dst) {
+void convert_run_strided(const void* src, DataType t, int64_t stride, int64_t n, float* dst) {
   const StridedMatrix s{src, t, 0, stride};
   pack_rows(s, 0, 1, 0, n, dst, n);
 }

@@ -3,6 +3,7 @@
 // kernels only ever see fp32.
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 #include "dnngraph/types.hpp"
 
@@ -28,7 +29,23 @@ void pack_a_panels(const StridedMatrix& src, int64_t r0, int64_t rows, int64_t c
 // dst[p * krows * nr + k * nr + j] = src(k, c0 + p * nr + j), zero past `cols`.
 void pack_panels(const StridedMatrix& src, int64_t krows, int64_t c0, int64_t cols, int nr, float* dst);
 
-// n values from src + i * stride (elements of `t`) to fp32.
-void convert_run(const void* src, DataType t, int64_t stride, int64_t n, float* dst);
+// n values from src + i * stride (elements of `t`) to fp32, any type and stride.
+void convert_run_strided(const void* src, DataType t, int64_t stride, int64_t n, float* dst);
+
+// The same, with unit-stride bf16 and fp32 runs inline: convs call it per pixel and tap, and for
+// 16 channels the out-of-line dispatch was 17% of a bf16 1x1 C16 112x112 layer.
+inline void convert_run(const void* src, DataType t, int64_t stride, int64_t n, float* dst) {
+  if (stride == 1 && t == DataType::BFLOAT16) {
+    const uint16_t* s = static_cast<const uint16_t*>(src);
+    for (int64_t k = 0; k < n; ++k) {
+      const uint32_t bits = static_cast<uint32_t>(s[k]) << 16;
+      std::memcpy(dst + k, &bits, 4);
+    }
+  } else if (stride == 1 && t == DataType::FLOAT) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+  } else {
+    convert_run_strided(src, t, stride, n, dst);
+  }
+}
 
 }  // namespace dnngraph::cpu::gemm
