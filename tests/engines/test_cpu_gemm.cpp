@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-
 #include <random>
 
 #include "engines/cpu/gemm/driver.hpp"
@@ -25,8 +24,8 @@ class PlainProblem final : public cg::GemmProblem {
  public:
   cg::StridedMatrix a, bm;
   std::vector<float>* c = nullptr;
-  bool gathered = false;                             // a_gathered()
-  mutable std::atomic<int64_t> rows_gathered{0};     // rows a_rows copied, over every task
+  bool gathered = false;                          // a_gathered()
+  mutable std::atomic<int64_t> rows_gathered{0};  // rows a_rows copied, over every task
   PlainProblem(int64_t m, int64_t n, int64_t k) {
     M = m;
     N = n;
@@ -466,7 +465,8 @@ void check_bf16_kernels(const cg::KernelSet& ks, bool amx) {
   // First M = 16, 40 and 49: tiles of 16 and 8 rows (AMX: the 16-row half kernel) and of 17.
   constexpr int64_t kShortTiles[] = {16, 40, 49};
   for (int trial = 0; trial < 9; ++trial) {
-    const int64_t m = trial < 3 ? kShortTiles[trial] : 1 + rng() % 50, n = 1 + rng() % 80, k = 1 + rng() % 90;  // odd k included
+    const int64_t m = trial < 3 ? kShortTiles[trial] : 1 + rng() % 50;
+    const int64_t n = 1 + rng() % 80, k = 1 + rng() % 90;  // odd k included
     std::vector<uint16_t> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
     for (auto& v : a) v = dg::dtype::float_to_bf16(u(rng));
     for (auto& v : b) v = dg::dtype::float_to_bf16(u(rng));
