@@ -19,6 +19,7 @@
 #include "engines/cuda/conv/conv_gemm_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 #include "engines/cuda/conv/conv_implicit_gemm.hpp"
+#include "engines/cuda/conv/conv_kernel_source.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
 #include "cuda_conv_tma_test_util.hpp"
 #include "planning/knobs.hpp"
@@ -46,6 +47,36 @@ std::string view_of(const Case& c, const Dims& xs) {
   int64_t stride = 0;
   if (!cv::gemm_view(cp, stride, why)) return why;
   return "ok " + std::to_string(stride);
+}
+
+// The GEMM view's activation map and cores 1-2's filter map (both k_rows_map): rows 16-byte
+// aligned, boxes of one 128-byte k step; a single output channel's rows still 16 bytes apart.
+TEST(CudaConvGemmView, KRowsMapsOfActivationAndFilters) {
+  const Case c = one_by_one({2, 40, 5, 7}, 24);
+  dg::Graph g;
+  add_conv(g, c, channels_last(c.x));
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  cv::ConvProblem cp;
+  std::string why;
+  ASSERT_TRUE(cv::describe_conv(parts[0], cp, why)) << why;
+  const dnngraph::cuda::TensorMapSpec a = cv::gemm_view_activation_map(cp, 48);
+  EXPECT_EQ(a.rank, 3);
+  EXPECT_EQ(a.dims[0], 40u);
+  EXPECT_EQ(a.dims[1], 70u);
+  EXPECT_EQ(a.strides_bytes[0], 96u);
+  EXPECT_EQ(a.strides_bytes[1], 96u * 70u);
+  EXPECT_EQ(a.box[0], 64u);
+  EXPECT_EQ(a.box[1], 128u);
+  cv::ConvConfig cfg{2, 128, 64, 4, 1, false, false, false};
+  const dnngraph::cuda::TensorMapSpec f = cv::filter_map(cp, cfg);
+  EXPECT_EQ(f.dims[0], 40u);
+  EXPECT_EQ(f.dims[1], 24u);
+  EXPECT_EQ(f.strides_bytes[0], 80u);
+  EXPECT_EQ(f.strides_bytes[1], 80u * 24u);
+  EXPECT_EQ(f.box[1], 64u);
+  cp.params.w_stride_k = 3;  // (one output channel's stride may be anything) 6 bytes -> 16
+  EXPECT_EQ(cv::filter_map(cp, cfg).strides_bytes[0], 16u);
 }
 
 TEST(CudaConvGemmView, OneByOneUnpaddedUnitStrideConvolutionsAreGemms) {

@@ -57,20 +57,25 @@ gemm::GemmParams gemm_view_params(const ConvParams& p, int64_t pixel_stride, int
   return g;
 }
 
-TensorMapSpec gemm_view_activation_map(const ConvProblem& cp, int64_t pixel_stride) {
+TensorMapSpec k_rows_map(DataType dtype, int64_t k, int64_t rows, int64_t row_elems, int box_rows) {
   TensorMapSpec s;
-  s.dtype = cp.dtype;
-  const int64_t es = size_of(cp.dtype);
+  s.dtype = dtype;
+  const int64_t es = size_of(dtype);
   s.rank = 3;
-  s.dims[0] = static_cast<uint64_t>(cp.params.K);
-  s.dims[1] = static_cast<uint64_t>(cp.params.M);
+  s.dims[0] = static_cast<uint64_t>(k);
+  s.dims[1] = static_cast<uint64_t>(rows);
   s.dims[2] = 1;
-  s.strides_bytes[0] = static_cast<uint64_t>(pixel_stride * es);  // a multiple of 16 (describe_conv)
-  s.strides_bytes[1] = s.strides_bytes[0] * s.dims[1];
+  s.strides_bytes[0] = static_cast<uint64_t>((row_elems * es + 15) / 16 * 16);
+  s.strides_bytes[1] = (s.strides_bytes[0] * s.dims[1] + 15) / 16 * 16;
   s.box[0] = static_cast<uint32_t>(128 / es);
-  s.box[1] = 128;
+  s.box[1] = static_cast<uint32_t>(box_rows);
   s.box[2] = 1;
   return s;
+}
+
+TensorMapSpec gemm_view_activation_map(const ConvProblem& cp, int64_t pixel_stride) {
+  // (pixel_stride x the element size is a multiple of 16: describe_conv)
+  return k_rows_map(cp.dtype, cp.params.K, cp.params.M, pixel_stride, 128);
 }
 
 }  // namespace dnngraph::cuda::conv

@@ -19,6 +19,11 @@ bool gemm_view(const ConvProblem& cp, int64_t& pixel_stride, std::string& why);
 // `splits` k ranges with their partial sums at `ws`) for the pointers and tiles in `p`.
 gemm::GemmParams gemm_view_params(const ConvParams& p, int64_t pixel_stride, int splits, void* ws);
 
+// A (k, rows, 1) TMA map of `rows` rows of k elements, `row_elems` apart (the row stride rounded
+// up to TMA's 16 bytes), boxes of one 128-byte k step x box_rows rows: a GEMM view's activation
+// and (cores 1 and 2) a conv's filters.
+TensorMapSpec k_rows_map(DataType dtype, int64_t k, int64_t rows, int64_t row_elems, int box_rows);
+
 // The activation's TMA map: (C, pixels, 1) innermost first, boxes of one 128-byte k step x 128 pixels.
 TensorMapSpec gemm_view_activation_map(const ConvProblem& cp, int64_t pixel_stride);
 

@@ -7,6 +7,7 @@
 
 #include "engines/cuda/common/kernel_config.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
+#include "engines/cuda/conv/conv_gemm_view.hpp"
 #include "engines/cuda/conv/conv_im2col_view.hpp"
 
 namespace dnngraph::cuda::conv {
@@ -124,19 +125,9 @@ std::string kernel_source(const ConvPieces& pc, const ConvConfig& c, const ir::G
 }
 
 TensorMapSpec filter_map(const ConvProblem& cp, const ConvConfig& c) {
-  cuda::TensorMapSpec s;
-  s.dtype = cp.dtype;
-  const int64_t es = size_of(cp.dtype);
-  s.rank = 3;
-  s.dims[0] = static_cast<uint64_t>(cp.params.K);
-  s.dims[1] = static_cast<uint64_t>(cp.params.N);
-  s.dims[2] = 1;
-  s.strides_bytes[0] = static_cast<uint64_t>((std::max<int64_t>(cp.params.w_stride_k, 16 / es) * es + 15) / 16 * 16);
-  s.strides_bytes[1] = (s.strides_bytes[0] * s.dims[1] + 15) / 16 * 16;
-  s.box[0] = static_cast<uint32_t>(128 / es);
-  s.box[1] = static_cast<uint32_t>(c.bn);
-  s.box[2] = 1;
-  return s;
+  // Rows at least 16 bytes apart: TMA's rule, also for a single output channel's stride.
+  const int64_t row_elems = std::max<int64_t>(cp.params.w_stride_k, 16 / size_of(cp.dtype));
+  return k_rows_map(cp.dtype, cp.params.K, cp.params.N, row_elems, c.bn);
 }
 
 }  // namespace dnngraph::cuda::conv
