@@ -346,6 +346,32 @@ TEST(CpuConvWinogradF4x3, FewTilesSplitTheOutputChannelsBetweenThreads) {
   }
 }
 
+// More tiles: each thread's share of whole MR-tile groups, cut into blocks; shares that differ by
+// a partial group (56x56: 196 tiles), tiles fewer than the threads' groups (6x6: 4 tiles on 3
+// threads, two shares empty), one output-channel panel (no channel split), 2 to 5 threads.
+TEST(CpuConvWinogradF4x3, TileSharesCoverEveryTileWhateverTheThreads) {
+  std::mt19937 rng(44);
+  struct Shape {
+    int64_t h, w, k;
+    int threads;
+  };
+  for (const Shape sh : {Shape{56, 56, 24, 2}, Shape{56, 56, 24, 3}, Shape{28, 28, 16, 5}, Shape{6, 6, 8, 3},
+                         Shape{30, 17, 20, 4}}) {
+    ConvCase cc = random_case(rng, Kind::WINOGRAD);
+    cc.n = 1;
+    cc.in = {sh.h, sh.w};
+    cc.pre = {1, 1};
+    cc.post = {1, 1};
+    cc.c = 4 + rng() % 12;
+    cc.k = sh.k;
+    cc.out = {sh.h, sh.w};
+    cc.nhwc_in = true;
+    SCOPED_TRACE("threads " + std::to_string(sh.threads));
+    run_conv_case("cpu_conv_winograd_f4x3", cc, false, rng, true, true, false, false, dg::DataType::FLOAT, 2e-4,
+                  true, sh.threads);
+  }
+}
+
 TEST(CpuConvWinogradF4x3, RejectsWhatItCannotRun) {
   dg::Graph g;
   g.set_io_data_type(dg::DataType::FLOAT);

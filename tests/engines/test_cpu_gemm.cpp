@@ -3,7 +3,9 @@
 // plan (one per ISA the CPU has) checked to be cpu_gemm_packed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <random>
 
 #include "engines/cpu/gemm/driver.hpp"
@@ -26,6 +28,12 @@ class PlainProblem final : public cg::GemmProblem {
   std::vector<float>* c = nullptr;
   bool gathered = false;                          // a_gathered()
   mutable std::atomic<int64_t> rows_gathered{0};  // rows a_rows copied, over every task
+  struct Block {
+    int64_t m0, mc, n0, nc;
+  };
+  bool record_blocks = false;  // c_block's blocks, in `blocks`
+  mutable std::vector<Block> blocks;
+  mutable std::mutex blocks_mutex;
   PlainProblem(int64_t m, int64_t n, int64_t k) {
     M = m;
     N = n;
@@ -47,6 +55,10 @@ class PlainProblem final : public cg::GemmProblem {
                int64_t ldc) const override {
     for (int64_t i = 0; i < mc; ++i)
       for (int64_t j = 0; j < nc; ++j) (*c)[static_cast<size_t>((m0 + i) * N + n0 + j)] = cb[i * ldc + j];
+    if (record_blocks) {
+      std::lock_guard<std::mutex> lock(blocks_mutex);
+      blocks.push_back({m0, mc, n0, nc});
+    }
   }
 };
 
@@ -104,6 +116,56 @@ TEST(CpuGemmKernels, GatheredRowsSplitMBeforeN) {
     } else {
       EXPECT_EQ(p.rows_gathered.load(), 8 * m);  // one single-panel task per column of tiles
       first = c;
+    }
+  }
+}
+
+// Few rows and panels that do not divide among the threads (11 of them, the last partial, on 2
+// threads; 13 on 3): each thread computes an equal share of whole panels with all rows, and every
+// leftover panel comes back as one row range per thread, split at tile boundaries.
+TEST(CpuGemmKernels, LeftoverPanelsSplitByRowsAmongTheThreads) {
+  std::mt19937 rng(10);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const cg::KernelSet& ks = cg::kernel_set(dg::cpu::cpu_features().best());
+  struct Case {
+    int threads;
+    int64_t panels;
+  };
+  for (const Case cs : {Case{2, 11}, Case{3, 13}}) {
+    const int64_t m = 7 * ks.mr - 3, n = cs.panels * ks.nr - 5, k = 40;
+    std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+    for (auto& v : a) v = u(rng);
+    for (auto& v : b) v = u(rng);
+    dg::ThreadPool pool(cs.threads);
+    std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
+    PlainProblem p(m, n, k);
+    p.a = {a.data(), dg::DataType::FLOAT, k, 1};
+    p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
+    p.c = &c;
+    p.record_blocks = true;
+    ASSERT_TRUE(cg::run(p, ks, cg::default_blocking(ks), pool, nullptr).ok());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t q = 0; q < k; ++q) want += double(a[static_cast<size_t>(i * k + q)]) * b[static_cast<size_t>(q * n + j)];
+        ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-4) << cs.threads << " threads, at " << i << "," << j;
+      }
+    const int64_t leftover = cs.panels % cs.threads, first_leftover = (cs.panels - leftover) * ks.nr;
+    std::vector<std::pair<int64_t, int64_t>> rows_of_last;  // (m0, mc) of the blocks at the last panel
+    for (const auto& blk : p.blocks) {
+      if (blk.n0 < first_leftover) {
+        EXPECT_EQ(blk.mc, m) << "a share's task has every row";
+      } else {
+        EXPECT_LE(blk.nc, ks.nr) << "a leftover panel is one";
+        EXPECT_LT(blk.mc, m) << "a leftover panel's rows are split";
+      }
+      if (blk.n0 == (cs.panels - 1) * ks.nr) rows_of_last.emplace_back(blk.m0, blk.mc);
+    }
+    std::sort(rows_of_last.begin(), rows_of_last.end());
+    ASSERT_EQ(rows_of_last.size(), static_cast<size_t>(cs.threads));
+    for (int h = 0; h < cs.threads; ++h) {
+      EXPECT_EQ(rows_of_last[static_cast<size_t>(h)].first, h * 7 / cs.threads * ks.mr);
+      EXPECT_EQ(rows_of_last[static_cast<size_t>(h)].first % ks.mr, 0);
     }
   }
 }
