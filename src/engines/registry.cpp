@@ -20,6 +20,7 @@
 #include "engines/cuda/layout/layout_copy.hpp"
 #include "engines/cuda/norm/norm_rowwise.hpp"
 #include "engines/cuda/pointwise/pointwise_jit.hpp"
+#include "engines/cuda/pool/pool_direct.hpp"
 #include "engines/cuda/sdpa/sdpa_backward_flash.hpp"
 #include "engines/cuda/sdpa/sdpa_flash.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
@@ -54,6 +55,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {21, &cpu::layout_copy_engine()},
       {22, &cuda::layout_copy_engine()},
       {23, &cuda::norm_rowwise_engine()},
+      {24, &cuda::pool_direct_engine()},
   };
   return kEngines;
 }

@@ -1,0 +1,140 @@
+// cuda_pool_direct's kernels: resample (src/engines/ref/ref_resample.cpp's semantics), one output
+// element per thread and step of a grid-stride loop. The loop walks Y in `order` (outermost first,
+// Y's smallest stride innermost), so neighbouring threads write neighbouring elements and, in
+// NHWC, read neighbouring channels. Pooling folds the window positions inside X (max pads with
+// -inf and propagates NaN; average divides by the window's volume or by the positions inside);
+// resizing reads the nearest source or the 2^S linear corners (half-pixel centers). Accumulates
+// in fp32. Dims and strides are kernel arguments: one module serves every shape. I is the index
+// type of the walk: 32-bit division where the output's count fits.
+#pragma once
+#include "dg_types.cuh"
+
+namespace dg {
+
+constexpr int kPoolMaxRank = 8;  // N, C and up to 6 spatial dims
+constexpr int kPoolMaxSpatial = kPoolMaxRank - 2;
+
+enum PoolMode : int { POOL_MAX = 0, POOL_AVG_INCLUDE = 1, POOL_AVG_EXCLUDE = 2, RESIZE_NEAREST = 3, RESIZE_LINEAR = 4 };
+
+struct PoolParams {
+  const char* x;
+  char* y;
+  long long count;  // output elements
+  int rank, mode;
+  int order[kPoolMaxRank];  // Y's dims, outermost first
+  long long x_dims[kPoolMaxRank], x_strides[kPoolMaxRank];
+  long long y_dims[kPoolMaxRank], y_strides[kPoolMaxRank];
+  long long window[kPoolMaxSpatial], stride[kPoolMaxSpatial], pre[kPoolMaxSpatial];
+  float inv_volume;  // 1 / the window's volume (average including the padding)
+};
+
+template <int DX>
+__device__ __forceinline__ float pool_load(const PoolParams& P, long long off) {
+  typedef typename Storage<DX>::type T;
+  return to_float<DX>(reinterpret_cast<const T*>(P.x)[off]);
+}
+
+// Pooling over the window positions inside X: per spatial dim the valid offsets [lo, hi), walked
+// as an odometer (no division per position).
+template <int DX>
+__device__ __forceinline__ float pool_window(const PoolParams& P, long long base, const long long* o) {
+  const int S = P.rank - 2;
+  long long start[kPoolMaxSpatial], lo[kPoolMaxSpatial], hi[kPoolMaxSpatial], k[kPoolMaxSpatial];
+  long long inside = 1;
+  for (int i = 0; i < S; ++i) {
+    start[i] = o[i + 2] * P.stride[i] - P.pre[i];
+    lo[i] = start[i] < 0 ? -start[i] : 0;
+    const long long room = P.x_dims[i + 2] - start[i];
+    hi[i] = P.window[i] < room ? P.window[i] : room;
+    if (hi[i] <= lo[i]) inside = 0;
+    else inside *= hi[i] - lo[i];
+    k[i] = lo[i];
+  }
+  const bool is_max = P.mode == POOL_MAX;
+  float acc = is_max ? u2f(0xff800000u) : 0.0f;  // -inf
+  if (inside > 0) {
+    for (;;) {
+      long long off = base;
+      for (int i = 0; i < S; ++i) off += (start[i] + k[i]) * P.x_strides[i + 2];
+      const float v = pool_load<DX>(P, off);
+      if (!is_max) acc += v;
+      else if (is_nan(v) || v > acc) acc = v;  // a NaN stays: nothing compares above it
+      int i = S - 1;
+      for (; i >= 0; --i) {
+        if (++k[i] < hi[i]) break;
+        k[i] = lo[i];
+      }
+      if (i < 0) break;
+    }
+  }
+  if (P.mode == POOL_AVG_INCLUDE) acc *= P.inv_volume;
+  if (P.mode == POOL_AVG_EXCLUDE) acc /= (float)inside;  // no position inside: 0 / 0, as ref
+  return acc;
+}
+
+// Resizing: the nearest source (floor(o * in / out) in integers), or the 2^S linear corners.
+template <int DX>
+__device__ __forceinline__ float resize_point(const PoolParams& P, long long base, const long long* o) {
+  const int S = P.rank - 2;
+  if (P.mode == RESIZE_NEAREST) {
+    long long off = base;
+    for (int i = 0; i < S; ++i) {
+      const long long in = P.x_dims[i + 2], src = o[i + 2] * in / P.y_dims[i + 2];
+      off += (src < in - 1 ? src : in - 1) * P.x_strides[i + 2];
+    }
+    return pool_load<DX>(P, off);
+  }
+  long long lo_off[kPoolMaxSpatial], hi_off[kPoolMaxSpatial];
+  float frac[kPoolMaxSpatial];
+  for (int i = 0; i < S; ++i) {
+    const long long in = P.x_dims[i + 2];
+    // Half-pixel centers in double, as ref: the weights of the fp32 sum are its, rounded once.
+    double src = ((double)o[i + 2] + 0.5) * (double)in / (double)P.y_dims[i + 2] - 0.5;
+    if (src < 0.0) src = 0.0;
+    long long l = (long long)src;
+    if (l > in - 1) l = in - 1;
+    const long long h = l + 1 < in ? l + 1 : in - 1;
+    lo_off[i] = l * P.x_strides[i + 2];
+    hi_off[i] = h * P.x_strides[i + 2];
+    frac[i] = (float)(src - (double)l);
+  }
+  float acc = 0.0f;
+  for (int c = 0; c < (1 << S); ++c) {
+    long long off = base;
+    float w = 1.0f;
+    for (int i = 0; i < S; ++i) {
+      const bool up = (c >> (S - 1 - i)) & 1;
+      off += up ? hi_off[i] : lo_off[i];
+      w *= up ? frac[i] : 1.0f - frac[i];
+    }
+    acc += w * pool_load<DX>(P, off);
+  }
+  return acc;
+}
+
+template <int DX, int DY, class I>
+__device__ __forceinline__ void pool_direct(const PoolParams& P) {
+  typedef typename Storage<DY>::type TY;
+  const I count = (I)P.count, step = (I)gridDim.x * (I)blockDim.x;
+  for (I l = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; l < count; l += step) {
+    long long o[kPoolMaxRank];
+    I rest = l;
+    for (int j = P.rank - 1; j > 0; --j) {
+      const int d = P.order[j];
+      const I n = (I)P.y_dims[d];
+      o[d] = (long long)(rest % n);
+      rest /= n;
+    }
+    o[P.order[0]] = (long long)rest;
+    long long y_off = 0;
+    for (int d = 0; d < P.rank; ++d) y_off += o[d] * P.y_strides[d];
+    const long long base = o[0] * P.x_strides[0] + o[1] * P.x_strides[1];
+    const float v = P.mode <= POOL_AVG_EXCLUDE ? pool_window<DX>(P, base, o) : resize_point<DX>(P, base, o);
+    reinterpret_cast<TY*>(P.y)[y_off] = from_float<DY>(v);
+  }
+}
+
+}  // namespace dg
+
+#define DG_POOL_DIRECT_KERNEL(DX, DY, I, NAME) \
+  extern "C" __global__ void __launch_bounds__(256) NAME(const dg::PoolParams P) { dg::pool_direct<DX, DY, I>(P); }
