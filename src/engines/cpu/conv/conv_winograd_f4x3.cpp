@@ -28,9 +28,11 @@ constexpr int kXi = 36;   // transformed points
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// Compiled twice, for AVX2 and for the baseline ISA, picked at load time (the loops vectorize).
+// Compiled for AVX-512, AVX2 and the baseline ISA, picked at load time (the loops vectorize). The
+// AVX-512 copy took four 3x3 C64 56x56 layers 3.03 -> 2.57 ms on the Intel VM (the transforms were
+// 53% of their samples against the GEMMs' 24%; docs/perf.md, 2026-12-06).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DNNGRAPH_WINO_CLONES __attribute__((target_clones("avx2", "default")))
+#define DNNGRAPH_WINO_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define DNNGRAPH_WINO_CLONES
 #endif
