@@ -36,6 +36,14 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 #else
 #define DNNGRAPH_WINO_CLONES
 #endif
+// "These rows never overlap": vectorize the loop without alias checks.
+#if defined(__clang__)
+#define DNNGRAPH_WINO_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define DNNGRAPH_WINO_IVDEP _Pragma("GCC ivdep")
+#else
+#define DNNGRAPH_WINO_IVDEP
+#endif
 
 // U = G g G^T for n <= 32 kernels at once (n is a GEMM NR): g[9][n] (row-major taps) into the 36
 // rows u + xi * u_ld, n floats each.
@@ -54,11 +62,11 @@ DNNGRAPH_WINO_CLONES void weight_transform(const float* g, float* u, int64_t u_l
 }
 
 // B^T x for six vectors of n lanes: out[i] = sum_j BT[i][j] * in[j] (in/out rows of stride `ld`).
-// No row of in or out overlaps another (callers pass distinct buffers, rows at least n apart);
-// `ivdep` says so: with six rows in and six out GCC needed more alias checks than it versions for,
-// and compiled the loop scalar.
+// No row of in or out overlaps another (callers pass distinct buffers, rows at least n apart), as
+// DNNGRAPH_WINO_IVDEP tells the compiler: with six rows in and six out GCC needed more alias
+// checks than it versions for, and compiled the loop scalar.
 DNNGRAPH_WINO_CLONES void bt6(const float* in, int64_t in_ld, float* out, int64_t out_ld, int64_t n) {
-#pragma GCC ivdep
+  DNNGRAPH_WINO_IVDEP
   for (int64_t c = 0; c < n; ++c) {
     const float d0 = in[c], d1 = in[in_ld + c], d2 = in[2 * in_ld + c], d3 = in[3 * in_ld + c], d4 = in[4 * in_ld + c],
                 d5 = in[5 * in_ld + c];
@@ -73,7 +81,7 @@ DNNGRAPH_WINO_CLONES void bt6(const float* in, int64_t in_ld, float* out, int64_
 
 // A^T x: four outputs from six rows.
 DNNGRAPH_WINO_CLONES void at6(const float* in, int64_t in_ld, float* out, int64_t out_ld, int64_t n) {
-#pragma GCC ivdep
+  DNNGRAPH_WINO_IVDEP
   for (int64_t c = 0; c < n; ++c) {
     const float m0 = in[c], m1 = in[in_ld + c], m2 = in[2 * in_ld + c], m3 = in[3 * in_ld + c], m4 = in[4 * in_ld + c],
                 m5 = in[5 * in_ld + c];
