@@ -1,5 +1,5 @@
 // cuda_pool_direct: its module compiles with NVRTC for every architecture it serves (no GPU needed),
-// the GPU gate holds it back until these tests pass on a GPU, and on a GPU (skipped without one)
+// the GPU gate offers it, and on a GPU (skipped without one)
 // max and average pooling (padding included and excluded) and nearest and linear resizing over 1-3
 // spatial dims, NHWC, NCHW and random layouts, fp32/fp16/bf16 in and out, match ref on seeded
 // random shapes with NaN-poisoned outputs; NaN propagates through max pooling, windows cut by
@@ -38,18 +38,15 @@ TEST(CudaPoolBuild, ModuleCompilesForEveryArchitecture) {
   }
 }
 
-// Written without a GPU (2026-12-06): held back until CudaPool.* pass on one.
-TEST(CudaPoolBuild, HeldBackUntilCheckedOnGpu) {
+// CudaPool.* passed on a GPU (2026-12-06), so the gate no longer holds it back.
+TEST(CudaPoolBuild, OfferedWithoutListing) {
   ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
   std::string why;
-  EXPECT_FALSE(checked_on_gpu(kEngine, "", why));
-  ScopedEnv listed("DNNGRAPH_UNCHECKED_ENGINES", kEngine);
   EXPECT_TRUE(checked_on_gpu(kEngine, "", why)) << why;
 }
 
 // On a CPU handle it says it needs a CUDA one.
 TEST(CudaPoolBuild, RejectsCpuHandles) {
-  ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", kEngine);
   dg::Graph g;
   g.resample(input(g, "X", {1, 2, 4, 4}, T::FLOAT),
              ResampleAttr().set_resampling_mode(RM::MAXPOOL).set_window({2, 2}).set_stride({2, 2}))->set_output(true);
@@ -111,7 +108,6 @@ class CudaPool : public ::testing::Test {
       Y->set_output(true).set_data_type(ty).set_dim(y).set_stride(ys);
     }, *h_, o);
   }
-  ScopedEnv offered_{"DNNGRAPH_UNCHECKED_ENGINES", kEngine};
   std::string skip_;
   std::unique_ptr<dg::Handle> h_;
 };

@@ -8,7 +8,7 @@ from ._ops_nn import window_padding
 
 # Ops run with torch under fallback="torch" even though dnngraph lowers them: dnngraph has no
 # CUDA engine for them yet (docs/engines.md), so they would run on `ref` through the host.
-NO_CUDA_ENGINE = {"MaxPool", "AveragePool", "Pad", "Concat", "Slice"}
+NO_CUDA_ENGINE = {"Pad", "Concat", "Slice"}
 
 
 def _text(v):

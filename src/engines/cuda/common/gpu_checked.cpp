@@ -11,13 +11,13 @@ namespace {
 // on 2026-12-06 with an earlier form of the consumers' k loop, and the one-producer form passed the
 // default plan harness's sampled checks on three workloads; the two-producer form has not run on
 // a GPU) and its split clusters of 64-wide tiles (CudaConvIm2col.SplitClustersMatchRef's 64-wide
-// cases, not yet run on a GPU), and cuda_pool_direct (CudaPool.*, written 2026-12-06, not yet run
-// on a GPU). The conv engine's clusters
+// cases, not yet run on a GPU). cuda_pool_direct left on 2026-12-06 (CudaPool.* passed on a GPU
+// the day it was written). The conv engine's clusters
 // of 8 along N left on 2026-12-06 (CudaConvIm2col and CudaConvRegisterEpilogue
 // .ConvolutionsMatchRef passed on an H100), as cuda_sdpa_flash's three-stage K/V ring and the
 // conv engine's split clusters had that day, the register epilogue's boxed form on 2026-12-05,
 // and the fused genstats, cuda_norm_rowwise and cuda_layout_copy before.
-constexpr std::array<std::string_view, 3> kHeldBack{"conv_halo", "conv_split_cluster_n64", "cuda_pool_direct"};
+constexpr std::array<std::string_view, 2> kHeldBack{"conv_halo", "conv_split_cluster_n64"};
 
 // Whether the comma-separated list `env` names `name` (spaces around names are ignored).
 bool listed(std::string_view env, std::string_view name) {
