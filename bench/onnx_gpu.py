@@ -9,9 +9,9 @@ The model is tests/python/onnx_models.resnet50 (onnx.helper, random He-scaled we
 download), N x 3 x 224 x 224, BatchNormalization folded, channels-last; `--model encoder` is
 onnx_models.transformer_encoder instead (6 layers of BERT-base width, N x 128 x 768, attention
 fused to sdpa, the heads' reshapes and transposes as torch copies between graphs). Sessions use
-fallback="torch": dnngraph has no CUDA pooling engine yet, so MaxPool runs as torch's max_pool2d
-on the session's stream (every other op is dnngraph's); the "ref" variant (bf16 only, without the
-fallback) shows what the MaxPool on dnngraph's ref engine costs. Latency: the median of --iters
+fallback="torch" for what dnngraph has no CUDA engine for (none of ResNet-50's ops since
+cuda_pool_direct: its MaxPool runs on dnngraph too); the "ref" variant (bf16 only, without the
+fallback) is the same session without that option. Latency: the median of --iters
 runs, each timed by CUDA events around session.run with the input already on the device and the
 output left there (output_device="cuda"), after 3 warm-ups. Kernels per forward: CUDA kernels
 that torch.profiler (CUPTI) saw in one run. Engine shares: each graph's explain(), the chosen
