@@ -440,10 +440,10 @@ TEST(CudaConvIm2col, SplitClustersWhereOneWaveHoldsThem) {
   EXPECT_TRUE(splits({{32, 128, 56, 56}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}).empty());
 }
 
-// 64 output channels on few tiles: split clusters of 64-wide tiles too, down to 2 of the 9 k steps
-// a split (RN50's 3x3 C64 32²: 8 tiles at N1 take 2..4 splits, 64 at N8 only 2; 784 at N32 none),
-// behind the GPU gate until their test has passed.
-TEST(CudaConvIm2col, NarrowSplitClustersOnFewTiles) {
+// Split clusters of 64-wide tiles (RN50's 3x3 C64 32² at N1 and N8) pass their GPU test but ran
+// slower than the whole 64-wide tile on an H100 (2026-12-06), so the knob space leaves them out;
+// explicit knobs still build them.
+TEST(CudaConvIm2col, NarrowSplitClustersOnlyOnExplicitKnobs) {
   gemm_test::FakeHopper hopper;
   const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
   const auto narrow_splits = [&](int64_t n) {
@@ -453,13 +453,8 @@ TEST(CudaConvIm2col, NarrowSplitClustersOnFewTiles) {
       if (k.count("split_cluster") && k.at("tile_n") == 64) s.insert(k.at("split_k"));
     return s;
   };
-  {
-    test_env::ScopedEnv gate("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
-    EXPECT_TRUE(narrow_splits(1).empty());
-  }
-  test_env::ScopedEnv gate("DNNGRAPH_UNCHECKED_ENGINES", "conv_split_cluster_n64");
-  EXPECT_EQ(narrow_splits(1), (std::set<int64_t>{2, 3, 4}));
-  EXPECT_EQ(narrow_splits(8), (std::set<int64_t>{2}));
+  EXPECT_TRUE(narrow_splits(1).empty());
+  EXPECT_TRUE(narrow_splits(8).empty());
   EXPECT_TRUE(narrow_splits(32).empty());
   EXPECT_TRUE(e.check_knobs(split_cluster_knobs(3, 1, 64)).ok());
 }

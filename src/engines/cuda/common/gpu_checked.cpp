@@ -7,17 +7,13 @@ namespace dnngraph::cuda {
 namespace {
 
 // The names whose kernels still wait for a GPU run against ref (tests/engines/test_cuda_*.cpp):
-// the conv engine's halo tiles (core 4, CudaConvHalo.ConvolutionsMatchRef: it passed on an H100
-// on 2026-12-06 with an earlier form of the consumers' k loop, and the one-producer form passed the
-// default plan harness's sampled checks on three workloads; the two-producer form has not run on
-// a GPU) and its split clusters of 64-wide tiles (CudaConvIm2col.SplitClustersMatchRef's 64-wide
-// cases, not yet run on a GPU). cuda_pool_direct left on 2026-12-06 (CudaPool.* passed on a GPU
-// the day it was written). The conv engine's clusters
-// of 8 along N left on 2026-12-06 (CudaConvIm2col and CudaConvRegisterEpilogue
-// .ConvolutionsMatchRef passed on an H100), as cuda_sdpa_flash's three-stage K/V ring and the
-// conv engine's split clusters had that day, the register epilogue's boxed form on 2026-12-05,
-// and the fused genstats, cuda_norm_rowwise and cuda_layout_copy before.
-constexpr std::array<std::string_view, 2> kHeldBack{"conv_halo", "conv_split_cluster_n64"};
+// none now. The conv engine's halo tiles (core 4, two producers: CudaConvHalo.ConvolutionsMatchRef),
+// its split clusters of 64-wide tiles (CudaConvIm2col.SplitClustersMatchRef) and cuda_pool_direct
+// (CudaPool.*) left on 2026-12-06 after their tests passed on an H100, as the conv engine's
+// clusters of 8 along N, cuda_sdpa_flash's three-stage K/V ring and the split clusters had that
+// day, the register epilogue's boxed form on 2026-12-05, and the fused genstats,
+// cuda_norm_rowwise and cuda_layout_copy before.
+constexpr std::array<std::string_view, 0> kHeldBack{};
 
 // Whether the comma-separated list `env` names `name` (spaces around names are ignored).
 bool listed(std::string_view env, std::string_view name) {

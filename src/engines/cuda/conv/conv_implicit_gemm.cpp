@@ -35,13 +35,8 @@ struct GatedSettings {
   const char* what;
   bool (*matches)(const ConvKnobs&);
 };
-constexpr GatedSettings kGatedSettings[] = {
-    // CudaConvHalo.ConvolutionsMatchRef
-    {"conv_halo", "core=4:", [](const ConvKnobs& k) { return k.core == 4; }},
-    // CudaConvIm2col.SplitClustersMatchRef's 64-wide tiles
-    {"conv_split_cluster_n64", "split_cluster=1 with tile_n=64:",
-     [](const ConvKnobs& k) { return k.split_cluster == 1 && k.tile_n == 64; }},
-};
+// None now: the halo tiles (core 4) and the 64-wide split clusters left on 2026-12-06.
+constexpr std::array<GatedSettings, 0> kGatedSettings{};
 using conv::kFpropKernel;
 // The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
 // least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.

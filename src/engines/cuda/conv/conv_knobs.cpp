@@ -162,16 +162,12 @@ void add_im2col_candidates(const ConvProblem& cp, int multiprocessors, int bk, s
     // The same splits as clusters adding their sums in distributed shared memory, where a tile's
     // CTAs fit one wave (each CTA takes one unit); 16-bit inputs (the ones checked on a GPU). RN50
     // C512 7² on an H100 (2026-12-06): split_k 2 0.0217-0.0218 ms against 0.0245 through global
-    // memory, tied with the whole 128 x 64 tile (0.0219). For 64 output channels or fewer on few
-    // tiles (RN50's 3x3 C64 32² at N1 and N8: 8 and 64 tiles on 132 SMs) also 64-wide tiles, down
-    // to 2 k steps a split, for latency.
-    for (int sk : {2, 3, 4}) {
-      if (bk != 64 || tiles * sk > multiprocessors) continue;
-      if (kt >= 4 * sk)
+    // memory, tied with the whole 128 x 64 tile (0.0219). (Split clusters of 64-wide tiles build on
+    // explicit knobs but are not offered: at RN50's 3x3 C64 32² they ran 0.0070-0.0076 ms at N1 and
+    // 0.0074 at N8 against the whole 128 x 64 tile's 0.0058; H100, 2026-12-06.)
+    for (int sk : {2, 3, 4})
+      if (bk == 64 && tiles * sk <= multiprocessors && kt >= 4 * sk)
         out.push_back({.core = 3, .tile_m = 128, .tile_n = 128, .stages = 5, .split_k = sk, .split_cluster = 1});
-      if (cp.params.N <= 64 && kt >= 2 * sk)
-        out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 5, .split_k = sk, .split_cluster = 1});
-    }
     // Few pixels, many channels (RN50's 7x7 layers: 52 tiles of 128 x 128 on 132 SMs): twice as
     // many 64-wide tiles, whole, with no partial sums to add up.
     if (cp.params.N > 64) {
