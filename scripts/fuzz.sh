@@ -86,6 +86,7 @@ tested_at=$SECONDS
 mkdir -p "$ARTIFACTS" "$BUILD/corpus/deserialize" "$BUILD/corpus/graph_json" "$BUILD/corpus/execute"
 cp tests/fuzz/corpus/deserialize/* "$BUILD/corpus/deserialize/" 2>/dev/null || true
 cp tests/fuzz/corpus/graph_json/* examples/graphs/*.json "$BUILD/corpus/graph_json/" 2>/dev/null || true
+cp tests/fuzz/corpus/execute/* "$BUILD/corpus/execute/" 2>/dev/null || true  # inputs that once failed
 "$BUILD/tests/fuzz/fuzz_make_seeds" "$BUILD/corpus"
 
 for target in deserialize graph_json execute; do

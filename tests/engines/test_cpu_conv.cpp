@@ -346,9 +346,10 @@ TEST(CpuConvWinogradF4x3, FewTilesSplitTheOutputChannelsBetweenThreads) {
   }
 }
 
-// More tiles: each thread's share of whole MR-tile groups, cut into blocks; shares that differ by
-// a partial group (56x56: 196 tiles), tiles fewer than the threads' groups (6x6: 4 tiles on 3
-// threads, two shares empty), one output-channel panel (no channel split), 2 to 5 threads.
+// More tiles: each thread's share of whole MR-tile groups, cut into blocks of at most the
+// scratch's tiles; shares that differ by a partial group (56x56: 196 tiles), tiles fewer than the
+// threads' groups (6x6: 4 tiles on 3 threads, two shares empty), one output-channel panel (no
+// channel split), 1 to 5 threads (one thread: its one share in several blocks).
 TEST(CpuConvWinogradF4x3, TileSharesCoverEveryTileWhateverTheThreads) {
   std::mt19937 rng(44);
   struct Shape {
@@ -356,7 +357,7 @@ TEST(CpuConvWinogradF4x3, TileSharesCoverEveryTileWhateverTheThreads) {
     int threads;
   };
   for (const Shape sh : {Shape{56, 56, 24, 2}, Shape{56, 56, 24, 3}, Shape{28, 28, 16, 5}, Shape{6, 6, 8, 3},
-                         Shape{30, 17, 20, 4}}) {
+                         Shape{30, 17, 20, 4}, Shape{30, 17, 20, 1}, Shape{13, 13, 3, 1}}) {
     ConvCase cc = random_case(rng, Kind::WINOGRAD);
     cc.n = 1;
     cc.in = {sh.h, sh.w};

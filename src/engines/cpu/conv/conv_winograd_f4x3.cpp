@@ -188,13 +188,13 @@ class WinogradPlan final : public ConvPlanBase {
   TileShares tile_shares(int threads) const {
     TileShares s;
     s.groups = (tiles_ + ks_.mr - 1) / ks_.mr;
-    if (kparts_ > 1 || threads <= 1) {  // one block of every tile
+    if (kparts_ > 1) {  // one block of every tile (tb_ holds them all), its channels split
       s.per_share = 1;
       s.threads = 1;
       return s;
     }
-    s.threads = threads;
-    const int64_t largest = (s.groups + threads - 1) / threads, per_block = std::max<int64_t>(1, tb_ / ks_.mr);
+    s.threads = std::max(threads, 1);
+    const int64_t largest = (s.groups + s.threads - 1) / s.threads, per_block = std::max<int64_t>(1, tb_ / ks_.mr);
     s.per_share = std::max<int64_t>(1, (largest + per_block - 1) / per_block);
     return s;
   }
