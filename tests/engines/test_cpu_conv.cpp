@@ -319,6 +319,21 @@ TEST(CpuConvWinogradF4x3, ChannelsLastTilesWriteTheOutputInPlace) {
   }
 }
 
+// A 3x3 "same" conv of one h x w channels-last image, c_min + [0, c_span) -> k channels (the
+// thread-split tests').
+ConvCase padded_winograd_case(std::mt19937& rng, int64_t h, int64_t w, int64_t c_min, uint32_t c_span, int64_t k) {
+  ConvCase cc = random_case(rng, Kind::WINOGRAD);
+  cc.n = 1;
+  cc.in = {h, w};
+  cc.pre = {1, 1};
+  cc.post = {1, 1};
+  cc.c = c_min + rng() % c_span;
+  cc.k = k;
+  cc.out = {h, w};
+  cc.nhwc_in = true;
+  return cc;
+}
+
 // Few tiles (at most 4 x MR): one block whose output channels are split between the threads, in
 // ranges of whole NR panels that need not be equal (K = 72 with NR 32: 32 + 40 on 2 threads, 32 +
 // 32 + 8 on 3), through the in-place tiles, the edge tiles' strips and the fused chain; more tiles
@@ -331,15 +346,7 @@ TEST(CpuConvWinogradF4x3, FewTilesSplitTheOutputChannelsBetweenThreads) {
   };
   for (const Shape sh : {Shape{14, 14, 72, 2}, Shape{14, 14, 72, 3}, Shape{7, 9, 40, 2}, Shape{14, 14, 256, 2},
                          Shape{30, 34, 40, 2}, Shape{6, 6, 24, 4}}) {
-    ConvCase cc = random_case(rng, Kind::WINOGRAD);
-    cc.n = 1;
-    cc.in = {sh.h, sh.w};
-    cc.pre = {1, 1};
-    cc.post = {1, 1};
-    cc.c = 8 + rng() % 24;
-    cc.k = sh.k;
-    cc.out = {sh.h, sh.w};
-    cc.nhwc_in = true;
+    ConvCase cc = padded_winograd_case(rng, sh.h, sh.w, 8, 24, sh.k);
     SCOPED_TRACE("threads " + std::to_string(sh.threads));
     run_conv_case("cpu_conv_winograd_f4x3", cc, false, rng, true, true, sh.k != 256, false, dg::DataType::FLOAT,
                   2e-4, sh.h != 7, sh.threads);
@@ -358,15 +365,7 @@ TEST(CpuConvWinogradF4x3, TileSharesCoverEveryTileWhateverTheThreads) {
   };
   for (const Shape sh : {Shape{56, 56, 24, 2}, Shape{56, 56, 24, 3}, Shape{28, 28, 16, 5}, Shape{6, 6, 8, 3},
                          Shape{30, 17, 20, 4}, Shape{30, 17, 20, 1}, Shape{13, 13, 3, 1}}) {
-    ConvCase cc = random_case(rng, Kind::WINOGRAD);
-    cc.n = 1;
-    cc.in = {sh.h, sh.w};
-    cc.pre = {1, 1};
-    cc.post = {1, 1};
-    cc.c = 4 + rng() % 12;
-    cc.k = sh.k;
-    cc.out = {sh.h, sh.w};
-    cc.nhwc_in = true;
+    ConvCase cc = padded_winograd_case(rng, sh.h, sh.w, 4, 12, sh.k);
     SCOPED_TRACE("threads " + std::to_string(sh.threads));
     run_conv_case("cpu_conv_winograd_f4x3", cc, false, rng, true, true, false, false, dg::DataType::FLOAT, 2e-4,
                   true, sh.threads);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <random>
 
@@ -62,6 +63,20 @@ class PlainProblem final : public cg::GemmProblem {
   }
 };
 
+// Whether C (m x n, row-major) is A x B (m x k, k x n) within 1e-4 of the product in double.
+::testing::AssertionResult matches_naive(const std::vector<float>& a, const std::vector<float>& b,
+                                         const std::vector<float>& c, int64_t m, int64_t n, int64_t k) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t q = 0; q < k; ++q) want += double(a[static_cast<size_t>(i * k + q)]) * b[static_cast<size_t>(q * n + j)];
+      if (!(std::fabs(c[static_cast<size_t>(i * n + j)] - want) <= 1e-4))  // a NaN (unwritten) fails too
+        return ::testing::AssertionFailure() << "at " << i << "," << j << ": " << c[static_cast<size_t>(i * n + j)]
+                                             << " against " << want;
+    }
+  return ::testing::AssertionSuccess();
+}
+
 // Every task runs whatever the pool: threads claim their home share of the rows first (by the CPU
 // they run on), then the rest; pools of more threads than CPUs have homes no thread is on.
 TEST(CpuGemmKernels, DriverRunsEveryTaskWhateverThePool) {
@@ -80,12 +95,7 @@ TEST(CpuGemmKernels, DriverRunsEveryTaskWhateverThePool) {
     p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
     p.c = &c;
     ASSERT_TRUE(cg::run(p, ks, cg::Blocking{2 * ks.mr, 16, ks.nr}, pool, nullptr).ok());
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double want = 0;
-        for (int64_t q = 0; q < k; ++q) want += double(a[static_cast<size_t>(i * k + q)]) * b[static_cast<size_t>(q * n + j)];
-        ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-4) << threads << " threads, at " << i << "," << j;
-      }
+    ASSERT_TRUE(matches_naive(a, b, c, m, n, k)) << threads << " threads";
   }
 }
 
@@ -144,12 +154,7 @@ TEST(CpuGemmKernels, LeftoverPanelsSplitByRowsAmongTheThreads) {
     p.c = &c;
     p.record_blocks = true;
     ASSERT_TRUE(cg::run(p, ks, cg::default_blocking(ks), pool, nullptr).ok());
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double want = 0;
-        for (int64_t q = 0; q < k; ++q) want += double(a[static_cast<size_t>(i * k + q)]) * b[static_cast<size_t>(q * n + j)];
-        ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-4) << cs.threads << " threads, at " << i << "," << j;
-      }
+    ASSERT_TRUE(matches_naive(a, b, c, m, n, k)) << cs.threads << " threads";
     const int64_t leftover = cs.panels % cs.threads, first_leftover = (cs.panels - leftover) * ks.nr;
     std::vector<std::pair<int64_t, int64_t>> rows_of_last;  // (m0, mc) of the blocks at the last panel
     for (const auto& blk : p.blocks) {

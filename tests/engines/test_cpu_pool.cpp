@@ -9,6 +9,7 @@
 #include "cpu_test_util.hpp"
 #include "engines/cpu/pool/pool_direct.hpp"
 #include "engines/cpu/pool/pool_kernels.hpp"
+#include "pool_test_util.hpp"
 
 namespace {
 
@@ -17,6 +18,9 @@ using ref_test::Dims;
 using ref_test::HostTensor;
 using RM = dg::ResampleMode;
 constexpr const char* kEngine = "cpu_pool_direct";
+using pool_test::Layout;
+using pool_test::pooled;
+using pool_test::strides_of;
 
 // Runs resample(x, attr) on ref and on cpu_pool_direct (every plan index), and compares.
 void check_vs_ref(const HostTensor& x, const HostTensor& y_like, const dg::ResampleAttr& attr) {
@@ -25,12 +29,6 @@ void check_vs_ref(const HostTensor& x, const HostTensor& y_like, const dg::Resam
   }, -1.0, 1.0);
 }
 
-enum class Layout { NHWC, NCHW, RANDOM };
-
-Dims strides_of(const Dims& dims, Layout l, std::mt19937& rng) {
-  return l == Layout::NHWC ? test_dims::channels_last(dims) : l == Layout::NCHW ? test_dims::packed(dims)
-                                                                              : ref_test::random_strides(dims, rng);
-}
 HostTensor tensor_in(const Dims& dims, Layout l, dg::DataType t, std::mt19937& rng) {
   HostTensor h = ref_test::make_tensor(dims, strides_of(dims, l, rng), t);
   h.randomize(rng, -2, 2);
@@ -38,13 +36,6 @@ HostTensor tensor_in(const Dims& dims, Layout l, dg::DataType t, std::mt19937& r
 }
 HostTensor tensor_out(const Dims& dims, Layout l, dg::DataType t, std::mt19937& rng) {
   return ref_test::make_tensor(dims, strides_of(dims, l, rng), t);
-}
-
-// Pooled output dims, as src/graph/resample.cpp computes them.
-Dims pooled(const Dims& x, const Dims& w, const Dims& s, const Dims& pre, const Dims& post) {
-  Dims y = x;
-  for (size_t i = 0; i + 2 < x.size(); ++i) y[i + 2] = (x[i + 2] + pre[i] + post[i] - w[i]) / s[i] + 1;
-  return y;
 }
 
 // ---- kernels

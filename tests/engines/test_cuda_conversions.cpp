@@ -11,15 +11,8 @@
 #include "core/dtype.hpp"
 
 namespace host_cuda {
-#define __device__
-#define __forceinline__ inline
-inline unsigned __float_as_uint(float f) { return dnngraph::dtype::float_bits(f); }
-inline float __uint_as_float(unsigned u) { return dnngraph::dtype::bits_float(u); }
-struct uint2 { unsigned x, y; };
-struct uint4 { unsigned x, y, z, w; };
+#include "host_cuda_shims.inl"
 using std::fabs;
-inline float fabsf(float x) { return std::fabs(x); }
-inline float rintf(float x) { return std::nearbyint(x); }
 #include "engines/cuda/kernels/dg_types.cuh"
 #undef __device__
 #undef __forceinline__

@@ -57,19 +57,8 @@ inline float __shfl_down_sync(unsigned, float v, int o) {
   return shuffle(v, src < 32 ? src : lane);
 }
 
-#define __device__
-#define __forceinline__ inline
+#include "host_cuda_shims.inl"
 #define __shared__ static
-inline unsigned __float_as_uint(float f) { return dnngraph::dtype::float_bits(f); }
-inline float __uint_as_float(unsigned u) { return dnngraph::dtype::bits_float(u); }
-struct uint2 {
-  unsigned x, y;
-};
-struct uint4 {
-  unsigned x, y, z, w;
-};
-inline float fabsf(float x) { return std::fabs(x); }
-inline float rintf(float x) { return std::nearbyint(x); }
 inline float sqrtf(float x) { return std::sqrt(x); }
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wsign-compare"

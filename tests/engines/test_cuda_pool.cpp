@@ -17,6 +17,7 @@
 #include "engines/cuda/pool/pool_direct.hpp"
 #include "engines/ref_test_util.hpp"
 #include "engines/test_cuda_util.hpp"
+#include "pool_test_util.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -26,6 +27,10 @@ using T = DataType;
 using RM = ResampleMode;
 using Dims = std::vector<int64_t>;
 using test_env::ScopedEnv;
+using pool_test::Layout;
+using pool_test::pooled;
+using pool_test::strides_of;
+using ref_test::random_float_type;
 constexpr const char* kEngine = "cuda_pool_direct";
 
 TEST(CudaPoolBuild, ModuleCompilesForEveryArchitecture) {
@@ -56,37 +61,6 @@ TEST(CudaPoolBuild, RejectsCpuHandles) {
   (void)g.create_execution_plans({HeurMode::FALLBACK});
   EXPECT_NE(g.explain().find("cuda_pool_direct: rejected: runs on CUDA handles; this one is cpu"), std::string::npos)
       << g.explain();
-}
-
-enum class Layout { NHWC, NCHW, RANDOM };
-
-Dims strides_of(const Dims& dims, Layout l, std::mt19937& rng) {
-  if (l == Layout::RANDOM) return ref_test::random_strides(dims, rng);
-  Dims order(dims.size());  // dims from outermost to innermost
-  for (size_t i = 0; i < dims.size(); ++i) order[i] = static_cast<int64_t>(i);
-  if (l == Layout::NHWC) {
-    order.erase(order.begin() + 1);
-    order.push_back(1);
-  }
-  Dims s(dims.size());
-  int64_t step = 1;
-  for (size_t k = order.size(); k-- > 0;) {
-    s[static_cast<size_t>(order[k])] = step;
-    step *= dims[static_cast<size_t>(order[k])];
-  }
-  return s;
-}
-
-// Pooled output dims, as src/graph/resample.cpp computes them.
-Dims pooled(const Dims& x, const Dims& w, const Dims& s, const Dims& pre, const Dims& post) {
-  Dims y = x;
-  for (size_t i = 0; i + 2 < x.size(); ++i) y[i + 2] = (x[i + 2] + pre[i] + post[i] - w[i]) / s[i] + 1;
-  return y;
-}
-
-T random_type(std::mt19937& rng) {
-  static const T kTypes[] = {T::FLOAT, T::HALF, T::BFLOAT16};
-  return kTypes[rng() % 3];
 }
 
 class CudaPool : public ::testing::Test {
@@ -128,7 +102,7 @@ TEST_F(CudaPool, RandomPoolingMatchesRef) {
     const RM mode = modes[trial % 3];
     const Layout lx = static_cast<Layout>(trial % 3), ly = static_cast<Layout>((trial / 3) % 3);
     SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(to_string(mode)));
-    expect_resample(x, pooled(x, w, s, pre, post), lx, ly, random_type(rng), random_type(rng),
+    expect_resample(x, pooled(x, w, s, pre, post), lx, ly, random_float_type(rng), random_float_type(rng),
                     ResampleAttr().set_resampling_mode(mode).set_window(w).set_stride(s).set_pre_padding(pre).set_post_padding(post),
                     static_cast<uint32_t>(trial + 1));
   }
@@ -144,8 +118,8 @@ TEST_F(CudaPool, RandomResizingMatchesRef) {
     for (size_t i = 0; i < spatial; ++i) y[i + 2] = 1 + rng() % 13;  // up and down
     const RM mode = trial % 2 ? RM::NEAREST : RM::BILINEAR;
     SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(to_string(mode)));
-    expect_resample(x, y, static_cast<Layout>(trial % 3), static_cast<Layout>((trial / 2) % 3), random_type(rng),
-                    random_type(rng), ResampleAttr().set_resampling_mode(mode), static_cast<uint32_t>(trial + 100));
+    expect_resample(x, y, static_cast<Layout>(trial % 3), static_cast<Layout>((trial / 2) % 3), random_float_type(rng),
+                    random_float_type(rng), ResampleAttr().set_resampling_mode(mode), static_cast<uint32_t>(trial + 100));
   }
 }
 

@@ -15,6 +15,7 @@
 #include "engines/ref_test_util.hpp"
 #include "fusion/partition.hpp"
 #include "graph/graph_impl.hpp"
+#include "pool_test_util.hpp"
 
 namespace pool_host {
 
@@ -23,18 +24,7 @@ struct Dim3 {
 };
 Dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-#define __device__
-#define __forceinline__ inline
-inline unsigned __float_as_uint(float f) { return dnngraph::dtype::float_bits(f); }
-inline float __uint_as_float(unsigned u) { return dnngraph::dtype::bits_float(u); }
-struct uint2 {
-  unsigned x, y;
-};
-struct uint4 {
-  unsigned x, y, z, w;
-};
-inline float fabsf(float x) { return std::fabs(x); }
-inline float rintf(float x) { return std::nearbyint(x); }
+#include "host_cuda_shims.inl"
 #include "engines/cuda/kernels/pool_direct.cuh"
 #undef __device__
 #undef __forceinline__
@@ -49,6 +39,10 @@ using ref_test::Dims;
 using ref_test::HostTensor;
 using RM = ResampleMode;
 using T = DataType;
+using pool_test::Layout;
+using pool_test::pooled;
+using pool_test::strides_of;
+using ref_test::random_float_type;
 static_assert(sizeof(k::PoolParams) == sizeof(cuda::PoolDirectParams), "the host mirror must match the kernel's");
 
 // Every thread of a grid of `blocks` x 256 runs the kernel in turn.
@@ -114,40 +108,10 @@ void expect_kernel_matches_ref(HostTensor x, const HostTensor& y_like, const Res
   }
 }
 
-enum class Layout { NHWC, NCHW, RANDOM };
-
-Dims strides_of(const Dims& dims, Layout l, std::mt19937& rng) {
-  if (l == Layout::RANDOM) return ref_test::random_strides(dims, rng);
-  std::vector<size_t> order(dims.size());  // outermost first
-  for (size_t i = 0; i < dims.size(); ++i) order[i] = i;
-  if (l == Layout::NHWC) {
-    order.erase(order.begin() + 1);
-    order.push_back(1);
-  }
-  Dims s(dims.size());
-  int64_t step = 1;
-  for (size_t j = order.size(); j-- > 0;) {
-    s[order[j]] = step;
-    step *= dims[order[j]];
-  }
-  return s;
-}
-
 HostTensor tensor(const Dims& dims, Layout l, T t, std::mt19937& rng, bool fill) {
   HostTensor h = ref_test::make_tensor(dims, strides_of(dims, l, rng), t);
   if (fill) h.randomize(rng, -2, 2);
   return h;
-}
-
-Dims pooled(const Dims& x, const Dims& w, const Dims& s, const Dims& pre, const Dims& post) {
-  Dims y = x;
-  for (size_t i = 0; i + 2 < x.size(); ++i) y[i + 2] = (x[i + 2] + pre[i] + post[i] - w[i]) / s[i] + 1;
-  return y;
-}
-
-T random_type(std::mt19937& rng) {
-  static const T kTypes[] = {T::FLOAT, T::HALF, T::BFLOAT16};
-  return kTypes[rng() % 3];
 }
 
 TEST(CudaPoolEmulated, RandomPoolingMatchesRef) {
@@ -165,7 +129,7 @@ TEST(CudaPoolEmulated, RandomPoolingMatchesRef) {
     }
     const RM mode = modes[trial % 3];
     SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(to_string(mode)));
-    const T tx = random_type(rng), ty = random_type(rng);
+    const T tx = random_float_type(rng), ty = random_float_type(rng);
     expect_kernel_matches_ref(tensor(x, static_cast<Layout>(trial % 3), tx, rng, true),
                               tensor(pooled(x, w, s, pre, post), static_cast<Layout>((trial / 3) % 3), ty, rng, false),
                               ResampleAttr().set_resampling_mode(mode).set_window(w).set_stride(s).set_pre_padding(pre).set_post_padding(post));
@@ -182,7 +146,7 @@ TEST(CudaPoolEmulated, RandomResizingMatchesRef) {
     for (size_t i = 0; i < spatial; ++i) y[i + 2] = 1 + rng() % 13;
     const RM mode = trial % 2 ? RM::NEAREST : RM::BILINEAR;
     SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(to_string(mode)));
-    const T tx = random_type(rng), ty = random_type(rng);
+    const T tx = random_float_type(rng), ty = random_float_type(rng);
     expect_kernel_matches_ref(tensor(x, static_cast<Layout>(trial % 3), tx, rng, true),
                               tensor(y, static_cast<Layout>((trial / 2) % 3), ty, rng, false),
                               ResampleAttr().set_resampling_mode(mode));
