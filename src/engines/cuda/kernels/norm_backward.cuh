@@ -1,0 +1,365 @@
+// cuda_norm_rowwise's backward: DX of each row, and DSCALE/DBIAS as column sums over the rows in
+// slices of the workspace, added by norm_partials (see norm_rowwise.cuh).
+#pragma once
+#include "norm_common.cuh"
+
+namespace dg {
+
+// ---- backward
+// With g = dy * scale and xhat = (x - mean) * inv over a row of n elements (ref_norm_training.cpp):
+//   dx = inv * (g - sum(g) / n - xhat * sum(g * xhat) / n)   (rmsnorm: mean 0, no sum(g) term)
+
+template <class C>
+__device__ __forceinline__ void row_stats(const NormParams& P, i64 row, float& mean, float& inv) {
+  mean = C::kLayernorm ? P.mean[row * P.mean_pitch] : 0.0f;
+  inv = P.inv[row * P.inv_pitch];
+}
+
+template <class C>
+__device__ __forceinline__ void store_dx(const NormParams& P, i64 row, i64 col, const float (&x)[C::kVec],
+                                         const float (&dy)[C::kVec], float mean, float inv, float a, float b) {
+  float sc[C::kVec], dx[C::kVec];
+  load_vec<C::kScaleType, C::kVec>(P.scale, col, sc);
+DG_UNROLL
+  for (int j = 0; j < C::kVec; ++j) {
+    const float xhat = (x[j] - mean) * inv, g = dy[j] * sc[j];
+    dx[j] = inv * (g - a - xhat * b);
+  }
+  store_vec<C::kOutType, C::kVec>(P.out, row * P.out_pitch + col, dx);
+}
+
+// Adds this vector's sum(g), sum(g * xhat) to s and its dy * xhat, dy to the column sums.
+template <class C>
+__device__ __forceinline__ void backward_sums(const NormParams& P, i64 col, const float (&x)[C::kVec],
+                                              const float (&dy)[C::kVec], float mean, float inv, float (&s)[2],
+                                              float (&ds)[C::kVec], float (&db)[C::kVec]) {
+  float sc[C::kVec];
+  load_vec<C::kScaleType, C::kVec>(P.scale, col, sc);
+DG_UNROLL
+  for (int j = 0; j < C::kVec; ++j) {
+    const float xhat = (x[j] - mean) * inv, g = dy[j] * sc[j];
+    s[0] += g;
+    s[1] += g * xhat;
+    ds[j] += dy[j] * xhat;
+    db[j] += dy[j];
+  }
+}
+
+// One row's X, DY and statistics as loaded: raw vectors, half the registers of floats for 16-bit
+// types, so the next row can be in flight while this one is summed and stored.
+template <class C>
+struct RowBits {
+  static constexpr int K = C::kItems > 0 ? C::kItems : 1;
+  Packed<typename Storage<C::kXType>::type, C::kVec> x[K];
+  Packed<typename Storage<C::kDyType>::type, C::kVec> dy[K];
+  float mean, inv;
+};
+
+template <class C>
+__device__ __forceinline__ void load_row_bits(const NormParams& P, i64 row, int lane, RowBits<C>& r) {
+  typedef typename Storage<C::kXType>::type XT;
+  typedef typename Storage<C::kDyType>::type DT;
+  typedef decltype(r.x[0].raw) XRaw;
+  typedef decltype(r.dy[0].raw) DRaw;
+DG_UNROLL
+  for (int k = 0; k < RowBits<C>::K; ++k) {
+    const i64 col = (i64)(k * C::kThreads + lane) * C::kVec;
+    const bool ok = col < P.cols;  // padding lanes hold zeros
+    r.x[k].raw = ok ? *reinterpret_cast<const XRaw*>(static_cast<const XT*>(P.x) + row * P.x_pitch + col) : XRaw{};
+    r.dy[k].raw = ok ? *reinterpret_cast<const DRaw*>(static_cast<const DT*>(P.dy) + row * P.dy_pitch + col) : DRaw{};
+  }
+  row_stats<C>(P, row, r.mean, r.inv);
+}
+
+template <class C>
+__device__ __forceinline__ void backward_row_resident(const NormParams& P, i64 row, int lane, float* scratch,
+                                                      const float (&x)[RowBits<C>::K][C::kVec],
+                                                      const float (&dy)[RowBits<C>::K][C::kVec], float mean,
+                                                      float inv, float (&ds)[RowBits<C>::K][C::kVec],
+                                                      float (&db)[RowBits<C>::K][C::kVec]) {
+  constexpr int V = C::kVec, T = C::kThreads, K = RowBits<C>::K;
+  float s[2] = {0.0f, 0.0f};
+DG_UNROLL
+  for (int k = 0; k < K; ++k) {
+    const i64 col = (i64)(k * T + lane) * V;
+    if (col < P.cols) backward_sums<C>(P, col, x[k], dy[k], mean, inv, s, ds[k], db[k]);
+  }
+  group_sum<T>(s, scratch);
+  const float a = C::kLayernorm ? s[0] * P.inv_cols : 0.0f, b = s[1] * P.inv_cols;
+  if (!C::kDx) return;
+DG_UNROLL
+  for (int k = 0; k < K; ++k) {
+    const i64 col = (i64)(k * T + lane) * V;
+    if (col < P.cols) store_dx<C>(P, row, col, x[k], dy[k], mean, inv, a, b);
+  }
+}
+
+// The group's rows with the row in registers: load a row, then its sums and DX; with kPrefetch the
+// loaded row is unpacked and the next one's loads start before this row's sums.
+template <class C>
+__device__ __forceinline__ void backward_rows_resident(const NormParams& P, i64 row, i64 step, int lane,
+                                                       float* scratch, float (&ds)[RowBits<C>::K][C::kVec],
+                                                       float (&db)[RowBits<C>::K][C::kVec]) {
+  constexpr int V = C::kVec, T = C::kThreads, K = RowBits<C>::K;
+  if (!C::kPrefetch) {  // straight into floats: scalar rows staged as raw bits too spill (ptxas)
+    for (; row < P.rows; row += step) {
+      float x[K][V], dy[K][V], mean, inv;
+DG_UNROLL
+      for (int k = 0; k < K; ++k) {
+        const i64 col = (i64)(k * T + lane) * V;
+        load_or_zero<C::kXType, V>(P.x, row * P.x_pitch + col, col < P.cols, x[k]);
+        load_or_zero<C::kDyType, V>(P.dy, row * P.dy_pitch + col, col < P.cols, dy[k]);
+      }
+      row_stats<C>(P, row, mean, inv);
+      backward_row_resident<C>(P, row, lane, scratch, x, dy, mean, inv, ds, db);
+    }
+    return;
+  }
+  RowBits<C> bits;
+  if (row < P.rows) load_row_bits<C>(P, row, lane, bits);
+  for (; row < P.rows; row += step) {
+    float x[K][V], dy[K][V];
+DG_UNROLL
+    for (int k = 0; k < K; ++k)
+DG_UNROLL
+      for (int j = 0; j < V; ++j) x[k][j] = to_float<C::kXType>(bits.x[k].v[j]), dy[k][j] = to_float<C::kDyType>(bits.dy[k].v[j]);
+    const float mean = bits.mean, inv = bits.inv;
+    if (row + step < P.rows) load_row_bits<C>(P, row + step, lane, bits);
+    backward_row_resident<C>(P, row, lane, scratch, x, dy, mean, inv, ds, db);
+  }
+}
+
+// ---- backward rows staged in shared memory (kStages > 0; sm_90, block-wide row groups): thread 0
+// keeps kStages rows' X and DY in flight by bulk copies into a ring of stages in dynamic shared
+// memory, each completing on its own mbarrier. Rows load whole rows ahead without the registers a
+// second resident row takes (one more row in registers measured slower: the 128-register cap).
+#ifdef __CUDA_ARCH__
+typedef u64 StageBar;
+
+__device__ __forceinline__ u32 stage_smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ char* stage_ring() {
+  extern __shared__ __align__(128) char dg_norm_ring[];
+  return dg_norm_ring;
+}
+
+__device__ __forceinline__ void stage_bar_init(StageBar* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(stage_smem_u32(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
+// X's nx bytes to sx and DY's ndy bytes to sdy (16-byte multiples at 16-byte addresses), completing
+// on bar. The stage's earlier generic reads are ordered before the copy's writes by the fence.
+__device__ __forceinline__ void stage_row(StageBar* bar, void* sx, const void* x, u32 nx, void* sdy, const void* dy,
+                                          u32 ndy) {
+#if __CUDA_ARCH__ >= 900
+  const u32 b = stage_smem_u32(bar);
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(nx + ndy) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   stage_smem_u32(sx)), "l"(x), "r"(nx), "r"(b) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   stage_smem_u32(sdy)), "l"(dy), "r"(ndy), "r"(b) : "memory");
+#else
+  __trap();  // never configured below sm_90 (choose_config)
+#endif
+}
+
+__device__ __forceinline__ void stage_wait(StageBar* bar, u32 parity) {
+#if __CUDA_ARCH__ >= 900
+  const u32 b = stage_smem_u32(bar);
+  u32 done = 0;
+  while (!done)
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(b), "r"(parity)
+                 : "memory");
+#endif
+}
+#endif  // __CUDA_ARCH__
+
+// A stage: X's row, then DY's at the next 128 bytes.
+struct StageLayout {
+  u32 nx, ndy, dy_at, bytes;
+};
+
+template <class C>
+__device__ __forceinline__ StageLayout stage_layout(const NormParams& P) {
+  StageLayout l;
+  l.nx = (u32)(P.cols * (i64)sizeof(typename Storage<C::kXType>::type));
+  l.ndy = (u32)(P.cols * (i64)sizeof(typename Storage<C::kDyType>::type));
+  l.dy_at = (l.nx + 127u) / 128u * 128u;
+  l.bytes = l.dy_at + (l.ndy + 127u) / 128u * 128u;
+  return l;
+}
+
+template <class C>
+__device__ __forceinline__ void issue_stage(const NormParams& P, const StageLayout& l, StageBar* bar, char* stage,
+                                            i64 row) {
+  typedef typename Storage<C::kXType>::type XT;
+  typedef typename Storage<C::kDyType>::type DT;
+  stage_row(bar, stage, static_cast<const XT*>(P.x) + row * P.x_pitch, l.nx, stage + l.dy_at,
+            static_cast<const DT*>(P.dy) + row * P.dy_pitch, l.ndy);
+}
+
+// The block's rows from the ring: wait for the stage, read it into registers, run the row (whose
+// block-wide sums synchronize the block, so every thread is done with the stage), refill it with
+// the row kStages steps ahead. Each row's statistics load one row ahead.
+template <class C>
+__device__ __forceinline__ void backward_rows_staged(const NormParams& P, i64 row, i64 step, int lane, float* scratch,
+                                                     float (&ds)[RowBits<C>::K][C::kVec],
+                                                     float (&db)[RowBits<C>::K][C::kVec]) {
+  constexpr int V = C::kVec, T = C::kThreads, K = RowBits<C>::K, S = C::kStages;
+  __shared__ StageBar bars[S];
+  char* ring = stage_ring();
+  const StageLayout l = stage_layout<C>(P);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) stage_bar_init(&bars[s]);
+    for (int s = 0; s < S && row + s * step < P.rows; ++s) issue_stage<C>(P, l, &bars[s], ring + s * l.bytes, row + s * step);
+  }
+  __syncthreads();
+  float mean = 0.0f, inv = 0.0f;
+  if (row < P.rows) row_stats<C>(P, row, mean, inv);
+  int s = 0;
+  u32 parity = 0;
+  for (; row < P.rows; row += step) {
+    float next_mean = 0.0f, next_inv = 0.0f;
+    if (row + step < P.rows) row_stats<C>(P, row + step, next_mean, next_inv);
+    stage_wait(&bars[s], parity);
+    const char* stage = ring + s * l.bytes;
+    float x[K][V], dy[K][V];
+DG_UNROLL
+    for (int k = 0; k < K; ++k) {
+      const i64 col = (i64)(k * T + lane) * V;
+      load_or_zero<C::kXType, V>(stage, col, col < P.cols, x[k]);
+      load_or_zero<C::kDyType, V>(stage + l.dy_at, col, col < P.cols, dy[k]);
+    }
+    backward_row_resident<C>(P, row, lane, scratch, x, dy, mean, inv, ds, db);
+    if (threadIdx.x == 0 && row + S * step < P.rows) issue_stage<C>(P, l, &bars[s], ring + s * l.bytes, row + S * step);
+    if (++s == S) s = 0, parity ^= 1u;
+    mean = next_mean, inv = next_inv;
+  }
+}
+
+// Streaming: the column sums go straight to the block's workspace slice (one group per block, so
+// each column has one owner thread; its first row writes, the later ones add).
+template <class C>
+__device__ __forceinline__ void backward_row_streamed(const NormParams& P, i64 row, int lane, float* scratch) {
+  constexpr int V = C::kVec, T = C::kThreads;
+  float mean, inv;
+  row_stats<C>(P, row, mean, inv);
+  const bool first = row == (i64)blockIdx.x;
+  float* ps = P.partials + (i64)blockIdx.x * P.cols;
+  float* pb = P.partials + ((i64)gridDim.x + blockIdx.x) * P.cols;
+  float s[2] = {0.0f, 0.0f};
+  for (i64 col = (i64)lane * V; col < P.cols; col += (i64)T * V) {
+    float x[V], dy[V], ds[V], db[V];
+    load_vec<C::kXType, V>(P.x, row * P.x_pitch + col, x);
+    load_vec<C::kDyType, V>(P.dy, row * P.dy_pitch + col, dy);
+DG_UNROLL
+    for (int j = 0; j < V; ++j) ds[j] = db[j] = 0.0f;
+    backward_sums<C>(P, col, x, dy, mean, inv, s, ds, db);
+    if (C::kPartials)
+DG_UNROLL
+      for (int j = 0; j < V; ++j) {
+        ps[col + j] = first ? ds[j] : ps[col + j] + ds[j];
+        pb[col + j] = first ? db[j] : pb[col + j] + db[j];
+      }
+  }
+  group_sum<T>(s, scratch);
+  const float a = C::kLayernorm ? s[0] * P.inv_cols : 0.0f, b = s[1] * P.inv_cols;
+  if (!C::kDx) return;
+  for (i64 col = (i64)lane * V; col < P.cols; col += (i64)T * V) {
+    float x[V], dy[V];
+    load_vec<C::kXType, V>(P.x, row * P.x_pitch + col, x);
+    load_vec<C::kDyType, V>(P.dy, row * P.dy_pitch + col, dy);
+    store_dx<C>(P, row, col, x, dy, mean, inv, a, b);
+  }
+}
+
+// The resident form's column sums: the block's groups folded in shared memory (group order), then
+// one slice per block. part holds 2 * kRows * kItems * kThreads * kVec floats when kRows > 1.
+template <class C>
+__device__ __forceinline__ void store_partials(const NormParams& P, int lane, float* part,
+                                               const float (&ds)[C::kItems > 0 ? C::kItems : 1][C::kVec],
+                                               const float (&db)[C::kItems > 0 ? C::kItems : 1][C::kVec]) {
+  constexpr int V = C::kVec, T = C::kThreads, K = C::kItems > 0 ? C::kItems : 1, span = K * T * V;
+  float* ps = P.partials + (i64)blockIdx.x * P.cols;
+  float* pb = P.partials + ((i64)gridDim.x + blockIdx.x) * P.cols;
+  if (C::kRows == 1) {
+DG_UNROLL
+    for (int k = 0; k < K; ++k) {
+      const i64 col = (i64)(k * T + lane) * V;
+      if (col >= P.cols) continue;
+DG_UNROLL
+      for (int j = 0; j < V; ++j) ps[col + j] = ds[k][j], pb[col + j] = db[k][j];
+    }
+    return;
+  }
+  const int r = threadIdx.x / T;
+DG_UNROLL
+  for (int k = 0; k < K; ++k)
+DG_UNROLL
+    for (int j = 0; j < V; ++j) {
+      part[r * span + (k * T + lane) * V + j] = ds[k][j];
+      part[(C::kRows + r) * span + (k * T + lane) * V + j] = db[k][j];
+    }
+  __syncthreads();
+  for (int c = threadIdx.x; c < span && c < P.cols; c += blockDim.x) {
+    float a = 0.0f, b = 0.0f;
+    for (int g = 0; g < C::kRows; ++g) a += part[g * span + c], b += part[(C::kRows + g) * span + c];
+    ps[c] = a;
+    pb[c] = b;
+  }
+}
+
+template <class C>
+__device__ __forceinline__ void norm_backward(const NormParams& P) {
+  constexpr int K = C::kItems > 0 ? C::kItems : 1;
+  constexpr int part_floats = C::kPartials && C::kItems > 0 && C::kRows > 1 ? 2 * C::kRows * K * C::kThreads * C::kVec : 1;
+  __shared__ float scratch[2 * (C::kThreads > 32 ? C::kThreads / 32 : 1)];
+  __shared__ float part[part_floats];
+  const int lane = threadIdx.x % C::kThreads;
+  const i64 step = (i64)gridDim.x * C::kRows;
+  float ds[K][C::kVec], db[K][C::kVec];
+DG_UNROLL
+  for (int k = 0; k < K; ++k)
+DG_UNROLL
+    for (int j = 0; j < C::kVec; ++j) ds[k][j] = db[k][j] = 0.0f;
+  const i64 first = (i64)blockIdx.x * C::kRows + threadIdx.x / C::kThreads;
+  if (C::kItems > 0) {
+    if constexpr (C::kStages > 0) backward_rows_staged<C>(P, first, step, lane, scratch, ds, db);
+    else backward_rows_resident<C>(P, first, step, lane, scratch, ds, db);
+    if (C::kPartials) store_partials<C>(P, lane, part, ds, db);
+  } else {
+    for (i64 row = first; row < P.rows; row += step) backward_row_streamed<C>(P, row, lane, scratch);
+  }
+}
+
+// ---- the column sums' second pass: blocks of 256 threads, 32 columns x 8 slice lanes; lane s
+// adds slices s, s + 8, ..., then the 8 lane sums are added in lane order.
+template <class C>
+__device__ __forceinline__ void norm_partials(const NormFinalizeParams& F) {
+  __shared__ float sums[2][8][33];
+  const int c = threadIdx.x & 31, s = threadIdx.x >> 5;
+  const i64 col = (i64)blockIdx.x * 32 + c;
+  float a = 0.0f, b = 0.0f;
+  if (col < F.cols)
+    for (i64 i = s; i < F.slices; i += 8) {
+      a += F.partials[i * F.cols + col];
+      b += F.partials[(F.slices + i) * F.cols + col];
+    }
+  sums[0][s][c] = a;
+  sums[1][s][c] = b;
+  __syncthreads();
+  if (s != 0 || col >= F.cols) return;
+  a = b = 0.0f;
+DG_UNROLL
+  for (int i = 0; i < 8; ++i) a += sums[0][i][c], b += sums[1][i][c];
+  if (C::kDscale) store_one<C::kDscaleType>(F.dscale, col, a);
+  if (C::kDbias) store_one<C::kDbiasType>(F.dbias, col, b);
+}
+
+}  // namespace dg
