@@ -167,7 +167,8 @@ void transpose_items(const PlaneTranspose& t, int64_t b, int64_t e, const char* 
         if (words_in_registers()) {
           i8 = i0 + (i1 - i0) / 8 * 8, j8 = j0 + (j1 - j0) / 8 * 8;
           for (int64_t i = i0; i < i8; i += 8)
-            for (int64_t j = j0; j < j8; j += 8) transpose_8x8_words(s + j * t.src_ld + i, t.src_ld, d + i * t.dst_ld + j, t.dst_ld);
+            for (int64_t j = j0; j < j8; j += 8)
+              transpose_8x8_words(s + j * t.src_ld + i, t.src_ld, d + i * t.dst_ld + j, t.dst_ld);
         }
       }
 #endif

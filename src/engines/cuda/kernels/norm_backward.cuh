@@ -217,7 +217,8 @@ __device__ __forceinline__ void backward_rows_staged(const NormParams& P, i64 ro
   const StageLayout l = stage_layout<C>(P);
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) stage_bar_init(&bars[s]);
-    for (int s = 0; s < S && row + s * step < P.rows; ++s) issue_stage<C>(P, l, &bars[s], ring + s * l.bytes, row + s * step);
+    for (int s = 0; s < S && row + s * step < P.rows; ++s)
+      issue_stage<C>(P, l, &bars[s], ring + s * l.bytes, row + s * step);
   }
   __syncthreads();
   float mean = 0.0f, inv = 0.0f;

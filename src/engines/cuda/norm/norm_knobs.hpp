@@ -1,7 +1,8 @@
 // cuda_norm_rowwise's knobs: the row group's threads, the rows per block of warp groups, whether
 // the vector kernel is used where the problem allows it, the backward's blocks per SM (more loads
 // in flight against more column-sum slices to write and read back) and whether its resident rows
-// load the next row during this one or arrive by bulk copies into shared memory. One schema parses and prints them.
+// load the next row during this one or arrive by bulk copies into shared memory. One schema
+// parses and prints them.
 #pragma once
 #include <cstdint>
 

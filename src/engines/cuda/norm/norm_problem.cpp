@@ -149,7 +149,8 @@ namespace {
 
 int64_t stage_bytes(const NormProblem& pr) {
   const auto round128 = [](int64_t b) { return (b + 127) / 128 * 128; };
-  return round128(pr.cols * static_cast<int64_t>(size_of(pr.x_t))) + round128(pr.cols * static_cast<int64_t>(size_of(pr.dy_t)));
+  const auto row = [&](DataType t) { return round128(pr.cols * static_cast<int64_t>(size_of(t))); };
+  return row(pr.x_t) + row(pr.dy_t);
 }
 
 }  // namespace
@@ -229,7 +230,8 @@ std::string config_source(const NormProblem& pr, const NormConfig& c, const std:
   cs.dtype("kBiasType", pr.bias_t).dtype("kDscaleType", pr.dscale_t).dtype("kDbiasType", pr.dbias_t);
   cs.flag("kHasBias", pr.bias >= 0).flag("kMeanOut", pr.mean_out >= 0).flag("kInvOut", pr.inv_out >= 0);
   cs.flag("kDx", pr.out >= 0).flag("kPartials", pr.column_sums());
-  cs.flag("kDscale", pr.dscale >= 0).flag("kDbias", pr.dbias >= 0).flag("kPrefetch", c.prefetch).value("kStages", c.stages);
+  cs.flag("kDscale", pr.dscale >= 0).flag("kDbias", pr.dbias >= 0).flag("kPrefetch", c.prefetch);
+  cs.value("kStages", c.stages);
   cs.value("kVec", c.vec).value("kThreads", c.threads).value("kRows", c.rows).value("kItems", c.items);
   return "namespace " + ns + " {\n" + cs.str() + "}  // namespace " + ns + "\n";
 }
