@@ -228,3 +228,47 @@ def test_large_feature_maps_enter_and_leave_through_the_tiled_transpose(request)
         assert y.flags.c_contiguous and y.shape == (2, 16, 64, 64)
         assert near(y, reference(m, {"x0": x})[0], 1e-5)
     assert len(s.arrays._copies) == 2
+
+
+def test_images_of_every_rank_get_channels_last_strides_inside_the_graph(request, monkeypatch):
+    """1-D, 2-D and 3-D images are channels-last (NWC, NHWC, NDHWC) inside a session, past a reshape
+    too (whose output the library would make row-major): one NCHW image there made every conv after
+    it gather its channels per pixel (a U-Net's convs behind its 3-D stem ran ~5x slower)."""
+    from onnx import helper, numpy_helper, TensorProto
+    import onnxruntime as ort
+    from dnngraph.onnx import _arrays, _lower
+    assert _arrays.channels_last([2, 3, 5]) == [15, 1, 3]
+    assert _arrays.channels_last([2, 3, 4, 5]) == [60, 1, 15, 3]
+    assert _arrays.channels_last([1, 3, 2, 4, 5]) == [120, 1, 60, 15, 3]
+    for rank in (3, 4, 5):
+        a = np.arange(2 * 3 * 4 ** (rank - 2)).reshape((2, 3) + (4,) * (rank - 2))
+        last = a.transpose(_arrays.to_channels_last(rank))
+        assert last.shape == (2,) + (4,) * (rank - 2) + (3,)
+        assert np.array_equal(last.transpose(_arrays.from_channels_last(rank)), a)
+    made = {}
+    set_tensor = _lower.Lowering.set
+    monkeypatch.setattr(_lower.Lowering, "set", lambda self, name, t: (made.update({name: t}), set_tensor(self, name, t))[1])
+    rng = seeded(request.node.name)
+    nodes = [helper.make_node("Conv", ["x", "w3"], ["c3"], pads=[0, 1, 1, 0, 1, 1]),
+             helper.make_node("Reshape", ["c3", "to2d"], ["r"]), helper.make_node("Relu", ["r"], ["a"]),
+             helper.make_node("Conv", ["a", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["c2", "to1d"], ["q"]),
+             helper.make_node("Conv", ["q", "w1"], ["y"], pads=[1, 1])]
+    inits = [("w3", rng.uniform(-1, 1, (8, 3, 2, 3, 3))), ("to2d", np.array([1, 8, 6, 6], np.int64)),
+             ("w2", rng.uniform(-1, 1, (4, 8, 3, 3))), ("to1d", np.array([1, 4, 36], np.int64)),
+             ("w1", rng.uniform(-1, 1, (5, 4, 3)))]
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 2, 6, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.asarray(v, np.int64 if v.dtype == np.int64 else np.float32), n)
+                           for n, v in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    x = {"x": rng.uniform(-1, 1, (1, 3, 2, 6, 6)).astype(np.float32)}
+    s = dgx.load(m)
+    assert s._steps[0].input_nhwc == {"x": True}
+    assert list(made["c3"].get_stride()) == [288, 1, 288, 48, 8]  # NDHWC, depth 1
+    assert list(made["r"].get_stride()) == [288, 1, 48, 8]  # the reshape's output: NHWC
+    assert list(made["a"].get_stride()) == [288, 1, 48, 8]
+    assert list(made["q"].get_stride()) == [144, 1, 4]  # NWC
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    got = s.run(None, x)[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))

@@ -26,8 +26,10 @@ def load(model, handle=None, fallback="error", input_shapes=None, fold_batchnorm
     fallback: "error" (raise for any node dnngraph cannot run) or "numpy".
     input_shapes: {input name: dims} fixing the inputs' symbolic dims (shapes are static).
     fold_batchnorm: fold BatchNormalization after a Conv with constant weights into the conv.
-    channels_last: 4-D tensors keep NCHW dims but get NHWC strides inside the session (inputs
-    converted once on the way in, outputs returned C-contiguous); False keeps NCHW strides.
+    channels_last: images (the 3-D to 5-D values of convolutions, pooling and the elementwise ops
+    between them) keep their NCHW dims but get channels-last strides inside the session (NWC, NHWC,
+    NDHWC; inputs converted once on the way in, outputs returned C-contiguous); False keeps them
+    channels-first.
     fuse_attention: MatMul(Softmax(MatMul(Q, Transpose(K)) [* or / a constant] [+ mask]), V) runs as one sdpa.
     layout_in_numpy: Reshape, Flatten, Squeeze, Unsqueeze and Transpose run on the session's array
     library (NumPy, or torch/CuPy on CUDA) between dnngraph graphs instead of as dnngraph's

@@ -57,15 +57,35 @@ def row_major(shape: Sequence[int]) -> list[int]:
     return list(reversed(strides))
 
 
+# The ranks of images (N, C, spatial...) that get channels-last strides: 1-D, 2-D and 3-D ones.
+IMAGE_RANKS = (3, 4, 5)
+
+
 def channels_last(shape: Sequence[int]) -> list[int]:
-    """NHWC strides (in elements) for NCHW dims."""
-    n, c, h, w = (max(int(d), 1) for d in shape)
-    return [h * w * c, 1, w * c, c]
+    """Channels-last strides (in elements: NWC, NHWC, NDHWC) for channels-first dims (N, C, ...)."""
+    sizes = [max(int(d), 1) for d in shape]
+    strides, step = [0] * len(sizes), sizes[1]
+    strides[1] = 1
+    for i in range(len(sizes) - 1, 1, -1):
+        strides[i] = step
+        step *= sizes[i]
+    strides[0] = step
+    return strides
+
+
+def to_channels_last(rank: int) -> tuple:
+    """The transpose of a channels-first array's dims that puts its channels last."""
+    return (0, *range(2, rank), 1)
+
+
+def from_channels_last(rank: int) -> tuple:
+    """The transpose back: a channels-last array's dims in channels-first order."""
+    return (0, rank - 1, *range(1, rank - 1))
 
 
 def layout_strides(shape: Sequence[int], nhwc: bool) -> list[int]:
-    """The strides a session declares for a tensor of `shape`: NHWC for 4-D ones when `nhwc`."""
-    return channels_last(shape) if nhwc and len(shape) == 4 else row_major(shape)
+    """The strides a session declares for a tensor of `shape`: channels-last for images when `nhwc`."""
+    return channels_last(shape) if nhwc and len(shape) in IMAGE_RANKS else row_major(shape)
 
 
 def _same_strides(shape: Sequence[int], have: Sequence[int], want: Sequence[int]) -> bool:
@@ -124,10 +144,10 @@ class NumpyLike:
         return np.array(a, order="C", copy=True)
 
     def _tiled_copy_pays(self, a: Any) -> bool:
-        """Whether a layout copy of `a` goes through _copy_by_dnngraph: 4-D NumPy arrays of 8 or more
+        """Whether a layout copy of `a` goes through _copy_by_dnngraph: NumPy images of 8 or more
         channels and 64K or more elements (a conv's NHWC result in NCHW: NumPy's strided copy of a
         1x64x112x112 float32 took 4.6 ms, 0.7 GB/s), on a session with a CPU handle."""
-        return (self._handle is not None and type(a) is np.ndarray and a.ndim == 4 and a.shape[1] >= 8
+        return (self._handle is not None and type(a) is np.ndarray and a.ndim in IMAGE_RANKS and a.shape[1] >= 8
                 and a.size >= (1 << 16) and a.dtype in _dnngraph_types())
 
     def _copy_by_dnngraph(self, a: Any, out: np.ndarray) -> None:
@@ -142,7 +162,7 @@ class NumpyLike:
             g = dnngraph.pygraph(io_data_type=t, intermediate_data_type=t, compute_data_type=dnngraph.data_type.FLOAT,
                                  handle=self._handle)
             x = g.tensor(dim=list(a.shape), stride=self.strides(a), data_type=t, name="source")
-            y = g.transpose(x, permutation=[0, 1, 2, 3])
+            y = g.transpose(x, permutation=list(range(a.ndim)))
             y.set_output(True).set_stride(self.strides(out))
             g.validate()
             g.build_operation_graph()
@@ -171,22 +191,23 @@ class NumpyLike:
         want = layout_strides(a.shape, nhwc)
         if _same_strides(a.shape, self.strides(a), want):
             return a
-        src = a.transpose(0, 2, 3, 1) if nhwc and a.ndim == 4 else a
+        image = nhwc and a.ndim in IMAGE_RANKS
+        src = a.transpose(to_channels_last(a.ndim)) if image else a
+        back = from_channels_last(a.ndim) if image else tuple(range(a.ndim))
         if src.size == 0:
-            out = self.xp.ascontiguousarray(src)
-            return out.transpose(0, 3, 1, 2) if nhwc and a.ndim == 4 else out
+            return self.xp.ascontiguousarray(src).transpose(back)
         out = self.empty_bytes(src.size * src.itemsize).view(src.dtype).reshape(src.shape)
-        if nhwc and self._tiled_copy_pays(a):
-            self._copy_by_dnngraph(a, out.transpose(0, 3, 1, 2))
-            return out.transpose(0, 3, 1, 2)
-        if nhwc and a.ndim == 4 and a.shape[1] <= 4 and self.xp is np:
+        if image and self._tiled_copy_pays(a):
+            self._copy_by_dnngraph(a, out.transpose(back))
+            return out.transpose(back)
+        if image and a.shape[1] <= 4 and self.xp is np:
             # An image's few channels: one strided copy per channel ran 2.9x faster than NumPy's
             # 4-D transpose copy (1x3x224x224: 0.072 against 0.209 ms); at 16 channels it is slower.
             for c in range(a.shape[1]):
                 out[..., c] = a[:, c]
         else:
             out[...] = src
-        return out.transpose(0, 3, 1, 2) if nhwc and a.ndim == 4 else out
+        return out.transpose(back)
 
     def contiguous_copy(self, a: Any) -> Any:
         """A C-contiguous copy on the same device."""
@@ -311,8 +332,8 @@ class TorchArrays:
     def in_layout(self, a: Any, nhwc: bool) -> Any:
         if _same_strides(a.shape, a.stride(), layout_strides(a.shape, nhwc)):
             return a
-        if nhwc and a.dim() == 4:
-            return a.contiguous(memory_format=self.torch.channels_last)
+        if nhwc and a.dim() in IMAGE_RANKS:
+            return a.permute(to_channels_last(a.dim())).contiguous().permute(from_channels_last(a.dim()))
         return a.contiguous()
 
     def contiguous_copy(self, a: Any) -> Any:

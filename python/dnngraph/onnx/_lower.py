@@ -5,7 +5,7 @@ adds anything, when dnngraph has no op for the node or cannot take its shapes.""
 import numpy as np
 
 import dnngraph
-from ._arrays import layout_strides
+from ._arrays import IMAGE_RANKS, layout_strides
 
 FLOAT_TYPES = {np.dtype(np.float32): dnngraph.data_type.FLOAT, np.dtype(np.float16): dnngraph.data_type.HALF,
                np.dtype(np.float64): dnngraph.data_type.DOUBLE}
@@ -40,9 +40,10 @@ def storage(dtype, precision):
     return str(d)
 
 
-# Ops whose 4-D values are images (N, C, H, W): channels-last strides are for these, and for the
-# values that elementwise ops pass between them. Other 4-D values (attention's [b, h, s, d],
-# batched matmul operands) stay row-major, as the attention and GEMM kernels want them.
+# Ops whose 3-D to 5-D values are images (N, C, W), (N, C, H, W), (N, C, D, H, W): channels-last
+# strides are for these, and for the values that elementwise ops pass between them. Other values of
+# those ranks (attention's [b, h, s, d], batched matmul operands) stay row-major, as the attention
+# and GEMM kernels want them.
 SPATIAL_OPS = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
                "BatchNormalization", "InstanceNormalization", "Resize", "Upsample"}
 PASS_OPS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Gelu", "HardSwish", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs",
@@ -51,19 +52,19 @@ PASS_OPS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Gelu", "HardSwish", "Erf", 
 
 
 def image_values(prepared):
-    """The 4-D values that are images: read or written by a spatial op, or joined to one through
-    elementwise ops (to a fixed point)."""
-    def rank4(n):
-        return bool(n) and n in prepared.values and len(prepared.values[n].shape) == 4
+    """The 3-D to 5-D values that are images: read or written by a spatial op, or joined to one
+    through elementwise ops (to a fixed point)."""
+    def is_image_rank(n):
+        return bool(n) and n in prepared.values and len(prepared.values[n].shape) in IMAGE_RANKS
 
     images = {n for node in prepared.nodes if node.op_type in SPATIAL_OPS
-              for n in list(node.input[:2]) + list(node.output[:1]) if rank4(n)}
+              for n in list(node.input[:2]) + list(node.output[:1]) if is_image_rank(n)}
     changed = True
     while changed:
         changed = False
         for node in prepared.nodes:
             if node.op_type in PASS_OPS:
-                names = [n for n in list(node.input) + list(node.output) if rank4(n)]
+                names = [n for n in list(node.input) + list(node.output) if is_image_rank(n)]
                 if any(n in images for n in names) and not all(n in images for n in names):
                     images.update(names)
                     changed = True
@@ -185,4 +186,16 @@ class Lowering:
         return self.graph.reshape(self.tensor(name), dim=dims(padded))
 
     def set(self, name, tensor):
+        # An image made inside the graph gets the session's channels-last strides: the library
+        # infers an intermediate's layout from its op (a reshape's output is row-major), and one
+        # NCHW image carries NCHW through every conv after it, each gathering its channels per
+        # pixel (a U-Net's convs ran ~5x slower behind the reshape after its 3-D stem).
+        shape = self.prepared.values[name].shape if name in self.prepared.values else None
+        if shape is not None and len(shape) in IMAGE_RANKS and self.channels_last and self.nhwc(name) \
+                and not self._made_outside(tensor):
+            tensor.set_stride(self.strides_of(name, dims(shape)))
         self.tensors[name] = tensor
+
+    def _made_outside(self, tensor):
+        """Whether `tensor` is a runtime input or a bound constant (their layouts are the session's)."""
+        return any(tensor is t for t in self.inputs.values()) or any(tensor is t for t, _ in self.bound)
