@@ -32,8 +32,6 @@ std::vector<nm::NormConfig> every_config(const nm::NormProblem& pr) {
         nm::NormConfig c{threads, rows, nm::max_resident_floats(pr.backward, threads * rows, vec) / vec, vec};
         out.push_back(c);
         if (pr.backward && c.resident() && vec > 1 && c.block() < 1024) out.push_back({threads, rows, c.items, vec, /*prefetch=*/true});
-        if (pr.backward && c.resident() && vec > 1 && rows == 1 && threads > 32)
-          out.push_back({threads, 1, c.items, vec, false, /*stages=*/3});
         if (rows == 1) out.push_back({threads, 1, 0, vec});
         if (vec == 1) break;
       }
@@ -175,35 +173,6 @@ TEST(CudaNormConfig, WarpRowsForShortRowsBlockRowsForLongOnesStreamingPastRegist
   EXPECT_EQ(nm::scalar_config(problem(false, 256), nm::choose_config(problem(false, 256), 0, 0, true)).items, 8);
 }
 
-// With bulk copies (sm_90) a backward whose block-wide vector rows stay in registers takes a ring
-// of 2..4 stages of X and DY rows in shared memory (96 KB at most) instead of prefetch; warp groups,
-// scalar and streamed rows, the forward and rows of 48 KB or more keep what they had.
-TEST(CudaNormConfig, StagedRowsForBlockWideBackwardRows) {
-  struct Want {
-    int64_t cols;
-    T io;
-    int stages;
-    int64_t ring;
-  };
-  for (const Want w : {Want{8192, T::BFLOAT16, 3, 3 * 32768}, Want{4096, T::BFLOAT16, 4, 4 * 16384},
-                       Want{1000, T::HALF, 4, 4 * (2048 + 2048)}, Want{4096, T::FLOAT, 3, 3 * 32768},
-                       Want{8192, T::FLOAT, 0, 0}, Want{256, T::BFLOAT16, 0, 0}, Want{16384, T::BFLOAT16, 0, 0}}) {
-    SCOPED_TRACE("cols " + std::to_string(w.cols) + " " + std::string(dg::to_string(w.io)));
-    const nm::NormProblem pr = problem(true, w.cols, w.io);
-    const nm::NormConfig c = nm::choose_config(pr, 0, 0, true, true, true);
-    EXPECT_EQ(c.stages, w.stages);
-    EXPECT_EQ(nm::stage_ring_bytes(pr, c), w.ring);
-    EXPECT_EQ(c.prefetch, w.stages == 0 && c.resident() && c.block() < 1024);
-    EXPECT_EQ(nm::choose_config(pr, 0, 0, true, true, false).stages, 0);  // no bulk copies
-    EXPECT_EQ(nm::scalar_config(pr, c).stages, 0);
-  }
-  EXPECT_EQ(nm::choose_config(problem(false, 8192), 0, 0, true, true, true).stages, 0);  // forward
-  EXPECT_EQ(nm::choose_config(problem(true, 8192), 0, 0, false, true, true).stages, 0);  // scalar
-  // The ring bounds the blocks an SM holds: 64 KB rings at 4096 wide, two blocks as before.
-  const nm::NormProblem pr = problem(true, 4096, T::BFLOAT16, 2048);
-  EXPECT_EQ(nm::grid_blocks(pr, nm::choose_config(pr, 0, 0, true, true, true), 132, 4), 132 * 3);
-}
-
 TEST(CudaNormConfig, BackwardWorkspaceIsOneSliceOfColumnSumsPerBlock) {
   const nm::NormProblem pr = problem(true, 4096, T::BFLOAT16, 2048);
   const nm::NormConfig c = nm::choose_config(pr, 0, 0, true);
@@ -273,34 +242,6 @@ TEST(CudaNormKnobs, KnobSpaceIsAccepted) {
     }
 }
 
-// With its gate released (the GPU test run), a sm_90 backward's space starts with the staged rows
-// and offers the register prefetch (staged=0) and the plain resident rows beside them.
-TEST(CudaNormKnobs, KnobSpaceOffersStagedRowsOnceReleased) {
-  gemm_test::FakeHopper hopper;
-  dg::Graph g;
-  add_backward(g, true, {64, 8192}, {T::BFLOAT16, T::BFLOAT16, T::BFLOAT16}, true);
-  nm::NormProblem pr;
-  std::string why;
-  dg::Partition p;
-  ASSERT_TRUE(describe(g, pr, why, &p));
-  const dg::Engine& e = dg::cuda::norm_rowwise_engine();
-  auto printed = [&] {
-    std::vector<std::string> out;
-    for (const auto& k : e.knob_space(p, hopper.target)) out.push_back(dg::knobs_to_string(k));
-    return out;
-  };
-  {
-    ScopedEnv held("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
-    for (const std::string& k : printed()) EXPECT_EQ(k.find("staged"), std::string::npos) << k;
-  }
-  ScopedEnv released("DNNGRAPH_UNCHECKED_ENGINES", "norm_staged_rows");
-  const std::vector<std::string> space = printed();
-  ASSERT_GE(space.size(), 3u);
-  EXPECT_EQ(space[0], "");  // the defaults: staged
-  EXPECT_NE(std::find(space.begin(), space.end(), "staged=0"), space.end());
-  EXPECT_NE(std::find(space.begin(), space.end(), "prefetch=0,staged=0"), space.end());
-}
-
 // Each rejection names the node or tensor and the rule.
 void expect_refused(dg::Graph& g, const std::string& reason) {
   nm::NormProblem pr;
@@ -355,12 +296,9 @@ TEST(CudaNormRejects, TypesFusedEpiloguesAndOtherOps) {
 // 2026-12-06, the conv engine's clusters of 8 along N later that day; its halo tiles wait on the list.
 TEST(CudaNormRejects, GateHoldsBackListedNamesOnly) {
   constexpr std::array<std::string_view, 1> list{"cuda_new_kernel"};
-  // The staged backward rows wait for their GPU run; every other kernel has passed its GPU tests.
-  ASSERT_EQ(dg::cuda::held_back_list().size(), 1u);
-  EXPECT_EQ(dg::cuda::held_back_list()[0], "norm_staged_rows");
+  EXPECT_TRUE(dg::cuda::held_back_list().empty());  // every kernel has passed its GPU tests
   {
     ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
-    EXPECT_TRUE(dg::cuda::held_back("norm_staged_rows"));
     EXPECT_FALSE(dg::cuda::held_back("conv_cluster_n8"));
     EXPECT_FALSE(dg::cuda::held_back("conv_halo"));
     EXPECT_FALSE(dg::cuda::held_back("conv_split_cluster_n64"));

@@ -6,10 +6,8 @@
 // conversions, timing, memory-model effects) is the NVRTC and GPU tests' (test_cuda_norm.cpp).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <barrier>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
@@ -59,23 +57,6 @@ inline float __shfl_down_sync(unsigned, float v, int o) {
   return shuffle(v, src < 32 ? src : lane);
 }
 
-// The staged rows' bulk copies and barriers (sm_90 in the kernel): a copy is the issuing thread's
-// memcpy, which completes its barrier's phase; a wait returns once the phase of its parity has.
-struct StageBar {
-  std::atomic<unsigned> completed{0};
-};
-std::vector<char> g_ring(1 << 20);  // the block's dynamic shared memory
-inline char* stage_ring() { return g_ring.data(); }
-inline void stage_bar_init(StageBar* bar) { bar->completed.store(0); }
-inline void stage_row(StageBar* bar, void* sx, const void* x, unsigned nx, void* sdy, const void* dy, unsigned ndy) {
-  std::memcpy(sx, x, nx);
-  std::memcpy(sdy, dy, ndy);
-  bar->completed.fetch_add(1, std::memory_order_release);
-}
-inline void stage_wait(StageBar* bar, unsigned parity) {
-  while ((bar->completed.load(std::memory_order_acquire) & 1u) == parity) std::this_thread::yield();
-}
-
 #include "host_cuda_shims.inl"
 #define __shared__ static
 inline float sqrtf(float x) { return std::sqrt(x); }
@@ -116,12 +97,11 @@ using dg::DataType;
 
 // A kernel configuration as the engine writes it (cuda/norm/norm_problem.cpp's config_source).
 template <bool kBwd, bool kLn, int kIo, int kParam, int kV, int kT, int kR, int kK, bool kBias, bool kStats,
-          bool kPre = true, int kS = 0>
+          bool kPre = true>
 struct Cfg {
   enum : bool { kBackward = kBwd, kLayernorm = kLn, kHasBias = !kBwd && kBias, kMeanOut = !kBwd && kStats && kLn };
   enum : bool { kInvOut = !kBwd && kStats, kDx = true, kPartials = kBwd, kDscale = kBwd, kDbias = kBwd && kBias };
-  enum : bool { kPrefetch = kBwd && kK > 0 && kPre && kS == 0 };
-  enum : int { kStages = kS };
+  enum : bool { kPrefetch = kBwd && kK > 0 && kPre };
   enum : int { kXType = kIo, kDyType = kIo, kOutType = kIo, kScaleType = kParam, kBiasType = kParam };
   enum : int { kDscaleType = kParam, kDbiasType = kParam, kVec = kV, kThreads = kT, kRows = kR, kItems = kK };
 };
@@ -267,16 +247,6 @@ TEST(CudaNormEmulated, BackwardWithoutPrefetch) {
   check_backward<Cfg<true, true, BF16, BF16, 8, 32, 4, 2, true, false, false>>(37, 400, 3);
   check_backward<Cfg<true, false, BF16, BF16, 8, 512, 1, 2, true, false, false>>(5, 8192, 2);
 }
-// Rows staged in shared memory (bulk copies into a ring of stages): rows that wrap the ring several
-// times, fewer rows than stages and a block with none, row lengths that end inside the last lanes'
-// vectors, fp32 rows.
-TEST(CudaNormEmulated, BackwardStagedRows) {
-  check_backward<Cfg<true, true, BF16, BF16, 8, 512, 1, 2, true, false, false, 3>>(5, 8192, 2);
-  check_backward<Cfg<true, false, F16, F32, 8, 128, 1, 2, true, false, false, 4>>(23, 1000, 2);
-  check_backward<Cfg<true, true, BF16, BF16, 8, 64, 1, 2, true, false, false, 2>>(2, 1024, 3);
-  check_backward<Cfg<true, true, F32, F32, 4, 64, 1, 3, false, false, false, 2>>(11, 700, 3);
-}
-
 // Streamed: each block's first row writes its slice, the later ones add.
 TEST(CudaNormEmulated, RmsnormBackwardStreamed) {
   check_backward<Cfg<true, false, F16, F32, 8, 64, 1, 0, true, false>>(9, 1000, 2);

@@ -129,121 +129,6 @@ DG_UNROLL
   }
 }
 
-// ---- backward rows staged in shared memory (kStages > 0; sm_90, block-wide row groups): thread 0
-// keeps kStages rows' X and DY in flight by bulk copies into a ring of stages in dynamic shared
-// memory, each completing on its own mbarrier. Rows load whole rows ahead without the registers a
-// second resident row takes (one more row in registers measured slower: the 128-register cap).
-#ifdef __CUDA_ARCH__
-typedef u64 StageBar;
-
-__device__ __forceinline__ u32 stage_smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ char* stage_ring() {
-  extern __shared__ __align__(128) char dg_norm_ring[];
-  return dg_norm_ring;
-}
-
-__device__ __forceinline__ void stage_bar_init(StageBar* bar) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(stage_smem_u32(bar)) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#endif
-}
-
-// X's nx bytes to sx and DY's ndy bytes to sdy (16-byte multiples at 16-byte addresses), completing
-// on bar. The stage's earlier generic reads are ordered before the copy's writes by the fence.
-__device__ __forceinline__ void stage_row(StageBar* bar, void* sx, const void* x, u32 nx, void* sdy, const void* dy,
-                                          u32 ndy) {
-#if __CUDA_ARCH__ >= 900
-  const u32 b = stage_smem_u32(bar);
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(nx + ndy) : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   stage_smem_u32(sx)), "l"(x), "r"(nx), "r"(b) : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   stage_smem_u32(sdy)), "l"(dy), "r"(ndy), "r"(b) : "memory");
-#else
-  __trap();  // never configured below sm_90 (choose_config)
-#endif
-}
-
-__device__ __forceinline__ void stage_wait(StageBar* bar, u32 parity) {
-#if __CUDA_ARCH__ >= 900
-  const u32 b = stage_smem_u32(bar);
-  u32 done = 0;
-  while (!done)
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(b), "r"(parity)
-                 : "memory");
-#endif
-}
-#endif  // __CUDA_ARCH__
-
-// A stage: X's row, then DY's at the next 128 bytes.
-struct StageLayout {
-  u32 nx, ndy, dy_at, bytes;
-};
-
-template <class C>
-__device__ __forceinline__ StageLayout stage_layout(const NormParams& P) {
-  StageLayout l;
-  l.nx = (u32)(P.cols * (i64)sizeof(typename Storage<C::kXType>::type));
-  l.ndy = (u32)(P.cols * (i64)sizeof(typename Storage<C::kDyType>::type));
-  l.dy_at = (l.nx + 127u) / 128u * 128u;
-  l.bytes = l.dy_at + (l.ndy + 127u) / 128u * 128u;
-  return l;
-}
-
-template <class C>
-__device__ __forceinline__ void issue_stage(const NormParams& P, const StageLayout& l, StageBar* bar, char* stage,
-                                            i64 row) {
-  typedef typename Storage<C::kXType>::type XT;
-  typedef typename Storage<C::kDyType>::type DT;
-  stage_row(bar, stage, static_cast<const XT*>(P.x) + row * P.x_pitch, l.nx, stage + l.dy_at,
-            static_cast<const DT*>(P.dy) + row * P.dy_pitch, l.ndy);
-}
-
-// The block's rows from the ring: wait for the stage, read it into registers, run the row (whose
-// block-wide sums synchronize the block, so every thread is done with the stage), refill it with
-// the row kStages steps ahead. Each row's statistics load one row ahead.
-template <class C>
-__device__ __forceinline__ void backward_rows_staged(const NormParams& P, i64 row, i64 step, int lane, float* scratch,
-                                                     float (&ds)[RowBits<C>::K][C::kVec],
-                                                     float (&db)[RowBits<C>::K][C::kVec]) {
-  constexpr int V = C::kVec, T = C::kThreads, K = RowBits<C>::K, S = C::kStages;
-  __shared__ StageBar bars[S];
-  char* ring = stage_ring();
-  const StageLayout l = stage_layout<C>(P);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < S; ++s) stage_bar_init(&bars[s]);
-    for (int s = 0; s < S && row + s * step < P.rows; ++s)
-      issue_stage<C>(P, l, &bars[s], ring + s * l.bytes, row + s * step);
-  }
-  __syncthreads();
-  float mean = 0.0f, inv = 0.0f;
-  if (row < P.rows) row_stats<C>(P, row, mean, inv);
-  int s = 0;
-  u32 parity = 0;
-  for (; row < P.rows; row += step) {
-    float next_mean = 0.0f, next_inv = 0.0f;
-    if (row + step < P.rows) row_stats<C>(P, row + step, next_mean, next_inv);
-    stage_wait(&bars[s], parity);
-    const char* stage = ring + s * l.bytes;
-    float x[K][V], dy[K][V];
-DG_UNROLL
-    for (int k = 0; k < K; ++k) {
-      const i64 col = (i64)(k * T + lane) * V;
-      load_or_zero<C::kXType, V>(stage, col, col < P.cols, x[k]);
-      load_or_zero<C::kDyType, V>(stage + l.dy_at, col, col < P.cols, dy[k]);
-    }
-    backward_row_resident<C>(P, row, lane, scratch, x, dy, mean, inv, ds, db);
-    if (threadIdx.x == 0 && row + S * step < P.rows) issue_stage<C>(P, l, &bars[s], ring + s * l.bytes, row + S * step);
-    if (++s == S) s = 0, parity ^= 1u;
-    mean = next_mean, inv = next_inv;
-  }
-}
-
 // Streaming: the column sums go straight to the block's workspace slice (one group per block, so
 // each column has one owner thread; its first row writes, the later ones add).
 template <class C>
@@ -331,8 +216,7 @@ DG_UNROLL
     for (int j = 0; j < C::kVec; ++j) ds[k][j] = db[k][j] = 0.0f;
   const i64 first = (i64)blockIdx.x * C::kRows + threadIdx.x / C::kThreads;
   if (C::kItems > 0) {
-    if constexpr (C::kStages > 0) backward_rows_staged<C>(P, first, step, lane, scratch, ds, db);
-    else backward_rows_resident<C>(P, first, step, lane, scratch, ds, db);
+    backward_rows_resident<C>(P, first, step, lane, scratch, ds, db);
     if (C::kPartials) store_partials<C>(P, lane, part, ds, db);
   } else {
     for (i64 row = first; row < P.rows; row += step) backward_row_streamed<C>(P, row, lane, scratch);

@@ -15,8 +15,7 @@
 // slice [2][slices][cols] of the workspace; norm_partials then adds the slices in a fixed order.
 // No atomics: the same inputs give the same bits on every run. A backward block walks its rows one
 // after another, so with kPrefetch the next row's X and DY (raw vectors) load during this row's
-// sums and stores: one block per SM (the column-sum slices) otherwise waits a row's latency each;
-// with kStages (sm_90) whole rows arrive ahead by bulk copies into shared memory instead.
+// sums and stores: one block per SM (the column-sum slices) otherwise waits a row's latency each.
 // The parts: norm_common.cuh (parameters, reductions, element access), norm_forward.cuh and
 // norm_backward.cuh; this file is the entry the generated kernels call.
 #pragma once

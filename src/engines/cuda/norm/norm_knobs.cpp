@@ -21,8 +21,7 @@ const KnobSchema<NormKnobs>& knob_schema() {
        {"rows_per_block", &NormKnobs::rows_per_block, 0, 8, {0, 1, 2, 4, 8}, false},
        {"vec", &NormKnobs::vec, 0, 1, {}, false},
        {"blocks_per_sm", &NormKnobs::blocks_per_sm, 0, 8, {}, false},
-       {"prefetch", &NormKnobs::prefetch, 0, 1, {}, false},
-       {"staged", &NormKnobs::staged, 0, 1, {}, false}},
+       {"prefetch", &NormKnobs::prefetch, 0, 1, {}, false}},
       rows_need_warp_groups};
   return kSchema;
 }

@@ -1,8 +1,7 @@
 // cuda_norm_rowwise's knobs: the row group's threads, the rows per block of warp groups, whether
 // the vector kernel is used where the problem allows it, the backward's blocks per SM (more loads
 // in flight against more column-sum slices to write and read back) and whether its resident rows
-// load the next row during this one or arrive by bulk copies into shared memory. One schema
-// parses and prints them.
+// load the next row during this one. One schema parses and prints them.
 #pragma once
 #include <cstdint>
 
@@ -16,7 +15,6 @@ struct NormKnobs {
   int64_t vec = 1;              // 1: 16-byte accesses where the row length and pitches allow; 0: scalar
   int64_t blocks_per_sm = 0;    // backward: blocks (workspace slices of column sums) per SM; 0: 32 KB of rows in flight
   int64_t prefetch = 1;         // backward, rows in registers: 1: the next row's X and DY load while this row's sums run
-  int64_t staged = 1;           // backward, block-wide rows in registers, sm_90: 1: rows in flight in shared memory
 };
 
 const KnobSchema<NormKnobs>& knob_schema();

@@ -145,20 +145,8 @@ int max_resident_floats(bool backward, int block_threads, int vec) {
   return block_threads >= 1024 ? 24 : 32;
 }
 
-namespace {
-
-int64_t stage_bytes(const NormProblem& pr) {
-  const auto round128 = [](int64_t b) { return (b + 127) / 128 * 128; };
-  const auto row = [&](DataType t) { return round128(pr.cols * static_cast<int64_t>(size_of(t))); };
-  return row(pr.x_t) + row(pr.dy_t);
-}
-
-}  // namespace
-
-int64_t stage_ring_bytes(const NormProblem& pr, const NormConfig& c) { return c.stages * stage_bytes(pr); }
-
 NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t rows_per_block, bool vec,
-                         bool prefetch, bool bulk_copies) {
+                         bool prefetch) {
   NormConfig c;
   c.vec = vec ? pr.vec_width : 1;
   const int64_t chunks = (pr.cols + c.vec - 1) / c.vec;
@@ -181,13 +169,6 @@ NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t
   // A second row in registers fits beside vector items in blocks of up to 512 threads (128
   // registers a lane); scalar items take a register each and blocks of 1024 get 64.
   c.prefetch = prefetch && pr.backward && c.resident() && c.vec > 1 && c.block() < 1024;
-  if (bulk_copies && pr.backward && c.resident() && c.vec > 1 && c.rows == 1 && c.threads > 32 &&
-      size_of(pr.x_t) == size_of(pr.dy_t)) {
-    // Block-wide groups only: the refill after a row relies on the row's block-wide sums having
-    // synchronized every thread that read the stage.
-    const int64_t fit = std::min<int64_t>(kMaxStages, kStageRingBytes / stage_bytes(pr));
-    if (fit >= 2) c.stages = static_cast<int>(fit), c.prefetch = false;
-  }
   return c;
 }
 
@@ -197,7 +178,6 @@ NormConfig scalar_config(const NormProblem& pr, const NormConfig& c) {
   s.vec = 1;
   if (s.items > max_resident_floats(pr.backward, s.block(), 1)) s.items = 0, s.rows = 1;
   s.prefetch = false;
-  s.stages = 0;
   return s;
 }
 
@@ -210,9 +190,7 @@ int64_t grid_blocks(const NormProblem& pr, const NormConfig& c, int multiprocess
   // SM needs to stream at its share of the bandwidth), at most 1024 threads per SM.
   const int64_t row_bytes = pr.cols * (size_of(pr.x_t) + size_of(pr.dy_t)) * c.rows;
   const int64_t want = blocks_per_sm > 0 ? blocks_per_sm : (32768 + row_bytes - 1) / row_bytes;
-  // A stage ring's shared memory bounds the blocks an SM holds (227 KB on sm_90, some kept free).
-  const int64_t ring = stage_ring_bytes(pr, c), by_smem = ring > 0 ? std::max<int64_t>(1, 200 * 1024 / ring) : 1024;
-  const int64_t per_sm = std::clamp<int64_t>(want, 1, std::min<int64_t>(by_smem, std::max(1, 1024 / c.block())));
+  const int64_t per_sm = std::clamp<int64_t>(want, 1, std::max(1, 1024 / c.block()));
   return std::max<int64_t>(1, std::min(need, sms * per_sm));
 }
 
@@ -231,7 +209,6 @@ std::string config_source(const NormProblem& pr, const NormConfig& c, const std:
   cs.flag("kHasBias", pr.bias >= 0).flag("kMeanOut", pr.mean_out >= 0).flag("kInvOut", pr.inv_out >= 0);
   cs.flag("kDx", pr.out >= 0).flag("kPartials", pr.column_sums());
   cs.flag("kDscale", pr.dscale >= 0).flag("kDbias", pr.dbias >= 0).flag("kPrefetch", c.prefetch);
-  cs.value("kStages", c.stages);
   cs.value("kVec", c.vec).value("kThreads", c.threads).value("kRows", c.rows).value("kItems", c.items);
   return "namespace " + ns + " {\n" + cs.str() + "}  // namespace " + ns + "\n";
 }

@@ -42,7 +42,6 @@ struct NormConfig {
   int items = 1;
   int vec = 1;
   bool prefetch = false;  // backward with the row in registers: the next row loads during this one
-  int stages = 0;         // backward, block-wide rows in registers, sm_90: rows in flight in shared memory
   int block() const { return threads * rows; }
   bool resident() const { return items > 0; }
 };
@@ -57,16 +56,8 @@ int max_resident_floats(bool backward, int block_threads, int vec);
 // registers, streaming when 1024 cannot), rows_per_block (0: 8 for warp groups; only warp groups
 // take more than 1), vec (16-byte accesses when the problem allows them) and prefetch (kept for a
 // backward whose rows stay in registers).
-// bulk_copies (sm_90 and the knob): a backward whose block-wide rows stay in registers takes
-// 2..kMaxStages stages of rows in flight in shared memory (kStageRingBytes at most) instead of
-// prefetch; X and DY must have one element size (16-byte vectors of both).
 NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t rows_per_block, bool vec,
-                         bool prefetch = true, bool bulk_copies = false);
-// Dynamic shared memory of c's stage ring: one X row and one DY row per stage, each rounded up
-// to 128 bytes (the kernel's stage_layout); 0 without stages.
-int64_t stage_ring_bytes(const NormProblem& pr, const NormConfig& c);
-inline constexpr int kMaxStages = 4;
-inline constexpr int64_t kStageRingBytes = 96 * 1024;
+                         bool prefetch = true);
 // The same rows with scalar access (for pointers that are not 16-byte aligned): vec 1, as many
 // elements per lane, streamed (one row per block) when scalar items would not fit.
 NormConfig scalar_config(const NormProblem& pr, const NormConfig& c);

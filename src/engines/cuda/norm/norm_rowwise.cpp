@@ -31,13 +31,8 @@ Status prepare(const Partition& p, const Target& t, NormProblem& pr) {
   return {};
 }
 
-// The staged backward rows (bulk copies into shared memory) wait for their first GPU run against
-// ref under this gate name (common/gpu_checked).
-constexpr const char* kStagedGate = "norm_staged_rows";
-
-NormConfig config_of(const NormProblem& pr, const NormKnobs& k, const Target& t) {
-  const bool bulk = k.staged != 0 && t.info().sm_version >= 90 && !held_back(kStagedGate);
-  return norm::choose_config(pr, k.threads_per_row, k.rows_per_block, k.vec != 0, k.prefetch != 0, bulk);
+NormConfig config_of(const NormProblem& pr, const NormKnobs& k) {
+  return norm::choose_config(pr, k.threads_per_row, k.rows_per_block, k.vec != 0, k.prefetch != 0);
 }
 
 // The problem, its configuration and launch shape: what a plan runs.
@@ -74,8 +69,7 @@ class NormPlan final : public KernelPlan {
     }
     const NormConfig run = vec || l_.cfg.vec == 1 ? l_.cfg : norm::scalar_config(l_.pr, l_.cfg);
     void* main_args[] = {&P};
-    const LaunchDims dims{static_cast<unsigned>(l_.grid), static_cast<unsigned>(run.block()),
-                          static_cast<unsigned>(norm::stage_ring_bytes(l_.pr, run))};
+    const LaunchDims dims{static_cast<unsigned>(l_.grid), static_cast<unsigned>(run.block()), 0};
     if (auto s = launch(h, vec || l_.cfg.vec == 1 ? k_.main : scalar_, dims, main_args, kName); !s.ok()) return s;
     if (!finalize_) return {};
     norm::NormFinalizeParams F{P.partials, ptr(args, pr.dscale), ptr(args, pr.dbias), pr.cols, l_.grid};
@@ -130,24 +124,19 @@ class NormRowwiseEngine final : public PreparedEngine<NormKnobs, NormProblem, pr
 
   // The fewest threads that keep the row in registers first, then twice and half as many (or, for
   // warp groups, 4 and 2 rows per block); the backward also with twice its blocks per SM and, with
-  // its rows in registers, without the stage ring and without loading the next row early.
+  // its rows in registers, without loading the next row early.
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
     NormProblem pr;
     std::string why;
     if (!norm::describe(p, pr, why)) return {schema_.print(NormKnobs{})};
-    const NormConfig c = config_of(pr, NormKnobs{}, t);
+    const NormConfig c = config_of(pr, NormKnobs{});
     std::vector<NormKnobs> settings{NormKnobs{}};
     if (pr.backward && pr.column_sums()) {
       const int sms = std::max(1, t.info().multiprocessors);
       const int64_t per_sm = (norm::grid_blocks(pr, c, sms) + sms - 1) / sms;
       if (2 * per_sm <= std::min<int64_t>(8, 1024 / c.block())) settings.push_back({.blocks_per_sm = 2 * per_sm});
     }
-    if (c.stages > 0) {
-      settings.push_back({.staged = 0});
-      if (config_of(pr, {.staged = 0}, t).prefetch) settings.push_back({.prefetch = 0, .staged = 0});
-    } else if (c.prefetch) {
-      settings.push_back({.prefetch = 0});
-    }
+    if (c.prefetch) settings.push_back({.prefetch = 0});
     if (c.threads == 32) {
       settings.push_back({.threads_per_row = 32, .rows_per_block = 4});
       settings.push_back({.threads_per_row = 32, .rows_per_block = 2});
@@ -163,7 +152,7 @@ class NormRowwiseEngine final : public PreparedEngine<NormKnobs, NormProblem, pr
     NormProblem pr;
     std::string why;
     if (!parse(k, knobs) || !norm::describe(p, pr, why)) return 1e9;
-    const NormConfig c = config_of(pr, knobs, t);
+    const NormConfig c = config_of(pr, knobs);
     // Bandwidth bound: every tensor read once and written once, plus (backward) the column sums'
     // slices written and read back. 85% of peak bandwidth with the row in registers; streaming
     // re-reads each row (from L2, mostly): 60%; scalar accesses: 0.7 of that.
@@ -171,7 +160,7 @@ class NormRowwiseEngine final : public PreparedEngine<NormKnobs, NormProblem, pr
     if (!norm::workspace_bytes(pr, norm::grid_blocks(pr, c, t.info().multiprocessors, knobs.blocks_per_sm), ws))
       return 1e9;
     // A resident backward that waits for each row's loads measured 0.57-0.60 of a copy (H200).
-    double eff = c.resident() && (c.prefetch || c.stages > 0 || !pr.backward) ? 0.85 : 0.6;
+    double eff = c.resident() && (c.prefetch || !pr.backward) ? 0.85 : 0.6;
     if (c.vec == 1) eff *= 0.7;
     const double launches = pr.backward && pr.column_sums() ? 2 : 1;
     return roofline_seconds(partition_flops(p), partition_bytes(p) + 2.0 * static_cast<double>(ws), t.info(), eff,
@@ -185,14 +174,13 @@ class NormRowwiseEngine final : public PreparedEngine<NormKnobs, NormProblem, pr
     if (auto s = prepare(p, t, l.pr); !s.ok()) return s;
     NormKnobs knobs;
     if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
-    l.cfg = config_of(l.pr, knobs, t);
+    l.cfg = config_of(l.pr, knobs);
     l.grid = norm::grid_blocks(l.pr, l.cfg, t.handle->cuda->multiprocessors, knobs.blocks_per_sm);
     if (!norm::workspace_bytes(l.pr, l.grid, l.workspace))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, std::string(kName) + ": the workspace size overflows"};
     KernelBuild kb;
     kb.source = norm::kernel_source(l.pr, l.cfg);
-    const auto ring = static_cast<int>(norm::stage_ring_bytes(l.pr, l.cfg));
-    if (auto s = compile_or_reload(t, r, kName, norm::kMainKernel, ring, false, kb); !s.ok()) return s;
+    if (auto s = compile_or_reload(t, r, kName, norm::kMainKernel, 0, false, kb); !s.ok()) return s;
     CUfunction scalar = nullptr, finalize = nullptr;
     if (l.cfg.vec > 1)
       if (auto s = kb.module->function(norm::kScalarKernel, scalar); !s.ok()) return s;
