@@ -131,6 +131,13 @@ TEST_F(CudaPool, NetworkShapesAndPaddedWindowsMatchRef) {
   expect_resample({2, 64, 112, 112}, {2, 64, 56, 56}, Layout::NCHW, Layout::NCHW, T::FLOAT, T::FLOAT, stem, 2);
   expect_resample({2, 32, 40, 40}, {2, 32, 80, 80}, Layout::NHWC, Layout::NHWC, T::HALF, T::HALF,
                   ResampleAttr().set_resampling_mode(RM::BILINEAR), 3);
+  // Channels-last 2-D pooling by vectors of channels (pool2d_channels), output types unlike X's.
+  const auto avg2 = ResampleAttr().set_resampling_mode(RM::AVGPOOL_INCLUDE_PADDING).set_window({2, 2}).set_stride({2, 2});
+  expect_resample({2, 256, 28, 28}, {2, 256, 14, 14}, Layout::NHWC, Layout::NHWC, T::FLOAT, T::FLOAT, avg2, 5);
+  expect_resample({2, 64, 30, 30}, {2, 64, 15, 15}, Layout::NHWC, Layout::NHWC, T::BFLOAT16, T::FLOAT, stem, 6);
+  expect_resample({1, 16, 9, 9}, {1, 16, 5, 5}, Layout::NHWC, Layout::NHWC, T::FLOAT, T::BFLOAT16,
+                  ResampleAttr().set_resampling_mode(RM::AVGPOOL_EXCLUDE_PADDING).set_window({3, 3}).set_stride({2, 2}).set_padding({1, 1}),
+                  7);
   for (RM mode : {RM::MAXPOOL, RM::AVGPOOL_EXCLUDE_PADDING, RM::AVGPOOL_INCLUDE_PADDING})
     expect_resample({1, 3, 3, 2}, pooled({1, 3, 3, 2}, {3, 3}, {2, 1}, {2, 2}, {2, 2}), Layout::NCHW, Layout::NCHW,
                     T::FLOAT, T::FLOAT,

@@ -69,6 +69,26 @@ void run_for_x(const k::PoolParams& P, T yt, bool index64, unsigned blocks) {
   else go.template operator()<k::DT_BFLOAT16>();
 }
 
+// The channels-vector 2-D kernel (pool2d_channels) over a grid of `blocks` x 256 threads.
+template <int DX, int DY>
+void run_channels_grid(const k::PoolParams& P, unsigned blocks) {
+  pool_host::gridDim.x = blocks;
+  pool_host::blockDim.x = 256;
+  for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned t = 0; t < 256; ++t) {
+      pool_host::blockIdx.x = b;
+      pool_host::threadIdx.x = t;
+      k::pool2d_channels<DX, DY>(P);
+    }
+}
+
+template <int DX>
+void run_channels_for_x(const k::PoolParams& P, T yt, unsigned blocks) {
+  if (yt == T::FLOAT) run_channels_grid<DX, k::DT_FLOAT>(P, blocks);
+  else if (yt == T::HALF) run_channels_grid<DX, k::DT_HALF>(P, blocks);
+  else run_channels_grid<DX, k::DT_BFLOAT16>(P, blocks);
+}
+
 void run_kernel(const k::PoolParams& P, T xt, T yt, bool index64, unsigned blocks) {
   if (xt == T::FLOAT) run_for_x<k::DT_FLOAT>(P, yt, index64, blocks);
   else if (xt == T::HALF) run_for_x<k::DT_HALF>(P, yt, index64, blocks);
@@ -91,19 +111,24 @@ cuda::PoolDirectParams params_for(const HostTensor& x, const HostTensor& y, cons
   return P;
 }
 
-// The emulated kernel's Y against ref's, over a grid of `blocks` blocks, both index types.
-void expect_kernel_matches_ref(HostTensor x, const HostTensor& y_like, const ResampleAttr& attr, unsigned blocks = 2) {
+// The emulated kernel's Y against ref's, over a grid of `blocks` blocks: the generic walk with both
+// index types, or (by_channels) the channels-vector 2-D kernel.
+void expect_kernel_matches_ref(HostTensor x, const HostTensor& y_like, const ResampleAttr& attr, unsigned blocks = 2,
+                               bool by_channels = false) {
   HostTensor want = y_like;
   ASSERT_TRUE(ref_test::run_one_op_on_ref(x, want, [&](Graph& g, const TensorPtr& X) { return g.resample(X, attr); }).ok());
   const cuda::PoolDirectParams host = params_for(x, y_like, attr);
-  for (bool index64 : {false, true}) {
+  for (int walk = 0; walk < (by_channels ? 1 : 2); ++walk) {
     HostTensor got = y_like;  // NaN everywhere
     k::PoolParams P;
     std::memcpy(&P, &host, sizeof(P));
     P.x = static_cast<const char*>(x.data());
     P.y = static_cast<char*>(got.data());
-    run_kernel(P, x.dtype, got.dtype, index64, blocks);
-    SCOPED_TRACE(index64 ? "64-bit walk" : "32-bit walk");
+    if (!by_channels) run_kernel(P, x.dtype, got.dtype, walk == 1, blocks);
+    else if (x.dtype == T::FLOAT) run_channels_for_x<k::DT_FLOAT>(P, got.dtype, blocks);
+    else if (x.dtype == T::HALF) run_channels_for_x<k::DT_HALF>(P, got.dtype, blocks);
+    else run_channels_for_x<k::DT_BFLOAT16>(P, got.dtype, blocks);
+    SCOPED_TRACE(by_channels ? "channels-vector kernel" : walk == 1 ? "64-bit walk" : "32-bit walk");
     ref_test::expect_near(got, [&](const Dims& i) { return want.get(i); }, -1.0, 1.0);
   }
 }
@@ -170,6 +195,33 @@ TEST(CudaPoolEmulated, NaNPaddingAndLongWalks) {
   const auto stem = ResampleAttr().set_resampling_mode(RM::MAXPOOL).set_window({3, 3}).set_stride({2, 2}).set_padding({1, 1});
   expect_kernel_matches_ref(tensor({2, 16, 30, 30}, Layout::NHWC, T::BFLOAT16, rng, true),
                             tensor({2, 16, 15, 15}, Layout::NHWC, T::BFLOAT16, rng, false), stem, 1);
+}
+
+// The channels-vector 2-D kernel (pool2d_channels): channels-last X and Y whose channels are whole
+// 16-byte vectors of X (8 of 16-bit types, 4 of fp32), every mode and type pair, windows cut by
+// padding on every side, a NaN, one block walking many vectors.
+TEST(CudaPoolEmulated, ChannelsLastPoolingByVectorsMatchesRef) {
+  std::mt19937 rng(506);
+  const RM modes[] = {RM::MAXPOOL, RM::AVGPOOL_INCLUDE_PADDING, RM::AVGPOOL_EXCLUDE_PADDING};
+  for (int trial = 0; trial < 18; ++trial) {
+    const T tx = random_float_type(rng), ty = random_float_type(rng);
+    const int64_t vec = 16 / static_cast<int64_t>(size_of(tx));
+    Dims x = {int64_t(1 + rng() % 2), vec * int64_t(1 + rng() % 3)}, w, s, pre, post;
+    for (int i = 0; i < 2; ++i) {
+      w.push_back(1 + rng() % 3);
+      s.push_back(1 + rng() % 3);
+      pre.push_back(rng() % w.back());
+      post.push_back(rng() % w.back());
+      x.push_back(std::max<int64_t>(w.back(), 1 + rng() % 9));
+    }
+    const RM mode = modes[trial % 3];
+    SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(to_string(mode)));
+    HostTensor xin = tensor(x, Layout::NHWC, tx, rng, true);
+    if (trial == 0) xin.set({0, 1, 0, 0}, std::nan(""));
+    expect_kernel_matches_ref(xin, tensor(pooled(x, w, s, pre, post), Layout::NHWC, ty, rng, false),
+                              ResampleAttr().set_resampling_mode(mode).set_window(w).set_stride(s).set_pre_padding(pre).set_post_padding(post),
+                              trial % 2 ? 1 : 2, /*by_channels=*/true);
+  }
 }
 
 // The walk follows Y's strides: NHWC's innermost is C, NCHW's W, a random layout's smallest stride.

@@ -134,7 +134,59 @@ __device__ __forceinline__ void pool_direct(const PoolParams& P) {
   }
 }
 
+// 2-D pooling over channels-last X and Y, a vector of VEC channels per thread (one 16-byte load of
+// X per window position): the walk is (n, oh, ow, channel group), groups innermost, so a warp reads
+// 512 contiguous bytes per position, and the window's bounds are scalars in registers (the generic
+// walk above keeps per-dim arrays that live in local memory). The plan takes it where X and Y have
+// unit channel strides, C and their other strides are multiples of VEC, the groups count fits 32
+// bits, and (checked per call) both pointers are 16-byte aligned. Same sums in the same order as
+// pool_window (rows, then columns).
+template <int DX, int DY>
+__device__ __forceinline__ void pool2d_channels(const PoolParams& P) {
+  constexpr int VEC = 16 / (int)sizeof(typename Storage<DX>::type);
+  const unsigned groups = (unsigned)(P.y_dims[1] / VEC), ow_n = (unsigned)P.y_dims[3], oh_n = (unsigned)P.y_dims[2];
+  const unsigned count = (unsigned)(P.count / VEC), step = gridDim.x * blockDim.x;
+  const bool is_max = P.mode == POOL_MAX;
+  for (unsigned l = blockIdx.x * blockDim.x + threadIdx.x; l < count; l += step) {
+    unsigned rest = l;
+    const unsigned g = rest % groups;
+    rest /= groups;
+    const unsigned ow = rest % ow_n;
+    rest /= ow_n;
+    const unsigned oh = rest % oh_n, n = rest / oh_n;
+    const long long h0 = (long long)oh * P.stride[0] - P.pre[0], w0 = (long long)ow * P.stride[1] - P.pre[1];
+    const long long hlo = h0 < 0 ? 0 : h0, wlo = w0 < 0 ? 0 : w0;
+    const long long hhi = h0 + P.window[0] < P.x_dims[2] ? h0 + P.window[0] : P.x_dims[2];
+    const long long whi = w0 + P.window[1] < P.x_dims[3] ? w0 + P.window[1] : P.x_dims[3];
+    float acc[VEC];
+DG_UNROLL
+    for (int j = 0; j < VEC; ++j) acc[j] = is_max ? u2f(0xff800000u) : 0.0f;  // -inf
+    const long long base = (long long)n * P.x_strides[0] + (long long)g * VEC;
+    for (long long h = hlo; h < hhi; ++h)
+      for (long long w = wlo; w < whi; ++w) {
+        float v[VEC];
+        load_vec<DX, VEC>(P.x, base + h * P.x_strides[2] + w * P.x_strides[3], v);
+DG_UNROLL
+        for (int j = 0; j < VEC; ++j) {
+          if (!is_max) acc[j] += v[j];
+          else if (is_nan(v[j]) || v[j] > acc[j]) acc[j] = v[j];  // a NaN stays, as pool_window
+        }
+      }
+    const long long inside = hhi > hlo && whi > wlo ? (hhi - hlo) * (whi - wlo) : 0;
+DG_UNROLL
+    for (int j = 0; j < VEC; ++j) {
+      if (P.mode == POOL_AVG_INCLUDE) acc[j] *= P.inv_volume;
+      if (P.mode == POOL_AVG_EXCLUDE) acc[j] /= (float)inside;
+    }
+    store_vec<DY, VEC>(P.y, (long long)n * P.y_strides[0] + (long long)oh * P.y_strides[2] + (long long)ow * P.y_strides[3] +
+                                (long long)g * VEC,
+                       acc);
+  }
+}
+
 }  // namespace dg
 
+#define DG_POOL_CHANNELS_KERNEL(DX, DY, NAME) \
+  extern "C" __global__ void __launch_bounds__(256) NAME(const dg::PoolParams P) { dg::pool2d_channels<DX, DY>(P); }
 #define DG_POOL_DIRECT_KERNEL(DX, DY, I, NAME) \
   extern "C" __global__ void __launch_bounds__(256) NAME(const dg::PoolParams P) { dg::pool_direct<DX, DY, I>(P); }
