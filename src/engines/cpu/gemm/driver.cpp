@@ -113,7 +113,7 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
   // A packed per task in k-major panels (a matmul's A) is packed again by every N task of a row
   // range: where the rows split into one range per thread of at most mc rows, each thread takes
   // its range with all of N (B is read once per range either way). An encoder's 512 x 768 x 768
-  // and 512 x 3072 x 768: 7-10% faster.
+  // and 512 x 3072 x 768 alone: 4-8% faster (docs/perf.md, 2026-12-06).
   const bool ranges_per_thread = p.a_kmajor() && p.b_shared() && p.batch == 1 && th > 1 && t.tiles >= 8 * th &&
                                  p.M <= th * mc;
   if (ranges_per_thread) {
