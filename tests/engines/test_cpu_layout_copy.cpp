@@ -147,8 +147,9 @@ TEST(CpuLayoutCopy, PlaneTransposesInTilesMatchRef) {
     }
 }
 
-// The copies' form: a reshape between packed tensors is one run; NHWC -> NCHW walks element by
-// element; a channel slice of NHWC copies runs of its channels.
+// The copies' form: a reshape between packed tensors is one run, and so is one between two
+// channels-last tensors of the same memory order; NHWC -> NCHW walks element by element; a channel
+// slice of NHWC copies runs of its channels.
 TEST(CpuLayoutCopy, CopiesMergeDimsAndFindRuns) {
   dg::Graph g;
   g.set_io_data_type(dg::DataType::FLOAT);
@@ -158,7 +159,11 @@ TEST(CpuLayoutCopy, CopiesMergeDimsAndFindRuns) {
   auto T = g.transpose(X, dg::TransposeAttr().set_permutation({0, 1, 2, 3}));
   T->set_stride(test_dims::packed({2, 16, 4, 4}));
   auto S = g.slice(X, dg::SliceAttr().set_slices({{0, 2}, {4, 12}}));
-  for (auto& t : {R, T, S}) t->set_output(true);
+  // A channels-last 5-D image of one frame reshaped to 4-D channels-last: the same memory order.
+  auto V = g.tensor(dg::TensorAttr().set_name("V").set_dim({2, 16, 1, 4, 4}).set_stride({256, 1, 256, 64, 16}));
+  auto Q = g.reshape(V, dg::ReshapeAttr().set_dim({2, 16, 4, 4}));
+  Q->set_stride(test_dims::channels_last({2, 16, 4, 4}));
+  for (auto& t : {R, T, S, Q}) t->set_output(true);
   dg::Handle h(dg::Device::cpu());
   ASSERT_TRUE(g.validate().ok());
   ASSERT_TRUE(g.build_operation_graph(h).ok());
@@ -176,6 +181,8 @@ TEST(CpuLayoutCopy, CopiesMergeDimsAndFindRuns) {
   EXPECT_EQ(copies[2][0].src_offset, 4);  // channel 4 of an NHWC tensor
   // The slice keeps X's NHWC strides: the copy walks channels innermost, runs of 8.
   EXPECT_EQ(dg::contiguous_run(copies[2][0]), 8);
+  EXPECT_EQ(copies[3][0].src_dims, Dims{512});  // one run, not C outermost element by element
+  EXPECT_EQ(dg::contiguous_run(copies[3][0]), 512);
 }
 
 TEST(CpuLayoutCopy, RefusesCastsAndOtherOps) {
