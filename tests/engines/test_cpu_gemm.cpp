@@ -41,6 +41,12 @@ class PlainProblem final : public cg::GemmProblem {
     N = n;
     K = k;
   }
+  // Row-major fp32 A (M x K) and B (K x N), C (M x N) handed back into `out`.
+  void bind(const std::vector<float>& a_rows, const std::vector<float>& b_rows, std::vector<float>& out) {
+    a = {a_rows.data(), dg::DataType::FLOAT, K, 1};
+    bm = {b_rows.data(), dg::DataType::FLOAT, N, 1};
+    c = &out;
+  }
   void a_rows(int64_t, int64_t m0, int64_t mc, const cg::KBlock& kb, int mr, const float** rows,
               float* scratch) const override {
     rows_gathered += mc;
@@ -98,9 +104,7 @@ TEST(CpuGemmKernels, DriverRunsEveryTaskWhateverThePool) {
     dg::ThreadPool pool(threads);
     std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
     PlainProblem p(m, n, k);
-    p.a = {a.data(), dg::DataType::FLOAT, k, 1};
-    p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
-    p.c = &c;
+    p.bind(a, b, c);
     ASSERT_TRUE(cg::run(p, ks, cg::Blocking{2 * ks.mr, 16, ks.nr}, pool, nullptr).ok());
     ASSERT_TRUE(matches_naive(a, b, c, m, n, k)) << threads << " threads";
   }
@@ -122,9 +126,7 @@ TEST(CpuGemmKernels, GatheredRowsSplitMBeforeN) {
   for (bool gathered : {false, true}) {
     std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
     PlainProblem p(m, n, k);
-    p.a = {a.data(), dg::DataType::FLOAT, k, 1};
-    p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
-    p.c = &c;
+    p.bind(a, b, c);
     p.gathered = gathered;
     ASSERT_TRUE(cg::run(p, ks, cg::default_blocking(ks), pool, nullptr).ok());
     if (gathered) {
@@ -156,9 +158,7 @@ TEST(CpuGemmKernels, LeftoverPanelsSplitByRowsAmongTheThreads) {
     dg::ThreadPool pool(cs.threads);
     std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
     PlainProblem p(m, n, k);
-    p.a = {a.data(), dg::DataType::FLOAT, k, 1};
-    p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
-    p.c = &c;
+    p.bind(a, b, c);
     p.record_blocks = true;
     ASSERT_TRUE(cg::run(p, ks, cg::default_blocking(ks), pool, nullptr).ok());
     ASSERT_TRUE(matches_naive(a, b, c, m, n, k)) << cs.threads << " threads";
@@ -199,9 +199,7 @@ TEST(CpuGemmKernels, PackedRowsOnceAThreadWhereOneRowRangeSharesColumns) {
     dg::ThreadPool pool(2);
     std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
     PlainProblem p(m, n, k);
-    p.a = {a.data(), dg::DataType::FLOAT, k, 1};
-    p.bm = {b.data(), dg::DataType::FLOAT, n, 1};
-    p.c = &c;
+    p.bind(a, b, c);
     p.kmajor = true;
     ASSERT_TRUE(cg::run(p, ks, cg::default_blocking(ks), pool, nullptr).ok());
     ASSERT_TRUE(matches_naive(a, b, c, m, n, k)) << tiles << " tiles";

@@ -45,54 +45,43 @@ using pool_test::strides_of;
 using ref_test::random_float_type;
 static_assert(sizeof(k::PoolParams) == sizeof(cuda::PoolDirectParams), "the host mirror must match the kernel's");
 
-// Every thread of a grid of `blocks` x 256 runs the kernel in turn.
-template <int DX, int DY, class I>
-void run_grid(const k::PoolParams& P, unsigned blocks) {
+// Every thread of a grid of `blocks` x 256 runs `kernel` in turn.
+template <class Kernel>
+void run_grid(unsigned blocks, Kernel kernel) {
   pool_host::gridDim.x = blocks;
   pool_host::blockDim.x = 256;
   for (unsigned b = 0; b < blocks; ++b)
     for (unsigned t = 0; t < 256; ++t) {
       pool_host::blockIdx.x = b;
       pool_host::threadIdx.x = t;
-      k::pool_direct<DX, DY, I>(P);
+      kernel();
     }
 }
 
-template <int DX>
-void run_for_x(const k::PoolParams& P, T yt, bool index64, unsigned blocks) {
-  auto go = [&]<int DY>() {
-    if (index64) run_grid<DX, DY, unsigned long long>(P, blocks);
-    else run_grid<DX, DY, unsigned>(P, blocks);
+// f.template operator()<DX, DY>() with the kernel's type enums of X's and Y's types.
+template <class F>
+void with_types(T xt, T yt, F&& f) {
+  auto by_y = [&]<int DX>() {
+    if (yt == T::FLOAT) f.template operator()<DX, k::DT_FLOAT>();
+    else if (yt == T::HALF) f.template operator()<DX, k::DT_HALF>();
+    else f.template operator()<DX, k::DT_BFLOAT16>();
   };
-  if (yt == T::FLOAT) go.template operator()<k::DT_FLOAT>();
-  else if (yt == T::HALF) go.template operator()<k::DT_HALF>();
-  else go.template operator()<k::DT_BFLOAT16>();
+  if (xt == T::FLOAT) by_y.template operator()<k::DT_FLOAT>();
+  else if (xt == T::HALF) by_y.template operator()<k::DT_HALF>();
+  else by_y.template operator()<k::DT_BFLOAT16>();
 }
 
-// The channels-vector 2-D kernel (pool2d_channels) over a grid of `blocks` x 256 threads.
-template <int DX, int DY>
-void run_channels_grid(const k::PoolParams& P, unsigned blocks) {
-  pool_host::gridDim.x = blocks;
-  pool_host::blockDim.x = 256;
-  for (unsigned b = 0; b < blocks; ++b)
-    for (unsigned t = 0; t < 256; ++t) {
-      pool_host::blockIdx.x = b;
-      pool_host::threadIdx.x = t;
-      k::pool2d_channels<DX, DY>(P);
-    }
-}
-
-template <int DX>
-void run_channels_for_x(const k::PoolParams& P, T yt, unsigned blocks) {
-  if (yt == T::FLOAT) run_channels_grid<DX, k::DT_FLOAT>(P, blocks);
-  else if (yt == T::HALF) run_channels_grid<DX, k::DT_HALF>(P, blocks);
-  else run_channels_grid<DX, k::DT_BFLOAT16>(P, blocks);
-}
-
+// The generic walk (32- or 64-bit index), or the channels-vector 2-D kernel (pool2d_channels).
 void run_kernel(const k::PoolParams& P, T xt, T yt, bool index64, unsigned blocks) {
-  if (xt == T::FLOAT) run_for_x<k::DT_FLOAT>(P, yt, index64, blocks);
-  else if (xt == T::HALF) run_for_x<k::DT_HALF>(P, yt, index64, blocks);
-  else run_for_x<k::DT_BFLOAT16>(P, yt, index64, blocks);
+  with_types(xt, yt, [&]<int DX, int DY>() {
+    run_grid(blocks, [&] {
+      if (index64) k::pool_direct<DX, DY, unsigned long long>(P);
+      else k::pool_direct<DX, DY, unsigned>(P);
+    });
+  });
+}
+void run_channels_kernel(const k::PoolParams& P, T xt, T yt, unsigned blocks) {
+  with_types(xt, yt, [&]<int DX, int DY>() { run_grid(blocks, [&] { k::pool2d_channels<DX, DY>(P); }); });
 }
 
 // The engine's kernel argument for resample(X) -> Y, from the graph's one partition.
@@ -124,10 +113,8 @@ void expect_kernel_matches_ref(HostTensor x, const HostTensor& y_like, const Res
     std::memcpy(&P, &host, sizeof(P));
     P.x = static_cast<const char*>(x.data());
     P.y = static_cast<char*>(got.data());
-    if (!by_channels) run_kernel(P, x.dtype, got.dtype, walk == 1, blocks);
-    else if (x.dtype == T::FLOAT) run_channels_for_x<k::DT_FLOAT>(P, got.dtype, blocks);
-    else if (x.dtype == T::HALF) run_channels_for_x<k::DT_HALF>(P, got.dtype, blocks);
-    else run_channels_for_x<k::DT_BFLOAT16>(P, got.dtype, blocks);
+    if (by_channels) run_channels_kernel(P, x.dtype, got.dtype, blocks);
+    else run_kernel(P, x.dtype, got.dtype, walk == 1, blocks);
     SCOPED_TRACE(by_channels ? "channels-vector kernel" : walk == 1 ? "64-bit walk" : "32-bit walk");
     ref_test::expect_near(got, [&](const Dims& i) { return want.get(i); }, -1.0, 1.0);
   }

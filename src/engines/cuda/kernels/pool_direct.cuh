@@ -34,6 +34,20 @@ __device__ __forceinline__ float pool_load(const PoolParams& P, long long off) {
   return to_float<DX>(reinterpret_cast<const T*>(P.x)[off]);
 }
 
+// One window position's value folded into a pooling sum: max keeps a NaN (nothing compares above
+// it), averages add.
+__device__ __forceinline__ void pool_fold(float& acc, float v, bool is_max) {
+  if (!is_max) acc += v;
+  else if (is_nan(v) || v > acc) acc = v;
+}
+
+// The average's division: by the window's volume, or by the `inside` positions (none: 0 / 0, as ref).
+__device__ __forceinline__ float pool_finish(const PoolParams& P, float acc, long long inside) {
+  if (P.mode == POOL_AVG_INCLUDE) return acc * P.inv_volume;
+  if (P.mode == POOL_AVG_EXCLUDE) return acc / (float)inside;
+  return acc;
+}
+
 // Pooling over the window positions inside X: per spatial dim the valid offsets [lo, hi), walked
 // as an odometer (no division per position).
 template <int DX>
@@ -56,9 +70,7 @@ __device__ __forceinline__ float pool_window(const PoolParams& P, long long base
     for (;;) {
       long long off = base;
       for (int i = 0; i < S; ++i) off += (start[i] + k[i]) * P.x_strides[i + 2];
-      const float v = pool_load<DX>(P, off);
-      if (!is_max) acc += v;
-      else if (is_nan(v) || v > acc) acc = v;  // a NaN stays: nothing compares above it
+      pool_fold(acc, pool_load<DX>(P, off), is_max);
       int i = S - 1;
       for (; i >= 0; --i) {
         if (++k[i] < hi[i]) break;
@@ -67,9 +79,7 @@ __device__ __forceinline__ float pool_window(const PoolParams& P, long long base
       if (i < 0) break;
     }
   }
-  if (P.mode == POOL_AVG_INCLUDE) acc *= P.inv_volume;
-  if (P.mode == POOL_AVG_EXCLUDE) acc /= (float)inside;  // no position inside: 0 / 0, as ref
-  return acc;
+  return pool_finish(P, acc, inside);
 }
 
 // Resizing: the nearest source (floor(o * in / out) in integers), or the 2^S linear corners.
@@ -167,17 +177,11 @@ DG_UNROLL
         float v[VEC];
         load_vec<DX, VEC>(P.x, base + h * P.x_strides[2] + w * P.x_strides[3], v);
 DG_UNROLL
-        for (int j = 0; j < VEC; ++j) {
-          if (!is_max) acc[j] += v[j];
-          else if (is_nan(v[j]) || v[j] > acc[j]) acc[j] = v[j];  // a NaN stays, as pool_window
-        }
+        for (int j = 0; j < VEC; ++j) pool_fold(acc[j], v[j], is_max);
       }
     const long long inside = hhi > hlo && whi > wlo ? (hhi - hlo) * (whi - wlo) : 0;
 DG_UNROLL
-    for (int j = 0; j < VEC; ++j) {
-      if (P.mode == POOL_AVG_INCLUDE) acc[j] *= P.inv_volume;
-      if (P.mode == POOL_AVG_EXCLUDE) acc[j] /= (float)inside;
-    }
+    for (int j = 0; j < VEC; ++j) acc[j] = pool_finish(P, acc[j], inside);
     store_vec<DY, VEC>(P.y, (long long)n * P.y_strides[0] + (long long)oh * P.y_strides[2] + (long long)ow * P.y_strides[3] +
                                 (long long)g * VEC,
                        acc);
