@@ -93,9 +93,10 @@ def _engine_of_kernel(name: str, graph_engines: List[str]) -> str:
     return vendors[0] if len(vendors) == 1 else ("|".join(vendors) or "unattributed") + " (vendor kernel)"
 
 
-def profile(fn: Callable[[], Any], device: torch.device) -> Tuple[int, Dict[str, float]]:
+def profile(fn: Callable[[], Any], device: torch.device,
+            by_name: Dict[str, List[float]]) -> Tuple[int, Dict[str, float]]:
     """Kernels launched by one forward, and device (or CPU) microseconds by where they ran:
-    'pytorch' outside dnngraph's ranges, else the engine."""
+    'pytorch' outside dnngraph's ranges, else the engine. `by_name` gets each kernel's durations."""
     engines_of = {p.partition_name: [e for b in p.builds.values() for e in b.engines] for p in dt.partitions()}
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
@@ -115,6 +116,8 @@ def profile(fn: Callable[[], Any], device: torch.device) -> Tuple[int, Dict[str,
     # PyTorch op or record_function range that launched it; walk up to a dnngraph range.
     on_device = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA
                  and not e.name.startswith(("Memcpy", "Memset"))]
+    for e in on_device:
+        by_name.setdefault(e.name, []).append(e.time_range.elapsed_us())
     attributed = 0.0
     for evt in events:
         for k in evt.kernels:
@@ -130,6 +133,15 @@ def profile(fn: Callable[[], Any], device: torch.device) -> Tuple[int, Dict[str,
     if unlinked > 0.5:
         share["kernels the profiler linked to no CPU op"] += unlinked
     return len(on_device), dict(share)
+
+
+def print_kernels(by_name: Dict[str, List[float]], top: int) -> None:
+    """The `top` kernels of one forward by device time: launches, total and mean microseconds."""
+    rows = sorted(by_name.items(), key=lambda kv: -sum(kv[1]))
+    for name, times in rows[:top]:
+        print(f"      {len(times):4d} x {sum(times) / len(times):8.1f} us = {sum(times):9.1f} us  {name[:110]}")
+    if len(rows) > top:
+        print(f"      ... {len(rows) - top} more kernel names, {sum(sum(t) for _, t in rows[top:]):.1f} us")
 
 
 def compare(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> str:
@@ -167,7 +179,8 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
                 first_s = time.perf_counter() - t0
                 accuracy = compare(out, ref, x.dtype)
                 ms = time_ms(call, device, args.warmup, args.iters)
-                kernels, share = profile(call, device)
+                by_name: Dict[str, List[float]] = {}
+                kernels, share = profile(call, device, by_name)
             except Exception as e:  # noqa: BLE001 - one variant's failure is reported, the others still run
                 print(f"{label:22s} FAILED: {type(e).__name__}: {str(e)[:300]}")
                 continue
@@ -178,6 +191,8 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
                 total = sum(share.values()) or 1.0
                 for where, us in sorted(share.items(), key=lambda kv: -kv[1]):
                     print(f"    {100 * us / total:5.1f}%  {us / 1e3:8.3f} ms  {where}")
+            if args.kernels:
+                print_kernels(by_name, args.kernels)
         for p in (p for p in dt.partitions() if p not in before):
             for b in p.builds.values():
                 if b.graph is None:
@@ -199,6 +214,8 @@ def main() -> int:
                     help='dnngraph variants with options={"autotune": True} (every plan timed on the first call)')
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--kernels", type=int, default=0, metavar="N",
+                    help="print each variant's N kernels of most device time (launches, mean and total us)")
     ap.add_argument("--verbose", action="store_true", help="dnngraph.torch's log at INFO")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)

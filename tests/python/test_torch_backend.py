@@ -278,7 +278,7 @@ def test_cuda_graphs_option_replays_the_lowered_forward():
 
 
 def test_layernorm_as_reductions_matches_eager(monkeypatch):
-    # The form CUDA graphs take (dnngraph has no CUDA layernorm engine of its own), run on the CPU.
+    # The form a layer norm of an intermediate of more than two dims takes (its 2-D view would be a copy).
     from dnngraph.torch import _ops
 
     monkeypatch.setattr(_ops, "layernorm_node_applies", lambda L, x_meta, a: False)
@@ -330,7 +330,7 @@ def test_autotune_option_times_the_plans_and_matches_eager():
     assert all(b.graph.get_execution_plan_count() > 1 for b in built)  # ALL plans were built to be timed
 
 
-def test_on_cuda_ops_only_the_reference_engine_runs_are_refused_and_poolings_taken():
+def test_on_cuda_poolings_and_concatenations_are_taken():
     # Fake CUDA tensors need no GPU: the support decision reads their metadata only.
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -342,8 +342,8 @@ def test_on_cuda_ops_only_the_reference_engine_runs_are_refused_and_poolings_tak
     taken = [n.name for n in gm.graph.nodes if support.reason(n) is None]
     assert "relu" in taken
     assert "avg_pool2d" in taken  # cuda_pool_direct runs the poolings; this max_pool2d's trace uses its indices
+    assert "cat" in taken  # cuda_layout_copy runs concatenations
     assert "on CUDA" not in support.refused.get("max_pool2d_with_indices", "")
-    assert support.refused["cat"].endswith("only dnngraph's reference engine runs it on CUDA (through host memory)")
 
 
 def test_views_between_linear_layers_are_sunk_so_epilogues_join_the_matmuls():
@@ -360,6 +360,22 @@ def test_views_between_linear_layers_are_sunk_so_epilogues_join_the_matmuls():
     # rewrite: 8, as each view [B*S, N] -> [B, S, N] ended a partition).
     assert len(_NEW) <= 3 * layers, [p.node_names for p in _NEW]
     assert any("gelu_default" in p.node_names and any(n.startswith("addmm") for n in p.node_names) for p in _NEW)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_encoder_on_cuda_runs_its_layer_norms_and_attention_on_own_engines():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import torch_models as tm
+
+    model = tm.transformer_encoder(layers=2, hidden=64, heads=4, ffn=128).to(device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(2, 64, 64, generator=_gen(7)).to(device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        ref = model(x)
+    _close(_compiled(model, x), ref, rtol=3e-2)
+    engines = [e.split("[")[0] for p in _NEW for b in p.builds.values() for e in b.engines]
+    assert engines.count("cuda_norm_rowwise") == 4, engines  # two layer norms a layer, each one kernel
+    assert "cuda_sdpa_flash" in engines, engines
+    assert not any(e.startswith("ref") for e in engines), engines
 
 
 def test_sink_views_moves_a_view_below_gelu_and_drops_the_round_trip():

@@ -16,7 +16,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partit
 from torch.fx.passes.operator_support import OperatorSupport
 
 from ._leaves import derived_leaves_not_kept
-from ._ops import COMPUTE_OPS, VIEW_OPS, bound_args, check_tensors, meta_tensors
+from ._ops import COMPUTE_OPS, VIEW_OPS, bound_args, check_tensors
 from ._partition import LoweredPartition
 from ._rewrite import sink_views
 
@@ -61,8 +61,6 @@ class DnngraphSupport(OperatorSupport):
         if rule is None:
             return "no dnngraph translation for this op"
         refused = check_tensors(node)
-        if refused is None and not rule.on_cuda and meta_tensors(node)[0].device.type == "cuda":
-            refused = "only dnngraph's reference engine runs it on CUDA (through host memory)"
         if refused is None and rule.check is not None:
             refused = rule.check(node, bound_args(node))
         return refused

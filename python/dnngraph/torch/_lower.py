@@ -80,7 +80,6 @@ class Lowering:
         # type; the arithmetic stays FLOAT.
         self.graph = dnngraph.pygraph(name=name, io_data_type=io_type, intermediate_data_type=io_type,
                                       compute_data_type=torch.float32, handle=handle)
-        self.on_cuda = bool(handle.is_cuda)
         self.values: Dict[torch.fx.Node, Any] = {}
         self.declared: Dict[int, dnngraph.tensor] = {}
         self.bindings: List[Tuple[dnngraph.tensor, int]] = []

@@ -155,9 +155,10 @@ def _check_affine(node: torch.fx.Node, a: Dict[str, Any]) -> Optional[str]:
 
 
 def layernorm_node_applies(L: "Lowering", x_meta: Any, a: Dict[str, Any]) -> bool:
-    """Whether a layer norm becomes dnngraph's layernorm node (on the CPU, with a 2-D input or one
-    PyTorch can view as 2-D) rather than reductions and pointwise ops."""
-    return not L.on_cuda and (x_meta.dim() == 2 or L.is_leaf(a["input"]))
+    """Whether a layer norm becomes dnngraph's layernorm node (a 2-D input, or one PyTorch can view
+    as 2-D; cpu_norm_rowwise and cuda_norm_rowwise run it in one pass) rather than reductions and
+    pointwise ops."""
+    return x_meta.dim() == 2 or L.is_leaf(a["input"])
 
 
 def _layernorm(L: "Lowering", node: torch.fx.Node, a: Dict[str, Any]) -> Any:
@@ -176,9 +177,8 @@ def _layernorm(L: "Lowering", node: torch.fx.Node, a: Dict[str, Any]) -> Any:
         if x_meta.dim() != 2:
             y = g.reshape(y, dim=list(x_meta.shape), name=L.name(node) + ".unfold")
         return (y, None, None)
-    # On CUDA (no layernorm engine of dnngraph's own) and for intermediates of more dims (a
-    # reshape would be a copy on the reference engine): the statistics as reductions over the
-    # trailing axes, which fuse with the pointwise ops around them.
+    # Intermediates of more dims (their 2-D view would be a copy inside the graph): the statistics
+    # as reductions over the trailing axes, which fuse with the pointwise ops around them.
     x = L.tensor(a["input"])
     reduced = lead + [1] * len(norm)
     mean = g.reduction(x, mode=dnngraph.reduction_mode.AVG, name=L.name(node) + ".mean")
@@ -321,8 +321,6 @@ class OpRule:
 
     lower: Callable[["Lowering", torch.fx.Node, Dict[str, Any]], Any]
     check: Optional[Callable[[torch.fx.Node, Dict[str, Any]], Optional[str]]] = None
-    # False where only the reference engine runs the op on CUDA (it stages through host memory).
-    on_cuda: bool = True
 
 
 SDPA_OPS = [getattr(aten, name).default for name in (
@@ -347,7 +345,7 @@ COMPUTE_OPS: Dict[Any, OpRule] = {
     aten.avg_pool2d.default: OpRule(_avg_pool, _check_avg_pool),
     aten._adaptive_avg_pool2d.default: OpRule(_mean, _check_mean),
     aten.mean.dim: OpRule(_mean, _check_mean),
-    aten.cat.default: OpRule(_cat, on_cuda=False),
+    aten.cat.default: OpRule(_cat),
     aten.clone.default: OpRule(_clone),
     **{op: OpRule(_sdpa, _check_sdpa) for op in SDPA_OPS},
     **{getattr(aten, name).Tensor: OpRule(_binary(name), _check_binary) for name in ("add", "sub", "mul", "div")},
