@@ -24,11 +24,15 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dnngraphConfig.cmake ${CMAKE_CURRENT_B
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dnngraph)
 # pkg-config: -ldnngraph finds the shared library first where there is one; its needs are then
 # private (pkg-config --static lists them, for a link against libdnngraph.a).
+set(dnngraph_pc_needs "-lxxhash -ldl -pthread")
+if(DNNGRAPH_HAVE_LIBMVEC)
+  string(APPEND dnngraph_pc_needs " -lmvec")
+endif()
 if(TARGET dnngraph_shared)
   set(DNNGRAPH_PC_LIBS "-ldnngraph")
-  set(DNNGRAPH_PC_LIBS_PRIVATE "-lxxhash -ldl -pthread")
+  set(DNNGRAPH_PC_LIBS_PRIVATE "${dnngraph_pc_needs}")
 else()
-  set(DNNGRAPH_PC_LIBS "-ldnngraph -lxxhash -ldl -pthread")
+  set(DNNGRAPH_PC_LIBS "-ldnngraph ${dnngraph_pc_needs}")
   set(DNNGRAPH_PC_LIBS_PRIVATE "")
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/dnngraph.pc.in ${CMAKE_CURRENT_BINARY_DIR}/dnngraph.pc @ONLY)

@@ -9,6 +9,7 @@
 #include "core/dtype.hpp"
 #include "engines/cpu/cpu_features.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
+#include "engines/cpu/epilogue/vector_math.hpp"
 
 // The element loops are compiled for AVX2 and for the baseline ISA, picked at load time.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -24,32 +25,7 @@
 namespace dnngraph::cpu {
 namespace {
 
-constexpr float kSqrt1_2 = 0.70710678118654752f;
-constexpr float kSqrt2OverPi = 0.79788456080286536f;
-
-__attribute__((always_inline)) inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 inline double sigmoid_f64(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-// erf in fp32 as x * P(x^2) / Q(x^2) on [-4, 4] (erf is +-1 to fp32 beyond): the rational fit
-// XLA and Eigen use, within 4.3e-7 of erf (swept at steps of 1e-5 over [-10, 10]). No branches,
-// so it runs 8 lanes at a time in gelu_erf; libm's erff took ~10 ns per element.
-constexpr float kErfP[] = {-2.72614225801306e-10f, 2.77068142495902e-08f, -2.10102402082508e-06f,
-                           -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,
-                           -1.60960333262415e-02f};
-constexpr float kErfQ[] = {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
-                           -7.37332916720468e-03f, -1.42647390514189e-02f};
-__attribute__((always_inline)) inline float erf_fp32(float x) {
-  x = std::min(std::max(x, -4.0f), 4.0f);
-  const float x2 = x * x;
-  float p = kErfP[0], q = kErfQ[0];
-  for (int k = 1; k < 7; ++k) p = p * x2 + kErfP[k];
-  for (int k = 1; k < 5; ++k) q = q * x2 + kErfQ[k];
-  return x * p / q;
-}
-
-// 0.5 x (1 + erf(x / sqrt 2)) over n floats: erf_fp32 in AVX2 (GCC leaves the scalar loop
-// unvectorized: the clamp is a compare and branch without -ffinite-math-only).
-void gelu_erf(int64_t n, const float* a, float* o);
 
 // Inlined into apply_fp32, so each of its clones (AVX2, baseline) vectorizes them for its ISA;
 // as separate functions they were compiled once, for the baseline.
@@ -187,41 +163,20 @@ DNNGRAPH_EPILOGUE_CLONES bool apply_fp32(const PointwiseAttr& p, int64_t n, cons
     case M::RECIPROCAL: unary(n, a, o, [](float x) { return 1.0f / x; }); return true;
     case M::SQRT: unary(n, a, o, [](float x) { return std::sqrt(x); }); return true;
     case M::RSQRT: unary(n, a, o, [](float x) { return 1.0f / std::sqrt(x); }); return true;
-    case M::EXP: unary(n, a, o, [](float x) { return std::exp(x); }); return true;
+    case M::EXP: vmath::map(vmath::Fn::EXP, n, a, o); return true;
     case M::LOG: unary(n, a, o, [](float x) { return std::log(x); }); return true;
-    case M::TANH_FWD: unary(n, a, o, [](float x) { return std::tanh(x); }); return true;
-    case M::SIGMOID_FWD: unary(n, a, o, sigmoid); return true;
+    case M::TANH_FWD: vmath::map(vmath::Fn::TANH, n, a, o); return true;
+    case M::SIGMOID_FWD: vmath::map(vmath::Fn::SIGMOID, n, a, o); return true;
     case M::RELU_FWD: relu(p, n, a, o); return true;
-    case M::GELU_FWD: {
-      // Below x = -1.5, 1 + erf cancels to under 0.14 and the fit's error would pass 3e-6 of the
-      // result: those elements (7% of a unit normal) take libm's erfc, found before `o` is
-      // written (it may be `a`). n <= EpilogueRun::kChunk here.
-      int64_t at[EpilogueRun::kChunk];
-      float exact[EpilogueRun::kChunk];
-      int64_t count = 0;
-      for (int64_t i = 0; i < n; ++i)
-        if (a[i] < -1.5f) {
-          at[count] = i;
-          exact[count++] = 0.5f * a[i] * std::erfc(-a[i] * kSqrt1_2);
-        }
-      gelu_erf(n, a, o);
-      for (int64_t k = 0; k < count; ++k) o[at[k]] = exact[k];
-      return true;
-    }
-    case M::GELU_APPROX_TANH_FWD:
-      unary(n, a, o, [](float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x))); });
-      return true;
+    case M::GELU_FWD: vmath::map(vmath::Fn::GELU_ERF, n, a, o); return true;
+    case M::GELU_APPROX_TANH_FWD: vmath::map(vmath::Fn::GELU_TANH, n, a, o); return true;
     case M::HARDSWISH_FWD:  // x * relu6(x + 3) / 6; comparisons keep NaN
       unary(n, a, o, [](float x) {
         const float r = x + 3.0f;
         return x * (r < 0.0f ? 0.0f : r > 6.0f ? 6.0f : r) / 6.0f;
       });
       return true;
-    case M::SWISH_FWD: {
-      const float beta = static_cast<float>(p.get_swish_beta());
-      unary(n, a, o, [beta](float x) { return x * sigmoid(beta * x); });
-      return true;
-    }
+    case M::SWISH_FWD: vmath::map(vmath::Fn::SWISH, n, a, o, static_cast<float>(p.get_swish_beta())); return true;
     case M::CMP_GT: binary(n, a, b, o, [](float x, float y) { return x > y ? 1.0f : 0.0f; }); return true;
     case M::CMP_GE: binary(n, a, b, o, [](float x, float y) { return x >= y ? 1.0f : 0.0f; }); return true;
     case M::CMP_LT: binary(n, a, b, o, [](float x, float y) { return x < y ? 1.0f : 0.0f; }); return true;
@@ -247,36 +202,6 @@ DNNGRAPH_EPILOGUE_CLONES void round_run(DataType t, int64_t n, float* o) {
     default:
       for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(dtype::round_to(t, o[i]));
   }
-}
-
-#ifdef DNNGRAPH_EPILOGUE_AVX2
-__attribute__((target("avx2,fma"))) void gelu_erf_avx2(int64_t n, const float* a, float* o) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(a + i);
-    const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, _mm256_set1_ps(kSqrt1_2)), _mm256_set1_ps(-4.0f)),
-                                   _mm256_set1_ps(4.0f));
-    const __m256 x2 = _mm256_mul_ps(x, x);
-    __m256 p = _mm256_set1_ps(kErfP[0]), q = _mm256_set1_ps(kErfQ[0]);
-    for (int k = 1; k < 7; ++k) p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(kErfP[k]));
-    for (int k = 1; k < 5; ++k) q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(kErfQ[k]));
-    const __m256 erf = _mm256_div_ps(_mm256_mul_ps(x, p), q);
-    const __m256 half_v = _mm256_mul_ps(_mm256_set1_ps(0.5f), v);
-    _mm256_storeu_ps(o + i, _mm256_fmadd_ps(half_v, erf, half_v));
-  }
-  for (; i < n; ++i) o[i] = 0.5f * a[i] * (1.0f + erf_fp32(a[i] * kSqrt1_2));
-}
-#endif
-
-void gelu_erf(int64_t n, const float* a, float* o) {
-#ifdef DNNGRAPH_EPILOGUE_AVX2
-  static const bool kAvx2 = cpu_features().supports(Isa::AVX2);
-  if (kAvx2) {
-    gelu_erf_avx2(n, a, o);
-    return;
-  }
-#endif
-  unary(n, a, o, [](float x) { return 0.5f * x * (1.0f + erf_fp32(x * kSqrt1_2)); });
 }
 
 // The extreme of n floats: the largest (kAbs: of |x|), or the smallest when kMin; NaN when one

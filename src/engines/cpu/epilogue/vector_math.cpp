@@ -1,0 +1,94 @@
+// libmvec's entry points follow the x86-64 vector function ABI, _ZGV<isa>N<lanes>v_<name> (isa 'e'
+// = AVX-512 F, 'd' = AVX2); they are declared here, since glibc's headers offer them only to
+// OpenMP SIMD loops under -ffast-math, which this library does not build with.
+#include "engines/cpu/epilogue/vector_math.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engines/cpu/simd/target.hpp"
+
+#if DNNGRAPH_HAVE_LIBMVEC && DNNGRAPH_SIMD_X86
+#define DNNGRAPH_VMATH_LANES 1
+#include <immintrin.h>
+extern "C" {
+__m512 _ZGVeN16v_erfcf(__m512);
+__m512 _ZGVeN16v_expf(__m512);
+__m512 _ZGVeN16v_tanhf(__m512);
+__m256 _ZGVdN8v_erfcf(__m256);
+__m256 _ZGVdN8v_expf(__m256);
+__m256 _ZGVdN8v_tanhf(__m256);
+}
+#else
+#define DNNGRAPH_VMATH_LANES 0
+#endif
+
+namespace dnngraph::cpu::vmath {
+
+namespace per_element {
+struct Lanes {
+  using R = float;
+  static constexpr int kLanes = 1;
+  static float load(const float* p) { return *p; }
+  static void store(float* p, float v) { *p = v; }
+  static float set1(float v) { return v; }
+  static float add(float a, float b) { return a + b; }
+  static float mul(float a, float b) { return a * b; }
+  static float div(float a, float b) { return a / b; }
+  static float erfc(float x) { return std::erfc(x); }
+  static float exp(float x) { return std::exp(x); }
+  static float tanh(float x) { return std::tanh(x); }
+};
+#include "engines/cpu/epilogue/vector_math_body.inl"
+}  // namespace per_element
+
+#if DNNGRAPH_VMATH_LANES
+DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX512)
+namespace avx512 {
+struct Lanes {
+  using R = __m512;
+  static constexpr int kLanes = 16;
+  static R load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
+  static R set1(float v) { return _mm512_set1_ps(v); }
+  static R add(R a, R b) { return _mm512_add_ps(a, b); }
+  static R mul(R a, R b) { return _mm512_mul_ps(a, b); }
+  static R div(R a, R b) { return _mm512_div_ps(a, b); }
+  static R erfc(R x) { return _ZGVeN16v_erfcf(x); }
+  static R exp(R x) { return _ZGVeN16v_expf(x); }
+  static R tanh(R x) { return _ZGVeN16v_tanhf(x); }
+};
+#include "engines/cpu/epilogue/vector_math_body.inl"
+}  // namespace avx512
+DNNGRAPH_TARGET_END
+
+DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX2)
+namespace avx2 {
+struct Lanes {
+  using R = __m256;
+  static constexpr int kLanes = 8;
+  static R load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
+  static R set1(float v) { return _mm256_set1_ps(v); }
+  static R add(R a, R b) { return _mm256_add_ps(a, b); }
+  static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
+  static R div(R a, R b) { return _mm256_div_ps(a, b); }
+  static R erfc(R x) { return _ZGVdN8v_erfcf(x); }
+  static R exp(R x) { return _ZGVdN8v_expf(x); }
+  static R tanh(R x) { return _ZGVdN8v_tanhf(x); }
+};
+#include "engines/cpu/epilogue/vector_math_body.inl"
+}  // namespace avx2
+DNNGRAPH_TARGET_END
+#endif
+
+bool vectorized(Isa isa) { return DNNGRAPH_VMATH_LANES && isa != Isa::PORTABLE && cpu_features().supports(isa); }
+
+void map(Fn f, int64_t n, const float* a, float* o, float beta, Isa isa) {
+#if DNNGRAPH_VMATH_LANES
+  if (vectorized(isa)) return isa == Isa::AVX512 ? avx512::map_lanes(f, n, a, o, beta) : avx2::map_lanes(f, n, a, o, beta);
+#endif
+  per_element::map_lanes(f, n, a, o, beta);
+}
+
+}  // namespace dnngraph::cpu::vmath
