@@ -40,8 +40,12 @@ class CpuEngine : public Engine {
   }
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const final {
-    if constexpr (kHasKnobs) return cpu::knob_space(schema_);
-    else return Engine::knob_space(p, t);
+    if constexpr (std::is_same_v<KnobStruct, GemmKnobs>)
+      return cpu::knob_space(schema_, [&](Isa isa) { return blocking(p, isa); });
+    else if constexpr (kHasKnobs)
+      return cpu::knob_space(schema_);
+    else
+      return Engine::knob_space(p, t);
   }
 
   Status check_knobs(const Knobs& k) const final {
@@ -71,6 +75,8 @@ class CpuEngine : public Engine {
 
   // Whether the engine runs p on t; false with `why` (naming the node, tensor and rule) if not.
   virtual bool prepare(const Partition& p, const Target& t, Prepared& out, std::string& why) const = 0;
+  // GEMM knobs: the blocking the knob space offers for p on an ISA (the ISA's default here).
+  virtual gemm::Blocking blocking(const Partition&, Isa isa) const { return gemm::default_blocking(gemm::kernel_set(isa)); }
   // The plan for a partition prepare() accepted, with the setting its knobs resolved to.
   virtual std::unique_ptr<Plan> make_plan(const Partition& p, const Target& t, Prepared prep,
                                           const Setting& setting) const = 0;

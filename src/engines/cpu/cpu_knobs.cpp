@@ -71,10 +71,10 @@ std::vector<Knobs> knob_space(const KnobSchema<IsaKnobs>& schema) {
   return out;
 }
 
-std::vector<Knobs> knob_space(const KnobSchema<GemmKnobs>& schema) {
+std::vector<Knobs> knob_space(const KnobSchema<GemmKnobs>& schema, const std::function<gemm::Blocking(Isa)>& blocking_of) {
   std::vector<Knobs> out;
   for (Isa isa : supported_isas()) {
-    const gemm::Blocking b = gemm::default_blocking(gemm::kernel_set(isa));
+    const gemm::Blocking b = blocking_of(isa);
     out.push_back(schema.print({static_cast<int64_t>(isa), b.mc, b.kc, b.nc}));
   }
   return out;

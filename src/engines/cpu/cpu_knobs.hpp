@@ -3,6 +3,7 @@
 // checked when a plan is built, since a knob setting is valid on any machine. Each knob struct
 // names the Setting it resolves to on this CPU, which is what a plan is built with.
 #pragma once
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -50,8 +51,9 @@ Isa isa_of(const Knobs& k);
 Status read_knobs(const KnobSchema<IsaKnobs>& schema, std::string_view engine, const Knobs& k, Isa& out);
 Status read_knobs(const KnobSchema<GemmKnobs>& schema, std::string_view engine, const Knobs& k, GemmSetting& out);
 
-// One setting per ISA this CPU has, best first (with the ISA's default blocking for GEMM knobs).
+// One setting per ISA this CPU has, best first (GEMM knobs with the blocking `blocking_of` gives
+// for the ISA).
 std::vector<Knobs> knob_space(const KnobSchema<IsaKnobs>& schema);
-std::vector<Knobs> knob_space(const KnobSchema<GemmKnobs>& schema);
+std::vector<Knobs> knob_space(const KnobSchema<GemmKnobs>& schema, const std::function<gemm::Blocking(Isa)>& blocking_of);
 
 }  // namespace dnngraph::cpu

@@ -275,6 +275,13 @@ class GemmPackedEngine final : public gemm::GemmEngine<MatmulPlan> {
   bool accepts(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
     return check_anchor(p, t, "matmul", epi, why) != nullptr;
   }
+  gemm::Blocking blocking(const Partition& p, Isa isa) const override {
+    const gemm::KernelSet& ks = gemm::kernel_set(isa);
+    if (MatmulPlan::tile_kernels(p, isa)) return gemm::default_blocking(ks);  // AMX, bf16 pairs, one row
+    MatmulGeometry g;
+    g.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);
+    return gemm::matmul_blocking(ks, g.K);
+  }
   gemm::PackedB packed_b(const Partition& p) const override {
     MatmulGeometry g;
     g.init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]);

@@ -20,6 +20,9 @@ struct Blocking {
 };
 // From the cache sizes: a kc x NR B panel fills two thirds of L1, an mc x kc A block a quarter of L2.
 Blocking default_blocking(const KernelSet& ks);
+// A matmul's (A packed in k-major panels per K block): K in equal blocks of at most twice L1 of B
+// panel each, mc from L2 as above.
+Blocking matmul_blocking(const KernelSet& ks, int64_t K);
 
 // A block of the K dimension: B rows [k0, k0 + nseg * seg_len); A given as nseg segments.
 struct KBlock {
