@@ -162,7 +162,11 @@ def test_layernorm(request, shape, axis):
     p = shape[axis:] if axis >= 0 else shape[axis:]
     inits = [("s", rand(rng, *p)), ("bb", rand(rng, *p))]
     m = one("LayerNormalization", [shape], {"axis": axis, "epsilon": 1e-5}, inits, ["s", "bb"])
-    check(m, feeds_for(rng, m), scale=20)
+    s = check(m, feeds_for(rng, m), scale=20)
+    # One layernorm node on cpu_norm_rowwise, X folded to [rows, cols] (and back) by layout copies.
+    chosen = [line for g in s.graphs for line in g.explain().splitlines() if "(chosen)" in line]
+    assert sum("cpu_norm_rowwise" in line for line in chosen) == 1, chosen
+    assert sum("cpu_layout_copy" in line for line in chosen) == (0 if len(shape) == 2 else 2), chosen
 
 
 @pytest.mark.parametrize("op,attrs", [
