@@ -154,42 +154,27 @@ def _check_affine(node: torch.fx.Node, a: Dict[str, Any]) -> Optional[str]:
     return only_first_output_used(node)
 
 
-def layernorm_node_applies(L: "Lowering", x_meta: Any, a: Dict[str, Any]) -> bool:
-    """Whether a layer norm becomes dnngraph's layernorm node (a 2-D input, or one PyTorch can view
-    as 2-D; cpu_norm_rowwise and cuda_norm_rowwise run it in one pass) rather than reductions and
-    pointwise ops."""
-    return x_meta.dim() == 2 or L.is_leaf(a["input"])
-
-
 def _layernorm(L: "Lowering", node: torch.fx.Node, a: Dict[str, Any]) -> Any:
     x_meta, g = L.meta(a["input"]), L.graph
     norm = list(a["normalized_shape"])
     lead, cols = list(x_meta.shape[: x_meta.dim() - len(norm)]), math.prod(norm)
     rows, eps = math.prod(lead), float(a["eps"])
-    if layernorm_node_applies(L, x_meta, a):
-        # dnngraph's layernorm normalizes over every dim but the first: a [rows, cols] view.
-        weight = L.tensor(L.leaf_view(a["weight"], lambda t: t.reshape(1, cols), "the layer norm's weight"))
-        bias = L.tensor(L.leaf_view(a["bias"], lambda t: t.reshape(1, cols), "the layer norm's bias"))
-        x = L.tensor(L.leaf_view(a["input"], lambda t: t.reshape(rows, cols), "the input")
-                     if x_meta.dim() != 2 else a["input"])
-        y, _, _ = g.layernorm(dnngraph.norm_forward_phase.INFERENCE, x, scale=weight, bias=bias, epsilon=eps,
-                              name=L.name(node))
-        if x_meta.dim() != 2:
-            y = g.reshape(y, dim=list(x_meta.shape), name=L.name(node) + ".unfold")
-        return (y, None, None)
-    # Intermediates of more dims (their 2-D view would be a copy inside the graph): the statistics
-    # as reductions over the trailing axes, which fuse with the pointwise ops around them.
-    x = L.tensor(a["input"])
-    reduced = lead + [1] * len(norm)
-    mean = g.reduction(x, mode=dnngraph.reduction_mode.AVG, name=L.name(node) + ".mean")
-    mean.set_dim(reduced)
-    centered = g.sub(x, mean, name=L.name(node) + ".center")
-    var = g.reduction(g.mul(centered, centered), mode=dnngraph.reduction_mode.AVG, name=L.name(node) + ".var")
-    var.set_dim(reduced)
-    y = g.mul(centered, g.rsqrt(g.add(var, g.tensor_scalar(eps))), name=L.name(node) + ".normalize")
-    full = [1] * len(lead) + norm
-    y = g.mul(y, L.tensor(L.leaf_view(a["weight"], lambda t: t.reshape(full), "weight")))
-    return (g.add(y, L.tensor(L.leaf_view(a["bias"], lambda t: t.reshape(full), "bias"))), None, None)
+    # dnngraph's layernorm normalizes over every dim but the first: X as [rows, cols], a view
+    # PyTorch computes where X is a partition input, else a layout copy in the graph (and Y back),
+    # which cost less than the statistics as reductions did (the ONNX encoder's, 2026-12-06).
+    weight = L.tensor(L.leaf_view(a["weight"], lambda t: t.reshape(1, cols), "the layer norm's weight"))
+    bias = L.tensor(L.leaf_view(a["bias"], lambda t: t.reshape(1, cols), "the layer norm's bias"))
+    if x_meta.dim() == 2:
+        x = L.tensor(a["input"])
+    elif L.is_leaf(a["input"]):
+        x = L.tensor(L.leaf_view(a["input"], lambda t: t.reshape(rows, cols), "the input"))
+    else:
+        x = g.reshape(L.tensor(a["input"]), dim=[rows, cols], name=L.name(node) + ".fold")
+    y, _, _ = g.layernorm(dnngraph.norm_forward_phase.INFERENCE, x, scale=weight, bias=bias, epsilon=eps,
+                          name=L.name(node))
+    if x_meta.dim() != 2:
+        y = g.reshape(y, dim=list(x_meta.shape), name=L.name(node) + ".unfold")
+    return (y, None, None)
 
 
 def _unary(method: str, **kwargs: Any) -> Callable[["Lowering", torch.fx.Node, Dict[str, Any]], Any]:
