@@ -133,7 +133,9 @@ TEST(CpuLayoutCopy, PlaneTransposesInTilesMatchRef) {
     Dims x, perm;
   };
   const Case cases[] = {{{3, 45, 70}, {0, 2, 1}},  {{2, 37, 5, 66}, {0, 3, 1, 2}}, {{1, 100, 33}, {0, 2, 1}},
-                        {{65, 31}, {1, 0}},         {{2, 33, 4, 40}, {0, 3, 2, 1}}, {{4, 1, 64, 9}, {3, 1, 2, 0}}};
+                        {{65, 31}, {1, 0}},         {{2, 33, 4, 40}, {0, 3, 2, 1}}, {{4, 1, 64, 9}, {3, 1, 2, 0}},
+                        // 2-4 channels to NHWC (interleaved rows for 4-byte words), planes crossing tiles
+                        {{2, 3, 17, 19}, {0, 2, 3, 1}}, {{3, 2, 40, 9}, {0, 2, 3, 1}}, {{3, 4, 5, 7}, {0, 2, 3, 1}}};
   for (dg::DataType t : {dg::DataType::FLOAT, dg::DataType::HALF, dg::DataType::DOUBLE, dg::DataType::INT8})
     for (const Case& c : cases) {
       SCOPED_TRACE(std::string(to_string(t)) + " x " + test_dims::to_str(c.x));

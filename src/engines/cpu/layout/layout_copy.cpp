@@ -44,6 +44,22 @@ void transpose_8x8_words(const uint32_t* s, int64_t sld, uint32_t* d, int64_t dl
 DNNGRAPH_TARGET_END
 #endif
 
+// Rows [0, n) of kCols source rows (s + c * sld) interleaved into n packed destination rows of kCols
+// words (an image's 2-4 channels, NCHW -> NHWC): with kCols a constant GCC vectorizes the
+// interleave (AVX2 permutes); as the 32 x 32 tile's element loop a 3-channel 224 x 224 image took
+// ~1 ns per element.
+DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX2)
+template <int kCols>
+void interleave_words(const uint32_t* s, int64_t sld, uint32_t* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+#pragma GCC unroll 4
+    for (int c = 0; c < kCols; ++c) d[i * kCols + c] = s[c * sld + i];
+}
+void interleave_2(const uint32_t* s, int64_t sld, uint32_t* d, int64_t n) { interleave_words<2>(s, sld, d, n); }
+void interleave_3(const uint32_t* s, int64_t sld, uint32_t* d, int64_t n) { interleave_words<3>(s, sld, d, n); }
+void interleave_4(const uint32_t* s, int64_t sld, uint32_t* d, int64_t n) { interleave_words<4>(s, sld, d, n); }
+DNNGRAPH_TARGET_END
+
 // Whether the 8 x 8 register transpose runs here (AVX2).
 bool words_in_registers() {
 #if DNNGRAPH_SIMD_X86
@@ -152,11 +168,27 @@ void transpose_items(const PlaneTranspose& t, int64_t b, int64_t e, const char* 
                                   std::conditional_t<kBytes == 2, uint16_t, std::conditional_t<kBytes == 4, uint32_t, uint64_t>>>;
   const StridedCopy& p = t.planes;
   const int64_t blocks = t.row_blocks();
+  int64_t at_plane = -1;  // the plane s and d point at (an Odometer per item cost more than 32 rows of 3 words)
+  const Word* s = nullptr;
+  Word* d = nullptr;
   for (int64_t item = b; item < e; ++item) {
     const int64_t plane = item / blocks, i0 = (item % blocks) * kTile, i1 = std::min(t.rows, i0 + kTile);
-    const Odometer so(p.src_dims, p.src_strides, 1, plane), dof(p.dst_dims, p.dst_strides, 1, plane);
-    const Word* s = reinterpret_cast<const Word*>(src) + so.offset();
-    Word* d = reinterpret_cast<Word*>(dst) + dof.offset();
+    if (plane != at_plane) {
+      const Odometer so(p.src_dims, p.src_strides, 1, plane), dof(p.dst_dims, p.dst_strides, 1, plane);
+      s = reinterpret_cast<const Word*>(src) + so.offset();
+      d = reinterpret_cast<Word*>(dst) + dof.offset();
+      at_plane = plane;
+    }
+#if DNNGRAPH_SIMD_X86
+    if constexpr (kBytes == 4) {
+      if (t.cols >= 2 && t.cols <= 4 && t.dst_ld == t.cols && words_in_registers()) {
+        constexpr void (*kInterleave[])(const uint32_t*, int64_t, uint32_t*, int64_t) = {interleave_2, interleave_3,
+                                                                                       interleave_4};
+        kInterleave[t.cols - 2](s + i0, t.src_ld, d + i0 * t.cols, i1 - i0);
+        continue;
+      }
+    }
+#endif
     for (int64_t j0 = 0; j0 < t.cols; j0 += kTile) {
       const int64_t j1 = std::min(t.cols, j0 + kTile);
       // 4-byte words: whole 8 x 8 blocks in registers (one 32-byte line piece per row each way),
