@@ -11,13 +11,16 @@
 #if DNNGRAPH_HAVE_LIBMVEC && DNNGRAPH_SIMD_X86
 #define DNNGRAPH_VMATH_LANES 1
 #include <immintrin.h>
+// Declared for their ISA: a vector argument's ABI depends on it (clang refuses them otherwise).
+#define DNNGRAPH_LIBMVEC_512 __attribute__((target("avx512f"))) __m512
+#define DNNGRAPH_LIBMVEC_256 __attribute__((target("avx2"))) __m256
 extern "C" {
-__m512 _ZGVeN16v_erfcf(__m512);
-__m512 _ZGVeN16v_expf(__m512);
-__m512 _ZGVeN16v_tanhf(__m512);
-__m256 _ZGVdN8v_erfcf(__m256);
-__m256 _ZGVdN8v_expf(__m256);
-__m256 _ZGVdN8v_tanhf(__m256);
+DNNGRAPH_LIBMVEC_512 _ZGVeN16v_erfcf(__m512);
+DNNGRAPH_LIBMVEC_512 _ZGVeN16v_expf(__m512);
+DNNGRAPH_LIBMVEC_512 _ZGVeN16v_tanhf(__m512);
+DNNGRAPH_LIBMVEC_256 _ZGVdN8v_erfcf(__m256);
+DNNGRAPH_LIBMVEC_256 _ZGVdN8v_expf(__m256);
+DNNGRAPH_LIBMVEC_256 _ZGVdN8v_tanhf(__m256);
 }
 #else
 #define DNNGRAPH_VMATH_LANES 0
@@ -87,6 +90,8 @@ bool vectorized(Isa isa) { return DNNGRAPH_VMATH_LANES && isa != Isa::PORTABLE &
 void map(Fn f, int64_t n, const float* a, float* o, float beta, Isa isa) {
 #if DNNGRAPH_VMATH_LANES
   if (vectorized(isa)) return isa == Isa::AVX512 ? avx512::map_lanes(f, n, a, o, beta) : avx2::map_lanes(f, n, a, o, beta);
+#else
+  (void)isa;
 #endif
   per_element::map_lanes(f, n, a, o, beta);
 }
