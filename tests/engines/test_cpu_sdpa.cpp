@@ -201,3 +201,42 @@ TEST(CpuSdpaFlash, RejectsWithReasons) {
     EXPECT_EQ(s.reason, "runs on the CPU only, not on cuda:0");
   }
 }
+
+namespace {
+
+// Each kernel build's GEMM tiles (AVX-512, AVX2: whichever this CPU runs) against the portable
+// build on random operands, with row blocks that narrow columns and the reduction; C starts random
+// and is compared whole, so a stray write shows.
+TEST(CpuSdpaKernels, EveryGemmBuildMatchesThePortableOne) {
+  namespace sd = dg::cpu::sdpa;
+  std::mt19937 rng(91);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const auto builds = sd::kernel_builds();
+  for (int64_t m : {6, 18})
+    for (int64_t n : {16, 48, 64})
+      for (int64_t k : {1, 7, 64})
+        for (bool narrowed : {false, true})
+          for (bool accumulate : {false, true}) {
+            const int64_t lda = k + 3, ldb = n + 5, ldc = n + 7;
+            std::vector<float> a(static_cast<size_t>(m * lda)), b(static_cast<size_t>(k * ldb));
+            for (float& x : a) x = u(rng);
+            for (float& x : b) x = u(rng);
+            std::vector<sd::RowBlock> blocks;
+            for (int64_t i = 0; i < m / sd::kMr; ++i)  // block i: columns from 16 i on, K from i on
+              blocks.push_back(narrowed ? sd::RowBlock{std::min<int64_t>(16 * i, n - 16), n, std::min(i, k - 1), k}
+                                        : sd::RowBlock{0, n, 0, k});
+            std::vector<float> c0(static_cast<size_t>(m * ldc));
+            for (float& x : c0) x = u(rng);
+            std::vector<float> want = c0;
+            builds[0]->gemm(m, n, k, a.data(), lda, b.data(), ldb, want.data(), ldc, accumulate, blocks.data());
+            for (size_t bi = 1; bi < builds.size(); ++bi) {
+              std::vector<float> got = c0;
+              builds[bi]->gemm(m, n, k, a.data(), lda, b.data(), ldb, got.data(), ldc, accumulate, blocks.data());
+              for (size_t e = 0; e < got.size(); ++e)
+                ASSERT_NEAR(got[e], want[e], 1e-5f * static_cast<float>(k + 1))
+                    << builds[bi]->isa << " m " << m << " n " << n << " k " << k << " element " << e;
+            }
+          }
+}
+
+}  // namespace

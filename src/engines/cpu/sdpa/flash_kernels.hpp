@@ -2,6 +2,7 @@
 // step. Two builds of each: AVX2+FMA (chosen at run time when the CPU has them) and portable loops.
 // The benchmark's unfused baseline uses the same kernels, so the comparison measures fusion alone.
 #pragma once
+#include <vector>
 #include <cstdint>
 
 #include "core/philox.hpp"
@@ -20,7 +21,7 @@ struct RowBlock {
 };
 
 struct Kernels {
-  const char* isa;  // "avx2" or "generic"
+  const char* isa;  // "avx512" (its GEMM tiles; the rest AVX2), "avx2" or "generic"
   // C[m x n] = A[m x k] * B[k x n] (or C += when accumulate); all row-major with leading dims.
   // m % kMr == 0 and n % kNr == 0. `blocks` (m / kMr entries) narrows each row block; null: all.
   void (*gemm)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
@@ -41,7 +42,10 @@ struct Kernels {
 };
 
 bool cpu_has_avx2_fma();
-// The AVX2 kernels when asked for and the CPU has them, else the portable ones.
+// The vector kernels when asked for and the CPU has them (AVX-512 GEMM tiles where it has AVX-512
+// F, else AVX2), else the portable ones.
 const Kernels& kernels(bool avx2);
+// Every build this CPU runs, the portable one first (for tests of each against the others).
+std::vector<const Kernels*> kernel_builds();
 
 }  // namespace dnngraph::cpu::sdpa
