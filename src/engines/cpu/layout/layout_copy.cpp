@@ -7,6 +7,7 @@
 
 #include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/simd/target.hpp"
+#include "engines/cpu/simd/transpose_words.hpp"
 #include "graph/layout_copies.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 
@@ -17,32 +18,6 @@
 namespace dnngraph::cpu {
 namespace {
 
-#if DNNGRAPH_SIMD_X86
-DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX2)
-// An 8 x 8 block of 4-byte words: word i of source row j (s + j * sld) to word j of destination
-// row i (d + i * dld), in registers (unpack, shuffle, lane swap; the words' bits move unchanged).
-void transpose_8x8_words(const uint32_t* s, int64_t sld, uint32_t* d, int64_t dld) {
-  __m256 r[8];
-  for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(reinterpret_cast<const float*>(s + j * sld));
-  __m256 t[8], u[8];
-  for (int q = 0; q < 4; ++q) {
-    t[2 * q] = _mm256_unpacklo_ps(r[2 * q], r[2 * q + 1]);      // words 0, 1, 4, 5 of rows 2q, 2q + 1
-    t[2 * q + 1] = _mm256_unpackhi_ps(r[2 * q], r[2 * q + 1]);  // words 2, 3, 6, 7
-  }
-  for (int h = 0; h < 2; ++h) {  // rows 0-3, then 4-7: words (0, 4), (1, 5), (2, 6), (3, 7) of four rows
-    const __m256 *lo = t + 4 * h, *hi = t + 4 * h + 2;
-    u[4 * h + 0] = _mm256_shuffle_ps(lo[0], hi[0], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * h + 1] = _mm256_shuffle_ps(lo[0], hi[0], _MM_SHUFFLE(3, 2, 3, 2));
-    u[4 * h + 2] = _mm256_shuffle_ps(lo[1], hi[1], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * h + 3] = _mm256_shuffle_ps(lo[1], hi[1], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(reinterpret_cast<float*>(d + i * dld), _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
-    _mm256_storeu_ps(reinterpret_cast<float*>(d + (i + 4) * dld), _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
-  }
-}
-DNNGRAPH_TARGET_END
-#endif
 
 // Rows [0, n) of kCols source rows (s + c * sld) interleaved into n packed destination rows of kCols
 // words (an image's 2-4 channels, NCHW -> NHWC): with kCols a constant GCC vectorizes the
@@ -61,14 +36,7 @@ void interleave_4(const uint32_t* s, int64_t sld, uint32_t* d, int64_t n) { inte
 DNNGRAPH_TARGET_END
 
 // Whether the 8 x 8 register transpose runs here (AVX2).
-bool words_in_registers() {
-#if DNNGRAPH_SIMD_X86
-  static const bool kAvx2 = cpu_features().supports(Isa::AVX2);
-  return kAvx2;
-#else
-  return false;
-#endif
-}
+bool words_in_registers() { return simd::words_transpose_available(); }
 
 constexpr int64_t kBytesPerChunk = 1 << 16;  // a parallel_for chunk moves about this much
 
@@ -200,7 +168,7 @@ void transpose_items(const PlaneTranspose& t, int64_t b, int64_t e, const char* 
           i8 = i0 + (i1 - i0) / 8 * 8, j8 = j0 + (j1 - j0) / 8 * 8;
           for (int64_t i = i0; i < i8; i += 8)
             for (int64_t j = j0; j < j8; j += 8)
-              transpose_8x8_words(s + j * t.src_ld + i, t.src_ld, d + i * t.dst_ld + j, t.dst_ld);
+              simd::transpose_8x8_words(s + j * t.src_ld + i, t.src_ld, d + i * t.dst_ld + j, t.dst_ld);
         }
       }
 #endif

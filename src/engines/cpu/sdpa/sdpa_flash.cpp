@@ -21,6 +21,7 @@
 #include "engines/cpu/sdpa/flash_kernels.hpp"
 #include "engines/cpu/sdpa/sdpa_inputs.hpp"
 #include "engines/cpu/sdpa/sdpa_tiles.hpp"
+#include "engines/cpu/simd/transpose_words.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 
 namespace dnngraph::cpu {
@@ -216,7 +217,23 @@ class FlashPlan final : public Plan {
   // zero); dense fp32 V rows whose width is a multiple of kNr are read in place.
   void load_kv(const Exec& ex, int64_t b, int64_t kh, int64_t vh, int64_t j0, int64_t cols, int64_t n_pad,
                Scratch& sc) const {
-    for (int64_t j = 0; j < cols; ++j)
+    int64_t j = 0;
+    // Dense fp32 keys, 8 evenly spaced rows at a time: K^T in 8 x 8 register blocks (key by key,
+    // the scattered stores were a fifth of the encoder's attention).
+    if (!pr_.paged && pr_.k.dtype == DataType::FLOAT && pr_.k.st[3] == 1 && simd::words_transpose_available()) {
+      const auto* k = static_cast<const uint32_t*>(ex.k);
+      auto* kt = reinterpret_cast<uint32_t*>(sc.kt);
+      const int64_t ld = pr_.k.st[2];
+      for (; j + 8 <= cols; j += 8) {
+        const int64_t r0 = ex.k_rows.row(b, kh, j0 + j);
+        if (ex.k_rows.row(b, kh, j0 + j + 7) - r0 != 7 * ld) break;
+        int64_t c = 0;
+        for (; c + 8 <= pr_.d; c += 8) simd::transpose_8x8_words(k + r0 + c, ld, kt + c * kBlockKv + j, kBlockKv);
+        for (; c < pr_.d; ++c)
+          for (int64_t q = 0; q < 8; ++q) kt[c * kBlockKv + j + q] = k[r0 + q * ld + c];
+      }
+    }
+    for (; j < cols; ++j)
       load_strided(ex.k, pr_.k.dtype, ex.k_rows.row(b, kh, j0 + j), pr_.k.st[3], pr_.d, sc.kt + j, kBlockKv, 1.0f);
     for (int64_t c = 0; c < pr_.d && cols < n_pad; ++c)
       std::fill(sc.kt + c * kBlockKv + cols, sc.kt + c * kBlockKv + n_pad, 0.0f);
