@@ -11,13 +11,8 @@
 #include "graph/layout_copies.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 
-#if DNNGRAPH_SIMD_X86
-#include <immintrin.h>
-#endif
-
 namespace dnngraph::cpu {
 namespace {
-
 
 // Rows [0, n) of kCols source rows (s + c * sld) interleaved into n packed destination rows of kCols
 // words (an image's 2-4 channels, NCHW -> NHWC): with kCols a constant GCC vectorizes the
@@ -34,9 +29,6 @@ void interleave_2(const uint32_t* s, int64_t sld, uint32_t* d, int64_t n) { inte
 void interleave_3(const uint32_t* s, int64_t sld, uint32_t* d, int64_t n) { interleave_words<3>(s, sld, d, n); }
 void interleave_4(const uint32_t* s, int64_t sld, uint32_t* d, int64_t n) { interleave_words<4>(s, sld, d, n); }
 DNNGRAPH_TARGET_END
-
-// Whether the 8 x 8 register transpose runs here (AVX2).
-bool words_in_registers() { return simd::words_transpose_available(); }
 
 constexpr int64_t kBytesPerChunk = 1 << 16;  // a parallel_for chunk moves about this much
 
@@ -149,7 +141,7 @@ void transpose_items(const PlaneTranspose& t, int64_t b, int64_t e, const char* 
     }
 #if DNNGRAPH_SIMD_X86
     if constexpr (kBytes == 4) {
-      if (t.cols >= 2 && t.cols <= 4 && t.dst_ld == t.cols && words_in_registers()) {
+      if (t.cols >= 2 && t.cols <= 4 && t.dst_ld == t.cols && simd::words_transpose_available()) {  // AVX2
         constexpr void (*kInterleave[])(const uint32_t*, int64_t, uint32_t*, int64_t) = {interleave_2, interleave_3,
                                                                                        interleave_4};
         kInterleave[t.cols - 2](s + i0, t.src_ld, d + i0 * t.cols, i1 - i0);
@@ -164,7 +156,7 @@ void transpose_items(const PlaneTranspose& t, int64_t b, int64_t e, const char* 
       int64_t i8 = i0, j8 = j0;
 #if DNNGRAPH_SIMD_X86
       if constexpr (kBytes == 4) {
-        if (words_in_registers()) {
+        if (simd::words_transpose_available()) {
           i8 = i0 + (i1 - i0) / 8 * 8, j8 = j0 + (j1 - j0) / 8 * 8;
           for (int64_t i = i0; i < i8; i += 8)
             for (int64_t j = j0; j < j8; j += 8)
