@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <utility>
 
 #include "norm_test_util.hpp"
 #include "runtime/memory.hpp"
@@ -30,6 +31,13 @@ Dims row_dims(int64_t rows, int64_t len, std::mt19937& rng) {
 T random_type(std::mt19937& rng) {
   const T types[] = {T::FLOAT, T::HALF, T::BFLOAT16};
   return types[rng() % 3];
+}
+
+// One trial's X (1-70 rows of `len`, at most 2^20 elements, in row_dims' shapes) and types.
+std::pair<Dims, Types> random_case(int64_t len, std::mt19937& rng) {
+  const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(1 + rng() % 70, (int64_t{1} << 20) / len));
+  Dims x = row_dims(rows, len, rng);
+  return {std::move(x), Types{random_type(rng), random_type(rng), random_type(rng)}};
 }
 
 HostTensor random_input(const Dims& d, T t, std::mt19937& rng, double lo = -2, double hi = 2) {
@@ -59,9 +67,9 @@ TEST_F(CudaNormGpu, ForwardMatchesRef) {
   int trial = 0;
   for (const int64_t len : kRowLengths)
     for (const bool layernorm : {true, false}) {
-      const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(1 + rng() % 70, (int64_t{1} << 20) / len));
-      const Dims x = row_dims(rows, len, rng);
-      const Types t{random_type(rng), random_type(rng), random_type(rng)};
+      const auto drawn = random_case(len, rng);
+      const Dims& x = drawn.first;
+      const Types t = drawn.second;
       const bool bias = layernorm || rng() % 2, stats = rng() % 2;
       SCOPED_TRACE("trial " + std::to_string(trial++) + (layernorm ? " layernorm" : " rmsnorm") + " X " +
                    ::testing::PrintToString(x) + " " + std::string(dg::to_string(t.io)) + (bias ? " bias" : "") +
@@ -98,9 +106,10 @@ TEST_F(CudaNormGpu, BackwardMatchesRef) {
   int trial = 0;
   for (const int64_t len : kRowLengths)
     for (const bool layernorm : {true, false}) {
-      const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(1 + rng() % 70, (int64_t{1} << 20) / len));
-      const Dims x = row_dims(rows, len, rng);
-      const Types t{random_type(rng), random_type(rng), random_type(rng)};
+      const auto drawn = random_case(len, rng);
+      const Dims& x = drawn.first;
+      const Types t = drawn.second;
+      const int64_t rows = x[0];
       const bool dbias = layernorm || rng() % 2;
       SCOPED_TRACE("trial " + std::to_string(trial++) + (layernorm ? " layernorm" : " rmsnorm") + "_backward X " +
                    ::testing::PrintToString(x) + " " + std::string(dg::to_string(t.io)) + (dbias ? " dbias" : ""));

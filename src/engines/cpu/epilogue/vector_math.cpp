@@ -11,6 +11,9 @@
 #if DNNGRAPH_HAVE_LIBMVEC && DNNGRAPH_SIMD_X86
 #define DNNGRAPH_VMATH_LANES 1
 #include <immintrin.h>
+
+#include "engines/cpu/simd/vec_avx2.hpp"
+#include "engines/cpu/simd/vec_avx512.hpp"
 // Declared for their ISA: a vector argument's ABI depends on it (clang refuses them otherwise).
 #define DNNGRAPH_LIBMVEC_512 __attribute__((target("avx512f"))) __m512
 #define DNNGRAPH_LIBMVEC_256 __attribute__((target("avx2"))) __m256
@@ -30,8 +33,8 @@ namespace dnngraph::cpu::vmath {
 
 namespace per_element {
 struct Lanes {
-  using R = float;
-  static constexpr int kLanes = 1;
+  using Reg = float;
+  static constexpr int kWidth = 1;
   static float load(const float* p) { return *p; }
   static void store(float* p, float v) { *p = v; }
   static float set1(float v) { return v; }
@@ -46,20 +49,14 @@ struct Lanes {
 }  // namespace per_element
 
 #if DNNGRAPH_VMATH_LANES
+// simd/'s vector types, with the division and libmvec's functions added.
 DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX512)
 namespace avx512 {
-struct Lanes {
-  using R = __m512;
-  static constexpr int kLanes = 16;
-  static R load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
-  static R set1(float v) { return _mm512_set1_ps(v); }
-  static R add(R a, R b) { return _mm512_add_ps(a, b); }
-  static R mul(R a, R b) { return _mm512_mul_ps(a, b); }
-  static R div(R a, R b) { return _mm512_div_ps(a, b); }
-  static R erfc(R x) { return _ZGVeN16v_erfcf(x); }
-  static R exp(R x) { return _ZGVeN16v_expf(x); }
-  static R tanh(R x) { return _ZGVeN16v_tanhf(x); }
+struct Lanes : simd::VecAvx512 {
+  static Reg div(Reg a, Reg b) { return _mm512_div_ps(a, b); }
+  static Reg erfc(Reg x) { return _ZGVeN16v_erfcf(x); }
+  static Reg exp(Reg x) { return _ZGVeN16v_expf(x); }
+  static Reg tanh(Reg x) { return _ZGVeN16v_tanhf(x); }
 };
 #include "engines/cpu/epilogue/vector_math_body.inl"
 }  // namespace avx512
@@ -67,18 +64,11 @@ DNNGRAPH_TARGET_END
 
 DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX2)
 namespace avx2 {
-struct Lanes {
-  using R = __m256;
-  static constexpr int kLanes = 8;
-  static R load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
-  static R set1(float v) { return _mm256_set1_ps(v); }
-  static R add(R a, R b) { return _mm256_add_ps(a, b); }
-  static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
-  static R div(R a, R b) { return _mm256_div_ps(a, b); }
-  static R erfc(R x) { return _ZGVdN8v_erfcf(x); }
-  static R exp(R x) { return _ZGVdN8v_expf(x); }
-  static R tanh(R x) { return _ZGVdN8v_tanhf(x); }
+struct Lanes : simd::VecAvx2 {
+  static Reg div(Reg a, Reg b) { return _mm256_div_ps(a, b); }
+  static Reg erfc(Reg x) { return _ZGVdN8v_erfcf(x); }
+  static Reg exp(Reg x) { return _ZGVdN8v_expf(x); }
+  static Reg tanh(Reg x) { return _ZGVdN8v_tanhf(x); }
 };
 #include "engines/cpu/epilogue/vector_math_body.inl"
 }  // namespace avx2

@@ -10,8 +10,8 @@
 #include <immintrin.h>
 
 // GCC 12's AVX-512 headers start conversions and reductions from _mm512_undefined_*(), which
-// -Wuninitialized reports inside the headers; every lane is overwritten. (Only the AVX-512
-// kernel files include this header.)
+// -Wuninitialized reports inside the headers; every lane is overwritten. (Only the files with
+// AVX-512 code include this header.)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
