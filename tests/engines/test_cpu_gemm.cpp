@@ -110,31 +110,38 @@ TEST(CpuGemmKernels, DriverRunsEveryTaskWhateverThePool) {
   }
 }
 
-// Few rows, many columns: where a_rows gathers A per task (an AMX conv's copied tile halves), the
-// tasks split M first, so every row is gathered once; otherwise N is split into single panels and
-// each of them gathers all of A again. The products are the same either way.
-TEST(CpuGemmKernels, GatheredRowsSplitMBeforeN) {
+// Where a_rows gathers A per task (an AMX conv's copied tile halves) and the rows fit one block per
+// thread, each thread takes one task, so B is streamed once per thread: by rows (every row gathered
+// once), or by columns where B has twice A's rows or more (each thread gathers all of A). Without
+// gathering, N is split into single panels. The products are the same either way.
+TEST(CpuGemmKernels, GatheredRowsTakeOneTaskAThread) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
   const cg::KernelSet& ks = cg::kernel_set(dg::cpu::cpu_features().best());
-  const int64_t m = 7 * ks.mr - 3, n = 8 * ks.nr, k = 40;
-  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
-  for (auto& v : a) v = u(rng);
-  for (auto& v : b) v = u(rng);
-  dg::ThreadPool pool(2);
-  std::vector<float> first;
-  for (bool gathered : {false, true}) {
-    std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
-    PlainProblem p(m, n, k);
-    p.bind(a, b, c);
-    p.gathered = gathered;
-    ASSERT_TRUE(cg::run(p, ks, cg::default_blocking(ks), pool, nullptr).ok());
-    if (gathered) {
-      EXPECT_EQ(p.rows_gathered.load(), m);
-      EXPECT_EQ(c, first);
-    } else {
-      EXPECT_EQ(p.rows_gathered.load(), 8 * m);  // one single-panel task per column of tiles
-      first = c;
+  struct Case {
+    int64_t m, n, gathered_rows;  // rows a_rows gathers in all
+  };
+  const int64_t rows_m = 7 * ks.mr - 3, cols_m = 2 * ks.mr - 3;
+  for (const Case cs : {Case{rows_m, 3 * ks.nr, rows_m}, Case{cols_m, 8 * ks.nr, 2 * cols_m}}) {
+    const int64_t k = 40;
+    std::vector<float> a(static_cast<size_t>(cs.m * k)), b(static_cast<size_t>(k * cs.n));
+    for (auto& v : a) v = u(rng);
+    for (auto& v : b) v = u(rng);
+    dg::ThreadPool pool(2);
+    std::vector<float> first;
+    for (bool gathered : {false, true}) {
+      std::vector<float> c(static_cast<size_t>(cs.m * cs.n), std::nanf(""));
+      PlainProblem p(cs.m, cs.n, k);
+      p.bind(a, b, c);
+      p.gathered = gathered;
+      ASSERT_TRUE(cg::run(p, ks, cg::default_blocking(ks), pool, nullptr).ok());
+      if (gathered) {
+        EXPECT_EQ(p.rows_gathered.load(), cs.gathered_rows) << cs.m << " x " << cs.n;
+        EXPECT_EQ(c, first);
+      } else {
+        ASSERT_TRUE(matches_naive(a, b, c, cs.m, cs.n, k));
+        first = c;
+      }
     }
   }
 }

@@ -110,28 +110,37 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
   // then each N task would gather all of A again, so M is split first (bf16 3x3 C256 14x14 on
   // AMX: 0.18-0.21 -> 0.13-0.15 ms; C512 7x7 0.20-0.25 -> 0.18-0.21; alternated, 2026-12-06).
   if (p.a_gathered() && t.tiles >= th) min_nt = round_up(std::max<int64_t>(p.N, 1), nr);
+  // Where the gathered rows fit one row block per thread, every extra task streams all of B once
+  // more: one task per thread then, by columns where B has twice A's rows or more (each thread
+  // gathers all of A, and B is read once), else by rows. bf16 C512 7x7 on AMX 0.196-0.207 ->
+  // 0.172-0.173 ms, C512 4x4 0.106-0.113 -> 0.093-0.094 (alternated, 2026-12-07).
+  const bool one_task_a_thread = p.a_gathered() && p.b_shared() && p.batch == 1 && th > 1 && p.M <= th * mc;
+  const bool gathered_column_shares = one_task_a_thread && p.N >= 2 * p.M && ceil_div(p.N, nr) >= th;
   // A packed per task in k-major panels (a matmul's A) is packed again by every N task of a row
   // range: where the rows split into one range per thread of at most mc rows, each thread takes
   // its range with all of N (B is read once per range either way). An encoder's 512 x 768 x 768
   // and 512 x 3072 x 768 alone: 4-8% faster (docs/perf.md, 2026-12-06).
-  const bool ranges_per_thread = p.a_kmajor() && p.b_shared() && p.batch == 1 && th > 1 && t.tiles >= 8 * th &&
-                                 p.M <= th * mc;
+  const bool ranges_per_thread =
+      (p.a_kmajor() && p.b_shared() && p.batch == 1 && th > 1 && t.tiles >= 8 * th && p.M <= th * mc) ||
+      (one_task_a_thread && !gathered_column_shares && t.tiles >= th);
+  if (gathered_column_shares) t.nt = round_up(std::max<int64_t>(p.N, 1), nr);  // one row range; shares below
   if (ranges_per_thread) {
     t.m_tasks = th;
     t.nt = round_up(std::max<int64_t>(p.N, 1), nr);
   }
-  while (!ranges_per_thread && p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > min_nt)
-    t.nt = round_up(t.nt / 2, nr);
+  const bool fixed = ranges_per_thread || gathered_column_shares;
+  while (!fixed && p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > min_nt) t.nt = round_up(t.nt / 2, nr);
   t.n_tasks = ceil_div(std::max<int64_t>(p.N, 1), t.nt);
-  while (!ranges_per_thread && p.batch * t.m_tasks * t.n_tasks < want && t.m_tasks < t.tiles) ++t.m_tasks;
+  while (!fixed && p.batch * t.m_tasks * t.n_tasks < want && t.m_tasks < t.tiles) ++t.m_tasks;
   // A task count that is a multiple of the threads, while tasks keep a few tiles each.
-  while (t.task_count(p.batch) % th != 0 && t.m_tasks < t.tiles / 4) ++t.m_tasks;
+  while (!fixed && t.task_count(p.batch) % th != 0 && t.m_tasks < t.tiles / 4) ++t.m_tasks;
   // One row range, so the columns alone balance the threads, and whole panels rarely divide
   // evenly (3x3 C512 7x7: 11 panels of 48 for 2 threads; 6 tasks of 2 panels left one thread 64
   // columns short, idle for 16% of the layer): each thread takes an equal share of whole panels,
   // and the panels left over are split by rows among all threads.
   const int64_t panels = ceil_div(std::max<int64_t>(p.N, 1), nr), grid_tasks = t.m_tasks * t.n_tasks;
-  if (t.m_tasks == 1 && th > 1 && p.b_shared() && !p.a_gathered() && panels >= th && t.tiles >= th) {
+  if (gathered_column_shares || (t.m_tasks == 1 && th > 1 && p.b_shared() && !p.a_gathered() && panels >= th &&
+                                 t.tiles >= th)) {
     t.threads = static_cast<int>(th);
     t.share_panels = panels / th;
     t.tail_panels = panels % th;
