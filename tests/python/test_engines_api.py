@@ -147,6 +147,31 @@ def test_tensor_like_and_packs_take_ml_dtypes_arrays(cpu, rng, name, dtype):
         g.execute({X: x.astype(np.float32), Y: y}, None)
 
 
+def test_an_array_of_an_ml_dtypes_type_without_a_numpy_view_comes_in_through_dlpack(cpu, rng):
+    # ml_dtypes arrays are recognised by their dtype's type before DLPack is tried (NumPy's refuse
+    # it); another array of those types (JAX's) with no NumPy-style view still takes DLPack.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = rand(rng, (4, 6)).astype(ml_dtypes.bfloat16)
+
+    class Foreign:  # a bf16 dtype, DLPack by a same-width integer array, no view()
+        dtype = x.dtype
+
+        def __dlpack__(self, **kwargs):
+            return x.view(np.uint16).__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return x.view(np.uint16).__dlpack_device__()
+
+    g = graph(cpu, io=dnngraph.data_type.BFLOAT16)
+    X = g.tensor_like(x)
+    Y = g.identity(X)
+    Y.set_output(True).set_data_type(dnngraph.data_type.FLOAT)
+    g.build()
+    y = np.full((4, 6), np.nan, np.float32)
+    g.execute({X: Foreign(), Y: y}, None)
+    np.testing.assert_array_equal(y, x.astype(np.float32))
+
+
 def test_query_tensor_attributes_of_uid_returns_the_graphs_tensor(cpu):
     # As the frontend's tensor query test (test/cpp/tensor.cpp): a uid set by the user finds the
     # tensor by name; uids validate assigns find theirs; the object itself comes back, so it keys packs.
