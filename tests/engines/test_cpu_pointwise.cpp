@@ -12,7 +12,7 @@
 #include "common/pointwise_modes.hpp"
 #include "cpu_test_util.hpp"
 #include "engines/cpu/pointwise/canonical_layout.hpp"
-#include "engines/cpu/pointwise/convert_kernels.hpp"
+#include "engines/cpu/simd/convert_kernels.hpp"
 #include "engines/cpu/pointwise/pointwise_fused.hpp"
 
 namespace {
@@ -153,6 +153,34 @@ TEST(CpuPointwiseFused, RandomChainsMatchRef) {
                    return r;
                  });
   }
+}
+
+// A value typed bf16 or fp16 is rounded once, to nearest even: where it is only stored into a
+// tensor of its type the store rounds it (the rounding pass is skipped); where another op reads it
+// too, the op sees the rounded value (t - x is the rounding error, which a skipped or wrong
+// rounding, ties included, would change). Unit-stride and strided outputs, every type.
+TEST(CpuPointwiseFused, HalfWidthValuesRoundOnceToNearestEven) {
+  std::mt19937 rng(111);
+  const Dims dims{3, 40};
+  HostTensor x = ref_test::make_tensor(dims, {40, 1}, dg::DataType::FLOAT);
+  std::uniform_real_distribution<float> u(-300.0f, 300.0f);
+  const uint32_t ties[] = {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0xc0008000u, 0x3c00a000u, 0x3f801000u};
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 40; ++j)
+      x.set({i, j}, j < 6 ? dg::dtype::bits_float(ties[j]) * (i + 1.0f) : u(rng));
+  for (auto t : {dg::DataType::BFLOAT16, dg::DataType::HALF})
+    for (bool also_read : {false, true}) {
+      SCOPED_TRACE(std::string(dg::to_string(t)) + (also_read ? ", also read" : ", only stored"));
+      std::vector<HostTensor> outs{ref_test::make_tensor(dims, also_read ? Dims{1, 3} : Dims{40, 1}, t)};
+      if (also_read) outs.push_back(random_output(dims, dg::DataType::FLOAT, rng));
+      check_vs_ref({x}, outs, [&](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+        auto r = g.pointwise(in[0], mode(dg::PointwiseMode::IDENTITY));
+        r->set_data_type(t);
+        std::vector<dg::TensorPtr> o{r};
+        if (also_read) o.push_back(g.pointwise(r, in[0], mode(dg::PointwiseMode::SUB)));
+        return o;
+      }, 1e-6, 1e-30);
+    }
 }
 
 // Every mode of the list, with non-default parameters, on inputs inside its domain: the engine's

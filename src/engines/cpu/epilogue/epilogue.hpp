@@ -58,6 +58,8 @@ class Epilogue {
   TileOperand tile_operand(size_t j) const { return tile_kind_[j]; }
 
  private:
+  void elide_rounding_before_stores(const std::function<const ir::Tensor&(int)>& tensor);
+
   expr::Program prog_;
   std::vector<int64_t> domain_;
   std::vector<Operand> operands_;

@@ -18,7 +18,7 @@
 #include "engines/cpu/epilogue/epilogue.hpp"
 #include "engines/cpu/norm/norm_grouped_kernels.hpp"
 #include "engines/cpu/norm/norm_kernels.hpp"
-#include "engines/cpu/pointwise/convert_kernels.hpp"
+#include "engines/cpu/simd/convert_kernels.hpp"
 #include "engines/cpu/pointwise/runs.hpp"
 
 namespace dnngraph::cpu {

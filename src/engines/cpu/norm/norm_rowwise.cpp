@@ -17,7 +17,7 @@
 #include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/norm/norm_kernels.hpp"
 #include "engines/cpu/norm/norm_program.hpp"
-#include "engines/cpu/pointwise/convert_kernels.hpp"
+#include "engines/cpu/simd/convert_kernels.hpp"
 #include "engines/cpu/pointwise/runs.hpp"
 
 namespace dnngraph::cpu {

@@ -13,7 +13,7 @@
 #include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/epilogue/epilogue.hpp"
 #include "engines/cpu/pool/pool_geometry.hpp"
-#include "engines/cpu/pointwise/convert_kernels.hpp"
+#include "engines/cpu/simd/convert_kernels.hpp"
 #include "engines/cpu/pool/pool_kernels.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 

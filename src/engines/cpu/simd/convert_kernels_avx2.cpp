@@ -1,5 +1,5 @@
 // The conversion runs compiled for AVX2 + F16C; convert_kernels() picks them on a CPU that has it.
-#include "engines/cpu/pointwise/convert_kernels.hpp"
+#include "engines/cpu/simd/convert_kernels.hpp"
 
 #include <cstring>
 
@@ -7,7 +7,7 @@
 #include "engines/cpu/simd/vec_avx2.hpp"
 
 DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX2)
-#include "engines/cpu/pointwise/convert_kernels_body.inl"
+#include "engines/cpu/simd/convert_kernels_body.inl"
 DNNGRAPH_TARGET_END
 
 namespace dnngraph::cpu {

@@ -1,6 +1,6 @@
 // The portable conversion runs (the scalar conversions of core/dtype.hpp) and the
 // dispatch by ISA.
-#include "engines/cpu/pointwise/convert_kernels.hpp"
+#include "engines/cpu/simd/convert_kernels.hpp"
 
 #include <cstring>
 
