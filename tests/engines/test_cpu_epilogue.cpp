@@ -169,6 +169,83 @@ TEST(CpuEpilogue, ChainRunsAsOneLoopAndMatchesTheGeneralPath) {
     }
 }
 
+// The chain with bf16 / fp16 operands and stores (a bf16 conv's bias + ReLU into a bf16 output),
+// and with no steps at all (the bf16 store alone): operands converted on load, the value rounded
+// once at the store, in strips longer than the executor's chunk. Checked against the same
+// arithmetic on the converted operands, rounded by dtype::round_to.
+TEST(CpuEpilogue, ChainTakesHalfWidthOperandsAndStores) {
+  constexpr int kRows = 3, kCols = 300;  // past kChunk (256): the scratch works in pieces
+  using DT = dg::DataType;
+  struct Case {
+    DT scale, bias, out;
+    bool steps;
+  };
+  std::mt19937 rng(43);
+  std::uniform_real_distribution<float> u(-3, 3);
+  for (const Case cs : {Case{DT::BFLOAT16, DT::HALF, DT::BFLOAT16, true}, Case{DT::FLOAT, DT::BFLOAT16, DT::HALF, true},
+                        Case{DT::HALF, DT::FLOAT, DT::FLOAT, true}, Case{DT::FLOAT, DT::FLOAT, DT::BFLOAT16, false}}) {
+    SCOPED_TRACE(std::string(dg::to_string(cs.scale)) + " scale, " + std::string(dg::to_string(cs.bias)) + " bias, " +
+                 std::string(dg::to_string(cs.out)) + (cs.steps ? " out" : " out, no steps"));
+    dg::ir::Graph g;
+    const int anchor = add_tensor(g, {kRows, kCols}, {kCols, 1}, DT::FLOAT, true);
+    const int scale = add_tensor(g, {1, kCols}, {kCols, 1}, cs.scale);
+    const int bias = add_tensor(g, {kRows, kCols}, {kCols, 1}, cs.bias);
+    const int out = add_tensor(g, {kRows, kCols}, {kCols, 1}, cs.out);
+    ex::Program p = anchored_program({kRows, kCols}, anchor);
+    const auto relu = apply(5, dg::PointwiseMode::RELU_FWD, 4);
+    if (cs.steps) {
+      p.code.push_back(instr(ex::InstrKind::LOAD, 1, scale));
+      p.code.push_back(instr(ex::InstrKind::LOAD, 2, bias));
+      p.code.push_back(apply(3, dg::PointwiseMode::MUL, 0, 1));
+      p.code.push_back(apply(4, dg::PointwiseMode::ADD, 3, 2));
+      p.code.push_back(relu);
+      p.code.push_back(instr(ex::InstrKind::STORE, -1, out, 5));
+      p.loads = {scale, bias};
+    } else {
+      p.code.push_back(instr(ex::InstrKind::STORE, -1, out, 0));
+    }
+    p.num_regs = 6;
+    p.stores = {out};
+    dg::cpu::Epilogue e;
+    std::string why;
+    ASSERT_TRUE(e.init(p, g, why)) << why;
+    ASSERT_NE(e.chain(), nullptr);
+    EXPECT_FALSE(e.prepare_in_place(1) && !e.chain()->fp32_only()) << "in place takes fp32 chains only";
+
+    auto typed = [&](DT t, size_t n) {  // random values held in type t
+      std::vector<unsigned char> b(n * static_cast<size_t>(dg::size_of(t)));
+      for (size_t i = 0; i < n; ++i) dg::dtype::store(b.data(), t, static_cast<int64_t>(i), u(rng));
+      return b;
+    };
+    std::vector<float> a(kRows * kCols);
+    for (auto& v : a) v = u(rng);
+    auto sc = typed(cs.scale, kCols), bi = typed(cs.bias, a.size());
+    std::vector<unsigned char> dst(a.size() * static_cast<size_t>(dg::size_of(cs.out)), 0xff);
+    std::vector<void*> ptrs(g.tensors.size(), nullptr);
+    ptrs[static_cast<size_t>(scale)] = sc.data();
+    ptrs[static_cast<size_t>(bias)] = bi.data();
+    ptrs[static_cast<size_t>(out)] = dst.data();
+    dg::cpu::EpilogueRun run(e, ptrs, 1);
+    for (int r = 0; r < kRows; ++r) {
+      const int64_t at[2] = {r, 0};
+      run.strip(0, at, 1, kCols, 1, a.data() + r * kCols);
+    }
+    ASSERT_TRUE(run.finish().ok());
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kCols; ++c) {
+        const int64_t i = r * kCols + c;
+        float x = a[static_cast<size_t>(i)];
+        if (cs.steps) {
+          x = x * static_cast<float>(dg::dtype::load(sc.data(), cs.scale, c)) +
+              static_cast<float>(dg::dtype::load(bi.data(), cs.bias, i));
+          x = static_cast<float>(dg::ref::pointwise_apply(relu.op, x, 0, 0));
+        }
+        const double want = dg::dtype::round_to(cs.out, x);
+        ASSERT_EQ(dg::dtype::load(dst.data(), cs.out, i), want) << r << "," << c;
+      }
+  }
+}
+
 // out = clip(anchor + bias[c]) for ReLU's bounds as ONNX's Clip gives them (ReLU6: [0, 6]; and
 // [-1, 0.5]): the chain takes them, and gives ref's values in its vector body and scalar tail,
 // the bounds themselves, -0 as +0 at a lower bound of 0, and NaN kept through both clips.

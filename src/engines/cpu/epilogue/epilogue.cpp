@@ -161,13 +161,14 @@ bool Epilogue::init(const expr::Program& prog, const std::function<const ir::Ten
   if (prog.anchor_node >= 0 && prog.code.size() == 2 && stores_of_anchor == 1 &&
       prog.code[1].kind == InstrKind::STORE && tensor(prog.code[1].tensor).dtype == DataType::FLOAT)
     plain_store_ = prog.code[1].tensor;
-  std::vector<bool> is_float;
+  std::vector<DataType> tensor_type;
   for (const auto& in : prog.code) {
     if (in.tensor < 0) continue;
-    if (static_cast<size_t>(in.tensor) >= is_float.size()) is_float.resize(static_cast<size_t>(in.tensor) + 1, false);
-    is_float[static_cast<size_t>(in.tensor)] = tensor(in.tensor).dtype == DataType::FLOAT;
+    if (static_cast<size_t>(in.tensor) >= tensor_type.size())
+      tensor_type.resize(static_cast<size_t>(in.tensor) + 1, DataType::NOT_SET);
+    tensor_type[static_cast<size_t>(in.tensor)] = tensor(in.tensor).dtype;
   }
-  has_chain_ = plain_store_ < 0 && prog.anchor_node >= 0 && chain_.build(prog, round_, is_float);
+  has_chain_ = plain_store_ < 0 && prog.anchor_node >= 0 && chain_.build(prog, round_, tensor_type);
   return true;
 }
 
@@ -178,7 +179,7 @@ const std::vector<int64_t>& Epilogue::chain_store_strides() const {
 bool Epilogue::prepare_in_place(int n_axis) {
   in_place_ = false;
   tile_kind_.clear();
-  if (!has_chain_ || n_axis < 0 || n_axis >= rank()) return false;
+  if (!has_chain_ || !chain_.fp32_only() || n_axis < 0 || n_axis >= rank()) return false;
   const auto& out = chain_store_strides();
   for (int instr : chain_.operand_instr) {
     if (prog_.code[static_cast<size_t>(instr)].kind == InstrKind::LOAD_SCALAR) {
@@ -221,6 +222,8 @@ EpilogueRun::EpilogueRun(const Epilogue& e, const std::vector<void*>& ptrs, int 
     }
   slots = std::max(slots, 1);
   regs_.assign(static_cast<size_t>(slots), std::vector<float>(static_cast<size_t>(std::max(e.num_regs(), 1) * kChunk)));
+  if (const Chain* ch = e.chain(); ch && !ch->fp32_only())  // the store and each operand, converted
+    chain_scratch_.assign(static_cast<size_t>(slots), std::vector<float>((ch->operand_instr.size() + 1) * kChunk));
   partials_.assign(static_cast<size_t>(slots), {});
   for (auto& p : partials_) {
     p.resize(static_cast<size_t>(partial_size_));
@@ -232,7 +235,8 @@ EpilogueRun::EpilogueRun(const Epilogue& e, const std::vector<void*>& ptrs, int 
   }
 }
 
-bool EpilogueRun::run_chain_strip(const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor) {
+bool EpilogueRun::run_chain_strip(int slot, const int64_t* coord, int axis, int64_t len, int64_t step,
+                                  const float* anchor) {
   const Chain& ch = *e_.chain();
   if (!anchor || (step == 1 && coord[axis] + len > e_.domain()[static_cast<size_t>(axis)])) return false;
   auto offset = [&](int oi, int64_t& inc) {
@@ -242,28 +246,62 @@ bool EpilogueRun::run_chain_strip(const int64_t* coord, int axis, int64_t len, i
     inc = st[static_cast<size_t>(axis)] * step;
     return off;
   };
-  const float* ptrs[16];
-  float vals[16];
+  const void* bases[Chain::kMaxOperands];  // unit-stride operands, in their type
+  const float* ptrs[Chain::kMaxOperands];
+  float vals[Chain::kMaxOperands];
   const auto& code = e_.program().code;
+  bool converts = ch.store_type != DataType::FLOAT;
   for (size_t j = 0; j < ch.operand_instr.size(); ++j) {
     const int instr = ch.operand_instr[j];
     const int oi = e_.operand_of(instr);
+    const DataType t = ch.operand_type[j];
+    bases[j] = nullptr;
     ptrs[j] = nullptr;
     if (code[static_cast<size_t>(instr)].kind == expr::InstrKind::LOAD_SCALAR) {
       vals[j] = scalars_[static_cast<size_t>(instr)];
       continue;
     }
     int64_t inc = 0;
-    const float* base = static_cast<const float*>(data_[static_cast<size_t>(oi)]) + offset(oi, inc);
-    if (inc == 0) vals[j] = *base;
-    else if (inc == 1) ptrs[j] = base;
+    const int64_t off = offset(oi, inc);
+    const void* data = data_[static_cast<size_t>(oi)];
+    if (inc == 0) vals[j] = static_cast<float>(dtype::load(data, t, off));
+    else if (inc == 1) bases[j] = static_cast<const char*>(data) + off * size_of(t);
     else return false;
+    converts |= inc == 1 && t != DataType::FLOAT;
   }
   const int so = e_.operand_of(ch.store_instr);
   int64_t inc = 0;
-  float* out = static_cast<float*>(data_[static_cast<size_t>(so)]) + offset(so, inc);
+  const int64_t out_off = offset(so, inc);
   if (inc != 1) return false;
-  run_chain(ch, len, anchor, ptrs, vals, out);
+  char* out = static_cast<char*>(data_[static_cast<size_t>(so)]) + out_off * size_of(ch.store_type);
+  if (!converts) {
+    for (size_t j = 0; j < ch.operand_instr.size(); ++j) ptrs[j] = static_cast<const float*>(bases[j]);
+    run_chain(ch, len, anchor, ptrs, vals, reinterpret_cast<float*>(out));
+    return true;
+  }
+  // bf16 / fp16 operands and stores: kChunk elements at a time through the slot's scratch.
+  float* scratch = chain_scratch_[static_cast<size_t>(slot)].data();
+  for (int64_t i = 0; i < len; i += kChunk) {
+    const int64_t n = std::min(kChunk, len - i);
+    for (size_t j = 0; j < ch.operand_instr.size(); ++j) {
+      if (!bases[j]) continue;
+      const DataType t = ch.operand_type[j];
+      const char* at = static_cast<const char*>(bases[j]) + i * size_of(t);
+      if (t == DataType::FLOAT) {
+        ptrs[j] = reinterpret_cast<const float*>(at);
+      } else {
+        float* buf = scratch + (1 + j) * kChunk;
+        load_run(at, t, 1, n, buf);
+        ptrs[j] = buf;
+      }
+    }
+    if (ch.store_type == DataType::FLOAT) {
+      run_chain(ch, n, anchor + i, ptrs, vals, reinterpret_cast<float*>(out) + i);
+    } else {
+      run_chain(ch, n, anchor + i, ptrs, vals, scratch);
+      store_run(out + i * size_of(ch.store_type), ch.store_type, 1, n, scratch);
+    }
+  }
   return true;
 }
 
@@ -311,7 +349,7 @@ void EpilogueRun::tile_chain(int64_t out_off, int64_t n_index, int64_t ld, TileC
 }
 
 void EpilogueRun::strip(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor) {
-  if (e_.chain() && run_chain_strip(coord, axis, len, step, anchor)) return;
+  if (e_.chain() && run_chain_strip(slot, coord, axis, len, step, anchor)) return;
   const auto& dims = e_.domain();
   int64_t c[kMaxRank];
   std::copy(coord, coord + e_.rank(), c);

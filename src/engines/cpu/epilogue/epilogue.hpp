@@ -104,12 +104,14 @@ class EpilogueRun {
   void run_chunk(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor);
   // The chain's loop over a strip whose operands are unit-stride or broadcast along it; false
   // (nothing done) when they are not.
-  bool run_chain_strip(const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor);
+  // bf16 and fp16 operands and stores are converted through the slot's chain scratch.
+  bool run_chain_strip(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor);
 
   const Epilogue& e_;
   std::vector<void*> data_;              // per operand
   std::vector<float> scalars_;           // per instruction: LOAD_SCALAR values
   std::vector<std::vector<float>> regs_; // per slot: num_regs * kChunk
+  std::vector<std::vector<float>> chain_scratch_;  // per slot, for a chain with bf16 / fp16 operands or store
   std::vector<std::vector<double>> partials_;  // per slot: every reduction's accumulators, concatenated
   std::vector<int64_t> partial_offset_;  // per operand: where its accumulators start (-1: none)
   int64_t partial_size_ = 0;

@@ -1,5 +1,6 @@
 #include "engines/cpu/epilogue/epilogue_chain.hpp"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "engines/cpu/epilogue/epilogue_chain_avx512.hpp"
@@ -146,10 +147,21 @@ void run_chain_block(const Chain& c, int64_t rows, int64_t cols, float* data, in
   }
 }
 
-bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round, const std::vector<bool>& is_float) {
+// The types a chain loads and stores through the vector conversion runs.
+bool chain_type(DataType t) { return t == DataType::FLOAT || t == DataType::BFLOAT16 || t == DataType::HALF; }
+
+bool Chain::fp32_only() const {
+  return store_type == DataType::FLOAT &&
+         std::all_of(operand_type.begin(), operand_type.end(), [](DataType t) { return t == DataType::FLOAT; });
+}
+
+bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round, const std::vector<DataType>& tensor_type) {
   steps.clear();
   operand_instr.clear();
+  operand_type.clear();
   store_instr = -1;
+  store_type = DataType::FLOAT;
+  const auto type_of = [&](int tensor) { return tensor_type[static_cast<size_t>(tensor)]; };
   std::vector<int> operand_of_reg(static_cast<size_t>(prog.num_regs), -1);
   int value = -1;  // the register holding the chain's value
   for (size_t i = 0; i < prog.code.size(); ++i) {
@@ -161,9 +173,10 @@ bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round,
         break;
       case InstrKind::LOAD:
       case InstrKind::LOAD_SCALAR:
-        if (!is_float[static_cast<size_t>(in.tensor)] || operand_instr.size() >= kMaxOperands) return false;
+        if (!chain_type(type_of(in.tensor)) || operand_instr.size() >= kMaxOperands) return false;
         operand_of_reg[static_cast<size_t>(in.dst)] = static_cast<int>(operand_instr.size());
         operand_instr.push_back(static_cast<int>(i));
+        operand_type.push_back(type_of(in.tensor));
         break;
       case InstrKind::APPLY: {
         if (value < 0 || !is_fp32(round[i])) return false;
@@ -188,16 +201,16 @@ bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round,
         break;
       }
       case InstrKind::STORE:
-        if (store_instr >= 0 || in.src[0] != value || i + 1 != prog.code.size() ||
-            !is_float[static_cast<size_t>(in.tensor)])
+        if (store_instr >= 0 || in.src[0] != value || i + 1 != prog.code.size() || !chain_type(type_of(in.tensor)))
           return false;
         store_instr = static_cast<int>(i);
+        store_type = type_of(in.tensor);
         break;
       default:
         return false;  // INDEX, REDUCE
     }
   }
-  return store_instr >= 0 && !steps.empty();
+  return store_instr >= 0 && (!steps.empty() || store_type != DataType::FLOAT);
 }
 
 bool chain_block_preferred(int64_t cols) { return cols < 8 || (avx512_usable() && cols <= 64); }

@@ -23,11 +23,16 @@ struct Chain {
   static constexpr size_t kMaxOperands = 16;  // build() refuses a program that loads more
   std::vector<ChainStep> steps;
   std::vector<int> operand_instr;  // per chain operand: the instruction that loads it
+  std::vector<DataType> operand_type;  // per chain operand: FLOAT, BFLOAT16 or HALF
   int store_instr = -1;            // the one STORE
+  DataType store_type = DataType::FLOAT;  // FLOAT, BFLOAT16 or HALF: rounded once, at the store
 
   // Fills the chain when `prog` has that form with fp32 rounding everywhere; `round` gives each
-  // instruction's rounding type and `float_tensor` whether a tensor is fp32. False otherwise.
-  bool build(const expr::Program& prog, const std::vector<DataType>& round, const std::vector<bool>& is_float);
+  // instruction's rounding type and `tensor_type` each tensor's type (by id). A chain that stores
+  // bf16 or fp16 may have no steps (a conversion). False otherwise.
+  bool build(const expr::Program& prog, const std::vector<DataType>& round, const std::vector<DataType>& tensor_type);
+  // Whether every operand and the store are fp32: what the in-place and in-register forms take.
+  bool fp32_only() const;
 };
 
 // out[i] = chain(anchor[i]) for i < n. Operand j is ptrs[j][i] when ptrs[j] is set, else scalars[j].
