@@ -30,6 +30,8 @@ struct ConvCase {
   bool nhwc_in = false;  // channels-last source (else random strides)
   bool krsc_w = false;   // channels-last (KRSC) weights (else random strides)
   double relu_upper = 0;  // > 0: the ReLU also clips above at this value (ONNX's Clip, ReLU6)
+  dg::DataType bias_type = dg::DataType::FLOAT, residual_type = dg::DataType::FLOAT;
+  bool fp32_intermediates = false;  // the values between the ops typed FLOAT (else as the graph infers)
 };
 
 int64_t fwd_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pre, int64_t post) {
@@ -90,10 +92,10 @@ void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, st
   if (cc.krsc_w) in[1].randomize(rng, -1, 1);
   Dims bd(dst_d.size(), 1);
   bd[1] = dst_d[1];
-  if (bias) in.push_back(ref_test::random_tensor(bd, dg::DataType::FLOAT, rng, -1, 1));
+  if (bias) in.push_back(ref_test::random_tensor(bd, cc.bias_type, rng, -1, 1));
   if (residual) {
     in.push_back(ref_test::make_tensor(dst_d, nhwc_out ? channels_last(dst_d) : ref_test::random_strides(dst_d, rng),
-                                       dg::DataType::FLOAT));
+                                       cc.residual_type));
     in.back().randomize(rng, -1, 1);
   }
   std::vector<HostTensor> outs{ref_test::make_tensor(
@@ -119,13 +121,17 @@ void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, st
                                                            .set_stride(cc.stride).set_dilation(cc.dil));
                         }
                         size_t next = 2;
-                        if (bias) y = g.bias(y, t[next++]);
+                        auto between = [&](dg::TensorPtr v) {
+                          if (cc.fp32_intermediates) v->set_data_type(dg::DataType::FLOAT);
+                          return v;
+                        };
+                        if (bias) y = g.bias(between(y), t[next++]);
                         if (relu && cc.relu_upper > 0)
-                          y = g.pointwise(y, dg::PointwiseAttr().set_mode(dg::PointwiseMode::RELU_FWD)
-                                                 .set_relu_upper_clip(cc.relu_upper));
+                          y = g.pointwise(between(y), dg::PointwiseAttr().set_mode(dg::PointwiseMode::RELU_FWD)
+                                                          .set_relu_upper_clip(cc.relu_upper));
                         else if (relu)
-                          y = g.relu(y);
-                        if (residual) y = g.add(y, t[next++]);
+                          y = g.relu(between(y));
+                        if (residual) y = g.add(between(y), t[next++]);
                         std::vector<dg::TensorPtr> r{y};
                         if (amax) r.push_back(g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX)));
                         return r;
@@ -186,6 +192,27 @@ TEST(CpuConvImplicitGemm, ClippedReluChainInPlaceMatchesRef) {
     const char* engine = trial < 4 ? "cpu_conv_implicit_gemm" : "cpu_conv_depthwise_direct";
     if (trial >= 4) cc.nhwc_in = true;
     run_conv_case(engine, cc, false, rng, true, true, trial % 2 == 1, false, dg::DataType::FLOAT, 1e-5, true);
+  }
+}
+
+// bf16 convs (AMX where the CPU has it) with a bf16 bias, ReLU and an fp16 residual into a
+// channels-last bf16 or fp16 output: the chain converts its operands and its store, and takes the
+// GEMM's blocks of rows in one call (EpilogueRun::chain_rows_into), also where an output row's
+// pixels are fewer than a tile's.
+TEST(CpuConvImplicitGemm, HalfWidthChainTakesBlocksOfRows) {
+  std::mt19937 rng(44);
+  for (int trial = 0; trial < 6; ++trial) {
+    ConvCase cc = random_case(rng, Kind::GENERAL);
+    cc.type = dg::DataType::BFLOAT16;
+    cc.groups = 1;
+    cc.c = 32 * (1 + trial % 3);  // whole 16-pair tile steps
+    cc.k = 20 + static_cast<int64_t>(rng() % 50);
+    cc.nhwc_in = cc.krsc_w = true;
+    cc.bias_type = dg::DataType::BFLOAT16;
+    cc.residual_type = dg::DataType::HALF;
+    cc.fp32_intermediates = true;
+    run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, true, true, trial % 2 == 0, false,
+                  trial % 3 == 2 ? dg::DataType::HALF : dg::DataType::BFLOAT16, 1e-5, true);
   }
 }
 

@@ -513,6 +513,36 @@ TEST(CpuGemmPacked, FusedEpiloguesMatchRef) {
   fused_case(25, dg::PointwiseMode::ELU_FWD, false, false, dg::DataType::HALF);  // a double-formula mode
 }
 
+// bf16 matmuls (AMX where the CPU has it, k a multiple of 32) -> + bf16 bias -> ReLU (-> + fp16
+// residual) into a bf16 or fp16 output, fp32 between the ops: the chain converts its operands and
+// store and takes each block of C rows in one call (EpilogueRun::chain_rows_into).
+TEST(CpuGemmPacked, HalfWidthChainTakesBlocksOfRows) {
+  std::mt19937 rng(26);
+  for (int trial = 0; trial < 4; ++trial) {
+    const int64_t bt = 1 + trial % 2, m = 5 + rng() % 60, n = 3 + rng() % 70, k = 32 * (1 + rng() % 3);
+    const bool residual = trial % 2 == 0;
+    std::vector<HostTensor> in{ref_test::random_tensor({bt, m, k}, dg::DataType::BFLOAT16, rng, -1, 1),
+                               ref_test::random_tensor({1, k, n}, dg::DataType::BFLOAT16, rng, -1, 1),
+                               ref_test::random_tensor({1, 1, n}, dg::DataType::BFLOAT16, rng, -1, 1)};
+    if (residual) in.push_back(ref_test::random_tensor({bt, m, n}, dg::DataType::HALF, rng, -1, 1));
+    const dg::DataType out = trial < 2 ? dg::DataType::BFLOAT16 : dg::DataType::HALF;
+    SCOPED_TRACE("trial " + std::to_string(trial) + " m=" + std::to_string(m) + " n=" + std::to_string(n));
+    check_engine_vs_ref("cpu_gemm_packed", in, {output_like({bt, m, n}, out)},
+                        [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
+                          auto y = g.matmul(t[0], t[1], dg::MatmulAttr());
+                          y->set_data_type(dg::DataType::FLOAT);
+                          y = g.bias(y, t[2]);
+                          y->set_data_type(dg::DataType::FLOAT);
+                          y = g.relu(y);
+                          if (residual) {
+                            y->set_data_type(dg::DataType::FLOAT);
+                            y = g.add(y, t[3]);
+                          }
+                          return std::vector<dg::TensorPtr>{y};
+                        }, 1e-5, std::sqrt(double(k)));
+  }
+}
+
 TEST(CpuGemmPacked, RejectsInt8WithAReason) {
   dg::Graph g;
   auto a = g.tensor(dg::TensorAttr().set_name("A").set_dim({4, 8}).set_stride({8, 1}).set_data_type(dg::DataType::INT8));

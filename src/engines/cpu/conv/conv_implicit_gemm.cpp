@@ -79,6 +79,16 @@ class ConvProblem final : public gemm::GemmProblem {
       }
     }
     ldc_ = ldc;
+    if (!c_direct_ && !g.dgrad && epi.rows_form() && ptrs) {
+      // A chain into a bf16 / fp16 output (or over one): the C block's rows go through it in one
+      // call where the output's pixels sit at one stride (a strip per row cost more than the chain).
+      ConvGeometry og = g;
+      const auto& st = epi.chain_store_strides();
+      og.dst_st[0] = st[0];
+      og.dst_st[1] = st[1];
+      for (int i = 0; i < g.nsp; ++i) og.dst_st[static_cast<size_t>(2 + 3 - g.nsp + i)] = st[static_cast<size_t>(2 + i)];
+      rows_out_ = og.dst_st[1] == 1 && flat_pixels(og, rows_ld_);
+    }
   }
 
   // Narrow taps (a stem's 3 channels) along a packed fp32 input row: a kernel row's taps are one
@@ -379,6 +389,11 @@ class ConvProblem final : public gemm::GemmProblem {
 
   void c_block(int slot, int64_t grp, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* c,
                int64_t ldc) const override {
+    if (rows_out_) {
+      const int64_t chan = grp * g_.dst_cg + n0;
+      run_->chain_rows_into(slot, c, ldc, mc, nc, m0 * rows_ld_ + chan, rows_ld_, chan);
+      return;
+    }
     const int64_t pix = ph_.pixels();
     int64_t coord[5];
     for (int64_t i = 0; i < mc; ++i) {
@@ -399,7 +414,8 @@ class ConvProblem final : public gemm::GemmProblem {
   const void* wei_ = nullptr;
   void* dst_ = nullptr;
   bool indirect_ = false, c_direct_ = false, chain_ = false, row_taps_ = false;
-  int64_t ldc_ = 0;
+  bool rows_out_ = false;  // c_block hands its rows to the chain (EpilogueRun::chain_rows_into)
+  int64_t ldc_ = 0, rows_ld_ = 0;
   int nr_;
   bool amx_;
 };

@@ -177,9 +177,9 @@ const std::vector<int64_t>& Epilogue::chain_store_strides() const {
 }
 
 bool Epilogue::prepare_in_place(int n_axis) {
-  in_place_ = false;
+  in_place_ = rows_form_ = false;
   tile_kind_.clear();
-  if (!has_chain_ || !chain_.fp32_only() || n_axis < 0 || n_axis >= rank()) return false;
+  if (!has_chain_ || n_axis < 0 || n_axis >= rank()) return false;
   const auto& out = chain_store_strides();
   for (int instr : chain_.operand_instr) {
     if (prog_.code[static_cast<size_t>(instr)].kind == InstrKind::LOAD_SCALAR) {
@@ -197,8 +197,9 @@ bool Epilogue::prepare_in_place(int n_axis) {
     else if (st == out) tile_kind_.push_back(TileOperand::SAME_AS_OUTPUT);
     else return false;
   }
-  in_place_ = true;
-  return true;
+  rows_form_ = true;
+  in_place_ = chain_.fp32_only();  // the producer's fp32 tiles go straight to the output
+  return in_place_;
 }
 
 EpilogueRun::EpilogueRun(const Epilogue& e, const std::vector<void*>& ptrs, int slots) : e_(e) {
@@ -247,16 +248,13 @@ bool EpilogueRun::run_chain_strip(int slot, const int64_t* coord, int axis, int6
     return off;
   };
   const void* bases[Chain::kMaxOperands];  // unit-stride operands, in their type
-  const float* ptrs[Chain::kMaxOperands];
   float vals[Chain::kMaxOperands];
   const auto& code = e_.program().code;
-  bool converts = ch.store_type != DataType::FLOAT;
   for (size_t j = 0; j < ch.operand_instr.size(); ++j) {
     const int instr = ch.operand_instr[j];
     const int oi = e_.operand_of(instr);
     const DataType t = ch.operand_type[j];
     bases[j] = nullptr;
-    ptrs[j] = nullptr;
     if (code[static_cast<size_t>(instr)].kind == expr::InstrKind::LOAD_SCALAR) {
       vals[j] = scalars_[static_cast<size_t>(instr)];
       continue;
@@ -267,25 +265,37 @@ bool EpilogueRun::run_chain_strip(int slot, const int64_t* coord, int axis, int6
     if (inc == 0) vals[j] = static_cast<float>(dtype::load(data, t, off));
     else if (inc == 1) bases[j] = static_cast<const char*>(data) + off * size_of(t);
     else return false;
-    converts |= inc == 1 && t != DataType::FLOAT;
   }
   const int so = e_.operand_of(ch.store_instr);
   int64_t inc = 0;
   const int64_t out_off = offset(so, inc);
   if (inc != 1) return false;
-  char* out = static_cast<char*>(data_[static_cast<size_t>(so)]) + out_off * size_of(ch.store_type);
-  if (!converts) {
+  run_typed(slot, len, anchor, bases, ch.operand_type.data(), vals,
+            static_cast<char*>(data_[static_cast<size_t>(so)]) + out_off * size_of(ch.store_type));
+  return true;
+}
+
+void EpilogueRun::run_typed(int slot, int64_t len, const float* anchor, const void* const* bases, const DataType* types,
+                            const float* vals, void* out) {
+  const Chain& ch = *e_.chain();
+  const float* ptrs[Chain::kMaxOperands];
+  if (ch.fp32_only()) {
     for (size_t j = 0; j < ch.operand_instr.size(); ++j) ptrs[j] = static_cast<const float*>(bases[j]);
-    run_chain(ch, len, anchor, ptrs, vals, reinterpret_cast<float*>(out));
-    return true;
+    run_chain(ch, len, anchor, ptrs, vals, static_cast<float*>(out));
+    return;
+  }
+  if (ch.steps.empty()) {  // the bf16 / fp16 store alone
+    store_run(out, ch.store_type, 1, len, anchor);
+    return;
   }
   // bf16 / fp16 operands and stores: kChunk elements at a time through the slot's scratch.
   float* scratch = chain_scratch_[static_cast<size_t>(slot)].data();
   for (int64_t i = 0; i < len; i += kChunk) {
     const int64_t n = std::min(kChunk, len - i);
     for (size_t j = 0; j < ch.operand_instr.size(); ++j) {
+      ptrs[j] = nullptr;
       if (!bases[j]) continue;
-      const DataType t = ch.operand_type[j];
+      const DataType t = types[j];
       const char* at = static_cast<const char*>(bases[j]) + i * size_of(t);
       if (t == DataType::FLOAT) {
         ptrs[j] = reinterpret_cast<const float*>(at);
@@ -295,14 +305,61 @@ bool EpilogueRun::run_chain_strip(int slot, const int64_t* coord, int axis, int6
         ptrs[j] = buf;
       }
     }
+    char* o = static_cast<char*>(out) + i * size_of(ch.store_type);
     if (ch.store_type == DataType::FLOAT) {
-      run_chain(ch, n, anchor + i, ptrs, vals, reinterpret_cast<float*>(out) + i);
+      run_chain(ch, n, anchor + i, ptrs, vals, reinterpret_cast<float*>(o));
     } else {
       run_chain(ch, n, anchor + i, ptrs, vals, scratch);
-      store_run(out + i * size_of(ch.store_type), ch.store_type, 1, n, scratch);
+      store_run(o, ch.store_type, 1, n, scratch);
     }
   }
-  return true;
+}
+
+void EpilogueRun::chain_rows_into(int slot, const float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t out_off,
+                                  int64_t out_ld, int64_t n_index) {
+  const Chain& ch = *e_.chain();
+  const auto& code = e_.program().code;
+  const void* column[Chain::kMaxOperands];
+  const char* same[Chain::kMaxOperands];
+  float vals[Chain::kMaxOperands];
+  DataType types[Chain::kMaxOperands];
+  // bf16 / fp16 per-column operands (a bias) in fp32 once per block, not once per row.
+  thread_local std::vector<float> columns;
+  size_t converted = 0;
+  for (size_t j = 0; j < ch.operand_instr.size(); ++j) {
+    const int instr = ch.operand_instr[j];
+    const DataType t = types[j] = ch.operand_type[j];
+    const char* data = static_cast<const char*>(data_[static_cast<size_t>(e_.operand_of(instr))]);
+    column[j] = same[j] = nullptr;
+    vals[j] = 0.0f;
+    switch (e_.tile_operand(j)) {
+      case Epilogue::TileOperand::BROADCAST:
+        vals[j] = code[static_cast<size_t>(instr)].kind == expr::InstrKind::LOAD_SCALAR
+                      ? scalars_[static_cast<size_t>(instr)] : static_cast<float>(dtype::load(data, t, 0));
+        break;
+      case Epilogue::TileOperand::COLUMN: column[j] = data + n_index * size_of(t); break;
+      case Epilogue::TileOperand::SAME_AS_OUTPUT: same[j] = data + out_off * size_of(t); break;
+    }
+    if (column[j] && t != DataType::FLOAT) ++converted;
+  }
+  if (converted) {
+    columns.resize(converted * static_cast<size_t>(cols));
+    float* next = columns.data();
+    for (size_t j = 0; j < ch.operand_instr.size(); ++j) {
+      if (!column[j] || types[j] == DataType::FLOAT) continue;
+      load_run(column[j], types[j], 1, cols, next);
+      column[j] = next;
+      types[j] = DataType::FLOAT;
+      next += cols;
+    }
+  }
+  const void* bases[Chain::kMaxOperands];
+  char* out = static_cast<char*>(data_[static_cast<size_t>(e_.operand_of(ch.store_instr))]);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (size_t j = 0; j < ch.operand_instr.size(); ++j)
+      bases[j] = same[j] ? same[j] + i * out_ld * size_of(types[j]) : column[j];
+    run_typed(slot, cols, c + i * ldc, bases, types, vals, out + (out_off + i * out_ld) * size_of(ch.store_type));
+  }
 }
 
 bool EpilogueRun::in_place_safe() const {

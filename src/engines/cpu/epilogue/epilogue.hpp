@@ -51,6 +51,9 @@ class Epilogue {
   // `n_axis` only (a bias), or laid out as the output (a residual). Records those kinds.
   bool prepare_in_place(int n_axis);
   bool in_place() const { return in_place_; }
+  // Whether the chain's operands have those kinds (set by prepare_in_place), fp32 or not: a
+  // producer may then hand it blocks of rows (EpilogueRun::chain_rows_into).
+  bool rows_form() const { return rows_form_; }
   // The chain's output tensor and its strides per domain dim (0 on size-1 dims).
   int chain_store() const { return chain_.store_instr < 0 ? -1 : prog_.code[static_cast<size_t>(chain_.store_instr)].tensor; }
   const std::vector<int64_t>& chain_store_strides() const;
@@ -69,6 +72,7 @@ class Epilogue {
   Chain chain_;
   bool has_chain_ = false;
   bool in_place_ = false;
+  bool rows_form_ = false;
   std::vector<TileOperand> tile_kind_;  // per chain operand
 };
 
@@ -93,6 +97,12 @@ class EpilogueRun {
   // The same chain for a block at out_off / n_index (as chain_rows' first element), for a GEMM
   // kernel to apply to its tiles in registers.
   void tile_chain(int64_t out_off, int64_t n_index, int64_t ld, TileChain& tc) const;
+  // Epilogue::rows_form chains, any types: `rows` rows of `cols` fp32 values at c (row stride
+  // ldc) through the chain into its output at element offset out_off + i * out_ld for row i
+  // (SAME_AS_OUTPUT operands at the same offsets), at index n_index along the vectors' dim: one
+  // call for a producer's block instead of a strip per row.
+  void chain_rows_into(int slot, const float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t out_off,
+                       int64_t out_ld, int64_t n_index);
   // False when an operand that is read per element is the output itself (in-place would
   // overwrite it before it is read): the producer then takes the buffered path.
   bool in_place_safe() const;
@@ -106,6 +116,10 @@ class EpilogueRun {
   // (nothing done) when they are not.
   // bf16 and fp16 operands and stores are converted through the slot's chain scratch.
   bool run_chain_strip(int slot, const int64_t* coord, int axis, int64_t len, int64_t step, const float* anchor);
+  // The chain over n elements: operand j from bases[j] (unit stride, of type types[j]) when set,
+  // else vals[j]; stored at out in the chain's store type.
+  void run_typed(int slot, int64_t n, const float* anchor, const void* const* bases, const DataType* types,
+                 const float* vals, void* out);
 
   const Epilogue& e_;
   std::vector<void*> data_;              // per operand

@@ -94,6 +94,16 @@ class MatmulProblem final : public gemm::GemmProblem {
         out_bs_.assign(st.begin(), st.end() - 2);
       }
     }
+    if (!c_direct_ && epi.rows_form() && ptrs) {
+      // A chain into a bf16 / fp16 output (or over one): c_block hands it the block's rows at once.
+      const auto& st = epi.chain_store_strides();
+      const size_t r = st.size();
+      if (st[r - 1] == 1) {
+        rows_out_ = true;
+        out_rs_ = st[r - 2];
+        out_bs_.assign(st.begin(), st.end() - 2);
+      }
+    }
   }
 
   void a_rows(int64_t b, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
@@ -176,6 +186,10 @@ class MatmulProblem final : public gemm::GemmProblem {
   }
   void c_block(int slot, int64_t b, int64_t m0, int64_t mc, int64_t n0, int64_t nc, const float* c,
                int64_t ldc) const override {
+    if (rows_out_) {
+      run_->chain_rows_into(slot, c, ldc, mc, nc, g_.offset(out_bs_, b) + m0 * out_rs_ + n0, out_rs_, n0);
+      return;
+    }
     int64_t coord[16];
     const size_t nb = g_.batch_dims.size();
     int64_t rest = b;
@@ -197,6 +211,7 @@ class MatmulProblem final : public gemm::GemmProblem {
   float* c_data_ = nullptr;
   bool pairs_, amx_;
   bool a_direct_ = false, c_direct_ = false, chain_ = false;
+  bool rows_out_ = false;  // c_block hands its rows to the chain (EpilogueRun::chain_rows_into)
   int64_t out_rs_ = 0;
   std::vector<int64_t> out_bs_;  // the output's batch strides
 };
