@@ -74,5 +74,8 @@ bool bf16_pairs_faster();
 // rows[0] and rows[17] - rows[16]), B as bf16-pair panels, every segment a multiple of 16 pairs; null unless
 // this CPU has AMX-BF16 and the OS granted the tile state.
 const KernelSet* amx_bf16_kernels();
+// The same kernel stepping 8 pairs per tile product (A tiles of 32 bytes a row, B tiles of 8
+// rows), for 16 bf16 channels a tap read in place: every segment a multiple of 8 pairs.
+const KernelSet* amx_bf16_kernels_step8();
 
 }  // namespace dnngraph::cpu::gemm
