@@ -155,7 +155,8 @@ bool Chain::fp32_only() const {
          std::all_of(operand_type.begin(), operand_type.end(), [](DataType t) { return t == DataType::FLOAT; });
 }
 
-bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round, const std::vector<DataType>& tensor_type) {
+bool Chain::build(const expr::Program& prog, const std::vector<DataType>& round,
+                  const std::vector<DataType>& tensor_type) {
   steps.clear();
   operand_instr.clear();
   operand_type.clear();
