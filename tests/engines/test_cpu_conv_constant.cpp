@@ -134,11 +134,13 @@ TEST(CpuConstantWeights, WinogradTransformsOncePerPointer) {
 // bf16 source and weights (on AMX-BF16 the implicit GEMM runs on the tile kernel where the
 // channels fill whole 16-pair steps), constant weights or not, against a sum of the bf16 values.
 // Rows of 40 and 37 pixels: most 16-pixel tile halves read the input in place, those that cross
-// an output row or touch the padding are copied. 16 channels: the 8-pair tile steps.
+// an output row or touch the padding are copied, unless the input's rows follow each other under
+// them at one stride (1x1, and centre-column taps; not an unpadded 3x3, whose output rows are
+// shorter than the input's). 16 channels: the 8-pair tile steps.
 TEST(CpuConstantWeights, Bf16ConvMatchesNaive) {
   for (const Conv& s : {Conv{64, 6, 7, 40, 3, 1}, Conv{32, 5, 5, 70, 1, 0}, Conv{96, 4, 3, 33, 3, 1}, Conv{36, 3, 4, 20, 3, 1},
                         Conv{64, 5, 40, 24, 3, 1}, Conv{32, 3, 37, 40, 1, 0}, Conv{16, 5, 37, 24, 1, 0},
-                        Conv{16, 6, 7, 40, 3, 1}}) {
+                        Conv{16, 6, 7, 40, 3, 1}, Conv{32, 6, 9, 24, 3, 0}}) {
     SCOPED_TRACE("C" + std::to_string(s.c) + " K" + std::to_string(s.k) + " r" + std::to_string(s.r));
     auto xf = random_floats(static_cast<size_t>(s.h * s.w * s.c), 7), wf = random_floats(static_cast<size_t>(s.k * s.r * s.r * s.c), 8);
     std::vector<uint16_t> x(xf.size()), w(wf.size());

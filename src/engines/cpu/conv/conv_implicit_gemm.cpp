@@ -149,9 +149,10 @@ class ConvProblem final : public gemm::GemmProblem {
   };
 
   // AMX, per segment and 16-row half (one tile load): when its 16 pixels lie inside the input at
-  // one stride (a run along an output row), the tile reads the input in place; otherwise its rows
-  // are copied as they are into a row-major block of seg_len bf16 pairs (zero where they read
-  // padding or lie past mc). The copies were a third of a 3x3 C64 56x56 layer's time.
+  // one stride (a run along an output row, or across rows where the input's rows follow each
+  // other), the tile reads the input in place; otherwise its rows are copied as they are into a
+  // row-major block of seg_len bf16 pairs (zero where they read padding or lie past mc). The
+  // copies were a third of a 3x3 C64 56x56 layer's time.
   void a_rows_pairs(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
                     float* scratch) const {
     const int64_t icg = g_.src_cg, padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
@@ -176,19 +177,33 @@ class ConvProblem final : public gemm::GemmProblem {
           j[2] += kHalf - 1;  // the half's last pixel, as the copying path leaves it
           continue;
         }
+        int64_t row_off[kHalf];
+        bool in[kHalf], all_in = true;
         for (int r = 0; r < kHalf; ++r) {
           const int64_t i = h0 + r;
           if (r > 0 && i < mc) advance_pixel(nn, j);
-          float* dst = block + i * kb.seg_len;
-          slot[r] = dst;
-          int64_t row_off = nn * g_.src_st[0] + chan;
-          bool in = i < mc;
+          row_off[r] = nn * g_.src_st[0] + chan;
+          in[r] = i < mc;
           for (size_t d = 0; d < 3; ++d) {
             const int64_t pos = j[d] * ph_.jstride[d] + toff[d];
-            in &= pos >= 0 && pos < g_.src_sp[d];
-            row_off += pos * g_.src_st[2 + d];
+            in[r] &= pos >= 0 && pos < g_.src_sp[d];
+            row_off[r] += pos * g_.src_st[2 + d];
           }
-          if (in) std::memcpy(dst, src + row_off, static_cast<size_t>(kb.seg_len) * 4);
+          all_in &= in[r];
+        }
+        // Pixels across an output row that still read the input at one stride (a 1x1 conv's, or a
+        // centre-column tap's, on an input whose rows follow each other): in place too.
+        const int64_t step = row_off[1] - row_off[0];
+        bool uniform = all_in && step > 0;
+        for (int r = 2; r < kHalf && uniform; ++r) uniform = row_off[r] - row_off[r - 1] == step;
+        for (int r = 0; r < kHalf; ++r) {
+          if (uniform) {
+            slot[r] = reinterpret_cast<const float*>(src + row_off[r]);
+            continue;
+          }
+          float* dst = block + (h0 + r) * kb.seg_len;
+          slot[r] = dst;
+          if (in[r]) std::memcpy(dst, src + row_off[r], static_cast<size_t>(kb.seg_len) * 4);
           else std::fill_n(dst, kb.seg_len, 0.0f);
         }
       }
