@@ -171,7 +171,7 @@ void ConvDotGemm::run_task(const Task& t, const std::vector<void*>& ptrs, const 
       a.np = static_cast<int>(std::min<int64_t>(NP, t.mn - i));
       for (int p = 0; p < a.np; ++p) tile_out[p] = rows[static_cast<size_t>(i + p)] + og;
       a.x = s.xs.data() + i * taps;
-      a.acc = s.acc.data() + i / NP * tile_acc;
+      a.acc = s.acc.empty() ? nullptr : s.acc.data() + i / NP * tile_acc;  // one K block: no partial sums kept
       ks_.kernel(a);
     }
   }
