@@ -60,12 +60,14 @@ TEST(CpuNormKernels, MatchPlainLoopsOnEveryIsa) {
       for (float v : x) w1 += v - 0.75, w2 += (v - 0.75) * (v - 0.75);
       EXPECT_NEAR(s1, w1, 1e-9 * n);
       EXPECT_NEAR(s2, w2, 1e-9 * n);
-      k.affine(x.data(), n, 0.5f, 1.5f, s.data(), b.data(), 0.0f, out.data());
+      k.affine(x.data(), n, 0.5f, 0.0f, 1.5f, s.data(), b.data(), 0.0f, out.data());
       for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(out[i], (x[i] - 0.5f) * 1.5f * s[i] + b[i], 1e-5);
-      k.affine(x.data(), n, 0.5f, 1.5f, nullptr, nullptr, 0.25f, out.data());
+      k.affine(x.data(), n, 0.5f, 0.0f, 1.5f, nullptr, nullptr, 0.25f, out.data());
       for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(out[i], (x[i] - 0.5f) * 1.5f + 0.25f, 1e-5);
-      k.affine(x.data(), n, 0.0f, 1.5f, s.data(), nullptr, 0.0f, out.data());
+      k.affine(x.data(), n, 0.0f, 0.0f, 1.5f, s.data(), nullptr, 0.0f, out.data());
       for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(out[i], x[i] * 1.5f * s[i], 1e-5);
+      k.affine(x.data(), n, 0.5f, 0.125f, 1.5f, s.data(), nullptr, 0.0f, out.data());  // the mean's low part
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(out[i], ((x[i] - 0.5f) - 0.125f) * 1.5f * s[i], 1e-5);
       k.channel_affine(x.data(), n, m.data(), s.data(), b.data(), out.data());
       for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(out[i], (x[i] - m[i]) * s[i] + b[i], 1e-5);
     }
@@ -207,6 +209,20 @@ TEST(CpuNorm, FewLongRowsMatchRef) {
                  auto y = g.layernorm(t[0], t[1], t[2], dg::LayernormAttr().set_epsilon(1e-5))[0];
                  return std::vector<dg::TensorPtr>{g.relu(y)};
                });
+}
+
+// Rows of a large mean and a small deviation (1000 +- 0.005, 2^-14 apart in fp32): the mean
+// rounded to fp32 alone is off by up to 3e-5, 1% of the deviation; as two floats it is exact.
+TEST(CpuNorm, LargeMeanSmallDeviationRowsMatchRef) {
+  std::mt19937 rng(209);
+  for (const Dims& dims : {Dims{6, 1000}, Dims{1, 3, 9000}}) {  // by rows, and long rows in segments
+    check_vs_ref({input(dims, dg::DataType::FLOAT, rng, 999.995, 1000.005), input(row_param(dims), dg::DataType::FLOAT, rng),
+                  input(row_param(dims), dg::DataType::FLOAT, rng)},
+                 {output(dims, dg::DataType::FLOAT, rng)}, [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
+                   return std::vector<dg::TensorPtr>{
+                       g.layernorm(t[0], t[1], t[2], dg::LayernormAttr().set_epsilon(1e-12))[0]};
+                 });
+  }
 }
 
 // ---- rejections

@@ -287,7 +287,7 @@ class GroupedPlan final : public Plan {
       const float* x = load(ptrs, s_.x, c, len, buf);
       const size_t k = static_cast<size_t>(g);
       if (gi) nk_.channel_affine(x, len, &m[k], &a[k], &b[k], out);
-      else nk_.affine(x, len, m[k], a[k], nullptr, nullptr, b[k], out);
+      else nk_.affine(x, len, m[k], 0.0f, a[k], nullptr, nullptr, b[k], out);
       store(ptrs, c, len, out);
     });
     write(ptrs, s_.mean, group_off_of(s_.mean), mean);

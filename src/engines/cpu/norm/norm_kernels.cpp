@@ -26,14 +26,14 @@ void moments_portable(const float* x, int64_t n, double shift, double& s1, doubl
   s2 += (b[0] + b[1]) + (b[2] + b[3]);
 }
 
-void affine_portable(const float* x, int64_t n, float m, float a, const float* s, const float* b, float b0,
-                     float* out) {
+void affine_portable(const float* x, int64_t n, float m, float m_lo, float a, const float* s, const float* b,
+                     float b0, float* out) {
   if (s && b) {
-    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - m) * a * s[i] + b[i];
+    for (int64_t i = 0; i < n; ++i) out[i] = ((x[i] - m) - m_lo) * a * s[i] + b[i];
   } else if (s) {
-    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - m) * a * s[i] + b0;
+    for (int64_t i = 0; i < n; ++i) out[i] = ((x[i] - m) - m_lo) * a * s[i] + b0;
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - m) * a + (b ? b[i] : b0);
+    for (int64_t i = 0; i < n; ++i) out[i] = ((x[i] - m) - m_lo) * a + (b ? b[i] : b0);
   }
 }
 

@@ -34,19 +34,20 @@ void moments_simd(const float* x, int64_t n, double shift, double& s1, double& s
 }
 
 template <class V>
-void affine_simd(const float* x, int64_t n, float m, float a, const float* s, const float* b, float b0, float* out) {
-  const typename V::Reg vm = V::set1(m), va = V::set1(a), vb0 = V::set1(b0);
+void affine_simd(const float* x, int64_t n, float m, float m_lo, float a, const float* s, const float* b, float b0,
+                 float* out) {
+  const typename V::Reg vm = V::set1(m), vlo = V::set1(m_lo), va = V::set1(a), vb0 = V::set1(b0);
   int64_t i = 0;
   if (s) {
     for (; i + V::kWidth <= n; i += V::kWidth) {
-      const typename V::Reg t = V::mul(V::sub(V::load(x + i), vm), va);
+      const typename V::Reg t = V::mul(V::sub(V::sub(V::load(x + i), vm), vlo), va);
       V::store(out + i, V::fma(t, V::load(s + i), b ? V::load(b + i) : vb0));
     }
   } else {
     for (; i + V::kWidth <= n; i += V::kWidth)
-      V::store(out + i, V::fma(V::sub(V::load(x + i), vm), va, b ? V::load(b + i) : vb0));
+      V::store(out + i, V::fma(V::sub(V::sub(V::load(x + i), vm), vlo), va, b ? V::load(b + i) : vb0));
   }
-  for (; i < n; ++i) out[i] = (x[i] - m) * a * (s ? s[i] : 1.0f) + (b ? b[i] : b0);
+  for (; i < n; ++i) out[i] = ((x[i] - m) - m_lo) * a * (s ? s[i] : 1.0f) + (b ? b[i] : b0);
 }
 
 template <class V>

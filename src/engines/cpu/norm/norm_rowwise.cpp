@@ -44,6 +44,7 @@ struct Strided {  // a tensor in the canonical layout
 // the row-ordered scale and bias of the per-row norms.
 struct Params {
   std::vector<float> mean, inv, bias;  // per row (mean, inv) or per channel (mean, mul = inv, bias)
+  std::vector<float> mean_lo;          // per row: the mean's part below `mean`'s fp32 rounding
   const float* row_scale = nullptr;    // in the row's canonical order: the user's, or copies
   const float* row_bias = nullptr;
   std::vector<float> scale_copy, bias_copy;
@@ -88,6 +89,7 @@ class NormPlan final : public Plan {
     }
     const double eps = dtype::load(args.ptrs[static_cast<size_t>(spec_.eps)], eps_dtype_, 0);
     prm.mean.assign(static_cast<size_t>(dims_[0]), 0.0f);
+    prm.mean_lo.assign(static_cast<size_t>(dims_[0]), 0.0f);
     prm.inv.assign(static_cast<size_t>(dims_[0]), 0.0f);
     row_params(args.ptrs, prm);
     if (spec_.mean >= 0) ptrs[static_cast<size_t>(spec_.mean)] = prm.mean.data();  // the epilogue may read them
@@ -203,7 +205,9 @@ class NormPlan final : public Plan {
     const double count = static_cast<double>(row_volume_), m1 = s1 / count;
     if (spec_.kind == NormKind::LAYERNORM) {
       const double var = std::max(s2 / count - m1 * m1, 0.0);  // biased, as ref and PyTorch
-      prm.mean[static_cast<size_t>(n)] = static_cast<float>(shift + m1);
+      const double mean = shift + m1;
+      prm.mean[static_cast<size_t>(n)] = static_cast<float>(mean);
+      prm.mean_lo[static_cast<size_t>(n)] = static_cast<float>(mean - prm.mean[static_cast<size_t>(n)]);
       prm.inv[static_cast<size_t>(n)] = static_cast<float>(1.0 / std::sqrt(var + eps));
     } else {
       prm.inv[static_cast<size_t>(n)] = static_cast<float>(1.0 / std::sqrt(s2 / count + eps));
@@ -213,11 +217,12 @@ class NormPlan final : public Plan {
   void normalize(const std::vector<void*>& ptrs, EpilogueRun& run, int slot, int64_t n, int64_t lo, int64_t hi,
                  const Params& prm) const {
     float xbuf[kBuf], abuf[kBuf];
-    const float m = prm.mean[static_cast<size_t>(n)], a = prm.inv[static_cast<size_t>(n)];
+    const float m = prm.mean[static_cast<size_t>(n)], m_lo = prm.mean_lo[static_cast<size_t>(n)];
+    const float a = prm.inv[static_cast<size_t>(n)];
     const float* b = prm.row_bias;
     row_runs(n, lo, hi, [&](const int64_t* c, int64_t len, int64_t pos) {
       float* out = out_ptr(ptrs, c, abuf);
-      k_.affine(load_x(ptrs, c, len, xbuf), len, m, a, prm.row_scale + pos, b ? b + pos : nullptr, 0.0f, out);
+      k_.affine(load_x(ptrs, c, len, xbuf), len, m, m_lo, a, prm.row_scale + pos, b ? b + pos : nullptr, 0.0f, out);
       hand_on(ptrs, run, slot, c, len, out);
     });
   }
@@ -311,7 +316,7 @@ class NormPlan final : public Plan {
                        if (along_channels)
                          k_.channel_affine(x, len, &prm.mean[ch], &prm.inv[ch], &prm.bias[ch], out);
                        else
-                         k_.affine(x, len, prm.mean[ch], prm.inv[ch], nullptr, nullptr, prm.bias[ch], out);
+                         k_.affine(x, len, prm.mean[ch], 0.0f, prm.inv[ch], nullptr, nullptr, prm.bias[ch], out);
                        hand_on(ptrs, run, static_cast<int>(i), c, len, out);
                      });
     });
