@@ -166,81 +166,9 @@ bool cast_array(nb::handle obj, ArrayRef& out) {
   return false;
 }
 
-// ml_dtypes' scalar types (bfloat16, float8_e4m3fn, float8_e5m2) by identity, with the tensor type
-// of each: read once, on the first array seen after `import ml_dtypes`; null before that.
-struct MlDtypes {
-  struct Row {
-    PyObject* type;
-    DataType data_type;
-  };
-  std::vector<Row> rows;
-};
-
-const MlDtypes* ml_dtypes_types() {
-  static std::unique_ptr<const MlDtypes> types;
-  if (types) return types.get();
-  nb::object name = nb::steal(PyUnicode_FromString("ml_dtypes"));
-  PyObject* mod = name.is_valid() ? PyImport_GetModule(name.ptr()) : nullptr;  // new reference
-  if (!mod) {
-    PyErr_Clear();
-    return nullptr;
-  }
-  nb::module_ m = nb::steal<nb::module_>(mod);
-  auto out = std::make_unique<MlDtypes>();
-  for (const auto& [attr, type] : {std::pair{"bfloat16", DataType::BFLOAT16}, std::pair{"float8_e4m3fn", DataType::FP8_E4M3},
-                                   std::pair{"float8_e5m2", DataType::FP8_E5M2}})
-    if (nb::hasattr(m, attr)) out->rows.push_back({nb::object(m.attr(attr)).release().ptr(), type});  // kept: the module's lifetime
-  types = std::move(out);
-  return types.get();
-}
-
-// ml_dtypes' NumPy arrays offer neither DLPack nor a buffer format: they come in as a same-width
-// unsigned view, typed by their dtype's scalar type. Judged before DLPack is tried: the two failed
-// imports cost ~5 us an array (a bf16 conv's execute through Python: 0.185 against 0.150 ms).
-bool ml_dtypes_array(nb::handle obj, ArrayRef& out) {
-  const MlDtypes* ml = ml_dtypes_types();
-  if (!ml) return false;
-  PyObject* dtype = PyObject_GetAttrString(obj.ptr(), "dtype");
-  if (!dtype) {
-    PyErr_Clear();
-    return false;
-  }
-  nb::object owned_dtype = nb::steal(dtype);
-  PyObject* scalar = PyObject_GetAttrString(dtype, "type");
-  if (!scalar) {
-    PyErr_Clear();
-    return false;
-  }
-  nb::object owned_scalar = nb::steal(scalar);
-  for (const auto& row : ml->rows) {
-    if (row.type != scalar) continue;
-    // A NumPy view; other arrays of these types (JAX's) may have no such view, and take DLPack.
-    nb::object view;
-    try {
-      view = obj.attr("view")(row.data_type == DataType::BFLOAT16 ? "uint16" : "uint8");
-    } catch (const nb::python_error&) {
-      return false;
-    }
-    if (!cast_array(view, out)) return false;
-    out.view_of = row.data_type;
-    return true;
-  }
-  return false;
-}
-
-}  // namespace
-
-bool to_array(nb::handle obj, ArrayRef& out) {
-  if (obj.is_none() || PyLong_Check(obj.ptr())) return false;
-  out.view_of.reset();
-  return ml_dtypes_array(obj, out) || cast_array(obj, out);
-}
-
-namespace {
-
-// The attribute names probe_array reads, interned once (a registry built once, never freed).
+// The attribute names probe_array and ml_dtypes_array read, interned once (a registry built once, never freed).
 struct Names {
-  PyObject *data_ptr, *shape, *stride, *dtype, *is_cpu, *is_cuda, *get_device, *is_neg, *torch;
+  PyObject *data_ptr, *shape, *stride, *dtype, *is_cpu, *is_cuda, *get_device, *is_neg, *torch, *type, *ml_dtypes;
 };
 
 const Names& names() {
@@ -250,10 +178,19 @@ const Names& names() {
       if (!o) throw nb::python_error();
       return o;
     };
-    return Names{intern("data_ptr"), intern("shape"),   intern("stride"),     intern("dtype"), intern("is_cpu"),
-                 intern("is_cuda"),  intern("get_device"), intern("is_neg"), intern("torch")};
+    return Names{intern("data_ptr"), intern("shape"),      intern("stride"), intern("dtype"),
+                 intern("is_cpu"),   intern("is_cuda"),    intern("get_device"), intern("is_neg"),
+                 intern("torch"),    intern("type"),       intern("ml_dtypes")};
   }();
   return n;
+}
+
+// The module of that name where it has been imported already (none is imported here); else an
+// invalid object.
+nb::object imported_module(PyObject* name) {
+  PyObject* mod = PyImport_GetModule(name);  // new reference; null when not imported
+  if (!mod) PyErr_Clear();
+  return nb::steal(mod);
 }
 
 // torch.Tensor and torch's dtypes by identity (singletons of the torch module), with the DLPack
@@ -271,12 +208,8 @@ struct TorchTypes {
 const TorchTypes* torch_types() {
   static std::unique_ptr<const TorchTypes> types;
   if (types) return types.get();
-  PyObject* torch = PyImport_GetModule(names().torch);  // new reference; null when not imported
-  if (!torch) {
-    PyErr_Clear();
-    return nullptr;
-  }
-  nb::module_ mod = nb::steal<nb::module_>(torch);
+  const nb::object mod = imported_module(names().torch);
+  if (!mod.is_valid()) return nullptr;
   struct Named {
     const char* name;
     dl::dtype_code code;
@@ -455,7 +388,61 @@ Probe probe_numpy(PyObject* obj, ArrayInfo& out) {
   return Probe::ARRAY;
 }
 
+// ml_dtypes' scalar types (bfloat16, float8_e4m3fn, float8_e5m2) by identity, with the tensor type
+// of each: read once, on the first array seen after `import ml_dtypes`; null before that.
+struct MlDtypes {
+  struct Row {
+    PyObject* type;
+    DataType data_type;
+  };
+  std::vector<Row> rows;
+};
+
+const MlDtypes* ml_dtypes_types() {
+  static std::unique_ptr<const MlDtypes> types;
+  if (types) return types.get();
+  const nb::object m = imported_module(names().ml_dtypes);
+  if (!m.is_valid()) return nullptr;
+  auto out = std::make_unique<MlDtypes>();
+  for (const auto& [attr, type] : {std::pair{"bfloat16", DataType::BFLOAT16}, std::pair{"float8_e4m3fn", DataType::FP8_E4M3},
+                                   std::pair{"float8_e5m2", DataType::FP8_E5M2}})
+    if (nb::hasattr(m, attr)) out->rows.push_back({nb::object(m.attr(attr)).release().ptr(), type});  // kept: the module's lifetime
+  types = std::move(out);
+  return types.get();
+}
+
+// ml_dtypes' NumPy arrays offer neither DLPack nor a buffer format: they come in as a same-width
+// unsigned view, typed by their dtype's scalar type. Judged before DLPack is tried: the two failed
+// imports cost ~5 us an array (a bf16 conv's execute through Python: 0.185 against 0.150 ms).
+bool ml_dtypes_array(nb::handle obj, ArrayRef& out) {
+  const MlDtypes* ml = ml_dtypes_types();
+  if (!ml) return false;
+  const nb::object dtype = get(obj.ptr(), names().dtype);
+  const nb::object scalar = dtype.is_valid() ? get(dtype.ptr(), names().type) : nb::object();
+  if (!scalar.is_valid()) return false;
+  for (const auto& row : ml->rows) {
+    if (row.type != scalar.ptr()) continue;
+    // A NumPy view; other arrays of these types (JAX's) may have no such view, and take DLPack.
+    nb::object view;
+    try {
+      view = obj.attr("view")(row.data_type == DataType::BFLOAT16 ? "uint16" : "uint8");
+    } catch (const nb::python_error&) {
+      return false;
+    }
+    if (!cast_array(view, out)) return false;
+    out.view_of = row.data_type;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool to_array(nb::handle obj, ArrayRef& out) {
+  if (obj.is_none() || PyLong_Check(obj.ptr())) return false;
+  out.view_of.reset();
+  return ml_dtypes_array(obj, out) || cast_array(obj, out);
+}
 
 Probe probe_array(nb::handle obj, ArrayInfo& out) {
   PyTypeObject* tp = Py_TYPE(obj.ptr());

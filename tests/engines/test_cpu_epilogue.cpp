@@ -56,6 +56,17 @@ ex::Program anchored_program(std::vector<int64_t> domain, int anchor) {
   return p;
 }
 
+// The anchor values `a` (rows x cols, row-major) through e's program, a strip per row, on one slot.
+dg::Status run_by_rows(const dg::cpu::Epilogue& e, const std::vector<void*>& ptrs, const std::vector<float>& a,
+                       int64_t rows, int64_t cols) {
+  dg::cpu::EpilogueRun run(e, ptrs, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at[2] = {r, 0};
+    run.strip(0, at, 1, cols, 1, a.data() + r * cols);
+  }
+  return run.finish();
+}
+
 // Domain [3, 5]: out = anchor + bias[1, 5] + index along dim 0, stored as bf16 with strides
 // {1, 4} (column-major, padded); the anchor arrives in strips that carry and that step.
 TEST(CpuEpilogue, StripsCarryStepAndStoreStrided) {
@@ -225,12 +236,7 @@ TEST(CpuEpilogue, ChainTakesHalfWidthOperandsAndStores) {
     ptrs[static_cast<size_t>(scale)] = sc.data();
     ptrs[static_cast<size_t>(bias)] = bi.data();
     ptrs[static_cast<size_t>(out)] = dst.data();
-    dg::cpu::EpilogueRun run(e, ptrs, 1);
-    for (int r = 0; r < kRows; ++r) {
-      const int64_t at[2] = {r, 0};
-      run.strip(0, at, 1, kCols, 1, a.data() + r * kCols);
-    }
-    ASSERT_TRUE(run.finish().ok());
+    ASSERT_TRUE(run_by_rows(e, ptrs, a, kRows, kCols).ok());
     for (int r = 0; r < kRows; ++r)
       for (int c = 0; c < kCols; ++c) {
         const int64_t i = r * kCols + c;
@@ -283,12 +289,7 @@ TEST(CpuEpilogue, ChainClipsAsReluBoundsDo) {
     std::vector<void*> ptrs(g.tensors.size(), nullptr);
     ptrs[static_cast<size_t>(bias)] = bi.data();
     ptrs[static_cast<size_t>(out)] = dst.data();
-    dg::cpu::EpilogueRun run(e, ptrs, 1);
-    for (int r = 0; r < kRows; ++r) {
-      const int64_t at[2] = {r, 0};
-      run.strip(0, at, 1, kCols, 1, a.data() + r * kCols);
-    }
-    ASSERT_TRUE(run.finish().ok());
+    ASSERT_TRUE(run_by_rows(e, ptrs, a, kRows, kCols).ok());
     for (int r = 0; r < kRows; ++r)
       for (int c = 0; c < kCols; ++c) {
         const float x = a[static_cast<size_t>(r * kCols + c)] + bi[static_cast<size_t>(c)];

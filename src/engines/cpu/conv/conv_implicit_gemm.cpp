@@ -47,6 +47,16 @@ bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
   return g.n == 1 || g.dst_st[0] == expect;
 }
 
+// Whether the chain's output (channels last) has its pixels at one stride ld, as flat_pixels.
+bool chain_output_flat(const ConvGeometry& g, const Epilogue& epi, int64_t& ld) {
+  ConvGeometry og = g;
+  const auto& st = epi.chain_store_strides();
+  og.dst_st[0] = st[0];
+  og.dst_st[1] = st[1];
+  for (int i = 0; i < g.nsp; ++i) og.dst_st[static_cast<size_t>(2 + 3 - g.nsp + i)] = st[static_cast<size_t>(2 + i)];
+  return og.dst_st[1] == 1 && flat_pixels(og, ld);
+}
+
 class ConvProblem final : public gemm::GemmProblem {
  public:
   // `over_operand`: the chain may store over an operand it reads at the same place (ConvImplicitPlan::chain_over_operand).
@@ -66,29 +76,21 @@ class ConvProblem final : public gemm::GemmProblem {
     row_taps_ = kernel_row_segments(g, ph, amx);
     int64_t ldc = 0;
     c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g, ldc);
-    if (!c_direct_ && !g.dgrad && epi.in_place() && ptrs && (over_operand || run->in_place_safe())) {
-      // The epilogue is a chain: the tiles go straight to its output, finished block by block.
-      ConvGeometry og = g;
-      const auto& st = epi.chain_store_strides();
-      og.dst_st[0] = st[0];
-      og.dst_st[1] = st[1];
-      for (int i = 0; i < g.nsp; ++i) og.dst_st[static_cast<size_t>(2 + 3 - g.nsp + i)] = st[static_cast<size_t>(2 + i)];
-      if (og.dst_st[1] == 1 && flat_pixels(og, ldc)) {
+    int64_t chain_ld = 0;
+    if (!c_direct_ && !g.dgrad && epi.rows_form() && ptrs && chain_output_flat(g, epi, chain_ld)) {
+      if (epi.in_place() && (over_operand || run->in_place_safe())) {
+        // An fp32 chain: the tiles go straight to its output, finished block by block.
         c_direct_ = chain_ = true;
         dst_ = (*ptrs)[static_cast<size_t>(epi.chain_store())];
+        ldc = chain_ld;
+      } else {
+        // A chain into a bf16 / fp16 output (or over one): the C block's rows go through it in one
+        // call (a strip per row, finding its coordinates, cost more than the chain).
+        rows_out_ = true;
+        rows_ld_ = chain_ld;
       }
     }
     ldc_ = ldc;
-    if (!c_direct_ && !g.dgrad && epi.rows_form() && ptrs) {
-      // A chain into a bf16 / fp16 output (or over one): the C block's rows go through it in one
-      // call where the output's pixels sit at one stride (a strip per row cost more than the chain).
-      ConvGeometry og = g;
-      const auto& st = epi.chain_store_strides();
-      og.dst_st[0] = st[0];
-      og.dst_st[1] = st[1];
-      for (int i = 0; i < g.nsp; ++i) og.dst_st[static_cast<size_t>(2 + 3 - g.nsp + i)] = st[static_cast<size_t>(2 + i)];
-      rows_out_ = og.dst_st[1] == 1 && flat_pixels(og, rows_ld_);
-    }
   }
 
   // Narrow taps (a stem's 3 channels) along a packed fp32 input row: a kernel row's taps are one

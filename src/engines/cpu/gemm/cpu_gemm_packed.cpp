@@ -83,25 +83,16 @@ class MatmulProblem final : public gemm::GemmProblem {
     c_direct_ = epi.plain_fp32_store() == g.c && g.c_cs == 1;
     out_rs_ = g.c_rs;
     out_bs_ = g.c_bs;
-    if (!c_direct_ && epi.in_place() && ptrs && run->in_place_safe()) {
-      // The epilogue is a chain: the tiles go straight to its output, finished block by block.
-      const auto& st = epi.chain_store_strides();
-      const size_t r = st.size();
-      if (st[r - 1] == 1) {
+    if (const auto* st = !c_direct_ && epi.rows_form() && ptrs ? &epi.chain_store_strides() : nullptr;
+        st && st->back() == 1) {
+      out_rs_ = (*st)[st->size() - 2];
+      out_bs_.assign(st->begin(), st->end() - 2);
+      if (epi.in_place() && run->in_place_safe()) {
+        // An fp32 chain: the tiles go straight to its output, finished block by block.
         c_direct_ = chain_ = true;
         c_data_ = static_cast<float*>((*ptrs)[static_cast<size_t>(epi.chain_store())]);
-        out_rs_ = st[r - 2];
-        out_bs_.assign(st.begin(), st.end() - 2);
-      }
-    }
-    if (!c_direct_ && epi.rows_form() && ptrs) {
-      // A chain into a bf16 / fp16 output (or over one): c_block hands it the block's rows at once.
-      const auto& st = epi.chain_store_strides();
-      const size_t r = st.size();
-      if (st[r - 1] == 1) {
-        rows_out_ = true;
-        out_rs_ = st[r - 2];
-        out_bs_.assign(st.begin(), st.end() - 2);
+      } else {
+        rows_out_ = true;  // a chain into a bf16 / fp16 output (or over one): c_block hands it whole blocks
       }
     }
   }
