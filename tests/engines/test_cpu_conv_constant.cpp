@@ -140,7 +140,10 @@ TEST(CpuConstantWeights, WinogradTransformsOncePerPointer) {
 TEST(CpuConstantWeights, Bf16ConvMatchesNaive) {
   for (const Conv& s : {Conv{64, 6, 7, 40, 3, 1}, Conv{32, 5, 5, 70, 1, 0}, Conv{96, 4, 3, 33, 3, 1}, Conv{36, 3, 4, 20, 3, 1},
                         Conv{64, 5, 40, 24, 3, 1}, Conv{32, 3, 37, 40, 1, 0}, Conv{16, 5, 37, 24, 1, 0},
-                        Conv{16, 6, 7, 40, 3, 1}, Conv{32, 6, 9, 24, 3, 0}}) {
+                        Conv{16, 6, 7, 40, 3, 1}, Conv{32, 6, 9, 24, 3, 0},
+                        // 196 rows (one AMX row block is 192) and twice as many output channels:
+                        // one column share a thread, each with every row, in two row blocks.
+                        Conv{32, 14, 14, 400, 3, 1}}) {
     SCOPED_TRACE("C" + std::to_string(s.c) + " K" + std::to_string(s.k) + " r" + std::to_string(s.r));
     auto xf = random_floats(static_cast<size_t>(s.h * s.w * s.c), 7), wf = random_floats(static_cast<size_t>(s.k * s.r * s.r * s.c), 8);
     std::vector<uint16_t> x(xf.size()), w(wf.size());

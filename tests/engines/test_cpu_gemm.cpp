@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <mutex>
@@ -111,9 +112,10 @@ TEST(CpuGemmKernels, DriverRunsEveryTaskWhateverThePool) {
 }
 
 // Where a_rows gathers A per task (an AMX conv's copied tile halves) and the rows fit one block per
-// thread, each thread takes one task, so B is streamed once per thread: by rows (every row gathered
-// once), or by columns where B has twice A's rows or more (each thread gathers all of A). Without
-// gathering, N is split into single panels. The products are the same either way.
+// thread, each thread takes one share, so B is streamed once per thread: by rows (unit shares:
+// every row gathered once, but for the row tile two shares split), or by columns where B has twice
+// A's rows or more (each thread gathers all of A). Without gathering, N is split into single
+// panels. The products are the same either way.
 TEST(CpuGemmKernels, GatheredRowsTakeOneTaskAThread) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -122,7 +124,8 @@ TEST(CpuGemmKernels, GatheredRowsTakeOneTaskAThread) {
     int64_t m, n, gathered_rows;  // rows a_rows gathers in all
   };
   const int64_t rows_m = 7 * ks.mr - 3, cols_m = 2 * ks.mr - 3;
-  for (const Case cs : {Case{rows_m, 3 * ks.nr, rows_m}, Case{cols_m, 8 * ks.nr, 2 * cols_m}}) {
+  // 7 tiles of 3 panels on 2 threads: 10 and a half units each, so the fourth tile is split.
+  for (const Case cs : {Case{rows_m, 3 * ks.nr, rows_m + ks.mr}, Case{cols_m, 8 * ks.nr, 2 * cols_m}}) {
     const int64_t k = 40;
     std::vector<float> a(static_cast<size_t>(cs.m * k)), b(static_cast<size_t>(k * cs.n));
     for (auto& v : a) v = u(rng);
@@ -143,6 +146,46 @@ TEST(CpuGemmKernels, GatheredRowsTakeOneTaskAThread) {
         first = c;
       }
     }
+  }
+}
+
+// Unit shares: thread h takes the h-th equal weight of the (row tile, panel) grid in row-major
+// order, so 7 row tiles of 3 panels on 2 threads split at the fourth tile's third panel (10.5 units
+// rounded to the nearest panel), and 6 on 3 threads at whole tiles; the blocks cover C once.
+TEST(CpuGemmKernels, GatheredRowSharesSplitARowTileByPanels) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const cg::KernelSet& ks = cg::kernel_set(dg::cpu::cpu_features().best());
+  ASSERT_EQ(ks.kernel_half, nullptr) << "fp32 kernels run short tiles whole, so every tile weighs the same";
+  const int64_t mr = ks.mr, nr = ks.nr, n = 3 * nr, k = 40;
+  using Block = std::array<int64_t, 4>;  // m0, mc, n0, nc
+  struct Case {
+    int threads;
+    int64_t m;
+    std::vector<Block> blocks;
+  };
+  const int64_t m7 = 7 * mr - 3, m6 = 6 * mr - 3;
+  for (const Case& cs :
+       {Case{2, m7, {{0, 3 * mr, 0, n}, {3 * mr, mr, 0, 2 * nr}, {3 * mr, mr, 2 * nr, nr}, {4 * mr, m7 - 4 * mr, 0, n}}},
+        Case{3, m6, {{0, 2 * mr, 0, n}, {2 * mr, 2 * mr, 0, n}, {4 * mr, m6 - 4 * mr, 0, n}}}}) {
+    const int threads = cs.threads;
+    const int64_t m = cs.m;
+    const std::vector<Block>& blocks = cs.blocks;
+    std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+    for (auto& v : a) v = u(rng);
+    for (auto& v : b) v = u(rng);
+    dg::ThreadPool pool(threads);
+    std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
+    PlainProblem p(m, n, k);
+    p.bind(a, b, c);
+    p.gathered = true;
+    p.record_blocks = true;
+    ASSERT_TRUE(cg::run(p, ks, cg::default_blocking(ks), pool, nullptr).ok());
+    ASSERT_TRUE(matches_naive(a, b, c, m, n, k)) << threads << " threads";
+    std::vector<Block> got;
+    for (const auto& blk : p.blocks) got.push_back({blk.m0, blk.mc, blk.n0, blk.nc});
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, blocks) << threads << " threads";
   }
 }
 

@@ -42,8 +42,17 @@ struct TaskShape {
   // `share_panels` whole panels, then its part of each of the `tail_panels` panels left over,
   // whose rows are split among the threads. 0: the m_tasks x n_tasks grid.
   int64_t share_panels = 0, share_tasks = 0, tail_panels = 0;
+  // Unit shares (gathered rows, one task a thread): thread h takes the h-th of `threads` equal
+  // weights of the (row tile, panel) grid walked row by row, each unit weighed by the rows its
+  // kernel computes (a short last tile that the half kernel runs: half), as up to three tasks:
+  // the end of one row tile's panels, whole row tiles, the start of another's.
+  bool unit_shares = false;
+  int64_t last_tile_weight = 0;
   int threads = 1;
-  int64_t per_batch() const { return share_tasks ? threads * (share_tasks + tail_panels) : m_tasks * n_tasks; }
+  int64_t per_batch() const {
+    if (unit_shares) return 3 * int64_t{threads};
+    return share_tasks ? threads * (share_tasks + tail_panels) : m_tasks * n_tasks;
+  }
   int64_t task_count(int64_t batch) const { return batch * per_batch(); }
   int64_t m_begin(int64_t mi, int mr) const { return mi * tiles / m_tasks * mr; }
 };
@@ -53,10 +62,57 @@ struct TaskBlock {
   int64_t b = 0, ma = 0, me = 0, n0 = 0, nc = 0;
 };
 
+// The unit at the k-th of t.threads equal weights of the (row tile, panel) grid, rounded to the
+// nearest panel: row tile r, panel p (t.tiles, 0 past the end).
+void share_boundary(const TaskShape& t, int64_t panels, int64_t mr, int64_t k, int64_t& r, int64_t& p) {
+  r = t.tiles;
+  p = 0;
+  if (k >= t.threads) return;
+  const int64_t tile = mr * panels, whole = (t.tiles - 1) * tile;  // weights of a row tile, the whole ones
+  const int64_t target = k * (whole + t.last_tile_weight * panels) / t.threads;
+  r = target < whole ? target / tile : t.tiles - 1;
+  const int64_t w = target < whole ? mr : t.last_tile_weight;
+  p = (target - r * tile + w / 2) / w;
+  if (p >= panels) {
+    ++r;
+    p = 0;
+  }
+}
+
+// Part `part` (0..2) of thread h's unit share; an empty block where the share has no such part.
+TaskBlock unit_share_block(const TaskShape& t, const GemmProblem& p, int mr, int nr, int64_t h, int64_t part) {
+  const int64_t panels = ceil_div(std::max<int64_t>(p.N, 1), nr);
+  int64_t r0 = 0, p0 = 0, r1 = 0, p1 = 0;
+  share_boundary(t, panels, mr, h, r0, p0);
+  share_boundary(t, panels, mr, h + 1, r1, p1);
+  int64_t ra = 0, rb = 0, pa = 0, pb = 0;  // row tiles [ra, rb), panels [pa, pb)
+  if (r0 == r1) {
+    if (part == 0) ra = r0, rb = r0 + 1, pa = p0, pb = p1;
+  } else if (part == 0) {
+    if (p0 > 0) ra = r0, rb = r0 + 1, pa = p0, pb = panels;
+  } else if (part == 1) {
+    ra = p0 > 0 ? r0 + 1 : r0, rb = r1, pa = 0, pb = panels;
+  } else if (p1 > 0) {
+    ra = r1, rb = r1 + 1, pa = 0, pb = p1;
+  }
+  TaskBlock out;
+  if (ra >= rb || pa >= pb) return out;
+  out.ma = ra * mr;
+  out.me = std::min(p.M, rb * mr);
+  out.n0 = pa * nr;
+  out.nc = std::min(pb * nr, p.N) - out.n0;
+  return out;
+}
+
 TaskBlock task_block(const TaskShape& t, const GemmProblem& p, int mr, int nr, int64_t i) {
+  const int64_t local = i % t.per_batch();
+  if (t.unit_shares) {
+    TaskBlock out = unit_share_block(t, p, mr, nr, local / 3, local % 3);
+    out.b = i / t.per_batch();
+    return out;
+  }
   TaskBlock out;
   out.b = i / t.per_batch();
-  const int64_t local = i % t.per_batch();
   if (!t.share_tasks) {
     const int64_t mi = local / t.n_tasks, ni = local % t.n_tasks;
     out.ma = t.m_begin(mi, mr);
@@ -121,14 +177,21 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
   // its range with all of N (B is read once per range either way). An encoder's 512 x 768 x 768
   // and 512 x 3072 x 768 alone: 4-8% faster (docs/perf.md, 2026-12-06).
   const bool ranges_per_thread =
-      (p.a_kmajor() && p.b_shared() && p.batch == 1 && th > 1 && t.tiles >= 8 * th && p.M <= th * mc) ||
-      (one_task_a_thread && !gathered_column_shares && t.tiles >= th);
+      p.a_kmajor() && p.b_shared() && p.batch == 1 && th > 1 && t.tiles >= 8 * th && p.M <= th * mc;
+  // Otherwise by rows, in unit shares: whole row tiles a thread left one thread a tile more, or
+  // the short last tile (bf16 3x3 C256 14x14 on AMX: 196 rows, 3 tiles against 3 and a half).
+  t.unit_shares = one_task_a_thread && !gathered_column_shares && t.tiles >= th;
   if (gathered_column_shares) t.nt = round_up(std::max<int64_t>(p.N, 1), nr);  // one row range; shares below
-  if (ranges_per_thread) {
+  if (ranges_per_thread || t.unit_shares) {
     t.m_tasks = th;
     t.nt = round_up(std::max<int64_t>(p.N, 1), nr);
   }
-  const bool fixed = ranges_per_thread || gathered_column_shares;
+  if (t.unit_shares) {
+    t.threads = static_cast<int>(th);
+    const int64_t last_rows = p.M - (t.tiles - 1) * mr;
+    t.last_tile_weight = ks.kernel_half && last_rows <= mr / 2 ? mr / 2 : mr;
+  }
+  const bool fixed = ranges_per_thread || gathered_column_shares || t.unit_shares;
   while (!fixed && p.batch * t.m_tasks * ceil_div(p.N, t.nt) < want && t.nt > min_nt) t.nt = round_up(t.nt / 2, nr);
   t.n_tasks = ceil_div(std::max<int64_t>(p.N, 1), t.nt);
   while (!fixed && p.batch * t.m_tasks * t.n_tasks < want && t.m_tasks < t.tiles) ++t.m_tasks;
@@ -149,7 +212,9 @@ TaskShape plan_tasks(const GemmProblem& p, const KernelSet& ks, const Blocking& 
     t.share_tasks = p.a_kmajor() ? 1 : std::min<int64_t>(t.share_panels, ceil_div(grid_tasks, th));
     t.nt = ceil_div(t.share_panels, t.share_tasks) * nr;
   }
-  t.mt = ceil_div(t.tiles, t.m_tasks) * mr;
+  // Column shares hold every row, and a unit share most of them: the scratch is sized for a
+  // block of all rows (a share of 196 rows wrote past a scratch sized for ranges of 128).
+  t.mt = t.unit_shares || t.share_tasks ? t.tiles * mr : ceil_div(t.tiles, t.m_tasks) * mr;
   t.kblocks = p.k_blocks(std::max<int64_t>(blk.kc, 1));
   for (const auto& kb : t.kblocks) {
     t.max_nseg = std::max(t.max_nseg, kb.nseg);
