@@ -17,7 +17,8 @@ mkdir -p "$DNNGRAPH_BENCH_CACHE"
 workloads=$(sed -n "/^void gpu_workloads/,/^}/p" "$root/bench/default_plan.cpp" | grep -oE "h, \"[A-Za-z0-9_]+\"" | cut -d\" -f2)
 # DEFAULT_PLAN_ONLY=S[,S...]: only the workloads whose names contain one of these substrings.
 only=${DEFAULT_PLAN_ONLY:-}
-[[ -n $only ]] && workloads=$(echo "$workloads" | grep -E "${only//,/|}")
+# A part ending in '$' names one workload whole, as the bench's --only reads it.
+[[ -n $only ]] && workloads=$(echo "$workloads" | grep -E "$(echo "$only" | sed -E 's/(^|,)([A-Za-z0-9_]+)\$/\1^\2$/g; s/,/|/g')")
 only_args=(); [[ -n $only ]] && only_args=(--only "$only")
 echo "==== compile own candidates in parallel ($SECONDS s)"
 for w in $workloads; do "$bench" --device cuda --only "$w\$" --build-only >"$out/build_$w.log" 2>&1 & done
