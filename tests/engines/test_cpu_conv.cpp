@@ -297,6 +297,56 @@ TEST(CpuConvImplicitGemm, DeepChannelsSmallImagesMatchRef) {
   }
 }
 
+// bf16 convs of the channel counts the AMX kernels take (16 or a multiple of 32 a group), channels-
+// last, at random sizes that cross a 192-row block, with B narrower or wider than twice A's rows,
+// on 1-3 threads: the row, column and unit shares and the copied tile halves (a share of 196 rows
+// once wrote past its scratch). Elsewhere the bf16-pair or fp32 kernels run the same cases.
+TEST(CpuConvImplicitGemm, RandomAmxShapesMatchRef) {
+  std::mt19937 rng(41);
+  for (int trial = 0; trial < 18; ++trial) {
+    ConvCase cc;
+    do {
+      cc.nsp = 2;
+      cc.n = 1 + rng() % 2;
+      cc.groups = rng() % 4 == 0 ? 2 : 1;
+      const int64_t cg[] = {16, 32, 64, 96};
+      cc.c = cc.groups * cg[rng() % 4];
+      cc.k = cc.groups * (1 + rng() % 640);
+      cc.in.clear(); cc.ker.clear(); cc.out.clear(); cc.stride.clear(); cc.dil.clear(); cc.pre.clear(); cc.post.clear();
+      for (int d = 0; d < 2; ++d) {
+        cc.in.push_back(4 + rng() % 17);
+        cc.ker.push_back(1 + rng() % 3);
+        cc.stride.push_back(rng() % 4 == 0 ? 2 : 1);
+        cc.dil.push_back(rng() % 5 == 0 ? 2 : 1);
+        cc.pre.push_back(cc.ker.back() / 2);
+        cc.post.push_back(cc.ker.back() / 2);
+        cc.out.push_back(fwd_size(cc.in.back(), cc.ker.back(), cc.stride.back(), cc.dil.back(), cc.pre.back(), cc.post.back()));
+      }
+      if (trial % 3 == 1) {  // one image of 193-320 pixels (two row blocks) into twice as many channels
+        cc.n = 1;
+        cc.groups = 1;
+        cc.c = 16 << (rng() % 2);
+        cc.in = {14 + static_cast<int64_t>(rng() % 4), 14 + static_cast<int64_t>(rng() % 5)};
+        const int64_t r = rng() % 2 == 0 ? 3 : 1;  // same-size output: padding r / 2
+        cc.ker = {r, r};
+        cc.stride = cc.dil = {1, 1};
+        cc.pre = cc.post = {r / 2, r / 2};
+        cc.out = cc.in;
+        cc.k = 2 * cc.in[0] * cc.in[1] + static_cast<int64_t>(rng() % 64);
+      }
+    } while (cc.out[0] < 1 || cc.out[1] < 1 ||
+             cc.n * cc.out[0] * cc.out[1] * cc.k * (cc.c / cc.groups) * cc.ker[0] * cc.ker[1] > 40'000'000);
+    cc.type = dg::DataType::BFLOAT16;
+    cc.nhwc_in = true;
+    cc.krsc_w = rng() % 2 == 0;
+    const int threads = 1 + static_cast<int>(rng() % 3);
+    const bool chain = trial % 3 == 0;
+    cc.fp32_intermediates = chain;  // the engines chain in fp32 (the ref would round to bf16 between)
+    run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, chain, chain, false, false, dg::DataType::FLOAT, 1e-5,
+                  rng() % 2 == 0, threads);
+  }
+}
+
 TEST(CpuConvImplicitGemm, WideOutputMatchesRef) {
   std::mt19937 rng(35);
   for (int trial = 0; trial < 4; ++trial) {
