@@ -556,6 +556,30 @@ TEST(CpuGemmPacked, FusedEpiloguesMatchRef) {
   fused_case(25, dg::PointwiseMode::ELU_FWD, false, false, dg::DataType::HALF);  // a double-formula mode
 }
 
+// bf16 matmuls of 150-650 rows (past one 192-row AMX block, up to three), any n, k a multiple of
+// 32 or not, batched or not, on 1-3 threads: the row ranges, column shares and K blocks that the
+// small cases above never reach.
+TEST(CpuGemmPacked, RandomBf16RowBlocksMatchRef) {
+  std::mt19937 rng(27);
+  int ran = 0;
+  for (int trial = 0; trial < 9; ++trial) {
+    const int64_t batch = trial % 3 == 2 ? 2 : 1, m = 150 + rng() % 500, n = 1 + rng() % 500;
+    const int64_t k = trial % 2 == 0 ? 32 * (1 + rng() % 8) : 1 + rng() % 250;
+    if (m * n * k * batch > 60'000'000) continue;
+    ++ran;
+    const int threads = 1 + static_cast<int>(rng() % 3);
+    auto a = ref_test::random_tensor({batch, m, k}, dg::DataType::BFLOAT16, rng, -1, 1);
+    auto b = ref_test::random_tensor({1, k, n}, dg::DataType::BFLOAT16, rng, -1, 1);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " batch=" + std::to_string(batch) + " m=" + std::to_string(m) +
+                 " n=" + std::to_string(n) + " k=" + std::to_string(k) + " threads=" + std::to_string(threads));
+    check_engine_vs_ref("cpu_gemm_packed", {a, b}, {output_like({batch, m, n}, dg::DataType::FLOAT)},
+                        [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
+                          return std::vector<dg::TensorPtr>{g.matmul(in[0], in[1], dg::MatmulAttr())};
+                        }, 1e-5, std::sqrt(double(k)), threads);
+  }
+  EXPECT_GE(ran, 6) << "most trials fit the size bound";
+}
+
 // bf16 matmuls (AMX where the CPU has it, k a multiple of 32) -> + bf16 bias -> ReLU (-> + fp16
 // residual) into a bf16 or fp16 output, fp32 between the ops: the chain converts its operands and
 // store and takes each block of C rows in one call (EpilogueRun::chain_rows_into).
