@@ -189,6 +189,41 @@ TEST(CpuGemmKernels, GatheredRowSharesSplitARowTileByPanels) {
   }
 }
 
+// The driver's task shapes at random: sizes, blockings, thread counts and A forms (read in place,
+// gathered per task, packed k-major) that reach its row ranges, column and unit shares, leftover
+// panels and K blocks; every element of C written once with A x B (C starts as NaN). A task's
+// rows past its scratch (a share of 196 rows on scratch sized for 128, 2026-12-07) corrupt the
+// heap here: the sanitizer build reports it, a plain build usually aborts.
+TEST(CpuGemmKernels, RandomTaskShapesMatchNaive) {
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const cg::KernelSet& ks = cg::kernel_set(dg::cpu::cpu_features().best());
+  for (int trial = 0; trial < 40; ++trial) {
+    int64_t m = 1 + rng() % 700, n = 1 + rng() % 400, k = 1 + rng() % 200;
+    while (m * n * k > 6'000'000) n = 1 + n / 2;
+    const int threads = 1 + static_cast<int>(rng() % 5);
+    cg::Blocking blk;
+    blk.mc = ks.mr * (1 + static_cast<int64_t>(rng() % 10));
+    blk.kc = 8 * (1 + static_cast<int64_t>(rng() % 40));
+    blk.nc = ks.nr * (1 + static_cast<int64_t>(rng() % 20));
+    std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+    for (auto& v : a) v = u(rng);
+    for (auto& v : b) v = u(rng);
+    std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
+    PlainProblem p(m, n, k);
+    p.bind(a, b, c);
+    p.gathered = rng() % 2 == 0;
+    p.kmajor = rng() % 3 == 0;
+    dg::ThreadPool pool(threads);
+    SCOPED_TRACE("trial " + std::to_string(trial) + ": " + std::to_string(m) + " x " + std::to_string(n) + " x " +
+                 std::to_string(k) + ", " + std::to_string(threads) + " threads, kc " + std::to_string(blk.kc) +
+                 " mc " + std::to_string(blk.mc) + " nc " + std::to_string(blk.nc) +
+                 (p.gathered ? ", gathered" : "") + (p.kmajor ? ", k-major" : ""));
+    ASSERT_TRUE(cg::run(p, ks, blk, pool, nullptr).ok());
+    ASSERT_TRUE(matches_naive(a, b, c, m, n, k));
+  }
+}
+
 // Few rows and panels that do not divide among the threads (11 of them, the last partial, on 2
 // threads; 13 on 3): each thread computes an equal share of whole panels with all rows, and every
 // leftover panel comes back as one row range per thread, split at tile boundaries.
