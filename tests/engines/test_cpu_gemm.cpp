@@ -206,17 +206,25 @@ TEST(CpuGemmKernels, RandomTaskShapesMatchNaive) {
     blk.mc = ks.mr * (1 + static_cast<int64_t>(rng() % 10));
     blk.kc = 8 * (1 + static_cast<int64_t>(rng() % 40));
     blk.nc = ks.nr * (1 + static_cast<int64_t>(rng() % 20));
+    bool gathered = rng() % 2 == 0;
+    if (trial % 4 == 3) {  // column shares of gathered rows past one block: every row a thread, in two blocks
+      blk.mc = ks.mr * (8 + static_cast<int64_t>(rng() % 3));
+      m = blk.mc + 1 + static_cast<int64_t>(rng() % (blk.mc / 2));
+      n = 2 * m + static_cast<int64_t>(rng() % 40);
+      k = 1 + rng() % 64;
+      gathered = true;
+    }
     std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
     for (auto& v : a) v = u(rng);
     for (auto& v : b) v = u(rng);
     std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
     PlainProblem p(m, n, k);
     p.bind(a, b, c);
-    p.gathered = rng() % 2 == 0;
+    p.gathered = gathered;
     p.kmajor = rng() % 3 == 0;
-    dg::ThreadPool pool(threads);
+    dg::ThreadPool pool(trial % 4 == 3 ? 2 : threads);
     SCOPED_TRACE("trial " + std::to_string(trial) + ": " + std::to_string(m) + " x " + std::to_string(n) + " x " +
-                 std::to_string(k) + ", " + std::to_string(threads) + " threads, kc " + std::to_string(blk.kc) +
+                 std::to_string(k) + ", " + std::to_string(pool.size()) + " threads, kc " + std::to_string(blk.kc) +
                  " mc " + std::to_string(blk.mc) + " nc " + std::to_string(blk.nc) +
                  (p.gathered ? ", gathered" : "") + (p.kmajor ? ", k-major" : ""));
     ASSERT_TRUE(cg::run(p, ks, blk, pool, nullptr).ok());
