@@ -642,6 +642,47 @@ std::string first_plan(int64_t c, int64_t k, int64_t groups, int64_t r, int64_t 
   return name;
 }
 
+// Every CPU conv engine on shapes past the small random cases' (channels up to ~300, images up to
+// 40 wide, batches of 3) on 1-4 threads, in fp32, bf16 and fp16, channels-last or strided, with or
+// without the fused chain: the blockings and thread splits that only such sizes reach (and, in
+// CI's sanitizer build, no task reading or writing past its scratch).
+TEST(CpuConvEngines, RandomLargerShapesOnAnyThreadsMatchRef) {
+  std::mt19937 rng(71);
+  const char* engines[] = {"cpu_conv_implicit_gemm", "cpu_conv_winograd_f4x3", "cpu_conv_depthwise_direct",
+                           "cpu_conv_grouped_direct"};
+  for (int trial = 0; trial < 16; ++trial) {
+    const int e = trial % 4;
+    ConvCase cc = random_case(rng, e == 1 ? Kind::WINOGRAD : e == 2 ? Kind::DEPTHWISE : Kind::GENERAL);
+    cc.n = 1 + rng() % 3;
+    if (e == 2) {
+      cc.groups = cc.c = cc.k = 1 + rng() % 300;
+    } else if (e == 3) {
+      cc.groups = 2 + rng() % 40;
+      cc.c = cc.k = cc.groups * (int64_t{2} << (rng() % 3));  // 2, 4 or 8 channels a group
+    } else {
+      cc.groups = 1;
+      cc.c = 1 + rng() % 300;
+      cc.k = 1 + rng() % 300;
+    }
+    const size_t row = static_cast<size_t>(cc.nsp - 1);
+    cc.in[row] = 8 + rng() % 33;
+    cc.out[row] = fwd_size(cc.in[row], cc.ker[row], cc.stride[row], cc.dil[row], cc.pre[row], cc.post[row]);
+    int64_t macs = cc.n * cc.k * (cc.c / cc.groups);
+    for (int d = 0; d < cc.nsp; ++d) macs *= cc.out[static_cast<size_t>(d)] * cc.ker[static_cast<size_t>(d)];
+    if (macs > 12'000'000) cc.n = 1, cc.k = std::max<int64_t>(cc.groups, cc.k / cc.groups * 12'000'000 / macs * cc.groups);
+    const dg::DataType types[] = {dg::DataType::FLOAT, dg::DataType::BFLOAT16, dg::DataType::HALF};
+    cc.type = types[rng() % 3];
+    cc.nhwc_in = e >= 2 || rng() % 3 != 0;  // the direct engines read channels-last sources
+    cc.krsc_w = rng() % 2 == 0;
+    const bool chain = rng() % 2 == 0;
+    cc.fp32_intermediates = chain;
+    const int threads = 1 + static_cast<int>(rng() % 4);
+    SCOPED_TRACE(std::string(engines[e]) + ", " + std::to_string(threads) + " threads");
+    run_conv_case(engines[e], cc, false, rng, chain, chain, chain && rng() % 2 == 0, false, dg::DataType::FLOAT,
+                  e == 1 ? 2e-4 : 1e-5, cc.nhwc_in && rng() % 2 == 0, threads);
+  }
+}
+
 TEST(CpuConvHeuristics, ModeARanksTheCpuConvEngines) {
   EXPECT_EQ(first_plan(64, 64, 1, 3, 1).rfind("cpu_conv_winograd_f4x3", 0), 0u) << first_plan(64, 64, 1, 3, 1);
   EXPECT_EQ(first_plan(64, 64, 64, 3, 1).rfind("cpu_conv_depthwise_direct", 0), 0u) << first_plan(64, 64, 64, 3, 1);
