@@ -1,6 +1,7 @@
 // The CPU GEMM and convolution engines against OpenBLAS (cblas_sgemm) and oneDNN on the same run,
 // fp32, all cores: sgemm 1024 and 2048, the tutorial conv, four ResNet-50 layers, a MobileNetV2
-// depthwise and a ResNeXt-50 grouped layer at N=1 (NHWC), and conv + bias + ReLU fused against
+// depthwise and a ResNeXt-50 grouped layer at N=1 (NHWC), bf16 convs, conv_wgrad (DW from DY and
+// X) on the dense layers against oneDNN's backward weights, and conv + bias + ReLU fused against
 // the same conv followed by separate bias and ReLU passes. Also measures the machine's fp32 FMA peak. Prints median wall times (and process CPU
 // time, which shows the work done when other processes share the machine) and the ratios.
 //
@@ -386,6 +387,70 @@ void bench_conv(const ConvShape& s, int iters) {
   }
 }
 
+// ---- conv_wgrad: DW (KRSC, fp32) from DY and X (NHWC), against oneDNN's backward-weights
+// primitive with its diff weights in the layout it prefers (the reorder a user would then need is
+// not timed), both at N = 1.
+struct OneDnnWgrad {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  dnnl::convolution_backward_weights prim;
+  dnnl::memory src, diff_dst, diff_wei, user_dw;
+  OneDnnWgrad(const ConvShape& s, float* x, float* dy, float* dw_krsc) {
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    const dnnl::memory::dims sd{s.n, s.c, s.h, s.w}, dd{s.n, s.k, s.oh(), s.ow()}, wd{s.k, s.c, s.r, s.r};
+    dnnl::memory::desc src_md(sd, dt::f32, tag::nhwc), dst_md(dd, dt::f32, tag::nhwc), wei_any(wd, dt::f32, tag::any);
+    const dnnl::memory::dims st{1, 1}, pad{s.pad, s.pad};
+    dnnl::convolution_forward::primitive_desc fwd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_auto, src_md,
+                                        wei_any, dst_md, st, pad, pad),
+        eng);
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_auto, src_md, wei_any, dst_md, st, pad, pad),
+        eng, fwd);
+    prim = dnnl::convolution_backward_weights(pd);
+    src = dnnl::memory(src_md, eng, x);
+    diff_dst = dnnl::memory(dst_md, eng, dy);
+    diff_wei = dnnl::memory(pd.diff_weights_desc(), eng);
+    user_dw = dnnl::memory({wd, dt::f32, tag::ohwi}, eng, dw_krsc);
+  }
+  void run() {
+    prim.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_wei}});
+    strm.wait();
+  }
+  void to_user() {  // DW in KRSC, for the comparison
+    dnnl::reorder(diff_wei, user_dw).execute(strm, diff_wei, user_dw);
+    strm.wait();
+  }
+};
+
+void bench_wgrad(const ConvShape& s, int iters) {
+  auto x = random_vec(static_cast<size_t>(s.in_size()), 5), dy = random_vec(static_cast<size_t>(s.out_size()), 6);
+  Vec<float> dw(static_cast<size_t>(s.k * s.c * s.r * s.r)), dw_ref(dw.size());
+  OneDnnWgrad peer(s, x.data(), dy.data(), dw_ref.data());
+  Built b;
+  auto X = b.g.tensor(dg::TensorAttr().set_name("X").set_dim({s.n, s.c, s.h, s.w}).set_stride({s.h * s.w * s.c, 1, s.w * s.c, s.c}));
+  auto DY = b.g.tensor(dg::TensorAttr().set_name("DY").set_dim({s.n, s.k, s.oh(), s.ow()})
+                           .set_stride({s.oh() * s.ow() * s.k, 1, s.ow() * s.k, s.k}));
+  X->set_data_type(dg::DataType::FLOAT);
+  DY->set_data_type(dg::DataType::FLOAT);
+  auto DW = b.g.conv_wgrad(DY, X, dg::ConvWgradAttr().set_padding({s.pad, s.pad}).set_stride({1, 1}).set_dilation({1, 1}));
+  DW->set_output(true).set_data_type(dg::DataType::FLOAT).set_dim({s.k, s.c, s.r, s.r})
+      .set_stride({s.c * s.r * s.r, 1, s.r * s.c, s.c});
+  b.pack = {{X, x.data()}, {DY, dy.data()}, {DW, dw.data()}};
+  b.finish();
+  const Compared r = compare(iters, [&] { b.run(); }, [&] { peer.run(); });
+  peer.to_user();
+  double err = 0, mag = 0;
+  for (size_t i = 0; i < dw.size(); ++i) {
+    err = std::max(err, static_cast<double>(std::fabs(dw[i] - dw_ref[i])));
+    mag = std::max(mag, static_cast<double>(std::fabs(dw_ref[i])));
+  }
+  std::printf("  (max |diff| %.2e of max |dw| %.2e)\n", err, mag);
+  const std::string what = std::string("wgrad ") + s.name;
+  print_row(what.c_str(), b.plan.c_str(), r, "oneDNN", s.flops());
+}
+
 // bf16 source and weights, fp32 output, weights constant, against oneDNN's bf16 convolution.
 void bench_bf16_conv(const ConvShape& s, int iters) {
   auto xf = random_vec(static_cast<size_t>(s.in_size()), 3), wf = random_vec(static_cast<size_t>(s.k * s.cg() * s.r * s.r), 4);
@@ -488,6 +553,8 @@ int main(int argc, char** argv) {
     if (want(s.name)) bench_conv(s, iters);
   for (const auto& s : shapes)
     if (s.groups == 1 && want(std::string("bf16 ") + s.name)) bench_bf16_conv(s, iters);
+  for (const auto& s : shapes)
+    if (s.groups == 1 && want(std::string("wgrad ") + s.name)) bench_wgrad(s, iters);
   std::printf("\n");
   // Fusion also on the layers whose epilogue traffic is a large share of their time: ResNet-50's
   // 1x1 expansions (64 -> 256 channels) and a MobileNetV2 depthwise layer.

@@ -3,6 +3,7 @@
 #include "engines/cpu/conv/conv_depthwise_direct.hpp"
 #include "engines/cpu/conv/conv_grouped_direct.hpp"
 #include "engines/cpu/conv/conv_implicit_gemm.hpp"
+#include "engines/cpu/conv/conv_wgrad_gemm.hpp"
 #include "engines/cpu/conv/conv_winograd_f4x3.hpp"
 #include "engines/cpu/gemm/cpu_gemm_packed.hpp"
 #include "engines/cpu/layout/layout_copy.hpp"
@@ -56,6 +57,7 @@ const std::vector<RegisteredEngine>& engine_registry() {
       {22, &cuda::layout_copy_engine()},
       {23, &cuda::norm_rowwise_engine()},
       {24, &cuda::pool_direct_engine()},
+      {25, &cpu::conv_wgrad_gemm_engine()},
   };
   return kEngines;
 }

@@ -100,12 +100,14 @@ void fill_src_offsets(const ConvGeometry& g, ConvPhase& ph) {
 
 void ConvGeometry::init(const ir::Graph& g, const ir::Node& node) {
   dgrad = std::holds_alternative<ConvDgradAttr>(node.attr);
-  src = node.inputs[0];
-  wei = node.inputs[1];
-  dst = node.outputs[0];
+  wgrad = std::holds_alternative<ConvWgradAttr>(node.attr);
+  src = wgrad ? node.inputs[1] : node.inputs[0];  // wgrad: DY, X -> DW, as the fprop X -> DY with DW
+  wei = wgrad ? node.outputs[0] : node.inputs[1];
+  dst = wgrad ? node.inputs[0] : node.outputs[0];
   const ir::Tensor &s = g.tensor(src), &w = g.tensor(wei), &d = g.tensor(dst);
   nsp = s.rank() - 2;
   if (dgrad) read_params(std::get<ConvDgradAttr>(node.attr), *this);
+  else if (wgrad) read_params(std::get<ConvWgradAttr>(node.attr), *this);
   else read_params(std::get<ConvFpropAttr>(node.attr), *this);
   n = s.dims[0];
   src_c = s.dims[1];

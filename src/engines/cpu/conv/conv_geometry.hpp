@@ -2,7 +2,8 @@
 // tensor strides, with 1D and 2D convolutions padded to three spatial dims by leading dims of
 // size 1 and stride 0 (so the last spatial dim is always the row: W).
 // fprop reads X and writes Y; dgrad (the transposed convolution) reads DY and writes DX, and is
-// described here as src -> dst with the weights' channel roles swapped.
+// described here as src -> dst with the weights' channel roles swapped; wgrad reads DY and X and
+// writes DW, and is described as the fprop it differentiates (src X, dst DY, wei DW).
 #pragma once
 #include <array>
 #include <climits>
@@ -18,6 +19,7 @@ namespace dnngraph::cpu {
 
 struct ConvGeometry {
   bool dgrad = false;
+  bool wgrad = false;
   int nsp = 0;                 // real spatial dims (1..3); they are the last nsp of the three
   int src = -1, wei = -1, dst = -1;  // tensor ids
   int64_t n = 0;
@@ -30,7 +32,7 @@ struct ConvGeometry {
   std::array<int64_t, 5> src_st{}, wei_st{}, dst_st{};
   DataType src_t = DataType::FLOAT, wei_t = DataType::FLOAT, dst_t = DataType::FLOAT;
 
-  // Fills from a conv_fprop or conv_dgrad node, or from a partition anchored on one.
+  // Fills from a conv_fprop, conv_dgrad or conv_wgrad node, or from a partition anchored on one.
   void init(const ir::Graph& g, const ir::Node& node);
   void init(const Partition& p) { init(*p.graph, p.graph->nodes[static_cast<size_t>(p.anchor)]); }
   int64_t taps() const { return ker[0] * ker[1] * ker[2]; }

@@ -350,7 +350,8 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
     float* direct = p.c_direct(b, m0, n0, ldc);
     float* c = direct ? direct : s.c;
     if (!direct) ldc = buffer_ld(nc, nr);
-    if (t.kblocks.empty())  // K = 0: C is all zeros
+    const bool adds = direct && p.c_accumulates();  // C holds sums already: every K block adds
+    if (t.kblocks.empty() && !adds)  // K = 0: C is all zeros
       for (int64_t i = 0; i < mc; ++i) std::fill_n(c + i * ldc, nc, 0.0f);
     // The epilogue chain in the kernels' registers, tile by tile on the last K block.
     const bool tile_chains = direct && ks.kernel_chain && !p.a_kmajor() && p.chains_tiles();
@@ -359,7 +360,7 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
     for (size_t kbi = 0; kbi < t.kblocks.size(); ++kbi) {
       const KBlock& kb = t.kblocks[kbi];
       p.a_rows(b, m0, mc, kb, mr, s.rows, s.a);
-      const bool acc = kbi > 0, chain_now = tile_chains && kbi + 1 == t.kblocks.size();
+      const bool acc = kbi > 0 || adds, chain_now = tile_chains && kbi + 1 == t.kblocks.size();
       auto tile = [&](int64_t jr, int64_t ir) {
         const int64_t nr_here = std::min<int64_t>(nr, nc - jr);
         const float* panel = bp + (jr / nr) * panel_stride + kb.k0 * nr;

@@ -67,6 +67,9 @@ class GemmProblem {
   // C: where a block may be accumulated in place (fp32, unit stride along N), or null to get a
   // buffer that is handed to c_block once the block is final.
   virtual float* c_direct(int64_t /*b*/, int64_t /*m0*/, int64_t /*n0*/, int64_t& /*ldc*/) const { return nullptr; }
+  // True when the C that c_direct gives already holds sums to add to (a reduction run as several
+  // GEMMs: conv_wgrad's chunks of pixels): its first K block adds too.
+  virtual bool c_accumulates() const { return false; }
   virtual void c_block(int /*slot*/, int64_t /*b*/, int64_t /*m0*/, int64_t /*mc*/, int64_t /*n0*/, int64_t /*nc*/,
                        const float* /*c*/, int64_t /*ldc*/) const {}
   // Called once a block of C given by c_direct is final (all K blocks summed), while it is still in

@@ -1,0 +1,294 @@
+// cpu_conv_wgrad_gemm: conv_wgrad on the blocked GEMM driver. Per group, DW (rows: the output
+// channels; columns: a filter tap and an input channel, KRSC order) is DY^T x im2col(X), a GEMM
+// whose reduction runs over every output pixel (N x P x Q). The driver packs B over its whole
+// reduction, so the pixels are cut into chunks (B of a chunk at most ~2 MB), one GEMM each, whose C
+// blocks are added into an fp32 accumulator in the workspace; the epilogue then reads DW from it,
+// a strip of input channels per (output channel, tap).
+#include "engines/cpu/conv/conv_wgrad_gemm.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/checked.hpp"
+#include "engines/cpu/anchor_check.hpp"
+#include "engines/cpu/conv/conv_geometry.hpp"
+#include "engines/cpu/gemm/gemm_plan.hpp"
+#include "engines/cpu/gemm/pack.hpp"
+
+namespace dnngraph::cpu {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Floats of B per chunk: DY's columns of ~2 MB of pixels stay in L2 while the tiles read them.
+constexpr int64_t kChunkFloats = int64_t{1} << 19;
+
+int64_t reduction_pixels(const ConvGeometry& g) { return g.n * g.dst_pixels(); }
+
+// Pixels per GEMM: at least 256 (a few K blocks), at most what keeps B (im2col(X) of the chunk:
+// taps x input channels a pixel) near kChunkFloats.
+int64_t chunk_pixels(const ConvGeometry& g) {
+  const int64_t want = std::max<int64_t>(256, kChunkFloats / std::max<int64_t>(g.taps() * g.src_cg, 1));
+  return std::max<int64_t>(1, std::min(want, reduction_pixels(g)));
+}
+
+// The output pixels (n, o0, o1, o2) in row-major order, one step at a time.
+struct PixelWalk {
+  const ConvGeometry& g;
+  int64_t n = 0;
+  int64_t o[3] = {0, 0, 0};
+  PixelWalk(const ConvGeometry& geo, int64_t q) : g(geo) {
+    o[2] = q % g.dst_sp[2];
+    q /= g.dst_sp[2];
+    o[1] = q % g.dst_sp[1];
+    q /= g.dst_sp[1];
+    o[0] = q % g.dst_sp[0];
+    n = q / g.dst_sp[0];
+  }
+  void next() {
+    for (int d = 2; d >= 0; --d) {
+      if (++o[d] < g.dst_sp[static_cast<size_t>(d)]) return;
+      o[d] = 0;
+    }
+    ++n;
+  }
+  int64_t dy_offset() const { return n * g.dst_st[0] + o[0] * g.dst_st[2] + o[1] * g.dst_st[3] + o[2] * g.dst_st[4]; }
+};
+
+// One chunk's GEMM: M = output channels per group, N = taps x input channels per group (DW's
+// KRSC order), K = the chunk's pixels [q0, q0 + K). A (DY^T) is packed k-major per tile and K
+// block, a run of output channels per pixel; B (im2col(X)) once per run, a run of one tap's
+// channels per pixel and panel; C blocks are set into (first chunk) or added to `acc`
+// ([group][M][N], fp32). (im2col(X)^T as A packed the taps x channels rows again for every K
+// block in runs of a tile's 12 rows: 5 ms for a 3x3 C64 56x56 layer, 3.5x this form.) The sums
+// go straight into `sums` ([group][M][N] fp32: DW itself, or the accumulator), the first chunk's
+// set, the others' added (c_accumulates).
+class WgradProblem final : public gemm::GemmProblem {
+ public:
+  WgradProblem(const ConvGeometry& g, int64_t q0, int64_t len, const std::vector<void*>* ptrs, float* sums, bool first)
+      : g_(g), q0_(q0), sums_(sums), first_(first) {
+    batch = g.groups;
+    M = g.dst_cg;
+    N = g.taps() * g.src_cg;
+    K = len;
+    if (ptrs) {
+      x_ = static_cast<const char*>((*ptrs)[static_cast<size_t>(g.src)]);
+      dy_ = static_cast<const char*>((*ptrs)[static_cast<size_t>(g.dst)]);
+    }
+  }
+
+  bool a_kmajor() const override { return true; }
+  int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return (mc + 32) * kc; }  // tiles of <= 32 rows
+  void a_rows(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
+              float* scratch) const override {
+    const int64_t kc = kb.kc(), tiles = ceil_div(mc, mr), es = size_of(g_.dst_t), cs = g_.dst_st[1];
+    for (int64_t t = 0; t < tiles; ++t) {
+      float* panel = scratch + t * kc * mr;
+      for (int s = 0; s < kb.nseg; ++s)
+        for (int i = 0; i < mr; ++i) rows[(t * kb.nseg + s) * mr + i] = panel + s * kb.seg_len * mr;
+      const int64_t first = m0 + t * mr, count = std::min<int64_t>(mr, m0 + mc - first);
+      const char* chan = dy_ + (grp * g_.dst_cg + first) * cs * es;
+      PixelWalk px(g_, q0_ + kb.k0);
+      for (int64_t k = 0; k < kc; ++k, px.next()) {
+        float* out = panel + k * mr;
+        gemm::convert_run(chan + px.dy_offset() * es, g_.dst_t, cs, count, out);
+        std::fill(out + count, out + mr, 0.0f);
+      }
+    }
+  }
+
+  int64_t b_count() const override { return g_.groups; }
+  // Columns [n0, n0 + nc) (a filter tap and an input channel each) over the chunk's pixels: per
+  // panel, runs of one tap's consecutive channels, listed once; then each pixel placed once.
+  void pack_b(int64_t grp, int64_t n0, int64_t nc, int nr, float* dst) const override {
+    const int64_t cg = g_.src_cg, es = size_of(g_.src_t), cs = g_.src_st[1];
+    struct Run {
+      int64_t col;  // within the panels: panel * K * nr + column
+      int64_t r[3], chan_off, len;
+    };
+    std::vector<Run> runs;
+    for (int64_t j = 0; j < nc;) {
+      const int64_t n = n0 + j, tap = n / cg, c = n % cg;
+      const int64_t len = std::min({cg - c, nc - j, nr - j % nr});  // one tap, one panel
+      runs.push_back({(j / nr) * K * nr + j % nr, {tap / (g_.ker[1] * g_.ker[2]), (tap / g_.ker[2]) % g_.ker[1], tap % g_.ker[2]},
+                      (grp * cg + c) * cs, len});
+      j += len;
+    }
+    const int64_t panels = ceil_div(nc, nr), pad_from = nc - (panels - 1) * nr;
+    PixelWalk px(g_, q0_);
+    for (int64_t k = 0; k < K; ++k, px.next()) {
+      int64_t base[3];
+      for (size_t d = 0; d < 3; ++d) base[d] = px.o[d] * g_.stride[d] - g_.pad[d];
+      for (const Run& run : runs) {
+        float* out = dst + run.col + k * nr;
+        int64_t off = px.n * g_.src_st[0] + run.chan_off;
+        bool inside = true;
+        for (size_t d = 0; d < 3; ++d) {
+          const int64_t pos = base[d] + run.r[d] * g_.dil[d];
+          inside &= pos >= 0 && pos < g_.src_sp[d];
+          off += pos * g_.src_st[2 + d];
+        }
+        if (inside) gemm::convert_run(x_ + off * es, g_.src_t, cs, run.len, out);
+        else std::fill_n(out, run.len, 0.0f);
+      }
+      float* last = dst + (panels - 1) * K * nr + k * nr;  // the last panel's columns past nc
+      std::fill(last + pad_from, last + nr, 0.0f);
+    }
+  }
+
+  float* c_direct(int64_t grp, int64_t m0, int64_t n0, int64_t& ldc) const override {
+    ldc = N;
+    return sums_ + (grp * M + m0) * N + n0;
+  }
+  bool c_accumulates() const override { return !first_; }
+
+ private:
+  const ConvGeometry& g_;
+  int64_t q0_;
+  const char* x_ = nullptr;
+  const char* dy_ = nullptr;
+  float* sums_;
+  bool first_;
+};
+
+// conv_wgrad is planned as a partition of its own (fusion pattern "single_op", no anchor): the
+// same partition with its one node as the anchor, so the epilogue (DW's store) lowers from it.
+Partition anchored(const Partition& p) {
+  Partition q = p;
+  if (q.anchor < 0 && q.nodes.size() == 1 && ir::is<ConvWgradAttr>(q.node(0))) q.anchor = q.nodes[0];
+  return q;
+}
+
+ConvGeometry geometry_of(const Partition& p) {
+  ConvGeometry g;
+  g.init(anchored(p));
+  return g;
+}
+
+// The register tile that pads output channels by taps x input channels the least among those at
+// least as wide as the ISA's default (the narrower 16 x 16 tile, which pads 64 output channels
+// not at all, loads a vector of B per 16 products: 3x3 C64 56x56 ran slower on it).
+const gemm::KernelSet& tile_shape(const Partition& p, Isa isa) {
+  const ConvGeometry g = geometry_of(p);
+  if (g.taps() * g.src_cg <= 16) return gemm::kernel_for_shape(isa, g.dst_cg, g.taps() * g.src_cg);  // narrow: any
+  const gemm::KernelSet* best = &gemm::kernel_set(isa);
+  double best_fill = 0;
+  for (const gemm::KernelSet* ks : gemm::kernel_shapes(isa)) {
+    if (ks->nr < gemm::kernel_set(isa).nr) continue;
+    const double rows = static_cast<double>(ceil_div(g.dst_cg, ks->mr) * ks->mr);
+    const double cols = static_cast<double>(ceil_div(g.taps() * g.src_cg, ks->nr) * ks->nr);
+    const double fill = static_cast<double>(g.dst_cg) * static_cast<double>(g.taps() * g.src_cg) / (rows * cols);
+    if (fill > best_fill * 1.02) best = ks, best_fill = fill;
+  }
+  return *best;
+}
+
+// Bytes of the fp32 accumulator, a multiple of 64; false when it overflows.
+bool accumulator_bytes(const ConvGeometry& g, int64_t& out) {
+  return checked::mul(g.taps(), g.src_cg, out) && checked::mul(out, g.dst_cg, out) && checked::mul(out, g.groups, out) &&
+         checked::mul(out, 4, out) && checked::add(out, 63, out) && ((out = out / 64 * 64), true);
+}
+
+// Whether the epilogue is DW's plain fp32 store into dense KRSC (rows of taps x input channels):
+// then the GEMMs sum into DW itself, with no accumulator and no store pass.
+bool sums_into_dw(const ConvGeometry& g, const Epilogue& epi) {
+  if (epi.plain_fp32_store() != g.wei || g.wei_st[1] != 1) return false;
+  int64_t expect = g.src_cg;
+  for (size_t d = 3; d-- > 0;) {
+    if (g.ker[d] != 1 && g.wei_st[2 + d] != expect) return false;
+    expect *= g.ker[d];
+  }
+  return g.wei_st[0] == expect || g.dst_c == 1;
+}
+
+class ConvWgradPlan final : public gemm::GemmPlan {
+ public:
+  ConvWgradPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
+      : GemmPlan(anchored(p), epi, 1, s, threads, &tile_shape(p, s.isa)), geo_(geometry_of(p)),
+        chunk_(chunk_pixels(geo_)), into_dw_(sums_into_dw(geo_, epilogue())) {
+    // K blocks whose B panel (kc x the tile's NR) fits L1 as the ISA's default tile's does: the
+    // knobs' kc is sized for that tile, and a 48-wide panel of 256 pixels filled all of L1.
+    gemm::Blocking b = blocking();
+    b.kc = std::min(b.kc, gemm::default_blocking(kernels()).kc);
+    set_blocking(b);
+    reserve_workspace(WgradProblem(geo_, 0, chunk_, nullptr, nullptr, true));
+    if (!into_dw_ && !accumulator_bytes(geo_, acc_bytes_)) acc_bytes_ = INT64_MAX;
+  }
+
+  int64_t workspace_size() const override {
+    int64_t total = 0;
+    return checked::add(acc_bytes_, GemmPlan::workspace_size(), total) ? total : INT64_MAX;
+  }
+
+  Status execute(const ExecArgs& args) const override {
+    ThreadPool& pool = args.handle.thread_pool();
+    float* sums = into_dw_ ? static_cast<float*>(args.ptrs[static_cast<size_t>(geo_.wei)])
+                           : static_cast<float*>(args.workspace);
+    void* gemm_ws = static_cast<char*>(args.workspace) + acc_bytes_;
+    const int64_t pixels = reduction_pixels(geo_);
+    if (pixels == 0) std::fill_n(sums, geo_.groups * geo_.dst_cg * geo_.taps() * geo_.src_cg, 0.0f);
+    for (int64_t q0 = 0; q0 < pixels; q0 += chunk_) {
+      const WgradProblem chunk(geo_, q0, std::min(chunk_, pixels - q0), &args.ptrs, sums, q0 == 0);
+      if (auto s = run_problem(chunk, pool, gemm_ws, args.ptrs); !s.ok()) return s;
+    }
+    return into_dw_ ? Status{} : store(sums, args.ptrs, pool);
+  }
+
+ private:
+  // DW through the epilogue: per (group, output channel) and tap, the input channels' sums (one
+  // run of the accumulator, whose rows are DW's in KRSC order).
+  Status store(const float* acc, const std::vector<void*>& ptrs, ThreadPool& pool) const {
+    EpilogueRun run(epilogue(), ptrs, pool.size());
+    const int64_t cg = geo_.src_cg, n = geo_.taps() * cg;
+    gemm::ThreadSlots slots(pool.size());
+    pool.parallel_for(geo_.groups * geo_.dst_cg, [&](int64_t b, int64_t e) {
+      gemm::SlotGuard guard(slots);
+      for (int64_t row = b; row < e; ++row)
+        for (int64_t t = 0; t < geo_.taps(); ++t) {
+          const int64_t r[3] = {t / (geo_.ker[1] * geo_.ker[2]), (t / geo_.ker[2]) % geo_.ker[1], t % geo_.ker[2]};
+          int64_t coord[5] = {row, 0, 0, 0, 0};  // DW's (output channel, input channel, taps...)
+          for (int i = 0; i < geo_.nsp; ++i) coord[2 + i] = r[3 - geo_.nsp + i];
+          run.strip(guard.slot(), coord, 1, cg, 1, acc + row * n + t * cg);
+        }
+    });
+    return run.finish();
+  }
+
+  ConvGeometry geo_;
+  int64_t chunk_;
+  bool into_dw_;           // the sums go straight into DW (sums_into_dw)
+  int64_t acc_bytes_ = 0;  // else into an fp32 accumulator at the workspace's start
+};
+
+class ConvWgradGemmEngine final : public gemm::GemmEngine<ConvWgradPlan> {
+ public:
+  ConvWgradGemmEngine() : GemmEngine("cpu_conv_wgrad_gemm") {}
+
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
+    // The packing of A per tile and K block and the accumulator passes cost ~30% over a GEMM.
+    const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.7;
+    return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
+  }
+
+ private:
+  bool accepts(const Partition& p, const Target& t, Epilogue& epi, std::string& why) const override {
+    const ir::Node* n = check_anchor(anchored(p), t, "conv_wgrad", epi, why);
+    if (!n) return false;
+    int64_t bytes = 0;
+    if (accumulator_bytes(geometry_of(p), bytes) && bytes <= checked::kMaxSpanBytes) return true;
+    why = "node '" + n->name + "', tensor '" + p.graph->tensor(n->outputs[0]).name +
+          "': its fp32 accumulator needs more than 2^48 bytes of workspace";
+    return false;
+  }
+  // im2col(X) of one chunk of pixels, per group.
+  gemm::PackedB packed_b(const Partition& p) const override {
+    const ConvGeometry g = geometry_of(p);
+    return {g.groups, g.taps() * g.src_cg, chunk_pixels(g)};
+  }
+};
+
+}  // namespace
+
+const Engine& conv_wgrad_gemm_engine() { return engine_instance<ConvWgradGemmEngine>(); }
+
+}  // namespace dnngraph::cpu
