@@ -7,6 +7,7 @@
 #include "engines/cpu/conv/conv_wgrad_gemm.hpp"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "core/checked.hpp"
@@ -20,8 +21,10 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Floats of B per chunk: DY's columns of ~2 MB of pixels stay in L2 while the tiles read them.
+// Floats of B per chunk: im2col(X) of ~2 MB of pixels stays in L2 while the tiles read them.
 constexpr int64_t kChunkFloats = int64_t{1} << 19;
+// The largest A of a chunk packed once for all tasks (8 MB).
+constexpr int64_t kMaxPackedAFloats = int64_t{1} << 21;
 
 int64_t reduction_pixels(const ConvGeometry& g) { return g.n * g.dst_pixels(); }
 
@@ -65,8 +68,11 @@ struct PixelWalk {
 // set, the others' added (c_accumulates).
 class WgradProblem final : public gemm::GemmProblem {
  public:
-  WgradProblem(const ConvGeometry& g, int64_t q0, int64_t len, const std::vector<void*>* ptrs, float* sums, bool first)
-      : g_(g), q0_(q0), sums_(sums), first_(first) {
+  // `a_packed`: A of the whole chunk packed beforehand (pack_a_tile for every tile, [group][tile][K][mr]),
+  // which a_rows then only points at; null: a_rows packs each task's tiles per K block.
+  WgradProblem(const ConvGeometry& g, int64_t q0, int64_t len, const std::vector<void*>* ptrs, float* sums, bool first,
+               const float* a_packed = nullptr)
+      : g_(g), q0_(q0), sums_(sums), a_packed_(a_packed), first_(first) {
     batch = g.groups;
     M = g.dst_cg;
     N = g.taps() * g.src_cg;
@@ -81,19 +87,26 @@ class WgradProblem final : public gemm::GemmProblem {
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override { return (mc + 32) * kc; }  // tiles of <= 32 rows
   void a_rows(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
               float* scratch) const override {
-    const int64_t kc = kb.kc(), tiles = ceil_div(mc, mr), es = size_of(g_.dst_t), cs = g_.dst_st[1];
+    const int64_t tiles = ceil_div(mc, mr);
     for (int64_t t = 0; t < tiles; ++t) {
-      float* panel = scratch + t * kc * mr;
+      const int64_t first = m0 + t * mr;
+      const float* panel = a_packed_ ? a_packed_ + ((grp * ceil_div(M, mr) + first / mr) * K + kb.k0) * mr
+                                     : scratch + t * kb.kc() * mr;
       for (int s = 0; s < kb.nseg; ++s)
         for (int i = 0; i < mr; ++i) rows[(t * kb.nseg + s) * mr + i] = panel + s * kb.seg_len * mr;
-      const int64_t first = m0 + t * mr, count = std::min<int64_t>(mr, m0 + mc - first);
-      const char* chan = dy_ + (grp * g_.dst_cg + first) * cs * es;
-      PixelWalk px(g_, q0_ + kb.k0);
-      for (int64_t k = 0; k < kc; ++k, px.next()) {
-        float* out = panel + k * mr;
-        gemm::convert_run(chan + px.dy_offset() * es, g_.dst_t, cs, count, out);
-        std::fill(out + count, out + mr, 0.0f);
-      }
+      if (!a_packed_) pack_a_tile(grp, first, std::min<int64_t>(mr, m0 + mc - first), mr, kb.k0, kb.kc(), scratch + t * kb.kc() * mr);
+    }
+  }
+  // Output channels [first, first + count) of group grp over pixels [k0, k0 + kc) of the chunk
+  // into a k-major panel of mr rows (rows past count: zeros).
+  void pack_a_tile(int64_t grp, int64_t first, int64_t count, int mr, int64_t k0, int64_t kc, float* panel) const {
+    const int64_t es = size_of(g_.dst_t), cs = g_.dst_st[1];
+    const char* chan = dy_ + (grp * g_.dst_cg + first) * cs * es;
+    PixelWalk px(g_, q0_ + k0);
+    for (int64_t k = 0; k < kc; ++k, px.next()) {
+      float* out = panel + k * mr;
+      gemm::convert_run(chan + px.dy_offset() * es, g_.dst_t, cs, count, out);
+      std::fill(out + count, out + mr, 0.0f);
     }
   }
 
@@ -104,32 +117,39 @@ class WgradProblem final : public gemm::GemmProblem {
     const int64_t cg = g_.src_cg, es = size_of(g_.src_t), cs = g_.src_st[1];
     struct Run {
       int64_t col;  // within the panels: panel * K * nr + column
-      int64_t r[3], chan_off, len;
+      size_t tap;   // index into taps
+      int64_t chan_off, len;
     };
+    std::vector<std::array<int64_t, 3>> taps;  // the distinct filter taps of the columns, in order
     std::vector<Run> runs;
     for (int64_t j = 0; j < nc;) {
       const int64_t n = n0 + j, tap = n / cg, c = n % cg;
       const int64_t len = std::min({cg - c, nc - j, nr - j % nr});  // one tap, one panel
-      runs.push_back({(j / nr) * K * nr + j % nr, {tap / (g_.ker[1] * g_.ker[2]), (tap / g_.ker[2]) % g_.ker[1], tap % g_.ker[2]},
-                      (grp * cg + c) * cs, len});
+      const std::array<int64_t, 3> r{tap / (g_.ker[1] * g_.ker[2]), (tap / g_.ker[2]) % g_.ker[1], tap % g_.ker[2]};
+      if (taps.empty() || taps.back() != r) taps.push_back(r);
+      runs.push_back({(j / nr) * K * nr + j % nr, taps.size() - 1, (grp * cg + c) * cs, len});
       j += len;
     }
     const int64_t panels = ceil_div(nc, nr), pad_from = nc - (panels - 1) * nr;
+    std::vector<int64_t> tap_off(taps.size());  // a pixel's element offset of each tap, -1 in the padding
     PixelWalk px(g_, q0_);
     for (int64_t k = 0; k < K; ++k, px.next()) {
-      int64_t base[3];
-      for (size_t d = 0; d < 3; ++d) base[d] = px.o[d] * g_.stride[d] - g_.pad[d];
-      for (const Run& run : runs) {
-        float* out = dst + run.col + k * nr;
-        int64_t off = px.n * g_.src_st[0] + run.chan_off;
+      for (size_t t = 0; t < taps.size(); ++t) {  // each tap placed once a pixel, then its runs copied
+        int64_t off = px.n * g_.src_st[0];
         bool inside = true;
         for (size_t d = 0; d < 3; ++d) {
-          const int64_t pos = base[d] + run.r[d] * g_.dil[d];
+          const int64_t pos = px.o[d] * g_.stride[d] - g_.pad[d] + taps[t][d] * g_.dil[d];
           inside &= pos >= 0 && pos < g_.src_sp[d];
           off += pos * g_.src_st[2 + d];
         }
-        if (inside) gemm::convert_run(x_ + off * es, g_.src_t, cs, run.len, out);
-        else std::fill_n(out, run.len, 0.0f);
+        tap_off[t] = inside ? off : -1;
+      }
+      for (const Run& run : runs) {
+        float* out = dst + run.col + k * nr;
+        if (const int64_t off = tap_off[run.tap]; off >= 0)
+          gemm::convert_run(x_ + (off + run.chan_off) * es, g_.src_t, cs, run.len, out);
+        else
+          std::fill_n(out, run.len, 0.0f);
       }
       float* last = dst + (panels - 1) * K * nr + k * nr;  // the last panel's columns past nc
       std::fill(last + pad_from, last + nr, 0.0f);
@@ -148,6 +168,7 @@ class WgradProblem final : public gemm::GemmProblem {
   const char* x_ = nullptr;
   const char* dy_ = nullptr;
   float* sums_;
+  const float* a_packed_;
   bool first_;
 };
 
@@ -213,22 +234,38 @@ class ConvWgradPlan final : public gemm::GemmPlan {
     set_blocking(b);
     reserve_workspace(WgradProblem(geo_, 0, chunk_, nullptr, nullptr, true));
     if (!into_dw_ && !accumulator_bytes(geo_, acc_bytes_)) acc_bytes_ = INT64_MAX;
+    // A of a chunk packed once where it is small: else every task of a column range packs its
+    // tiles again per K block (M = 64 output channels are 5-6 tiles, so tasks split N).
+    const int64_t floats = geo_.groups * ceil_div(geo_.dst_cg, kernels().mr) * kernels().mr * chunk_;
+    a_bytes_ = floats <= kMaxPackedAFloats ? floats * 4 : 0;
   }
 
   int64_t workspace_size() const override {
     int64_t total = 0;
-    return checked::add(acc_bytes_, GemmPlan::workspace_size(), total) ? total : INT64_MAX;
+    return checked::add(acc_bytes_, a_bytes_, total) && checked::add(total, GemmPlan::workspace_size(), total)
+               ? total
+               : INT64_MAX;
   }
 
   Status execute(const ExecArgs& args) const override {
     ThreadPool& pool = args.handle.thread_pool();
     float* sums = into_dw_ ? static_cast<float*>(args.ptrs[static_cast<size_t>(geo_.wei)])
                            : static_cast<float*>(args.workspace);
-    void* gemm_ws = static_cast<char*>(args.workspace) + acc_bytes_;
-    const int64_t pixels = reduction_pixels(geo_);
+    float* a_packed = a_bytes_ ? reinterpret_cast<float*>(static_cast<char*>(args.workspace) + acc_bytes_) : nullptr;
+    void* gemm_ws = static_cast<char*>(args.workspace) + acc_bytes_ + a_bytes_;
+    const int64_t pixels = reduction_pixels(geo_), mr = kernels().mr, tiles = ceil_div(geo_.dst_cg, mr);
     if (pixels == 0) std::fill_n(sums, geo_.groups * geo_.dst_cg * geo_.taps() * geo_.src_cg, 0.0f);
     for (int64_t q0 = 0; q0 < pixels; q0 += chunk_) {
-      const WgradProblem chunk(geo_, q0, std::min(chunk_, pixels - q0), &args.ptrs, sums, q0 == 0);
+      const int64_t len = std::min(chunk_, pixels - q0);
+      const WgradProblem chunk(geo_, q0, len, &args.ptrs, sums, q0 == 0, a_packed);
+      if (a_packed)
+        pool.parallel_for(geo_.groups * tiles, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            const int64_t first = (i % tiles) * mr;
+            chunk.pack_a_tile(i / tiles, first, std::min(mr, geo_.dst_cg - first), static_cast<int>(mr), 0, len,
+                              a_packed + i * len * mr);
+          }
+        });
       if (auto s = run_problem(chunk, pool, gemm_ws, args.ptrs); !s.ok()) return s;
     }
     return into_dw_ ? Status{} : store(sums, args.ptrs, pool);
@@ -258,6 +295,7 @@ class ConvWgradPlan final : public gemm::GemmPlan {
   int64_t chunk_;
   bool into_dw_;           // the sums go straight into DW (sums_into_dw)
   int64_t acc_bytes_ = 0;  // else into an fp32 accumulator at the workspace's start
+  int64_t a_bytes_ = 0;    // A of a chunk packed once, after it (0: packed per task)
 };
 
 class ConvWgradGemmEngine final : public gemm::GemmEngine<ConvWgradPlan> {
