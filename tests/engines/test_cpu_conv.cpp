@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "cpu_conv_test_util.hpp"
 #include "cpu_test_util.hpp"
 #include "ref_test_util.hpp"
 
@@ -16,127 +17,11 @@ using ref_test::Dims;
 using test_dims::channels_last;
 using ref_test::HostTensor;
 
-// ---- graph level
-
-using ref_test::Build;
-using cpu_test::check_engine_vs_ref;
-
-// A random convolution problem; `depthwise` forces groups == C == K.
-struct ConvCase {
-  int nsp = 2;
-  int64_t n = 1, c = 1, k = 1, groups = 1;
-  Dims in, ker, out, stride, dil, pre, post;
-  dg::DataType type = dg::DataType::FLOAT;
-  bool nhwc_in = false;  // channels-last source (else random strides)
-  bool krsc_w = false;   // channels-last (KRSC) weights (else random strides)
-  double relu_upper = 0;  // > 0: the ReLU also clips above at this value (ONNX's Clip, ReLU6)
-  dg::DataType bias_type = dg::DataType::FLOAT, residual_type = dg::DataType::FLOAT;
-  bool fp32_intermediates = false;  // the values between the ops typed FLOAT (else as the graph infers)
-};
-
-int64_t fwd_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pre, int64_t post) {
-  const int64_t span = in + pre + post - d * (k - 1) - 1;
-  return span < 0 ? 0 : span / s + 1;
-}
-
-enum class Kind { GENERAL, DEPTHWISE, WINOGRAD };
-
-ConvCase random_case(std::mt19937& rng, Kind kind) {
-  const bool depthwise = kind == Kind::DEPTHWISE, unit_stride_3x3 = kind == Kind::WINOGRAD;
-  ConvCase cc;
-  do {
-    cc.nsp = unit_stride_3x3 ? 2 : 1 + static_cast<int>(rng() % 3);
-    cc.n = 1 + rng() % 2;
-    cc.groups = depthwise ? 1 + rng() % 12 : (!unit_stride_3x3 && rng() % 3 == 0 ? 1 + rng() % 3 : 1);
-    cc.c = depthwise ? cc.groups : cc.groups * (1 + rng() % 9);
-    cc.k = depthwise ? cc.groups : cc.groups * (1 + rng() % 9);
-    cc.in.clear(); cc.ker.clear(); cc.out.clear(); cc.stride.clear(); cc.dil.clear(); cc.pre.clear(); cc.post.clear();
-    bool ok = true;
-    for (int d = 0; d < cc.nsp; ++d) {
-      const int64_t lim = cc.nsp == 3 ? 6 : 11;
-      cc.in.push_back(1 + rng() % lim);
-      cc.ker.push_back(unit_stride_3x3 ? 3 : 1 + rng() % 3);
-      cc.stride.push_back(unit_stride_3x3 ? 1 : 1 + rng() % 2);
-      cc.dil.push_back(unit_stride_3x3 ? 1 : 1 + rng() % 2);
-      cc.pre.push_back(rng() % 2);
-      cc.post.push_back(rng() % 3 == 0 ? 0 : rng() % 2);
-      const int64_t o = fwd_size(cc.in.back(), cc.ker.back(), cc.stride.back(), cc.dil.back(), cc.pre.back(), cc.post.back());
-      ok &= o >= 1;
-      cc.out.push_back(o);
-    }
-    if (ok) break;
-  } while (true);
-  return cc;
-}
-
-Dims cat(Dims a, const Dims& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-// Conv (fprop or dgrad) -> [+ bias] -> [ReLU] -> [+ residual], [AMAX], in `out_type`.
-
-// `nhwc_out`: the output (and residual) dense channels-last, the layout in which the engines
-// write a fused chain's output straight from the GEMM tiles.
-void run_conv_case(const std::string& engine, const ConvCase& cc, bool dgrad, std::mt19937& rng, bool bias,
-                   bool relu, bool residual, bool amax, dg::DataType out_type, double tol = 1e-5,
-                   bool nhwc_out = false, int threads = 0) {
-  const Dims xd = cat({cc.n, cc.c}, cc.in), wd = cat({cc.k, cc.c / cc.groups}, cc.ker), yd = cat({cc.n, cc.k}, cc.out);
-  const Dims& src_d = dgrad ? yd : xd;
-  const Dims& dst_d = dgrad ? xd : yd;
-  std::vector<HostTensor> in{cc.nhwc_in ? ref_test::make_tensor(src_d, channels_last(src_d), cc.type)
-                                        : ref_test::random_tensor(src_d, cc.type, rng, -1, 1),
-                             cc.krsc_w ? ref_test::make_tensor(wd, channels_last(wd), cc.type)
-                                       : ref_test::random_tensor(wd, cc.type, rng, -1, 1)};
-  if (cc.nhwc_in) in[0].randomize(rng, -1, 1);
-  if (cc.krsc_w) in[1].randomize(rng, -1, 1);
-  Dims bd(dst_d.size(), 1);
-  bd[1] = dst_d[1];
-  if (bias) in.push_back(ref_test::random_tensor(bd, cc.bias_type, rng, -1, 1));
-  if (residual) {
-    in.push_back(ref_test::make_tensor(dst_d, nhwc_out ? channels_last(dst_d) : ref_test::random_strides(dst_d, rng),
-                                       cc.residual_type));
-    in.back().randomize(rng, -1, 1);
-  }
-  std::vector<HostTensor> outs{ref_test::make_tensor(
-      dst_d, nhwc_out ? channels_last(dst_d) : ref_test::random_strides(dst_d, rng), out_type)};
-  if (amax) outs.push_back(ref_test::make_tensor(Dims(dst_d.size(), 1), Dims(dst_d.size(), 1), dg::DataType::FLOAT));
-  const int64_t kdim = (dgrad ? cc.k / cc.groups : cc.c / cc.groups) * ref_test::volume(cc.ker);
-  std::string what = engine + (dgrad ? " dgrad" : " fprop") + " nsp=" + std::to_string(cc.nsp) + " n=" +
-                     std::to_string(cc.n) + " c=" + std::to_string(cc.c) + " k=" + std::to_string(cc.k) + " g=" +
-                     std::to_string(cc.groups) + " " + std::string(dg::to_string(cc.type));
-  for (int d = 0; d < cc.nsp; ++d)
-    what += " [in " + std::to_string(cc.in[d]) + " k " + std::to_string(cc.ker[d]) + " s " + std::to_string(cc.stride[d]) +
-            " d " + std::to_string(cc.dil[d]) + " p " + std::to_string(cc.pre[d]) + "/" + std::to_string(cc.post[d]) + "]";
-  SCOPED_TRACE(what);
-  check_engine_vs_ref(engine, in, outs,
-                      [&](dg::Graph& g, const std::vector<dg::TensorPtr>& t) {
-                        dg::TensorPtr y;
-                        if (dgrad) {
-                          y = g.conv_dgrad(t[0], t[1], dg::ConvDgradAttr().set_pre_padding(cc.pre).set_post_padding(cc.post)
-                                                           .set_stride(cc.stride).set_dilation(cc.dil));
-                          y->set_dim(dst_d);  // DX's dims pick the groups (W alone cannot)
-                        } else {
-                          y = g.conv_fprop(t[0], t[1], dg::ConvFpropAttr().set_pre_padding(cc.pre).set_post_padding(cc.post)
-                                                           .set_stride(cc.stride).set_dilation(cc.dil));
-                        }
-                        size_t next = 2;
-                        auto between = [&](dg::TensorPtr v) {
-                          if (cc.fp32_intermediates) v->set_data_type(dg::DataType::FLOAT);
-                          return v;
-                        };
-                        if (bias) y = g.bias(between(y), t[next++]);
-                        if (relu && cc.relu_upper > 0)
-                          y = g.pointwise(between(y), dg::PointwiseAttr().set_mode(dg::PointwiseMode::RELU_FWD)
-                                                          .set_relu_upper_clip(cc.relu_upper));
-                        else if (relu)
-                          y = g.relu(between(y));
-                        if (residual) y = g.add(between(y), t[next++]);
-                        std::vector<dg::TensorPtr> r{y};
-                        if (amax) r.push_back(g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX)));
-                        return r;
-                      }, tol, std::sqrt(double(std::max<int64_t>(kdim, 1))), threads);
-}
+using cpu_conv_test::ConvCase;
+using cpu_conv_test::fwd_size;
+using cpu_conv_test::Kind;
+using cpu_conv_test::random_case;
+using cpu_conv_test::run_conv_case;
 
 TEST(CpuConvImplicitGemm, RandomFpropMatchesRef) {
   std::mt19937 rng(31);
@@ -294,56 +179,6 @@ TEST(CpuConvImplicitGemm, DeepChannelsSmallImagesMatchRef) {
     const bool chain = i % 2 == 0;
     run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, chain, chain, i == 2, i == 4, dg::DataType::FLOAT, 1e-5,
                   i != 3);
-  }
-}
-
-// bf16 convs of the channel counts the AMX kernels take (16 or a multiple of 32 a group), channels-
-// last, at random sizes that cross a 192-row block, with B narrower or wider than twice A's rows,
-// on 1-3 threads: the row, column and unit shares and the copied tile halves (a share of 196 rows
-// once wrote past its scratch). Elsewhere the bf16-pair or fp32 kernels run the same cases.
-TEST(CpuConvImplicitGemm, RandomAmxShapesMatchRef) {
-  std::mt19937 rng(41);
-  for (int trial = 0; trial < 18; ++trial) {
-    ConvCase cc;
-    do {
-      cc.nsp = 2;
-      cc.n = 1 + rng() % 2;
-      cc.groups = rng() % 4 == 0 ? 2 : 1;
-      const int64_t cg[] = {16, 32, 64, 96};
-      cc.c = cc.groups * cg[rng() % 4];
-      cc.k = cc.groups * (1 + rng() % 640);
-      cc.in.clear(); cc.ker.clear(); cc.out.clear(); cc.stride.clear(); cc.dil.clear(); cc.pre.clear(); cc.post.clear();
-      for (int d = 0; d < 2; ++d) {
-        cc.in.push_back(4 + rng() % 17);
-        cc.ker.push_back(1 + rng() % 3);
-        cc.stride.push_back(rng() % 4 == 0 ? 2 : 1);
-        cc.dil.push_back(rng() % 5 == 0 ? 2 : 1);
-        cc.pre.push_back(cc.ker.back() / 2);
-        cc.post.push_back(cc.ker.back() / 2);
-        cc.out.push_back(fwd_size(cc.in.back(), cc.ker.back(), cc.stride.back(), cc.dil.back(), cc.pre.back(), cc.post.back()));
-      }
-      if (trial % 3 == 1) {  // one image of 193-320 pixels (two row blocks) into twice as many channels
-        cc.n = 1;
-        cc.groups = 1;
-        cc.c = 16 << (rng() % 2);
-        cc.in = {14 + static_cast<int64_t>(rng() % 4), 14 + static_cast<int64_t>(rng() % 5)};
-        const int64_t r = rng() % 2 == 0 ? 3 : 1;  // same-size output: padding r / 2
-        cc.ker = {r, r};
-        cc.stride = cc.dil = {1, 1};
-        cc.pre = cc.post = {r / 2, r / 2};
-        cc.out = cc.in;
-        cc.k = 2 * cc.in[0] * cc.in[1] + static_cast<int64_t>(rng() % 64);
-      }
-    } while (cc.out[0] < 1 || cc.out[1] < 1 ||
-             cc.n * cc.out[0] * cc.out[1] * cc.k * (cc.c / cc.groups) * cc.ker[0] * cc.ker[1] > 40'000'000);
-    cc.type = dg::DataType::BFLOAT16;
-    cc.nhwc_in = true;
-    cc.krsc_w = rng() % 2 == 0;
-    const int threads = 1 + static_cast<int>(rng() % 3);
-    const bool chain = trial % 3 == 0;
-    cc.fp32_intermediates = chain;  // the engines chain in fp32 (the ref would round to bf16 between)
-    run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, chain, chain, false, false, dg::DataType::FLOAT, 1e-5,
-                  rng() % 2 == 0, threads);
   }
 }
 
@@ -640,47 +475,6 @@ std::string first_plan(int64_t c, int64_t k, int64_t groups, int64_t r, int64_t 
   std::string name;
   (void)g.get_plan_name_at_index(0, name);
   return name;
-}
-
-// Every CPU conv engine on shapes past the small random cases' (channels up to ~300, images up to
-// 40 wide, batches of 3) on 1-4 threads, in fp32, bf16 and fp16, channels-last or strided, with or
-// without the fused chain: the blockings and thread splits that only such sizes reach (and, in
-// CI's sanitizer build, no task reading or writing past its scratch).
-TEST(CpuConvEngines, RandomLargerShapesOnAnyThreadsMatchRef) {
-  std::mt19937 rng(71);
-  const char* engines[] = {"cpu_conv_implicit_gemm", "cpu_conv_winograd_f4x3", "cpu_conv_depthwise_direct",
-                           "cpu_conv_grouped_direct"};
-  for (int trial = 0; trial < 16; ++trial) {
-    const int e = trial % 4;
-    ConvCase cc = random_case(rng, e == 1 ? Kind::WINOGRAD : e == 2 ? Kind::DEPTHWISE : Kind::GENERAL);
-    cc.n = 1 + rng() % 3;
-    if (e == 2) {
-      cc.groups = cc.c = cc.k = 1 + rng() % 300;
-    } else if (e == 3) {
-      cc.groups = 2 + rng() % 40;
-      cc.c = cc.k = cc.groups * (int64_t{2} << (rng() % 3));  // 2, 4 or 8 channels a group
-    } else {
-      cc.groups = 1;
-      cc.c = 1 + rng() % 300;
-      cc.k = 1 + rng() % 300;
-    }
-    const size_t row = static_cast<size_t>(cc.nsp - 1);
-    cc.in[row] = 8 + rng() % 33;
-    cc.out[row] = fwd_size(cc.in[row], cc.ker[row], cc.stride[row], cc.dil[row], cc.pre[row], cc.post[row]);
-    int64_t macs = cc.n * cc.k * (cc.c / cc.groups);
-    for (int d = 0; d < cc.nsp; ++d) macs *= cc.out[static_cast<size_t>(d)] * cc.ker[static_cast<size_t>(d)];
-    if (macs > 12'000'000) cc.n = 1, cc.k = std::max<int64_t>(cc.groups, cc.k / cc.groups * 12'000'000 / macs * cc.groups);
-    const dg::DataType types[] = {dg::DataType::FLOAT, dg::DataType::BFLOAT16, dg::DataType::HALF};
-    cc.type = types[rng() % 3];
-    cc.nhwc_in = e >= 2 || rng() % 3 != 0;  // the direct engines read channels-last sources
-    cc.krsc_w = rng() % 2 == 0;
-    const bool chain = rng() % 2 == 0;
-    cc.fp32_intermediates = chain;
-    const int threads = 1 + static_cast<int>(rng() % 4);
-    SCOPED_TRACE(std::string(engines[e]) + ", " + std::to_string(threads) + " threads");
-    run_conv_case(engines[e], cc, false, rng, chain, chain, chain && rng() % 2 == 0, false, dg::DataType::FLOAT,
-                  e == 1 ? 2e-4 : 1e-5, cc.nhwc_in && rng() % 2 == 0, threads);
-  }
 }
 
 TEST(CpuConvHeuristics, ModeARanksTheCpuConvEngines) {
