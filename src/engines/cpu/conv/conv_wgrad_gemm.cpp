@@ -1,9 +1,10 @@
 // cpu_conv_wgrad_gemm: conv_wgrad on the blocked GEMM driver. Per group, DW (rows: the output
 // channels; columns: a filter tap and an input channel, KRSC order) is DY^T x im2col(X), a GEMM
 // whose reduction runs over every output pixel (N x P x Q). The driver packs B over its whole
-// reduction, so the pixels are cut into chunks (B of a chunk at most ~2 MB), one GEMM each, whose C
-// blocks are added into an fp32 accumulator in the workspace; the epilogue then reads DW from it,
-// a strip of input channels per (output channel, tap).
+// reduction, so the pixels are cut into chunks (B of a chunk at most ~2 MB), one GEMM each, whose
+// sums the next chunk's add to: in DW itself where it is a dense fp32 KRSC plain store, else in an
+// fp32 accumulator in the workspace that the epilogue then stores DW from, a strip of input
+// channels per (output channel, tap).
 #include "engines/cpu/conv/conv_wgrad_gemm.hpp"
 
 #include <algorithm>
@@ -236,8 +237,10 @@ class ConvWgradPlan final : public gemm::GemmPlan {
     if (!into_dw_ && !accumulator_bytes(geo_, acc_bytes_)) acc_bytes_ = INT64_MAX;
     // A of a chunk packed once where it is small: else every task of a column range packs its
     // tiles again per K block (M = 64 output channels are 5-6 tiles, so tasks split N).
-    const int64_t floats = geo_.groups * ceil_div(geo_.dst_cg, kernels().mr) * kernels().mr * chunk_;
-    a_bytes_ = floats <= kMaxPackedAFloats ? floats * 4 : 0;
+    int64_t floats = 0;
+    const bool fits = checked::mul(geo_.groups, ceil_div(geo_.dst_cg, kernels().mr) * kernels().mr, floats) &&
+                      checked::mul(floats, chunk_, floats) && floats <= kMaxPackedAFloats;
+    a_bytes_ = fits ? floats * 4 : 0;
   }
 
   int64_t workspace_size() const override {
