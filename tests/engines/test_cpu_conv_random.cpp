@@ -23,7 +23,7 @@ using cpu_conv_test::run_conv_case;
 // once wrote past its scratch). Elsewhere the bf16-pair or fp32 kernels run the same cases.
 TEST(CpuConvImplicitGemm, RandomAmxShapesMatchRef) {
   std::mt19937 rng(41);
-  for (int trial = 0; trial < 18; ++trial) {
+  for (int trial = 0; trial < 15; ++trial) {
     ConvCase cc;
     do {
       cc.nsp = 2;
@@ -45,7 +45,7 @@ TEST(CpuConvImplicitGemm, RandomAmxShapesMatchRef) {
       if (trial % 3 == 1) {  // one image of 193-320 pixels (two row blocks) into twice as many channels
         cc.n = 1;
         cc.groups = 1;
-        cc.c = 16 << (rng() % 2);
+        cc.c = 16;
         cc.in = {14 + static_cast<int64_t>(rng() % 4), 14 + static_cast<int64_t>(rng() % 5)};
         const int64_t r = rng() % 2 == 0 ? 3 : 1;  // same-size output: padding r / 2
         cc.ker = {r, r};
@@ -55,7 +55,7 @@ TEST(CpuConvImplicitGemm, RandomAmxShapesMatchRef) {
         cc.k = 2 * cc.in[0] * cc.in[1] + static_cast<int64_t>(rng() % 64);
       }
     } while (cc.out[0] < 1 || cc.out[1] < 1 ||
-             cc.n * cc.out[0] * cc.out[1] * cc.k * (cc.c / cc.groups) * cc.ker[0] * cc.ker[1] > 40'000'000);
+             cc.n * cc.out[0] * cc.out[1] * cc.k * (cc.c / cc.groups) * cc.ker[0] * cc.ker[1] > 15'000'000);
     cc.type = dg::DataType::BFLOAT16;
     cc.nhwc_in = true;
     cc.krsc_w = rng() % 2 == 0;

@@ -118,26 +118,26 @@ TEST(CpuConvWgrad, RandomProblemsMatchRef) {
   }
 }
 
-// Wide DY (2048 output channels: chunks of 256 pixels) over 300-1200 pixels: several chunks whose
-// sums add into the accumulator, the last one short.
+// A wide im2col (256-296 input channels x 9 taps: chunks of 256 pixels) over 300-340 pixels: two
+// chunks whose sums add up, the second one short; into DW itself (fp32 KRSC) and, for the bf16
+// DW, through the accumulator.
 TEST(CpuConvWgrad, SeveralPixelChunksAddUp) {
   std::mt19937 rng(82);
   for (int trial = 0; trial < 3; ++trial) {
     WgradCase w;
     w.nsp = 2;
-    w.n = 1 + trial;
-    w.c = 3 + trial;
-    w.k = 2048;
+    w.n = 1 + trial % 2;
+    w.c = 256 + 20 * trial;
+    w.k = 5 + trial;
     w.in = {15 + trial, 20};
-    w.ker = {trial == 1 ? 1 : 3, 3};
+    w.ker = {3, 3};
     w.stride = {1, 1 + trial % 2};
     w.dil = {1, 1};
-    w.pre = w.post = {w.ker[0] / 2, 1};
+    w.pre = w.post = {1, 1};
     for (int d = 0; d < 2; ++d)
       w.out.push_back((w.in[d] + w.pre[d] + w.post[d] - w.ker[d]) / w.stride[d] + 1);
     w.channels_last = true;
-    w.type = trial == 2 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
-    run_case(w, rng, 2);
+    run_case(w, rng, 2, trial == 2 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT);
   }
 }
 
