@@ -40,7 +40,8 @@ TEST(CpuConvImplicitGemm, RandomAmxShapesMatchRef) {
         cc.dil.push_back(rng() % 5 == 0 ? 2 : 1);
         cc.pre.push_back(cc.ker.back() / 2);
         cc.post.push_back(cc.ker.back() / 2);
-        cc.out.push_back(fwd_size(cc.in.back(), cc.ker.back(), cc.stride.back(), cc.dil.back(), cc.pre.back(), cc.post.back()));
+        cc.out.push_back(
+            fwd_size(cc.in.back(), cc.ker.back(), cc.stride.back(), cc.dil.back(), cc.pre.back(), cc.post.back()));
       }
       if (trial % 3 == 1) {  // one image of 193-320 pixels (two row blocks) into twice as many channels
         cc.n = 1;
@@ -94,7 +95,8 @@ TEST(CpuConvEngines, RandomLargerShapesOnAnyThreadsMatchRef) {
     cc.out[row] = fwd_size(cc.in[row], cc.ker[row], cc.stride[row], cc.dil[row], cc.pre[row], cc.post[row]);
     int64_t macs = cc.n * cc.k * (cc.c / cc.groups);
     for (int d = 0; d < cc.nsp; ++d) macs *= cc.out[static_cast<size_t>(d)] * cc.ker[static_cast<size_t>(d)];
-    if (macs > 12'000'000) cc.n = 1, cc.k = std::max<int64_t>(cc.groups, cc.k / cc.groups * 12'000'000 / macs * cc.groups);
+    if (macs > 12'000'000)
+      cc.n = 1, cc.k = std::max<int64_t>(cc.groups, cc.k / cc.groups * 12'000'000 / macs * cc.groups);
     const dg::DataType types[] = {dg::DataType::FLOAT, dg::DataType::BFLOAT16, dg::DataType::HALF};
     cc.type = types[rng() % 3];
     cc.nhwc_in = e >= 2 || rng() % 3 != 0;  // the direct engines read channels-last sources

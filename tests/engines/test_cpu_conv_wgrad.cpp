@@ -85,7 +85,8 @@ void run_case(const WgradCase& w, std::mt19937& rng, int threads, dg::DataType d
               bool strided_dw = false) {
   SCOPED_TRACE(w.describe() + ", " + std::to_string(threads) + " threads");
   auto tensor = [&](const Dims& d) {
-    HostTensor t = ref_test::make_tensor(d, w.channels_last ? channels_last(d) : ref_test::random_strides(d, rng), w.type);
+    const Dims st = w.channels_last ? channels_last(d) : ref_test::random_strides(d, rng);
+    HostTensor t = ref_test::make_tensor(d, st, w.type);
     t.randomize(rng, -1, 1);
     return t;
   };

@@ -94,7 +94,8 @@ TEST(CpuGemmKernels, GatheredRowSharesSplitARowTileByPanels) {
   };
   const int64_t m7 = 7 * mr - 3, m6 = 6 * mr - 3;
   for (const Case& cs :
-       {Case{2, m7, {{0, 3 * mr, 0, n}, {3 * mr, mr, 0, 2 * nr}, {3 * mr, mr, 2 * nr, nr}, {4 * mr, m7 - 4 * mr, 0, n}}},
+       {Case{2, m7,
+             {{0, 3 * mr, 0, n}, {3 * mr, mr, 0, 2 * nr}, {3 * mr, mr, 2 * nr, nr}, {4 * mr, m7 - 4 * mr, 0, n}}},
         Case{3, m6, {{0, 2 * mr, 0, n}, {2 * mr, 2 * mr, 0, n}, {4 * mr, m6 - 4 * mr, 0, n}}}}) {
     const int threads = cs.threads;
     const int64_t m = cs.m;

@@ -36,6 +36,11 @@ int64_t chunk_pixels(const ConvGeometry& g) {
   return std::max<int64_t>(1, std::min(want, reduction_pixels(g)));
 }
 
+// Filter tap t (row-major over the kernel's three dims) as its (r0, r1, r2).
+std::array<int64_t, 3> filter_tap(const ConvGeometry& g, int64_t t) {
+  return {t / (g.ker[1] * g.ker[2]), (t / g.ker[2]) % g.ker[1], t % g.ker[2]};
+}
+
 // The output pixels (n, o0, o1, o2) in row-major order, one step at a time.
 struct PixelWalk {
   const ConvGeometry& g;
@@ -62,11 +67,10 @@ struct PixelWalk {
 // One chunk's GEMM: M = output channels per group, N = taps x input channels per group (DW's
 // KRSC order), K = the chunk's pixels [q0, q0 + K). A (DY^T) is packed k-major per tile and K
 // block, a run of output channels per pixel; B (im2col(X)) once per run, a run of one tap's
-// channels per pixel and panel; C blocks are set into (first chunk) or added to `acc`
-// ([group][M][N], fp32). (im2col(X)^T as A packed the taps x channels rows again for every K
-// block in runs of a tile's 12 rows: 5 ms for a 3x3 C64 56x56 layer, 3.5x this form.) The sums
-// go straight into `sums` ([group][M][N] fp32: DW itself, or the accumulator), the first chunk's
-// set, the others' added (c_accumulates).
+// channels per pixel and panel. The sums go straight into `sums` ([group][M][N] fp32: DW itself,
+// or the accumulator), the first chunk's set, the others' added (c_accumulates). (im2col(X)^T as
+// A packed the taps x channels rows again for every K block in runs of a tile's 12 rows: 5 ms
+// for a 3x3 C64 56x56 layer, 3.5x this form.)
 class WgradProblem final : public gemm::GemmProblem {
  public:
   // `a_packed`: A of the whole chunk packed beforehand (pack_a_tile for every tile, [group][tile][K][mr]),
@@ -91,11 +95,11 @@ class WgradProblem final : public gemm::GemmProblem {
     const int64_t tiles = ceil_div(mc, mr);
     for (int64_t t = 0; t < tiles; ++t) {
       const int64_t first = m0 + t * mr;
-      const float* panel = a_packed_ ? a_packed_ + ((grp * ceil_div(M, mr) + first / mr) * K + kb.k0) * mr
-                                     : scratch + t * kb.kc() * mr;
+      float* own = scratch + t * kb.kc() * mr;
+      if (!a_packed_) pack_a_tile(grp, first, std::min<int64_t>(mr, m0 + mc - first), mr, kb.k0, kb.kc(), own);
+      const float* panel = a_packed_ ? a_packed_ + ((grp * ceil_div(M, mr) + first / mr) * K + kb.k0) * mr : own;
       for (int s = 0; s < kb.nseg; ++s)
         for (int i = 0; i < mr; ++i) rows[(t * kb.nseg + s) * mr + i] = panel + s * kb.seg_len * mr;
-      if (!a_packed_) pack_a_tile(grp, first, std::min<int64_t>(mr, m0 + mc - first), mr, kb.k0, kb.kc(), scratch + t * kb.kc() * mr);
     }
   }
   // Output channels [first, first + count) of group grp over pixels [k0, k0 + kc) of the chunk
@@ -126,7 +130,7 @@ class WgradProblem final : public gemm::GemmProblem {
     for (int64_t j = 0; j < nc;) {
       const int64_t n = n0 + j, tap = n / cg, c = n % cg;
       const int64_t len = std::min({cg - c, nc - j, nr - j % nr});  // one tap, one panel
-      const std::array<int64_t, 3> r{tap / (g_.ker[1] * g_.ker[2]), (tap / g_.ker[2]) % g_.ker[1], tap % g_.ker[2]};
+      const std::array<int64_t, 3> r = filter_tap(g_, tap);
       if (taps.empty() || taps.back() != r) taps.push_back(r);
       runs.push_back({(j / nr) * K * nr + j % nr, taps.size() - 1, (grp * cg + c) * cs, len});
       j += len;
@@ -192,23 +196,14 @@ ConvGeometry geometry_of(const Partition& p) {
 // not at all, loads a vector of B per 16 products: 3x3 C64 56x56 ran slower on it).
 const gemm::KernelSet& tile_shape(const Partition& p, Isa isa) {
   const ConvGeometry g = geometry_of(p);
-  if (g.taps() * g.src_cg <= 16) return gemm::kernel_for_shape(isa, g.dst_cg, g.taps() * g.src_cg);  // narrow: any
-  const gemm::KernelSet* best = &gemm::kernel_set(isa);
-  double best_fill = 0;
-  for (const gemm::KernelSet* ks : gemm::kernel_shapes(isa)) {
-    if (ks->nr < gemm::kernel_set(isa).nr) continue;
-    const double rows = static_cast<double>(ceil_div(g.dst_cg, ks->mr) * ks->mr);
-    const double cols = static_cast<double>(ceil_div(g.taps() * g.src_cg, ks->nr) * ks->nr);
-    const double fill = static_cast<double>(g.dst_cg) * static_cast<double>(g.taps() * g.src_cg) / (rows * cols);
-    if (fill > best_fill * 1.02) best = ks, best_fill = fill;
-  }
-  return *best;
+  const int64_t n = g.taps() * g.src_cg;  // narrow (16 columns or fewer): any tile
+  return gemm::kernel_for_shape(isa, g.dst_cg, n, n <= 16 ? 0 : gemm::kernel_set(isa).nr);
 }
 
 // Bytes of the fp32 accumulator, a multiple of 64; false when it overflows.
 bool accumulator_bytes(const ConvGeometry& g, int64_t& out) {
-  return checked::mul(g.taps(), g.src_cg, out) && checked::mul(out, g.dst_cg, out) && checked::mul(out, g.groups, out) &&
-         checked::mul(out, 4, out) && checked::add(out, 63, out) && ((out = out / 64 * 64), true);
+  return checked::mul(g.taps(), g.src_cg, out) && checked::mul(out, g.dst_cg, out) &&
+         checked::mul(out, g.groups, out) && checked::mul(out, 4, out) && checked::add(out, 63, out) && ((out = out / 64 * 64), true);
 }
 
 // Whether the epilogue is DW's plain fp32 store into dense KRSC (rows of taps x input channels):
@@ -285,9 +280,9 @@ class ConvWgradPlan final : public gemm::GemmPlan {
       gemm::SlotGuard guard(slots);
       for (int64_t row = b; row < e; ++row)
         for (int64_t t = 0; t < geo_.taps(); ++t) {
-          const int64_t r[3] = {t / (geo_.ker[1] * geo_.ker[2]), (t / geo_.ker[2]) % geo_.ker[1], t % geo_.ker[2]};
+          const std::array<int64_t, 3> r = filter_tap(geo_, t);
           int64_t coord[5] = {row, 0, 0, 0, 0};  // DW's (output channel, input channel, taps...)
-          for (int i = 0; i < geo_.nsp; ++i) coord[2 + i] = r[3 - geo_.nsp + i];
+          for (int i = 0; i < geo_.nsp; ++i) coord[2 + i] = r[static_cast<size_t>(3 - geo_.nsp + i)];
           run.strip(guard.slot(), coord, 1, cg, 1, acc + row * n + t * cg);
         }
     });

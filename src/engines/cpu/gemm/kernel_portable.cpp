@@ -30,10 +30,12 @@ std::vector<const KernelSet*> kernel_shapes(Isa isa) {
   return out;
 }
 
-const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n) {
+const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n, int min_nr) {
   const KernelSet* best = nullptr;
   double best_fill = 0;
-  for (const KernelSet* ks : kernel_shapes(isa)) {
+  const std::vector<const KernelSet*> shapes = kernel_shapes(isa);
+  for (const KernelSet* ks : shapes) {
+    if (ks->nr < min_nr && ks != shapes.front()) continue;  // the first (the ISA's default) always qualifies
     const auto pad = [](int64_t x, int64_t t) { return static_cast<double>((std::max<int64_t>(x, 1) + t - 1) / t * t); };
     const double fill = static_cast<double>(std::max<int64_t>(m, 1)) * static_cast<double>(std::max<int64_t>(n, 1)) /
                         (pad(m, ks->mr) * pad(n, ks->nr));

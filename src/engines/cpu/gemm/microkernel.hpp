@@ -41,8 +41,8 @@ const KernelSet& kernel_set(Isa isa);
 // badly may take another (kernel_for_shape).
 std::vector<const KernelSet*> kernel_shapes(Isa isa);
 // The shape of kernel_shapes(isa) that pads an M x N problem the least (ties: the first), by
-// the share of its tiles' FMAs that land inside M x N.
-const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n);
+// the share of its tiles' FMAs that land inside M x N; only shapes at least min_nr wide.
+const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n, int min_nr = 0);
 // Share of the device's fp32 peak the kernels of this ISA reach on a large GEMM (the cost
 // models' figure).
 double kernel_efficiency(Isa isa);
