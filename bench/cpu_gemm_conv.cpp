@@ -355,6 +355,18 @@ void bench_bf16_gemm(int64_t n, int iters) {
   print_row(what.c_str(), m.plan.c_str(), r, "oneDNN", 2.0 * n * n * n);
 }
 
+// A dense 3x3 layer runs on both conv engines: time the one the heuristic did not choose too.
+template <class Peer>
+void bench_other_3x3_engine(const ConvShape& s, const std::string& what, const std::string& chosen, void* x, void* w,
+                            float* y, dg::DataType in, int iters, Peer peer) {
+  if (s.groups != 1 || s.r != 3) return;
+  const bool chose_implicit = chosen.rfind("cpu_conv_implicit_gemm", 0) == 0;
+  Built other;
+  build_conv(other, s, x, w, nullptr, y, false, {chose_implicit ? "cpu_conv_winograd_f4x3" : "cpu_conv_implicit_gemm"},
+             true, in);
+  print_row(what.c_str(), other.plan.c_str(), compare(iters, [&] { other.run(); }, peer), "oneDNN", s.flops());
+}
+
 void bench_conv(const ConvShape& s, int iters) {
   auto x = random_vec(static_cast<size_t>(s.in_size()), 3), w = random_vec(static_cast<size_t>(s.k * s.cg() * s.r * s.r), 4);
   Vec<float> y(static_cast<size_t>(s.out_size())), y_ref(y.size());
@@ -369,14 +381,8 @@ void bench_conv(const ConvShape& s, int iters) {
   }
   std::printf("  (max |diff| %.2e of max |y| %.2e)\n", err, mag);
   print_row(s.name, def.plan.c_str(), r, "oneDNN", s.flops());
-  // A dense 3x3 layer runs on both conv engines: show the one the heuristic did not choose too.
-  const bool chose_implicit = def.plan.rfind("cpu_conv_implicit_gemm", 0) == 0;
-  if (s.groups == 1 && s.r == 3) {
-    Built other;
-    build_conv(other, s, x.data(), w.data(), nullptr, y.data(), false,
-               {chose_implicit ? "cpu_conv_winograd_f4x3" : "cpu_conv_implicit_gemm"});
-    print_row(s.name, other.plan.c_str(), compare(iters, [&] { other.run(); }, [&] { peer.run(); }), "oneDNN", s.flops());
-  }
+  bench_other_3x3_engine(s, s.name, def.plan, x.data(), w.data(), y.data(), dg::DataType::FLOAT, iters,
+                         [&] { peer.run(); });
   // The weights not marked constant: packed (or transformed) again on every execute.
   if (s.groups == 1) {
     Built repack;
@@ -470,6 +476,8 @@ void bench_bf16_conv(const ConvShape& s, int iters) {
   std::printf("  (max |diff| %.2e of max |y| %.2e)\n", err, mag);
   const std::string what = std::string("bf16 ") + s.name;
   print_row(what.c_str(), def.plan.c_str(), r, "oneDNN", s.flops());
+  bench_other_3x3_engine(s, what, def.plan, x.data(), w.data(), y.data(), dg::DataType::BFLOAT16, iters,
+                         [&] { peer.run(); });
 }
 
 // Fused conv + bias + ReLU against the conv then a bias pass and a ReLU pass over memory. The plain

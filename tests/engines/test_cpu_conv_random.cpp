@@ -68,6 +68,46 @@ TEST(CpuConvImplicitGemm, RandomAmxShapesMatchRef) {
   }
 }
 
+// bf16 convs for the vdpbf16ps pair kernels (CPUs with AVX512_BF16 and no AMX; elsewhere AMX or
+// the fp32 kernel runs them): channels-last sources read in place as channel pairs, 1-3 spatial
+// dims, strides, dilation and padding (taps past the edge read the zero row), groups, even and
+// odd channel counts (odd ones convert to fp32), a K block of one tap's chunk or of several
+// taps, with and without the fused chain, into fp32 or bf16, on 1-3 threads.
+TEST(CpuConvImplicitGemm, RandomBf16PairShapesMatchRef) {
+  std::mt19937 rng(59);
+  for (int trial = 0; trial < 16; ++trial) {
+    ConvCase cc = random_case(rng, Kind::GENERAL);
+    const int64_t cg = trial % 4 == 3 ? 1 + 2 * static_cast<int64_t>(rng() % 20) : 2 * (1 + static_cast<int64_t>(rng() % 48));
+    cc.c = cc.groups * (trial % 5 == 4 ? 2400 : cg);  // 2400 channels: a tap in two K blocks
+    cc.k = cc.groups * (1 + static_cast<int64_t>(rng() % 70));
+    int64_t macs = cc.n * cc.k * (cc.c / cc.groups);
+    for (int d = 0; d < cc.nsp; ++d) macs *= cc.out[static_cast<size_t>(d)] * cc.ker[static_cast<size_t>(d)];
+    if (macs > 8'000'000) cc.n = 1, cc.k = cc.groups;
+    cc.type = dg::DataType::BFLOAT16;
+    cc.nhwc_in = true;
+    cc.krsc_w = rng() % 2 == 0;
+    const bool chain = rng() % 2 == 0;
+    cc.fp32_intermediates = chain;
+    const int threads = 1 + static_cast<int>(rng() % 3);
+    const dg::DataType out = rng() % 3 == 0 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT;
+    SCOPED_TRACE("C" + std::to_string(cc.c) + " K" + std::to_string(cc.k) + " groups " + std::to_string(cc.groups) + ", " +
+                 std::to_string(threads) + " threads");
+    run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, chain, chain, false, false, out,
+                  out == dg::DataType::BFLOAT16 ? 1e-2 : 1e-5, rng() % 2 == 0, threads);
+  }
+  // 9 taps x 131 k pixels: past the plan's tap offset table (2^20 entries), rows resolved per tap.
+  ConvCase big;
+  big.c = 6;
+  big.k = 5;
+  big.in = big.out = {362, 362};
+  big.ker = {3, 3};
+  big.stride = big.dil = {1, 1};
+  big.pre = big.post = {1, 1};
+  big.type = dg::DataType::BFLOAT16;
+  big.nhwc_in = big.krsc_w = big.fp32_intermediates = true;
+  run_conv_case("cpu_conv_implicit_gemm", big, false, rng, true, true, false, false, dg::DataType::FLOAT, 1e-5, true, 2);
+}
+
 // Every CPU conv engine on shapes past the small random cases' (channels up to ~300, images up to
 // 40 wide, batches of 3) on 1-4 threads, in fp32, bf16 and fp16, channels-last or strided, with or
 // without the fused chain: the blockings and thread splits that only such sizes reach (and, in

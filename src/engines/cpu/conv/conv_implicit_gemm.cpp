@@ -36,6 +36,11 @@ constexpr int64_t kMaxOffsets = 1 << 20;
 // The most stride phases of a conv_dgrad planned, one GEMM each.
 constexpr int64_t kMaxPhases = 1 << 12;
 
+// Which microkernels a plan runs, and so how K and A's rows are laid out: fp32 (bf16 / fp16
+// inputs converted as rows are gathered), bf16 pairs on vdpbf16ps (each 32-bit slot two
+// consecutive channels, read in place), or bf16 pairs on AMX tiles (16-row halves).
+enum class KernelForm { FP32, BF16_DOT, BF16_AMX };
+
 // True when dst pixels, flattened as (n, d0, d1, d2), sit at a uniform stride ldc.
 bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
   ldc = g.dst_st[4];
@@ -61,19 +66,20 @@ class ConvProblem final : public gemm::GemmProblem {
  public:
   // `over_operand`: the chain may store over an operand it reads at the same place (ConvImplicitPlan::chain_over_operand).
   ConvProblem(const ConvGeometry& g, const ConvPhase& ph, const Epilogue& epi, const std::vector<void*>* ptrs,
-              EpilogueRun* run, int nr, bool amx, bool over_operand = false)
-      : g_(g), ph_(ph), run_(run), nr_(nr), amx_(amx) {
+              EpilogueRun* run, int nr, KernelForm form, bool over_operand = false)
+      : g_(g), ph_(ph), run_(run), nr_(nr), amx_(form == KernelForm::BF16_AMX), pairs_(form != KernelForm::FP32) {
     batch = g.groups;
     M = g.n * ph.pixels();
     N = g.dst_cg;
-    K = ph.taps() * g.src_cg / (amx ? 2 : 1);  // AMX: bf16 pairs along the channels
+    K = ph.taps() * g.src_cg / (pairs_ ? 2 : 1);  // bf16 pairs along the channels
     if (ptrs) {
       src_ = (*ptrs)[static_cast<size_t>(g.src)];
       wei_ = (*ptrs)[static_cast<size_t>(g.wei)];
       dst_ = (*ptrs)[static_cast<size_t>(g.dst)];
     }
-    indirect_ = g.src_t == DataType::FLOAT && g.src_st[1] == 1;
-    row_taps_ = kernel_row_segments(g, ph, amx);
+    // Rows read in place: fp32 channels, or bf16 channel pairs for vdpbf16ps (AMX copies halves).
+    indirect_ = g.src_st[1] == 1 && (g.src_t == DataType::FLOAT || form == KernelForm::BF16_DOT);
+    row_taps_ = kernel_row_segments(g, ph, amx_);
     int64_t ldc = 0;
     c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g, ldc);
     int64_t chain_ld = 0;
@@ -106,7 +112,7 @@ class ConvProblem final : public gemm::GemmProblem {
   std::vector<gemm::KBlock> k_blocks(int64_t kc_knob) const override {
     std::vector<gemm::KBlock> out;
     const int64_t kc = indirect_ ? std::max(kc_knob, cpu_features().l2_bytes / 8 / (nr_ * 4)) : kc_knob;
-    const int64_t icg = g_.src_cg / (amx_ ? 2 : 1), taps = ph_.taps();  // AMX: in pairs, a multiple of 16
+    const int64_t icg = g_.src_cg / (pairs_ ? 2 : 1), taps = ph_.taps();  // pairs (AMX: a multiple of 16)
     if (row_taps_) {  // whole kernel rows per block, one segment each
       const int64_t kw = static_cast<int64_t>(ph_.off[2].size()), per = std::max<int64_t>(1, kc / (kw * icg));
       for (int64_t r = 0; r < taps / kw; r += per)
@@ -155,7 +161,7 @@ class ConvProblem final : public gemm::GemmProblem {
   // other), the tile reads the input in place; otherwise its rows are copied as they are into a
   // row-major block of seg_len bf16 pairs (zero where they read padding or lie past mc). The
   // copies were a third of a 3x3 C64 56x56 layer's time.
-  void a_rows_pairs(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
+  void a_rows_amx(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
                     float* scratch) const {
     const int64_t icg = g_.src_cg, padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
     const size_t n1 = ph_.off[1].size(), n2 = ph_.off[2].size();
@@ -233,10 +239,11 @@ class ConvProblem final : public gemm::GemmProblem {
   void a_rows(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
               float* scratch) const override {
     if (amx_) {
-      a_rows_pairs(grp, m0, mc, kb, mr, rows, scratch);
+      a_rows_amx(grp, m0, mc, kb, mr, rows, scratch);
       return;
     }
-    const int64_t icg = g_.src_cg, kc = kb.kc(), es = size_of(g_.src_t);
+    const int64_t unit = pairs_ ? 2 : 1;  // channels per K element
+    const int64_t icg = g_.src_cg / unit, kc = kb.kc(), es = size_of(g_.src_t);
     const int64_t padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
     const size_t n1 = ph_.off[1].size(), n2 = ph_.off[2].size();
     if (indirect_) std::fill_n(scratch, kb.seg_len, 0.0f);
@@ -249,10 +256,10 @@ class ConvProblem final : public gemm::GemmProblem {
       return;
     }
     for (int s = 0; s < kb.nseg; ++s) {
-      const int64_t kk = kb.k0 + s * kb.seg_len, t = kk / icg, c0 = kk % icg;
+      const int64_t kk = kb.k0 + s * kb.seg_len, t = kk / icg, c0 = kk % icg * unit;
       const size_t ut = static_cast<size_t>(t);
       const int64_t toff[3] = {ph_.off[0][ut / (n1 * n2)], ph_.off[1][(ut / n2) % n1], ph_.off[2][ut % n2]};
-      const int64_t chan = (grp * icg + c0) * g_.src_st[1];
+      const int64_t chan = (grp * g_.src_cg + c0) * g_.src_st[1];
       int64_t nn = m0 / pix, p = m0 % pix;
       int64_t j[3] = {p / (ph_.count[1] * ph_.count[2]), (p / ph_.count[2]) % ph_.count[1], p % ph_.count[2]};
       RowSlots slots(rows, s, kb.nseg, mr);
@@ -266,7 +273,7 @@ class ConvProblem final : public gemm::GemmProblem {
           off += pos * g_.src_st[2 + d];
         }
         if (indirect_) {
-          slots.set(inside ? static_cast<const float*>(src_) + off : scratch);
+          slots.set(inside ? in_place(off) : scratch);
           continue;
         }
         float* dst = scratch + std::min(i, mc - 1) * kc + s * kb.seg_len;
@@ -284,11 +291,11 @@ class ConvProblem final : public gemm::GemmProblem {
   // channels per group, whose segments are 4 floats long).
   void indirect_rows_from_table(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr,
                                 const float** rows, const float* zeros) const {
-    const int64_t icg = g_.src_cg, padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
-    const float* src = static_cast<const float*>(src_);
+    const int64_t unit = pairs_ ? 2 : 1;  // channels per K element
+    const int64_t icg = g_.src_cg / unit, padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
     for (int s = 0; s < kb.nseg; ++s) {
       const int64_t kk = kb.k0 + s * kb.seg_len, t = kk / icg;
-      const float* chan = src + (grp * icg + kk % icg) * g_.src_st[1];
+      const int64_t chan = (grp * g_.src_cg + kk % icg * unit) * g_.src_st[1];
       const int64_t* tap_offsets = ph_.src_offset.data() + t * pix;
       int64_t nn = m0 / pix, p = m0 % pix;
       RowSlots slots(rows, s, kb.nseg, mr);
@@ -298,7 +305,7 @@ class ConvProblem final : public gemm::GemmProblem {
           ++nn;
         }
         const int64_t off = tap_offsets[p];
-        slots.set(off == ConvPhase::kOutside ? zeros : chan + nn * g_.src_st[0] + off);
+        slots.set(off == ConvPhase::kOutside ? zeros : in_place(chan + nn * g_.src_st[0] + off));
       }
     }
   }
@@ -358,6 +365,11 @@ class ConvProblem final : public gemm::GemmProblem {
     }
   }
 
+  // The source element at `off` as a row pointer: an fp32 value or a bf16 pair per 32-bit slot.
+  const float* in_place(int64_t off) const {
+    return reinterpret_cast<const float*>(static_cast<const char*>(src_) + off * src_es_);
+  }
+
   // The next dst position of the phase, row-major over (n, j0, j1, j2).
   void advance_pixel(int64_t& nn, int64_t* j) const {
     if (++j[2] < ph_.count[2]) return;
@@ -384,7 +396,7 @@ class ConvProblem final : public gemm::GemmProblem {
                            ph_.rtap[2][ut % n2];
         const gemm::StridedMatrix slice{static_cast<const char*>(wei_) + g_.wei_offset(grp, 0, oc0, rt) * es, g_.wei_t,
                                         ic_stride, oc_stride};
-        if (amx_) gemm::pack_b_bf16_pairs(slice, icg, 0, w, nr, icg / 2, dst + p * K * nr + t * (icg / 2) * nr);
+        if (pairs_) gemm::pack_b_bf16_pairs(slice, icg, 0, w, nr, icg / 2, dst + p * K * nr + t * (icg / 2) * nr);
         else gemm::pack_panels(slice, icg, 0, w, nr, dst + p * K * nr + t * icg * nr);
       }
     }
@@ -433,8 +445,10 @@ class ConvProblem final : public gemm::GemmProblem {
   bool indirect_ = false, c_direct_ = false, chain_ = false, row_taps_ = false;
   bool rows_out_ = false;  // c_block hands its rows to the chain (EpilogueRun::chain_rows_into)
   int64_t ldc_ = 0, rows_ld_ = 0;
+  int64_t src_es_ = size_of(g_.src_t);
   int nr_;
-  bool amx_;
+  bool amx_;    // KernelForm::BF16_AMX: A's rows in 16-row halves (a_rows_amx)
+  bool pairs_;  // K counts bf16 channel pairs (BF16_DOT or BF16_AMX)
 };
 
 class ConvImplicitPlan final : public gemm::GemmPlan {
@@ -449,12 +463,26 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
   static const gemm::KernelSet& amx_kernels(const ConvGeometry& g) {
     return g.src_cg % 32 == 0 ? *gemm::amx_bf16_kernels() : *gemm::amx_bf16_kernels_step8();
   }
+  // bf16 source and weights on AVX512_BF16 without AMX, where vdpbf16ps beats the fp32 kernel
+  // (Zen 4: ResNet-50's bf16 1x1 and 3x3 layers ran 0.31-0.46x oneDNN with their rows
+  // converted to fp32): a conv_fprop whose channels split into whole pairs, read in place.
+  static bool dot_pairs_fit(const ConvGeometry& g, Isa isa) {
+    return !g.dgrad && isa == Isa::AVX512 && !gemm::amx_bf16_kernels() && gemm::avx512_bf16_kernels() &&
+           g.src_t == DataType::BFLOAT16 && g.wei_t == DataType::BFLOAT16 && g.src_st[1] == 1 && g.src_cg % 2 == 0 &&
+           gemm::bf16_pairs_faster();
+  }
+  static KernelForm form_of(const ConvGeometry& g, const gemm::KernelSet& ks) {
+    if (amx_fit(g, ks.isa) && &ks == &amx_kernels(g)) return KernelForm::BF16_AMX;
+    if (dot_pairs_fit(g, ks.isa) && &ks == gemm::avx512_bf16_kernels()) return KernelForm::BF16_DOT;
+    return KernelForm::FP32;
+  }
   // The register tile that pads the conv_fprop's pixels x output channels the least (7 x 48
   // at 7x7 x 512, where 12 x 32 tiles pad 49 pixels to 60); a dgrad's phases keep the first.
   static const gemm::KernelSet& tile_shape(const Partition& p, Isa isa) {
     ConvGeometry g;
     g.init(p);
     if (amx_fit(g, isa)) return amx_kernels(g);
+    if (dot_pairs_fit(g, isa)) return *gemm::avx512_bf16_kernels();
     if (g.dgrad) return gemm::kernel_set(isa);
     return gemm::kernel_for_shape(isa, g.n * g.dst_pixels(), g.dst_cg);
   }
@@ -484,8 +512,8 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       : GemmPlan(p, epi, 1, s, threads, &tile_shape(p, s.isa)) {
     geo_.init(p);
     phases_ = conv_phases(geo_, kMaxOffsets);
-    amx_ = amx_fit(geo_, kernels().isa) && &kernels() == &amx_kernels(geo_);
-    if (amx_) {  // as the matmul's AMX plans: at most 192 rows, K blocks filling half of L2
+    form_ = form_of(geo_, kernels());
+    if (form_ == KernelForm::BF16_AMX) {  // as the matmul's AMX plans: at most 192 rows, K blocks filling half of L2
       gemm::Blocking b = blocking();
       b.mc = std::min<int64_t>(b.mc, 192);
       b.kc = std::max<int64_t>(b.kc, cpu_features().l2_bytes / 2 / (b.mc * 4) / 16 * 16);
@@ -496,10 +524,10 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], conv_dot::dot_kernels(kernels().isa), threads);
       return;  // no workspace: nothing is packed
     }
-    over_operand_ = !amx_ && phases_.size() == 1 && chain_over_operand(geo_, kernels());
+    over_operand_ = form_ == KernelForm::FP32 && phases_.size() == 1 && chain_over_operand(geo_, kernels());
     for (auto& ph : phases_)  // kernel-row segments resolve their rows directly: the tap table goes unread
-      if (ConvProblem::kernel_row_segments(geo_, ph, amx_)) std::vector<int64_t>().swap(ph.src_offset);
-    for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr, kernels().nr, amx_));
+      if (ConvProblem::kernel_row_segments(geo_, ph, form_ == KernelForm::BF16_AMX)) std::vector<int64_t>().swap(ph.src_offset);
+    for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr, kernels().nr, form_));
   }
 
   Status execute(const ExecArgs& args) const override {
@@ -510,7 +538,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       return run.finish();
     }
     for (const auto& ph : phases_)  // every dst position lies in exactly one phase
-      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run, kernels().nr, amx_, over_operand_), pool,
+      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run, kernels().nr, form_, over_operand_), pool,
                                args.workspace, args.ptrs);
           !s.ok())
         return s;
@@ -521,7 +549,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
   ConvGeometry geo_;
   std::vector<ConvPhase> phases_;
   std::unique_ptr<ConvDotGemm> dot_;  // the weights read in place, where that form is chosen
-  bool amx_ = false;                  // on the AMX-BF16 kernel
+  KernelForm form_ = KernelForm::FP32;
   bool over_operand_ = false;         // chain_over_operand
 };
 
@@ -537,9 +565,12 @@ class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
     const double fill_k = std::min(1.0, static_cast<double>(g.src_cg * g.taps()) / 64.0);
     const double fill_n = std::min(1.0, static_cast<double>(g.dst_cg) / 16.0);
     const double segment = std::min(1.0, static_cast<double>(g.src_cg) / 16.0);
-    // AMX-BF16 tiles: ~3x the fp32 kernel's rate in place (4x hot in L1).
-    const double amx = ConvImplicitPlan::amx_fit(g, isa_of(k)) ? 3.0 : 1.0;
-    const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment * amx;
+    // AMX-BF16 tiles: ~3x the fp32 kernel's rate in place (4x hot in L1); vdpbf16ps pairs ~1.8x
+    // (bf16 GEMM 2048 on Zen 4: 342 GFLOP/s against 181 in fp32).
+    const double bf16 = ConvImplicitPlan::amx_fit(g, isa_of(k))        ? 3.0
+                        : ConvImplicitPlan::dot_pairs_fit(g, isa_of(k)) ? 1.8
+                                                                         : 1.0;
+    const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.85 * fill_k * fill_n * segment * bf16;
     return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
   }
 
@@ -554,7 +585,8 @@ class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
     ConvGeometry g;
     g.init(p);
     const Isa isa = isa_of(k);
-    if (!cpu_features().supports(isa) || ConvImplicitPlan::amx_fit(g, isa)) return Alias::NO;
+    if (!cpu_features().supports(isa) || ConvImplicitPlan::amx_fit(g, isa) || ConvImplicitPlan::dot_pairs_fit(g, isa))
+      return Alias::NO;
     const gemm::KernelSet& ks = ConvImplicitPlan::tile_shape(p, isa);
     const std::vector<ConvPhase> phases = conv_phases(g, kMaxOffsets);
     if (phases.size() != 1 || ConvImplicitPlan::dot_form(g, phases, ks, p.tensor(g.wei).is_constant)) return Alias::NO;

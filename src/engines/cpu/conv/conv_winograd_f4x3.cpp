@@ -355,11 +355,13 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
     ConvGeometry g;
     g.init(p);
     // 36/144 of the multiplies, plus transforms that cost about as much as a GEMM with 16
-    // channels: with few channels the transforms dominate. The 36 small GEMMs (at most 48 tiles
-    // of rows each) run at about half the rate of the implicit GEMM's large one (ResNet-50's 3x3
-    // layers, 2026-12-05: 0.935 ms hot where this factor at 0.75 predicted ~0.6).
+    // channels: with few channels the transforms dominate. The 36 small GEMMs have a row per tile
+    // of a block (at most 48): 16 rows at 14x14 run at about half the rate of the implicit GEMM's
+    // large one (C256 14x14, 2026-12-05: 0.935 ms hot where full rate predicted ~0.6), full
+    // blocks at its rate (Zen 4, 2026-12-07: 56x56 layers in 0.96-1.1x the full-rate time).
     const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
-    const double eff = gemm::kernel_efficiency(isa_of(k)) * 0.5;
+    const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
+    const double eff = gemm::kernel_efficiency(isa_of(k)) * std::clamp(std::min(tiles, 48.0) / 32.0, 0.25, 1.0);
     return roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6) +
            transformed_weight_seconds(g, p.tensor(g.wei).is_constant, t.info().peak_bytes_per_s) +
            (p.tensor(g.wei).is_constant ? 0.0

@@ -10,6 +10,8 @@
 #if DNNGRAPH_SIMD_X86
 #include <immintrin.h>
 
+#include <cstring>
+
 DNNGRAPH_TARGET_BEGIN(DNNGRAPH_TARGET_AVX512_BF16)
 
 namespace dnngraph::cpu::simd {
@@ -23,8 +25,10 @@ struct VecAvx512Bf16Pairs {
   static Reg zero() { return _mm512_setzero_ps(); }
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, Reg r) { _mm512_storeu_ps(p, r); }
-  static Reg bcast(const float* p) {
-    return _mm512_castsi512_ps(_mm512_set1_epi32(*reinterpret_cast<const int32_t*>(p)));
+  static Reg bcast(const float* p) {  // a pair read in place may sit at any even byte address
+    int32_t pair;
+    std::memcpy(&pair, p, sizeof pair);
+    return _mm512_castsi512_ps(_mm512_set1_epi32(pair));
   }
   static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
   static Reg fma(Reg a, Reg b, Reg acc) { return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b); }
