@@ -467,6 +467,38 @@ TEST(CpuGemmKernels, Bf16PairKernelsMatchNaive) {
   check_bf16_kernels(*cg::avx512_bf16_kernels(), false);
 }
 
+// The pair packer's layout, slot (t, kp, i) = the word of pair kp0 + kp in row r0 + t * mr + i,
+// on tiles of 6-16 rows (whole tiles of bf16 rows at an even stride go by 8 x 8 word transposes,
+// overlapping where mr is not a multiple of 8), odd strides, odd K and short last tiles.
+TEST(CpuGemmPack, Bf16PairPanelsHoldEachRowsPairs) {
+  std::mt19937 rng(83);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int mrs[] = {6, 8, 12, 16};
+    const int mr = mrs[rng() % 4];
+    const int64_t k = 1 + rng() % 70, rs = k + static_cast<int64_t>(rng() % 3), m = 1 + rng() % 40;
+    const int64_t kp0 = rng() % ((k + 1) / 2), kpairs = 1 + rng() % ((k + 1) / 2 - kp0 + 3);
+    const int64_t r0 = rng() % m, rows = 1 + rng() % (m - r0);
+    std::vector<uint16_t> a(static_cast<size_t>(m * rs));
+    for (auto& v : a) v = static_cast<uint16_t>(rng());
+    const int64_t tiles = (rows + mr - 1) / mr;
+    std::vector<float> out(static_cast<size_t>(tiles * kpairs * mr) + 1, std::nanf(""));
+    cg::pack_a_bf16_pairs({a.data(), dg::DataType::BFLOAT16, rs, 1}, r0, rows, kp0, kpairs, k, mr, out.data());
+    const auto* words = reinterpret_cast<const uint32_t*>(out.data());
+    for (int64_t t = 0; t < tiles; ++t)
+      for (int64_t kp = 0; kp < kpairs; ++kp)
+        for (int i = 0; i < mr; ++i) {
+          const int64_t r = t * mr + i, k0 = 2 * (kp0 + kp);
+          auto at = [&](int64_t q) -> uint32_t {
+            return r < rows && q < k ? a[static_cast<size_t>((r0 + r) * rs + q)] : 0u;
+          };
+          ASSERT_EQ(words[(t * kpairs + kp) * mr + i], at(k0) | (at(k0 + 1) << 16))
+              << "mr " << mr << " k " << k << " stride " << rs << " rows " << rows << " kp0 " << kp0 << " at tile " << t
+              << " pair " << kp << " row " << i;
+        }
+    EXPECT_TRUE(std::isnan(out.back()));  // nothing past the panels
+  }
+}
+
 TEST(CpuGemmKernels, AmxBf16KernelMatchesNaive) {
   if (!cg::amx_bf16_kernels()) GTEST_SKIP() << "no AMX-BF16 here (or the OS did not grant the tile state)";
   check_bf16_kernels(*cg::amx_bf16_kernels(), true);

@@ -6,6 +6,7 @@
 
 #include "core/dtype.hpp"
 #include "engines/cpu/cpu_features.hpp"
+#include "engines/cpu/simd/transpose_words.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -155,8 +156,13 @@ void a_panels_typed(const StridedMatrix& s, int64_t r0, int64_t rows, int64_t c0
       }
       continue;
     }
+    int64_t k = 0;
+    if constexpr (std::is_same_v<T, float>)  // a whole tile of rows: their words in 8 x 8 blocks
+      if (h == mr && s.cs == 1)
+        k = transpose_tile_words(reinterpret_cast<const uint32_t*>(src[0]), s.rs, cols, mr,
+                                 reinterpret_cast<uint32_t*>(d));
     // k outer: stores contiguous, and a transposed A (rs == 1) is read contiguously too.
-    for (int64_t k = 0; k < cols; ++k) {
+    for (; k < cols; ++k) {
       for (int64_t i = 0; i < h; ++i) d[k * mr + i] = to_fp32(src[i][k * s.cs]);
       for (int64_t i = h; i < mr; ++i) d[k * mr + i] = 0.0f;
     }
@@ -164,6 +170,16 @@ void a_panels_typed(const StridedMatrix& s, int64_t r0, int64_t rows, int64_t c0
 }
 
 }  // namespace
+
+int64_t transpose_tile_words(const uint32_t* rows, int64_t ld, int64_t cols, int mr, uint32_t* out) {
+  if (mr < 8 || !simd::words_transpose_available()) return 0;
+  const int64_t blocks = cols / 8 * 8;
+  for (int g = 0; g < mr; g += 8) {
+    const int g0 = std::min(g, mr - 8);
+    for (int64_t c = 0; c < blocks; c += 8) simd::transpose_8x8_words(rows + g0 * ld + c, ld, out + c * mr + g0, mr);
+  }
+  return blocks;
+}
 
 void pack_a_panels(const StridedMatrix& s, int64_t r0, int64_t rows, int64_t c0, int64_t cols, int mr, float* dst) {
   switch (s.dtype) {

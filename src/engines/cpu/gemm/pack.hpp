@@ -25,6 +25,14 @@ void pack_rows(const StridedMatrix& src, int64_t r0, int64_t rows, int64_t c0, i
 // c0 + k), zero for rows past `rows`.
 void pack_a_panels(const StridedMatrix& src, int64_t r0, int64_t rows, int64_t c0, int64_t cols, int mr, float* dst);
 
+// Columns [0, cols) of a tile of mr rows of 32-bit words (row i at rows + i * ld words) into
+// k-major order, out[c * mr + i], by 8 x 8 word transposes where this CPU has them: row groups
+// [0, 8), [8, 16), ... and a last one ending at mr (overlapping the one before where mr is not a
+// multiple of 8: the same words written twice). Returns the columns done (a multiple of 8; 0
+// where mr < 8 or no transposes here); the caller does the rest. (The scalar transpose was 6.6%
+// of an sgemm 2048 and 9-11% of a bf16 one on Zen 4.)
+int64_t transpose_tile_words(const uint32_t* rows, int64_t ld, int64_t cols, int mr, uint32_t* out);
+
 // B panels: columns [c0, c0 + cols) of rows [0, krows), NR wide: panel p holds
 // dst[p * krows * nr + k * nr + j] = src(k, c0 + p * nr + j), zero past `cols`.
 void pack_panels(const StridedMatrix& src, int64_t krows, int64_t c0, int64_t cols, int nr, float* dst);

@@ -27,6 +27,7 @@ void pack_a_bf16_pairs(const StridedMatrix& src, int64_t r0, int64_t rows, int64
   uint32_t* out = reinterpret_cast<uint32_t*>(dst);
   const int64_t tiles = (rows + mr - 1) / mr;
   const bool bf16_rows = src.dtype == DataType::BFLOAT16 && src.cs == 1;
+  int64_t blocked = 0;  // pairs of the current tile done by transpose_tile_words
   for (int64_t t = 0; t < tiles; ++t)
     for (int i = 0; i < mr; ++i) {
       uint32_t* col = out + t * kpairs * mr + i;
@@ -38,7 +39,12 @@ void pack_a_bf16_pairs(const StridedMatrix& src, int64_t r0, int64_t rows, int64
       const int64_t full = std::max<int64_t>(0, std::min(kpairs, k_total / 2 - kp0));  // pairs inside K
       if (bf16_rows) {  // the pairs are the row's own 32-bit words
         const uint16_t* row = static_cast<const uint16_t*>(src.data) + (r0 + r) * src.rs + 2 * kp0;
-        for (int64_t kp = 0; kp < full; ++kp) {
+        // A whole tile at an even stride: the rows' words transposed in blocks.
+        if (i == 0)
+          blocked = t * mr + mr <= rows && src.rs % 2 == 0
+                        ? transpose_tile_words(reinterpret_cast<const uint32_t*>(row), src.rs / 2, full, mr, col)
+                        : 0;
+        for (int64_t kp = blocked; kp < full; ++kp) {
           uint32_t w;
           std::memcpy(&w, row + 2 * kp, 4);
           col[kp * mr] = w;
