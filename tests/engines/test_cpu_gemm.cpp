@@ -464,7 +464,20 @@ void check_bf16_kernels(const cg::KernelSet& ks, bool amx) {
 
 TEST(CpuGemmKernels, Bf16PairKernelsMatchNaive) {
   if (!dg::cpu::cpu_features().avx512bf16 || !cg::avx512_bf16_kernels()) GTEST_SKIP() << "no AVX512_BF16 here";
-  check_bf16_kernels(*cg::avx512_bf16_kernels(), false);
+  const auto shapes = cg::bf16_pair_shapes();  // 12 x 32 first, then 7 x 48, 14 x 32, 16 x 16
+  ASSERT_EQ(shapes.size(), 4u);
+  EXPECT_EQ(shapes[0], cg::avx512_bf16_kernels());
+  for (const cg::KernelSet* ks : shapes) {
+    SCOPED_TRACE(std::to_string(ks->mr) + " x " + std::to_string(ks->nr));
+    EXPECT_TRUE(cg::is_bf16_pairs(*ks));
+    check_bf16_kernels(*ks, false);
+  }
+  EXPECT_FALSE(cg::is_bf16_pairs(cg::kernel_set(dg::cpu::Isa::AVX512)));
+  // 7x7 images take 7-row tiles, 14x14 ones 14-row tiles, 16 channels 16-wide ones.
+  EXPECT_EQ(cg::bf16_pair_kernel_for_shape(49, 512).mr, 7);
+  EXPECT_EQ(cg::bf16_pair_kernel_for_shape(196, 256).mr, 14);
+  EXPECT_EQ(cg::bf16_pair_kernel_for_shape(1000, 16).nr, 16);
+  EXPECT_EQ(&cg::bf16_pair_kernel_for_shape(1200, 64), cg::avx512_bf16_kernels());
 }
 
 // The pair packer's layout, slot (t, kp, i) = the word of pair kp0 + kp in row r0 + t * mr + i,

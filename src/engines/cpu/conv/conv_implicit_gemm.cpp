@@ -473,7 +473,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
   }
   static KernelForm form_of(const ConvGeometry& g, const gemm::KernelSet& ks) {
     if (amx_fit(g, ks.isa) && &ks == &amx_kernels(g)) return KernelForm::BF16_AMX;
-    if (dot_pairs_fit(g, ks.isa) && &ks == gemm::avx512_bf16_kernels()) return KernelForm::BF16_DOT;
+    if (dot_pairs_fit(g, ks.isa) && gemm::is_bf16_pairs(ks)) return KernelForm::BF16_DOT;
     return KernelForm::FP32;
   }
   // The register tile that pads the conv_fprop's pixels x output channels the least (7 x 48
@@ -482,7 +482,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
     ConvGeometry g;
     g.init(p);
     if (amx_fit(g, isa)) return amx_kernels(g);
-    if (dot_pairs_fit(g, isa)) return *gemm::avx512_bf16_kernels();
+    if (dot_pairs_fit(g, isa)) return gemm::bf16_pair_kernel_for_shape(g.n * g.dst_pixels(), g.dst_cg);
     if (g.dgrad) return gemm::kernel_set(isa);
     return gemm::kernel_for_shape(isa, g.n * g.dst_pixels(), g.dst_cg);
   }

@@ -30,10 +30,12 @@ std::vector<const KernelSet*> kernel_shapes(Isa isa) {
   return out;
 }
 
-const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n, int min_nr) {
+namespace {
+
+// The shape of `shapes` that pads an M x N problem the least (kernel_for_shape).
+const KernelSet& least_padding(const std::vector<const KernelSet*>& shapes, int64_t m, int64_t n, int min_nr) {
   const KernelSet* best = nullptr;
   double best_fill = 0;
-  const std::vector<const KernelSet*> shapes = kernel_shapes(isa);
   for (const KernelSet* ks : shapes) {
     if (ks->nr < min_nr && ks != shapes.front()) continue;  // the first (the ISA's default) always qualifies
     const auto pad = [](int64_t x, int64_t t) { return static_cast<double>((std::max<int64_t>(x, 1) + t - 1) / t * t); };
@@ -48,6 +50,19 @@ const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n, int min_nr) {
   }
   return *best;
 }
+
+}  // namespace
+
+const KernelSet& kernel_for_shape(Isa isa, int64_t m, int64_t n, int min_nr) {
+  return least_padding(kernel_shapes(isa), m, n, min_nr);
+}
+
+bool is_bf16_pairs(const KernelSet& ks) {
+  static const std::vector<const KernelSet*> kShapes = bf16_pair_shapes();
+  return std::find(kShapes.begin(), kShapes.end(), &ks) != kShapes.end();
+}
+
+const KernelSet& bf16_pair_kernel_for_shape(int64_t m, int64_t n) { return least_padding(bf16_pair_shapes(), m, n, 0); }
 
 namespace {
 

@@ -64,6 +64,12 @@ const KernelSet& row_kernel_set(Isa isa);
 // The bf16-pair kernels (kernel_bf16_avx512.cpp): A and B as pairs of bf16 per 32-bit slot, K
 // counted in pairs; run them only where cpu_features().avx512bf16. Null when not compiled in.
 const KernelSet* avx512_bf16_kernels();
+// Every tile shape of the bf16-pair kernels, avx512_bf16_kernels() first; empty when not compiled in.
+std::vector<const KernelSet*> bf16_pair_shapes();
+bool is_bf16_pairs(const KernelSet& ks);
+// The pair shape that pads an M x N problem the least (as kernel_for_shape); call it only where
+// avx512_bf16_kernels() is not null.
+const KernelSet& bf16_pair_kernel_for_shape(int64_t m, int64_t n);
 // Whether this CPU has those kernels and they beat the fp32 ones: vdpbf16ps does two products per
 // lane, but where it issues at a fraction of the FMA rate (Intel cores with AMX: 0.56x of the fp32
 // kernel's FLOP rate, hot in L1) bf16 inputs are better converted while packing. Timed once per
