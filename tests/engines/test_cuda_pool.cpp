@@ -123,6 +123,22 @@ TEST_F(CudaPool, RandomResizingMatchesRef) {
   }
 }
 
+// 2-D resizes of channels-last tensors whose channels are whole 16-byte vectors: the channels-
+// vector kernel (gate pool_channels_resize until these pass), up and down, nearest and bilinear.
+TEST_F(CudaPool, ChannelsLastResizingMatchesRef) {
+  std::mt19937 rng(404);
+  for (int trial = 0; trial < 12; ++trial) {
+    const Dims x = {int64_t(1 + rng() % 3), 8 * int64_t(1 + rng() % 4), int64_t(1 + rng() % 20), int64_t(1 + rng() % 20)};
+    Dims y = x;
+    y[2] = trial % 3 == 0 ? 2 * x[2] : 1 + rng() % 30;
+    y[3] = trial % 3 == 0 ? 2 * x[3] : 1 + rng() % 30;
+    const RM mode = trial % 2 ? RM::NEAREST : RM::BILINEAR;
+    SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(to_string(mode)));
+    expect_resample(x, y, Layout::NHWC, Layout::NHWC, random_float_type(rng), random_float_type(rng),
+                    ResampleAttr().set_resampling_mode(mode), static_cast<uint32_t>(trial + 200));
+  }
+}
+
 // ResNet's stem pooling and a U-Net's 2x upsampling at network sizes (a grid-stride walk of
 // several steps per thread), and windows cut by padding on every side.
 TEST_F(CudaPool, NetworkShapesAndPaddedWindowsMatchRef) {

@@ -211,6 +211,24 @@ TEST(CudaPoolEmulated, ChannelsLastPoolingByVectorsMatchesRef) {
   }
 }
 
+// The channels-vector kernel's 2-D resizing: nearest and bilinear, up and down, by whole and odd
+// factors (a source edge clamps the upper corner), every type pair, one block walking many vectors.
+TEST(CudaPoolEmulated, ChannelsLastResizingByVectorsMatchesRef) {
+  std::mt19937 rng(507);
+  for (int trial = 0; trial < 16; ++trial) {
+    const T tx = random_float_type(rng), ty = random_float_type(rng);
+    const int64_t vec = 16 / static_cast<int64_t>(size_of(tx));
+    const Dims x = {int64_t(1 + rng() % 2), vec * int64_t(1 + rng() % 3), int64_t(1 + rng() % 9), int64_t(1 + rng() % 9)};
+    Dims y = x;
+    y[2] = trial % 4 == 0 ? 2 * x[2] : 1 + rng() % 13;
+    y[3] = trial % 4 == 0 ? 2 * x[3] : 1 + rng() % 13;
+    const RM mode = trial % 2 ? RM::NEAREST : RM::BILINEAR;
+    SCOPED_TRACE("trial " + std::to_string(trial) + " " + std::string(to_string(mode)));
+    expect_kernel_matches_ref(tensor(x, Layout::NHWC, tx, rng, true), tensor(y, Layout::NHWC, ty, rng, false),
+                              ResampleAttr().set_resampling_mode(mode), trial % 2 ? 1 : 2, /*by_channels=*/true);
+  }
+}
+
 // The walk follows Y's strides: NHWC's innermost is C, NCHW's W, a random layout's smallest stride.
 TEST(CudaPoolEmulated, WalkOrderFollowsYsStrides) {
   std::mt19937 rng(505);

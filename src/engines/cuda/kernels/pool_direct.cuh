@@ -144,13 +144,54 @@ __device__ __forceinline__ void pool_direct(const PoolParams& P) {
   }
 }
 
-// 2-D pooling over channels-last X and Y, a vector of VEC channels per thread (one 16-byte load of
-// X per window position): the walk is (n, oh, ow, channel group), groups innermost, so a warp reads
-// 512 contiguous bytes per position, and the window's bounds are scalars in registers (the generic
-// walk above keeps per-dim arrays that live in local memory). The plan takes it where X and Y have
-// unit channel strides, C and their other strides are multiples of VEC, the groups count fits 32
-// bits, and (checked per call) both pointers are 16-byte aligned. Same sums in the same order as
-// pool_window (rows, then columns).
+// One spatial dim of a 2-D linear resize: the lower and upper source rows and the upper one's
+// weight, as resize_point computes them (half-pixel centers in double).
+__device__ __forceinline__ void linear_taps(long long o, long long in, long long out, long long& lo, long long& hi,
+                                            float& frac) {
+  double src = ((double)o + 0.5) * (double)in / (double)out - 0.5;
+  if (src < 0.0) src = 0.0;
+  lo = (long long)src;
+  if (lo > in - 1) lo = in - 1;
+  hi = lo + 1 < in ? lo + 1 : in - 1;
+  frac = (float)(src - (double)lo);
+}
+
+// 2-D resizing of a vector of VEC channels at (n, oh, ow): the nearest source, or the four linear
+// corners summed in resize_point's order and weights.
+template <int DX, int VEC>
+__device__ __forceinline__ void resize2d_vector(const PoolParams& P, long long base, unsigned oh, unsigned ow,
+                                                float (&acc)[VEC]) {
+  if (P.mode == RESIZE_NEAREST) {
+    long long h = (long long)oh * P.x_dims[2] / P.y_dims[2], w = (long long)ow * P.x_dims[3] / P.y_dims[3];
+    h = h < P.x_dims[2] - 1 ? h : P.x_dims[2] - 1;
+    w = w < P.x_dims[3] - 1 ? w : P.x_dims[3] - 1;
+    load_vec<DX, VEC>(P.x, base + h * P.x_strides[2] + w * P.x_strides[3], acc);
+    return;
+  }
+  long long h[2], w[2];
+  float fh, fw;
+  linear_taps(oh, P.x_dims[2], P.y_dims[2], h[0], h[1], fh);
+  linear_taps(ow, P.x_dims[3], P.y_dims[3], w[0], w[1], fw);
+DG_UNROLL
+  for (int j = 0; j < VEC; ++j) acc[j] = 0.0f;
+DG_UNROLL
+  for (int c = 0; c < 4; ++c) {
+    const int up_h = c >> 1, up_w = c & 1;
+    const float wt = (up_h ? fh : 1.0f - fh) * (up_w ? fw : 1.0f - fw);
+    float v[VEC];
+    load_vec<DX, VEC>(P.x, base + h[up_h] * P.x_strides[2] + w[up_w] * P.x_strides[3], v);
+DG_UNROLL
+    for (int j = 0; j < VEC; ++j) acc[j] += wt * v[j];
+  }
+}
+
+// 2-D pooling and resizing over channels-last X and Y, a vector of VEC channels per thread (one
+// 16-byte load of X per window position or corner): the walk is (n, oh, ow, channel group), groups
+// innermost, so a warp reads 512 contiguous bytes per position, and the window's bounds are scalars
+// in registers (the generic walk above keeps per-dim arrays that live in local memory). The plan
+// takes it where X and Y have unit channel strides, C and their other strides are multiples of VEC,
+// the groups count fits 32 bits, and (checked per call) both pointers are 16-byte aligned. Same
+// sums in the same order as pool_window (rows, then columns) and resize_point.
 template <int DX, int DY>
 __device__ __forceinline__ void pool2d_channels(const PoolParams& P) {
   constexpr int VEC = 16 / (int)sizeof(typename Storage<DX>::type);
@@ -164,14 +205,21 @@ __device__ __forceinline__ void pool2d_channels(const PoolParams& P) {
     const unsigned ow = rest % ow_n;
     rest /= ow_n;
     const unsigned oh = rest % oh_n, n = rest / oh_n;
+    const long long base = (long long)n * P.x_strides[0] + (long long)g * VEC;
+    const long long y_off = (long long)n * P.y_strides[0] + (long long)oh * P.y_strides[2] +
+                            (long long)ow * P.y_strides[3] + (long long)g * VEC;
+    float acc[VEC];
+    if (P.mode > POOL_AVG_EXCLUDE) {
+      resize2d_vector<DX, VEC>(P, base, oh, ow, acc);
+      store_vec<DY, VEC>(P.y, y_off, acc);
+      continue;
+    }
     const long long h0 = (long long)oh * P.stride[0] - P.pre[0], w0 = (long long)ow * P.stride[1] - P.pre[1];
     const long long hlo = h0 < 0 ? 0 : h0, wlo = w0 < 0 ? 0 : w0;
     const long long hhi = h0 + P.window[0] < P.x_dims[2] ? h0 + P.window[0] : P.x_dims[2];
     const long long whi = w0 + P.window[1] < P.x_dims[3] ? w0 + P.window[1] : P.x_dims[3];
-    float acc[VEC];
 DG_UNROLL
     for (int j = 0; j < VEC; ++j) acc[j] = is_max ? u2f(0xff800000u) : 0.0f;  // -inf
-    const long long base = (long long)n * P.x_strides[0] + (long long)g * VEC;
     for (long long h = hlo; h < hhi; ++h)
       for (long long w = wlo; w < whi; ++w) {
         float v[VEC];
@@ -182,9 +230,7 @@ DG_UNROLL
     const long long inside = hhi > hlo && whi > wlo ? (hhi - hlo) * (whi - wlo) : 0;
 DG_UNROLL
     for (int j = 0; j < VEC; ++j) acc[j] = pool_finish(P, acc[j], inside);
-    store_vec<DY, VEC>(P.y, (long long)n * P.y_strides[0] + (long long)oh * P.y_strides[2] + (long long)ow * P.y_strides[3] +
-                                (long long)g * VEC,
-                       acc);
+    store_vec<DY, VEC>(P.y, y_off, acc);
   }
 }
 
