@@ -1,7 +1,8 @@
 // cpu_conv_implicit_gemm: convolution as GEMM without materialising im2col. Per group,
 // M = output pixels, N = output channels, K = taps x input channels (channel fastest). A's rows
 // are read in place through one pointer per (pixel, tap) when the input is fp32 with unit channel
-// stride (NHWC: the indirect form), else gathered and converted into the packed-A block; the
+// stride (NHWC: the indirect form) or bf16 read as channel pairs by the vdpbf16ps kernels, else
+// gathered (AMX: tile halves copied where they cross rows) or converted into the packed-A block; the
 // weights are packed into NR-wide B panels once per execute, or once per plan and pointer when
 // they are constant (TensorAttr::set_is_constant); the epilogue runs on each C block.
 // conv_dgrad (the transposed convolution) runs as one such GEMM per stride phase: the outputs
@@ -162,7 +163,7 @@ class ConvProblem final : public gemm::GemmProblem {
   // row-major block of seg_len bf16 pairs (zero where they read padding or lie past mc). The
   // copies were a third of a 3x3 C64 56x56 layer's time.
   void a_rows_amx(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr, const float** rows,
-                    float* scratch) const {
+                  float* scratch) const {
     const int64_t icg = g_.src_cg, padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
     const size_t n1 = ph_.off[1].size(), n2 = ph_.off[2].size();
     const auto* src = static_cast<const uint16_t*>(src_);
