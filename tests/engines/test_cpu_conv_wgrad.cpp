@@ -1,7 +1,7 @@
 // cpu_conv_wgrad_gemm against ref: random conv_wgrad problems (1D to 3D, groups, strides,
 // dilations, uneven padding, fp32 / bf16 / fp16 inputs, channels-last or strided tensors, 1-4
 // threads), fp32 / bf16 / fp16 DW, channels-last or strided; problems of several pixel chunks;
-// and the engine's refusals.
+// 1x1 problems read in place; and the engine's refusals.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -139,6 +139,34 @@ TEST(CpuConvWgrad, SeveralPixelChunksAddUp) {
       w.out.push_back((w.in[d] + w.pre[d] + w.post[d] - w.ker[d]) / w.stride[d] + 1);
     w.channels_last = true;
     run_case(w, rng, 2, trial == 2 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT);
+  }
+}
+
+// 1x1 stride-1 unpadded fp32 channels-last problems whose channels per group divide a tile (16,
+// 32, 48 or 64): DY and X read in place (PointwiseInPlace), pixels from under one thread's share
+// to several threads' (partial sums added), into DW itself and, for a bf16 DW, through the
+// accumulator; 1-3 spatial dims and two images at one pixel stride.
+TEST(CpuConvWgrad, PointwiseInPlaceMatchesRef) {
+  std::mt19937 rng(84);
+  for (int trial = 0; trial < 12; ++trial) {
+    WgradCase w;
+    w.nsp = 1 + trial % 3;
+    w.n = 1 + rng() % 2;
+    w.groups = trial % 4 == 3 ? 2 : 1;
+    w.c = w.groups * 16 * (1 + static_cast<int64_t>(rng() % 4));
+    w.k = w.groups * 16 * (1 + static_cast<int64_t>(rng() % 4));
+    const int64_t side = trial < 4 ? 6 : w.nsp == 1 ? 1500 : w.nsp == 2 ? 40 : 12;
+    for (int d = 0; d < w.nsp; ++d) {
+      w.in.push_back(1 + static_cast<int64_t>(rng() % side));
+      w.ker.push_back(1);
+      w.stride.push_back(1);
+      w.dil.push_back(1 + static_cast<int64_t>(rng() % 2));  // no effect on a 1x1 filter
+      w.pre.push_back(0);
+      w.post.push_back(0);
+      w.out.push_back(w.in.back());
+    }
+    w.channels_last = true;
+    run_case(w, rng, 1 + static_cast<int>(rng() % 4), trial % 5 == 4 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT);
   }
 }
 

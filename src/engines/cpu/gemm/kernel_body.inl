@@ -65,6 +65,19 @@ inline __attribute__((always_inline)) void strided_rows(const float* row0, int64
   }
 }
 
+// The finished tile into C (row stride ldc), added to what C holds when `accumulate`.
+template <class V, int MR, int NV>
+inline __attribute__((always_inline)) void store_tile(typename V::Reg (&acc)[MR][NV], float* c, int64_t ldc,
+                                                       bool accumulate) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      float* p = c + i * ldc + j * V::kWidth;
+      V::store(p, accumulate ? V::add(V::load(p), acc[i][j]) : acc[i][j]);
+    }
+}
+
 // kPacked: A of each segment is one k-major panel at rows[s * MR] (element (i, k) at [k * MR + i]),
 // a single stream; otherwise row i of segment s is rows[s * MR + i], unit stride.
 // kChain: `chain` runs on the finished tile before its store (V's sub, mul, set1 and relu_clip).
@@ -109,13 +122,7 @@ inline __attribute__((always_inline)) void microkernel_body(int nseg, int64_t se
     for (const ChainStep& st : chain->chain->steps) apply_step<V, MR, NV>(st, *chain, row0, col0, acc);
     accumulate = false;
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      float* p = c + i * ldc + j * W;
-      V::store(p, accumulate ? V::add(V::load(p), acc[i][j]) : acc[i][j]);
-    }
+  store_tile<V, MR, NV>(acc, c, ldc, accumulate);
 }
 
 template <class V, int MR, int NV, bool kPacked>
@@ -130,6 +137,20 @@ void microkernel_chain(int nseg, int64_t seg_len, const float* const* rows, cons
   microkernel_body<V, MR, NV, false, true>(nseg, seg_len, rows, b, c, ldc, accumulate, &chain, row0, col0);
 }
 
+// A and B both k-major where they lie (KmajorKernel): a conv_wgrad's rows of DY and X, a pixel
+// per k step.
+template <class V, int MR, int NV>
+void microkernel_kmajor(int64_t k_len, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                        int64_t ldc, bool accumulate) {
+  typename V::Reg acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
+  for (int64_t k = 0; k < k_len; ++k, a += lda, b += ldb) k_step<V, MR, NV>(b, acc, [&](int i) { return a + i; });
+  store_tile<V, MR, NV>(acc, c, ldc, accumulate);
+}
+
 // The fp32 kernels take a TileChain; the bf16-pair ones (whose V has no relu_clip) do not.
 template <class V, int MR, int NV>
 constexpr ChainKernel chain_kernel_of() {
@@ -139,12 +160,22 @@ constexpr ChainKernel chain_kernel_of() {
     return nullptr;
 }
 
+// The fp32 kernels read k-major operands in place; the bf16-pair ones would need pairs of
+// consecutive k (pixels) in each slot, which rows of DY and X do not hold.
+template <class V, int MR, int NV>
+constexpr KmajorKernel kmajor_kernel_of() {
+  if constexpr (requires(typename V::Reg r) { V::relu_clip(r, r, r); })
+    return microkernel_kmajor<V, MR, NV>;
+  else
+    return nullptr;
+}
+
 // The kernels of V with MR rows and two vectors of columns (NR = 2 * kWidth): with the MR x 2
 // accumulators, 2 B vectors and one broadcast, MR = 6 fills AVX2's 16 registers and MR = 12
 // AVX-512's 32.
 template <class V, int MR, int NV = 2>
 constexpr KernelSet kKernelSet{V::kIsa, MR, NV * V::kWidth, microkernel<V, MR, NV, false>, microkernel<V, MR, NV, true>,
-                                nullptr, chain_kernel_of<V, MR, NV>()};
+                                nullptr, chain_kernel_of<V, MR, NV>(), nullptr, kmajor_kernel_of<V, MR, NV>()};
 
 }  // namespace
 }  // namespace dnngraph::cpu::gemm

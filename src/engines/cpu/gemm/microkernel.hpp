@@ -21,6 +21,11 @@ using MicroKernel = void (*)(int nseg, int64_t seg_len, const float* const* rows
 using ChainKernel = void (*)(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c,
                              int64_t ldc, bool accumulate, const TileChain& chain, int64_t row0, int64_t col0);
 
+// C[MR x NR] (+)= sum over k < k_len of A row k (MR values at a + k * lda) times B row k (NR
+// values at b + k * ldb): both operands k-major where they lie (a conv_wgrad's DY and X).
+using KmajorKernel = void (*)(int64_t k_len, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                              int64_t ldc, bool accumulate);
+
 struct KernelSet {
   Isa isa;
   int mr, nr;
@@ -33,6 +38,7 @@ struct KernelSet {
   // `kernel` over rows [0, MR / 2) only, for a tile of at most MR / 2 rows (AMX: a 16 x 32 block,
   // half the tile products of the 32 x 32 one); null where a short tile runs the whole kernel.
   MicroKernel kernel_half = nullptr;
+  KmajorKernel kernel_kmajor = nullptr;  // fp32 kernels; null for bf16 pairs and AMX
 };
 
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
