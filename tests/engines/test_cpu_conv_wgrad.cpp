@@ -170,6 +170,26 @@ TEST(CpuConvWgrad, PointwiseInPlaceMatchesRef) {
   }
 }
 
+// fp32 channels-last problems of any filter, stride, dilation and padding whose channels per group
+// divide a tile: each output line's run of pixels whose tap lies inside X read in place per tap,
+// lines split between 1-4 threads (partials added) or, with few pixels, DW's blocks; a line block
+// of several lines or of one.
+TEST(CpuConvWgrad, InPlaceRunsMatchRef) {
+  std::mt19937 rng(85);
+  for (int trial = 0; trial < 16; ++trial) {
+    WgradCase w = random_case(rng, trial % 2 ? 30 : 9, 4);
+    // Output lines of 12-40 pixels (shorter ones run the packed form): few pixels in all (each
+    // thread a range of DW's blocks) or many (each a range of lines).
+    const size_t last = static_cast<size_t>(w.nsp - 1);
+    w.in[last] = w.dil[last] * (w.ker[last] - 1) + 12 * w.stride[last] + static_cast<int64_t>(rng() % 28);
+    w.out[last] = (w.in[last] + w.pre[last] + w.post[last] - w.dil[last] * (w.ker[last] - 1) - 1) / w.stride[last] + 1;
+    w.c = w.groups * 16 * (1 + static_cast<int64_t>(rng() % 3));
+    w.k = w.groups * 16 * (1 + static_cast<int64_t>(rng() % 3));
+    w.channels_last = true;
+    run_case(w, rng, 1 + static_cast<int>(rng() % 4), trial % 5 == 4 ? dg::DataType::BFLOAT16 : dg::DataType::FLOAT);
+  }
+}
+
 // What the engine refuses names the node, the tensor and the rule: a conv_fprop partition, and a
 // conv_wgrad into a bf16 DW of 2^24 x 2^23 channels (2^48 bytes, the most a tensor may span),
 // whose fp32 accumulator would take 2^49.

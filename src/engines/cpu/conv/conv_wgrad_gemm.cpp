@@ -5,7 +5,7 @@
 // sums the next chunk's add to: in DW itself where it is a dense fp32 KRSC plain store, else in an
 // fp32 accumulator in the workspace that the epilogue then stores DW from, a strip of input
 // channels per (output channel, tap). A 1x1 stride-1 conv over fp32 channels-last tensors skips
-// the packing: DY and X are read as they lie (PointwiseInPlace).
+// the packing: DY and X are read as they lie (InPlaceRuns).
 #include "engines/cpu/conv/conv_wgrad_gemm.hpp"
 
 #include <algorithm>
@@ -48,56 +48,164 @@ int64_t flat_pixel_stride(const std::array<int64_t, 5>& st, const std::array<int
   return n == 1 || st[0] == expect ? st[4] : 0;
 }
 
-// A 1x1, stride-1, unpadded conv_wgrad over fp32 DY and X whose channels are unit-stride and
-// whose pixels each sit at one stride: per group DW = DY^T X with both operands k-major where
-// they lie (a pixel's output channels, a pixel's input channels), on a tile shape that divides
-// the channels (KmajorKernel). The packed form spent more time packing DY and X than multiplying
-// (1x1 C256 56x56 -> 64: 0.61x oneDNN; MobileNetV2's C16 -> 96 at 112x112: 0.26x).
-struct PointwiseInPlace {
-  const gemm::KernelSet* ks = nullptr;  // null: the packed form runs
-  int64_t ldy = 0, ldx = 0;            // pixel strides of DY and X
-  static constexpr int64_t kBlockPixels = 128;   // a K block: the tiles' DY and X rows stay in L2
-  static constexpr int64_t kThreadPixels = 256;  // the fewest pixels a thread sums alone
+// Filter tap t (row-major over the kernel's three dims) as its (r0, r1, r2).
+std::array<int64_t, 3> filter_tap(const ConvGeometry& g, int64_t t) {
+  return {t / (g.ker[1] * g.ker[2]), (t / g.ker[2]) % g.ker[1], t % g.ker[2]};
+}
 
-  static PointwiseInPlace of(const ConvGeometry& g, Isa isa) {
-    PointwiseInPlace f;
-    if (g.src_t != DataType::FLOAT || g.dst_t != DataType::FLOAT || g.taps() != 1 || g.src_st[1] != 1 ||
-        g.dst_st[1] != 1 || g.src_sp != g.dst_sp)
+// conv_wgrad over fp32 DY and X with unit-stride channels, packing nothing: per group and filter
+// tap, DW's block (output channels x input channels) = sum over output pixels of DY's row times
+// X's row at the tap's input pixel, both rows k-major operands where they lie (KmajorKernel), on
+// a tile shape that divides the channels. Along an output line (fixed n, o0, o1) the pixels whose
+// tap lies inside X are one run at one stride in each tensor: a kernel call per run (lines of at
+// least kMinLine pixels: shorter runs spend more on the C tile's loads and stores than the packed
+// form spends packing). A 1x1 stride-1 unpadded conv whose pixels sit at one stride in both is
+// one run per block of pixels. The threads share the pixels (each its own sums, then added) where
+// each gets kThreadPixels, else DW's blocks (every pixel each).
+// The packed form spent more time packing DY and X than multiplying (1x1 C256 56x56 -> 64:
+// 0.61x oneDNN; MobileNetV2's C16 -> 96 at 112x112: 0.26x).
+struct InPlaceRuns {
+  const gemm::KernelSet* ks = nullptr;  // null: the packed form runs
+  int64_t ldy = 0, ldx = 0;            // 1x1 flat: the pixel strides of DY and X; else 0
+  static constexpr int64_t kBlockPixels = 128;   // the tiles' DY and X rows of a block stay in L2
+  static constexpr int64_t kThreadPixels = 256;  // the fewest pixels a thread sums alone
+  static constexpr int64_t kMinLine = 12;
+
+  static InPlaceRuns of(const ConvGeometry& g, Isa isa) {
+    InPlaceRuns f;
+    if (g.src_t != DataType::FLOAT || g.dst_t != DataType::FLOAT || g.src_st[1] != 1 || g.dst_st[1] != 1 ||
+        !cpu_features().supports(isa))
       return f;
-    for (size_t d = 0; d < 3; ++d)
-      if (g.stride[d] != 1 || g.pad[d] != 0) return f;
-    f.ldy = flat_pixel_stride(g.dst_st, g.dst_sp, g.n);
-    f.ldx = flat_pixel_stride(g.src_st, g.src_sp, g.n);
-    if (f.ldy == 0 || f.ldx == 0 || !cpu_features().supports(isa)) return f;
     for (const gemm::KernelSet* ks : gemm::kernel_shapes(isa))  // the ISA's default tile first
       if (ks->kernel_kmajor && g.dst_cg % ks->mr == 0 && g.src_cg % ks->nr == 0) {
         f.ks = ks;
         break;
       }
+    bool pointwise = g.taps() == 1 && g.src_sp == g.dst_sp;
+    for (size_t d = 0; d < 3; ++d) pointwise &= g.stride[d] == 1 && g.pad[d] == 0;
+    if (pointwise) {
+      f.ldy = flat_pixel_stride(g.dst_st, g.dst_sp, g.n);
+      f.ldx = flat_pixel_stride(g.src_st, g.src_sp, g.n);
+      if (f.ldy == 0 || f.ldx == 0) f.ldy = f.ldx = 0;
+    }
+    if (f.ldy == 0 && g.dst_sp[2] < kMinLine) f.ks = nullptr;
     return f;
   }
-  // Threads that sum a range of pixels each (the first into DW, the others into partials).
+  // DW's blocks a thread may take: (tap, group, panel, tile).
+  int64_t blocks(const ConvGeometry& g) const {
+    return g.taps() * g.groups * (g.src_cg / ks->nr) * (g.dst_cg / ks->mr);
+  }
+  // Threads that sum a share of the output lines each (the first into DW, the others into partials).
   static int64_t threads(const ConvGeometry& g, int64_t pool) {
     return std::clamp<int64_t>(g.n * g.dst_pixels() / kThreadPixels, 1, pool);
   }
-  // DW (or the accumulator) of every group from pixels [p0, p1), into `out` (set, not added to).
-  void sum_pixels(const ConvGeometry& g, const float* dy, const float* x, int64_t p0, int64_t p1, float* out) const {
-    const int64_t m = g.dst_cg, n = g.src_cg;
+  static int64_t lines(const ConvGeometry& g) { return g.n * g.dst_sp[0] * g.dst_sp[1]; }
+
+  // Share t of `of` of the pixels, every block of DW (or the accumulator) into `out` (set).
+  void sum_share(const ConvGeometry& g, const float* dy, const float* x, int64_t t, int64_t of, float* out) const {
+    sum_blocks(g, dy, x, 0, blocks(g), t, of, out);
+  }
+  // Blocks [b0, b1) of DW from share t of `of` of the pixels, into `out` (set).
+  void sum_blocks(const ConvGeometry& g, const float* dy, const float* x, int64_t b0, int64_t b1, int64_t t,
+                  int64_t of, float* out) const {
+    if (ldy != 0) {
+      const int64_t pixels = g.n * g.dst_pixels();
+      sum_flat(g, dy, x, b0, b1, pixels * t / of, pixels * (t + 1) / of, out);
+      return;
+    }
+    sum_lines(g, dy, x, b0, b1, lines(g) * t / of, lines(g) * (t + 1) / of, out);
+  }
+
+ private:
+  // Block b of DW: its tap, group, first input channel (column) and first output channel (row).
+  struct Block {
+    int64_t tap, grp, col, row;
+  };
+  Block block(const ConvGeometry& g, int64_t b) const {
+    const int64_t tiles = g.dst_cg / ks->mr, panels = g.src_cg / ks->nr;
+    return {b / (g.groups * panels * tiles), b / (panels * tiles) % g.groups, b / tiles % panels * ks->nr,
+            b % tiles * ks->mr};
+  }
+  // The block after k (rows fastest, then columns, groups, taps): no divisions in the hot loops.
+  void next(const ConvGeometry& g, Block& k) const {
+    if ((k.row += ks->mr) < g.dst_cg) return;
+    k.row = 0;
+    if ((k.col += ks->nr) < g.src_cg) return;
+    k.col = 0;
+    if (++k.grp < g.groups) return;
+    k.grp = 0;
+    ++k.tap;
+  }
+  // The MR x NR block's first element in DW (rows of taps x input channels) and its row stride.
+  float* block_out(const ConvGeometry& g, const Block& k, float* out) const {
+    return out + ((k.grp * g.dst_cg + k.row) * g.taps() + k.tap) * g.src_cg + k.col;
+  }
+
+  // 1x1 flat: pixels [p0, p1) as runs of kBlockPixels (zeroing the blocks where none).
+  void sum_flat(const ConvGeometry& g, const float* dy, const float* x, int64_t b0, int64_t b1, int64_t p0,
+                int64_t p1, float* out) const {
+    if (p1 <= p0) zero_blocks(g, b0, b1, out);
     for (int64_t k0 = p0; k0 < p1; k0 += kBlockPixels) {
       const int64_t kc = std::min(kBlockPixels, p1 - k0);
-      for (int64_t grp = 0; grp < g.groups; ++grp)
-        for (int64_t j = 0; j < n; j += ks->nr)
-          for (int64_t i = 0; i < m; i += ks->mr)
-            ks->kernel_kmajor(kc, dy + k0 * ldy + grp * m + i, ldy, x + k0 * ldx + grp * n + j, ldx,
-                              out + (grp * m + i) * n + j, n, k0 > p0);
+      Block k = block(g, b0);
+      for (int64_t b = b0; b < b1; ++b, next(g, k)) {
+        ks->kernel_kmajor(kc, dy + k0 * ldy + k.grp * g.dst_cg + k.row, ldy, x + k0 * ldx + k.grp * g.src_cg + k.col,
+                          ldx, block_out(g, k, out), g.src_cg, k0 > p0);
+      }
+    }
+  }
+  void zero_blocks(const ConvGeometry& g, int64_t b0, int64_t b1, float* out) const {
+    Block k = block(g, b0);
+    for (int64_t b = b0; b < b1; ++b, next(g, k)) {
+      float* c = block_out(g, k, out);
+      for (int i = 0; i < ks->mr; ++i) std::fill_n(c + i * g.taps() * g.src_cg, ks->nr, 0.0f);
+    }
+  }
+
+  // One output line's run for a tap: its first DY and X elements and its length (0: none inside).
+  struct Run {
+    int64_t dy = 0, x = 0, len = 0;
+  };
+  Run run_of(const ConvGeometry& g, int64_t line, const std::array<int64_t, 3>& r) const {
+    const int64_t o1 = line % g.dst_sp[1], o0 = line / g.dst_sp[1] % g.dst_sp[0], nn = line / (g.dst_sp[1] * g.dst_sp[0]);
+    const int64_t y0 = o0 * g.stride[0] - g.pad[0] + r[0] * g.dil[0], y1 = o1 * g.stride[1] - g.pad[1] + r[1] * g.dil[1];
+    if (y0 < 0 || y0 >= g.src_sp[0] || y1 < 0 || y1 >= g.src_sp[1]) return {};
+    // Output columns whose input column o2 * s - pad + r * dil lies in [0, width).
+    const int64_t shift = r[2] * g.dil[2] - g.pad[2], s = g.stride[2];
+    const int64_t lo = shift >= 0 ? 0 : (-shift + s - 1) / s;
+    const int64_t hi = std::min(g.dst_sp[2], g.src_sp[2] - 1 - shift < 0 ? 0 : (g.src_sp[2] - 1 - shift) / s + 1);
+    if (hi <= lo) return {};
+    return {nn * g.dst_st[0] + o0 * g.dst_st[2] + o1 * g.dst_st[3] + lo * g.dst_st[4],
+            nn * g.src_st[0] + y0 * g.src_st[2] + y1 * g.src_st[3] + (lo * s + shift) * g.src_st[4], hi - lo};
+  }
+
+  // Output lines [l0, l1) in blocks of about kBlockPixels, each line block's runs per DW block in
+  // [b0, b1) (blocks are tap-major: a tap's runs are found once per line block).
+  void sum_lines(const ConvGeometry& g, const float* dy, const float* x, int64_t b0, int64_t b1, int64_t l0,
+                 int64_t l1, float* out) const {
+    zero_blocks(g, b0, b1, out);
+    const int64_t per_block = std::max<int64_t>(1, kBlockPixels / g.dst_sp[2]);
+    const int64_t lda = g.dst_st[4], ldb = g.stride[2] * g.src_st[4], ldc = g.taps() * g.src_cg;
+    std::vector<Run> runs;
+    for (int64_t first = l0; first < l1; first += per_block) {
+      const int64_t last = std::min(l1, first + per_block);
+      int64_t tap = -1;
+      Block k = block(g, b0);
+      for (int64_t b = b0; b < b1; ++b, next(g, k)) {
+        if (k.tap != tap) {
+          tap = k.tap;
+          runs.clear();
+          for (int64_t line = first; line < last; ++line)
+            if (const Run r = run_of(g, line, filter_tap(g, tap)); r.len > 0) runs.push_back(r);
+        }
+        const float* dy_block = dy + k.grp * g.dst_cg + k.row;
+        const float* x_block = x + k.grp * g.src_cg + k.col;
+        float* c = block_out(g, k, out);
+        for (const Run& r : runs) ks->kernel_kmajor(r.len, dy_block + r.dy, lda, x_block + r.x, ldb, c, ldc, true);
+      }
     }
   }
 };
-
-// Filter tap t (row-major over the kernel's three dims) as its (r0, r1, r2).
-std::array<int64_t, 3> filter_tap(const ConvGeometry& g, int64_t t) {
-  return {t / (g.ker[1] * g.ker[2]), (t / g.ker[2]) % g.ker[1], t % g.ker[2]};
-}
 
 // The output pixels (n, o0, o1, o2) in row-major order, one step at a time.
 struct PixelWalk {
@@ -281,10 +389,10 @@ class ConvWgradPlan final : public gemm::GemmPlan {
   ConvWgradPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
       : GemmPlan(anchored(p), epi, 1, s, threads, &tile_shape(p, s.isa)), geo_(geometry_of(p)),
         chunk_(chunk_pixels(geo_)), into_dw_(sums_into_dw(geo_, epilogue())),
-        in_place_(PointwiseInPlace::of(geo_, s.isa)) {
+        in_place_(InPlaceRuns::of(geo_, s.isa)) {
     if (in_place_.ks) {  // nothing packed: the accumulator (unless DW takes the sums) and the partials
       if (!into_dw_ && !accumulator_bytes(geo_, acc_bytes_)) acc_bytes_ = INT64_MAX;
-      partials_ = PointwiseInPlace::threads(geo_, threads) - 1;
+      partials_ = InPlaceRuns::threads(geo_, threads) - 1;
       int64_t bytes = 0;
       partial_bytes_ = accumulator_bytes(geo_, bytes) && checked::mul(bytes, partials_, bytes) ? bytes : INT64_MAX;
       return;
@@ -341,20 +449,24 @@ class ConvWgradPlan final : public gemm::GemmPlan {
   }
 
  private:
-  // PointwiseInPlace: each thread sums a range of pixels, the first into `sums`, the others into
+  // InPlaceRuns: each thread sums a range of pixels, the first into `sums`, the others into
   // partials (after the accumulator in the workspace) that are then added, a range of rows each.
   void sum_in_place(const ExecArgs& args, float* sums, ThreadPool& pool) const {
     const auto* dy = static_cast<const float*>(args.ptrs[static_cast<size_t>(geo_.dst)]);
     const auto* x = static_cast<const float*>(args.ptrs[static_cast<size_t>(geo_.src)]);
-    const int64_t pixels = reduction_pixels(geo_), size = geo_.groups * geo_.dst_cg * geo_.src_cg;
+    const int64_t size = geo_.groups * geo_.dst_cg * geo_.taps() * geo_.src_cg, blocks = in_place_.blocks(geo_);
     // At most the plan's ranges (a larger pool than planned sums in fewer).
-    const int64_t threads = std::min(PointwiseInPlace::threads(geo_, static_cast<int64_t>(pool.size())), partials_ + 1);
+    const int64_t threads = std::min(InPlaceRuns::threads(geo_, static_cast<int64_t>(pool.size())), partials_ + 1);
+    if (threads < static_cast<int64_t>(pool.size()) && blocks >= static_cast<int64_t>(pool.size())) {
+      // Too few pixels to share: each thread takes blocks of DW over every pixel.
+      pool.parallel_for(blocks, [&](int64_t b, int64_t e) { in_place_.sum_blocks(geo_, dy, x, b, e, 0, 1, sums); });
+      return;
+    }
     float* partials = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + acc_bytes_);
     const int64_t stride = partials_ > 0 ? partial_bytes_ / partials_ / 4 : 0;  // an accumulator's padded floats
     auto out_of = [&](int64_t t) { return t == 0 ? sums : partials + (t - 1) * stride; };
     pool.parallel_for(threads, [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t)
-        in_place_.sum_pixels(geo_, dy, x, pixels * t / threads, pixels * (t + 1) / threads, out_of(t));
+      for (int64_t t = b; t < e; ++t) in_place_.sum_share(geo_, dy, x, t, threads, out_of(t));
     });
     if (threads == 1) return;
     pool.parallel_for(size, [&](int64_t b, int64_t e) {
@@ -389,8 +501,8 @@ class ConvWgradPlan final : public gemm::GemmPlan {
   bool into_dw_;           // the sums go straight into DW (sums_into_dw)
   int64_t acc_bytes_ = 0;  // else into an fp32 accumulator at the workspace's start
   int64_t a_bytes_ = 0;    // A of a chunk packed once, after it (0: packed per task)
-  PointwiseInPlace in_place_;
-  int64_t partials_ = 0;       // PointwiseInPlace: the other threads' partial sums, after the accumulator
+  InPlaceRuns in_place_;
+  int64_t partials_ = 0;       // InPlaceRuns: the other threads' partial sums, after the accumulator
   int64_t partial_bytes_ = 0;
 };
 
