@@ -124,7 +124,7 @@ TEST_F(CudaPool, RandomResizingMatchesRef) {
 }
 
 // 2-D resizes of channels-last tensors whose channels are whole 16-byte vectors: the channels-
-// vector kernel (gate pool_channels_resize until these pass), up and down, nearest and bilinear.
+// vector kernel (passed on an H100, 2026-12-07), up and down, nearest and bilinear.
 TEST_F(CudaPool, ChannelsLastResizingMatchesRef) {
   std::mt19937 rng(404);
   for (int trial = 0; trial < 12; ++trial) {

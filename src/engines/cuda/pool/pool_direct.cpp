@@ -133,10 +133,6 @@ struct Pieces {
   int channels_vec = 0;       // 2-D pooling by vectors of this many channels (pool2d_channels); 0: none
 };
 
-// The channels-vector kernel's 2-D resizing waits for its first GPU run against ref under this
-// gate name (its pooling passed on an H100, 2026-12-07).
-constexpr const char* kChannelsResizeGate = "pool_channels_resize";
-
 // pool2d_channels' vector width where it serves the problem (2-D pooling or resizing, channels-
 // last X and Y whose other strides and channel count are whole 16-byte vectors of X), else 0.
 int channels_vector(const PoolDirectParams& P, DataType xt) {
@@ -145,8 +141,7 @@ int channels_vector(const PoolDirectParams& P, DataType xt) {
   for (int d : {0, 2, 3})
     if (P.x_strides[d] % vec != 0 || P.y_strides[d] % vec != 0) return 0;
   if (P.count / vec >= (int64_t{1} << 31)) return 0;
-  std::string held;
-  return P.mode <= 2 || checked_on_gpu(kChannelsResizeGate, "", held) ? vec : 0;
+  return vec;
 }
 
 Status prepare(const Partition& p, const Target& t, Pieces& out) {
