@@ -227,4 +227,14 @@ void output_row_inputs(const ConvGeometry& g, const char* src, int64_t n, const 
     }
 }
 
+bool flat_pixels(const std::array<int64_t, 5>& st, const std::array<int64_t, 3>& sp, int64_t n, int64_t& ld) {
+  ld = st[4];
+  int64_t expect = ld;
+  for (size_t d = 3; d-- > 0;) {
+    if (sp[d] != 1 && st[2 + d] != expect) return false;
+    expect *= sp[d];
+  }
+  return n == 1 || st[0] == expect;
+}
+
 }  // namespace dnngraph::cpu

@@ -107,4 +107,9 @@ struct ConvPhase {
 // The phases of g, each with its src_offset table when it has at most max_offsets entries.
 std::vector<ConvPhase> conv_phases(const ConvGeometry& g, int64_t max_offsets = 0);
 
+// Whether the pixels (n, d0, d1, d2) of n images with element strides st ([n, c, d0, d1, d2])
+// over spatial dims sp sit at one stride, ld = st[4], in row-major order (dense channels-last,
+// or channels padded).
+bool flat_pixels(const std::array<int64_t, 5>& st, const std::array<int64_t, 3>& sp, int64_t n, int64_t& ld);
+
 }  // namespace dnngraph::cpu

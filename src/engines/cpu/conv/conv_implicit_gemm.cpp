@@ -42,17 +42,6 @@ constexpr int64_t kMaxPhases = 1 << 12;
 // consecutive channels, read in place), or bf16 pairs on AMX tiles (16-row halves).
 enum class KernelForm { FP32, BF16_DOT, BF16_AMX };
 
-// True when dst pixels, flattened as (n, d0, d1, d2), sit at a uniform stride ldc.
-bool flat_pixels(const ConvGeometry& g, int64_t& ldc) {
-  ldc = g.dst_st[4];
-  int64_t expect = ldc;
-  for (size_t d = 3; d-- > 0;) {
-    if (g.dst_sp[d] != 1 && g.dst_st[2 + d] != expect) return false;
-    expect *= g.dst_sp[d];
-  }
-  return g.n == 1 || g.dst_st[0] == expect;
-}
-
 // Whether the chain's output (channels last) has its pixels at one stride ld, as flat_pixels.
 bool chain_output_flat(const ConvGeometry& g, const Epilogue& epi, int64_t& ld) {
   ConvGeometry og = g;
@@ -60,7 +49,7 @@ bool chain_output_flat(const ConvGeometry& g, const Epilogue& epi, int64_t& ld) 
   og.dst_st[0] = st[0];
   og.dst_st[1] = st[1];
   for (int i = 0; i < g.nsp; ++i) og.dst_st[static_cast<size_t>(2 + 3 - g.nsp + i)] = st[static_cast<size_t>(2 + i)];
-  return og.dst_st[1] == 1 && flat_pixels(og, ld);
+  return og.dst_st[1] == 1 && flat_pixels(og.dst_st, og.dst_sp, og.n, ld);
 }
 
 class ConvProblem final : public gemm::GemmProblem {
@@ -82,7 +71,7 @@ class ConvProblem final : public gemm::GemmProblem {
     indirect_ = g.src_st[1] == 1 && (g.src_t == DataType::FLOAT || form == KernelForm::BF16_DOT);
     row_taps_ = kernel_row_segments(g, ph, amx_);
     int64_t ldc = 0;
-    c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g, ldc);
+    c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g.dst_st, g.dst_sp, g.n, ldc);
     int64_t chain_ld = 0;
     if (!c_direct_ && !g.dgrad && epi.rows_form() && ptrs && chain_output_flat(g, epi, chain_ld)) {
       if (epi.in_place() && (over_operand || run->in_place_safe())) {

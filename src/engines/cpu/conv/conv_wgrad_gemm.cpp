@@ -37,17 +37,6 @@ int64_t chunk_pixels(const ConvGeometry& g) {
   return std::max<int64_t>(1, std::min(want, reduction_pixels(g)));
 }
 
-// The element stride between consecutive pixels (n, d0, d1, d2) of a tensor with those strides
-// where it is one stride throughout, else 0.
-int64_t flat_pixel_stride(const std::array<int64_t, 5>& st, const std::array<int64_t, 3>& sp, int64_t n) {
-  int64_t expect = st[4];
-  for (size_t d = 3; d-- > 0;) {
-    if (sp[d] != 1 && st[2 + d] != expect) return 0;
-    expect *= sp[d];
-  }
-  return n == 1 || st[0] == expect ? st[4] : 0;
-}
-
 // Filter tap t (row-major over the kernel's three dims) as its (r0, r1, r2).
 std::array<int64_t, 3> filter_tap(const ConvGeometry& g, int64_t t) {
   return {t / (g.ker[1] * g.ker[2]), (t / g.ker[2]) % g.ker[1], t % g.ker[2]};
@@ -83,11 +72,9 @@ struct InPlaceRuns {
       }
     bool pointwise = g.taps() == 1 && g.src_sp == g.dst_sp;
     for (size_t d = 0; d < 3; ++d) pointwise &= g.stride[d] == 1 && g.pad[d] == 0;
-    if (pointwise) {
-      f.ldy = flat_pixel_stride(g.dst_st, g.dst_sp, g.n);
-      f.ldx = flat_pixel_stride(g.src_st, g.src_sp, g.n);
-      if (f.ldy == 0 || f.ldx == 0) f.ldy = f.ldx = 0;
-    }
+    if (!pointwise || !flat_pixels(g.dst_st, g.dst_sp, g.n, f.ldy) || !flat_pixels(g.src_st, g.src_sp, g.n, f.ldx) ||
+        f.ldy == 0 || f.ldx == 0)
+      f.ldy = f.ldx = 0;  // lines of runs (a broadcast pixel stride of 0 too)
     if (f.ldy == 0 && g.dst_sp[2] < kMinLine) f.ks = nullptr;
     return f;
   }
