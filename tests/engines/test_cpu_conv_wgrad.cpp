@@ -178,10 +178,10 @@ TEST(CpuConvWgrad, InPlaceRunsMatchRef) {
   std::mt19937 rng(85);
   for (int trial = 0; trial < 16; ++trial) {
     WgradCase w = random_case(rng, trial % 2 ? 30 : 9, 4);
-    // Output lines of 12-40 pixels (shorter ones run the packed form): few pixels in all (each
-    // thread a range of DW's blocks) or many (each a range of lines).
+    // Output lines of 1-40 pixels: few pixels in all (each thread a range of DW's blocks) or many
+    // (each a range of lines), blocks of one line or of many.
     const size_t last = static_cast<size_t>(w.nsp - 1);
-    w.in[last] = w.dil[last] * (w.ker[last] - 1) + 12 * w.stride[last] + static_cast<int64_t>(rng() % 28);
+    w.in[last] = w.dil[last] * (w.ker[last] - 1) + w.stride[last] * (1 + static_cast<int64_t>(rng() % 40));
     w.out[last] = (w.in[last] + w.pre[last] + w.post[last] - w.dil[last] * (w.ker[last] - 1) - 1) / w.stride[last] + 1;
     w.c = w.groups * 16 * (1 + static_cast<int64_t>(rng() % 3));
     w.k = w.groups * 16 * (1 + static_cast<int64_t>(rng() % 3));

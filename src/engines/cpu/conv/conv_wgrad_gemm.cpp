@@ -46,10 +46,9 @@ std::array<int64_t, 3> filter_tap(const ConvGeometry& g, int64_t t) {
 // tap, DW's block (output channels x input channels) = sum over output pixels of DY's row times
 // X's row at the tap's input pixel, both rows k-major operands where they lie (KmajorKernel), on
 // a tile shape that divides the channels. Along an output line (fixed n, o0, o1) the pixels whose
-// tap lies inside X are one run at one stride in each tensor: a kernel call per run (lines of at
-// least kMinLine pixels: shorter runs spend more on the C tile's loads and stores than the packed
-// form spends packing). A 1x1 stride-1 unpadded conv whose pixels sit at one stride in both is
-// one run per block of pixels. The threads share the pixels (each its own sums, then added) where
+// tap lies inside X are one run at one stride in each tensor: a kernel call per DW block takes a
+// block of lines' runs, the block's sums in registers throughout. A 1x1 stride-1 unpadded conv
+// whose pixels sit at one stride in both is one run per block of pixels. The threads share the pixels (each its own sums, then added) where
 // each gets kThreadPixels, else DW's blocks (every pixel each).
 // The packed form spent more time packing DY and X than multiplying (1x1 C256 56x56 -> 64:
 // 0.61x oneDNN; MobileNetV2's C16 -> 96 at 112x112: 0.26x).
@@ -58,7 +57,6 @@ struct InPlaceRuns {
   int64_t ldy = 0, ldx = 0;            // 1x1 flat: the pixel strides of DY and X; else 0
   static constexpr int64_t kBlockPixels = 128;   // the tiles' DY and X rows of a block stay in L2
   static constexpr int64_t kThreadPixels = 256;  // the fewest pixels a thread sums alone
-  static constexpr int64_t kMinLine = 12;
 
   static InPlaceRuns of(const ConvGeometry& g, Isa isa) {
     InPlaceRuns f;
@@ -75,7 +73,6 @@ struct InPlaceRuns {
     if (!pointwise || !flat_pixels(g.dst_st, g.dst_sp, g.n, f.ldy) || !flat_pixels(g.src_st, g.src_sp, g.n, f.ldx) ||
         f.ldy == 0 || f.ldx == 0)
       f.ldy = f.ldx = 0;  // lines of runs (a broadcast pixel stride of 0 too)
-    if (f.ldy == 0 && g.dst_sp[2] < kMinLine) f.ks = nullptr;
     return f;
   }
   // DW's blocks a thread may take: (tap, group, panel, tile).
@@ -134,11 +131,11 @@ struct InPlaceRuns {
     if (p1 <= p0) zero_blocks(g, b0, b1, out);
     for (int64_t k0 = p0; k0 < p1; k0 += kBlockPixels) {
       const int64_t kc = std::min(kBlockPixels, p1 - k0);
+      const gemm::KmajorRun run{k0 * ldy, k0 * ldx, kc};
       Block k = block(g, b0);
-      for (int64_t b = b0; b < b1; ++b, next(g, k)) {
-        ks->kernel_kmajor(kc, dy + k0 * ldy + k.grp * g.dst_cg + k.row, ldy, x + k0 * ldx + k.grp * g.src_cg + k.col,
-                          ldx, block_out(g, k, out), g.src_cg, k0 > p0);
-      }
+      for (int64_t b = b0; b < b1; ++b, next(g, k))
+        ks->kernel_kmajor(1, &run, dy + k.grp * g.dst_cg + k.row, ldy, x + k.grp * g.src_cg + k.col, ldx,
+                          block_out(g, k, out), g.src_cg, k0 > p0);
     }
   }
   void zero_blocks(const ConvGeometry& g, int64_t b0, int64_t b1, float* out) const {
@@ -150,9 +147,7 @@ struct InPlaceRuns {
   }
 
   // One output line's run for a tap: its first DY and X elements and its length (0: none inside).
-  struct Run {
-    int64_t dy = 0, x = 0, len = 0;
-  };
+  using Run = gemm::KmajorRun;
   Run run_of(const ConvGeometry& g, int64_t line, const std::array<int64_t, 3>& r) const {
     const int64_t o1 = line % g.dst_sp[1], o0 = line / g.dst_sp[1] % g.dst_sp[0], nn = line / (g.dst_sp[1] * g.dst_sp[0]);
     const int64_t y0 = o0 * g.stride[0] - g.pad[0] + r[0] * g.dil[0], y1 = o1 * g.stride[1] - g.pad[1] + r[1] * g.dil[1];
@@ -185,10 +180,11 @@ struct InPlaceRuns {
           for (int64_t line = first; line < last; ++line)
             if (const Run r = run_of(g, line, filter_tap(g, tap)); r.len > 0) runs.push_back(r);
         }
-        const float* dy_block = dy + k.grp * g.dst_cg + k.row;
-        const float* x_block = x + k.grp * g.src_cg + k.col;
-        float* c = block_out(g, k, out);
-        for (const Run& r : runs) ks->kernel_kmajor(r.len, dy_block + r.dy, lda, x_block + r.x, ldb, c, ldc, true);
+        // The block's sums stay in registers across the line block's runs (a call per run loaded
+        // and stored C every 14 pixels at 14x14).
+        if (!runs.empty())
+          ks->kernel_kmajor(static_cast<int>(runs.size()), runs.data(), dy + k.grp * g.dst_cg + k.row, lda,
+                            x + k.grp * g.src_cg + k.col, ldb, block_out(g, k, out), ldc, true);
       }
     }
   }

@@ -140,14 +140,18 @@ void microkernel_chain(int nseg, int64_t seg_len, const float* const* rows, cons
 // A and B both k-major where they lie (KmajorKernel): a conv_wgrad's rows of DY and X, a pixel
 // per k step.
 template <class V, int MR, int NV>
-void microkernel_kmajor(int64_t k_len, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                        int64_t ldc, bool accumulate) {
+void microkernel_kmajor(int nruns, const KmajorRun* runs, const float* a_base, int64_t lda, const float* b_base,
+                        int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   typename V::Reg acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
-  for (int64_t k = 0; k < k_len; ++k, a += lda, b += ldb) k_step<V, MR, NV>(b, acc, [&](int i) { return a + i; });
+  for (int r = 0; r < nruns; ++r) {
+    const float* a = a_base + runs[r].a;
+    const float* b = b_base + runs[r].b;
+    for (int64_t k = 0; k < runs[r].len; ++k, a += lda, b += ldb) k_step<V, MR, NV>(b, acc, [&](int i) { return a + i; });
+  }
   store_tile<V, MR, NV>(acc, c, ldc, accumulate);
 }
 

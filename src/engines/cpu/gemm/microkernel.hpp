@@ -21,10 +21,15 @@ using MicroKernel = void (*)(int nseg, int64_t seg_len, const float* const* rows
 using ChainKernel = void (*)(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c,
                              int64_t ldc, bool accumulate, const TileChain& chain, int64_t row0, int64_t col0);
 
-// C[MR x NR] (+)= sum over k < k_len of A row k (MR values at a + k * lda) times B row k (NR
-// values at b + k * ldb): both operands k-major where they lie (a conv_wgrad's DY and X).
-using KmajorKernel = void (*)(int64_t k_len, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                              int64_t ldc, bool accumulate);
+// One run of a KmajorKernel: len k steps whose A rows start at a_base + a and B rows at b_base + b.
+struct KmajorRun {
+  int64_t a = 0, b = 0, len = 0;
+};
+// C[MR x NR] (+)= over the runs, sum over their k steps of A row k (MR values, rows lda apart)
+// times B row k (NR values, rows ldb apart): both operands k-major where they lie (a conv_wgrad's
+// DY and X), the tile in registers across the runs (a block of image lines' runs of pixels).
+using KmajorKernel = void (*)(int nruns, const KmajorRun* runs, const float* a_base, int64_t lda,
+                              const float* b_base, int64_t ldb, float* c, int64_t ldc, bool accumulate);
 
 struct KernelSet {
   Isa isa;
