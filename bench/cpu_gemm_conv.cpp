@@ -355,6 +355,16 @@ void bench_bf16_gemm(int64_t n, int iters) {
   print_row(what.c_str(), m.plan.c_str(), r, "oneDNN", 2.0 * n * n * n);
 }
 
+// Our output against the peer's: the largest difference and the largest magnitude, printed.
+void print_max_diff(const Vec<float>& got, const Vec<float>& want, const char* name) {
+  double err = 0, mag = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, static_cast<double>(std::fabs(got[i] - want[i])));
+    mag = std::max(mag, static_cast<double>(std::fabs(want[i])));
+  }
+  std::printf("  (max |diff| %.2e of max |%s| %.2e)\n", err, name, mag);
+}
+
 // A dense 3x3 layer runs on both conv engines: time the one the heuristic did not choose too.
 template <class Peer>
 void bench_other_3x3_engine(const ConvShape& s, const std::string& what, const std::string& chosen, void* x, void* w,
@@ -374,12 +384,7 @@ void bench_conv(const ConvShape& s, int iters) {
   Built def;
   build_conv(def, s, x.data(), w.data(), nullptr, y.data(), false);
   const Compared r = compare(iters, [&] { def.run(); }, [&] { peer.run(); });
-  double err = 0, mag = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    err = std::max(err, static_cast<double>(std::fabs(y[i] - y_ref[i])));
-    mag = std::max(mag, static_cast<double>(std::fabs(y_ref[i])));
-  }
-  std::printf("  (max |diff| %.2e of max |y| %.2e)\n", err, mag);
+  print_max_diff(y, y_ref, "y");
   print_row(s.name, def.plan.c_str(), r, "oneDNN", s.flops());
   bench_other_3x3_engine(s, s.name, def.plan, x.data(), w.data(), y.data(), dg::DataType::FLOAT, iters,
                          [&] { peer.run(); });
@@ -447,12 +452,7 @@ void bench_wgrad(const ConvShape& s, int iters) {
   b.finish();
   const Compared r = compare(iters, [&] { b.run(); }, [&] { peer.run(); });
   peer.to_user();
-  double err = 0, mag = 0;
-  for (size_t i = 0; i < dw.size(); ++i) {
-    err = std::max(err, static_cast<double>(std::fabs(dw[i] - dw_ref[i])));
-    mag = std::max(mag, static_cast<double>(std::fabs(dw_ref[i])));
-  }
-  std::printf("  (max |diff| %.2e of max |dw| %.2e)\n", err, mag);
+  print_max_diff(dw, dw_ref, "dw");
   const std::string what = std::string("wgrad ") + s.name;
   print_row(what.c_str(), b.plan.c_str(), r, "oneDNN", s.flops());
 }
@@ -468,12 +468,7 @@ void bench_bf16_conv(const ConvShape& s, int iters) {
   Built def;
   build_conv(def, s, x.data(), w.data(), nullptr, y.data(), false, {}, true, dg::DataType::BFLOAT16);
   const Compared r = compare(iters, [&] { def.run(); }, [&] { peer.run(); });
-  double err = 0, mag = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    err = std::max(err, static_cast<double>(std::fabs(y[i] - y_ref[i])));
-    mag = std::max(mag, static_cast<double>(std::fabs(y_ref[i])));
-  }
-  std::printf("  (max |diff| %.2e of max |y| %.2e)\n", err, mag);
+  print_max_diff(y, y_ref, "y");
   const std::string what = std::string("bf16 ") + s.name;
   print_row(what.c_str(), def.plan.c_str(), r, "oneDNN", s.flops());
   bench_other_3x3_engine(s, what, def.plan, x.data(), w.data(), y.data(), dg::DataType::BFLOAT16, iters,

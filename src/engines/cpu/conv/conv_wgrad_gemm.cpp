@@ -4,8 +4,8 @@
 // reduction, so the pixels are cut into chunks (B of a chunk at most ~2 MB), one GEMM each, whose
 // sums the next chunk's add to: in DW itself where it is a dense fp32 KRSC plain store, else in an
 // fp32 accumulator in the workspace that the epilogue then stores DW from, a strip of input
-// channels per (output channel, tap). A 1x1 stride-1 conv over fp32 channels-last tensors skips
-// the packing: DY and X are read as they lie (InPlaceRuns).
+// channels per (output channel, tap). fp32 channels-last problems whose channels divide a tile
+// shape skip the packing: DY and X are read as they lie (InPlaceRuns).
 #include "engines/cpu/conv/conv_wgrad_gemm.hpp"
 
 #include <algorithm>
@@ -48,8 +48,9 @@ std::array<int64_t, 3> filter_tap(const ConvGeometry& g, int64_t t) {
 // a tile shape that divides the channels. Along an output line (fixed n, o0, o1) the pixels whose
 // tap lies inside X are one run at one stride in each tensor: a kernel call per DW block takes a
 // block of lines' runs, the block's sums in registers throughout. A 1x1 stride-1 unpadded conv
-// whose pixels sit at one stride in both is one run per block of pixels. The threads share the pixels (each its own sums, then added) where
-// each gets kThreadPixels, else DW's blocks (every pixel each).
+// whose pixels sit at one stride in both is one run per block of pixels. The threads share the
+// pixels (each its own sums, then added) where each gets kThreadPixels, else DW's blocks (every
+// pixel each).
 // The packed form spent more time packing DY and X than multiplying (1x1 C256 56x56 -> 64:
 // 0.61x oneDNN; MobileNetV2's C16 -> 96 at 112x112: 0.26x).
 struct InPlaceRuns {
@@ -120,7 +121,7 @@ struct InPlaceRuns {
     k.grp = 0;
     ++k.tap;
   }
-  // The MR x NR block's first element in DW (rows of taps x input channels) and its row stride.
+  // The MR x NR block's first element in DW (rows of taps x input channels apart).
   float* block_out(const ConvGeometry& g, const Block& k, float* out) const {
     return out + ((k.grp * g.dst_cg + k.row) * g.taps() + k.tap) * g.src_cg + k.col;
   }
@@ -177,8 +178,9 @@ struct InPlaceRuns {
         if (k.tap != tap) {
           tap = k.tap;
           runs.clear();
+          const std::array<int64_t, 3> r = filter_tap(g, tap);
           for (int64_t line = first; line < last; ++line)
-            if (const Run r = run_of(g, line, filter_tap(g, tap)); r.len > 0) runs.push_back(r);
+            if (const Run run = run_of(g, line, r); run.len > 0) runs.push_back(run);
         }
         // The block's sums stay in registers across the line block's runs (a call per run loaded
         // and stored C every 14 pixels at 14x14).
@@ -373,11 +375,12 @@ class ConvWgradPlan final : public gemm::GemmPlan {
       : GemmPlan(anchored(p), epi, 1, s, threads, &tile_shape(p, s.isa)), geo_(geometry_of(p)),
         chunk_(chunk_pixels(geo_)), into_dw_(sums_into_dw(geo_, epilogue())),
         in_place_(InPlaceRuns::of(geo_, s.isa)) {
+    if (!into_dw_ && !accumulator_bytes(geo_, acc_bytes_)) acc_bytes_ = INT64_MAX;
     if (in_place_.ks) {  // nothing packed: the accumulator (unless DW takes the sums) and the partials
-      if (!into_dw_ && !accumulator_bytes(geo_, acc_bytes_)) acc_bytes_ = INT64_MAX;
       partials_ = InPlaceRuns::threads(geo_, threads) - 1;
       int64_t bytes = 0;
-      partial_bytes_ = accumulator_bytes(geo_, bytes) && checked::mul(bytes, partials_, bytes) ? bytes : INT64_MAX;
+      if (!accumulator_bytes(geo_, bytes) || !checked::mul(bytes, partials_, partial_bytes_)) partial_bytes_ = INT64_MAX;
+      partial_floats_ = bytes / 4;
       return;
     }
     // K blocks whose B panel (kc x the tile's NR) fits L1 as the ISA's default tile's does: the
@@ -386,7 +389,6 @@ class ConvWgradPlan final : public gemm::GemmPlan {
     b.kc = std::min(b.kc, gemm::default_blocking(kernels()).kc);
     set_blocking(b);
     reserve_workspace(WgradProblem(geo_, 0, chunk_, nullptr, nullptr, true));
-    if (!into_dw_ && !accumulator_bytes(geo_, acc_bytes_)) acc_bytes_ = INT64_MAX;
     // A of a chunk packed once where it is small: else every task of a column range packs its
     // tiles again per K block (M = 64 output channels are 5-6 tiles, so tasks split N).
     int64_t floats = 0;
@@ -433,7 +435,8 @@ class ConvWgradPlan final : public gemm::GemmPlan {
 
  private:
   // InPlaceRuns: each thread sums a range of pixels, the first into `sums`, the others into
-  // partials (after the accumulator in the workspace) that are then added, a range of rows each.
+  // partials (after the accumulator in the workspace) that are then added, a range of rows each;
+  // or, with too few pixels to share, each thread a range of DW's blocks over every pixel.
   void sum_in_place(const ExecArgs& args, float* sums, ThreadPool& pool) const {
     const auto* dy = static_cast<const float*>(args.ptrs[static_cast<size_t>(geo_.dst)]);
     const auto* x = static_cast<const float*>(args.ptrs[static_cast<size_t>(geo_.src)]);
@@ -446,8 +449,7 @@ class ConvWgradPlan final : public gemm::GemmPlan {
       return;
     }
     float* partials = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + acc_bytes_);
-    const int64_t stride = partials_ > 0 ? partial_bytes_ / partials_ / 4 : 0;  // an accumulator's padded floats
-    auto out_of = [&](int64_t t) { return t == 0 ? sums : partials + (t - 1) * stride; };
+    auto out_of = [&](int64_t t) { return t == 0 ? sums : partials + (t - 1) * partial_floats_; };
     pool.parallel_for(threads, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) in_place_.sum_share(geo_, dy, x, t, threads, out_of(t));
     });
@@ -487,6 +489,7 @@ class ConvWgradPlan final : public gemm::GemmPlan {
   InPlaceRuns in_place_;
   int64_t partials_ = 0;       // InPlaceRuns: the other threads' partial sums, after the accumulator
   int64_t partial_bytes_ = 0;
+  int64_t partial_floats_ = 0;  // one partial: the accumulator's size, a multiple of 64 bytes
 };
 
 class ConvWgradGemmEngine final : public gemm::GemmEngine<ConvWgradPlan> {

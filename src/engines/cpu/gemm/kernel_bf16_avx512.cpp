@@ -49,7 +49,7 @@ const KernelSet* avx512_bf16_kernels() {
 // images, 14 x 32 for 14x14 ones, 16 x 16 for 16 output channels.
 std::vector<const KernelSet*> bf16_pair_shapes() {
   std::vector<const KernelSet*> out;
-  for (const KernelSet* ks : {DNNGRAPH_X86_TABLE(kKernelSet<simd::VecAvx512Bf16Pairs, 12>),
+  for (const KernelSet* ks : {avx512_bf16_kernels(),
                               DNNGRAPH_X86_TABLE((kKernelSet<simd::VecAvx512Bf16Pairs, 7, 3>)),
                               DNNGRAPH_X86_TABLE(kKernelSet<simd::VecAvx512Bf16Pairs, 14>),
                               DNNGRAPH_X86_TABLE((kKernelSet<simd::VecAvx512Bf16Pairs, 16, 1>))})

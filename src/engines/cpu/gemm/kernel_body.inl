@@ -65,6 +65,15 @@ inline __attribute__((always_inline)) void strided_rows(const float* row0, int64
   }
 }
 
+// The tile's accumulators at zero.
+template <class V, int MR, int NV>
+inline __attribute__((always_inline)) void zero_tile(typename V::Reg (&acc)[MR][NV]) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
+}
+
 // The finished tile into C (row stride ldc), added to what C holds when `accumulate`.
 template <class V, int MR, int NV>
 inline __attribute__((always_inline)) void store_tile(typename V::Reg (&acc)[MR][NV], float* c, int64_t ldc,
@@ -92,10 +101,7 @@ inline __attribute__((always_inline)) void microkernel_body(int nseg, int64_t se
     __builtin_prefetch(c + i * ldc);
     __builtin_prefetch(c + i * ldc + NV * W - 1);
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
+  zero_tile<V, MR, NV>(acc);
   for (int s = 0; s < nseg; ++s) {
     if constexpr (!kPacked && MR >= 12) {
       if (const int64_t stride = even_row_stride<MR>(rows + s * MR); stride != 0) {
@@ -143,10 +149,7 @@ template <class V, int MR, int NV>
 void microkernel_kmajor(int nruns, const KmajorRun* runs, const float* a_base, int64_t lda, const float* b_base,
                         int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   typename V::Reg acc[MR][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
+  zero_tile<V, MR, NV>(acc);
   for (int r = 0; r < nruns; ++r) {
     const float* a = a_base + runs[r].a;
     const float* b = b_base + runs[r].b;

@@ -82,31 +82,40 @@ __device__ __forceinline__ float pool_window(const PoolParams& P, long long base
   return pool_finish(P, acc, inside);
 }
 
+// One spatial dim of a resize at output position o (in source positions `in`, output `out`): the
+// nearest source (floor(o * in / out) in integers), or the lower and upper linear rows and the
+// upper one's weight (half-pixel centers in double, as ref: the weights of the fp32 sum are its,
+// rounded once).
+__device__ __forceinline__ long long nearest_src(long long o, long long in, long long out) {
+  const long long src = o * in / out;
+  return src < in - 1 ? src : in - 1;
+}
+__device__ __forceinline__ void linear_taps(long long o, long long in, long long out, long long& lo, long long& hi,
+                                            float& frac) {
+  double src = ((double)o + 0.5) * (double)in / (double)out - 0.5;
+  if (src < 0.0) src = 0.0;
+  lo = (long long)src;
+  if (lo > in - 1) lo = in - 1;
+  hi = lo + 1 < in ? lo + 1 : in - 1;
+  frac = (float)(src - (double)lo);
+}
+
 // Resizing: the nearest source (floor(o * in / out) in integers), or the 2^S linear corners.
 template <int DX>
 __device__ __forceinline__ float resize_point(const PoolParams& P, long long base, const long long* o) {
   const int S = P.rank - 2;
   if (P.mode == RESIZE_NEAREST) {
     long long off = base;
-    for (int i = 0; i < S; ++i) {
-      const long long in = P.x_dims[i + 2], src = o[i + 2] * in / P.y_dims[i + 2];
-      off += (src < in - 1 ? src : in - 1) * P.x_strides[i + 2];
-    }
+    for (int i = 0; i < S; ++i) off += nearest_src(o[i + 2], P.x_dims[i + 2], P.y_dims[i + 2]) * P.x_strides[i + 2];
     return pool_load<DX>(P, off);
   }
   long long lo_off[kPoolMaxSpatial], hi_off[kPoolMaxSpatial];
   float frac[kPoolMaxSpatial];
   for (int i = 0; i < S; ++i) {
-    const long long in = P.x_dims[i + 2];
-    // Half-pixel centers in double, as ref: the weights of the fp32 sum are its, rounded once.
-    double src = ((double)o[i + 2] + 0.5) * (double)in / (double)P.y_dims[i + 2] - 0.5;
-    if (src < 0.0) src = 0.0;
-    long long l = (long long)src;
-    if (l > in - 1) l = in - 1;
-    const long long h = l + 1 < in ? l + 1 : in - 1;
+    long long l, h;
+    linear_taps(o[i + 2], P.x_dims[i + 2], P.y_dims[i + 2], l, h, frac[i]);
     lo_off[i] = l * P.x_strides[i + 2];
     hi_off[i] = h * P.x_strides[i + 2];
-    frac[i] = (float)(src - (double)l);
   }
   float acc = 0.0f;
   for (int c = 0; c < (1 << S); ++c) {
@@ -144,27 +153,13 @@ __device__ __forceinline__ void pool_direct(const PoolParams& P) {
   }
 }
 
-// One spatial dim of a 2-D linear resize: the lower and upper source rows and the upper one's
-// weight, as resize_point computes them (half-pixel centers in double).
-__device__ __forceinline__ void linear_taps(long long o, long long in, long long out, long long& lo, long long& hi,
-                                            float& frac) {
-  double src = ((double)o + 0.5) * (double)in / (double)out - 0.5;
-  if (src < 0.0) src = 0.0;
-  lo = (long long)src;
-  if (lo > in - 1) lo = in - 1;
-  hi = lo + 1 < in ? lo + 1 : in - 1;
-  frac = (float)(src - (double)lo);
-}
-
 // 2-D resizing of a vector of VEC channels at (n, oh, ow): the nearest source, or the four linear
 // corners summed in resize_point's order and weights.
 template <int DX, int VEC>
 __device__ __forceinline__ void resize2d_vector(const PoolParams& P, long long base, unsigned oh, unsigned ow,
                                                 float (&acc)[VEC]) {
   if (P.mode == RESIZE_NEAREST) {
-    long long h = (long long)oh * P.x_dims[2] / P.y_dims[2], w = (long long)ow * P.x_dims[3] / P.y_dims[3];
-    h = h < P.x_dims[2] - 1 ? h : P.x_dims[2] - 1;
-    w = w < P.x_dims[3] - 1 ? w : P.x_dims[3] - 1;
+    const long long h = nearest_src(oh, P.x_dims[2], P.y_dims[2]), w = nearest_src(ow, P.x_dims[3], P.y_dims[3]);
     load_vec<DX, VEC>(P.x, base + h * P.x_strides[2] + w * P.x_strides[3], acc);
     return;
   }
