@@ -542,6 +542,8 @@ int main(int argc, char** argv) {
                               // ResNet-50's 1x1 expansions of stages 3 and 2 (the session's largest 1x1 gaps to onnxruntime).
                               {"rn50 1x1 C256 14x14 -> 1024", 256, 14, 14, 1024, 1, 0},
                               {"rn50 1x1 C128 28x28 -> 512", 128, 28, 28, 512, 1, 0},
+                              // Stage 3's 1x1 reductions (five of ResNet-50's layers): pixels 4 KiB apart.
+                              {"rn50 1x1 C1024 14x14 -> 256", 1024, 14, 14, 256, 1, 0},
                               {"rn50 3x3 C256 14x14 -> 256", 256, 14, 14, 256, 3, 1},
                               {"rn50 3x3 C512 7x7 -> 512", 512, 7, 7, 512, 3, 1},
                               // ResNet-50's last stage at a 128x128 input (docs/onnx.md's slow layer).

@@ -182,6 +182,35 @@ TEST(CpuConvImplicitGemm, DeepChannelsSmallImagesMatchRef) {
   }
 }
 
+// Channels-last inputs whose pixels lie a multiple of 4 KiB apart (C1024 fp32, C2048 bf16, C512
+// at stride 2), whose rows a tile would read in place from one L1 set: the plan copies them per
+// block instead (ConvProblem::rows_crowd_l1), on the in-place walk (1x1) and the tap table (3x3
+// with padding), with chains, batches and either thread count.
+TEST(CpuConvImplicitGemm, RowsInOneL1SetAreStagedMatchRef) {
+  std::mt19937 rng(39);
+  struct Shape {
+    int64_t n, c, k, in, ker, stride, pad;
+    dg::DataType type;
+  };
+  const Shape shapes[] = {{1, 1024, 40, 14, 1, 1, 0, dg::DataType::FLOAT},  {2, 512, 36, 14, 1, 2, 0, dg::DataType::FLOAT},
+                          {1, 1024, 24, 7, 3, 1, 1, dg::DataType::FLOAT},   {1, 2048, 20, 5, 1, 1, 0, dg::DataType::BFLOAT16},
+                          {1, 1024, 33, 9, 1, 1, 0, dg::DataType::BFLOAT16}};
+  for (size_t i = 0; i < std::size(shapes); ++i) {
+    const Shape& sh = shapes[i];
+    ConvCase cc;
+    cc.nsp = 2; cc.n = sh.n; cc.c = sh.c; cc.k = sh.k; cc.groups = 1;
+    cc.in = {sh.in, sh.in}; cc.ker = {sh.ker, sh.ker}; cc.stride = {sh.stride, sh.stride};
+    cc.dil = {1, 1}; cc.pre = {sh.pad, sh.pad}; cc.post = {sh.pad, sh.pad};
+    const int64_t o = fwd_size(sh.in, sh.ker, sh.stride, 1, sh.pad, sh.pad);
+    cc.out = {o, o};
+    cc.nhwc_in = cc.krsc_w = true;
+    cc.type = sh.type;
+    const bool chain = i % 2 == 0;
+    run_conv_case("cpu_conv_implicit_gemm", cc, false, rng, chain, chain, i == 2, false, dg::DataType::FLOAT, 1e-5,
+                  true, i == 1 ? 1 : 0);
+  }
+}
+
 TEST(CpuConvImplicitGemm, WideOutputMatchesRef) {
   std::mt19937 rng(35);
   for (int trial = 0; trial < 4; ++trial) {

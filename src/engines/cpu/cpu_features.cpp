@@ -42,6 +42,7 @@ void detect_isa(CpuFeatures&) {}
 void detect_caches(CpuFeatures& f) {
 #ifdef _SC_LEVEL1_DCACHE_SIZE
   if (long v = sysconf(_SC_LEVEL1_DCACHE_SIZE); v > 0) f.l1d_bytes = v;
+  if (long v = sysconf(_SC_LEVEL1_DCACHE_ASSOC); v > 0) f.l1d_ways = v;
   if (long v = sysconf(_SC_LEVEL2_CACHE_SIZE); v > 0) f.l2_bytes = v;
   if (long v = sysconf(_SC_LEVEL3_CACHE_SIZE); v > 0) f.l3_bytes = v;
 #endif

@@ -18,6 +18,7 @@ struct CpuFeatures {
   bool avx512bf16 = false;  // vdpbf16ps: the GEMM's bf16-pair kernels (with AVX-512 F)
   bool amx_bf16 = false;    // AMX tiles + TDPBF16PS, their state saved by the OS (XCR0 bits 17-18)
   int64_t l1d_bytes = 32 << 10;  // per core
+  int64_t l1d_ways = 8;          // its associativity: addresses l1d_bytes / l1d_ways apart share a set
   int64_t l2_bytes = 512 << 10;  // per core
   int64_t l3_bytes = 8 << 20;    // shared
   Isa best() const;

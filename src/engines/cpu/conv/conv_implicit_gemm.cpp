@@ -56,7 +56,7 @@ class ConvProblem final : public gemm::GemmProblem {
  public:
   // `over_operand`: the chain may store over an operand it reads at the same place (ConvImplicitPlan::chain_over_operand).
   ConvProblem(const ConvGeometry& g, const ConvPhase& ph, const Epilogue& epi, const std::vector<void*>* ptrs,
-              EpilogueRun* run, int nr, KernelForm form, bool over_operand = false)
+              EpilogueRun* run, int mr, int nr, KernelForm form, bool over_operand = false)
       : g_(g), ph_(ph), run_(run), nr_(nr), amx_(form == KernelForm::BF16_AMX), pairs_(form != KernelForm::FP32) {
     batch = g.groups;
     M = g.n * ph.pixels();
@@ -70,6 +70,7 @@ class ConvProblem final : public gemm::GemmProblem {
     // Rows read in place: fp32 channels, or bf16 channel pairs for vdpbf16ps (AMX copies halves).
     indirect_ = g.src_st[1] == 1 && (g.src_t == DataType::FLOAT || form == KernelForm::BF16_DOT);
     row_taps_ = kernel_row_segments(g, ph, amx_);
+    staged_ = indirect_ && !row_taps_ && rows_crowd_l1(ph.jstride[2] * g.src_st[4] * src_es_, mr);
     int64_t ldc = 0;
     c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g.dst_st, g.dst_sp, g.n, ldc);
     int64_t chain_ld = 0;
@@ -123,11 +124,39 @@ class ConvProblem final : public gemm::GemmProblem {
 
   int64_t a_scratch_floats(int64_t mc, int64_t kc) const override {
     if (row_taps_) return kc + (mc + 32) * kc;  // zeros, then the rows that cut the padding, gathered
+    if (staged_) return kc + mc * staged_ld(kc);  // zeros, then the staged rows
     return indirect_ ? kc : amx_ ? (mc + 32) * kc : mc * kc;
+  }
+
+  // Whether a tile's rows read in place would crowd one L1 set: rows `bytes` apart meet in a set
+  // every L1 way's span (4 KiB on x86), and more of them than half its ways evict each other
+  // between K steps (1x1 C1024 14x14 -> 256, rows 4 KiB apart: 0.72 ms against C1040's 0.47 on
+  // Zen 4). Such rows are copied a block at a time (staged_ld apart) instead.
+  static bool rows_crowd_l1(int64_t bytes, int mr) {
+    const CpuFeatures& f = cpu_features();
+    const int64_t span = std::max<int64_t>(f.l1d_bytes / std::max<int64_t>(f.l1d_ways, 1), 64);
+    int64_t same = 0;
+    for (int64_t i = 0; i < mr; ++i) same += (i * std::abs(bytes)) % span < 64;
+    return 2 * same > f.l1d_ways;
+  }
+  // Staged rows' stride: whole lines, an odd number of them, so up to 64 rows fall in distinct sets.
+  static int64_t staged_ld(int64_t kc) {
+    const int64_t lines = ceil_div(kc, 16);
+    return (lines | 1) * 16;
+  }
+  // Row i of the block's segment s as staged (a copy of `row` where i < mc; rows past mc repeat
+  // the last).
+  const float* stage_row(const float* row, int64_t i, int64_t mc, int s, const gemm::KBlock& kb, float* scratch) const {
+    float* dst = scratch + kb.kc() + std::min(i, mc - 1) * staged_ld(kb.kc()) + s * kb.seg_len;
+    if (i < mc) std::memcpy(dst, row, static_cast<size_t>(kb.seg_len) * 4);
+    return dst;
   }
   bool zero_rows_at_scratch() const override { return indirect_; }  // taps outside read `scratch` (zeros)
   bool a_kmajor() const override { return amx_; }  // AMX reads each segment's rows as one tile block
-  bool a_gathered() const override { return amx_; }  // halves that cross output rows or read padding are copied
+  // AMX halves that cross output rows or read padding, and staged rows, are copied per task: the
+  // threads split the rows, so each copies its own (C1024 14x14 -> 256 staged by both threads in
+  // column shares: 0.54-0.57 ms, in row shares 0.46-0.47; Zen 4, 2026-12-07).
+  bool a_gathered() const override { return amx_ || staged_; }
 
   // Row i of segment s of a block lives at rows[((i / mr) * nseg + s) * mr + i % mr]: walked row by
   // row with a lane counter, not a division per row and segment (the divisions were a quarter of
@@ -263,7 +292,7 @@ class ConvProblem final : public gemm::GemmProblem {
           off += pos * g_.src_st[2 + d];
         }
         if (indirect_) {
-          slots.set(inside ? in_place(off) : scratch);
+          slots.set(!inside ? scratch : staged_ ? stage_row(in_place(off), i, mc, s, kb, scratch) : in_place(off));
           continue;
         }
         float* dst = scratch + std::min(i, mc - 1) * kc + s * kb.seg_len;
@@ -280,7 +309,7 @@ class ConvProblem final : public gemm::GemmProblem {
   // resolving each tap's position and bounds (that was two thirds of a grouped conv with 4
   // channels per group, whose segments are 4 floats long).
   void indirect_rows_from_table(int64_t grp, int64_t m0, int64_t mc, const gemm::KBlock& kb, int mr,
-                                const float** rows, const float* zeros) const {
+                                const float** rows, float* zeros) const {
     const int64_t unit = pairs_ ? 2 : 1;  // channels per K element
     const int64_t icg = g_.src_cg / unit, padded = ceil_div(mc, mr) * mr, pix = ph_.pixels();
     for (int s = 0; s < kb.nseg; ++s) {
@@ -295,7 +324,9 @@ class ConvProblem final : public gemm::GemmProblem {
           ++nn;
         }
         const int64_t off = tap_offsets[p];
-        slots.set(off == ConvPhase::kOutside ? zeros : in_place(chan + nn * g_.src_st[0] + off));
+        if (off == ConvPhase::kOutside) slots.set(zeros);
+        else if (staged_) slots.set(stage_row(in_place(chan + nn * g_.src_st[0] + off), i, mc, s, kb, zeros));
+        else slots.set(in_place(chan + nn * g_.src_st[0] + off));
       }
     }
   }
@@ -433,6 +464,7 @@ class ConvProblem final : public gemm::GemmProblem {
   const void* wei_ = nullptr;
   void* dst_ = nullptr;
   bool indirect_ = false, c_direct_ = false, chain_ = false, row_taps_ = false;
+  bool staged_ = false;  // in-place rows that crowd an L1 set, copied per block (rows_crowd_l1)
   bool rows_out_ = false;  // c_block hands its rows to the chain (EpilogueRun::chain_rows_into)
   int64_t ldc_ = 0, rows_ld_ = 0;
   int64_t src_es_ = size_of(g_.src_t);
@@ -517,7 +549,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
     over_operand_ = form_ == KernelForm::FP32 && phases_.size() == 1 && chain_over_operand(geo_, kernels());
     for (auto& ph : phases_)  // kernel-row segments resolve their rows directly: the tap table goes unread
       if (ConvProblem::kernel_row_segments(geo_, ph, form_ == KernelForm::BF16_AMX)) std::vector<int64_t>().swap(ph.src_offset);
-    for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr, kernels().nr, form_));
+    for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr, kernels().mr, kernels().nr, form_));
   }
 
   Status execute(const ExecArgs& args) const override {
@@ -528,7 +560,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       return run.finish();
     }
     for (const auto& ph : phases_)  // every dst position lies in exactly one phase
-      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run, kernels().nr, form_, over_operand_), pool,
+      if (auto s = run_problem(ConvProblem(geo_, ph, epilogue(), &args.ptrs, &run, kernels().mr, kernels().nr, form_, over_operand_), pool,
                                args.workspace, args.ptrs);
           !s.ok())
         return s;
