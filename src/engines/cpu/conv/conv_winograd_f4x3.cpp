@@ -356,32 +356,35 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
     g.init(p);
     // 36/144 of the multiplies, plus transforms that cost about as much as a GEMM with 16
     // channels: with few channels the transforms dominate. The 36 small GEMMs have a row per tile
-    // of a block (at most 48): 16 rows at 14x14 run at about half the rate of the implicit GEMM's
-    // large one (C256 14x14, 2026-12-05: 0.935 ms hot where full rate predicted ~0.6), full
-    // blocks at its rate (Zen 4, 2026-12-07: 56x56 layers in 0.96-1.1x the full-rate time).
+    // of a block (at most 48): few rows run at a fraction of the implicit GEMM's rate (Zen 4,
+    // 2026-12-07: 16 at 14x14 0.44 of it, C256 0.64 ms hot; 4 at 7x7 0.19, C512 1.32 ms), full
+    // blocks at its rate (56x56 layers in 0.96-1.1x the full-rate time).
     const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
     const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
-    const double eff = gemm::kernel_efficiency(isa_of(k)) * std::clamp(std::min(tiles, 48.0) / 32.0, 0.25, 1.0);
-    return roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6) +
-           transformed_weight_seconds(g, p.tensor(g.wei).is_constant, t.info().peak_bytes_per_s) +
+    const double eff = gemm::kernel_efficiency(isa_of(k)) * std::clamp(std::min(tiles, 48.0) / 36.0, 0.125, 1.0);
+    const double gemms = roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6);
+    return with_transformed_weights(gemms, g, p.tensor(g.wei).is_constant, t.info().peak_bytes_per_s) +
            (p.tensor(g.wei).is_constant ? 0.0
                                         : 1600.0 * static_cast<double>(g.src_c * g.dst_c) / std::max(t.info().peak_flops, 1.0));
   }
 
-  // Reading the transformed weights U (36 x C x K floats, 4x the filter) once per block of 48
-  // tiles. Constant weights: the first read from memory (a network's weights are not in cache when
-  // their layer comes round), at half the streaming rate as measured: a ResNet-50 session's C256
-  // 14² layer took 1.46-1.80 ms here against 0.94-1.24 on the implicit GEMM (0.94 hot). A U
-  // computed per call stays in L2 when it fits, else goes out and comes back. Later reads: from
-  // L2 when U fits there, else from the last-level cache (taken as 4x memory's rate).
-  static double transformed_weight_seconds(const ConvGeometry& g, bool constant_weights, double bytes_per_s) {
+  // The GEMMs' `seconds` with reading the transformed weights U (36 x C x K floats, 4x the filter)
+  // once per block of 48 tiles. Constant weights: the first read streams from memory (a network's
+  // weights are not in cache when their layer comes round) under the GEMMs: ResNet-50's C256 14²
+  // layers (U 9.4 MB) ran 0.70 ms each in the network against 0.64 hot and the implicit GEMM's
+  // 1.05 (Zen 4, 2026-12-07), where adding the read at half the streaming rate had kept them on
+  // the implicit GEMM. A U computed per call stays in L2 when it fits, else goes out and comes
+  // back. Later reads: from L2 when U fits there, else from the last-level cache (4x memory's rate).
+  static double with_transformed_weights(double seconds, const ConvGeometry& g, bool constant_weights,
+                                         double bytes_per_s) {
     const double u_bytes = 36.0 * static_cast<double>(g.src_c * g.dst_c) * 4.0;
     const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
     const double blocks = std::max(1.0, std::ceil(tiles / 48.0));
     const double bw = std::max(bytes_per_s, 1.0);
     const bool fits_l2 = u_bytes <= static_cast<double>(cpu_features().l2_bytes);
-    const double first = constant_weights || !fits_l2 ? 2.0 * u_bytes / bw : 0.0;
-    return first + (fits_l2 ? 0.0 : (blocks - 1.0) * u_bytes / (4.0 * bw));
+    const double later = fits_l2 ? 0.0 : (blocks - 1.0) * u_bytes / (4.0 * bw);
+    if (constant_weights) return std::max(seconds, u_bytes / bw) + later;
+    return seconds + (fits_l2 ? 0.0 : 2.0 * u_bytes / bw) + later;
   }
 
  private:
