@@ -309,23 +309,26 @@ dg::Graph new_graph(dg::DataType io, const std::string& name = "") {
 
 // conv R x S (pad R/2, stride 1) + bias + ReLU, NHWC / KRSC; `groups`: filters see C / groups channels.
 void conv(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t n, int64_t c, int64_t hw, int64_t k,
-          int64_t r, int64_t groups = 1) {
+          int64_t r, int64_t groups = 1, int64_t stride = 1) {
   if (!selected(name)) return;
   Buffers buf(impl_of(handle));
-  const Dims xd{n, c, hw, hw}, wd{k, c / groups, r, r}, yd{n, k, hw, hw}, bd{1, k, 1, 1};
+  const int64_t ohw = (hw + 2 * (r / 2) - r) / stride + 1;
+  const Dims xd{n, c, hw, hw}, wd{k, c / groups, r, r}, yd{n, k, ohw, ohw}, bd{1, k, 1, 1};
   dg::Graph g = new_graph(t, name);
   auto X = g.tensor(dg::TensorAttr().set_name("X").set_dim(xd).set_stride(channels_last(xd)));
   auto W = g.tensor(dg::TensorAttr().set_name("W").set_dim(wd).set_stride(channels_last(wd)));
   auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride(channels_last(bd)));
-  auto Y = g.relu(g.bias(g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({r / 2, r / 2}).set_stride({1, 1})
+  auto Y = g.relu(g.bias(g.conv_fprop(X, W, dg::ConvFpropAttr().set_padding({r / 2, r / 2}).set_stride({stride, stride})
                                               .set_dilation({1, 1})), B));
   Y->set_output(true).set_stride(channels_last(yd));
   void *x = buf.random(volume(xd), t, 1), *w = buf.random(volume(wd), t, 2), *b = buf.random(volume(bd), t, 3);
   void* y = buf.zeros(volume(yd) * dg::size_of(t));
   bench_check::ConvFpropReference ref{buf.host_of(x), buf.host_of(w), buf.host_of(b), n, c, k, groups};
-  ref.in[1] = ref.in[2] = ref.out[1] = ref.out[2] = hw;
+  ref.in[1] = ref.in[2] = hw;
+  ref.out[1] = ref.out[2] = ohw;
   ref.filt[1] = ref.filt[2] = r;
   ref.pad[1] = ref.pad[2] = r / 2;
+  ref.stride[1] = ref.stride[2] = stride;
   bench_check::OutputCheck check{y, volume(yd), t, ref};
   // TF32 rounds the inputs to a 10-bit mantissa: over a deep reduction (3x3 x 512 = 4608 terms)
   // cuDNN's TF32 configs land near 1.2e-2 of the output's scale, past the fp32 rows' 1e-2.
@@ -447,6 +450,8 @@ void gpu_workloads(dg::Handle& h) {
   conv(h, "rn50_3x3_n8_c64_32_k64", bf16, 8, 64, 32, 64, 3);
   conv(h, "rn50_3x3_n1_c64_32_k64", bf16, 1, 64, 32, 64, 3);
   conv(h, "mbv2_depthwise_3x3_c144_56", bf16, 32, 144, 56, 144, 3, 144);
+  // ResNet-50's stem (3 input channels, 7x7 stride 2): its slowest layer under torch.compile's dnngraph backend.
+  conv(h, "rn50_stem_7x7s2_c3_224_k64", bf16, 32, 3, 224, 64, 7, 1, 2);
   conv_transposed(h, "convT_4x4s2_c128to64_64_n8", bf16, 8, 128, 64, 64, 4);
   conv3d(h, "conv3d_3x3x3_c64_16x56_k64_n4", bf16, 4, 64, 16, 56, 64);
   matmul(h, "gemm_8192", bf16, 1, 8192, 8192, 8192, "none");

@@ -17,9 +17,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gemm_conv_torch import timed, torch_conv, torch_matmul  # noqa: E402
 
 
-def conv(n, c, hw, k, r, groups=1, dt=torch.bfloat16):
+def conv(n, c, hw, k, r, groups=1, dt=torch.bfloat16, stride=1):
     # fp32 and tf32 rows alike: PyTorch's default for fp32 convolutions, cudnn.allow_tf32 on.
-    return lambda: torch_conv(n, c, hw, k, r, True, groups, dt)[0]
+    return lambda: torch_conv(n, c, hw, k, r, True, groups, dt, stride)[0]
 
 
 def matmul(batch, m, n, k, epilogue, dt=torch.bfloat16):
@@ -79,6 +79,7 @@ TORCH = {
     "rn50_3x3_n8_c64_32_k64": conv(8, 64, 32, 64, 3),
     "rn50_3x3_n1_c64_32_k64": conv(1, 64, 32, 64, 3),
     "mbv2_depthwise_3x3_c144_56": conv(32, 144, 56, 144, 3, 144),
+    "rn50_stem_7x7s2_c3_224_k64": conv(32, 3, 224, 64, 7, stride=2),
     "convT_4x4s2_c128to64_64_n8": conv_transposed(8, 128, 64, 64, 4),
     "conv3d_3x3x3_c64_16x56_k64_n4": conv3d(4, 64, 16, 56, 64),
     "gemm_8192": matmul(1, 8192, 8192, 8192, "none"),

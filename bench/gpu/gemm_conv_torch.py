@@ -21,14 +21,14 @@ def timed(fn, reps=7):
     return repeated_ms(torch, fn, reps)
 
 
-def torch_conv(n, c, hw, k, r, fused, groups=1, dt=torch.bfloat16):
+def torch_conv(n, c, hw, k, r, fused, groups=1, dt=torch.bfloat16, stride=1):
     dev = "cuda"
     torch.backends.cudnn.allow_tf32 = dt == torch.float32  # the tf32_ workloads: TF32 on both sides
     x = (torch.rand(n, c, hw, hw, device=dev) * 2 - 1).to(dt).to(memory_format=torch.channels_last)
     w = (torch.rand(k, c // groups, r, r, device=dev) * 2 - 1).to(dt).to(memory_format=torch.channels_last)
     b = (torch.rand(1, k, 1, 1, device=dev) * 2 - 1).to(dt)
     pad = r // 2
-    conv = lambda: F.conv2d(x, w, padding=pad, groups=groups)
+    conv = lambda: F.conv2d(x, w, stride=stride, padding=pad, groups=groups)
     if fused:
         return timed(lambda: torch.relu(conv() + b)), timed(conv)
     return timed(conv), None
