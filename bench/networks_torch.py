@@ -41,7 +41,8 @@ TOLERANCE = {torch.float32: 1e-3, torch.bfloat16: 3e-2, torch.float16: 1e-2}
 OWN_KERNELS = [("dg_conv_depthwise", "cuda_conv_depthwise_direct"), ("dg_conv", "cuda_conv_implicit_gemm"),
                ("dg_gemm_wgmma", "cuda_gemm_wgmma_tma"), ("dg_gemm_mma_sync", "cuda_gemm_mma_sync"),
                ("dg_gemm", "cuda_gemm (finalize/transpose)"), ("dg_sdpa", "cuda_sdpa_flash"),
-               ("dg_pointwise", "cuda_pointwise_jit"), ("dg_finalize", "cuda_pointwise_jit")]
+               ("dg_pointwise", "cuda_pointwise_jit"), ("dg_finalize", "cuda_pointwise_jit"),
+               ("dg_norm", "cuda_norm_rowwise"), ("dg_pool", "cuda_pool_direct")]
 
 
 def machine(device: torch.device) -> str:
@@ -85,19 +86,52 @@ def summary(engines: List[str]) -> str:
     return ", ".join(f"{name} x{n}" if n > 1 else name for name, n in counts.most_common())
 
 
+def _vendor_of(name: str) -> str:
+    """The vendor library a kernel name belongs to ('' for neither)."""
+    if any(k in name for k in ("cudnn", "xmma", "cutlass", "fort_native")):
+        return "cudnn"
+    if name.startswith("nvjet") or "gemm" in name.lower():
+        return "cublaslt"
+    return ""
+
+
 def _engine_of_kernel(name: str, graph_engines: List[str]) -> str:
+    """The engine of a kernel that dnngraph launched: its own by name, else the graph's vendor engine."""
     for prefix, engine in OWN_KERNELS:
         if name.startswith(prefix):
             return engine
+    if name.startswith("dg_"):
+        return f"own kernel {name.split('(')[0][:40]}"
     vendors = sorted({e.split("[")[0] for e in graph_engines} & {"cudnn", "cublaslt"})
+    if len(vendors) > 1 and _vendor_of(name) in vendors:
+        return _vendor_of(name)
     return vendors[0] if len(vendors) == 1 else ("|".join(vendors) or "unattributed") + " (vendor kernel)"
+
+
+def _by_name(name: str, engines: List[str]) -> str:
+    """Where a kernel the profiler tied to no op ran (a CUDA graph's replay, or a launch linked to
+    no op): PyTorch's by its names, dnngraph's own by theirs, a vendor kernel to dnngraph's engine
+    of that vendor where the variant's graphs use one."""
+    if name.startswith(("triton_", "void at::", "at::")) or "at::native" in name:
+        return "pytorch"
+    if name.startswith("dg_"):
+        return _engine_of_kernel(name, engines)
+    vendor = _vendor_of(name)
+    used = {e.split("[")[0] for e in engines}
+    return vendor if vendor and vendor in used else f"pytorch ({vendor or 'other'})"
+
+
+def _is_annotation(e: Any) -> bool:
+    """A record_function range's span on the GPU timeline (dnngraph's graphs), not a kernel."""
+    return bool(getattr(e, "is_user_annotation", False)) or e.name.startswith("dnngraph:")
 
 
 def profile(fn: Callable[[], Any], device: torch.device,
             by_name: Dict[str, List[float]]) -> Tuple[int, Dict[str, float]]:
     """Kernels launched by one forward, and device (or CPU) microseconds by where they ran:
-    'pytorch' outside dnngraph's ranges, else the engine. `by_name` gets each kernel's durations."""
+    'pytorch' for PyTorch's kernels, else dnngraph's engine. `by_name` gets each kernel's durations."""
     engines_of = {p.partition_name: [e for b in p.builds.values() for e in b.engines] for p in dt.partitions()}
+    all_engines = [e for es in engines_of.values() for e in es]
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -112,26 +146,32 @@ def profile(fn: Callable[[], Any], device: torch.device,
             if evt.name.startswith("dnngraph:"):
                 share[f"{evt.name} ({summary(engines_of.get(evt.name[9:], []))})"] += evt.cpu_time_total
         return 0, dict(share)
-    # Device kernels (copies and memsets left out), each linked by the profiler to the innermost
-    # PyTorch op or record_function range that launched it; walk up to a dnngraph range.
+    # Device kernels (copies, memsets and the ranges' own GPU spans left out: counted as kernels,
+    # the spans had made half of the time "linked to no CPU op"), each linked by the profiler to
+    # the innermost op or record_function range that launched it; walk up to a dnngraph range or
+    # a PyTorch op. The rest (a CUDA graph's replay, launches tied to no op) go by their names.
     on_device = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA
-                 and not e.name.startswith(("Memcpy", "Memset"))]
+                 and not e.name.startswith(("Memcpy", "Memset")) and not _is_annotation(e)]
+    left: Dict[str, float] = collections.defaultdict(float)
     for e in on_device:
         by_name.setdefault(e.name, []).append(e.time_range.elapsed_us())
-    attributed = 0.0
+        left[e.name] += e.time_range.elapsed_us()
     for evt in events:
         for k in evt.kernels:
-            if k.name.startswith(("Memcpy", "Memset")):
+            if k.name not in left:
                 continue
-            owner = evt
+            owner, aten = evt, False
             while owner is not None and not owner.name.startswith("dnngraph:"):
+                aten |= owner.name.startswith("aten::")
                 owner = owner.cpu_parent
+            if owner is None and not aten:
+                continue  # tied to a launch call only: by its name below
             where = "pytorch" if owner is None else _engine_of_kernel(k.name, engines_of.get(owner.name[9:], []))
             share[where] += k.duration
-            attributed += k.duration
-    unlinked = sum(e.time_range.elapsed_us() for e in on_device) - attributed
-    if unlinked > 0.5:
-        share["kernels the profiler linked to no CPU op"] += unlinked
+            left[k.name] -= k.duration
+    for name, us in left.items():
+        if us > 0.05:
+            share[_by_name(name, all_engines)] += us
     return len(on_device), dict(share)
 
 
@@ -187,7 +227,7 @@ def run_model(name: str, model: torch.nn.Module, x: torch.Tensor, args: argparse
             eager_ms = eager_ms or ms
             print(f"{label:22s} {ms:9.3f} ms  ({eager_ms / ms:5.2f}x eager)  kernels/forward {kernels:5d}  "
                   f"first call {first_s:7.1f} s  vs eager {accuracy}")
-            if label == "compile dnngraph":
+            if label in ("compile dnngraph", "dnngraph + CUDA graphs"):
                 total = sum(share.values()) or 1.0
                 for where, us in sorted(share.items(), key=lambda kv: -kv[1]):
                     print(f"    {100 * us / total:5.1f}%  {us / 1e3:8.3f} ms  {where}")
