@@ -184,7 +184,7 @@ TEST(CpuConvImplicitGemm, DeepChannelsSmallImagesMatchRef) {
 
 // Channels-last inputs whose pixels lie a multiple of 4 KiB apart (C1024 fp32, C2048 bf16, C512
 // at stride 2), whose rows a tile would read in place from one L1 set: the plan copies them per
-// block instead (ConvProblem::rows_crowd_l1), on the in-place walk (1x1) and the tap table (3x3
+// block instead (CpuFeatures::rows_crowd_l1), on the in-place walk (1x1) and the tap table (3x3
 // with padding), with chains, batches and either thread count.
 TEST(CpuConvImplicitGemm, RowsInOneL1SetAreStagedMatchRef) {
   std::mt19937 rng(39);

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <random>
 
+#include "engines/cpu/cpu_features.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
 #include "engines/cpu/gemm/pack_bf16.hpp"
@@ -158,6 +159,27 @@ TEST(CpuGemmKernels, TileChainsMatchTheChainAfterTheGemm) {
       }
     }
   });
+}
+
+// Rows read one line each per K step crowd an L1 set when more than half its ways hold them: on
+// a 32 KiB 8-way L1 (sets repeat every 4 KiB) 14 rows 4 KiB apart or 2 KiB apart (7 a set) do,
+// 1 KiB apart (4 a set) and 7 rows 2 KiB apart do not; a 48 KiB 12-way L1 takes 7 rows 2 KiB apart.
+TEST(CpuFeatures, RowsCrowdL1ByTheWaysTheyShare) {
+  dnngraph::cpu::CpuFeatures zen4;
+  zen4.l1d_bytes = 32 << 10;
+  zen4.l1d_ways = 8;
+  EXPECT_TRUE(zen4.rows_crowd_l1(4096, 14));
+  EXPECT_TRUE(zen4.rows_crowd_l1(-4096, 14));
+  EXPECT_TRUE(zen4.rows_crowd_l1(2048, 14));
+  EXPECT_FALSE(zen4.rows_crowd_l1(1024, 14));
+  EXPECT_FALSE(zen4.rows_crowd_l1(4160, 14));
+  EXPECT_FALSE(zen4.rows_crowd_l1(0, 14));
+  dnngraph::cpu::CpuFeatures golden_cove = zen4;
+  golden_cove.l1d_bytes = 48 << 10;
+  golden_cove.l1d_ways = 12;
+  EXPECT_TRUE(golden_cove.rows_crowd_l1(4096, 14));
+  EXPECT_FALSE(golden_cove.rows_crowd_l1(2048, 7));
+  EXPECT_TRUE(zen4.rows_crowd_l1(2048, 12));
 }
 
 TEST(CpuGemmKernels, ShapeFollowsThePadding) {

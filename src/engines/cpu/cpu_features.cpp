@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define DNNGRAPH_X86 1
@@ -69,13 +72,22 @@ Isa CpuFeatures::best() const {
   return Isa::PORTABLE;
 }
 
+bool CpuFeatures::rows_crowd_l1(int64_t stride_bytes, int64_t rows) const {
+  if (stride_bytes == 0) return false;  // one row, read again: one line
+  const int64_t span = std::max<int64_t>(l1d_bytes / std::max<int64_t>(l1d_ways, 1), 64);
+  int64_t same = 0;
+  for (int64_t i = 0; i < rows; ++i) same += (i * std::abs(stride_bytes)) % span < 64;
+  return 2 * same > l1d_ways;
+}
+
 std::string CpuFeatures::to_string() const {
   std::string s;
   for (auto [on, name] : {std::pair{avx2, "avx2"}, {fma, "fma"}, {f16c, "f16c"}, {avx512f, "avx512f"},
                             {avx512bf16, "avx512_bf16"}, {amx_bf16, "amx_bf16"}})
     if (on) s += std::string(s.empty() ? "" : " ") + name;
   if (s.empty()) s = "no simd extensions";
-  return s + ", L1d " + kib(l1d_bytes) + ", L2 " + kib(l2_bytes) + ", L3 " + kib(l3_bytes);
+  return s + ", L1d " + kib(l1d_bytes) + " " + std::to_string(l1d_ways) + "-way, L2 " + kib(l2_bytes) + ", L3 " +
+         kib(l3_bytes);
 }
 
 const CpuFeatures& cpu_features() {

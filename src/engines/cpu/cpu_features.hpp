@@ -23,7 +23,11 @@ struct CpuFeatures {
   int64_t l3_bytes = 8 << 20;    // shared
   Isa best() const;
   bool supports(Isa isa) const;
-  std::string to_string() const;  // "avx2 fma f16c, L1d 32 KiB, L2 512 KiB, L3 32 MiB"
+  // Whether `rows` rows `stride_bytes` apart, read one line each per step, crowd one L1 set: they
+  // meet in a set every way's span (l1d_bytes / l1d_ways, 4 KiB on x86), and more than half the
+  // ways of them evict each other between steps.
+  bool rows_crowd_l1(int64_t stride_bytes, int64_t rows) const;
+  std::string to_string() const;  // "avx2 fma f16c, L1d 32 KiB 8-way, L2 512 KiB, L3 32 MiB"
 };
 
 const CpuFeatures& cpu_features();

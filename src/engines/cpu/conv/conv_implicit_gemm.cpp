@@ -70,7 +70,9 @@ class ConvProblem final : public gemm::GemmProblem {
     // Rows read in place: fp32 channels, or bf16 channel pairs for vdpbf16ps (AMX copies halves).
     indirect_ = g.src_st[1] == 1 && (g.src_t == DataType::FLOAT || form == KernelForm::BF16_DOT);
     row_taps_ = kernel_row_segments(g, ph, amx_);
-    staged_ = indirect_ && !row_taps_ && rows_crowd_l1(ph.jstride[2] * g.src_st[4] * src_es_, mr);
+    // Rows that would crowd one L1 set (1x1 C1024 14x14 -> 256, pixels 4 KiB apart: 0.72 ms against
+    // C1040's 0.47 on Zen 4) are copied a block at a time, staged_ld apart.
+    staged_ = indirect_ && !row_taps_ && cpu_features().rows_crowd_l1(ph.jstride[2] * g.src_st[4] * src_es_, mr);
     int64_t ldc = 0;
     c_direct_ = !g.dgrad && epi.plain_fp32_store() == g.dst && g.dst_st[1] == 1 && flat_pixels(g.dst_st, g.dst_sp, g.n, ldc);
     int64_t chain_ld = 0;
@@ -128,17 +130,6 @@ class ConvProblem final : public gemm::GemmProblem {
     return indirect_ ? kc : amx_ ? (mc + 32) * kc : mc * kc;
   }
 
-  // Whether a tile's rows read in place would crowd one L1 set: rows `bytes` apart meet in a set
-  // every L1 way's span (4 KiB on x86), and more of them than half its ways evict each other
-  // between K steps (1x1 C1024 14x14 -> 256, rows 4 KiB apart: 0.72 ms against C1040's 0.47 on
-  // Zen 4). Such rows are copied a block at a time (staged_ld apart) instead.
-  static bool rows_crowd_l1(int64_t bytes, int mr) {
-    const CpuFeatures& f = cpu_features();
-    const int64_t span = std::max<int64_t>(f.l1d_bytes / std::max<int64_t>(f.l1d_ways, 1), 64);
-    int64_t same = 0;
-    for (int64_t i = 0; i < mr; ++i) same += (i * std::abs(bytes)) % span < 64;
-    return 2 * same > f.l1d_ways;
-  }
   // Staged rows' stride: whole lines, an odd number of them, so up to 64 rows fall in distinct sets.
   static int64_t staged_ld(int64_t kc) {
     const int64_t lines = ceil_div(kc, 16);
@@ -464,7 +455,7 @@ class ConvProblem final : public gemm::GemmProblem {
   const void* wei_ = nullptr;
   void* dst_ = nullptr;
   bool indirect_ = false, c_direct_ = false, chain_ = false, row_taps_ = false;
-  bool staged_ = false;  // in-place rows that crowd an L1 set, copied per block (rows_crowd_l1)
+  bool staged_ = false;  // in-place rows that crowd an L1 set, copied per block (CpuFeatures::rows_crowd_l1)
   bool rows_out_ = false;  // c_block hands its rows to the chain (EpilogueRun::chain_rows_into)
   int64_t ldc_ = 0, rows_ld_ = 0;
   int64_t src_es_ = size_of(g_.src_t);
