@@ -3,6 +3,7 @@
 // partial tiles), and the rules that pick the form: which convs it can run, and the cost model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -136,6 +137,29 @@ TEST(CpuConvDotTiles, UnfitConvsNameTheirRule) {
   EXPECT_EQ(unfit(geometry(66, 64, 7, 3)), "it needs input channels per group (66) a multiple of 4");
   EXPECT_EQ(dg::cpu::conv_dot_unfit(geometry(64, 64, 7, 3), dg::cpu::conv_phases(geometry(64, 64, 7, 3), 8), ks),
             "its tap offset table would be too large");
+  // The geometry alone (what the engine's estimate asks before a plan builds the tables).
+  EXPECT_EQ(dg::cpu::conv_dot_unfit_geometry(geometry(64, 64, 7, 3), ks), "");
+  EXPECT_EQ(dg::cpu::conv_dot_unfit_geometry(geometry(66, 64, 7, 3), ks),
+            "it needs input channels per group (66) a multiple of 4");
+}
+
+// Each ISA level's tile rate over the fastest level's, as measured on this machine: the fastest
+// is 1, every level the machine runs has a rate, and a level it lacks reads as the one below it.
+TEST(CpuConvDotTiles, RelativeRatesPutTheFastestLevelAtOne) {
+  const dg::cpu::CpuFeatures& f = dg::cpu::cpu_features();
+  double top = 0;
+  for (dg::cpu::Isa isa : {dg::cpu::Isa::PORTABLE, dg::cpu::Isa::AVX2, dg::cpu::Isa::AVX512}) {
+    const double r = cd::relative_rate(isa);
+    EXPECT_LE(r, 1.0) << dg::cpu::isa_name(isa);
+    if (f.supports(isa) && cd::dot_kernels(isa).isa == isa) {
+      EXPECT_GT(r, 0.0) << dg::cpu::isa_name(isa);
+    }
+    if (cd::dot_kernels(isa).isa != isa) {
+      EXPECT_EQ(r, cd::relative_rate(cd::dot_kernels(isa).isa));
+    }
+    top = std::max(top, r);
+  }
+  EXPECT_DOUBLE_EQ(top, 1.0);
 }
 
 }  // namespace

@@ -37,13 +37,19 @@ ConvDotGemm::WeightBlock ConvDotGemm::weight_block(const Task& t, int64_t step, 
 
 std::string conv_dot_unfit(const ConvGeometry& g, const std::vector<ConvPhase>& phases,
                            const conv_dot::DotKernelSet& ks) {
-  if (g.dgrad || phases.size() != 1) return "the in-place weight form runs conv_fprop only";
+  if (phases.size() != 1) return "the in-place weight form runs conv_fprop only";
+  if (std::string why = conv_dot_unfit_geometry(g, ks); !why.empty()) return why;
+  if (phases[0].src_offset.empty()) return "its tap offset table would be too large";
+  return {};
+}
+
+std::string conv_dot_unfit_geometry(const ConvGeometry& g, const conv_dot::DotKernelSet& ks) {
+  if (g.dgrad) return "the in-place weight form runs conv_fprop only";
   if (g.src_t != DataType::FLOAT || g.wei_t != DataType::FLOAT) return "it needs fp32 source and weights";
   if (g.src_st[1] != 1 || g.wei_st[1] != 1) return "it needs unit-stride input channels in source and weights";
   if (g.src_cg % ks.width != 0)
     return "it needs input channels per group (" + std::to_string(g.src_cg) + ") a multiple of " +
            std::to_string(ks.width);
-  if (phases[0].src_offset.empty()) return "its tap offset table would be too large";
   return {};
 }
 

@@ -21,6 +21,8 @@ namespace dnngraph::cpu {
 // tiles `ks`, else the rule it breaks.
 std::string conv_dot_unfit(const ConvGeometry& g, const std::vector<ConvPhase>& phases,
                            const conv_dot::DotKernelSet& ks);
+// The same rules that the geometry alone decides (a one-phase fprop; not the offset table's size).
+std::string conv_dot_unfit_geometry(const ConvGeometry& g, const conv_dot::DotKernelSet& ks);
 
 // Whether this form is expected to beat the packed one (the tiles' DotCost): packing costs a
 // fixed amount per weight, shared by the pixels that use it, and nothing per execute when the
