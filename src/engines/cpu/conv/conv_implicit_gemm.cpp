@@ -20,6 +20,7 @@
 #include "engines/cpu/anchor_check.hpp"
 #include "engines/cpu/conv/conv_geometry.hpp"
 #include "engines/cpu/conv/conv_implicit_dot.hpp"
+#include "engines/cpu/conv/conv_kernel_form.hpp"
 #include "engines/cpu/cpu_engine.hpp"
 #include "engines/cpu/gemm/gemm_plan.hpp"
 #include "engines/cpu/gemm/pack.hpp"
@@ -27,6 +28,8 @@
 
 namespace dnngraph::cpu {
 namespace {
+
+using conv_form::KernelForm;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -36,11 +39,6 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t kMaxOffsets = 1 << 20;
 // The most stride phases of a conv_dgrad planned, one GEMM each.
 constexpr int64_t kMaxPhases = 1 << 12;
-
-// Which microkernels a plan runs, and so how K and A's rows are laid out: fp32 (bf16 / fp16
-// inputs converted as rows are gathered), bf16 pairs on vdpbf16ps (each 32-bit slot two
-// consecutive channels, read in place), or bf16 pairs on AMX tiles (16-row halves).
-enum class KernelForm { FP32, BF16_DOT, BF16_AMX };
 
 // Whether the chain's output (channels last) has its pixels at one stride ld, as flat_pixels.
 bool chain_output_flat(const ConvGeometry& g, const Epilogue& epi, int64_t& ld) {
@@ -54,7 +52,7 @@ bool chain_output_flat(const ConvGeometry& g, const Epilogue& epi, int64_t& ld) 
 
 class ConvProblem final : public gemm::GemmProblem {
  public:
-  // `over_operand`: the chain may store over an operand it reads at the same place (ConvImplicitPlan::chain_over_operand).
+  // `over_operand`: the chain may store over an operand it reads at the same place (conv_form::chain_over_operand).
   ConvProblem(const ConvGeometry& g, const ConvPhase& ph, const Epilogue& epi, const std::vector<void*>* ptrs,
               EpilogueRun* run, int mr, int nr, KernelForm form, bool over_operand = false)
       : g_(g), ph_(ph), run_(run), nr_(nr), amx_(form == KernelForm::BF16_AMX), pairs_(form != KernelForm::FP32) {
@@ -464,77 +462,20 @@ class ConvProblem final : public gemm::GemmProblem {
   bool pairs_;  // K counts bf16 channel pairs (BF16_DOT or BF16_AMX)
 };
 
+ConvGeometry geometry(const Partition& p) {
+  ConvGeometry g;
+  g.init(p);
+  return g;
+}
+
 class ConvImplicitPlan final : public gemm::GemmPlan {
  public:
-  // bf16 source and weights on AMX-BF16: a conv_fprop whose source channels are unit-stride and
-  // whose channels per group fill whole 16-pair tile steps, or are 16 (8-pair steps: MobileNetV2's
-  // 1x1 C16 expansion at 112x112 ran 0.26 ms on the fp32 kernel against oneDNN's 0.14).
-  static bool amx_fit(const ConvGeometry& g, Isa isa) {
-    return !g.dgrad && isa == Isa::AVX512 && gemm::amx_bf16_kernels() && g.src_t == DataType::BFLOAT16 &&
-           g.wei_t == DataType::BFLOAT16 && g.src_st[1] == 1 && (g.src_cg % 32 == 0 || g.src_cg == 16);
-  }
-  static const gemm::KernelSet& amx_kernels(const ConvGeometry& g) {
-    return g.src_cg % 32 == 0 ? *gemm::amx_bf16_kernels() : *gemm::amx_bf16_kernels_step8();
-  }
-  // bf16 source and weights on AVX512_BF16 without AMX, where vdpbf16ps beats the fp32 kernel
-  // (Zen 4: ResNet-50's bf16 1x1 and 3x3 layers ran 0.31-0.46x oneDNN with their rows
-  // converted to fp32): a conv_fprop whose channels split into whole pairs, read in place.
-  static bool dot_pairs_fit(const ConvGeometry& g, Isa isa) {
-    return !g.dgrad && isa == Isa::AVX512 && !gemm::amx_bf16_kernels() && gemm::avx512_bf16_kernels() &&
-           g.src_t == DataType::BFLOAT16 && g.wei_t == DataType::BFLOAT16 && g.src_st[1] == 1 && g.src_cg % 2 == 0 &&
-           gemm::bf16_pairs_faster();
-  }
-  static KernelForm form_of(const ConvGeometry& g, const gemm::KernelSet& ks) {
-    if (amx_fit(g, ks.isa) && &ks == &amx_kernels(g)) return KernelForm::BF16_AMX;
-    if (dot_pairs_fit(g, ks.isa) && gemm::is_bf16_pairs(ks)) return KernelForm::BF16_DOT;
-    return KernelForm::FP32;
-  }
-  // The register tile that pads the conv_fprop's pixels x output channels the least (7 x 48
-  // at 7x7 x 512, where 12 x 32 tiles pad 49 pixels to 60); a dgrad's phases keep the first.
-  static const gemm::KernelSet& tile_shape(const Partition& p, Isa isa) {
-    ConvGeometry g;
-    g.init(p);
-    if (amx_fit(g, isa)) return amx_kernels(g);
-    if (dot_pairs_fit(g, isa)) return gemm::bf16_pair_kernel_for_shape(g.n * g.dst_pixels(), g.dst_cg);
-    if (g.dgrad) return gemm::kernel_set(isa);
-    return gemm::kernel_for_shape(isa, g.n * g.dst_pixels(), g.dst_cg);
-  }
-
-  // Whether the output may lie exactly over an operand of the chain at no cost: each tile's chain
-  // runs in the kernel's registers on its one K block and reads the operand before the tile's
-  // store, and no tile is computed aside (edges) or left as padding, where C is stored first.
-  // 1x1 convs without padding whose pixels and channels fill whole tiles (ResNet's expansions
-  // with their residual add).
-  static bool chain_over_operand(const ConvGeometry& g, const gemm::KernelSet& ks) {
-    if (g.dgrad || g.groups != 1 || g.src_t != DataType::FLOAT || g.src_st[1] != 1 || !ks.kernel_chain || g.taps() != 1)
-      return false;
-    for (size_t d = 0; d < 3; ++d)
-      if (g.pad[d] != 0 || (g.dst_sp[d] - 1) * g.stride[d] >= g.src_sp[d]) return false;
-    return g.n * g.dst_pixels() % ks.mr == 0 && g.dst_cg % ks.nr == 0 &&
-           g.src_cg <= cpu_features().l2_bytes / 8 / (ks.nr * 4);  // one K block (ConvProblem::k_blocks)
-  }
-  // Whether the plan reads the weights in place as dot-product tiles (ConvDotGemm).
-  static bool dot_form(const ConvGeometry& g, const std::vector<ConvPhase>& phases, const gemm::KernelSet& ks,
-                       bool b_kept) {
-    const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(ks.isa);
-    return conv_dot_unfit(g, phases, dks).empty() && conv_dot_preferred(g, dks, ks.mr, ks.nr, b_kept);
-  }
-
-  // Whether a plan on `isa` is expected to take that form, from the geometry alone (the plan
-  // builds the phases' offset tables; constant weights are kept packed).
-  static bool dot_form_expected(const Partition& p, const ConvGeometry& g, Isa isa) {
-    const gemm::KernelSet& ks = tile_shape(p, isa);
-    const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(isa);
-    return form_of(g, ks) == KernelForm::FP32 && conv_dot_unfit_geometry(g, dks).empty() &&
-           conv_dot_preferred(g, dks, ks.mr, ks.nr, p.tensor(g.wei).is_constant);
-  }
-
   // The epilogue runs in place along the channel dim of the output.
   ConvImplicitPlan(const Partition& p, const Epilogue& epi, const GemmSetting& s, int threads)
-      : GemmPlan(p, epi, 1, s, threads, &tile_shape(p, s.isa)) {
+      : GemmPlan(p, epi, 1, s, threads, &conv_form::tile_shape(geometry(p), s.isa)) {
     geo_.init(p);
     phases_ = conv_phases(geo_, kMaxOffsets);
-    form_ = form_of(geo_, kernels());
+    form_ = conv_form::form_of(geo_, kernels());
     if (form_ == KernelForm::BF16_AMX) {  // as the matmul's AMX plans: at most 192 rows, K blocks filling half of L2
       gemm::Blocking b = blocking();
       b.mc = std::min<int64_t>(b.mc, 192);
@@ -542,11 +483,11 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
       set_blocking(b);
     }
     if (phases_.size() == 1) keep_b_if_constant(geo_.wei);  // a dgrad's phases each pack other taps
-    if (dot_form(geo_, phases_, kernels(), b_kept())) {
+    if (conv_form::dot_form(geo_, phases_, kernels(), b_kept())) {
       dot_ = std::make_unique<ConvDotGemm>(geo_, phases_[0], conv_dot::dot_kernels(kernels().isa), threads);
       return;  // no workspace: nothing is packed
     }
-    over_operand_ = form_ == KernelForm::FP32 && phases_.size() == 1 && chain_over_operand(geo_, kernels());
+    over_operand_ = form_ == KernelForm::FP32 && phases_.size() == 1 && conv_form::chain_over_operand(geo_, kernels());
     for (auto& ph : phases_)  // kernel-row segments resolve their rows directly: the tap table goes unread
       if (ConvProblem::kernel_row_segments(geo_, ph, form_ == KernelForm::BF16_AMX)) std::vector<int64_t>().swap(ph.src_offset);
     for (const auto& ph : phases_) reserve_workspace(ConvProblem(geo_, ph, epilogue(), nullptr, nullptr, kernels().mr, kernels().nr, form_));
@@ -572,7 +513,7 @@ class ConvImplicitPlan final : public gemm::GemmPlan {
   std::vector<ConvPhase> phases_;
   std::unique_ptr<ConvDotGemm> dot_;  // the weights read in place, where that form is chosen
   KernelForm form_ = KernelForm::FP32;
-  bool over_operand_ = false;         // chain_over_operand
+  bool over_operand_ = false;         // conv_form::chain_over_operand
 };
 
 class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
@@ -589,12 +530,12 @@ class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
     const double segment = std::min(1.0, static_cast<double>(g.src_cg) / 16.0);
     // AMX-BF16 tiles: ~3x the fp32 kernel's rate in place (4x hot in L1); vdpbf16ps pairs ~1.8x
     // (bf16 GEMM 2048 on Zen 4: 342 GFLOP/s against 181 in fp32).
-    const double bf16 = ConvImplicitPlan::amx_fit(g, isa_of(k))        ? 3.0
-                        : ConvImplicitPlan::dot_pairs_fit(g, isa_of(k)) ? 1.8
+    const double bf16 = conv_form::amx_fit(g, isa_of(k))        ? 3.0
+                        : conv_form::dot_pairs_fit(g, isa_of(k)) ? 1.8
                                                                          : 1.0;
     // Weights read in place as dot-product tiles: each ISA level at its tile's measured rate (Zen 4,
     // C512 7x7 with weights not constant: AVX2's tiles 1.19 ms, AVX-512's 1.39).
-    const double dot = ConvImplicitPlan::dot_form_expected(p, g, isa_of(k)) ? conv_dot::relative_rate(isa_of(k)) : 0.0;
+    const double dot = conv_form::dot_form_expected(g, isa_of(k), p.tensor(g.wei).is_constant) ? conv_dot::relative_rate(isa_of(k)) : 0.0;
     const double eff = (dot > 0 ? dot : gemm::kernel_efficiency(isa_of(k))) * 0.85 * fill_k * fill_n * segment * bf16;
     return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
   }
@@ -610,13 +551,13 @@ class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
     ConvGeometry g;
     g.init(p);
     const Isa isa = isa_of(k);
-    if (!cpu_features().supports(isa) || ConvImplicitPlan::amx_fit(g, isa) || ConvImplicitPlan::dot_pairs_fit(g, isa))
+    if (!cpu_features().supports(isa) || conv_form::amx_fit(g, isa) || conv_form::dot_pairs_fit(g, isa))
       return Alias::NO;
-    const gemm::KernelSet& ks = ConvImplicitPlan::tile_shape(p, isa);
+    const gemm::KernelSet& ks = conv_form::tile_shape(g, isa);
     const std::vector<ConvPhase> phases = conv_phases(g, kMaxOffsets);
-    if (phases.size() != 1 || ConvImplicitPlan::dot_form(g, phases, ks, p.tensor(g.wei).is_constant)) return Alias::NO;
+    if (phases.size() != 1 || conv_form::dot_form(g, phases, ks, p.tensor(g.wei).is_constant)) return Alias::NO;
     const bool channels_unit = p.tensor(out).rank() > 1 && p.tensor(out).strides[1] == 1;  // the chain's store in place
-    return channels_unit && ConvImplicitPlan::chain_over_operand(g, ks) ? Alias::FAST : Alias::SAFE;
+    return channels_unit && conv_form::chain_over_operand(g, ks) ? Alias::FAST : Alias::SAFE;
   }
 
  private:
