@@ -45,8 +45,7 @@ bool chain_over_operand(const ConvGeometry& g, const gemm::KernelSet& ks) {
          g.src_cg <= cpu_features().l2_bytes / 8 / (ks.nr * 4);  // one K block (the implicit GEMM's k_blocks)
 }
 
-bool dot_form(const ConvGeometry& g, const std::vector<ConvPhase>& phases, const gemm::KernelSet& ks,
-                     bool b_kept) {
+bool dot_form(const ConvGeometry& g, const std::vector<ConvPhase>& phases, const gemm::KernelSet& ks, bool b_kept) {
   const conv_dot::DotKernelSet& dks = conv_dot::dot_kernels(ks.isa);
   return conv_dot_unfit(g, phases, dks).empty() && conv_dot_preferred(g, dks, ks.mr, ks.nr, b_kept);
 }
