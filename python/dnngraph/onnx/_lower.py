@@ -194,6 +194,11 @@ class Lowering:
         if shape is not None and len(shape) in IMAGE_RANKS and self.channels_last and self.nhwc(name) \
                 and not self._made_outside(tensor):
             tensor.set_stride(self.strides_of(name, dims(shape)))
+        # A float64 model's values stay float64 inside the graph (intermediates are float32 by
+        # default: a ReLU -> MaxPool of doubles came out 5.6e-8 off onnxruntime's).
+        value = self.prepared.values.get(name)
+        if self.precision is None and value is not None and value.dtype == np.float64 and not self._made_outside(tensor):
+            tensor.set_data_type(dnngraph.data_type.DOUBLE)
         self.tensors[name] = tensor
 
     def _made_outside(self, tensor):
