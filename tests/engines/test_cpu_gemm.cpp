@@ -182,6 +182,22 @@ TEST(CpuFeatures, RowsCrowdL1ByTheWaysTheyShare) {
   EXPECT_TRUE(zen4.rows_crowd_l1(2048, 12));
 }
 
+// DNNGRAPH_MAX_CPU_ISA's cap: "avx2" leaves AVX2 and clears AVX-512 with what needs it, "portable"
+// clears every SIMD level, anything else changes nothing.
+TEST(CpuFeatures, CappedClearsTheLevelsAboveTheCap) {
+  dnngraph::cpu::CpuFeatures all;
+  all.avx2 = all.fma = all.f16c = all.avx512f = all.avx512bf16 = all.amx_bf16 = true;
+  using dnngraph::cpu::Isa;
+  const auto avx2 = dnngraph::cpu::capped(all, "avx2");
+  EXPECT_EQ(avx2.best(), Isa::AVX2);
+  EXPECT_FALSE(avx2.avx512bf16 || avx2.amx_bf16);
+  EXPECT_EQ(dnngraph::cpu::capped(all, "portable").best(), Isa::PORTABLE);
+  EXPECT_EQ(dnngraph::cpu::capped(all, "avx512").best(), Isa::AVX512);
+  EXPECT_EQ(dnngraph::cpu::capped(all, nullptr).best(), Isa::AVX512);
+  EXPECT_EQ(dnngraph::cpu::capped(all, "AVX2").best(), Isa::AVX2);  // as ONEDNN_MAX_CPU_ISA spells it
+  EXPECT_EQ(dnngraph::cpu::capped(all, "sse4").best(), Isa::AVX512);  // not a level of ours: no cap
+}
+
 TEST(CpuGemmKernels, ShapeFollowsThePadding) {
   for (dg::cpu::Isa isa : cpu_test::supported_isas()) {
     const auto shapes = cg::kernel_shapes(isa);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -90,12 +91,20 @@ std::string CpuFeatures::to_string() const {
          kib(l3_bytes);
 }
 
+CpuFeatures capped(CpuFeatures f, const char* cap) {
+  std::string level = cap ? cap : "";
+  std::transform(level.begin(), level.end(), level.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (level == "avx2" || level == "portable") f.avx512f = f.avx512bf16 = f.amx_bf16 = false;
+  if (level == "portable") f.avx2 = f.fma = f.f16c = false;
+  return f;
+}
+
 const CpuFeatures& cpu_features() {
   static const CpuFeatures kFeatures = [] {
     CpuFeatures f;
     detect_isa(f);
     detect_caches(f);
-    return f;
+    return capped(f, std::getenv("DNNGRAPH_MAX_CPU_ISA"));
   }();
   return kFeatures;
 }

@@ -30,7 +30,13 @@ struct CpuFeatures {
   std::string to_string() const;  // "avx2 fma f16c, L1d 32 KiB 8-way, L2 512 KiB, L3 32 MiB"
 };
 
+// The machine's features, capped by DNNGRAPH_MAX_CPU_ISA ("avx2" or "portable", any case; unset or
+// "avx512": no cap) as oneDNN's ONEDNN_MAX_CPU_ISA caps it: to run and compare the lower kernel levels on a
+// machine that has the higher ones.
 const CpuFeatures& cpu_features();
+// `f` with every feature above `cap` cleared: "avx2" clears the AVX-512 ones (AMX and the bf16 dot
+// products too), "portable" every SIMD one (any case); anything else leaves `f` as it is.
+CpuFeatures capped(CpuFeatures f, const char* cap);
 const char* isa_name(Isa isa);  // "portable", "avx2", "avx512"
 
 }  // namespace dnngraph::cpu

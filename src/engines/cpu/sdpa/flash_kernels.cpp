@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "engines/cpu/cpu_features.hpp"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define DG_SDPA_HAVE_AVX2 1
@@ -343,7 +345,7 @@ const Kernels kAvx512{"avx512", gemm_avx512, softmax_avx2, probs_and_grads_avx2,
 
 bool cpu_has_avx2_fma() {
 #ifdef DG_SDPA_HAVE_AVX2
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool has = cpu_features().supports(Isa::AVX2);  // the OS-saved state and DNNGRAPH_MAX_CPU_ISA too
   return has;
 #else
   return false;
@@ -353,7 +355,7 @@ bool cpu_has_avx2_fma() {
 namespace {
 bool cpu_has_avx512f() {
 #ifdef DG_SDPA_HAVE_AVX2
-  static const bool has = cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
+  static const bool has = cpu_features().supports(Isa::AVX512);
   return has;
 #else
   return false;
