@@ -44,13 +44,16 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 #define DNNGRAPH_WINO_IVDEP
 #endif
 
-// U = G g G^T for n <= 32 kernels at once (n is a GEMM NR): g[9][n] (row-major taps) into the 36
-// rows u + xi * u_ld, n floats each.
+// The widest GEMM NR the weight transform takes (the tile shapes' widest is 48).
+constexpr int64_t kMaxTransformNr = 64;
+
+// U = G g G^T for n <= kMaxTransformNr kernels at once (n is a GEMM NR): g[9][n] (row-major taps)
+// into the 36 rows u + xi * u_ld, n floats each.
 DNNGRAPH_WINO_CLONES void weight_transform(const float* g, float* u, int64_t u_ld, int64_t n) {
   static const float G[6][3] = {{1.0f / 4, 0, 0},          {-1.0f / 6, -1.0f / 6, -1.0f / 6},
                                 {-1.0f / 6, 1.0f / 6, -1.0f / 6}, {1.0f / 24, 1.0f / 12, 1.0f / 6},
                                 {1.0f / 24, -1.0f / 12, 1.0f / 6}, {0, 0, 1}};
-  float t[6][3][32];
+  float t[6][3][kMaxTransformNr];
   for (int i = 0; i < 6; ++i)
     for (int j = 0; j < 3; ++j)
       for (int64_t l = 0; l < n; ++l)
@@ -93,8 +96,17 @@ DNNGRAPH_WINO_CLONES void at6(const float* in, int64_t in_ld, float* out, int64_
 
 class WinogradPlan final : public ConvPlanBase {
  public:
+  // The register tile of the 36 GEMMs (tiles x K): the one that pads them the least. A 7x7 image
+  // has 4 tiles, which the 12 x 32 tile computed as 12 rows (C512 7x7 on Zen 4: 1.13-1.23 ms
+  // against AVX2's 6 x 16 tile's 0.68-0.73).
+  static const gemm::KernelSet& gemm_kernels(const ConvGeometry& g, Isa isa) {
+    const int64_t tiles = g.n * ((g.dst_sp[1] + kOut - 1) / kOut) * ((g.dst_sp[2] + kOut - 1) / kOut);
+    const gemm::KernelSet& ks = gemm::kernel_for_shape(isa, tiles, g.dst_c);
+    return ks.nr <= kMaxTransformNr ? ks : gemm::kernel_set(isa);
+  }
+
   WinogradPlan(const Partition& p, const Epilogue& epi, Isa isa, int threads)
-      : ConvPlanBase(p, epi), ks_(gemm::kernel_set(isa)), threads_(threads) {
+      : ConvPlanBase(p, epi), ks_(gemm_kernels(g_, isa)), threads_(threads) {
     C_ = g_.src_c;
     K_ = g_.dst_c;
     th_ = (g_.dst_sp[1] + kOut - 1) / kOut;
@@ -356,12 +368,13 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
     g.init(p);
     // 36/144 of the multiplies, plus transforms that cost about as much as a GEMM with 16
     // channels: with few channels the transforms dominate. The 36 small GEMMs have a row per tile
-    // of a block (at most 48): few rows run at a fraction of the implicit GEMM's rate (Zen 4,
-    // 2026-12-07: 16 at 14x14 0.44 of it, C256 0.64 ms hot; 4 at 7x7 0.19, C512 1.32 ms), full
-    // blocks at its rate (56x56 layers in 0.96-1.1x the full-rate time).
+    // of a block (at most 48), on the tile shape that pads them least: few rows run at a fraction
+    // of the implicit GEMM's rate, ~rows / (rows + 8) (Zen 4, 2026-12-07: 16 at 14x14 0.68 of it,
+    // C256 0.41 ms hot; 4 at 7x7 ~0.3), full blocks near its rate.
     const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
     const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
-    const double eff = gemm::kernel_efficiency(isa_of(k)) * std::clamp(std::min(tiles, 48.0) / 36.0, 0.125, 1.0);
+    const double rows = std::min(tiles, 48.0);
+    const double eff = gemm::kernel_efficiency(isa_of(k)) * rows / (rows + 8.0);
     const double gemms = roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6);
     return with_transformed_weights(gemms, g, p.tensor(g.wei).is_constant, t.info().peak_bytes_per_s) +
            (p.tensor(g.wei).is_constant ? 0.0
