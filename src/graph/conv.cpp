@@ -132,6 +132,14 @@ Status check_types(const NodeSpec& node) {
 // groups = c / c_per_group, which must divide exactly, and k must split into the groups.
 Status conv_groups(const NodeSpec& node, const TensorAttr* chan_tensor, int64_t c, const TensorAttr* filter,
                    int64_t c_per_group, int64_t k, int64_t& groups) {
+  // A user's output dims are not checked before inference: a DX of 0 channels made groups 0 and
+  // k % groups a division by zero (found by fuzz_graph_json).
+  if (c <= 0)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, chan_tensor,
+                      "channel count " + str(c) + " must be positive");
+  if (c_per_group <= 0)
+    return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, filter,
+                      "the filter's channels per group " + str(c_per_group) + " must be positive");
   if (c % c_per_group != 0)
     return node_error(ErrorCode::SHAPE_DEDUCTION_FAILED, node, chan_tensor,
                       "channel count " + str(c) + " is not a multiple of the filter's channels per group " +

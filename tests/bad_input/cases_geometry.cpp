@@ -145,6 +145,19 @@ void add_conv_backward_cases(std::vector<Case>& cases) {
     cases.push_back(Case{op + "_" + std::to_string(i), build, {}, e});
   }
   const std::string where = node_named("grad", "conv_dgrad");
+  // A DX whose dims the user gave with 0 channels (fuzz_graph_json's division by zero).
+  cases.push_back(Case{"conv_dgrad_dx_of_no_channels",
+                       [](dg::Graph& g) {
+                         auto dy = user_tensor(g, "DY", {1, 2, 4, 4}, packed_strides({1, 2, 4, 4}));
+                         auto w = user_tensor(g, "W", {2, 2, 3, 3}, packed_strides({2, 2, 3, 3}));
+                         g.conv_dgrad(dy, w, dg::ConvDgradAttr().set_name("grad").set_padding({1, 1}))
+                             ->set_output(true)
+                             .set_dim({1, 0, 4, 4})
+                             .set_name("DX");
+                       },
+                       {},
+                       rejected(ErrorCode::SHAPE_DEDUCTION_FAILED, where + ", " + tensor_named("DX"),
+                                "channel count 0 must be positive")});
   const std::vector<std::pair<int64_t, Expect>> strides{
       {int64_t{1} << 40,
        rejected(ErrorCode::INVALID_VALUE, where + ", " + tensor_named("DX"), "hold more than 2^48 elements")},
