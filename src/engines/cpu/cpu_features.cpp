@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <ctime>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -107,6 +108,12 @@ const CpuFeatures& cpu_features() {
     return capped(f, std::getenv("DNNGRAPH_MAX_CPU_ISA"));
   }();
   return kFeatures;
+}
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
 const char* isa_name(Isa isa) {

@@ -37,6 +37,10 @@ const CpuFeatures& cpu_features();
 // `f` with every feature above `cap` cleared: "avx2" clears the AVX-512 ones (AMX and the bf16 dot
 // products too), "portable" every SIMD one (any case); anything else leaves `f` as it is.
 CpuFeatures capped(CpuFeatures f, const char* cap);
-const char* isa_name(Isa isa);  // "portable", "avx2", "avx512"
+const char* isa_name(Isa isa);
+
+// This thread's CPU time in seconds: the clock of the kernels' one-off rate measurements (other
+// threads and processes on the core do not count against the kernel timed).
+double thread_cpu_seconds();  // "portable", "avx2", "avx512"
 
 }  // namespace dnngraph::cpu

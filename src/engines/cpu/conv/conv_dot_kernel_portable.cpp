@@ -2,7 +2,6 @@
 // ISA dispatch.
 #include <algorithm>
 #include <array>
-#include <ctime>
 #include <vector>
 
 #include "engines/cpu/conv/conv_dot_kernels.hpp"
@@ -58,17 +57,12 @@ double hot_seconds(const DotKernelSet& ks) {
   a.out = op.data();
   a.np = ks.np;
   a.no = ks.no;
-  auto now = [] {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-  };
-  const double t0 = now();
+  const double t0 = thread_cpu_seconds();
   for (int64_t r = 0; r < reps; ++r) {
     a.first = r == 0;
     ks.kernel(a);
   }
-  return std::max(now() - t0, 1e-9) / (2.0 * static_cast<double>(ks.np * ks.no * cn * reps));
+  return std::max(thread_cpu_seconds() - t0, 1e-9) / (2.0 * static_cast<double>(ks.np * ks.no * cn * reps));
 }
 
 }  // namespace

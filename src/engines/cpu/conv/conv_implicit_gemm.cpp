@@ -133,9 +133,10 @@ class ConvProblem final : public gemm::GemmProblem {
     const int64_t lines = ceil_div(kc, 16);
     return (lines | 1) * 16;
   }
-  // Row i of the block's segment s as staged (a copy of `row` where i < mc; rows past mc repeat
-  // the last).
-  const float* stage_row(const float* row, int64_t i, int64_t mc, int s, const gemm::KBlock& kb, float* scratch) const {
+  // Row i of the block's segment s as the kernel reads it: in place, or staged (a copy of `row`
+  // where i < mc; rows past mc repeat the last).
+  const float* row_to_read(const float* row, int64_t i, int64_t mc, int s, const gemm::KBlock& kb, float* scratch) const {
+    if (!staged_) return row;
     float* dst = scratch + kb.kc() + std::min(i, mc - 1) * staged_ld(kb.kc()) + s * kb.seg_len;
     if (i < mc) std::memcpy(dst, row, static_cast<size_t>(kb.seg_len) * 4);
     return dst;
@@ -281,7 +282,7 @@ class ConvProblem final : public gemm::GemmProblem {
           off += pos * g_.src_st[2 + d];
         }
         if (indirect_) {
-          slots.set(!inside ? scratch : staged_ ? stage_row(in_place(off), i, mc, s, kb, scratch) : in_place(off));
+          slots.set(inside ? row_to_read(in_place(off), i, mc, s, kb, scratch) : scratch);
           continue;
         }
         float* dst = scratch + std::min(i, mc - 1) * kc + s * kb.seg_len;
@@ -313,9 +314,8 @@ class ConvProblem final : public gemm::GemmProblem {
           ++nn;
         }
         const int64_t off = tap_offsets[p];
-        if (off == ConvPhase::kOutside) slots.set(zeros);
-        else if (staged_) slots.set(stage_row(in_place(chan + nn * g_.src_st[0] + off), i, mc, s, kb, zeros));
-        else slots.set(in_place(chan + nn * g_.src_st[0] + off));
+        slots.set(off == ConvPhase::kOutside ? zeros
+                                             : row_to_read(in_place(chan + nn * g_.src_st[0] + off), i, mc, s, kb, zeros));
       }
     }
   }

@@ -44,6 +44,11 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 #define DNNGRAPH_WINO_IVDEP
 #endif
 
+// The 4x4 output tiles of g's images: the rows of each of the 36 GEMMs.
+int64_t output_tiles(const ConvGeometry& g) {
+  return g.n * ((g.dst_sp[1] + kOut - 1) / kOut) * ((g.dst_sp[2] + kOut - 1) / kOut);
+}
+
 // The widest GEMM NR the weight transform takes (the tile shapes' widest is 48).
 constexpr int64_t kMaxTransformNr = 64;
 
@@ -100,8 +105,7 @@ class WinogradPlan final : public ConvPlanBase {
   // has 4 tiles, which the 12 x 32 tile computed as 12 rows (C512 7x7 on Zen 4: 1.13-1.23 ms
   // against AVX2's 6 x 16 tile's 0.68-0.73).
   static const gemm::KernelSet& gemm_kernels(const ConvGeometry& g, Isa isa) {
-    const int64_t tiles = g.n * ((g.dst_sp[1] + kOut - 1) / kOut) * ((g.dst_sp[2] + kOut - 1) / kOut);
-    const gemm::KernelSet& ks = gemm::kernel_for_shape(isa, tiles, g.dst_c);
+    const gemm::KernelSet& ks = gemm::kernel_for_shape(isa, output_tiles(g), g.dst_c);
     return ks.nr <= kMaxTransformNr ? ks : gemm::kernel_set(isa);
   }
 
@@ -372,7 +376,7 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
     // of the implicit GEMM's rate, ~rows / (rows + 8) (Zen 4, 2026-12-07: 16 at 14x14 0.68 of it,
     // C256 0.41 ms hot; 4 at 7x7 ~0.3), full blocks near its rate.
     const double gemm_share = 0.25 + 16.0 / static_cast<double>(std::max<int64_t>(std::min(g.src_c, g.dst_c), 1));
-    const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
+    const double tiles = static_cast<double>(output_tiles(g));
     const double rows = std::min(tiles, 48.0);
     const double eff = gemm::kernel_efficiency(isa_of(k)) * rows / (rows + 8.0);
     const double gemms = roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6);
@@ -391,7 +395,7 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
   static double with_transformed_weights(double seconds, const ConvGeometry& g, bool constant_weights,
                                          double bytes_per_s) {
     const double u_bytes = 36.0 * static_cast<double>(g.src_c * g.dst_c) * 4.0;
-    const double tiles = static_cast<double>(g.n * ((g.dst_sp[1] + 3) / 4) * ((g.dst_sp[2] + 3) / 4));
+    const double tiles = static_cast<double>(output_tiles(g));
     const double blocks = std::max(1.0, std::ceil(tiles / 48.0));
     const double bw = std::max(bytes_per_s, 1.0);
     const bool fits_l2 = u_bytes <= static_cast<double>(cpu_features().l2_bytes);

@@ -3,7 +3,6 @@
 #include "engines/cpu/gemm/microkernel.hpp"
 
 #include <algorithm>
-#include <ctime>
 #include <vector>
 #include "engines/cpu/simd/target.hpp"
 #include "engines/cpu/simd/vec_portable.hpp"
@@ -73,16 +72,11 @@ double hot_rate(const KernelSet& ks, bool pairs) {
   std::vector<float> a(static_cast<size_t>(ks.mr * kc), 0.0f), b(static_cast<size_t>(kc * ks.nr), 0.0f);
   std::vector<float> c(static_cast<size_t>(ks.mr * ks.nr), 0.0f);
   const std::vector<const float*> rows(static_cast<size_t>(ks.mr), a.data());
-  auto now = [] {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-  };
   double best = 0;
   for (int trial = 0; trial < 3; ++trial) {
-    const double t0 = now();
+    const double t0 = thread_cpu_seconds();
     for (int64_t r = 0; r < reps; ++r) ks.kernel_packed(1, kc, rows.data(), b.data(), c.data(), ks.nr, r > 0);
-    const double s = now() - t0;
+    const double s = thread_cpu_seconds() - t0;
     if (s > 0) best = std::max(best, (pairs ? 4.0 : 2.0) * ks.mr * ks.nr * kc * reps / s);
   }
   return best;
