@@ -1,8 +1,11 @@
 // GPU benchmark of cuda_sdpa_backward_flash on the attention cases of docs/perf.md: the forward
 // (cuda_sdpa_flash, with stats) makes O and STATS from seeded random bf16 Q, K, V; dO is seeded
-// random too; then the backward is timed by CUDA events (three warm-ups, the median of timed
-// executes). Prints one JSON object per case. Correctness is the GPU tests' (test_cuda_sdpa_backward);
-// here every gradient is checked for NaN (they are poisoned before the warm-ups).
+// random too; then every plan of the backward's list (mode A's first) is timed by CUDA events
+// (three warm-ups, the median of timed executes). Prints one JSON object per plan. Correctness is
+// the GPU tests' (test_cuda_sdpa_backward, against ref); here every gradient is poisoned with NaN
+// before the warm-ups and checked for NaN after, and each plan's gradients are compared with the
+// last plan's (the deterministic mma.sync core): the largest difference relative to that plan's
+// largest magnitude.
 // bench/gpu/sdpa_backward_torch.py times PyTorch's flash backward on the same cases.
 //
 // usage: dnngraph_bench_gpu_sdpa_backward_bench [--repeats N] [--case NAME]
@@ -98,38 +101,61 @@ void run_case(dg::Handle& handle, const Case& c) {
   auto Q = T(g, "Q"), K = T(g, "K"), V = T(g, "V"), O = T(g, "O"), DO = T(g, "dO"), ST = S(g);
   auto [DQ, DK, DV] = g.sdpa_backward(Q, K, V, O, DO, ST, dg::SdpaBackwardAttr().set_causal_mask(c.causal));
   for (auto& t : {DQ, DK, DV}) t->set_output(true);
-  build(g);
-  int64_t ws_bytes = 0;
-  ok(g.get_workspace_size(ws_bytes), "workspace");
-  void* ws = bufs.add(hi, static_cast<size_t>(std::max<int64_t>(ws_bytes, 16)));
+  ok(g.validate(), "validate");
+  ok(g.build_operation_graph(handle), "build_operation_graph");
+  ok(g.create_execution_plans({dg::HeurMode::A}), "create_execution_plans");
+  ok(g.check_support(handle), "check_support");
   dg::VariantPack pack{{Q, q}, {K, k}, {V, v}, {O, o}, {DO, d_o}, {ST, stats}, {DQ, dq}, {DK, dk}, {DV, dv}};
-  for (void* p : {dq, dk, dv}) ok(dg::cuda::fill32(hi, p, 0x7fc07fc0u, static_cast<size_t>(n / 2)), "poison");
-  for (int i = 0; i < 3; ++i) ok(g.execute(handle, pack, ws), "execute");
-  ok(dg::memory::synchronize(hi), "synchronize");
-  std::unique_ptr<dg::cuda::EventTimer> timer;
-  ok(dg::cuda::EventTimer::create(hi, timer), "events");
-  std::vector<double> ms;
-  for (int i = 0; i < g_repeats; ++i) {
-    ok(timer->start(), "event");
-    ok(g.execute(handle, pack, ws), "execute");
-    ok(timer->stop(), "event");
-    double s = 0;
-    ok(timer->seconds(s), "event");
-    ms.push_back(s * 1e3);
+  const int64_t plans = g.get_execution_plan_count();
+  std::vector<std::vector<float>> last;  // the last plan's gradients, dQ dK dV
+  for (int64_t idx = plans - 1; idx >= 0; --idx) {
+    ok(g.build_plan_at_index(handle, idx), "build_plan_at_index");
+    int64_t ws_bytes = 0;
+    ok(g.get_workspace_size_plan_at_index(idx, ws_bytes), "workspace");
+    void* ws = bufs.add(hi, static_cast<size_t>(std::max<int64_t>(ws_bytes, 16)));
+    for (void* p : {dq, dk, dv}) ok(dg::cuda::fill32(hi, p, 0x7fc07fc0u, static_cast<size_t>(n / 2)), "poison");
+    for (int i = 0; i < 3; ++i) ok(g.execute_plan_at_index(handle, pack, ws, idx), "execute");
+    ok(dg::memory::synchronize(hi), "synchronize");
+    std::unique_ptr<dg::cuda::EventTimer> timer;
+    ok(dg::cuda::EventTimer::create(hi, timer), "events");
+    std::vector<double> ms;
+    for (int i = 0; i < g_repeats; ++i) {
+      ok(timer->start(), "event");
+      ok(g.execute_plan_at_index(handle, pack, ws, idx), "execute");
+      ok(timer->stop(), "event");
+      double sec = 0;
+      ok(timer->seconds(sec), "event");
+      ms.push_back(sec * 1e3);
+    }
+    int64_t nans = 0;
+    double diff = 0, scale = 0;
+    std::vector<uint16_t> host(static_cast<size_t>(n));
+    std::vector<std::vector<float>> grads;
+    for (void* p : {dq, dk, dv}) {
+      ok(dg::memory::copy_to_host(hi, host.data(), p, bytes), "download");
+      grads.emplace_back(host.size());
+      for (size_t i = 0; i < host.size(); ++i) {
+        const float x = dg::dtype::bf16_to_float(host[i]);
+        nans += std::isnan(x) ? 1 : 0;
+        grads.back()[i] = x;
+      }
+    }
+    if (last.empty()) last = grads;
+    for (size_t t = 0; t < 3; ++t)
+      for (size_t i = 0; i < grads[t].size(); ++i) {
+        diff = std::max(diff, static_cast<double>(std::fabs(grads[t][i] - last[t][i])));
+        scale = std::max(scale, static_cast<double>(std::fabs(last[t][i])));
+      }
+    std::sort(ms.begin(), ms.end());
+    const double t = ms[ms.size() / 2];
+    std::string plan;
+    ok(g.get_plan_name_at_index(idx, plan), "plan name");
+    std::printf("{\"case\": \"%s\", \"plan\": \"%s\", \"mode_a\": %s, \"ms\": %.4f, \"tflops\": %.1f, "
+                "\"nan_gradients\": %lld, \"max_diff_vs_last_plan\": %.3g}\n",
+                c.name, plan.c_str(), idx == 0 ? "true" : "false", t, flops(c) / (t * 1e-3) / 1e12,
+                static_cast<long long>(nans), scale > 0 ? diff / scale : diff);
+    std::fflush(stdout);
   }
-  int64_t nans = 0;
-  std::vector<uint16_t> host(static_cast<size_t>(n));
-  for (void* p : {dq, dk, dv}) {
-    ok(dg::memory::copy_to_host(hi, host.data(), p, bytes), "download");
-    for (uint16_t x : host) nans += std::isnan(dg::dtype::bf16_to_float(x)) ? 1 : 0;
-  }
-  std::sort(ms.begin(), ms.end());
-  const double t = ms[ms.size() / 2];
-  std::string plan;
-  ok(g.get_plan_name_at_index(0, plan), "plan name");
-  std::printf("{\"case\": \"%s\", \"plan\": \"%s\", \"ms\": %.4f, \"tflops\": %.1f, \"nan_gradients\": %lld}\n", c.name,
-              plan.c_str(), t, flops(c) / (t * 1e-3) / 1e12, static_cast<long long>(nans));
-  std::fflush(stdout);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // cuda_sdpa_backward_flash against the reference engine on the GPU (skipped without one): seeded
 // random shapes (lengths that fit no 64-tile, GQA/MQA, BHSD and BSHD, every mask, padding masks),
 // bf16 and fp16 inputs, bf16/fp16/fp32 gradients, head dims 8..128, fully masked and padded rows,
-// the same bits on a second run; gradients poisoned with NaN before each run. Without a GPU: the
-// engine's rejections.
+// each on both cores (mode A's plan: wgmma on sm_90; the deterministic plan: mma.sync), the same
+// bits on a second run of the deterministic core; gradients poisoned with NaN before each run.
+// Without a GPU: the engine's rejections.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -31,8 +32,13 @@ struct Case : sdpa_test::Case {
   }
 };
 
+// Which of the engine's plans a run takes: mode A's first, or the first deterministic one (core 0,
+// mma.sync: core 1 sums dQ by atomics).
+enum class Core { MODE_A, DETERMINISTIC };
+
 // The backward on the GPU with only cuda_sdpa_backward_flash; tensors copied to device memory.
-Grads run_on_gpu(const Case& c, const BwdInputs& in, dg::Handle& gpu, T grad_type = T::NOT_SET) {
+Grads run_on_gpu(const Case& c, const BwdInputs& in, dg::Handle& gpu, T grad_type = T::NOT_SET,
+                 Core core = Core::MODE_A) {
   dg::Graph g;
   g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT).select_engines({"cuda_sdpa_backward_flash"});
   const sdpa_test::BwdTensors t = sdpa_test::add_sdpa_backward(g, c, in);
@@ -43,6 +49,9 @@ Grads run_on_gpu(const Case& c, const BwdInputs& in, dg::Handle& gpu, T grad_typ
   }
   Grads out = sdpa_test::poisoned_grads(out_case);
   if (!sdpa_test::plan_mode_a(g, gpu)) return out;
+  if (core == Core::DETERMINISTIC) {
+    EXPECT_TRUE(g.deselect_numeric_notes({dg::NumericalNote::NONDETERMINISTIC}).ok());
+  }
   dg::Status s = g.build_plans(gpu);
   EXPECT_TRUE(s.ok()) << s.to_string();
   EXPECT_TRUE(g.get_plan_name_at_index(0, out.plan_name).ok());
@@ -87,13 +96,19 @@ class CudaSdpaBackward : public ::testing::Test {
     gpu_ = dg::cuda::testing::cuda_handle(why_);
     DG_SKIP_WITHOUT_GPU(gpu_, why_);
   }
+  // Both cores against ref; on sm_90 mode A's plan is the wgmma core's.
   void check(const Case& c, uint32_t seed, T grad_type = T::NOT_SET) {
     SCOPED_TRACE(c.describe());
     const BwdInputs in = sdpa_test::make_backward_inputs(c, seed);
     const Grads want = sdpa_test::run_backward_on_cpu(c, in, "ref");
-    const Grads got = run_on_gpu(c, in, *gpu_, grad_type);
-    EXPECT_EQ(got.plan_name.rfind("cuda_sdpa_backward_flash", 0), 0u) << got.plan_name;
-    sdpa_test::expect_grads_close(c, got, want, tolerance(c.type));
+    for (Core core : {Core::MODE_A, Core::DETERMINISTIC}) {
+      const Grads got = run_on_gpu(c, in, *gpu_, grad_type, core);
+      SCOPED_TRACE(got.plan_name);
+      EXPECT_EQ(got.plan_name.rfind("cuda_sdpa_backward_flash", 0), 0u);
+      const bool hopper = impl_of(*gpu_).info.sm_version == 90;
+      EXPECT_NE(got.plan_name.find(core == Core::MODE_A && hopper ? "core=1" : "core=0"), std::string::npos);
+      sdpa_test::expect_grads_close(c, got, want, tolerance(c.type));
+    }
   }
   std::string why_;
   std::unique_ptr<dg::Handle> gpu_;
@@ -137,8 +152,11 @@ TEST_F(CudaSdpaBackward, FullyMaskedAndPaddedRowsMatchRef) {
   std::mt19937 rng(9);
   in.d_o.fill_random(rng);
   const Grads want = sdpa_test::run_backward_on_cpu(c, in, "ref");
-  const Grads got = run_on_gpu(c, in, *gpu_);
-  sdpa_test::expect_grads_close(c, got, want, tolerance(c.type));
+  for (Core core : {Core::MODE_A, Core::DETERMINISTIC}) {
+    const Grads got = run_on_gpu(c, in, *gpu_, T::NOT_SET, core);
+    SCOPED_TRACE(got.plan_name);
+    sdpa_test::expect_grads_close(c, got, want, tolerance(c.type));
+  }
 }
 
 TEST_F(CudaSdpaBackward, GradientsTheGraphDoesNotReadAreSkipped) {
@@ -184,7 +202,8 @@ TEST_F(CudaSdpaBackward, SameBitsOnEveryRun) {
   Case c;
   c.b = 2, c.h = 4, c.hk = 1, c.sq = 300, c.skv = 300, c.mask = Mask::CAUSAL;
   const BwdInputs in = sdpa_test::make_backward_inputs(c, 77);
-  const Grads a = run_on_gpu(c, in, *gpu_), b = run_on_gpu(c, in, *gpu_);
+  const Grads a = run_on_gpu(c, in, *gpu_, T::NOT_SET, Core::DETERMINISTIC);
+  const Grads b = run_on_gpu(c, in, *gpu_, T::NOT_SET, Core::DETERMINISTIC);
   EXPECT_EQ(a.dq.bytes, b.dq.bytes);
   EXPECT_EQ(a.dk.bytes, b.dk.bytes);
   EXPECT_EQ(a.dv.bytes, b.dv.bytes);
@@ -198,10 +217,12 @@ TEST(CudaSdpaBackwardCompile, KernelsCompileForAmpereAndHopper) {
     T in, out;
     int64_t d;
     const char* arch;
+    int core;
   };
-  for (const Build& b : {Build{T::BFLOAT16, T::BFLOAT16, 64, "sm_80"}, Build{T::HALF, T::FLOAT, 128, "sm_90a"},
-                         Build{T::BFLOAT16, T::HALF, 40, "sm_86"}}) {
-    const std::string src = dg::cuda::sdpa_backward_kernel_source(b.in, b.out, b.d);
+  for (const Build& b : {Build{T::BFLOAT16, T::BFLOAT16, 64, "sm_80", 0}, Build{T::HALF, T::FLOAT, 128, "sm_90a", 0},
+                         Build{T::BFLOAT16, T::HALF, 40, "sm_86", 0}, Build{T::BFLOAT16, T::BFLOAT16, 128, "sm_90a", 1},
+                         Build{T::HALF, T::FLOAT, 64, "sm_90a", 1}, Build{T::BFLOAT16, T::HALF, 40, "sm_90a", 1}}) {
+    const std::string src = dg::cuda::sdpa_backward_kernel_source(b.in, b.out, b.d, b.core);
     std::vector<uint8_t> cubin;
     const dg::Status s = dg::cuda::nvrtc_compile(src, "test_sdpa_backward.cu", b.arch, cubin);
     ASSERT_TRUE(s.ok()) << s.to_string() << "\n---- source:\n" << src;

@@ -1,12 +1,15 @@
 // cuda_sdpa_backward_flash: support rules, the kernel's configuration and source, and the plan
-// (three launches of one NVRTC-compiled kernel: delta, dK/dV, dQ). Every size is a kernel argument,
-// so one compiled kernel per (input type, output type, padded head dim) serves every shape.
+// (three launches of one NVRTC-compiled kernel). Two cores: 0, mma.sync (sm_80+, deterministic:
+// delta, dK/dV, dQ with S and dP computed twice); 1, wgmma + TMA (sm_90a: delta and zeroed dQ
+// sums, dK/dV with dQ's sums added by atomics, dQ). Every size is a kernel argument, so one compiled
+// kernel per (core, input type, output type, padded head dim) serves every shape.
 #include "engines/cuda/sdpa/sdpa_backward_flash.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
+#include "core/checked.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/common/tensor_core_notes.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
@@ -21,9 +24,11 @@ namespace dnngraph::cuda {
 namespace {
 
 using sdpa::Operand;
+using cuda::TensorMap;
 
 constexpr const char* kKernel = kSdpaBackwardKernel;
-constexpr int kTile = 64, kThreads = 128;
+constexpr int kTile = 64, kThreads = 128;                    // core 0
+constexpr int kWgKeys = 128, kWgThreads = 256, kWgRowsPerBlock = 8;  // core 1 (sdpa_backward_wgmma.cuh)
 
 struct BwdProblem {
   std::string node;
@@ -33,7 +38,15 @@ struct BwdProblem {
   std::optional<int64_t> left, right;
   bool bottom_right = false;
   int d_pad() const { return static_cast<int>((std::max<int64_t>(d, 1) + 63) / 64 * 64); }
-  int smem_bytes() const { return 6 * kTile * d_pad() * 2 + 4 * kTile * 4; }  // BwdShape::SMEM
+  int smem_bytes(int core) const {
+    if (core == 0) return 6 * kTile * d_pad() * 2 + 4 * kTile * 4;  // BwdShape::SMEM
+    // WgBwdSmem: K and V (128 rows), Q and dO (64 rows, two slots each), dS^T, lse and delta, barriers.
+    return 2 * kWgKeys * d_pad() * 2 + 4 * 64 * d_pad() * 2 + kWgKeys * 64 * 2 + 1024 + 24 + 1024;
+  }
+  // Bytes of fp32 workspace: delta [b, h, sq]; core 1 adds dQ's sums [b, h, sq, d_pad] 256 bytes on.
+  int64_t rows() const { return b * h * sq; }
+  int64_t dq_sums_offset() const { return (rows() * 4 + 255) / 256 * 256; }
+  int64_t workspace_bytes(int core) const { return core == 0 ? rows() * 4 : dq_sums_offset() + rows() * d_pad() * 4; }
 };
 
 Operand operand_of(const ir::Graph& g, int id) {
@@ -59,6 +72,10 @@ bool check_tensors(const BwdProblem& pr, const ir::Graph& g, std::string& why) {
   if (q.dtype != DataType::HALF && q.dtype != DataType::BFLOAT16)
     return fail(why, at + q.name + "': data type " + std::string(to_string(q.dtype)) +
                          " is not supported (HALF or BFLOAT16: the tensor cores take 16-bit operands)");
+  for (const Operand* x : {&pr.k, &pr.v, &pr.o, &pr.d_o})
+    if (x->dtype != q.dtype)
+      return fail(why, at + g.tensor(x->id).name + "': data type " + std::string(to_string(x->dtype)) + " differs from Q's " +
+                           std::string(to_string(q.dtype)) + " (the kernels read one input type)");
   for (const Operand* x : {&pr.dk, &pr.dv})
     if (x->dtype != pr.dq.dtype)
       return fail(why, at + g.tensor(x->id).name + "': data type " + std::string(to_string(x->dtype)) + " differs from dQ's " +
@@ -71,6 +88,11 @@ bool check_tensors(const BwdProblem& pr, const ir::Graph& g, std::string& why) {
                          " is not a multiple of 8 up to 128 (dK and dV rows are held in registers)");
   if (pr.sq >= (int64_t{1} << 30) || pr.skv >= (int64_t{1} << 30) || pr.b > 65535 || pr.h > 65535)
     return fail(why, "node '" + pr.node + "': sizes past the kernel's 32-bit rows or 65535-block grid dims");
+  // b x h x sq x d_pad x 4 bytes of dQ sums (core 1) must be a size_t the kernels index with 64 bits.
+  int64_t sums = 0;
+  if (!checked::mul(pr.b, pr.h, sums) || !checked::mul(sums, pr.sq, sums) || !checked::mul(sums, 4 * pr.d_pad(), sums) ||
+      sums > (int64_t{1} << 50))
+    return fail(why, "node '" + pr.node + "': the fp32 workspace (b x h x sq x head dim) overflows");
   for (const Operand* x : {&pr.q, &pr.k, &pr.v, &pr.o, &pr.d_o, &pr.dq, &pr.dk, &pr.dv}) {
     const ir::Tensor& t = g.tensor(x->id);
     if (t.dims[3] > 1 && t.strides[3] != 1)
@@ -118,9 +140,10 @@ void copy3(const Operand& x, int64_t (&dst)[3]) {
 
 class BackwardPlan final : public KernelPlan {
  public:
-  BackwardPlan(const Partition& p, BwdProblem pr, KernelBuild k) : KernelPlan(p, std::move(k)), pr_(std::move(pr)) {}
+  BackwardPlan(const Partition& p, BwdProblem pr, int core, KernelBuild k)
+      : KernelPlan(p, std::move(k)), pr_(std::move(pr)), core_(core) {}
 
-  int64_t workspace_size() const override { return pr_.b * pr_.h * pr_.sq * 4; }  // delta, fp32
+  int64_t workspace_size() const override { return pr_.workspace_bytes(core_); }
 
   Status execute(const ExecArgs& args) const override {
     HandleImpl& h = args.handle;
@@ -139,10 +162,16 @@ class BackwardPlan final : public KernelPlan {
       return {ErrorCode::INVALID_VARIANT_PACK, "cuda_sdpa_backward_flash: a sequence-length tensor has no pointer"};
     if (workspace_size() > 0 && !args.workspace)
       return {ErrorCode::INVALID_VARIANT_PACK, "cuda_sdpa_backward_flash: the workspace pointer is null"};
-    sdpa::SdpaBwdParams prm = params(ptr, static_cast<float*>(args.workspace));
+    sdpa::SdpaBwdParams prm = params(ptr, static_cast<char*>(args.workspace));
+    return core_ == 0 ? launch_mma_sync(h, prm) : launch_wgmma(h, prm);
+  }
+
+ private:
+  static unsigned blocks(int64_t n, int64_t per) { return static_cast<unsigned>((n + per - 1) / per); }
+
+  Status launch_mma_sync(HandleImpl& h, sdpa::SdpaBwdParams& prm) const {
     void* kargs[] = {&prm};
-    const auto blocks = [](int64_t n, int64_t per) { return static_cast<unsigned>((n + per - 1) / per); };
-    const unsigned smem = static_cast<unsigned>(pr_.smem_bytes());
+    const unsigned smem = static_cast<unsigned>(pr_.smem_bytes(0));
     const cuda::Grid3 grids[3] = {
         {blocks(pr_.sq, kThreads), static_cast<unsigned>(pr_.h), static_cast<unsigned>(pr_.b)},
         {blocks(pr_.skv, kTile), static_cast<unsigned>(pr_.hk), static_cast<unsigned>(pr_.b)},
@@ -156,16 +185,38 @@ class BackwardPlan final : public KernelPlan {
     return {};
   }
 
- private:
+  // Phase 1 runs whenever any gradient is read (it makes dQ's sums too); phase 2 only for dQ.
+  Status launch_wgmma(HandleImpl& h, sdpa::SdpaBwdParams& prm) const {
+    TensorMap mq, mk, mv, mdo;
+    if (auto s = sdpa::encode_rows_map(pr_.q, 64, prm.q, mq); !s.ok()) return s;
+    if (auto s = sdpa::encode_rows_map(pr_.k, kWgKeys, prm.k, mk); !s.ok()) return s;
+    if (auto s = sdpa::encode_rows_map(pr_.v, kWgKeys, prm.v, mv); !s.ok()) return s;
+    if (auto s = sdpa::encode_rows_map(pr_.d_o, 64, prm.d_o, mdo); !s.ok()) return s;
+    void* kargs[] = {&prm, &mq, &mk, &mv, &mdo};
+    const unsigned smem = static_cast<unsigned>(pr_.smem_bytes(1));
+    const cuda::Grid3 rows{blocks(pr_.sq, kWgRowsPerBlock), static_cast<unsigned>(pr_.h), static_cast<unsigned>(pr_.b)};
+    const cuda::Grid3 grids[3] = {
+        rows, {blocks(pr_.skv, kWgKeys), static_cast<unsigned>(pr_.hk), static_cast<unsigned>(pr_.b)}, rows};
+    const bool wanted[3] = {true, prm.dq || prm.dk || prm.dv, prm.dq != nullptr};
+    for (int phase = 0; phase < 3; ++phase) {
+      if (!wanted[phase]) continue;
+      prm.phase = phase;
+      if (auto s = cuda::launch_3d(h, k_.main, grids[phase], kWgThreads, phase == 1 ? smem : 0, kargs, kKernel); !s.ok())
+        return s;
+    }
+    return {};
+  }
+
   template <class Ptr>
-  sdpa::SdpaBwdParams params(const Ptr& ptr, float* delta) const {
+  sdpa::SdpaBwdParams params(const Ptr& ptr, char* workspace) const {
     sdpa::SdpaBwdParams prm{};
     prm.q = ptr(pr_.q), prm.k = ptr(pr_.k), prm.v = ptr(pr_.v), prm.o = ptr(pr_.o), prm.d_o = ptr(pr_.d_o);
     prm.stats = static_cast<const float*>(ptr(pr_.stats));
     prm.dq = ptr(pr_.dq), prm.dk = ptr(pr_.dk), prm.dv = ptr(pr_.dv);
     prm.seq_q = static_cast<const int32_t*>(ptr(pr_.seq_q));
     prm.seq_kv = static_cast<const int32_t*>(ptr(pr_.seq_kv));
-    prm.delta = delta;
+    prm.delta = reinterpret_cast<float*>(workspace);
+    prm.dq_accum = core_ == 1 ? reinterpret_cast<float*>(workspace + pr_.dq_sums_offset()) : nullptr;
     copy3(pr_.q, prm.q_stride), copy3(pr_.k, prm.k_stride), copy3(pr_.v, prm.v_stride);
     copy3(pr_.o, prm.o_stride), copy3(pr_.d_o, prm.do_stride), copy3(pr_.stats, prm.stats_stride);
     copy3(pr_.dq, prm.dq_stride), copy3(pr_.dk, prm.dk_stride), copy3(pr_.dv, prm.dv_stride);
@@ -185,15 +236,24 @@ class BackwardPlan final : public KernelPlan {
   }
 
   BwdProblem pr_;
+  int core_;
 };
 
-// One setting: core 0 (mma.sync); a wgmma core would be 1.
+// core 0: mma.sync, deterministic (sm_80+); core 1: wgmma + TMA, dQ summed by atomics (sm_90a,
+// head dims up to 128). Absent: every core the device runs, wgmma first.
 struct BwdKnobs {
-  int64_t core = 0;
+  int64_t core = -1;
 };
 const KnobSchema<BwdKnobs>& bwd_schema() {
-  static const KnobSchema<BwdKnobs> kSchema{"cuda_sdpa_backward_flash", {{"core", &BwdKnobs::core, 0, 0}}};
+  static const KnobSchema<BwdKnobs> kSchema{"cuda_sdpa_backward_flash", {{"core", &BwdKnobs::core, 0, 1}}};
   return kSchema;
+}
+
+// Why `core` cannot run on this device, or "" when it can.
+std::string core_refusal(int64_t core, const Target& t) {
+  if (core == 1 && t.info().sm_version != 90)
+    return "knob core=1 (wgmma + TMA) needs sm_90a; the device is sm_" + std::to_string(t.info().sm_version);
+  return "";
 }
 
 class BackwardEngine final : public CompiledEngine<BwdKnobs> {
@@ -208,25 +268,32 @@ class BackwardEngine final : public CompiledEngine<BwdKnobs> {
     return Support::yes();
   }
 
-  std::vector<Knobs> knob_space(const Partition&, const Target&) const override {
-    return print_knobs(schema_, std::vector<BwdKnobs>{BwdKnobs{}});
+  std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
+    std::vector<BwdKnobs> all{{.core = 0}};
+    if (t.info().sm_version == 90) all = {{.core = 1}, {.core = 0}};
+    return ranked(p, t, all);
   }
 
-  // Every product on mma.sync.
-  std::vector<NumericalNote> numerical_notes(const Partition& p, const Target&, const Knobs&) const override {
-    return tensor_core_notes(p);
+  // Every product on tensor cores; core 1 adds dQ's partial sums in whatever order they arrive.
+  std::vector<NumericalNote> numerical_notes(const Partition& p, const Target&, const Knobs& k) const override {
+    std::vector<NumericalNote> notes = tensor_core_notes(p);
+    BwdKnobs knobs;
+    if (parse(k, knobs) && knobs.core == 1) notes.push_back(NumericalNote::NONDETERMINISTIC);
+    return notes;
   }
 
-  double estimate_seconds(const Partition& p, const Target& t, const Knobs&) const override {
+  double estimate_seconds(const Partition& p, const Target& t, const Knobs& k) const override {
     BwdProblem pr;
+    BwdKnobs knobs;
     std::string why;
-    if (!describe(p, pr, why)) return 1e9;
+    if (!parse(k, knobs) || !describe(p, pr, why) || !core_refusal(knobs.core, t).empty()) return 1e9;
     sdpa::Problem fwd;
     fwd.sq = pr.sq, fwd.skv = pr.skv, fwd.left = pr.left, fwd.right = pr.right, fwd.bottom_right = pr.bottom_right;
-    // Seven GEMMs of 2 * d FLOPs over the visible pairs (S and dP in both phases); an efficiency
-    // guessed below the forward's mma.sync core, which has one GEMM fewer per exp2.
-    const double flops = 14.0 * static_cast<double>(pr.b * pr.h * pr.d) * sdpa::visible_pairs(fwd);
-    return roofline_seconds(flops, partition_bytes(p), t.info(), 0.25, 15e-6);
+    // Core 0: seven GEMMs of 2 x d FLOPs a visible pair (S and dP in both phases), at an efficiency
+    // guessed below the forward's mma.sync core. Core 1: five GEMMs on wgmma (docs/perf.md).
+    const double pairs = static_cast<double>(pr.b * pr.h * pr.d_pad()) * sdpa::visible_pairs(fwd);
+    if (knobs.core == 1) return roofline_seconds(10.0 * pairs, partition_bytes(p), t.info(), 0.35, 12e-6);
+    return roofline_seconds(14.0 * pairs, partition_bytes(p), t.info(), 0.25, 15e-6);
   }
 
  private:
@@ -238,23 +305,34 @@ class BackwardEngine final : public CompiledEngine<BwdKnobs> {
     if (!describe(p, pr, why) || !sdpa::check_device(t, why)) return {code, "cuda_sdpa_backward_flash: " + why};
     BwdKnobs knobs;
     if (auto s = read_knobs(schema_, k, code, knobs); !s.ok()) return s;
+    const int core = knobs.core >= 0 ? static_cast<int>(knobs.core) : t.info().sm_version == 90 ? 1 : 0;
+    if (const std::string refusal = core_refusal(core, t); !refusal.empty())
+      return {code, "cuda_sdpa_backward_flash: " + refusal};
     KernelBuild kb;
-    kb.source = sdpa_backward_kernel_source(pr.q.dtype, pr.dq.dtype, pr.d);
-    if (auto s = compile_or_reload(t, r, name(), kKernel, pr.smem_bytes(), false, kb); !s.ok()) return s;
-    plan = std::make_unique<BackwardPlan>(p, std::move(pr), std::move(kb));
+    kb.source = sdpa_backward_kernel_source(pr.q.dtype, pr.dq.dtype, pr.d, core);
+    if (auto s = compile_or_reload(t, r, name(), kKernel, pr.smem_bytes(core), false, kb); !s.ok()) return s;
+    plan = std::make_unique<BackwardPlan>(p, std::move(pr), core, std::move(kb));
     return {};
   }
 };
 
 }  // namespace
 
-std::string sdpa_backward_kernel_source(DataType in, DataType out, int64_t d) {
+std::string sdpa_backward_kernel_source(DataType in, DataType out, int64_t d, int core) {
   const int64_t d_pad = (std::max<int64_t>(d, 1) + 63) / 64 * 64;
   std::ostringstream os;
-  os << "// Generated by dnngraph's cuda_sdpa_backward_flash engine: mma.sync d" << d_pad << " " << to_string(in)
-     << "->" << to_string(out) << ".\n";
+  os << "// Generated by dnngraph's cuda_sdpa_backward_flash engine: " << (core == 1 ? "wgmma" : "mma.sync") << " d"
+     << d_pad << " " << to_string(in) << "->" << to_string(out) << ".\n";
   KernelConfigSource cs;
   cs.dtype("kInput", in).dtype("kOutput", out).value("kHeadDim", d_pad);
+  if (core == 1) {
+    os << "#include \"sdpa_backward_wgmma.cuh\"\n\n"
+       << cs.str() << "extern \"C\" __global__ void __launch_bounds__(" << kWgThreads << ", 1) " << kKernel
+       << "(const dg::SdpaBwdParams p, const __grid_constant__ dg::TmaDesc mq, const __grid_constant__ dg::TmaDesc mk, "
+          "const __grid_constant__ dg::TmaDesc mv, const __grid_constant__ dg::TmaDesc mdo) {\n"
+       << "  dg::sdpa_backward_wgmma<" << kKernelConfig << ">(p, &mq, &mk, &mv, &mdo);\n}\n";
+    return os.str();
+  }
   os << "#include \"sdpa_backward_mma_sync.cuh\"\n\n"
      << cs.str() << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ") " << kKernel
      << "(const dg::SdpaBwdParams p) {\n  dg::sdpa_backward_mma_sync<" << kKernelConfig << ">(p);\n}\n";

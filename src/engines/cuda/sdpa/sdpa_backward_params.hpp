@@ -1,4 +1,4 @@
-// Host mirror of the attention backward's argument struct (kernels/sdpa_backward_mma_sync.cuh), field
+// Host mirror of the attention backward's argument struct (kernels/sdpa_backward_common.cuh), field
 // for field.
 #pragma once
 #include <cstdint>
@@ -18,6 +18,7 @@ struct SdpaBwdParams {
   const int32_t* seq_q;
   const int32_t* seq_kv;
   float* delta;
+  float* dq_accum;
   int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3], do_stride[3], stats_stride[3];
   int64_t dq_stride[3], dk_stride[3], dv_stride[3];
   int64_t seq_q_stride, seq_kv_stride;
@@ -27,6 +28,6 @@ struct SdpaBwdParams {
   int32_t has_left, has_right, bottom_right;
   int32_t phase;
 };
-static_assert(sizeof(SdpaBwdParams) == 12 * 8 + 29 * 8 + 6 * 4 + 2 * 4 + 2 * 4 + 4 * 4, "must match dg::SdpaBwdParams");
+static_assert(sizeof(SdpaBwdParams) == 13 * 8 + 29 * 8 + 6 * 4 + 2 * 4 + 2 * 4 + 4 * 4, "must match dg::SdpaBwdParams");
 
 }  // namespace dnngraph::cuda::sdpa

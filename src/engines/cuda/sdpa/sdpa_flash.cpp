@@ -20,26 +20,11 @@ namespace {
 
 using cuda::TensorMap;
 using sdpa::Config;
+using sdpa::encode_rows_map;
 using sdpa::Core;
 using sdpa::Operand;
 using sdpa::Problem;
 using sdpa::SdpaKnobs;
-
-// ---- TMA maps of rank 4 ([b, h, s, d] with any batch/head/sequence strides): boxes of 64
-// head-dim columns (128 bytes, the 128-byte swizzle's span) x `rows` sequence rows.
-Status encode_rows_map(const Operand& x, uint32_t rows, const void* base, TensorMap& out) {
-  TensorMapSpec s;
-  s.dtype = x.dtype;
-  s.rank = 4;
-  for (int i = 0; i < 4; ++i) s.dims[i] = static_cast<uint64_t>(x.dims[3 - i]);
-  for (int i = 0; i < 3; ++i) {
-    const int dim = 2 - i;  // sequence, head, batch
-    s.strides_bytes[i] = x.dims[dim] > 1 ? static_cast<uint64_t>(x.strides[dim]) * 2 : 16;  // unused when the dim is 1
-  }
-  s.box[0] = 64;
-  s.box[1] = rows;
-  return encode_tensor_map(s, base, out);
-}
 
 bool misaligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; }
 

@@ -164,6 +164,20 @@ bool check_device(const Target& t, std::string& why) {
   return true;
 }
 
+Status encode_rows_map(const Operand& x, uint32_t rows, const void* base, TensorMap& out) {
+  TensorMapSpec s;
+  s.dtype = x.dtype;
+  s.rank = 4;
+  for (int i = 0; i < 4; ++i) s.dims[i] = static_cast<uint64_t>(x.dims[3 - i]);
+  for (int i = 0; i < 3; ++i) {
+    const int dim = 2 - i;  // sequence, head, batch
+    s.strides_bytes[i] = x.dims[dim] > 1 ? static_cast<uint64_t>(x.strides[dim]) * 2 : 16;  // unused when the dim is 1
+  }
+  s.box[0] = 64;
+  s.box[1] = rows;
+  return encode_tensor_map(s, base, out);
+}
+
 double visible_pairs(const Problem& p) {
   const int64_t off = p.bottom_right ? p.skv - p.sq : 0;
   // Bounds past both sequences mask nothing; capped, no sum below overflows.

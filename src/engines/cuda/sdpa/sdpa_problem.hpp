@@ -8,6 +8,7 @@
 #include <string>
 
 #include "planning/engine.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 
 namespace dnngraph::cuda::sdpa {
 
@@ -31,6 +32,10 @@ struct Problem {
 // Needs no device: the device rules are in check_device.
 bool describe(const Partition& p, Problem& out, std::string& why);
 bool check_device(const Target& t, std::string& why);
+
+// The TMA map of a rank-4 operand ([b, h, s, d], any batch/head/sequence strides) in boxes of 64
+// head-dim columns (128 bytes, the 128-byte swizzle's span) x `rows` sequence rows.
+Status encode_rows_map(const Operand& x, uint32_t rows, const void* base, TensorMap& out);
 
 // Pairs (query, key) that some row sees, ignoring the padding mask (known only at execution).
 double visible_pairs(const Problem& p);
