@@ -31,7 +31,9 @@ std::vector<nm::NormConfig> every_config(const nm::NormProblem& pr) {
       for (int vec : {pr.vec_width, 1}) {
         nm::NormConfig c{threads, rows, nm::max_resident_floats(pr.backward, threads * rows, vec) / vec, vec};
         out.push_back(c);
-        if (pr.backward && c.resident() && vec > 1 && c.block() < 1024) out.push_back({threads, rows, c.items, vec, /*prefetch=*/true});
+        if (pr.backward && c.resident() && vec > 1) {
+          if (c.block() < 1024 || nm::sixteen_bit_rows(pr)) out.push_back({threads, rows, c.items, vec, /*prefetch=*/true});
+        }
         if (rows == 1) out.push_back({threads, 1, 0, vec});
         if (vec == 1) break;
       }
@@ -48,7 +50,8 @@ void expect_compiles_without_spills(const nm::NormProblem& pr, const char* arch,
     src += nm::config_source(pr, configs[i], ns) + nm::entry_source("k" + std::to_string(i), ns, configs[i].block());
   }
   if (pr.column_sums())
-    src += "extern \"C\" __global__ void kfin(const dg::NormFinalizeParams F) { dg::norm_partials<cfg0::KernelConfig>(F); }\n";
+    src += "extern \"C\" __global__ void kfin(const dg::NormFinalizeParams F) { dg::norm_partials<cfg0::KernelConfig, " +
+           std::to_string(nm::kFinalizeLanes) + ">(F); }\n";
   std::vector<uint8_t> cubin;
   std::string log;
   const dg::Status s = dg::cuda::nvrtc_compile(src, "test_norm.cu", arch, {"--ptxas-options=-v"}, cubin, &log);
@@ -155,10 +158,12 @@ TEST(CudaNormConfig, WarpRowsForShortRowsBlockRowsForLongOnesStreamingPastRegist
     EXPECT_EQ(c.vec, w.vec);
   }
   // The backward loads the next row during this one where the rows are vectors in registers of
-  // blocks below 1024 threads (prefetch=0 turns it off); never forward, streamed or scalar.
+  // blocks below 1024 threads, or of 1024 with 16-bit X and DY (prefetch=0 turns it off); never
+  // forward, streamed or scalar.
   EXPECT_TRUE(nm::choose_config(problem(true, 8192), 0, 0, true).prefetch);
   EXPECT_FALSE(nm::choose_config(problem(true, 8192), 0, 0, true, false).prefetch);
-  EXPECT_FALSE(nm::choose_config(problem(true, 8192), 1024, 0, true).prefetch);  // 64 registers a lane
+  EXPECT_TRUE(nm::choose_config(problem(true, 8192), 1024, 0, true).prefetch);
+  EXPECT_FALSE(nm::choose_config(problem(true, 8192, T::FLOAT), 1024, 0, true).prefetch);  // 64 registers a lane
   EXPECT_FALSE(nm::choose_config(problem(true, 16384), 0, 0, true).prefetch);
   EXPECT_FALSE(nm::choose_config(problem(false, 8192), 0, 0, true).prefetch);
   EXPECT_FALSE(nm::scalar_config(problem(true, 8192), nm::choose_config(problem(true, 8192), 0, 0, true)).prefetch);

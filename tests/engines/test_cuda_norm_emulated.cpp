@@ -182,7 +182,9 @@ void check_backward(int64_t rows, int64_t cols, unsigned grid) {
   P.inv_pitch = 1, P.inv_cols = static_cast<float>(1.0 / static_cast<double>(cols));
   host_cuda::launch(grid, C::kThreads * C::kRows, [&] { k::norm_rowwise<C>(P); });
   k::NormFinalizeParams F{P.partials, dscale.data(), C::kDbias ? dbias.data() : nullptr, cols, grid};
-  host_cuda::launch(static_cast<unsigned>((cols + 31) / 32), 256, [&] { k::norm_partials<C>(F); });
+  // The engine's 32 slice lanes where the grid is small enough for a thread per CUDA thread here.
+  if (cols <= 1024) host_cuda::launch(static_cast<unsigned>((cols + 31) / 32), 1024, [&] { k::norm_partials<C, 32>(F); });
+  else host_cuda::launch(static_cast<unsigned>((cols + 31) / 32), 64, [&] { k::norm_partials<C, 2>(F); });
   std::vector<double> ds(static_cast<size_t>(cols), 0.0), db(static_cast<size_t>(cols), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const double m = C::kLayernorm ? mean.v[static_cast<size_t>(r)] : 0.0, iv = inv.v[static_cast<size_t>(r)];

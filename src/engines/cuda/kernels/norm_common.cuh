@@ -57,6 +57,38 @@ DG_UNROLL
   }
 }
 
+// The backward's two row sums over the group with one block barrier a row: the warps' pairs go to
+// scratch half `parity` (a Sum2 per warp, W of them), and the next row writes the other half, so
+// no barrier is needed before the writes (a thread writing half p again has passed the barrier of
+// the row between, which every thread reaches only after reading half p). The row loop must give
+// parity 0, 1, 0, ... on every thread of the block alike. Every thread gets the sums, added in
+// warp order (the same bits in every lane).
+struct Sum2 {
+  float a, b;
+};
+
+template <int T>
+__device__ __forceinline__ void group_sum2(float (&v)[2], Sum2* scratch, int parity) {
+DG_UNROLL
+  for (int o = 16; o > 0; o >>= 1) {
+    v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+    v[1] += __shfl_xor_sync(0xffffffffu, v[1], o);
+  }
+  if (T > 32) {
+    constexpr int W = T > 32 ? T / 32 : 1;
+    Sum2* half = scratch + parity * W;
+    if ((threadIdx.x & 31) == 0) half[threadIdx.x >> 5] = Sum2{v[0], v[1]};
+    __syncthreads();
+    v[0] = v[1] = 0.0f;
+DG_UNROLL
+    for (int w = 0; w < W; ++w) {
+      const Sum2 p = half[w];
+      v[0] += p.a;
+      v[1] += p.b;
+    }
+  }
+}
+
 // Count, mean and sum of squared deviations of some elements (Chan et al.'s parallel form).
 struct Moments {
   float n, mean, m2;
@@ -98,6 +130,25 @@ DG_UNROLL
     m = Moments{0.0f, 0.0f, 0.0f};
     for (int w = 0; w < W; ++w) merge(m, Moments{scratch[w], scratch[W + w], scratch[2 * W + w]});
   }
+}
+
+// ---- launch order (sm_90; nothing on the host emulation and older GPUs)
+
+// Programmatic dependent launch. pdl_wait: this grid waits for the one before it to finish and its
+// writes to be visible (before any global memory access; a no-op after a launch in stream order).
+// pdl_trigger: the grid after this one may be scheduled once every block of this one has called it
+// (it waits for this one's end itself). Called near a block's end, not at its start: a dependent's
+// blocks that fit beside this grid's would sit on its SMs while they wait (the streamed backward,
+// 256-thread blocks of 47 registers, ran 2.5x slower with the trigger at the start, H100).
+__device__ __forceinline__ void norm_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void norm_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
 }
 
 // ---- element access

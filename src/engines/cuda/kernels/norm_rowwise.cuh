@@ -12,10 +12,13 @@
 // merge of per-vector moments, so a mean far from zero does not cancel the variance away.
 // Backward column sums: each lane keeps its columns' partial sums of dy * xhat and dy over the rows
 // its group handles, the groups of a block are folded in shared memory, and each block writes one
-// slice [2][slices][cols] of the workspace; norm_partials then adds the slices in a fixed order.
-// No atomics: the same inputs give the same bits on every run. A backward block walks its rows one
-// after another, so with kPrefetch the next row's X and DY (raw vectors) load during this row's
-// sums and stores: one block per SM (the column-sum slices) otherwise waits a row's latency each.
+// slice [2][slices][cols] of the workspace; norm_partials then adds the slices in a fixed order
+// (32 slice lanes a column, then a fixed butterfly), launched programmatically on sm_90 so its
+// launch hides under the main kernel's tail. No atomics: the same inputs give the same bits on
+// every run. A backward block walks its rows one after another, so with kPrefetch the next row's X
+// and DY (raw vectors) load during this row's sums and stores: one block per SM (the column-sum
+// slices) otherwise waits a row's latency each. A row's xhat and g = dy * scale are formed once
+// (the sums, then DX from them) and its two sums take one block barrier (group_sum2).
 // The parts: norm_common.cuh (parameters, reductions, element access), norm_forward.cuh and
 // norm_backward.cuh; this file is the entry the generated kernels call.
 #pragma once

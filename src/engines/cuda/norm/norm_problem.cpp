@@ -139,6 +139,8 @@ bool describe(const Partition& p, NormProblem& out, std::string& why) {
   return check_tensors(p, n, out, why);
 }
 
+bool sixteen_bit_rows(const NormProblem& pr) { return size_of(pr.x_t) == 2 && size_of(pr.dy_t) == 2; }
+
 int max_resident_floats(bool backward, int block_threads, int vec) {
   if (backward) return block_threads >= 1024 ? 8 : 16;
   if (vec == 1) return 16;  // scalar items each keep an address and a bound: 32 of them spill
@@ -167,8 +169,10 @@ NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t
     c.rows = 1;  // streamed backward rows write their block's column sums in place: one group each
   }
   // A second row in registers fits beside vector items in blocks of up to 512 threads (128
-  // registers a lane); scalar items take a register each and blocks of 1024 get 64.
-  c.prefetch = prefetch && pr.backward && c.resident() && c.vec > 1 && c.block() < 1024;
+  // registers a lane); scalar items take a register each. Blocks of 1024 get 64 registers a lane:
+  // enough for 16-bit X and DY (raw, half the registers; ptxas: 64, no spills on sm_80 and sm_90a),
+  // not for FLOAT rows (84 bytes of spills).
+  c.prefetch = prefetch && pr.backward && c.resident() && c.vec > 1 && (c.block() < 1024 || sixteen_bit_rows(pr));
   return c;
 }
 
@@ -228,7 +232,7 @@ std::string kernel_source(const NormProblem& pr, const NormConfig& main) {
   if (pr.backward && pr.column_sums())
     s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kFinalizeThreads) + ") " +
          kFinalizeKernel + "(const dg::NormFinalizeParams F) {\n  dg::norm_partials<main_cfg::" + kKernelConfig +
-         ">(F);\n}\n";
+         ", " + std::to_string(kFinalizeLanes) + ">(F);\n}\n";
   return s;
 }
 

@@ -52,10 +52,13 @@ struct NormConfig {
 // (8 in blocks of 1024).
 int max_resident_floats(bool backward, int block_threads, int vec);
 
+// X and DY both HALF or BFLOAT16 (a backward row loaded raw takes half the registers of floats).
+bool sixteen_bit_rows(const NormProblem& pr);
+
 // The configuration for threads_per_row (0: the fewest threads of 32..1024 that keep the row in
 // registers, streaming when 1024 cannot), rows_per_block (0: 8 for warp groups; only warp groups
 // take more than 1), vec (16-byte accesses when the problem allows them) and prefetch (kept for a
-// backward whose rows stay in registers).
+// backward whose vector rows stay in registers).
 NormConfig choose_config(const NormProblem& pr, int64_t threads_per_row, int64_t rows_per_block, bool vec,
                          bool prefetch = true);
 // The same rows with scalar access (for pointers that are not 16-byte aligned): vec 1, as many
@@ -71,8 +74,9 @@ bool workspace_bytes(const NormProblem& pr, int64_t slices, int64_t& out);
 inline constexpr const char* kMainKernel = "dg_norm_rowwise";
 inline constexpr const char* kScalarKernel = "dg_norm_rowwise_scalar";
 inline constexpr const char* kFinalizeKernel = "dg_norm_partials";
-inline constexpr int kFinalizeThreads = 256;
+inline constexpr int kFinalizeLanes = 32;  // slice lanes per finalize column (kernels/norm_backward.cuh)
 inline constexpr int kFinalizeColumns = 32;  // columns per finalize block
+inline constexpr int kFinalizeThreads = kFinalizeLanes * kFinalizeColumns;
 
 // KernelConfig for `c` inside namespace `ns`.
 std::string config_source(const NormProblem& pr, const NormConfig& c, const std::string& ns);

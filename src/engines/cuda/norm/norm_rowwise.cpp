@@ -12,6 +12,7 @@
 #include "engines/cuda/norm/norm_problem.hpp"
 #include "planning/engine_instance.hpp"
 #include "runtime/cuda/context.hpp"
+#include "runtime/cuda/driver_ext.hpp"
 
 namespace dnngraph::cuda {
 namespace {
@@ -41,6 +42,11 @@ struct NormLaunch {
   NormConfig cfg;
   int64_t grid = 1;  // main kernel blocks (backward: workspace slices)
   int64_t workspace = 0;
+  // The backward's kernels wait for the kernel before them themselves (norm_pdl_wait) and let the
+  // next one be scheduled near their end (norm_pdl_trigger): on sm_90 each launches
+  // programmatically, so the finalize's launch hides under the main kernel's tail (H100, bf16
+  // 8192 x 8192: 0.1634 -> 0.1617 ms, 2026-12-07).
+  LaunchOrder order = LaunchOrder::STREAM;
 };
 
 class NormPlan final : public KernelPlan {
@@ -69,14 +75,17 @@ class NormPlan final : public KernelPlan {
     }
     const NormConfig run = vec || l_.cfg.vec == 1 ? l_.cfg : norm::scalar_config(l_.pr, l_.cfg);
     void* main_args[] = {&P};
-    const LaunchDims dims{static_cast<unsigned>(l_.grid), static_cast<unsigned>(run.block()), 0};
-    if (auto s = launch(h, vec || l_.cfg.vec == 1 ? k_.main : scalar_, dims, main_args, kName); !s.ok()) return s;
+    const Grid3 grid{static_cast<unsigned>(l_.grid)};
+    if (auto s = launch_3d(h, vec || l_.cfg.vec == 1 ? k_.main : scalar_, grid, static_cast<unsigned>(run.block()), 0,
+                           main_args, kName, l_.order);
+        !s.ok())
+      return s;
     if (!finalize_) return {};
     norm::NormFinalizeParams F{P.partials, ptr(args, pr.dscale), ptr(args, pr.dbias), pr.cols, l_.grid};
     void* fin_args[] = {&F};
-    const int64_t blocks = (pr.cols + norm::kFinalizeColumns - 1) / norm::kFinalizeColumns;
-    return launch(h, finalize_, {static_cast<unsigned>(blocks), norm::kFinalizeThreads, 0}, fin_args,
-                  "cuda_norm_rowwise column sums");
+    const Grid3 blocks{static_cast<unsigned>((pr.cols + norm::kFinalizeColumns - 1) / norm::kFinalizeColumns)};
+    return launch_3d(h, finalize_, blocks, norm::kFinalizeThreads, 0, fin_args, "cuda_norm_rowwise column sums",
+                     l_.order);
   }
 
  private:
@@ -176,6 +185,7 @@ class NormRowwiseEngine final : public PreparedEngine<NormKnobs, NormProblem, pr
     if (auto s = read_knobs(schema_, k, knob_error(r), knobs); !s.ok()) return s;
     l.cfg = config_of(l.pr, knobs);
     l.grid = norm::grid_blocks(l.pr, l.cfg, t.handle->cuda->multiprocessors, knobs.blocks_per_sm);
+    if (l.pr.backward && t.info().sm_version >= 90) l.order = LaunchOrder::PROGRAMMATIC;
     if (!norm::workspace_bytes(l.pr, l.grid, l.workspace))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, std::string(kName) + ": the workspace size overflows"};
     KernelBuild kb;
