@@ -9,8 +9,9 @@
 //       P^T = exp2(S^T scale_log2 - lse), dS^T = P^T (dP^T - delta)   (in registers),
 //       dV += P^T dO and dK += dS^T Q   (A from registers, B N-major in shared memory),
 //       dQ_tile = dS K                 (dS^T stored to shared memory, read MN-major; K N-major),
-//     and the tile's dQ added to the fp32 sums in global memory (red.global.add.v2.f32). Q and dO
-//     tiles arrive by TMA, double-buffered; K and V once.
+//     and the tile's dQ added to the fp32 sums in global memory by the copy engine (a TMA tensor
+//     reduce-add of each warpgroup's share, staged in shared memory). Q and dO tiles arrive by TMA,
+//     double-buffered; K and V once.
 //  2: a warp per query row: dQ = sums x scale, in the output type.
 // Unlike the mma.sync core, S and dP are computed once (five GEMMs a tile, not seven), at the price
 // of dQ's sums arriving in any order: the low bits of dQ may differ run to run (NONDETERMINISTIC).
@@ -31,7 +32,9 @@ struct WgBwdSmem {
   static constexpr int K_OFF = 0, V_OFF = KV_BYTES, Q_OFF = 2 * KV_BYTES, DO_OFF = Q_OFF + 2 * QT_BYTES;
   static constexpr int DS_OFF = DO_OFF + 2 * QT_BYTES;
   static constexpr int ROWS_OFF = DS_OFF + DS_BYTES;       // [slot][lse (log2 units) x 64, delta x 64] floats
-  static constexpr int BAR_OFF = ROWS_OFF + 2 * 2 * BQ * 4;  // kv_full, then q_full of the two slots
+  // Per warpgroup, its dQ share (64 rows x 64 fp32 columns) as two TMA boxes of 32 columns.
+  static constexpr int DQ_OFF = ROWS_OFF + 2 * 2 * BQ * 4, DQ_BOX = BQ * 128, DQ_BYTES = 2 * DQ_BOX;
+  static constexpr int BAR_OFF = DQ_OFF + 2 * DQ_BYTES;      // kv_full, then q_full of the two slots
   static constexpr int BYTES = BAR_OFF + 3 * 8 + 1024;       // + alignment slack
   static_assert(D == 64 || D == 128, "the wgmma backward takes head dims padded to 64 or 128");
   __device__ static u32 kv_full(u32 base) { return base + BAR_OFF; }
@@ -81,8 +84,15 @@ __device__ __forceinline__ void wg_bwd_store_dq(const SdpaBwdParams& p) {
   }
 }
 
-__device__ __forceinline__ void red_add_v2(float* addr, float a, float b) {
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(addr), "f"(a), "f"(b) : "memory");
+// A predicated reduction rather than a branch: the atomics run while wgmma groups are in flight,
+// and a divergent path there makes ptxas serialize the wgmma pipeline.
+// The fp32 box at `src` added to global memory at the map's coordinates (rows past the tensor are
+// dropped by the copy engine).
+__device__ __forceinline__ void tma_reduce_add_4d(const TmaDesc* map, u32 src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+                   map),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
 }
 
 // Generic-proxy stores to shared memory made visible to the async proxy (wgmma operand reads).
@@ -212,25 +222,25 @@ __device__ __forceinline__ void wg_bwd_store_ds(const u32 (&a)[4][4], u32 ds_box
     }
 }
 
-// The tile's dQ (this warpgroup's share) added to the fp32 sums; rows past the valid ones skipped.
-template <int D>
-__device__ __forceinline__ void wg_bwd_add_dq(const SdpaBwdParams& p, const SdpaBand& bd, const float (&dq)[32], int bi,
-                                              int hi, int m0, int w) {
-  const int lane = (int)threadIdx.x % 32, warp = ((int)threadIdx.x / 32) % 4, c0 = D == 128 ? 64 * w : 0;
+// The tile's dQ (this warpgroup's share) staged in its two fp32 boxes (128-byte swizzle, as TMA
+// reads them): fragment j holds columns 8j + 2 q4 + {0, 1} of rows 16 warp + lane / 4 + {0, 8}.
+__device__ __forceinline__ void wg_bwd_stage_dq(const float (&dq)[32], u32 boxes) {
+  const int lane = (int)threadIdx.x % 32, warp = ((int)threadIdx.x / 32) % 4;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = m0 + 16 * warp + lane / 4 + 8 * r;
-    if (i >= bd.lq) continue;
-    float* row = p.dq_accum + bwd_row_index(p, bi, hi, i) * D + c0 + 2 * (lane & 3);
+  for (int j = 0; j < 8; ++j)
 #pragma unroll
-    for (int j = 0; j < 8; ++j) red_add_v2(row + 8 * j, dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
-  }
+    for (int r = 0; r < 2; ++r) {
+      const int row = 16 * warp + lane / 4 + 8 * r, col = (8 * j + 2 * (lane & 3)) % 32;
+      const u32 addr = boxes + (j / 4) * (64 * 128) + tma_box_offset<4>(row, col);
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(dq[4 * j + 2 * r]), "f"(dq[4 * j + 2 * r + 1])
+                   : "memory");
+    }
 }
 
 // Phase 1.
 template <int DT, int OT, int D>
 __device__ __forceinline__ void wg_bwd_keys(const SdpaBwdParams& p, const TmaDesc* mq, const TmaDesc* mk,
-                                            const TmaDesc* mv, const TmaDesc* mdo) {
+                                            const TmaDesc* mv, const TmaDesc* mdo, const TmaDesc* mdq) {
   typedef WgBwdSmem<D> S;
   const u32 base = swizzle_aligned_smem();
   float* rows_s = reinterpret_cast<float*>(smem_pointer(base + S::ROWS_OFF));
@@ -260,12 +270,12 @@ __device__ __forceinline__ void wg_bwd_keys(const SdpaBwdParams& p, const TmaDes
     for (int t = 0; t < min(2, st.count); ++t) wg_bwd_load_step<D>(mq, mdo, base, st, kh, bi, t);
   }
   const u32 keys_k = base + S::K_OFF + w * 64 * 128, keys_v = base + S::V_OFF + w * 64 * 128;
+  if (st.count > 0) mbar_wait(S::kv_full(base), 0);
 #pragma unroll 1
   for (int t = 0; t < st.count; ++t) {
     const int slot = t & 1, hi = st.head(kh, t), m0 = st.row0(t);
     const float next = tid < 128 && t + 1 < st.count ? wg_bwd_row_value(p, bd, st, kh, bi, t + 1) : 0.0f;
     const u32 q_tile = base + S::Q_OFF + slot * S::QT_BYTES, do_tile = base + S::DO_OFF + slot * S::QT_BYTES;
-    if (t == 0) mbar_wait(S::kv_full(base), 0);
     mbar_wait(S::q_full(base, slot), (u32)(t >> 1) & 1u);
     float s[32], dp[32];
     wgmma_fence();
@@ -289,16 +299,26 @@ __device__ __forceinline__ void wg_bwd_keys(const SdpaBwdParams& p, const TmaDes
     wg_bwd_store_ds(da, base + S::DS_OFF, w);
     fence_proxy_async_smem();
     if (tid < 128 && t + 1 < st.count) rows_s[(slot ^ 1) * 128 + tid] = next;  // that slot's step ended at the last barrier
-    __syncthreads();  // dS^T whole
+    if (tid % 128 == 0) bulk_wait_read_below<0>();  // the last step's dQ boxes have been read
+    __syncthreads();  // dS^T whole; the dQ boxes free
     float dq[32];
     wgmma_fence();
     wg_bwd_issue_dq<DT, D>(dq, base, w);
     wgmma_commit();
     wgmma_wait<0>();
-    wg_bwd_add_dq<D>(p, bd, dq, bi, hi, m0, w);
-    __syncthreads();  // every read of this slot and of dS^T has completed
+    const u32 dq_boxes = base + S::DQ_OFF + w * S::DQ_BYTES;
+    wg_bwd_stage_dq(dq, dq_boxes);
+    fence_proxy_async_smem();
+    __syncthreads();  // every read of this slot and of dS^T has completed; the dQ boxes written
     if (tid == 0 && t + 2 < st.count) wg_bwd_load_step<D>(mq, mdo, base, st, kh, bi, t + 2);
+    if (tid % 128 == 0) {  // the copy engine adds the boxes while the next step runs
+      const int c0 = D == 128 ? 64 * w : 0;
+      tma_reduce_add_4d(mdq, dq_boxes, c0, m0, hi, bi);
+      tma_reduce_add_4d(mdq, dq_boxes + S::DQ_BOX, c0 + 32, m0, hi, bi);
+      bulk_commit();
+    }
   }
+  if (tid % 128 == 0) bulk_wait_all();  // the last reduce has completed before the kernel ends
   bwd_store<OT, D>(p.dk, p.dk_stride, bi, kh, key0, p.skv, p.d, dk, p.scale);
   bwd_store<OT, D>(p.dv, p.dv_stride, bi, kh, key0, p.skv, p.d, dv, 1.0f);
 }
@@ -306,10 +326,10 @@ __device__ __forceinline__ void wg_bwd_keys(const SdpaBwdParams& p, const TmaDes
 // The generated kernel calls this with its configuration: kInput, kOutput, kHeadDim (64 or 128).
 template <class Config>
 __device__ __forceinline__ void sdpa_backward_wgmma(const SdpaBwdParams& p, const TmaDesc* mq, const TmaDesc* mk,
-                                                    const TmaDesc* mv, const TmaDesc* mdo) {
+                                                    const TmaDesc* mv, const TmaDesc* mdo, const TmaDesc* mdq) {
   constexpr int DT = Config::kInput, OT = Config::kOutput, D = Config::kHeadDim;
   if (p.phase == 0) wg_bwd_prepare<DT, D>(p);
-  else if (p.phase == 1) wg_bwd_keys<DT, OT, D>(p, mq, mk, mv, mdo);
+  else if (p.phase == 1) wg_bwd_keys<DT, OT, D>(p, mq, mk, mv, mdo, mdq);
   else wg_bwd_store_dq<OT, D>(p);
 }
 

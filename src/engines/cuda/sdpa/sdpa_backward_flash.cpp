@@ -40,8 +40,9 @@ struct BwdProblem {
   int d_pad() const { return static_cast<int>((std::max<int64_t>(d, 1) + 63) / 64 * 64); }
   int smem_bytes(int core) const {
     if (core == 0) return 6 * kTile * d_pad() * 2 + 4 * kTile * 4;  // BwdShape::SMEM
-    // WgBwdSmem: K and V (128 rows), Q and dO (64 rows, two slots each), dS^T, lse and delta, barriers.
-    return 2 * kWgKeys * d_pad() * 2 + 4 * 64 * d_pad() * 2 + kWgKeys * 64 * 2 + 1024 + 24 + 1024;
+    // WgBwdSmem: K and V (128 rows), Q and dO (64 rows, two slots each), dS^T, lse and delta, the
+    // two warpgroups' dQ boxes, barriers.
+    return 2 * kWgKeys * d_pad() * 2 + 4 * 64 * d_pad() * 2 + kWgKeys * 64 * 2 + 1024 + 2 * 64 * 64 * 4 + 24 + 1024;
   }
   // Bytes of fp32 workspace: delta [b, h, sq]; core 1 adds dQ's sums [b, h, sq, d_pad] 256 bytes on.
   int64_t rows() const { return b * h * sq; }
@@ -162,6 +163,9 @@ class BackwardPlan final : public KernelPlan {
       return {ErrorCode::INVALID_VARIANT_PACK, "cuda_sdpa_backward_flash: a sequence-length tensor has no pointer"};
     if (workspace_size() > 0 && !args.workspace)
       return {ErrorCode::INVALID_VARIANT_PACK, "cuda_sdpa_backward_flash: the workspace pointer is null"};
+    if (core_ == 1 && reinterpret_cast<uintptr_t>(args.workspace) % 16 != 0)
+      return {ErrorCode::INVALID_VARIANT_PACK,
+              "cuda_sdpa_backward_flash: the workspace pointer is not 16-byte aligned (core=1 adds dQ by TMA)"};
     sdpa::SdpaBwdParams prm = params(ptr, static_cast<char*>(args.workspace));
     return core_ == 0 ? launch_mma_sync(h, prm) : launch_wgmma(h, prm);
   }
@@ -187,12 +191,13 @@ class BackwardPlan final : public KernelPlan {
 
   // Phase 1 runs whenever any gradient is read (it makes dQ's sums too); phase 2 only for dQ.
   Status launch_wgmma(HandleImpl& h, sdpa::SdpaBwdParams& prm) const {
-    TensorMap mq, mk, mv, mdo;
+    TensorMap mq, mk, mv, mdo, mdq;
     if (auto s = sdpa::encode_rows_map(pr_.q, 64, prm.q, mq); !s.ok()) return s;
     if (auto s = sdpa::encode_rows_map(pr_.k, kWgKeys, prm.k, mk); !s.ok()) return s;
     if (auto s = sdpa::encode_rows_map(pr_.v, kWgKeys, prm.v, mv); !s.ok()) return s;
     if (auto s = sdpa::encode_rows_map(pr_.d_o, 64, prm.d_o, mdo); !s.ok()) return s;
-    void* kargs[] = {&prm, &mq, &mk, &mv, &mdo};
+    if (auto s = encode_tensor_map(dq_sums_map(), prm.dq_accum, mdq); !s.ok()) return s;
+    void* kargs[] = {&prm, &mq, &mk, &mv, &mdo, &mdq};
     const unsigned smem = static_cast<unsigned>(pr_.smem_bytes(1));
     const cuda::Grid3 rows{blocks(pr_.sq, kWgRowsPerBlock), static_cast<unsigned>(pr_.h), static_cast<unsigned>(pr_.b)};
     const cuda::Grid3 grids[3] = {
@@ -205,6 +210,21 @@ class BackwardPlan final : public KernelPlan {
         return s;
     }
     return {};
+  }
+
+  // dQ's fp32 sums [b, h, sq, d_pad], packed, in boxes of 32 columns (128 bytes) x 64 rows: the
+  // kernel adds each warpgroup's staged share by a TMA reduce.
+  TensorMapSpec dq_sums_map() const {
+    TensorMapSpec s;
+    s.dtype = DataType::FLOAT;
+    s.rank = 4;
+    const uint64_t d = static_cast<uint64_t>(pr_.d_pad()), sq = static_cast<uint64_t>(pr_.sq);
+    const uint64_t h = static_cast<uint64_t>(pr_.h), b = static_cast<uint64_t>(pr_.b);
+    s.dims[0] = d, s.dims[1] = sq, s.dims[2] = h, s.dims[3] = b;
+    s.strides_bytes[0] = d * 4, s.strides_bytes[1] = sq * d * 4, s.strides_bytes[2] = h * sq * d * 4;
+    s.box[0] = 32;
+    s.box[1] = 64;
+    return s;
   }
 
   template <class Ptr>
@@ -329,8 +349,9 @@ std::string sdpa_backward_kernel_source(DataType in, DataType out, int64_t d, in
     os << "#include \"sdpa_backward_wgmma.cuh\"\n\n"
        << cs.str() << "extern \"C\" __global__ void __launch_bounds__(" << kWgThreads << ", 1) " << kKernel
        << "(const dg::SdpaBwdParams p, const __grid_constant__ dg::TmaDesc mq, const __grid_constant__ dg::TmaDesc mk, "
-          "const __grid_constant__ dg::TmaDesc mv, const __grid_constant__ dg::TmaDesc mdo) {\n"
-       << "  dg::sdpa_backward_wgmma<" << kKernelConfig << ">(p, &mq, &mk, &mv, &mdo);\n}\n";
+          "const __grid_constant__ dg::TmaDesc mv, const __grid_constant__ dg::TmaDesc mdo, "
+          "const __grid_constant__ dg::TmaDesc mdq) {\n"
+       << "  dg::sdpa_backward_wgmma<" << kKernelConfig << ">(p, &mq, &mk, &mv, &mdo, &mdq);\n}\n";
     return os.str();
   }
   os << "#include \"sdpa_backward_mma_sync.cuh\"\n\n"
