@@ -13,6 +13,7 @@
 #include "engines/cuda/common/nvrtc_compile.hpp"
 #include "engines/cuda/sdpa/sdpa_backward_flash.hpp"
 #include "engines/test_cuda_util.hpp"
+#include "fusion/partition.hpp"
 #include "graph/graph_impl.hpp"
 #include "runtime/memory.hpp"
 #include "sdpa_backward_test_util.hpp"
@@ -267,4 +268,48 @@ TEST(CudaSdpaBackwardEngine, RefusesWithReasons) {
   c = Case{};
   c.sq = c.skv = 8;
   expect_reason(verdict(c), "runs on CUDA handles");  // a good partition on the CPU handle
+}
+
+// The cores by device, without a GPU: on sm_90 the wgmma core first (and NONDETERMINISTIC, since
+// dQ's sums arrive in any order), then the deterministic mma.sync core; elsewhere mma.sync alone;
+// core=1 refused off Hopper with the rule. The wgmma core's workspace holds dQ's fp32 sums.
+TEST(CudaSdpaBackwardEngine, CoresByDevice) {
+  Case c;
+  c.sq = 100, c.skv = 80, c.mask = Mask::CAUSAL;
+  const BwdInputs in = sdpa_test::make_backward_inputs(c, 5);
+  dg::Handle cpu(dg::Device::cpu());
+  dg::Graph g;
+  g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT);
+  sdpa_test::add_sdpa_backward(g, c, in);
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(dg::partition_graph(*impl_of(g).ir, parts).ok());
+  ASSERT_EQ(parts.size(), 1u);
+  dg::HandleImpl hopper, ampere;
+  hopper.info.sm_version = 90;
+  ampere.info.sm_version = 80;
+  hopper.info.peak_flops = ampere.info.peak_flops = 900e12;
+  hopper.info.peak_bytes_per_s = ampere.info.peak_bytes_per_s = 4e12;
+  dg::Target th, ta;
+  th.handle = &hopper;
+  ta.handle = &ampere;
+  const dg::Engine& e = dg::cuda::sdpa_backward_flash_engine();
+  const auto kh = e.knob_space(parts[0], th), ka = e.knob_space(parts[0], ta);
+  ASSERT_EQ(kh.size(), 2u);
+  EXPECT_EQ(dg::knobs_to_string(kh[0]), "core=1");
+  EXPECT_EQ(dg::knobs_to_string(kh[1]), "core=0");
+  EXPECT_LT(e.estimate_seconds(parts[0], th, kh[0]), e.estimate_seconds(parts[0], th, kh[1]));
+  ASSERT_EQ(ka.size(), 1u);
+  EXPECT_EQ(dg::knobs_to_string(ka[0]), "core=0");
+  auto nondeterministic = [&](const dg::Knobs& k) {
+    const auto notes = e.numerical_notes(parts[0], th, k);
+    return std::find(notes.begin(), notes.end(), dg::NumericalNote::NONDETERMINISTIC) != notes.end();
+  };
+  EXPECT_TRUE(nondeterministic(kh[0]));
+  EXPECT_FALSE(nondeterministic(kh[1]));
+  EXPECT_GE(e.estimate_seconds(parts[0], ta, kh[0]), 1e9);  // core=1 cannot run on sm_80
+  const std::string src = dg::cuda::sdpa_backward_kernel_source(T::BFLOAT16, T::BFLOAT16, 40, 1);
+  EXPECT_NE(src.find("sdpa_backward_wgmma.cuh"), std::string::npos);
+  EXPECT_NE(src.find("kHeadDim = 64"), std::string::npos) << src;
 }

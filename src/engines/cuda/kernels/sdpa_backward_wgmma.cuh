@@ -237,6 +237,41 @@ __device__ __forceinline__ void wg_bwd_stage_dq(const float (&dq)[32], u32 boxes
     }
 }
 
+// Phase 1's start: barriers, step 0's lse and delta, then K and V and the first two steps' tiles.
+template <int D>
+__device__ __forceinline__ void wg_bwd_begin(const SdpaBwdParams& p, const TmaDesc* mq, const TmaDesc* mk,
+                                             const TmaDesc* mv, const TmaDesc* mdo, u32 base, const SdpaBand& bd,
+                                             const WgBwdSteps& st, int n0, int kh, int bi, float* rows_s) {
+  typedef WgBwdSmem<D> S;
+  const int tid = (int)threadIdx.x;
+  if (tid == 0) {
+    mbar_init(S::kv_full(base), 1);
+    mbar_init(S::q_full(base, 0), 1);
+    mbar_init(S::q_full(base, 1), 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if (st.count > 0 && tid < 128) rows_s[tid] = wg_bwd_row_value(p, bd, st, kh, bi, 0);
+  __syncthreads();
+  if (tid != 0 || st.count == 0) return;
+  mbar_expect_tx(S::kv_full(base), 2 * S::KV_BYTES);
+#pragma unroll
+  for (int c = 0; c < D / 64; ++c) {
+    tma_load_4d(base + S::K_OFF + c * S::BK * 128, mk, S::kv_full(base), 64 * c, n0, kh, bi);
+    tma_load_4d(base + S::V_OFF + c * S::BK * 128, mv, S::kv_full(base), 64 * c, n0, kh, bi);
+  }
+  for (int t = 0; t < min(2, st.count); ++t) wg_bwd_load_step<D>(mq, mdo, base, st, kh, bi, t);
+}
+
+// Warpgroup w's staged dQ share (query rows [m0, m0 + 64) of head hi) added to the sums by the copy
+// engine; one thread, one bulk group a step.
+template <int D>
+__device__ __forceinline__ void wg_bwd_send_dq(const TmaDesc* mdq, u32 boxes, int w, int m0, int hi, int bi) {
+  const int c0 = D == 128 ? 64 * w : 0;
+  tma_reduce_add_4d(mdq, boxes, c0, m0, hi, bi);
+  tma_reduce_add_4d(mdq, boxes + WgBwdSmem<D>::DQ_BOX, c0 + 32, m0, hi, bi);
+  bulk_commit();
+}
+
 // Phase 1.
 template <int DT, int OT, int D>
 __device__ __forceinline__ void wg_bwd_keys(const SdpaBwdParams& p, const TmaDesc* mq, const TmaDesc* mk,
@@ -252,23 +287,7 @@ __device__ __forceinline__ void wg_bwd_keys(const SdpaBwdParams& p, const TmaDes
   float dk[D / 2], dv[D / 2];
 #pragma unroll
   for (int x = 0; x < D / 2; ++x) dk[x] = dv[x] = 0.0f;
-  if (tid == 0) {
-    mbar_init(S::kv_full(base), 1);
-    mbar_init(S::q_full(base, 0), 1);
-    mbar_init(S::q_full(base, 1), 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  if (st.count > 0 && tid < 128) rows_s[tid] = wg_bwd_row_value(p, bd, st, kh, bi, 0);
-  __syncthreads();
-  if (tid == 0 && st.count > 0) {
-    mbar_expect_tx(S::kv_full(base), 2 * S::KV_BYTES);
-#pragma unroll
-    for (int c = 0; c < D / 64; ++c) {
-      tma_load_4d(base + S::K_OFF + c * S::BK * 128, mk, S::kv_full(base), 64 * c, n0, kh, bi);
-      tma_load_4d(base + S::V_OFF + c * S::BK * 128, mv, S::kv_full(base), 64 * c, n0, kh, bi);
-    }
-    for (int t = 0; t < min(2, st.count); ++t) wg_bwd_load_step<D>(mq, mdo, base, st, kh, bi, t);
-  }
+  wg_bwd_begin<D>(p, mq, mk, mv, mdo, base, bd, st, n0, kh, bi, rows_s);
   const u32 keys_k = base + S::K_OFF + w * 64 * 128, keys_v = base + S::V_OFF + w * 64 * 128;
   if (st.count > 0) mbar_wait(S::kv_full(base), 0);
 #pragma unroll 1
@@ -311,12 +330,7 @@ __device__ __forceinline__ void wg_bwd_keys(const SdpaBwdParams& p, const TmaDes
     fence_proxy_async_smem();
     __syncthreads();  // every read of this slot and of dS^T has completed; the dQ boxes written
     if (tid == 0 && t + 2 < st.count) wg_bwd_load_step<D>(mq, mdo, base, st, kh, bi, t + 2);
-    if (tid % 128 == 0) {  // the copy engine adds the boxes while the next step runs
-      const int c0 = D == 128 ? 64 * w : 0;
-      tma_reduce_add_4d(mdq, dq_boxes, c0, m0, hi, bi);
-      tma_reduce_add_4d(mdq, dq_boxes + S::DQ_BOX, c0 + 32, m0, hi, bi);
-      bulk_commit();
-    }
+    if (tid % 128 == 0) wg_bwd_send_dq<D>(mdq, dq_boxes, w, m0, hi, bi);  // added while the next step runs
   }
   if (tid % 128 == 0) bulk_wait_all();  // the last reduce has completed before the kernel ends
   bwd_store<OT, D>(p.dk, p.dk_stride, bi, kh, key0, p.skv, p.d, dk, p.scale);

@@ -73,10 +73,6 @@ bool check_tensors(const BwdProblem& pr, const ir::Graph& g, std::string& why) {
   if (q.dtype != DataType::HALF && q.dtype != DataType::BFLOAT16)
     return fail(why, at + q.name + "': data type " + std::string(to_string(q.dtype)) +
                          " is not supported (HALF or BFLOAT16: the tensor cores take 16-bit operands)");
-  for (const Operand* x : {&pr.k, &pr.v, &pr.o, &pr.d_o})
-    if (x->dtype != q.dtype)
-      return fail(why, at + g.tensor(x->id).name + "': data type " + std::string(to_string(x->dtype)) + " differs from Q's " +
-                           std::string(to_string(q.dtype)) + " (the kernels read one input type)");
   for (const Operand* x : {&pr.dk, &pr.dv})
     if (x->dtype != pr.dq.dtype)
       return fail(why, at + g.tensor(x->id).name + "': data type " + std::string(to_string(x->dtype)) + " differs from dQ's " +
