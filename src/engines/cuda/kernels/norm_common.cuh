@@ -137,9 +137,10 @@ DG_UNROLL
 // Programmatic dependent launch. pdl_wait: this grid waits for the one before it to finish and its
 // writes to be visible (before any global memory access; a no-op after a launch in stream order).
 // pdl_trigger: the grid after this one may be scheduled once every block of this one has called it
-// (it waits for this one's end itself). Called near a block's end, not at its start: a dependent's
-// blocks that fit beside this grid's would sit on its SMs while they wait (the streamed backward,
-// 256-thread blocks of 47 registers, ran 2.5x slower with the trigger at the start, H100).
+// (it waits for this one's end itself). Called near a block's end, not at its start, so that a
+// dependent's blocks do not wait on this grid's SMs early. The streamed backward (256-thread blocks
+// of 47 registers, room for the finalize's blocks beside them) ran 2.5x slower launched this way
+// with the trigger at either place (H100), so the engine launches streamed plans in stream order.
 __device__ __forceinline__ void norm_pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
