@@ -275,6 +275,22 @@ ConvCase padded_winograd_case(std::mt19937& rng, int64_t h, int64_t w, int64_t c
   return cc;
 }
 
+// fp32 KRSC filters go to the weight transform 16 input channels at a time by 8 x 8 word
+// transposes, for whole output-channel panels: 40 channels (two blocks and 8 left one by one) and
+// 100 output channels (whole panels and a partial one that takes the element-wise gather), next to
+// KCRS filters (channels not contiguous: element-wise).
+TEST(CpuConvWinogradF4x3, FilterPanelsTransposedMatchRef) {
+  std::mt19937 rng(44);
+  for (const bool krsc : {true, false}) {
+    ConvCase cc = padded_winograd_case(rng, 10, 12, 40, 1, 100);
+    cc.krsc_w = krsc;
+    cc.type = dg::DataType::FLOAT;
+    SCOPED_TRACE(krsc ? "KRSC" : "KCRS");
+    run_conv_case("cpu_conv_winograd_f4x3", cc, false, rng, true, false, false, false, dg::DataType::FLOAT, 2e-4, true,
+                  2);
+  }
+}
+
 // Few tiles (at most 4 x MR): one block whose output channels are split between the threads, in
 // ranges of whole NR panels that need not be equal (K = 72 with NR 32: 32 + 40 on 2 threads, 32 +
 // 32 + 8 on 3), through the in-place tiles, the edge tiles' strips and the fused chain; more tiles

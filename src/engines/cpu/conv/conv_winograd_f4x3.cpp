@@ -18,6 +18,7 @@
 #include "engines/cpu/gemm/constant_b.hpp"
 #include "engines/cpu/gemm/driver.hpp"
 #include "engines/cpu/gemm/pack.hpp"
+#include "engines/cpu/simd/transpose_words.hpp"
 
 namespace dnngraph::cpu {
 namespace {
@@ -51,6 +52,21 @@ int64_t output_tiles(const ConvGeometry& g) {
 
 // The widest GEMM NR the weight transform takes (the tile shapes' widest is 48).
 constexpr int64_t kMaxTransformNr = 64;
+
+// The filters of one weight panel (nr output channels from `w`, oc_step floats apart, the input
+// channel contiguous, tap t at tap[t]) for input channels [c0, c0 + kTransposeC) into g[c][t][j]
+// (9 x nr floats a channel, as weight_transform reads them), by 8 x 8 word transposes: each source
+// row is 16 consecutive channels of one (filter, tap), a cache line read at once. The word-by-word
+// gather read a word per channel from 9 x nr rows that, 18 KB apart at C = 512, share a few L1
+// sets: nearly every weight came from L2.
+constexpr int64_t kTransposeC = 16;
+void gather_transposed(const float* w, int64_t oc_step, const int64_t (&tap)[9], int64_t c0, int64_t nr, float* g) {
+  for (int t = 0; t < 9; ++t)
+    for (int64_t j0 = 0; j0 < nr; j0 += 8)
+      for (int64_t h = 0; h < kTransposeC; h += 8)
+        simd::transpose_8x8_words(reinterpret_cast<const uint32_t*>(w + j0 * oc_step + tap[t] + c0 + h), oc_step,
+                                  reinterpret_cast<uint32_t*>(g + h * 9 * nr + t * nr + j0), 9 * nr);
+}
 
 // U = G g G^T for n <= kMaxTransformNr kernels at once (n is a GEMM NR): g[9][n] (row-major taps)
 // into the 36 rows u + xi * u_ld, n floats each.
@@ -227,7 +243,8 @@ class WinogradPlan final : public ConvPlanBase {
   void transform_weights(const char* wei, float* u, ThreadPool& pool) const {
     switch (g_.wei_t) {
       case DataType::FLOAT:
-        transform_weights_as([w = reinterpret_cast<const float*>(wei)](int64_t o) { return w[o]; }, u, pool);
+        transform_weights_as([w = reinterpret_cast<const float*>(wei)](int64_t o) { return w[o]; }, u, pool,
+                             reinterpret_cast<const float*>(wei));
         return;
       case DataType::BFLOAT16:
         transform_weights_as([w = reinterpret_cast<const uint16_t*>(wei)](int64_t o) { return dtype::bf16_to_float(w[o]); },
@@ -242,23 +259,40 @@ class WinogradPlan final : public ConvPlanBase {
 
   // `load(offset)` reads one weight as fp32. Offsets are linear in (oc, c, tap): resolved once
   // here, as resolving each element's tap (two divisions) and type took ~20% of a 3x3 C128 layer.
+  // `fp32`: the same weights as fp32 words, where the 8 x 8 word transposes may read them.
   template <class Load>
-  void transform_weights_as(Load load, float* u, ThreadPool& pool) const {
+  void transform_weights_as(Load load, float* u, ThreadPool& pool, const float* fp32 = nullptr) const {
     const int64_t kp = round_up(K_, ks_.nr), nr = ks_.nr;
     const int64_t origin = g_.wei_offset(0, 0, 0, 0);
     const int64_t oc_step = g_.wei_offset(0, 0, 1, 0) - origin, c_step = g_.wei_offset(0, 1, 0, 0) - origin;
     int64_t tap[9];
     for (int t = 0; t < 9; ++t) tap[t] = g_.wei_offset(0, 0, 0, t);
+    // Whole panels of fp32 filters with the input channel contiguous (KRSC) go 16 channels at a time.
+    const float* plain = fp32 && c_step == 1 && nr % 8 == 0 && simd::words_transpose_available() ? fp32 : nullptr;
     pool.parallel_for(kp / nr, [&](int64_t b, int64_t e) {
-      std::vector<float> gk(static_cast<size_t>(9 * nr));
-      for (int64_t p = b; p < e; ++p)
-        for (int64_t c = 0; c < C_; ++c) {
+      std::vector<float> gk(static_cast<size_t>(kTransposeC * 9 * nr));
+      // The 16 channels' U rows, [xi][c][nr], then copied out as 36 runs of 16 x nr floats: U's
+      // rows of one channel are C x Kp floats apart (1 MB at C = K = 512), and writing 36 of
+      // them a channel at a time kept 36 lines of one cache set in flight.
+      std::vector<float> uk(plain ? static_cast<size_t>(kXi * kTransposeC * nr) : 0);
+      for (int64_t p = b; p < e; ++p) {
+        int64_t c = 0;
+        if (plain && (p + 1) * nr <= K_)
+          for (; c + kTransposeC <= C_; c += kTransposeC) {
+            gather_transposed(plain + p * nr * oc_step, oc_step, tap, c, nr, gk.data());
+            for (int64_t i = 0; i < kTransposeC; ++i)
+              weight_transform(gk.data() + i * 9 * nr, uk.data() + i * nr, kTransposeC * nr, nr);
+            for (int64_t xi = 0; xi < kXi; ++xi)
+              std::copy_n(uk.data() + xi * kTransposeC * nr, kTransposeC * nr, u + xi * C_ * kp + p * C_ * nr + c * nr);
+          }
+        for (; c < C_; ++c) {
           for (int64_t j = 0; j < nr; ++j) {
             const int64_t oc = p * nr + j, base = oc * oc_step + c * c_step;
             for (int t = 0; t < 9; ++t) gk[static_cast<size_t>(t * nr + j)] = oc < K_ ? load(base + tap[t]) : 0.0f;
           }
           weight_transform(gk.data(), u + p * C_ * nr + c * nr, C_ * kp, nr);
         }
+      }
     });
   }
 
@@ -380,9 +414,12 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
     const double rows = std::min(tiles, 48.0);
     const double eff = gemm::kernel_efficiency(isa_of(k)) * rows / (rows + 8.0);
     const double gemms = roofline_seconds(partition_flops(p) * gemm_share, 3.0 * partition_bytes(p), t.info(), eff, 5e-6);
+    // Weights that are not constant are transformed every call: ~324 FLOPs a filter (G g G^T) at
+    // half the peak, and U written (with_transformed_weights counts its traffic).
     return with_transformed_weights(gemms, g, p.tensor(g.wei).is_constant, t.info().peak_bytes_per_s) +
            (p.tensor(g.wei).is_constant ? 0.0
-                                        : 1600.0 * static_cast<double>(g.src_c * g.dst_c) / std::max(t.info().peak_flops, 1.0));
+                                        : 324.0 * static_cast<double>(g.src_c * g.dst_c) /
+                                              (0.5 * std::max(t.info().peak_flops, 1.0)));
   }
 
   // The GEMMs' `seconds` with reading the transformed weights U (36 x C x K floats, 4x the filter)
@@ -390,8 +427,10 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
   // weights are not in cache when their layer comes round) under the GEMMs: ResNet-50's C256 14²
   // layers (U 9.4 MB) ran 0.70 ms each in the network against 0.64 hot and the implicit GEMM's
   // 1.05 (Zen 4, 2026-12-07), where adding the read at half the streaming rate had kept them on
-  // the implicit GEMM. A U computed per call stays in L2 when it fits, else goes out and comes
-  // back. Later reads: from L2 when U fits there, else from the last-level cache (4x memory's rate).
+  // the implicit GEMM. A U computed per call is written once; past the last-level cache it goes
+  // out and comes back (Zen 4, 2026-12-07, weights not constant: U of 9.4 MB 0.4-0.5 ms a call
+  // over the constant plan, 37.7 MB ~3.9 ms). Later reads: from L2 when U fits there, else from
+  // the last-level cache (4x memory's rate).
   static double with_transformed_weights(double seconds, const ConvGeometry& g, bool constant_weights,
                                          double bytes_per_s) {
     const double u_bytes = 36.0 * static_cast<double>(g.src_c * g.dst_c) * 4.0;
@@ -401,7 +440,8 @@ class WinogradEngine final : public CpuEngine<Epilogue, IsaKnobs> {
     const bool fits_l2 = u_bytes <= static_cast<double>(cpu_features().l2_bytes);
     const double later = fits_l2 ? 0.0 : (blocks - 1.0) * u_bytes / (4.0 * bw);
     if (constant_weights) return std::max(seconds, u_bytes / bw) + later;
-    return seconds + (fits_l2 ? 0.0 : 2.0 * u_bytes / bw) + later;
+    const bool fits_llc = u_bytes <= static_cast<double>(cpu_features().l3_bytes);
+    return seconds + (fits_l2 ? 0.0 : (fits_llc ? 1.0 : 2.0) * u_bytes / bw) + later;
   }
 
  private:
