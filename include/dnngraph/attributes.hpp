@@ -323,9 +323,14 @@ class SdpaBackwardAttr : public SdpaMaskAttrBase<SdpaBackwardAttr> {
  public:
   SdpaBackwardAttr& set_dbias(TensorPtr t) { dbias_ = std::move(t); return *this; }
   const TensorPtr& get_dbias() const { return dbias_; }
+  // The same bits on every run: engines that add partial sums in arrival order (atomics) are not
+  // offered for this node (the frontend's use_deterministic_algorithm).
+  SdpaBackwardAttr& set_deterministic_algorithm(bool v) { deterministic_ = v; return *this; }
+  bool get_deterministic_algorithm() const { return deterministic_; }
 
  private:
   TensorPtr dbias_;
+  bool deterministic_ = false;
 };
 
 // Same elements in row-major order, new dims (one may be -1 and is inferred).

@@ -202,7 +202,7 @@ void bind_sdpa_backward(nb::class_<PyGraph>& c) {
            bool use_padding_mask, TensorPtr seq_len_q, TensorPtr seq_len_kv, TensorPtr bias, bool alibi,
            nb::handle dropout, TensorPtr d_bias, nb::handle rng_dump, nb::handle score_mod, nb::handle score_mod_bprop,
            nb::handle sink_token, nb::handle d_sink_token, std::optional<int64_t> /*max_total_seq_len_q*/,
-           std::optional<int64_t> /*max_total_seq_len_kv*/, bool /*use_deterministic_algorithm*/, nb::handle ct,
+           std::optional<int64_t> /*max_total_seq_len_kv*/, bool use_deterministic_algorithm, nb::handle ct,
            std::string name) {
           refuse_backward(name, {rng_dump, score_mod, score_mod_bprop, sink_token, d_sink_token});
           auto a = named(SdpaBackwardAttr(), ct, std::move(name));
@@ -211,6 +211,7 @@ void bind_sdpa_backward(nb::class_<PyGraph>& c) {
                                         std::move(bias), alibi, dropout},
                       a);
           if (d_bias) a.set_dbias(std::move(d_bias));
+          a.set_deterministic_algorithm(use_deterministic_algorithm);
           auto [dq, dk, dv] = g.graph.sdpa_backward(std::move(q), std::move(k), std::move(v), std::move(o),
                                                     std::move(d_o), std::move(stats), a);
           return Triple{g.produced(dq), g.produced(dk), g.produced(dv)};
@@ -237,8 +238,9 @@ void bind_sdpa_backward(nb::class_<PyGraph>& c) {
         "        lacks; each must be left at its default.\n"
         "    max_total_seq_len_q, max_total_seq_len_kv: the frontend's size hints for ragged tensors;\n"
         "        dnngraph reads the ragged offsets at run time and needs no hint, so they change nothing.\n"
-        "    use_deterministic_algorithm: accepted; dnngraph's engines give the same bits on every run\n"
-        "        of a plan (no atomics in the CPU engine, nor in the order of the CUDA engine's sums).\n"
+        "    use_deterministic_algorithm: the same bits on every run. The CPU engine and the CUDA mma.sync\n"
+        "        core always give them; the CUDA wgmma core (sm_90) adds dQ's partial sums by atomics and\n"
+        "        is not offered for such a node.\n"
         "    compute_data_type: the op's compute type (None: the graph's).\n"
         "    name: the node's name (\"\": \"<op>.<n>\").\n"
         "\n"

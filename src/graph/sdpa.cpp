@@ -358,7 +358,10 @@ void write_sdpa(const SdpaAttr& a, nlohmann::json& j) {
   if (a.get_paged_attention_max_seq_len_kv())
     j["paged_attention_max_seq_len_kv"] = *a.get_paged_attention_max_seq_len_kv();
 }
-void write_sdpa_backward(const SdpaBackwardAttr& a, nlohmann::json& j) { write_masks(a, j); }
+void write_sdpa_backward(const SdpaBackwardAttr& a, nlohmann::json& j) {
+  write_masks(a, j);
+  if (a.get_deterministic_algorithm()) j["deterministic_algorithm"] = true;
+}
 
 template <class Attr>
 void read_masks(JsonFields& f, Attr& a) {
@@ -380,7 +383,10 @@ void read_sdpa(JsonFields& f, SdpaAttr& a) {
   read_masks(f, a);
   if (auto v = f.integer("paged_attention_max_seq_len_kv")) a.set_paged_attention_max_seq_len_kv(*v);
 }
-void read_sdpa_backward(JsonFields& f, SdpaBackwardAttr& a) { read_masks(f, a); }
+void read_sdpa_backward(JsonFields& f, SdpaBackwardAttr& a) {
+  read_masks(f, a);
+  if (auto v = f.boolean("deterministic_algorithm")) a.set_deterministic_algorithm(*v);
+}
 
 TensorPtr slot_or_null(const NodeSpec& n, size_t k) { return k < n.inputs.size() ? n.inputs[k] : nullptr; }
 TensorPtr output_or_null(const NodeSpec& n, size_t k) {

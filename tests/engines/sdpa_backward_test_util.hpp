@@ -33,13 +33,15 @@ inline dg::TensorPtr seq_len_tensor(dg::Graph& g, const Case& c, const char* nam
 
 // Every Q, K, V, O, dO, STATS (and SEQ) tensor of g, and sdpa_backward over them; dQ, dK, dV are
 // outputs in the layouts of Q, K and V.
-inline BwdTensors add_sdpa_backward(dg::Graph& g, const Case& c, const BwdInputs& in) {
+// `deterministic`: the node asks for the same bits on every run (set_deterministic_algorithm).
+inline BwdTensors add_sdpa_backward(dg::Graph& g, const Case& c, const BwdInputs& in, bool deterministic = false) {
   BwdTensors t;
   t.Q = in.fwd.q.declare(g, "Q"), t.K = in.fwd.k.declare(g, "K"), t.V = in.fwd.v.declare(g, "V");
   t.O = in.o.declare(g, "O"), t.DO = in.d_o.declare(g, "dO"), t.STATS = in.stats.declare(g, "STATS");
   dg::SdpaBackwardAttr attr;
   attr.set_name("attn_bwd");
   set_masks(c, attr);
+  attr.set_deterministic_algorithm(deterministic);
   if (c.padding) {
     t.SQ = seq_len_tensor(g, c, "SEQ_Q"), t.SKV = seq_len_tensor(g, c, "SEQ_KV");
     attr.set_padding_mask(true).set_seq_len_q(t.SQ).set_seq_len_kv(t.SKV);

@@ -270,22 +270,28 @@ TEST(CudaSdpaBackwardEngine, RefusesWithReasons) {
   expect_reason(verdict(c), "runs on CUDA handles");  // a good partition on the CPU handle
 }
 
+// The backward node's partition (lowered on the CPU handle: the engines' rules need no GPU).
+void lower_backward(const Case& c, bool deterministic, dg::Graph& g, std::vector<dg::Partition>& parts) {
+  const BwdInputs in = sdpa_test::make_backward_inputs(c, 5);
+  dg::Handle cpu(dg::Device::cpu());
+  g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT);
+  sdpa_test::add_sdpa_backward(g, c, in, deterministic);
+  ASSERT_TRUE(g.validate().ok());
+  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
+  ASSERT_TRUE(dg::partition_graph(*impl_of(g).ir, parts).ok());
+  ASSERT_EQ(parts.size(), 1u);
+}
+
 // The cores by device, without a GPU: on sm_90 the wgmma core first (and NONDETERMINISTIC, since
 // dQ's sums arrive in any order), then the deterministic mma.sync core; elsewhere mma.sync alone;
-// core=1 refused off Hopper with the rule. The wgmma core's workspace holds dQ's fp32 sums.
+// core=1 refused off Hopper, and for a node that asks for a deterministic algorithm, with the rule.
 TEST(CudaSdpaBackwardEngine, CoresByDevice) {
   Case c;
   c.sq = 100, c.skv = 80, c.mask = Mask::CAUSAL;
-  const BwdInputs in = sdpa_test::make_backward_inputs(c, 5);
-  dg::Handle cpu(dg::Device::cpu());
-  dg::Graph g;
-  g.set_io_data_type(c.type).set_compute_data_type(T::FLOAT);
-  sdpa_test::add_sdpa_backward(g, c, in);
-  ASSERT_TRUE(g.validate().ok());
-  ASSERT_TRUE(g.build_operation_graph(cpu).ok());
-  std::vector<dg::Partition> parts;
-  ASSERT_TRUE(dg::partition_graph(*impl_of(g).ir, parts).ok());
-  ASSERT_EQ(parts.size(), 1u);
+  dg::Graph g, gd;
+  std::vector<dg::Partition> parts, det;
+  lower_backward(c, false, g, parts);
+  lower_backward(c, true, gd, det);
   dg::HandleImpl hopper, ampere;
   hopper.info.sm_version = 90;
   ampere.info.sm_version = 80;
@@ -309,6 +315,10 @@ TEST(CudaSdpaBackwardEngine, CoresByDevice) {
   EXPECT_TRUE(nondeterministic(kh[0]));
   EXPECT_FALSE(nondeterministic(kh[1]));
   EXPECT_GE(e.estimate_seconds(parts[0], ta, kh[0]), 1e9);  // core=1 cannot run on sm_80
+  const auto kd = e.knob_space(det[0], th);
+  ASSERT_EQ(kd.size(), 1u);
+  EXPECT_EQ(dg::knobs_to_string(kd[0]), "core=0");
+  EXPECT_GE(e.estimate_seconds(det[0], th, kh[0]), 1e9);
   const std::string src = dg::cuda::sdpa_backward_kernel_source(T::BFLOAT16, T::BFLOAT16, 40, 1);
   EXPECT_NE(src.find("sdpa_backward_wgmma.cuh"), std::string::npos);
   EXPECT_NE(src.find("kHeadDim = 64"), std::string::npos) << src;

@@ -188,11 +188,12 @@ TEST(InferSdpaBackward, JsonRoundTripKeepsTheMasks) {
   c.seq_q = c.seq_tensor("SEQ_Q", {2, 1, 1, 1});
   c.seq_kv = c.seq_tensor("SEQ_KV", {2, 1, 1, 1});
   ASSERT_TRUE(c.build(dg::SdpaBackwardAttr().set_causal_mask_bottom_right(true).set_diagonal_band_left_bound(5)
-                          .set_padding_mask(true).set_attn_scale(0.25))
+                          .set_padding_mask(true).set_attn_scale(0.25).set_deterministic_algorithm(true))
                   .ok());
   const std::string json = c.g.to_json();
   EXPECT_NE(json.find("\"sdpa_backward\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"diagonal_band_left_bound\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"deterministic_algorithm\": true"), std::string::npos) << json;
   dg::Graph back;
   auto s = dg::Graph::from_json(json, back);
   ASSERT_TRUE(s.ok()) << s.to_string();

@@ -37,6 +37,7 @@ struct BwdProblem {
   double scale = 1.0;
   std::optional<int64_t> left, right;
   bool bottom_right = false;
+  bool deterministic = false;  // the node asks for the same bits on every run
   int d_pad() const { return static_cast<int>((std::max<int64_t>(d, 1) + 63) / 64 * 64); }
   int smem_bytes(int core) const {
     if (core == 0) return 6 * kTile * d_pad() * 2 + 4 * kTile * 4;  // BwdShape::SMEM
@@ -128,6 +129,7 @@ bool describe(const Partition& p, BwdProblem& out, std::string& why) {
   out.left = attr.get_diagonal_band_left_bound();
   out.right = attr.get_diagonal_band_right_bound();
   out.bottom_right = attr.get_diagonal_alignment() == DiagonalAlignment::BOTTOM_RIGHT;
+  out.deterministic = attr.get_deterministic_algorithm();
   return true;
 }
 
@@ -256,7 +258,8 @@ class BackwardPlan final : public KernelPlan {
 };
 
 // core 0: mma.sync, deterministic (sm_80+); core 1: wgmma + TMA, dQ summed by atomics (sm_90a,
-// head dims up to 128). Absent: every core the device runs, wgmma first.
+// head dims up to 128; not for nodes that ask for a deterministic algorithm). Absent: wgmma where
+// it may run, else mma.sync.
 struct BwdKnobs {
   int64_t core = -1;
 };
@@ -265,10 +268,13 @@ const KnobSchema<BwdKnobs>& bwd_schema() {
   return kSchema;
 }
 
-// Why `core` cannot run on this device, or "" when it can.
-std::string core_refusal(int64_t core, const Target& t) {
+// Why `core` cannot run this problem on this device, or "" when it can.
+std::string core_refusal(int64_t core, const BwdProblem& pr, const Target& t) {
   if (core == 1 && t.info().sm_version != 90)
     return "knob core=1 (wgmma + TMA) needs sm_90a; the device is sm_" + std::to_string(t.info().sm_version);
+  if (core == 1 && pr.deterministic)
+    return "node '" + pr.node + "' asks for a deterministic algorithm; knob core=1 adds dQ's partial sums in "
+           "arrival order";
   return "";
 }
 
@@ -285,8 +291,12 @@ class BackwardEngine final : public CompiledEngine<BwdKnobs> {
   }
 
   std::vector<Knobs> knob_space(const Partition& p, const Target& t) const override {
-    std::vector<BwdKnobs> all{{.core = 0}};
-    if (t.info().sm_version == 90) all = {{.core = 1}, {.core = 0}};
+    BwdProblem pr;  // left as constructed (no deterministic request) when the partition is not one
+    std::string why;
+    describe(p, pr, why);
+    std::vector<BwdKnobs> all;
+    for (int64_t core : {1, 0})
+      if (core_refusal(core, pr, t).empty()) all.push_back({.core = core});
     return ranked(p, t, all);
   }
 
@@ -302,7 +312,7 @@ class BackwardEngine final : public CompiledEngine<BwdKnobs> {
     BwdProblem pr;
     BwdKnobs knobs;
     std::string why;
-    if (!parse(k, knobs) || !describe(p, pr, why) || !core_refusal(knobs.core, t).empty()) return 1e9;
+    if (!parse(k, knobs) || !describe(p, pr, why) || !core_refusal(knobs.core, pr, t).empty()) return 1e9;
     sdpa::Problem fwd;
     fwd.sq = pr.sq, fwd.skv = pr.skv, fwd.left = pr.left, fwd.right = pr.right, fwd.bottom_right = pr.bottom_right;
     // Core 0: seven GEMMs of 2 x d FLOPs a visible pair (S and dP in both phases), at an efficiency
@@ -321,8 +331,8 @@ class BackwardEngine final : public CompiledEngine<BwdKnobs> {
     if (!describe(p, pr, why) || !sdpa::check_device(t, why)) return {code, "cuda_sdpa_backward_flash: " + why};
     BwdKnobs knobs;
     if (auto s = read_knobs(schema_, k, code, knobs); !s.ok()) return s;
-    const int core = knobs.core >= 0 ? static_cast<int>(knobs.core) : t.info().sm_version == 90 ? 1 : 0;
-    if (const std::string refusal = core_refusal(core, t); !refusal.empty())
+    const int core = knobs.core >= 0 ? static_cast<int>(knobs.core) : core_refusal(1, pr, t).empty() ? 1 : 0;
+    if (const std::string refusal = core_refusal(core, pr, t); !refusal.empty())
       return {code, "cuda_sdpa_backward_flash: " + refusal};
     KernelBuild kb;
     kb.source = sdpa_backward_kernel_source(pr.q.dtype, pr.dq.dtype, pr.d, core);
