@@ -261,14 +261,8 @@ TEST(CudaSdpaEngine, ConfigurationsFitTheirDevices) {
   Lowered l, l128;
   lower(Case{}, l);
   lower(c128, l128);
-  dg::HandleImpl hopper, ampere;
-  hopper.info.sm_version = 90;
-  ampere.info.sm_version = 80;
-  hopper.info.peak_flops = ampere.info.peak_flops = 900e12;
-  hopper.info.peak_bytes_per_s = ampere.info.peak_bytes_per_s = 4e12;
-  dg::Target th, ta;
-  th.handle = &hopper;
-  ta.handle = &ampere;
+  const dg::cuda::testing::RulesTarget hopper(90), ampere(80);
+  const dg::Target &th = hopper.target, &ta = ampere.target;
   // Head dim 64 also offers two blocks an SM (64-key tiles, persistent); 128 does not. Three-stage
   // rings come just behind their two-stage twins (within 2% on H100s, 2026-12-06).
   const auto kh = dg::cuda::sdpa_flash_engine().knob_space(l.part, th);

@@ -292,14 +292,8 @@ TEST(CudaSdpaBackwardEngine, CoresByDevice) {
   std::vector<dg::Partition> parts, det;
   lower_backward(c, false, g, parts);
   lower_backward(c, true, gd, det);
-  dg::HandleImpl hopper, ampere;
-  hopper.info.sm_version = 90;
-  ampere.info.sm_version = 80;
-  hopper.info.peak_flops = ampere.info.peak_flops = 900e12;
-  hopper.info.peak_bytes_per_s = ampere.info.peak_bytes_per_s = 4e12;
-  dg::Target th, ta;
-  th.handle = &hopper;
-  ta.handle = &ampere;
+  const dg::cuda::testing::RulesTarget hopper(90), ampere(80);
+  const dg::Target &th = hopper.target, &ta = ampere.target;
   const dg::Engine& e = dg::cuda::sdpa_backward_flash_engine();
   const auto kh = e.knob_space(parts[0], th), ka = e.knob_space(parts[0], ta);
   ASSERT_EQ(kh.size(), 2u);

@@ -19,6 +19,7 @@
 #include "engines/cuda/codegen/emitter.hpp"
 #include "fusion/partition.hpp"
 #include "graph/graph_impl.hpp"
+#include "planning/engine.hpp"
 #include "runtime/cuda/context.hpp"
 #include "runtime/memory.hpp"
 
@@ -402,5 +403,20 @@ inline void expect_matches_ref(const Builder& build, dg::Handle& h, RunOptions o
         << "output '" << t.name << "' (" << to_string(t.dtype) << "): relative error " << err << " " << bad;
   }
 }
+
+// A CUDA target of compute capability `sm` for the engines' rules without a GPU (knob spaces,
+// estimates): nothing is ever launched on it.
+struct RulesTarget {
+  dg::HandleImpl handle;
+  dg::Target target;
+  explicit RulesTarget(int sm) {
+    handle.info.sm_version = sm;
+    handle.info.peak_flops = 900e12;
+    handle.info.peak_bytes_per_s = 4e12;
+    target.handle = &handle;
+  }
+  RulesTarget(const RulesTarget&) = delete;
+  RulesTarget& operator=(const RulesTarget&) = delete;
+};
 
 }  // namespace dnngraph::cuda::testing

@@ -208,8 +208,9 @@ __device__ __forceinline__ void wg_bwd_score_gradients(float (&dp)[32], const fl
     for (int x = 4 * j; x < 4 * j + 4; ++x) dp[x] = pt[x] * (dp[x] - delta[8 * j + 2 * q4 + (x & 1)]);
 }
 
-// dS^T (packed as the A fragments of dK's GEMM) into the swizzled dS^T box: register a[j / 2][2 (j % 2) + r]
-// holds query columns 8j + 2 q4 + {0, 1} of key row 16 warp + lane / 4 + 8r of warpgroup w.
+// dS^T (packed as the A fragments of dK's GEMM) into the swizzled dS^T box, where TMA would put
+// it: register a[j / 2][2 (j % 2) + r] holds query columns 8j + 2 q4 + {0, 1} of key row
+// 16 warp + lane / 4 + 8r of warpgroup w.
 __device__ __forceinline__ void wg_bwd_store_ds(const u32 (&a)[4][4], u32 ds_box, int w) {
   const int lane = (int)threadIdx.x % 32, warp = ((int)threadIdx.x / 32) % 4;
 #pragma unroll
@@ -217,8 +218,7 @@ __device__ __forceinline__ void wg_bwd_store_ds(const u32 (&a)[4][4], u32 ds_box
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = 64 * w + 16 * warp + lane / 4 + 8 * r;
-      const u32 addr = ds_box + row * 128 + ((j ^ (row & 7)) << 4) + 4 * (lane & 3);
-      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(a[j / 2][2 * (j % 2) + r]) : "memory");
+      st_shared_u32(ds_box + tma_box_offset<2>(row, 8 * j + 2 * (lane & 3)), a[j / 2][2 * (j % 2) + r]);
     }
 }
 
