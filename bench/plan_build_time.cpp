@@ -165,7 +165,13 @@ void gpu_row(const Workload& w, const dg::Handle& h, bool all) {
     std::string name;
     if (s.ok()) s = g.get_plan_name_at_index(0, name);
     if (!s.ok()) std::printf("| %s | error: %s |\n", w.name.c_str(), s.to_string().c_str());
-    if (s.ok() && policy == dg::BuildPlanPolicy::HEURISTICS_CHOICE) std::printf("  plan 0 of %s: %s\n", w.name.c_str(), name.c_str());
+    if (s.ok() && policy == dg::BuildPlanPolicy::HEURISTICS_CHOICE) {
+      // Whether plan 0 says its build compiles (cuDNN's runtime fusion, the own engines' NVRTC).
+      std::vector<dg::BehaviorNote> notes;
+      const bool compiles = g.get_behavior_notes_for_plan_at_index(0, notes).ok() &&
+                            std::count(notes.begin(), notes.end(), dg::BehaviorNote::RUNTIME_COMPILATION) > 0;
+      std::printf("  plan 0 of %s: %s%s\n", w.name.c_str(), name.c_str(), compiles ? " (RUNTIME_COMPILATION)" : "");
+    }
     return s.ok();
   };
   double plan_ms = 0, build_ms = 0, all_plan_ms = 0, all_ms = -1;

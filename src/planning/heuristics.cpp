@@ -4,6 +4,7 @@
 
 #include "core/log.hpp"
 #include "planning/calibration.hpp"
+#include "planning/kernel_cache.hpp"
 
 namespace dnngraph {
 namespace {
@@ -57,6 +58,33 @@ std::vector<Candidate> recorded_first(std::vector<Candidate> c, const Partition&
 
 }  // namespace
 
+void prefer_ready_within_tie(std::vector<Candidate>& ranked, const std::function<bool(const Candidate&)>& compiles) {
+  if (ranked.empty() || ranked.front().engine_id == kRefEngineId || !compiles(ranked.front())) return;
+  const Candidate& head = ranked.front();
+  for (size_t i = 1; i < ranked.size(); ++i) {
+    const Candidate& c = ranked[i];
+    if (c.engine_id == kRefEngineId || c.ranked_s() > head.ranked_s() * kFirstBuildTie) return;
+    if (c.engine_id == head.engine_id && c.ranked_s() == head.ranked_s()) continue;
+    if (compiles(c)) continue;
+    std::rotate(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(i), ranked.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    ranked.front().ready_first = true;
+    return;
+  }
+}
+
+bool build_compiles(const Candidate& c, const Partition& p, const Target& target) {
+  const Engine* e = engine_by_id(c.engine_id);
+  if (!e) return false;
+  if (e->builds_concurrently()) {
+    KernelPresenceProbe probe;
+    std::unique_ptr<Plan> plan;
+    (void)e->build(p, target, c.knobs, plan);  // ends at its first kernel: the probe compiles nothing
+    return !(probe.asked() && probe.present());
+  }
+  const auto notes = e->behavior_notes(p, target, c.knobs);
+  return std::find(notes.begin(), notes.end(), BehaviorNote::RUNTIME_COMPILATION) != notes.end();
+}
+
 void calibrate_candidates(std::vector<Candidate>& candidates, const Partition& p, const DeviceInfo& info,
                           const std::vector<CalibrationEntry>& table) {
   const WorkloadClass cls = classify(p, info);
@@ -95,7 +123,12 @@ void order_candidates(PartitionPlans& pp, const Target& target, const RecordedWi
   for (HeurMode m : modes) {
     switch (m) {
       case HeurMode::A:
-      case HeurMode::B: append(recorded_first(by_cost(all), pp.partition, recorded)); break;
+      case HeurMode::B: {
+        std::vector<Candidate> ranked = by_cost(all);
+        prefer_ready_within_tie(ranked, [&](const Candidate& c) { return build_compiles(c, pp.partition, target); });
+        append(recorded_first(std::move(ranked), pp.partition, recorded));
+        break;
+      }
       case HeurMode::FALLBACK: append(mode_fallback(all)); break;
     }
   }

@@ -4,6 +4,7 @@
 // FALLBACK lists every supporting engine with ref last. Several modes: their lists concatenated,
 // duplicates dropped.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +20,23 @@ namespace dnngraph {
 // graph. Empty when `modes` has neither A nor B or the DB has no record of this graph.
 using RecordedWinners = std::map<std::string, TuningRecord>;
 RecordedWinners recorded_winners(const ir::Graph& g, const Target& target, const std::vector<HeurMode>& modes);
+
+// Calibrated estimates closer than this ratio are ties: the same plan's time moves by up to 5%
+// between machines of one kind (docs/perf.md, "The default plan").
+constexpr double kFirstBuildTie = 1.05;
+
+// When building the head of a ranked list compiles a kernel (NVRTC, or cuDNN's runtime
+// compilation: up to seconds on a fresh process), moves to the front the first candidate within
+// kFirstBuildTie of the head's ranked cost whose build compiles nothing, and marks it ready_first.
+// Configs of the head's engine with the head's very estimate (cuDNN's, ordered by cuDNN) are left
+// in their order. `compiles` is asked only for the head and the candidates inside the band.
+void prefer_ready_within_tie(std::vector<Candidate>& ranked, const std::function<bool(const Candidate&)>& compiles);
+
+// Whether building candidate `c` of `p` compiles a kernel: for an engine whose build() compiles
+// (builds_concurrently), when the kernel it asks for is in no cache and not among the library's
+// ahead-of-time kernels (found by running its code generation under a KernelPresenceProbe); for
+// another engine, when it reports RUNTIME_COMPILATION for those knobs (cuDNN's runtime fusion).
+bool build_compiles(const Candidate& c, const Partition& p, const Target& target);
 
 // Sets each candidate's calibration from `table` for the partition's class on this device.
 void calibrate_candidates(std::vector<Candidate>& candidates, const Partition& p, const DeviceInfo& info,

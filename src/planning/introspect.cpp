@@ -71,7 +71,7 @@ std::vector<PartitionView> partitions(const Graph& g) {
     v.pattern = pp.partition.pattern;
     for (size_t k = 0; k < pp.partition.nodes.size(); ++k) v.nodes.push_back(pp.partition.node(k).name);
     v.verdicts = pp.verdicts;
-    for (const auto& c : pp.candidates) v.candidates.push_back({c.engine_id, c.label(), c.estimate_s, c.measured_s, c.from_tuning_db});
+    for (const auto& c : pp.candidates) v.candidates.push_back({c.engine_id, c.label(), c.estimate_s, c.measured_s, c.from_tuning_db, c.ready_first});
     v.chosen = static_cast<size_t>(pp.chosen);
     out.push_back(std::move(v));
   }

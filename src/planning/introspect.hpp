@@ -31,6 +31,7 @@ struct CandidateView {
   double estimate_s = 0;
   double measured_s = -1;         // autotune's median; -1 when not timed
   bool from_tuning_db = false;    // put first by the tuning DB's record of this graph and device
+  bool ready_first = false;       // put first: a tie with the best estimate that compiles nothing
 };
 
 struct PartitionView {

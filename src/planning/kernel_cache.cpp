@@ -19,6 +19,8 @@ namespace {
 constexpr char kMagic[8] = {'D', 'G', 'K', 'E', 'R', 'N', 'E', 'L'};
 constexpr uint32_t kFormatVersion = 1;
 
+thread_local KernelPresenceProbe* t_probe = nullptr;
+
 std::string hex16(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
@@ -121,7 +123,28 @@ Status KernelCacheImpl::insert(const KernelKey& key, const Binary& binary) {
   return dir.empty() ? Status{} : write_file(dir, key, binary);
 }
 
+KernelPresenceProbe::KernelPresenceProbe() { t_probe = this; }
+KernelPresenceProbe::~KernelPresenceProbe() { t_probe = nullptr; }
+
+bool KernelCacheImpl::servable_without_compile(const KernelKey& key) {
+  const std::string text = key.text();
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (entries_.count(text)) return true;
+    dir = dir_;
+  }
+  Binary ignored;
+  return (!dir.empty() && read_file(dir, key, ignored)) || aot_find(key) != nullptr;
+}
+
 Status KernelCacheImpl::get_or_compile(const KernelKey& key, const Compile& compile, Binary& binary) {
+  if (KernelPresenceProbe* probe = t_probe; probe && !probe->asked_) {
+    probe->asked_ = true;
+    probe->present_ = servable_without_compile(key);
+    return {ErrorCode::DEVICE_NOT_AVAILABLE, "kernel cache: probing for '" + key.text() + "'; nothing is compiled"};
+  }
+  if (t_probe) return {ErrorCode::DEVICE_NOT_AVAILABLE, "kernel cache: probing; nothing is compiled"};
   const std::string text = key.text();
   std::string dir;
   {

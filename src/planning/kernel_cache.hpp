@@ -70,6 +70,8 @@ struct KernelCacheImpl {
   static bool read_file(const std::string& dir, const KernelKey& key, Binary& binary);
   static Status write_file(const std::string& dir, const KernelKey& key, const Binary& binary);
   void keep(const std::string& text, const Binary& binary);  // mutex_ held
+  // The probe's answer for `key` (KernelPresenceProbe); counts nothing, compiles nothing.
+  bool servable_without_compile(const KernelKey& key);
 
   mutable std::mutex mutex_;
   std::condition_variable compiled_;
@@ -80,6 +82,25 @@ struct KernelCacheImpl {
   std::vector<KernelKey>* key_log_ = nullptr;
   bool compile_misses_ = true;
   int64_t bytes_ = 0, byte_budget_ = 0;
+};
+
+// While one lives on a thread, get_or_compile on that thread compiles nothing: it notes whether
+// the first key asked for would be served without compiling (memory, the folder or the library's
+// ahead-of-time kernels) and fails with DEVICE_NOT_AVAILABLE, which ends the build that asked.
+// Mode A uses it to learn, for the price of code generation, whether building an own engine's
+// candidate would run NVRTC (planning/heuristics.cpp). Not nestable.
+class KernelPresenceProbe {
+ public:
+  KernelPresenceProbe();
+  ~KernelPresenceProbe();
+  KernelPresenceProbe(const KernelPresenceProbe&) = delete;
+  KernelPresenceProbe& operator=(const KernelPresenceProbe&) = delete;
+  bool asked() const { return asked_; }      // a build asked the cache for a kernel
+  bool present() const { return present_; }  // ... and it would have been served without compiling
+
+ private:
+  friend struct KernelCacheImpl;
+  bool asked_ = false, present_ = false;
 };
 
 // The cache of compiles for graphs without a KernelCache of their own: in memory only, 256 MB at

@@ -26,6 +26,9 @@ struct Candidate {
   // device and workload class (planning/calibration.hpp), 1 where none was measured.
   double calibration = 1.0;
   bool from_tuning_db = false;  // put first by a tuning DB record of this graph, partition and device
+  // Put first by mode A over a plan whose build compiles (heuristics.hpp, kFirstBuildTie): within
+  // the tie band of its estimate, and this one builds without compiling.
+  bool ready_first = false;
   double ranked_s() const { return estimate_s * calibration; }
   std::string label() const;  // "engine[knobs]"
 };

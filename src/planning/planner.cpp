@@ -1,5 +1,6 @@
 // create_execution_plans, check_support, build_plans: partitions -> ranked candidates -> plans.
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "core/log.hpp"
@@ -360,6 +361,8 @@ std::string Graph::explain() const {
       if (c.calibration != 1.0) os << " x " << c.calibration << " measured ratio = " << c.ranked_s() * 1e3 << " ms";
       if (c.measured_s >= 0) os << "  measured " << c.measured_s * 1e3 << " ms";
       if (c.from_tuning_db) os << " (the tuning DB's record for this graph and device)";
+      if (c.ready_first)
+        os << " (first: within " << std::lround((kFirstBuildTie - 1) * 100) << "% of the best estimate, and its build compiles nothing)";
       if (static_cast<int>(k) == pp.chosen) os << "  (chosen)";
       os << "\n";
     }
