@@ -489,6 +489,13 @@ void cpu_workloads(dg::Handle& h) {
   conv(h, "rn50_3x3_c64_56_k64", f32, 1, 64, 56, 64, 3);
   conv(h, "rn50_3x3_c512_7_k512", f32, 1, 512, 7, 512, 3);
   conv(h, "mbv2_depthwise_3x3_c144_56", f32, 1, 144, 56, 144, 3, 144);
+  conv(h, "mbv2_1x1_c16_112_k96", f32, 1, 16, 112, 96, 1);
+  // bf16 inference (AVX512_BF16 / AMX plans where the CPU has them; fp32 plans elsewhere).
+  const auto bf16 = dg::DataType::BFLOAT16;
+  conv(h, "bf16_rn50_3x3_c256_14_k256", bf16, 1, 256, 14, 256, 3);
+  conv(h, "bf16_rn50_1x1_c256_14_k1024", bf16, 1, 256, 14, 1024, 1);
+  conv(h, "bf16_rn50_1x1_c128_28_k512", bf16, 1, 128, 28, 512, 1);
+  conv(h, "bf16_mbv2_1x1_c16_112_k96", bf16, 1, 16, 112, 96, 1);
   sdpa(h, "sdpa_b1h8s512d64_causal", f32, 1, 8, 512, 64);
   pointwise(h, "pointwise_bias_scale_relu_n1c256_56", f32, 1, 256, 56);
 }

@@ -63,7 +63,8 @@ void prefer_ready_within_tie(std::vector<Candidate>& ranked, const std::function
   const Candidate& head = ranked.front();
   for (size_t i = 1; i < ranked.size(); ++i) {
     const Candidate& c = ranked[i];
-    if (c.engine_id == kRefEngineId || c.ranked_s() > head.ranked_s() * kFirstBuildTie) return;
+    const double band = std::max(head.ranked_s() * kFirstBuildTie, head.ranked_s() + kFirstBuildTieSeconds);
+    if (c.engine_id == kRefEngineId || c.ranked_s() > band) return;
     if (c.engine_id == head.engine_id && c.ranked_s() == head.ranked_s()) continue;
     if (compiles(c)) continue;
     std::rotate(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(i), ranked.begin() + static_cast<std::ptrdiff_t>(i) + 1);

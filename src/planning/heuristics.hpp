@@ -24,10 +24,14 @@ RecordedWinners recorded_winners(const ir::Graph& g, const Target& target, const
 // Calibrated estimates closer than this ratio are ties: the same plan's time moves by up to 5%
 // between machines of one kind (docs/perf.md, "The default plan").
 constexpr double kFirstBuildTie = 1.05;
+// ... and so are estimates closer than this many seconds: a launch's jitter, which is all of a
+// tiny partition's difference (and its compile costs 0.4-1 s).
+constexpr double kFirstBuildTieSeconds = 2e-6;
 
 // When building the head of a ranked list compiles a kernel (NVRTC, or cuDNN's runtime
 // compilation: up to seconds on a fresh process), moves to the front the first candidate within
-// kFirstBuildTie of the head's ranked cost whose build compiles nothing, and marks it ready_first.
+// kFirstBuildTie (or kFirstBuildTieSeconds) of the head's ranked cost whose build compiles
+// nothing, and marks it ready_first.
 // Configs of the head's engine with the head's very estimate (cuDNN's, ordered by cuDNN) are left
 // in their order. `compiles` is asked only for the head and the candidates inside the band.
 void prefer_ready_within_tie(std::vector<Candidate>& ranked, const std::function<bool(const Candidate&)>& compiles);

@@ -362,7 +362,8 @@ std::string Graph::explain() const {
       if (c.measured_s >= 0) os << "  measured " << c.measured_s * 1e3 << " ms";
       if (c.from_tuning_db) os << " (the tuning DB's record for this graph and device)";
       if (c.ready_first)
-        os << " (first: within " << std::lround((kFirstBuildTie - 1) * 100) << "% of the best estimate, and its build compiles nothing)";
+        os << " (first: within " << std::lround((kFirstBuildTie - 1) * 100) << "% or "
+           << kFirstBuildTieSeconds * 1e6 << " us of the best estimate, and its build compiles nothing)";
       if (static_cast<int>(k) == pp.chosen) os << "  (chosen)";
       os << "\n";
     }

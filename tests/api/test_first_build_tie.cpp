@@ -45,6 +45,16 @@ TEST(FirstBuildTie, AReadyPlanInsideTheBandGoesFirst) {
   EXPECT_FALSE(ranked[1].ready_first);
 }
 
+TEST(FirstBuildTie, TinyPartitionsTieWithinALaunchsJitter) {
+  // 1 us against 2.9 us: 2.9x, but 1.9 us apart (kFirstBuildTieSeconds); 3.5 us is not.
+  std::vector<dg::Candidate> tiny = {cand(5, 1.0e-6), cand(6, 2.9e-6)};
+  dg::prefer_ready_within_tie(tiny, compiles);
+  EXPECT_EQ(engines_of(tiny), (std::vector<int>{6, 5}));
+  std::vector<dg::Candidate> apart = {cand(5, 1.0e-6), cand(6, 3.5e-6)};
+  dg::prefer_ready_within_tie(apart, compiles);
+  EXPECT_EQ(engines_of(apart), (std::vector<int>{5, 6}));
+}
+
 TEST(FirstBuildTie, OutsideTheBandOrAReadyHeadNothingMoves) {
   std::vector<dg::Candidate> beyond = {cand(5, 1.00), cand(6, 1.06)};
   dg::prefer_ready_within_tie(beyond, compiles);
