@@ -3,6 +3,9 @@
 // plan (one per ISA the CPU has) checked to be cpu_gemm_packed.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -180,6 +183,36 @@ TEST(CpuFeatures, RowsCrowdL1ByTheWaysTheyShare) {
   EXPECT_TRUE(golden_cove.rows_crowd_l1(4096, 14));
   EXPECT_FALSE(golden_cove.rows_crowd_l1(2048, 7));
   EXPECT_TRUE(zen4.rows_crowd_l1(2048, 12));
+}
+
+// Caches come from sysfs where it has them (glibc's sysconf said 320 MiB of L3 on a 32 MiB EPYC
+// guest): sizes with their K / M suffixes, L1's ways, instruction caches skipped; an empty folder
+// leaves every field as it was.
+TEST(CpuFeatures, CachesReadFromSysfs) {
+  const std::string dir = ::testing::TempDir() + "dg_sysfs_caches";
+  auto write = [&](int index, const char* level, const char* type, const char* size, const char* ways) {
+    const std::string d = dir + "/index" + std::to_string(index);
+    std::filesystem::create_directories(d);
+    std::ofstream(d + "/level") << level << "\n";
+    std::ofstream(d + "/type") << type << "\n";
+    std::ofstream(d + "/size") << size << "\n";
+    std::ofstream(d + "/ways_of_associativity") << ways << "\n";
+  };
+  std::filesystem::remove_all(dir);
+  write(0, "1", "Data", "48K", "12");
+  write(1, "1", "Instruction", "32K", "8");
+  write(2, "2", "Unified", "2048K", "16");
+  write(3, "3", "Unified", "32M", "16");
+  dnngraph::cpu::CpuFeatures f;
+  ASSERT_TRUE(dnngraph::cpu::read_sysfs_caches(dir, f));
+  EXPECT_EQ(f.l1d_bytes, 48 << 10);
+  EXPECT_EQ(f.l1d_ways, 12);
+  EXPECT_EQ(f.l2_bytes, 2 << 20);
+  EXPECT_EQ(f.l3_bytes, int64_t{32} << 20);
+  dnngraph::cpu::CpuFeatures untouched;
+  EXPECT_FALSE(dnngraph::cpu::read_sysfs_caches(dir + "/none", untouched));
+  EXPECT_EQ(untouched.l3_bytes, dnngraph::cpu::CpuFeatures{}.l3_bytes);
+  std::filesystem::remove_all(dir);
 }
 
 // DNNGRAPH_MAX_CPU_ISA's cap: "avx2" leaves AVX2 and clears AVX-512 with what needs it, "portable"

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <climits>
 #include <ctime>
+#include <fstream>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -44,7 +46,25 @@ void detect_isa(CpuFeatures& f) {
 void detect_isa(CpuFeatures&) {}
 #endif
 
+// A sysfs attribute's first line; empty when absent.
+std::string sysfs_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// "32768K" / "1M" / "512" as bytes; 0 when it is not a size.
+int64_t sysfs_bytes(const std::string& text) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || v <= 0) return 0;
+  const int64_t unit = *end == 'K' ? 1 << 10 : *end == 'M' ? 1 << 20 : *end == 'G' ? 1 << 30 : 1;
+  return v > INT64_MAX / unit ? 0 : static_cast<int64_t>(v) * unit;
+}
+
 void detect_caches(CpuFeatures& f) {
+  if (read_sysfs_caches("/sys/devices/system/cpu/cpu0/cache", f)) return;
 #ifdef _SC_LEVEL1_DCACHE_SIZE
   if (long v = sysconf(_SC_LEVEL1_DCACHE_SIZE); v > 0) f.l1d_bytes = v;
   if (long v = sysconf(_SC_LEVEL1_DCACHE_ASSOC); v > 0) f.l1d_ways = v;
@@ -58,6 +78,26 @@ std::string kib(int64_t bytes) {
 }
 
 }  // namespace
+
+bool read_sysfs_caches(const std::string& dir, CpuFeatures& f) {
+  bool found = false;
+  for (int i = 0; i < 16; ++i) {
+    const std::string index = dir + "/index" + std::to_string(i) + "/";
+    const std::string level = sysfs_line(index + "level"), type = sysfs_line(index + "type");
+    const int64_t bytes = sysfs_bytes(sysfs_line(index + "size"));
+    if (level.empty() || bytes == 0) continue;
+    found = true;
+    if (level == "1" && type == "Data") {
+      f.l1d_bytes = bytes;
+      if (const int64_t ways = std::atoll(sysfs_line(index + "ways_of_associativity").c_str()); ways > 0) f.l1d_ways = ways;
+    } else if (level == "2" && type != "Instruction") {
+      f.l2_bytes = bytes;
+    } else if (level == "3" && type != "Instruction") {
+      f.l3_bytes = bytes;
+    }
+  }
+  return found;
+}
 
 bool CpuFeatures::supports(Isa isa) const {
   switch (isa) {

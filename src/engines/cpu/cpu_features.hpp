@@ -30,6 +30,12 @@ struct CpuFeatures {
   std::string to_string() const;  // "avx2 fma f16c, L1d 32 KiB 8-way, L2 512 KiB, L3 32 MiB"
 };
 
+// Cache sizes and L1's ways from Linux's sysfs view of cpu0 (`dir` holds index0, index1, ...:
+// level, type, size as "32K", ways_of_associativity): what the kernel read from the CPU, where
+// glibc's sysconf computes L3 itself (320 MiB for the 32 MiB L3 of a 2-vCPU EPYC guest). Fields
+// sysfs does not give keep their values; false when `dir` has no cache entry.
+bool read_sysfs_caches(const std::string& dir, CpuFeatures& f);
+
 // The machine's features, capped by DNNGRAPH_MAX_CPU_ISA ("avx2" or "portable", any case; unset or
 // "avx512": no cap) as oneDNN's ONEDNN_MAX_CPU_ISA caps it: to run and compare the lower kernel levels on a
 // machine that has the higher ones.
