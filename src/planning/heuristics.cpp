@@ -60,12 +60,13 @@ std::vector<Candidate> recorded_first(std::vector<Candidate> c, const Partition&
 
 void prefer_ready_within_tie(std::vector<Candidate>& ranked, const std::function<bool(const Candidate&)>& compiles) {
   if (ranked.empty() || ranked.front().engine_id == kRefEngineId || !compiles(ranked.front())) return;
-  const Candidate& head = ranked.front();
+  const int head_engine = ranked.front().engine_id;
+  const double head_s = ranked.front().ranked_s();
+  const double band = std::max(head_s * kFirstBuildTie, head_s + kFirstBuildTieSeconds);
   for (size_t i = 1; i < ranked.size(); ++i) {
     const Candidate& c = ranked[i];
-    const double band = std::max(head.ranked_s() * kFirstBuildTie, head.ranked_s() + kFirstBuildTieSeconds);
     if (c.engine_id == kRefEngineId || c.ranked_s() > band) return;
-    if (c.engine_id == head.engine_id && c.ranked_s() == head.ranked_s()) continue;
+    if (c.engine_id == head_engine && c.ranked_s() == head_s) continue;
     if (compiles(c)) continue;
     std::rotate(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(i), ranked.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     ranked.front().ready_first = true;
@@ -80,6 +81,7 @@ bool build_compiles(const Candidate& c, const Partition& p, const Target& target
     KernelPresenceProbe probe;
     std::unique_ptr<Plan> plan;
     (void)e->build(p, target, c.knobs, plan);  // ends at its first kernel: the probe compiles nothing
+    // A build that failed before asking for a kernel is not known to be ready: counted as compiling.
     return !(probe.asked() && probe.present());
   }
   const auto notes = e->behavior_notes(p, target, c.knobs);
