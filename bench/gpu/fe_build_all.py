@@ -49,26 +49,25 @@ def sdpa_graph(handle, b, h, s, d):
     return g
 
 
+def timed_build(make, handle, modes, policy):
+    """A fresh graph planned by `modes`; seconds of build_plans(policy) and the plan count."""
+    g = make(handle)
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans(modes)
+    g.check_support()
+    t0 = time.perf_counter()
+    g.build_plans(policy)
+    return time.perf_counter() - t0, g.get_execution_plan_count()
+
+
 def timed_builds(name, make):
     handle = cudnn.create_handle()
-    g = make(handle)
-    g.validate()
-    g.build_operation_graph()
-    g.create_execution_plans([cudnn.heur_mode.A])
-    g.check_support()
-    t0 = time.perf_counter()
-    g.build_plans(cudnn.build_plan_policy.HEURISTICS_CHOICE)
-    first_ms = (time.perf_counter() - t0) * 1e3
-    print(f"FE {name} first-heuristic-build {first_ms:.1f} ms (plan 0 of {g.get_execution_plan_count()})", flush=True)
-    g = make(handle)
-    g.validate()
-    g.build_operation_graph()
-    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    g.check_support()
-    t0 = time.perf_counter()
-    g.build_plans(cudnn.build_plan_policy.ALL)
-    print(f"FE {name} build_plans(ALL) {time.perf_counter() - t0:.2f} s ({g.get_execution_plan_count()} plans)",
-          flush=True)
+    first_s, count = timed_build(make, handle, [cudnn.heur_mode.A], cudnn.build_plan_policy.HEURISTICS_CHOICE)
+    print(f"FE {name} first-heuristic-build {first_s * 1e3:.1f} ms (plan 0 of {count})", flush=True)
+    all_s, count = timed_build(make, handle, [cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK],
+                               cudnn.build_plan_policy.ALL)
+    print(f"FE {name} build_plans(ALL) {all_s:.2f} s ({count} plans)", flush=True)
 
 
 def main():

@@ -59,15 +59,19 @@ std::vector<Candidate> recorded_first(std::vector<Candidate> c, const Partition&
 }  // namespace
 
 void prefer_ready_within_tie(std::vector<Candidate>& ranked, const std::function<bool(const Candidate&)>& compiles) {
-  if (ranked.empty() || ranked.front().engine_id == kRefEngineId || !compiles(ranked.front())) return;
+  if (ranked.size() < 2 || ranked.front().engine_id == kRefEngineId) return;
   const int head_engine = ranked.front().engine_id;
   const double head_s = ranked.front().ranked_s();
   const double band = std::max(head_s * kFirstBuildTie, head_s + kFirstBuildTieSeconds);
-  for (size_t i = 1; i < ranked.size(); ++i) {
-    const Candidate& c = ranked[i];
-    if (c.engine_id == kRefEngineId || c.ranked_s() > band) return;
-    if (c.engine_id == head_engine && c.ranked_s() == head_s) continue;
-    if (compiles(c)) continue;
+  size_t end = 1;  // one past the candidates inside the band (ref ranks last and never takes the head's place)
+  while (end < ranked.size() && ranked[end].engine_id != kRefEngineId && ranked[end].ranked_s() <= band) ++end;
+  auto challenger = [&](const Candidate& c) { return !(c.engine_id == head_engine && c.ranked_s() == head_s); };
+  // Probing runs code generation: only where a challenger exists, and the head compiles.
+  if (std::none_of(ranked.begin() + 1, ranked.begin() + static_cast<std::ptrdiff_t>(end), challenger) ||
+      !compiles(ranked.front()))
+    return;
+  for (size_t i = 1; i < end; ++i) {
+    if (!challenger(ranked[i]) || compiles(ranked[i])) continue;
     std::rotate(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(i), ranked.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     ranked.front().ready_first = true;
     return;

@@ -33,7 +33,8 @@ constexpr double kFirstBuildTieSeconds = 2e-6;
 // kFirstBuildTie (or kFirstBuildTieSeconds) of the head's ranked cost whose build compiles
 // nothing, and marks it ready_first.
 // Configs of the head's engine with the head's very estimate (cuDNN's, ordered by cuDNN) are left
-// in their order. `compiles` is asked only for the head and the candidates inside the band.
+// in their order. `compiles` (code generation, for own engines) is asked nothing when no other
+// candidate lies inside the band, else for the head and then the band's candidates in turn.
 void prefer_ready_within_tie(std::vector<Candidate>& ranked, const std::function<bool(const Candidate&)>& compiles);
 
 // Whether building candidate `c` of `p` compiles a kernel: for an engine whose build() compiles
