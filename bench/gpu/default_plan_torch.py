@@ -18,8 +18,13 @@ from gemm_conv_torch import timed, torch_conv, torch_matmul  # noqa: E402
 
 
 def conv(n, c, hw, k, r, groups=1, dt=torch.bfloat16, stride=1):
-    # fp32 and tf32 rows alike: PyTorch's default for fp32 convolutions, cudnn.allow_tf32 on.
+    # tf32 rows: PyTorch's default for fp32 convolutions, cudnn.allow_tf32 on.
     return lambda: torch_conv(n, c, hw, k, r, True, groups, dt, stride)[0]
+
+
+def conv_exact(n, c, hw, k, r, groups=1):
+    # fp32 rows: the graph does not allow TF32, so neither does PyTorch (cudnn.allow_tf32 off).
+    return lambda: torch_conv(n, c, hw, k, r, True, groups, torch.float32, 1, tf32=False)[0]
 
 
 def matmul(batch, m, n, k, epilogue, dt=torch.bfloat16):
@@ -90,13 +95,13 @@ TORCH = {
     "sdpa_b4h16s1024d64_causal": sdpa(4, 16, 1024, 64),
     "sdpa_b4h16s4096d128_causal": sdpa(4, 16, 4096, 128),
     "pointwise_bias_scale_relu_n32c256_56": pointwise(32, 256, 56),
-    "fp32_conv_tutorial_n32c128_56_k256": conv(32, 128, 56, 256, 3, dt=torch.float32),
-    "fp32_rn50_3x3_c64_56_k64": conv(32, 64, 56, 64, 3, dt=torch.float32),
-    "fp32_rn50_3x3_c256_14_k256": conv(32, 256, 14, 256, 3, dt=torch.float32),
-    "fp32_rn50_1x1_c256_56_k64": conv(32, 256, 56, 64, 1, dt=torch.float32),
-    "fp32_rn50_3x3_c512_7_k512": conv(32, 512, 7, 512, 3, dt=torch.float32),
-    "fp32_rn50_3x3_n1_c64_32_k64": conv(1, 64, 32, 64, 3, dt=torch.float32),
-    "fp32_mbv2_depthwise_3x3_c144_56": conv(32, 144, 56, 144, 3, 144, dt=torch.float32),
+    "fp32_conv_tutorial_n32c128_56_k256": conv_exact(32, 128, 56, 256, 3),
+    "fp32_rn50_3x3_c64_56_k64": conv_exact(32, 64, 56, 64, 3),
+    "fp32_rn50_3x3_c256_14_k256": conv_exact(32, 256, 14, 256, 3),
+    "fp32_rn50_1x1_c256_56_k64": conv_exact(32, 256, 56, 64, 1),
+    "fp32_rn50_3x3_c512_7_k512": conv_exact(32, 512, 7, 512, 3),
+    "fp32_rn50_3x3_n1_c64_32_k64": conv_exact(1, 64, 32, 64, 3),
+    "fp32_mbv2_depthwise_3x3_c144_56": conv_exact(32, 144, 56, 144, 3, 144),
     "fp32_gemm_4096_bias_relu": matmul(1, 4096, 4096, 4096, "bias_relu", dt=torch.float32),
     "tf32_conv_tutorial_n32c128_56_k256": conv(32, 128, 56, 256, 3, dt=torch.float32),
     "tf32_rn50_3x3_c64_56_k64": conv(32, 64, 56, 64, 3, dt=torch.float32),

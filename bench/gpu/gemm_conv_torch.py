@@ -21,9 +21,10 @@ def timed(fn, reps=7):
     return repeated_ms(torch, fn, reps)
 
 
-def torch_conv(n, c, hw, k, r, fused, groups=1, dt=torch.bfloat16, stride=1):
+def torch_conv(n, c, hw, k, r, fused, groups=1, dt=torch.bfloat16, stride=1, tf32=None):
     dev = "cuda"
-    torch.backends.cudnn.allow_tf32 = dt == torch.float32  # the tf32_ workloads: TF32 on both sides
+    # The tf32_ workloads: TF32 on both sides (tf32=False: exact fp32, the fp32_ workloads).
+    torch.backends.cudnn.allow_tf32 = dt == torch.float32 if tf32 is None else tf32
     x = (torch.rand(n, c, hw, hw, device=dev) * 2 - 1).to(dt).to(memory_format=torch.channels_last)
     w = (torch.rand(k, c // groups, r, r, device=dev) * 2 - 1).to(dt).to(memory_format=torch.channels_last)
     b = (torch.rand(1, k, 1, 1, device=dev) * 2 - 1).to(dt)

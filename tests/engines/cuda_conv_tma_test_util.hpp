@@ -45,18 +45,20 @@ inline std::unique_ptr<Built> partition_of(const Case& c, dg::DataType t = BF) {
 // The case (conv -> + bias [-> + R] -> ReLU, X with strides `xs`, output type `out`) on ref, then
 // on the engine with each of `settings` (plans built straight from the knobs, whatever their rank),
 // outputs poisoned with NaN before each run.
+// `exact_fp32`: FLOAT inputs in a graph that does not allow TF32.
 // `bias_offset`: the bias (input 2) starts that many bytes into its buffer, so that 4 = off the
 // 16-byte vectors (the epilogues' element-by-element paths).
 inline void run_knobs_vs_ref(dg::Handle& gpu, const Case& c, dg::DataType t, dg::DataType out, bool residual, const Dims& xs,
                       const std::vector<dg::Knobs>& settings, std::mt19937& rng, size_t bias_offset = 0,
-                      M activation = M::RELU_FWD) {
+                      M activation = M::RELU_FWD, bool exact_fp32 = false) {
   Dims bd(c.x.size(), 1);
   bd[1] = c.k;
   std::vector<HostTensor> in{ref_test::make_tensor(c.x, xs, t), nhwc(filter_dims(c), t), nhwc(bd, dg::DataType::FLOAT)};
   if (residual) in.push_back(nhwc(out_dims(c), dg::DataType::FLOAT));
   for (auto& h : in) gemm_test::fill_random(h, rng);
   const std::vector<HostTensor> outs{nhwc(out_dims(c), out)};
-  const bool tf32 = t == dg::DataType::FLOAT;
+  // FLOAT inputs: TF32 allowed (and its tolerance), or kept exact (3xTF32 plans, held to fp32's).
+  const bool tf32 = t == dg::DataType::FLOAT && !exact_fp32;
   const auto build = [&](dg::Graph& g, const std::vector<dg::TensorPtr>& ts) {
     set_fp32_compute(g);
     g.set_allow_tf32(tf32);

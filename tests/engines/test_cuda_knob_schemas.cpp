@@ -169,10 +169,13 @@ TEST(CudaKnobSchemas, ConvImplicitGemm) {
   }
   expect_rejected(e, {{"tile_k", 32}},
                   "no knob 'tile_k' (its knobs: core, tile_m, tile_n, stages, split_k, tf32, pingpong, resident_b, "
-                  "cluster, cluster_n, epilogue, split_cluster)");
+                  "cluster, cluster_n, epilogue, split_cluster, tf32x3)");
   expect_rejected(e, {{"core", 5}}, "knob core=5 is not in 0..4");
   expect_rejected(e, {{"core", 3}, {"split_cluster", 1}}, "split_cluster=1 goes only with core=3, split_k 2 to 4");
   expect_rejected(e, {{"core", 3}, {"split_k", 6}, {"split_cluster", 1}}, "split_cluster=1 goes only with core=3, split_k 2 to 4");
+  expect_rejected(e, {{"core", 2}, {"tf32x3", 1}}, "tf32x3=1 (3xTF32) goes only with core=3, tf32 0, tile_n 64 or 128");
+  expect_rejected(e, {{"core", 3}, {"tf32", 1}, {"tf32x3", 1}}, "tf32x3=1 (3xTF32) goes only with core=3, tf32 0");
+  expect_rejected(e, {{"core", 3}, {"tile_n", 256}, {"tf32x3", 1}}, "tile_n 64 or 128");
   expect_rejected(e, {{"cluster_n", 3}}, "knob cluster_n=3 is not one of 1, 2, 4, 8");
   expect_rejected(e, {{"core", 3}, {"cluster_n", 2}, {"split_k", 2}},
                   "cluster_n above 1 goes only with core=3, cluster 1 and whole tiles of 16-bit inputs");

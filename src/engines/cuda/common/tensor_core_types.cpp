@@ -3,10 +3,10 @@
 namespace dnngraph::cuda {
 
 bool check_tensor_core_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& a, const ir::Tensor& b,
-                             std::string& why) {
+                             std::string& why, FloatInputs floats) {
   const std::string where = "node '" + n.name + "', tensor '" + a.name + "': ";
   const bool half = a.dtype == DataType::BFLOAT16 || a.dtype == DataType::HALF;
-  if (a.dtype == b.dtype && a.dtype == DataType::FLOAT && !g.allow_tf32) {
+  if (a.dtype == b.dtype && a.dtype == DataType::FLOAT && !g.allow_tf32 && floats == FloatInputs::TF32) {
     why = where + kTf32Rule;
     return false;
   }

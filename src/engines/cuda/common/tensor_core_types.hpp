@@ -14,10 +14,14 @@ namespace dnngraph::cuda {
 inline constexpr const char* kTf32Rule =
     "FLOAT inputs run on tensor cores as TF32 only when the graph allows it (Graph::set_allow_tf32(true))";
 
+// FLOAT inputs an engine takes: as TF32 where the graph allows it, or (the convolution's core 3,
+// kernels/tf32x3_split.cuh) also exact ones as three TF32 products where it does not.
+enum class FloatInputs { TF32, TF32_OR_3XTF32 };
+
 // Whether node n's operands a and b and its compute type fit; false with `why` naming the node,
 // the tensor (a) and the rule.
 bool check_tensor_core_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& a, const ir::Tensor& b,
-                             std::string& why);
+                             std::string& why, FloatInputs floats = FloatInputs::TF32);
 
 // A tensor-core op's anchor: the node, its two inputs and its output.
 struct TensorCoreOperands {
@@ -30,13 +34,14 @@ struct TensorCoreOperands {
 // The partition's `Attr` anchor (`op` names it) and its operands, the inputs' types checked
 // (check_tensor_core_types); false with `why`.
 template <class Attr>
-bool tensor_core_anchor(const Partition& p, const char* op, TensorCoreOperands& o, std::string& why) {
+bool tensor_core_anchor(const Partition& p, const char* op, TensorCoreOperands& o, std::string& why,
+                        FloatInputs floats = FloatInputs::TF32) {
   o.node = anchor_of<Attr>(p, op, why);
   if (!o.node) return false;
   o.in0 = &p.tensor(o.node->inputs[0]);
   o.in1 = &p.tensor(o.node->inputs[1]);
   o.out = &p.tensor(o.node->outputs[0]);
-  return check_tensor_core_types(*p.graph, *o.node, *o.in0, *o.in1, why);
+  return check_tensor_core_types(*p.graph, *o.node, *o.in0, *o.in1, why, floats);
 }
 
 // The kernels index with 32-bit ints: sizes, coordinates and tile counts stay at most this.

@@ -8,6 +8,7 @@
 #include "engines/cuda/common/compiled_engine.hpp"
 #include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/tensor_core_notes.hpp"
+#include "engines/cuda/common/tensor_core_types.hpp"
 #include "engines/cuda/common/kernel_build.hpp"
 #include "engines/cuda/common/launch_order.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
@@ -41,6 +42,9 @@ using conv::kFpropKernel;
 // The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
 // least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.
 constexpr double kRegisterEpilogueGain = 1.07;
+// 3xTF32's share of the bf16 peak: TF32's half, over three products, less its shared-memory pass
+// over each stage (a prediction before any GPU run: 90% of the three products' rate).
+constexpr double kTf32x3Rate = 0.5 / 3.0 * 0.9;
 
 using Pieces = conv::ConvPieces;
 
@@ -52,6 +56,33 @@ std::string halo_register_epilogue_rule(const EpiloguePlan& epi) {
                                     "output's; full reductions (AMAX) would see them (epilogue=0 serves them)";
 }
 
+// The knobs' TF32 settings against the inputs ("" where they agree): FLOAT inputs take tf32=1
+// where the graph allows TF32, tf32x3=1 either way; other types neither.
+std::string float_inputs_rule(const Config& c, const ConvProblem& cp) {
+  if (cp.dtype != DataType::FLOAT)
+    return c.fp32_operands() ? "tf32=1 and tf32x3=1 go with FLOAT inputs only; the inputs are " +
+                                   std::string(to_string(cp.dtype))
+                             : "";
+  if (cp.exact_fp32 && !c.tf32x3)
+    return "the graph does not allow TF32, so FLOAT inputs take tf32x3=1 (3xTF32, about fp32's accuracy), not " +
+           std::string(c.tf32 ? "tf32=1" : "16-bit operands");
+  if (!c.fp32_operands()) return "FLOAT inputs take tf32=1 (the graph allows TF32) or tf32x3=1";
+  return "";
+}
+
+// FLOAT inputs the graph keeps exact run only as 3xTF32 on core 3 ("" where that can serve them).
+std::string exact_fp32_rule(const Partition& p, const Target& t, const ConvProblem& cp) {
+  if (!cp.exact_fp32) return "";
+  const std::string where =
+      "node '" + p.graph->nodes[static_cast<size_t>(anchor_node(p))].name + "', tensor '" + p.tensor(cp.x).name + "': ";
+  if (t.info().sm_version != 90)
+    return where + "FLOAT inputs without TF32 run as 3xTF32 on core=3 (sm_90a); the device is sm_" +
+           std::to_string(t.info().sm_version) + " (" + cuda::kTf32Rule + ")";
+  if (std::string why; !conv::im2col_view(cp, why))
+    return where + "FLOAT inputs without TF32 run as 3xTF32 on core=3's im2col TMA loads, but " + why;
+  return "";
+}
+
 Status prepare(const Partition& p, const Target& t, Pieces& out) {
   if (!t.device().is_cuda() || !t.handle->cuda)
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "runs on CUDA handles; this one is " + t.device().to_string()};
@@ -60,6 +91,7 @@ Status prepare(const Partition& p, const Target& t, Pieces& out) {
             "needs sm_80 or later (mma.sync bf16); the device is sm_" + std::to_string(t.info().sm_version)};
   std::string why;
   if (!conv::describe_conv(p, out.cp, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, why};
+  if (const std::string rule = exact_fp32_rule(p, t, out.cp); !rule.empty()) return {ErrorCode::GRAPH_NOT_SUPPORTED, rule};
   if (!plan_epilogue(p, out.cp.axes, t.dynamic_shapes, out.epi, why))
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "the epilogue does not fit: " + why};
   return {};
@@ -303,6 +335,11 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     std::string why;
     const bool described = conv::describe_conv(p, cp, why);
     const bool dgrad = described && (cp.dgrad || cp.wgrad);
+    if (described && cp.exact_fp32) {  // 3xTF32 on core 3 only: every other core would round to TF32
+      if (exact_fp32_rule(p, t, cp).empty()) conv::add_tf32x3_candidates(cp, t.info().multiprocessors, settings);
+      add_register_epilogue(p, t, settings);
+      return ranked(p, t, settings);
+    }
     // FLOAT inputs get here only where the graph allows TF32 (describe_conv): every knob set takes tf32=1.
     const int64_t tf32 = described && cp.dtype == DataType::FLOAT ? 1 : 0;
     if (int64_t stride = 0; t.info().sm_version == 90 && described && conv::gemm_view(cp, stride, why))
@@ -413,9 +450,10 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
                        : c.core == 1 ? (c.bn == 128 ? 0.60 : 0.62) * (c.stages >= 4 ? 1.0 : 0.97)
                                      : (c.bm * c.bn >= 128 * 128 ? 0.30 : c.bm * c.bn >= 128 * 64 ? 0.27 : 0.22) *
                                            (c.stages >= 4 ? 1.0 : 0.95);
-    // TF32's peak is half of bf16's (495 of 989 TFLOP/s dense on an H100/H200).
-    return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), eff * (c.tf32 ? 0.5 : 1.0), 5e-6) +
-           fixup;
+    // TF32's peak is half of bf16's (495 of 989 TFLOP/s dense on an H100/H200); 3xTF32 takes three
+    // such products and its small parts' shared-memory pass.
+    const double rate = c.tf32 ? 0.5 : c.tf32x3 ? kTf32x3Rate : 1.0;
+    return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), eff * rate, 5e-6) + fixup;
   }
 
  private:
@@ -455,13 +493,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     const ConvProblem& sized = pc.phases.empty() ? pc.cp : conv::deepest_phase(pc.phases).fprop;
     if (std::string why; c.resident_b && !resident_fits(sized, c, why))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + "resident_b=1: " + why};
-    if (c.tf32 != (pc.cp.dtype == DataType::FLOAT)) {
-      const ir::Tensor& x = p.tensor(pc.cp.x);
-      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-              std::string(kEngineName) + ": node '" + p.graph->nodes[static_cast<size_t>(anchor_node(p))].name +
-                  "', tensor '" + x.name + "': the tf32 knob is " + (c.tf32 ? "1" : "0") + " but the inputs are " +
-                  std::string(to_string(x.dtype)) + " (tf32=1 goes with FLOAT inputs, and only with them)"};
-    }
+    if (const std::string rule = float_inputs_rule(c, pc.cp); !rule.empty())
+      return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, where + rule};
     if (c.core > 0 && pc.cp.params.M + 128 >= (int64_t{1} << 31))
       return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
               std::string(kEngineName) + ": core=" + std::to_string(c.core) + " indexes output pixels in 32 bits; this convolution has " +
@@ -473,7 +506,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     kb.source = conv::kernel_source(pc, c, *p.graph);
     const bool fin = pc.epi.L.needs_finalize();
     if (auto s = compile_or_reload(t, r, kEngineName, kFpropKernel, c.smem_bytes(), fin, kb); !s.ok()) return s;
-    DG_LOG(DEBUG) << kEngineName << ": " << (c.tf32 ? "tf32 " : "") << c.bm << "x" << c.bn << " stages=" << c.stages
+    DG_LOG(DEBUG) << kEngineName << ": " << (c.tf32 ? "tf32 " : c.tf32x3 ? "3xtf32 " : "") << c.bm << "x" << c.bn << " stages=" << c.stages
                   << (c.epilogue ? " epilogue in registers, TMA store " : " ") << pc.epi.L.describe();
     plan = std::make_unique<ConvPlan>(p, std::move(pc), c, std::move(kb));
     return {};
@@ -494,7 +527,8 @@ bool fprop_source_for_test(const Partition& p, int core, int bm, int bn, int sta
   if (!plan_epilogue(p, pc.cp.axes, true, pc.epi, why)) return false;
   if (core == 2 && !gemm_view(pc.cp, pc.pixel_stride, why)) return false;
   if (core == 3 && (pc.cp.dgrad ? !dgrad_phases(pc.cp, pc.phases, why) : !im2col_view(pc.cp, why))) return false;
-  Config c{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT, pingpong, resident};
+  Config c{core, bm, bn, stages, splits, pc.cp.dtype == DataType::FLOAT && !pc.cp.exact_fp32, pingpong, resident};
+  c.tf32x3 = pc.cp.exact_fp32;
   c.cluster = cluster;
   c.cluster_n = cluster_n;
   c.epilogue = epilogue;

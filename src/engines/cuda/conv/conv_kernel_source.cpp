@@ -79,6 +79,7 @@ std::string kernel_source(const ConvPieces& pc, const ConvConfig& c, const ir::G
         .value("kCluster", c.cluster_ctas())
         .flag("kClusterAlongN", c.cluster_n > 1);
     if (c.split_cluster) ks.flag("kSplitCluster", true);
+    if (c.tf32x3) ks.flag("kTf32x3", true);
     if (!pc.phases.empty()) ks.flag("kDgradPhases", true);
     add_kernel_modes(ks, c, pc.epi);
     os << "#include \"conv_im2col_tma.cuh\"\n\n" << epilogue_source(pc.epi, g, c.epilogue == 1) << "\n"

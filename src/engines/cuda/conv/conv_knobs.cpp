@@ -14,6 +14,7 @@ ConvConfig config_of(const ConvKnobs& k) {
   c.cluster_n = static_cast<int>(k.cluster_n);
   c.epilogue = static_cast<int>(k.epilogue);
   c.split_cluster = k.split_cluster == 1;
+  c.tf32x3 = k.tf32x3 == 1;
   return c;
 }
 
@@ -38,6 +39,10 @@ std::string conv_rules(const ConvKnobs& k) {
   if (k.split_cluster && (k.core != 3 || k.split_k < 2 || k.split_k > 4 || k.resident_b || k.cluster > 1 || k.cluster_n > 1))
     return "split_cluster=1 goes only with core=3, split_k 2 to 4 and streamed tiles of one CTA (resident_b 0, cluster 1, "
            "cluster_n 1)";
+  if (k.tf32x3 && (k.tf32 || k.core != 3 || k.tile_n == 256 || (k.pingpong && k.tile_n != 64) || k.resident_b ||
+                   k.cluster > 1 || k.cluster_n > 1 || k.split_cluster))
+    return "tf32x3=1 (3xTF32) goes only with core=3, tf32 0, tile_n 64 or 128 (ping-pong: 64) and streamed tiles of "
+           "one CTA (resident_b 0, cluster 1, cluster_n 1, split_cluster 0)";
   if (k.epilogue && (k.core < 2 || k.resident_b))
     return "epilogue=1 (registers + TMA store) goes only with core=2 to 4 and streamed filter tiles (resident_b 0)";
   if (k.core > 0 && !k.resident_b && config_of(k).smem_bytes() > 227 * 1024)
@@ -60,7 +65,8 @@ const KnobSchema<ConvKnobs> kSchema{kImplicitGemmEngineName,
                                      {"cluster", &ConvKnobs::cluster, 1, 2, {}, false},
                                      {"cluster_n", &ConvKnobs::cluster_n, 1, 8, {1, 2, 4, 8}, false},
                                      {"epilogue", &ConvKnobs::epilogue, 0, 1, {}, false},
-                                     {"split_cluster", &ConvKnobs::split_cluster, 0, 1, {}, false}},
+                                     {"split_cluster", &ConvKnobs::split_cluster, 0, 1, {}, false},
+                                     {"tf32x3", &ConvKnobs::tf32x3, 0, 1, {}, false}},
                                     conv_rules};
 
 }  // namespace
@@ -188,6 +194,24 @@ void add_im2col_candidates(const ConvProblem& cp, int multiprocessors, int bk, s
       // CTA loading 16 of the 128 pixels for all 8 (the activation read from L2 once per cluster).
       if (cp.params.N >= 8 * 64) out.push_back({.core = 3, .tile_m = 128, .tile_n = 64, .stages = 8, .cluster_n = 8});
     }
+  }
+}
+
+void add_tf32x3_candidates(const ConvProblem& cp, int multiprocessors, std::vector<ConvKnobs>& out) {
+  std::vector<ConvKnobs> all;
+  add_im2col_candidates(cp, multiprocessors, 32, all);
+  for (ConvKnobs k : all) {
+    if (k.tile_n == 256 || (k.pingpong && k.tile_n != 64) || k.resident_b || k.cluster > 1 || k.cluster_n > 1 ||
+        k.split_cluster)
+      continue;
+    k.tf32 = 0;
+    k.tf32x3 = 1;
+    while (k.stages > 2 && config_of(k).smem_bytes() > 227 * 1024) --k.stages;
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const ConvKnobs& o) {
+      return o.tile_n == k.tile_n && o.stages == k.stages && o.split_k == k.split_k && o.pingpong == k.pingpong &&
+             o.tf32x3 == 1;
+    });
+    if (!seen && conv_rules(k).empty()) out.push_back(k);
   }
 }
 

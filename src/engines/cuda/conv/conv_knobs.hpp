@@ -36,6 +36,10 @@ struct ConvConfig {
   // Core 3 with split-K: a tile's `splits` CTAs form a cluster and add their partial sums through
   // distributed shared memory (no workspace), one unit per CTA.
   bool split_cluster = false;
+  // Core 3: FLOAT inputs at about fp32's accuracy where the graph does not allow TF32, each product
+  // as three TF32 ones (kernels/tf32x3_split.cuh): twice the stage bytes, three times the wgmmas.
+  bool tf32x3 = false;
+  bool fp32_operands() const { return tf32 || tf32x3; }
   int cluster_ctas() const { return cluster * cluster_n; }
   // The kernel's cluster size at launch: the multicast clusters', or a tile's splits.
   int launch_cluster() const { return split_cluster ? splits : cluster_ctas(); }
@@ -46,7 +50,7 @@ struct ConvConfig {
   // Core 4: the halo ring's boxes and one box's bytes (the problem's, set by halo_fits).
   static constexpr int kHaloStages = 2;  // (3 ran no faster at RN50 C64 56² and the 3D conv, H100)
   int halo_stage_bytes = 0;
-  int bk() const { return core ? (tf32 ? 32 : 64) : tf32 ? 16 : 32; }
+  int bk() const { return core ? (fp32_operands() ? 32 : 64) : tf32 ? 16 : 32; }
   int threads() const { return core ? 384 : 128; }
   int smem_bytes() const {
     // Resident filters: A stages, staging, barriers, then (1024-aligned) one filter tile per k step.
@@ -54,7 +58,9 @@ struct ConvConfig {
       return 1024 + (stages * bm * 128 + 2 * 64 * 36 * 4 + 16 * stages + 8 + 1023) / 1024 * 1024 + resident_kt * bn * 128;
     if (core == 4)
       return 1024 + kHaloStages * halo_stage_bytes + stages * bn * 128 + 2 * 64 * 36 * 4 + 16 * (kHaloStages + stages);
-    if (core) return 1024 + stages * (bm + bn) * 128 + (epilogue ? 2 * std::min(bn / 64, 2) * 8192 : 2 * 64 * 36 * 4) + 16 * stages;
+    if (core)
+      return 1024 + stages * (bm + bn) * 128 * (tf32x3 ? 2 : 1) +
+             (epilogue ? 2 * std::min(bn / 64, 2) * 8192 : 2 * 64 * 36 * 4) + (tf32x3 ? 24 : 16) * stages;
     return std::max(stages * (bm + bn) * 64, bm * (bn + 4) * 4);  // 64 bytes of k per tile row
   }
 };
@@ -63,7 +69,8 @@ struct ConvConfig {
 struct ConvKnobs {
   int64_t core = 0;
   int64_t tile_m = 128, tile_n = 128, stages = 4;
-  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0, cluster = 1, cluster_n = 1, epilogue = 0, split_cluster = 0;
+  int64_t split_k = 1, tf32 = 0, pingpong = 0, resident_b = 0, cluster = 1, cluster_n = 1, epilogue = 0, split_cluster = 0,
+          tf32x3 = 0;
 };
 
 // The configuration the knobs describe.
@@ -85,6 +92,9 @@ bool resident_fits(const ConvProblem& cp, ConvConfig& c, std::string& why);
 // core 2 (1x1 convolutions as GEMMs) and core 3 (im2col TMA).
 void add_gemm_view_candidates(const ConvProblem& cp, int multiprocessors, int64_t bk, std::vector<ConvKnobs>& out);
 void add_im2col_candidates(const ConvProblem& cp, int multiprocessors, int bk, std::vector<ConvKnobs>& out);
+// Core 3 for FLOAT inputs the graph keeps exact (no TF32): core 3's 32-deep settings of one CTA as
+// 3xTF32 (tf32x3=1), each with the most stages that fit (the stages hold twice the bytes).
+void add_tf32x3_candidates(const ConvProblem& cp, int multiprocessors, std::vector<ConvKnobs>& out);
 // Core 4 (halo tiles) where the problem fits them: 64-wide tiles for 64 output channels or
 // fewer, else 128-wide ones.
 void add_halo_candidates(const ConvProblem& cp, std::vector<ConvKnobs>& out);

@@ -16,6 +16,9 @@ struct ConvProblem {
   EpilogueAxes axes;
   bool dgrad = false;   // conv_dgrad: x is DY, the GEMM output is DX
   bool wgrad = false;   // conv_wgrad: x is X (gathered as B), w is DY (A), the GEMM output is DW
+  // conv_fprop of FLOAT inputs the graph does not let round to TF32: only 3xTF32 (core 3's
+  // tf32x3=1) multiplies them.
+  bool exact_fp32 = false;
 };
 
 // Checks and describes; false with `why` (the node, the tensor and the rule).

@@ -13,6 +13,7 @@
 #pragma once
 #include "conv_implicit_gemm.cuh"
 #include "gemm_wgmma.cuh"
+#include "tf32x3_split.cuh"
 
 namespace dg {
 
@@ -116,6 +117,16 @@ struct DgradPhasesOf<C, decltype((int)C::kDgradPhases)> {
   enum : bool { value = (bool)C::kDgradPhases };
 };
 
+// Config::kTf32x3 1: FLOAT inputs without TF32, as three TF32 products (tf32x3_split.cuh).
+template <class C, class = int>
+struct Tf32x3Of {
+  enum : bool { value = false };
+};
+template <class C>
+struct Tf32x3Of<C, decltype((int)C::kTf32x3)> {
+  enum : bool { value = (bool)C::kTf32x3 };
+};
+
 // A conv_dgrad's phases launched together (up to 4, the kernel parameters' room): blockIdx.y
 // picks the phase, so a phase's CTAs start as the previous one's retire, with no launch between.
 // Mirrored by src/engines/cuda/conv/conv_dgrad_phases.hpp.
@@ -152,9 +163,9 @@ __device__ __forceinline__ int im2col_ktiles(const ConvParams& P) {
 // pixels), multicast into all, so the 9 taps' re-reads of each pixel cross L2 once per cluster;
 // a rank past the last filter tile loads only its piece.
 template <int BN, int STAGES, int ES, int RANK, bool RESIDENT, int CLUSTER, int EPI_BYTES, int PROBE_A = 0,
-          bool ALONG_N = false, bool DGRAD = false>
+          bool ALONG_N = false, bool DGRAD = false, bool X3 = false>
 __device__ __forceinline__ void im2col_produce(const ConvParams& P, const TmaDesc* mx, const TmaDesc* mw, u32 base) {
-  typedef typename Im2colSelect<RESIDENT, Im2colResidentSmem<BN, STAGES, ES>, WgmmaSmem<BN, STAGES, ES, EPI_BYTES>>::type S;
+  typedef typename Im2colSelect<RESIDENT, Im2colResidentSmem<BN, STAGES, ES>, WgmmaSmem<BN, STAGES, ES, EPI_BYTES, X3>>::type S;
   static_assert(CLUSTER == 1 || !RESIDENT, "clusters share streamed tiles, not resident ones");
   static_assert(!PROBE_A || (BN == 128 && CLUSTER == 1 && !RESIDENT), "the tiled-A probe reads a 128-row filter box");
   static_assert(ALONG_N || CLUSTER <= 2, "clusters along m are pairs");
@@ -303,7 +314,7 @@ __device__ __forceinline__ void im2col_consume_resident(const ConvParams& P, con
 // kTileN), kStages, kSplitK, kPingpong, kRank (4: 1D/2D, 5: 3D), kResidentB, kCluster (CTAs per
 // cluster, launched along x by __cluster_dims__ on the kernel) and kClusterAlongN (im2col_produce's
 // two kinds), kEpilogue (epilogue_tma_store.cuh's modes; EPI_TMA_STORE stores through `my`, the
-// output's map) and the Epilogue.
+// output's map), kTf32x3 (Tf32x3Of) and the Epilogue.
 template <class Config>
 __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const PointwiseParams& p, const TmaDesc* mx,
                                                   const TmaDesc* mw, const TmaDesc* my = 0) {
@@ -312,13 +323,16 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
   constexpr int CLUSTER = Config::kCluster;
   constexpr bool ALONG_N = Config::kClusterAlongN;
   constexpr bool SPLIT_CLUSTER = SplitClusterOf<Config>::value, DGRAD = DgradPhasesOf<Config>::value;
+  constexpr bool X3 = Tf32x3Of<Config>::value;
+  static_assert(!X3 || (DT == DT_FLOAT && !RESIDENT && CLUSTER == 1 && !DGRAD && !ProbeTiledAOf<Config>::value),
+                "3xTF32 streams FLOAT tiles of one CTA");
   static_assert(!(RESIDENT && PINGPONG), "resident filter tiles go with cooperative consumers");
   static_assert(!SPLIT_CLUSTER || (SPLIT && !RESIDENT && CLUSTER == 1), "a cluster's splits stream their own tiles");
   static_assert(!DGRAD || (MmaOperand<DT>::ES == 2 && !SPLIT && CLUSTER == 1), "dgrad phases: 16-bit, whole tiles");
   typedef typename Config::Epilogue Ep;
   constexpr int EPI = EpilogueModeOf<Config>::value, EPI_BYTES = EpilogueBytes<EPI, Ep, BN>::value;
   static_assert(EPI == EPI_STAGED || !RESIDENT, "resident filter tiles keep the staged epilogue");
-  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EPI_BYTES> S;
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EPI_BYTES, X3> S;
   const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
@@ -330,6 +344,7 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
       mbar_init(base + Im2colResidentSmem<BN, STAGES, MmaOperand<DT>::ES>::FILTER_BAR, 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     } else {
+      if constexpr (X3) tf32x3_init_barriers<S, STAGES>(base);
       init_stage_barriers<S, STAGES>(base, 1, EmptyArrivals<CLUSTER, PINGPONG>::value);
     }
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mx) : "memory");
@@ -343,7 +358,10 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
     if (threadIdx.x == 0)
       im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT, CLUSTER, EPI_BYTES, ProbeTiledAOf<Config>::value,
-                     ALONG_N, DGRAD>(P, mx, mw, base);
+                     ALONG_N, DGRAD, X3>(P, mx, mw, base);
+    else if (X3 && threadIdx.x >= 32)
+      tf32x3_split<S, STAGES>(base, (i64)P.tiles_m * P.tiles_n * P.splits, P.splits, im2col_ktiles<S::BK>(P),
+                              (int)threadIdx.x - 32);
   } else if constexpr (RESIDENT) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     im2col_consume_resident<DT, BN, STAGES, SPLIT, Ep, DGRAD>(P, p, base, wg - 1, red);
@@ -352,7 +370,7 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
     const ConsumerShape sh{(i64)P.tiles_m * P.tiles_n, P.tiles_m, P.tiles_n, im2col_ktiles<S::BK>(P), P.M, P.N,
                            P.epi_vec, (const GemmParams*)0, P.splits, static_cast<float*>(P.ws), my,
                            DGRAD ? &P.rows : (const SubgridRows*)0, DGRAD ? P.out[2] : 0};
-    wgmma_consume<DT, BN, STAGES, true, !DGRAD, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI, ALONG_N, SPLIT_CLUSTER>(
+    wgmma_consume<DT, BN, STAGES, true, !DGRAD, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI, ALONG_N, SPLIT_CLUSTER, X3>(
         sh, p, base, smem_pointer(base), wg - 1, red);
   }
   Ep::finish_full(p, red);

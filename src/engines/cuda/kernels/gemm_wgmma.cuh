@@ -178,16 +178,20 @@ constexpr int kStagedEpilogueBytes = 2 * 64 * (32 + 4) * 4;
 
 // ES: operand element bytes (2, or 4 for tf32). A k tile is one 128-byte row either way, read in
 // K_STEPS instructions of 32 bytes of k. EPI_BYTES: the epilogue's region after the stages (1024-
-// aligned, as every stage is).
-template <int BN, int STAGES, int ES = 2, int EPI_BYTES = kStagedEpilogueBytes>
+// aligned, as every stage is). X3 (3xTF32, tf32x3_split.cuh): a stage also holds its operands'
+// small parts at SMALL (A's then B's, in the same swizzled layout), and a third ring of barriers
+// says they are written.
+template <int BN, int STAGES, int ES = 2, int EPI_BYTES = kStagedEpilogueBytes, bool X3 = false>
 struct WgmmaSmem {
   static constexpr int BM = 128, BK = 128 / ES, K_STEPS = 4;
   static constexpr int A_BYTES = BM * BK * ES, B_BYTES = BN * BK * ES;
-  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int SMALL = A_BYTES + B_BYTES;
+  static constexpr int STAGE_BYTES = SMALL * (X3 ? 2 : 1);
   static constexpr int EPI_COLS = 32, EPI_LD = EPI_COLS + 4;
   static constexpr int EPI = STAGES * STAGE_BYTES;
-  static constexpr int BARRIERS = EPI + EPI_BYTES;  // full[STAGES], then empty[STAGES]
-  static constexpr int BYTES = BARRIERS + 16 * STAGES;
+  static constexpr int BARRIERS = EPI + EPI_BYTES;  // full[STAGES], then empty[STAGES], then (X3) split[STAGES]
+  static constexpr int SPLIT_BARRIERS = BARRIERS + 16 * STAGES;
+  static constexpr int BYTES = BARRIERS + (X3 ? 24 : 16) * STAGES;
 };
 
 // The epilogue region's bytes for epilogue mode EPI (EpilogueModeOf) and tile width BN.
@@ -371,11 +375,19 @@ struct ConsumerShape {
 // CLUSTER, ALONG_N: the producers' clusters (walk_tile); the consumers release every CTA's stage.
 // SPLIT_CLUSTER (with SPLIT, one unit per CTA): a tile's splits are the CTAs of one cluster, whose
 // partial sums rank 0 adds through distributed shared memory (splitk_fixup_cluster).
+// X3 (FLOAT, 3xTF32): a stage is ready once its small parts are written (the split barrier), and
+// each k step takes three products: big x big, big x small(B), small(A) x big, into accumulators of
+// their own that are added to the tile's sums (FADD, round to nearest) once the step is done: the
+// tensor cores' fp32 accumulation does not round to nearest, and over a deep k its error grew to
+// ~4e-4 of the output (H100, 2026-12-07; fp32 FMA: 3e-5).
 template <int DT, int BN, int STAGES, bool A_KM, bool B_KM, bool PROXY_FENCE, bool PINGPONG, class Ep,
-          bool SPLIT = false, int CLUSTER = 1, int EPI = EPI_STAGED, bool ALONG_N = false, bool SPLIT_CLUSTER = false>
+          bool SPLIT = false, int CLUSTER = 1, int EPI = EPI_STAGED, bool ALONG_N = false, bool SPLIT_CLUSTER = false,
+          bool X3 = false>
 __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const PointwiseParams& p, u32 base,
                                               char* smem_generic, int cw, float* red) {
-  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EpilogueBytes<EPI, Ep, BN>::value> S;
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EpilogueBytes<EPI, Ep, BN>::value, X3> S;
+  static_assert(!X3 || (DT == DT_FLOAT && A_KM && B_KM && !(PINGPONG && BN == 128)),
+                "3xTF32 splits K-major FLOAT operands (ping-pong: 64-wide tiles, for the step sums' registers)");
   // (The convolution engine's cores 2 and 3 also run 128 x 64 ping-pong tiles: two m64n64 accumulators.)
   static_assert(!PINGPONG || BN == 128 || BN == 64, "ping-pong tiles are 128 x 128 or 128 x 64 (two m64 accumulators)");
   static_assert(!(PINGPONG && SPLIT), "split-K units have uneven k ranges; the ping-pong stage count assumes even ones");
@@ -388,6 +400,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   int s = 0;
   u32 phase = 0;
   float acc[HALVES * REGS];
+  float step_acc[X3 ? HALVES * REGS : 1];  // X3: one k step's products (the wgmmas' accumulators)
   if (!SPLIT && ktiles == 0) zero_accumulators(acc);  // K = 0: no wgmma ever writes them
   i64 local = 0;  // this CTA's tile counter
   // EPI_TMA_STORE: the unit's first k step was issued by the previous tile's epilogue, from `head`.
@@ -396,7 +409,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
   // One k step from stage s: wait for its loads, issue its products (the tile's first: over
   // whatever the accumulators held), commit. The caller waits and releases.
   auto mma_step = [&](int st, u32 ph, bool first) {
-    mbar_wait(base + S::BARRIERS + 8 * st, ph);
+    mbar_wait(base + (X3 ? S::SPLIT_BARRIERS : S::BARRIERS) + 8 * st, ph);
     if (PROXY_FENCE) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     const u32 a_tile = base + st * S::STAGE_BYTES + (PINGPONG ? 0 : cw * 8192);
     const u32 b_tile = base + st * S::STAGE_BYTES + S::A_BYTES;
@@ -408,8 +421,12 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       for (int h = 0; h < HALVES; ++h) {
         const u32 a_half = a_tile + h * 8192;  // rows 64h.. : 64 rows of 128 bytes, or the next MN box
         const u64 da = A_KM ? smem_desc(a_half + 32 * kk, 16, 1024) : smem_desc(a_half + 2048 * kk, 8192, 1024);
-        wgmma_tile<DT, BN, !A_KM, !B_KM>(*reinterpret_cast<float(*)[REGS]>(acc + h * REGS), da, db,
-                                         (first && kk == 0) ? 0 : 1);
+        float(&d)[REGS] = *reinterpret_cast<float(*)[REGS]>((X3 ? step_acc : acc) + h * REGS);
+        wgmma_tile<DT, BN, !A_KM, !B_KM>(d, da, db, ((first || X3) && kk == 0) ? 0 : 1);
+        if constexpr (X3) {
+          wgmma_tile<DT, BN, false, false>(d, da, smem_desc(b_tile + S::SMALL + 32 * kk, 16, 1024), 1);
+          wgmma_tile<DT, BN, false, false>(d, smem_desc(a_half + S::SMALL + 32 * kk, 16, 1024), db, 1);
+        }
       }
     }
     wgmma_commit();
@@ -433,9 +450,16 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     }
     for (int kt = kb + (headed ? 1 : 0); kt < ke; ++kt) {
       mma_step(s, phase, kt == kb);
-      wgmma_wait<1>();  // the previous k tile's products are done: its stage can be refilled
-      if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
-      prev = s;
+      if constexpr (X3) {  // the step's products into the sums, then its stage can be refilled
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < HALVES * REGS; ++i) acc[i] = kt == kb ? step_acc[i] : acc[i] + step_acc[i];
+        wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * s, lane);
+      } else {
+        wgmma_wait<1>();  // the previous k tile's products are done: its stage can be refilled
+        if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
+        prev = s;
+      }
       if (++s == STAGES) {
         s = 0;
         phase ^= 1;
@@ -470,7 +494,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       // tile's main loop) goes to the tensor cores before that box's barrier and store. Split-K
       // (the register epilogue of a tile's last split) does not: a unit's k range may be empty.
       auto next_first_step = [&] {
-        if (!PINGPONG && !SPLIT && u + gridDim.x / CLUSTER < units && ktiles > 0) {
+        if (!PINGPONG && !SPLIT && !X3 && u + gridDim.x / CLUSTER < units && ktiles > 0) {
           mma_step(s, phase, true);
           headed = true;
           head = s;
