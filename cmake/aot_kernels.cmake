@@ -17,7 +17,9 @@ target_link_libraries(dnngraph_aot_gen PRIVATE Threads::Threads nlohmann_json::n
 target_compile_options(dnngraph_aot_gen PRIVATE ${DNNGRAPH_WARNINGS})
 
 # The tutorial and tour graphs; the tour also runs the matmul epilogue with dynamic shapes at
-# batches 4, 8 and 16 (tools/dnngraph/tour_workloads.cpp, TourSizes::full).
+# batches 4, 8 and 16 (tools/dnngraph/tour_workloads.cpp, TourSizes::full). The conv and SDPA
+# tutorials also ship every candidate's shape-generic kernel (planning/shipped_kernels.hpp), so
+# build_plans(ALL) and autotuning of such graphs, at any shape, load kernels instead of compiling.
 file(GLOB DNNGRAPH_AOT_GRAPHS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/examples/graphs/*.json)
 set(DNNGRAPH_AOT_TABLE ${CMAKE_CURRENT_BINARY_DIR}/generated/dnngraph_aot_kernels.cpp)
 set(DNNGRAPH_AOT_BLOB ${CMAKE_CURRENT_BINARY_DIR}/generated/dnngraph_aot_kernels.bin)
@@ -25,6 +27,8 @@ add_custom_command(
   OUTPUT ${DNNGRAPH_AOT_TABLE} ${DNNGRAPH_AOT_BLOB}
   COMMAND dnngraph_aot_gen --out-cpp ${DNNGRAPH_AOT_TABLE} --out-bin ${DNNGRAPH_AOT_BLOB}
           --cache ${CMAKE_CURRENT_BINARY_DIR}/aot_cache --dynamic tutorial_matmul_epilogue_amax.json --batches 4,8
+          --generic tutorial_conv_bias_relu.json --generic tutorial_conv_bias_relu_small.json
+          --generic tutorial_sdpa_causal.json --generic tutorial_sdpa_causal_small.json
           ${DNNGRAPH_AOT_GRAPHS}
   DEPENDS dnngraph_aot_gen ${DNNGRAPH_AOT_GRAPHS}
   COMMENT "Compiling the ahead-of-time sm_90a kernels (NVRTC, no GPU)"

@@ -26,5 +26,7 @@ extern const char* const kAotDescription;  // the target and graphs they were ma
 
 // The embedded kernel for `key`, or null (none, or DNNGRAPH_AOT_KERNELS=0).
 const AotKernel* aot_find(const KernelKey& key);
+// Whether any is served (the library has some, and DNNGRAPH_AOT_KERNELS is not 0).
+bool aot_kernels_available();
 
 }  // namespace dnngraph

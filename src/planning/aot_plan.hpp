@@ -16,5 +16,9 @@ namespace dnngraph {
 // `labels` receives "partition pattern: engine[knobs]" for each candidate built.
 Status build_first_own_candidates(const GraphImpl& g, const Target& target, std::vector<std::string>& labels,
                                   int& failed);
+// The same for every own-engine candidate of every partition (the generic kernels: with a
+// dynamic-shape target they serve any shape, planning/shipped_kernels.hpp).
+Status build_all_own_candidates(const GraphImpl& g, const Target& target, std::vector<std::string>& labels,
+                                int& failed);
 
 }  // namespace dnngraph

@@ -5,6 +5,7 @@
 #include "core/log.hpp"
 #include "planning/calibration.hpp"
 #include "planning/kernel_cache.hpp"
+#include "planning/shipped_kernels.hpp"
 
 namespace dnngraph {
 namespace {
@@ -82,9 +83,11 @@ bool build_compiles(const Candidate& c, const Partition& p, const Target& target
   const Engine* e = engine_by_id(c.engine_id);
   if (!e) return false;
   if (e->builds_concurrently()) {
-    KernelPresenceProbe probe;
+    // (The shipped-kernel choice probes first: the probe below must be the only one alive.)
+    const Target built_on = shipped_kernel_target(*e, p, target, c.knobs);
     std::unique_ptr<Plan> plan;
-    (void)e->build(p, target, c.knobs, plan);  // ends at its first kernel: the probe compiles nothing
+    KernelPresenceProbe probe;
+    (void)e->build(p, built_on, c.knobs, plan);  // ends at its first kernel: the probe compiles nothing
     // A build that failed before asking for a kernel is not known to be ready: counted as compiling.
     return !(probe.asked() && probe.present());
   }

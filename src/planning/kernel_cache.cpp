@@ -123,7 +123,7 @@ Status KernelCacheImpl::insert(const KernelKey& key, const Binary& binary) {
   return dir.empty() ? Status{} : write_file(dir, key, binary);
 }
 
-KernelPresenceProbe::KernelPresenceProbe() { t_probe = this; }
+KernelPresenceProbe::KernelPresenceProbe(bool shipped_only) : shipped_only_(shipped_only) { t_probe = this; }
 KernelPresenceProbe::~KernelPresenceProbe() { t_probe = nullptr; }
 
 bool KernelCacheImpl::servable_without_compile(const KernelKey& key) {
@@ -141,7 +141,7 @@ bool KernelCacheImpl::servable_without_compile(const KernelKey& key) {
 Status KernelCacheImpl::get_or_compile(const KernelKey& key, const Compile& compile, Binary& binary) {
   if (KernelPresenceProbe* probe = t_probe; probe && !probe->asked_) {
     probe->asked_ = true;
-    probe->present_ = servable_without_compile(key);
+    probe->present_ = probe->shipped_only_ ? aot_find(key) != nullptr : servable_without_compile(key);
     return {ErrorCode::DEVICE_NOT_AVAILABLE, "kernel cache: probing for '" + key.text() + "'; nothing is compiled"};
   }
   if (t_probe) return {ErrorCode::DEVICE_NOT_AVAILABLE, "kernel cache: probing; nothing is compiled"};

@@ -88,10 +88,12 @@ struct KernelCacheImpl {
 // the first key asked for would be served without compiling (memory, the folder or the library's
 // ahead-of-time kernels) and fails with DEVICE_NOT_AVAILABLE, which ends the build that asked.
 // Mode A uses it to learn, for the price of code generation, whether building an own engine's
-// candidate would run NVRTC (planning/heuristics.cpp). Not nestable.
+// candidate would run NVRTC (planning/heuristics.cpp). `shipped_only`: present means among the
+// library's ahead-of-time kernels, whatever the caches hold (planning/shipped_kernels.hpp). Not
+// nestable.
 class KernelPresenceProbe {
  public:
-  KernelPresenceProbe();
+  explicit KernelPresenceProbe(bool shipped_only = false);
   ~KernelPresenceProbe();
   KernelPresenceProbe(const KernelPresenceProbe&) = delete;
   KernelPresenceProbe& operator=(const KernelPresenceProbe&) = delete;
@@ -100,6 +102,7 @@ class KernelPresenceProbe {
 
  private:
   friend struct KernelCacheImpl;
+  bool shipped_only_ = false;
   bool asked_ = false, present_ = false;
 };
 

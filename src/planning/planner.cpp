@@ -10,6 +10,7 @@
 #include "planning/kernel_cache.hpp"
 #include "planning/parallel_build.hpp"
 #include "planning/plan_build.hpp"
+#include "planning/shipped_kernels.hpp"
 
 namespace dnngraph {
 
@@ -216,7 +217,11 @@ Status build_candidate(PartitionPlans& pp, size_t i, const Target& target, int64
   std::unique_ptr<Plan> plan;
   // An engine that throws (an allocation too large for this machine) fails this candidate only.
   const Status built = no_throw(ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED, c.label(),
-                                [&] { return engine_by_id(c.engine_id)->build(pp.partition, target, c.knobs, plan); });
+                                [&] {
+                                  const Engine& e = *engine_by_id(c.engine_id);
+                                  return e.build(pp.partition, shipped_kernel_target(e, pp.partition, target, c.knobs),
+                                                 c.knobs, plan);
+                                });
   if (const Status& s = built; !s.ok()) {
     DG_LOG(INFO) << "building " << c.label() << " failed: " << s.to_string();
     return s;

@@ -17,6 +17,7 @@
 #include "core/no_throw.hpp"
 #include "dnngraph/version.hpp"
 #include "planning/plan_set.hpp"
+#include "planning/shipped_kernels.hpp"
 
 namespace dnngraph {
 namespace {
@@ -147,7 +148,8 @@ Status restore_partition(GraphImpl& g, const Handle& handle, PartitionPlans& pp,
               pp.candidates.begin() + static_cast<std::ptrdiff_t>(i) + 1);
   std::unique_ptr<Plan> plan;
   ByteReader payload(sp.payload.data(), sp.payload.size());
-  if (auto s = engine->deserialize(pp.partition, make_target(g, handle), sp.knobs, payload, plan); !s.ok())
+  const Target target = shipped_kernel_target(*engine, pp.partition, make_target(g, handle), sp.knobs);
+  if (auto s = engine->deserialize(pp.partition, target, sp.knobs, payload, plan); !s.ok())
     return bad(where + ": engine '" + sp.engine_name + "' could not reload its plan: " + s.message());
   if (!payload.ok() || !plan) return bad(where + ": engine '" + sp.engine_name + "' plan payload is truncated");
   pp.built.assign(pp.candidates.size(), nullptr);

@@ -29,15 +29,18 @@ class AotKernels : public ::testing::Test {
     if (dg::kAotKernelCount == 0) GTEST_SKIP() << "the library has no AOT kernels: " << dg::kAotDescription;
   }
 
-  // The keys that building each own CUDA engine's first candidate of `file` asks for.
-  // `batch` > 0 replaces the tutorial matmul's batch of 16 (its A and B dims start with it).
-  std::vector<dg::KernelKey> keys_of(const std::string& file, bool dynamic, int batch = 0) {
+  // The keys that building each own CUDA engine's first candidate of `file` (`all`: every own
+  // candidate, through the planner's builds) asks for. `batch` > 0 replaces the leading dim
+  // `file_batch` of the tensors that start with it (the tutorial matmul's 16).
+  std::vector<dg::KernelKey> keys_of(const std::string& file, bool dynamic, int batch = 0, int file_batch = 16,
+                                     bool all = false) {
     std::ifstream f(std::string(DNNGRAPH_EXAMPLE_GRAPHS) + "/" + file);
     std::stringstream ss;
     ss << f.rdbuf();
     std::string json = ss.str();
-    for (size_t at; batch > 0 && (at = json.find("\"dim\": [16, ")) != std::string::npos;)
-      json.replace(at, 12, "\"dim\": [" + std::to_string(batch) + ", ");
+    const std::string from = "\"dim\": [" + std::to_string(file_batch) + ", ";
+    for (size_t at; batch > 0 && (at = json.find(from)) != std::string::npos;)
+      json.replace(at, from.size(), "\"dim\": [" + std::to_string(batch) + ", ");
     dg::Graph g;
     dg::Handle cpu(dg::Device::cpu());
     EXPECT_TRUE(dg::Graph::from_json(json, g).ok()) << file;
@@ -54,7 +57,8 @@ class AotKernels : public ::testing::Test {
     t.kernel_cache = &cache;
     std::vector<std::string> labels;
     int failed = 0;
-    EXPECT_TRUE(dg::build_first_own_candidates(dg::impl_of(g), t, labels, failed).ok());
+    const auto build = all ? dg::build_all_own_candidates : dg::build_first_own_candidates;
+    EXPECT_TRUE(build(dg::impl_of(g), t, labels, failed).ok());
     EXPECT_EQ(keys.size(), labels.size()) << file << ": one kernel per own-engine candidate";
     return keys;
   }
@@ -123,4 +127,22 @@ TEST_F(AotKernels, TheCacheServesThemWithoutCompiling) {
   ASSERT_TRUE(cache.get_or_compile(keys.front(), never, bin).ok());
   EXPECT_EQ(cache.hits(), 1) << "then served from memory";
   EXPECT_EQ(cache.aot_hits(), 1);
+}
+
+// Shapes the library was not built for: the conv and SDPA tutorials at other batches, every own
+// candidate built (build_plans(ALL)) without dynamic shapes, ask only for shipped kernels, the
+// dynamic-shape form of each candidate whose own kernel is not shipped (planning/shipped_kernels.hpp).
+TEST_F(AotKernels, EveryCandidateOfTheConvAndSdpaTutorialsAtOtherBatchesIsShipped) {
+  struct Case {
+    std::string file;
+    int file_batch, batch;
+  };
+  for (const auto& [file, file_batch, batch] : std::vector<Case>{{"tutorial_conv_bias_relu.json", 32, 8},
+                                                                 {"tutorial_conv_bias_relu.json", 32, 64},
+                                                                 {"tutorial_sdpa_causal.json", 4, 2}}) {
+    const auto keys = keys_of(file, false, batch, file_batch, true);
+    EXPECT_GT(keys.size(), file.find("conv") != std::string::npos ? 20u : 4u) << file;
+    for (const auto& k : keys)
+      EXPECT_NE(dg::aot_find(k), nullptr) << file << " at batch " << batch << ": " << k.portable_text() << " is compiled";
+  }
 }

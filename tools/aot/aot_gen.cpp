@@ -5,11 +5,14 @@
 // writes the compiled kernels as a blob plus a C++ table (planning/aot_kernels.hpp) that includes
 // the blob with .incbin. A folder cache (--cache) keeps cubins between runs, so a rebuild that
 // changed no kernel source compiles nothing.
+// --generic NAME.json: that graph's dynamic-shape form with EVERY own candidate built, not just
+// the first: shape-generic kernels that serve build_plans(ALL) and autotuning of any shape with the
+// same ops (planning/shipped_kernels.hpp).
 // --batches N,... plans each --dynamic graph also at those batch sizes (the leading dim of every
 // tensor that has the graph's batch there): the tour runs its dynamic-shape step at batches 4, 8
 // and 16, and the engines' first knobs depend on the size, so each may need its own kernel.
 //   dnngraph_aot_gen --out-cpp F.cpp --out-bin F.bin [--cache DIR] [--dynamic NAME.json]...
-//                    [--batches 4,8] GRAPH.json...
+//                    [--generic NAME.json]... [--batches 4,8] GRAPH.json...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,7 +37,7 @@ namespace {
 
 struct Options {
   std::string out_cpp, out_bin, cache;
-  std::vector<std::string> graphs, dynamic;
+  std::vector<std::string> graphs, dynamic, generic;
   std::vector<int64_t> batches;  // more batch sizes for the --dynamic graphs (0: the file's own)
 };
 
@@ -47,6 +50,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--out-bin") { if (!value(o.out_bin)) return false; }
     else if (a == "--cache") { if (!value(o.cache)) return false; }
     else if (a == "--dynamic") { if (!value(v)) return false; o.dynamic.push_back(v); }
+    else if (a == "--generic") { if (!value(v)) return false; o.generic.push_back(v); }
     else if (a == "--batches") {
       if (!value(v)) return false;
       std::stringstream ss(v);
@@ -83,8 +87,10 @@ bool with_batch(std::string& json, int64_t n) {
   return true;
 }
 
-// Plans and builds one graph for the described GPU; the kernels land in `cache`.
-bool generate(const std::string& path, bool dynamic, int64_t batch, dg::KernelCacheImpl& cache, dg::HandleImpl& gpu) {
+// Plans and builds one graph for the described GPU (each own engine's first candidate, or `all`
+// of them); the kernels land in `cache`.
+bool generate(const std::string& path, bool dynamic, int64_t batch, dg::KernelCacheImpl& cache, dg::HandleImpl& gpu,
+              bool all = false) {
   std::string json;
   dg::Graph g;
   if (!read_text(path, json)) return std::fprintf(stderr, "aot: cannot read %s\n", path.c_str()), false;
@@ -110,10 +116,12 @@ bool generate(const std::string& path, bool dynamic, int64_t batch, dg::KernelCa
   std::vector<std::string> labels;
   int failed = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  if (auto s = dg::build_first_own_candidates(dg::impl_of(g), t, labels, failed); !s.ok())
+  const auto build = all ? dg::build_all_own_candidates : dg::build_first_own_candidates;
+  if (auto s = build(dg::impl_of(g), t, labels, failed); !s.ok())
     return std::fprintf(stderr, "aot: %s: %s\n", path.c_str(), s.to_string().c_str()), false;
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("aot: %s%s%s: %zu candidates in %.1f s\n", base_name(path).c_str(), dynamic ? " (dynamic)" : "",
+  std::printf("aot: %s%s%s: %zu candidates in %.1f s\n", base_name(path).c_str(),
+              all ? " (dynamic, every candidate)" : dynamic ? " (dynamic)" : "",
               batch ? (" at batch " + std::to_string(batch)).c_str() : "", labels.size(), sec);
   for (const auto& l : labels) std::printf("aot:   %s\n", l.c_str());
   return true;
@@ -184,6 +192,10 @@ int main(int argc, char** argv) {
     const bool dyn = std::find(o.dynamic.begin(), o.dynamic.end(), base_name(path)) != o.dynamic.end();
     ok &= generate(path, false, 0, cache, *gpu);
     description += " " + base_name(path);
+    if (std::find(o.generic.begin(), o.generic.end(), base_name(path)) != o.generic.end()) {
+      ok &= generate(path, true, 0, cache, *gpu, true);
+      description += " " + base_name(path) + "(generic, every candidate)";
+    }
     if (!dyn) continue;
     std::vector<int64_t> sizes{0};
     sizes.insert(sizes.end(), o.batches.begin(), o.batches.end());
