@@ -427,6 +427,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       // Split clusters add their sums in distributed shared memory: ~2 k steps, no memset (RN50
       // C512 7², H100: split_k 2 0.0217 ms against 0.0245 through global memory).
       const int64_t publish = c.splits == 1 ? 0 : c.split_cluster ? 2 : 6;
+      // (3xTF32's triple steps leave the publishing at ~6 of them: RN50 C256 14² measured split_k 4
+      // 1.08x slower than whole tiles on an H100, 2026-12-07, which a third of it would rank first.)
       const double per_unit = conv::unit_steps(c, (kt + c.splits - 1) / c.splits) + static_cast<double>(publish);
       padded = waves(units) * per_unit * c.bm * c.bn / useful;
       if (c.splits > 1 && !c.split_cluster) fixup = 1e-6;  // the counters' memset
@@ -451,9 +453,10 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
                                      : (c.bm * c.bn >= 128 * 128 ? 0.30 : c.bm * c.bn >= 128 * 64 ? 0.27 : 0.22) *
                                            (c.stages >= 4 ? 1.0 : 0.95);
     // TF32's peak is half of bf16's (495 of 989 TFLOP/s dense on an H100/H200); 3xTF32 takes three
-    // such products and its small parts' shared-memory pass.
-    const double rate = c.tf32 ? 0.5 : c.tf32x3 ? kTf32x3Rate : 1.0;
-    return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), eff * rate, 5e-6) + fixup;
+    // such products and its small parts' shared-memory pass, which slows the products, not the
+    // memory traffic (as a lower efficiency it put RN50's 1x1 C256 56² at 6x its measured time).
+    const double rate = c.tf32 ? 0.5 : 1.0, flops = partition_flops(p) * padded / (c.tf32x3 ? kTf32x3Rate : 1.0);
+    return roofline_seconds(flops, partition_bytes(p), t.info(), eff * rate, 5e-6) + fixup;
   }
 
  private:

@@ -271,12 +271,15 @@ int64_t tile_ksteps(const ConvConfig& c, const ConvParams& p) {
 // and the 3D conv (64-wide) and C128 28² / C256 14² (128-wide) on an H100 (2026-12-06): ~1.05
 // steps per k step at either width (core 3's 64-wide step costs 2), and some 25 steps of fill and
 // epilogue a tile (core 3's 16): it wins where tiles have many k steps (the 3D conv's 27).
+// 3xTF32 (tf32x3=1): a k step is three TF32 ones, so the same fill and epilogue count a third as
+// many of its steps.
 double unit_steps(const ConvConfig& c, int64_t ksteps) {
   constexpr double kTileSteps = 16.0;
+  const double fixed_share = c.tf32x3 ? 1.0 / 3.0 : 1.0;
   if (c.core == 2) return static_cast<double>(ksteps) + 1.0;
   if (c.core == 4) return static_cast<double>(ksteps) * 1.05 + 25.0;
   const double step = c.bn == 64 ? 2.0 : 1.0;
-  return static_cast<double>(ksteps) * step + kTileSteps;
+  return static_cast<double>(ksteps) * step + kTileSteps * fixed_share;
 }
 
 }  // namespace dnngraph::cuda::conv
