@@ -13,7 +13,8 @@
 // which the consumers wait on instead. The writes are generic-proxy stores that wgmma reads
 // through the async proxy: each writer fences before its warp arrives.
 #pragma once
-#include "gemm_wgmma.cuh"
+#include "hopper_sync.cuh"
+#include "splitk_fixup.cuh"
 
 namespace dg {
 
