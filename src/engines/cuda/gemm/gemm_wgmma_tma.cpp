@@ -1,13 +1,16 @@
 // cuda_gemm_wgmma_tma: the Hopper matmul (sm_90a): TMA loads, warp-specialized wgmma, a
 // persistent grid (kernels/gemm_wgmma.cuh), split-K, clusters of 2 sharing B by TMA multicast,
-// TF32 with a transpose pass for MN-major FLOAT operands; the partition's epilogue fused, staged
-// through shared memory or (epilogue=1) applied in registers and stored by TMA.
+// TF32 with a transpose pass for MN-major FLOAT operands, and FLOAT that the graph keeps exact as
+// 3xTF32 (tf32x3=1, kernels/tf32x3_split.cuh; held back until its GPU tests pass: gpu_checked.hpp);
+// the partition's epilogue fused, staged through shared memory or (epilogue=1) applied in
+// registers and stored by TMA.
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
 
 #include <algorithm>
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
+#include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
 #include "engines/cuda/gemm/matmul_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
@@ -30,7 +33,11 @@ struct WgmmaKnobs {
   int64_t pingpong = 0, split_k = 1, cluster = 1;
   int64_t tf32 = 0, transpose = 0;
   int64_t epilogue = 0;  // 1: the register epilogue (common/register_epilogue.hpp)
+  int64_t tf32x3 = 0;    // 1: FLOAT the graph keeps exact, as 3xTF32 (stages of twice the bytes)
 };
+
+// The held-back name of the 3xTF32 plans (common/gpu_checked.hpp).
+constexpr const char* kTf32x3Gate = "gemm_tf32x3";
 
 int64_t stages_of(const WgmmaKnobs& k) { return k.stages ? k.stages : k.tile_n == 256 ? 4 : 5; }
 
@@ -39,7 +46,7 @@ int64_t stages_of(const WgmmaKnobs& k) { return k.stages ? k.stages : k.tile_n =
 // the barriers.
 int64_t smem_bytes(const WgmmaKnobs& k) {
   const int64_t epilogue = k.epilogue ? 2 * std::min<int64_t>(k.tile_n / 64, 2) * 8192 : 2 * 64 * 36 * 4;
-  return 1024 + stages_of(k) * (128 + k.tile_n) * 128 + epilogue + 16 * stages_of(k);
+  return 1024 + stages_of(k) * (128 + k.tile_n) * 128 * (k.tf32x3 ? 2 : 1) + epilogue + (k.tf32x3 ? 24 : 16) * stages_of(k);
 }
 
 std::string wgmma_rules(const WgmmaKnobs& k) {
@@ -47,6 +54,9 @@ std::string wgmma_rules(const WgmmaKnobs& k) {
   if (k.split_k > 1 && (k.pingpong || k.tile_n != 128))
     return "split_k above 1 goes only with cooperative 128-wide tiles (tile_n 128, no pingpong)";
   if (k.epilogue && k.split_k > 1) return "epilogue=1 (registers + TMA store) goes only with whole tiles (split_k 1)";
+  if (k.tf32x3 && (k.tf32 || k.tile_n != 128 || k.pingpong || k.cluster > 1))
+    return "tf32x3=1 (3xTF32) goes only with tf32 0 and cooperative 128-wide tiles of one CTA (tile_n 128, no pingpong, "
+           "cluster 1)";
   if (k.cluster == 2 && (k.pingpong || k.split_k > 1 || k.tf32))
     return "cluster 2 goes only with cooperative whole tiles of 16-bit inputs (no pingpong, split_k 1, tf32 0)";
   if (smem_bytes(k) > 227 * 1024) return std::to_string(smem_bytes(k)) + " bytes of shared memory exceed 227 KB";
@@ -63,7 +73,8 @@ const KnobSchema<WgmmaKnobs> kSchema{kName,
                                       {"cluster", &WgmmaKnobs::cluster, 1, 2, {}, false},
                                       {"tf32", &WgmmaKnobs::tf32, 0, 1, {}, false},
                                       {"transpose", &WgmmaKnobs::transpose, 0, 1, {}, false},
-                                      {"epilogue", &WgmmaKnobs::epilogue, 0, 1, {}, false}},
+                                      {"epilogue", &WgmmaKnobs::epilogue, 0, 1, {}, false},
+                                      {"tf32x3", &WgmmaKnobs::tf32x3, 0, 1, {}, false}},
                                      wgmma_rules};
 
 MatmulConfig wgmma_config(const WgmmaKnobs& k) {
@@ -78,7 +89,8 @@ MatmulConfig wgmma_config(const WgmmaKnobs& k) {
   c.transpose = k.transpose == 1;
   c.cluster = static_cast<int>(k.cluster);
   c.register_epilogue = k.epilogue == 1;
-  c.bk = c.tf32 ? 32 : 64;  // one 128-byte swizzle row of k
+  c.tf32x3 = k.tf32x3 == 1;
+  c.bk = c.tf32 || c.tf32x3 ? 32 : 64;  // one 128-byte swizzle row of k
   c.threads = 384;          // a producer warpgroup and two consumer warpgroups
   c.smem_bytes = static_cast<int>(smem_bytes(k));
   return c;
@@ -98,14 +110,17 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
 
   Support check(const Partition& p, const Target& t) const override {
     MatmulPieces pieces;
-    if (auto s = gemm::prepare_matmul(p, t, pieces); !s.ok()) return Support::no(s.message());
+    if (auto s = gemm::prepare_matmul(p, t, pieces, FloatInputs::TF32_OR_3XTF32); !s.ok()) return Support::no(s.message());
     if (t.info().sm_version != 90)
       return Support::no("wgmma and TMA need sm_90a; the device is sm_" + std::to_string(t.info().sm_version));
     const auto& mp = pieces.mp;
+    if (std::string why; mp.exact_fp32 && !checked_on_gpu(kTf32x3Gate, "3xTF32 matmuls (FLOAT without TF32)", why))
+      return Support::no(why);
     if (mp.dtype == DataType::FLOAT) {  // MN-major operands through the transpose pass
       MatmulConfig c;
       c.core = Core::WGMMA;
-      c.tf32 = true;
+      c.tf32 = !mp.exact_fp32;
+      c.tf32x3 = mp.exact_fp32;
       c.transpose = !mp.a_k_major || !mp.b_k_major;
       if (auto s = gemm::check_tf32(p, mp, c, name()); !s.ok()) return Support::no(s.message());
     }
@@ -129,15 +144,19 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
                                      {.tile_n = 128, .stages = 4}};
     MatmulProblem mp;
     std::string why;
-    if (gemm::describe_matmul_graph(p, mp, why)) {
+    if (gemm::describe_matmul_graph(p, mp, why, FloatInputs::TF32_OR_3XTF32)) {
+      if (mp.exact_fp32) settings = {{.tile_n = 128, .stages = 3, .tf32x3 = 1}};  // 64 KB stages
       add_split_k(mp, t, settings);
       add_clusters(mp, settings);
       add_register_epilogue(p, t, mp, settings);
       if (mp.dtype == DataType::FLOAT)
         for (auto& k : settings) {
-          k.tf32 = 1;
+          k.tf32 = mp.exact_fp32 ? 0 : 1;
+          k.tf32x3 = mp.exact_fp32 ? 1 : 0;
+          if (mp.exact_fp32) k.stages = std::min<int64_t>(stages_of(k), 3);
           if (!mp.a_k_major || !mp.b_k_major) k.transpose = 1;
         }
+      std::erase_if(settings, [](const WgmmaKnobs& k) { return !wgmma_rules(k).empty(); });
     }
     return ranked(p, t, settings);
   }

@@ -38,11 +38,14 @@ double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c
     if (!mp.a_vec || !mp.b_vec) efficiency *= 0.1;  // element-by-element loads
   }
   if (c.tf32) efficiency *= 0.5;
-  return roofline_seconds(partition_flops(p) * padded, partition_bytes(p), t.info(), efficiency, 5e-6) + fixup;
+  // 3xTF32: three TF32 products and the small parts' shared-memory pass per k step (as the conv
+  // engine's kTf32x3Rate), a slowdown of the products, not of the memory traffic.
+  const double flops = partition_flops(p) * padded / (c.tf32x3 ? 0.5 / 3.0 * 0.9 : 1.0);
+  return roofline_seconds(flops, partition_bytes(p), t.info(), efficiency, 5e-6) + fixup;
 }
 
-// FLOAT inputs (which describe_matmul lets through only where the graph allows TF32) take the
-// tf32 knob, 16-bit inputs not; tf32 wgmma reads K-major operands only (it has no transpose), so
+// FLOAT inputs take the tf32 knob where the graph allows TF32 and tf32x3 (wgmma's 3xTF32) either
+// way, 16-bit inputs neither; tf32 wgmma reads K-major operands only (it has no transpose), so
 // MN-major ones need the transpose knob (a K-major copy in the workspace), which nothing else takes.
 Status check_tf32(const Partition& p, const MatmulProblem& mp, const MatmulConfig& c, std::string_view engine) {
   const bool fp32 = mp.dtype == DataType::FLOAT;
@@ -59,17 +62,24 @@ Status check_tf32(const Partition& p, const MatmulProblem& mp, const MatmulConfi
             std::string(engine) + ": " + where +
                 "transpose=1 goes with MN-major FLOAT operands only (tf32 wgmma); these inputs are " +
                 std::string(to_string(mp.dtype)) + (mn_major < 0 ? ", both K-major" : "")};
-  if (fp32 != c.tf32)
+  if (mp.exact_fp32 && !c.tf32x3)
     return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-            std::string(engine) + ": " + where + "the tf32 knob is " + (c.tf32 ? "1" : "0") + " but the inputs are " +
-                std::string(to_string(mp.dtype)) + " (tf32=1 goes with FLOAT inputs, and only with them)"};
+            std::string(engine) + ": " + where +
+                "the graph does not allow TF32, so FLOAT inputs take tf32x3=1 (3xTF32, about fp32's accuracy), not " +
+                (c.tf32 ? "tf32=1" : "16-bit operands")};
+  if (fp32 != (c.tf32 || c.tf32x3) || (c.tf32 && c.tf32x3))
+    return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
+            std::string(engine) + ": " + where + "the tf32 knob is " + (c.tf32 ? "1" : "0") + " and tf32x3 " +
+                (c.tf32x3 ? "1" : "0") + " but the inputs are " + std::string(to_string(mp.dtype)) +
+                " (FLOAT inputs take one of them, 16-bit inputs neither)"};
   return {};
 }
 
 Status build_matmul_plan(const Partition& p, const Target& t, const MatmulConfig& c, ByteReader* r,
                          std::string_view engine, std::unique_ptr<Plan>& plan) {
   MatmulPieces pieces;
-  if (auto s = prepare_matmul(p, t, pieces); !s.ok()) return s;
+  if (auto s = prepare_matmul(p, t, pieces, c.tf32x3 ? FloatInputs::TF32_OR_3XTF32 : FloatInputs::TF32); !s.ok())
+    return s;
   if (auto s = check_tf32(p, pieces.mp, c, engine); !s.ok()) return s;
   if (std::string why; c.register_epilogue && !register_epilogue(pieces.epi, why))
     return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,

@@ -41,12 +41,14 @@ struct WgmmaKernel {
   bool a_k_major, b_k_major, pingpong;
   int cluster;
   int epilogue_mode;  // 0: staged; else register_epilogue_mode's
+  bool tf32x3;
 };
 
 std::string config_source(const WgmmaKernel& k) {
   return matmul_config_source(k.tile, k.a_k_major, k.b_k_major, [&](KernelConfigSource& s) {
     s.flag("kPingpong", k.pingpong).value("kCluster", k.cluster);
     if (k.epilogue_mode) s.value("kEpilogue", k.epilogue_mode);
+    if (k.tf32x3) s.flag("kTf32x3", true);
   });
 }
 
@@ -245,7 +247,7 @@ class MatmulPlan final : public KernelPlan {
 
 std::string MatmulConfig::describe() const {
   std::ostringstream os;
-  os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << (tf32 ? " tf32" : "") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages
+  os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << (tf32 ? " tf32" : tf32x3 ? " 3xtf32" : "") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages
      << (pingpong ? " ping-pong" : "") << (splits > 1 ? " split_k=" + std::to_string(splits) : "")
      << (transpose ? " transpose" : "") << (cluster > 1 ? " cluster=" + std::to_string(cluster) : "")
      << (register_epilogue ? " epilogue=1" : "");
@@ -266,7 +268,7 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
     os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(e, g, c.register_epilogue) << "\n"
        << config_source(WgmmaKernel{{mp.dtype, c.bn, c.stages, c.splits > 1}, mp.a_k_major || c.transpose,
                                     mp.b_k_major || c.transpose, c.pingpong, c.cluster,
-                                    c.register_epilogue ? register_epilogue_mode(e) : 0});
+                                    c.register_epilogue ? register_epilogue_mode(e) : 0, c.tf32x3});
     // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.
     os << "extern \"C\" __global__ void "
        << (c.cluster > 1 ? "__cluster_dims__(" + std::to_string(c.cluster) + ", 1, 1) " : "") << "__launch_bounds__("
@@ -284,9 +286,9 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
   return os.str();
 }
 
-Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out) {
+Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out, FloatInputs floats) {
   std::string why;
-  if (!describe_matmul(p, t, out.mp, why)) return {ErrorCode::GRAPH_NOT_SUPPORTED, why};
+  if (!describe_matmul(p, t, out.mp, why, floats)) return {ErrorCode::GRAPH_NOT_SUPPORTED, why};
   if (!plan_epilogue(p, out.mp.axes, t.dynamic_shapes, out.epi, why))
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "the epilogue does not fit: " + why};
   return {};

@@ -16,6 +16,7 @@ struct MatmulConfig {
   int bm = 128, bn = 128, bk = 32, stages = 4;
   bool pingpong = false;  // wgmma: the consumer warpgroups take whole tiles in turn (tile_n 128)
   bool tf32 = false;      // FLOAT inputs rounded to TF32 (mma.sync m16n8k8; bk 16 keeps the tile bytes)
+  bool tf32x3 = false;    // wgmma: FLOAT inputs the graph keeps exact, as 3xTF32 (kernels/tf32x3_split.cuh)
   int splits = 1;         // wgmma split-K: CTAs share a tile's k steps, its last split sums (tile_n 128)
   bool transpose = false; // tf32 wgmma: MN-major FLOAT operands first copied K-major into the workspace
   int cluster = 1;        // wgmma: 2 = CTA pairs along M share each B tile through TMA multicast
@@ -39,7 +40,7 @@ struct MatmulPieces {
   MatmulProblem mp;
   EpiloguePlan epi;
 };
-Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out);
+Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out, FloatInputs floats = FloatInputs::TF32);
 
 // `transpose`: the module's kTransposeKernel where c.transpose, else null.
 std::unique_ptr<Plan> make_matmul_plan(const Partition& p, MatmulPieces pieces, MatmulConfig c, KernelBuild k,

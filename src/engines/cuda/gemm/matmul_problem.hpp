@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engines/cuda/common/epilogue_layout.hpp"
+#include "engines/cuda/common/tensor_core_types.hpp"
 #include "engines/cuda/gemm/gemm_params.hpp"
 
 namespace dnngraph::cuda::gemm {
@@ -18,14 +19,20 @@ struct MatmulProblem {
   bool a_k_major = true, b_k_major = true;         // which dim is contiguous in memory
   bool a_vec = true, b_vec = true;                 // 16-byte chunks along the contiguous dim
   EpilogueAxes axes;
+  // FLOAT inputs the graph does not let round to TF32 (described only with FloatInputs::TF32_OR_3XTF32):
+  // only cuda_gemm_wgmma_tma's 3xTF32 (tf32x3=1) multiplies them.
+  bool exact_fp32 = false;
   int64_t batch_count() const;
 };
 
 // Checks the partition (CUDA device of sm_80+, a matmul anchor, BFLOAT16 or HALF inputs or FLOAT
 // ones the graph allows to round to TF32, fp32 compute) and describes it; false with `why`.
-bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why);
+// `floats`: whether FLOAT inputs the graph keeps exact are described too (the wgmma engine's 3xTF32).
+bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why,
+                     FloatInputs floats = FloatInputs::TF32);
 // The graph-only part (no device checks): what the NVRTC compile tests use without a GPU.
-bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why);
+bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why,
+                           FloatInputs floats = FloatInputs::TF32);
 
 // Kernel arguments for the plan's pointers (tiles counted by the caller).
 GemmParams gemm_params(const MatmulProblem& mp, const void* a, const void* b);

@@ -117,16 +117,6 @@ struct DgradPhasesOf<C, decltype((int)C::kDgradPhases)> {
   enum : bool { value = (bool)C::kDgradPhases };
 };
 
-// Config::kTf32x3 1: FLOAT inputs without TF32, as three TF32 products (tf32x3_split.cuh).
-template <class C, class = int>
-struct Tf32x3Of {
-  enum : bool { value = false };
-};
-template <class C>
-struct Tf32x3Of<C, decltype((int)C::kTf32x3)> {
-  enum : bool { value = (bool)C::kTf32x3 };
-};
-
 // A conv_dgrad's phases launched together (up to 4, the kernel parameters' room): blockIdx.y
 // picks the phase, so a phase's CTAs start as the previous one's retire, with no launch between.
 // Mirrored by src/engines/cuda/conv/conv_dgrad_phases.hpp.

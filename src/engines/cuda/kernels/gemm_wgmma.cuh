@@ -15,6 +15,7 @@
 #include "gemm_wgmma_ops.cuh"
 #include "hopper_sync.cuh"
 #include "splitk_fixup.cuh"
+#include "tf32x3_split.cuh"
 
 namespace dg {
 
@@ -106,9 +107,10 @@ __device__ __forceinline__ void init_stage_barriers(u32 base, u32 full_count, u3
 // the consumers of both CTAs released it (their arrivals reach both "empty" barriers). A rank-1
 // CTA without a tile (odd tiles_m) runs the same protocol: its B half and barriers as usual, no A
 // load (nothing is expected of it) and no epilogue.
-template <int BN, int STAGES, bool A_KM, bool B_KM, int ES, int CLUSTER = 1, int EPI_BYTES = kStagedEpilogueBytes>
+template <int BN, int STAGES, bool A_KM, bool B_KM, int ES, int CLUSTER = 1, int EPI_BYTES = kStagedEpilogueBytes,
+          bool X3 = false>
 __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc* ma, const TmaDesc* mb, u32 base) {
-  typedef WgmmaSmem<BN, STAGES, ES, EPI_BYTES> S;
+  typedef WgmmaSmem<BN, STAGES, ES, EPI_BYTES, X3> S;
   const i64 units = walk_units<CLUSTER>(g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n) * g.splits;
   const int ktiles = (int)((g.K + S::BK - 1) / S::BK);
   const int rank = CLUSTER > 1 ? (int)cluster_ctarank() : 0;
@@ -446,7 +448,8 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
 }
 
 // The generated kernel calls this with its configuration: kDataType, kTileN (the tile is 128 x
-// kTileN), kStages, the operands' majors (kAKMajor, kBKMajor), kPingpong, kSplitK, kCluster, and the
+// kTileN), kStages, the operands' majors (kAKMajor, kBKMajor), kPingpong, kSplitK, kCluster, kTf32x3
+// (Tf32x3Of: FLOAT as 3xTF32, the producer warpgroup's warps 1-3 writing the small parts) and the
 // Epilogue. kCluster 2: launched in clusters of 2 CTAs along x (__cluster_dims__ on the kernel); see
 // wgmma_produce.
 template <class Config>
@@ -456,13 +459,16 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   constexpr bool A_KM = Config::kAKMajor, B_KM = Config::kBKMajor, PINGPONG = Config::kPingpong, SPLIT = Config::kSplitK;
   typedef typename Config::Epilogue Ep;
   constexpr int EPI = EpilogueModeOf<Config>::value, EPI_BYTES = EpilogueBytes<EPI, Ep, BN>::value;
-  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EPI_BYTES> S;
+  constexpr bool X3 = Tf32x3Of<Config>::value;
+  static_assert(!X3 || (DT == DT_FLOAT && CLUSTER == 1), "3xTF32 streams FLOAT tiles of one CTA");
+  typedef WgmmaSmem<BN, STAGES, MmaOperand<DT>::ES, EPI_BYTES, X3> S;
   const u32 base = swizzle_aligned_smem();
   const int wg = (int)threadIdx.x / 128;
   float red[Ep::kFull > 0 ? Ep::kFull : 1];
   Ep::init_full(red);
   if (threadIdx.x == 0) {
     // full: the producer's expect_tx; empty: one arrival per consumer warp of every CTA
+    if constexpr (X3) tf32x3_init_barriers<S, STAGES>(base);
     init_stage_barriers<S, STAGES>(base, 1, EmptyArrivals<CLUSTER, PINGPONG>::value);
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(ma) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(mb) : "memory");
@@ -471,14 +477,22 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
   if (CLUSTER > 1) cluster_sync();
   else __syncthreads();
   pdl_start();
+  // (3xTF32's splitting warps need more registers than the one thread issuing loads: 56 / 224.)
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-    if (threadIdx.x == 0) wgmma_produce<BN, STAGES, A_KM, B_KM, MmaOperand<DT>::ES, CLUSTER, EPI_BYTES>(g, ma, mb, base);
+    if constexpr (X3) asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+    else asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    const int ktiles = (int)((g.K + S::BK - 1) / S::BK);
+    if (threadIdx.x == 0)
+      wgmma_produce<BN, STAGES, A_KM, B_KM, MmaOperand<DT>::ES, CLUSTER, EPI_BYTES, X3>(g, ma, mb, base);
+    else if (X3 && threadIdx.x >= 32)
+      tf32x3_split<S, STAGES>(base, g.batch_count * g.tiles_m * g.tiles_n * g.splits, g.splits, ktiles,
+                              (int)threadIdx.x - 32);
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    if constexpr (X3) asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+    else asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const ConsumerShape sh{g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n, (int)((g.K + S::BK - 1) / S::BK),
                            g.M, g.N, g.epi_vec, &g, g.splits, static_cast<float*>(g.ws), my};
-    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI>(
+    wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI, false, false, X3>(
         sh, p, base, smem_pointer(base), wg - 1, red);
   }
   Ep::finish_full(p, red);

@@ -18,6 +18,16 @@
 
 namespace dg {
 
+// Config::kTf32x3 1: FLOAT inputs without TF32, as three TF32 products (below).
+template <class C, class = int>
+struct Tf32x3Of {
+  enum : bool { value = false };
+};
+template <class C>
+struct Tf32x3Of<C, decltype((int)C::kTf32x3)> {
+  enum : bool { value = (bool)C::kTf32x3 };
+};
+
 // Warps of the producer warpgroup that write the small parts (its warps 1-3): the split barrier's count.
 constexpr int kTf32x3SplitWarps = 3;
 
