@@ -18,6 +18,12 @@ inline constexpr const char* kTf32Rule =
 // kernels/tf32x3_split.cuh) also exact ones as three TF32 products where it does not.
 enum class FloatInputs { TF32, TF32_OR_3XTF32 };
 
+// 3xTF32's share of the bf16 tensor-core peak in the engines' estimates: TF32's half over three
+// products, less the small parts' shared-memory pass (90%: a prediction before the first GPU run;
+// the calibration table corrects it per class, measured / estimated 0.72-0.96 on an H100 on
+// 2026-12-07). It divides the FLOPs only: the pass slows the products, not the memory traffic.
+inline constexpr double kTf32x3Rate = 0.5 / 3.0 * 0.9;
+
 // Whether node n's operands a and b and its compute type fit; false with `why` naming the node,
 // the tensor (a) and the rule.
 bool check_tensor_core_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& a, const ir::Tensor& b,

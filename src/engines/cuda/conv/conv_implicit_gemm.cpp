@@ -42,9 +42,6 @@ using conv::kFpropKernel;
 // The register epilogue's speed-up over the staged one on the same tile (knob epilogue=1), the
 // least measured on an H200 (2026-12-05, docs/perf.md): 1.07-1.13 on the tutorial and RN50 layers.
 constexpr double kRegisterEpilogueGain = 1.07;
-// 3xTF32's share of the bf16 peak: TF32's half, over three products, less its shared-memory pass
-// over each stage (a prediction before any GPU run: 90% of the three products' rate).
-constexpr double kTf32x3Rate = 0.5 / 3.0 * 0.9;
 
 using Pieces = conv::ConvPieces;
 
@@ -340,7 +337,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       add_register_epilogue(p, t, settings);
       return ranked(p, t, settings);
     }
-    // FLOAT inputs get here only where the graph allows TF32 (describe_conv): every knob set takes tf32=1.
+    // FLOAT inputs get here only where the graph allows TF32 (exact ones returned above): every knob set takes tf32=1.
     const int64_t tf32 = described && cp.dtype == DataType::FLOAT ? 1 : 0;
     if (int64_t stride = 0; t.info().sm_version == 90 && described && conv::gemm_view(cp, stride, why))
       conv::add_gemm_view_candidates(cp, t.info().multiprocessors, tf32 ? 32 : 64, settings);
@@ -427,8 +424,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       // Split clusters add their sums in distributed shared memory: ~2 k steps, no memset (RN50
       // C512 7², H100: split_k 2 0.0217 ms against 0.0245 through global memory).
       const int64_t publish = c.splits == 1 ? 0 : c.split_cluster ? 2 : 6;
-      // (3xTF32's triple steps leave the publishing at ~6 of them: RN50 C256 14² measured split_k 4
-      // 1.08x slower than whole tiles on an H100, 2026-12-07, which a third of it would rank first.)
+      // (3xTF32 keeps the 6 steps though its steps take three times as long: a third of them ranked
+      // split_k 4 first at RN50 C256 14², which ran 1.08x slower than whole tiles; H100, 2026-12-07.)
       const double per_unit = conv::unit_steps(c, (kt + c.splits - 1) / c.splits) + static_cast<double>(publish);
       padded = waves(units) * per_unit * c.bm * c.bn / useful;
       if (c.splits > 1 && !c.split_cluster) fixup = 1e-6;  // the counters' memset
@@ -452,9 +449,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
                        : c.core == 1 ? (c.bn == 128 ? 0.60 : 0.62) * (c.stages >= 4 ? 1.0 : 0.97)
                                      : (c.bm * c.bn >= 128 * 128 ? 0.30 : c.bm * c.bn >= 128 * 64 ? 0.27 : 0.22) *
                                            (c.stages >= 4 ? 1.0 : 0.95);
-    // TF32's peak is half of bf16's (495 of 989 TFLOP/s dense on an H100/H200); 3xTF32 takes three
-    // such products and its small parts' shared-memory pass, which slows the products, not the
-    // memory traffic (as a lower efficiency it put RN50's 1x1 C256 56² at 6x its measured time).
+    // TF32's peak is half of bf16's (495 of 989 TFLOP/s dense on an H100/H200); 3xTF32's rate
+    // divides the FLOPs (as a lower efficiency it put RN50's 1x1 C256 56² at 6x its measured time).
     const double rate = c.tf32 ? 0.5 : 1.0, flops = partition_flops(p) * padded / (c.tf32x3 ? kTf32x3Rate : 1.0);
     return roofline_seconds(flops, partition_bytes(p), t.info(), eff * rate, 5e-6) + fixup;
   }
@@ -509,7 +505,8 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
     kb.source = conv::kernel_source(pc, c, *p.graph);
     const bool fin = pc.epi.L.needs_finalize();
     if (auto s = compile_or_reload(t, r, kEngineName, kFpropKernel, c.smem_bytes(), fin, kb); !s.ok()) return s;
-    DG_LOG(DEBUG) << kEngineName << ": " << (c.tf32 ? "tf32 " : c.tf32x3 ? "3xtf32 " : "") << c.bm << "x" << c.bn << " stages=" << c.stages
+    DG_LOG(DEBUG) << kEngineName << ": " << (c.tf32 ? "tf32 " : c.tf32x3 ? "3xtf32 " : "") << c.bm << "x" << c.bn
+                  << " stages=" << c.stages
                   << (c.epilogue ? " epilogue in registers, TMA store " : " ") << pc.epi.L.describe();
     plan = std::make_unique<ConvPlan>(p, std::move(pc), c, std::move(kb));
     return {};

@@ -38,9 +38,7 @@ double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c
     if (!mp.a_vec || !mp.b_vec) efficiency *= 0.1;  // element-by-element loads
   }
   if (c.tf32) efficiency *= 0.5;
-  // 3xTF32: three TF32 products and the small parts' shared-memory pass per k step (as the conv
-  // engine's kTf32x3Rate), a slowdown of the products, not of the memory traffic.
-  const double flops = partition_flops(p) * padded / (c.tf32x3 ? 0.5 / 3.0 * 0.9 : 1.0);
+  const double flops = partition_flops(p) * padded / (c.tf32x3 ? kTf32x3Rate : 1.0);
   return roofline_seconds(flops, partition_bytes(p), t.info(), efficiency, 5e-6) + fixup;
 }
 
