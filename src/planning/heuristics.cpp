@@ -4,7 +4,6 @@
 
 #include "core/log.hpp"
 #include "planning/calibration.hpp"
-#include "planning/kernel_cache.hpp"
 #include "planning/shipped_kernels.hpp"
 
 namespace dnngraph {
@@ -82,15 +81,9 @@ void prefer_ready_within_tie(std::vector<Candidate>& ranked, const std::function
 bool build_compiles(const Candidate& c, const Partition& p, const Target& target) {
   const Engine* e = engine_by_id(c.engine_id);
   if (!e) return false;
-  if (e->builds_concurrently()) {
-    // (The shipped-kernel choice probes first: the probe below must be the only one alive.)
-    const Target built_on = shipped_kernel_target(*e, p, target, c.knobs);
-    std::unique_ptr<Plan> plan;
-    KernelPresenceProbe probe;
-    (void)e->build(p, built_on, c.knobs, plan);  // ends at its first kernel: the probe compiles nothing
-    // A build that failed before asking for a kernel is not known to be ready: counted as compiling.
-    return !(probe.asked() && probe.present());
-  }
+  // (A build that fails before asking for a kernel is not known to be ready: counted as compiling.)
+  if (e->builds_concurrently())
+    return !first_kernel_present(*e, p, shipped_kernel_target(*e, p, target, c.knobs), c.knobs, false);
   const auto notes = e->behavior_notes(p, target, c.knobs);
   return std::find(notes.begin(), notes.end(), BehaviorNote::RUNTIME_COMPILATION) != notes.end();
 }

@@ -6,25 +6,20 @@
 #include "planning/kernel_cache.hpp"
 
 namespace dnngraph {
-namespace {
 
-// Whether building k on t would take its first kernel from the AOT table (code generation only:
-// the probe ends the build at its first kernel and compiles nothing).
-bool first_kernel_shipped(const Engine& e, const Partition& p, const Target& t, const Knobs& k) {
-  KernelPresenceProbe probe(true);
+bool first_kernel_present(const Engine& e, const Partition& p, const Target& t, const Knobs& k, bool shipped_only) {
+  KernelPresenceProbe probe(shipped_only);
   std::unique_ptr<Plan> plan;
-  (void)e.build(p, t, k, plan);
+  (void)e.build(p, t, k, plan);  // ends at its first kernel: the probe compiles nothing
   return probe.asked() && probe.present();
 }
 
-}  // namespace
-
 Target shipped_kernel_target(const Engine& e, const Partition& p, const Target& t, const Knobs& k) {
   if (t.dynamic_shapes || !e.builds_concurrently() || !aot_kernels_available() || !t.handle) return t;
-  if (first_kernel_shipped(e, p, t, k)) return t;
+  if (first_kernel_present(e, p, t, k, true)) return t;
   Target generic = t;
   generic.dynamic_shapes = true;
-  return first_kernel_shipped(e, p, generic, k) ? generic : t;
+  return first_kernel_present(e, p, generic, k, true) ? generic : t;
 }
 
 }  // namespace dnngraph

@@ -10,6 +10,12 @@
 
 namespace dnngraph {
 
+// Whether building engine e's candidate k of partition p on t would take its first kernel without
+// compiling (from memory, the cache folder or the AOT table; `shipped_only`: the AOT table), asked by
+// code generation under a KernelPresenceProbe, which ends the build there. A build that fails before
+// asking for a kernel answers false. Not on a thread that already holds a probe.
+bool first_kernel_present(const Engine& e, const Partition& p, const Target& t, const Knobs& k, bool shipped_only);
+
 // The target to build (or reload) engine e's candidate k of partition p with: t, or t as for
 // dynamic shapes where only that form's kernel is shipped.
 Target shipped_kernel_target(const Engine& e, const Partition& p, const Target& t, const Knobs& k);

@@ -145,7 +145,7 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
     MatmulProblem mp;
     std::string why;
     if (gemm::describe_matmul_graph(p, mp, why, FloatInputs::TF32_OR_3XTF32)) {
-      if (mp.exact_fp32) settings = {{.tile_n = 128, .stages = 3, .tf32x3 = 1}};  // 64 KB stages
+      if (mp.exact_fp32) settings = {{.tile_n = 128, .stages = 3}};  // 3xTF32 (set below): 64 KB stages
       add_split_k(mp, t, settings);
       add_clusters(mp, settings);
       add_register_epilogue(p, t, mp, settings);

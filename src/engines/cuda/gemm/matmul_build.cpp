@@ -43,7 +43,8 @@ double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c
 }
 
 // FLOAT inputs take the tf32 knob where the graph allows TF32 and tf32x3 (wgmma's 3xTF32) either
-// way, 16-bit inputs neither; tf32 wgmma reads K-major operands only (it has no transpose), so
+// way (a graph that keeps FLOAT exact is described only for tf32x3 configs: prepare_matmul), 16-bit
+// inputs neither; tf32 wgmma reads K-major operands only (it has no transpose), so
 // MN-major ones need the transpose knob (a K-major copy in the workspace), which nothing else takes.
 Status check_tf32(const Partition& p, const MatmulProblem& mp, const MatmulConfig& c, std::string_view engine) {
   const bool fp32 = mp.dtype == DataType::FLOAT;
@@ -60,11 +61,6 @@ Status check_tf32(const Partition& p, const MatmulProblem& mp, const MatmulConfi
             std::string(engine) + ": " + where +
                 "transpose=1 goes with MN-major FLOAT operands only (tf32 wgmma); these inputs are " +
                 std::string(to_string(mp.dtype)) + (mn_major < 0 ? ", both K-major" : "")};
-  if (mp.exact_fp32 && !c.tf32x3)
-    return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-            std::string(engine) + ": " + where +
-                "the graph does not allow TF32, so FLOAT inputs take tf32x3=1 (3xTF32, about fp32's accuracy), not " +
-                (c.tf32 ? "tf32=1" : "16-bit operands")};
   if (fp32 != (c.tf32 || c.tf32x3) || (c.tf32 && c.tf32x3))
     return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
             std::string(engine) + ": " + where + "the tf32 knob is " + (c.tf32 ? "1" : "0") + " and tf32x3 " +
