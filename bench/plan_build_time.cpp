@@ -106,7 +106,7 @@ std::vector<dg::CandidateRef> own_candidates(const dg::PlanSet& ps, bool all) {
     std::vector<int> seen;
     for (size_t i = 0; i < ps.parts[p].candidates.size(); ++i) {
       const int e = ps.parts[p].candidates[i].engine_id;
-      if (!dg::engine_by_id(e)->builds_concurrently()) continue;
+      if (!dg::engine_by_id(e)->compiles_kernels()) continue;
       if (!all && std::find(seen.begin(), seen.end(), e) != seen.end()) continue;
       seen.push_back(e);
       which.push_back({p, i});

@@ -18,7 +18,7 @@ Status build_own_candidates(const GraphImpl& g, const Target& target, bool all, 
     std::set<int> seen;
     const auto& cands = ps->parts[p].candidates;
     for (size_t i = 0; i < cands.size(); ++i)
-      if (engine_by_id(cands[i].engine_id)->builds_concurrently() && (seen.insert(cands[i].engine_id).second || all)) {
+      if (engine_by_id(cands[i].engine_id)->compiles_kernels() && (seen.insert(cands[i].engine_id).second || all)) {
         which.push_back({p, i});
         labels.push_back(ps->parts[p].partition.pattern + ": " + cands[i].label());
       }

@@ -1,6 +1,6 @@
 // Which kernels to ship ahead of time, and how to find their keys: a graph planned with mode A
 // for a (described) target, and per partition the first candidate of every engine whose build()
-// compiles (builds_concurrently: the own CUDA engines) built. The kernels those builds ask the
+// compiles (compiles_kernels: the own CUDA engines) built. The kernels those builds ask the
 // target's kernel cache for are the ones mode A's choice or each own engine's first would use.
 #pragma once
 #include <string>

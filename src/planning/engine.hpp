@@ -84,9 +84,14 @@ class Engine {
   enum class Alias { NO, SAFE, FAST };
   virtual Alias output_alias(const Partition&, const Knobs&, int /*out*/, int /*in*/) const { return Alias::NO; }
   // Whether build() may run on several threads at once (for different partitions or knobs).
-  // build_plans compiles such candidates concurrently; the others (vendor libraries with handles
-  // of their own, CPU engines) are built one after another on the caller's thread.
+  // build_plans builds such candidates concurrently (the own CUDA engines' NVRTC compiles, the
+  // cudnn engine's runtime-compiled configs on a handle each); the others (CPU engines) are built
+  // one after another on the caller's thread.
   virtual bool builds_concurrently() const { return false; }
+  // Whether build() generates and compiles a kernel of its own through the kernel cache (the own
+  // CUDA engines): such builds can be probed for a cached or shipped kernel (KernelPresenceProbe)
+  // and shipped ahead of time.
+  virtual bool compiles_kernels() const { return false; }
   // Rebuilds a plan from Plan::serialize's payload, without compiling. Default: build again.
   virtual Status deserialize(const Partition& p, const Target& t, const Knobs& k, ByteReader&,
                              std::unique_ptr<Plan>& plan) const {

@@ -82,7 +82,7 @@ bool build_compiles(const Candidate& c, const Partition& p, const Target& target
   const Engine* e = engine_by_id(c.engine_id);
   if (!e) return false;
   // (A build that fails before asking for a kernel is not known to be ready: counted as compiling.)
-  if (e->builds_concurrently())
+  if (e->compiles_kernels())
     return !first_kernel_present(*e, p, shipped_kernel_target(*e, p, target, c.knobs), c.knobs, false);
   const auto notes = e->behavior_notes(p, target, c.knobs);
   return std::find(notes.begin(), notes.end(), BehaviorNote::RUNTIME_COMPILATION) != notes.end();

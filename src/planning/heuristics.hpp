@@ -38,7 +38,7 @@ constexpr double kFirstBuildTieSeconds = 2e-6;
 void prefer_ready_within_tie(std::vector<Candidate>& ranked, const std::function<bool(const Candidate&)>& compiles);
 
 // Whether building candidate `c` of `p` compiles a kernel: for an engine whose build() compiles
-// (builds_concurrently), when the kernel it asks for is in no cache and not among the library's
+// (compiles_kernels), when the kernel it asks for is in no cache and not among the library's
 // ahead-of-time kernels (found by running its code generation under a KernelPresenceProbe); for
 // another engine, when it reports RUNTIME_COMPILATION for those knobs (cuDNN's runtime fusion).
 bool build_compiles(const Candidate& c, const Partition& p, const Target& target);

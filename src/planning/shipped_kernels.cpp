@@ -15,7 +15,7 @@ bool first_kernel_present(const Engine& e, const Partition& p, const Target& t, 
 }
 
 Target shipped_kernel_target(const Engine& e, const Partition& p, const Target& t, const Knobs& k) {
-  if (t.dynamic_shapes || !e.builds_concurrently() || !aot_kernels_available() || !t.handle) return t;
+  if (t.dynamic_shapes || !e.compiles_kernels() || !aot_kernels_available() || !t.handle) return t;
   if (first_kernel_present(e, p, t, k, true)) return t;
   Target generic = t;
   generic.dynamic_shapes = true;

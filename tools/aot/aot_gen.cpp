@@ -107,7 +107,7 @@ bool generate(const std::string& path, bool dynamic, int64_t batch, dg::KernelCa
   // partition is split when no engine but ref takes it), never lose one an own engine builds.
   // ref stays: it takes every partition, which the planner's splitting counts on.
   for (const auto& reg : dg::engine_registry())
-    if (reg.engine->builds_concurrently() || reg.engine->name() == "ref")
+    if (reg.engine->compiles_kernels() || reg.engine->name() == "ref")
       dg::impl_of(g).selected_engines.emplace_back(reg.engine->name());
   dg::Target t;
   t.handle = &gpu;

@@ -46,6 +46,7 @@ class CompiledEngine : public Engine {
   // Generating source, compiling it with NVRTC (thread-safe) through the process-wide kernel cache
   // (locked) and loading the module (make_current on the building thread) share no state.
   bool builds_concurrently() const final { return true; }
+  bool compiles_kernels() const final { return true; }
 
   Status build(const Partition& p, const Target& t, const Knobs& k, std::unique_ptr<Plan>& plan) const final {
     return make(p, t, k, nullptr, plan);
