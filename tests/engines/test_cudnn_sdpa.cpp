@@ -11,11 +11,13 @@
 
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/cudnn/graph_cache.hpp"
+#include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/op_graph.hpp"
 #include "engines/cudnn/sdpa_lower.hpp"
 #include "engines/cudnn_test_graphs.hpp"
 #include "engines/test_cuda_util.hpp"
 #include "fusion/partition.hpp"
+#include "planning/parallel_build.hpp"
 #include "planning/plan_set.hpp"
 
 namespace dnngraph::cudnn {
@@ -442,6 +444,37 @@ TEST_F(CudnnSdpaGpu, NativeGraphsPerPointerSetFollowTheBuffers) {
       r.expect_matches(want[static_cast<size_t>(order[call])], name + ", call " + std::to_string(call));
     }
   }));
+}
+
+// build_plans(ALL) builds cuDNN's runtime-compiled attention configs at once, each on a handle of
+// the context's pool (handles.hpp); every plan then runs on the handle it was built on (called here
+// from the test's thread, not the builder's) and matches ref.
+TEST_F(CudnnSdpaGpu, ConfigsBuiltAtOnceOnHandlesOfTheirOwnMatchRef) {
+  SdpaCase c;
+  c.b = 2, c.h = 4, c.hk = 4, c.sq = 128, c.skv = 192, c.d = 64, c.dv = 64, c.causal = true;
+  const auto build = sdpa_graph(c);
+  const ct::Outputs want = ref_outputs(build, kSeed);
+  dg::Graph g;
+  ASSERT_TRUE(plan_with(build, *h_, g, "cudnn").ok());
+  const Status all = g.build_plans(*h_, dg::BuildPlanPolicy::ALL);
+  ASSERT_TRUE(all.ok()) << all.to_string();
+  Rig rig(*h_, g, kSeed, {});
+  const auto& pp = impl_of(g).plans->parts.at(0);
+  int64_t built = 0;
+  for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+    if (!pp.built.at(pp.index_for(i))) continue;
+    std::string name;
+    ASSERT_TRUE(g.get_plan_name_at_index(i, name).ok());
+    ++built;
+    ASSERT_NO_FATAL_FAILURE(rig.expect_plan_matches(g, i, 3, want, "built at once, " + name));
+  }
+  std::printf("[ INFO ] %lld of %lld configs built at once; the context has %zu cuDNN handles\n",
+              static_cast<long long>(built), static_cast<long long>(g.get_execution_plan_count()),
+              handle_count(impl_of(*h_)));
+  EXPECT_GT(built, 0);
+  if (built > 1 && dg::build_threads() > 1) {
+    EXPECT_GT(handle_count(impl_of(*h_)), 1u);
+  }
 }
 
 // A whole dnngraph graph captured on the handle's stream while its cuDNN plan already holds a

@@ -123,19 +123,22 @@ Survey survey_from(const Verdict& v, SharedHandle& sh, const Partition& p) {
 }
 
 // One survey per thread is remembered: check() and knob_space() ask about the same partition in a
-// row, and build() reuses its operation graph.
-std::shared_ptr<const Survey> survey(const Partition& p, const Target& t) {
+// row, and build() reuses its operation graph. The survey is made on `held` (a handle the caller
+// holds: a build's) or else on the context's first handle, and its operation graph belongs to it.
+std::shared_ptr<const Survey> survey(const Partition& p, const Target& t, SharedHandle* held = nullptr) {
   thread_local std::string memo_key;
   thread_local std::shared_ptr<const Survey> memo;
   std::string key = std::to_string(p.graph->fingerprint()) + "|" +
                     std::to_string(reinterpret_cast<uintptr_t>(t.handle->cuda->context)) + "|" +
-                    (t.dynamic_shapes && t.kernel_cache ? "d" : "s") + (deterministic_requested() ? "D" : "") + "|";
+                    (t.dynamic_shapes && t.kernel_cache ? "d" : "s") + (deterministic_requested() ? "D" : "") + "|" +
+                    std::to_string(reinterpret_cast<uintptr_t>(held)) + "|";
   for (int n : p.nodes) key += std::to_string(n) + ",";
   if (memo && key == memo_key) return memo;
   auto out = std::make_shared<Survey>();
-  SharedHandle* sh = nullptr;
-  if (out->status = shared_handle(*api(), *t.handle, sh); out->status.ok()) {
-    std::lock_guard<std::mutex> lock(sh->mutex);
+  SharedHandle* sh = held;
+  if (!held) out->status = shared_handle(*api(), *t.handle, sh);
+  if (out->status.ok()) {
+    std::unique_lock<std::mutex> lock = held ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(sh->mutex);
     // cuDNN serves other batch sizes from compiled kernels through a kernel cache only.
     const bool dynamic = t.dynamic_shapes && t.kernel_cache;
     const std::string kind = std::to_string(structural_fingerprint(p)) + "|" +
@@ -330,6 +333,10 @@ class CudnnEngine final : public Engine {
  public:
   std::string_view name() const override { return "cudnn"; }
 
+  // Each build takes a handle of its own (handles.hpp): cuDNN compiles runtime-fused configs on
+  // the calling thread, 0.2-0.4 s each for attention, so build_plans(ALL) compiles them at once.
+  bool builds_concurrently() const override { return true; }
+
   Support check(const Partition& p, const Target& t) const override {
     if (!t.device().is_cuda() || !t.handle->cuda)
       return Support::no("runs on CUDA handles; this one is " + t.device().to_string());
@@ -397,11 +404,16 @@ class CudnnEngine final : public Engine {
     EngineConfig c;
     std::string why;
     if (!from_knobs(k, c, why)) return {ErrorCode::INVALID_VALUE, "cudnn: " + why};
-    auto sv = survey(p, t);
-    if (!sv->status.ok()) return sv->status;
+    // A build on a handle of its own, so that builds_concurrently's threads compile cuDNN's
+    // runtime-fused configs at once; dynamic shapes share a kernel cache, built on the first handle.
+    const bool dynamic = t.dynamic_shapes && t.kernel_cache;
     SharedHandle* sh = nullptr;
-    if (auto s = shared_handle(*api(), *t.handle, sh); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(sh->mutex);
+    std::unique_lock<std::mutex> lock;
+    if (auto s = dynamic ? shared_handle(*api(), *t.handle, sh) : build_handle(*api(), *t.handle, sh, lock); !s.ok())
+      return s;
+    if (dynamic) lock = std::unique_lock<std::mutex>(sh->mutex);
+    auto sv = survey(p, t, sh);
+    if (!sv->status.ok()) return sv->status;
     BackendDescriptor kc = nullptr;
     if (sv->graph->dynamic && t.kernel_cache) {
       const uint64_t topology = p.graph->fingerprint(true) ^

@@ -3,8 +3,10 @@
 #include <map>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "core/log.hpp"
+#include "planning/parallel_build.hpp"
 #include "runtime/cuda/context.hpp"
 
 namespace dnngraph::cudnn {
@@ -14,7 +16,7 @@ namespace {
 // them from a static destructor could run after the CUDA driver has shut down.
 struct Registry {
   std::mutex mutex;
-  std::map<cuda::CUcontext, std::unique_ptr<SharedHandle>> handles;
+  std::map<cuda::CUcontext, std::vector<std::unique_ptr<SharedHandle>>> handles;  // per context, the first first
   std::map<std::pair<const KernelCacheImpl*, uint64_t>, std::unique_ptr<Descriptor>> caches;
 };
 
@@ -26,6 +28,17 @@ Registry& registry() {
 // CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR with CUDNN_ATTR_KERNEL_CACHE_OPERATION_GRAPH: cuDNN 9.5.
 constexpr size_t kKernelCacheVersion = 90500;
 
+// A new handle at the end of the pool; `r.mutex` held.
+Status add_handle(const CudnnApi& api, const HandleImpl& h, std::vector<std::unique_ptr<SharedHandle>>& pool) {
+  auto sh = std::make_unique<SharedHandle>();
+  if (cudnnStatus_t s = api.cudnnCreate(&sh->handle); s != STATUS_SUCCESS)
+    return cudnn_error(api, s, "cudnnCreate on cuda:" + std::to_string(h.cuda->ordinal),
+                       ErrorCode::DEVICE_NOT_AVAILABLE);
+  DG_LOG(INFO) << "cudnn: created cuDNN handle " << pool.size() << " for cuda:" << h.cuda->ordinal;
+  pool.push_back(std::move(sh));
+  return {};
+}
+
 }  // namespace
 
 Status shared_handle(const CudnnApi& api, HandleImpl& h, SharedHandle*& out) {
@@ -34,19 +47,42 @@ Status shared_handle(const CudnnApi& api, HandleImpl& h, SharedHandle*& out) {
   if (auto s = cuda::make_current(h); !s.ok()) return s;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  auto& slot = r.handles[h.cuda->context];
-  if (!slot) {
-    auto sh = std::make_unique<SharedHandle>();
-    if (cudnnStatus_t s = api.cudnnCreate(&sh->handle); s != STATUS_SUCCESS) {
-      r.handles.erase(h.cuda->context);
-      return cudnn_error(api, s, "cudnnCreate on cuda:" + std::to_string(h.cuda->ordinal),
-                         ErrorCode::DEVICE_NOT_AVAILABLE);
-    }
-    DG_LOG(INFO) << "cudnn: created a cuDNN handle for cuda:" << h.cuda->ordinal;
-    slot = std::move(sh);
-  }
-  out = slot.get();
+  auto& pool = r.handles[h.cuda->context];
+  if (pool.empty())
+    if (auto s = add_handle(api, h, pool); !s.ok()) return s;
+  out = pool.front().get();
   return {};
+}
+
+Status build_handle(const CudnnApi& api, HandleImpl& h, SharedHandle*& out, std::unique_lock<std::mutex>& lock) {
+  SharedHandle* first = nullptr;
+  if (auto s = shared_handle(api, h, first); !s.ok()) return s;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> registry_lock(r.mutex);
+    auto& pool = r.handles[h.cuda->context];
+    // try_lock only while the registry is held: a handle busy with a build is never waited on here.
+    for (auto& sh : pool) {
+      std::unique_lock<std::mutex> l(sh->mutex, std::try_to_lock);
+      if (!l.owns_lock()) continue;
+      out = sh.get(), lock = std::move(l);
+      return {};
+    }
+    if (pool.size() < build_threads() && add_handle(api, h, pool).ok()) {
+      out = pool.back().get(), lock = std::unique_lock<std::mutex>(out->mutex);
+      return {};
+    }
+  }
+  out = first, lock = std::unique_lock<std::mutex>(first->mutex);
+  return {};
+}
+
+size_t handle_count(const HandleImpl& h) {
+  if (!h.cuda) return 0;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.handles.find(h.cuda->context);
+  return it == r.handles.end() ? 0 : it->second.size();
 }
 
 Status kernel_cache(const CudnnApi& api, const KernelCacheImpl* owner, uint64_t topology, const Descriptor& graph,
