@@ -39,6 +39,28 @@ inline HostTensor packed(const Dims& dims, dg::DataType t) { return ref_test::ma
 
 inline void fill_random(HostTensor& h, std::mt19937& rng, double lo = -1, double hi = 1) { h.randomize(rng, lo, hi); }
 
+// A [batch..., rows, cols], random, with its rows (or columns, when MN-major) padded to a multiple of 8
+// elements, as real leading dimensions are, so that 16-byte loads and TMA apply.
+inline HostTensor operand(const Dims& batch, int64_t rows, int64_t cols, bool transposed, dg::DataType t, std::mt19937& rng,
+                   bool pad = true) {
+  Dims dims = batch;
+  dims.push_back(rows);
+  dims.push_back(cols);
+  const int64_t inner = transposed ? rows : cols, outer = transposed ? cols : rows;
+  const int64_t ld = pad ? (inner + 7) / 8 * 8 : inner;
+  Dims strides(dims.size());
+  strides[dims.size() - (transposed ? 2 : 1)] = 1;
+  strides[dims.size() - (transposed ? 1 : 2)] = ld;
+  int64_t running = ld * outer;
+  for (size_t i = batch.size(); i-- > 0;) {
+    strides[i] = running;
+    running *= batch[i];
+  }
+  HostTensor h = ref_test::make_tensor(dims, strides, t);
+  fill_random(h, rng);
+  return h;
+}
+
 struct Expect {
   double tol = -1;    // relative; < 0: by the output's type
   double floor = 1;   // |want| below this is compared absolutely against tol * floor

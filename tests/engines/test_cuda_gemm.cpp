@@ -22,6 +22,7 @@ using gemm_test::Dims;
 using gemm_test::Expect;
 using gemm_test::HostTensor;
 using gemm_test::for_each_matmul;
+using gemm_test::operand;
 using M = dg::PointwiseMode;
 
 constexpr const char* kWgmma = "cuda_gemm_wgmma_tma";
@@ -309,28 +310,6 @@ TEST_F(CudaGemmCompile, EpilogueLayoutCollapsesOnlyNestedStrides) {
 }
 
 // ---- GPU: every engine against ref
-
-// A [batch..., m, k] with its rows (or columns, when MN-major) padded to a multiple of 8
-// elements, as real leading dimensions are, so that 16-byte loads and TMA apply.
-HostTensor operand(const Dims& batch, int64_t rows, int64_t cols, bool transposed, dg::DataType t, std::mt19937& rng,
-                   bool pad = true) {
-  Dims dims = batch;
-  dims.push_back(rows);
-  dims.push_back(cols);
-  const int64_t inner = transposed ? rows : cols, outer = transposed ? cols : rows;
-  const int64_t ld = pad ? (inner + 7) / 8 * 8 : inner;
-  Dims strides(dims.size());
-  strides[dims.size() - (transposed ? 2 : 1)] = 1;
-  strides[dims.size() - (transposed ? 1 : 2)] = ld;
-  int64_t running = ld * outer;
-  for (size_t i = batch.size(); i-- > 0;) {
-    strides[i] = running;
-    running *= batch[i];
-  }
-  HostTensor h = ref_test::make_tensor(dims, strides, t);
-  gemm_test::fill_random(h, rng);
-  return h;
-}
 
 // TF32 tolerance: each input is rounded to 10 mantissa bits (relative error <= 2^-11), so a product
 // of two uniform [-1, 1] inputs is off by ~1.3e-4 (one sigma) and a k-term sum by ~1.3e-4 sqrt(k):
