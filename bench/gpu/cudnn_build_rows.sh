@@ -4,6 +4,9 @@
 # handle each), then build_plans(ALL) of the tutorial conv and SDPA graphs in a cold process and
 # cache folder with builds at once (DNNGRAPH_BUILD_THREADS unset) and one after another
 # (DNNGRAPH_BUILD_THREADS=1), beside NVIDIA's frontend building all its plans of the same graphs.
+# Every process gets an empty CUDA_CACHE_PATH: the driver keeps JIT-compiled kernels there across
+# processes, and a process that ran after another building the same cuDNN configs was 3x faster
+# (docs/perf.md, 2026-12-07 19:31), so each side is timed cold.
 #
 #   bash bench/gpu/cudnn_build_rows.sh BIN_DIR OUT_DIR [WHEEL_DIR]
 #
@@ -27,13 +30,13 @@ g=$root/examples/graphs
 files="$g/tutorial_conv_bias_relu.json $g/tutorial_conv_bias_relu_small.json $g/tutorial_sdpa_causal.json $g/tutorial_sdpa_causal_small.json"
 for threads in "" 1; do
   echo "== ours, build_plans(ALL) cold, DNNGRAPH_BUILD_THREADS=${threads:-unset} ($SECONDS s)"
-  DNNGRAPH_BUILD_THREADS=$threads DNNGRAPH_CACHE_DIR=$(mktemp -d) timeout 150 \
+  CUDA_CACHE_PATH=$(mktemp -d) DNNGRAPH_BUILD_THREADS=$threads DNNGRAPH_CACHE_DIR=$(mktemp -d) timeout 150 \
     "$bin/bench/dnngraph_bench_plan_build_time" --gpu --all $files 2>&1 | tail -8
 done
 if [ -n "$wheels" ]; then
   echo "== NVIDIA's frontend ($SECONDS s)"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/fe_site \
     "$wheels"/*.whl 2>&1 | tail -2
-  PYTHONPATH=/tmp/fe_site timeout 150 python3 "$root/bench/gpu/fe_build_all.py" 2>&1 | tail -8
+  CUDA_CACHE_PATH=$(mktemp -d) PYTHONPATH=/tmp/fe_site timeout 150 python3 "$root/bench/gpu/fe_build_all.py" 2>&1 | tail -8
 fi
 echo "== end ($SECONDS s)"
