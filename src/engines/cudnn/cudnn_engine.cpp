@@ -409,9 +409,7 @@ class CudnnEngine final : public Engine {
     const bool dynamic = t.dynamic_shapes && t.kernel_cache;
     SharedHandle* sh = nullptr;
     std::unique_lock<std::mutex> lock;
-    if (auto s = dynamic ? shared_handle(*api(), *t.handle, sh) : build_handle(*api(), *t.handle, sh, lock); !s.ok())
-      return s;
-    if (dynamic) lock = std::unique_lock<std::mutex>(sh->mutex);
+    if (auto s = build_handle(*api(), *t.handle, dynamic, sh, lock); !s.ok()) return s;
     auto sv = survey(p, t, sh);
     if (!sv->status.ok()) return sv->status;
     BackendDescriptor kc = nullptr;

@@ -41,35 +41,45 @@ Status add_handle(const CudnnApi& api, const HandleImpl& h, std::vector<std::uni
 
 }  // namespace
 
+// The context's pool, its first handle made on first use; `r.mutex` held, the context current.
+Status pool_of(const CudnnApi& api, const HandleImpl& h, Registry& r, std::vector<std::unique_ptr<SharedHandle>>*& out) {
+  out = &r.handles[h.cuda->context];
+  return out->empty() ? add_handle(api, h, *out) : Status{};
+}
+
 Status shared_handle(const CudnnApi& api, HandleImpl& h, SharedHandle*& out) {
   out = nullptr;
   if (!h.cuda) return {ErrorCode::DEVICE_NOT_AVAILABLE, "cudnn: not a CUDA handle"};
   if (auto s = cuda::make_current(h); !s.ok()) return s;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  auto& pool = r.handles[h.cuda->context];
-  if (pool.empty())
-    if (auto s = add_handle(api, h, pool); !s.ok()) return s;
-  out = pool.front().get();
+  std::vector<std::unique_ptr<SharedHandle>>* pool = nullptr;
+  if (auto s = pool_of(api, h, r, pool); !s.ok()) return s;
+  out = pool->front().get();
   return {};
 }
 
-Status build_handle(const CudnnApi& api, HandleImpl& h, SharedHandle*& out, std::unique_lock<std::mutex>& lock) {
+Status build_handle(const CudnnApi& api, HandleImpl& h, bool first_only, SharedHandle*& out,
+                    std::unique_lock<std::mutex>& lock) {
+  out = nullptr;
+  if (!h.cuda) return {ErrorCode::DEVICE_NOT_AVAILABLE, "cudnn: not a CUDA handle"};
+  if (auto s = cuda::make_current(h); !s.ok()) return s;
   SharedHandle* first = nullptr;
-  if (auto s = shared_handle(api, h, first); !s.ok()) return s;
   {
     Registry& r = registry();
     std::lock_guard<std::mutex> registry_lock(r.mutex);
-    auto& pool = r.handles[h.cuda->context];
+    std::vector<std::unique_ptr<SharedHandle>>* pool = nullptr;
+    if (auto s = pool_of(api, h, r, pool); !s.ok()) return s;
+    first = pool->front().get();
     // try_lock only while the registry is held: a handle busy with a build is never waited on here.
-    for (auto& sh : pool) {
-      std::unique_lock<std::mutex> l(sh->mutex, std::try_to_lock);
+    for (size_t i = 0; !first_only && i < pool->size(); ++i) {
+      std::unique_lock<std::mutex> l((*pool)[i]->mutex, std::try_to_lock);
       if (!l.owns_lock()) continue;
-      out = sh.get(), lock = std::move(l);
+      out = (*pool)[i].get(), lock = std::move(l);
       return {};
     }
-    if (pool.size() < build_threads() && add_handle(api, h, pool).ok()) {
-      out = pool.back().get(), lock = std::unique_lock<std::mutex>(out->mutex);
+    if (!first_only && pool->size() < build_threads() && add_handle(api, h, *pool).ok()) {
+      out = pool->back().get(), lock = std::unique_lock<std::mutex>(out->mutex);
       return {};
     }
   }

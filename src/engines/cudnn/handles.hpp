@@ -32,8 +32,9 @@ Status shared_handle(const CudnnApi& api, HandleImpl& h, SharedHandle*& out);
 
 // A handle of that context for one plan build, held by `lock` (locked) on return: the first of
 // the pool that is free, a new one while the pool has fewer than build_threads(), else the first
-// handle once it is free.
-Status build_handle(const CudnnApi& api, HandleImpl& h, SharedHandle*& out, std::unique_lock<std::mutex>& lock);
+// handle once it is free (`first_only`: always the first, as builds sharing a kernel cache need).
+Status build_handle(const CudnnApi& api, HandleImpl& h, bool first_only, SharedHandle*& out,
+                    std::unique_lock<std::mutex>& lock);
 
 // How many handles the pool of `h`'s context holds (0 before its first use).
 size_t handle_count(const HandleImpl& h);
