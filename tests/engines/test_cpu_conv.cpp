@@ -158,7 +158,8 @@ TEST(CpuConvImplicitGemm, NarrowChannelKernelRowsMatchRef) {
 // Deep channels on small images (ResNet-50's last stages), NHWC with KRSC weights: the shapes
 // where the plan reads the weights in place as dot-product tiles (on AVX-512 the 7x7 ones with
 // C 512; on AVX2 and the portable kernels the 14x14 ones too), with and without groups, batch,
-// stride, dilation, a fused chain and a strided output (the strips).
+// stride, dilation, a fused chain and a strided output (the strips). C 640 at 7x7: a kernel row of
+// the tile's weights and inputs exceeds a 48 KB L1, so its K blocks are rows over channel chunks.
 TEST(CpuConvImplicitGemm, DeepChannelsSmallImagesMatchRef) {
   std::mt19937 rng(38);
   struct Shape {
@@ -166,7 +167,8 @@ TEST(CpuConvImplicitGemm, DeepChannelsSmallImagesMatchRef) {
   };
   const Shape shapes[] = {{1, 512, 40, 1, 7, 3, 1, 1, 1},  {1, 256, 36, 1, 14, 3, 1, 1, 1},
                           {2, 256, 38, 2, 7, 3, 1, 1, 1},  {1, 512, 24, 1, 14, 3, 2, 1, 1},
-                          {1, 256, 20, 1, 9, 3, 1, 2, 2},  {1, 384, 33, 1, 7, 1, 1, 1, 0}};
+                          {1, 256, 20, 1, 9, 3, 1, 2, 2},  {1, 384, 33, 1, 7, 1, 1, 1, 0},
+                          {1, 640, 24, 1, 7, 3, 1, 1, 1}};
   for (size_t i = 0; i < std::size(shapes); ++i) {
     const Shape& sh = shapes[i];
     ConvCase cc;

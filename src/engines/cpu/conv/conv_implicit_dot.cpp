@@ -89,14 +89,23 @@ ConvDotGemm::ConvDotGemm(const ConvGeometry& g, const ConvPhase& ph, const conv_
   // K blocks of whole kernel rows where one fits L1 with the input a tile reads over it (NO
   // weight rows, NP + S - 1 input pixels per row): the weights stay in L1 across the tiles and
   // each input pixel is read from L2 once per row, not once per tap (7x7 C512: 1.37x against
-  // blocks of single taps). Else whole taps in a quarter of L1, else a tap's channels in chunks.
+  // blocks of single taps). Where a row does not fit, a row's taps over a chunk of its channels (at
+  // most 4 chunks): AVX-512's 6 x 4 tile at C512 needs 40 KB a row, and on Zen 4's 32 KB L1 ran
+  // 5-10% faster than in single taps (2026-12-07). Else whole taps in a quarter of L1, else a
+  // tap's channels in chunks.
   const int64_t l1 = cpu_features().l1d_bytes, row_taps = g.ker[2], chan_bytes = g.src_cg * 4;
   const int64_t row_bytes_l1 = (ks.no * row_taps + ks.np + row_taps - 1) * chan_bytes;
+  const int64_t row_chunks = ceil_div(row_bytes_l1, l1);
   const int64_t budget = std::max<int64_t>(l1 / 4, ks.no * ks.width * 4);
   const int64_t tap_bytes = ks.no * chan_bytes;
   if (row_bytes_l1 <= l1) {
     const int64_t per = std::min<int64_t>(l1 / row_bytes_l1, taps / row_taps) * row_taps;
     for (int64_t t0 = 0; t0 < taps; t0 += per) kblocks_.push_back({t0, std::min(taps, t0 + per), 0, g.src_cg});
+  } else if (row_taps > 1 && row_chunks <= 4 && g.src_cg / ks.width >= 4 * row_chunks) {
+    const int64_t cn = ceil_div(g.src_cg / ks.width, row_chunks) * ks.width;
+    for (int64_t t0 = 0; t0 < taps; t0 += row_taps)
+      for (int64_t c0 = 0; c0 < g.src_cg; c0 += cn)
+        kblocks_.push_back({t0, std::min(taps, t0 + row_taps), c0, std::min(cn, g.src_cg - c0)});
   } else if (tap_bytes <= budget) {
     const int64_t per = budget / tap_bytes;
     for (int64_t t0 = 0; t0 < taps; t0 += per) kblocks_.push_back({t0, std::min(taps, t0 + per), 0, g.src_cg});
