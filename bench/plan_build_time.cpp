@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -165,6 +166,17 @@ void gpu_row(const Workload& w, const dg::Handle& h, bool all) {
     std::string name;
     if (s.ok()) s = g.get_plan_name_at_index(0, name);
     if (!s.ok()) std::printf("| %s | error: %s |\n", w.name.c_str(), s.to_string().c_str());
+    if (s.ok() && policy == dg::BuildPlanPolicy::ALL) {
+      // How many plans each engine built: the frontend's bench prints its plan count beside its time.
+      std::map<std::string, int> per_engine;
+      for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+        std::string n;
+        if (g.get_plan_name_at_index(i, n).ok()) ++per_engine[n.substr(0, n.find('['))];
+      }
+      std::printf("  ALL of %s: %lld plans:", w.name.c_str(), static_cast<long long>(g.get_execution_plan_count()));
+      for (const auto& [engine, count] : per_engine) std::printf(" %s %d", engine.c_str(), count);
+      std::printf("\n");
+    }
     if (s.ok() && policy == dg::BuildPlanPolicy::HEURISTICS_CHOICE) {
       // Whether plan 0 says its build compiles (cuDNN's runtime fusion, the own engines' NVRTC).
       std::vector<dg::BehaviorNote> notes;

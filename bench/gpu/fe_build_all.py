@@ -5,7 +5,7 @@
     python3 bench/gpu/fe_build_all.py      # needs cudnn (nvidia-cudnn-frontend) and torch
 
 Per workload: `FE <name> first-heuristic-build <ms> (plan 0 of <n>)` in a fresh graph (heuristics A,
-build_plans(HEURISTICS_CHOICE)), then `FE <name> build_plans(ALL) <s> (<n> plans)` in another fresh
+build_plans(HEURISTICS_CHOICE)), then `FE <name> build_plans(ALL) <ms> (<n> plans)` in another fresh
 graph (heuristics A + FALLBACK). The first workload's figures include the process's first use of
 cuDNN. bf16 I/O, fp32 intermediates and compute, as the JSON files say.
 """
@@ -67,7 +67,7 @@ def timed_builds(name, make):
     print(f"FE {name} first-heuristic-build {first_s * 1e3:.1f} ms (plan 0 of {count})", flush=True)
     all_s, count = timed_build(make, handle, [cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK],
                                cudnn.build_plan_policy.ALL)
-    print(f"FE {name} build_plans(ALL) {all_s:.2f} s ({count} plans)", flush=True)
+    print(f"FE {name} build_plans(ALL) {all_s * 1e3:.1f} ms ({count} plans)", flush=True)
 
 
 def main():

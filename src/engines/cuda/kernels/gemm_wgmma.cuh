@@ -68,7 +68,9 @@ template <int BN, int STAGES, int ES = 2, int EPI_BYTES = kStagedEpilogueBytes, 
 struct WgmmaSmem {
   static constexpr int BM = 128, BK = 128 / ES, K_STEPS = 4;
   static constexpr int A_BYTES = BM * BK * ES, B_BYTES = BN * BK * ES;
-  static constexpr int SMALL = A_BYTES + B_BYTES;
+  // LOADED: the bytes TMA writes into a stage, what its "full" barrier expects; with X3 the stage
+  // is twice that (the small parts are written by threads, not counted by the barrier).
+  static constexpr int LOADED = A_BYTES + B_BYTES, SMALL = LOADED;
   static constexpr int STAGE_BYTES = SMALL * (X3 ? 2 : 1);
   static constexpr int EPI_COLS = 32, EPI_LD = EPI_COLS + 4;
   static constexpr int EPI = STAGES * STAGE_BYTES;
@@ -135,7 +137,7 @@ __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc
     for (int kt = kb; kt < ke; ++kt) {
       const u32 full = base + S::BARRIERS + 8 * s, empty = full + 8 * STAGES;
       mbar_wait(empty, phase ^ 1);
-      mbar_expect_tx(full, has_a ? S::STAGE_BYTES : S::B_BYTES);
+      mbar_expect_tx(full, has_a ? S::LOADED : S::B_BYTES);
       const u32 a_dst = base + s * S::STAGE_BYTES, b_dst = a_dst + S::A_BYTES;
       const int k0 = kt * S::BK;
       if (!has_a) {
