@@ -68,10 +68,11 @@ struct Expect {
 };
 
 // Runs `build` on ref and on `engine` (plan indices 0 .. max_plans-1, each checked to be that
-// engine in one partition) and compares every output; the plans' names go to `names` if given.
+// engine in one partition; with `only`, just the plans whose name holds it) and compares every
+// output; the names of the plans run go to `names` if given.
 inline void run_vs_ref(const std::string& engine, std::vector<HostTensor> inputs, const std::vector<HostTensor>& outs,
                        const Build& build, const std::vector<Expect>& expect, int max_plans = 1,
-                       std::vector<std::string>* names = nullptr) {
+                       std::vector<std::string>* names = nullptr, const std::string& only = "") {
   std::vector<HostTensor> want;
   auto s = ref_test::run_build_on_ref(inputs, outs, build, want);
   ASSERT_TRUE(s.ok()) << s.to_string();
@@ -110,9 +111,10 @@ inline void run_vs_ref(const std::string& engine, std::vector<HostTensor> inputs
   ASSERT_GE(plans, 1);
   for (int64_t idx = 0; idx < plans; ++idx) {
     std::string name;
+    ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
+    if (!only.empty() && name.find(only) == std::string::npos) continue;
     s = g.build_plan_at_index(*handle, idx);
     ASSERT_TRUE(s.ok()) << s.to_string();
-    ASSERT_TRUE(g.get_plan_name_at_index(idx, name).ok());
     EXPECT_EQ(name.rfind(engine, 0), 0u) << name;
     EXPECT_EQ(name.find(" + "), std::string::npos) << "more than one partition: " << name;
     if (names) names->push_back(name);

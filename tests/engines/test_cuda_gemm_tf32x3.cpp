@@ -1,8 +1,8 @@
 // cuda_gemm_wgmma_tma's 3xTF32 matmuls (knob tf32x3, kernels/tf32x3_split.cuh): FLOAT matmuls in
-// graphs that do not allow TF32, three TF32 products per product on the wgmma core, held back
-// (gate `gemm_tf32x3`, common/gpu_checked.hpp) until their GPU test below has passed. What the gate
-// and the knob space offer, the rules with their messages, NVRTC compiles without a GPU, and on a
-// GPU every setting against ref at the exact fp32 tolerance.
+// graphs that do not allow TF32, three TF32 products per product on the wgmma core (offered since
+// the GPU test below passed on an H100, 2026-12-07). What the knob space offers, the rules with
+// their messages, NVRTC compiles without a GPU, and on a GPU every setting against ref at the exact
+// fp32 tolerance.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "common/scoped_env.hpp"
 #include "engines/cuda/common/nvrtc_compile.hpp"
 #include "engines/cuda/gemm/gemm_mma_sync.hpp"
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
@@ -27,9 +26,6 @@ namespace gm = dnngraph::cuda::gemm;
 using gemm_test::Dims;
 using gemm_test::Expect;
 using gemm_test::HostTensor;
-using test_env::ScopedEnv;
-
-constexpr const char* kGate = "gemm_tf32x3";
 
 // A[2, m, k] x B[k, n] of FLOAT (B stored [n, k] where b_k_major), TF32 allowed or not, lowered.
 struct FloatMatmul {
@@ -56,10 +52,10 @@ dg::Target described_hopper(std::shared_ptr<dg::HandleImpl>& keep) {
   return t;
 }
 
-// Held back, the engine refuses exact FLOAT with the gate's reason; released, it offers only
-// 3xTF32 settings (cooperative 128-wide tiles, at most 3 stages of 64 KB, MN-major B through the
-// transpose pass); the mma.sync engine refuses exact FLOAT with the TF32 rule either way.
-TEST(CudaGemmTf32x3, OfferedOnlyOnceReleasedAndOnlyForExactFloat) {
+// The engine offers exact FLOAT only as 3xTF32 settings (cooperative 128-wide tiles, at most 3
+// stages of 64 KB, MN-major B through the transpose pass); the mma.sync engine refuses it with the
+// TF32 rule.
+TEST(CudaGemmTf32x3, OfferedOnlyForExactFloat) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "the CUDA engines need NVRTC: " << dg::cuda::nvrtc_error();
   std::shared_ptr<dg::HandleImpl> h;
   const dg::Target t = described_hopper(h);
@@ -67,13 +63,6 @@ TEST(CudaGemmTf32x3, OfferedOnlyOnceReleasedAndOnlyForExactFloat) {
   for (bool b_k_major : {true, false}) {
     FloatMatmul f;
     ASSERT_NO_FATAL_FAILURE(float_matmul(f, false, b_k_major));
-    {
-      ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", nullptr);
-      const dg::Support held = e.check(*f.p, t);
-      EXPECT_FALSE(held.ok);
-      EXPECT_NE(held.reason.find("not yet checked against ref on a GPU"), std::string::npos) << held.reason;
-    }
-    ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", kGate);
     const dg::Support support = e.check(*f.p, t);
     EXPECT_TRUE(support.ok) << support.reason;
     const auto space = e.knob_space(*f.p, t);
@@ -91,7 +80,6 @@ TEST(CudaGemmTf32x3, OfferedOnlyOnceReleasedAndOnlyForExactFloat) {
   }
   FloatMatmul tf32;  // TF32 allowed: the TF32 settings, none of 3xTF32
   ASSERT_NO_FATAL_FAILURE(float_matmul(tf32, true, true));
-  ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", kGate);
   for (const dg::Knobs& k : e.knob_space(*tf32.p, t)) EXPECT_EQ(k.count("tf32x3"), 0u) << dg::knobs_to_string(k);
 }
 
@@ -150,7 +138,6 @@ TEST(CudaGemmTf32x3, KernelsCompileWithNvrtc) {
 TEST(CudaGemmTf32x3, RandomShapesMatchRefAtFp32Tolerance) {
   DG_REQUIRE_CUDA(gpu);
   if (impl_of(*gpu).info.sm_version != 90) GTEST_SKIP() << "tf32x3 runs on the wgmma core (sm_90a)";
-  ScopedEnv env("DNNGRAPH_UNCHECKED_ENGINES", kGate);
   std::mt19937 rng(97);
   for (int trial = 0; trial < 4; ++trial) {
     const int64_t m = 1 + rng() % 300, n = 1 + rng() % 300, k = trial == 3 ? 2048 : 1 + rng() % 400;

@@ -21,7 +21,7 @@ struct GemmParams {
   int32_t batch_dims;
   int32_t epi_vec;
   int32_t tiles_m, tiles_n;
-  int32_t splits, pad_;  // wgmma split-K factor (1: none)
+  int32_t splits, stream_k;  // wgmma split-K factor (1: none); stream-K tail (work_units.cuh)
   void* ws;              // split-K partial sums and per-tile counters
 };
 static_assert(sizeof(GemmParams) == 8 * (7 + 3 * kMaxBatchDims + 1 + 2 + 2) + 32, "must match dg::GemmParams");

@@ -1,7 +1,8 @@
 // cuda_gemm_wgmma_tma: the Hopper matmul (sm_90a): TMA loads, warp-specialized wgmma, a
-// persistent grid (kernels/gemm_wgmma.cuh), split-K, clusters of 2 sharing B by TMA multicast,
+// persistent grid (kernels/gemm_wgmma.cuh), split-K, a stream-K tail (held back until its GPU test
+// passes), clusters of 2 sharing B by TMA multicast,
 // TF32 with a transpose pass for MN-major FLOAT operands, and FLOAT that the graph keeps exact as
-// 3xTF32 (tf32x3=1, kernels/tf32x3_split.cuh; held back until its GPU tests pass: gpu_checked.hpp);
+// 3xTF32 (tf32x3=1, kernels/tf32x3_split.cuh);
 // the partition's epilogue fused, staged through shared memory or (epilogue=1) applied in
 // registers and stored by TMA.
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
@@ -34,10 +35,11 @@ struct WgmmaKnobs {
   int64_t tf32 = 0, transpose = 0;
   int64_t epilogue = 0;  // 1: the register epilogue (common/register_epilogue.hpp)
   int64_t tf32x3 = 0;    // 1: FLOAT the graph keeps exact, as 3xTF32 (stages of twice the bytes)
+  int64_t stream_k = 0;  // 1: the last waves' k steps in equal shares per CTA (kernels/work_units.cuh)
 };
 
-// The held-back name of the 3xTF32 plans (common/gpu_checked.hpp).
-constexpr const char* kTf32x3Gate = "gemm_tf32x3";
+// The held-back name of the stream-K tail's plans (common/gpu_checked.hpp).
+constexpr const char* kStreamKGate = "gemm_stream_k";
 
 int64_t stages_of(const WgmmaKnobs& k) { return k.stages ? k.stages : k.tile_n == 256 ? 4 : 5; }
 
@@ -54,6 +56,9 @@ std::string wgmma_rules(const WgmmaKnobs& k) {
   if (k.split_k > 1 && (k.pingpong || k.tile_n != 128))
     return "split_k above 1 goes only with cooperative 128-wide tiles (tile_n 128, no pingpong)";
   if (k.epilogue && k.split_k > 1) return "epilogue=1 (registers + TMA store) goes only with whole tiles (split_k 1)";
+  if (k.stream_k && (k.split_k > 1 || k.pingpong || k.cluster > 1))
+    return "stream_k=1 goes only with cooperative tiles of one CTA (split_k 1, no pingpong, cluster 1)";
+  if (std::string why; k.stream_k && !checked_on_gpu(kStreamKGate, "stream_k=1 (the stream-K tail)", why)) return why;
   if (k.tf32x3 && (k.tf32 || k.tile_n != 128 || k.pingpong || k.cluster > 1))
     return "tf32x3=1 (3xTF32) goes only with tf32 0 and cooperative 128-wide tiles of one CTA (tile_n 128, no pingpong, "
            "cluster 1)";
@@ -74,7 +79,8 @@ const KnobSchema<WgmmaKnobs> kSchema{kName,
                                       {"tf32", &WgmmaKnobs::tf32, 0, 1, {}, false},
                                       {"transpose", &WgmmaKnobs::transpose, 0, 1, {}, false},
                                       {"epilogue", &WgmmaKnobs::epilogue, 0, 1, {}, false},
-                                      {"tf32x3", &WgmmaKnobs::tf32x3, 0, 1, {}, false}},
+                                      {"tf32x3", &WgmmaKnobs::tf32x3, 0, 1, {}, false},
+                                      {"stream_k", &WgmmaKnobs::stream_k, 0, 1, {}, false}},
                                      wgmma_rules};
 
 MatmulConfig wgmma_config(const WgmmaKnobs& k) {
@@ -90,6 +96,7 @@ MatmulConfig wgmma_config(const WgmmaKnobs& k) {
   c.cluster = static_cast<int>(k.cluster);
   c.register_epilogue = k.epilogue == 1;
   c.tf32x3 = k.tf32x3 == 1;
+  c.stream_k = k.stream_k == 1;
   c.bk = c.tf32 || c.tf32x3 ? 32 : 64;  // one 128-byte swizzle row of k
   c.threads = 384;          // a producer warpgroup and two consumer warpgroups
   c.smem_bytes = static_cast<int>(smem_bytes(k));
@@ -114,8 +121,6 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
     if (t.info().sm_version != 90)
       return Support::no("wgmma and TMA need sm_90a; the device is sm_" + std::to_string(t.info().sm_version));
     const auto& mp = pieces.mp;
-    if (std::string why; mp.exact_fp32 && !checked_on_gpu(kTf32x3Gate, "3xTF32 matmuls (FLOAT without TF32)", why))
-      return Support::no(why);
     if (mp.dtype == DataType::FLOAT) {  // MN-major operands through the transpose pass
       MatmulConfig c;
       c.core = Core::WGMMA;
@@ -149,6 +154,7 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
       add_split_k(mp, t, settings);
       add_clusters(mp, settings);
       add_register_epilogue(p, t, mp, settings);
+      add_stream_k(mp, t, settings);
       if (mp.dtype == DataType::FLOAT)
         for (auto& k : settings) {
           k.tf32 = mp.exact_fp32 ? 0 : 1;
@@ -190,6 +196,23 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
       WgmmaKnobs k = out[i];
       k.epilogue = 1;
       if (wgmma_rules(k).empty() && !(k.pingpong && reduces)) out.push_back(k);
+    }
+  }
+
+  // Each cooperative whole-tile setting of one CTA again with the stream-K tail where its tiles
+  // fill at least one wave and the last one less than 90%: 8192^3 in 128 x 256 tiles is 15.5 waves
+  // of 132 CTAs, and the half wave takes as long as a whole one.
+  static void add_stream_k(const MatmulProblem& mp, const Target& t, std::vector<WgmmaKnobs>& out) {
+    const int64_t sms = std::max(1, t.info().multiprocessors);
+    const size_t n = out.size();
+    for (size_t i = 0; i < n; ++i) {
+      WgmmaKnobs k = out[i];
+      const int64_t tiles = mp.batch_count() * ceil_div(mp.M, 128) * ceil_div(mp.N, k.tile_n);
+      if (k.pingpong || k.split_k > 1 || k.cluster > 1 || tiles < sms || tiles % sms >= sms * 9 / 10 ||
+          tiles % sms == 0)
+        continue;
+      k.stream_k = 1;
+      if (wgmma_rules(k).empty()) out.push_back(k);
     }
   }
 

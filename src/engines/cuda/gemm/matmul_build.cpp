@@ -13,6 +13,7 @@ namespace dnngraph::cuda::gemm {
 // the epilogue) over the useful tiles x k steps (without split-K: the last wave's padding). A
 // split-K unit also publishes its partial sums and the tile's last one reads them all back: ~6 k
 // steps' time per unit (measured for the conv core on an H200, 2026-11-29), plus the counters' memset.
+// The stream-K tail (c.stream_k): the last waves' k steps spread evenly over the CTAs.
 double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c, double efficiency) {
   MatmulPieces pieces;
   std::string why;
@@ -27,7 +28,16 @@ double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c
                                         : tiles * c.splits;
     const int64_t sms = std::max(1, t.info().multiprocessors), kt = ceil_div(mp.K, c.bk);
     const int64_t per_unit = ceil_div(kt, c.splits) + 1 + (c.splits > 1 ? 6 : 0);
-    padded *= static_cast<double>(ceil_div(units, sms) * sms * per_unit) / static_cast<double>(tiles * (kt + 1));
+    if (c.stream_k && units >= sms) {
+      // Whole tiles, then each CTA's equal share of the rest's k steps in up to three segments, a
+      // fill each, and the fix-up of a split tile (~6 steps, as split-K's).
+      const int64_t whole = stream_k_whole_tiles(units, sms), share = ceil_div((units - whole) * kt, sms);
+      padded *= static_cast<double>((whole / sms * (kt + 1) + share + 3 + 6) * sms) /
+                static_cast<double>(tiles * (kt + 1));
+      fixup = 1e-6;
+    } else {
+      padded *= static_cast<double>(ceil_div(units, sms) * sms * per_unit) / static_cast<double>(tiles * (kt + 1));
+    }
     if (c.splits > 1) fixup = 1e-6;
     // The transpose pass: each MN-major operand read and written once at the bandwidth, a launch each.
     for (bool is_a : {true, false})

@@ -139,16 +139,27 @@ class MatmulPlan final : public KernelPlan {
   // sums and one counter per tile.
   int64_t epilogue_bytes() const { return round256(epi_.L.workspace_bytes); }
   int64_t tiles() const { return mp_.batch_count() * ceil_div(mp_.M, c_.bm) * ceil_div(mp_.N, c_.bn); }
+  // Persistent CTAs: one per multiprocessor (clusters: pairs), at most one per unit.
+  int64_t ctas() const {
+    const int64_t units = c_.cluster > 1 ? mp_.batch_count() * ceil_div(ceil_div(mp_.M, c_.bm), 2) * ceil_div(mp_.N, c_.bn)
+                                         : tiles() * c_.splits;
+    return std::min<int64_t>(units, sms_ / c_.cluster);
+  }
+  // Split-K's or the stream-K tail's partial sums: slots x parts slices of a tile, a counter per slot.
+  int64_t split_slots() const {
+    return c_.stream_k ? stream_k_split_tiles(tiles(), ctas()) : c_.splits > 1 ? tiles() : 0;
+  }
+  int split_parts() const { return c_.stream_k ? kStreamKParts : c_.splits; }
   int64_t workspace_size() const override {
-    if (c_.splits == 1 && !c_.transpose) return epi_.L.workspace_bytes;
-    const int64_t split = c_.splits > 1 ? tiles() * c_.splits * c_.bm * c_.bn * 4 + tiles() * 4 : 0;
+    if (split_slots() == 0 && !c_.transpose) return epi_.L.workspace_bytes;
+    const int64_t split = split_slots() * (split_parts() * c_.bm * c_.bn * 4 + 4);
     return epilogue_bytes() + copy_a_.bytes + copy_b_.bytes + split;
   }
 
   Status execute(const ExecArgs& args) const override {
     HandleImpl& h = args.handle;
     if (!h.device.is_cuda() || !h.cuda) return {ErrorCode::GRAPH_EXECUTION_FAILED, "matmul plan: not a CUDA handle"};
-    if ((c_.splits > 1 || c_.transpose) && !args.workspace)
+    if ((split_slots() > 0 || c_.transpose) && !args.workspace)
       return {ErrorCode::WORKSPACE_TOO_SMALL, "matmul plan, node '" +
                                                   part_.graph->nodes[static_cast<size_t>(anchor_node(part_))].name +
                                                   "': split_k=" + std::to_string(c_.splits) + " transpose=" +
@@ -196,10 +207,11 @@ class MatmulPlan final : public KernelPlan {
       if (auto s = encode_tensor_map(operand_map(v, true, c_, a_unit, a_extent), a_tma, ma); !s.ok()) return s;
       if (auto s = encode_tensor_map(operand_map(v, false, c_, b_unit, b_extent), b_tma, mb); !s.ok()) return s;
       g.splits = c_.splits;
-      if (c_.splits > 1) {
+      g.stream_k = c_.stream_k ? 1 : 0;
+      if (const int64_t slots = split_slots(); slots > 0) {
         g.ws = copies + copy_a_.bytes + copy_b_.bytes;
-        char* counters = static_cast<char*>(g.ws) + tiles * c_.splits * c_.bm * c_.bn * 4;
-        if (auto s = fill32(h, counters, 0, static_cast<size_t>(tiles)); !s.ok()) return s;
+        char* counters = static_cast<char*>(g.ws) + slots * split_parts() * c_.bm * c_.bn * 4;
+        if (auto s = fill32(h, counters, 0, static_cast<size_t>(slots)); !s.ok()) return s;
       }
       TensorMap my;  // the register epilogue's output map
       if (c_.register_epilogue)
@@ -207,7 +219,7 @@ class MatmulPlan final : public KernelPlan {
       void* kargs[] = {&g, &pp, &ma, &mb, &my};  // (my: read only by the register epilogue's kernel)
       // Clusters of 2: one pair of CTAs per pair of m tiles, at most one CTA per multiprocessor.
       const int64_t units = c_.cluster > 1 ? g.batch_count * ceil_div(g.tiles_m, 2) * g.tiles_n : tiles * c_.splits;
-      const int64_t grid = std::min<int64_t>(units, sms_ / c_.cluster) * c_.cluster;
+      const int64_t grid = ctas() * c_.cluster;
       // The wgmma kernel starts with pdl_start: short shares launch programmatically (launch_order.hpp).
       const int64_t ksteps = ceil_div(ceil_div(mp_.K, c_.bk), c_.splits);
       if (auto s = launch_3d(h, k_.main, {static_cast<unsigned>(grid), 1, 1}, static_cast<unsigned>(c_.threads),
@@ -249,6 +261,7 @@ std::string MatmulConfig::describe() const {
   std::ostringstream os;
   os << (core == Core::WGMMA ? "wgmma" : "mma.sync") << (tf32 ? " tf32" : tf32x3 ? " 3xtf32" : "") << " " << bm << "x" << bn << "x" << bk << " stages=" << stages
      << (pingpong ? " ping-pong" : "") << (splits > 1 ? " split_k=" + std::to_string(splits) : "")
+     << (stream_k ? " stream_k" : "")
      << (transpose ? " transpose" : "") << (cluster > 1 ? " cluster=" + std::to_string(cluster) : "")
      << (register_epilogue ? " epilogue=1" : "");
   return os.str();
@@ -266,7 +279,7 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
        << ">(g, p);\n}\n";
   } else {
     os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(e, g, c.register_epilogue) << "\n"
-       << config_source(WgmmaKernel{{mp.dtype, c.bn, c.stages, c.splits > 1}, mp.a_k_major || c.transpose,
+       << config_source(WgmmaKernel{{mp.dtype, c.bn, c.stages, c.splits > 1 || c.stream_k}, mp.a_k_major || c.transpose,
                                     mp.b_k_major || c.transpose, c.pingpong, c.cluster,
                                     c.register_epilogue ? register_epilogue_mode(e) : 0, c.tf32x3});
     // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.

@@ -18,6 +18,7 @@ struct MatmulConfig {
   bool tf32 = false;      // FLOAT inputs rounded to TF32 (mma.sync m16n8k8; bk 16 keeps the tile bytes)
   bool tf32x3 = false;    // wgmma: FLOAT inputs the graph keeps exact, as 3xTF32 (kernels/tf32x3_split.cuh)
   int splits = 1;         // wgmma split-K: CTAs share a tile's k steps, its last split sums (tile_n 128)
+  bool stream_k = false;  // wgmma: the last waves' k steps in equal shares per CTA (kernels/work_units.cuh)
   bool transpose = false; // tf32 wgmma: MN-major FLOAT operands first copied K-major into the workspace
   int cluster = 1;        // wgmma: 2 = CTA pairs along M share each B tile through TMA multicast
   bool register_epilogue = false;  // wgmma: the chain on the accumulators, the tile stored by TMA
@@ -27,6 +28,14 @@ struct MatmulConfig {
 };
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The stream-K tail's shape on `ctas` persistent CTAs (kernels/work_units.cuh's UnitWalk, which the
+// kernel computes the same way): tiles run whole first, and the split ones (slices and counters).
+inline int64_t stream_k_whole_tiles(int64_t tiles, int64_t ctas) {
+  return tiles >= 2 * ctas ? (tiles / ctas - 1) * ctas : 0;
+}
+inline int64_t stream_k_split_tiles(int64_t tiles, int64_t ctas) { return tiles - stream_k_whole_tiles(tiles, ctas); }
+inline constexpr int kStreamKParts = 2;  // slices per split tile (work_units.cuh)
 
 inline constexpr const char* kMmaSyncKernel = "dg_gemm_mma_sync";
 inline constexpr const char* kWgmmaKernel = "dg_gemm_wgmma";

@@ -350,7 +350,7 @@ __device__ __forceinline__ void conv_fprop_im2col(const ConvParams& P, const Poi
       im2col_produce<BN, STAGES, MmaOperand<DT>::ES, RANK, RESIDENT, CLUSTER, EPI_BYTES, ProbeTiledAOf<Config>::value,
                      ALONG_N, DGRAD, X3>(P, mx, mw, base);
     else if (X3 && threadIdx.x >= 32)
-      tf32x3_split<S, STAGES>(base, (i64)P.tiles_m * P.tiles_n * P.splits, P.splits, im2col_ktiles<S::BK>(P),
+      tf32x3_split<S, STAGES>(base, UnitWalk{(i64)P.tiles_m * P.tiles_n, im2col_ktiles<S::BK>(P), P.splits, 0},
                               (int)threadIdx.x - 32);
   } else if constexpr (RESIDENT) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");

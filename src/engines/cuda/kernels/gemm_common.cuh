@@ -28,7 +28,7 @@ struct GemmParams {
   int batch_dims;                          // output batch dims used
   int epi_vec;                             // 4: operands allow 4-wide vectors in the epilogue; 1: elements
   int tiles_m, tiles_n;
-  int splits, pad_;                        // wgmma split-K factor (1: none)
+  int splits, stream_k;                    // wgmma split-K factor (1: none); stream-K tail (work_units.cuh)
   void* ws;                                // split-K partial sums and per-tile counters (splitk_fixup.cuh)
 };
 

@@ -113,16 +113,20 @@ template <int BN, int STAGES, bool A_KM, bool B_KM, int ES, int CLUSTER = 1, int
           bool X3 = false>
 __device__ __forceinline__ void wgmma_produce(const GemmParams& g, const TmaDesc* ma, const TmaDesc* mb, u32 base) {
   typedef WgmmaSmem<BN, STAGES, ES, EPI_BYTES, X3> S;
-  const i64 units = walk_units<CLUSTER>(g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n) * g.splits;
   const int ktiles = (int)((g.K + S::BK - 1) / S::BK);
+  const UnitWalk walk{walk_units<CLUSTER>(g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n), ktiles,
+                      g.splits, g.stream_k};
+  const i64 ctas = gridDim.x / CLUSTER, units = walk.count(ctas);
   const int rank = CLUSTER > 1 ? (int)cluster_ctarank() : 0;
   int s = 0;
   u32 phase = 0;
-  for (i64 u = blockIdx.x / CLUSTER; u < units; u += gridDim.x / CLUSTER) {
-    i64 t, b;
-    int split, kb, ke, tm, tn;
-    split_unit(u, g.splits, ktiles, t, split, kb, ke);
-    walk_tile<CLUSTER>(t, g.tiles_m, g.tiles_n, b, tm, tn);
+  for (i64 u = blockIdx.x / CLUSTER; u < units; u += ctas) {
+    const WorkUnit w = walk.at(u, ctas);
+    if (w.tile < 0) continue;  // a stream-K share's unused segment slot
+    i64 b;
+    int tm, tn;
+    const int kb = w.kb, ke = w.ke;
+    walk_tile<CLUSTER>(w.tile, g.tiles_m, g.tiles_n, b, tm, tn);
     const bool has_a = tm < g.tiles_m;
     // The operands' batch coordinates in their maps' units.
     i64 a_off = 0, b_off = 0, rest = b;
@@ -247,6 +251,7 @@ struct ConsumerShape {
   // width, its rows), and a block's rows m0.. lie in map row m0 / store_width from column
   // m0 % store_width (0: the map's rows are the GEMM's).
   int store_width = 0;
+  int stream_k = 0;  // SPLIT: the stream-K tail's units (work_units.cuh) instead of split-K's
 };
 
 // A consumer warpgroup, cw = 0 or 1. Cooperative: rows cw*64 .. cw*64+63 of every tile. PINGPONG
@@ -317,12 +322,19 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
     }
     wgmma_commit();
   };
-  const i64 units = SPLIT ? sh.tiles * sh.splits : walk_units<CLUSTER, ALONG_N>(sh.tiles, sh.tiles_m, sh.tiles_n);
-  for (i64 u = blockIdx.x / CLUSTER; u < units; u += gridDim.x / CLUSTER, ++local) {
+  const UnitWalk walk{sh.tiles, ktiles, sh.splits, sh.stream_k};
+  const i64 ctas = gridDim.x / CLUSTER;
+  const i64 units = SPLIT ? walk.count(ctas) : walk_units<CLUSTER, ALONG_N>(sh.tiles, sh.tiles_m, sh.tiles_n);
+  for (i64 u = blockIdx.x / CLUSTER; u < units; u += ctas, ++local) {
     if (PINGPONG && (int)(local & 1) != cw) continue;
     i64 t = u, b;
-    int split = 0, kb = 0, ke = ktiles, tm, tn;
-    if constexpr (SPLIT) split_unit(u, sh.splits, ktiles, t, split, kb, ke);
+    int kb = 0, ke = ktiles, tm, tn;
+    WorkUnit w{};
+    if constexpr (SPLIT) {
+      w = walk.at(u, ctas);
+      if (w.tile < 0) continue;  // a stream-K share's unused segment slot
+      t = w.tile, kb = w.kb, ke = w.ke;
+    }
     walk_tile<CLUSTER, ALONG_N>(t, sh.tiles_m, sh.tiles_n, b, tm, tn);
     int prev = headed ? head : -1;
     // Ping-pong: the main loops take turns. Waiting on the stage ring by parity is only sound
@@ -352,15 +364,17 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       }
     }
     headed = false;
-    if (PINGPONG && u + gridDim.x / CLUSTER < units) named_barrier_arrive(3 + (cw ^ 1), 256);  // the next tile's turn
+    if (PINGPONG && u + ctas < units) named_barrier_arrive(3 + (cw ^ 1), 256);  // the next tile's turn
     wgmma_wait<0>();
     if (prev >= 0) wgmma_release<CLUSTER>(base + S::BARRIERS + 8 * STAGES + 8 * prev, lane);
     if (CLUSTER > 1 && (ALONG_N ? tn >= sh.tiles_n : tm >= sh.tiles_m)) continue;  // the group's missing tile: protocol only
     if (SPLIT && kb == ke) zero_accumulators(acc);  // a split with no k steps
     if constexpr (SPLIT_CLUSTER) {
-      if (!splitk_fixup_cluster<REGS>(acc, base, split, sh.splits, (int)threadIdx.x - 128)) continue;
+      if (!splitk_fixup_cluster<REGS>(acc, base, w.part, sh.splits, (int)threadIdx.x - 128)) continue;
     } else if constexpr (SPLIT) {
-      if (!splitk_fixup<REGS>(acc, sh.ws, sh.tiles, t, split, sh.splits, (int)threadIdx.x - 128)) continue;
+      if (w.parts > 1 && !splitk_fixup<REGS>(acc, sh.ws, walk.split_tiles(ctas), w.slot, w.part, w.parts,
+                                             walk.slot_parts(), (int)threadIdx.x - 128))
+        continue;
     }
     if constexpr (EPI == EPI_PROBE_NONE) continue;
     if constexpr (kRegisterEpilogue<EPI>) {
@@ -380,7 +394,7 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       // tile's main loop) goes to the tensor cores before that box's barrier and store. Split-K
       // (the register epilogue of a tile's last split) does not: a unit's k range may be empty.
       auto next_first_step = [&] {
-        if (!PINGPONG && !SPLIT && !X3 && u + gridDim.x / CLUSTER < units && ktiles > 0) {
+        if (!PINGPONG && !SPLIT && !X3 && u + ctas < units && ktiles > 0) {
           mma_step(s, phase, true);
           headed = true;
           head = s;
@@ -487,13 +501,13 @@ __device__ __forceinline__ void gemm_wgmma(const GemmParams& g, const PointwiseP
     if (threadIdx.x == 0)
       wgmma_produce<BN, STAGES, A_KM, B_KM, MmaOperand<DT>::ES, CLUSTER, EPI_BYTES, X3>(g, ma, mb, base);
     else if (X3 && threadIdx.x >= 32)
-      tf32x3_split<S, STAGES>(base, g.batch_count * g.tiles_m * g.tiles_n * g.splits, g.splits, ktiles,
+      tf32x3_split<S, STAGES>(base, UnitWalk{g.batch_count * g.tiles_m * g.tiles_n, ktiles, g.splits, g.stream_k},
                               (int)threadIdx.x - 32);
   } else {
     if constexpr (X3) asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
     else asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const ConsumerShape sh{g.batch_count * g.tiles_m * g.tiles_n, g.tiles_m, g.tiles_n, (int)((g.K + S::BK - 1) / S::BK),
-                           g.M, g.N, g.epi_vec, &g, g.splits, static_cast<float*>(g.ws), my};
+                           g.M, g.N, g.epi_vec, &g, g.splits, static_cast<float*>(g.ws), my, 0, 0, g.stream_k};
     wgmma_consume<DT, BN, STAGES, A_KM, B_KM, false, PINGPONG, Ep, SPLIT, CLUSTER, EPI, false, false, X3>(
         sh, p, base, smem_pointer(base), wg - 1, red);
   }

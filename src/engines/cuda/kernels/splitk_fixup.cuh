@@ -6,6 +6,7 @@
 // full sum exactly once.
 #pragma once
 #include "gemm_common.cuh"
+#include "work_units.cuh"
 
 namespace dg {
 
@@ -41,35 +42,54 @@ __device__ __forceinline__ void add_slice(float (&acc)[REGS], const float4 (&v)[
 }
 
 // One unit's fix-up, run by the 256 consumer threads (ct = 0..255; named barrier 5). ws: the
-// slices, tiles x splits x 128 x BN floats, then one int counter per tile. Returns true (on every
-// consumer thread) where this unit was its tile's last: acc then holds the tile's full sums.
+// slices, slots x slot_parts x 128 x BN floats (slice slot * slot_parts + part), then one int
+// counter per slot (zeroed before the launch). Returns true (on every consumer thread) where this
+// unit was its tile's last of `parts`: acc then holds the tile's full sums.
 template <int REGS>
-__device__ __forceinline__ bool splitk_fixup(float (&acc)[REGS], float* ws, i64 tiles, i64 tile, int split, int splits,
-                                             int ct) {
+__device__ __forceinline__ bool splitk_fixup(float (&acc)[REGS], float* ws, i64 slots, i64 slot, int part, int parts,
+                                             int slot_parts, int ct) {
   constexpr int BN = REGS * 2;
-  int* counters = reinterpret_cast<int*>(ws + tiles * splits * (128 * BN));
-  float4* slices = reinterpret_cast<float4*>(ws + tile * splits * (128 * BN));
+  // Loads in flight per round: all of a 128-wide tile's slice (16 float4), a 256-wide one's in two
+  // rounds, so its 128 accumulators and the loaded values fit the consumers' registers.
+  constexpr int CHUNK = REGS / 4 < 16 ? REGS / 4 : 16;
+  int* counters = reinterpret_cast<int*>(ws + slots * slot_parts * (128 * BN));
+  float4* slices = reinterpret_cast<float4*>(ws + slot * slot_parts * (128 * BN));
 #pragma unroll
   for (int i = 0; i < REGS / 4; ++i)
-    __stcg(slices + (i64)split * (32 * BN) + i * 256 + ct,
+    __stcg(slices + (i64)part * (32 * BN) + i * 256 + ct,
            make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
   __threadfence();
   bool last = false;
-  if (ct == 0) last = atomicAdd(counters + tile, 1) == splits - 1;
+  if (ct == 0) last = atomicAdd(counters + slot, 1) == parts - 1;
   if (!named_barrier_or(5, 256, last)) return false;
   __threadfence();
-  // Every slice, this one's too (read back), in split order: a slice's REGS / 4 loads are in
-  // flight together, so the fix-up costs ~splits L2 round trips.
+  // Every slice, this one's too (read back), in part order: the same sum whoever finishes last.
 #pragma unroll
   for (int i = 0; i < REGS; ++i) acc[i] = 0.0f;
 #pragma unroll 1
-  for (int sp = 0; sp < splits; ++sp) {
-    float4 v[REGS / 4];
+  for (int sp = 0; sp < parts; ++sp) {
 #pragma unroll
-    for (int i = 0; i < REGS / 4; ++i) v[i] = __ldcg(slices + (i64)sp * (32 * BN) + i * 256 + ct);
-    add_slice<REGS>(acc, v);
+    for (int c0 = 0; c0 < REGS / 4; c0 += CHUNK) {
+      float4 v[CHUNK];
+#pragma unroll
+      for (int i = 0; i < CHUNK; ++i) v[i] = __ldcg(slices + (i64)sp * (32 * BN) + (c0 + i) * 256 + ct);
+#pragma unroll
+      for (int i = 0; i < CHUNK; ++i) {
+        acc[4 * (c0 + i)] += v[i].x;
+        acc[4 * (c0 + i) + 1] += v[i].y;
+        acc[4 * (c0 + i) + 2] += v[i].z;
+        acc[4 * (c0 + i) + 3] += v[i].w;
+      }
+    }
   }
   return true;
+}
+
+// Split-K's form: every tile in `splits` parts (slot = tile).
+template <int REGS>
+__device__ __forceinline__ bool splitk_fixup(float (&acc)[REGS], float* ws, i64 tiles, i64 tile, int split, int splits,
+                                             int ct) {
+  return splitk_fixup<REGS>(acc, ws, tiles, tile, split, splits, splits, ct);
 }
 
 // Split-K inside a cluster (the conv engine's knob split_cluster): the `splits` CTAs of a cluster

@@ -44,17 +44,16 @@ __device__ __forceinline__ void tf32x3_init_barriers(u32 base) {
 // A splitting thread (t = 0 .. 32 * kTf32x3SplitWarps - 1): every stage of every unit this CTA
 // owns (a tile, or with split-K one k range of it), in the producer's order.
 template <class S, int STAGES>
-__device__ __forceinline__ void tf32x3_split(u32 base, i64 units, int splits, int ktiles, int t) {
+__device__ __forceinline__ void tf32x3_split(u32 base, const UnitWalk& walk, int t) {
   constexpr int CHUNKS = S::SMALL / 16, THREADS = 32 * kTf32x3SplitWarps;
   static_assert(S::SMALL % 1024 == 0, "the small parts keep the operands' 1024-byte swizzle phase");
   char* smem = smem_pointer(base);
   int s = 0;
   u32 phase = 0;
-  for (i64 u = blockIdx.x; u < units; u += gridDim.x) {
-    i64 tile;
-    int split, kb, ke;
-    split_unit(u, splits, ktiles, tile, split, kb, ke);
-    for (int kt = kb; kt < ke; ++kt) {
+  const i64 ctas = gridDim.x, units = walk.count(ctas);
+  for (i64 u = blockIdx.x; u < units; u += ctas) {
+    const WorkUnit w = walk.at(u, ctas);
+    for (int kt = w.kb; kt < w.ke; ++kt) {
       mbar_wait(base + S::BARRIERS + 8 * s, phase);
       const float4* src = reinterpret_cast<const float4*>(smem + s * S::STAGE_BYTES);
       float4* dst = reinterpret_cast<float4*>(smem + s * S::STAGE_BYTES + S::SMALL);
