@@ -64,6 +64,11 @@ bool conv_dot_preferred(const ConvGeometry& g, const conv_dot::DotKernelSet& ks,
   return ks.cost.speed_ratio + ks.cost.tile_cost_k / k < packed;
 }
 
+double conv_dot_rate(const ConvGeometry& g, const conv_dot::DotKernelSet& ks) {
+  const int64_t pixels = std::max<int64_t>(1, g.n * g.dst_pixels());
+  return conv_dot::relative_rate(ks.isa) * static_cast<double>(pixels) / static_cast<double>(round_up(pixels, ks.np));
+}
+
 ConvDotGemm::ConvDotGemm(const ConvGeometry& g, const ConvPhase& ph, const conv_dot::DotKernelSet& ks, int threads)
     : g_(g), ph_(ph), ks_(ks) {
   const int64_t taps = ph.taps();

@@ -32,6 +32,12 @@ std::string conv_dot_unfit_geometry(const ConvGeometry& g, const conv_dot::DotKe
 bool conv_dot_preferred(const ConvGeometry& g, const conv_dot::DotKernelSet& ks, int packed_mr, int packed_nr,
                         bool weights_kept);
 
+// This form's rate relative to the fastest ISA level's tile: the tile's hot rate on this machine
+// (conv_dot::relative_rate; Zen 4, C512 7x7 with weights not constant: AVX2's tiles 1.19 ms,
+// AVX-512's 1.39) times the pixels it computes that are real: AVX-512's 6-pixel tiles compute 54
+// of a 7x7 image's 49, AVX2's 4-pixel ones 52, which decides where the hot rates tie.
+double conv_dot_rate(const ConvGeometry& g, const conv_dot::DotKernelSet& ks);
+
 // One plan's run of that form: tasks of (group, output-channel range, pixel range), each pixel
 // range's (pixel, tap) pointers resolved once per task and its input kept in L2.
 class ConvDotGemm {

@@ -533,16 +533,10 @@ class ConvImplicitGemmEngine final : public gemm::GemmEngine<ConvImplicitPlan> {
     const double bf16 = conv_form::amx_fit(g, isa_of(k))        ? 3.0
                         : conv_form::dot_pairs_fit(g, isa_of(k)) ? 1.8
                                                                          : 1.0;
-    // Weights read in place as dot-product tiles: each ISA level at its tile's measured rate (Zen 4,
-    // C512 7x7 with weights not constant: AVX2's tiles 1.19 ms, AVX-512's 1.39).
-    // The dot tile's pixels padded to its NP count: AVX-512's 6 pixels compute 54 for a 7x7 image,
-    // AVX2's 4 compute 52, which decides between them where their hot rates tie (Zen 4, C512 7x7).
-    double dot = 0.0;
-    if (conv_form::dot_form_expected(g, isa_of(k), p.tensor(g.wei).is_constant)) {
-      const int64_t pixels = std::max<int64_t>(1, g.n * g.dst_pixels()), np = conv_dot::dot_kernels(isa_of(k)).np;
-      dot = conv_dot::relative_rate(isa_of(k)) * static_cast<double>(pixels) /
-            static_cast<double>((pixels + np - 1) / np * np);
-    }
+    // Weights read in place as dot-product tiles: each ISA level at its tile's measured rate.
+    const double dot = conv_form::dot_form_expected(g, isa_of(k), p.tensor(g.wei).is_constant)
+                           ? conv_dot_rate(g, conv_dot::dot_kernels(isa_of(k)))
+                           : 0.0;
     const double eff = (dot > 0 ? dot : gemm::kernel_efficiency(isa_of(k))) * 0.85 * fill_k * fill_n * segment * bf16;
     return roofline_seconds(partition_flops(p), 2.0 * partition_bytes(p), t.info(), eff, 5e-6);
   }
