@@ -392,9 +392,11 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       // loop runs meanwhile). Cooperative: one block, and the accumulators are free once its last
       // box is in shared memory, so the next tile's first k step (its loads were issued during this
       // tile's main loop) goes to the tensor cores before that box's barrier and store. Split-K
-      // (the register epilogue of a tile's last split) does not: a unit's k range may be empty.
+      // (the register epilogue of a tile's last split) does not: a unit's k range may be empty; the
+      // stream-K tail does where the CTA's next unit has steps (every unit of a tile does).
       auto next_first_step = [&] {
-        if (!PINGPONG && !SPLIT && !X3 && u + ctas < units && ktiles > 0) {
+        const bool next = u + ctas < units && (!SPLIT || (sh.stream_k && walk.at(u + ctas, ctas).tile >= 0));
+        if (!PINGPONG && !X3 && next && ktiles > 0) {
           mma_step(s, phase, true);
           headed = true;
           head = s;
