@@ -154,6 +154,19 @@ inline ::testing::AssertionResult lower_graph(dg::Graph& g, Lowered& out) {
   return ::testing::AssertionFailure() << "no anchored partition";
 }
 
+// A graph holding one matmul, lowered on the CPU (lower_matmul): p is its anchored partition.
+struct LoweredMatmul {
+  dg::Graph g;
+  Lowered low;
+  const dg::Partition* p = nullptr;
+};
+inline ::testing::AssertionResult lower_matmul(LoweredMatmul& f) {
+  if (auto r = lower_graph(f.g, f.low); !r) return r;
+  for (const auto& p : f.low.parts)
+    if (p.anchor >= 0) f.p = &p;
+  return f.p ? ::testing::AssertionSuccess() : ::testing::AssertionFailure() << "no partition with a matmul";
+}
+
 // g lowered on the CPU: `check` runs on each anchored partition, its matmul described; a fatal
 // failure in it ends the walk.
 inline void for_each_matmul(dg::Graph& g,

@@ -117,20 +117,13 @@ TEST(CudaGemmStreamK, WalkCoversEveryStepOnce) {
 }
 
 // A bf16 [m, k] x [k, n] matmul (B stored [n, k]) lowered for the knob space.
-struct Bf16Matmul {
-  dg::Graph g;
-  gemm_test::Lowered low;
-  const dg::Partition* p = nullptr;
-};
+using Bf16Matmul = gemm_test::LoweredMatmul;
 void bf16_matmul(Bf16Matmul& f, int64_t m, int64_t n, int64_t k) {
   f.g.set_io_data_type(dg::DataType::BFLOAT16).set_compute_data_type(dg::DataType::FLOAT);
   auto a = f.g.tensor(dg::TensorAttr().set_name("A").set_dim({m, k}).set_stride({k, 1}));
   auto b = f.g.tensor(dg::TensorAttr().set_name("B").set_dim({k, n}).set_stride({1, k}));
   f.g.matmul(a, b, dg::MatmulAttr().set_name("mm"))->set_output(true);
-  ASSERT_TRUE(gemm_test::lower_graph(f.g, f.low));
-  for (const auto& p : f.low.parts)
-    if (p.anchor >= 0) f.p = &p;
-  ASSERT_NE(f.p, nullptr);
+  ASSERT_TRUE(gemm_test::lower_matmul(f));
 }
 
 // On a (fake) sm_90 target with 132 multiprocessors: held back, no stream_k setting and an explicit

@@ -28,21 +28,14 @@ using gemm_test::Expect;
 using gemm_test::HostTensor;
 
 // A[2, m, k] x B[k, n] of FLOAT (B stored [n, k] where b_k_major), TF32 allowed or not, lowered.
-struct FloatMatmul {
-  dg::Graph g;
-  gemm_test::Lowered low;
-  const dg::Partition* p = nullptr;
-};
+using FloatMatmul = gemm_test::LoweredMatmul;
 void float_matmul(FloatMatmul& f, bool allow_tf32, bool b_k_major, int64_t m = 96, int64_t n = 40, int64_t k = 72) {
   f.g.set_io_data_type(dg::DataType::FLOAT).set_compute_data_type(dg::DataType::FLOAT).set_allow_tf32(allow_tf32);
   auto a = f.g.tensor(dg::TensorAttr().set_name("A").set_dim({2, m, k}).set_stride({m * k, k, 1}));
   auto b = f.g.tensor(dg::TensorAttr().set_name("B").set_dim({1, k, n}).set_stride(b_k_major ? Dims{k * n, 1, k}
                                                                                              : Dims{k * n, n, 1}));
   f.g.matmul(a, b, dg::MatmulAttr().set_name("mm"))->set_output(true);
-  ASSERT_TRUE(gemm_test::lower_graph(f.g, f.low));
-  for (const auto& p : f.low.parts)
-    if (p.anchor >= 0) f.p = &p;
-  ASSERT_NE(f.p, nullptr);
+  ASSERT_TRUE(gemm_test::lower_matmul(f));
 }
 
 dg::Target described_hopper(std::shared_ptr<dg::HandleImpl>& keep) {

@@ -10,12 +10,14 @@
 
 namespace dg {
 
-// Work unit u: tile u / splits, k tiles [kb, ke) of split u % splits (splits = 1: whole tiles).
+// Work unit u of split-K: tile u / splits, k tiles [kb, ke) of split u % splits (splits = 1: whole
+// tiles); UnitWalk's split-K form, for the kernels that walk no stream-K tail.
 __device__ __forceinline__ void split_unit(i64 unit, int splits, int ktiles, i64& tile, int& split, int& kb, int& ke) {
-  tile = unit / splits;
-  split = (int)(unit - tile * splits);
-  kb = (int)((i64)split * ktiles / splits);
-  ke = (int)((i64)(split + 1) * ktiles / splits);
+  const WorkUnit w = UnitWalk{0, ktiles, splits, 0}.at(unit, 1);
+  tile = w.tile;
+  split = w.part;
+  kb = w.kb;
+  ke = w.ke;
 }
 
 // bar.red.or over a named barrier: true on every participating thread if v is true on any.
