@@ -10,8 +10,12 @@
 // Workloads: the graph files given (default: examples/graphs/*.json of the source tree), and
 // --chain N,...: pointwise chains of N ops (ReLU and bias add in turn, graph_scale_bench's chain),
 // --matmul B,M,K,N: matmul x alpha + bias -> GELU with AMAX (the 8x2048^3 case is 8,2048,2048,2048).
-// Usage: dnngraph_bench_plan_build_time [--describe|--gpu] [--all] [--chain 250,500,1000]
-//        [--matmul 8,2048,2048,2048] [--no-files] [GRAPH.json ...]
+// --select NAME / --deselect NAME (repeatable): the graphs' engine filters, so that one process
+// times ALL of one engine's plans (cold, as the first process on a machine) and another the rest.
+// --each (with --gpu): instead of ALL, build_plan_at_index of every plan one after another, each
+// printed with its time and whether it compiles (`EACH workload index name ms [compiles]`).
+// Usage: dnngraph_bench_plan_build_time [--describe|--gpu] [--all|--each] [--chain 250,500,1000]
+//        [--matmul 8,2048,2048,2048] [--select cudnn] [--deselect cudnn] [--no-files] [GRAPH.json ...]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -92,8 +96,13 @@ Workload matmul_workload(const std::vector<int64_t>& s) {
           }};
 }
 
+struct EngineFilters {
+  std::vector<std::string> select, deselect;
+} filters;
+
 bool lower(const Workload& w, dg::Graph& g, const dg::Handle& h) {
   dg::Status s = w.make(g);
+  g.select_engines(filters.select).deselect_engines(filters.deselect);
   if (s.ok()) s = g.validate();
   if (s.ok()) s = g.build_operation_graph(h);
   if (!s.ok()) std::printf("| %s | error: %s |\n", w.name.c_str(), s.to_string().c_str());
@@ -148,7 +157,32 @@ void describe_row(const Workload& w, bool all) {
               total_ms);
 }
 
-void gpu_row(const Workload& w, const dg::Handle& h, bool all) {
+// Every plan of a fresh A + FALLBACK graph built one after another, each timed: which plans an
+// ALL build's time goes to (a runtime compile, a handle's first use, per-config setup).
+void each_plan(const Workload& w, const dg::Handle& h) {
+  dg::Graph g;
+  if (!lower(w, g, h)) return;
+  dg::Status s = g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK});
+  if (s.ok()) s = g.check_support(h);
+  if (!s.ok()) return (void)std::printf("| %s | error: %s |\n", w.name.c_str(), s.to_string().c_str());
+  double total = 0;
+  for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+    std::string name;
+    (void)g.get_plan_name_at_index(i, name);
+    const auto t0 = std::chrono::steady_clock::now();
+    s = g.build_plan_at_index(h, i);
+    const double ms = ms_since(t0);
+    total += ms;
+    std::vector<dg::BehaviorNote> notes;
+    const bool compiles = g.get_behavior_notes_for_plan_at_index(i, notes).ok() &&
+                          std::count(notes.begin(), notes.end(), dg::BehaviorNote::RUNTIME_COMPILATION) > 0;
+    std::printf("  EACH %s %lld %s %.2f ms%s%s\n", w.name.c_str(), static_cast<long long>(i), name.c_str(), ms,
+                compiles ? " compiles" : "", s.ok() ? "" : (" error: " + s.to_string()).c_str());
+  }
+  std::printf("  EACH %s total %.1f ms\n", w.name.c_str(), total);
+}
+
+void gpu_row(const Workload& w, const dg::Handle& h, bool all, bool each) {
   dg::KernelCacheImpl& cache = dg::process_kernel_cache();
   auto run = [&](dg::BuildPlanPolicy policy, double& plan_ms, double& build_ms, int64_t& aot, int64_t& compiled) {
     dg::Graph g;
@@ -189,6 +223,7 @@ void gpu_row(const Workload& w, const dg::Handle& h, bool all) {
   double plan_ms = 0, build_ms = 0, all_plan_ms = 0, all_ms = -1;
   int64_t aot = 0, compiled = 0, all_aot = 0, all_compiled = 0;
   if (!run(dg::BuildPlanPolicy::HEURISTICS_CHOICE, plan_ms, build_ms, aot, compiled)) return;
+  if (each) return each_plan(w, h);
   if (all && !run(dg::BuildPlanPolicy::ALL, all_plan_ms, all_ms, all_aot, all_compiled)) return;
   std::printf("| %s | %.1f | %.1f | %lld | %lld | %.1f | %lld |\n", w.name.c_str(), plan_ms, build_ms,
               static_cast<long long>(aot), static_cast<long long>(compiled), all_ms,
@@ -198,7 +233,7 @@ void gpu_row(const Workload& w, const dg::Handle& h, bool all) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool gpu = false, all = false, files = true;
+  bool gpu = false, all = false, each = false, files = true;
   std::vector<Workload> work;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
@@ -206,6 +241,9 @@ int main(int argc, char** argv) {
     if (a == "--gpu") gpu = true;
     else if (a == "--describe") gpu = false;
     else if (a == "--all") all = true;
+    else if (a == "--each") each = true;
+    else if (a == "--select" && i + 1 < argc) filters.select.push_back(argv[++i]);
+    else if (a == "--deselect" && i + 1 < argc) filters.deselect.push_back(argv[++i]);
     else if (a == "--no-files") files = false;
     else if (a == "--chain" && i + 1 < argc) for (int64_t n : list_of(argv[++i])) work.push_back(chain_workload(n));
     else if (a == "--matmul" && i + 1 < argc) work.push_back(matmul_workload(list_of(argv[++i])));
@@ -221,7 +259,7 @@ int main(int argc, char** argv) {
     dg::Handle h(dg::Device::cuda(0));
     if (!h.status().ok()) return std::printf("no GPU: %s\n", h.status().to_string().c_str()), 1;
     std::printf("| workload | plans + support ms | build_plans ms | AOT kernels | compiled | build_plans(ALL) ms | ALL compiled |\n|---|---|---|---|---|---|---|\n");
-    for (const auto& w : all_work) gpu_row(w, h, all);
+    for (const auto& w : all_work) gpu_row(w, h, all && !each, each);
   } else {
     std::printf("| workload | partitions | candidates built | kernels | of them AOT | planning ms | codegen ms | codegen + NVRTC (or AOT) ms |\n|---|---|---|---|---|---|---|---|\n");
     for (const auto& w : all_work) describe_row(w, all);

@@ -2,13 +2,15 @@
 (examples/graphs/tutorial_conv_bias_relu*.json, tutorial_sdpa_causal*.json), issue #16's peer for
 `build_plans(ALL)`; dnngraph's side is `dnngraph_bench_plan_build_time --gpu --all` on the same files.
 
-    python3 bench/gpu/fe_build_all.py      # needs cudnn (nvidia-cudnn-frontend) and torch
+    python3 bench/gpu/fe_build_all.py [--each] [--only NAME,...]   # needs cudnn (nvidia-cudnn-frontend) and torch
 
 Per workload: `FE <name> first-heuristic-build <ms> (plan 0 of <n>)` in a fresh graph (heuristics A,
 build_plans(HEURISTICS_CHOICE)), then `FE <name> build_plans(ALL) <ms> (<n> plans)` in another fresh
-graph (heuristics A + FALLBACK). The first workload's figures include the process's first use of
+graph (heuristics A + FALLBACK); with --each, instead of ALL, `FE-EACH <name> <i> <plan name> <ms>` for
+build_plan_at_index of every plan one after another (the peer of plan_build_time's --each). The first workload's figures include the process's first use of
 cuDNN. bf16 I/O, fp32 intermediates and compute, as the JSON files say.
 """
+import argparse
 import time
 
 import cudnn
@@ -61,22 +63,52 @@ def timed_build(make, handle, modes, policy):
     return time.perf_counter() - t0, g.get_execution_plan_count()
 
 
-def timed_builds(name, make):
+def each_build(name, make, handle):
+    """Every plan of a fresh A + FALLBACK graph built one after another, each timed."""
+    g = make(handle)
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    g.check_support()
+    total = 0.0
+    for i in range(g.get_execution_plan_count()):
+        t0 = time.perf_counter()
+        try:
+            g.build_plan_at_index(i)
+            err = ""
+        except Exception as e:  # a config cuDNN refuses at build: printed, the rest still timed
+            err = f" error: {str(e)[:80]}"
+        ms = (time.perf_counter() - t0) * 1e3
+        total += ms
+        print(f"  FE-EACH {name} {i} {g.get_plan_name_at_index(i)} {ms:.2f} ms{err}", flush=True)
+    print(f"  FE-EACH {name} total {total:.1f} ms", flush=True)
+
+
+def timed_builds(name, make, each):
     handle = cudnn.create_handle()
     first_s, count = timed_build(make, handle, [cudnn.heur_mode.A], cudnn.build_plan_policy.HEURISTICS_CHOICE)
     print(f"FE {name} first-heuristic-build {first_s * 1e3:.1f} ms (plan 0 of {count})", flush=True)
+    if each:
+        return each_build(name, make, handle)
     all_s, count = timed_build(make, handle, [cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK],
                                cudnn.build_plan_policy.ALL)
     print(f"FE {name} build_plans(ALL) {all_s * 1e3:.1f} ms ({count} plans)", flush=True)
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--each", action="store_true", help="time build_plan_at_index of each plan instead of ALL")
+    ap.add_argument("--only", default="", help="comma-separated workload names (default: all four)")
+    args = ap.parse_args()
+    only = set(filter(None, args.only.split(",")))
     torch.cuda.init()
     print(f"cuDNN {cudnn.backend_version()}, frontend {cudnn.__version__}, {torch.cuda.get_device_name()}")
     for name, *shape in CONVS:
-        timed_builds(name, lambda h, shape=shape: conv_graph(h, *shape))
+        if not only or name in only:
+            timed_builds(name, lambda h, shape=shape: conv_graph(h, *shape), args.each)
     for name, *shape in SDPAS:
-        timed_builds(name, lambda h, shape=shape: sdpa_graph(h, *shape))
+        if not only or name in only:
+            timed_builds(name, lambda h, shape=shape: sdpa_graph(h, *shape), args.each)
 
 
 if __name__ == "__main__":
