@@ -327,6 +327,27 @@ bool run_segments(const KernelSet& ks, MicroKernel kernel, const KBlock& kb, int
   return summed;
 }
 
+// Full tiles per call of ks.kernel_strided: as many as fill half of L1 with their A rows, so each
+// chunk comes from L2 once and from L1 for every panel; 0 where fewer than two fit (deep k: a
+// call per tile costs nothing there) or the kernel or the block's segments do not allow it.
+int64_t strided_chunk(const KernelSet& ks, const KBlock& kb, int mr) {
+  if (!ks.kernel_strided || kb.nseg != 1 || kb.seg_len <= 0) return 0;
+  const int64_t chunk = cpu_features().l1d_bytes / 2 / (mr * kb.seg_len * static_cast<int64_t>(sizeof(float)));
+  return chunk >= 2 ? chunk : 0;
+}
+
+// Whether n row pointers are evenly spaced by whole floats (lda; a 1x1 conv's pixels, a row-major
+// A); padding rows, which point at the zeros in scratch, break the spacing.
+bool even_spacing(const float* const* rows, int64_t n, int64_t& lda) {
+  const intptr_t a0 = reinterpret_cast<intptr_t>(rows[0]);
+  const intptr_t d = n > 1 ? reinterpret_cast<intptr_t>(rows[1]) - a0 : 0;
+  if (d % static_cast<intptr_t>(sizeof(float)) != 0) return false;
+  for (int64_t i = 2; i < n; ++i)
+    if (reinterpret_cast<intptr_t>(rows[i]) - a0 != d * i) return false;
+  lda = d / static_cast<intptr_t>(sizeof(float));
+  return true;
+}
+
 // One task: rows [ma, me) and columns [n0, n0 + nc) of batch b.
 void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, const TaskShape& t, const float* shared_b,
               int slot, const Scratch& s, int64_t b, int64_t ma, int64_t me, int64_t n0, int64_t nc) {
@@ -397,9 +418,27 @@ void run_task(const GemmProblem& p, const KernelSet& ks, const Blocking& blk, co
         }
         if (chain_now && !(in_kernel && chained)) tc.apply(mr_here, nr_here, ct, ir, jr);
       };
+      // nt full tiles from tile t0 by column runs (strided_chunk), where their rows are evenly spaced.
+      auto strided = [&](int64_t t0, int64_t nt) {
+        const float* const* r = s.rows + t0 * mr;  // one segment: tile t's rows at s.rows + t * mr
+        int64_t lda = 0;
+        const bool even = even_spacing(r, nt * mr, lda);
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+          if (!even || nc - jr < nr) {  // per tile: rows in no even spacing, or the edge panel
+            for (int64_t t = t0; t < t0 + nt; ++t) tile(jr, t * mr);
+            continue;
+          }
+          const float* panel = bp + (jr / nr) * panel_stride + kb.k0 * nr;
+          ks.kernel_strided(nt, kb.seg_len, r[0], lda, panel, c + t0 * mr * ldc + jr, ldc, acc,
+                            chain_now ? &tc : nullptr, t0 * mr, jr);
+        }
+      };
       if (!p.a_kmajor() && kb.kc() * round_up(nc, nr) <= kSmallBFloats) {
-        // A in place and a B block that fits L2: each A tile stays in L1 across the panels.
-        for (int64_t ir = 0; ir < mc; ir += mr)
+        // A in place and a B block that fits L2: each A tile (or chunk of tiles) stays in L1 across
+        // the panels.
+        const int64_t chunk = strided_chunk(ks, kb, mr), full = chunk ? mc / mr : 0;
+        for (int64_t t0 = 0; t0 < full; t0 += chunk) strided(t0, std::min(chunk, full - t0));
+        for (int64_t ir = full * mr; ir < mc; ir += mr)
           for (int64_t jr = 0; jr < nc; jr += nr) tile(jr, ir);
       } else {  // each B panel stays in L1 across the A tiles (A from L2: packed, or rows in place)
         const int64_t tiles = ceil_div(mc, mr), panel_bytes = kb.kc() * nr * 4;

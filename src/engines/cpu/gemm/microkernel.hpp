@@ -21,6 +21,13 @@ using MicroKernel = void (*)(int nseg, int64_t seg_len, const float* const* rows
 using ChainKernel = void (*)(int nseg, int64_t seg_len, const float* const* rows, const float* b, float* c,
                              int64_t ldc, bool accumulate, const TileChain& chain, int64_t row0, int64_t col0);
 
+// ntiles MR x NR tiles down one column: row r of tile t at a + (t * MR + r) * lda (k floats, unit
+// stride), B one panel of k rows, tile t at c + t * MR * ldc; with a chain (null: none), applied to
+// tile t at (row0 + t * MR, col0) of its block before the store. For evenly spaced rows (a 1x1
+// conv's pixels, a row-major A) and a small k, where a call per tile costs as much as its FMAs.
+using StridedKernel = void (*)(int64_t ntiles, int64_t k, const float* a, int64_t lda, const float* b, float* c,
+                               int64_t ldc, bool accumulate, const TileChain* chain, int64_t row0, int64_t col0);
+
 // One run of a KmajorKernel: len k steps whose A rows start at a_base + a and B rows at b_base + b.
 struct KmajorRun {
   int64_t a = 0, b = 0, len = 0;
@@ -44,6 +51,7 @@ struct KernelSet {
   // half the tile products of the 32 x 32 one); null where a short tile runs the whole kernel.
   MicroKernel kernel_half = nullptr;
   KmajorKernel kernel_kmajor = nullptr;  // fp32 kernels; null for bf16 pairs and AMX
+  StridedKernel kernel_strided = nullptr;  // fp32 kernels; null for bf16 pairs and AMX
 };
 
 // The kernels of one ISA level; the caller checks cpu_features().supports(isa) first.
