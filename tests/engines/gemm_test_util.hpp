@@ -14,6 +14,7 @@
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/kernel_cache.hpp"
 #include "engines/cuda/common/epilogue_layout.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 #include "engines/cuda/gemm/matmul_plan.hpp"
 #include "planning/engine.hpp"
 #include "runtime/handle_impl.hpp"
@@ -193,6 +194,21 @@ inline ::testing::AssertionResult instantiates(const std::string& src, const std
   for (const auto& [name, value] : members)
     if (src.find("{ " + name + " = " + value + " };\n") == std::string::npos)
       return ::testing::AssertionFailure() << "no member " << name << " = " << value << " in\n" << src;
+  return ::testing::AssertionSuccess();
+}
+
+// NVRTC's compile of `src` for `arch`, with ptxas's report, fails where NVRTC fails and where
+// ptxas serialized the kernel's wgmma (C7518: each waits for the one before, the tensor pipe drains
+// every k step; the stream-K kernel that issued a wgmma in its epilogue did, 2026-12-08).
+inline ::testing::AssertionResult compiles_unserialized(const std::string& src, const char* file, const char* arch,
+                                                        std::vector<uint8_t>* cubin_out = nullptr) {
+  std::vector<uint8_t> cubin;
+  std::string log;
+  const dg::Status s = dg::cuda::nvrtc_compile(src, file, arch, {"--ptxas-options=-v"}, cubin, &log);
+  if (!s.ok()) return ::testing::AssertionFailure() << s.to_string() << "\n---- source:\n" << src;
+  if (log.find("C7518") != std::string::npos)
+    return ::testing::AssertionFailure() << "ptxas serialized the wgmma:\n" << log;
+  if (cubin_out) *cubin_out = std::move(cubin);
   return ::testing::AssertionSuccess();
 }
 

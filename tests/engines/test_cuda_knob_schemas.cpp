@@ -103,8 +103,9 @@ TEST(CudaKnobSchemas, GemmWgmmaTma) {
     size_t settings;  // on both targets
   };
   // Clusters (big 16-bit), split-K on Hopper (deep k, few tiles; the fake A100 has fewer SMs), TF32
-  // with and without transpose; every whole-tile setting of a 16-bit output again with epilogue=1.
-  for (const Shape sh : {Shape{4096, 4096, 1024, dg::DataType::BFLOAT16, false, 32},
+  // with and without transpose; every whole-tile setting of a 16-bit output again with epilogue=1;
+  // 4096^2's 128 x 256 tiles (3.9 waves of 132) also as stream_k twins of the cooperative ones.
+  for (const Shape sh : {Shape{4096, 4096, 1024, dg::DataType::BFLOAT16, false, 48},
                          Shape{1024, 1024, 16384, dg::DataType::BFLOAT16, false, 34},
                          Shape{512, 256, 384, dg::DataType::FLOAT, false, 12},
                          Shape{512, 256, 384, dg::DataType::FLOAT, true, 12}}) {

@@ -11,7 +11,6 @@
 
 #include "core/log.hpp"
 #include "engines/cuda/common/compiled_engine.hpp"
-#include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
 #include "engines/cuda/gemm/matmul_build.hpp"
 #include "runtime/cuda/driver_api.hpp"
@@ -38,8 +37,6 @@ struct WgmmaKnobs {
   int64_t stream_k = 0;  // 1: the last waves' k steps in equal shares per CTA (kernels/work_units.cuh)
 };
 
-// The held-back name of the stream-K tail's plans (common/gpu_checked.hpp).
-constexpr const char* kStreamKGate = "gemm_stream_k";
 
 int64_t stages_of(const WgmmaKnobs& k) { return k.stages ? k.stages : k.tile_n == 256 ? 4 : 5; }
 
@@ -58,7 +55,6 @@ std::string wgmma_rules(const WgmmaKnobs& k) {
   if (k.epilogue && k.split_k > 1) return "epilogue=1 (registers + TMA store) goes only with whole tiles (split_k 1)";
   if (k.stream_k && (k.split_k > 1 || k.pingpong || k.cluster > 1))
     return "stream_k=1 goes only with cooperative tiles of one CTA (split_k 1, no pingpong, cluster 1)";
-  if (std::string why; k.stream_k && !checked_on_gpu(kStreamKGate, "stream_k=1 (the stream-K tail)", why)) return why;
   if (k.tf32x3 && (k.tf32 || k.tile_n != 128 || k.pingpong || k.cluster > 1))
     return "tf32x3=1 (3xTF32) goes only with tf32 0 and cooperative 128-wide tiles of one CTA (tile_n 128, no pingpong, "
            "cluster 1)";
