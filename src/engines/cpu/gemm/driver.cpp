@@ -337,7 +337,8 @@ int64_t strided_chunk(const KernelSet& ks, const KBlock& kb, int mr) {
 }
 
 // Whether n row pointers are evenly spaced by whole floats (lda; a 1x1 conv's pixels, a row-major
-// A); padding rows, which point at the zeros in scratch, break the spacing.
+// A); padding rows, which point at the zeros in scratch, break the spacing. (d * i cannot overflow:
+// addresses differ by less than 2^48 and a chunk holds at most L1 / 8 rows.)
 bool even_spacing(const float* const* rows, int64_t n, int64_t& lda) {
   const intptr_t a0 = reinterpret_cast<intptr_t>(rows[0]);
   const intptr_t d = n > 1 ? reinterpret_cast<intptr_t>(rows[1]) - a0 : 0;
