@@ -51,13 +51,19 @@ def sdpa_graph(handle, b, h, s, d):
     return g
 
 
-def timed_build(make, handle, modes, policy):
-    """A fresh graph planned by `modes`; seconds of build_plans(policy) and the plan count."""
+def planned(make, handle, modes):
+    """A fresh graph, validated, planned by `modes` and checked: ready for its builds."""
     g = make(handle)
     g.validate()
     g.build_operation_graph()
     g.create_execution_plans(modes)
     g.check_support()
+    return g
+
+
+def timed_build(make, handle, modes, policy):
+    """A fresh graph planned by `modes`; seconds of build_plans(policy) and the plan count."""
+    g = planned(make, handle, modes)
     t0 = time.perf_counter()
     g.build_plans(policy)
     return time.perf_counter() - t0, g.get_execution_plan_count()
@@ -65,11 +71,7 @@ def timed_build(make, handle, modes, policy):
 
 def each_build(name, make, handle):
     """Every plan of a fresh A + FALLBACK graph built one after another, each timed."""
-    g = make(handle)
-    g.validate()
-    g.build_operation_graph()
-    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    g.check_support()
+    g = planned(make, handle, [cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
     total = 0.0
     for i in range(g.get_execution_plan_count()):
         t0 = time.perf_counter()

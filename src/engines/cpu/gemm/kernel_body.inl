@@ -87,6 +87,25 @@ inline __attribute__((always_inline)) void store_tile(typename V::Reg (&acc)[MR]
     }
 }
 
+// A finished tile into C: with kChain, first C's sums when `accumulate`, then the chain in
+// registers (tile at row0, col0 of its block), and stored; else stored (added when `accumulate`).
+template <class V, int MR, int NV, bool kChain>
+inline __attribute__((always_inline)) void finish_tile(typename V::Reg (&acc)[MR][NV], float* c, int64_t ldc,
+                                                        bool accumulate, const TileChain* chain, int64_t row0,
+                                                        int64_t col0) {
+  constexpr int W = V::kWidth;
+  if constexpr (kChain) {
+    if (accumulate)
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) acc[i][j] = V::add(V::load(c + i * ldc + j * W), acc[i][j]);
+    for (const ChainStep& st : chain->chain->steps) apply_step<V, MR, NV>(st, *chain, row0, col0, acc);
+    accumulate = false;
+  }
+  store_tile<V, MR, NV>(acc, c, ldc, accumulate);
+}
+
 // kPacked: A of each segment is one k-major panel at rows[s * MR] (element (i, k) at [k * MR + i]),
 // a single stream; otherwise row i of segment s is rows[s * MR + i], unit stride.
 // kChain: `chain` runs on the finished tile before its store (V's sub, mul, set1 and relu_clip).
@@ -119,16 +138,7 @@ inline __attribute__((always_inline)) void microkernel_body(int nseg, int64_t se
       b += NV * W;
     }
   }
-  if constexpr (kChain) {
-    if (accumulate)
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) acc[i][j] = V::add(V::load(c + i * ldc + j * W), acc[i][j]);
-    for (const ChainStep& st : chain->chain->steps) apply_step<V, MR, NV>(st, *chain, row0, col0, acc);
-    accumulate = false;
-  }
-  store_tile<V, MR, NV>(acc, c, ldc, accumulate);
+  finish_tile<V, MR, NV, kChain>(acc, c, ldc, accumulate, chain, row0, col0);
 }
 
 template <class V, int MR, int NV, bool kPacked>
@@ -161,17 +171,7 @@ inline __attribute__((always_inline)) void strided_tiles(int64_t ntiles, int64_t
     zero_tile<V, MR, NV>(acc);
     const float* bt = b;
     strided_rows<V, MR, NV>(a + t * MR * lda, stride, k, bt, acc);
-    bool add_to_c = accumulate;
-    if constexpr (kChain) {
-      if (accumulate)
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-          for (int j = 0; j < NV; ++j) acc[i][j] = V::add(V::load(ct + i * ldc + j * W), acc[i][j]);
-      for (const ChainStep& st : chain->chain->steps) apply_step<V, MR, NV>(st, *chain, row0 + t * MR, col0, acc);
-      add_to_c = false;
-    }
-    store_tile<V, MR, NV>(acc, ct, ldc, add_to_c);
+    finish_tile<V, MR, NV, kChain>(acc, ct, ldc, accumulate, chain, row0 + t * MR, col0);
   }
 }
 
