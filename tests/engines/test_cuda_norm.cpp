@@ -54,7 +54,7 @@ void expect_compiles_without_spills(const nm::NormProblem& pr, const char* arch,
            std::to_string(nm::kFinalizeLanes) + ">(F); }\n";
   std::vector<uint8_t> cubin;
   std::string log;
-  const dg::Status s = dg::cuda::nvrtc_compile(src, "test_norm.cu", arch, {"--ptxas-options=-v"}, cubin, &log);
+  const dg::Status s = dg::cuda::nvrtc_compile(src, "test_norm.cu", arch, {}, cubin, &log);
   ASSERT_TRUE(s.ok()) << what << s.to_string() << "\n---- source:\n" << src;
   const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
   int reports = 0;

@@ -141,9 +141,9 @@ class CudaSdpaCompile : public ::testing::Test {
 TEST_F(CudaSdpaCompile, WgmmaKernelsCompileForHopper) {
   compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false), "sm_90a");
   compile(sd::config_for(sd::Core::WGMMA, T::HALF, T::FLOAT, 256, false, true), "sm_90a");
-  compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 64, true, false, 2), "sm_90a");  // 2 blocks an SM
+  compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 64, false, false, 2), "sm_90a");  // 2 blocks an SM
   compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false, 1, true), "sm_90a");  // ping-pong
-  compile(sd::config_for(sd::Core::WGMMA, T::HALF, T::HALF, 64, true, true, 2, true), "sm_90a");
+  compile(sd::config_for(sd::Core::WGMMA, T::HALF, T::HALF, 64, false, true, 2, false, true), "sm_90a");
   compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false, 1, true, true), "sm_90a");
   compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::FLOAT, 64, false, false, 2, false, true), "sm_90a");
   compile(sd::config_for(sd::Core::WGMMA, T::BFLOAT16, T::BFLOAT16, 128, true, false, 1, false, true, 3), "sm_90a");
@@ -224,6 +224,9 @@ TEST(CudaSdpaEngine, RejectsWithReasons) {
   EXPECT_EQ(why, "knob core=1 (wgmma + TMA) needs sm_90a; the device is sm_80");
   EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 0, .blocks_per_sm = 2}, 90, cfg, why));
   EXPECT_EQ(why, "knob blocks_per_sm=2 goes with core=1 (wgmma) and head dims up to 64; here core=0, head dim 64");
+  EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 1, .overlap = 1, .blocks_per_sm = 2}, 90, cfg, why));
+  EXPECT_EQ(why, "knob blocks_per_sm=2 goes with overlap=0: the overlap's second S tile does not fit the 104 registers "
+                 "a consumer has when two blocks share an SM (ptxas serializes the wgmma)");
   EXPECT_FALSE(sd::make_config(pr, sd::SdpaKnobs{.core = 1, .overlap = 0, .pingpong = 1}, 90, cfg, why));
   EXPECT_EQ(why, "knob pingpong=1 goes with core=1 (wgmma) and overlap=1 (turns are taken in the overlapped loop); "
                  "here core=1, overlap=0");

@@ -169,5 +169,38 @@ TEST_F(NvrtcCompile, ACompileErrorCarriesTheLog) {
   EXPECT_NE(s.message().find("undefined_thing"), std::string::npos) << s.message();
 }
 
+// A wgmma whose accumulators an ordinary instruction writes in the middle of the pipeline: ptxas
+// serializes every wgmma of the kernel (C7515). nvrtc_compile sees it in ptxas's report, logs it
+// and records the program with its KernelConfig, and a clean wgmma kernel is not recorded.
+TEST_F(NvrtcCompile, ASerializedWgmmaIsRecorded) {
+  auto kernel = [](bool touch) {
+    return std::string("struct KernelConfig {\n  enum { kTouch = ") + (touch ? "1" : "0") + " };\n};\n" + R"(
+extern "C" __global__ void k(float* out, unsigned long long a, unsigned long long b, int n) {
+  float d[4] = {0, 0, 0, 0};
+  for (int i = 0; i < n; ++i) {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, %4, %5, 1, 1, 1, 0, 0;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(a + i), "l"(b + i));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    if (KernelConfig::kTouch && threadIdx.x == 0 && i == 3) d[0] = out[i];
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  out[threadIdx.x] = d[0] + d[1] + d[2] + d[3];
+})";
+  };
+  const size_t before = serialized_wgmma_compiles().size();
+  std::vector<uint8_t> cubin;
+  std::string log;
+  ASSERT_TRUE(nvrtc_compile(kernel(false), "clean.cu", "sm_90a", {}, cubin, &log).ok());
+  EXPECT_FALSE(ptxas_serialized_wgmma(log)) << log;
+  EXPECT_EQ(serialized_wgmma_compiles().size(), before);
+  ASSERT_TRUE(nvrtc_compile(kernel(true), "serialized.cu", "sm_90a", {}, cubin, &log).ok());
+  EXPECT_TRUE(ptxas_serialized_wgmma(log)) << log;
+  const auto recorded = serialized_wgmma_compiles();
+  ASSERT_EQ(recorded.size(), before + 1);
+  EXPECT_EQ(recorded.back(), "serialized.cu\nstruct KernelConfig {\n  enum { kTouch = 1 };\n};");
+}
+
 }  // namespace
 }  // namespace dnngraph::cuda

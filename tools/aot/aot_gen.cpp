@@ -8,11 +8,14 @@
 // --generic NAME.json: that graph's dynamic-shape form with EVERY own candidate built, not just
 // the first: shape-generic kernels that serve build_plans(ALL) and autotuning of any shape with the
 // same ops (planning/shipped_kernels.hpp).
+// --every NAME.json: that graph (static shapes) with every own candidate built, to audit them all.
+// A kernel whose wgmma ptxas serialized (engines/cuda/common/nvrtc_compile.hpp) fails the run: the
+// library must not ship one, and an audit lists them with their KernelConfig.
 // --batches N,... plans each --dynamic graph also at those batch sizes (the leading dim of every
 // tensor that has the graph's batch there): the tour runs its dynamic-shape step at batches 4, 8
 // and 16, and the engines' first knobs depend on the size, so each may need its own kernel.
 //   dnngraph_aot_gen --out-cpp F.cpp --out-bin F.bin [--cache DIR] [--dynamic NAME.json]...
-//                    [--generic NAME.json]... [--batches 4,8] GRAPH.json...
+//                    [--generic NAME.json]... [--every NAME.json]... [--batches 4,8] GRAPH.json...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +31,7 @@
 #include "dnngraph/dnngraph.hpp"
 #include "planning/aot_plan.hpp"
 #include "planning/described_target.hpp"
+#include "engines/cuda/common/nvrtc_compile.hpp"
 #include "planning/kernel_cache.hpp"
 #include "runtime/cuda/driver_api.hpp"
 
@@ -37,7 +41,7 @@ namespace {
 
 struct Options {
   std::string out_cpp, out_bin, cache;
-  std::vector<std::string> graphs, dynamic, generic;
+  std::vector<std::string> graphs, dynamic, generic, every;
   std::vector<int64_t> batches;  // more batch sizes for the --dynamic graphs (0: the file's own)
 };
 
@@ -51,6 +55,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--cache") { if (!value(o.cache)) return false; }
     else if (a == "--dynamic") { if (!value(v)) return false; o.dynamic.push_back(v); }
     else if (a == "--generic") { if (!value(v)) return false; o.generic.push_back(v); }
+    else if (a == "--every") { if (!value(v)) return false; o.every.push_back(v); }
     else if (a == "--batches") {
       if (!value(v)) return false;
       std::stringstream ss(v);
@@ -121,7 +126,7 @@ bool generate(const std::string& path, bool dynamic, int64_t batch, dg::KernelCa
     return std::fprintf(stderr, "aot: %s: %s\n", path.c_str(), s.to_string().c_str()), false;
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("aot: %s%s%s: %zu candidates in %.1f s\n", base_name(path).c_str(),
-              all ? " (dynamic, every candidate)" : dynamic ? " (dynamic)" : "",
+              all ? (dynamic ? " (dynamic, every candidate)" : " (every candidate)") : dynamic ? " (dynamic)" : "",
               batch ? (" at batch " + std::to_string(batch)).c_str() : "", labels.size(), sec);
   for (const auto& l : labels) std::printf("aot:   %s\n", l.c_str());
   return true;
@@ -190,8 +195,9 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (const auto& path : o.graphs) {
     const bool dyn = std::find(o.dynamic.begin(), o.dynamic.end(), base_name(path)) != o.dynamic.end();
-    ok &= generate(path, false, 0, cache, *gpu);
-    description += " " + base_name(path);
+    const bool every = std::find(o.every.begin(), o.every.end(), base_name(path)) != o.every.end();
+    ok &= generate(path, false, 0, cache, *gpu, every);
+    description += " " + base_name(path) + (every ? "(every candidate)" : "");
     if (std::find(o.generic.begin(), o.generic.end(), base_name(path)) != o.generic.end()) {
       ok &= generate(path, true, 0, cache, *gpu, true);
       description += " " + base_name(path) + "(generic, every candidate)";
@@ -204,6 +210,9 @@ int main(int argc, char** argv) {
       description += " " + base_name(path) + "(dynamic" + (b ? ", batch " + std::to_string(b) : std::string()) + ")";
     }
   }
+  const auto serialized = dg::cuda::serialized_wgmma_compiles();
+  for (const auto& what : serialized) std::fprintf(stderr, "aot: ptxas serialized the wgmma of %s\n", what.c_str());
+  if (!serialized.empty()) return std::fprintf(stderr, "aot: %zu serialized kernels\n", serialized.size()), 1;
   for (const auto& k : keys) {
     std::vector<uint8_t> bin;
     if (cache.lookup(k, bin)) kernels[k.portable_text()] = std::move(bin);

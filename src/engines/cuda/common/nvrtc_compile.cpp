@@ -1,9 +1,11 @@
 #include "engines/cuda/common/nvrtc_compile.hpp"
 
 #include <chrono>
+#include <mutex>
 
 #include "core/hash.hpp"
 #include "core/log.hpp"
+#include "engines/cuda/common/kernel_config.hpp"
 #include "engines/cuda/common/kernel_sources.hpp"
 #include "planning/kernel_cache.hpp"
 #include "runtime/cuda/driver_api.hpp"
@@ -13,6 +15,55 @@ namespace dnngraph::cuda {
 std::string nvrtc_arch(int sm_version) {
   const std::string base = "sm_" + std::to_string(sm_version);
   return sm_version == 90 ? base + "a" : base;
+}
+
+namespace {
+
+std::mutex serialized_mutex;
+std::vector<std::string> serialized;  // serialized_wgmma_compiles()
+
+// The generated source's KernelConfig struct (its tile, stages, epilogue), or "" when it has none.
+std::string kernel_config_text(const std::string& source) {
+  const size_t begin = source.find(std::string("struct ") + kKernelConfig + " {");
+  if (begin == std::string::npos) return "";
+  const size_t end = source.find("\n};", begin);
+  return source.substr(begin, end == std::string::npos ? std::string::npos : end + 3 - begin);
+}
+
+// ptxas's report in NVRTC's log: a kernel whose wgmma it serialized is recorded and logged.
+void read_ptxas_report(const std::string& log, const std::string& name, const std::string& source) {
+  if (!ptxas_serialized_wgmma(log)) return;
+  const std::string what = name + "\n" + kernel_config_text(source);
+  DG_LOG(INFO) << "nvrtc: ptxas serialized the wgmma of " << what;
+  const std::lock_guard<std::mutex> lock(serialized_mutex);
+  serialized.push_back(what);
+}
+
+// The log's warning and error lines (the report's per-function resource lines are for DEBUG).
+std::string log_findings(const std::string& log) {
+  std::string out;
+  size_t at = 0;
+  while (at < log.size()) {
+    size_t end = log.find('\n', at);
+    if (end == std::string::npos) end = log.size();
+    const std::string line = log.substr(at, end - at);
+    const bool resources = line.find("ptxas info") != std::string::npos || line.find("ptxas         .") != std::string::npos;
+    if (!resources || line.find("Performance Loss") != std::string::npos)
+      out += (out.empty() ? "" : "\n") + line;
+    at = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool ptxas_serialized_wgmma(const std::string& log) {
+  return log.find("wgmma.mma_async instructions are serialized") != std::string::npos;
+}
+
+std::vector<std::string> serialized_wgmma_compiles() {
+  const std::lock_guard<std::mutex> lock(serialized_mutex);
+  return serialized;
 }
 
 const std::vector<std::string>& nvrtc_base_options() {
@@ -44,6 +95,8 @@ Status nvrtc_compile(const std::string& source, const std::string& name, const s
     return {ErrorCode::COMPILATION_FAILED, "nvrtcCreateProgram(" + name + "): " + nv->nvrtcGetErrorString(r)};
   std::vector<std::string> opts = nvrtc_base_options();
   opts.push_back("--gpu-architecture=" + arch);
+  // ptxas's report costs nothing measurable and is how a serialized wgmma (C7518) is seen at all.
+  opts.push_back("--ptxas-options=-v");
   opts.insert(opts.end(), extra_options.begin(), extra_options.end());
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
@@ -71,10 +124,13 @@ Status nvrtc_compile(const std::string& source, const std::string& name, const s
       status = {ErrorCode::COMPILATION_FAILED, "nvrtcGetCUBIN(" + name + "): " + nv->nvrtcGetErrorString(r)};
   }
   nv->nvrtcDestroyProgram(&prog);
-  if (log_out) *log_out = log;
+  read_ptxas_report(log, name, source);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const std::string findings = log_findings(log);
   DG_LOG(INFO) << "nvrtc: compiled '" << name << "' for " << arch << " in " << ms << " ms"
-               << (log.empty() ? "" : "; log:\n" + log);
+               << (findings.empty() ? "" : "; log:\n" + findings);
+  DG_LOG(DEBUG) << "nvrtc: ptxas's report for '" << name << "':\n" << log;
+  if (log_out) *log_out = std::move(log);
   return status;
 }
 

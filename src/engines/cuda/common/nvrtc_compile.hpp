@@ -19,10 +19,18 @@ const std::vector<std::string>& nvrtc_base_options();
 // `name` names the program in messages ("pointwise.cu"). DEVICE_NOT_AVAILABLE when NVRTC is missing.
 Status nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
                      std::vector<uint8_t>& cubin);
-// The same with options beyond the base ones (e.g. "--ptxas-options=-v", whose report the compile
-// tests read for spills); `log` (when not null) gets NVRTC's log.
+// The same with options beyond the base ones; `log` (when not null) gets NVRTC's log, which always
+// holds ptxas's report (-v: registers, spills, warnings such as C7518).
 Status nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
                      const std::vector<std::string>& extra_options, std::vector<uint8_t>& cubin, std::string* log);
+
+// Whether ptxas's report says it serialized a kernel's wgmma (C7515, C7518, ...: each waits for the
+// one before, so the tensor pipe drains every k step). ptxas says so only under -v.
+bool ptxas_serialized_wgmma(const std::string& log);
+// The compiles of this process whose wgmma ptxas serialized: a performance bug in the generated
+// kernel, which nvrtc_compile also logs. Each entry is the program's name and its KernelConfig lines. The AOT
+// generator refuses to ship such a kernel and lists them (tools/aot).
+std::vector<std::string> serialized_wgmma_compiles();
 
 // nvrtc_compile through the target's kernel cache (memory + disk), when it has one: a source
 // compiled before for this arch and NVRTC version is not compiled again.

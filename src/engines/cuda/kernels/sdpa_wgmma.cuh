@@ -239,6 +239,7 @@ __device__ __forceinline__ void sdpa_wgmma(const SdpaParams& p, const TmaDesc* m
   constexpr int STAGES = Config::kStages;
   constexpr bool NEG = Config::kNegativeScale, OVERLAP = Config::kOverlap, PINGPONG = Config::kPingpong;
   static_assert(OVERLAP || !PINGPONG, "ping-pong turns are taken in the overlapped loop");
+  static_assert(Config::kBlocksPerSm == 1 || !OVERLAP, "two blocks an SM leave no registers for the overlap's S");
   // kBlocksPerSm 2 (head dim 64, 64-key tiles): two blocks share an SM, so one block's Q load,
   // pipeline start and output stores hide under the other's main loop; the consumers then fit in
   // 104 registers (launch bound 80 x 384 threads: 24 for the producer, 104 for each consumer).

@@ -244,6 +244,12 @@ bool make_config(const Problem& p, const SdpaKnobs& k, int sm_version, Config& c
           ", head dim " + std::to_string(p.d);
     return false;
   }
+  // Two S tiles (the overlap's) and O do not fit 104 registers: ptxas serialized every wgmma (C7512).
+  if (blocks == 2 && overlap == 1) {
+    why = "knob blocks_per_sm=2 goes with overlap=0: the overlap's second S tile does not fit the 104 registers a "
+          "consumer has when two blocks share an SM (ptxas serializes the wgmma)";
+    return false;
+  }
   const bool pingpong = k.pingpong == 1;
   if (pingpong && (core != 1 || overlap != 1)) {
     why = "knob pingpong=1 goes with core=1 (wgmma) and overlap=1 (turns are taken in the overlapped loop); here core=" +
