@@ -72,7 +72,7 @@ void run(const std::string& name, dg::Graph& g, dg::Handle& handle, const dg::Va
   dg::HandleImpl& h = impl_of(handle);
   g.set_kernel_cache(kernel_cache());
   if (!check(g.validate(), name) || !check(g.build_operation_graph(handle), name) ||
-      !check(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::FALLBACK}), name) ||
+      !check(g.create_execution_plans({dg::HeurMode::A, dg::HeurMode::B, dg::HeurMode::FALLBACK}), name) ||
       !check(g.check_support(handle), name)) {
     std::printf("%s\n", g.explain().c_str());
     return;

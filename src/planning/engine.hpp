@@ -23,6 +23,9 @@ struct Target {
   HandleImpl* handle = nullptr;  // device, stream, info, thread pool
   bool dynamic_shapes = false;
   KernelCacheImpl* kernel_cache = nullptr;  // may be null: compile without caching
+  // The heuristic modes the plans are made for (create_execution_plans'): an engine with heuristics
+  // of its own (cudnn) offers the configs of those modes only. Empty: every mode.
+  std::vector<HeurMode> heur_modes;
   const DeviceInfo& info() const { return handle->info; }
   const Device& device() const { return handle->device; }
 };

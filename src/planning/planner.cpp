@@ -48,6 +48,7 @@ Target make_target(const GraphImpl& g, const Handle& handle) {
   t.handle = &impl_of(handle);
   t.dynamic_shapes = g.dynamic_shapes;
   t.kernel_cache = g.kernel_cache ? &impl_of(*g.kernel_cache) : nullptr;
+  if (g.plans) t.heur_modes = g.plans->modes;
   return t;
 }
 
@@ -132,8 +133,10 @@ std::vector<Partition> bound_pointwise_length(Partition p, const Target& target)
 
 }  // namespace
 
-Status plan_partitions(const GraphImpl& g, const Target& target, const std::vector<HeurMode>& modes,
+Status plan_partitions(const GraphImpl& g, const Target& for_any_modes, const std::vector<HeurMode>& modes,
                        std::shared_ptr<PlanSet>& out) {
+  Target target = for_any_modes;
+  target.heur_modes = modes;
   std::vector<Partition> found, fused;
   if (auto s = partition_graph(*g.ir, found); !s.ok()) return s;
   for (auto& part : found)

@@ -181,7 +181,8 @@ TEST(Calibration, MeasuredRatiosReorderModeA) {
   const std::vector<dg::CalibrationEntry> table = {{"cpu", name.c_str(), cls.family, cls.size, cls.precision, 1e6, 1}};
 
   dg::PartitionPlans again = pp;
-  const dg::Target target{&impl_of(p.handle)};
+  dg::Target target;
+  target.handle = &impl_of(p.handle);
   dg::order_candidates(again, target, {}, {dg::HeurMode::A}, table);
   EXPECT_NE(again.candidates.front().engine_id, first) << "a 1e6 measured ratio left " << name << " first";
   std::vector<dg::Candidate> after;

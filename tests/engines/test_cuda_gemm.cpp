@@ -579,7 +579,8 @@ TEST(CudaGemm, RegisterEpilogueByNameIsRefusedWithTheRule) {
   for_each_matmul(g, [&](const dg::Partition& p, gm::MatmulPieces&, const gemm_test::Lowered&) {
     const dg::Engine& e = dg::cuda::gemm_wgmma_tma_engine();
     std::unique_ptr<dg::Plan> plan;
-    const dg::Target t{&impl_of(*handle)};
+    dg::Target t;
+    t.handle = &impl_of(*handle);
     const dg::Status st = e.build(p, t, {{"tile_n", 256}, {"epilogue", 1}}, plan);
     EXPECT_EQ(st.code(), dg::ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED) << st.to_string();
     EXPECT_NE(st.message().find("node 'mm': epilogue=1 runs the epilogue in registers, but the output is FLOAT"),

@@ -4,6 +4,7 @@
 // GPU and cuDNN.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "engines/cudnn/cudnn_engine.hpp"
@@ -107,6 +108,47 @@ TEST_F(CudnnGpu, DgradAndWgradEveryPlanMatchesRef) {
 TEST_F(CudnnGpu, MatmulEpilogueEveryPlanMatchesRef) {
   expect_every_plan_matches_ref(matmul_epilogue(3, 64, 48, 40, T::BFLOAT16), *h_, 8);
   expect_every_plan_matches_ref(matmul_epilogue(2, 32, 24, 16, T::HALF), *h_, 4);
+}
+
+// The plan names of the graph planned with `modes`, cudnn only.
+std::vector<std::string> cudnn_plans(const ct::Builder& build, dg::Handle& h, const std::vector<dg::HeurMode>& modes) {
+  dg::Graph g;
+  build(g);
+  g.select_engines({"cudnn"});
+  std::vector<std::string> names;
+  for (const Status& s : {g.validate(), g.build_operation_graph(h), g.create_execution_plans(modes)})
+    if (!s.ok()) return ADD_FAILURE() << s.to_string(), names;
+  for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+    std::string name;
+    EXPECT_TRUE(g.get_plan_name_at_index(i, name).ok());
+    names.push_back(name);
+  }
+  return names;
+}
+
+// The engine offers the configs of the modes the plans are made for, as the frontend asks cuDNN:
+// [A, FALLBACK] gets no config that only mode B offers (each one a build_plans(ALL) compiles).
+TEST_F(CudnnGpu, OnlyTheRequestedHeuristicModesConfigsAreOffered) {
+  for (const auto& build : {conv_bias_relu({2, 32, 12, 12}, 64, {1, 1}, {1, 1}, {1, 1}, T::BFLOAT16),
+                            matmul_epilogue(3, 64, 48, 40, T::BFLOAT16)}) {
+    const auto a = cudnn_plans(build, *h_, {dg::HeurMode::A});
+    const auto b = cudnn_plans(build, *h_, {dg::HeurMode::B});
+    const auto fallback = cudnn_plans(build, *h_, {dg::HeurMode::FALLBACK});
+    const auto a_fallback = cudnn_plans(build, *h_, {dg::HeurMode::A, dg::HeurMode::FALLBACK});
+    const auto every = cudnn_plans(build, *h_, {dg::HeurMode::A, dg::HeurMode::B, dg::HeurMode::FALLBACK});
+    ASSERT_FALSE(a.empty());
+    auto has = [](const std::vector<std::string>& v, const std::string& n) { return std::find(v.begin(), v.end(), n) != v.end(); };
+    for (const auto& n : a_fallback) EXPECT_TRUE(has(a, n) || has(fallback, n)) << n;
+    for (const auto& n : a) EXPECT_TRUE(has(a_fallback, n)) << n;
+    for (const auto& n : fallback) EXPECT_TRUE(has(a_fallback, n)) << n;
+    for (const auto& n : every) EXPECT_TRUE(has(a_fallback, n) || has(b, n)) << n;
+    for (const auto& n : b) EXPECT_TRUE(has(every, n)) << n;
+    size_t b_only = 0;
+    for (const auto& n : b) b_only += has(a_fallback, n) ? 0 : 1;
+    EXPECT_EQ(every.size(), a_fallback.size() + b_only);
+    std::printf("[ NOTE ] cuDNN configs: A %zu, B %zu, FALLBACK %zu, A+FALLBACK %zu, all %zu\n", a.size(), b.size(),
+                fallback.size(), a_fallback.size(), every.size());
+  }
 }
 
 TEST_F(CudnnGpu, SerializedPlanReloadsWithoutHeuristicsChoiceChanging) {

@@ -37,21 +37,44 @@ bool needs_full_precision(const Partition& p) {
   return false;
 }
 
-// What cuDNN offers for one partition: its operation graph and the engine configs of heuristic
-// modes A, B and FALLBACK (in that order, without duplicates).
+// cuDNN's heuristic modes for the target's: the ones the plans are made for (the frontend asks
+// cuDNN for exactly those too; mode B's configs cost a build ALL more runtime compiles), else all.
+std::vector<HeurMode> cudnn_modes(const Target& t) {
+  if (t.heur_modes.empty()) return {HeurMode::A, HeurMode::B, HeurMode::FALLBACK};
+  std::vector<HeurMode> out;
+  for (dnngraph::HeurMode m : t.heur_modes)
+    out.push_back(m == dnngraph::HeurMode::A ? HeurMode::A : m == dnngraph::HeurMode::B ? HeurMode::B : HeurMode::FALLBACK);
+  return out;
+}
+
+std::string mode_names(const std::vector<HeurMode>& modes) {
+  std::string out;
+  for (HeurMode m : modes) out += (out.empty() ? "" : ", ") + std::string(m == HeurMode::A ? "A" : m == HeurMode::B ? "B" : "FALLBACK");
+  return out;
+}
+
+std::string modes_key(const std::vector<HeurMode>& modes) {
+  std::string key = "m";
+  for (HeurMode m : modes) key += std::to_string(static_cast<int>(m));
+  return key;
+}
+
+// What cuDNN offers for one partition: its operation graph and the engine configs of `modes` (in
+// that order, without duplicates).
 struct Survey {
   Status status;
   std::vector<EngineConfig> configs;
   std::shared_ptr<OpGraph> graph;
 };
 
-Survey survey_once(const CudnnApi& a, SharedHandle& sh, const Partition& p, bool dynamic) {
+Survey survey_once(const CudnnApi& a, SharedHandle& sh, const Partition& p, bool dynamic,
+                   const std::vector<HeurMode>& modes) {
   Survey s;
   s.graph = std::make_shared<OpGraph>();
   s.status = build_op_graph(a, sh.handle, p, dynamic, *s.graph);
   if (!s.status.ok()) return s;
   Status first_error;
-  for (HeurMode m : {HeurMode::A, HeurMode::B, HeurMode::FALLBACK}) {
+  for (HeurMode m : modes) {
     Status st = heuristic_configs(a, *s.graph->graph, m, s.configs);
     if (!st.ok() && first_error.ok()) first_error = st;
   }
@@ -71,7 +94,8 @@ Survey survey_once(const CudnnApi& a, SharedHandle& sh, const Partition& p, bool
                     (deterministic ? " deterministically" : "") + " without reordering or down-converting inputs"};
   else
     s.status = first_error.ok() ? Status{ErrorCode::GRAPH_NOT_SUPPORTED,
-                                         "cuDNN's heuristics (modes A, B, FALLBACK) offer no engine config for this graph"}
+                                         "cuDNN's heuristics (modes " + mode_names(modes) +
+                                             ") offer no engine config for this graph"}
                                 : first_error;
   return s;
 }
@@ -131,7 +155,7 @@ std::shared_ptr<const Survey> survey(const Partition& p, const Target& t, Shared
   std::string key = std::to_string(p.graph->fingerprint()) + "|" +
                     std::to_string(reinterpret_cast<uintptr_t>(t.handle->cuda->context)) + "|" +
                     (t.dynamic_shapes && t.kernel_cache ? "d" : "s") + (deterministic_requested() ? "D" : "") + "|" +
-                    std::to_string(reinterpret_cast<uintptr_t>(held)) + "|";
+                    std::to_string(reinterpret_cast<uintptr_t>(held)) + "|" + modes_key(cudnn_modes(t)) + "|";
   for (int n : p.nodes) key += std::to_string(n) + ",";
   if (memo && key == memo_key) return memo;
   auto out = std::make_shared<Survey>();
@@ -143,16 +167,16 @@ std::shared_ptr<const Survey> survey(const Partition& p, const Target& t, Shared
     const bool dynamic = t.dynamic_shapes && t.kernel_cache;
     const std::string kind = std::to_string(structural_fingerprint(p)) + "|" +
                              std::to_string(reinterpret_cast<uintptr_t>(t.handle->cuda->context)) + "|" +
-                             (dynamic ? "d" : "s") + (deterministic_requested() ? "D" : "");
+                             (dynamic ? "d" : "s") + (deterministic_requested() ? "D" : "") + modes_key(cudnn_modes(t));
     Verdict known;
     if (verdicts().find(kind, known)) {
       *out = survey_from(known, *sh, p);
     } else {
-      *out = survey_once(*api(), *sh, p, dynamic);
+      *out = survey_once(*api(), *sh, p, dynamic, cudnn_modes(t));
       bool used_dynamic = dynamic;
       if (dynamic && !out->status.ok()) {
         DG_LOG(INFO) << "cudnn: with dynamic shapes: " << out->status.message() << "; trying static shapes";
-        Survey fixed = survey_once(*api(), *sh, p, false);
+        Survey fixed = survey_once(*api(), *sh, p, false, cudnn_modes(t));
         if (fixed.status.ok()) *out = std::move(fixed), used_dynamic = false;
       }
       // Only successes: a refusal names this partition's nodes and tensors, and is cheap to repeat.

@@ -2,7 +2,8 @@
 // order). A partition (a conv_fprop or matmul with its pointwise epilogue, or an sdpa node: what
 // was checked against ref on a GPU; lower.hpp says what else is lowered and why it is held back)
 // is lowered to a cuDNN operation graph (sdpa_lower.hpp for attention); every engine config that
-// cuDNN's heuristics (modes A, B and FALLBACK) offer becomes one candidate, with knobs
+// cuDNN's heuristics offer, in the modes the plans are made for (Target::heur_modes: the user's
+// create_execution_plans modes, as NVIDIA's frontend asks cuDNN), becomes one candidate, with knobs
 // {cudnn_engine: <global index>, k_<knob>: <value>...}, so autotune times cuDNN's plans beside
 // dnngraph's own. Plans serialize as cuDNN's own JSON representation; they run on the handle's
 // stream, replayed as CUDA graphs, one per pointer set that repeats (graph_cache.hpp,
