@@ -107,7 +107,7 @@ TEST(CudaGemmTf32x3, KernelsCompileWithNvrtc) {
     ASSERT_NO_FATAL_FAILURE(float_matmul(f, false, b_k_major));
     gm::MatmulPieces pieces;
     std::string why;
-    ASSERT_TRUE(gm::describe_matmul_graph(*f.p, pieces.mp, why, dg::cuda::FloatInputs::TF32_OR_3XTF32)) << why;
+    ASSERT_TRUE(gm::describe_matmul_graph(*f.p, pieces.mp, why, {.exact_fp32 = true})) << why;
     EXPECT_TRUE(pieces.mp.exact_fp32);
     ASSERT_TRUE(dg::cuda::plan_epilogue(*f.p, pieces.mp.axes, true, pieces.epi, why)) << why;
     for (int splits : {1, 2}) {

@@ -39,7 +39,18 @@ using LaunchKernelEx = CUresult (*)(const LaunchConfig*, CUfunction, void**, voi
 using MaxActiveClusters = CUresult (*)(int*, CUfunction, const LaunchConfig*);
 constexpr int kAttrProgrammaticStreamSerialization = 6;  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 
-constexpr int kTensorMapBf16 = 9, kTensorMapF16 = 6, kTensorMapF32 = 7;  // CUtensorMapDataType
+constexpr int kTensorMapU8 = 0, kTensorMapBf16 = 9, kTensorMapF16 = 6, kTensorMapF32 = 7;  // CUtensorMapDataType
+
+// TMA moves bytes: FP8 elements travel as UINT8 (the wgmma reads them as e4m3 / e5m2).
+int tensor_map_type(DataType t) {
+  switch (t) {
+    case DataType::FLOAT: return kTensorMapF32;
+    case DataType::HALF: return kTensorMapF16;
+    case DataType::FP8_E4M3:
+    case DataType::FP8_E5M2: return kTensorMapU8;
+    default: return kTensorMapBf16;
+  }
+}
 constexpr int kSwizzle128 = 3, kL2Promotion256 = 3;
 constexpr int kAttrMaxDynamicSmem = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
@@ -135,9 +146,7 @@ Status encode_tiled_uncached(const TensorMapSpec& spec, const void* base, Tensor
   if (!ext().encode)
     return {ErrorCode::CUDA_API_FAILED, "cuTensorMapEncodeTiled is not in the loaded CUDA driver (TMA needs CUDA 12+)"};
   const uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
-  const int type = spec.dtype == DataType::FLOAT  ? kTensorMapF32
-                   : spec.dtype == DataType::HALF ? kTensorMapF16
-                                                  : kTensorMapBf16;
+  const int type = tensor_map_type(spec.dtype);
   return check(ext().encode(&out, type, static_cast<uint32_t>(spec.rank),
                             const_cast<void*>(base), spec.dims, spec.strides_bytes, spec.box, elem_strides, 0,
                             kSwizzle128, kL2Promotion256, 0),
@@ -150,9 +159,7 @@ Status encode_im2col_uncached(const Im2colMapSpec& spec, const void* base, Tenso
   // Element strides: 1 along C and N, the traversal stride along each spatial dim.
   uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
   for (int i = 0; i + 2 < spec.rank; ++i) elem_strides[1 + i] = spec.traversal[i];
-  const int type = spec.dtype == DataType::FLOAT  ? kTensorMapF32
-                   : spec.dtype == DataType::HALF ? kTensorMapF16
-                                                  : kTensorMapBf16;
+  const int type = tensor_map_type(spec.dtype);
   return check(ext().encode_im2col(&out, type, static_cast<uint32_t>(spec.rank), const_cast<void*>(base), spec.dims,
                                    spec.strides_bytes, spec.lower, spec.upper, spec.channels, spec.pixels, elem_strides,
                                    0, kSwizzle128, kL2Promotion256, 0),

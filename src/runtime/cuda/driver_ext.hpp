@@ -20,7 +20,7 @@ struct alignas(64) TensorMap {
 // A tile map of rank 2 to 5 over 16-bit or fp32 elements (dims and strides innermost first;
 // strides in bytes, for dims 1.. only), 128-byte swizzle, out-of-bounds elements read as zero.
 struct TensorMapSpec {
-  DataType dtype = DataType::BFLOAT16;  // or HALF, FLOAT
+  DataType dtype = DataType::BFLOAT16;  // or HALF, FLOAT, FP8_E4M3, FP8_E5M2
   int rank = 3;
   uint64_t dims[5] = {1, 1, 1, 1, 1};
   uint64_t strides_bytes[4] = {0, 0, 0, 0};

@@ -3,16 +3,18 @@
 namespace dnngraph::cuda {
 
 bool check_tensor_core_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& a, const ir::Tensor& b,
-                             std::string& why, FloatInputs floats) {
+                             std::string& why, TensorCoreInputs inputs) {
   const std::string where = "node '" + n.name + "', tensor '" + a.name + "': ";
   const bool half = a.dtype == DataType::BFLOAT16 || a.dtype == DataType::HALF;
-  if (a.dtype == b.dtype && a.dtype == DataType::FLOAT && !g.allow_tf32 && floats == FloatInputs::TF32) {
+  const bool fp8 = a.dtype == DataType::FP8_E4M3 || a.dtype == DataType::FP8_E5M2;
+  if (a.dtype == b.dtype && a.dtype == DataType::FLOAT && !g.allow_tf32 && !inputs.exact_fp32) {
     why = where + kTf32Rule;
     return false;
   }
-  if (a.dtype != b.dtype || !(half || a.dtype == DataType::FLOAT)) {
+  if (a.dtype != b.dtype || !(half || a.dtype == DataType::FLOAT || (fp8 && inputs.fp8))) {
     why = where + "inputs of type " + std::string(to_string(a.dtype)) + " x " + std::string(to_string(b.dtype)) +
-          " are not supported (BFLOAT16 or HALF, both the same; FLOAT x FLOAT as TF32)";
+          " are not supported (BFLOAT16 or HALF, both the same; FLOAT x FLOAT as TF32" +
+          (inputs.fp8 ? "; FP8_E4M3 or FP8_E5M2, both the same)" : ")");
     return false;
   }
   if (n.compute_type != DataType::FLOAT && n.compute_type != DataType::NOT_SET) {

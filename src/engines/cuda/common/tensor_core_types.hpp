@@ -1,6 +1,6 @@
 // The input types the CUDA tensor-core engines (matmul and implicit-GEMM convolution) take:
 // BFLOAT16 or HALF, both operands the same; FLOAT x FLOAT rounded to TF32 where the graph allows
-// it; fp32 accumulation.
+// it; FP8 pairs where the engine says so; fp32 accumulation.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,9 +14,13 @@ namespace dnngraph::cuda {
 inline constexpr const char* kTf32Rule =
     "FLOAT inputs run on tensor cores as TF32 only when the graph allows it (Graph::set_allow_tf32(true))";
 
-// FLOAT inputs an engine takes: as TF32 where the graph allows it, or (the convolution's core 3,
-// kernels/tf32x3_split.cuh) also exact ones as three TF32 products where it does not.
-enum class FloatInputs { TF32, TF32_OR_3XTF32 };
+// The inputs an engine takes besides BFLOAT16 and HALF pairs and FLOAT ones as TF32 where the graph
+// allows it: exact FLOAT as three TF32 products where it does not (the wgmma cores' 3xTF32,
+// kernels/tf32x3_split.cuh), FP8 pairs (e4m3 or e5m2; wgmma's k32 form, cuda_gemm_wgmma_tma).
+struct TensorCoreInputs {
+  bool exact_fp32 = false;
+  bool fp8 = false;
+};
 
 // 3xTF32's share of the bf16 tensor-core peak in the engines' estimates: TF32's half over three
 // products, less the small parts' shared-memory pass (90%: a prediction before the first GPU run;
@@ -27,7 +31,7 @@ inline constexpr double kTf32x3Rate = 0.5 / 3.0 * 0.9;
 // Whether node n's operands a and b and its compute type fit; false with `why` naming the node,
 // the tensor (a) and the rule.
 bool check_tensor_core_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& a, const ir::Tensor& b,
-                             std::string& why, FloatInputs floats = FloatInputs::TF32);
+                             std::string& why, TensorCoreInputs inputs = {});
 
 // A tensor-core op's anchor: the node, its two inputs and its output.
 struct TensorCoreOperands {
@@ -41,13 +45,13 @@ struct TensorCoreOperands {
 // (check_tensor_core_types); false with `why`.
 template <class Attr>
 bool tensor_core_anchor(const Partition& p, const char* op, TensorCoreOperands& o, std::string& why,
-                        FloatInputs floats = FloatInputs::TF32) {
+                        TensorCoreInputs inputs = {}) {
   o.node = anchor_of<Attr>(p, op, why);
   if (!o.node) return false;
   o.in0 = &p.tensor(o.node->inputs[0]);
   o.in1 = &p.tensor(o.node->inputs[1]);
   o.out = &p.tensor(o.node->outputs[0]);
-  return check_tensor_core_types(*p.graph, *o.node, *o.in0, *o.in1, why, floats);
+  return check_tensor_core_types(*p.graph, *o.node, *o.in0, *o.in1, why, inputs);
 }
 
 // The kernels index with 32-bit ints: sizes, coordinates and tile counts stay at most this.

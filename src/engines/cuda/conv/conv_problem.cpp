@@ -156,10 +156,10 @@ bool describe_wgrad(const ir::Node& n, const ir::Tensor& DY, const ir::Tensor& X
 // The partition's `Attr` anchor described by `body` (node, its inputs and output).
 template <class Attr, class Body>
 bool describe_anchor(const Partition& p, const char* op, ConvProblem& out, std::string& why, Body body,
-                     FloatInputs floats = FloatInputs::TF32) {
+                     TensorCoreInputs inputs = {}) {
   out = ConvProblem{};
   TensorCoreOperands o;
-  if (!tensor_core_anchor<Attr>(p, op, o, why, floats) || !body(*o.node, *o.in0, *o.in1, *o.out, out, why)) return false;
+  if (!tensor_core_anchor<Attr>(p, op, o, why, inputs) || !body(*o.node, *o.in0, *o.in1, *o.out, out, why)) return false;
   out.exact_fp32 = out.dtype == DataType::FLOAT && !p.graph->allow_tf32;
   return true;
 }
@@ -171,7 +171,7 @@ bool describe_conv_dgrad(const Partition& p, ConvProblem& out, std::string& why)
 }
 
 bool describe_conv_fprop(const Partition& p, ConvProblem& out, std::string& why) {
-  return describe_anchor<ConvFpropAttr>(p, "conv_fprop", out, why, describe_fprop, FloatInputs::TF32_OR_3XTF32);
+  return describe_anchor<ConvFpropAttr>(p, "conv_fprop", out, why, describe_fprop, {.exact_fp32 = true});
 }
 
 bool describe_conv_wgrad(const Partition& p, ConvProblem& out, std::string& why) {

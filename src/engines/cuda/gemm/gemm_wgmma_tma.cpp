@@ -1,8 +1,9 @@
 // cuda_gemm_wgmma_tma: the Hopper matmul (sm_90a): TMA loads, warp-specialized wgmma, a
 // persistent grid (kernels/gemm_wgmma.cuh), split-K, a stream-K tail (held back until its GPU test
 // passes), clusters of 2 sharing B by TMA multicast,
-// TF32 with a transpose pass for MN-major FLOAT operands, and FLOAT that the graph keeps exact as
-// 3xTF32 (tf32x3=1, kernels/tf32x3_split.cuh);
+// TF32 with a transpose pass for MN-major FLOAT operands, FLOAT that the graph keeps exact as
+// 3xTF32 (tf32x3=1, kernels/tf32x3_split.cuh), FP8 pairs (e4m3 or e5m2, K-major; held back as
+// `gemm_fp8` until its GPU test passes);
 // the partition's epilogue fused, staged through shared memory or (epilogue=1) applied in
 // registers and stored by TMA.
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"
@@ -65,6 +66,8 @@ std::string wgmma_rules(const WgmmaKnobs& k) {
 }
 
 constexpr const char* kName = "cuda_gemm_wgmma_tma";
+// What it multiplies besides 16-bit pairs and TF32: exact FLOAT (3xTF32) and FP8 pairs.
+constexpr TensorCoreInputs kInputs{.exact_fp32 = true, .fp8 = true};
 
 const KnobSchema<WgmmaKnobs> kSchema{kName,
                                      {{"tile_n", &WgmmaKnobs::tile_n, 128, 256, {128, 256}},
@@ -113,10 +116,11 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
 
   Support check(const Partition& p, const Target& t) const override {
     MatmulPieces pieces;
-    if (auto s = gemm::prepare_matmul(p, t, pieces, FloatInputs::TF32_OR_3XTF32); !s.ok()) return Support::no(s.message());
+    if (auto s = gemm::prepare_matmul(p, t, pieces, kInputs); !s.ok()) return Support::no(s.message());
     if (t.info().sm_version != 90)
       return Support::no("wgmma and TMA need sm_90a; the device is sm_" + std::to_string(t.info().sm_version));
     const auto& mp = pieces.mp;
+    if (auto s = gemm::check_fp8(p, mp, name()); !s.ok()) return Support::no(s.message());
     if (mp.dtype == DataType::FLOAT) {  // MN-major operands through the transpose pass
       MatmulConfig c;
       c.core = Core::WGMMA;
@@ -145,12 +149,12 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
                                      {.tile_n = 128, .stages = 4}};
     MatmulProblem mp;
     std::string why;
-    if (gemm::describe_matmul_graph(p, mp, why, FloatInputs::TF32_OR_3XTF32)) {
+    if (gemm::describe_matmul_graph(p, mp, why, kInputs)) {
       if (mp.exact_fp32) settings = {{.tile_n = 128, .stages = 3}};  // 3xTF32 (set below): 64 KB stages
       add_split_k(mp, t, settings);
       add_clusters(mp, settings);
       add_register_epilogue(p, t, mp, settings);
-      add_stream_k(mp, t, settings);
+      add_stream_k(p, t, mp, settings);
       if (mp.dtype == DataType::FLOAT)
         for (auto& k : settings) {
           k.tf32 = mp.exact_fp32 ? 0 : 1;
@@ -167,7 +171,7 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
   // the 128-byte k steps (twice the stage ring's depth).
   static void add_split_k(const MatmulProblem& mp, const Target& t, std::vector<WgmmaKnobs>& out) {
     const int64_t tiles = mp.batch_count() * ceil_div(mp.M, 128) * ceil_div(mp.N, 128);
-    const int64_t ktiles = ceil_div(mp.K, mp.dtype == DataType::FLOAT ? 32 : 64);
+    const int64_t ktiles = ceil_div(mp.K, 128 / size_of(mp.dtype));  // 128-byte k tiles
     if (tiles >= t.info().multiprocessors) return;
     for (int sk : {2, 3, 4, 6, 8})
       if (ktiles >= 8 * sk) out.push_back({.tile_n = 128, .stages = 5, .split_k = sk});
@@ -197,12 +201,18 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
 
   // Each cooperative whole-tile setting of one CTA again with the stream-K tail where its tiles
   // fill at least one wave and the last one less than 90%: 8192^3 in 128 x 256 tiles is 15.5 waves
-  // of 132 CTAs, and the half wave takes as long as a whole one.
-  static void add_stream_k(const MatmulProblem& mp, const Target& t, std::vector<WgmmaKnobs>& out) {
+  // of 132 CTAs, and the half wave takes as long as a whole one. Not register-epilogue settings
+  // whose chain reduces (AMAX): ptxas serialized their wgmma (FP8 GEMM + descales + AMAX, found by
+  // bench/gpu/wgmma_audit.py, 2026-12-08).
+  static void add_stream_k(const Partition& p, const Target& t, const MatmulProblem& mp, std::vector<WgmmaKnobs>& out) {
     const int64_t sms = std::max(1, t.info().multiprocessors);
+    EpiloguePlan epi;
+    std::string why;
+    const bool reduces = plan_epilogue(p, mp.axes, t.dynamic_shapes, epi, why) && epi.L.full_count() > 0;
     const size_t n = out.size();
     for (size_t i = 0; i < n; ++i) {
       WgmmaKnobs k = out[i];
+      if (k.epilogue && reduces) continue;
       const int64_t tiles = mp.batch_count() * ceil_div(mp.M, 128) * ceil_div(mp.N, k.tile_n);
       if (k.pingpong || k.split_k > 1 || k.cluster > 1 || tiles < sms || tiles % sms >= sms * 9 / 10 ||
           tiles % sms == 0)

@@ -3,12 +3,13 @@
 #include <algorithm>
 
 #include "core/log.hpp"
+#include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
 
 namespace dnngraph::cuda::gemm {
 
 // Predicted seconds: the tile-padded FLOPs at `efficiency` of the device's bf16 peak (TF32's is
-// half of it: 495 of 989 TFLOP/s dense on an H100/H200), or the bytes at its bandwidth, plus a launch.
+// half of it: 495 of 989 TFLOP/s dense on an H100/H200; FP8's twice), or the bytes at its bandwidth, plus a launch.
 // Waves as the conv engine counts them: SM slots x k steps per unit (+1 for the pipeline's fill and
 // the epilogue) over the useful tiles x k steps (without split-K: the last wave's padding). A
 // split-K unit also publishes its partial sums and the tile's last one reads them all back: ~6 k
@@ -18,7 +19,8 @@ double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c
   MatmulPieces pieces;
   std::string why;
   double padded = 1.0, fixup = 0.0;
-  if (describe_matmul_graph(p, pieces.mp, why)) {  // the shape only: check() tested the device
+  // The shape only (check() tested the device and the types): any input type the engines take.
+  if (describe_matmul_graph(p, pieces.mp, why, {.exact_fp32 = true, .fp8 = true})) {
     const auto& mp = pieces.mp;
     padded = static_cast<double>(ceil_div(mp.M, c.bm) * c.bm * ceil_div(mp.N, c.bn) * c.bn) /
              static_cast<double>(mp.M * mp.N);
@@ -26,7 +28,7 @@ double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c
     // Clusters of 2 walk pairs of m tiles: an odd tiles_m leaves one CTA of the last pairs idle.
     const int64_t units = c.cluster > 1 ? mp.batch_count() * ceil_div(mp.M, 2 * c.bm) * 2 * ceil_div(mp.N, c.bn)
                                         : tiles * c.splits;
-    const int64_t sms = std::max(1, t.info().multiprocessors), kt = ceil_div(mp.K, c.bk);
+    const int64_t sms = std::max(1, t.info().multiprocessors), kt = ceil_div(mp.K, k_tile(c, mp.dtype));
     const int64_t per_unit = ceil_div(kt, c.splits) + 1 + (c.splits > 1 ? 6 : 0);
     if (c.stream_k && units >= sms) {
       // Whole tiles, then each CTA's equal share of the rest's k steps, plus what the shares cost
@@ -48,6 +50,7 @@ double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c
                      std::max(1.0, t.info().peak_bytes_per_s) +
                  3e-6;
     if (!mp.a_vec || !mp.b_vec) efficiency *= 0.1;  // element-by-element loads
+    if (mp.dtype == DataType::FP8_E4M3 || mp.dtype == DataType::FP8_E5M2) efficiency *= 2.0;  // FP8's peak: twice bf16's
   }
   if (c.tf32) efficiency *= 0.5;
   const double flops = partition_flops(p) * padded / (c.tf32x3 ? kTf32x3Rate : 1.0);
@@ -81,11 +84,29 @@ Status check_tf32(const Partition& p, const MatmulProblem& mp, const MatmulConfi
   return {};
 }
 
-Status build_matmul_plan(const Partition& p, const Target& t, const MatmulConfig& c, ByteReader* r,
+Status check_fp8(const Partition& p, const MatmulProblem& mp, std::string_view engine) {
+  if (mp.dtype != DataType::FP8_E4M3 && mp.dtype != DataType::FP8_E5M2) return {};
+  const int mn_major = !mp.a_k_major ? mp.a : !mp.b_k_major ? mp.b : -1;
+  const std::string node = "node '" + p.graph->nodes[static_cast<size_t>(anchor_node(p))].name + "'";
+  if (mn_major >= 0)
+    return {ErrorCode::GRAPH_NOT_SUPPORTED,
+            std::string(engine) + ": " + node + ", tensor '" + p.tensor(mn_major).name +
+                "': FP8 inputs run on wgmma only K-major (A [m, k] with k contiguous, B stored [n, k], as cuBLASLt's "
+                "FP8 GEMMs take them); this operand is MN-major"};
+  if (std::string why; !checked_on_gpu("gemm_fp8", "FP8 matmuls on wgmma", why))
+    return {ErrorCode::GRAPH_NOT_SUPPORTED, std::string(engine) + ": " + node + ": " + why};
+  return {};
+}
+
+Status build_matmul_plan(const Partition& p, const Target& t, const MatmulConfig& knobs_config, ByteReader* r,
                          std::string_view engine, std::unique_ptr<Plan>& plan) {
   MatmulPieces pieces;
-  if (auto s = prepare_matmul(p, t, pieces, c.tf32x3 ? FloatInputs::TF32_OR_3XTF32 : FloatInputs::TF32); !s.ok())
+  if (auto s = prepare_matmul(p, t, pieces, {.exact_fp32 = knobs_config.tf32x3, .fp8 = knobs_config.core == Core::WGMMA});
+      !s.ok())
     return s;
+  MatmulConfig c = knobs_config;
+  c.bk = static_cast<int>(k_tile(c, pieces.mp.dtype));
+  if (auto s = check_fp8(p, pieces.mp, engine); !s.ok()) return s;
   if (auto s = check_tf32(p, pieces.mp, c, engine); !s.ok()) return s;
   if (std::string why; c.register_epilogue && !register_epilogue(pieces.epi, why))
     return {ErrorCode::GRAPH_EXECUTION_PLAN_CREATION_FAILED,

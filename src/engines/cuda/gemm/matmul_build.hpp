@@ -1,5 +1,5 @@
 // What the two matmul engines (cuda_gemm_mma_sync, cuda_gemm_wgmma_tma) share around their
-// plan: the cost model, the rules for FLOAT (TF32) operands, and the build (compile or reload).
+// plan: the cost model, the rules for FLOAT (TF32) and FP8 operands, and the build (compile or reload).
 #pragma once
 #include <memory>
 #include <string_view>
@@ -15,6 +15,11 @@ double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c
 
 // Whether c's tf32 and transpose settings fit the operands; the error names node, tensor and rule.
 Status check_tf32(const Partition& p, const MatmulProblem& mp, const MatmulConfig& c, std::string_view engine);
+
+// Whether FP8 operands fit: wgmma's k32 form reads both K-major (no transposes, no copy pass), and
+// the FP8 kernels are held back (`gemm_fp8`, common/gpu_checked.hpp) until checked on a GPU; the
+// error names node, tensor and rule. Other types pass.
+Status check_fp8(const Partition& p, const MatmulProblem& mp, std::string_view engine);
 
 // Describes the partition and compiles (r null) or reloads (from r) its kernel: the plan.
 Status build_matmul_plan(const Partition& p, const Target& t, const MatmulConfig& c, ByteReader* r,

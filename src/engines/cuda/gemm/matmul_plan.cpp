@@ -299,9 +299,9 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
   return os.str();
 }
 
-Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out, FloatInputs floats) {
+Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out, TensorCoreInputs inputs) {
   std::string why;
-  if (!describe_matmul(p, t, out.mp, why, floats)) return {ErrorCode::GRAPH_NOT_SUPPORTED, why};
+  if (!describe_matmul(p, t, out.mp, why, inputs)) return {ErrorCode::GRAPH_NOT_SUPPORTED, why};
   if (!plan_epilogue(p, out.mp.axes, t.dynamic_shapes, out.epi, why))
     return {ErrorCode::GRAPH_NOT_SUPPORTED, "the epilogue does not fit: " + why};
   return {};

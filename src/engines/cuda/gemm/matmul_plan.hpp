@@ -29,6 +29,10 @@ struct MatmulConfig {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The k tile of config c for operands of type t: wgmma's is one 128-byte swizzle row (64 16-bit,
+// 32 FLOAT or 128 FP8 elements), mma.sync's the engine's bk.
+inline int64_t k_tile(const MatmulConfig& c, DataType t) { return c.core == Core::WGMMA ? 128 / size_of(t) : c.bk; }
+
 // The stream-K tail's shape on `ctas` persistent CTAs (kernels/work_units.cuh's UnitWalk, which the
 // kernel computes the same way): tiles run whole first, and the split ones (slices and counters).
 inline int64_t stream_k_whole_tiles(int64_t tiles, int64_t ctas) {
@@ -49,7 +53,7 @@ struct MatmulPieces {
   MatmulProblem mp;
   EpiloguePlan epi;
 };
-Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out, FloatInputs floats = FloatInputs::TF32);
+Status prepare_matmul(const Partition& p, const Target& t, MatmulPieces& out, TensorCoreInputs inputs = {});
 
 // `transpose`: the module's kTransposeKernel where c.transpose, else null.
 std::unique_ptr<Plan> make_matmul_plan(const Partition& p, MatmulPieces pieces, MatmulConfig c, KernelBuild k,

@@ -84,7 +84,7 @@ int64_t MatmulProblem::batch_count() const {
   return v;
 }
 
-bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why, FloatInputs floats) {
+bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why, TensorCoreInputs inputs) {
   if (!t.device().is_cuda() || !t.handle->cuda) {
     why = "runs on CUDA handles; this one is " + t.device().to_string();
     return false;
@@ -93,13 +93,13 @@ bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, st
     why = "needs sm_80 or later (mma.sync bf16/tf32); the device is sm_" + std::to_string(t.info().sm_version);
     return false;
   }
-  return describe_matmul_graph(p, out, why, floats);
+  return describe_matmul_graph(p, out, why, inputs);
 }
 
-bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why, FloatInputs floats) {
+bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why, TensorCoreInputs inputs) {
   out = MatmulProblem{};
   TensorCoreOperands op;
-  if (!tensor_core_anchor<MatmulAttr>(p, "matmul", op, why, floats) ||
+  if (!tensor_core_anchor<MatmulAttr>(p, "matmul", op, why, inputs) ||
       !describe_operands(*op.node, *op.in0, *op.in1, *op.out, out, why))
     return false;
   out.exact_fp32 = out.dtype == DataType::FLOAT && !p.graph->allow_tf32;

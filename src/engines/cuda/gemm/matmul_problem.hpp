@@ -19,7 +19,7 @@ struct MatmulProblem {
   bool a_k_major = true, b_k_major = true;         // which dim is contiguous in memory
   bool a_vec = true, b_vec = true;                 // 16-byte chunks along the contiguous dim
   EpilogueAxes axes;
-  // FLOAT inputs the graph does not let round to TF32 (described only with FloatInputs::TF32_OR_3XTF32):
+  // FLOAT inputs the graph does not let round to TF32 (described only with TensorCoreInputs::exact_fp32):
   // only cuda_gemm_wgmma_tma's 3xTF32 (tf32x3=1) multiplies them.
   bool exact_fp32 = false;
   int64_t batch_count() const;
@@ -27,12 +27,13 @@ struct MatmulProblem {
 
 // Checks the partition (CUDA device of sm_80+, a matmul anchor, BFLOAT16 or HALF inputs or FLOAT
 // ones the graph allows to round to TF32, fp32 compute) and describes it; false with `why`.
-// `floats`: whether FLOAT inputs the graph keeps exact are described too (the wgmma engine's 3xTF32).
+// `inputs`: whether FLOAT inputs the graph keeps exact (the wgmma engine's 3xTF32) and FP8 pairs
+// (its k32 wgmma) are described too.
 bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why,
-                     FloatInputs floats = FloatInputs::TF32);
+                     TensorCoreInputs inputs = {});
 // The graph-only part (no device checks): what the NVRTC compile tests use without a GPU.
 bool describe_matmul_graph(const Partition& p, MatmulProblem& out, std::string& why,
-                           FloatInputs floats = FloatInputs::TF32);
+                           TensorCoreInputs inputs = {});
 
 // Kernel arguments for the plan's pointers (tiles counted by the caller).
 GemmParams gemm_params(const MatmulProblem& mp, const void* a, const void* b);

@@ -392,11 +392,13 @@ __device__ __forceinline__ void wgmma_consume(const ConsumerShape& sh, const Poi
       // loop runs meanwhile). Cooperative: one block, and the accumulators are free once its last
       // box is in shared memory, so the next tile's first k step (its loads were issued during this
       // tile's main loop) goes to the tensor cores before that box's barrier and store. Not for split
-      // units (split-K, the stream-K tail), nor for 128-wide boxed chains (the conv GELU chain's): a wgmma
-      // issued here made ptxas serialize every wgmma of the kernel (C7518, which the compile tests
-      // now refuse; stream-K 128 x 256 on 8192^3 ran 1.545 ms against 1.489 with the staged epilogue).
+      // units (split-K, the stream-K tail), 128-wide boxed chains (the conv GELU chain's) or chains
+      // that reduce (AMAX, Ep::kFull) unboxed: a wgmma issued here made ptxas serialize every wgmma
+      // of the kernel (C7518, C7514, which the compile tests refuse; stream-K 128 x 256 on 8192^3
+      // ran 1.545 ms against 1.489 with the staged epilogue).
       auto next_first_step = [&] {
-        const bool next = u + ctas < units && !SPLIT && !(EPI == EPI_TMA_STORE_BOXED && BN == 128);
+        const bool next = u + ctas < units && !SPLIT && !(EPI == EPI_TMA_STORE_BOXED && BN == 128) &&
+                          !(EPI == EPI_TMA_STORE && Ep::kFull > 0);
         if (!PINGPONG && !X3 && next && ktiles > 0) {
           mma_step(s, phase, true);
           headed = true;

@@ -1,4 +1,4 @@
-// wgmma.mma_async m64nNk16 (bf16/fp16) or m64nNk8 (tf32) with fp32 accumulators, A and B from
+// wgmma.mma_async m64nNk16 (bf16/fp16), m64nNk8 (tf32) or m64nNk32 (fp8) with fp32 accumulators, A and B from
 // shared-memory descriptors: WgmmaSs<DT, N>::mma<TA, TB>, N = 64 (the convolution's 64-wide tiles,
 // attention's S tiles), 128 or 256; TA/TB: the operand is MN-major (transposed); scale_d 0
 // overwrites the accumulators. One macro writes each instruction's wrapper for every N: its N / 2
@@ -52,31 +52,40 @@ struct WgmmaSs;
     }                                                                                                                  \
   };
 
-// TF32 (fp32 in shared memory, read as tf32: the low 13 mantissa bits are ignored), k8 per
-// instruction, so a 32-byte k step as for 16-bit types; K-major operands only (no transposes).
-#define DG_WGMMA_SS_TF32(N, NACC) DG_WGMMA_CALL(DG_WGMMA_SS_TF32_, N, NACC, DG_WGMMA_AFTER_##NACC)
-#define DG_WGMMA_SS_TF32_(N, NACC, DA, DB, SCALE, ...)                                           \
+// TF32 (fp32 in shared memory, read as tf32: the low 13 mantissa bits are ignored; k8 per
+// instruction) and FP8 (e4m3 / e5m2 bytes; k32): a 32-byte k step as for 16-bit types; K-major
+// operands only (these forms have no transposes).
+#define DG_WGMMA_SS_KMAJOR(DT, TYPE, K, N, NACC) \
+  DG_WGMMA_CALL(DG_WGMMA_SS_KMAJOR_, DT, TYPE, K, N, NACC, DG_WGMMA_AFTER_##NACC)
+#define DG_WGMMA_SS_KMAJOR_(DT, TYPE, K, N, NACC, DA, DB, SCALE, ...)                                                  \
   template <>                                                                                                          \
-  struct WgmmaSs<DT_FLOAT, N> {                                                                                        \
+  struct WgmmaSs<DT, N> {                                                                                              \
     template <bool TA, bool TB>                                                                                        \
     __device__ __forceinline__ static void mma(float (&d)[NACC], u64 da, u64 db, int scale_d) {                         \
-      static_assert(!TA && !TB, "tf32 wgmma reads K-major A and B only");                                              \
+      static_assert(!TA && !TB, TYPE " wgmma reads K-major A and B only");                                             \
       asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                                  \
-                   "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" DG_WGMMA_ACC_##NACC "}, " DA ", " DB    \
-                   ", p, 1, 1;\n}\n"                                                                                   \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k" #K ".f32." TYPE "." TYPE " {" DG_WGMMA_ACC_##NACC "}, "  \
+                   DA ", " DB ", p, 1, 1;\n}\n"                                                                         \
                    : DG_WGMMA_D_##NACC                                                                                 \
                    : "l"(da), "l"(db), "r"(scale_d));                                                                  \
     }                                                                                                                  \
   };
+#define DG_WGMMA_SS_TF32(N, NACC) DG_WGMMA_SS_KMAJOR(DT_FLOAT, "tf32", 8, N, NACC)
+#define DG_WGMMA_SS_FP8(N, NACC)                          \
+  DG_WGMMA_SS_KMAJOR(DT_FP8_E4M3, "e4m3", 32, N, NACC) \
+  DG_WGMMA_SS_KMAJOR(DT_FP8_E5M2, "e5m2", 32, N, NACC)
 
 DG_WGMMA_SS_16BIT(DT_BFLOAT16, "bf16", 64, 32)
 DG_WGMMA_SS_16BIT(DT_HALF, "f16", 64, 32)
 DG_WGMMA_SS_TF32(64, 32)
+DG_WGMMA_SS_FP8(64, 32)
 DG_WGMMA_SS_16BIT(DT_BFLOAT16, "bf16", 128, 64)
 DG_WGMMA_SS_16BIT(DT_HALF, "f16", 128, 64)
 DG_WGMMA_SS_TF32(128, 64)
+DG_WGMMA_SS_FP8(128, 64)
 DG_WGMMA_SS_16BIT(DT_BFLOAT16, "bf16", 256, 128)
 DG_WGMMA_SS_16BIT(DT_HALF, "f16", 256, 128)
 DG_WGMMA_SS_TF32(256, 128)
+DG_WGMMA_SS_FP8(256, 128)
 
 }  // namespace dg
