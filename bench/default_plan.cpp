@@ -411,6 +411,35 @@ void matmul(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t
   run(name, g, handle, pack, {pack[C], volume(cd), t, ref});
 }
 
+// The FP8 GEMM of cuBLASLt's samples (issue #24's FP8 row): A [m, k] x B stored [n, k], both of
+// type t, times A's and B's descales (device scalars 0.5 and 4), bf16 out, AMAX of it. Own FP8
+// plans are held back until checked on a GPU: DNNGRAPH_UNCHECKED_ENGINES=gemm_fp8 offers them.
+void fp8_matmul(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t m, int64_t n, int64_t k) {
+  if (!selected(name)) return;
+  Buffers buf(impl_of(handle));
+  const Dims ad{1, m, k}, bd{1, k, n}, cd{1, m, n}, one{1, 1, 1};
+  dg::Graph g = new_graph(dg::DataType::BFLOAT16, name);
+  auto A = g.tensor(dg::TensorAttr().set_name("A").set_dim(ad).set_stride(packed(ad)).set_data_type(t));
+  auto B = g.tensor(dg::TensorAttr().set_name("B").set_dim(bd).set_stride({k * n, 1, k}).set_data_type(t));
+  auto scalar = [&](const char* nm) {
+    return g.tensor(dg::TensorAttr().set_name(nm).set_dim(one).set_stride(one).set_data_type(dg::DataType::FLOAT));
+  };
+  auto DA = scalar("descale_a"), DB = scalar("descale_b");
+  auto C = g.scale(g.scale(g.matmul(A, B, dg::MatmulAttr()), DA), DB);
+  C->set_output(true);
+  auto Amax = g.reduction(C, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
+  Amax->set_dim(one).set_output(true).set_data_type(dg::DataType::FLOAT);
+  void *a = buf.random(volume(ad), t, 4), *b = buf.random(volume(bd), t, 5);
+  const float da = 0.5f, db = 4.0f;
+  void *pa = buf.zeros(4), *pb = buf.zeros(4);
+  (void)dg::memory::copy_to_device(impl_of(handle), pa, &da, 4);
+  (void)dg::memory::copy_to_device(impl_of(handle), pb, &db, 4);
+  void* c = buf.zeros(volume(cd) * 2);
+  bench_check::MatmulReference ref{buf.host_of(a), buf.host_of(b), {}, m, n, k, 3, true, double(da) * db};
+  run(name, g, handle, {{A, a}, {B, b}, {DA, pa}, {DB, pb}, {C, c}, {Amax, buf.zeros(4)}},
+      {c, volume(cd), dg::DataType::BFLOAT16, ref});
+}
+
 // Causal attention, [b, h, s, d] packed, scale 1/sqrt(d).
 void sdpa(dg::Handle& handle, const std::string& name, dg::DataType t, int64_t b, int64_t heads, int64_t s, int64_t d) {
   if (!selected(name)) return;
@@ -460,6 +489,7 @@ void gpu_workloads(dg::Handle& h) {
   matmul(h, "matmul_8x2048_chain", bf16, 8, 2048, 2048, 2048, "chain");
   matmul(h, "matmul_16x512x1024x512_chain", bf16, 16, 512, 512, 1024, "chain");
   matmul(h, "matmul_16x1024x4096x1024_chain", bf16, 16, 1024, 4096, 1024, "chain");
+  fp8_matmul(h, "fp8_gemm_8192_descale_amax", dg::DataType::FP8_E4M3, 8192, 8192, 8192);
   sdpa(h, "sdpa_b4h16s1024d64_causal", bf16, 4, 16, 1024, 64);
   sdpa(h, "sdpa_b4h16s4096d128_causal", bf16, 4, 16, 4096, 128);
   pointwise(h, "pointwise_bias_scale_relu_n32c256_56", bf16, 32, 256, 56);

@@ -118,11 +118,15 @@ struct ConvDgradReference {
 struct MatmulReference {
   HostTensor a, b, bias;
   int64_t m = 1, n = 1, k = 1;
-  int epilogue = 0;
+  int epilogue = 0;      // 1: + bias, ReLU; 2: x 0.125 + bias, GELU; 3: x scale (the FP8 rows' descales)
+  bool b_k_major = false;  // B stored [n, k] (the FP8 rows), else [k, n]
+  double scale = 1.0;
   double operator()(int64_t i) const {
     const int64_t col = i % n, row = (i / n) % m, bt = i / (m * n);
     double acc = 0;
-    for (int64_t kk = 0; kk < k; ++kk) acc += a.at((bt * m + row) * k + kk) * b.at((bt * k + kk) * n + col);
+    for (int64_t kk = 0; kk < k; ++kk)
+      acc += a.at((bt * m + row) * k + kk) * b.at(b_k_major ? (bt * n + col) * k + kk : (bt * k + kk) * n + col);
+    if (epilogue == 3) return acc * scale;
     if (epilogue == 1) return std::max(0.0, acc + bias.at(col));
     if (epilogue == 2) {
       const double v = acc * 0.125 + bias.at(col);

@@ -43,13 +43,18 @@ std::vector<HeurMode> cudnn_modes(const Target& t) {
   if (t.heur_modes.empty()) return {HeurMode::A, HeurMode::B, HeurMode::FALLBACK};
   std::vector<HeurMode> out;
   for (dnngraph::HeurMode m : t.heur_modes)
-    out.push_back(m == dnngraph::HeurMode::A ? HeurMode::A : m == dnngraph::HeurMode::B ? HeurMode::B : HeurMode::FALLBACK);
+    out.push_back(m == dnngraph::HeurMode::A   ? HeurMode::A
+                  : m == dnngraph::HeurMode::B ? HeurMode::B
+                                               : HeurMode::FALLBACK);
   return out;
 }
 
 std::string mode_names(const std::vector<HeurMode>& modes) {
   std::string out;
-  for (HeurMode m : modes) out += (out.empty() ? "" : ", ") + std::string(m == HeurMode::A ? "A" : m == HeurMode::B ? "B" : "FALLBACK");
+  for (HeurMode m : modes) {
+    const char* name = m == HeurMode::A ? "A" : m == HeurMode::B ? "B" : "FALLBACK";
+    out += (out.empty() ? "" : ", ") + std::string(name);
+  }
   return out;
 }
 

@@ -50,7 +50,8 @@ double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c
                      std::max(1.0, t.info().peak_bytes_per_s) +
                  3e-6;
     if (!mp.a_vec || !mp.b_vec) efficiency *= 0.1;  // element-by-element loads
-    if (mp.dtype == DataType::FP8_E4M3 || mp.dtype == DataType::FP8_E5M2) efficiency *= 2.0;  // FP8's peak: twice bf16's
+    const bool fp8 = mp.dtype == DataType::FP8_E4M3 || mp.dtype == DataType::FP8_E5M2;
+    if (fp8) efficiency *= 2.0;  // FP8's peak: twice bf16's
   }
   if (c.tf32) efficiency *= 0.5;
   const double flops = partition_flops(p) * padded / (c.tf32x3 ? kTf32x3Rate : 1.0);
@@ -101,9 +102,8 @@ Status check_fp8(const Partition& p, const MatmulProblem& mp, std::string_view e
 Status build_matmul_plan(const Partition& p, const Target& t, const MatmulConfig& knobs_config, ByteReader* r,
                          std::string_view engine, std::unique_ptr<Plan>& plan) {
   MatmulPieces pieces;
-  if (auto s = prepare_matmul(p, t, pieces, {.exact_fp32 = knobs_config.tf32x3, .fp8 = knobs_config.core == Core::WGMMA});
-      !s.ok())
-    return s;
+  const TensorCoreInputs inputs{.exact_fp32 = knobs_config.tf32x3, .fp8 = knobs_config.core == Core::WGMMA};
+  if (auto s = prepare_matmul(p, t, pieces, inputs); !s.ok()) return s;
   MatmulConfig c = knobs_config;
   c.bk = static_cast<int>(k_tile(c, pieces.mp.dtype));
   if (auto s = check_fp8(p, pieces.mp, engine); !s.ok()) return s;
