@@ -112,6 +112,40 @@ def fp8_gemm(name, m, n, k, fmt="FP8_E4M3"):
     return name, graph(name, t, nodes)
 
 
+def conv_wgrad(name, n, c, hw, k, r):
+    """DW [k, c, r, r] = conv_wgrad(DY [n, k, hw, hw], X [n, c, hw, hw]), pad r/2, NHWC / KRSC."""
+    dy, x, dw, pad = [n, k, hw, hw], [n, c, hw, hw], [k, c, r, r], [r // 2] * 2
+    t = [{"name": "DY", "uid": 1, "dim": dy, "stride": channels_last(dy)},
+         {"name": "X", "uid": 2, "dim": x, "stride": channels_last(x)},
+         {"name": "DW", "uid": 3, "dim": dw, "stride": channels_last(dw), "output": True}]
+    nodes = [{"name": "wgrad", "op": "conv_wgrad", "dilation": [1, 1], "pre_padding": pad, "post_padding": pad,
+              "stride": [1, 1], "inputs": {"DY": "DY", "X": "X"}, "outputs": {"DW": "DW"}}]
+    return name, graph(name, t, nodes)
+
+
+def conv_dgrad(name, n, k, hw, c, r):
+    """DX [n, c, hw, hw] = conv_dgrad(DY [n, k, hw, hw], W [k, c, r, r]), stride 1, pad r/2."""
+    dy, w, dx, pad = [n, k, hw, hw], [k, c, r, r], [n, c, hw, hw], [r // 2] * 2
+    t = [{"name": "DY", "uid": 1, "dim": dy, "stride": channels_last(dy)},
+         {"name": "W", "uid": 2, "dim": w, "stride": channels_last(w)},
+         {"name": "DX", "uid": 3, "dim": dx, "stride": channels_last(dx), "output": True}]
+    nodes = [{"name": "dgrad", "op": "conv_dgrad", "dilation": [1, 1], "pre_padding": pad, "post_padding": pad,
+              "stride": [1, 1], "inputs": {"DY": "DY", "W": "W"}, "outputs": {"DX": "DX"}}]
+    return name, graph(name, t, nodes)
+
+
+def sdpa_backward(name, b, h, s, d):
+    """Causal attention's backward: DQ, DK, DV from Q, K, V, O, DO and the forward's STATS."""
+    q, st = [b, h, s, d], [b, h, s, 1]
+    t = [{"name": n, "uid": i + 1, "dim": q, "stride": packed(q)} for i, n in enumerate(["Q", "K", "V", "O", "DO"])]
+    t += [{"name": "STATS", "uid": 6, "dim": st, "stride": packed(st), "data_type": "FLOAT"}]
+    t += [{"name": n, "uid": 7 + i, "dim": q, "stride": packed(q), "output": True} for i, n in enumerate(["DQ", "DK", "DV"])]
+    ins = {n: n for n in ["Q", "K", "V", "O", "DO", "STATS"]}
+    nodes = [{"name": "sdpa_bwd", "op": "sdpa_backward", "attn_scale": d ** -0.5, "causal_mask": True,
+              "inputs": ins, "outputs": {"DQ": "DQ", "DK": "DK", "DV": "DV"}}]
+    return name, graph(name, t, nodes)
+
+
 def sdpa(name, b, h, s, d):
     q = [b, h, s, d]
     t = [{"name": n, "uid": i + 1, "dim": q, "stride": packed(q)} for i, n in enumerate("QKV")]
@@ -147,6 +181,11 @@ WORKLOADS = [
     matmul("matmul_16x1024x4096x1024_chain", 16, 1024, 4096, 1024, "chain"),
     sdpa("sdpa_b4h16s1024d64_causal", 4, 16, 1024, 64),
     sdpa("sdpa_b4h16s4096d128_causal", 4, 16, 4096, 128),
+    # Training: the backward kernels (wgrad, dgrad, attention backward).
+    conv_wgrad("wgrad_rn50_3x3_c64_56_k64", 32, 64, 56, 64, 3),
+    conv_dgrad("dgrad_rn50_3x3_c256_14_k256", 32, 256, 14, 256, 3),
+    sdpa_backward("sdpa_bwd_b4h16s1024d64_causal", 4, 16, 1024, 64),
+    sdpa_backward("sdpa_bwd_b4h16s4096d128_causal", 4, 16, 4096, 128),
 ]
 
 
