@@ -28,7 +28,8 @@ using ref_test::Build;
 // Runs the graph `build` makes on ref and on `engine` (every plan index, each checked to be that
 // engine alone), outputs poisoned with NaN before each run, and compares every output. tol < 0:
 // each output's type tolerance; else at least that. |want| below `floor` compares absolutely.
-// With no workspace needed, the plan gets none (a null pointer). threads > 0: the handle's pool size.
+// With no workspace needed, the plan gets none (a null pointer); else one poisoned with NaN.
+// threads > 0: the handle's pool size.
 inline void check_engine_vs_ref(const std::string& engine, std::vector<HostTensor> inputs,
                                 const std::vector<HostTensor>& outs, const Build& build, double tol = -1.0,
                                 double floor = 1e-3, int threads = 0) {
@@ -61,7 +62,8 @@ inline void check_engine_vs_ref(const std::string& engine, std::vector<HostTenso
     }
     int64_t ws = 0;
     ASSERT_TRUE(g.get_workspace_size(ws).ok());  // execute checks the largest built plan's need
-    std::vector<unsigned char> workspace(static_cast<size_t>(ws));
+    // All-ones bytes (NaN floats): a plan that reads workspace it did not write shows it.
+    std::vector<unsigned char> workspace(static_cast<size_t>(ws), 0xFF);
     s = g.execute_plan_at_index(handle, pack, ws ? workspace.data() : nullptr, idx, ws);
     ASSERT_TRUE(s.ok()) << name << ": " << s.to_string();
     for (size_t i = 0; i < got.size(); ++i) {
