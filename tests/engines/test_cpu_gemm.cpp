@@ -535,8 +535,8 @@ void check_bf16_kernels(const cg::KernelSet& ks, bool amx) {
 
 TEST(CpuGemmKernels, Bf16PairKernelsMatchNaive) {
   if (!dg::cpu::cpu_features().avx512bf16 || !cg::avx512_bf16_kernels()) GTEST_SKIP() << "no AVX512_BF16 here";
-  const auto shapes = cg::bf16_pair_shapes();  // 12 x 32 first, then 7 x 48, 14 x 32, 16 x 16
-  ASSERT_EQ(shapes.size(), 4u);
+  const auto shapes = cg::bf16_pair_shapes();  // 12 x 32 first, then 7 x 48, 14 x 32, 8 x 32, 16 x 16
+  ASSERT_EQ(shapes.size(), 5u);
   EXPECT_EQ(shapes[0], cg::avx512_bf16_kernels());
   for (const cg::KernelSet* ks : shapes) {
     SCOPED_TRACE(std::to_string(ks->mr) + " x " + std::to_string(ks->nr));
@@ -548,6 +548,9 @@ TEST(CpuGemmKernels, Bf16PairKernelsMatchNaive) {
   EXPECT_EQ(cg::bf16_pair_kernel_for_shape(49, 512).mr, 7);
   EXPECT_EQ(cg::bf16_pair_kernel_for_shape(196, 256).mr, 14);
   EXPECT_EQ(cg::bf16_pair_kernel_for_shape(1000, 16).nr, 16);
+  // 4x4 images (16 pixels) at any width: 8-row tiles, two B vectors (16 x 16 had a broadcast per FMA).
+  EXPECT_EQ(cg::bf16_pair_kernel_for_shape(16, 512).mr, 8);
+  EXPECT_EQ(cg::kernel_for_shape(dg::cpu::Isa::AVX512, 16, 512).mr, 8);
   EXPECT_EQ(&cg::bf16_pair_kernel_for_shape(1200, 64), cg::avx512_bf16_kernels());
 }
 

@@ -74,6 +74,7 @@ const KernelSet* avx512_kernels();  // null when not compiled in
 const KernelSet* avx512_kernels_7x48();  // null when not compiled in
 const KernelSet* avx512_kernels_14x32();  // null when not compiled in
 const KernelSet* avx512_kernels_16x16();  // null when not compiled in
+const KernelSet* avx512_kernels_8x32();  // null when not compiled in
 // One row of A (a matrix-vector product, M = 1): 1 x 64 on AVX-512, 1 x 32 on AVX2, 1 x 8
 // portable (four accumulators, B streamed); null when not compiled in.
 const KernelSet* avx512_kernels_1x64();
