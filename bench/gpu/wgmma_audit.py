@@ -40,8 +40,8 @@ def graph(name, tensors, nodes):
             "tensors": tensors, "nodes": nodes}
 
 
-def conv(name, n, c, hw, k, r, groups=1, stride=1, gelu=False):
-    """conv R x R (pad R/2) + bias + ReLU (or GELU), NHWC / KRSC."""
+def conv(name, n, c, hw, k, r, groups=1, stride=1, gelu=False, amax=False):
+    """conv R x R (pad R/2) + bias + ReLU (or GELU), NHWC / KRSC; `amax`: and the AMAX of Y."""
     sp = [hw, hw] if not isinstance(hw, list) else hw
     filt = [r] * len(sp)
     x, w, b = [n, c] + sp, [k, c // groups] + filt, [1, k] + [1] * len(sp)
@@ -57,6 +57,9 @@ def conv(name, n, c, hw, k, r, groups=1, stride=1, gelu=False):
               "outputs": {"OUT": "bias::OUT"}},
              {"name": "act", "op": "pointwise", "mode": "GELU_FWD" if gelu else "RELU_FWD",
               "inputs": {"IN_0": "bias::OUT"}, "outputs": {"OUT": "Y"}}]
+    if amax:
+        t.append({"name": "amax", "uid": 5, "dim": [1] * len(x), "data_type": "FLOAT", "output": True})
+        nodes.append({"name": "amax", "op": "reduction", "mode": "AMAX", "inputs": {"X": "Y"}, "outputs": {"Y": "amax"}})
     return name, graph(name, t, nodes)
 
 
@@ -161,6 +164,7 @@ def sdpa(name, b, h, s, d):
 WORKLOADS = [
     conv("conv_tutorial_n32c128_56_k256", 32, 128, 56, 256, 3),
     conv("conv_tutorial_gelu", 32, 128, 56, 256, 3, gelu=True),
+    conv("conv_tutorial_amax", 32, 128, 56, 256, 3, amax=True),
     conv("rn50_3x3_c64_56_k64", 32, 64, 56, 64, 3),
     conv("rn50_3x3_c256_14_k256", 32, 256, 14, 256, 3),
     conv("rn50_1x1_c256_56_k64", 32, 256, 56, 64, 1),

@@ -647,6 +647,32 @@ TEST(CudaConvRegisterEpilogue, OfferedWhereTheEpilogueAllows) {
       << s.message();
 }
 
+// With AMAX of the output in the epilogue, ping-pong tiles keep the staged epilogue: ptxas
+// serialized the wgmma of their register-epilogue kernels (C7514, wgmma_audit.py, 2026-12-08).
+// Cooperative tiles still take it.
+TEST(CudaConvRegisterEpilogue, NoPingPongRegisterEpilogueWhereItReduces) {
+  gemm_test::FakeHopper hopper;
+  const dg::Engine& e = dg::cuda::conv_implicit_gemm_engine();
+  const Case c{{32, 128, 56, 56}, 256, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  dg::Graph g;
+  set_types(g, BF);
+  auto x = g.tensor(dg::TensorAttr().set_name("X").set_dim(c.x).set_stride(channels_last(c.x)).set_data_type(BF));
+  auto y = g.conv_fprop(x, declare(g, "W", filter_dims(c), BF), geometry<dg::ConvFpropAttr>(c).set_name("conv"));
+  y = g.pointwise(g.bias(y, declare(g, "B", {1, c.k, 1, 1}, BF)), dg::PointwiseAttr().set_mode(M::RELU_FWD));
+  y->set_output(true).set_stride(channels_last(out_dims(c)));
+  g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX))
+      ->set_dim({1, 1, 1, 1}).set_output(true).set_data_type(dg::DataType::FLOAT);
+  std::vector<dg::Partition> parts;
+  ASSERT_TRUE(anchored_partitions(g, parts));
+  const auto space = e.knob_space(parts[0], hopper.target);
+  int registers = 0;
+  for (const auto& k : space) {
+    EXPECT_FALSE(k.count("epilogue") && k.count("pingpong")) << dg::knobs_to_string(k);
+    registers += static_cast<int>(k.count("epilogue"));
+  }
+  EXPECT_GT(registers, 0) << knob_list(space, 20);
+}
+
 // The heuristics' first plan for a ResNet-50 3x3 layer's shape (scaled down) is core 3.
 TEST(CudaConvIm2col, FirstPlanOfALayerMatchesRef) {
   DG_REQUIRE_CUDA(gpu);
