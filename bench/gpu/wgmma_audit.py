@@ -99,11 +99,11 @@ def matmul(name, batch, m, n, k, epilogue):
     return name, graph(name, t, nodes)
 
 
-def fp8_gemm(name, m, n, k, fmt="FP8_E4M3"):
-    """A [m, k] x B stored [n, k], FP8; x descale_a x descale_b, bf16 out, AMAX (cuBLASLt's FP8 GEMM)."""
+def fp8_gemm(name, m, n, k, fmt="FP8_E4M3", fmt_b=None):
+    """A [m, k] x B stored [n, k], FP8 (B's format may differ); x descale_a x descale_b, bf16 out, AMAX."""
     scalar = lambda nm, uid: {"name": nm, "uid": uid, "dim": [1, 1, 1], "stride": [1, 1, 1], "data_type": "FLOAT"}
     t = [{"name": "A", "uid": 1, "dim": [1, m, k], "stride": [m * k, k, 1], "data_type": fmt},
-         {"name": "B", "uid": 2, "dim": [1, k, n], "stride": [k * n, 1, k], "data_type": fmt},
+         {"name": "B", "uid": 2, "dim": [1, k, n], "stride": [k * n, 1, k], "data_type": fmt_b or fmt},
          scalar("descale_a", 3), scalar("descale_b", 4), {"name": "Y", "uid": 5, "output": True},
          {"name": "amax", "uid": 6, "dim": [1, 1, 1], "data_type": "FLOAT", "output": True},
          {"name": "matmul::C", "virtual": True}, {"name": "da::OUT", "virtual": True}]
@@ -180,6 +180,7 @@ WORKLOADS = [
     matmul("gemm_4096_bias_relu", 1, 4096, 4096, 4096, "bias_relu"),
     fp8_gemm("fp8_gemm_8192_descale_amax", 8192, 8192, 8192),
     fp8_gemm("fp8_e5m2_gemm_2048_descale_amax", 2048, 2048, 2048, "FP8_E5M2"),
+    fp8_gemm("fp8_e5m2xe4m3_gemm_4096_descale_amax", 4096, 4096, 4096, "FP8_E5M2", "FP8_E4M3"),
     matmul("matmul_8x2048_chain", 8, 2048, 2048, 2048, "chain"),
     matmul("matmul_16x512x1024x512_chain", 16, 512, 512, 1024, "chain"),
     matmul("matmul_16x1024x4096x1024_chain", 16, 1024, 4096, 1024, "chain"),

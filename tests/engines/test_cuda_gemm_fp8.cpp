@@ -1,4 +1,4 @@
-// cuda_gemm_wgmma_tma's FP8 matmuls: e4m3 x e4m3 or e5m2 x e5m2, both operands K-major (wgmma's
+// cuda_gemm_wgmma_tma's FP8 matmuls: e4m3 and e5m2, mixed or not, both operands K-major (wgmma's
 // k32 form has no transposes), fp32 accumulation, the fused epilogue (descales, bias, AMAX) as for
 // 16-bit inputs. Held back as `gemm_fp8` until the GPU test below passes. Without a GPU: which
 // engine describes FP8 pairs and why the others refuse, the gate, the estimate at FP8's peak, and
@@ -78,12 +78,21 @@ TEST(CudaGemmFp8, OnlyTheWgmmaEngineTakesKMajorPairs) {
   EXPECT_EQ(gm::check_fp8(*mn.p, mp, "cuda_gemm_wgmma_tma").message(),
             "cuda_gemm_wgmma_tma: node 'mm', tensor 'B': FP8 inputs run on wgmma only K-major (A [m, k] with k "
             "contiguous, B stored [n, k], as cuBLASLt's FP8 GEMMs take them); this operand is MN-major");
-  // Mixed formats are not one wgmma type here.
+  // Mixed formats (a backward pass's e5m2 gradients times e4m3 weights): one wgmma type pair.
   gemm_test::LoweredMatmul mixed;
-  ASSERT_NO_FATAL_FAILURE(fp8_matmul(mixed, T::FP8_E4M3, T::FP8_E5M2, 256, 192, 128));
-  EXPECT_FALSE(gm::describe_matmul_graph(*mixed.p, mp, why, {.fp8 = true}));
-  EXPECT_EQ(why, "node 'mm', tensor 'A': inputs of type FP8_E4M3 x FP8_E5M2 are not supported (BFLOAT16 or HALF, both "
-                 "the same; FLOAT x FLOAT as TF32; FP8_E4M3 or FP8_E5M2, both the same)");
+  ASSERT_NO_FATAL_FAILURE(fp8_matmul(mixed, T::FP8_E5M2, T::FP8_E4M3, 256, 192, 128));
+  ASSERT_TRUE(gm::describe_matmul_graph(*mixed.p, mp, why, {.fp8 = true})) << why;
+  EXPECT_EQ(mp.dtype, T::FP8_E5M2);
+  EXPECT_EQ(mp.b_dtype, T::FP8_E4M3);
+  EXPECT_FALSE(gm::describe_matmul_graph(*mixed.p, mp, why));
+  EXPECT_EQ(why, "node 'mm', tensor 'A': inputs of type FP8_E5M2 x FP8_E4M3 are not supported (BFLOAT16 or HALF, both "
+                 "the same; FLOAT x FLOAT as TF32)");
+  // Other 8-bit types are no FP8 pair.
+  gemm_test::LoweredMatmul int8;
+  ASSERT_NO_FATAL_FAILURE(fp8_matmul(int8, T::INT8, T::INT8, 256, 192, 128));
+  EXPECT_FALSE(gm::describe_matmul_graph(*int8.p, mp, why, {.fp8 = true}));
+  EXPECT_EQ(why, "node 'mm', tensor 'A': inputs of type INT8 x INT8 are not supported (BFLOAT16 or HALF, both the same; "
+                 "FLOAT x FLOAT as TF32; FP8_E4M3 or FP8_E5M2, either with either)");
 }
 
 // The knob space is the 16-bit one; each setting is estimated at FP8's peak (twice bf16's), so a
@@ -119,21 +128,26 @@ gm::MatmulConfig fp8_config(int bn, int stages, bool pingpong = false, int split
 }
 
 // Every tile form (cooperative 256 and 128 wide, ping-pong, a cluster of 2, split-K, the register
-// epilogue) for both formats: NVRTC compiles it for sm_90a with no wgmma serialized.
+// epilogue) for both formats, and one tile form for each mixed pair: NVRTC compiles it for sm_90a
+// with no wgmma serialized.
 TEST(CudaGemmFp8, KernelsCompileUnserialized) {
   if (!dg::cuda::nvrtc()) GTEST_SKIP() << "NVRTC not available: " << dg::cuda::nvrtc_error();
-  for (T t : {T::FP8_E4M3, T::FP8_E5M2}) {
+  for (const auto& [t, tb] : {std::pair{T::FP8_E4M3, T::FP8_E4M3}, std::pair{T::FP8_E5M2, T::FP8_E5M2},
+                              std::pair{T::FP8_E4M3, T::FP8_E5M2}, std::pair{T::FP8_E5M2, T::FP8_E4M3}}) {
     gemm_test::LoweredMatmul f;
-    ASSERT_NO_FATAL_FAILURE(fp8_matmul(f, t, t, 320, 200, 384));
+    ASSERT_NO_FATAL_FAILURE(fp8_matmul(f, t, tb, 320, 200, 384));
     gm::MatmulPieces pieces;
     std::string why;
     ASSERT_TRUE(gm::describe_matmul_graph(*f.p, pieces.mp, why, {.fp8 = true})) << why;
     ASSERT_TRUE(dg::cuda::plan_epilogue(*f.p, pieces.mp.axes, true, pieces.epi, why)) << why;
-    for (const gm::MatmulConfig& c : {fp8_config(256, 4), fp8_config(128, 6, true), fp8_config(128, 5),
-                                      fp8_config(256, 4, false, 1, 2), fp8_config(128, 5, false, 2),
-                                      fp8_config(256, 3, false, 1, 1, true)}) {
+    std::vector<gm::MatmulConfig> configs{fp8_config(256, 4)};
+    if (t == tb)
+      configs = {fp8_config(256, 4), fp8_config(128, 6, true), fp8_config(128, 5), fp8_config(256, 4, false, 1, 2),
+                 fp8_config(128, 5, false, 2), fp8_config(256, 3, false, 1, 1, true)};
+    for (const gm::MatmulConfig& c : configs) {
       const std::string src = gm::matmul_source(pieces.mp, c, pieces.epi, *f.low.ir);
-      const std::string type = t == T::FP8_E4M3 ? "dg::DT_FP8_E4M3" : "dg::DT_FP8_E5M2";
+      const std::string name = [](T x) { return std::string(dg::to_string(x)); }(t);
+      const std::string type = "dg::DT_" + name + (t == tb ? "" : "_" + std::string(dg::to_string(tb)).substr(4));
       EXPECT_TRUE(gemm_test::instantiates(src, "gemm_wgmma", {{"kDataType", type}})) << c.describe();
       std::vector<uint8_t> cubin;
       ASSERT_TRUE(gemm_test::compiles_unserialized(src, "test_gemm_fp8.cu", "sm_90a", &cubin))
@@ -154,10 +168,10 @@ TEST(CudaGemmFp8, RandomShapesMatchRef) {
   std::mt19937 rng(181);
   int runs = 0;
   for (int trial = 0; trial < 4; ++trial) {
-    const T t = trial % 2 ? T::FP8_E5M2 : T::FP8_E4M3;
+    const T t = trial % 2 ? T::FP8_E5M2 : T::FP8_E4M3, tb = trial == 3 ? T::FP8_E4M3 : t;  // trial 3 mixes
     const int64_t m = 1 + rng() % 700, n = 8 + 8 * (rng() % 90);
     const int64_t k = trial == 2 ? 16 : 16 * (1 + rng() % (trial == 3 ? 300 : 40));
-    HostTensor a = gemm_test::operand({1}, m, k, false, t, rng), b = gemm_test::operand({1}, k, n, true, t, rng);
+    HostTensor a = gemm_test::operand({1}, m, k, false, t, rng), b = gemm_test::operand({1}, k, n, true, tb, rng);
     HostTensor da = gemm_test::packed({1, 1, 1}, T::FLOAT), db = gemm_test::packed({1, 1, 1}, T::FLOAT);
     HostTensor bias = gemm_test::packed({1, 1, n}, T::BFLOAT16);
     gemm_test::fill_random(da, rng, 0.5, 2), gemm_test::fill_random(db, rng, 0.5, 2), gemm_test::fill_random(bias, rng);

@@ -12,7 +12,11 @@ KernelConfigSource& KernelConfigSource::tile(const MmaSyncTile& t) {
 }
 
 KernelConfigSource& KernelConfigSource::tile(const WgmmaTile& t) {
-  return dtype("kDataType", t.dtype).value("kTileN", t.tile_n).value("kStages", t.stages).flag("kSplitK", t.split_k);
+  if (t.b_dtype != DataType::NOT_SET && t.b_dtype != t.dtype)  // dg_types.cuh's operand-pair code
+    os_ << "  enum : int { kDataType = " << kernel_dtype(t.dtype) << "_" << to_string(t.b_dtype).substr(4) << " };\n";
+  else
+    dtype("kDataType", t.dtype);
+  return value("kTileN", t.tile_n).value("kStages", t.stages).flag("kSplitK", t.split_k);
 }
 
 KernelConfigSource& KernelConfigSource::dtype(std::string_view member, DataType t) {

@@ -37,6 +37,7 @@ struct WgmmaTile {
   DataType dtype;
   int tile_n, stages;
   bool split_k;
+  DataType b_dtype = DataType::NOT_SET;  // B's type where it differs (FP8 formats mixed)
 };
 
 class KernelConfigSource {

@@ -6,15 +6,16 @@ bool check_tensor_core_types(const ir::Graph& g, const ir::Node& n, const ir::Te
                              std::string& why, TensorCoreInputs inputs) {
   const std::string where = "node '" + n.name + "', tensor '" + a.name + "': ";
   const bool half = a.dtype == DataType::BFLOAT16 || a.dtype == DataType::HALF;
-  const bool fp8 = a.dtype == DataType::FP8_E4M3 || a.dtype == DataType::FP8_E5M2;
+  auto is_fp8 = [](DataType t) { return t == DataType::FP8_E4M3 || t == DataType::FP8_E5M2; };
+  const bool fp8 = is_fp8(a.dtype) && is_fp8(b.dtype);  // the two formats may mix
   if (a.dtype == b.dtype && a.dtype == DataType::FLOAT && !g.allow_tf32 && !inputs.exact_fp32) {
     why = where + kTf32Rule;
     return false;
   }
-  if (a.dtype != b.dtype || !(half || a.dtype == DataType::FLOAT || (fp8 && inputs.fp8))) {
+  if (!(fp8 && inputs.fp8) && (a.dtype != b.dtype || !(half || a.dtype == DataType::FLOAT))) {
     why = where + "inputs of type " + std::string(to_string(a.dtype)) + " x " + std::string(to_string(b.dtype)) +
           " are not supported (BFLOAT16 or HALF, both the same; FLOAT x FLOAT as TF32" +
-          (inputs.fp8 ? "; FP8_E4M3 or FP8_E5M2, both the same)" : ")");
+          (inputs.fp8 ? "; FP8_E4M3 or FP8_E5M2, either with either)" : ")");
     return false;
   }
   if (n.compute_type != DataType::FLOAT && n.compute_type != DataType::NOT_SET) {

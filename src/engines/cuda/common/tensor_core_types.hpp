@@ -16,7 +16,7 @@ inline constexpr const char* kTf32Rule =
 
 // The inputs an engine takes besides BFLOAT16 and HALF pairs and FLOAT ones as TF32 where the graph
 // allows it: exact FLOAT as three TF32 products where it does not (the wgmma cores' 3xTF32,
-// kernels/tf32x3_split.cuh), FP8 pairs (e4m3 or e5m2; wgmma's k32 form, cuda_gemm_wgmma_tma).
+// kernels/tf32x3_split.cuh), FP8 pairs (e4m3 or e5m2, mixed or not; wgmma's k32 form, cuda_gemm_wgmma_tma).
 struct TensorCoreInputs {
   bool exact_fp32 = false;
   bool fp8 = false;

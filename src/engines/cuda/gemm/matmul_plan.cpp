@@ -59,8 +59,8 @@ bool misaligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintpt
 // are 128 bytes wide (64 16-bit or 32 fp32 elements).
 TensorMapSpec operand_map(const MatmulProblem& mp, bool is_a, const MatmulConfig& c, int64_t unit, int64_t batch_extent) {
   TensorMapSpec s;
-  s.dtype = mp.dtype;
-  const int64_t es = size_of(mp.dtype);
+  s.dtype = is_a ? mp.dtype : mp.b_dtype;
+  const int64_t es = size_of(s.dtype);
   const bool k_major = is_a ? mp.a_k_major : mp.b_k_major;
   const int64_t mn = is_a ? mp.M : mp.N;
   const int64_t s_mn = is_a ? mp.a_sm : mp.b_sn;
@@ -279,7 +279,8 @@ std::string matmul_source(const MatmulProblem& mp, const MatmulConfig& c, const 
        << ">(g, p);\n}\n";
   } else {
     os << "#include \"gemm_wgmma.cuh\"\n\n" << epilogue_source(e, g, c.register_epilogue) << "\n"
-       << config_source(WgmmaKernel{{mp.dtype, c.bn, c.stages, c.splits > 1 || c.stream_k}, mp.a_k_major || c.transpose,
+       << config_source(WgmmaKernel{{mp.dtype, c.bn, c.stages, c.splits > 1 || c.stream_k, mp.b_dtype},
+                                    mp.a_k_major || c.transpose,
                                     mp.b_k_major || c.transpose, c.pingpong, c.cluster,
                                     c.register_epilogue ? register_epilogue_mode(e) : 0, c.tf32x3});
     // Clusters as a compile-time attribute: cuLaunchKernel then launches the grid in clusters.

@@ -43,6 +43,7 @@ bool describe_operands(const ir::Node& n, const ir::Tensor& A, const ir::Tensor&
     return false;
   }
   out.dtype = A.dtype;
+  out.b_dtype = B.dtype;
   out.a = A.id;
   out.b = B.id;
   out.M = C.dims[static_cast<size_t>(r - 2)];

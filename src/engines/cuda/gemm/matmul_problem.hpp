@@ -12,6 +12,7 @@ namespace dnngraph::cuda::gemm {
 
 struct MatmulProblem {
   DataType dtype = DataType::BFLOAT16;  // of A and B (FLOAT: multiplied as TF32)
+  DataType b_dtype = DataType::BFLOAT16;  // B's: dtype's, or the other FP8 format
   int a = -1, b = -1;                   // IR tensor ids
   int64_t M = 0, N = 0, K = 0;
   int64_t a_sm = 0, a_sk = 0, b_sk = 0, b_sn = 0;  // element strides

@@ -23,6 +23,11 @@ typedef long long i64;
 enum DType : int {
   DT_FLOAT = 1, DT_HALF = 2, DT_BFLOAT16 = 3, DT_DOUBLE = 4, DT_INT8 = 5, DT_INT32 = 6, DT_INT64 = 7,
   DT_BOOLEAN = 8, DT_UINT8 = 9, DT_FP8_E4M3 = 10, DT_FP8_E5M2 = 11,
+  // Not DataType values: the FP8 GEMM's operand pairs whose formats differ (A's first).
+  DT_FP8_E4M3_E5M2 = 100, DT_FP8_E5M2_E4M3 = 101,
+};
+template <int DT> struct IsFp8Operand {
+  static constexpr bool value = DT == DT_FP8_E4M3 || DT == DT_FP8_E5M2 || DT == DT_FP8_E4M3_E5M2 || DT == DT_FP8_E5M2_E4M3;
 };
 
 template <int DT> struct Storage;

@@ -87,7 +87,7 @@ __device__ __forceinline__ void mma_1688_tf32(float (&d)[4], const u32 (&a)[4], 
 // a K-major row), and the MMA itself on fragments already rounded (tf32) or as loaded. The wgmma
 // core reads ES alone (FP8: 1; it has no mma.sync form here).
 template <int DT> struct MmaOperand {
-  static constexpr int ES = DT == DT_FLOAT ? 4 : DT == DT_FP8_E4M3 || DT == DT_FP8_E5M2 ? 1 : 2;
+  static constexpr int ES = DT == DT_FLOAT ? 4 : IsFp8Operand<DT>::value ? 1 : 2;
   static constexpr int K_STEP = 32 / ES;
   __device__ __forceinline__ static u32 round(u32 x) { return DT == DT_FLOAT ? to_tf32(x) : x; }
   __device__ __forceinline__ static void mma(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {

@@ -55,25 +55,28 @@ struct WgmmaSs;
 // TF32 (fp32 in shared memory, read as tf32: the low 13 mantissa bits are ignored; k8 per
 // instruction) and FP8 (e4m3 / e5m2 bytes; k32): a 32-byte k step as for 16-bit types; K-major
 // operands only (these forms have no transposes).
-#define DG_WGMMA_SS_KMAJOR(DT, TYPE, K, N, NACC) \
-  DG_WGMMA_CALL(DG_WGMMA_SS_KMAJOR_, DT, TYPE, K, N, NACC, DG_WGMMA_AFTER_##NACC)
-#define DG_WGMMA_SS_KMAJOR_(DT, TYPE, K, N, NACC, DA, DB, SCALE, ...)                                                  \
+#define DG_WGMMA_SS_KMAJOR(DT, TYPE, TYPE_B, K, N, NACC) \
+  DG_WGMMA_CALL(DG_WGMMA_SS_KMAJOR_, DT, TYPE, TYPE_B, K, N, NACC, DG_WGMMA_AFTER_##NACC)
+#define DG_WGMMA_SS_KMAJOR_(DT, TYPE, TYPE_B, K, N, NACC, DA, DB, SCALE, ...)                                          \
   template <>                                                                                                          \
   struct WgmmaSs<DT, N> {                                                                                              \
     template <bool TA, bool TB>                                                                                        \
     __device__ __forceinline__ static void mma(float (&d)[NACC], u64 da, u64 db, int scale_d) {                         \
       static_assert(!TA && !TB, TYPE " wgmma reads K-major A and B only");                                             \
       asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                                  \
-                   "wgmma.mma_async.sync.aligned.m64n" #N "k" #K ".f32." TYPE "." TYPE " {" DG_WGMMA_ACC_##NACC "}, "  \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k" #K ".f32." TYPE "." TYPE_B " {" DG_WGMMA_ACC_##NACC "}, "\
                    DA ", " DB ", p, 1, 1;\n}\n"                                                                         \
                    : DG_WGMMA_D_##NACC                                                                                 \
                    : "l"(da), "l"(db), "r"(scale_d));                                                                  \
     }                                                                                                                  \
   };
-#define DG_WGMMA_SS_TF32(N, NACC) DG_WGMMA_SS_KMAJOR(DT_FLOAT, "tf32", 8, N, NACC)
-#define DG_WGMMA_SS_FP8(N, NACC)                          \
-  DG_WGMMA_SS_KMAJOR(DT_FP8_E4M3, "e4m3", 32, N, NACC) \
-  DG_WGMMA_SS_KMAJOR(DT_FP8_E5M2, "e5m2", 32, N, NACC)
+#define DG_WGMMA_SS_TF32(N, NACC) DG_WGMMA_SS_KMAJOR(DT_FLOAT, "tf32", "tf32", 8, N, NACC)
+// FP8: both formats, and the pairs that mix them (dg_types.cuh's operand-pair codes).
+#define DG_WGMMA_SS_FP8(N, NACC)                                       \
+  DG_WGMMA_SS_KMAJOR(DT_FP8_E4M3, "e4m3", "e4m3", 32, N, NACC)       \
+  DG_WGMMA_SS_KMAJOR(DT_FP8_E5M2, "e5m2", "e5m2", 32, N, NACC)       \
+  DG_WGMMA_SS_KMAJOR(DT_FP8_E4M3_E5M2, "e4m3", "e5m2", 32, N, NACC) \
+  DG_WGMMA_SS_KMAJOR(DT_FP8_E5M2_E4M3, "e5m2", "e4m3", 32, N, NACC)
 
 DG_WGMMA_SS_16BIT(DT_BFLOAT16, "bf16", 64, 32)
 DG_WGMMA_SS_16BIT(DT_HALF, "f16", 64, 32)
