@@ -38,7 +38,8 @@ dg::TensorPtr scalar(dg::Graph& g, const char* name) {
 void fp8_matmul(gemm_test::LoweredMatmul& f, T a_type, T b_type, int64_t m, int64_t n, int64_t k,
                 bool b_k_major = true) {
   f.g.set_io_data_type(T::BFLOAT16).set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
-  auto a = f.g.tensor(dg::TensorAttr().set_name("A").set_dim({1, m, k}).set_stride({m * k, k, 1}).set_data_type(a_type));
+  auto a = f.g.tensor(
+      dg::TensorAttr().set_name("A").set_dim({1, m, k}).set_stride({m * k, k, 1}).set_data_type(a_type));
   auto b = f.g.tensor(dg::TensorAttr().set_name("B").set_dim({1, k, n})
                           .set_stride(b_k_major ? Dims{k * n, 1, k} : Dims{k * n, n, 1}).set_data_type(b_type));
   auto bias = f.g.tensor(dg::TensorAttr().set_name("bias").set_dim({1, 1, n}).set_stride({n, n, 1}));
@@ -182,7 +183,8 @@ TEST(CudaGemmFp8, RandomShapesMatchRef) {
                           {gemm_test::packed({1, m, n}, T::BFLOAT16), gemm_test::packed({1, 1, 1}, T::FLOAT)},
                           [](dg::Graph& g, const std::vector<dg::TensorPtr>& in) {
                             g.set_intermediate_data_type(T::FLOAT).set_compute_data_type(T::FLOAT);
-                            auto y = g.bias(g.scale(g.scale(g.matmul(in[0], in[1], dg::MatmulAttr()), in[2]), in[3]), in[4]);
+                            auto mm = g.matmul(in[0], in[1], dg::MatmulAttr());
+                            auto y = g.bias(g.scale(g.scale(mm, in[2]), in[3]), in[4]);
                             auto amax = g.reduction(y, dg::ReductionAttr().set_mode(dg::ReductionMode::AMAX));
                             return std::vector<dg::TensorPtr>{y, amax};
                           },

@@ -137,7 +137,9 @@ TEST_F(CudnnGpu, OnlyTheRequestedHeuristicModesConfigsAreOffered) {
     const auto a_fallback = cudnn_plans(build, *h_, {dg::HeurMode::A, dg::HeurMode::FALLBACK});
     const auto every = cudnn_plans(build, *h_, {dg::HeurMode::A, dg::HeurMode::B, dg::HeurMode::FALLBACK});
     ASSERT_FALSE(a.empty());
-    auto has = [](const std::vector<std::string>& v, const std::string& n) { return std::find(v.begin(), v.end(), n) != v.end(); };
+    auto has = [](const std::vector<std::string>& v, const std::string& n) {
+      return std::find(v.begin(), v.end(), n) != v.end();
+    };
     for (const auto& n : a_fallback) EXPECT_TRUE(has(a, n) || has(fallback, n)) << n;
     for (const auto& n : a) EXPECT_TRUE(has(a_fallback, n)) << n;
     for (const auto& n : fallback) EXPECT_TRUE(has(a_fallback, n)) << n;

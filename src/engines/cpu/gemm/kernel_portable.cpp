@@ -24,7 +24,8 @@ const KernelSet& row_kernel_set(Isa isa) {
 std::vector<const KernelSet*> kernel_shapes(Isa isa) {
   std::vector<const KernelSet*> out{&kernel_set(isa)};
   if (out[0]->isa == Isa::AVX512)
-    for (const KernelSet* ks : {avx512_kernels_7x48(), avx512_kernels_14x32(), avx512_kernels_8x32(), avx512_kernels_16x16()})
+    for (const KernelSet* ks :
+         {avx512_kernels_7x48(), avx512_kernels_14x32(), avx512_kernels_8x32(), avx512_kernels_16x16()})
       if (ks) out.push_back(ks);
   return out;
 }

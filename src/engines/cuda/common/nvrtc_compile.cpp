@@ -47,7 +47,8 @@ std::string log_findings(const std::string& log) {
     size_t end = log.find('\n', at);
     if (end == std::string::npos) end = log.size();
     const std::string line = log.substr(at, end - at);
-    const bool resources = line.find("ptxas info") != std::string::npos || line.find("ptxas         .") != std::string::npos;
+    const bool resources =
+        line.find("ptxas info") != std::string::npos || line.find("ptxas         .") != std::string::npos;
     if (!resources || line.find("Performance Loss") != std::string::npos)
       out += (out.empty() ? "" : "\n") + line;
     at = end + 1;

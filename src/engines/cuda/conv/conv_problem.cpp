@@ -159,7 +159,8 @@ bool describe_anchor(const Partition& p, const char* op, ConvProblem& out, std::
                      TensorCoreInputs inputs = {}) {
   out = ConvProblem{};
   TensorCoreOperands o;
-  if (!tensor_core_anchor<Attr>(p, op, o, why, inputs) || !body(*o.node, *o.in0, *o.in1, *o.out, out, why)) return false;
+  if (!tensor_core_anchor<Attr>(p, op, o, why, inputs) || !body(*o.node, *o.in0, *o.in1, *o.out, out, why))
+    return false;
   out.exact_fp32 = out.dtype == DataType::FLOAT && !p.graph->allow_tf32;
   return true;
 }

@@ -1,9 +1,9 @@
 // cuda_gemm_wgmma_tma: the Hopper matmul (sm_90a): TMA loads, warp-specialized wgmma, a
-// persistent grid (kernels/gemm_wgmma.cuh), split-K, a stream-K tail (held back until its GPU test
-// passes), clusters of 2 sharing B by TMA multicast,
+// persistent grid (kernels/gemm_wgmma.cuh), split-K, a stream-K tail, clusters of 2 sharing B by
+// TMA multicast,
 // TF32 with a transpose pass for MN-major FLOAT operands, FLOAT that the graph keeps exact as
-// 3xTF32 (tf32x3=1, kernels/tf32x3_split.cuh), FP8 pairs (e4m3 and e5m2, mixed or not, K-major; held back as
-// `gemm_fp8` until its GPU test passes);
+// 3xTF32 (tf32x3=1, kernels/tf32x3_split.cuh), FP8 pairs (e4m3 and e5m2, mixed or not, K-major;
+// held back as `gemm_fp8` until its GPU test passes);
 // the partition's epilogue fused, staged through shared memory or (epilogue=1) applied in
 // registers and stored by TMA.
 #include "engines/cuda/gemm/gemm_wgmma_tma.hpp"

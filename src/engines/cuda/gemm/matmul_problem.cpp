@@ -85,7 +85,8 @@ int64_t MatmulProblem::batch_count() const {
   return v;
 }
 
-bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why, TensorCoreInputs inputs) {
+bool describe_matmul(const Partition& p, const Target& t, MatmulProblem& out, std::string& why,
+                     TensorCoreInputs inputs) {
   if (!t.device().is_cuda() || !t.handle->cuda) {
     why = "runs on CUDA handles; this one is " + t.device().to_string();
     return false;

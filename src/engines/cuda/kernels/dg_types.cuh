@@ -27,7 +27,8 @@ enum DType : int {
   DT_FP8_E4M3_E5M2 = 100, DT_FP8_E5M2_E4M3 = 101,
 };
 template <int DT> struct IsFp8Operand {
-  static constexpr bool value = DT == DT_FP8_E4M3 || DT == DT_FP8_E5M2 || DT == DT_FP8_E4M3_E5M2 || DT == DT_FP8_E5M2_E4M3;
+  static constexpr bool value =
+      DT == DT_FP8_E4M3 || DT == DT_FP8_E5M2 || DT == DT_FP8_E4M3_E5M2 || DT == DT_FP8_E5M2_E4M3;
 };
 
 template <int DT> struct Storage;
