@@ -115,25 +115,16 @@ def fp8_gemm(name, m, n, k, fmt="FP8_E4M3", fmt_b=None):
     return name, graph(name, t, nodes)
 
 
-def conv_wgrad(name, n, c, hw, k, r):
-    """DW [k, c, r, r] = conv_wgrad(DY [n, k, hw, hw], X [n, c, hw, hw]), pad r/2, NHWC / KRSC."""
-    dy, x, dw, pad = [n, k, hw, hw], [n, c, hw, hw], [k, c, r, r], [r // 2] * 2
+def conv_backward(name, op, n, k, hw, c, r):
+    """conv_dgrad (DX from DY, W) or conv_wgrad (DW from DY, X): DY [n, k, hw, hw], X / DX
+    [n, c, hw, hw], W / DW [k, c, r, r], stride 1, pad r/2, NHWC / KRSC."""
+    dy, x, w, pad = [n, k, hw, hw], [n, c, hw, hw], [k, c, r, r], [r // 2] * 2
+    other, out = (("W", w), ("DX", x)) if op == "conv_dgrad" else (("X", x), ("DW", w))
     t = [{"name": "DY", "uid": 1, "dim": dy, "stride": channels_last(dy)},
-         {"name": "X", "uid": 2, "dim": x, "stride": channels_last(x)},
-         {"name": "DW", "uid": 3, "dim": dw, "stride": channels_last(dw), "output": True}]
-    nodes = [{"name": "wgrad", "op": "conv_wgrad", "dilation": [1, 1], "pre_padding": pad, "post_padding": pad,
-              "stride": [1, 1], "inputs": {"DY": "DY", "X": "X"}, "outputs": {"DW": "DW"}}]
-    return name, graph(name, t, nodes)
-
-
-def conv_dgrad(name, n, k, hw, c, r):
-    """DX [n, c, hw, hw] = conv_dgrad(DY [n, k, hw, hw], W [k, c, r, r]), stride 1, pad r/2."""
-    dy, w, dx, pad = [n, k, hw, hw], [k, c, r, r], [n, c, hw, hw], [r // 2] * 2
-    t = [{"name": "DY", "uid": 1, "dim": dy, "stride": channels_last(dy)},
-         {"name": "W", "uid": 2, "dim": w, "stride": channels_last(w)},
-         {"name": "DX", "uid": 3, "dim": dx, "stride": channels_last(dx), "output": True}]
-    nodes = [{"name": "dgrad", "op": "conv_dgrad", "dilation": [1, 1], "pre_padding": pad, "post_padding": pad,
-              "stride": [1, 1], "inputs": {"DY": "DY", "W": "W"}, "outputs": {"DX": "DX"}}]
+         {"name": other[0], "uid": 2, "dim": other[1], "stride": channels_last(other[1])},
+         {"name": out[0], "uid": 3, "dim": out[1], "stride": channels_last(out[1]), "output": True}]
+    nodes = [{"name": op, "op": op, "dilation": [1, 1], "pre_padding": pad, "post_padding": pad, "stride": [1, 1],
+              "inputs": {"DY": "DY", other[0]: other[0]}, "outputs": {out[0]: out[0]}}]
     return name, graph(name, t, nodes)
 
 
@@ -187,8 +178,8 @@ WORKLOADS = [
     sdpa("sdpa_b4h16s1024d64_causal", 4, 16, 1024, 64),
     sdpa("sdpa_b4h16s4096d128_causal", 4, 16, 4096, 128),
     # Training: the backward kernels (wgrad, dgrad, attention backward).
-    conv_wgrad("wgrad_rn50_3x3_c64_56_k64", 32, 64, 56, 64, 3),
-    conv_dgrad("dgrad_rn50_3x3_c256_14_k256", 32, 256, 14, 256, 3),
+    conv_backward("wgrad_rn50_3x3_c64_56_k64", "conv_wgrad", 32, 64, 56, 64, 3),
+    conv_backward("dgrad_rn50_3x3_c256_14_k256", "conv_dgrad", 32, 256, 14, 256, 3),
     sdpa_backward("sdpa_bwd_b4h16s1024d64_causal", 4, 16, 1024, 64),
     sdpa_backward("sdpa_bwd_b4h16s4096d128_causal", 4, 16, 4096, 128),
 ]

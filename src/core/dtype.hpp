@@ -22,6 +22,8 @@ inline constexpr FloatFormat kBf16{8, 7, true};
 inline constexpr FloatFormat kE4M3{4, 3, false};
 inline constexpr FloatFormat kE5M2{5, 2, true};
 
+inline constexpr bool is_fp8(DataType t) { return t == DataType::FP8_E4M3 || t == DataType::FP8_E5M2; }
+
 inline double decode(uint32_t bits, FloatFormat f) {
   const int total = 1 + f.exp_bits + f.man_bits;
   const uint32_t sign = (bits >> (total - 1)) & 1u;

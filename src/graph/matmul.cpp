@@ -2,6 +2,7 @@
 // (a 1 stretches). C's strides are row-major unless the user set them.
 #include <string>
 
+#include "core/dtype.hpp"
 #include "graph/families.hpp"
 #include "graph/infer_util.hpp"
 #include "graph/ir.hpp"
@@ -9,7 +10,7 @@
 namespace dnngraph {
 namespace {
 
-bool is_fp8(DataType t) { return t == DataType::FP8_E4M3 || t == DataType::FP8_E5M2; }
+using dtype::is_fp8;
 
 std::string type_name(DataType t) { return std::string(to_string(t)); }
 

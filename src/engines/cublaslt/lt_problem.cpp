@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <variant>
 
+#include "core/dtype.hpp"
+
 namespace dnngraph::cublaslt {
 namespace {
 
-std::string tensor_text(const ir::Tensor& t) { return "tensor '" + t.name + "'"; }
+using dtype::is_fp8;
 
-bool is_fp8(DataType t) { return t == DataType::FP8_E4M3 || t == DataType::FP8_E5M2; }
+std::string tensor_text(const ir::Tensor& t) { return "tensor '" + t.name + "'"; }
 
 bool to_cuda_type(DataType t, CudaType& out) {
   switch (t) {

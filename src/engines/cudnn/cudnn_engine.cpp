@@ -37,31 +37,23 @@ bool needs_full_precision(const Partition& p) {
   return false;
 }
 
-// cuDNN's heuristic modes for the target's: the ones the plans are made for (the frontend asks
-// cuDNN for exactly those too; mode B's configs cost a build ALL more runtime compiles), else all.
-std::vector<HeurMode> cudnn_modes(const Target& t) {
-  if (t.heur_modes.empty()) return {HeurMode::A, HeurMode::B, HeurMode::FALLBACK};
-  std::vector<HeurMode> out;
-  for (dnngraph::HeurMode m : t.heur_modes)
-    out.push_back(m == dnngraph::HeurMode::A   ? HeurMode::A
-                  : m == dnngraph::HeurMode::B ? HeurMode::B
-                                               : HeurMode::FALLBACK);
-  return out;
+// The heuristic modes to ask cuDNN for: the ones the plans are made for (the frontend asks cuDNN
+// for exactly those too; mode B's configs cost a build ALL more runtime compiles), else all.
+using PlanModes = std::vector<dnngraph::HeurMode>;
+PlanModes planned_modes(const Target& t) {
+  if (t.heur_modes.empty()) return {dnngraph::HeurMode::A, dnngraph::HeurMode::B, dnngraph::HeurMode::FALLBACK};
+  return t.heur_modes;
 }
 
-std::string mode_names(const std::vector<HeurMode>& modes) {
+HeurMode cudnn_mode(dnngraph::HeurMode m) {
+  return m == dnngraph::HeurMode::A ? HeurMode::A : m == dnngraph::HeurMode::B ? HeurMode::B : HeurMode::FALLBACK;
+}
+
+// "A, FALLBACK": the modes as messages name them.
+std::string mode_names(const PlanModes& modes) {
   std::string out;
-  for (HeurMode m : modes) {
-    const char* name = m == HeurMode::A ? "A" : m == HeurMode::B ? "B" : "FALLBACK";
-    out += (out.empty() ? "" : ", ") + std::string(name);
-  }
+  for (dnngraph::HeurMode m : modes) out += (out.empty() ? "" : ", ") + std::string(to_string(m));
   return out;
-}
-
-std::string modes_key(const std::vector<HeurMode>& modes) {
-  std::string key = "m";
-  for (HeurMode m : modes) key += std::to_string(static_cast<int>(m));
-  return key;
 }
 
 // What cuDNN offers for one partition: its operation graph and the engine configs of `modes` (in
@@ -72,15 +64,14 @@ struct Survey {
   std::shared_ptr<OpGraph> graph;
 };
 
-Survey survey_once(const CudnnApi& a, SharedHandle& sh, const Partition& p, bool dynamic,
-                   const std::vector<HeurMode>& modes) {
+Survey survey_once(const CudnnApi& a, SharedHandle& sh, const Partition& p, bool dynamic, const PlanModes& modes) {
   Survey s;
   s.graph = std::make_shared<OpGraph>();
   s.status = build_op_graph(a, sh.handle, p, dynamic, *s.graph);
   if (!s.status.ok()) return s;
   Status first_error;
-  for (HeurMode m : modes) {
-    Status st = heuristic_configs(a, *s.graph->graph, m, s.configs);
+  for (dnngraph::HeurMode m : modes) {
+    Status st = heuristic_configs(a, *s.graph->graph, cudnn_mode(m), s.configs);
     if (!st.ok() && first_error.ok()) first_error = st;
   }
   // As PyTorch does: no configs that down-convert inputs, no TF32 for full-precision inputs, and
@@ -157,10 +148,12 @@ Survey survey_from(const Verdict& v, SharedHandle& sh, const Partition& p) {
 std::shared_ptr<const Survey> survey(const Partition& p, const Target& t, SharedHandle* held = nullptr) {
   thread_local std::string memo_key;
   thread_local std::shared_ptr<const Survey> memo;
+  const PlanModes modes = planned_modes(t);
+  const std::string modes_key = "m" + mode_names(modes);
   std::string key = std::to_string(p.graph->fingerprint()) + "|" +
                     std::to_string(reinterpret_cast<uintptr_t>(t.handle->cuda->context)) + "|" +
                     (t.dynamic_shapes && t.kernel_cache ? "d" : "s") + (deterministic_requested() ? "D" : "") + "|" +
-                    std::to_string(reinterpret_cast<uintptr_t>(held)) + "|" + modes_key(cudnn_modes(t)) + "|";
+                    std::to_string(reinterpret_cast<uintptr_t>(held)) + "|" + modes_key + "|";
   for (int n : p.nodes) key += std::to_string(n) + ",";
   if (memo && key == memo_key) return memo;
   auto out = std::make_shared<Survey>();
@@ -172,16 +165,16 @@ std::shared_ptr<const Survey> survey(const Partition& p, const Target& t, Shared
     const bool dynamic = t.dynamic_shapes && t.kernel_cache;
     const std::string kind = std::to_string(structural_fingerprint(p)) + "|" +
                              std::to_string(reinterpret_cast<uintptr_t>(t.handle->cuda->context)) + "|" +
-                             (dynamic ? "d" : "s") + (deterministic_requested() ? "D" : "") + modes_key(cudnn_modes(t));
+                             (dynamic ? "d" : "s") + (deterministic_requested() ? "D" : "") + modes_key;
     Verdict known;
     if (verdicts().find(kind, known)) {
       *out = survey_from(known, *sh, p);
     } else {
-      *out = survey_once(*api(), *sh, p, dynamic, cudnn_modes(t));
+      *out = survey_once(*api(), *sh, p, dynamic, modes);
       bool used_dynamic = dynamic;
       if (dynamic && !out->status.ok()) {
         DG_LOG(INFO) << "cudnn: with dynamic shapes: " << out->status.message() << "; trying static shapes";
-        Survey fixed = survey_once(*api(), *sh, p, false, cudnn_modes(t));
+        Survey fixed = survey_once(*api(), *sh, p, false, modes);
         if (fixed.status.ok()) *out = std::move(fixed), used_dynamic = false;
       }
       // Only successes: a refusal names this partition's nodes and tensors, and is cheap to repeat.

@@ -87,6 +87,10 @@ bool register_epilogue(const EpiloguePlan& epi, std::string& why) {
   return true;
 }
 
+bool register_epilogue_unserialized(const EpiloguePlan& epi, bool pingpong, bool split_units) {
+  return !((pingpong || split_units) && epi.L.full_count() > 0);
+}
+
 int register_epilogue_mode(const EpiloguePlan& epi) {
   return chain_cost(epi.prog) > kMaxRegisterChainCost ? kEpiTmaStoreBoxed : kEpiTmaStore;
 }

@@ -17,6 +17,12 @@ namespace dnngraph::cuda {
 // A chain too long to unroll over every accumulator takes the boxed form (register_epilogue_mode).
 bool register_epilogue(const EpiloguePlan& epi, std::string& why);
 
+// Whether the register epilogue of `epi` leaves the wgmma core's wgmma unserialized on tiles that
+// take turns (`pingpong`) or on split units (`split_units`: split-K, the stream-K tail): not where
+// the chain reduces (AMAX), whose kernels of those forms ptxas serialized (C7514; the conv and
+// matmul engines, bench/gpu/wgmma_audit.py, 2026-12-08). Whole cooperative tiles always do.
+bool register_epilogue_unserialized(const EpiloguePlan& epi, bool pingpong, bool split_units);
+
 // The kernel's epilogue mode for a register epilogue of `epi` (kernels/epilogue_tma_store.cuh's
 // EPI_TMA_STORE, or EPI_TMA_STORE_BOXED: one 64-column box at a time in a rolled loop, for chains
 // whose unrolled code would outgrow the instruction cache).

@@ -1,13 +1,14 @@
 #include "engines/cuda/common/tensor_core_types.hpp"
 
+#include "core/dtype.hpp"
+
 namespace dnngraph::cuda {
 
 bool check_tensor_core_types(const ir::Graph& g, const ir::Node& n, const ir::Tensor& a, const ir::Tensor& b,
                              std::string& why, TensorCoreInputs inputs) {
   const std::string where = "node '" + n.name + "', tensor '" + a.name + "': ";
   const bool half = a.dtype == DataType::BFLOAT16 || a.dtype == DataType::HALF;
-  auto is_fp8 = [](DataType t) { return t == DataType::FP8_E4M3 || t == DataType::FP8_E5M2; };
-  const bool fp8 = is_fp8(a.dtype) && is_fp8(b.dtype);  // the two formats may mix
+  const bool fp8 = dtype::is_fp8(a.dtype) && dtype::is_fp8(b.dtype);  // the two formats may mix
   if (a.dtype == b.dtype && a.dtype == DataType::FLOAT && !g.allow_tf32 && !inputs.exact_fp32) {
     why = where + kTf32Rule;
     return false;

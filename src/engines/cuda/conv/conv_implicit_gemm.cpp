@@ -373,8 +373,7 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
   // where the fused epilogue allows it and its output tiles fit beside the stages
   // (CudaConvRegisterEpilogue.* against ref on a GPU; a conv_dgrad's phases where each phase's
   // sub-grid is a TMA map, CudaConvDgradPhases.*); where not, the reason is logged (DNNGRAPH_LOG_LEVEL).
-  // Not ping-pong tiles of an epilogue that reduces (AMAX): ptxas serialized their wgmma (C7514,
-  // bench/gpu/wgmma_audit.py, 2026-12-08), as the matmul engine leaves them out too.
+  // Not the forms whose wgmma ptxas serializes (register_epilogue_unserialized).
   static void add_register_epilogue(const Partition& p, const Target& t, std::vector<ConvKnobs>& out) {
     Pieces pc;
     std::string why;
@@ -388,13 +387,12 @@ class ConvImplicitGemmEngine final : public PreparedEngine<ConvKnobs, Pieces, pr
       DG_LOG(DEBUG) << kEngineName << ": no epilogue=1 plans for the conv_dgrad's phases: " << why;
       return;
     }
-    const bool reduces = pc.epi.L.full_count() > 0;
     const size_t n = out.size();
     for (size_t i = 0; i < n; ++i) {
       ConvKnobs k = out[i];
       k.epilogue = 1;
       if (k.core == 4 && !halo_register_epilogue_rule(pc.epi).empty()) continue;
-      if (k.pingpong && reduces) continue;
+      if (!register_epilogue_unserialized(pc.epi, k.pingpong, false)) continue;
       if (k.core >= 2 && conv::conv_rules(k).empty()) out.push_back(k);
     }
   }

@@ -153,8 +153,10 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
       if (mp.exact_fp32) settings = {{.tile_n = 128, .stages = 3}};  // 3xTF32 (set below): 64 KB stages
       add_split_k(mp, t, settings);
       add_clusters(mp, settings);
-      add_register_epilogue(p, t, mp, settings);
-      add_stream_k(p, t, mp, settings);
+      EpiloguePlan epi;
+      const bool planned = plan_epilogue(p, mp.axes, t.dynamic_shapes, epi, why);
+      add_register_epilogue(planned ? &epi : nullptr, why, settings);
+      add_stream_k(planned ? &epi : nullptr, t, mp, settings);
       if (mp.dtype == DataType::FLOAT)
         for (auto& k : settings) {
           k.tf32 = mp.exact_fp32 ? 0 : 1;
@@ -178,41 +180,34 @@ class GemmWgmmaTmaEngine final : public gemm::MatmulEngine<WgmmaKnobs, wgmma_con
   }
 
   // Each whole-tile setting again with the register epilogue (epilogue=1) where the fused epilogue
-  // allows it and its output boxes fit beside the stages; where not, the reason is logged. Not
-  // ping-pong tiles of epilogues that reduce (AMAX): measured on an H100 (2026-12-05), 8x2048^3 x
-  // alpha + bias + ReLU + AMAX ran 0.337 ms with it against 0.269 staged (cooperative tiles: 0.233
-  // against 0.263), while plain ping-pong tiles gained (0.227 against 0.247).
-  static void add_register_epilogue(const Partition& p, const Target& t, const MatmulProblem& mp,
-                                    std::vector<WgmmaKnobs>& out) {
-    EpiloguePlan epi;
-    std::string why;
-    if (!plan_epilogue(p, mp.axes, t.dynamic_shapes, epi, why) || !register_epilogue(epi, why)) {
+  // `epi` (null: not planned, `why`) allows it and its output boxes fit beside the stages; where
+  // not, the reason is logged. Not the forms whose wgmma ptxas serializes (ping-pong tiles of
+  // epilogues that reduce; register_epilogue_unserialized), which also ran slower on an H100
+  // (2026-12-05): 8x2048^3 x alpha + bias + ReLU + AMAX 0.337 ms against 0.269 staged.
+  static void add_register_epilogue(const EpiloguePlan* epi, std::string why, std::vector<WgmmaKnobs>& out) {
+    if (!epi || !register_epilogue(*epi, why)) {
       DG_LOG(DEBUG) << kName << ": no epilogue=1 plans (registers + TMA store): " << why;
       return;
     }
-    const bool reduces = epi.L.full_count() > 0;
     const size_t n = out.size();
     for (size_t i = 0; i < n; ++i) {
       WgmmaKnobs k = out[i];
       k.epilogue = 1;
-      if (wgmma_rules(k).empty() && !(k.pingpong && reduces)) out.push_back(k);
+      if (wgmma_rules(k).empty() && register_epilogue_unserialized(*epi, k.pingpong, false)) out.push_back(k);
     }
   }
 
   // Each cooperative whole-tile setting of one CTA again with the stream-K tail where its tiles
   // fill at least one wave and the last one less than 90%: 8192^3 in 128 x 256 tiles is 15.5 waves
-  // of 132 CTAs, and the half wave takes as long as a whole one. Not register-epilogue settings
-  // whose chain reduces (AMAX): ptxas serialized their wgmma (FP8 GEMM + descales + AMAX, found by
-  // bench/gpu/wgmma_audit.py, 2026-12-08).
-  static void add_stream_k(const Partition& p, const Target& t, const MatmulProblem& mp, std::vector<WgmmaKnobs>& out) {
+  // of 132 CTAs, and the half wave takes as long as a whole one. Register-epilogue settings only
+  // where their split units keep the wgmma unserialized (register_epilogue_unserialized).
+  static void add_stream_k(const EpiloguePlan* epi, const Target& t, const MatmulProblem& mp,
+                           std::vector<WgmmaKnobs>& out) {
     const int64_t sms = std::max(1, t.info().multiprocessors);
-    EpiloguePlan epi;
-    std::string why;
-    const bool reduces = plan_epilogue(p, mp.axes, t.dynamic_shapes, epi, why) && epi.L.full_count() > 0;
     const size_t n = out.size();
     for (size_t i = 0; i < n; ++i) {
       WgmmaKnobs k = out[i];
-      if (k.epilogue && reduces) continue;
+      if (k.epilogue && !(epi && register_epilogue_unserialized(*epi, false, true))) continue;
       const int64_t tiles = mp.batch_count() * ceil_div(mp.M, 128) * ceil_div(mp.N, k.tile_n);
       if (k.pingpong || k.split_k > 1 || k.cluster > 1 || tiles < sms || tiles % sms >= sms * 9 / 10 ||
           tiles % sms == 0)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/dtype.hpp"
 #include "core/log.hpp"
 #include "engines/cuda/common/gpu_checked.hpp"
 #include "engines/cuda/common/register_epilogue.hpp"
@@ -50,8 +51,7 @@ double matmul_seconds(const Partition& p, const Target& t, const MatmulConfig& c
                      std::max(1.0, t.info().peak_bytes_per_s) +
                  3e-6;
     if (!mp.a_vec || !mp.b_vec) efficiency *= 0.1;  // element-by-element loads
-    const bool fp8 = mp.dtype == DataType::FP8_E4M3 || mp.dtype == DataType::FP8_E5M2;
-    if (fp8) efficiency *= 2.0;  // FP8's peak: twice bf16's
+    if (dtype::is_fp8(mp.dtype)) efficiency *= 2.0;  // FP8's peak: twice bf16's
   }
   if (c.tf32) efficiency *= 0.5;
   const double flops = partition_flops(p) * padded / (c.tf32x3 ? kTf32x3Rate : 1.0);
@@ -86,7 +86,7 @@ Status check_tf32(const Partition& p, const MatmulProblem& mp, const MatmulConfi
 }
 
 Status check_fp8(const Partition& p, const MatmulProblem& mp, std::string_view engine) {
-  if (mp.dtype != DataType::FP8_E4M3 && mp.dtype != DataType::FP8_E5M2) return {};
+  if (!dtype::is_fp8(mp.dtype)) return {};
   const int mn_major = !mp.a_k_major ? mp.a : !mp.b_k_major ? mp.b : -1;
   const std::string node = "node '" + p.graph->nodes[static_cast<size_t>(anchor_node(p))].name + "'";
   if (mn_major >= 0)
